@@ -1,0 +1,255 @@
+#include "io/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "io/error.h"
+
+namespace ds {
+
+FieldRequest FieldRequest::parse(const std::string& text, const std::string& where) {
+  const auto at = text.find('@');
+  FieldRequest f;
+  try {
+    if (at == std::string::npos || at == 0) throw std::invalid_argument("");
+    f.var = text.substr(0, at);
+    size_t used = 0;
+    f.level = std::stoi(text.substr(at + 1), &used);
+    if (used != text.size() - at - 1 || f.level <= 0) throw std::invalid_argument("");
+  } catch (const std::logic_error&) {
+    throw UsageError(where + ": predictor '" + text + "' is not 'var@level' (for example z@500)");
+  }
+  return f;
+}
+
+int GridSpec::nlon() const { return static_cast<int>(std::lround((lon_last - lon_first) / step)) + 1; }
+int GridSpec::nlat() const { return static_cast<int>(std::lround((lat_last - lat_first) / step)) + 1; }
+
+namespace {
+
+// Levenshtein distance, for "did you mean" on unknown keys.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// Reads typed values by dotted key and remembers which keys were read, so that whatever is left
+// over in the document can be reported as unknown.
+class Reader {
+ public:
+  Reader(YAML::Node root, std::string file, std::set<std::string> overridden)
+      : root_(std::move(root)), file_(std::move(file)), overridden_(std::move(overridden)) {}
+
+  template <class T>
+  void get(const std::string& key, T& out) {
+    known_.insert(key);
+    YAML::Node n = find(key);
+    if (!n || n.IsNull()) return;  // keep the default
+    try {
+      out = n.as<T>();
+    } catch (const YAML::Exception&) {
+      throw UsageError(origin(key) + ": key '" + key + "' has a value of the wrong type: " + dump(n));
+    }
+  }
+
+  void get_years(const std::string& key, YearRange& out) {
+    std::vector<int> v;
+    get(key, v);
+    if (!find(key) || find(key).IsNull()) return;
+    if (v.empty()) { out = YearRange{0, -1}; return; }
+    if (v.size() != 2 || v[1] < v[0])
+      throw UsageError(origin(key) + ": key '" + key + "' must be [first_year, last_year], got " + dump(find(key)));
+    out = YearRange{v[0], v[1]};
+  }
+
+  void get_pair(const std::string& key, double& lo, double& hi) {
+    std::vector<double> v;
+    get(key, v);
+    if (!find(key) || find(key).IsNull()) return;
+    if (v.size() != 2 || v[1] < v[0])
+      throw UsageError(origin(key) + ": key '" + key + "' must be [min, max], got " + dump(find(key)));
+    lo = v[0];
+    hi = v[1];
+  }
+
+  void get_grid(const std::string& key, GridSpec& g) {
+    get_pair(key + ".lon", g.lon_first, g.lon_last);
+    get_pair(key + ".lat", g.lat_first, g.lat_last);
+    get(key + ".step", g.step);
+    if (!(g.step > 0)) throw UsageError(origin(key + ".step") + ": key '" + key + ".step' must be positive");
+  }
+
+  void require(const std::string& key, const std::string& value) {
+    if (value.empty()) throw UsageError(file_ + ": key '" + key + "' is required");
+  }
+
+  // Every leaf (or mapping) key present in the document but never read is an error.
+  void check_unknown() const {
+    std::vector<std::string> present;
+    collect(root_, "", present);
+    for (const auto& k : present) {
+      if (known_.count(k)) continue;
+      std::string msg = origin(k) + ": unknown key '" + k + "'";
+      std::string best;
+      size_t best_d = 3;  // suggest only near misses
+      for (const auto& cand : known_) {
+        const size_t d = edit_distance(k, cand);
+        if (d < best_d) best_d = d, best = cand;
+      }
+      if (!best.empty()) msg += " (did you mean '" + best + "'?)";
+      throw UsageError(msg);
+    }
+  }
+
+ private:
+  YAML::Node find(const std::string& key) const {
+    // yaml-cpp's operator[] on a non-const node inserts; walk clones to keep the tree intact.
+    YAML::Node n = YAML::Clone(root_);
+    std::stringstream ss(key);
+    std::string part;
+    while (std::getline(ss, part, '.')) {
+      if (!n.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+      YAML::Node child = n[part];
+      if (!child) return YAML::Node(YAML::NodeType::Undefined);
+      n = child;
+    }
+    return n;
+  }
+
+  void collect(const YAML::Node& n, const std::string& prefix, std::vector<std::string>& out) const {
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string k = prefix.empty() ? it->first.as<std::string>() : prefix + "." + it->first.as<std::string>();
+      // A mapping is a section unless some reader asked for the whole mapping by name.
+      if (it->second.IsMap() && !known_.count(k)) {
+        bool is_section = false;
+        for (const auto& kn : known_)
+          if (kn.rfind(k + ".", 0) == 0) is_section = true;
+        if (is_section) { collect(it->second, k, out); continue; }
+      }
+      out.push_back(k);
+    }
+  }
+
+  std::string origin(const std::string& key) const {
+    return overridden_.count(key) ? "--set " + key : file_;
+  }
+
+  static std::string dump(const YAML::Node& n) {
+    YAML::Emitter e;
+    e << YAML::Flow << n;
+    return e.c_str();
+  }
+
+  YAML::Node root_;
+  std::string file_;
+  std::set<std::string> overridden_;
+  std::set<std::string> known_;
+};
+
+void apply_override(YAML::Node& root, const std::string& assignment, std::set<std::string>& keys) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw UsageError("--set " + assignment + ": expected key=value");
+  const std::string key = assignment.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw UsageError("--set " + key + ": cannot parse value: " + e.msg);
+  }
+  std::vector<std::string> parts;
+  std::stringstream ss(key);
+  for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
+  // Walk down with node references; create missing sections so unknown keys surface as such.
+  std::function<void(YAML::Node, size_t)> set = [&](YAML::Node n, size_t i) {
+    if (i + 1 == parts.size()) { n[parts[i]] = value; return; }
+    if (!n[parts[i]] || !n[parts[i]].IsMap()) n[parts[i]] = YAML::Node(YAML::NodeType::Map);
+    set(n[parts[i]], i + 1);
+  };
+  set(root, 0);
+  keys.insert(key);
+}
+
+}  // namespace
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw UsageError(path + ": cannot open config file");
+  } catch (const YAML::Exception& e) {
+    throw UsageError(path + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) throw UsageError(path + ": the config must be a mapping of sections");
+  std::set<std::string> overridden;
+  for (const auto& o : overrides) apply_override(root, o, overridden);
+
+  Config c;
+  c.file = path;
+  Reader r(root, path, overridden);
+
+  r.get("run.dir", c.run.dir);
+  r.get("run.threads", c.run.threads);
+  r.get("run.log_level", c.run.log_level);
+
+  r.get("synth.dir", c.synth.dir);
+  r.get_years("synth.years", c.synth.years);
+  r.get_pair("synth.lon", c.synth.lon_min, c.synth.lon_max);
+  r.get_pair("synth.lat", c.synth.lat_min, c.synth.lat_max);
+  r.get("synth.seed", c.synth.seed);
+
+  r.get("fetch.predictors.source", c.fetch.predictors_source);
+  std::vector<std::string> fields;
+  r.get("fetch.predictors.fields", fields);
+  for (const auto& f : fields) c.fetch.predictors.push_back(FieldRequest::parse(f, path));
+  r.get("fetch.predictand.source", c.fetch.predictand_source);
+  r.get("fetch.predictand.variable", c.fetch.predictand_variable);
+  r.get_pair("fetch.lon", c.fetch.lon_min, c.fetch.lon_max);
+  r.get_pair("fetch.lat", c.fetch.lat_min, c.fetch.lat_max);
+  r.get_years("fetch.years", c.fetch.years);
+  r.get("fetch.season", c.fetch.season);
+
+  r.get_grid("preprocess.predictor_grid", c.preprocess.predictor_grid);
+  r.get_grid("preprocess.predictand_grid", c.preprocess.predictand_grid);
+  r.get_years("preprocess.train_years", c.preprocess.train_years);
+  r.get_years("preprocess.validation_years", c.preprocess.validation_years);
+  r.get_years("preprocess.test_years", c.preprocess.test_years);
+  r.get("preprocess.wet_threshold", c.preprocess.wet_threshold);
+
+  r.get("model.name", c.model.name);
+  r.get("model.filters", c.model.filters);
+
+  r.get("train.batch_size", c.train.batch_size);
+  r.get("train.learning_rate", c.train.learning_rate);
+  r.get("train.epochs", c.train.epochs);
+  r.get("train.patience", c.train.patience);
+  r.get("train.seed", c.train.seed);
+
+  r.get("predict.checkpoint", c.predict.checkpoint);
+
+  r.check_unknown();
+  r.require("run.dir", c.run.dir);
+  for (int m : c.fetch.season)
+    if (m < 1 || m > 12) throw UsageError(path + ": key 'fetch.season' holds month " + std::to_string(m) + ", not 1..12");
+  if (c.model.name != "demo" && c.model.name != "mnn")
+    throw UsageError(path + ": key 'model.name' is '" + c.model.name + "', expected demo or mnn");
+  if (c.train.batch_size <= 0) throw UsageError(path + ": key 'train.batch_size' must be positive");
+  return c;
+}
+
+}  // namespace ds

@@ -1,0 +1,89 @@
+// The run configuration: one YAML file (configs/*.yaml) plus `--set key=value` overrides.
+// Every stage reads its own section; keys nobody reads are errors, so a typo such as
+// `train.epoch` fails at start instead of silently training with the default.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ds {
+
+// One predictor field as climate4R writes it: "z@500" is geopotential at 500 hPa.
+struct FieldRequest {
+  std::string var;
+  int level = 0;  // hPa
+  std::string name() const { return var + "@" + std::to_string(level); }
+  // Parses "var@level"; throws UsageError naming `where` if malformed.
+  static FieldRequest parse(const std::string& text, const std::string& where);
+};
+
+struct YearRange {
+  int first = 0, last = -1;  // inclusive; empty when last < first
+  bool empty() const { return last < first; }
+  bool contains(int y) const { return y >= first && y <= last; }
+  int count() const { return empty() ? 0 : last - first + 1; }
+};
+
+// A regular lon-lat grid given by its first and last cell centres and a step, in degrees.
+struct GridSpec {
+  double lon_first = 0, lon_last = 0, lat_first = 0, lat_last = 0, step = 1;
+  int nlon() const;
+  int nlat() const;
+};
+
+struct Config {
+  std::string file;  // where it was read from, for messages
+
+  struct Run {
+    std::string dir;          // the run's output folder; every stage writes below it
+    int threads = 0;          // 0: all cores
+    std::string log_level = "info";
+  } run;
+
+  struct Synth {                      // `downscale synth`: the embedded synthetic data source
+    std::string dir = "data/synth";
+    YearRange years{2000, 2004};
+    double lon_min = -116, lon_max = -82, lat_min = 26, lat_max = 48;  // region written
+    uint64_t seed = 42;
+  } synth;
+
+  struct Fetch {                      // `downscale fetch`: what to cut from the sources
+    std::string predictors_source;    // local path or OPeNDAP URL
+    std::vector<FieldRequest> predictors;
+    std::string predictand_source;
+    std::string predictand_variable = "pr";
+    double lon_min = 0, lon_max = 0, lat_min = 0, lat_max = 0;
+    YearRange years;
+    std::vector<int> season{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};  // months kept
+  } fetch;
+
+  struct Preprocess {
+    GridSpec predictor_grid;          // the model's input grid
+    GridSpec predictand_grid;         // the model's output grid (cut to 4H-3 x 4W-3 for MNN)
+    YearRange train_years, validation_years, test_years;
+    double wet_threshold = 0.99;      // mm/day; target = pr - threshold where pr >= threshold
+  } preprocess;
+
+  struct Model {
+    std::string name = "demo";        // demo | mnn
+    std::vector<int> filters{16, 16, 16};  // demo: input conv, after 1st and 2nd upsampling
+  } model;
+
+  struct Train {
+    int batch_size = 32;              // per rank
+    double learning_rate = 1e-4;      // per rank; multiplied by the number of ranks
+    int epochs = 200;
+    int patience = 0;                 // early stopping on validation loss; 0: off
+    uint64_t seed = 1;
+  } train;
+
+  struct Predict {
+    std::string checkpoint = "best";  // best | last | a path
+  } predict;
+};
+
+// Reads a YAML config and applies overrides "dotted.key=value" (value in YAML syntax, so
+// `--set fetch.years=[2000,2001]` works). Throws UsageError naming the file (or `--set`) and key.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+}  // namespace ds

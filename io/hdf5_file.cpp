@@ -1,0 +1,219 @@
+#include "io/hdf5_file.h"
+
+#include <cstring>
+
+#include "io/error.h"
+
+namespace ds {
+
+namespace {
+
+// RAII for the many small hid_t handles HDF5 hands out.
+struct Handle {
+  hid_t id;
+  herr_t (*closer)(hid_t);
+  Handle(hid_t i, herr_t (*c)(hid_t)) : id(i), closer(c) {}
+  ~Handle() {
+    if (id >= 0) closer(id);
+  }
+  operator hid_t() const { return id; }
+};
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw Error(path + ": " + what);
+}
+
+}  // namespace
+
+H5File H5File::create(const std::string& path) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // our messages, not HDF5's stack dumps
+  const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (id < 0) fail(path, "cannot create HDF5 file");
+  return H5File(id, path);
+}
+
+H5File H5File::open(const std::string& path) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (id < 0) throw InputError(path + ": cannot open HDF5 file (missing or not HDF5)");
+  return H5File(id, path);
+}
+
+H5File::H5File(H5File&& o) noexcept : id_(o.id_), path_(std::move(o.path_)) { o.id_ = -1; }
+H5File& H5File::operator=(H5File&& o) noexcept {
+  if (this != &o) {
+    close();
+    id_ = o.id_;
+    path_ = std::move(o.path_);
+    o.id_ = -1;
+  }
+  return *this;
+}
+H5File::~H5File() {
+  if (id_ >= 0) H5Fclose(id_);
+}
+void H5File::close() {
+  if (id_ >= 0 && H5Fclose(id_) < 0) {
+    id_ = -1;
+    fail(path_, "close failed");
+  }
+  id_ = -1;
+}
+
+bool H5File::exists(const std::string& name) const {
+  // H5Lexists must be asked one path component at a time.
+  std::string partial;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    const size_t next = name.find('/', pos + 1);
+    partial = name.substr(0, next);
+    if (!partial.empty() && partial != "/" && H5Lexists(id_, partial.c_str(), H5P_DEFAULT) <= 0) return false;
+    pos = next;
+  }
+  return true;
+}
+
+void H5File::create_group(const std::string& name) {
+  Handle g(H5Gcreate2(id_, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  if (g < 0) fail(path_, "cannot create group " + name);
+}
+
+void H5File::create_dataset(const std::string& name, hid_t type, const std::vector<hsize_t>& dims,
+                            hsize_t chunk_rows, int deflate) {
+  Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
+  Handle plist(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  if (chunk_rows > 0 && !dims.empty() && dims[0] > 0) {
+    std::vector<hsize_t> chunk = dims;
+    chunk[0] = std::min(chunk_rows, dims[0]);
+    H5Pset_chunk(plist, static_cast<int>(chunk.size()), chunk.data());
+    if (deflate > 0) {
+      H5Pset_shuffle(plist);
+      H5Pset_deflate(plist, static_cast<unsigned>(deflate));
+    }
+  }
+  Handle ds(H5Dcreate2(id_, name.c_str(), type, space, H5P_DEFAULT, plist, H5P_DEFAULT), H5Dclose);
+  if (ds < 0) fail(path_, "cannot create dataset " + name);
+}
+
+void H5File::rows_any(const std::string& name, hid_t type, hsize_t row, hsize_t nrows, void* data, bool write) const {
+  Handle ds(H5Dopen2(id_, name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (ds < 0) throw InputError(path_ + ": no dataset " + name);
+  Handle space(H5Dget_space(ds), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space);
+  std::vector<hsize_t> dims(rank), start(rank, 0);
+  H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  if (rank == 0 || row + nrows > dims[0])
+    throw InputError(path_ + ": dataset " + name + ": rows " + std::to_string(row) + "+" +
+                     std::to_string(nrows) + " out of range " + std::to_string(rank ? dims[0] : 0));
+  std::vector<hsize_t> count = dims;
+  start[0] = row;
+  count[0] = nrows;
+  H5Sselect_hyperslab(space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr);
+  Handle mem(H5Screate_simple(rank, count.data(), nullptr), H5Sclose);
+  const herr_t st = write ? H5Dwrite(ds, type, mem, space, H5P_DEFAULT, data)
+                          : H5Dread(ds, type, mem, space, H5P_DEFAULT, data);
+  if (st < 0) fail(path_, std::string(write ? "cannot write" : "cannot read") + " dataset " + name);
+}
+
+void H5File::write_rows(const std::string& n, hsize_t r, hsize_t k, const float* d) { rows_any(n, H5T_NATIVE_FLOAT, r, k, const_cast<float*>(d), true); }
+void H5File::write_rows(const std::string& n, hsize_t r, hsize_t k, const double* d) { rows_any(n, H5T_NATIVE_DOUBLE, r, k, const_cast<double*>(d), true); }
+void H5File::write_rows(const std::string& n, hsize_t r, hsize_t k, const int64_t* d) { rows_any(n, H5T_NATIVE_INT64, r, k, const_cast<int64_t*>(d), true); }
+void H5File::read_rows(const std::string& n, hsize_t r, hsize_t k, float* d) const { rows_any(n, H5T_NATIVE_FLOAT, r, k, d, false); }
+void H5File::read_rows(const std::string& n, hsize_t r, hsize_t k, double* d) const { rows_any(n, H5T_NATIVE_DOUBLE, r, k, d, false); }
+void H5File::read_rows(const std::string& n, hsize_t r, hsize_t k, int64_t* d) const { rows_any(n, H5T_NATIVE_INT64, r, k, d, false); }
+
+void H5File::write_any(const std::string& name, hid_t type, const std::vector<hsize_t>& dims, const void* data) {
+  Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
+  Handle ds(H5Dcreate2(id_, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
+  if (ds < 0) fail(path_, "cannot create dataset " + name);
+  if (H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) fail(path_, "cannot write dataset " + name);
+}
+void H5File::write(const std::string& n, const std::vector<hsize_t>& d, const float* p) { write_any(n, H5T_NATIVE_FLOAT, d, p); }
+void H5File::write(const std::string& n, const std::vector<hsize_t>& d, const double* p) { write_any(n, H5T_NATIVE_DOUBLE, d, p); }
+void H5File::write(const std::string& n, const std::vector<hsize_t>& d, const int64_t* p) { write_any(n, H5T_NATIVE_INT64, d, p); }
+void H5File::write(const std::string& n, const std::vector<hsize_t>& d, const uint8_t* p) { write_any(n, H5T_NATIVE_UINT8, d, p); }
+
+std::vector<hsize_t> H5File::dims(const std::string& name) const {
+  Handle ds(H5Dopen2(id_, name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (ds < 0) throw InputError(path_ + ": no dataset " + name);
+  Handle space(H5Dget_space(ds), H5Sclose);
+  std::vector<hsize_t> d(H5Sget_simple_extent_ndims(space));
+  H5Sget_simple_extent_dims(space, d.data(), nullptr);
+  return d;
+}
+
+void H5File::read_any(const std::string& name, hid_t type, void* out) const {
+  Handle ds(H5Dopen2(id_, name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (ds < 0) throw InputError(path_ + ": no dataset " + name);
+  if (H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) throw InputError(path_ + ": cannot read dataset " + name);
+}
+void H5File::read(const std::string& n, float* o) const { read_any(n, H5T_NATIVE_FLOAT, o); }
+void H5File::read(const std::string& n, double* o) const { read_any(n, H5T_NATIVE_DOUBLE, o); }
+void H5File::read(const std::string& n, int64_t* o) const { read_any(n, H5T_NATIVE_INT64, o); }
+void H5File::read(const std::string& n, uint8_t* o) const { read_any(n, H5T_NATIVE_UINT8, o); }
+
+namespace {
+void put_attr(hid_t file, const std::string& path, const std::string& obj, const std::string& name, hid_t type,
+              hid_t space, const void* value) {
+  Handle o(H5Oopen(file, obj.c_str(), H5P_DEFAULT), H5Oclose);
+  if (o < 0) fail(path, "no object " + obj);
+  if (H5Aexists(o, name.c_str()) > 0) H5Adelete(o, name.c_str());
+  Handle a(H5Acreate2(o, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  if (a < 0 || H5Awrite(a, type, value) < 0) fail(path, "cannot write attribute " + obj + ":" + name);
+}
+}  // namespace
+
+void H5File::set_attr(const std::string& obj, const std::string& name, const std::string& value) {
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type, value.empty() ? 1 : value.size());
+  H5Tset_strpad(type, H5T_STR_NULLTERM);
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  std::string v = value.empty() ? std::string(1, '\0') : value;
+  put_attr(id_, path_, obj, name, type, space, v.data());
+}
+void H5File::set_attr(const std::string& obj, const std::string& name, double value) {
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  put_attr(id_, path_, obj, name, H5T_NATIVE_DOUBLE, space, &value);
+}
+void H5File::set_attr(const std::string& obj, const std::string& name, int64_t value) {
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  put_attr(id_, path_, obj, name, H5T_NATIVE_INT64, space, &value);
+}
+
+bool H5File::has_attr(const std::string& obj, const std::string& name) const {
+  Handle o(H5Oopen(id_, obj.c_str(), H5P_DEFAULT), H5Oclose);
+  return o >= 0 && H5Aexists(o, name.c_str()) > 0;
+}
+
+std::string H5File::attr_string(const std::string& obj, const std::string& name) const {
+  Handle o(H5Oopen(id_, obj.c_str(), H5P_DEFAULT), H5Oclose);
+  if (o < 0) throw InputError(path_ + ": no object " + obj);
+  Handle a(H5Aopen(o, name.c_str(), H5P_DEFAULT), H5Aclose);
+  if (a < 0) throw InputError(path_ + ": " + obj + " has no attribute " + name);
+  Handle ftype(H5Aget_type(a), H5Tclose);
+  const size_t size = H5Tget_size(ftype);
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type, size + 1);
+  std::string s(size + 1, '\0');
+  if (H5Aread(a, type, s.data()) < 0) throw InputError(path_ + ": cannot read attribute " + obj + ":" + name);
+  s.resize(std::strlen(s.c_str()));
+  return s;
+}
+
+double H5File::attr_double(const std::string& obj, const std::string& name) const {
+  Handle o(H5Oopen(id_, obj.c_str(), H5P_DEFAULT), H5Oclose);
+  Handle a(o < 0 ? -1 : H5Aopen(o, name.c_str(), H5P_DEFAULT), H5Aclose);
+  double v = 0;
+  if (a < 0 || H5Aread(a, H5T_NATIVE_DOUBLE, &v) < 0) throw InputError(path_ + ": " + obj + " has no attribute " + name);
+  return v;
+}
+
+int64_t H5File::attr_int(const std::string& obj, const std::string& name) const {
+  Handle o(H5Oopen(id_, obj.c_str(), H5P_DEFAULT), H5Oclose);
+  Handle a(o < 0 ? -1 : H5Aopen(o, name.c_str(), H5P_DEFAULT), H5Aclose);
+  int64_t v = 0;
+  if (a < 0 || H5Aread(a, H5T_NATIVE_INT64, &v) < 0) throw InputError(path_ + ": " + obj + " has no attribute " + name);
+  return v;
+}
+
+}  // namespace ds

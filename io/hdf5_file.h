@@ -1,0 +1,66 @@
+// A thin owner of an HDF5 file for the training store and checkpoints: whole datasets, or rows
+// (slices along the first, sample, dimension) for streaming writes and batch reads.
+#pragma once
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ds {
+
+class H5File {
+ public:
+  static H5File create(const std::string& path);  // truncates; use AtomicFile for the name
+  static H5File open(const std::string& path);    // read-only; InputError naming the path
+  H5File(H5File&& o) noexcept;
+  H5File& operator=(H5File&& o) noexcept;
+  ~H5File();
+  void close();
+  const std::string& path() const { return path_; }
+
+  bool exists(const std::string& name) const;
+  void create_group(const std::string& name);
+
+  // Creates a float dataset with the given shape, chunked `chunk_rows` rows at a time along the
+  // first dimension (so one sample, or one batch, is one contiguous read), optionally deflated.
+  void create_dataset(const std::string& name, hid_t type, const std::vector<hsize_t>& dims,
+                      hsize_t chunk_rows = 0, int deflate = 0);
+  // Writes rows [row, row+nrows) of a dataset made by create_dataset.
+  void write_rows(const std::string& name, hsize_t row, hsize_t nrows, const float* data);
+  void write_rows(const std::string& name, hsize_t row, hsize_t nrows, const double* data);
+  void write_rows(const std::string& name, hsize_t row, hsize_t nrows, const int64_t* data);
+  // Whole datasets in one call.
+  void write(const std::string& name, const std::vector<hsize_t>& dims, const float* data);
+  void write(const std::string& name, const std::vector<hsize_t>& dims, const double* data);
+  void write(const std::string& name, const std::vector<hsize_t>& dims, const int64_t* data);
+  void write(const std::string& name, const std::vector<hsize_t>& dims, const uint8_t* data);
+
+  std::vector<hsize_t> dims(const std::string& name) const;
+  void read(const std::string& name, float* out) const;
+  void read(const std::string& name, double* out) const;
+  void read(const std::string& name, int64_t* out) const;
+  void read(const std::string& name, uint8_t* out) const;
+  void read_rows(const std::string& name, hsize_t row, hsize_t nrows, float* out) const;
+  void read_rows(const std::string& name, hsize_t row, hsize_t nrows, double* out) const;
+  void read_rows(const std::string& name, hsize_t row, hsize_t nrows, int64_t* out) const;
+
+  // Attributes on the object at `obj` ("/" for the file).
+  void set_attr(const std::string& obj, const std::string& name, const std::string& value);
+  void set_attr(const std::string& obj, const std::string& name, double value);
+  void set_attr(const std::string& obj, const std::string& name, int64_t value);
+  std::string attr_string(const std::string& obj, const std::string& name) const;
+  double attr_double(const std::string& obj, const std::string& name) const;
+  int64_t attr_int(const std::string& obj, const std::string& name) const;
+  bool has_attr(const std::string& obj, const std::string& name) const;
+
+ private:
+  H5File(hid_t id, std::string path) : id_(id), path_(std::move(path)) {}
+  void write_any(const std::string& name, hid_t type, const std::vector<hsize_t>& dims, const void* data);
+  void read_any(const std::string& name, hid_t type, void* out) const;
+  void rows_any(const std::string& name, hid_t type, hsize_t row, hsize_t nrows, void* data, bool write) const;
+  hid_t id_ = -1;
+  std::string path_;
+};
+
+}  // namespace ds

@@ -1,0 +1,171 @@
+#include "io/netcdf_file.h"
+
+#include "io/error.h"
+
+namespace ds {
+
+void nc_check(int status, const std::string& where) {
+  if (status != NC_NOERR) throw InputError(where + ": " + nc_strerror(status));
+}
+
+NcFile NcFile::open(const std::string& path_or_url) {
+  int id = -1;
+  const int st = nc_open(path_or_url.c_str(), NC_NOWRITE, &id);
+  if (st == ENOENT || st == NC_ENOTFOUND) throw InputError(path_or_url + ": no such file");
+  nc_check(st, path_or_url);
+  return NcFile(id, path_or_url);
+}
+
+NcFile NcFile::create(const std::string& path) {
+  int id = -1;
+  const int st = nc_create(path.c_str(), NC_CLOBBER | NC_NETCDF4, &id);
+  if (st != NC_NOERR) throw Error(path + ": cannot create: " + nc_strerror(st));
+  return NcFile(id, path);
+}
+
+NcFile::NcFile(NcFile&& o) noexcept : id_(o.id_), path_(std::move(o.path_)) { o.id_ = -1; }
+NcFile& NcFile::operator=(NcFile&& o) noexcept {
+  if (this != &o) {
+    if (id_ >= 0) nc_close(id_);
+    id_ = o.id_;
+    path_ = std::move(o.path_);
+    o.id_ = -1;
+  }
+  return *this;
+}
+NcFile::~NcFile() {
+  if (id_ >= 0) nc_close(id_);
+}
+
+void NcFile::close() {
+  if (id_ < 0) return;
+  const int st = nc_close(id_);
+  id_ = -1;
+  // A failed close of a written file means lost data: report it as an output failure.
+  if (st != NC_NOERR) throw Error(path_ + ": close failed: " + nc_strerror(st));
+}
+
+std::string NcFile::where(int varid) const {
+  if (varid == NC_GLOBAL) return path_;
+  char name[NC_MAX_NAME + 1] = {0};
+  nc_inq_varname(id_, varid, name);
+  return path_ + ": variable '" + name + "'";
+}
+
+bool NcFile::has_var(const std::string& name) const {
+  int v;
+  return nc_inq_varid(id_, name.c_str(), &v) == NC_NOERR;
+}
+
+int NcFile::var_id(const std::string& name) const {
+  int v;
+  if (nc_inq_varid(id_, name.c_str(), &v) == NC_NOERR) return v;
+  int nvars = 0;
+  nc_inq_nvars(id_, &nvars);
+  std::string have;
+  for (int i = 0; i < nvars; ++i) {
+    char n[NC_MAX_NAME + 1] = {0};
+    nc_inq_varname(id_, i, n);
+    have += (i ? ", " : "") + std::string(n);
+  }
+  throw InputError(path_ + ": no variable '" + name + "' (the file has: " + have + ")");
+}
+
+std::vector<std::string> NcFile::var_dims(int varid) const {
+  int nd = 0;
+  nc_check(nc_inq_varndims(id_, varid, &nd), where(varid));
+  std::vector<int> ids(nd);
+  nc_check(nc_inq_vardimid(id_, varid, ids.data()), where(varid));
+  std::vector<std::string> names;
+  for (int d : ids) {
+    char n[NC_MAX_NAME + 1] = {0};
+    nc_check(nc_inq_dimname(id_, d, n), where(varid));
+    names.emplace_back(n);
+  }
+  return names;
+}
+
+size_t NcFile::dim_len(const std::string& name) const {
+  int d;
+  nc_check(nc_inq_dimid(id_, name.c_str(), &d), path_ + ": dimension '" + name + "'");
+  size_t len = 0;
+  nc_check(nc_inq_dimlen(id_, d, &len), path_ + ": dimension '" + name + "'");
+  return len;
+}
+
+std::vector<double> NcFile::read_coord(const std::string& name) const {
+  const int v = var_id(name);
+  const auto dims = var_dims(v);
+  if (dims.size() != 1) throw InputError(where(v) + ": expected a 1-D coordinate");
+  std::vector<double> out(dim_len(dims[0]));
+  if (!out.empty()) nc_check(nc_get_var_double(id_, v, out.data()), where(v));
+  return out;
+}
+
+bool NcFile::has_att(int varid, const std::string& name) const {
+  size_t len;
+  return nc_inq_attlen(id_, varid, name.c_str(), &len) == NC_NOERR;
+}
+
+std::string NcFile::att_text(int varid, const std::string& name, const std::string& fallback) const {
+  size_t len = 0;
+  nc_type type;
+  if (nc_inq_att(id_, varid, name.c_str(), &type, &len) != NC_NOERR || type != NC_CHAR) return fallback;
+  std::string s(len, '\0');
+  nc_check(nc_get_att_text(id_, varid, name.c_str(), s.data()), where(varid) + ": attribute " + name);
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  return s;
+}
+
+double NcFile::att_double(int varid, const std::string& name, double fallback) const {
+  size_t len = 0;
+  if (nc_inq_attlen(id_, varid, name.c_str(), &len) != NC_NOERR || len < 1) return fallback;
+  std::vector<double> v(len);
+  if (nc_get_att_double(id_, varid, name.c_str(), v.data()) != NC_NOERR) return fallback;
+  return v[0];
+}
+
+void NcFile::read(int varid, const std::vector<size_t>& start, const std::vector<size_t>& count, float* out) const {
+  nc_check(nc_get_vara_float(id_, varid, start.data(), count.data(), out), where(varid));
+}
+void NcFile::read(int varid, const std::vector<size_t>& start, const std::vector<size_t>& count, double* out) const {
+  nc_check(nc_get_vara_double(id_, varid, start.data(), count.data(), out), where(varid));
+}
+
+int NcFile::def_dim(const std::string& name, size_t len) {
+  int d;
+  nc_check(nc_def_dim(id_, name.c_str(), len == 0 ? NC_UNLIMITED : len, &d), path_ + ": dimension " + name);
+  return d;
+}
+
+int NcFile::def_var(const std::string& name, nc_type type, const std::vector<int>& dims, int deflate) {
+  int v;
+  nc_check(nc_def_var(id_, name.c_str(), type, static_cast<int>(dims.size()), dims.data(), &v), path_ + ": variable " + name);
+  if (deflate > 0 && !dims.empty()) nc_check(nc_def_var_deflate(id_, v, 1, 1, deflate), where(v));
+  return v;
+}
+
+void NcFile::put_att(int varid, const std::string& name, const std::string& text) {
+  nc_check(nc_put_att_text(id_, varid, name.c_str(), text.size(), text.c_str()), where(varid) + ": attribute " + name);
+}
+
+void NcFile::put_att(int varid, const std::string& name, double value, nc_type type) {
+  if (type == NC_FLOAT) {
+    const float f = static_cast<float>(value);
+    nc_check(nc_put_att_float(id_, varid, name.c_str(), NC_FLOAT, 1, &f), where(varid) + ": attribute " + name);
+  } else {
+    nc_check(nc_put_att_double(id_, varid, name.c_str(), type, 1, &value), where(varid) + ": attribute " + name);
+  }
+}
+
+void NcFile::end_define() { nc_check(nc_enddef(id_), path_); }
+
+void NcFile::write(int varid, const std::vector<size_t>& start, const std::vector<size_t>& count, const float* data) {
+  nc_check(nc_put_vara_float(id_, varid, start.data(), count.data(), data), where(varid));
+}
+void NcFile::write(int varid, const std::vector<size_t>& start, const std::vector<size_t>& count, const double* data) {
+  nc_check(nc_put_vara_double(id_, varid, start.data(), count.data(), data), where(varid));
+}
+void NcFile::write(int varid, const double* data) { nc_check(nc_put_var_double(id_, varid, data), where(varid)); }
+
+}  // namespace ds

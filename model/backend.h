@@ -1,0 +1,74 @@
+// The device interface: buffers, a stream, and the ops the layers need. Layers and models call
+// only this, so the same model code runs on oneDNN (CPU) and CUDA/cuDNN (GPU). All tensors are
+// NCHW float32; conv weights are OIHW (as PyTorch; Keras' HWIO is transposed at load/save).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "model/tensor.h"
+
+namespace ds::model {
+
+// A 2-D convolution (cross-correlation, as every framework computes it) over an NCHW input.
+// Padding is explicit per side so Keras' 'same' rule for even kernels (the extra row/column at
+// the bottom/right) is representable: see same_padding().
+struct ConvDesc {
+  Shape in;                 // input shape (batch included)
+  int out_c = 0, kh = 1, kw = 1, stride = 1;
+  int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  Shape out() const;
+};
+
+// Keras/TensorFlow 'same' padding for stride 1: total k-1, the smaller half at the top/left.
+void same_padding(int k, int& before, int& after);
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  // --- memory and stream ---
+  virtual float* allocate(int64_t n) = 0;
+  virtual void release(float* p) = 0;
+  virtual void copy_from_host(float* dst, const float* host, int64_t n) = 0;
+  virtual void copy_to_host(float* host, const float* src, int64_t n) = 0;
+  virtual void copy(float* dst, const float* src, int64_t n) = 0;
+  virtual void fill(float* p, int64_t n, float value) = 0;
+  virtual void synchronize() = 0;  // waits for queued work (no-op on the CPU)
+
+  // --- ops (y/dx outputs are overwritten unless the name says accumulate) ---
+  virtual void conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) = 0;
+  virtual void conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) = 0;
+  virtual void conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) = 0;
+  virtual void relu_forward(int64_t n, const float* x, float* y) = 0;
+  virtual void relu_backward(int64_t n, const float* x, const float* dy, float* dx) = 0;
+  // Sigmoid on channel `channel` only of an NCHW tensor, in place (the p head of Bernoulli-Gamma).
+  virtual void sigmoid_channel_forward(const Shape& s, int channel, float* y) = 0;
+  // dx = dy * y * (1 - y) on that channel; other channels pass dy through. y is the forward output.
+  virtual void sigmoid_channel_backward(const Shape& s, int channel, const float* y, float* dy) = 0;
+  virtual void upsample_nearest_forward(const Shape& in, int factor, const float* x, float* y) = 0;
+  virtual void upsample_nearest_backward(const Shape& in, int factor, const float* dy, float* dx) = 0;
+  // Channel-range copy for concat: dst[:, offset:offset+src.c] = src (and the reverse for backward).
+  virtual void copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) = 0;
+  virtual void slice_channels(const Shape& dst, int offset, const Shape& src, const float* y, float* x) = 0;
+  virtual void accumulate(int64_t n, const float* x, float* acc) = 0;  // acc += x
+  virtual void scale(int64_t n, float alpha, float* x) = 0;             // x *= alpha
+
+  // Bernoulli-Gamma NLL (see loss.h): returns the sum over valid points and writes, if d_out is
+  // non-null, d(sum)/d(out); the caller divides both by the number of valid points.
+  virtual double bernoulli_gamma_sum(const Shape& out_shape, const float* out, const float* y, const float* mask,
+                                     float* d_out) = 0;
+  // Adam update of n weights: m, v moments; lr_t already bias-corrected.
+  virtual void adam_update(int64_t n, float* w, const float* g, float* m, float* v, float lr_t, float b1, float b2,
+                           float eps) = 0;
+};
+
+// The oneDNN CPU backend; threads <= 0 uses every core.
+std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
+// True when this build contains the CUDA backend and a GPU is present.
+bool cuda_available();
+// The CUDA/cuDNN backend on GPU `device`; throws ds::Error if not built or no GPU.
+std::unique_ptr<Backend> make_cuda_backend(int device = 0);
+
+}  // namespace ds::model

@@ -1,0 +1,52 @@
+// The network the trainer and predictor use: built from a ModelSpec, run on one Backend.
+// (Public interface of model/. Implementation: layers in model/layers/, one file a layer.)
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/backend.h"
+#include "model/tensor.h"
+
+namespace ds::model {
+
+// What is needed to rebuild a network: stored in checkpoints as JSON so `predict` needs no config.
+struct ModelSpec {
+  std::string name = "demo";     // demo | mnn
+  int in_channels = 0, in_h = 0, in_w = 0;
+  std::vector<int> filters;      // demo only: conv widths (see models.cpp)
+  std::string to_json() const;
+  static ModelSpec from_json(const std::string& json);  // throws ds::InputError on bad JSON
+};
+
+// A trainable parameter: its value and gradient live on the backend.
+struct Param {
+  std::string name;  // "<layer>/W" or "<layer>/b": stable, used as the checkpoint key
+  Tensor* value;
+  Tensor* grad;
+};
+
+class Net {
+ public:
+  Net(const ModelSpec& spec, Backend& backend);
+  ~Net();
+  // Keras defaults: Glorot-uniform kernels, zero biases, from a seeded generator.
+  void init(uint64_t seed);
+  // x: (N, C, H, W) on the backend. Returns (N, 3, 4H-3, 4W-3): channel 0 is p (after the
+  // sigmoid), channel 1 log(alpha), channel 2 log(beta). The returned tensor is owned by the net.
+  const Tensor& forward(const Tensor& x);
+  // d_out: gradient of the loss with respect to forward's output. Overwrites every param grad.
+  void backward(const Tensor& d_out);
+  std::vector<Param> params();
+  Shape output_shape(int n) const;
+  int64_t parameter_count() const;
+  std::string summary() const;  // layers, output shapes and parameter counts, Keras-style
+  const ModelSpec& spec() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ds::model

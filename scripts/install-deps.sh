@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages downscale builds and runs with. Idempotent: packages already
+# present are left alone, so a second run costs only the apt look-up.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libnetcdf-dev libnetcdf-c++4-dev netcdf-bin   # NetCDF and its DAP (OPeNDAP) client, ncdump
+  libhdf5-dev hdf5-tools                        # the training store, h5dump
+  libeigen3-dev                                 # sparse regridding weights, small linear algebra
+  libdnnl-dev                                   # oneDNN: the CPU backend's kernels
+  libopenmpi-dev openmpi-bin                    # data-parallel training
+  libgtest-dev                                  # unit tests
+  libcli11-dev libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev   # CLI, config, logging, JSON
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "install-deps: all packages present"
