@@ -124,7 +124,10 @@ void H5File::read_rows(const std::string& n, hsize_t r, hsize_t k, int64_t* d) c
 
 void H5File::write_any(const std::string& name, hid_t type, const std::vector<hsize_t>& dims, const void* data) {
   Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
-  Handle ds(H5Dcreate2(id_, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
+  // Intermediate groups are created on the way, so "weights/conv1/W" needs no separate calls.
+  Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+  H5Pset_create_intermediate_group(lcpl, 1);
+  Handle ds(H5Dcreate2(id_, name.c_str(), type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
   if (ds < 0) fail(path_, "cannot create dataset " + name);
   if (H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) fail(path_, "cannot write dataset " + name);
 }

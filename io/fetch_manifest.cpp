@@ -1,0 +1,61 @@
+#include "io/fetch_manifest.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/atomic_file.h"
+#include "io/error.h"
+
+namespace ds {
+
+namespace {
+nlohmann::json to_json(const FetchedFile& f) {
+  return {{"name", f.name}, {"variable", f.variable}, {"file", f.file}, {"source", f.source},
+          {"ntime", f.ntime}, {"nlat", f.nlat}, {"nlon", f.nlon}, {"missing_share", f.missing_share}};
+}
+FetchedFile from_json(const nlohmann::json& j) {
+  FetchedFile f;
+  f.name = j.at("name");
+  f.variable = j.at("variable");
+  f.file = j.at("file");
+  f.source = j.value("source", "");
+  f.ntime = j.value("ntime", 0);
+  f.nlat = j.value("nlat", 0);
+  f.nlon = j.value("nlon", 0);
+  f.missing_share = j.value("missing_share", 0.0);
+  return f;
+}
+}  // namespace
+
+void FetchManifest::write(const std::string& path) const {
+  nlohmann::json j;
+  j["format"] = "downscale-fetch-1";
+  for (const auto& p : predictors) j["predictors"].push_back(to_json(p));
+  j["predictand"] = to_json(predictand);
+  AtomicFile out(path);
+  {
+    std::ofstream f(out.temp_path());
+    f << j.dump(2) << "\n";
+    if (!f) throw Error(path + ": cannot write");
+  }
+  out.commit();
+}
+
+FetchManifest FetchManifest::read(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw InputError(path + ": no such file (run `downscale fetch` first)");
+  FetchManifest m;
+  try {
+    const auto j = nlohmann::json::parse(f);
+    for (const auto& p : j.at("predictors")) m.predictors.push_back(from_json(p));
+    m.predictand = from_json(j.at("predictand"));
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path + ": not a fetch manifest: " + e.what());
+  }
+  m.dir = std::filesystem::path(path).parent_path().string();
+  if (m.dir.empty()) m.dir = ".";
+  return m;
+}
+
+}  // namespace ds

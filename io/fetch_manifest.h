@@ -1,0 +1,28 @@
+// The list of files `fetch` wrote, which is what `preprocess` reads: fetch/manifest.json.
+// Paths are relative to the manifest's folder so a run folder can be moved or copied.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace ds {
+
+struct FetchedFile {
+  std::string name;      // "z@500" for a predictor, the variable for the predictand
+  std::string variable;  // variable name inside the file
+  std::string file;      // relative to the manifest's folder
+  std::string source;    // where it came from (credentials removed)
+  size_t ntime = 0, nlat = 0, nlon = 0;
+  double missing_share = 0;
+};
+
+struct FetchManifest {
+  std::vector<FetchedFile> predictors;
+  FetchedFile predictand;
+  std::string dir;  // folder of the manifest (set on read)
+
+  void write(const std::string& path) const;  // atomically
+  static FetchManifest read(const std::string& path);  // InputError naming the path
+  std::string path_of(const FetchedFile& f) const { return dir + "/" + f.file; }
+};
+
+}  // namespace ds

@@ -1,0 +1,63 @@
+// `downscale`: one command, the pipeline's stages as subcommands.
+//   downscale synth | fetch | preprocess | train | predict  --config FILE [--set key=value ...]
+// Exit codes: 0 success, 1 failure during the work, 2 bad usage or configuration, 3 bad input data.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <functional>
+#include <iostream>
+
+#include "io/error.h"
+#include "io/log.h"
+#include "pipeline/stages.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"downscale: from reanalysis on an OPeNDAP server to high-resolution daily precipitation.\n"
+               "Stages, in order: synth (optional demo data), fetch, preprocess, train, predict."};
+  app.set_version_flag("--version", std::string("downscale ") + DOWNSCALE_VERSION);
+  app.require_subcommand(1);
+
+  std::string config_path;
+  std::vector<std::string> overrides;
+  ds::StageOptions options;
+  std::string stage;
+
+  auto add_stage = [&](const std::string& name, const std::string& help) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    sub->add_option("-c,--config", config_path, "YAML configuration file (see configs/)")->required()->check(CLI::ExistingFile);
+    sub->add_option("--set", overrides, "override a config key, e.g. --set train.epochs=5 (repeatable)");
+    sub->callback([&stage, name] { stage = name; });
+    return sub;
+  };
+  add_stage("synth", "write the synthetic ERA-Interim-like and EWEMBI-like dataset (the demo's data source)");
+  add_stage("fetch", "cut the predictors and the predictand from their sources (paths or OPeNDAP URLs)");
+  add_stage("preprocess", "regrid, standardize, build the target and land mask, write the HDF5 training store");
+  CLI::App* train = add_stage("train", "train the CNN with the Bernoulli-Gamma loss; writes checkpoints");
+  train->add_flag("--resume", options.resume, "continue from the run's last checkpoint");
+  add_stage("predict", "write daily precipitation for the test years as CF NetCDF and score it");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 prints help (exit 0) or the parse error; usage errors get our usage exit code.
+    const int code = app.exit(e);
+    return code == 0 ? 0 : ds::kExitUsage;
+  }
+
+  try {
+    const ds::Config cfg = ds::load_config(config_path, overrides);
+    ds::setup_logging(stage, cfg.run.log_level);
+    if (stage == "synth") return ds::run_synth(cfg);
+    if (stage == "fetch") return ds::run_fetch(cfg);
+    if (stage == "preprocess") return ds::run_preprocess(cfg);
+    if (stage == "train") return ds::run_train(cfg, options);
+    if (stage == "predict") return ds::run_predict(cfg);
+  } catch (const ds::Error& e) {
+    std::cerr << "downscale " << stage << ": error: " << e.what() << std::endl;
+    return e.code();
+  } catch (const std::exception& e) {
+    std::cerr << "downscale " << stage << ": error: " << e.what() << std::endl;
+    return ds::kExitFailure;
+  }
+  return ds::kExitFailure;
+}

@@ -1,0 +1,17 @@
+// Driver of `downscale preprocess`.
+#include <spdlog/spdlog.h>
+
+#include "pipeline/stages.h"
+#include "preprocess/build_store.h"
+
+namespace ds {
+
+int run_preprocess(const Config& cfg) {
+  const RunPaths paths{cfg.run.dir};
+  const auto s = build_store(cfg, paths.fetch_dir(), paths.store());
+  spdlog::info("wrote {}: {} train, {} validation, {} test days; {:.0f}% land; {:.0f}% wet days in training",
+               paths.store(), s.train, s.validation, s.test, 100 * s.land_share, 100 * s.wet_day_share);
+  return 0;
+}
+
+}  // namespace ds

@@ -1,0 +1,27 @@
+// Regular longitude-latitude grids, always held with ascending coordinates (sources with
+// descending latitude are flipped when read), cell centres in degrees.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "io/config.h"
+
+namespace ds {
+
+struct Grid {
+  std::vector<double> lon, lat;  // ascending cell centres
+  int nlon() const { return static_cast<int>(lon.size()); }
+  int nlat() const { return static_cast<int>(lat.size()); }
+  size_t size() const { return lon.size() * lat.size(); }
+  std::string describe() const;  // "53 x 30 (lon -165..-61, lat 12..70)"
+
+  static Grid from_spec(const GridSpec& spec);
+  // A grid from coordinate vectors; throws InputError naming `where` if either is not strictly
+  // ascending.
+  static Grid from_coords(std::vector<double> lon, std::vector<double> lat, const std::string& where);
+};
+
+// True if every point of `inner` lies inside the hull of `outer`'s centres (tolerance 1e-6°).
+bool covers(const Grid& outer, const Grid& inner);
+
+}  // namespace ds
