@@ -3,6 +3,7 @@
 // training years only and sd is the sample standard deviation (n - 1 in the denominator, R's sd()).
 // The same statistics are stored with the data and reused by `predict`.
 #pragma once
+#include <cstddef>
 #include <vector>
 
 namespace ds {

@@ -20,3 +20,22 @@ class TempDir {
 std::string source_dir();
 
 }  // namespace ds::test
+
+#include <functional>
+#include <vector>
+
+namespace ds::test {
+
+// A small CF NetCDF source like ERA-Interim (with a `plev` level dimension) or EWEMBI (without),
+// for fetch and preprocess tests. value(t, level_index, lat_index, lon_index) gives each value;
+// a NaN becomes the _FillValue 1e20.
+struct SourceSpec {
+  std::string variable = "z", units = "m2 s-2";
+  std::vector<double> levels;          // hPa; empty: no level dimension
+  std::vector<double> lat, lon;        // in file order (lat may descend)
+  int first_year = 2000, ndays = 366;  // daily from Jan 1st of first_year
+  std::function<double(int, int, int, int)> value;
+};
+void write_source(const std::string& path, const SourceSpec& spec);
+
+}  // namespace ds::test

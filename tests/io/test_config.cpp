@@ -1,0 +1,90 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "io/config.h"
+#include "io/error.h"
+#include "support/test_support.h"
+
+using ds::load_config;
+
+namespace {
+std::string write(const ds::test::TempDir& d, const std::string& text) {
+  const std::string p = d / "c.yaml";
+  std::ofstream(p) << text;
+  return p;
+}
+// The message of the UsageError the call throws (fails the test if it throws nothing).
+template <class F>
+std::string usage_error(F f) {
+  try {
+    f();
+  } catch (const ds::UsageError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no UsageError";
+  return "";
+}
+}  // namespace
+
+TEST(Config, ShippedConfigsLoad) {
+  const auto demo = load_config(ds::test::source_dir() + "/configs/demo.yaml");
+  EXPECT_EQ(demo.fetch.predictors.size(), 20u);
+  EXPECT_EQ(demo.fetch.predictors[0].name(), "z@500");
+  EXPECT_EQ(demo.preprocess.predictand_grid.nlat(), 4 * demo.preprocess.predictor_grid.nlat() - 3);
+  EXPECT_EQ(demo.preprocess.predictand_grid.nlon(), 4 * demo.preprocess.predictor_grid.nlon() - 3);
+  const auto na = load_config(ds::test::source_dir() + "/configs/north_america.yaml");
+  EXPECT_EQ(na.model.name, "mnn");
+  EXPECT_EQ(na.preprocess.predictor_grid.nlat(), 30);
+  EXPECT_EQ(na.preprocess.predictor_grid.nlon(), 53);
+  EXPECT_EQ(na.preprocess.predictand_grid.nlat(), 117);
+  EXPECT_EQ(na.preprocess.predictand_grid.nlon(), 209);
+  EXPECT_EQ(na.train.batch_size, 32);
+  EXPECT_DOUBLE_EQ(na.train.learning_rate, 1e-4);
+  EXPECT_EQ(na.train.epochs, 200);
+  EXPECT_TRUE(na.preprocess.validation_years.empty());
+}
+
+TEST(Config, UnknownKeyNamesFileKeyAndSuggestion) {
+  ds::test::TempDir d;
+  const auto p = write(d, "run: {dir: x}\ntrain:\n  epoch: 5\n");
+  const auto msg = usage_error([&] { load_config(p); });
+  EXPECT_NE(msg.find(p), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown key 'train.epoch'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'train.epochs'"), std::string::npos) << msg;
+}
+
+TEST(Config, UnknownSectionIsAnError) {
+  ds::test::TempDir d;
+  const auto p = write(d, "run: {dir: x}\ntrian: {epochs: 3}\n");
+  EXPECT_NE(usage_error([&] { load_config(p); }).find("unknown key 'trian'"), std::string::npos);
+}
+
+TEST(Config, OverridesApplyAndUnknownOverrideNamesSet) {
+  ds::test::TempDir d;
+  const auto p = write(d, "run: {dir: x}\ntrain: {epochs: 3}\n");
+  const auto c = load_config(p, {"train.epochs=7", "fetch.years=[2001, 2003]", "run.dir=elsewhere"});
+  EXPECT_EQ(c.train.epochs, 7);
+  EXPECT_EQ(c.fetch.years.first, 2001);
+  EXPECT_EQ(c.fetch.years.last, 2003);
+  EXPECT_EQ(c.run.dir, "elsewhere");
+  const auto msg = usage_error([&] { load_config(p, {"train.epocs=7"}); });
+  EXPECT_NE(msg.find("--set train.epocs"), std::string::npos) << msg;
+}
+
+TEST(Config, WrongTypesAndValuesAreErrors) {
+  ds::test::TempDir d;
+  EXPECT_NE(usage_error([&] { load_config(write(d, "run: {dir: x}\ntrain: {epochs: many}\n")); }).find("train.epochs"),
+            std::string::npos);
+  EXPECT_NE(usage_error([&] { load_config(write(d, "run: {dir: x}\nfetch: {predictors: {fields: [z500]}}\n")); })
+                .find("'z500' is not 'var@level'"),
+            std::string::npos);
+  EXPECT_NE(usage_error([&] { load_config(write(d, "run: {dir: x}\nfetch: {years: [2005, 2001]}\n")); })
+                .find("fetch.years"),
+            std::string::npos);
+  EXPECT_NE(usage_error([&] { load_config(write(d, "run: {dir: x}\nmodel: {name: resnet}\n")); }).find("model.name"),
+            std::string::npos);
+  EXPECT_NE(usage_error([&] { load_config(write(d, "train: {epochs: 1}\n")); }).find("'run.dir' is required"),
+            std::string::npos);
+  EXPECT_NE(usage_error([&] { load_config(d / "missing.yaml"); }).find("cannot open"), std::string::npos);
+}
