@@ -39,9 +39,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // CLI11 prints help (exit 0) or the parse error; usage errors get our usage exit code.
-    const int code = app.exit(e);
-    return code == 0 ? 0 : ds::kExitUsage;
+    // --help and --version are "errors" with exit code 0 that CLI11 prints itself; a real parse
+    // error becomes one line and the usage exit code.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "downscale: error: " << e.what() << " (see downscale --help)" << std::endl;
+    return ds::kExitUsage;
   }
 
   try {

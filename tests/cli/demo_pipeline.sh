@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The demo pipeline end to end, as a new user runs it: synth -> fetch -> preprocess -> train ->
+# predict on configs/demo.yaml (in a scratch folder), then checks that every output opens with
+# the standard tools and that the test-period score beats climatology.
+#   usage: demo_pipeline.sh <downscale binary> <source dir>
+set -euo pipefail
+bin=$1
+src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+cp -r "$src/configs" .
+start=$(date +%s)
+for stage in synth fetch preprocess train predict; do
+  echo "== downscale $stage"
+  "$bin" "$stage" --config configs/demo.yaml
+done
+echo "demo pipeline took $(( $(date +%s) - start )) s"
+
+ncdump -h data/synth/era_interim_synth.nc | grep -q 'float z(time, plev, lat, lon)'
+ncdump -h data/synth/ewembi_synth.nc | grep -q 'pr:units = "kg m-2 s-1"'
+ncdump -h 'runs/demo/fetch/predictors/z@500.nc' | grep -q 'level_hPa = 500'
+h5dump -H runs/demo/preprocess/store.h5 | grep -q 'DATASET "x"'
+h5dump -H runs/demo/train/checkpoint_best.h5 | grep -q 'GROUP "weights"'
+ncdump -h runs/demo/predict/precipitation.nc | grep -q 'pr:standard_name = "precipitation_flux"'
+test -s runs/demo/train/metrics.csv
+if find runs data -name '*.tmp-*' | grep -q .; then echo "temporary files left behind"; exit 1; fi
+
+skill=$(sed -n 's/.*"mse_skill_score_vs_climatology": \([-0-9.e]*\).*/\1/p' runs/demo/predict/scores.json)
+echo "MSE skill score against climatology: $skill"
+awk -v s="$skill" 'BEGIN { exit !(s > 0) }' || { echo "the demo does not beat climatology"; exit 1; }

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The `downscale` command's behaviour on user mistakes: each ends with a one-line error that
+# names what is wrong, a meaningful exit code, and no partial output.
+#   usage: errors.sh <downscale binary> <source dir>
+set -uo pipefail
+bin=$1
+src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+# expect <exit code> <text the one-line error must contain> -- <downscale args...>
+expect() {
+  local code=$1 needle=$2
+  shift 3
+  local out rc
+  out=$("$bin" "$@" 2>&1 >/dev/null)
+  rc=$?
+  local lines
+  lines=$(printf '%s\n' "$out" | grep -c 'error')
+  if [[ $rc -ne $code ]]; then
+    echo "FAIL: exit $rc, expected $code: downscale $*"; echo "$out"; failures=$((failures+1)); return
+  fi
+  if [[ "$out" != *"$needle"* ]]; then
+    echo "FAIL: message lacks '$needle': downscale $*"; echo "$out"; failures=$((failures+1)); return
+  fi
+  if [[ $lines -ne 1 ]]; then
+    echo "FAIL: expected one error line, got $lines: downscale $*"; echo "$out"; failures=$((failures+1)); return
+  fi
+  echo "ok: downscale $* -> exit $rc: $(printf '%s\n' "$out" | grep error)"
+}
+
+cp "$src/configs/demo.yaml" "$work/good.yaml"
+sed 's/^  epochs: 12/  epoch: 12/' "$src/configs/demo.yaml" > "$work/typo.yaml"
+run="--set run.dir=$work/run"
+
+# A mistyped config key: exit 2, names the file and the key.
+expect 2 "typo.yaml: unknown key 'train.epoch' (did you mean 'train.epochs'?)" -- train --config "$work/typo.yaml" $run
+expect 2 "--set train.epocs: unknown key 'train.epocs'" -- train --config "$work/good.yaml" $run --set train.epocs=3
+# A missing config file and a missing subcommand: exit 2.
+expect 2 "nope.yaml" -- fetch --config "$work/nope.yaml"
+# A missing input file: exit 3, names the file.
+expect 3 "$work/absent.nc: no such file" -- fetch --config "$work/good.yaml" $run --set fetch.predictors.source=$work/absent.nc
+# The stage before not run: names the manifest it needs.
+expect 3 "$work/run/fetch/manifest.json: no such file" -- preprocess --config "$work/good.yaml" $run
+
+# A wrong variable name in a real source: exit 3, names the file, the variable and what exists.
+cat > "$work/mk.cdl" <<'CDL'
+netcdf src {
+dimensions: time = 2 ; plev = 1 ; lat = 2 ; lon = 2 ;
+variables:
+  double time(time) ; time:units = "days since 2000-01-01" ; time:calendar = "standard" ;
+  double plev(plev) ; plev:units = "hPa" ;
+  double lat(lat) ; double lon(lon) ;
+  float z(time, plev, lat, lon) ; z:units = "m2 s-2" ;
+data:
+  time = 0, 1 ; plev = 500 ; lat = 30, 32 ; lon = -110, -108 ;
+  z = 1, 2, 3, 4, 5, 6, 7, 8 ;
+}
+CDL
+ncgen -o "$work/src.nc" "$work/mk.cdl"
+expect 3 "src.nc: no variable 'hus' (the file has: time, plev, lat, lon, z)" -- fetch --config "$work/good.yaml" $run \
+  --set fetch.predictors.source=$work/src.nc --set "fetch.predictors.fields=[hus@500]" --set fetch.years=[2000,2000] \
+  --set fetch.lon=[-110,-108] --set fetch.lat=[30,32]
+
+# No partial output anywhere: no temporary files, no manifest, no store.
+if find "$work/run" -name '*.tmp-*' 2>/dev/null | grep -q .; then echo "FAIL: temporary files left"; failures=$((failures+1)); fi
+if [[ -e "$work/run/fetch/manifest.json" || -e "$work/run/preprocess/store.h5" ]]; then
+  echo "FAIL: partial stage output left"; failures=$((failures+1))
+fi
+# --help works on the command and every stage.
+for s in "" synth fetch preprocess train predict; do
+  "$bin" $s --help >/dev/null || { echo "FAIL: downscale $s --help"; failures=$((failures+1)); }
+done
+
+echo "cli errors: $failures failures"
+[[ $failures -eq 0 ]]
