@@ -73,6 +73,23 @@ bool H5File::exists(const std::string& name) const {
   return true;
 }
 
+std::vector<std::string> H5File::datasets(const std::string& group) const {
+  std::vector<std::string> out;
+  Handle g(H5Oopen(id_, group.c_str(), H5P_DEFAULT), H5Oclose);
+  if (g < 0) return out;
+  struct Ctx {
+    std::vector<std::string>* out;
+    std::string prefix;
+  } ctx{&out, group == "/" ? "/" : group + "/"};
+  auto visit = [](hid_t, const char* name, const H5O_info_t* info, void* data) -> herr_t {
+    auto* c = static_cast<Ctx*>(data);
+    if (info->type == H5O_TYPE_DATASET) c->out->push_back(c->prefix + name);
+    return 0;
+  };
+  H5Ovisit2(g, H5_INDEX_NAME, H5_ITER_INC, visit, &ctx, H5O_INFO_BASIC);
+  return out;
+}
+
 void H5File::create_group(const std::string& name) {
   Handle g(H5Gcreate2(id_, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
   if (g < 0) fail(path_, "cannot create group " + name);

@@ -20,6 +20,8 @@ class H5File {
   const std::string& path() const { return path_; }
 
   bool exists(const std::string& name) const;
+  // Full paths of every dataset below `group`, recursively, in name order.
+  std::vector<std::string> datasets(const std::string& group) const;
   void create_group(const std::string& name);
 
   // Creates a float dataset with the given shape, chunked `chunk_rows` rows at a time along the
