@@ -1,6 +1,8 @@
 // The same configuration gives the same values; another seed gives other weather.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "synth_test_data.h"
 
 namespace ds::synth {
