@@ -1,0 +1,33 @@
+// Adam as Keras implements it: the bias correction is folded into the learning rate and epsilon
+// is added to sqrt(v) uncorrected ("epsilon hat" in the paper), so results match Keras runs.
+#include "model/adam.h"
+
+#include <cmath>
+
+#include "io/error.h"
+
+namespace ds::model {
+
+Adam::Adam(std::vector<Param> params, Backend& backend, double beta1, double beta2, double eps)
+    : params_(std::move(params)), be_(backend), b1_(beta1), b2_(beta2), eps_(eps) {
+  for (const Param& p : params_) {
+    m_.emplace_back(be_, p.value->shape());  // zero-filled
+    v_.emplace_back(be_, p.value->shape());
+  }
+}
+
+void Adam::step(double lr) {
+  t_ += 1;
+  // In double: b2^t is 1 - 1e-3 t for small t, which float would round badly.
+  const double t = double(t_);
+  const double lr_t = lr * std::sqrt(1.0 - std::pow(b2_, t)) / (1.0 - std::pow(b1_, t));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Param& p = params_[i];
+    if (p.grad->shape() != p.value->shape() || m_[i].shape() != p.value->shape())
+      throw Error("Adam: parameter " + p.name + " changed shape");
+    be_.adam_update(p.value->size(), p.value->data(), p.grad->data(), m_[i].data(), v_[i].data(), float(lr_t),
+                    float(b1_), float(b2_), float(eps_));
+  }
+}
+
+}  // namespace ds::model

@@ -1,0 +1,24 @@
+// Backend-independent pieces of backend.h: convolution geometry.
+#include "model/backend.h"
+
+#include "io/error.h"
+
+namespace ds::model {
+
+Shape ConvDesc::out() const {
+  if (stride < 1 || kh < 1 || kw < 1) throw Error("bad convolution kernel/stride");
+  const int oh = (in.h + pad_top + pad_bottom - kh) / stride + 1;
+  const int ow = (in.w + pad_left + pad_right - kw) / stride + 1;
+  if (oh < 1 || ow < 1)
+    throw Error("convolution " + std::to_string(kh) + "x" + std::to_string(kw) + " does not fit input " + in.str());
+  return Shape{in.n, out_c, oh, ow};
+}
+
+void same_padding(int k, int& before, int& after) {
+  // TensorFlow: pad_total = k - 1, pad_before = pad_total / 2 (floor), the rest after. For an
+  // even kernel the extra row/column therefore goes to the bottom/right, unlike PyTorch.
+  before = (k - 1) / 2;
+  after = (k - 1) - before;
+}
+
+}  // namespace ds::model

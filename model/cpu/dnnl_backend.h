@@ -1,0 +1,67 @@
+// The CPU backend: oneDNN primitives for the heavy ops (convolution, ReLU, nearest resampling),
+// plain OpenMP loops for the cheap elementwise ones (cpu_loops.cpp).
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include <dnnl.hpp>
+
+#include "model/backend.h"
+
+namespace ds::model {
+
+class DnnlBackend : public Backend {
+ public:
+  explicit DnnlBackend(int threads);
+  ~DnnlBackend() override;
+  std::string name() const override;
+
+  float* allocate(int64_t n) override;
+  void release(float* p) override;
+  void copy_from_host(float* dst, const float* host, int64_t n) override;
+  void copy_to_host(float* host, const float* src, int64_t n) override;
+  void copy(float* dst, const float* src, int64_t n) override;
+  void fill(float* p, int64_t n, float value) override;
+  void synchronize() override {}
+
+  void conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override;
+  void conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) override;
+  void conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) override;
+  void relu_forward(int64_t n, const float* x, float* y) override;
+  void relu_backward(int64_t n, const float* x, const float* dy, float* dx) override;
+  void sigmoid_channel_forward(const Shape& s, int channel, float* y) override;
+  void sigmoid_channel_backward(const Shape& s, int channel, const float* y, float* dy) override;
+  void upsample_nearest_forward(const Shape& in, int factor, const float* x, float* y) override;
+  void upsample_nearest_backward(const Shape& in, int factor, const float* dy, float* dx) override;
+  void copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) override;
+  void slice_channels(const Shape& dst, int offset, const Shape& src, const float* y, float* x) override;
+  void accumulate(int64_t n, const float* x, float* acc) override;
+  void scale(int64_t n, float alpha, float* x) override;
+  double bernoulli_gamma_sum(const Shape& out_shape, const float* out, const float* y, const float* mask,
+                             float* d_out) override;
+  void adam_update(int64_t n, float* w, const float* g, float* m, float* v, float lr_t, float b1, float b2,
+                   float eps) override;
+
+ private:
+  // Primitives are built once per geometry and reused: building one costs far more than running
+  // it on a small batch. The key includes the batch size because the last batch of an epoch is
+  // usually smaller; that adds at most one more entry per layer.
+  struct ConvPrims;
+  using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int>;
+  ConvPrims& conv_prims(const ConvDesc& d);
+  struct ReluPrims;
+  ReluPrims& relu_prims(int64_t n);
+  struct ResamplePrims;
+  ResamplePrims& resample_prims(const Shape& in, int factor);
+
+  int threads_;
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  std::map<ConvKey, std::unique_ptr<ConvPrims>> conv_cache_;
+  std::map<int64_t, std::unique_ptr<ReluPrims>> relu_cache_;
+  std::map<std::tuple<int, int, int, int, int>, std::unique_ptr<ResamplePrims>> resample_cache_;
+};
+
+}  // namespace ds::model

@@ -1,0 +1,100 @@
+// CudaBackend: device selection, memory, and the factory functions of backend.h.
+#include "model/cuda/cuda_backend.h"
+
+#include "model/cuda/cuda_check.h"
+
+namespace ds::model {
+
+CudaBackend::CudaBackend(int device) : device_(device) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();  // clear the sticky error so later CUDA calls are not blamed for it
+    throw Error("no CUDA device available");
+  }
+  if (device < 0 || device >= count)
+    throw Error("CUDA device " + std::to_string(device) + " does not exist (" + std::to_string(count) + " found)");
+  DS_CUDA(cudaSetDevice(device));
+  DS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  DS_CUDNN(cudnnCreate(&cudnn_));
+  DS_CUDNN(cudnnSetStream(cudnn_, stream_));
+  DS_CUDA(cudaMalloc(&d_sum_, sizeof(double)));
+}
+
+CudaBackend::~CudaBackend() {
+  // No throwing from a destructor: errors here mean the context is already gone.
+  plans_.clear();
+  if (ws_) cudaFree(ws_);
+  if (pad_) cudaFree(pad_);
+  if (d_sum_) cudaFree(d_sum_);
+  if (cudnn_) cudnnDestroy(cudnn_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+std::string CudaBackend::name() const {
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, device_);
+  return "cuda (device " + std::to_string(device_) + ": " + prop.name + ", cuDNN " +
+         std::to_string(cudnnGetVersion()) + ")";
+}
+
+float* CudaBackend::allocate(int64_t n) {
+  void* p = nullptr;
+  DS_CUDA(cudaMalloc(&p, size_t(n > 0 ? n : 1) * sizeof(float)));
+  return static_cast<float*>(p);
+}
+
+void CudaBackend::release(float* p) {
+  // cudaFree waits for the device, so a buffer still used by queued work is never freed early.
+  cudaFree(p);
+}
+
+void CudaBackend::copy_from_host(float* dst, const float* host, int64_t n) {
+  DS_CUDA(cudaMemcpyAsync(dst, host, size_t(n) * sizeof(float), cudaMemcpyHostToDevice, stream_));
+  DS_CUDA(cudaStreamSynchronize(stream_));  // the caller may free or reuse `host` on return
+}
+
+void CudaBackend::copy_to_host(float* host, const float* src, int64_t n) {
+  DS_CUDA(cudaMemcpyAsync(host, src, size_t(n) * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+  DS_CUDA(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::copy(float* dst, const float* src, int64_t n) {
+  if (dst != src) DS_CUDA(cudaMemcpyAsync(dst, src, size_t(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+}
+
+void CudaBackend::synchronize() { DS_CUDA(cudaStreamSynchronize(stream_)); }
+
+void* CudaBackend::workspace(size_t bytes) {
+  if (bytes > ws_bytes_) {
+    if (ws_) DS_CUDA(cudaFree(ws_));
+    ws_ = nullptr;
+    ws_bytes_ = 0;
+    DS_CUDA(cudaMalloc(&ws_, bytes));
+    ws_bytes_ = bytes;
+  }
+  return ws_;
+}
+
+float* CudaBackend::pad_buffer(int64_t n) {
+  if (n > pad_n_) {
+    if (pad_) DS_CUDA(cudaFree(pad_));
+    pad_ = nullptr;
+    pad_n_ = 0;
+    pad_ = allocate(n);
+    pad_n_ = n;
+  }
+  return pad_;
+}
+
+bool cuda_available() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // no driver or no device: clear the error, answer no
+    return false;
+  }
+  return count > 0;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<CudaBackend>(device); }
+
+}  // namespace ds::model

@@ -1,0 +1,96 @@
+// The GPU backend: cuDNN for convolutions, small CUDA kernels for everything else, all queued on
+// one stream so consecutive ops need no synchronisation between them.
+#pragma once
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include "model/backend.h"
+
+namespace ds::model {
+
+class CudaBackend : public Backend {
+ public:
+  explicit CudaBackend(int device);
+  ~CudaBackend() override;
+  std::string name() const override;
+
+  float* allocate(int64_t n) override;
+  void release(float* p) override;
+  void copy_from_host(float* dst, const float* host, int64_t n) override;
+  void copy_to_host(float* host, const float* src, int64_t n) override;
+  void copy(float* dst, const float* src, int64_t n) override;
+  void fill(float* p, int64_t n, float value) override;
+  void synchronize() override;
+
+  void conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override;
+  void conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) override;
+  void conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) override;
+  void relu_forward(int64_t n, const float* x, float* y) override;
+  void relu_backward(int64_t n, const float* x, const float* dy, float* dx) override;
+  void sigmoid_channel_forward(const Shape& s, int channel, float* y) override;
+  void sigmoid_channel_backward(const Shape& s, int channel, const float* y, float* dy) override;
+  void upsample_nearest_forward(const Shape& in, int factor, const float* x, float* y) override;
+  void upsample_nearest_backward(const Shape& in, int factor, const float* dy, float* dx) override;
+  void copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) override;
+  void slice_channels(const Shape& dst, int offset, const Shape& src, const float* y, float* x) override;
+  void accumulate(int64_t n, const float* x, float* acc) override;
+  void scale(int64_t n, float alpha, float* x) override;
+  double bernoulli_gamma_sum(const Shape& out_shape, const float* out, const float* y, const float* mask,
+                             float* d_out) override;
+  void adam_update(int64_t n, float* w, const float* g, float* m, float* v, float lr_t, float b1, float b2,
+                   float eps) override;
+
+ private:
+  // One convolution geometry's cuDNN descriptors and chosen algorithms (built in cuda_conv.cu).
+  struct ConvPlan {
+    bool explicit_pad = false;
+    Shape x_shape;  // what cuDNN sees as input: the padded copy when explicit_pad
+    cudnnTensorDescriptor_t x = nullptr, y = nullptr, b = nullptr;
+    cudnnFilterDescriptor_t w = nullptr;
+    cudnnConvolutionDescriptor_t conv = nullptr;
+    cudnnConvolutionFwdAlgo_t fwd_algo{};
+    cudnnConvolutionBwdDataAlgo_t bwd_data_algo{};
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo{};
+    size_t fwd_ws = 0, bwd_data_ws = 0, bwd_filter_ws = 0;
+
+    ~ConvPlan() {
+      if (x) cudnnDestroyTensorDescriptor(x);
+      if (y) cudnnDestroyTensorDescriptor(y);
+      if (b) cudnnDestroyTensorDescriptor(b);
+      if (w) cudnnDestroyFilterDescriptor(w);
+      if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    }
+  };
+  using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int>;
+  ConvPlan& conv_plan(const ConvDesc& d);
+  // Scratch buffers that only grow; safe to share because every op runs on the one stream.
+  void* workspace(size_t bytes);
+  float* pad_buffer(int64_t n);
+
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  double* d_sum_ = nullptr;  // the loss kernel's accumulator
+  void* ws_ = nullptr;
+  size_t ws_bytes_ = 0;
+  float* pad_ = nullptr;
+  int64_t pad_n_ = 0;
+  std::map<ConvKey, std::unique_ptr<ConvPlan>> plans_;
+};
+
+// Launch geometry shared by the kernels: grid-stride loops, so any n fits in a bounded grid.
+constexpr int kThreads = 256;
+inline int blocks_for(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return int(b < 1 ? 1 : (b > 65535 ? 65535 : b));
+}
+
+// Zero-padding copy and its inverse for convolutions whose padding cuDNN cannot express.
+void pad_nchw(cudaStream_t s, const Shape& in, int top, int left, const Shape& padded, const float* x, float* xp);
+void crop_nchw(cudaStream_t s, const Shape& padded, int top, int left, const Shape& out, const float* xp, float* x);
+
+}  // namespace ds::model

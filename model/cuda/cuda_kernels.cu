@@ -1,0 +1,260 @@
+// CudaBackend's elementwise and data-movement ops as CUDA kernels. All are grid-stride loops over
+// the flat NCHW index; each op is a few lines of arithmetic, memory-bound, so no tuning beyond
+// coalesced access (consecutive threads touch consecutive floats).
+#include "model/bernoulli_gamma_point.h"
+#include "model/cuda/cuda_backend.h"
+#include "model/cuda/cuda_check.h"
+
+namespace ds::model {
+
+namespace {
+
+#define DS_GRID_STRIDE(i, n) \
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
+
+__global__ void fill_kernel(float* p, int64_t n, float v) {
+  DS_GRID_STRIDE(i, n) p[i] = v;
+}
+
+__global__ void relu_forward_kernel(int64_t n, const float* x, float* y) {
+  DS_GRID_STRIDE(i, n) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+__global__ void relu_backward_kernel(int64_t n, const float* x, const float* dy, float* dx) {
+  // Zero gradient at x == 0, as TensorFlow and oneDNN.
+  DS_GRID_STRIDE(i, n) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+// Over the N*HW elements of one channel: sample k's channel starts at (k*C + channel)*HW.
+__global__ void sigmoid_channel_forward_kernel(int64_t n_hw, int64_t hw, int c, int channel, float* y) {
+  DS_GRID_STRIDE(i, n_hw) {
+    float* p = y + ((i / hw) * c + channel) * hw + i % hw;
+    *p = 1.0f / (1.0f + expf(-*p));
+  }
+}
+
+__global__ void sigmoid_channel_backward_kernel(int64_t n_hw, int64_t hw, int c, int channel, const float* y,
+                                                float* dy) {
+  DS_GRID_STRIDE(i, n_hw) {
+    const int64_t o = ((i / hw) * c + channel) * hw + i % hw;
+    dy[o] *= y[o] * (1.0f - y[o]);
+  }
+}
+
+// One thread per output pixel, reading its source pixel floor(o / f).
+__global__ void upsample_forward_kernel(int64_t n_out, int h, int w, int f, const float* x, float* y) {
+  const int oh = h * f, ow = w * f;
+  DS_GRID_STRIDE(i, n_out) {
+    const int64_t plane = i / (int64_t(oh) * ow);
+    const int r = int(i / ow % oh), c = int(i % ow);
+    y[i] = x[(plane * h + r / f) * w + c / f];
+  }
+}
+
+// One thread per input pixel, summing its f x f block: a gather, so no atomics and a fixed order.
+__global__ void upsample_backward_kernel(int64_t n_in, int h, int w, int f, const float* dy, float* dx) {
+  const int ow = w * f;
+  DS_GRID_STRIDE(i, n_in) {
+    const int64_t plane = i / (int64_t(h) * w);
+    const int r = int(i / w % h), c = int(i % w);
+    const float* block = dy + (plane * h * f + int64_t(r) * f) * ow + int64_t(c) * f;
+    float s = 0.0f;
+    for (int a = 0; a < f; ++a)
+      for (int b = 0; b < f; ++b) s += block[int64_t(a) * ow + b];
+    dx[i] = s;
+  }
+}
+
+// Copies `block` floats per sample between buffers whose samples are `stride_a`/`stride_b` apart:
+// the common form of concat's copy and slice.
+__global__ void strided_block_copy_kernel(int64_t total, int64_t block, const float* a, int64_t stride_a, float* b,
+                                          int64_t stride_b) {
+  DS_GRID_STRIDE(i, total) {
+    const int64_t s = i / block, k = i % block;
+    b[s * stride_b + k] = a[s * stride_a + k];
+  }
+}
+
+__global__ void accumulate_kernel(int64_t n, const float* x, float* acc) {
+  DS_GRID_STRIDE(i, n) acc[i] += x[i];
+}
+
+__global__ void scale_kernel(int64_t n, float alpha, float* x) {
+  DS_GRID_STRIDE(i, n) x[i] *= alpha;
+}
+
+__global__ void adam_kernel(int64_t n, float* w, const float* g, float* m, float* v, float lr_t, float b1, float b2,
+                            float eps) {
+  DS_GRID_STRIDE(i, n) {
+    const float gi = g[i];
+    const float mi = b1 * m[i] + (1.0f - b1) * gi;
+    const float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    w[i] -= lr_t * mi / (sqrtf(vi) + eps);
+  }
+}
+
+// Each thread sums its points in double, the block reduces in shared memory, and one atomicAdd
+// per block adds to the total (so the total's rounding may vary in the last bits run to run).
+__global__ void bernoulli_gamma_kernel(int64_t n_hw, int64_t hw, const float* out, const float* y,
+                                       const float* mask, float* d_out, double* total) {
+  __shared__ double partial[kThreads];
+  double local = 0.0;
+  DS_GRID_STRIDE(i, n_hw) {
+    const int64_t s = i / hw, k = i % hw;
+    const int64_t o = s * 3 * hw + k;
+    // Invalid points are skipped before y is read: ocean targets may be NaN and NaN * 0 = NaN.
+    if (!(mask[k] > 0.5f)) {
+      if (d_out) d_out[o] = d_out[o + hw] = d_out[o + 2 * hw] = 0.0f;
+      continue;
+    }
+    const BernoulliGammaPoint r = bernoulli_gamma_point(out[o], out[o + hw], out[o + 2 * hw], y[i]);
+    local += r.loss;
+    if (d_out) {
+      d_out[o] = float(r.d_p);
+      d_out[o + hw] = float(r.d_log_alpha);
+      d_out[o + 2 * hw] = float(r.d_log_beta);
+    }
+  }
+  partial[threadIdx.x] = local;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (int(threadIdx.x) < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(total, partial[0]);
+}
+
+__global__ void pad_kernel(int64_t n_padded, int h, int w, int top, int left, int ph, int pw, const float* x,
+                           float* xp) {
+  DS_GRID_STRIDE(i, n_padded) {
+    const int64_t plane = i / (int64_t(ph) * pw);
+    const int r = int(i / pw % ph) - top, c = int(i % pw) - left;
+    xp[i] = (r >= 0 && r < h && c >= 0 && c < w) ? x[(plane * h + r) * w + c] : 0.0f;
+  }
+}
+
+__global__ void crop_kernel(int64_t n_out, int ph, int pw, int top, int left, int h, int w, const float* xp,
+                            float* x) {
+  DS_GRID_STRIDE(i, n_out) {
+    const int64_t plane = i / (int64_t(h) * w);
+    const int r = int(i / w % h), c = int(i % w);
+    x[i] = xp[(plane * ph + r + top) * pw + c + left];
+  }
+}
+
+}  // namespace
+
+void CudaBackend::fill(float* p, int64_t n, float value) {
+  if (n == 0) return;
+  fill_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(p, n, value);
+  DS_CUDA_LAUNCHED();
+}
+
+void CudaBackend::relu_forward(int64_t n, const float* x, float* y) {
+  if (n == 0) return;
+  relu_forward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, x, y);
+  DS_CUDA_LAUNCHED();
+}
+
+void CudaBackend::relu_backward(int64_t n, const float* x, const float* dy, float* dx) {
+  if (n == 0) return;
+  relu_backward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, x, dy, dx);
+  DS_CUDA_LAUNCHED();
+}
+
+void CudaBackend::sigmoid_channel_forward(const Shape& s, int channel, float* y) {
+  const int64_t hw = int64_t(s.h) * s.w, n = s.n * hw;
+  if (n == 0) return;
+  sigmoid_channel_forward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, hw, s.c, channel, y);
+  DS_CUDA_LAUNCHED();
+}
+
+void CudaBackend::sigmoid_channel_backward(const Shape& s, int channel, const float* y, float* dy) {
+  const int64_t hw = int64_t(s.h) * s.w, n = s.n * hw;
+  if (n == 0) return;
+  sigmoid_channel_backward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, hw, s.c, channel, y, dy);
+  DS_CUDA_LAUNCHED();
+}
+
+void CudaBackend::upsample_nearest_forward(const Shape& in, int factor, const float* x, float* y) {
+  const int64_t n = in.size() * factor * factor;
+  if (n == 0) return;
+  upsample_forward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, in.h, in.w, factor, x, y);
+  DS_CUDA_LAUNCHED();
+}
+
+void CudaBackend::upsample_nearest_backward(const Shape& in, int factor, const float* dy, float* dx) {
+  const int64_t n = in.size();
+  if (n == 0) return;
+  upsample_backward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, in.h, in.w, factor, dy, dx);
+  DS_CUDA_LAUNCHED();
+}
+
+void CudaBackend::copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) {
+  const int64_t hw = int64_t(dst.h) * dst.w, block = src.c * hw, total = src.n * block;
+  if (total == 0) return;
+  strided_block_copy_kernel<<<blocks_for(total), kThreads, 0, stream_>>>(total, block, x, block, y + offset * hw,
+                                                                         dst.c * hw);
+  DS_CUDA_LAUNCHED();
+}
+
+void CudaBackend::slice_channels(const Shape& dst, int offset, const Shape& src, const float* y, float* x) {
+  const int64_t hw = int64_t(src.h) * src.w, block = dst.c * hw, total = dst.n * block;
+  if (total == 0) return;
+  strided_block_copy_kernel<<<blocks_for(total), kThreads, 0, stream_>>>(total, block, y + offset * hw, src.c * hw, x,
+                                                                         block);
+  DS_CUDA_LAUNCHED();
+}
+
+void CudaBackend::accumulate(int64_t n, const float* x, float* acc) {
+  if (n == 0) return;
+  accumulate_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, x, acc);
+  DS_CUDA_LAUNCHED();
+}
+
+void CudaBackend::scale(int64_t n, float alpha, float* x) {
+  if (n == 0) return;
+  scale_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, alpha, x);
+  DS_CUDA_LAUNCHED();
+}
+
+double CudaBackend::bernoulli_gamma_sum(const Shape& s, const float* out, const float* y, const float* mask,
+                                        float* d_out) {
+  const int64_t hw = int64_t(s.h) * s.w, n = s.n * hw;
+  DS_CUDA(cudaMemsetAsync(d_sum_, 0, sizeof(double), stream_));
+  if (n > 0) {
+    // Capped grid: each thread then sums many points locally, which keeps atomics few.
+    const int blocks = blocks_for(n) < 1024 ? blocks_for(n) : 1024;
+    bernoulli_gamma_kernel<<<blocks, kThreads, 0, stream_>>>(n, hw, out, y, mask, d_out, d_sum_);
+    DS_CUDA_LAUNCHED();
+  }
+  double total = 0.0;
+  DS_CUDA(cudaMemcpyAsync(&total, d_sum_, sizeof(double), cudaMemcpyDeviceToHost, stream_));
+  DS_CUDA(cudaStreamSynchronize(stream_));
+  return total;
+}
+
+void CudaBackend::adam_update(int64_t n, float* w, const float* g, float* m, float* v, float lr_t, float b1, float b2,
+                              float eps) {
+  if (n == 0) return;
+  adam_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, w, g, m, v, lr_t, b1, b2, eps);
+  DS_CUDA_LAUNCHED();
+}
+
+void pad_nchw(cudaStream_t s, const Shape& in, int top, int left, const Shape& padded, const float* x, float* xp) {
+  const int64_t n = padded.size();
+  if (n == 0) return;
+  pad_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, in.h, in.w, top, left, padded.h, padded.w, x, xp);
+  DS_CUDA_LAUNCHED();
+}
+
+void crop_nchw(cudaStream_t s, const Shape& padded, int top, int left, const Shape& out, const float* xp, float* x) {
+  const int64_t n = out.size();
+  if (n == 0) return;
+  crop_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, padded.h, padded.w, top, left, out.h, out.w, xp, x);
+  DS_CUDA_LAUNCHED();
+}
+
+}  // namespace ds::model

@@ -1,0 +1,18 @@
+// Concatenation along channels (Keras Concatenate(axis=-1) in NHWC is channels in NCHW). Backward
+// hands each input its slice of the gradient.
+#pragma once
+#include "model/layers/layer.h"
+
+namespace ds::model {
+
+class Concat : public Layer {
+ public:
+  using Layer::Layer;
+  std::string type() const override { return "Concatenate"; }
+  Shape output_shape(const std::vector<Shape>& in) const override;
+  void forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) override;
+  void backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
+                const std::vector<Tensor*>& din) override;
+};
+
+}  // namespace ds::model

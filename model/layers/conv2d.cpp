@@ -1,0 +1,78 @@
+#include "model/layers/conv2d.h"
+
+#include <cmath>
+
+#include "io/error.h"
+
+namespace ds::model {
+
+Conv2D::Conv2D(std::string name, Backend& be, int in_c, int out_c, int kh, int kw, Padding padding,
+               int glorot_fan_out_channels)
+    : Layer(std::move(name)),
+      in_c_(in_c),
+      out_c_(out_c),
+      kh_(kh),
+      kw_(kw),
+      padding_(padding),
+      fan_out_c_(glorot_fan_out_channels > 0 ? glorot_fan_out_channels : out_c),
+      w_(be, Shape{out_c, in_c, kh, kw}),
+      b_(be, Shape{1, out_c, 1, 1}),
+      dw_(be, Shape{out_c, in_c, kh, kw}),
+      db_(be, Shape{1, out_c, 1, 1}) {
+  if (in_c < 1 || out_c < 1 || kh < 1 || kw < 1) throw Error("layer " + this->name() + ": bad conv geometry");
+}
+
+ConvDesc Conv2D::desc(const Shape& in) const {
+  ConvDesc d;
+  d.in = in;
+  d.out_c = out_c_;
+  d.kh = kh_;
+  d.kw = kw_;
+  d.stride = 1;
+  if (padding_ == Padding::kSame) {
+    same_padding(kh_, d.pad_top, d.pad_bottom);
+    same_padding(kw_, d.pad_left, d.pad_right);
+  }
+  return d;
+}
+
+Shape Conv2D::output_shape(const std::vector<Shape>& in) const {
+  expect_inputs(*this, in.size(), 1);
+  if (in[0].c != in_c_)
+    throw Error("layer " + name() + " expects " + std::to_string(in_c_) + " channels, got " + in[0].str());
+  return desc(in[0]).out();
+}
+
+void Conv2D::forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) {
+  be.conv2d_forward(desc(in[0]->shape()), in[0]->data(), w_.data(), b_.data(), out.data());
+}
+
+void Conv2D::backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& /*out*/, const Tensor& dout,
+                      const std::vector<Tensor*>& din) {
+  const ConvDesc d = desc(in[0]->shape());
+  be.conv2d_backward_weights(d, in[0]->data(), dout.data(), dw_.data(), db_.data());
+  if (din[0]) be.conv2d_backward_data(d, dout.data(), w_.data(), din[0]->data());
+}
+
+std::vector<Param> Conv2D::params() { return {{name() + "/W", &w_, &dw_}, {name() + "/b", &b_, &db_}}; }
+
+int64_t Conv2D::parameter_count() const { return w_.size() + b_.size(); }
+
+void Conv2D::init(std::mt19937_64& rng) {
+  // Keras' glorot_uniform: U(-limit, limit), limit = sqrt(6 / (fan_in + fan_out)), with the
+  // receptive field counted in both fans. Uniform doubles are made from the top 53 bits by hand
+  // because std::uniform_real_distribution differs between standard libraries, and a seed should
+  // give the same network everywhere.
+  const double fan_in = double(in_c_) * kh_ * kw_, fan_out = double(fan_out_c_) * kh_ * kw_;
+  const double limit = std::sqrt(6.0 / (fan_in + fan_out));
+  std::vector<float> host(size_t(w_.size()));
+  for (float& v : host) {
+    const double u = double(rng() >> 11) * 0x1.0p-53;  // [0, 1)
+    v = float((2.0 * u - 1.0) * limit);
+  }
+  w_.upload(host.data());
+  std::vector<float> zeros(size_t(b_.size()), 0.0f);
+  b_.upload(zeros.data());
+}
+
+}  // namespace ds::model

@@ -1,0 +1,39 @@
+// 2-D convolution, stride 1, with bias: Keras Conv2D with padding 'same' or 'valid'.
+// Weights OIHW (out, in, kh, kw); bias (out).
+#pragma once
+#include "model/layers/layer.h"
+
+namespace ds::model {
+
+enum class Padding { kSame, kValid };
+
+class Conv2D : public Layer {
+ public:
+  // glorot_fan_out_channels: the output channels Glorot's fan_out counts; 0 means out_c. The
+  // MNN head is three 1-channel Keras convs fused into one 3-channel conv, and each of those was
+  // initialised with fan_out = 1*kh*kw, so the fused one passes 1 to initialise identically.
+  Conv2D(std::string name, Backend& be, int in_c, int out_c, int kh, int kw, Padding padding,
+         int glorot_fan_out_channels = 0);
+  std::string type() const override { return "Conv2D"; }
+  Shape output_shape(const std::vector<Shape>& in) const override;
+  void forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) override;
+  void backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
+                const std::vector<Tensor*>& din) override;
+  std::vector<Param> params() override;
+  int64_t parameter_count() const override;
+  void init(std::mt19937_64& rng) override;
+
+  Tensor& weights() { return w_; }
+  Tensor& bias() { return b_; }
+  Tensor& weights_grad() { return dw_; }
+  Tensor& bias_grad() { return db_; }
+  ConvDesc desc(const Shape& in) const;
+
+ private:
+  int in_c_, out_c_, kh_, kw_;
+  Padding padding_;
+  int fan_out_c_;
+  Tensor w_, b_, dw_, db_;
+};
+
+}  // namespace ds::model

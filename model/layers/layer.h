@@ -1,0 +1,43 @@
+// One node of the network (Caffe's Layer): given its input tensors it computes one output tensor,
+// and given the output's gradient it computes its inputs' and its parameters' gradients. Shapes
+// are explicit and checked; layers never allocate their outputs (the Net owns every activation).
+#pragma once
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model/backend.h"
+#include "model/net.h"
+#include "model/tensor.h"
+
+namespace ds::model {
+
+class Layer {
+ public:
+  explicit Layer(std::string name) : name_(std::move(name)) {}
+  virtual ~Layer() = default;
+  const std::string& name() const { return name_; }
+  virtual std::string type() const = 0;
+
+  // The output shape for these input shapes; throws ds::Error if they do not fit the layer.
+  virtual Shape output_shape(const std::vector<Shape>& in) const = 0;
+  // out is already shaped as output_shape(in) says.
+  virtual void forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) = 0;
+  // Overwrites din[i] (already shaped like in[i]) and every parameter gradient. din[i] may be
+  // null when nobody needs that gradient (the network input), saving e.g. a conv backward-data.
+  virtual void backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
+                        const std::vector<Tensor*>& din) = 0;
+
+  virtual std::vector<Param> params() { return {}; }
+  virtual int64_t parameter_count() const { return 0; }
+  virtual void init(std::mt19937_64& /*rng*/) {}
+
+ private:
+  std::string name_;
+};
+
+// Throws ds::Error unless the layer got exactly `n` inputs.
+void expect_inputs(const Layer& layer, size_t got, size_t n);
+
+}  // namespace ds::model

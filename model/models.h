@@ -1,0 +1,38 @@
+// The network architectures, as a DAG of layers (internal to model/; net.h is the public face).
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "model/layers/layer.h"
+#include "model/net.h"
+
+namespace ds::model {
+
+// A layer and the nodes that feed it. Node 0 is the network input and has no layer; every other
+// node's inputs are earlier nodes, so the list is already in topological order.
+struct Node {
+  std::unique_ptr<Layer> layer;
+  std::vector<int> inputs;
+  Shape shape;  // output shape for a batch of 1
+};
+
+// Appends layers, checking shapes as it goes.
+class GraphBuilder {
+ public:
+  GraphBuilder(Backend& be, Shape input);
+  int add(std::unique_ptr<Layer> layer, std::vector<int> inputs);
+  // Conv2D followed by ReLU (named "<name>_relu"); returns the ReLU node.
+  int conv_relu(const std::string& name, int input, int out_c, int k, bool same);
+  const Shape& shape(int node) const { return nodes_[size_t(node)].shape; }
+  Backend& backend() { return be_; }
+  std::vector<Node> take() { return std::move(nodes_); }
+
+ private:
+  Backend& be_;
+  std::vector<Node> nodes_;
+};
+
+// Throws ds::UsageError for an unknown name or a spec the architecture cannot take.
+std::vector<Node> build_model(const ModelSpec& spec, Backend& be);
+
+}  // namespace ds::model

@@ -1,0 +1,217 @@
+// The CUDA backend against the CPU backend, op by op, on random data. Skipped without a GPU (the
+// build still compiles and links the CUDA backend wherever the toolkit is installed).
+//
+// Tolerances: elementwise ops compute the same float expressions (exp, sqrt may differ by an ulp
+// or two): relative 1e-4. Convolutions sum in a different order on each side, over up to a few
+// thousand products: relative 1e-3 of the output's scale. TF32 is off (CUDNN_FMA_MATH); with it
+// on, errors would be ~1e-3 relative per product and this test would catch it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "model/adam.h"
+#include "model/loss.h"
+#include "model/net.h"
+#include "model_test_util.h"
+
+namespace ds::model {
+namespace {
+
+using test::random_values;
+
+class ModelCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no GPU: CUDA backend tests skipped";
+    cpu_ = make_cpu_backend(0);
+    gpu_ = make_cuda_backend(0);
+  }
+
+  // The same host data on both backends.
+  struct Pair {
+    Tensor cpu, gpu;
+  };
+  Pair pair(Shape s, const std::vector<float>& v) {
+    Pair p{Tensor(*cpu_, s), Tensor(*gpu_, s)};
+    p.cpu.upload(v.data());
+    p.gpu.upload(v.data());
+    return p;
+  }
+  Pair random_pair(Shape s, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+    return pair(s, random_values(size_t(s.size()), seed, lo, hi));
+  }
+
+  static void expect_close(const Pair& p, double rel, const std::string& what) {
+    const auto a = p.cpu.to_host(), b = p.gpu.to_host();
+    ASSERT_EQ(a.size(), b.size());
+    double scale = 1e-6;
+    for (float v : a) scale = std::max(scale, double(std::abs(v)));
+    int bad = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!(std::abs(double(a[i]) - b[i]) <= rel * std::max(scale * 0.1, double(std::abs(a[i])))) && ++bad <= 5)
+        ADD_FAILURE() << what << "[" << i << "]: cpu " << a[i] << " gpu " << b[i];
+    EXPECT_EQ(bad, 0) << what;
+  }
+
+  std::unique_ptr<Backend> cpu_, gpu_;
+};
+
+TEST_F(ModelCuda, MemoryFillCopy) {
+  Pair a = random_pair(Shape{2, 3, 4, 5}, 1);
+  expect_close(a, 0, "upload/download");
+  Pair b = random_pair(Shape{2, 3, 4, 5}, 2);
+  cpu_->copy(b.cpu.data(), a.cpu.data(), a.cpu.size());
+  gpu_->copy(b.gpu.data(), a.gpu.data(), a.gpu.size());
+  expect_close(b, 0, "copy");
+  cpu_->fill(b.cpu.data(), b.cpu.size(), 2.5f);
+  gpu_->fill(b.gpu.data(), b.gpu.size(), 2.5f);
+  expect_close(b, 0, "fill");
+}
+
+TEST_F(ModelCuda, Convolutions) {
+  struct Case {
+    int c, h, w, oc, kh, kw, pt, pb, pl, pr;
+  };
+  for (const Case& k : {Case{3, 9, 11, 5, 3, 3, 1, 1, 1, 1}, Case{4, 8, 7, 6, 2, 2, 0, 1, 0, 1},
+                        Case{5, 12, 10, 4, 8, 8, 3, 4, 3, 4}, Case{6, 9, 9, 3, 4, 4, 0, 0, 0, 0},
+                        Case{20, 15, 26, 50, 9, 9, 4, 4, 4, 4}}) {
+    ConvDesc d;
+    d.in = Shape{3, k.c, k.h, k.w};
+    d.out_c = k.oc;
+    d.kh = k.kh;
+    d.kw = k.kw;
+    d.pad_top = k.pt;
+    d.pad_bottom = k.pb;
+    d.pad_left = k.pl;
+    d.pad_right = k.pr;
+    const Shape o = d.out();
+    const std::string what = "conv " + std::to_string(k.kh) + "x" + std::to_string(k.kw) + " pads " +
+                             std::to_string(k.pt) + std::to_string(k.pb);
+    Pair x = random_pair(d.in, 1), w = random_pair(Shape{k.oc, k.c, k.kh, k.kw}, 2), b = random_pair(Shape{1, k.oc, 1, 1}, 3);
+    Pair y = random_pair(o, 4), dy = random_pair(o, 5), dx = random_pair(d.in, 6);
+    Pair dw = random_pair(w.cpu.shape(), 7), db = random_pair(b.cpu.shape(), 8);
+    for (int rep = 0; rep < 2; ++rep) {  // the second run uses the cached plan
+      cpu_->conv2d_forward(d, x.cpu.data(), w.cpu.data(), b.cpu.data(), y.cpu.data());
+      gpu_->conv2d_forward(d, x.gpu.data(), w.gpu.data(), b.gpu.data(), y.gpu.data());
+      expect_close(y, 1e-3, what + " forward");
+      cpu_->conv2d_backward_data(d, dy.cpu.data(), w.cpu.data(), dx.cpu.data());
+      gpu_->conv2d_backward_data(d, dy.gpu.data(), w.gpu.data(), dx.gpu.data());
+      expect_close(dx, 1e-3, what + " backward data");
+      cpu_->conv2d_backward_weights(d, x.cpu.data(), dy.cpu.data(), dw.cpu.data(), db.cpu.data());
+      gpu_->conv2d_backward_weights(d, x.gpu.data(), dy.gpu.data(), dw.gpu.data(), db.gpu.data());
+      expect_close(dw, 1e-3, what + " backward weights");
+      expect_close(db, 1e-3, what + " backward bias");
+    }
+  }
+}
+
+TEST_F(ModelCuda, ElementwiseOps) {
+  const Shape s{3, 4, 5, 7};
+  const int64_t n = s.size();
+  Pair x = random_pair(s, 1, -3.0f, 3.0f), dy = random_pair(s, 2), y = random_pair(s, 3), dx = random_pair(s, 4);
+  cpu_->relu_forward(n, x.cpu.data(), y.cpu.data());
+  gpu_->relu_forward(n, x.gpu.data(), y.gpu.data());
+  expect_close(y, 1e-4, "relu forward");
+  cpu_->relu_backward(n, x.cpu.data(), dy.cpu.data(), dx.cpu.data());
+  gpu_->relu_backward(n, x.gpu.data(), dy.gpu.data(), dx.gpu.data());
+  expect_close(dx, 1e-4, "relu backward");
+
+  cpu_->sigmoid_channel_forward(s, 2, x.cpu.data());
+  gpu_->sigmoid_channel_forward(s, 2, x.gpu.data());
+  expect_close(x, 1e-4, "sigmoid forward");
+  cpu_->sigmoid_channel_backward(s, 2, x.cpu.data(), dy.cpu.data());
+  gpu_->sigmoid_channel_backward(s, 2, x.gpu.data(), dy.gpu.data());
+  expect_close(dy, 1e-4, "sigmoid backward");
+
+  cpu_->accumulate(n, x.cpu.data(), dy.cpu.data());
+  gpu_->accumulate(n, x.gpu.data(), dy.gpu.data());
+  expect_close(dy, 1e-4, "accumulate");
+  cpu_->scale(n, -0.37f, dy.cpu.data());
+  gpu_->scale(n, -0.37f, dy.gpu.data());
+  expect_close(dy, 1e-4, "scale");
+}
+
+TEST_F(ModelCuda, UpsampleAndChannels) {
+  const Shape in{2, 3, 5, 7};
+  for (int f : {2, 3}) {
+    const Shape out{2, 3, 5 * f, 7 * f};
+    Pair x = random_pair(in, 1), y = random_pair(out, 2), dy = random_pair(out, 3), dx = random_pair(in, 4);
+    cpu_->upsample_nearest_forward(in, f, x.cpu.data(), y.cpu.data());
+    gpu_->upsample_nearest_forward(in, f, x.gpu.data(), y.gpu.data());
+    expect_close(y, 1e-4, "upsample forward");
+    cpu_->upsample_nearest_backward(in, f, dy.cpu.data(), dx.cpu.data());
+    gpu_->upsample_nearest_backward(in, f, dy.gpu.data(), dx.gpu.data());
+    expect_close(dx, 1e-4, "upsample backward");
+  }
+  const Shape part{2, 3, 4, 5}, whole{2, 7, 4, 5};
+  Pair a = random_pair(part, 5), cat = random_pair(whole, 6), back = random_pair(part, 7);
+  cpu_->copy_channels(part, a.cpu.data(), whole, 2, cat.cpu.data());
+  gpu_->copy_channels(part, a.gpu.data(), whole, 2, cat.gpu.data());
+  expect_close(cat, 0, "copy_channels");
+  cpu_->slice_channels(part, 4, whole, cat.cpu.data(), back.cpu.data());
+  gpu_->slice_channels(part, 4, whole, cat.gpu.data(), back.gpu.data());
+  expect_close(back, 0, "slice_channels");
+}
+
+TEST_F(ModelCuda, BernoulliGammaLoss) {
+  const Shape s{3, 3, 6, 7};
+  auto out = random_values(size_t(s.size()), 1, -1.0f, 1.0f);
+  for (int n = 0; n < 3; ++n)
+    for (int i = 0; i < 42; ++i) out[size_t(n * 126 + i)] = 0.5f + 0.45f * out[size_t(n * 126 + i)];  // p
+  auto y = random_values(3 * 42, 2, 0.0f, 5.0f);
+  for (size_t i = 0; i < y.size(); i += 3) y[i] = 0.0f;
+  std::vector<float> mask(42, 1.0f);
+  for (size_t i = 0; i < 42; i += 4) {
+    mask[i] = 0.0f;
+    y[i] = std::nanf("");  // masked NaN targets must be ignored on the GPU too
+  }
+  Pair o = pair(s, out), t = pair(Shape{3, 1, 6, 7}, y), m = pair(Shape{1, 1, 6, 7}, mask);
+  Pair d = random_pair(s, 3);
+  const double lc = bernoulli_gamma_loss(*cpu_, o.cpu, t.cpu, m.cpu, &d.cpu);
+  const double lg = bernoulli_gamma_loss(*gpu_, o.gpu, t.gpu, m.gpu, &d.gpu);
+  EXPECT_NEAR(lg, lc, 1e-9 * std::abs(lc));  // both sum double terms; only the order differs
+  expect_close(d, 1e-4, "loss gradient");
+}
+
+TEST_F(ModelCuda, AdamUpdate) {
+  const Shape s{1, 1, 10, 10};
+  Pair w = random_pair(s, 1), g = random_pair(s, 2);
+  Adam ac({{"w", &w.cpu, &g.cpu}}, *cpu_), ag({{"w", &w.gpu, &g.gpu}}, *gpu_);
+  for (int i = 0; i < 3; ++i) {
+    ac.step(1e-2);
+    ag.step(1e-2);
+  }
+  expect_close(w, 1e-4, "adam weights");
+}
+
+// The whole demo network, forward and backward, on both backends.
+TEST_F(ModelCuda, DemoNetMatchesCpu) {
+  ModelSpec spec;
+  spec.in_channels = 4;
+  spec.in_h = 6;
+  spec.in_w = 8;
+  spec.filters = {8, 8, 8};
+  Net nc(spec, *cpu_), ng(spec, *gpu_);
+  nc.init(1);
+  ng.init(1);
+  Pair x = random_pair(Shape{2, 4, 6, 8}, 2);
+  const Shape os = nc.output_shape(2);
+  Pair out{Tensor(*cpu_, os), Tensor(*gpu_, os)};
+  cpu_->copy(out.cpu.data(), nc.forward(x.cpu).data(), out.cpu.size());
+  gpu_->copy(out.gpu.data(), ng.forward(x.gpu).data(), out.gpu.size());
+  expect_close(out, 1e-3, "demo forward");
+  Pair d = random_pair(os, 3);
+  nc.backward(d.cpu);
+  ng.backward(d.gpu);
+  auto pc = nc.params(), pg = ng.params();
+  for (size_t i = 0; i < pc.size(); ++i) {
+    Pair g{Tensor(*cpu_, pc[i].grad->shape()), Tensor(*gpu_, pg[i].grad->shape())};
+    cpu_->copy(g.cpu.data(), pc[i].grad->data(), g.cpu.size());
+    gpu_->copy(g.gpu.data(), pg[i].grad->data(), g.gpu.size());
+    expect_close(g, 1e-3, "grad " + pc[i].name);
+  }
+}
+
+}  // namespace
+}  // namespace ds::model

@@ -1,0 +1,125 @@
+// Bernoulli-Gamma loss: closed form for hand-picked points, masking (including NaN targets), and
+// the gradient against finite differences.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "model/loss.h"
+#include "model_test_util.h"
+
+namespace ds::model {
+namespace {
+
+using test::make_tensor;
+
+constexpr double kEps = 1e-6;
+
+double dry_nll(double p) { return -std::log(1.0 - p + kEps); }
+double wet_nll(double p, double la, double lb, double y) {
+  const double a = std::exp(la), b = std::exp(lb);
+  return -(std::log(p + kEps) + (a - 1.0) * std::log(y + kEps) - a * std::log(b + kEps) - std::lgamma(a + kEps) -
+           y / (b + kEps));
+}
+
+// Output (N=2, 3, 1, 3) as [p..., log_alpha..., log_beta...] per sample; mask [1, 1, 0].
+struct Case {
+  std::vector<float> out, y, mask;
+};
+
+Case hand_case() {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Case c;
+  c.out = {// sample 0: p, then log alpha, then log beta for the three points
+           0.3f, 0.8f, 0.5f, 0.0f, std::log(1.5f), 9.0f, 0.0f, std::log(2.0f), -9.0f,
+           // sample 1: p near 1 (dry: the worst case), p near 0 (wet)
+           1.0f - 1e-7f, 1e-7f, 0.5f, 1.0f, std::log(0.7f), 0.0f, 2.0f, std::log(3.0f), 0.0f};
+  c.y = {0.0f, 2.5f, nan,    // dry, wet, masked (NaN target: must be ignored)
+         0.0f, 0.4f, 1e30f}; // dry, wet, masked (garbage target)
+  c.mask = {1.0f, 1.0f, 0.0f};
+  return c;
+}
+
+// The double-precision closed form against the backend's float-input, double-sum evaluation: the
+// only differences are the float rounding of the inputs themselves, which the closed form below
+// uses too (it reads the same float values), so 1e-9 relative is ample.
+TEST(ModelLoss, MatchesClosedForm) {
+  auto be = make_cpu_backend(2);
+  const Case c = hand_case();
+  Tensor out = make_tensor(*be, Shape{2, 3, 1, 3}, c.out);
+  Tensor y = make_tensor(*be, Shape{2, 1, 1, 3}, c.y);
+  Tensor mask = make_tensor(*be, Shape{1, 1, 1, 3}, c.mask);
+  const auto& o = c.out;
+  const double want = (dry_nll(o[0]) + wet_nll(o[1], o[4], o[7], c.y[1]) +  //
+                       dry_nll(o[9]) + wet_nll(o[10], o[13], o[16], c.y[4])) /
+                      4.0;  // 2 land points x 2 samples
+  const double got = bernoulli_gamma_loss(*be, out, y, mask, nullptr);
+  EXPECT_NEAR(got, want, 1e-9 * std::abs(want));
+  // p ~ 1 at a dry point and p ~ 0 at a wet one are the worst cases: eps keeps them finite
+  // (-log(1e-7 + 1e-6) ~ 13.7).
+  EXPECT_TRUE(std::isfinite(got));
+}
+
+TEST(ModelLoss, MaskedPointsGetZeroGradientEvenWithNaNTargets) {
+  auto be = make_cpu_backend(2);
+  const Case c = hand_case();
+  Tensor out = make_tensor(*be, Shape{2, 3, 1, 3}, c.out);
+  Tensor y = make_tensor(*be, Shape{2, 1, 1, 3}, c.y);
+  Tensor mask = make_tensor(*be, Shape{1, 1, 1, 3}, c.mask);
+  Tensor d(*be, Shape{1, 1, 1, 1});  // reshaped by the loss
+  const double l = bernoulli_gamma_loss(*be, out, y, mask, &d);
+  ASSERT_TRUE(std::isfinite(l));
+  ASSERT_EQ(d.shape(), out.shape());
+  const auto g = d.to_host();
+  for (float v : g) EXPECT_TRUE(std::isfinite(v));
+  for (int s = 0; s < 2; ++s)
+    for (int ch = 0; ch < 3; ++ch) EXPECT_EQ(g[size_t(s * 9 + ch * 3 + 2)], 0.0f) << "masked point, channel " << ch;
+  // Dry points: alpha and beta get no gradient.
+  EXPECT_EQ(g[3], 0.0f);
+  EXPECT_EQ(g[6], 0.0f);
+  // Dry point 0: d/dp of -log(1-p+eps), divided by the 4 valid points.
+  EXPECT_NEAR(g[0], 1.0 / (1.0 - 0.3f + kEps) / 4.0, 1e-6);
+}
+
+TEST(ModelLoss, RejectsAnEmptyMaskAndBadShapes) {
+  auto be = make_cpu_backend(1);
+  Tensor out(*be, Shape{1, 3, 1, 2}), y(*be, Shape{1, 1, 1, 2}), mask(*be, Shape{1, 1, 1, 2});
+  EXPECT_THROW(bernoulli_gamma_loss(*be, out, y, mask, nullptr), InputError);
+  Tensor bad_y(*be, Shape{1, 1, 2, 1});
+  EXPECT_THROW(bernoulli_gamma_loss(*be, out, bad_y, mask, nullptr), Error);
+}
+
+// Gradient against central differences of the (double) loss with respect to each float input.
+// Step 1e-3 (the actual float step is the divisor); truncation ~ h^2 |f'''| / 6 < 1e-5 for these
+// values (p away from 0 and 1, moderate alpha, beta). Relative 1e-3 with a floor of 1e-4.
+TEST(ModelLoss, GradientMatchesFiniteDifferences) {
+  auto be = make_cpu_backend(2);
+  const Shape s{2, 3, 2, 3};
+  std::vector<float> out = test::random_values(size_t(s.size()), 21, -1.0f, 1.0f);
+  std::vector<float> yv = test::random_values(6 * 2, 22, 0.0f, 3.0f);
+  for (size_t i = 0; i < yv.size(); i += 3) yv[i] = 0.0f;  // some dry points
+  for (int n = 0; n < 2; ++n)
+    for (int i = 0; i < 6; ++i) out[size_t(n * 18 + i)] = 0.2f + 0.6f * (out[size_t(n * 18 + i)] + 1.0f) / 2.0f;
+  Tensor o = make_tensor(*be, s, out);
+  Tensor y = make_tensor(*be, Shape{2, 1, 2, 3}, yv);
+  Tensor mask = make_tensor(*be, Shape{1, 1, 2, 3}, {1, 1, 1, 0, 1, 1});
+  Tensor d(*be, s);
+  bernoulli_gamma_loss(*be, o, y, mask, &d);
+  const auto g = d.to_host();
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::vector<float> v = out;
+    v[i] = out[i] + 1e-3f;
+    const float hi = v[i];
+    o.upload(v.data());
+    const double lp = bernoulli_gamma_loss(*be, o, y, mask, nullptr);
+    v[i] = out[i] - 1e-3f;
+    const float lo = v[i];
+    o.upload(v.data());
+    const double lm = bernoulli_gamma_loss(*be, o, y, mask, nullptr);
+    const double numeric = (lp - lm) / (double(hi) - double(lo));
+    EXPECT_NEAR(g[i], numeric, std::max(1e-4, 1e-3 * std::abs(numeric))) << "element " << i;
+  }
+}
+
+}  // namespace
+}  // namespace ds::model

@@ -1,0 +1,109 @@
+// Helpers shared by the model tests: random tensors, and a finite-difference check of a layer's
+// backward pass (inputs and parameters).
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "io/error.h"
+#include "model/backend.h"
+#include "model/layers/layer.h"
+#include "model/tensor.h"
+
+namespace ds::model::test {
+
+// Uniform values in [lo, hi], or +-[lo, hi] with a random sign when `signed_away_from_zero`
+// (ReLU's finite differences are wrong within eps of its kink at 0).
+inline std::vector<float> random_values(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f,
+                                        bool signed_away_from_zero = false) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) {
+    x = u(rng);
+    if (signed_away_from_zero && (rng() & 1)) x = -x;
+  }
+  return v;
+}
+
+inline Tensor make_tensor(Backend& be, Shape s, const std::vector<float>& values) {
+  Tensor t(be, s);
+  t.upload(values.data());
+  return t;
+}
+
+inline Tensor random_tensor(Backend& be, Shape s, uint64_t seed, float lo = -1.0f, float hi = 1.0f,
+                            bool signed_away_from_zero = false) {
+  return make_tensor(be, s, random_values(size_t(s.size()), seed, lo, hi, signed_away_from_zero));
+}
+
+// Checks layer.backward against central differences of L = sum(out * R) for a fixed random R,
+// for which dL/dout = R exactly. Every input element and every parameter is perturbed.
+//
+// Tolerance: the forward runs in float. For an element perturbed by +-eps, only the outputs it
+// reaches change, each with float rounding ~6e-8 relative, so the difference quotient carries
+// ~1e-5 absolute noise at eps = 1e-2; the nonlinear layers (sigmoid) add truncation error
+// eps^2 f'''/6 ~ 1e-5. A bug (wrong padding side, a missing term) makes O(1) errors, so
+// |analytic - numeric| <= tol * max(1, |analytic|) with tol = 1e-2 is both safe and sharp enough.
+inline void check_layer_gradients(Backend& be, Layer& layer, std::vector<Tensor*> inputs, double eps = 1e-2,
+                                  double tol = 1e-2) {
+  std::vector<Shape> shapes;
+  std::vector<const Tensor*> in;
+  for (Tensor* t : inputs) {
+    shapes.push_back(t->shape());
+    in.push_back(t);
+  }
+  const Shape os = layer.output_shape(shapes);
+  Tensor out(be, os);
+  const std::vector<float> r = random_values(size_t(os.size()), 777);
+  Tensor dout = make_tensor(be, os, r);
+
+  auto loss = [&]() {
+    layer.forward(be, in, out);
+    const std::vector<float> y = out.to_host();
+    double s = 0.0;
+    for (size_t i = 0; i < y.size(); ++i) s += double(y[i]) * r[i];
+    return s;
+  };
+
+  // Analytic gradients.
+  loss();
+  std::vector<Tensor> din;
+  std::vector<Tensor*> din_ptr;
+  for (const Shape& s : shapes) din.emplace_back(be, s);
+  for (Tensor& t : din) din_ptr.push_back(&t);
+  layer.backward(be, in, out, dout, din_ptr);
+
+  // Numeric, one element at a time. The actual float step (x+eps) - (x-eps) is the divisor.
+  auto check_tensor = [&](Tensor& value, const std::vector<float>& analytic, const std::string& what) {
+    std::vector<float> v = value.to_host();
+    int bad = 0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const float x = v[i];
+      v[i] = x + float(eps);
+      const float xp = v[i];
+      value.upload(v.data());
+      const double lp = loss();
+      v[i] = x - float(eps);
+      const float xm = v[i];
+      value.upload(v.data());
+      const double lm = loss();
+      v[i] = x;
+      value.upload(v.data());
+      const double numeric = (lp - lm) / (double(xp) - double(xm));
+      const double a = analytic[i];
+      if (std::abs(a - numeric) > tol * std::max(1.0, std::abs(a)) && ++bad <= 5)
+        ADD_FAILURE() << layer.name() << " " << what << "[" << i << "]: analytic " << a << " numeric " << numeric;
+    }
+    EXPECT_EQ(bad, 0) << what;
+  };
+
+  for (size_t k = 0; k < inputs.size(); ++k) check_tensor(*inputs[k], din[k].to_host(), "d input " + std::to_string(k));
+  for (Param& p : layer.params()) check_tensor(*p.value, p.grad->to_host(), "d " + p.name);
+}
+
+}  // namespace ds::model::test
