@@ -37,6 +37,7 @@ class Net {
   // sigmoid), channel 1 log(alpha), channel 2 log(beta). The returned tensor is owned by the net.
   const Tensor& forward(const Tensor& x);
   // d_out: gradient of the loss with respect to forward's output. Overwrites every param grad.
+  // Reads the activations of the last forward, and its input x: keep x alive and unchanged.
   void backward(const Tensor& d_out);
   std::vector<Param> params();
   Shape output_shape(int n) const;

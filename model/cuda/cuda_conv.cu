@@ -17,12 +17,17 @@ namespace {
 // Largest workspace an algorithm may ask for; beyond it the next-best algorithm is taken.
 constexpr size_t kMaxWorkspace = size_t(2) << 30;
 
-// cuDNN's heuristics rank the algorithms; the first that works within the workspace cap wins.
+// cuDNN's heuristics rank the algorithms; the first that works within the workspace cap wins,
+// preferring those it reports as FMA math (the descriptor asks for FMA, so this only guards
+// against a heuristic that ranks a tensor-core variant first).
 // (cudnnFind* would time them, at the cost of running every candidate once per shape.)
 template <typename Perf>
 const Perf& pick(const Perf* perf, int n, const char* what) {
-  for (int i = 0; i < n; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kMaxWorkspace) return perf[i];
+  for (bool fma_only : {true, false})
+    for (int i = 0; i < n; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kMaxWorkspace &&
+          (!fma_only || perf[i].mathType == CUDNN_FMA_MATH))
+        return perf[i];
   throw Error(std::string("cuDNN found no usable ") + what + " algorithm");
 }
 
