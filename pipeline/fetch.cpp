@@ -47,7 +47,7 @@ int run_fetch(const Config& cfg) {
   make_dirs(dir);
 
   FetchManifest manifest;
-  Progress progress("fetch", static_cast<int64_t>(f.predictors.size()) + 1, 0);
+  Progress progress("fetch", static_cast<int64_t>(f.predictors.size()) + 1);
   for (const auto& p : f.predictors) {
     manifest.predictors.push_back(
         fetch_one(cfg, f.predictors_source, p.name(), p.var, p.level, dir, "predictors/" + p.name() + ".nc"));

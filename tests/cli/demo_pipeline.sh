@@ -17,12 +17,20 @@ for stage in synth fetch preprocess train predict; do
 done
 echo "demo pipeline took $(( $(date +%s) - start )) s"
 
-ncdump -h data/synth/era_interim_synth.nc | grep -q 'float z(time, plev, lat, lon)'
-ncdump -h data/synth/ewembi_synth.nc | grep -q 'pr:units = "kg m-2 s-1"'
-ncdump -h 'runs/demo/fetch/predictors/z@500.nc' | grep -q 'level_hPa = 500'
-h5dump -H runs/demo/preprocess/store.h5 | grep -q 'DATASET "x"'
-h5dump -H runs/demo/train/checkpoint_best.h5 | grep -q 'GROUP "weights"'
-ncdump -h runs/demo/predict/precipitation.nc | grep -q 'pr:standard_name = "precipitation_flux"'
+# header_has <pattern> <command...>: the header printed by the command contains the pattern.
+# (The header goes to a variable first: `cmd | grep -q` would fail under pipefail on SIGPIPE.)
+header_has() {
+  local pattern=$1 header
+  shift
+  header=$("$@") || { echo "failed: $*"; exit 1; }
+  grep -qF -- "$pattern" <<<"$header" || { echo "'$pattern' not in: $*"; exit 1; }
+}
+header_has 'float z(time, plev, lat, lon)' ncdump -h data/synth/era_interim_synth.nc
+header_has 'pr:units = "kg m-2 s-1"' ncdump -h data/synth/ewembi_synth.nc
+header_has 'level_hPa = 500' ncdump -h 'runs/demo/fetch/predictors/z@500.nc'
+header_has 'DATASET "x"' h5dump -H runs/demo/preprocess/store.h5
+header_has 'GROUP "weights"' h5dump -H runs/demo/train/checkpoint_best.h5
+header_has 'pr:standard_name = "precipitation_flux"' ncdump -h runs/demo/predict/precipitation.nc
 test -s runs/demo/train/metrics.csv
 if find runs data -name '*.tmp-*' | grep -q .; then echo "temporary files left behind"; exit 1; fi
 

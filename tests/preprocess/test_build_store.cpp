@@ -52,11 +52,11 @@ struct TinyRun {
     for (const std::string name : {"z@500", "ta@500"}) {
       SubsetRequest r{dir / "z.nc", "z", 500, -110, -103.5, 29.5, 34, {2000, 2002}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}};
       fetch_subset(r, dir / ("run/fetch/" + name + ".nc"), "test");
-      m.predictors.push_back({name, "z", name + ".nc"});
+      m.predictors.push_back({name, "z", name + ".nc", "z.nc"});
     }
     SubsetRequest r{dir / "pr.nc", "pr", 0, -110, -103.5, 29.5, 34, {2000, 2002}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}};
     fetch_subset(r, dir / "run/fetch/pr.nc", "test");
-    m.predictand = {"pr", "pr", "pr.nc"};
+    m.predictand = {"pr", "pr", "pr.nc", "pr.nc"};
     m.write(dir / "run/fetch/manifest.json");
     std::ofstream(cfg.file) << "run: {dir: x}\n";
   }
