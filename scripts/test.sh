@@ -6,4 +6,13 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
 cd build
-ctest --output-on-failure -j "${JOBS:-$(nproc)}" "$@"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+rc=0
+ctest --output-on-failure -j "${JOBS:-$(nproc)}" "$@" | tee "$log" || rc=$?
+# ctest hides a skipped test's own output; say here why the GPU tests did not run.
+skipped=$(grep -c 'Cuda.*(Skipped)' "$log" || true)
+if [[ $skipped -gt 0 ]]; then
+  echo "GPU tests: $skipped skipped (no GPU on this machine; the CUDA backend was compiled and linked)"
+fi
+exit $rc
