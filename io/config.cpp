@@ -230,6 +230,12 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get_years("preprocess.validation_years", c.preprocess.validation_years);
   r.get_years("preprocess.test_years", c.preprocess.test_years);
   r.get("preprocess.wet_threshold", c.preprocess.wet_threshold);
+  r.get("preprocess.regrid", c.preprocess.regrid);
+  r.get("preprocess.standardize", c.preprocess.standardize);
+  r.get("preprocess.fill", c.preprocess.fill);
+  r.get("preprocess.compression", c.preprocess.compression);
+  r.get("preprocess.block_days", c.preprocess.block_days);
+  r.get("preprocess.units", c.preprocess.units);
 
   r.get("model.name", c.model.name);
   r.get("model.filters", c.model.filters);
@@ -248,6 +254,16 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     if (m < 1 || m > 12) throw UsageError(path + ": key 'fetch.season' holds month " + std::to_string(m) + ", not 1..12");
   if (c.model.name != "demo" && c.model.name != "mnn")
     throw UsageError(path + ": key 'model.name' is '" + c.model.name + "', expected demo or mnn");
+  for (const auto& [field, method] : c.preprocess.regrid)
+    if (method != "bilinear" && method != "conservative" && method != "nearest")
+      throw UsageError(path + ": key 'preprocess.regrid." + field + "' is '" + method + "', expected bilinear, conservative or nearest");
+  if (c.preprocess.standardize != "grid_box" && c.preprocess.standardize != "field")
+    throw UsageError(path + ": key 'preprocess.standardize' is '" + c.preprocess.standardize + "', expected grid_box or field");
+  if (c.preprocess.fill != "none" && c.preprocess.fill != "nearest_time" && c.preprocess.fill != "climatology")
+    throw UsageError(path + ": key 'preprocess.fill' is '" + c.preprocess.fill + "', expected none, nearest_time or climatology");
+  if (c.preprocess.compression < 0 || c.preprocess.compression > 9)
+    throw UsageError(path + ": key 'preprocess.compression' must be 0..9 (deflate level)");
+  if (c.preprocess.block_days < 1) throw UsageError(path + ": key 'preprocess.block_days' must be positive");
   if (c.train.batch_size <= 0) throw UsageError(path + ": key 'train.batch_size' must be positive");
   return c;
 }

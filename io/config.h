@@ -3,6 +3,7 @@
 // `train.epoch` fails at start instead of silently training with the default.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,14 @@ struct Config {
     GridSpec predictand_grid;         // the model's output grid (cut to 4H-3 x 4W-3 for MNN)
     YearRange train_years, validation_years, test_years;
     double wet_threshold = 0.99;      // mm/day; target = pr - threshold where pr >= threshold
+    // Regridding method per field ("z@500"), per variable ("z", "pr") or "default":
+    // bilinear | conservative | nearest. Unlisted fields use "default", itself bilinear.
+    std::map<std::string, std::string> regrid;
+    std::string standardize = "grid_box";  // grid_box: mean/sd per box; field: one per channel
+    std::string fill = "none";        // NaN in predictors: none (error) | nearest_time | climatology
+    int compression = 0;              // deflate level 0..9 of /x (y and pr: at least 1)
+    int block_days = 365;             // days read, regridded and written at a time (memory bound)
+    std::map<std::string, std::string> units;  // expected units per predictor variable (adds to built-ins)
   } preprocess;
 
   struct Model {
