@@ -247,6 +247,11 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("train.seed", c.train.seed);
 
   r.get("predict.checkpoint", c.predict.checkpoint);
+  r.get("predict.occurrence", c.predict.occurrence);
+  r.get("predict.members", c.predict.members);
+  r.get("predict.seed", c.predict.seed);
+  r.get("evaluate.pcs", c.evaluate.pcs);
+  r.get("evaluate.ridge", c.evaluate.ridge);
 
   r.check_unknown();
   r.require("run.dir", c.run.dir);
@@ -264,6 +269,9 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   if (c.preprocess.compression < 0 || c.preprocess.compression > 9)
     throw UsageError(path + ": key 'preprocess.compression' must be 0..9 (deflate level)");
   if (c.preprocess.block_days < 1) throw UsageError(path + ": key 'preprocess.block_days' must be positive");
+  if (c.predict.occurrence != "frequency" && c.predict.occurrence != "p50")
+    throw UsageError(path + ": key 'predict.occurrence' is '" + c.predict.occurrence + "', expected frequency or p50");
+  if (c.predict.members < 0) throw UsageError(path + ": key 'predict.members' must be 0 or more");
   if (c.train.batch_size <= 0) throw UsageError(path + ": key 'train.batch_size' must be positive");
   return c;
 }

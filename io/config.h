@@ -88,7 +88,15 @@ struct Config {
 
   struct Predict {
     std::string checkpoint = "best";  // best | last | a path
+    std::string occurrence = "frequency";  // frequency (climate4R's adapted threshold) | p50
+    int members = 0;                  // stochastic realizations written besides the deterministic one
+    uint64_t seed = 1;                // for the stochastic members
   } predict;
+
+  struct Evaluate {
+    int pcs = 20;                     // principal components of the linear baseline
+    double ridge = 1.0;               // its ridge penalty
+  } evaluate;
 };
 
 // Reads a YAML config and applies overrides "dotted.key=value" (value in YAML syntax, so
