@@ -17,6 +17,9 @@ class NcFile {
   static NcFile open(const std::string& path_or_url);
   // Creates a NetCDF-4 file (deflate-capable). Use with AtomicFile for the temporary name.
   static NcFile create(const std::string& path);
+  // Takes ownership of a handle opened by a caller that classifies nc_open's errors itself
+  // (fetch tells a dropped connection from a 404).
+  static NcFile adopt(int ncid, std::string path) { return NcFile(ncid, std::move(path)); }
   NcFile(NcFile&& o) noexcept;
   NcFile& operator=(NcFile&& o) noexcept;
   ~NcFile();
