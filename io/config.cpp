@@ -223,6 +223,12 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get_pair("fetch.lat", c.fetch.lat_min, c.fetch.lat_max);
   r.get_years("fetch.years", c.fetch.years);
   r.get("fetch.season", c.fetch.season);
+  r.get("fetch.predictors.dataset", c.fetch.predictors_dataset);
+  r.get("fetch.predictand.dataset", c.fetch.predictand_dataset);
+  r.get("fetch.parallel", c.fetch.parallel);
+  r.get("fetch.attempts", c.fetch.attempts);
+  r.get("fetch.retry_delay", c.fetch.retry_delay);
+  r.get("fetch.piece_mb", c.fetch.piece_mb);
 
   r.get_grid("preprocess.predictor_grid", c.preprocess.predictor_grid);
   r.get_grid("preprocess.predictand_grid", c.preprocess.predictand_grid);
@@ -257,6 +263,10 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.require("run.dir", c.run.dir);
   for (int m : c.fetch.season)
     if (m < 1 || m > 12) throw UsageError(path + ": key 'fetch.season' holds month " + std::to_string(m) + ", not 1..12");
+  if (c.fetch.parallel < 1) throw UsageError(path + ": key 'fetch.parallel' must be at least 1");
+  if (c.fetch.attempts < 1) throw UsageError(path + ": key 'fetch.attempts' must be at least 1");
+  if (c.fetch.retry_delay < 0) throw UsageError(path + ": key 'fetch.retry_delay' must not be negative");
+  if (!(c.fetch.piece_mb > 0)) throw UsageError(path + ": key 'fetch.piece_mb' must be positive");
   if (c.model.name != "demo" && c.model.name != "mnn")
     throw UsageError(path + ": key 'model.name' is '" + c.model.name + "', expected demo or mnn");
   for (const auto& [field, method] : c.preprocess.regrid)

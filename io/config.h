@@ -56,6 +56,14 @@ struct Config {
     double lon_min = 0, lon_max = 0, lat_min = 0, lat_max = 0;
     YearRange years;
     std::vector<int> season{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};  // months kept
+    // Dataset definitions (configs/datasets/<name>.yaml or a path): URL, native names, units.
+    // A `source` next to a dataset overrides its url (the server moved); a source alone is read
+    // as is (every variable under its own name, unconverted).
+    std::string predictors_dataset, predictand_dataset;
+    int parallel = 2;                 // chunks in flight (one process each)
+    int attempts = 5;                 // tries per chunk for transient failures (first included)
+    double retry_delay = 5;           // seconds before the 2nd try; doubled before each next
+    double piece_mb = 64;             // largest single read from the server (bounds memory)
   } fetch;
 
   struct Preprocess {
