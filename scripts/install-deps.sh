@@ -12,6 +12,7 @@ packages=(
   libopenmpi-dev openmpi-bin                    # data-parallel training
   libgtest-dev                                  # unit tests
   libcli11-dev libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev   # CLI, config, logging, JSON
+  libprotobuf-dev protobuf-compiler            # TensorBoard event files (train/tensorboard_event.proto)
   libcairo2-dev fonts-dejavu-core               # evaluation maps (PNG)
 )
 
