@@ -251,6 +251,9 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("train.epochs", c.train.epochs);
   r.get("train.patience", c.train.patience);
   r.get("train.seed", c.train.seed);
+  r.get("train.loss", c.train.loss);
+  r.get("train.optimizer", c.train.optimizer);
+  r.get("train.momentum", c.train.momentum);
 
   r.get("predict.checkpoint", c.predict.checkpoint);
   r.get("predict.occurrence", c.predict.occurrence);
@@ -267,8 +270,14 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   if (c.fetch.attempts < 1) throw UsageError(path + ": key 'fetch.attempts' must be at least 1");
   if (c.fetch.retry_delay < 0) throw UsageError(path + ": key 'fetch.retry_delay' must not be negative");
   if (!(c.fetch.piece_mb > 0)) throw UsageError(path + ": key 'fetch.piece_mb' must be positive");
-  if (c.model.name != "demo" && c.model.name != "mnn")
-    throw UsageError(path + ": key 'model.name' is '" + c.model.name + "', expected demo or mnn");
+  if (c.model.name != "demo" && c.model.name != "mnn" && c.model.name != "deepesd")
+    throw UsageError(path + ": key 'model.name' is '" + c.model.name + "', expected demo, mnn or deepesd");
+  if (c.train.loss != "bernoulli_gamma" && c.train.loss != "gaussian" && c.train.loss != "mse")
+    throw UsageError(path + ": key 'train.loss' is '" + c.train.loss + "', expected bernoulli_gamma, gaussian or mse");
+  if (c.train.optimizer != "adam" && c.train.optimizer != "sgd")
+    throw UsageError(path + ": key 'train.optimizer' is '" + c.train.optimizer + "', expected adam or sgd");
+  if (!(c.train.momentum >= 0 && c.train.momentum < 1))
+    throw UsageError(path + ": key 'train.momentum' must be in [0, 1)");
   for (const auto& [field, method] : c.preprocess.regrid)
     if (method != "bilinear" && method != "conservative" && method != "nearest")
       throw UsageError(path + ": key 'preprocess.regrid." + field + "' is '" + method + "', expected bilinear, conservative or nearest");

@@ -82,7 +82,7 @@ struct Config {
   } preprocess;
 
   struct Model {
-    std::string name = "demo";        // demo | mnn
+    std::string name = "demo";        // demo | mnn | deepesd
     std::vector<int> filters{16, 16, 16};  // demo: input conv, after 1st and 2nd upsampling
   } model;
 
@@ -92,6 +92,9 @@ struct Config {
     int epochs = 200;
     int patience = 0;                 // early stopping on validation loss; 0: off
     uint64_t seed = 1;
+    std::string loss = "bernoulli_gamma";  // bernoulli_gamma | gaussian | mse (the model's head follows)
+    std::string optimizer = "adam";   // adam | sgd
+    double momentum = 0.9;            // sgd only
   } train;
 
   struct Predict {
