@@ -10,6 +10,9 @@
 //   /<split>/pr         (N, H', W') float32, observed precipitation in mm/day (NaN over ocean)
 //   /<split>/time       (N) int64, days since 1970-01-01
 // with <split> one of train, validation, test (absent when the config gives it no years).
+// Since preprocess issue #4 the root also carries: standardize ("grid_box" or "field"), regrid
+// ("z@500:bilinear,...,pr:conservative"), fill (the NaN policy), dropped_dates (count), and
+// x may be deflated (preprocess.compression); readers need none of these.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -29,6 +32,8 @@ struct StoreMeta {
   std::vector<float> mean, sd;
   double wet_threshold = 0.99;
   std::string config_text, sources;
+  std::string standardize = "grid_box", regrid, fill = "none";  // provenance (written, read if present)
+  int64_t dropped_dates = 0;
   int C() const { return static_cast<int>(channels.size()); }
   int H() const { return static_cast<int>(predictor_lat.size()); }
   int W() const { return static_cast<int>(predictor_lon.size()); }
@@ -39,15 +44,23 @@ struct StoreMeta {
 class StoreWriter {
  public:
   // Writes the metadata into a new file at `path` (the caller's temporary name).
-  StoreWriter(const std::string& path, const StoreMeta& meta);
+  // `deflate` (0..9) compresses x; y and pr, mostly zeros and NaN, are deflated at least at 1.
+  StoreWriter(const std::string& path, const StoreMeta& meta, int deflate = 0);
   // Writes one split whole: n samples of x (C*H*W each), y, pr (H'*W' each), time.
   void write_split(const std::string& split, const std::vector<float>& x, const std::vector<float>& y,
                    const std::vector<float>& pr, const std::vector<int64_t>& time);
+  // Streaming: create a split's datasets for n samples, then fill rows [row, row + count) block
+  // by block (x: count*C*H*W floats, y and pr: count*H'*W', time: count).
+  void create_split(const std::string& split, size_t n);
+  void write_rows(const std::string& split, size_t row, size_t count, const float* x, const float* y, const float* pr,
+                  const int64_t* time);
+  static constexpr size_t kChunkRows = 8;  // samples per chunk of x, y, pr
   void close();
 
  private:
   H5File file_;
   StoreMeta meta_;
+  int deflate_ = 0;
 };
 
 class StoreReader {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -13,30 +14,29 @@
 #include "io/calendar.h"
 #include "io/error.h"
 #include "io/fetch_manifest.h"
-#include "io/subset.h"
+#include "io/log.h"
 #include "io/training_store.h"
+#include "preprocess/fetched_field.h"
+#include "preprocess/fill.h"
 #include "preprocess/grid.h"
 #include "preprocess/regrid.h"
+#include "preprocess/sample_dates.h"
 #include "preprocess/standardize.h"
 #include "preprocess/target.h"
+#include "preprocess/units.h"
 
 namespace ds {
 
 namespace {
 
-// Keeps only the time steps whose day is in `keep` (sorted), in order.
-std::vector<float> select_days(const Field& f, const std::vector<int64_t>& keep) {
-  const size_t fs = f.field_size();
-  std::vector<float> out;
-  out.reserve(keep.size() * fs);
-  size_t k = 0;
-  for (size_t t = 0; t < f.days.size() && k < keep.size(); ++t) {
-    if (f.days[t] != keep[k]) continue;
-    out.insert(out.end(), f.values.begin() + t * fs, f.values.begin() + (t + 1) * fs);
-    ++k;
-  }
-  return out;
-}
+// One fetched field on its way into the store.
+struct Channel {
+  std::string name, var;  // "z@500", "z"
+  std::unique_ptr<FetchedField> file;
+  std::unique_ptr<Regridder> regrid;
+  std::vector<size_t> index[3];  // per split: the file's time index of each sample
+  Standardization stats;
+};
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
@@ -45,13 +45,47 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+// The method for a field: preprocess.regrid.<name>, else .<var>, else .default, else bilinear.
+class RegridChoice {
+ public:
+  explicit RegridChoice(const Config& cfg) : cfg_(cfg) {}
+  RegridMethod of(const std::string& name, const std::string& var) {
+    for (const std::string& key : {name, var, std::string("default")}) {
+      auto it = cfg_.preprocess.regrid.find(key);
+      if (it == cfg_.preprocess.regrid.end()) continue;
+      used_.insert(key);
+      return parse_regrid_method(it->second, cfg_.file + ": preprocess.regrid." + key);
+    }
+    return RegridMethod::bilinear;
+  }
+  // A key naming no field is a typo the user should hear about.
+  void check_all_used(const std::string& fields) const {
+    for (const auto& [key, method] : cfg_.preprocess.regrid)
+      if (key != "default" && !used_.count(key))
+        throw UsageError(cfg_.file + ": key 'preprocess.regrid." + key + "' names no field in the fetch manifest (" + fields + ")");
+  }
+
+ private:
+  const Config& cfg_;
+  std::set<std::string> used_;
+};
+
+// Blocks of at most `block` consecutive entries of [0, n).
+template <class F>
+void for_blocks(size_t n, size_t block, F f) {
+  for (size_t a = 0; a < n; a += block) f(a, std::min(n, a + block));
+}
+
+std::vector<size_t> slice(const std::vector<size_t>& v, size_t a, size_t b) { return {v.begin() + a, v.begin() + b}; }
+
 }  // namespace
 
 StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const std::string& store_path) {
+  const auto& pp = cfg.preprocess;
   const FetchManifest manifest = FetchManifest::read(fetch_dir + "/manifest.json");
   if (manifest.predictors.empty()) throw InputError(fetch_dir + "/manifest.json: no predictors");
-  const Grid xgrid = Grid::from_spec(cfg.preprocess.predictor_grid);
-  const Grid ygrid = Grid::from_spec(cfg.preprocess.predictand_grid);
+  const Grid xgrid = Grid::from_spec(pp.predictor_grid);
+  const Grid ygrid = Grid::from_spec(pp.predictand_grid);
 
   // Both models end in two x2 upsamplings and 'valid' 4x4 heads, so the output grid must be
   // exactly (4H-3) x (4W-3) of the input grid.
@@ -61,117 +95,174 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
                      std::to_string(ygrid.nlon()) + " (lat x lon) but the model maps the predictor grid " +
                      std::to_string(xgrid.nlat()) + " x " + std::to_string(xgrid.nlon()) + " to " +
                      std::to_string(want_h) + " x " + std::to_string(want_w));
+  const FillPolicy fill = parse_fill_policy(pp.fill);
+  const bool per_field = pp.standardize == "field";
 
-  // Read every field; the common dates are those present in all of them.
-  std::vector<Field> fields;
+  // Open every file (headers and coordinates only), check units, build the regridding weights.
+  RegridChoice choice(cfg);
+  std::vector<Channel> channels;
+  std::vector<PredictorUnits> units;
+  std::string field_names, regrid_attr;
   for (const auto& p : manifest.predictors) {
-    spdlog::info("reading {} from {}", p.name, manifest.path_of(p));
-    fields.push_back(read_field(manifest.path_of(p), p.variable));
+    Channel ch;
+    ch.name = p.name;
+    ch.var = p.name.substr(0, p.name.find('@'));
+    ch.file = std::make_unique<FetchedField>(manifest.path_of(p), p.variable);
+    units.push_back({ch.name, ch.var, ch.file->units(), ch.file->where()});
+    field_names += (field_names.empty() ? "" : ", ") + ch.name;
+    channels.push_back(std::move(ch));
   }
-  spdlog::info("reading {} from {}", manifest.predictand.name, manifest.path_of(manifest.predictand));
-  Field pr = read_field(manifest.path_of(manifest.predictand), manifest.predictand.variable);
-
-  std::set<int64_t> all_days(pr.days.begin(), pr.days.end());
-  std::vector<int64_t> common(pr.days.begin(), pr.days.end());
-  for (const auto& f : fields) {
-    all_days.insert(f.days.begin(), f.days.end());
-    std::vector<int64_t> next;
-    std::set_intersection(common.begin(), common.end(), f.days.begin(), f.days.end(), std::back_inserter(next));
-    common.swap(next);
+  check_predictor_units(units, pp.units);
+  FetchedField pr_file(manifest.path_of(manifest.predictand), manifest.predictand.variable);
+  {
+    std::vector<float> none;
+    to_mm_per_day(none, pr_file.units(), pr_file.where());  // checks the units before any work
   }
-  // Keep only dates in a split: the config decides which years are used at all.
-  const auto& pp = cfg.preprocess;
-  auto split_of = [&](int64_t day) -> int {
-    const int y = civil_from_days(day).year;
-    if (pp.train_years.contains(y)) return 0;
-    if (pp.validation_years.contains(y)) return 1;
-    if (pp.test_years.contains(y)) return 2;
-    return -1;
-  };
-  common.erase(std::remove_if(common.begin(), common.end(), [&](int64_t d) { return split_of(d) < 0; }), common.end());
-  StoreSummary summary;
-  summary.dropped_dates = all_days.size() - common.size();
-  if (summary.dropped_dates > 0)
-    spdlog::info("{} dates not common to all variables or outside the split years are dropped", summary.dropped_dates);
-  const size_t N = common.size();
-  if (N == 0) throw InputError(fetch_dir + ": no dates common to all variables within the split years");
-  std::vector<bool> is_train(N);
-  for (size_t t = 0; t < N; ++t) is_train[t] = split_of(common[t]) == 0;
-
-  // Predictors: check, regrid, standardize, and interleave into (N, C, H, W).
-  const size_t C = fields.size(), HW = xgrid.size();
-  std::vector<float> x(N * C * HW);
-  std::vector<float> mean(C * HW), sd(C * HW);
-  for (size_t c = 0; c < C; ++c) {
-    const Field& f = fields[c];
-    const std::string where = manifest.path_of(manifest.predictors[c]) + ": variable '" + f.variable + "'";
-    for (size_t t = 0; t < f.days.size(); ++t)
-      for (size_t k = 0; k < f.field_size(); ++k)
-        if (!std::isfinite(f.values[t * f.field_size() + k]))
-          throw InputError(where + ": missing value on " + to_string(civil_from_days(f.days[t])));
-    const Grid src = Grid::from_coords(f.lon, f.lat, where);
-    const auto w = bilinear_weights(src, xgrid, where);
-    auto regridded = apply_weights(w, select_days(f, common), N);
-    const Standardization s = fit_standardization(regridded, HW, is_train);
-    apply_standardization(s, regridded);
-    std::copy(s.mean.begin(), s.mean.end(), mean.begin() + c * HW);
-    std::copy(s.sd.begin(), s.sd.end(), sd.begin() + c * HW);
-    for (size_t t = 0; t < N; ++t)
-      std::copy(regridded.begin() + t * HW, regridded.begin() + (t + 1) * HW, x.begin() + (t * C + c) * HW);
-    fields[c].values = {};  // free as we go: memory peaks at one field plus x
+  field_names += ", " + manifest.predictand.name;
+  for (auto& ch : channels) {
+    const RegridMethod m = choice.of(ch.name, ch.var);
+    ch.regrid = std::make_unique<Regridder>(m, ch.file->grid(), xgrid, ch.file->where());
+    regrid_attr += ch.name + ":" + to_string(m) + ",";
   }
+  const RegridMethod pr_method = choice.of(manifest.predictand.name, manifest.predictand.variable);
+  const Regridder pr_regrid(pr_method, pr_file.grid(), ygrid, pr_file.where());
+  regrid_attr += manifest.predictand.name + ":" + to_string(pr_method);
+  choice.check_all_used(field_names);
 
-  // Predictand: mm/day on the output grid, land mask, wet-day target.
-  const std::string pr_where = manifest.path_of(manifest.predictand) + ": variable '" + pr.variable + "'";
-  to_mm_per_day(pr.values, pr.units, pr_where);
-  const auto pr_w = bilinear_weights(Grid::from_coords(pr.lon, pr.lat, pr_where), ygrid, pr_where);
-  const std::vector<float> prv = apply_weights(pr_w, select_days(pr, common), N);
-  const size_t HWy = ygrid.size();
-  const auto mask = land_mask(prv, HWy);
-  const auto y = wet_day_target(prv, mask, pp.wet_threshold);
-  size_t land = 0, wet = 0, train_land_days = 0;
-  for (auto m : mask) land += m;
-  if (land == 0) throw InputError(pr_where + ": no land point (every grid box has missing values) in the output grid");
-  for (size_t t = 0; t < N; ++t)
-    if (is_train[t])
-      for (size_t k = 0; k < HWy; ++k)
-        if (mask[k]) ++train_land_days, wet += y[t * HWy + k] > 0;
-  summary.land_share = static_cast<double>(land) / HWy;
-  summary.wet_day_share = train_land_days ? static_cast<double>(wet) / train_land_days : 0;
-
-  StoreMeta meta;
-  for (const auto& p : manifest.predictors) meta.channels.push_back(p.name);
-  meta.predictor_lon = xgrid.lon;
-  meta.predictor_lat = xgrid.lat;
-  meta.predictand_lon = ygrid.lon;
-  meta.predictand_lat = ygrid.lat;
-  meta.mask = mask;
-  meta.mean = std::move(mean);
-  meta.sd = std::move(sd);
-  meta.wet_threshold = pp.wet_threshold;
-  meta.config_text = read_text(cfg.file);
-  for (const auto& p : manifest.predictors) meta.sources += p.source + " ";
-  meta.sources += manifest.predictand.source;
-
-  AtomicFile out(store_path);
-  StoreWriter writer(out.temp_path(), meta);
+  // Samples: the dates in every file and in a split.
+  std::vector<std::string> names;
+  std::vector<const std::vector<int64_t>*> days;
+  for (const auto& ch : channels) names.push_back(ch.name), days.push_back(&ch.file->days());
+  names.push_back(manifest.predictand.name), days.push_back(&pr_file.days());
+  const SampleDates dates = plan_sample_dates(pp, names, days);
+  for (const auto& line : dates.report()) spdlog::info("{}", line);
+  if (dates.total() == 0) throw InputError(fetch_dir + ": no dates common to all variables within the split years");
+  std::vector<size_t> pr_index[3];
   for (int s = 0; s < 3; ++s) {
-    std::vector<size_t> idx;
-    for (size_t t = 0; t < N; ++t)
-      if (split_of(common[t]) == s) idx.push_back(t);
-    std::vector<float> xs, ys, ps;
-    std::vector<int64_t> ts;
-    for (size_t t : idx) {
-      xs.insert(xs.end(), x.begin() + t * C * HW, x.begin() + (t + 1) * C * HW);
-      ys.insert(ys.end(), y.begin() + t * HWy, y.begin() + (t + 1) * HWy);
-      ps.insert(ps.end(), prv.begin() + t * HWy, prv.begin() + (t + 1) * HWy);
-      ts.push_back(common[t]);
-    }
-    writer.write_split(kSplits[s], xs, ys, ps, ts);
-    (s == 0 ? summary.train : s == 1 ? summary.validation : summary.test) = idx.size();
+    for (auto& ch : channels) ch.index[s] = indices_of(ch.file->days(), dates.split_days[s]);
+    pr_index[s] = indices_of(pr_file.days(), dates.split_days[s]);
   }
-  writer.close();
-  out.commit();
+
+  StoreSummary summary;
+  summary.not_common = dates.not_common.size();
+  summary.outside_splits = dates.outside_splits.size();
+  summary.dropped_dates = summary.not_common + summary.outside_splits;
+  // Blocks are whole HDF5 chunks, so no chunk is written twice.
+  const size_t rows = StoreWriter::kChunkRows;
+  const size_t block = std::max<size_t>(rows, (static_cast<size_t>(pp.block_days) + rows - 1) / rows * rows);
+  const size_t C = channels.size(), HW = xgrid.size(), HWy = ygrid.size();
+  const size_t ntrain = dates.split_days[0].size();
+  if (ntrain < 2) throw InputError(fetch_dir + ": standardization needs at least 2 training days, got " + std::to_string(ntrain));
+
+  // Pass 1: training statistics of each predictor; the land mask from every day of precipitation.
+  std::vector<float> src, out;
+  {
+    Progress progress("pass 1: training statistics and land mask", static_cast<int64_t>(C * ntrain + dates.total()));
+    for (auto& ch : channels) {
+      RunningStats stats(HW);
+      for_blocks(ntrain, block, [&](size_t a, size_t b) {
+        const auto idx = slice(ch.index[0], a, b);
+        src.resize(idx.size() * ch.file->grid().size());
+        ch.file->read(idx, src.data());
+        fill_missing(*ch.file, idx, src, fill);
+        out = ch.regrid->apply(src, idx.size());
+        stats.add(out.data(), idx.size());
+        progress.advance(static_cast<int64_t>(idx.size()));
+      });
+      ch.stats = stats.finish(per_field, ch.file->where());
+    }
+    std::vector<uint8_t> mask(HWy, 1);
+    for (int s = 0; s < 3; ++s)
+      for_blocks(pr_index[s].size(), block, [&](size_t a, size_t b) {
+        const auto idx = slice(pr_index[s], a, b);
+        src.resize(idx.size() * pr_file.grid().size());
+        pr_file.read(idx, src.data());
+        out = pr_regrid.apply(src, idx.size());
+        const auto m = land_mask(out, HWy);
+        for (size_t k = 0; k < HWy; ++k) mask[k] &= m[k];
+        progress.advance(static_cast<int64_t>(idx.size()));
+      });
+    progress.done();
+    size_t land = 0;
+    for (auto m : mask) land += m;
+    if (land == 0) throw InputError(pr_file.where() + ": no land point (every grid box has missing values) in the output grid");
+    summary.land_share = static_cast<double>(land) / HWy;
+
+    StoreMeta meta;
+    meta.mask = std::move(mask);
+    meta.channels.clear();
+    for (const auto& ch : channels) {
+      meta.channels.push_back(ch.name);
+      meta.mean.insert(meta.mean.end(), ch.stats.mean.begin(), ch.stats.mean.end());
+      meta.sd.insert(meta.sd.end(), ch.stats.sd.begin(), ch.stats.sd.end());
+    }
+    meta.predictor_lon = xgrid.lon;
+    meta.predictor_lat = xgrid.lat;
+    meta.predictand_lon = ygrid.lon;
+    meta.predictand_lat = ygrid.lat;
+    meta.wet_threshold = pp.wet_threshold;
+    meta.config_text = read_text(cfg.file);
+    for (const auto& p : manifest.predictors) meta.sources += p.source + " ";
+    meta.sources += manifest.predictand.source;
+    meta.standardize = pp.standardize;
+    meta.regrid = regrid_attr;
+    meta.fill = pp.fill;
+    meta.dropped_dates = static_cast<int64_t>(summary.dropped_dates);
+
+    // Pass 2: standardized samples, block by block, into the chunked datasets.
+    AtomicFile file(store_path);
+    StoreWriter writer(file.temp_path(), meta, pp.compression);
+    Progress progress2("pass 2: writing samples", static_cast<int64_t>(dates.total()));
+    std::vector<float> x, y, prv;
+    size_t wet = 0, train_land_days = 0;
+    for (int s = 0; s < 3; ++s) {
+      const size_t n = dates.split_days[s].size();
+      writer.create_split(kSplits[s], n);
+      for_blocks(n, block, [&](size_t a, size_t b) {
+        const size_t nb = b - a;
+        x.resize(nb * C * HW);
+        for (size_t c = 0; c < C; ++c) {
+          Channel& ch = channels[c];
+          const auto idx = slice(ch.index[s], a, b);
+          src.resize(nb * ch.file->grid().size());
+          ch.file->read(idx, src.data());
+          summary.filled += fill_missing(*ch.file, idx, src, fill);
+          out = ch.regrid->apply(src, nb);
+          apply_standardization(ch.stats, out);
+          for (size_t t = 0; t < nb; ++t) {
+            float* dst = &x[(t * C + c) * HW];
+            std::copy(out.begin() + t * HW, out.begin() + (t + 1) * HW, dst);
+            // climatology fill: a box still missing takes the training mean, 0 once standardized.
+            for (size_t k = 0; k < HW; ++k)
+              if (!std::isfinite(dst[k])) dst[k] = 0.0f;
+          }
+        }
+        const auto idx = slice(pr_index[s], a, b);
+        src.resize(nb * pr_file.grid().size());
+        pr_file.read(idx, src.data());
+        to_mm_per_day(src, pr_file.units(), pr_file.where());
+        prv = pr_regrid.apply(src, nb);
+        y = wet_day_target(prv, meta.mask, pp.wet_threshold);
+        for (size_t k = 0; k < prv.size(); ++k)
+          if (!meta.mask[k % HWy]) prv[k] = std::numeric_limits<float>::quiet_NaN();
+        if (s == 0)
+          for (size_t t = 0; t < nb; ++t)
+            for (size_t k = 0; k < HWy; ++k)
+              if (meta.mask[k]) ++train_land_days, wet += y[t * HWy + k] > 0;
+        writer.write_rows(kSplits[s], a, nb, x.data(), y.data(), prv.data(), &dates.split_days[s][a]);
+        progress2.advance(static_cast<int64_t>(nb));
+      });
+    }
+    progress2.done();
+    writer.close();
+    file.commit();
+    summary.wet_day_share = train_land_days ? static_cast<double>(wet) / train_land_days : 0;
+  }
+  if (summary.filled > 0)
+    spdlog::warn("{} missing predictor values were filled (preprocess.fill: {})", summary.filled, pp.fill);
+  summary.train = dates.split_days[0].size();
+  summary.validation = dates.split_days[1].size();
+  summary.test = dates.split_days[2].size();
   return summary;
 }
 

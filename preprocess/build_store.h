@@ -1,7 +1,13 @@
 // `downscale preprocess`: from the files `fetch` wrote to the HDF5 training store.
-//   predictors -> bilinear onto the model grid -> standardized with training-year statistics
-//   predictand -> mm/day -> bilinear onto the output grid -> land mask and wet-day target
+//   predictors -> regridded onto the model grid (bilinear, conservative or nearest, per field)
+//              -> standardized with training-year statistics (per grid box or per field)
+//   predictand -> mm/day -> regridded onto the output grid -> land mask and wet-day target
 //   all -> common dates -> split by years -> one store (io/training_store.h)
+// Streaming, so memory is bounded by a block of days, not by the record's length:
+//   pass 1 reads each predictor's training days block by block and accumulates its statistics
+//          (preprocess/standardize.h: RunningStats), and the predictand's days for the land mask;
+//   pass 2 reads every field block by block again, standardizes, and writes the block's samples
+//          into the chunked datasets.
 #pragma once
 #include <string>
 
@@ -11,7 +17,9 @@ namespace ds {
 
 struct StoreSummary {
   size_t train = 0, validation = 0, test = 0, dropped_dates = 0;
-  double land_share = 0, wet_day_share = 0;  // of the training target
+  size_t not_common = 0, outside_splits = 0;  // the two kinds of dropped dates
+  size_t filled = 0;                          // predictor values missing and filled (preprocess.fill)
+  double land_share = 0, wet_day_share = 0;   // of the training target
 };
 
 // Reads <fetch_dir>/manifest.json and writes `store_path` atomically.

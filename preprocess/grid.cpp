@@ -1,5 +1,6 @@
 #include "preprocess/grid.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "io/error.h"
@@ -34,6 +35,28 @@ bool covers(const Grid& outer, const Grid& inner) {
   const double tol = 1e-6;
   return inner.lon.front() >= outer.lon.front() - tol && inner.lon.back() <= outer.lon.back() + tol &&
          inner.lat.front() >= outer.lat.front() - tol && inner.lat.back() <= outer.lat.back() + tol;
+}
+
+std::vector<double> cell_edges(const std::vector<double>& c, double lo, double hi) {
+  const size_t n = c.size();
+  std::vector<double> e(n + 1);
+  if (n == 1) {
+    e[0] = c[0] - 0.5e-6, e[1] = c[0] + 0.5e-6;
+  } else {
+    for (size_t i = 1; i < n; ++i) e[i] = 0.5 * (c[i - 1] + c[i]);
+    e[0] = c[0] - 0.5 * (c[1] - c[0]);
+    e[n] = c[n - 1] + 0.5 * (c[n - 1] - c[n - 2]);
+  }
+  for (auto& x : e) x = std::clamp(x, lo, hi);
+  return e;
+}
+
+bool covers_cells(const Grid& outer, const Grid& inner) {
+  const double tol = 1e-6;
+  const auto ox = cell_edges(outer.lon, -1e9, 1e9), oy = cell_edges(outer.lat, -90, 90);
+  const auto ix = cell_edges(inner.lon, -1e9, 1e9), iy = cell_edges(inner.lat, -90, 90);
+  return ix.front() >= ox.front() - tol && ix.back() <= ox.back() + tol && iy.front() >= oy.front() - tol &&
+         iy.back() <= oy.back() + tol;
 }
 
 }  // namespace ds

@@ -24,4 +24,13 @@ struct Grid {
 // True if every point of `inner` lies inside the hull of `outer`'s centres (tolerance 1e-6°).
 bool covers(const Grid& outer, const Grid& inner);
 
+// Cell edges of ascending centres (n + 1 values): midpoints between neighbours, and half the
+// neighbouring spacing beyond the first and last centre, clamped to [lo, hi] (±90 for
+// latitude). This is CDO's convention for a regular grid without bounds. A single centre gets
+// a cell of width 1e-6° so it is still a point.
+std::vector<double> cell_edges(const std::vector<double>& centres, double lo, double hi);
+
+// True if every cell of `inner` lies inside the union of `outer`'s cells (tolerance 1e-6°).
+bool covers_cells(const Grid& outer, const Grid& inner);
+
 }  // namespace ds

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "io/error.h"
 
@@ -23,6 +24,22 @@ void locate(const std::vector<double>& c, double x, int& k, double& f) {
 }
 
 }  // namespace
+
+RegridMethod parse_regrid_method(const std::string& name, const std::string& where) {
+  if (name == "bilinear") return RegridMethod::bilinear;
+  if (name == "conservative") return RegridMethod::conservative;
+  if (name == "nearest") return RegridMethod::nearest;
+  throw UsageError(where + ": regridding method '" + name + "' is not bilinear, conservative or nearest");
+}
+
+const char* to_string(RegridMethod m) {
+  switch (m) {
+    case RegridMethod::bilinear: return "bilinear";
+    case RegridMethod::conservative: return "conservative";
+    case RegridMethod::nearest: return "nearest";
+  }
+  return "?";
+}
 
 RegridWeights bilinear_weights(const Grid& src, const Grid& dst, const std::string& where) {
   if (!covers(src, dst))
@@ -61,6 +78,51 @@ std::vector<float> apply_weights(const RegridWeights& w, const std::vector<float
   Eigen::Map<Eigen::MatrixXf> res(out.data(), nd, static_cast<long>(ntime));
   res = (w.cast<float>() * in);
   return out;
+}
+
+std::vector<float> apply_weights_renormalized(const RegridWeights& w, const std::vector<float>& src, size_t ntime) {
+  const long ns = w.cols(), nd = w.rows();
+  if (src.size() != static_cast<size_t>(ns) * ntime) throw Error("apply_weights_renormalized: source size mismatch");
+  // Most blocks have no missing value: then the valid weight of every row is its full sum.
+  bool any_missing = false;
+  for (float v : src)
+    if (!std::isfinite(v)) { any_missing = true; break; }
+  std::vector<float> out(static_cast<size_t>(nd) * ntime);
+  if (!any_missing) {
+    out = apply_weights(w, src, ntime);
+    for (long r = 0; r < nd; ++r) {
+      const double s = w.row(r).sum();
+      if (s > 0 && s != 1.0)
+        for (size_t t = 0; t < ntime; ++t) out[t * nd + r] = static_cast<float>(out[t * nd + r] / s);
+    }
+    return out;
+  }
+  // Accumulate in double, per target row, over the valid sources only.
+  for (size_t t = 0; t < ntime; ++t) {
+    const float* in = &src[t * ns];
+    float* o = &out[t * nd];
+    for (long r = 0; r < nd; ++r) {
+      double num = 0, den = 0;
+      for (RegridWeights::InnerIterator it(w, r); it; ++it) {
+        const float v = in[it.col()];
+        if (std::isfinite(v)) num += it.value() * v, den += it.value();
+      }
+      o[r] = den > 1e-12 ? static_cast<float>(num / den) : std::numeric_limits<float>::quiet_NaN();
+    }
+  }
+  return out;
+}
+
+Regridder::Regridder(RegridMethod m, const Grid& src, const Grid& dst, const std::string& where) : method_(m) {
+  switch (m) {
+    case RegridMethod::bilinear: w_ = bilinear_weights(src, dst, where); break;
+    case RegridMethod::conservative: w_ = conservative_weights(src, dst, where); break;
+    case RegridMethod::nearest: w_ = nearest_weights(src, dst, where); break;
+  }
+}
+
+std::vector<float> Regridder::apply(const std::vector<float>& src, size_t ntime) const {
+  return method_ == RegridMethod::conservative ? apply_weights_renormalized(w_, src, ntime) : apply_weights(w_, src, ntime);
 }
 
 }  // namespace ds

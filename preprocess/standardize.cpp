@@ -42,4 +42,55 @@ void apply_standardization(const Standardization& s, std::vector<float>& fields)
     for (size_t k = 0; k < fs; ++k) fields[base + k] = (fields[base + k] - s.mean[k]) / s.sd[k];
 }
 
+RunningStats::RunningStats(size_t field_size) : n_(field_size, 0), mean_(field_size, 0), m2_(field_size, 0) {}
+
+void RunningStats::add(const float* f, size_t ntime) {
+  const size_t fs = n_.size();
+  std::vector<double> nb(fs, 0), mb(fs, 0), m2b(fs, 0);
+  for (size_t t = 0; t < ntime; ++t)
+    for (size_t k = 0; k < fs; ++k)
+      if (std::isfinite(f[t * fs + k])) nb[k] += 1, mb[k] += f[t * fs + k];
+  for (size_t k = 0; k < fs; ++k) mb[k] = nb[k] > 0 ? mb[k] / nb[k] : 0;
+  for (size_t t = 0; t < ntime; ++t)
+    for (size_t k = 0; k < fs; ++k) {
+      const double v = f[t * fs + k];
+      if (std::isfinite(v)) m2b[k] += (v - mb[k]) * (v - mb[k]);
+    }
+  for (size_t k = 0; k < fs; ++k) {
+    if (nb[k] == 0) continue;
+    const double n = n_[k] + nb[k], d = mb[k] - mean_[k];
+    mean_[k] += d * nb[k] / n;
+    m2_[k] += m2b[k] + d * d * n_[k] * nb[k] / n;
+    n_[k] = n;
+  }
+}
+
+Standardization RunningStats::finish(bool per_field, const std::string& where) const {
+  const size_t fs = n_.size();
+  Standardization s;
+  s.mean.resize(fs);
+  s.sd.resize(fs);
+  auto sd_of = [](double m2, double n) {
+    const double sd = std::sqrt(m2 / (n - 1));
+    return sd > 0 ? static_cast<float>(sd) : 1.0f;
+  };
+  for (size_t k = 0; k < fs; ++k)
+    if (n_[k] < 2)
+      throw InputError(where + ": standardization needs at least 2 training days, got " + std::to_string(size_t(n_[k])) +
+                       " at grid box " + std::to_string(k));
+  if (per_field) {
+    double n = 0, mean = 0, m2 = 0;  // the same pairwise merge, over boxes
+    for (size_t k = 0; k < fs; ++k) {
+      const double nn = n + n_[k], d = mean_[k] - mean;
+      mean += d * n_[k] / nn;
+      m2 += m2_[k] + d * d * n * n_[k] / nn;
+      n = nn;
+    }
+    for (size_t k = 0; k < fs; ++k) s.mean[k] = static_cast<float>(mean), s.sd[k] = sd_of(m2, n);
+    return s;
+  }
+  for (size_t k = 0; k < fs; ++k) s.mean[k] = static_cast<float>(mean_[k]), s.sd[k] = sd_of(m2_[k], n_[k]);
+  return s;
+}
+
 }  // namespace ds

@@ -32,6 +32,10 @@ struct TinyRun {
       return 5000.0 + 10.0 * std::sin(t * 0.1 + i) + j;
     };
     test::write_source(dir / "z.nc", z);
+    test::SourceSpec ta = z;  // the same numbers as a temperature, so the units check passes
+    ta.variable = "ta";
+    ta.units = "K";
+    test::write_source(dir / "ta.nc", ta);
     test::SourceSpec pr;
     pr.variable = "pr";
     pr.units = "kg m-2 s-1";
@@ -49,10 +53,11 @@ struct TinyRun {
     cfg.preprocess.validation_years = {2001, 2001};
     cfg.preprocess.test_years = {2002, 2002};
     FetchManifest m;
-    for (const std::string name : {"z@500", "ta@500"}) {
-      SubsetRequest r{dir / "z.nc", "z", 500, -110, -103.5, 29.5, 34, {2000, 2002}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}};
+    for (const std::string var : {"z", "ta"}) {
+      const std::string name = var + "@500";
+      SubsetRequest r{dir / (var + ".nc"), var, 500, -110, -103.5, 29.5, 34, {2000, 2002}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}};
       fetch_subset(r, dir / ("run/fetch/" + name + ".nc"), "test");
-      m.predictors.push_back({name, "z", name + ".nc", "z.nc"});
+      m.predictors.push_back({name, var, name + ".nc", var + ".nc"});
     }
     SubsetRequest r{dir / "pr.nc", "pr", 0, -110, -103.5, 29.5, 34, {2000, 2002}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}};
     fetch_subset(r, dir / "run/fetch/pr.nc", "test");

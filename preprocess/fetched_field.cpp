@@ -1,0 +1,57 @@
+#include "preprocess/fetched_field.h"
+
+#include <cmath>
+#include <limits>
+
+#include "io/calendar.h"
+#include "io/error.h"
+
+namespace ds {
+
+FetchedField::FetchedField(const std::string& path, const std::string& variable)
+    : file_(NcFile::open(path)), variable_(variable), where_(path + ": variable '" + variable + "'") {
+  varid_ = file_.var_id(variable);
+  const auto dims = file_.var_dims(varid_);
+  if (dims != std::vector<std::string>{"time", "lat", "lon"}) {
+    std::string have;
+    for (const auto& d : dims) have += (have.empty() ? "" : ", ") + d;
+    throw InputError(where_ + ": dimensions are (" + have + "), expected (time, lat, lon) as fetch writes them");
+  }
+  units_ = file_.att_text(varid_, "units");
+  if (units_.empty()) throw InputError(where_ + ": no units attribute");
+  level_ = static_cast<int>(file_.att_double(varid_, "level_hPa", 0));
+  fill_ = static_cast<float>(file_.att_double(varid_, "_FillValue", 1e20));
+
+  auto lon = file_.read_coord("lon");
+  auto lat = file_.read_coord("lat");
+  for (double x : lon)
+    if (!(x >= -180.0 - 1e-9 && x <= 180.0 + 1e-9))
+      throw InputError(path + ": longitude " + std::to_string(x) + " is outside -180..180");
+  grid_ = Grid::from_coords(std::move(lon), std::move(lat), where_);
+
+  const int tv = file_.var_id("time");
+  const TimeUnits tu = TimeUnits::parse(file_.att_text(tv, "units"), path + ": time");
+  check_calendar(file_.att_text(tv, "calendar"), path + ": time");
+  for (double t : file_.read_coord("time")) days_.push_back(tu.day_of(t));
+  for (size_t i = 1; i < days_.size(); ++i)
+    if (days_[i] <= days_[i - 1])
+      throw InputError(path + ": time is not strictly ascending: " + to_string(civil_from_days(days_[i])) + " follows " +
+                       to_string(civil_from_days(days_[i - 1])));
+}
+
+void FetchedField::read(const std::vector<size_t>& idx, float* out) const {
+  const size_t fs = grid_.size();
+  const size_t nlat = grid_.lat.size(), nlon = grid_.lon.size();
+  for (size_t a = 0; a < idx.size();) {
+    size_t b = a + 1;
+    while (b < idx.size() && idx[b] == idx[b - 1] + 1) ++b;
+    if (idx[b - 1] >= days_.size()) throw Error(where_ + ": time index out of range");
+    file_.read(varid_, {idx[a], 0, 0}, {b - a, nlat, nlon}, out + a * fs);
+    a = b;
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (size_t k = 0; k < idx.size() * fs; ++k)
+    if (out[k] == fill_ || !std::isfinite(out[k])) out[k] = nan;
+}
+
+}  // namespace ds

@@ -1,0 +1,43 @@
+// One file that `fetch` wrote, opened for reading a few days at a time, so that preprocessing
+// the 30-year North America request holds one block of days of one field, never a whole field.
+// The contract with fetch (io/fetch_manifest.h): dims (time, lat, lon); lat and lon strictly
+// ascending, lon within -180..180; time in days since 1970-01-01, standard calendar, one step per
+// day, strictly ascending; the variable in float with _FillValue where missing, attribute
+// `units`, and `level_hPa` for pressure-level fields. Opening checks all of it and names the
+// file and variable in any error (InputError).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/netcdf_file.h"
+#include "preprocess/grid.h"
+
+namespace ds {
+
+class FetchedField {
+ public:
+  FetchedField(const std::string& path, const std::string& variable);
+
+  const std::string& path() const { return file_.path(); }
+  const std::string& variable() const { return variable_; }
+  const std::string& where() const { return where_; }  // "path: variable 'z'"
+  const std::string& units() const { return units_; }
+  int level() const { return level_; }                 // hPa; 0 without level_hPa
+  const Grid& grid() const { return grid_; }
+  const std::vector<int64_t>& days() const { return days_; }  // days since 1970-01-01, ascending
+
+  // Reads the time steps at the ascending indices `idx` into out (idx.size() x grid().size()
+  // floats, time-major); missing values become NaN. Consecutive indices are one hyperslab read.
+  void read(const std::vector<size_t>& idx, float* out) const;
+
+ private:
+  NcFile file_;
+  std::string variable_, where_, units_;
+  int varid_ = -1, level_ = 0;
+  float fill_ = 1e20f;
+  Grid grid_;
+  std::vector<int64_t> days_;
+};
+
+}  // namespace ds
