@@ -12,7 +12,8 @@ namespace ds {
 namespace {
 nlohmann::json to_json(const FetchedFile& f) {
   return {{"name", f.name}, {"variable", f.variable}, {"file", f.file}, {"source", f.source},
-          {"ntime", f.ntime}, {"nlat", f.nlat}, {"nlon", f.nlon}, {"missing_share", f.missing_share}};
+          {"ntime", f.ntime}, {"nlat", f.nlat}, {"nlon", f.nlon}, {"missing_share", f.missing_share},
+          {"units", f.units}, {"level", f.level}, {"native", f.native}, {"chunks", f.chunks}};
 }
 FetchedFile from_json(const nlohmann::json& j) {
   FetchedFile f;
@@ -24,6 +25,10 @@ FetchedFile from_json(const nlohmann::json& j) {
   f.nlat = j.value("nlat", 0);
   f.nlon = j.value("nlon", 0);
   f.missing_share = j.value("missing_share", 0.0);
+  f.units = j.value("units", "");
+  f.level = j.value("level", 0);
+  f.native = j.value("native", "");
+  f.chunks = j.value("chunks", size_t{0});
   return f;
 }
 }  // namespace

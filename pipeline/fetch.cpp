@@ -1,11 +1,35 @@
-// Driver of `downscale fetch`: one subset file per predictor field and one for the predictand,
-// then the manifest that `preprocess` reads. Each file is written atomically, so a failed fetch
-// leaves only complete files behind and no manifest.
+// Driver of `downscale fetch`: plan the chunks (one field x one season-year) from the sources'
+// metadata, fetch the ones not already complete in parallel child processes with retries, then
+// join each field's chunks into the one file `preprocess` reads and write the manifest last.
+//
+// fetch/
+//   chunks/<field>/<year>.nc   complete, checked chunks (kept: a rerun reuses them)
+//   chunks/ledger.json         request, size and CRC-32 of each chunk
+//   predictors/<var@level>.nc  joined fields
+//   predictand/<var>.nc
+//   manifest.json              written only when everything above is complete
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "io/atomic_file.h"
+#include "io/calendar.h"
 #include "io/error.h"
+#include "io/fetch_chunk.h"
+#include "io/fetch_dataset.h"
+#include "io/fetch_ledger.h"
 #include "io/fetch_manifest.h"
+#include "io/fetch_plan.h"
+#include "io/fetch_progress.h"
+#include "io/fetch_workers.h"
 #include "io/log.h"
 #include "io/subset.h"
 #include "pipeline/stages.h"
@@ -14,54 +38,205 @@ namespace ds {
 
 namespace {
 
-FetchedFile fetch_one(const Config& cfg, const std::string& source, const std::string& name, const std::string& variable,
-                      int level, const std::string& dir, const std::string& rel) {
-  const auto& f = cfg.fetch;
-  SubsetRequest req;
-  req.source = source;
-  req.variable = variable;
-  req.level = level;
-  req.lon_min = f.lon_min, req.lon_max = f.lon_max, req.lat_min = f.lat_min, req.lat_max = f.lat_max;
-  req.years = f.years;
-  req.months = f.season;
-  const auto res = fetch_subset(req, dir + "/" + rel, "downscale fetch " + name + " (config " + cfg.file + ")");
-  FetchedFile out;
-  out.name = name;
-  out.variable = variable;
-  out.file = rel;
-  out.source = redact_credentials(source);
-  out.ntime = res.ntime, out.nlat = res.nlat, out.nlon = res.nlon;
-  out.missing_share = res.missing_share;
-  return out;
+namespace fs = std::filesystem;
+
+struct SourceRequest {
+  Dataset dataset;
+  std::string url;
+  std::vector<FieldWanted> fields;
+};
+
+Dataset dataset_of(const Config& cfg, const std::string& dataset, const std::string& source, const std::string& key) {
+  if (dataset.empty()) {
+    if (source.empty()) throw UsageError(cfg.file + ": key 'fetch." + key + ".dataset' (or '.source') is required");
+    return passthrough_dataset(source);
+  }
+  Dataset d = load_dataset(dataset, cfg.file);
+  if (!source.empty()) d.url = source;  // the server moved, or a local copy
+  if (d.url.empty()) throw UsageError(d.file + ": key 'url' is empty and 'fetch." + key + ".source' is not set");
+  return d;
+}
+
+// Opens a source and plans its fields, retrying transient failures like the chunks do.
+void plan_with_retries(const SourceRequest& s, const Config::Fetch& f, FetchPlan& plan) {
+  for (int attempt = 1;; ++attempt) {
+    try {
+      NcFile src = open_source(s.url);
+      FetchPlan part;
+      plan_source(src, s.url, s.dataset, s.fields, f, part);
+      const size_t base = plan.fields.size();
+      for (auto& c : part.chunks) c.field += base, plan.chunks.push_back(std::move(c));
+      for (auto& fp : part.fields) plan.fields.push_back(std::move(fp));
+      return;
+    } catch (const TransientError& e) {
+      if (attempt >= f.attempts) throw Error(std::string(e.what()) + " (gave up after " + std::to_string(attempt) + " attempts)");
+      const double delay = std::min(300.0, f.retry_delay * std::pow(2.0, attempt - 1));
+      spdlog::warn("{}; attempt {} of {} failed, retrying in {:.1f} s", e.what(), attempt, f.attempts, delay);
+      std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+    }
+  }
+}
+
+// One fetch per run folder at a time: two would race on the same chunks.
+class FolderLock {
+ public:
+  explicit FolderLock(const std::string& dir) : path_(dir + "/.lock") {
+    fd_ = ::open(path_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw Error(path_ + ": cannot create the lock file");
+    if (flock(fd_, LOCK_EX | LOCK_NB) != 0)
+      throw UsageError(dir + ": another `downscale fetch` is writing to this folder (lock " + path_ + ")");
+  }
+  ~FolderLock() { ::close(fd_); }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// Temporary files of workers that were killed along with an earlier run.
+void remove_stale_temporaries(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_regular_file(ec) && it->path().filename().string().find(".tmp-") != std::string::npos)
+      fs::remove(it->path(), ec);
+}
+
+void print_dry_run(const FetchPlan& plan, const std::vector<bool>& have) {
+  size_t todo_bytes = 0, todo = 0;
+  std::printf("%-12s %6s %-23s %5s %9s %10s  %s\n", "field", "year", "days", "n", "grid", "size", "status");
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    const ChunkPlan& c = plan.chunks[i];
+    const FieldPlan& f = plan.fields[c.field];
+    const std::string span = to_string(civil_from_days(c.days.front())) + ".." + to_string(civil_from_days(c.days.back()));
+    const std::string grid = std::to_string(f.lat.size()) + "x" + std::to_string(f.lon.size());
+    std::printf("%-12s %6d %-23s %5zu %9s %10s  %s\n", f.name.c_str(), c.year, span.c_str(), c.days.size(), grid.c_str(),
+                TransferProgress::human(static_cast<double>(c.bytes(f))).c_str(), have[i] ? "complete" : "to fetch");
+    if (!have[i]) todo_bytes += c.bytes(f), ++todo;
+  }
+  std::printf("%zu chunks, %zu to fetch, about %s to download\n", plan.chunks.size(), todo,
+              TransferProgress::human(static_cast<double>(todo_bytes)).c_str());
+  for (const auto& f : plan.fields)
+    std::printf("  %s: %s variable '%s'%s, %s\n", f.name.c_str(), f.redacted().c_str(), f.native.c_str(),
+                f.lon_runs.size() > 1 ? " (read in 2 pieces across the source's 0/360 seam)" : "", f.out_units().c_str());
 }
 
 }  // namespace
 
-int run_fetch(const Config& cfg) {
+int run_fetch(const Config& cfg, bool dry_run) {
   const auto& f = cfg.fetch;
-  if (f.predictors_source.empty()) throw UsageError(cfg.file + ": key 'fetch.predictors.source' is required");
-  if (f.predictand_source.empty()) throw UsageError(cfg.file + ": key 'fetch.predictand.source' is required");
   if (f.predictors.empty()) throw UsageError(cfg.file + ": key 'fetch.predictors.fields' lists no predictor");
   if (f.years.empty()) throw UsageError(cfg.file + ": key 'fetch.years' is required");
+  if (f.season.empty()) throw UsageError(cfg.file + ": key 'fetch.season' lists no month");
+  for (double lon : {f.lon_min, f.lon_max})
+    if (lon < -180 || lon > 180) throw UsageError(cfg.file + ": key 'fetch.lon' must lie in -180..180 (degrees east)");
+
+  SourceRequest pred{dataset_of(cfg, f.predictors_dataset, f.predictors_source, "predictors"), "", {}};
+  pred.url = pred.dataset.url;
+  for (const auto& p : f.predictors) pred.fields.push_back({p.name(), p.var, p.level});
+  SourceRequest obs{dataset_of(cfg, f.predictand_dataset, f.predictand_source, "predictand"), "", {}};
+  obs.url = obs.dataset.url;
+  obs.fields.push_back({f.predictand_variable, f.predictand_variable, 0});
+
   const std::string dir = RunPaths{cfg.run.dir}.fetch_dir();
   make_dirs(dir);
+  FolderLock lock(dir);
 
-  FetchManifest manifest;
-  Progress progress("fetch", static_cast<int64_t>(f.predictors.size()) + 1);
-  for (const auto& p : f.predictors) {
-    manifest.predictors.push_back(
-        fetch_one(cfg, f.predictors_source, p.name(), p.var, p.level, dir, "predictors/" + p.name() + ".nc"));
-    const auto& got = manifest.predictors.back();
-    spdlog::info("{}: {} days x {} x {} from {}", p.name(), got.ntime, got.nlat, got.nlon, got.source);
-    progress.advance();
+  FetchPlan plan;
+  plan_with_retries(pred, f, plan);
+  const size_t n_predictor_fields = plan.fields.size();
+  plan_with_retries(obs, f, plan);
+
+  remove_stale_temporaries(dir + "/chunks");
+  const std::string ledger_path = dir + "/chunks/ledger.json";
+  ChunkLedger ledger = ChunkLedger::read(ledger_path);
+  std::vector<bool> have(plan.chunks.size());
+  std::vector<size_t> todo;
+  uint64_t todo_bytes = 0;
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    const ChunkPlan& c = plan.chunks[i];
+    have[i] = ledger.intact(dir, c.file, c.request(plan.fields[c.field]));
+    if (!have[i]) todo.push_back(i), todo_bytes += c.bytes(plan.fields[c.field]);
   }
-  manifest.predictand = fetch_one(cfg, f.predictand_source, f.predictand_variable, f.predictand_variable, 0, dir,
-                                  "predictand/" + f.predictand_variable + ".nc");
-  spdlog::info("{}: {} days x {} x {}, {:.0f}% missing (ocean)", f.predictand_variable, manifest.predictand.ntime,
-               manifest.predictand.nlat, manifest.predictand.nlon, 100 * manifest.predictand.missing_share);
-  progress.advance();
+  if (dry_run) {
+    print_dry_run(plan, have);
+    return 0;
+  }
+
+  // The manifest says "this folder holds what the config asks for": not true until the end.
+  std::remove((dir + "/manifest.json").c_str());
+  spdlog::info("{} chunks ({} complete from an earlier run), {} to fetch: about {}, {} at a time", plan.chunks.size(),
+               plan.chunks.size() - todo.size(), todo.size(), TransferProgress::human(static_cast<double>(todo_bytes)),
+               f.parallel);
+
+  const size_t piece = static_cast<size_t>(f.piece_mb * 1024 * 1024);
+  TransferProgress progress(todo_bytes, todo.size());
+  WorkerHooks hooks;
+  hooks.work = [&](size_t i, const std::function<void(uint64_t)>& report) {
+    const ChunkPlan& c = plan.chunks[i];
+    const ChunkResult r = fetch_chunk(plan.fields[c.field], c, dir + "/" + c.file, piece, report);
+    return nlohmann::json{{"bytes", r.bytes}, {"crc32", r.crc32}, {"ntime", r.ntime}, {"missing_share", r.missing_share}}
+        .dump();
+  };
+  hooks.on_bytes = [&](size_t, uint64_t n) { progress.add_bytes(static_cast<int64_t>(n)); };
+  hooks.on_done = [&](size_t i, const std::string& result) {
+    const ChunkPlan& c = plan.chunks[i];
+    const auto j = nlohmann::json::parse(result);
+    ledger.chunks[c.file] = LedgerEntry{c.request(plan.fields[c.field]), j.at("bytes"), j.at("crc32"), j.at("ntime"),
+                                        j.at("missing_share")};
+    ledger.write(ledger_path);
+    progress.chunk_done();
+  };
+  hooks.on_retry = [&](size_t i, int attempt, const std::string& error, uint64_t bytes, double delay) {
+    progress.add_bytes(-static_cast<int64_t>(bytes));
+    progress.clear_line();
+    spdlog::warn("chunk {}: {}; attempt {} of {} failed, retrying in {:.1f} s", plan.chunks[i].label(plan.fields[plan.chunks[i].field]),
+                 error, attempt, f.attempts, delay);
+  };
+  hooks.on_abandon = [&](size_t i, pid_t pid) {
+    std::remove((dir + "/" + plan.chunks[i].file + ".tmp-" + std::to_string(pid)).c_str());
+  };
+  try {
+    run_in_processes(todo, f.parallel, RetryPolicy{f.attempts, f.retry_delay, 300}, hooks);
+  } catch (...) {
+    progress.clear_line();
+    throw;
+  }
+  progress.finish();
+
+  // Join each field's chunks, in year order, into the file preprocess reads.
+  FetchManifest manifest;
+  for (size_t fi = 0; fi < plan.fields.size(); ++fi) {
+    const FieldPlan& fp = plan.fields[fi];
+    const bool predictor = fi < n_predictor_fields;
+    FetchedFile out;
+    out.name = fp.name;
+    out.variable = fp.var;
+    out.file = (predictor ? "predictors/" : "predictand/") + fp.name + ".nc";
+    out.source = fp.redacted();
+    out.units = fp.out_units();
+    out.level = fp.level;
+    out.native = fp.native;
+    std::vector<std::string> paths;
+    size_t missing = 0;
+    for (const auto& c : plan.chunks)
+      if (c.field == fi) {
+        paths.push_back(dir + "/" + c.file);
+        const auto& e = ledger.chunks.at(c.file);
+        missing += static_cast<size_t>(std::llround(e.missing_share * static_cast<double>(e.ntime * fp.plane())));
+      }
+    out.ntime = join_chunks(fp, paths, dir + "/" + out.file,
+                            "downscale fetch " + fp.name + " (config " + cfg.file + ")", piece);
+    out.nlat = fp.lat.size();
+    out.nlon = fp.lon.size();
+    out.chunks = paths.size();
+    out.missing_share = out.ntime ? static_cast<double>(missing) / static_cast<double>(out.ntime * fp.plane()) : 0.0;
+    spdlog::info("{}: {} days x {} x {} {}, {:.0f}% missing, from {} variable '{}'", out.name, out.ntime, out.nlat,
+                 out.nlon, out.units, 100 * out.missing_share, out.source, out.native);
+    if (predictor) manifest.predictors.push_back(out);
+    else manifest.predictand = out;
+  }
   manifest.write(dir + "/manifest.json");
-  progress.done();
   spdlog::info("wrote {}", dir + "/manifest.json");
   return 0;
 }

@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
     return sub;
   };
   add_stage("synth", "write the synthetic ERA-Interim-like and EWEMBI-like dataset (the demo's data source)");
-  add_stage("fetch", "cut the predictors and the predictand from their sources (paths or OPeNDAP URLs)");
+  CLI::App* fetch = add_stage("fetch", "cut the predictors and the predictand from their sources (paths or OPeNDAP URLs)");
+  fetch->add_flag("--dry-run", options.dry_run, "list the chunks that would be fetched and their estimated size");
   add_stage("preprocess", "regrid, standardize, build the target and land mask, write the HDF5 training store");
   CLI::App* train = add_stage("train", "train the CNN with the Bernoulli-Gamma loss; writes checkpoints");
   train->add_flag("--resume", options.resume, "continue from the run's last checkpoint");
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
     const ds::Config cfg = ds::load_config(config_path, overrides);
     ds::setup_logging(stage, cfg.run.log_level);
     if (stage == "synth") return ds::run_synth(cfg);
-    if (stage == "fetch") return ds::run_fetch(cfg);
+    if (stage == "fetch") return ds::run_fetch(cfg, options.dry_run);
     if (stage == "preprocess") return ds::run_preprocess(cfg);
     if (stage == "train") return ds::run_train(cfg, options);
     if (stage == "predict") return ds::run_predict(cfg);

@@ -17,10 +17,11 @@ struct RunPaths {
 
 struct StageOptions {
   bool resume = false;   // train: continue from the last checkpoint
+  bool dry_run = false;  // fetch: list the chunks, their sizes and what is already complete; fetch nothing
 };
 
 int run_synth(const Config& cfg);
-int run_fetch(const Config& cfg);
+int run_fetch(const Config& cfg, bool dry_run = false);
 int run_preprocess(const Config& cfg);
 int run_train(const Config& cfg, const StageOptions& opt);
 int run_predict(const Config& cfg);

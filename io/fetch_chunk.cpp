@@ -1,0 +1,257 @@
+#include "io/fetch_chunk.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "io/atomic_file.h"
+#include "io/calendar.h"
+#include "io/subset.h"
+
+namespace ds {
+
+namespace {
+
+// Failures of the network or the server, as netCDF-C's DAP client reports them (measured
+// against tests/dap_server: a dropped connection gives NC_EDATADDS, a 500 NC_EDAPSVC, a
+// refused connection NC_EIO, curl's own time-out NC_ECURL).
+bool transient(int status) {
+  switch (status) {
+    case NC_EDATADDS: case NC_EDAPSVC: case NC_EIO: case NC_ECURL: case NC_EDAP: case NC_EDDS: case NC_EDAS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string hint(int status) {
+  switch (status) {
+    case NC_EACCESS: case NC_EAUTH:
+      return " (HTTP 401/403: the server wants credentials; put them in ~/.netrc and name it with HTTP.NETRC in ~/.dodsrc)";
+    case NC_ENOTFOUND:
+      return " (HTTP 404 or no such file: check the dataset's url and the variable)";
+    default:
+      return "";
+  }
+}
+
+// The output file's header; the caller writes the coordinates and values.
+struct FieldFile {
+  NcFile nc;
+  int time = -1, lat = -1, lon = -1, var = -1;
+};
+
+FieldFile create_field_file(const std::string& path, const FieldPlan& f, size_t ntime, int deflate,
+                            const std::string& history) {
+  FieldFile out{NcFile::create(path)};
+  NcFile& nc = out.nc;
+  const int dt = nc.def_dim("time", ntime), dy = nc.def_dim("lat", f.lat.size()), dx = nc.def_dim("lon", f.lon.size());
+  out.time = nc.def_var("time", NC_DOUBLE, {dt});
+  nc.put_att(out.time, "standard_name", "time");
+  nc.put_att(out.time, "units", "days since 1970-01-01 00:00:00");
+  nc.put_att(out.time, "calendar", "standard");
+  out.lat = nc.def_var("lat", NC_DOUBLE, {dy});
+  nc.put_att(out.lat, "standard_name", "latitude");
+  nc.put_att(out.lat, "units", "degrees_north");
+  out.lon = nc.def_var("lon", NC_DOUBLE, {dx});
+  nc.put_att(out.lon, "standard_name", "longitude");
+  nc.put_att(out.lon, "units", "degrees_east");
+  out.var = nc.def_var(f.var, NC_FLOAT, {dt, dy, dx}, deflate);
+  if (ntime > 0) {
+    // One chunk per day: readers go day by day or year by year.
+    std::vector<size_t> chunk{1, f.lat.size(), f.lon.size()};
+    nc_check(nc_def_var_chunking(nc.id(), out.var, NC_CHUNKED, chunk.data()), nc.where(out.var));
+  }
+  nc.put_att(out.var, "units", f.out_units());
+  nc.put_att(out.var, "_FillValue", kFetchFill, NC_FLOAT);
+  if (f.level > 0) nc.put_att(out.var, "level_hPa", f.level, NC_INT);
+  nc.put_att(out.var, "source_variable", f.native);
+  nc.put_att(NC_GLOBAL, "Conventions", "CF-1.7");
+  nc.put_att(NC_GLOBAL, "source", f.redacted());
+  nc.put_att(NC_GLOBAL, "history", history);
+  nc.end_define();
+  nc.write(out.lat, f.lat.data());
+  nc.write(out.lon, f.lon.data());
+  return out;
+}
+
+bool is_missing(float raw, const FieldPlan& f) {
+  if (!std::isfinite(raw) || std::abs(raw) >= 1e19f) return true;
+  if (f.has_fill && raw == static_cast<float>(f.fill)) return true;
+  if (f.has_missing && raw == static_cast<float>(f.missing_value)) return true;
+  return false;
+}
+
+}  // namespace
+
+void source_check(int status, const std::string& where) {
+  if (status == NC_NOERR) return;
+  const std::string msg = where + ": " + nc_strerror(status) + hint(status);
+  if (transient(status)) throw TransientError(msg);
+  throw InputError(msg);
+}
+
+NcFile open_source(const std::string& url) {
+  int id = -1;
+  const int st = nc_open(url.c_str(), NC_NOWRITE, &id);
+  if (st == ENOENT) throw InputError(redact_credentials(url) + ": no such file");
+  if (st == NC_ENOTFOUND && url.find("://") == std::string::npos) throw InputError(url + ": no such file");
+  source_check(st, redact_credentials(url));
+  return NcFile::adopt(id, redact_credentials(url));
+}
+
+ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const std::string& out_path, size_t piece_bytes,
+                        const std::function<void(uint64_t)>& on_bytes) {
+  const std::string where = f.redacted() + ": variable '" + f.native + "', chunk " + c.label(f);
+  NcFile src = open_source(f.url);
+  int v = -1;
+  source_check(nc_inq_varid(src.id(), f.native.c_str(), &v), where);
+
+  AtomicFile file(out_path);
+  FieldFile out = create_field_file(file.temp_path(), f, c.days.size(), 0,
+                                    "downscale fetch " + c.label(f) + " from " + f.redacted());
+  std::vector<double> tday(c.days.begin(), c.days.end());
+  out.nc.write(out.time, tday.data());
+
+  const size_t ny = f.lat.size(), nx = f.lon.size(), plane = ny * nx;
+  const size_t rows = std::max<size_t>(1, piece_bytes / (plane * sizeof(float)));
+  std::vector<float> raw, piece;
+  size_t t_out = 0;
+  for (const IndexRun& tr : c.time_runs) {
+    for (size_t t = tr.start; t < tr.start + tr.count; t += rows) {
+      const size_t nt = std::min(rows, tr.start + tr.count - t);
+      piece.assign(nt * plane, 0.f);
+      size_t x_out = 0;  // first output column of this longitude run
+      for (const IndexRun& xr : f.lon_runs) {
+        std::vector<size_t> start(f.ndims, 0), count(f.ndims, 1);
+        start[f.t_ax] = t, count[f.t_ax] = nt;
+        if (f.z_ax >= 0) start[f.z_ax] = f.level_index;
+        start[f.y_ax] = f.lat_run.start, count[f.y_ax] = ny;
+        start[f.x_ax] = xr.start, count[f.x_ax] = xr.count;
+        raw.resize(nt * ny * xr.count);
+        // Only this hyperslab crosses the network: netCDF-C sends it as a DAP constraint.
+        source_check(nc_get_vara_float(src.id(), v, start.data(), count.data(), raw.data()), where);
+        for (size_t k = 0; k < nt; ++k)
+          for (size_t j = 0; j < ny; ++j) {
+            const size_t jj = f.lat_descending ? ny - 1 - j : j;
+            const float* in = &raw[(k * ny + jj) * xr.count];
+            float* o = &piece[k * plane + j * nx + x_out];
+            for (size_t i = 0; i < xr.count; ++i)
+              o[i] = is_missing(in[i], f)
+                         ? kFetchFill
+                         : static_cast<float>((in[i] * f.pack_scale + f.pack_offset) * f.def.scale + f.def.offset);
+          }
+        x_out += xr.count;
+        if (on_bytes) on_bytes(raw.size() * sizeof(float));
+      }
+      out.nc.write(out.var, {t_out, 0, 0}, {nt, ny, nx}, piece.data());
+      t_out += nt;
+    }
+  }
+  out.nc.close();
+  src.close();
+
+  ChunkResult res;
+  res.ntime = c.days.size();
+  res.missing_share = validate_chunk(file.temp_path(), f, c);
+  res.crc32 = file_crc32(file.temp_path(), &res.bytes);
+  file.commit();
+  return res;
+}
+
+double validate_chunk(const std::string& path, const FieldPlan& f, const ChunkPlan& c) {
+  const std::string where = path + " (chunk " + c.label(f) + ")";
+  auto fail = [&](const std::string& check) { throw InputError(where + ": check failed: " + check); };
+  NcFile nc = NcFile::open(path);
+  if (!nc.has_var(f.var)) fail("no variable '" + f.var + "'");
+  const int v = nc.var_id(f.var);
+  if (nc.var_dims(v) != std::vector<std::string>{"time", "lat", "lon"}) fail("dimensions are not (time, lat, lon)");
+  if (nc.dim_len("lat") != f.lat.size() || nc.dim_len("lon") != f.lon.size() || nc.dim_len("time") != c.days.size())
+    fail("dimension sizes " + std::to_string(nc.dim_len("time")) + " x " + std::to_string(nc.dim_len("lat")) + " x " +
+         std::to_string(nc.dim_len("lon")) + ", planned " + std::to_string(c.days.size()) + " x " +
+         std::to_string(f.lat.size()) + " x " + std::to_string(f.lon.size()));
+  if (nc.read_coord("lat") != f.lat) fail("latitudes differ from the source's");
+  if (nc.read_coord("lon") != f.lon) fail("longitudes differ from the source's");
+  const auto time = nc.read_coord("time");
+  for (size_t i = 0; i < time.size(); ++i) {
+    if (time[i] != static_cast<double>(c.days[i]))
+      fail("time step " + std::to_string(i) + " is " + std::to_string(time[i]) + ", planned " +
+           to_string(civil_from_days(c.days[i])));
+    // The planned days are whole months; inside a month a step of one day is required.
+    if (i > 0 && civil_from_days(c.days[i]).day != 1 && time[i] - time[i - 1] != 1)
+      fail("time axis has a gap before " + to_string(civil_from_days(c.days[i])));
+  }
+  if (nc.att_text(v, "units") != f.out_units())
+    fail("units '" + nc.att_text(v, "units") + "', expected '" + f.out_units() + "'");
+
+  // The missing share, a day at a time.
+  const size_t plane = f.plane();
+  std::vector<float> day(plane);
+  size_t missing = 0;
+  for (size_t t = 0; t < c.days.size(); ++t) {
+    nc.read(v, {t, 0, 0}, {1, f.lat.size(), f.lon.size()}, day.data());
+    for (float x : day) {
+      if (x == kFetchFill) ++missing;
+      else if (!std::isfinite(x)) fail("non-finite value on " + to_string(civil_from_days(c.days[t])));
+    }
+  }
+  const double share = c.days.empty() ? 0.0 : static_cast<double>(missing) / static_cast<double>(c.days.size() * plane);
+  if (share > f.def.max_missing + 1e-12) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%.1f%% of the values are missing, more than the %.1f%% allowed (max_missing)",
+                  100 * share, 100 * f.def.max_missing);
+    fail(buf);
+  }
+  return share;
+}
+
+std::string file_crc32(const std::string& path, uint64_t* size) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read");
+  uLong crc = crc32(0L, Z_NULL, 0);
+  std::vector<char> buf(1 << 20);
+  uint64_t total = 0;
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const auto n = in.gcount();
+    if (n > 0) crc = crc32(crc, reinterpret_cast<const Bytef*>(buf.data()), static_cast<uInt>(n));
+    total += static_cast<uint64_t>(n);
+  }
+  if (size) *size = total;
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08lx", static_cast<unsigned long>(crc));
+  return hex;
+}
+
+size_t join_chunks(const FieldPlan& f, const std::vector<std::string>& chunk_paths, const std::string& out_path,
+                   const std::string& history, size_t piece_bytes) {
+  size_t ntime = 0;
+  for (const auto& p : chunk_paths) ntime += NcFile::open(p).dim_len("time");
+  AtomicFile file(out_path);
+  FieldFile out = create_field_file(file.temp_path(), f, ntime, 1, history);
+  const size_t ny = f.lat.size(), nx = f.lon.size(), plane = ny * nx;
+  const size_t rows = std::max<size_t>(1, piece_bytes / (plane * sizeof(float)));
+  std::vector<float> buf;
+  size_t t_out = 0;
+  for (const auto& p : chunk_paths) {
+    NcFile in = NcFile::open(p);
+    const int v = in.var_id(f.var);
+    const auto time = in.read_coord("time");
+    if (!time.empty()) out.nc.write(out.time, {t_out}, {time.size()}, time.data());
+    for (size_t t = 0; t < time.size(); t += rows) {
+      const size_t nt = std::min(rows, time.size() - t);
+      buf.resize(nt * plane);
+      in.read(v, {t, 0, 0}, {nt, ny, nx}, buf.data());
+      out.nc.write(out.var, {t_out + t, 0, 0}, {nt, ny, nx}, buf.data());
+    }
+    t_out += time.size();
+  }
+  out.nc.close();
+  file.commit();
+  return ntime;
+}
+
+}  // namespace ds
