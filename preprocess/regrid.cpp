@@ -73,10 +73,13 @@ std::vector<float> apply_weights(const RegridWeights& w, const std::vector<float
   const long ns = w.cols(), nd = w.rows();
   if (src.size() != static_cast<size_t>(ns) * ntime) throw Error("apply_weights: source size mismatch");
   // Fields as columns: (ns x ntime) column-major is exactly the time-major storage we hold.
+  // Sums in double, as CDO does: in float the four-to-sixteen-term sums lose up to 2 ulp, which
+  // is what made us differ from `cdo remapbil` by 6e-5 on values of 300; in double the results
+  // round to the same float32 as CDO's.
   Eigen::Map<const Eigen::MatrixXf> in(src.data(), ns, static_cast<long>(ntime));
   std::vector<float> out(static_cast<size_t>(nd) * ntime);
   Eigen::Map<Eigen::MatrixXf> res(out.data(), nd, static_cast<long>(ntime));
-  res = (w.cast<float>() * in);
+  res = (w * in.cast<double>()).cast<float>();
   return out;
 }
 
@@ -89,12 +92,16 @@ std::vector<float> apply_weights_renormalized(const RegridWeights& w, const std:
     if (!std::isfinite(v)) { any_missing = true; break; }
   std::vector<float> out(static_cast<size_t>(nd) * ntime);
   if (!any_missing) {
-    out = apply_weights(w, src, ntime);
+    // Divide by each row's total weight (1 up to rounding when the cell is fully covered) in
+    // double before the single rounding to float.
+    Eigen::VectorXd inv(nd);
     for (long r = 0; r < nd; ++r) {
       const double s = w.row(r).sum();
-      if (s > 0 && s != 1.0)
-        for (size_t t = 0; t < ntime; ++t) out[t * nd + r] = static_cast<float>(out[t * nd + r] / s);
+      inv[r] = s > 0 ? 1.0 / s : std::numeric_limits<double>::quiet_NaN();
     }
+    Eigen::Map<const Eigen::MatrixXf> in(src.data(), ns, static_cast<long>(ntime));
+    Eigen::Map<Eigen::MatrixXf> res(out.data(), nd, static_cast<long>(ntime));
+    res = (inv.asDiagonal() * (w * in.cast<double>())).cast<float>();
     return out;
   }
   // Accumulate in double, per target row, over the valid sources only.

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libnetcdf-dev libnetcdf-c++4-dev netcdf-bin   # NetCDF and its DAP (OPeNDAP) client, ncdump
   libhdf5-dev hdf5-tools                        # the training store, h5dump
+  cdo python3-h5py                              # references in tests: CDO regridding, h5py reads the store
   libeigen3-dev                                 # sparse regridding weights, small linear algebra
   libdnnl-dev                                   # oneDNN: the CPU backend's kernels
   libopenmpi-dev openmpi-bin                    # data-parallel training
