@@ -7,6 +7,7 @@
 #include "model/layers/conv2d.h"
 #include "model/layers/relu.h"
 #include "model/layers/sigmoid_channel.h"
+#include "model/layers/upsample_conv2d.h"
 #include "model/layers/upsample_nearest.h"
 
 namespace ds::model {
@@ -81,12 +82,13 @@ std::vector<Node> build_mnn(const ModelSpec& s, Backend& be) {
     branches.push_back(x);
   }
   int x = g.add(std::make_unique<Concat>("concat"), branches);
-  x = g.add(std::make_unique<UpsampleNearest>("up1", 2), {x});
-  x = g.conv_relu("up1_conv1", x, 50, 5, true);
+  // Each x2 upsampling is one layer with the conv after it (UpsampleConv2D: less work, same math).
+  x = g.add(std::make_unique<UpsampleConv2D>("up1_conv1", be, 2, 50, 50, 5), {x});
+  x = g.add(std::make_unique<ReLU>("up1_conv1_relu"), {x});
   x = g.conv_relu("up1_conv2", x, 75, 5, true);
   x = g.conv_relu("up1_conv3", x, 100, 5, true);
-  x = g.add(std::make_unique<UpsampleNearest>("up2", 2), {x});
-  x = g.conv_relu("up2_conv1", x, 132, 8, true);
+  x = g.add(std::make_unique<UpsampleConv2D>("up2_conv1", be, 2, 100, 132, 8), {x});
+  x = g.add(std::make_unique<ReLU>("up2_conv1_relu"), {x});
   bernoulli_gamma_head(g, x);
   return g.take();
 }

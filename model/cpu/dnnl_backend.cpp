@@ -1,10 +1,7 @@
-// DnnlBackend: memory, and the ops that run as oneDNN primitives (convolution, ReLU, nearest
-// resampling). The elementwise loops are in cpu_loops.cpp.
-//
-// Layout: every tensor stays in plain NCHW and every kernel in OIHW, so oneDNN reads and writes
-// our buffers in place with no reorders. That is correctness first: oneDNN is fastest on its
-// blocked layouts (nChw16c / OIhw16i16o, chosen with format_tag::any), and keeping activations
-// blocked between layers is the next speed step for the CPU backend.
+// DnnlBackend: memory, and the ops that run as oneDNN primitives on our plain NCHW buffers (ReLU,
+// nearest resampling: memory-bound, so layout does not matter to them). The convolutions, which
+// run in oneDNN's blocked layouts, are in dnnl_conv.cpp and dnnl_upsample_conv.cpp; the
+// elementwise loops in cpu_loops.cpp.
 #include "model/cpu/dnnl_backend.h"
 
 #include <cstdlib>
@@ -29,17 +26,6 @@ memory::desc nchw(const Shape& s) { return memory::desc({s.n, s.c, s.h, s.w}, dt
 // oneDNN takes const-less handles; the primitives only read the inputs we cast here.
 void* mut(const float* p) { return const_cast<float*>(p); }
 }  // namespace
-
-struct DnnlBackend::ConvPrims {
-  memory::desc src, wei, bias, dst;
-  memory::dims strides, pad_l, pad_r;
-  // The forward descriptor with bias is the hint for every backward primitive; the others are
-  // built the first time they are needed (the first layer never needs backward-data).
-  dnnl::convolution_forward::primitive_desc fwd_pd;
-  std::unique_ptr<dnnl::convolution_forward> fwd, fwd_nobias;
-  std::unique_ptr<dnnl::convolution_backward_data> bwd_data;
-  std::unique_ptr<dnnl::convolution_backward_weights> bwd_w, bwd_w_nobias;
-};
 
 struct DnnlBackend::ReluPrims {
   dnnl::eltwise_forward::primitive_desc fwd_pd;
@@ -92,88 +78,6 @@ void DnnlBackend::copy(float* dst, const float* src, int64_t n) {
 void DnnlBackend::fill(float* p, int64_t n, float value) {
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) p[i] = value;
-}
-
-// --- convolution ---
-
-DnnlBackend::ConvPrims& DnnlBackend::conv_prims(const ConvDesc& d) {
-  ConvKey key{d.in.n, d.in.c, d.in.h, d.in.w, d.out_c, d.kh, d.kw, d.stride,
-              d.pad_top, d.pad_bottom, d.pad_left, d.pad_right};
-  auto it = conv_cache_.find(key);
-  if (it != conv_cache_.end()) return *it->second;
-
-  const Shape o = d.out();
-  auto p = std::make_unique<ConvPrims>();
-  p->src = nchw(d.in);
-  p->dst = nchw(o);
-  p->wei = memory::desc({d.out_c, d.in.c, d.kh, d.kw}, dt::f32, tag::oihw);
-  p->bias = memory::desc({d.out_c}, dt::f32, tag::x);
-  p->strides = {d.stride, d.stride};
-  // Explicit per-side padding is what lets oneDNN do Keras' asymmetric 'same' directly.
-  p->pad_l = {d.pad_top, d.pad_left};
-  p->pad_r = {d.pad_bottom, d.pad_right};
-  dnnl::convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, p->src, p->wei,
-                                     p->bias, p->dst, p->strides, p->pad_l, p->pad_r);
-  p->fwd_pd = dnnl::convolution_forward::primitive_desc(fd, engine_);
-  auto& ref = *p;
-  conv_cache_.emplace(key, std::move(p));
-  return ref;
-}
-
-void DnnlBackend::conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
-  ConvPrims& p = conv_prims(d);
-  memory src(p.src, engine_, mut(x)), wei(p.wei, engine_, mut(w)), dst(p.dst, engine_, y);
-  if (b) {
-    if (!p.fwd) p.fwd = std::make_unique<dnnl::convolution_forward>(p.fwd_pd);
-    memory bias(p.bias, engine_, mut(b));
-    p.fwd->execute(stream_, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
-  } else {
-    if (!p.fwd_nobias) {
-      dnnl::convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, p.src, p.wei,
-                                         p.dst, p.strides, p.pad_l, p.pad_r);
-      p.fwd_nobias = std::make_unique<dnnl::convolution_forward>(dnnl::convolution_forward::primitive_desc(fd, engine_));
-    }
-    p.fwd_nobias->execute(stream_, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
-  }
-  stream_.wait();
-}
-
-void DnnlBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) {
-  ConvPrims& p = conv_prims(d);
-  if (!p.bwd_data) {
-    dnnl::convolution_backward_data::desc bd(algorithm::convolution_direct, p.src, p.wei, p.dst, p.strides, p.pad_l,
-                                             p.pad_r);
-    p.bwd_data = std::make_unique<dnnl::convolution_backward_data>(
-        dnnl::convolution_backward_data::primitive_desc(bd, engine_, p.fwd_pd));
-  }
-  memory ddst(p.dst, engine_, mut(dy)), wei(p.wei, engine_, mut(w)), dsrc(p.src, engine_, dx);
-  p.bwd_data->execute(stream_, {{DNNL_ARG_DIFF_DST, ddst}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DIFF_SRC, dsrc}});
-  stream_.wait();
-}
-
-void DnnlBackend::conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) {
-  ConvPrims& p = conv_prims(d);
-  memory src(p.src, engine_, mut(x)), ddst(p.dst, engine_, mut(dy)), dwei(p.wei, engine_, dw);
-  if (db) {
-    if (!p.bwd_w) {
-      dnnl::convolution_backward_weights::desc wd(algorithm::convolution_direct, p.src, p.wei, p.bias, p.dst,
-                                                  p.strides, p.pad_l, p.pad_r);
-      p.bwd_w = std::make_unique<dnnl::convolution_backward_weights>(
-          dnnl::convolution_backward_weights::primitive_desc(wd, engine_, p.fwd_pd));
-    }
-    memory dbias(p.bias, engine_, db);
-    p.bwd_w->execute(stream_, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, ddst}, {DNNL_ARG_DIFF_WEIGHTS, dwei},
-                               {DNNL_ARG_DIFF_BIAS, dbias}});
-  } else {
-    if (!p.bwd_w_nobias) {
-      dnnl::convolution_backward_weights::desc wd(algorithm::convolution_direct, p.src, p.wei, p.dst, p.strides,
-                                                  p.pad_l, p.pad_r);
-      p.bwd_w_nobias = std::make_unique<dnnl::convolution_backward_weights>(
-          dnnl::convolution_backward_weights::primitive_desc(wd, engine_, p.fwd_pd));
-    }
-    p.bwd_w_nobias->execute(stream_, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, ddst}, {DNNL_ARG_DIFF_WEIGHTS, dwei}});
-  }
-  stream_.wait();
 }
 
 // --- ReLU ---

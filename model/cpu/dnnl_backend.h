@@ -9,6 +9,7 @@
 #include <dnnl.hpp>
 
 #include "model/backend.h"
+#include "model/cpu/host_buffer.h"
 
 namespace ds::model {
 
@@ -35,6 +36,13 @@ class DnnlBackend : public Backend {
   void sigmoid_channel_backward(const Shape& s, int channel, const float* y, float* dy) override;
   void upsample_nearest_forward(const Shape& in, int factor, const float* x, float* y) override;
   void upsample_nearest_backward(const Shape& in, int factor, const float* dy, float* dx) override;
+  // dnnl_upsample_conv.cpp: one convolution on the small input instead of upsample + conv.
+  void upsample_conv2d_forward(const ConvDesc& d, int factor, const float* x, const float* w, const float* b,
+                               float* y) override;
+  void upsample_conv2d_backward_data(const ConvDesc& d, int factor, const float* dy, const float* w,
+                                     float* dx) override;
+  void upsample_conv2d_backward_weights(const ConvDesc& d, int factor, const float* x, const float* dy, float* dw,
+                                        float* db) override;
   void copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) override;
   void slice_channels(const Shape& dst, int offset, const Shape& src, const float* y, float* x) override;
   void accumulate(int64_t n, const float* x, float* acc) override;
@@ -48,9 +56,16 @@ class DnnlBackend : public Backend {
   // Primitives are built once per geometry and reused: building one costs far more than running
   // it on a small batch. The key includes the batch size because the last batch of an epoch is
   // usually smaller; that adds at most one more entry per layer.
+  // Convolutions (dnnl_conv.cpp) run in the layouts oneDNN chooses; ConvOperand relates one
+  // operand's plain layout to the chosen one, conv_in/conv_out move data between them.
   struct ConvPrims;
+  struct ConvOperand;
   using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int>;
   ConvPrims& conv_prims(const ConvDesc& d);
+  dnnl::memory conv_in(const ConvOperand& op, const float* user, HostBuffer& ws);
+  dnnl::memory conv_out(const ConvOperand& op, float* user, HostBuffer& ws);
+  void conv_out_done(const ConvOperand& op, dnnl::memory m, float* user);
+  dnnl::memory scratchpad(const dnnl::memory::desc& md);
   struct ReluPrims;
   ReluPrims& relu_prims(int64_t n);
   struct ResamplePrims;
@@ -59,7 +74,13 @@ class DnnlBackend : public Backend {
   int threads_;
   dnnl::engine engine_;
   dnnl::stream stream_;
-  std::map<ConvKey, std::unique_ptr<ConvPrims>> conv_cache_;
+  std::map<ConvKey, std::shared_ptr<ConvPrims>> conv_cache_;  // shared_ptr: ConvPrims is complete only in dnnl_conv.cpp
+  // Workspaces shared by every convolution: blocked operand copies (A, B, C), a zero or dropped
+  // bias, oneDNN's scratchpad; then the polyphase upsample-conv's folded weights, bias and
+  // small-grid output (or output gradient).
+  enum { kA, kB, kC, kBias, kScratch, kUpW, kUpB, kUpY, kWorkspaces };
+  HostBuffer conv_ws_[kWorkspaces];
+  float* workspace(int slot, int64_t floats);
   std::map<int64_t, std::unique_ptr<ReluPrims>> relu_cache_;
   std::map<std::tuple<int, int, int, int, int>, std::unique_ptr<ResamplePrims>> resample_cache_;
 };

@@ -1,39 +1,22 @@
-// Conv2D: the CPU backend against a naive loop (including Keras' asymmetric 'same' padding), and
-// the layer's backward against finite differences.
+// Conv2D: the CPU backend against naive loops (including Keras' asymmetric 'same' padding), on
+// the blocked layouts oneDNN chooses and on plain NCHW, and the layer's backward against finite
+// differences.
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <tuple>
 
 #include "model/backend.h"
 #include "model/layers/conv2d.h"
+#include "conv_reference.h"
 #include "model_test_util.h"
 
 namespace ds::model {
 namespace {
 
+using test::naive_conv;
 using test::random_tensor;
 using test::random_values;
-
-// y[n,o,i,j] = b[o] + sum_{c,a,b} x[n,c,i+a-top,j+b-left] w[o,c,a,b], zero outside x.
-std::vector<double> naive_conv(const ConvDesc& d, const std::vector<float>& x, const std::vector<float>& w,
-                               const std::vector<float>& b) {
-  const Shape o = d.out();
-  std::vector<double> y(size_t(o.size()));
-  for (int n = 0; n < o.n; ++n)
-    for (int oc = 0; oc < o.c; ++oc)
-      for (int i = 0; i < o.h; ++i)
-        for (int j = 0; j < o.w; ++j) {
-          double s = b[size_t(oc)];
-          for (int c = 0; c < d.in.c; ++c)
-            for (int a = 0; a < d.kh; ++a)
-              for (int e = 0; e < d.kw; ++e) {
-                const int r = i + a - d.pad_top, q = j + e - d.pad_left;
-                if (r < 0 || r >= d.in.h || q < 0 || q >= d.in.w) continue;
-                s += double(x[size_t(((n * d.in.c + c) * d.in.h + r) * d.in.w + q)]) *
-                     w[size_t(((oc * d.in.c + c) * d.kh + a) * d.kw + e)];
-              }
-          y[size_t(((n * o.c + oc) * o.h + i) * o.w + j)] = s;
-        }
-  return y;
-}
 
 TEST(ModelConv2D, SamePaddingFollowsKeras) {
   int before = 0, after = 0;
@@ -113,7 +96,71 @@ INSTANTIATE_TEST_SUITE_P(Model, ModelConv2DCases,
                                            ConvCase{3, 6, 5, 2, 4, 4, true},    // even, same: 1 before, 2 after
                                            ConvCase{2, 6, 7, 3, 4, 4, false},   // the head's 'valid' 4x4
                                            ConvCase{2, 5, 5, 2, 3, 2, true},    // non-square kernel
-                                           ConvCase{1, 3, 3, 2, 5, 5, true}));  // kernel wider than input
+                                           ConvCase{1, 3, 3, 2, 5, 5, true},    // kernel wider than input
+                                           // Channels past one 8-channel block (AVX2's nChw8c) and
+                                           // two full ones (and AVX-512's 16c): the blocked paths.
+                                           ConvCase{9, 4, 5, 17, 3, 3, true},
+                                           ConvCase{16, 4, 3, 16, 2, 2, true}));
+
+// Every convolution of MNN's geometry families (branch kernels 2..9 on 20 input channels, the wide
+// 8x8 and the 'valid' head) on a small grid, forward, backward-data and backward-weights against
+// the naive loops, once on the layouts oneDNN chooses and once forced plain
+// (DS_CONV_PLAIN_LAYOUTS=1), so both code paths stay right.
+//
+// Tolerance: each result is a float sum of n products of values in [-1, 1] (n = taps per output,
+// or batch * pixels per weight); its rounding error grows at most ~n * 6e-8 * sqrt(n) for random
+// signs, so 1e-6 * n absolute (1e-4 for the 100-product sums above, 8e-3 for 8448) is safe, while
+// a wrong tap or padding side makes errors of the order of one product (~0.1 to 1).
+struct LayoutCase {
+  int n, in_c, h, w, out_c, k;
+  bool same;
+};
+
+class ModelConv2DLayouts : public ::testing::TestWithParam<std::tuple<LayoutCase, bool>> {};
+
+TEST_P(ModelConv2DLayouts, AllPassesMatchNaiveLoops) {
+  const auto [c, plain] = GetParam();
+  setenv("DS_CONV_PLAIN_LAYOUTS", plain ? "1" : "0", 1);
+  auto be = make_cpu_backend(2);  // a fresh backend: primitives are built under the setting above
+  unsetenv("DS_CONV_PLAIN_LAYOUTS");
+  ConvDesc d;
+  d.in = Shape{c.n, c.in_c, c.h, c.w};
+  d.out_c = c.out_c;
+  d.kh = d.kw = c.k;
+  if (c.same) {
+    same_padding(c.k, d.pad_top, d.pad_bottom);
+    same_padding(c.k, d.pad_left, d.pad_right);
+  }
+  const Shape os = d.out();
+  const auto xv = random_values(size_t(d.in.size()), 11), wv = random_values(size_t(c.out_c) * c.in_c * c.k * c.k, 12);
+  const auto bv = random_values(size_t(c.out_c), 13), dyv = random_values(size_t(os.size()), 14);
+  Tensor x = test::make_tensor(*be, d.in, xv), w = test::make_tensor(*be, Shape{c.out_c, c.in_c, c.k, c.k}, wv);
+  Tensor b = test::make_tensor(*be, Shape{1, c.out_c, 1, 1}, bv), dy = test::make_tensor(*be, os, dyv);
+  Tensor y(*be, os), dx(*be, d.in), dw(*be, w.shape()), db(*be, b.shape());
+  be->conv2d_forward(d, x.data(), w.data(), b.data(), y.data());
+  be->conv2d_backward_data(d, dy.data(), w.data(), dx.data());
+  be->conv2d_backward_weights(d, x.data(), dy.data(), dw.data(), db.data());
+
+  const auto want_y = naive_conv(d, xv, wv, bv);
+  const auto want = test::naive_conv_backward(d, xv, wv, dyv);
+  auto expect_near = [](const std::vector<float>& got, const std::vector<double>& ref, double tol, const char* what) {
+    ASSERT_EQ(got.size(), ref.size()) << what;
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], ref[i], tol) << what << " at " << i;
+  };
+  expect_near(y.to_host(), want_y, 1e-6 * c.in_c * c.k * c.k + 1e-5, "y");
+  expect_near(dx.to_host(), want.dx, 1e-6 * c.out_c * c.k * c.k + 1e-5, "dx");
+  expect_near(dw.to_host(), want.dw, 1e-6 * os.n * os.h * os.w + 1e-5, "dw");
+  expect_near(db.to_host(), want.db, 1e-6 * os.n * os.h * os.w + 1e-5, "db");
+}
+
+INSTANTIATE_TEST_SUITE_P(Model, ModelConv2DLayouts,
+                         ::testing::Combine(::testing::Values(LayoutCase{2, 20, 7, 9, 50, 2, true},
+                                                              LayoutCase{2, 50, 7, 9, 25, 9, true},
+                                                              LayoutCase{2, 25, 7, 9, 10, 7, true},
+                                                              LayoutCase{2, 50, 8, 9, 75, 5, true},
+                                                              LayoutCase{2, 100, 10, 9, 132, 8, true},
+                                                              LayoutCase{2, 132, 9, 10, 3, 4, false}),
+                                            ::testing::Bool()));
 
 }  // namespace
 }  // namespace ds::model

@@ -1,0 +1,164 @@
+#!/usr/bin/python3
+"""The PyTorch peer of bench_train_step: the same MNN, loss, optimizer, batch and thread count.
+
+Loads the initial weights and the batch that `bench_train_step --dump` wrote, so its first loss
+must equal ours (printed as loss0; bench/train_step.sh shows both). Prints `key value` lines.
+Needs Debian's python3-torch (run with /usr/bin/python3).
+"""
+import argparse
+import statistics
+import struct
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+EPS = 1e-6  # the Bernoulli-Gamma eps of model/loss.h
+
+
+def read_dump(path):
+    """name -> float32 array, in file order (bench/bench_data.h has the format)."""
+    arrays = {}
+    with open(path, "rb") as f:
+        if f.read(4) != b"DSB1":
+            raise SystemExit(f"{path}: not a bench_train_step dump")
+        (count,) = struct.unpack("<i", f.read(4))
+        for _ in range(count):
+            (n,) = struct.unpack("<i", f.read(4))
+            name = f.read(n).decode()
+            dims = struct.unpack("<4i", f.read(16))
+            arrays[name] = np.fromfile(f, dtype="<f4", count=int(np.prod(dims))).reshape(dims)
+    return arrays
+
+
+def keras_same(k):
+    """TensorFlow's 'same' for stride 1: k-1 in total, the smaller half before (top/left)."""
+    return (k - 1) // 2, k - 1 - (k - 1) // 2
+
+
+class SameConv(nn.Module):
+    """Conv2d with Keras 'same' padding. Odd kernels pad symmetrically inside the conv (PyTorch's
+    fastest path); even ones need F.pad for the extra bottom row and right column."""
+
+    def __init__(self, cin, cout, k):
+        super().__init__()
+        self.before, self.after = keras_same(k)
+        symmetric = self.before == self.after
+        self.pad = None if symmetric else (self.before, self.after, self.before, self.after)
+        self.conv = nn.Conv2d(cin, cout, k, padding=self.before if symmetric else 0)
+
+    def forward(self, x):
+        return self.conv(x if self.pad is None else F.pad(x, self.pad))
+
+
+class MNN(nn.Module):
+    """model/models.cpp's build_mnn, layer for layer and in the same parameter order."""
+
+    def __init__(self, cin=20):
+        super().__init__()
+        self.layers = nn.ModuleDict()
+        for k in (2, 3, 5, 7, 9):
+            b = f"branch{k}"
+            self.layers[b + "_conv1"] = SameConv(cin, 50, k)
+            self.layers[b + "_conv2"] = SameConv(50, 25, k)
+            self.layers[b + "_conv3"] = SameConv(25, 10, k)
+        self.layers["up1_conv1"] = SameConv(50, 50, 5)
+        self.layers["up1_conv2"] = SameConv(50, 75, 5)
+        self.layers["up1_conv3"] = SameConv(75, 100, 5)
+        self.layers["up2_conv1"] = SameConv(100, 132, 8)
+        self.layers["head"] = nn.Conv2d(132, 3, 4)  # 'valid'
+
+    def forward(self, x):
+        L = self.layers
+        branches = []
+        for k in (2, 3, 5, 7, 9):
+            h = x
+            for i in (1, 2, 3):
+                h = F.relu(L[f"branch{k}_conv{i}"](h))
+            branches.append(h)
+        h = F.interpolate(torch.cat(branches, 1), scale_factor=2, mode="nearest")
+        for i in (1, 2, 3):
+            h = F.relu(L[f"up1_conv{i}"](h))
+        h = F.interpolate(h, scale_factor=2, mode="nearest")
+        h = F.relu(L["up2_conv1"](h))
+        out = L["head"](h)
+        return torch.cat([torch.sigmoid(out[:, :1]), out[:, 1:]], 1)
+
+    def load(self, arrays):
+        """Copies the dumped weights in; every name and shape must match ours."""
+        for name, module in self.layers.items():
+            conv = module.conv if isinstance(module, SameConv) else module
+            w, b = arrays[name + "/W"], arrays[name + "/b"]
+            if tuple(conv.weight.shape) != w.shape or conv.bias.numel() != b.size:
+                raise SystemExit(f"{name}: PyTorch {tuple(conv.weight.shape)} vs ours {w.shape}")
+            with torch.no_grad():
+                conv.weight.copy_(torch.from_numpy(w))
+                conv.bias.copy_(torch.from_numpy(b.reshape(-1)))
+
+
+def bernoulli_gamma_loss(out, y, land):
+    """model/loss.h's formula: the mean negative log-likelihood over land points."""
+    p, a, b = out[:, 0:1], torch.exp(out[:, 1:2]), torch.exp(out[:, 2:3])
+    wet = y > 0
+    ll_wet = (torch.log(p + EPS) + (a - 1) * torch.log(y + EPS) - a * torch.log(b + EPS)
+              - torch.lgamma(a + EPS) - y / (b + EPS))
+    ll = torch.where(wet, ll_wet, torch.log(1 - p + EPS))
+    return -ll.masked_select(land.expand_as(ll)).mean()
+
+
+def time_median(warmup, steps, f):
+    for _ in range(warmup):
+        f()
+    times = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--load", required=True, help="the file bench_train_step --dump wrote")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--measure", choices=("train", "forward", "both"), default="both")
+    args = ap.parse_args()
+
+    torch.set_num_threads(args.threads)
+    arrays = read_dump(args.load)
+    x, y = torch.from_numpy(arrays["x"]), torch.from_numpy(arrays["y"])
+    land = torch.from_numpy(arrays["mask"]) > 0.5
+    net = MNN(x.shape[1])
+    net.load(arrays)
+    # Keras' epsilon (1e-7) as model/adam.h; the learning rate does not change the cost.
+    opt = torch.optim.Adam(net.parameters(), lr=1e-4, eps=1e-7)
+    batch = x.shape[0]
+    print(f"backend torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"mkldnn {torch.backends.mkldnn.is_available()}")
+    print(f"batch {batch}")
+
+    first = []
+
+    def train_step():
+        opt.zero_grad(set_to_none=True)
+        loss = bernoulli_gamma_loss(net(x), y, land)
+        loss.backward()
+        opt.step()
+        if not first:
+            first.append(loss.item())
+
+    if args.measure != "forward":
+        s = time_median(args.warmup, args.steps, train_step)
+        print(f"loss0 {first[0]:.7g}\ntrain_step_s {s:.4f}\ntrain_samples_per_s {batch / s:.4f}")
+    if args.measure != "train":
+        with torch.inference_mode():
+            s = time_median(args.warmup, args.steps, lambda: net(x))
+        print(f"forward_s {s:.4f}\nforward_samples_per_s {batch / s:.4f}")
+
+
+if __name__ == "__main__":
+    main()

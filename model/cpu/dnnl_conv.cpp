@@ -1,0 +1,200 @@
+// DnnlBackend's convolutions.
+//
+// Layouts: oneDNN chooses every operand's memory layout (format_tag::any). On AVX2 it picks
+// nChw8c activations and 8i8o-blocked weights, on AVX-512 16c/16i16o, for which its direct JIT
+// kernels run much faster than on plain NCHW/OIHW (bench/README.md has the figures). Tensors stay
+// NCHW and weights OIHW at the Backend interface, so each call reorders its operands into the
+// chosen layouts and its result back, with reorder primitives built once per geometry and the
+// blocked copies in workspaces shared by every layer (ops run one at a time). The reorders are
+// memory-bound passes over data the convolution reads dozens of times, a few percent of its time;
+// weights are reordered on every call because the optimizer updates them in place in OIHW, and
+// at ~1 MB per layer that costs less than tracking when they changed.
+#include <cstdlib>
+#include <cstring>
+
+#include "io/error.h"
+#include "model/cpu/dnnl_backend.h"
+
+namespace ds::model {
+
+using dnnl::algorithm;
+using dnnl::memory;
+using dnnl::prop_kind;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+namespace {
+
+// DS_CONV_PLAIN_LAYOUTS=1 makes the convolutions built from then on run on plain NCHW/OIHW, as
+// this backend did before: kept so the benchmark can show what the blocked layouts gain on a given
+// CPU, and so the tests can check both paths. Read per new geometry, which is rare.
+bool plain_layouts() {
+  const char* v = std::getenv("DS_CONV_PLAIN_LAYOUTS");
+  return v && std::strcmp(v, "1") == 0;
+}
+
+// The layout oneDNN may choose for an operand: any, or plain when asked. `user` is the plain tag.
+memory::desc chosen(const memory::dims& dims, tag user, bool plain) {
+  return memory::desc(dims, dt::f32, plain ? user : tag::any);
+}
+
+// oneDNN takes const-less handles; the primitives only read the inputs we cast here.
+void* mut(const float* p) { return const_cast<float*>(p); }
+
+dnnl::primitive_attr user_scratchpad() {
+  // The scratchpad comes from our shared workspace rather than a per-primitive allocation.
+  dnnl::primitive_attr a;
+  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return a;
+}
+
+}  // namespace
+
+// One operand of one primitive: our plain layout and the one the primitive chose, with the
+// reorders between them (absent when they are the same, e.g. the bias).
+struct DnnlBackend::ConvOperand {
+  memory::desc user, prim;
+  std::unique_ptr<dnnl::reorder> to_prim, to_user;
+  ConvOperand() = default;
+  ConvOperand(const dnnl::engine& e, const memory::desc& u, const memory::desc& p) : user(u), prim(p) {
+    if (u == p) return;
+    to_prim = std::make_unique<dnnl::reorder>(dnnl::reorder::primitive_desc(e, u, e, p));
+    to_user = std::make_unique<dnnl::reorder>(dnnl::reorder::primitive_desc(e, p, e, u));
+  }
+};
+
+struct DnnlBackend::ConvPrims {
+  memory::desc src, wei, dst;  // what oneDNN may choose from (any, or plain: see plain_layouts)
+  memory::desc bias;           // plain (x): every implementation takes it as is
+  memory::dims strides, pad_l, pad_r;
+  dnnl::convolution_forward::primitive_desc fwd_pd;
+  dnnl::convolution_forward fwd;
+  ConvOperand fwd_src, fwd_wei, fwd_dst;
+  // Built the first time they are needed (the network's first convs never need backward-data).
+  std::unique_ptr<dnnl::convolution_backward_data::primitive_desc> bwd_data_pd;
+  std::unique_ptr<dnnl::convolution_backward_data> bwd_data;
+  ConvOperand bd_ddst, bd_wei, bd_dsrc;
+  std::unique_ptr<dnnl::convolution_backward_weights::primitive_desc> bwd_w_pd;
+  std::unique_ptr<dnnl::convolution_backward_weights> bwd_w;
+  ConvOperand bw_src, bw_ddst, bw_dwei;
+};
+
+DnnlBackend::ConvPrims& DnnlBackend::conv_prims(const ConvDesc& d) {
+  ConvKey key{d.in.n, d.in.c, d.in.h, d.in.w, d.out_c, d.kh, d.kw, d.stride,
+              d.pad_top, d.pad_bottom, d.pad_left, d.pad_right};
+  auto it = conv_cache_.find(key);
+  if (it != conv_cache_.end()) return *it->second;
+
+  const Shape o = d.out();
+  auto p = std::make_shared<ConvPrims>();
+  const memory::dims src{d.in.n, d.in.c, d.in.h, d.in.w}, wei{d.out_c, d.in.c, d.kh, d.kw}, dst{o.n, o.c, o.h, o.w};
+  const bool plain = plain_layouts();
+  p->src = chosen(src, tag::nchw, plain);
+  p->wei = chosen(wei, tag::oihw, plain);
+  p->dst = chosen(dst, tag::nchw, plain);
+  p->bias = memory::desc({d.out_c}, dt::f32, tag::x);
+  p->strides = {d.stride, d.stride};
+  // Explicit per-side padding is what lets oneDNN do Keras' asymmetric 'same' directly.
+  p->pad_l = {d.pad_top, d.pad_left};
+  p->pad_r = {d.pad_bottom, d.pad_right};
+  dnnl::convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, p->src, p->wei,
+                                     p->bias, p->dst, p->strides, p->pad_l, p->pad_r);
+  p->fwd_pd = dnnl::convolution_forward::primitive_desc(fd, user_scratchpad(), engine_);
+  p->fwd = dnnl::convolution_forward(p->fwd_pd);
+  p->fwd_src = ConvOperand(engine_, memory::desc(src, dt::f32, tag::nchw), p->fwd_pd.src_desc());
+  p->fwd_wei = ConvOperand(engine_, memory::desc(wei, dt::f32, tag::oihw), p->fwd_pd.weights_desc());
+  p->fwd_dst = ConvOperand(engine_, memory::desc(dst, dt::f32, tag::nchw), p->fwd_pd.dst_desc());
+  auto& ref = *p;
+  conv_cache_.emplace(key, std::move(p));
+  return ref;
+}
+
+dnnl::memory DnnlBackend::conv_in(const ConvOperand& op, const float* user, HostBuffer& ws) {
+  memory u(op.user, engine_, mut(user));
+  if (!op.to_prim) return u;
+  memory m(op.prim, engine_, ws.reserve(op.prim.get_size()));
+  op.to_prim->execute(stream_, u, m);
+  return m;
+}
+
+dnnl::memory DnnlBackend::conv_out(const ConvOperand& op, float* user, HostBuffer& ws) {
+  if (!op.to_prim) return memory(op.user, engine_, user);
+  return memory(op.prim, engine_, ws.reserve(op.prim.get_size()));
+}
+
+void DnnlBackend::conv_out_done(const ConvOperand& op, dnnl::memory m, float* user) {
+  if (!op.to_user) return;
+  memory u(op.user, engine_, user);
+  op.to_user->execute(stream_, m, u);
+}
+
+dnnl::memory DnnlBackend::scratchpad(const memory::desc& md) {
+  return memory(md, engine_, conv_ws_[kScratch].reserve(md.get_size()));
+}
+
+void DnnlBackend::conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
+  ConvPrims& p = conv_prims(d);
+  if (!b) {  // no bias: a zero one (a few floats) rather than a second primitive
+    float* z = static_cast<float*>(conv_ws_[kBias].reserve(size_t(d.out_c) * sizeof(float)));
+    std::memset(z, 0, size_t(d.out_c) * sizeof(float));
+    b = z;
+  }
+  memory src = conv_in(p.fwd_src, x, conv_ws_[kA]), wei = conv_in(p.fwd_wei, w, conv_ws_[kB]);
+  memory dst = conv_out(p.fwd_dst, y, conv_ws_[kC]);
+  p.fwd.execute(stream_, {{DNNL_ARG_SRC, src},
+                          {DNNL_ARG_WEIGHTS, wei},
+                          {DNNL_ARG_BIAS, memory(p.bias, engine_, mut(b))},
+                          {DNNL_ARG_DST, dst},
+                          {DNNL_ARG_SCRATCHPAD, scratchpad(p.fwd_pd.scratchpad_desc())}});
+  conv_out_done(p.fwd_dst, dst, y);
+  stream_.wait();
+}
+
+void DnnlBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) {
+  ConvPrims& p = conv_prims(d);
+  if (!p.bwd_data) {
+    dnnl::convolution_backward_data::desc bd(algorithm::convolution_direct, p.src, p.wei, p.dst, p.strides, p.pad_l,
+                                             p.pad_r);
+    p.bwd_data_pd = std::make_unique<dnnl::convolution_backward_data::primitive_desc>(bd, user_scratchpad(), engine_,
+                                                                                      p.fwd_pd);
+    p.bwd_data = std::make_unique<dnnl::convolution_backward_data>(*p.bwd_data_pd);
+    p.bd_ddst = ConvOperand(engine_, p.fwd_dst.user, p.bwd_data_pd->diff_dst_desc());
+    p.bd_wei = ConvOperand(engine_, p.fwd_wei.user, p.bwd_data_pd->weights_desc());
+    p.bd_dsrc = ConvOperand(engine_, p.fwd_src.user, p.bwd_data_pd->diff_src_desc());
+  }
+  memory ddst = conv_in(p.bd_ddst, dy, conv_ws_[kA]), wei = conv_in(p.bd_wei, w, conv_ws_[kB]);
+  memory dsrc = conv_out(p.bd_dsrc, dx, conv_ws_[kC]);
+  p.bwd_data->execute(stream_, {{DNNL_ARG_DIFF_DST, ddst},
+                                {DNNL_ARG_WEIGHTS, wei},
+                                {DNNL_ARG_DIFF_SRC, dsrc},
+                                {DNNL_ARG_SCRATCHPAD, scratchpad(p.bwd_data_pd->scratchpad_desc())}});
+  conv_out_done(p.bd_dsrc, dsrc, dx);
+  stream_.wait();
+}
+
+void DnnlBackend::conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) {
+  ConvPrims& p = conv_prims(d);
+  if (!p.bwd_w) {
+    dnnl::convolution_backward_weights::desc wd(algorithm::convolution_direct, p.src, p.wei, p.bias, p.dst,
+                                                p.strides, p.pad_l, p.pad_r);
+    p.bwd_w_pd = std::make_unique<dnnl::convolution_backward_weights::primitive_desc>(wd, user_scratchpad(), engine_,
+                                                                                      p.fwd_pd);
+    p.bwd_w = std::make_unique<dnnl::convolution_backward_weights>(*p.bwd_w_pd);
+    p.bw_src = ConvOperand(engine_, p.fwd_src.user, p.bwd_w_pd->src_desc());
+    p.bw_ddst = ConvOperand(engine_, p.fwd_dst.user, p.bwd_w_pd->diff_dst_desc());
+    p.bw_dwei = ConvOperand(engine_, p.fwd_wei.user, p.bwd_w_pd->diff_weights_desc());
+  }
+  // No bias gradient wanted: it goes to a workspace and is dropped.
+  if (!db) db = static_cast<float*>(conv_ws_[kBias].reserve(size_t(d.out_c) * sizeof(float)));
+  memory src = conv_in(p.bw_src, x, conv_ws_[kA]), ddst = conv_in(p.bw_ddst, dy, conv_ws_[kB]);
+  memory dwei = conv_out(p.bw_dwei, dw, conv_ws_[kC]);
+  p.bwd_w->execute(stream_, {{DNNL_ARG_SRC, src},
+                             {DNNL_ARG_DIFF_DST, ddst},
+                             {DNNL_ARG_DIFF_WEIGHTS, dwei},
+                             {DNNL_ARG_DIFF_BIAS, memory(p.bias, engine_, db)},
+                             {DNNL_ARG_SCRATCHPAD, scratchpad(p.bwd_w_pd->scratchpad_desc())}});
+  conv_out_done(p.bw_dwei, dwei, dw);
+  stream_.wait();
+}
+
+}  // namespace ds::model
