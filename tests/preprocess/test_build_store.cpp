@@ -10,6 +10,7 @@
 #include "io/subset.h"
 #include "io/training_store.h"
 #include "preprocess/build_store.h"
+#include "preprocess/units.h"
 #include "support/test_support.h"
 
 using namespace ds;
@@ -21,7 +22,9 @@ namespace {
 struct TinyRun {
   test::TempDir dir;
   Config cfg;
-  TinyRun(bool with_nan = false) {
+  // with_nan: z misses lon index 1 on day 400 (2001-02-04); pr_short: pr lacks its last days;
+  // ta_units: the units the second predictor's file declares.
+  explicit TinyRun(bool with_nan = false, int pr_short = 0, const std::string& ta_units = "K") {
     test::SourceSpec z;
     for (double la = 34; la >= 30; la -= 2) z.lat.push_back(la);
     for (double lo = -110; lo <= -104; lo += 2) z.lon.push_back(lo);
@@ -34,14 +37,14 @@ struct TinyRun {
     test::write_source(dir / "z.nc", z);
     test::SourceSpec ta = z;  // the same numbers as a temperature, so the units check passes
     ta.variable = "ta";
-    ta.units = "K";
+    ta.units = ta_units;
     test::write_source(dir / "ta.nc", ta);
     test::SourceSpec pr;
     pr.variable = "pr";
     pr.units = "kg m-2 s-1";
     for (double la = 33.75; la >= 29.75; la -= 0.5) pr.lat.push_back(la);
     for (double lo = -109.75; lo <= -103.75; lo += 0.5) pr.lon.push_back(lo);
-    pr.ndays = z.ndays;
+    pr.ndays = z.ndays - pr_short;
     pr.value = [](int t, int, int j, int i) { return i < 2 ? double(NAN) : ((t + i + j) % 3) * 2.0 / 86400; };
     test::write_source(dir / "pr.nc", pr);
 
@@ -133,6 +136,138 @@ TEST(BuildStore, MissingPredictorValueNamesVariableAndDateAndLeavesNoStore) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("z@500.nc: variable 'z': missing value on 2001-02-04"), std::string::npos)
         << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(run.dir / "run/store.h5"));
+}
+
+namespace {
+std::vector<float> read_x(const std::string& path, const std::string& split) {
+  StoreReader store(path);
+  const auto& m = store.meta();
+  std::vector<float> x(store.count(split) * m.C() * m.H() * m.W());
+  store.read_x(split, 0, store.count(split), x.data());
+  return x;
+}
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+}  // namespace
+
+// Blocks are an implementation detail: 8-day blocks and one block per year give the same store.
+TEST(BuildStore, BlockSizeDoesNotChangeTheStore) {
+  TinyRun run;
+  run.cfg.preprocess.block_days = 8;
+  build_store(run.cfg, run.dir / "run/fetch", run.dir / "a.h5");
+  run.cfg.preprocess.block_days = 1000;
+  build_store(run.cfg, run.dir / "run/fetch", run.dir / "b.h5");
+  for (const char* split : {"train", "validation", "test"}) EXPECT_EQ(read_x(run.dir / "a.h5", split), read_x(run.dir / "b.h5", split));
+  EXPECT_EQ(StoreReader(run.dir / "a.h5").meta().sd, StoreReader(run.dir / "b.h5").meta().sd);
+}
+
+TEST(BuildStore, PerFieldStandardizationAndRegridMethodsAreRecorded) {
+  TinyRun run;
+  run.cfg.preprocess.standardize = "field";
+  run.cfg.preprocess.regrid = {{"default", "conservative"}, {"ta@500", "nearest"}, {"pr", "bilinear"}};
+  build_store(run.cfg, run.dir / "run/fetch", run.dir / "s.h5");
+  StoreReader store(run.dir / "s.h5");
+  const auto& m = store.meta();
+  EXPECT_EQ(m.standardize, "field");
+  EXPECT_EQ(m.regrid, "z@500:conservative,ta@500:nearest,pr:bilinear");
+  for (int c = 0; c < 2; ++c)
+    for (int k = 1; k < 12; ++k) EXPECT_EQ(m.sd[c * 12 + k], m.sd[c * 12]);  // one sd per channel
+  // Over all boxes and training days, each channel has mean 0 and sample sd 1.
+  const auto x = read_x(run.dir / "s.h5", "train");
+  for (int c = 0; c < 2; ++c) {
+    double sum = 0, sum2 = 0;
+    const size_t n = 366 * 12;
+    for (int t = 0; t < 366; ++t)
+      for (int k = 0; k < 12; ++k) sum += x[(t * 2 + c) * 12 + k];
+    for (int t = 0; t < 366; ++t)
+      for (int k = 0; k < 12; ++k) sum2 += std::pow(x[(t * 2 + c) * 12 + k] - sum / n, 2);
+    EXPECT_NEAR(sum / n, 0.0, 1e-4);
+    EXPECT_NEAR(std::sqrt(sum2 / (n - 1)), 1.0, 1e-4);
+  }
+}
+
+TEST(BuildStore, FillPoliciesFillMissingPredictorValues) {
+  TinyRun run(true);
+  for (const char* policy : {"nearest_time", "climatology"}) {
+    run.cfg.preprocess.fill = policy;
+    const auto s = build_store(run.cfg, run.dir / "run/fetch", run.dir / "f.h5");
+    EXPECT_EQ(s.filled, 6u) << policy;  // lon index 1 on one day, 3 latitudes, both files (ta copies z)
+    const auto x = read_x(run.dir / "f.h5", "validation");
+    for (float v : x) ASSERT_TRUE(std::isfinite(v)) << policy;
+    // 2001-02-04 is validation row 34; box (lat 0, lon 1) of channel z@500.
+    if (std::string(policy) == "climatology") EXPECT_EQ(x[(34 * 2 + 0) * 12 + 1], 0.0f);
+    else EXPECT_NE(x[(34 * 2 + 0) * 12 + 1], 0.0f);
+    std::filesystem::remove(run.dir / "f.h5");
+  }
+}
+
+TEST(BuildStore, DroppedDatesAreCountedByKind) {
+  TinyRun run(false, 5);
+  run.cfg.preprocess.validation_years = {0, -1};  // 2001 in no split
+  const auto s = build_store(run.cfg, run.dir / "run/fetch", run.dir / "d.h5");
+  EXPECT_EQ(s.not_common, 5u);
+  EXPECT_EQ(s.outside_splits, 365u);
+  EXPECT_EQ(s.dropped_dates, 370u);
+  EXPECT_EQ(s.test, 360u);
+  EXPECT_EQ(StoreReader(run.dir / "d.h5").count("validation"), 0u);
+}
+
+TEST(BuildStore, WrongUnitsAreAnErrorAndLeaveNoStore) {
+  TinyRun run(false, 0, "degC");
+  try {
+    build_store(run.cfg, run.dir / "run/fetch", run.dir / "run/store.h5");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "ta@500.nc: variable 'ta': units 'degC' but ta@500 is expected in 'K'")) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(run.dir / "run/store.h5"));
+  // Levels of a variable without built-in units must agree with each other.
+  EXPECT_NO_THROW(check_predictor_units({{"w@500", "w", "Pa s-1", "a.nc"}, {"w@700", "w", "Pa s-1", "b.nc"}}, {}));
+  try {
+    check_predictor_units({{"w@500", "w", "Pa s-1", "a.nc"}, {"w@700", "w", "hPa h-1", "b.nc"}}, {});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "b.nc: units 'hPa h-1' differ from a.nc: 'Pa s-1'")) << e.what();
+  }
+}
+
+TEST(BuildStore, UncoveredGridAndUnknownRegridKeyAreErrors) {
+  TinyRun run;
+  run.cfg.preprocess.predictor_grid = {-108, -102, 30, 34, 2};  // the files end at -104
+  run.cfg.preprocess.predictand_grid = {-107.75, -101.75, 29.75, 33.75, 0.5};
+  try {
+    build_store(run.cfg, run.dir / "run/fetch", run.dir / "run/store.h5");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "z@500.nc: variable 'z': source grid 4 x 3 (lon -110..-104, lat 30..34) does not cover")) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(run.dir / "run/store.h5"));
+  TinyRun run2;
+  run2.cfg.preprocess.regrid = {{"zz@500", "nearest"}};
+  try {
+    build_store(run2.cfg, run2.dir / "run/fetch", run2.dir / "run/store.h5");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_TRUE(has(e.what(), "'preprocess.regrid.zz@500' names no field")) << e.what();
+  }
+}
+
+// A file that breaks fetch's contract (here: latitude descending) is refused by name.
+TEST(BuildStore, NonMonotonicCoordinatesAreAnError) {
+  TinyRun run;
+  test::SourceSpec bad;
+  bad.variable = "z";
+  bad.lat = {34, 32, 30};
+  bad.lon = {-110, -108, -106, -104};
+  bad.ndays = 10;
+  bad.value = [](int, int, int, int) { return 1.0; };
+  test::write_source(run.dir / "run/fetch/z@500.nc", bad);
+  try {
+    build_store(run.cfg, run.dir / "run/fetch", run.dir / "run/store.h5");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "z@500.nc: variable 'z': latitude is not strictly ascending at index 1")) << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(run.dir / "run/store.h5"));
 }

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "io/error.h"
@@ -45,4 +46,33 @@ TEST(Target, UnitsThresholdAndMask) {
   to_mm_per_day(mm, "mm/day", "f");
   EXPECT_FLOAT_EQ(mm[1], 2.0f);
   EXPECT_THROW(to_mm_per_day(mm, "m", "f"), InputError);
+}
+
+// Block-wise statistics equal the whole-record ones, whatever the blocks; NaN are skipped.
+TEST(Standardize, RunningStatsMatchWholeRecordInAnyBlocks) {
+  std::vector<float> f;
+  const size_t fs = 3, nt = 101;
+  for (size_t t = 0; t < nt; ++t)
+    for (size_t k = 0; k < fs; ++k) f.push_back(static_cast<float>(50000 + 100 * std::sin(t * 0.7 + k) + k));
+  const auto whole = fit_standardization(f, fs, std::vector<bool>(nt, true));
+  for (size_t block : {1, 7, 64, 101}) {
+    RunningStats rs(fs);
+    for (size_t a = 0; a < nt; a += block) rs.add(&f[a * fs], std::min(block, nt - a));
+    const auto s = rs.finish(false, "t");
+    for (size_t k = 0; k < fs; ++k) {
+      EXPECT_NEAR(s.mean[k], whole.mean[k], 1e-6 * 50000) << block;  // float32 storage of the mean
+      EXPECT_NEAR(s.sd[k], whole.sd[k], 1e-5 * whole.sd[k]) << block;
+    }
+  }
+  // Per field: one mean and sd over every box and day, here of the values 1..6 (sd sqrt(3.5)).
+  RunningStats pf(2);
+  const std::vector<float> g{1, 2, 3, 4, NAN, 5, 6, NAN};
+  pf.add(g.data(), 4);
+  const auto s = pf.finish(true, "t");
+  EXPECT_FLOAT_EQ(s.mean[0], 3.5f);
+  EXPECT_FLOAT_EQ(s.mean[1], 3.5f);
+  EXPECT_NEAR(s.sd[1], std::sqrt(3.5), 1e-6);
+  RunningStats one(1);
+  one.add(g.data(), 1);
+  EXPECT_THROW(one.finish(false, "z@500.nc"), InputError);
 }
