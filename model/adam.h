@@ -3,26 +3,25 @@
 #pragma once
 #include <vector>
 
-#include "model/net.h"
+#include "model/optimizer.h"
 
 namespace ds::model {
 
-class Adam {
+class Adam : public Optimizer {
  public:
   Adam(std::vector<Param> params, Backend& backend, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-7);
+  std::string name() const override { return "adam"; }
   // One update with learning rate lr from the gradients currently in the params.
-  void step(double lr);
-  int64_t steps() const { return t_; }
+  void step(double lr) override;
+  std::vector<Slot> slots() override { return {{"adam/m", &m_}, {"adam/v", &v_}}; }
   // First and second moments by parameter, same order and names as the params (for checkpoints).
   std::vector<Tensor>& m() { return m_; }
   std::vector<Tensor>& v() { return v_; }
-  void set_steps(int64_t t) { t_ = t; }
 
  private:
   std::vector<Param> params_;
   Backend& be_;
   double b1_, b2_, eps_;
-  int64_t t_ = 0;
   std::vector<Tensor> m_, v_;
 };
 

@@ -1,4 +1,4 @@
-// Backend-independent pieces of backend.h: convolution geometry.
+// Backend-independent pieces of backend.h: convolution and pooling geometry.
 #include "model/backend.h"
 
 #include "io/error.h"
@@ -12,6 +12,13 @@ Shape ConvDesc::out() const {
   if (oh < 1 || ow < 1)
     throw Error("convolution " + std::to_string(kh) + "x" + std::to_string(kw) + " does not fit input " + in.str());
   return Shape{in.n, out_c, oh, ow};
+}
+
+Shape PoolDesc::out() const {
+  if (k < 1 || stride < 1) throw Error("bad pooling window " + std::to_string(k) + " / stride " + std::to_string(stride));
+  if (in.h < k || in.w < k)
+    throw Error("pooling window " + std::to_string(k) + "x" + std::to_string(k) + " does not fit input " + in.str());
+  return Shape{in.n, in.c, (in.h - k) / stride + 1, (in.w - k) / stride + 1};
 }
 
 void same_padding(int k, int& before, int& after) {

@@ -23,6 +23,16 @@ struct ConvDesc {
 // Keras/TensorFlow 'same' padding for stride 1: total k-1, the smaller half at the top/left.
 void same_padding(int k, int& before, int& after);
 
+// 2-D pooling over an NCHW input with a k x k window, 'valid' (Keras' default): windows that
+// would run past the edge are dropped, so out = (in - k) / stride + 1.
+enum class PoolKind { kMax, kAverage };
+struct PoolDesc {
+  Shape in;
+  int k = 2, stride = 2;
+  PoolKind kind = PoolKind::kMax;
+  Shape out() const;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -72,6 +82,47 @@ class Backend {
   // Adam update of n weights: m, v moments; lr_t already bias-corrected.
   virtual void adam_update(int64_t n, float* w, const float* g, float* m, float* v, float lr_t, float b1, float b2,
                            float eps) = 0;
+
+  // --- ops added for DeepESD, batch norm, pooling, dropout, the Gaussian/MSE losses and SGD ---
+  // Dense (fully connected): x (n, in) row-major, w (out, in) as PyTorch/oneDNN, b (out), y (n, out).
+  virtual void dense_forward(int n, int in, int out, const float* x, const float* w, const float* b, float* y) = 0;
+  virtual void dense_backward_data(int n, int in, int out, const float* dy, const float* w, float* dx) = 0;
+  virtual void dense_backward_weights(int n, int in, int out, const float* x, const float* dy, float* dw,
+                                      float* db) = 0;
+  // Pooling; backward reads forward's input x (max pooling recomputes where each maximum was).
+  virtual void pool2d_forward(const PoolDesc& d, const float* x, float* y) = 0;
+  virtual void pool2d_backward(const PoolDesc& d, const float* x, const float* dy, float* dx) = 0;
+  // Batch normalization per channel over (N, H, W), scale gamma and shift beta of size C.
+  // Training: normalizes with the batch's mean and biased variance and writes both out (C each).
+  virtual void batch_norm_forward_training(const Shape& s, const float* x, const float* gamma, const float* beta,
+                                           float eps, float* y, float* mean, float* var) = 0;
+  // Inference: normalizes with the given (running) mean and variance.
+  virtual void batch_norm_forward_inference(const Shape& s, const float* x, const float* gamma, const float* beta,
+                                            const float* mean, const float* var, float eps, float* y) = 0;
+  // Backward of the training forward (mean, var: what it wrote); writes dx, dgamma, dbeta.
+  virtual void batch_norm_backward(const Shape& s, const float* x, const float* dy, const float* gamma,
+                                   const float* mean, const float* var, float eps, float* dx, float* dgamma,
+                                   float* dbeta) = 0;
+  // Inverted dropout: mask[i] = 0 with probability rate, else 1/(1-rate), drawn from a counter-based
+  // generator of (seed, i) (model/counter_rng.h) so CPU and GPU draw the same mask; y = x * mask.
+  virtual void dropout_forward(int64_t n, float rate, uint64_t seed, const float* x, float* y, float* mask) = 0;
+  virtual void multiply(int64_t n, const float* a, const float* b, float* y) = 0;     // y = a * b
+  virtual void axpby(int64_t n, float a, const float* x, float b, float* y) = 0;      // y = a x + b y
+  // DeepESD's dense heads predict only land points. scatter: src (n, k*points) -> dst (n, k, h, w)
+  // with dst[s, c, index[p]] = src[s, c*points + p] and `fill` elsewhere; gather is its adjoint
+  // (the backward). index holds grid offsets as floats (exact below 2^24; grids are far smaller).
+  virtual void scatter_points(int n, int k, int points, const float* index, const Shape& grid, float fill,
+                              const float* src, float* dst) = 0;
+  virtual void gather_points(int n, int k, int points, const float* index, const Shape& grid, const float* dst_grad,
+                             float* src_grad) = 0;
+  // Masked sums of the squared error (out (N,1,H,W)) and the Gaussian NLL (out (N,2,H,W): mean,
+  // log variance); same contract as bernoulli_gamma_sum (see loss.h for the formulas).
+  virtual double mse_sum(const Shape& out_shape, const float* out, const float* y, const float* mask,
+                         float* d_out) = 0;
+  virtual double gaussian_nll_sum(const Shape& out_shape, const float* out, const float* y, const float* mask,
+                                  float* d_out) = 0;
+  // SGD with momentum as Keras: v = momentum v - lr g; w += v.
+  virtual void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr, float momentum) = 0;
 };
 
 // The oneDNN CPU backend; threads <= 0 uses every core.

@@ -1,9 +1,20 @@
+// The masked losses the trainer can use, each averaged over valid (land) points only, with the
+// network's output channels it expects (the model's head is built to match: models.cpp).
+//
 // Bernoulli-Gamma negative log-likelihood (Cannon 2008; Baño-Medina et al. 2020), exactly as the
-// reference Keras implementation computes it, averaged over valid (land) points only:
+// reference Keras implementation computes it; out channels [p, log alpha, log beta]:
 //   L = -mean_{valid} [ (1-r) log(1-p+eps) + r ( log(p+eps) + (a-1) log(y+eps)
 //                       - a log(b+eps) - lgamma(a+eps) - y/(b+eps) ) ],   r = [y > 0]
 // with a = exp(log_alpha), b = exp(log_beta), eps = 1e-6.
+//
+// Gaussian negative log-likelihood (temperature-like targets); out channels [mean, s = log var]:
+//   L = mean_{valid} 0.5 ( log(2 pi) + s + (y - mean)^2 exp(-s) )
+// (the full NLL, constant included, so its values compare with other likelihoods).
+//
+// Mean squared error; out channel [value]:  L = mean_{valid} (value - y)^2   (Keras' 'mse').
 #pragma once
+#include <string>
+
 #include "model/backend.h"
 #include "model/tensor.h"
 
@@ -11,9 +22,21 @@ namespace ds::model {
 
 constexpr float kBernoulliGammaEps = 1e-6f;
 
-// out: (N,3,H,W) network output [p, log_alpha, log_beta]; y: (N,1,H,W) target (>= 0);
-// mask: (1,1,H,W) with 1 on land, 0 elsewhere (shared by every sample).
-// Returns the mean loss. If d_out is non-null, writes dL/d(out) into it (same shape as out).
+enum class LossKind { kBernoulliGamma, kGaussian, kMse };
+
+// "bernoulli_gamma", "gaussian", "mse" (the config's train.loss and ModelSpec::loss); throws
+// UsageError naming `where` for anything else.
+LossKind parse_loss(const std::string& name, const std::string& where = "loss");
+std::string loss_name(LossKind kind);
+int loss_channels(LossKind kind);  // 3, 2, 1
+
+// out: (N,C,H,W) network output with C = loss_channels; y: (N,1,H,W) target; mask: (1,1,H,W)
+// with 1 on land, 0 elsewhere (shared by every sample; targets at masked points are never read,
+// so they may be NaN). Returns the mean loss. If d_out is non-null, writes dL/d(out) into it.
+double masked_loss(Backend& be, LossKind kind, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out);
+
 double bernoulli_gamma_loss(Backend& be, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out);
+double gaussian_nll_loss(Backend& be, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out);
+double mse_loss(Backend& be, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out);
 
 }  // namespace ds::model

@@ -1,14 +1,19 @@
-// The architectures. Both end in the Bernoulli-Gamma head: one 4x4 'valid' conv with 3 output
-// channels (p, log alpha, log beta) and a sigmoid on channel 0.
+// The architectures. demo and mnn end in a convolutional head: one 4x4 'valid' conv with the
+// loss's channels (loss.h; Bernoulli-Gamma: p, log alpha, log beta, with a sigmoid on p).
+// deepesd ends in dense heads over the land points, scattered onto the output grid.
 #include "model/models.h"
 
 #include "io/error.h"
 #include "model/layers/concat.h"
 #include "model/layers/conv2d.h"
+#include "model/layers/dense.h"
+#include "model/layers/flatten.h"
 #include "model/layers/relu.h"
+#include "model/layers/scatter_to_grid.h"
 #include "model/layers/sigmoid_channel.h"
 #include "model/layers/upsample_conv2d.h"
 #include "model/layers/upsample_nearest.h"
+#include "model/loss.h"
 
 namespace ds::model {
 
@@ -41,12 +46,15 @@ int GraphBuilder::conv_relu(const std::string& name, int input, int out_c, int k
 
 namespace {
 
-// p, log(alpha), log(beta): one 'valid' 4x4 conv (three fused 1-channel Keras heads; Glorot's
-// fan_out counts one channel so the init matches the separate heads) and a sigmoid on p.
-// The 'valid' 4x4 trims 3 rows and columns, which is how 4H becomes 4H-3.
-int bernoulli_gamma_head(GraphBuilder& g, int input) {
-  int h = g.add(std::make_unique<Conv2D>("head", g.backend(), g.shape(input).c, 3, 4, 4, Padding::kValid, 1),
+// The loss's channels (p, log(alpha), log(beta) for Bernoulli-Gamma): one 'valid' 4x4 conv
+// (fused 1-channel Keras heads; Glorot's fan_out counts one channel so the init matches the
+// separate heads) and, for Bernoulli-Gamma, a sigmoid on p. The 'valid' 4x4 trims 3 rows and
+// columns, which is how 4H becomes 4H-3.
+int conv_head(GraphBuilder& g, int input, LossKind loss) {
+  int h = g.add(std::make_unique<Conv2D>("head", g.backend(), g.shape(input).c, loss_channels(loss), 4, 4,
+                                         Padding::kValid, 1),
                 {input});
+  if (loss != LossKind::kBernoulliGamma) return h;
   return g.add(std::make_unique<SigmoidChannel>("head_p_sigmoid", 0), {h});
 }
 
@@ -64,7 +72,7 @@ std::vector<Node> build_demo(const ModelSpec& s, Backend& be) {
   x = g.conv_relu("up1_conv1", x, s.filters[1], 3, true);
   x = g.add(std::make_unique<UpsampleNearest>("up2", 2), {x});
   x = g.conv_relu("up2_conv1", x, s.filters[2], 3, true);
-  bernoulli_gamma_head(g, x);
+  conv_head(g, x, parse_loss(s.loss, "model spec"));
   return g.take();
 }
 
@@ -89,7 +97,38 @@ std::vector<Node> build_mnn(const ModelSpec& s, Backend& be) {
   x = g.conv_relu("up1_conv3", x, 100, 5, true);
   x = g.add(std::make_unique<UpsampleConv2D>("up2_conv1", be, 2, 100, 132, 8), {x});
   x = g.add(std::make_unique<ReLU>("up2_conv1_relu"), {x});
-  bernoulli_gamma_head(g, x);
+  conv_head(g, x, parse_loss(s.loss, "model spec"));
+  return g.take();
+}
+
+// DeepESD (Baño-Medina et al. 2022): three 3x3 'same' convs of 50, 25 and 10 filters with ReLU at
+// the predictors' resolution, flatten, and one dense head per output channel (Bernoulli-Gamma:
+// p, log alpha, log beta) with one unit per land point. The heads are fused into one Dense of
+// K*L units (Glorot fan_out L, as separate layers), scattered onto the output grid, then the
+// sigmoid on p. Parameters: convs + K (10 H W L + L): the dense heads dominate.
+std::vector<Node> build_deepesd(const ModelSpec& s, Backend& be) {
+  if (s.out_h < 1 || s.out_w < 1)
+    throw UsageError("model 'deepesd' needs the output grid (out_h, out_w), got " + std::to_string(s.out_h) + " x " +
+                     std::to_string(s.out_w));
+  if (s.land_mask.size() != size_t(s.out_h) * size_t(s.out_w))
+    throw UsageError("model 'deepesd': land mask has " + std::to_string(s.land_mask.size()) + " points, the " +
+                     std::to_string(s.out_h) + " x " + std::to_string(s.out_w) + " output grid needs " +
+                     std::to_string(int64_t(s.out_h) * s.out_w));
+  int64_t land = 0;
+  for (uint8_t m : s.land_mask) land += m != 0;
+  if (land == 0) throw UsageError("model 'deepesd': the land mask has no land point");
+  const LossKind loss = parse_loss(s.loss, "model spec");
+  const int k = loss_channels(loss);
+  GraphBuilder g(be, Shape{1, s.in_channels, s.in_h, s.in_w});
+  int x = g.conv_relu("conv1", 0, 50, 3, true);
+  x = g.conv_relu("conv2", x, 25, 3, true);
+  x = g.conv_relu("conv3", x, 10, 3, true);
+  x = g.add(std::make_unique<Flatten>("flatten"), {x});
+  x = g.add(std::make_unique<Dense>("heads", be, g.shape(x).c, int(k * land), int(land)), {x});
+  // Ocean points are filled with 0: a valid value for every head (p = sigmoid(0) = 0.5, log
+  // alpha = log beta = 0), never read by the masked losses, NaN-masked by predict.
+  x = g.add(std::make_unique<ScatterToGrid>("to_grid", be, k, s.out_h, s.out_w, s.land_mask, 0.0f), {x});
+  if (loss == LossKind::kBernoulliGamma) g.add(std::make_unique<SigmoidChannel>("head_p_sigmoid", 0), {x});
   return g.take();
 }
 
@@ -101,7 +140,8 @@ std::vector<Node> build_model(const ModelSpec& spec, Backend& be) {
                      std::to_string(spec.in_h) + ", " + std::to_string(spec.in_w) + ") must be positive");
   if (spec.name == "demo") return build_demo(spec, be);
   if (spec.name == "mnn") return build_mnn(spec, be);
-  throw UsageError("unknown model '" + spec.name + "' (expected demo or mnn)");
+  if (spec.name == "deepesd") return build_deepesd(spec, be);
+  throw UsageError("unknown model '" + spec.name + "' (expected demo, mnn or deepesd)");
 }
 
 }  // namespace ds::model

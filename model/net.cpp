@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "io/error.h"
+#include "model/loss.h"
 #include "model/models.h"
 
 namespace ds::model {
@@ -111,6 +112,19 @@ std::vector<Param> Net::params() {
   return all;
 }
 
+std::vector<Param> Net::buffers() {
+  std::vector<Param> all;
+  for (Node& n : impl_->nodes)
+    if (n.layer)
+      for (Param& p : n.layer->buffers()) all.push_back(p);
+  return all;
+}
+
+void Net::set_mode(const ForwardMode& mode) {
+  for (Node& n : impl_->nodes)
+    if (n.layer) n.layer->set_mode(mode);
+}
+
 Shape Net::output_shape(int n) const { return impl_->batch_shape(impl_->nodes.size() - 1, n); }
 
 int64_t Net::parameter_count() const {
@@ -141,8 +155,14 @@ std::string Net::summary() const {
     os << line;
   }
   os << "Total params: " << parameter_count() << "\n";
-  os << "Output channels: 0 = p (rain probability), 1 = log(alpha), 2 = log(beta); "
-        "'head/W' rows are in that order.\n";
+  const LossKind loss = parse_loss(m.spec.loss, "model spec");
+  if (loss == LossKind::kBernoulliGamma)
+    os << "Output channels (Bernoulli-Gamma): 0 = p (rain probability), 1 = log(alpha), 2 = log(beta); "
+          "head weights are in that order.\n";
+  else if (loss == LossKind::kGaussian)
+    os << "Output channels (Gaussian): 0 = mean, 1 = log(variance); head weights are in that order.\n";
+  else
+    os << "Output channel (MSE): 0 = the predicted value.\n";
   return os.str();
 }
 

@@ -13,11 +13,23 @@ namespace ds::model {
 
 // What is needed to rebuild a network: stored in checkpoints as JSON so `predict` needs no config.
 struct ModelSpec {
-  std::string name = "demo";     // demo | mnn
+  std::string name = "demo";     // demo | mnn | deepesd
   int in_channels = 0, in_h = 0, in_w = 0;
   std::vector<int> filters;      // demo only: conv widths (see models.cpp)
+  std::string loss = "bernoulli_gamma";  // the head matches it: bernoulli_gamma | gaussian | mse (loss.h)
+  // deepesd only: the predictand grid and its land mask (h*w, row-major, 1 = land), because its
+  // dense heads have one output per land point. Stored as run lengths in the JSON.
+  int out_h = 0, out_w = 0;
+  std::vector<uint8_t> land_mask;
   std::string to_json() const;
   static ModelSpec from_json(const std::string& json);  // throws ds::InputError on bad JSON
+};
+
+// How layers that behave differently in training run (batch norm, dropout). Training is the
+// default, as in PyTorch; evaluation and prediction switch to inference.
+struct ForwardMode {
+  bool training = true;
+  uint64_t seed = 0;  // dropout masks are a function of (seed, layer, element): set it per step
 };
 
 // A trainable parameter: its value and gradient live on the backend.
@@ -33,13 +45,17 @@ class Net {
   ~Net();
   // Keras defaults: Glorot-uniform kernels, zero biases, from a seeded generator.
   void init(uint64_t seed);
-  // x: (N, C, H, W) on the backend. Returns (N, 3, 4H-3, 4W-3): channel 0 is p (after the
-  // sigmoid), channel 1 log(alpha), channel 2 log(beta). The returned tensor is owned by the net.
+  // x: (N, C, H, W) on the backend. Returns the loss's channels (loss.h) on the output grid:
+  // (N, 3, 4H-3, 4W-3) for demo/mnn with Bernoulli-Gamma (channel 0 p after the sigmoid, 1
+  // log(alpha), 2 log(beta)); (N, K, out_h, out_w) for deepesd. Owned by the net.
   const Tensor& forward(const Tensor& x);
   // d_out: gradient of the loss with respect to forward's output. Overwrites every param grad.
   // Reads the activations of the last forward, and its input x: keep x alive and unchanged.
   void backward(const Tensor& d_out);
   std::vector<Param> params();
+  // Non-trainable learned state (batch norm running statistics), grad null; saved in checkpoints.
+  std::vector<Param> buffers();
+  void set_mode(const ForwardMode& mode);
   Shape output_shape(int n) const;
   int64_t parameter_count() const;
   std::string summary() const;  // layers, output shapes and parameter counts, Keras-style

@@ -52,6 +52,31 @@ class DnnlBackend : public Backend {
   void adam_update(int64_t n, float* w, const float* g, float* m, float* v, float lr_t, float b1, float b2,
                    float eps) override;
 
+  // dnnl_dense.cpp (inner product), dnnl_pooling.cpp, dnnl_batch_norm.cpp; the rest in cpu_ops.cpp.
+  void dense_forward(int n, int in, int out, const float* x, const float* w, const float* b, float* y) override;
+  void dense_backward_data(int n, int in, int out, const float* dy, const float* w, float* dx) override;
+  void dense_backward_weights(int n, int in, int out, const float* x, const float* dy, float* dw,
+                              float* db) override;
+  void pool2d_forward(const PoolDesc& d, const float* x, float* y) override;
+  void pool2d_backward(const PoolDesc& d, const float* x, const float* dy, float* dx) override;
+  void batch_norm_forward_training(const Shape& s, const float* x, const float* gamma, const float* beta, float eps,
+                                   float* y, float* mean, float* var) override;
+  void batch_norm_forward_inference(const Shape& s, const float* x, const float* gamma, const float* beta,
+                                    const float* mean, const float* var, float eps, float* y) override;
+  void batch_norm_backward(const Shape& s, const float* x, const float* dy, const float* gamma, const float* mean,
+                           const float* var, float eps, float* dx, float* dgamma, float* dbeta) override;
+  void dropout_forward(int64_t n, float rate, uint64_t seed, const float* x, float* y, float* mask) override;
+  void multiply(int64_t n, const float* a, const float* b, float* y) override;
+  void axpby(int64_t n, float a, const float* x, float b, float* y) override;
+  void scatter_points(int n, int k, int points, const float* index, const Shape& grid, float fill, const float* src,
+                      float* dst) override;
+  void gather_points(int n, int k, int points, const float* index, const Shape& grid, const float* dst_grad,
+                     float* src_grad) override;
+  double mse_sum(const Shape& out_shape, const float* out, const float* y, const float* mask, float* d_out) override;
+  double gaussian_nll_sum(const Shape& out_shape, const float* out, const float* y, const float* mask,
+                          float* d_out) override;
+  void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr, float momentum) override;
+
  private:
   // Primitives are built once per geometry and reused: building one costs far more than running
   // it on a small batch. The key includes the batch size because the last batch of an epoch is
@@ -83,6 +108,18 @@ class DnnlBackend : public Backend {
   float* workspace(int slot, int64_t floats);
   std::map<int64_t, std::unique_ptr<ReluPrims>> relu_cache_;
   std::map<std::tuple<int, int, int, int, int>, std::unique_ptr<ResamplePrims>> resample_cache_;
+  // Same once-per-geometry caching for the ops of dnnl_dense/pooling/batch_norm.cpp. shared_ptr,
+  // not unique_ptr: its deleter is bound where the struct is complete (those files), so the
+  // destructor in dnnl_backend.cpp needs no definition of these structs.
+  struct DensePrims;
+  DensePrims& dense_prims(int n, int in, int out);
+  struct PoolPrims;
+  PoolPrims& pool_prims(const PoolDesc& d);
+  struct BatchNormPrims;
+  BatchNormPrims& batch_norm_prims(const Shape& s, float eps);
+  std::map<std::tuple<int, int, int>, std::shared_ptr<DensePrims>> dense_cache_;
+  std::map<std::tuple<int, int, int, int, int, int, int>, std::shared_ptr<PoolPrims>> pool_cache_;
+  std::map<std::tuple<int, int, int, int, float>, std::shared_ptr<BatchNormPrims>> batch_norm_cache_;
 };
 
 }  // namespace ds::model

@@ -32,6 +32,11 @@ class Layer {
   virtual std::vector<Param> params() { return {}; }
   virtual int64_t parameter_count() const { return 0; }
   virtual void init(std::mt19937_64& /*rng*/) {}
+  // State that is learned but not by gradients (batch norm's running statistics): saved in
+  // checkpoints beside the params; grad is null.
+  virtual std::vector<Param> buffers() { return {}; }
+  // Training or inference (batch norm's statistics, dropout) and the seed of this step's dropout.
+  virtual void set_mode(const ForwardMode& /*mode*/) {}
 
  private:
   std::string name_;

@@ -1,5 +1,5 @@
-// Bernoulli-Gamma loss: closed form for hand-picked points, masking (including NaN targets), and
-// the gradient against finite differences.
+// The masked losses: Bernoulli-Gamma, Gaussian NLL and MSE against their closed forms for
+// hand-picked points, masking (including NaN targets), and gradients against finite differences.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -119,6 +119,91 @@ TEST(ModelLoss, GradientMatchesFiniteDifferences) {
     const double numeric = (lp - lm) / (double(hi) - double(lo));
     EXPECT_NEAR(g[i], numeric, std::max(1e-4, 1e-3 * std::abs(numeric))) << "element " << i;
   }
+}
+
+// Gaussian NLL and MSE on (N=2, C, 1, 3) with mask [1, 0, 1]; masked targets are NaN and
+// garbage, so a masked point that leaked into the sum would make it NaN or huge.
+struct SimpleCase {
+  std::vector<float> y{0.5f, std::numeric_limits<float>::quiet_NaN(), -2.0f,  //
+                       3.0f, 1e30f, 0.0f};
+  std::vector<float> mask{1, 0, 1};
+};
+
+double gaussian_nll(double mean, double log_var, double y) {
+  return 0.5 * (std::log(2.0 * M_PI) + log_var + (y - mean) * (y - mean) / std::exp(log_var));
+}
+
+// Closed forms in double from the same float inputs: 1e-12 relative (only summation order differs).
+TEST(ModelLoss, GaussianMatchesClosedFormAndItsGradient) {
+  auto be = make_cpu_backend(2);
+  const SimpleCase c;
+  // Per sample: means of the 3 points, then log variances.
+  const std::vector<float> out = {0.0f, 5.0f, -1.0f, 0.2f, 9.0f, -3.0f,  //
+                                  2.0f, 0.0f, 0.5f, -0.7f, 0.0f, 1.5f};
+  Tensor o = make_tensor(*be, Shape{2, 2, 1, 3}, out), y = make_tensor(*be, Shape{2, 1, 1, 3}, c.y),
+         m = make_tensor(*be, Shape{1, 1, 1, 3}, c.mask), d(*be, Shape{2, 2, 1, 3});
+  const double want = (gaussian_nll(out[0], out[3], c.y[0]) + gaussian_nll(out[2], out[5], c.y[2]) +
+                       gaussian_nll(out[6], out[9], c.y[3]) + gaussian_nll(out[8], out[11], c.y[5])) /
+                      4.0;
+  const double got = gaussian_nll_loss(*be, o, y, m, &d);
+  EXPECT_NEAR(got, want, 1e-12 * std::abs(want));
+  const auto g = d.to_host();
+  // dL/dmean = -(y - mean) / var / count; dL/dlogvar = 0.5 (1 - (y - mean)^2 / var) / count.
+  EXPECT_NEAR(g[0], -(0.5 - 0.0) / std::exp(0.2) / 4.0, 1e-7);
+  EXPECT_NEAR(g[3], 0.5 * (1.0 - 0.25 / std::exp(0.2)) / 4.0, 1e-7);
+  EXPECT_EQ(g[1], 0.0f);  // masked point, both channels
+  EXPECT_EQ(g[4], 0.0f);
+  EXPECT_EQ(g[7], 0.0f);
+  EXPECT_EQ(g[10], 0.0f);
+  EXPECT_THROW(gaussian_nll_loss(*be, Tensor(*be, Shape{2, 3, 1, 3}), y, m, nullptr), Error);  // wrong channels
+}
+
+TEST(ModelLoss, MseMatchesClosedFormAndItsGradient) {
+  auto be = make_cpu_backend(2);
+  const SimpleCase c;
+  const std::vector<float> out = {1.0f, 4.0f, -2.5f, 2.0f, 0.0f, 0.25f};
+  Tensor o = make_tensor(*be, Shape{2, 1, 1, 3}, out), y = make_tensor(*be, Shape{2, 1, 1, 3}, c.y),
+         m = make_tensor(*be, Shape{1, 1, 1, 3}, c.mask), d(*be, Shape{2, 1, 1, 3});
+  // (1 - 0.5)^2 + (-2.5 + 2)^2 + (2 - 3)^2 + (0.25 - 0)^2 = 0.25 + 0.25 + 1 + 0.0625, over 4.
+  EXPECT_DOUBLE_EQ(mse_loss(*be, o, y, m, &d), 1.5625 / 4.0);
+  EXPECT_EQ(d.to_host(), (std::vector<float>{2 * 0.5f / 4, 0.0f, 2 * -0.5f / 4, 2 * -1.0f / 4, 0.0f, 2 * 0.25f / 4}));
+}
+
+// Both new losses' gradients against central differences (as the Bernoulli-Gamma test above:
+// step 1e-3, the actual float step as divisor; the losses are smooth quadratics/exponentials
+// of O(1) inputs, truncation < 1e-6). Relative 1e-3 with a floor of 1e-5.
+TEST(ModelLoss, GaussianAndMseGradientsMatchFiniteDifferences) {
+  auto be = make_cpu_backend(2);
+  for (LossKind kind : {LossKind::kGaussian, LossKind::kMse}) {
+    const Shape s{2, loss_channels(kind), 2, 3};
+    std::vector<float> out = test::random_values(size_t(s.size()), 31, -1.0f, 1.0f);
+    Tensor o = make_tensor(*be, s, out);
+    Tensor y = make_tensor(*be, Shape{2, 1, 2, 3}, test::random_values(12, 32, -2.0f, 2.0f));
+    Tensor mask = make_tensor(*be, Shape{1, 1, 2, 3}, {1, 0, 1, 1, 1, 0});
+    Tensor d(*be, s);
+    masked_loss(*be, kind, o, y, mask, &d);
+    const auto g = d.to_host();
+    for (size_t i = 0; i < out.size(); ++i) {
+      std::vector<float> v = out;
+      v[i] = out[i] + 1e-3f;
+      const float hi = v[i];
+      o.upload(v.data());
+      const double lp = masked_loss(*be, kind, o, y, mask, nullptr);
+      v[i] = out[i] - 1e-3f;
+      const float lo = v[i];
+      o.upload(v.data());
+      const double lm = masked_loss(*be, kind, o, y, mask, nullptr);
+      const double numeric = (lp - lm) / (double(hi) - double(lo));
+      EXPECT_NEAR(g[i], numeric, std::max(1e-5, 1e-3 * std::abs(numeric))) << loss_name(kind) << " element " << i;
+    }
+  }
+}
+
+TEST(ModelLoss, NamesParseAndUnknownIsAUsageError) {
+  EXPECT_EQ(parse_loss("gaussian"), LossKind::kGaussian);
+  EXPECT_EQ(loss_channels(parse_loss("bernoulli_gamma")), 3);
+  EXPECT_EQ(loss_channels(parse_loss("mse")), 1);
+  EXPECT_THROW(parse_loss("huber"), UsageError);
 }
 
 }  // namespace

@@ -265,5 +265,171 @@ TEST(ModelNet, SpecJsonRoundTrip) {
   EXPECT_THROW(ModelSpec::from_json("[1, 2]"), InputError);
 }
 
+// --- DeepESD ---
+
+// A coastline: land on the right part of each row, more of it further down.
+std::vector<uint8_t> coast_mask(int h, int w) {
+  std::vector<uint8_t> m(size_t(h) * w, 0);
+  for (int r = 0; r < h; ++r)
+    for (int c = w / 3 - r / 2; c < w; ++c)
+      if (c >= 0) m[size_t(r * w + c)] = 1;
+  return m;
+}
+
+ModelSpec deepesd_spec(int c, int h, int w, int oh, int ow, std::string loss = "bernoulli_gamma") {
+  ModelSpec s = mnn_spec(c, h, w);
+  s.name = "deepesd";
+  s.out_h = oh;
+  s.out_w = ow;
+  s.land_mask = coast_mask(oh, ow);
+  s.loss = std::move(loss);
+  return s;
+}
+
+// Parameters by hand: convs 3x3 (C->50, 50->25, 25->10) with biases, then K dense heads of L
+// units over the 10*H*W flattened features, with biases.
+TEST(ModelNet, DeepEsdShapesAndParameterCount) {
+  auto be = make_cpu_backend(1);
+  const ModelSpec s = deepesd_spec(20, 6, 8, 9, 11);
+  int64_t land = 0;
+  for (uint8_t m : s.land_mask) land += m;
+  ASSERT_GT(land, 20);
+  ASSERT_LT(land, 99);
+  Net net(s, *be);
+  const int64_t convs = (20 * 9 * 50 + 50) + (50 * 9 * 25 + 25) + (25 * 9 * 10 + 10);
+  const int64_t heads = 3 * (10 * 6 * 8 * land + land);
+  EXPECT_EQ(net.parameter_count(), convs + heads);
+  EXPECT_EQ(net.output_shape(5), (Shape{5, 3, 9, 11}));
+  EXPECT_EQ(find_param(net, "heads/W").value->shape(), (Shape{int(3 * land), 480, 1, 1}));
+  EXPECT_EQ(find_param(net, "conv3/W").value->shape(), (Shape{10, 25, 3, 3}));
+  EXPECT_NE(net.summary().find("ScatterToGrid"), std::string::npos);
+  // Gaussian and MSE heads: 2 and 1 channels, no sigmoid.
+  EXPECT_EQ(Net(deepesd_spec(20, 6, 8, 9, 11, "gaussian"), *be).output_shape(1), (Shape{1, 2, 9, 11}));
+  EXPECT_EQ(Net(deepesd_spec(20, 6, 8, 9, 11, "mse"), *be).parameter_count(), convs + (480 * land + land));
+  // Without the grid or with a mask of the wrong size: usage errors naming the model.
+  ModelSpec bad = s;
+  bad.land_mask.pop_back();
+  EXPECT_THROW(Net(bad, *be), UsageError);
+  bad.out_h = 0;
+  EXPECT_THROW(Net(bad, *be), UsageError);
+}
+
+TEST(ModelNet, DeepEsdOceanIsFilledAndBackwardMatchesFiniteDifferences) {
+  auto be = make_cpu_backend(2);
+  const ModelSpec s = deepesd_spec(2, 3, 4, 5, 6);
+  Net net(s, *be);
+  net.init(8);
+  Tensor x = random_tensor(*be, Shape{2, 2, 3, 4}, 3);
+  const auto out = net.forward(x).to_host();
+  const size_t hw = 30;
+  for (size_t n = 0; n < 2; ++n)
+    for (size_t i = 0; i < hw; ++i)
+      if (!s.land_mask[i]) {
+        EXPECT_EQ(out[(n * 3 + 0) * hw + i], 0.5f) << "ocean p = sigmoid(0)";
+        EXPECT_EQ(out[(n * 3 + 1) * hw + i], 0.0f);
+      }
+  check_net_gradients(*be, net, 2, 3);
+}
+
+// The overfit of DemoOverfitsTinyBatch with DeepESD: it must memorise the rain pattern of two
+// samples at the land points (the dense heads see every input pixel, so this is easy for it).
+TEST(ModelNet, DeepEsdOverfitsTinyBatch) {
+  auto be = make_cpu_backend(2);
+  const ModelSpec s = deepesd_spec(3, 4, 4, 8, 9);
+  Net net(s, *be);
+  net.init(7);
+  const Shape os = net.output_shape(2);
+  const size_t hw = size_t(os.h) * os.w;
+  std::vector<float> y(2 * hw), mask(hw);
+  for (size_t i = 0; i < hw; ++i) mask[i] = s.land_mask[i];
+  for (size_t n = 0; n < 2; ++n)
+    for (int r = 0; r < os.h; ++r)
+      for (int c = 0; c < os.w; ++c) {
+        const size_t i = size_t(r * os.w + c);
+        y[n * hw + i] = !s.land_mask[i] ? std::nanf("")
+                        : std::sin(0.5 * r + 0.3 * c + 2.0 * n) > 0 ? 1.0f + 0.5f * n : 0.0f;
+      }
+  Tensor x = random_tensor(*be, Shape{2, 3, 4, 4}, 11);
+  Tensor yt = make_tensor(*be, Shape{2, 1, os.h, os.w}, y), mt = make_tensor(*be, Shape{1, 1, os.h, os.w}, mask);
+  Adam adam(net.params(), *be);
+  Tensor d(*be, os);
+  const int steps = 150;
+  double first = 0, last = 0;
+  for (int step = 0; step < steps; ++step) {
+    const double l = bernoulli_gamma_loss(*be, net.forward(x), yt, mt, &d);
+    if (step == 0) first = l;
+    last = l;
+    net.backward(d);
+    adam.step(3e-3 * (1.0 - double(step) / steps));  // linear decay: see DemoOverfitsTinyBatch
+  }
+  EXPECT_LT(last, first - 1.5) << "first " << first << " last " << last;
+  const auto out = net.forward(x).to_host();
+  int wrong = 0, valid = 0;
+  for (size_t n = 0; n < 2; ++n)
+    for (size_t i = 0; i < hw; ++i)
+      if (s.land_mask[i]) {
+        ++valid;
+        wrong += (out[n * 3 * hw + i] > 0.5f) != (y[n * hw + i] > 0.0f);
+      }
+  EXPECT_LE(wrong, valid / 20) << "rain probability on the wrong side of 0.5 at " << wrong << " of " << valid;
+}
+
+// The demo net with the Gaussian and MSE heads: channels follow the loss, and the whole
+// backward through the new losses matches finite differences.
+TEST(ModelNet, DemoWithGaussianAndMseHeads) {
+  auto be = make_cpu_backend(2);
+  for (const char* loss : {"gaussian", "mse"}) {
+    ModelSpec s = demo_spec(2, 3, 4, {3, 4, 3});
+    s.loss = loss;
+    Net net(s, *be);
+    net.init(3);
+    const LossKind kind = parse_loss(loss);
+    EXPECT_EQ(net.output_shape(2).c, loss_channels(kind));
+    uint64_t seed = 100;
+    for (const Param& p : net.params())
+      if (p.name.substr(p.name.size() - 2) == "/b")
+        p.value->upload(test::random_values(size_t(p.value->size()), seed++, 0.05f, 0.2f, true).data());
+    Batch b = make_batch(*be, net, 2, 5);
+    Tensor d(*be, net.output_shape(2));
+    masked_loss(*be, kind, net.forward(b.x), b.y, b.mask, &d);
+    net.backward(d);
+    for (const Param& p : net.params()) {
+      const auto g = p.grad->to_host();
+      auto v = p.value->to_host();
+      const size_t i = v.size() / 2;
+      const float x0 = v[i];
+      v[i] = x0 + kStep;
+      const float hi = v[i];
+      p.value->upload(v.data());
+      const double lp = masked_loss(*be, kind, net.forward(b.x), b.y, b.mask, nullptr);
+      v[i] = x0 - kStep;
+      const float lo = v[i];
+      p.value->upload(v.data());
+      const double lm = masked_loss(*be, kind, net.forward(b.x), b.y, b.mask, nullptr);
+      v[i] = x0;
+      p.value->upload(v.data());
+      const double numeric = (lp - lm) / (double(hi) - double(lo));
+      EXPECT_NEAR(g[i], numeric, std::max(1e-3, 2e-2 * std::abs(numeric))) << loss << " " << p.name;
+    }
+  }
+}
+
+TEST(ModelNet, DeepEsdSpecJsonKeepsGridAndMask) {
+  const ModelSpec s = deepesd_spec(7, 30, 53, 117, 209, "gaussian");
+  const ModelSpec t = ModelSpec::from_json(s.to_json());
+  EXPECT_EQ(t.name, "deepesd");
+  EXPECT_EQ(t.loss, "gaussian");
+  EXPECT_EQ(t.out_h, 117);
+  EXPECT_EQ(t.out_w, 209);
+  EXPECT_EQ(t.land_mask, s.land_mask);
+  EXPECT_LT(s.to_json().size(), 2000u) << "run lengths keep the mask small";
+  // A mask whose runs do not cover the grid is bad input, not a crash.
+  EXPECT_THROW(ModelSpec::from_json(R"({"name":"deepesd","in_channels":1,"in_h":1,"in_w":1,"out_h":2,"out_w":2,)"
+                                    R"("land_mask_runs":[1,1]})"),
+               InputError);
+  // Checkpoints written before these fields existed read as Bernoulli-Gamma.
+  EXPECT_EQ(ModelSpec::from_json(R"({"name":"mnn","in_channels":1,"in_h":1,"in_w":1})").loss, "bernoulli_gamma");
+}
+
 }  // namespace
 }  // namespace ds::model

@@ -1,0 +1,38 @@
+#include "model/layers/pool2d.h"
+
+#include "io/error.h"
+
+namespace ds::model {
+
+Pool2D::Pool2D(std::string name, PoolKind kind, int k, int stride)
+    : Layer(std::move(name)), kind_(kind), k_(k), stride_(stride) {
+  if (k < 1 || stride < 1) throw Error("layer " + this->name() + ": pool size and stride must be >= 1");
+}
+
+PoolDesc Pool2D::desc(const Shape& in) const {
+  PoolDesc d;
+  d.in = in;
+  d.k = k_;
+  d.stride = stride_;
+  d.kind = kind_;
+  return d;
+}
+
+Shape Pool2D::output_shape(const std::vector<Shape>& in) const {
+  expect_inputs(*this, in.size(), 1);
+  if (in[0].h < k_ || in[0].w < k_)
+    throw Error("layer " + name() + ": pool window " + std::to_string(k_) + " is larger than its input " +
+                in[0].str());
+  return desc(in[0]).out();
+}
+
+void Pool2D::forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) {
+  be.pool2d_forward(desc(in[0]->shape()), in[0]->data(), out.data());
+}
+
+void Pool2D::backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& /*out*/, const Tensor& dout,
+                      const std::vector<Tensor*>& din) {
+  if (din[0]) be.pool2d_backward(desc(in[0]->shape()), in[0]->data(), dout.data(), din[0]->data());
+}
+
+}  // namespace ds::model

@@ -1,0 +1,24 @@
+// Keras MaxPooling2D / AveragePooling2D with padding 'valid': a k x k window every `stride`
+// pixels. Backward routes each output's gradient to its window's maximum (max) or spreads it
+// evenly over the window (average).
+#pragma once
+#include "model/layers/layer.h"
+
+namespace ds::model {
+
+class Pool2D : public Layer {
+ public:
+  Pool2D(std::string name, PoolKind kind, int k, int stride);
+  std::string type() const override { return kind_ == PoolKind::kMax ? "MaxPooling2D" : "AveragePooling2D"; }
+  Shape output_shape(const std::vector<Shape>& in) const override;
+  void forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) override;
+  void backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
+                const std::vector<Tensor*>& din) override;
+
+ private:
+  PoolDesc desc(const Shape& in) const;
+  PoolKind kind_;
+  int k_, stride_;
+};
+
+}  // namespace ds::model
