@@ -1,5 +1,7 @@
 #include "io/fetch_chunk.h"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -85,6 +87,50 @@ bool is_missing(float raw, const FieldPlan& f) {
   return false;
 }
 
+// netCDF-C's DAP client reports some damaged responses only as a line on stderr: a body cut
+// short by a dropped connection gives "Error:DAP DATADDS packet is apparently too short" and
+// nc_get_vara returns NC_NOERR with garbage in the buffer (netCDF-C 4.9.0, seen against
+// tests/dap_server's drop fault). While reading, stderr goes to a pipe that is checked after
+// every call; a reported error makes the read fail (and be retried) instead of being written.
+class StderrWatch {
+ public:
+  StderrWatch() {
+    if (pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0) return;  // unwatched rather than failing
+    saved_ = dup(STDERR_FILENO);
+    dup2(fds_[1], STDERR_FILENO);
+  }
+  ~StderrWatch() {
+    if (saved_ < 0) return;
+    dup2(saved_, STDERR_FILENO);
+    ::close(saved_);
+    ::close(fds_[0]);
+    ::close(fds_[1]);
+  }
+  StderrWatch(const StderrWatch&) = delete;
+  StderrWatch& operator=(const StderrWatch&) = delete;
+  // What the library wrote since the last call (the pipe is non-blocking on both ends: a flood
+  // is dropped, never a deadlock).
+  std::string take() {
+    std::string out;
+    if (saved_ < 0) return out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fds_[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+    return out;
+  }
+  // Throws TransientError if the library reported an error since the last check.
+  void check(const std::string& where) {
+    const std::string text = take();
+    const auto at = text.find("Error");
+    if (at == std::string::npos) return;
+    throw TransientError(where + ": the DAP client reported: " + text.substr(at, text.find('\n', at) - at));
+  }
+
+ private:
+  int fds_[2] = {-1, -1};
+  int saved_ = -1;
+};
+
 }  // namespace
 
 void source_check(int status, const std::string& where) {
@@ -96,7 +142,13 @@ void source_check(int status, const std::string& where) {
 
 NcFile open_source(const std::string& url) {
   int id = -1;
-  const int st = nc_open(url.c_str(), NC_NOWRITE, &id);
+  int st;
+  {
+    // The DAP client's notes and parser complaints (a 401 page is parsed as a DDS) are noise
+    // next to our one-line error, and could echo a URL: keep them off the terminal.
+    StderrWatch quiet;
+    st = nc_open(url.c_str(), NC_NOWRITE, &id);
+  }
   if (st == ENOENT) throw InputError(redact_credentials(url) + ": no such file");
   if (st == NC_ENOTFOUND && url.find("://") == std::string::npos) throw InputError(url + ": no such file");
   source_check(st, redact_credentials(url));
@@ -106,7 +158,9 @@ NcFile open_source(const std::string& url) {
 ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const std::string& out_path, size_t piece_bytes,
                         const std::function<void(uint64_t)>& on_bytes) {
   const std::string where = f.redacted() + ": variable '" + f.native + "', chunk " + c.label(f);
+  StderrWatch watch;
   NcFile src = open_source(f.url);
+  watch.take();  // notes from opening (cache settings) are not errors
   int v = -1;
   source_check(nc_inq_varid(src.id(), f.native.c_str(), &v), where);
 
@@ -134,6 +188,7 @@ ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const std::strin
         raw.resize(nt * ny * xr.count);
         // Only this hyperslab crosses the network: netCDF-C sends it as a DAP constraint.
         source_check(nc_get_vara_float(src.id(), v, start.data(), count.data(), raw.data()), where);
+        watch.check(where);
         for (size_t k = 0; k < nt; ++k)
           for (size_t j = 0; j < ny; ++j) {
             const size_t jj = f.lat_descending ? ny - 1 - j : j;

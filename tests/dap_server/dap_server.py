@@ -3,7 +3,7 @@
 on 127.0.0.1, so that netCDF-C's DAP client (the one `downscale fetch` uses) talks to a real
 server, and can inject the failures a THREDDS server shows in practice.
 
-    /usr/bin/python3 dap_server.py --root DIR [--port 0] [--log FILE]
+    /usr/bin/python3 dap_server.py --root DIR [--port 0] [--log FILE] [--auth USER:PASSWORD]
 
 prints "PORT <n>" on stdout once it listens. Requests:
 
@@ -18,7 +18,8 @@ variable of 3 or more dimensions (the hyperslab reads, not the coordinate prefet
     e500open=N   the first N .dds requests answer 500 (a failure while opening)
     slow=S       every data request waits S seconds first
     gone=VAR     data requests for VAR answer 404 (a variable the server lists but cannot serve)
-    auth=U:P     every request needs HTTP Basic credentials U:P, else 401
+    auth=1       every request needs HTTP Basic credentials (the server's --auth USER:PASSWORD,
+                 kept out of URLs so tests can check a password never reaches a log), else 401
 
 Variables are served as DAP2 Arrays with named dimensions (not Grids); values are sent as
 stored (packed, no masking), in XDR (big-endian, lengths twice), as DAP2 prescribes. Written
@@ -142,7 +143,7 @@ class Handler(BaseHTTPRequestHandler):
         opts = dict(o.split("=", 1) for o in options.split("+") if "=" in o)
 
         if "auth" in opts:
-            want = "Basic " + base64.b64encode(opts["auth"].encode()).decode()
+            want = "Basic " + base64.b64encode(self.server.auth.encode()).decode()
             if self.headers.get("Authorization") != want:
                 self.send_text(401, "Unauthorized\n", extra=[("WWW-Authenticate", 'Basic realm="test"')])
                 return
@@ -278,10 +279,12 @@ def main():
     ap.add_argument("--root", required=True, help="folder of the NetCDF files served")
     ap.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free one)")
     ap.add_argument("--log", help="append one line per request to this file")
+    ap.add_argument("--auth", default="tester:s3cret-pw", help="USER:PASSWORD wanted by the auth=1 fault")
     args = ap.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     server.root = args.root.rstrip("/")
+    server.auth = args.auth
     server.log = open(args.log, "a") if args.log else None
     server.log_lock = threading.Lock()
     server.bytes_sent = 0

@@ -1,0 +1,99 @@
+// Planning without a server: seasons across the new year, longitudes across a 0..360 seam,
+// dataset definitions.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "io/error.h"
+#include "io/fetch_dataset.h"
+#include "io/fetch_plan.h"
+#include "support/test_support.h"
+
+using namespace ds;
+
+TEST(FetchPlan, SeasonCrossingTheYearTakesDecemberFromTheYearBefore) {
+  const auto djf = season_months(2001, {12, 1, 2});
+  const std::vector<std::pair<int, int>> want{{2000, 12}, {2001, 1}, {2001, 2}};
+  EXPECT_EQ(djf, want);
+  const auto ndjfm = season_months(2001, {11, 12, 1, 2, 3});
+  EXPECT_EQ(ndjfm.front(), (std::pair<int, int>{2000, 11}));
+  EXPECT_EQ(ndjfm[1], (std::pair<int, int>{2000, 12}));
+  EXPECT_EQ(ndjfm.back(), (std::pair<int, int>{2001, 3}));
+  const auto jja = season_months(2001, {6, 7, 8});
+  EXPECT_EQ(jja, (std::vector<std::pair<int, int>>{{2001, 6}, {2001, 7}, {2001, 8}}));
+}
+
+TEST(FetchPlan, LongitudesAcrossTheSeamOfA0To360SourceComeInTwoRunsInOrder) {
+  std::vector<double> lon;
+  for (int i = 0; i < 72; ++i) lon.push_back(5.0 * i);  // 0..355
+  std::vector<double> sel;
+  const auto runs = lon_selection(lon, -10, 10, "src", sel);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].start, 70u);  // 350, 355
+  EXPECT_EQ(runs[0].count, 2u);
+  EXPECT_EQ(runs[1].start, 0u);   // 0..10
+  EXPECT_EQ(runs[1].count, 3u);
+  EXPECT_EQ(sel, (std::vector<double>{-10, -5, 0, 5, 10}));
+
+  // Entirely west of Greenwich in a 0..360 source: one run, shifted.
+  const auto west = lon_selection(lon, -120, -100, "src", sel);
+  ASSERT_EQ(west.size(), 1u);
+  EXPECT_EQ(west[0].start, 48u);  // 240 = -120
+  EXPECT_EQ(sel.front(), -120);
+  EXPECT_EQ(sel.back(), -100);
+
+  // A -180..180 source needs no seam.
+  std::vector<double> lon180;
+  for (int i = 0; i < 72; ++i) lon180.push_back(-180.0 + 5.0 * i);
+  EXPECT_EQ(lon_selection(lon180, -10, 10, "src", sel).size(), 1u);
+
+  // Nothing inside: the error names the source and what it covers.
+  try {
+    lon_selection(std::vector<double>{0, 1, 2}, 100, 110, "http://h/era.nc: variable 'Z500'", sel);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("http://h/era.nc: variable 'Z500': no longitudes inside [100, 110]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(FetchPlan, ShippedDatasetDefinitionsLoad) {
+  const std::string cfg = test::source_dir() + "/configs/demo.yaml";
+  const Dataset era = load_dataset("era_interim", cfg);
+  EXPECT_EQ(era.variable("z").native_name(500), "Z500");
+  EXPECT_TRUE(era.variable("ta").level_in_name());
+  EXPECT_TRUE(era.variable("z").accepts_units("m**2 s**-2"));
+  EXPECT_FALSE(era.variable("z").accepts_units("m"));
+  EXPECT_EQ(era.url.rfind("https://", 0), 0u);
+  const Dataset ewembi = load_dataset("ewembi", cfg);
+  EXPECT_DOUBLE_EQ(ewembi.variable("pr").scale, 86400);
+  EXPECT_EQ(ewembi.variable("pr").std_units, "mm/day");
+  const Dataset synth = load_dataset("synth_era_interim", cfg);
+  EXPECT_EQ(synth.variable("hus").native_name(850), "hus");
+  EXPECT_FALSE(synth.variable("hus").level_in_name());
+  EXPECT_EQ(load_dataset("synth_ewembi", cfg).url, "data/synth/ewembi_synth.nc");
+  // A variable the dataset does not define: the error names the definition file.
+  try {
+    era.variable("tas");
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("era_interim.yaml: dataset 'ERA-Interim (UDG, daily)' defines no variable 'tas'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(FetchPlan, DatasetDefinitionErrorsNameFileAndKey) {
+  test::TempDir d;
+  std::ofstream(d / "bad.yaml") << "name: x\nurl: a.nc\nvariables:\n  z: {native: z, scael: 2}\n";
+  try {
+    load_dataset(d / "bad.yaml", d / "run.yaml");
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.yaml: variables.z: unknown key 'scael'"), std::string::npos) << e.what();
+  }
+  std::ofstream(d / "hourly.yaml") << "name: x\nurl: a.nc\ntime_step: 6h\nvariables:\n  z: {native: z}\n";
+  EXPECT_THROW(load_dataset(d / "hourly.yaml", d / "run.yaml"), UsageError);
+  EXPECT_THROW(load_dataset("no_such_dataset", d / "run.yaml"), UsageError);
+}
