@@ -24,7 +24,7 @@ void load_tensor(const H5File& f, const std::string& name, model::Tensor& t) {
 
 }  // namespace
 
-void save_checkpoint(const std::string& path, model::Net& net, model::Adam* adam, const TrainState& state) {
+void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer* optimizer, const TrainState& state) {
   AtomicFile out(path);
   H5File f = H5File::create(out.temp_path());
   f.set_attr("/", "model_spec", net.spec().to_json());
@@ -33,16 +33,18 @@ void save_checkpoint(const std::string& path, model::Net& net, model::Adam* adam
   f.set_attr("/", "best_val_loss", state.best_val_loss);
   f.set_attr("/", "epochs_without_improvement", int64_t{state.epochs_without_improvement});
   f.set_attr("/", "software_version", std::string("downscale " DOWNSCALE_VERSION));
-  auto params = net.params();
-  for (size_t i = 0; i < params.size(); ++i) {
-    const auto& p = params[i];
-    f.write("/weights/" + p.name, dims_of(*p.value), p.value->to_host().data());
-    if (adam) {
-      f.write("/adam/m/" + p.name, dims_of(adam->m()[i]), adam->m()[i].to_host().data());
-      f.write("/adam/v/" + p.name, dims_of(adam->v()[i]), adam->v()[i].to_host().data());
-    }
+  const auto params = net.params();
+  for (const auto& p : params) f.write("/weights/" + p.name, dims_of(*p.value), p.value->to_host().data());
+  for (const auto& b : net.buffers()) f.write("/buffers/" + b.name, dims_of(*b.value), b.value->to_host().data());
+  if (optimizer) {
+    for (const auto& slot : optimizer->slots())
+      for (size_t i = 0; i < params.size(); ++i) {
+        const model::Tensor& t = (*slot.tensors)[i];
+        f.write("/" + slot.name + "/" + params[i].name, dims_of(t), t.to_host().data());
+      }
+    f.set_attr("/", "optimizer", optimizer->name());
+    f.set_attr("/", "optimizer_steps", int64_t{optimizer->steps()});
   }
-  f.set_attr("/", "adam_steps", int64_t{adam ? adam->steps() : 0});
   f.close();
   out.commit();
 }
@@ -52,17 +54,23 @@ model::ModelSpec read_checkpoint_spec(const std::string& path) {
   return model::ModelSpec::from_json(f.attr_string("/", "model_spec"));
 }
 
-TrainState load_checkpoint(const std::string& path, model::Net& net, model::Adam* adam) {
+TrainState load_checkpoint(const std::string& path, model::Net& net, model::Optimizer* optimizer) {
   H5File f = H5File::open(path);
-  auto params = net.params();
-  for (size_t i = 0; i < params.size(); ++i) {
-    load_tensor(f, "/weights/" + params[i].name, *params[i].value);
-    if (adam) {
-      load_tensor(f, "/adam/m/" + params[i].name, adam->m()[i]);
-      load_tensor(f, "/adam/v/" + params[i].name, adam->v()[i]);
-    }
+  const auto params = net.params();
+  for (const auto& p : params) load_tensor(f, "/weights/" + p.name, *p.value);
+  for (const auto& b : net.buffers()) load_tensor(f, "/buffers/" + b.name, *b.value);
+  if (optimizer) {
+    // Checkpoints from before SGD existed hold Adam's state under "adam_steps".
+    const bool has_name = f.has_attr("/", "optimizer");
+    const std::string saved = has_name ? f.attr_string("/", "optimizer") : (f.has_attr("/", "adam_steps") ? "adam" : "");
+    if (saved != optimizer->name())
+      throw InputError(path + ": checkpoint holds the state of optimizer '" + (saved.empty() ? "none" : saved) +
+                       "', but training uses '" + optimizer->name() + "' (train.optimizer)");
+    for (const auto& slot : optimizer->slots())
+      for (size_t i = 0; i < params.size(); ++i)
+        load_tensor(f, "/" + slot.name + "/" + params[i].name, (*slot.tensors)[i]);
+    optimizer->set_steps(f.attr_int("/", has_name ? "optimizer_steps" : "adam_steps"));
   }
-  if (adam) adam->set_steps(f.attr_int("/", "adam_steps"));
   TrainState s;
   s.epoch = static_cast<int>(f.attr_int("/", "epoch"));
   s.rng_state = f.attr_string("/", "rng_state");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <numeric>
 #include <random>
@@ -12,11 +13,13 @@
 #include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/training_store.h"
-#include "model/adam.h"
+#include "model/counter_rng.h"
 #include "model/loss.h"
 #include "model/net.h"
+#include "model/optimizer.h"
 #include "train/batches.h"
 #include "train/checkpoint.h"
+#include "train/tensorboard.h"
 
 namespace ds {
 
@@ -25,17 +28,19 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Mean loss over a whole split, in order, without touching the gradients' consumers.
-double evaluate(model::Net& net, model::Backend& be, const StoreReader& store, const std::string& split,
-                const model::Tensor& mask, int batch_size, Batch& batch) {
+// Mean loss over a whole split, in order, in inference mode (batch norm's running statistics,
+// no dropout), without touching the gradients' consumers.
+double evaluate(model::Net& net, model::Backend& be, model::LossKind loss, const StoreReader& store,
+                const std::string& split, const model::Tensor& mask, int batch_size, Batch& batch) {
   const size_t n = store.count(split);
+  net.set_mode(model::ForwardMode{false, 0});
   double sum = 0;
   for (size_t start = 0; start < n; start += batch_size) {
     std::vector<size_t> rows(std::min<size_t>(batch_size, n - start));
     std::iota(rows.begin(), rows.end(), start);
     read_batch(store, split, rows, batch);
     const auto& out = net.forward(batch.x);
-    sum += model::bernoulli_gamma_loss(be, out, batch.y, mask, nullptr) * rows.size();
+    sum += model::masked_loss(be, loss, out, batch.y, mask, nullptr) * rows.size();
   }
   return sum / static_cast<double>(n);
 }
@@ -48,7 +53,8 @@ std::string rng_to_string(const std::mt19937_64& rng) {
 
 }  // namespace
 
-TrainReport train_model(const Config& cfg, const std::string& store_path, const std::string& out_dir, bool resume) {
+TrainReport train_model(const Config& cfg, const std::string& store_path, const std::string& out_dir, bool resume,
+                        const LearningRateSchedule& schedule) {
   const auto t_start = Clock::now();
   StoreReader store(store_path);
   const StoreMeta& meta = store.meta();
@@ -62,6 +68,15 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   spec.in_h = meta.H();
   spec.in_w = meta.W();
   spec.filters = cfg.model.filters;
+  spec.loss = tc.loss;
+  const model::LossKind loss_kind = model::parse_loss(tc.loss, cfg.file + ": key 'train.loss'");
+  if (spec.name == "deepesd") {
+    // Its dense heads have one unit per land point, so the grid and mask are part of the model.
+    spec.out_h = meta.Hy();
+    spec.out_w = meta.Wy();
+    spec.land_mask = meta.mask;
+  }
+  const LearningRateSchedule lr_at = schedule ? schedule : constant_learning_rate(tc.learning_rate);
 
   auto be = model::make_cpu_backend(cfg.run.threads);
   model::Net net(spec, *be);
@@ -71,14 +86,14 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                      std::to_string(meta.Wy()) + " but model '" + spec.name + "' outputs " +
                      std::to_string(out_shape.h) + " x " + std::to_string(out_shape.w));
   net.init(tc.seed);
-  model::Adam adam(net.params(), *be);
+  auto optimizer = model::make_optimizer(model::OptimizerSpec{tc.optimizer, tc.momentum}, net.params(), *be);
   const std::string last_path = out_dir + "/checkpoint_last.h5", best_path = out_dir + "/checkpoint_best.h5";
 
   std::mt19937_64 rng(tc.seed);
   TrainState state;
   if (resume) {
     if (!path_exists(last_path)) throw InputError(last_path + ": no checkpoint to resume from");
-    state = load_checkpoint(last_path, net, &adam);
+    state = load_checkpoint(last_path, net, optimizer.get());
     std::istringstream(state.rng_state) >> rng;
     spdlog::info("resuming from {} after epoch {}", last_path, state.epoch);
   }
@@ -89,13 +104,16 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   }
   spdlog::info("model {}: {} parameters, input {}x{}x{}, output {}x{}, backend {}", spec.name, net.parameter_count(),
                spec.in_channels, spec.in_h, spec.in_w, out_shape.h, out_shape.w, be->name());
-  spdlog::info("{} training and {} validation samples, batch {}, {} epochs, learning rate {:g}", n_train, n_val,
-               tc.batch_size, tc.epochs, tc.learning_rate);
+  spdlog::info("{} training and {} validation samples, batch {}, {} epochs, loss {}, optimizer {}, learning rate {}",
+               n_train, n_val, tc.batch_size, tc.epochs, tc.loss, optimizer->name(),
+               schedule ? std::string("from the schedule hook") : fmt::format("{:g}", tc.learning_rate));
 
   // metrics.csv is appended on resume, so it always holds every epoch once.
   const std::string csv_path = out_dir + "/metrics.csv";
   std::ofstream csv(csv_path, resume ? std::ios::app : std::ios::trunc);
   if (!resume) csv << "epoch,train_loss,val_loss,epoch_seconds,samples_per_second\n";
+  // A new event file per run (and per resume): TensorBoard merges every file of the folder.
+  EventWriter events(out_dir);
 
   const model::Tensor mask = mask_tensor(meta, *be);
   Batch batch{model::Tensor(*be, {1, 1, 1, 1}), model::Tensor(*be, {1, 1, 1, 1})};
@@ -112,26 +130,31 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     const auto t_epoch = Clock::now();
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), rng);
-    double loss_sum = 0;
+    double loss_sum = 0, lr = 0;
     for (size_t start = 0; start < n_train; start += tc.batch_size) {
       const auto t_batch = Clock::now();
       std::vector<size_t> rows(order.begin() + start, order.begin() + std::min(n_train, start + tc.batch_size));
       std::sort(rows.begin(), rows.end());  // the order inside a batch does not matter; sorted reads are faster
       read_batch(store, "train", rows, batch);
+      // Dropout masks come from (seed, global step): a resumed run draws the same ones.
+      const int64_t step = optimizer->steps();
+      net.set_mode(model::ForwardMode{true, model::splitmix64(tc.seed) ^ uint64_t(step)});
       const auto& out = net.forward(batch.x);
       d_out.reshape(out.shape());
-      const double loss = model::bernoulli_gamma_loss(*be, out, batch.y, mask, &d_out);
+      const double loss = model::masked_loss(*be, loss_kind, out, batch.y, mask, &d_out);
       if (!std::isfinite(loss))
         throw Error("training diverged: loss is " + std::to_string(loss) + " at epoch " + std::to_string(epoch));
       net.backward(d_out);
-      adam.step(tc.learning_rate);
+      lr = lr_at(epoch, step);
+      optimizer->step(lr);
       loss_sum += loss * rows.size();
       batch_seconds += seconds_since(t_batch);
       ++batches;
       samples += rows.size();
     }
     const double train_loss = loss_sum / static_cast<double>(n_train);
-    const double val_loss = n_val ? evaluate(net, *be, store, "validation", mask, tc.batch_size, batch) : train_loss;
+    const double val_loss =
+        n_val ? evaluate(net, *be, loss_kind, store, "validation", mask, tc.batch_size, batch) : train_loss;
     const double secs = seconds_since(t_epoch);
     epoch_seconds += secs;
     ++epochs_run;
@@ -147,9 +170,13 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     } else {
       ++state.epochs_without_improvement;
     }
-    if (improved) save_checkpoint(best_path, net, &adam, state);
-    save_checkpoint(last_path, net, &adam, state);
+    if (improved) save_checkpoint(best_path, net, optimizer.get(), state);
+    save_checkpoint(last_path, net, optimizer.get(), state);
     csv << epoch << "," << train_loss << "," << val_loss << "," << secs << "," << n_train / secs << "\n" << std::flush;
+    events.add_scalar("loss/train", train_loss, epoch);
+    events.add_scalar("loss/validation", val_loss, epoch);
+    events.add_scalar("learning_rate", lr, epoch);  // of the epoch's last step
+    events.add_scalar("epoch_seconds", secs, epoch);
     spdlog::info("epoch {}/{}: train loss {:.4f}, validation loss {:.4f}{}, {:.1f} s", epoch, tc.epochs, train_loss,
                  val_loss, improved ? " (best)" : "", secs);
     if (tc.patience > 0 && state.epochs_without_improvement >= tc.patience) {

@@ -5,8 +5,11 @@
 #include <fstream>
 #include <random>
 
+#include "io/error.h"
 #include "io/hdf5_file.h"
+#include "model/net.h"
 #include "io/training_store.h"
+#include "event_file_reader.h"
 #include "support/test_support.h"
 #include "train/trainer.h"
 
@@ -78,6 +81,14 @@ std::vector<float> weights(const std::string& ckpt, const std::string& name) {
   return w;
 }
 
+// Every dataset of a checkpoint must be the same bits in both.
+void expect_same_checkpoints(const std::string& a, const std::string& b) {
+  const auto names = H5File::open(a).datasets("/");
+  ASSERT_GT(names.size(), 10u);
+  EXPECT_EQ(names, H5File::open(b).datasets("/"));
+  for (const auto& name : names) EXPECT_EQ(weights(a, name), weights(b, name)) << name;
+}
+
 std::vector<std::string> csv_lines(const std::string& path) {
   std::ifstream in(path);
   std::vector<std::string> lines;
@@ -100,6 +111,24 @@ TEST(Trainer, LearnsAndWritesCheckpointsAndMetrics) {
   EXPECT_TRUE(std::filesystem::exists(d / "a/checkpoint_best.h5"));
   EXPECT_TRUE(std::filesystem::exists(d / "a/checkpoint_last.h5"));
   EXPECT_TRUE(std::filesystem::exists(d / "a/model_summary.txt"));
+  // TensorBoard: one event file whose train/validation curves are metrics.csv's, epoch by epoch.
+  const auto files = test::event_files(d / "a");
+  ASSERT_EQ(files.size(), 1u);
+  std::string version;
+  const auto points = test::scalars(test::read_records(files[0]), &version);
+  EXPECT_EQ(version, "brain.Event:2");
+  int seen = 0;
+  for (const auto& p : points) {
+    if (p.tag != "loss/train" && p.tag != "loss/validation") continue;
+    const std::string& line = lines[size_t(p.step)];
+    const size_t c1 = line.find(','), c2 = line.find(',', c1 + 1), c3 = line.find(',', c2 + 1);
+    const double want = p.tag == "loss/train" ? std::stod(line.substr(c1 + 1, c2 - c1 - 1))
+                                              : std::stod(line.substr(c2 + 1, c3 - c2 - 1));
+    // The csv prints 6 significant digits and the event holds a float: 1e-5 relative covers both.
+    EXPECT_NEAR(p.value, want, 1e-5 * std::abs(want)) << p.tag << " epoch " << p.step;
+    ++seen;
+  }
+  EXPECT_EQ(seen, 16);  // 8 epochs x 2 curves
 }
 
 // Training 4 epochs, stopping, and resuming to 8 ends with the same bits as 8 epochs at once:
@@ -117,4 +146,85 @@ TEST(Trainer, ResumeIsBitIdentical) {
   for (const auto& name : names)
     EXPECT_EQ(weights(d / "full/checkpoint_last.h5", name), weights(d / "split/checkpoint_last.h5", name)) << name;
   EXPECT_EQ(csv_lines(d / "split/metrics.csv").size(), 7u);  // header + 6 epochs, none twice
+}
+
+// The same with SGD and momentum: the checkpoint holds the velocities instead of Adam's moments.
+TEST(Trainer, ResumeIsBitIdenticalWithSgd) {
+  test::TempDir d;
+  const auto store = write_tiny_store(d);
+  std::filesystem::create_directories(d / "full");
+  std::filesystem::create_directories(d / "split");
+  auto cfg = [&](int epochs) {
+    Config c = tiny_config(d / "c.yaml", epochs);
+    c.train.optimizer = "sgd";
+    c.train.momentum = 0.9;
+    c.train.learning_rate = 2e-2;
+    return c;
+  };
+  const auto r = train_model(cfg(4), store, d / "full", false);
+  train_model(cfg(2), store, d / "split", false);
+  train_model(cfg(4), store, d / "split", true);
+  expect_same_checkpoints(d / "full/checkpoint_last.h5", d / "split/checkpoint_last.h5");
+  EXPECT_TRUE(H5File::open(d / "full/checkpoint_last.h5").exists("/sgd/velocity/conv1/W"));
+  EXPECT_FALSE(H5File::open(d / "full/checkpoint_last.h5").exists("/adam/m/conv1/W"));
+  EXPECT_TRUE(std::isfinite(r.final_train_loss));
+  // Resuming an SGD run with Adam is refused, naming the optimizers.
+  Config adam = cfg(5);
+  adam.train.optimizer = "adam";
+  try {
+    train_model(adam, store, d / "split", true);
+    ADD_FAILURE() << "resumed with another optimizer";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'sgd'"), std::string::npos) << e.what();
+  }
+}
+
+// The schedule hook is asked for every step, with the epoch and the global step, and its rate is
+// the one used: a schedule of 0 from epoch 2 on leaves the weights of epoch 1 unchanged.
+TEST(Trainer, LearningRateScheduleHookIsUsedEveryStep) {
+  test::TempDir d;
+  const auto store = write_tiny_store(d);
+  std::filesystem::create_directories(d / "a");
+  std::filesystem::create_directories(d / "b");
+  std::vector<std::pair<int, int64_t>> calls;
+  auto schedule = [&](int epoch, int64_t step) {
+    calls.emplace_back(epoch, step);
+    return epoch == 1 ? 3e-3 : 0.0;
+  };
+  train_model(tiny_config(d / "c.yaml", 1), store, d / "a", false);
+  train_model(tiny_config(d / "c.yaml", 3), store, d / "b", false, schedule);
+  // 96 samples in batches of 16: 6 steps an epoch; steps counted 0..17 across epochs.
+  ASSERT_EQ(calls.size(), 18u);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i].first, int(i / 6) + 1);
+    EXPECT_EQ(calls[i].second, int64_t(i));
+  }
+  // Epoch 1 at 3e-3 is what the constant-rate run did; epochs 2 and 3 at 0 changed nothing.
+  EXPECT_EQ(weights(d / "a/checkpoint_last.h5", "/weights/conv1/W"),
+            weights(d / "b/checkpoint_last.h5", "/weights/conv1/W"));
+}
+
+// DeepESD and the Gaussian/MSE heads through the whole trainer: the loss falls, checkpoints
+// rebuild the net (land mask in the spec), and the loss curves reach TensorBoard's file.
+TEST(Trainer, TrainsDeepEsdAndOtherLosses) {
+  test::TempDir d;
+  const auto store = write_tiny_store(d);
+  for (const std::string loss : {"bernoulli_gamma", "gaussian", "mse"}) {
+    const std::string out = d / ("deepesd_" + loss);
+    std::filesystem::create_directories(out);
+    Config c = tiny_config(d / "c.yaml", 4);
+    c.model.name = "deepesd";
+    c.train.loss = loss;
+    c.train.learning_rate = 1e-3;
+    train_model(c, store, out, false);
+    const auto lines = csv_lines(out + "/metrics.csv");
+    ASSERT_EQ(lines.size(), 5u) << loss;
+    const double first = std::stod(lines[1].substr(lines[1].find(',') + 1));
+    const double last = std::stod(lines[4].substr(lines[4].find(',') + 1));
+    EXPECT_LT(last, first) << loss << ": training did not reduce the loss";
+    const auto spec = model::ModelSpec::from_json(H5File::open(out + "/checkpoint_best.h5").attr_string("/", "model_spec"));
+    EXPECT_EQ(spec.loss, loss);
+    EXPECT_EQ(spec.out_h, 13);
+    EXPECT_EQ(spec.land_mask.size(), 13u * 17u);
+  }
 }

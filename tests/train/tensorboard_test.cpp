@@ -1,0 +1,68 @@
+// TensorBoard event files: CRC-32C against published values, and the writer's files read back
+// with the independent reader of event_file_reader.h.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+#include "event_file_reader.h"
+#include "io/error.h"
+#include "support/test_support.h"
+#include "train/crc32c.h"
+#include "train/tensorboard.h"
+
+using namespace ds;
+using namespace ds::test;
+
+// RFC 3720 B.4 check values, and the bitwise definition on random bytes.
+TEST(TensorBoard, Crc32cMatchesPublishedValues) {
+  EXPECT_EQ(crc32c("123456789", 9), 0xE3069283u);
+  const std::string zeros(32, '\0'), ones(32, '\xFF');
+  EXPECT_EQ(crc32c(zeros.data(), 32), 0x8A9136AAu);
+  EXPECT_EQ(crc32c(ones.data(), 32), 0x62A8AB43u);
+  std::string inc(32, 0);
+  for (int i = 0; i < 32; ++i) inc[i] = char(i);
+  EXPECT_EQ(crc32c(inc.data(), 32), 0x46DD794Eu);
+  std::mt19937 rng(1);
+  std::string r(1000, 0);
+  for (char& c : r) c = char(rng());
+  EXPECT_EQ(crc32c(r.data(), r.size()), crc32c_bitwise(r));
+  EXPECT_EQ(masked_crc32c(r.data(), r.size()), masked(crc32c_bitwise(r)));
+}
+
+TEST(TensorBoard, WriterRoundTrip) {
+  test::TempDir d;
+  EventWriter w(d.path());
+  w.add_scalar("loss/train", 1.25, 1);
+  w.add_scalar("loss/validation", -0.5, 1);
+  w.add_scalar("loss/train", 0.75, 2);
+  const std::string name = std::filesystem::path(w.path()).filename().string();
+  EXPECT_EQ(name.rfind("events.out.tfevents.", 0), 0u) << name;  // TensorBoard's file pattern
+  EventWriter second(d.path());  // same second: a new file, not an overwrite
+  EXPECT_NE(second.path(), w.path());
+
+  std::string version;
+  const auto records = read_records(w.path());
+  ASSERT_EQ(records.size(), 4u);
+  const auto s = scalars(records, &version);
+  EXPECT_EQ(version, "brain.Event:2");
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].tag, "loss/train");
+  EXPECT_EQ(s[0].value, 1.25f);
+  EXPECT_EQ(s[0].step, 1);
+  EXPECT_EQ(s[1].tag, "loss/validation");
+  EXPECT_EQ(s[1].value, -0.5f);
+  EXPECT_EQ(s[2].step, 2);
+  EXPECT_GT(s[2].wall_time, 1.6e9);  // seconds since 1970, not milliseconds or zero
+  EXPECT_LT(s[2].wall_time, 1e11);
+}
+
+TEST(TensorBoard, UnwritableFolderIsAnErrorNamingTheFile) {
+  try {
+    EventWriter w("/nonexistent-folder/train");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-folder/train/events.out.tfevents."), std::string::npos)
+        << e.what();
+  }
+}

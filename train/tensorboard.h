@@ -1,0 +1,37 @@
+// TensorBoard event files: `tensorboard --logdir <run>/train` shows the loss curves.
+//
+// A file is a sequence of TFRecords, each framing one serialized Event (tensorboard_event.proto):
+//   uint64 length (little-endian) | uint32 masked_crc32c(length bytes) | data | uint32 masked_crc32c(data)
+// The first Event carries file_version "brain.Event:2"; each scalar is an Event with wall_time,
+// step and a Summary value (tag, simple_value).
+//
+// Unlike our other outputs the file is appended to while training runs (TensorBoard reads it
+// live), so it cannot be renamed into place at the end; each record is flushed whole, and
+// TensorBoard's reader stops cleanly at a truncated last record if a run is killed mid-write.
+#pragma once
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+namespace ds {
+
+class EventWriter {
+ public:
+  // Creates <dir>/events.out.tfevents.<unix seconds>.<hostname> (with a ".N" suffix if a file of
+  // that name exists: a resumed run within the same second) and writes the file_version record.
+  // Throws Error naming the file if it cannot be written.
+  explicit EventWriter(const std::string& dir);
+  // One scalar point of the curve `tag`, flushed to disk before returning.
+  void add_scalar(const std::string& tag, double value, int64_t step);
+  const std::string& path() const { return path_; }
+
+ private:
+  void write_record(const std::string& data);
+  std::string path_;
+  std::ofstream out_;
+};
+
+// The TFRecord framing of one record (exposed for tests).
+std::string tfrecord_frame(const std::string& data);
+
+}  // namespace ds
