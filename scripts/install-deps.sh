@@ -12,9 +12,11 @@ packages=(
   libdnnl-dev                                   # oneDNN: the CPU backend's kernels
   libopenmpi-dev openmpi-bin                    # data-parallel training
   libgtest-dev                                  # unit tests
+  python3-netcdf4 python3-numpy                 # the test OPeNDAP server (tests/dap_server), for /usr/bin/python3
   libcli11-dev libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev   # CLI, config, logging, JSON
   libprotobuf-dev protobuf-compiler            # TensorBoard event files (train/tensorboard_event.proto)
   libcairo2-dev fonts-dejavu-core               # evaluation maps (PNG)
+  python3-netcdf4 python3-xarray                # tests: the product opens in the Python tools users have
 )
 
 missing=()
