@@ -17,6 +17,7 @@ variable of 3 or more dimensions (the hyperslab reads, not the coordinate prefet
     e500=N       the first N data requests answer 500 Internal Server Error
     e500open=N   the first N .dds requests answer 500 (a failure while opening)
     slow=S       every data request waits S seconds first
+    rate=B       every data response is sent at B bytes/s (a per-connection limit, as over a WAN)
     gone=VAR     data requests for VAR answer 404 (a variable the server lists but cannot serve)
     auth=1       every request needs HTTP Basic credentials (the server's --auth USER:PASSWORD,
                  kept out of URLs so tests can check a password never reaches a log), else 401
@@ -157,43 +158,55 @@ class Handler(BaseHTTPRequestHandler):
         if ".." in name:
             self.dap_error(404, "no such dataset")
             return
-        try:
-            ds = netCDF4.Dataset(file)
-        except OSError:
-            self.dap_error(404, "no such dataset: " + name)
+        # Open files are kept, as THREDDS does; netCDF4-python is not thread-safe, so one
+        # request at a time touches them (the slow fault sleeps outside the lock).
+        with self.server.nc_lock:
+            ds = self.server.datasets.get(file)
+            if ds is None:
+                try:
+                    ds = netCDF4.Dataset(file)
+                except OSError:
+                    self.dap_error(404, "no such dataset: " + name)
+                    return
+                ds.set_auto_maskandscale(False)
+                self.server.datasets[file] = ds
+            self.respond(ds, name, kind, options, opts, query)
+
+    def respond(self, ds, name, kind, options, opts, query):
+        if kind == "das":
+            self.send_text(200, self.das(ds), extra=[("XDODS-Server", "dods/3.2")])
             return
-        with ds:
-            ds.set_auto_maskandscale(False)
-            if kind == "das":
-                self.send_text(200, self.das(ds), extra=[("XDODS-Server", "dods/3.2")])
-                return
-            try:
-                projections = parse_constraint(query) if query else [(v, None) for v in ds.variables]
-                for v, _ in projections:
-                    if v not in ds.variables:
-                        self.dap_error(400, "no variable " + v)
-                        return
-            except ValueError as e:
-                self.dap_error(400, str(e))
-                return
-            if kind == "dds":
-                if "e500open" in opts and take(options, "e500open", int(opts["e500open"])):
-                    self.dap_error(500, "injected failure")
+        try:
+            projections = parse_constraint(query) if query else [(v, None) for v in ds.variables]
+            for v, _ in projections:
+                if v not in ds.variables:
+                    self.dap_error(400, "no variable " + v)
                     return
-                self.send_text(200, self.dds(ds, name, projections), extra=[("XDODS-Server", "dods/3.2")])
+        except ValueError as e:
+            self.dap_error(400, str(e))
+            return
+        if kind == "dds":
+            if "e500open" in opts and take(options, "e500open", int(opts["e500open"])):
+                self.dap_error(500, "injected failure")
                 return
-            is_data = any(ds.variables[v].ndim >= 3 for v, _ in projections)
-            if is_data:
-                if "gone" in opts and any(v == opts["gone"] for v, _ in projections):
-                    self.dap_error(404, "variable " + opts["gone"] + " is not available")
-                    return
-                if "e500" in opts and take(options, "e500", int(opts["e500"])):
-                    self.dap_error(500, "injected failure")
-                    return
-                if "slow" in opts:
+            self.send_text(200, self.dds(ds, name, projections), extra=[("XDODS-Server", "dods/3.2")])
+            return
+        is_data = any(ds.variables[v].ndim >= 3 for v, _ in projections)
+        if is_data:
+            if "gone" in opts and any(v == opts["gone"] for v, _ in projections):
+                self.dap_error(404, "variable " + opts["gone"] + " is not available")
+                return
+            if "e500" in opts and take(options, "e500", int(opts["e500"])):
+                self.dap_error(500, "injected failure")
+                return
+            if "slow" in opts:
+                self.server.nc_lock.release()
+                try:
                     time.sleep(float(opts["slow"]))
-            self.send_dods(ds, name, projections,
-                           drop=is_data and "drop" in opts and take(options, "drop", int(opts["drop"])))
+                finally:
+                    self.server.nc_lock.acquire()
+        self.send_dods(ds, name, projections, opts, is_data,
+                       drop=is_data and "drop" in opts and take(options, "drop", int(opts["drop"])))
 
     def das(self, ds):
         out = ["Attributes {"]
@@ -228,7 +241,7 @@ class Handler(BaseHTTPRequestHandler):
         out.append("} %s;" % name.replace("/", "_"))
         return "\n".join(out) + "\n"
 
-    def send_dods(self, ds, name, projections, drop=False):
+    def send_dods(self, ds, name, projections, opts, is_data, drop=False):
         header = (self.dds(ds, name, projections) + "\nData:\n").encode()
         parts = [header]
         for v, slices in projections:
@@ -268,8 +281,22 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(2)
             return
-        for p in parts:
-            self.wfile.write(p)
+        rate = float(opts.get("rate", 0)) if is_data else 0
+        if rate > 0:
+            # Paced in 64 kB pieces, outside the dataset lock: connections proceed in parallel.
+            self.server.nc_lock.release()
+            try:
+                body, start = b"".join(parts), time.monotonic()
+                for off in range(0, len(body), 65536):
+                    self.wfile.write(body[off:off + 65536])
+                    ahead = (off + 65536) / rate - (time.monotonic() - start)
+                    if ahead > 0:
+                        time.sleep(ahead)
+            finally:
+                self.server.nc_lock.acquire()
+        else:
+            for p in parts:
+                self.wfile.write(p)
         with self.server.log_lock:
             self.server.bytes_sent += total
 
@@ -284,6 +311,8 @@ def main():
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     server.root = args.root.rstrip("/")
+    server.datasets = {}
+    server.nc_lock = threading.Lock()
     server.auth = args.auth
     server.log = open(args.log, "a") if args.log else None
     server.log_lock = threading.Lock()
