@@ -23,6 +23,7 @@ CudaBackend::CudaBackend(int device) : device_(device) {
 CudaBackend::~CudaBackend() {
   // No throwing from a destructor: errors here mean the context is already gone.
   plans_.clear();
+  if (cublas_) cublasDestroy(cublas_);
   if (ws_) cudaFree(ws_);
   if (pad_) cudaFree(pad_);
   if (d_sum_) cudaFree(d_sum_);

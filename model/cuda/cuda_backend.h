@@ -5,6 +5,7 @@
 #include <memory>
 #include <tuple>
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
@@ -44,6 +45,31 @@ class CudaBackend : public Backend {
   void adam_update(int64_t n, float* w, const float* g, float* m, float* v, float lr_t, float b1, float b2,
                    float eps) override;
 
+  // cuda_ops.cu: cuBLAS for dense, kernels for the rest.
+  void dense_forward(int n, int in, int out, const float* x, const float* w, const float* b, float* y) override;
+  void dense_backward_data(int n, int in, int out, const float* dy, const float* w, float* dx) override;
+  void dense_backward_weights(int n, int in, int out, const float* x, const float* dy, float* dw,
+                              float* db) override;
+  void pool2d_forward(const PoolDesc& d, const float* x, float* y) override;
+  void pool2d_backward(const PoolDesc& d, const float* x, const float* dy, float* dx) override;
+  void batch_norm_forward_training(const Shape& s, const float* x, const float* gamma, const float* beta, float eps,
+                                   float* y, float* mean, float* var) override;
+  void batch_norm_forward_inference(const Shape& s, const float* x, const float* gamma, const float* beta,
+                                    const float* mean, const float* var, float eps, float* y) override;
+  void batch_norm_backward(const Shape& s, const float* x, const float* dy, const float* gamma, const float* mean,
+                           const float* var, float eps, float* dx, float* dgamma, float* dbeta) override;
+  void dropout_forward(int64_t n, float rate, uint64_t seed, const float* x, float* y, float* mask) override;
+  void multiply(int64_t n, const float* a, const float* b, float* y) override;
+  void axpby(int64_t n, float a, const float* x, float b, float* y) override;
+  void scatter_points(int n, int k, int points, const float* index, const Shape& grid, float fill, const float* src,
+                      float* dst) override;
+  void gather_points(int n, int k, int points, const float* index, const Shape& grid, const float* dst_grad,
+                     float* src_grad) override;
+  double mse_sum(const Shape& out_shape, const float* out, const float* y, const float* mask, float* d_out) override;
+  double gaussian_nll_sum(const Shape& out_shape, const float* out, const float* y, const float* mask,
+                          float* d_out) override;
+  void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr, float momentum) override;
+
  private:
   // One convolution geometry's cuDNN descriptors and chosen algorithms (built in cuda_conv.cu).
   struct ConvPlan {
@@ -80,6 +106,9 @@ class CudaBackend : public Backend {
   float* pad_ = nullptr;
   int64_t pad_n_ = 0;
   std::map<ConvKey, std::unique_ptr<ConvPlan>> plans_;
+  // cuBLAS for the dense layer, created on first use on our stream (cuda_ops.cu).
+  cublasHandle_t cublas_ = nullptr;
+  cublasHandle_t cublas();
 };
 
 // Launch geometry shared by the kernels: grid-stride loops, so any n fits in a bounded grid.

@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "model/adam.h"
+#include "model/sgd.h"
 #include "model/loss.h"
 #include "model/net.h"
 #include "model_test_util.h"
@@ -201,6 +202,165 @@ TEST_F(ModelCuda, DemoNetMatchesCpu) {
   cpu_->copy(out.cpu.data(), nc.forward(x.cpu).data(), out.cpu.size());
   gpu_->copy(out.gpu.data(), ng.forward(x.gpu).data(), out.gpu.size());
   expect_close(out, 1e-3, "demo forward");
+  Pair d = random_pair(os, 3);
+  nc.backward(d.cpu);
+  ng.backward(d.gpu);
+  auto pc = nc.params(), pg = ng.params();
+  for (size_t i = 0; i < pc.size(); ++i) {
+    Pair g{Tensor(*cpu_, pc[i].grad->shape()), Tensor(*gpu_, pg[i].grad->shape())};
+    cpu_->copy(g.cpu.data(), pc[i].grad->data(), g.cpu.size());
+    gpu_->copy(g.gpu.data(), pg[i].grad->data(), g.gpu.size());
+    expect_close(g, 1e-3, "grad " + pc[i].name);
+  }
+}
+
+// --- the ops added with DeepESD, batch norm, pooling, dropout, Gaussian/MSE and SGD ---
+
+// Dense: cuBLAS sums in another order than oneDNN over `in` = 300 products: 1e-3 as the convs.
+TEST_F(ModelCuda, Dense) {
+  const int n = 5, in = 300, out = 70;
+  Pair x = random_pair(Shape{n, in, 1, 1}, 1), w = random_pair(Shape{out, in, 1, 1}, 2),
+       b = random_pair(Shape{1, out, 1, 1}, 3), y = random_pair(Shape{n, out, 1, 1}, 4),
+       dy = random_pair(Shape{n, out, 1, 1}, 5), dx = random_pair(Shape{n, in, 1, 1}, 6),
+       dw = random_pair(w.cpu.shape(), 7), db = random_pair(b.cpu.shape(), 8);
+  cpu_->dense_forward(n, in, out, x.cpu.data(), w.cpu.data(), b.cpu.data(), y.cpu.data());
+  gpu_->dense_forward(n, in, out, x.gpu.data(), w.gpu.data(), b.gpu.data(), y.gpu.data());
+  expect_close(y, 1e-3, "dense forward");
+  cpu_->dense_backward_data(n, in, out, dy.cpu.data(), w.cpu.data(), dx.cpu.data());
+  gpu_->dense_backward_data(n, in, out, dy.gpu.data(), w.gpu.data(), dx.gpu.data());
+  expect_close(dx, 1e-3, "dense backward data");
+  cpu_->dense_backward_weights(n, in, out, x.cpu.data(), dy.cpu.data(), dw.cpu.data(), db.cpu.data());
+  gpu_->dense_backward_weights(n, in, out, x.gpu.data(), dy.gpu.data(), dw.gpu.data(), db.gpu.data());
+  expect_close(dw, 1e-3, "dense backward weights");
+  expect_close(db, 1e-4, "dense backward bias");
+}
+
+// Pooling selects or averages the same floats on both sides (random data: no ties): 1e-5.
+TEST_F(ModelCuda, Pooling) {
+  for (PoolKind kind : {PoolKind::kMax, PoolKind::kAverage})
+    for (auto [k, stride] : {std::pair{2, 2}, std::pair{3, 1}, std::pair{2, 3}}) {
+      PoolDesc d;
+      d.in = Shape{2, 3, 9, 10};
+      d.k = k;
+      d.stride = stride;
+      d.kind = kind;
+      const std::string what = std::string(kind == PoolKind::kMax ? "max" : "avg") + " pool " + std::to_string(k) +
+                               "/" + std::to_string(stride);
+      Pair x = random_pair(d.in, 1), y = random_pair(d.out(), 2), dy = random_pair(d.out(), 3),
+           dx = random_pair(d.in, 4);
+      cpu_->pool2d_forward(d, x.cpu.data(), y.cpu.data());
+      gpu_->pool2d_forward(d, x.gpu.data(), y.gpu.data());
+      expect_close(y, 1e-5, what + " forward");
+      cpu_->pool2d_backward(d, x.cpu.data(), dy.cpu.data(), dx.cpu.data());
+      gpu_->pool2d_backward(d, x.gpu.data(), dy.gpu.data(), dx.gpu.data());
+      expect_close(dx, 1e-5, what + " backward");
+    }
+}
+
+// Batch norm: statistics over 4*6*7 = 168 values per channel, different summation orders: 1e-4.
+TEST_F(ModelCuda, BatchNorm) {
+  const Shape s{4, 3, 6, 7}, c{1, 3, 1, 1};
+  Pair x = random_pair(s, 1, -2.0f, 3.0f), g = random_pair(c, 2, 0.5f, 1.5f), b = random_pair(c, 3),
+       y = random_pair(s, 4), mean = random_pair(c, 5), var = random_pair(c, 6), dy = random_pair(s, 7),
+       dx = random_pair(s, 8), dg = random_pair(c, 9), db = random_pair(c, 10);
+  cpu_->batch_norm_forward_training(s, x.cpu.data(), g.cpu.data(), b.cpu.data(), 1e-3f, y.cpu.data(),
+                                    mean.cpu.data(), var.cpu.data());
+  gpu_->batch_norm_forward_training(s, x.gpu.data(), g.gpu.data(), b.gpu.data(), 1e-3f, y.gpu.data(),
+                                    mean.gpu.data(), var.gpu.data());
+  expect_close(mean, 1e-4, "bn mean");
+  expect_close(var, 1e-4, "bn var");
+  expect_close(y, 1e-4, "bn forward");
+  cpu_->batch_norm_backward(s, x.cpu.data(), dy.cpu.data(), g.cpu.data(), mean.cpu.data(), var.cpu.data(), 1e-3f,
+                            dx.cpu.data(), dg.cpu.data(), db.cpu.data());
+  gpu_->batch_norm_backward(s, x.gpu.data(), dy.gpu.data(), g.gpu.data(), mean.gpu.data(), var.gpu.data(), 1e-3f,
+                            dx.gpu.data(), dg.gpu.data(), db.gpu.data());
+  expect_close(dx, 1e-3, "bn backward data");
+  expect_close(dg, 1e-4, "bn dgamma");
+  expect_close(db, 1e-4, "bn dbeta");
+  cpu_->batch_norm_forward_inference(s, x.cpu.data(), g.cpu.data(), b.cpu.data(), mean.cpu.data(), var.cpu.data(),
+                                     1e-3f, y.cpu.data());
+  gpu_->batch_norm_forward_inference(s, x.gpu.data(), g.gpu.data(), b.gpu.data(), mean.gpu.data(), var.gpu.data(),
+                                     1e-3f, y.gpu.data());
+  expect_close(y, 1e-4, "bn inference");
+}
+
+// Dropout: the counter-based mask is bit-identical on both devices; the rest is elementwise.
+TEST_F(ModelCuda, DropoutScatterAndElementwise) {
+  const Shape s{3, 4, 5, 7};
+  const int64_t n = s.size();
+  Pair x = random_pair(s, 1), y = random_pair(s, 2), mask = random_pair(s, 3), z = random_pair(s, 4);
+  cpu_->dropout_forward(n, 0.3f, 12345, x.cpu.data(), y.cpu.data(), mask.cpu.data());
+  gpu_->dropout_forward(n, 0.3f, 12345, x.gpu.data(), y.gpu.data(), mask.gpu.data());
+  expect_close(mask, 0, "dropout mask");
+  expect_close(y, 1e-6, "dropout forward");
+  cpu_->multiply(n, x.cpu.data(), mask.cpu.data(), z.cpu.data());
+  gpu_->multiply(n, x.gpu.data(), mask.gpu.data(), z.gpu.data());
+  expect_close(z, 1e-6, "multiply");
+  cpu_->axpby(n, 0.3f, x.cpu.data(), -1.5f, z.cpu.data());
+  gpu_->axpby(n, 0.3f, x.gpu.data(), -1.5f, z.gpu.data());
+  expect_close(z, 1e-5, "axpby");
+
+  const Shape grid{2, 3, 4, 5};
+  std::vector<float> index = {0, 3, 4, 7, 12, 19};
+  Pair idx = pair(Shape{1, 1, 1, 6}, index), src = random_pair(Shape{2, 18, 1, 1}, 5), dst = random_pair(grid, 6);
+  cpu_->scatter_points(2, 3, 6, idx.cpu.data(), grid, -2.0f, src.cpu.data(), dst.cpu.data());
+  gpu_->scatter_points(2, 3, 6, idx.gpu.data(), grid, -2.0f, src.gpu.data(), dst.gpu.data());
+  expect_close(dst, 0, "scatter");
+  Pair back = random_pair(Shape{2, 18, 1, 1}, 7);
+  cpu_->gather_points(2, 3, 6, idx.cpu.data(), grid, dst.cpu.data(), back.cpu.data());
+  gpu_->gather_points(2, 3, 6, idx.gpu.data(), grid, dst.gpu.data(), back.gpu.data());
+  expect_close(back, 0, "gather");
+}
+
+TEST_F(ModelCuda, GaussianAndMseLosses) {
+  for (LossKind kind : {LossKind::kGaussian, LossKind::kMse}) {
+    const Shape s{3, loss_channels(kind), 6, 7};
+    auto y = random_values(3 * 42, 2, -2.0f, 2.0f);
+    std::vector<float> mask(42, 1.0f);
+    for (size_t i = 0; i < 42; i += 4) {
+      mask[i] = 0.0f;
+      y[i] = std::nanf("");
+    }
+    Pair o = random_pair(s, 1), t = pair(Shape{3, 1, 6, 7}, y), m = pair(Shape{1, 1, 6, 7}, mask),
+         d = random_pair(s, 3);
+    const double lc = masked_loss(*cpu_, kind, o.cpu, t.cpu, m.cpu, &d.cpu);
+    const double lg = masked_loss(*gpu_, kind, o.gpu, t.gpu, m.gpu, &d.gpu);
+    EXPECT_NEAR(lg, lc, 1e-9 * std::abs(lc)) << loss_name(kind);
+    expect_close(d, 1e-4, loss_name(kind) + " gradient");
+  }
+}
+
+TEST_F(ModelCuda, SgdUpdate) {
+  const Shape s{1, 1, 10, 10};
+  Pair w = random_pair(s, 1), g = random_pair(s, 2);
+  Sgd sc({{"w", &w.cpu, &g.cpu}}, *cpu_, 0.9), sg({{"w", &w.gpu, &g.gpu}}, *gpu_, 0.9);
+  for (int i = 0; i < 3; ++i) {
+    sc.step(1e-2);
+    sg.step(1e-2);
+  }
+  expect_close(w, 1e-5, "sgd weights");
+}
+
+// DeepESD forward and backward on both backends (dense heads on cuBLAS, the scatter).
+TEST_F(ModelCuda, DeepEsdMatchesCpu) {
+  ModelSpec spec;
+  spec.name = "deepesd";
+  spec.in_channels = 4;
+  spec.in_h = 5;
+  spec.in_w = 6;
+  spec.out_h = 7;
+  spec.out_w = 8;
+  spec.land_mask.assign(56, 1);
+  for (size_t i = 0; i < 56; i += 3) spec.land_mask[i] = 0;
+  Net nc(spec, *cpu_), ng(spec, *gpu_);
+  nc.init(1);
+  ng.init(1);
+  Pair x = random_pair(Shape{2, 4, 5, 6}, 2);
+  const Shape os = nc.output_shape(2);
+  Pair out{Tensor(*cpu_, os), Tensor(*gpu_, os)};
+  cpu_->copy(out.cpu.data(), nc.forward(x.cpu).data(), out.cpu.size());
+  gpu_->copy(out.gpu.data(), ng.forward(x.gpu).data(), out.gpu.size());
+  expect_close(out, 1e-3, "deepesd forward");
   Pair d = random_pair(os, 3);
   nc.backward(d.cpu);
   ng.backward(d.gpu);
