@@ -1,6 +1,7 @@
 #include "bench/flop_count.h"
 
 #include "model/layers/conv2d.h"
+#include "model/layers/upsample_conv2d.h"
 #include "model/models.h"
 
 namespace ds::bench {
@@ -13,7 +14,11 @@ FlopCount count_flops(const model::ModelSpec& spec) {
   for (const model::Node& node : nodes) {
     const auto* conv = dynamic_cast<const model::Conv2D*>(node.layer.get());
     if (!conv) continue;
-    const model::ConvDesc d = conv->desc(nodes[size_t(node.inputs[0])].shape);
+    // An UpsampleConv2D counts as the architecture's conv on the upsampled input, whatever the
+    // backend saves by running it on the small one: the FLOP count is the model's, not ours.
+    const model::Shape& in = nodes[size_t(node.inputs[0])].shape;
+    const auto* up = dynamic_cast<const model::UpsampleConv2D*>(conv);
+    const model::ConvDesc d = conv->desc(up ? up->upsampled(in) : in);
     const model::Shape o = d.out();
     const int64_t macs = int64_t(o.c) * o.h * o.w * d.in.c * d.kh * d.kw;
     f.forward += 2 * macs;

@@ -14,10 +14,12 @@ struct FlopCount {
   int64_t train() const { return forward + backward_data + backward_weights; }
 };
 
-// Convolutions only, 2 FLOP per multiply-add, every kernel tap counted (padding included, as
-// frameworks count): forward 2*K_h*K_w*C_in*C_out*H_out*W_out per conv, backward-data and
-// backward-weights the same again each. The elementwise layers (ReLU, upsampling, sigmoid, loss,
-// Adam) add < 0.1% and are left out.
+// The architecture's convolutions, 2 FLOP per multiply-add, every kernel tap counted (padding
+// included, as frameworks count): forward 2*K_h*K_w*C_in*C_out*H_out*W_out per conv,
+// backward-data and backward-weights the same again each. A conv after an upsampling counts on the
+// upsampled input even where a backend computes it with fewer operations (UpsampleConv2D), so
+// GFLOP/s compare implementations of the same model. The elementwise layers (ReLU, upsampling,
+// sigmoid, loss, Adam) add < 0.1% and are left out.
 FlopCount count_flops(const model::ModelSpec& spec);
 
 }  // namespace ds::bench

@@ -16,6 +16,7 @@ py=/usr/bin/python3  # Debian's interpreter: the one python3-torch belongs to
 [[ -x $ours ]] || { echo "train_step.sh: $ours not built (cmake --build $build --target bench_train_step)" >&2; exit 2; }
 $py -c 'import torch' 2>/dev/null || { echo "train_step.sh: needs python3-torch (apt-get install python3-torch)" >&2; exit 2; }
 
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 common=(--threads "$THREADS" --steps "$STEPS" --warmup "$WARMUP")
@@ -47,3 +48,5 @@ awk -v ot="$ot" -v of="$of" -v tt="$tt" -v tf="$tf" -v gf="$gf" -v gt="$gt" -v R
   printf "%-22s %16.2fx %9s %17.2fx\n", "ratio ours/PyTorch", ot / tt, "", of / tf
 }'
 echo "first loss on the same weights and batch: ours $(get ours loss0), PyTorch $(get torch loss0)"
+# Other work on the machine slows both peers, not always alike: the load shows whether to rerun.
+echo "load average (1, 5, 15 min): $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end, $(nproc) cores"
