@@ -56,12 +56,15 @@ std::string find_definition(const std::string& name_or_path, const std::string& 
     return name_or_path;
   }
   const fs::path cfg_dir = fs::path(config_file).parent_path();
+  // Beside the run config, then under the working folder, then the shipped ones (a config
+  // copied elsewhere still finds them).
   const std::vector<fs::path> tried = {cfg_dir / "datasets" / (name_or_path + ".yaml"),
-                                       fs::path("configs") / "datasets" / (name_or_path + ".yaml")};
+                                       fs::path("configs") / "datasets" / (name_or_path + ".yaml"),
+                                       fs::path(DOWNSCALE_DATASETS_DIR) / (name_or_path + ".yaml")};
   for (const auto& p : tried)
     if (fs::exists(p)) return p.string();
   throw UsageError(config_file + ": no dataset definition '" + name_or_path + "' (looked for " + tried[0].string() +
-                   " and " + tried[1].string() + ")");
+                   ", " + tried[1].string() + " and " + tried[2].string() + ")");
 }
 
 template <class T>
