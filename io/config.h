@@ -76,8 +76,8 @@ struct Config {
     std::map<std::string, std::string> regrid;
     std::string standardize = "grid_box";  // grid_box: mean/sd per box; field: one per channel
     std::string fill = "none";        // NaN in predictors: none (error) | nearest_time | climatology
-    int compression = 0;              // deflate level 0..9 of /x (y and pr: at least 1)
-    int block_days = 365;             // days read, regridded and written at a time (memory bound)
+    int compression = 0;              // deflate level 0..9 of x, y, pr (0: none, fastest to train from)
+    int block_days = 128;             // days read, regridded and written at a time (memory bound)
     std::map<std::string, std::string> units;  // expected units per predictor variable (adds to built-ins)
   } preprocess;
 

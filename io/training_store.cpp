@@ -66,11 +66,10 @@ void StoreWriter::create_split(const std::string& split, size_t n_samples) {
   if (n == 0) return;
   const hsize_t C = meta_.C(), H = meta_.H(), W = meta_.W(), Hy = meta_.Hy(), Wy = meta_.Wy();
   const std::string g = "/" + split;
-  const int deflate_y = std::max(1, deflate_);
   file_.create_group(g);
   file_.create_dataset(g + "/x", H5T_NATIVE_FLOAT, {n, C, H, W}, kChunkRows, deflate_);
-  file_.create_dataset(g + "/y", H5T_NATIVE_FLOAT, {n, Hy, Wy}, kChunkRows, deflate_y);
-  file_.create_dataset(g + "/pr", H5T_NATIVE_FLOAT, {n, Hy, Wy}, kChunkRows, deflate_y);
+  file_.create_dataset(g + "/y", H5T_NATIVE_FLOAT, {n, Hy, Wy}, kChunkRows, deflate_);
+  file_.create_dataset(g + "/pr", H5T_NATIVE_FLOAT, {n, Hy, Wy}, kChunkRows, deflate_);
   file_.create_dataset(g + "/time", H5T_NATIVE_INT64, {n}, kTimeChunkRows);
   file_.set_attr(g + "/time", "units", std::string("days since 1970-01-01"));
 }

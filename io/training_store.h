@@ -12,7 +12,7 @@
 // with <split> one of train, validation, test (absent when the config gives it no years).
 // Since preprocess issue #4 the root also carries: standardize ("grid_box" or "field"), regrid
 // ("z@500:bilinear,...,pr:conservative"), fill (the NaN policy), dropped_dates (count), and
-// x may be deflated (preprocess.compression); readers need none of these.
+// x, y and pr may be deflated (preprocess.compression); readers need none of these.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -44,7 +44,7 @@ struct StoreMeta {
 class StoreWriter {
  public:
   // Writes the metadata into a new file at `path` (the caller's temporary name).
-  // `deflate` (0..9) compresses x; y and pr, mostly zeros and NaN, are deflated at least at 1.
+  // `deflate` (0..9; 0 none) compresses x, y and pr (with HDF5's shuffle filter).
   StoreWriter(const std::string& path, const StoreMeta& meta, int deflate = 0);
   // Writes one split whole: n samples of x (C*H*W each), y, pr (H'*W' each), time.
   void write_split(const std::string& split, const std::vector<float>& x, const std::vector<float>& y,

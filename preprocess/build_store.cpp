@@ -165,7 +165,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
         src.resize(idx.size() * ch.file->grid().size());
         ch.file->read(idx, src.data());
         fill_missing(*ch.file, idx, src, fill);
-        out = ch.regrid->apply(src, idx.size());
+        ch.regrid->apply(src, idx.size(), out);
         stats.add(out.data(), idx.size());
         progress.advance(static_cast<int64_t>(idx.size()));
       });
@@ -177,7 +177,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
         const auto idx = slice(pr_index[s], a, b);
         src.resize(idx.size() * pr_file.grid().size());
         pr_file.read(idx, src.data());
-        out = pr_regrid.apply(src, idx.size());
+        pr_regrid.apply(src, idx.size(), out);
         const auto m = land_mask(out, HWy);
         for (size_t k = 0; k < HWy; ++k) mask[k] &= m[k];
         progress.advance(static_cast<int64_t>(idx.size()));
@@ -227,7 +227,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
           src.resize(nb * ch.file->grid().size());
           ch.file->read(idx, src.data());
           summary.filled += fill_missing(*ch.file, idx, src, fill);
-          out = ch.regrid->apply(src, nb);
+          ch.regrid->apply(src, nb, out);
           apply_standardization(ch.stats, out);
           for (size_t t = 0; t < nb; ++t) {
             float* dst = &x[(t * C + c) * HW];
@@ -241,7 +241,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
         src.resize(nb * pr_file.grid().size());
         pr_file.read(idx, src.data());
         to_mm_per_day(src, pr_file.units(), pr_file.where());
-        prv = pr_regrid.apply(src, nb);
+        pr_regrid.apply(src, nb, prv);
         y = wet_day_target(prv, meta.mask, pp.wet_threshold);
         for (size_t k = 0; k < prv.size(); ++k)
           if (!meta.mask[k % HWy]) prv[k] = std::numeric_limits<float>::quiet_NaN();

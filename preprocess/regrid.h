@@ -40,6 +40,9 @@ std::vector<float> apply_weights(const RegridWeights& w, const std::vector<float
 // NaN where no valid source has weight. The conservative method's treatment of missing values.
 std::vector<float> apply_weights_renormalized(const RegridWeights& w, const std::vector<float>& src, size_t ntime);
 
+// Both of the above into `out` (resized); renormalize selects the second.
+void apply_weights(const RegridWeights& w, const std::vector<float>& src, size_t ntime, std::vector<float>& out, bool renormalize);
+
 // One grid pair and method: the weights, built once, applied block after block.
 class Regridder {
  public:
@@ -47,6 +50,8 @@ class Regridder {
   RegridMethod method() const { return method_; }
   // `ntime` source fields -> `ntime` target fields.
   std::vector<float> apply(const std::vector<float>& src, size_t ntime) const;
+  // The same into `out` (resized), so block after block reuses one buffer.
+  void apply(const std::vector<float>& src, size_t ntime, std::vector<float>& out) const;
 
  private:
   RegridMethod method_;

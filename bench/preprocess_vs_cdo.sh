@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Regrid + standardize of a North-America-sized synthetic year: `downscale preprocess` against
+# the equivalent CDO operator chain, timed in the same run on the same fetched NetCDF files.
+#   ours:  downscale preprocess   20 predictors, 2° source -> the 53 x 30 model grid (bilinear),
+#          training mean and sd (n - 1) per box, standardized; pr 0.5° -> the 209 x 117 output
+#          grid, mm/day, mask and target; everything written to the HDF5 store
+#   CDO:   per predictor  cdo -L div -sub -remapbil,model.grid F -timmean -remapbil,model.grid F
+#                                    -timstd1 -remapbil,model.grid F  out.nc
+#          for pr         cdo -L remapbil,output.grid pr.nc out.nc
+# (one cdo call per field; -L and chained operators let CDO overlap its operators on both cores,
+# ours is one thread). Prints both times and the ratio CDO / ours (> 1: we are faster).
+#   usage: bench/preprocess_vs_cdo.sh <downscale binary> [year]
+set -euo pipefail
+bin=$(realpath "$1")
+year=${2:-2000}
+src=$(cd "$(dirname "$0")/.." && pwd)
+command -v cdo >/dev/null || { echo "cdo not found: scripts/install-deps.sh installs it"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+cp -r "$src/configs" .
+set_year=(--set "synth.years=[$year,$year]" --set "fetch.years=[$year,$year]" --set "preprocess.train_years=[$year,$year]"
+          --set "preprocess.validation_years=[]" --set "preprocess.test_years=[]" --set run.log_level=warn)
+cfg=configs/north_america.yaml
+echo "== preparing one synthetic year over North America (synth, fetch; not timed)"
+"$bin" synth --config $cfg "${set_year[@]}"
+"$bin" fetch --config $cfg "${set_year[@]}" \
+  --set fetch.predictors.dataset=synth_era_interim --set fetch.predictors.source=data/synth_north_america/era_interim_synth.nc \
+  --set fetch.predictand.dataset=synth_ewembi --set fetch.predictand.source=data/synth_north_america/ewembi_synth.nc
+fetch=runs/north_america/fetch
+
+# The target grids as CDO grid descriptions, from the same config values.
+cat > model.grid <<G
+gridtype = lonlat
+xsize = 53
+ysize = 30
+xfirst = -165
+xinc = 2
+yfirst = 12
+yinc = 2
+G
+cat > output.grid <<G
+gridtype = lonlat
+xsize = 209
+ysize = 117
+xfirst = -164.75
+xinc = 0.5
+yfirst = 11.75
+yinc = 0.5
+G
+
+# Wall time and CPU time (user + sys, children included) of a command, as "wall cpu".
+TIMEFORMAT='%R %U %S'
+measure() { { time "$@" >/dev/null; } 2>&1 | tail -n 1 | awk '{ print $1, $2 + $3 }'; }
+# Warm the page cache for both sides alike.
+files=$(find "$fetch/predictors" "$fetch/predictand" -name '*.nc' | sort)
+cat $files >/dev/null
+
+echo "== ours: downscale preprocess"
+read -r ours ours_cpu < <(measure "$bin" preprocess --config $cfg "${set_year[@]}")
+
+echo "== CDO: remapbil, timmean, timstd1, sub, div per predictor; remapbil for pr"
+mkdir -p cdo_out
+cdo_chain() {
+  for f in $files; do
+    name=$(basename "$f" .nc)
+    if [[ $f == */predictand/* ]]; then
+      cdo -s -L remapbil,output.grid "$f" "cdo_out/$name.nc"
+    else
+      cdo -s -L div -sub -remapbil,model.grid "$f" -timmean -remapbil,model.grid "$f" \
+        -timstd1 -remapbil,model.grid "$f" "cdo_out/$name.nc"
+    fi
+  done 2>/dev/null  # CDO's HDF5 library prints diagnostics while probing optional attributes
+}
+read -r theirs theirs_cpu < <(measure cdo_chain)
+n=$(echo "$files" | wc -w)
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+echo "fields: $n files ($(du -shc $files | tail -n 1 | cut -f1)), one year, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
+printf "%-22s %8s %8s\n" "" "wall s" "cpu s"
+printf "%-22s %8.2f %8.2f\n" "downscale preprocess" "$ours" "$ours_cpu"
+printf "%-22s %8.2f %8.2f\n" "cdo chain" "$theirs" "$theirs_cpu"
+echo "ratio cdo / downscale: wall $(ratio "$theirs" "$ours"), cpu $(ratio "$theirs_cpu" "$ours_cpu")  (> 1: downscale is faster)"
