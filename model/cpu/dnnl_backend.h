@@ -37,12 +37,13 @@ class DnnlBackend : public Backend {
   void upsample_nearest_forward(const Shape& in, int factor, const float* x, float* y) override;
   void upsample_nearest_backward(const Shape& in, int factor, const float* dy, float* dx) override;
   // dnnl_upsample_conv.cpp: one convolution on the small input instead of upsample + conv.
-  void upsample_conv2d_forward(const ConvDesc& d, int factor, const float* x, const float* w, const float* b,
-                               float* y) override;
-  void upsample_conv2d_backward_data(const ConvDesc& d, int factor, const float* dy, const float* w,
-                                     float* dx) override;
+  int64_t upsample_conv2d_scratch(const ConvDesc& d, int factor) const override;
+  void upsample_conv2d_forward(const ConvDesc& d, int factor, const float* x, const float* w, const float* b, float* y,
+                               float* scratch) override;
+  void upsample_conv2d_backward_data(const ConvDesc& d, int factor, const float* dy, const float* w, float* dx,
+                                     float* scratch) override;
   void upsample_conv2d_backward_weights(const ConvDesc& d, int factor, const float* x, const float* dy, float* dw,
-                                        float* db) override;
+                                        float* db, float* scratch) override;
   void copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) override;
   void slice_channels(const Shape& dst, int offset, const Shape& src, const float* y, float* x) override;
   void accumulate(int64_t n, const float* x, float* acc) override;

@@ -9,7 +9,8 @@
 // ceil-ish(k/f)+1 kernel, and a pixel shuffle puts its channels back on the big grid. For MNN's
 // 8x8 conv after x2 upsampling that is a 5x5 kernel: 2*528*100*25 instead of 2*132*100*64 FLOP
 // per pixel of the small grid, 2.56x less, and its backward-data lands on the small grid directly
-// (the upsampling's backward, summing each f x f block, is part of it).
+// (the upsampling's backward, summing each f x f block, is part of it). The folded weights and
+// the small-grid output live in the backend's shared workspaces, so callers pass no scratch.
 #include <cstring>
 #include <vector>
 
@@ -137,9 +138,13 @@ float* DnnlBackend::workspace(int slot, int64_t floats) {
   return static_cast<float*>(conv_ws_[slot].reserve(size_t(floats) * sizeof(float)));
 }
 
+int64_t DnnlBackend::upsample_conv2d_scratch(const ConvDesc& d, int f) const {
+  return applies(d, f) ? 0 : Backend::upsample_conv2d_scratch(d, f);
+}
+
 void DnnlBackend::upsample_conv2d_forward(const ConvDesc& d, int f, const float* x, const float* w, const float* b,
-                                          float* y) {
-  if (!applies(d, f)) return Backend::upsample_conv2d_forward(d, f, x, w, b, y);
+                                          float* y, float* scratch) {
+  if (!applies(d, f)) return Backend::upsample_conv2d_forward(d, f, x, w, b, y, scratch);
   const Polyphase p = polyphase(d, f);
   float* ws = workspace(kUpW, p.small.out_c * int64_t(d.in.c) * p.small.kh * p.small.kw);
   fold_weights(p, w, ws);
@@ -154,9 +159,9 @@ void DnnlBackend::upsample_conv2d_forward(const ConvDesc& d, int f, const float*
   shuffle(p, true, ys, y);
 }
 
-void DnnlBackend::upsample_conv2d_backward_data(const ConvDesc& d, int f, const float* dy, const float* w,
-                                                float* dx) {
-  if (!applies(d, f)) return Backend::upsample_conv2d_backward_data(d, f, dy, w, dx);
+void DnnlBackend::upsample_conv2d_backward_data(const ConvDesc& d, int f, const float* dy, const float* w, float* dx,
+                                                float* scratch) {
+  if (!applies(d, f)) return Backend::upsample_conv2d_backward_data(d, f, dy, w, dx, scratch);
   const Polyphase p = polyphase(d, f);
   float* ws = workspace(kUpW, p.small.out_c * int64_t(d.in.c) * p.small.kh * p.small.kw);
   fold_weights(p, w, ws);
@@ -166,8 +171,8 @@ void DnnlBackend::upsample_conv2d_backward_data(const ConvDesc& d, int f, const 
 }
 
 void DnnlBackend::upsample_conv2d_backward_weights(const ConvDesc& d, int f, const float* x, const float* dy,
-                                                   float* dw, float* db) {
-  if (!applies(d, f)) return Backend::upsample_conv2d_backward_weights(d, f, x, dy, dw, db);
+                                                   float* dw, float* db, float* scratch) {
+  if (!applies(d, f)) return Backend::upsample_conv2d_backward_weights(d, f, x, dy, dw, db, scratch);
   const Polyphase p = polyphase(d, f);
   float* dys = workspace(kUpY, p.small.out().size());
   shuffle(p, false, dys, const_cast<float*>(dy));  // reads dy only

@@ -20,7 +20,11 @@ class UpsampleConv2D : public Conv2D {
   int factor() const { return factor_; }
 
  private:
+  // The backend's scratch for the op (upsample_conv2d_scratch): the upsampled input where the
+  // backend composes upsample and conv, nothing on the CPU. Grown when needed, kept across calls.
+  float* scratch(Backend& be, const ConvDesc& d);
   int factor_;
+  Tensor scratch_;
 };
 
 }  // namespace ds::model

@@ -37,19 +37,24 @@ TEST_P(ModelUpsampleConv2D, MatchesUpsampleThenNaiveConv) {
     same_padding(c.kw, d.pad_left, d.pad_right);
   }
   const Shape os = d.out();
-  const auto xv = random_values(size_t(small.size()), 21), wv = random_values(size_t(c.out_c) * c.in_c * c.kh * c.kw, 22);
+  const auto xv = random_values(size_t(small.size()), 21);
+  const auto wv = random_values(size_t(c.out_c) * c.in_c * c.kh * c.kw, 22);
   const auto bv = random_values(size_t(c.out_c), 23), dyv = random_values(size_t(os.size()), 24);
   Tensor x = test::make_tensor(*be, small, xv), w = test::make_tensor(*be, Shape{c.out_c, c.in_c, c.kh, c.kw}, wv);
   Tensor b = test::make_tensor(*be, Shape{1, c.out_c, 1, 1}, bv), dy = test::make_tensor(*be, os, dyv);
   Tensor y(*be, os), dx(*be, small), dw(*be, w.shape()), db(*be, b.shape());
   if (use_default) {  // Backend's composition, which the CUDA backend runs
-    be->Backend::upsample_conv2d_forward(d, c.factor, x.data(), w.data(), b.data(), y.data());
-    be->Backend::upsample_conv2d_backward_data(d, c.factor, dy.data(), w.data(), dx.data());
-    be->Backend::upsample_conv2d_backward_weights(d, c.factor, x.data(), dy.data(), dw.data(), db.data());
+    Tensor s(*be, Shape{1, 1, 1, int(be->Backend::upsample_conv2d_scratch(d, c.factor))});
+    be->Backend::upsample_conv2d_forward(d, c.factor, x.data(), w.data(), b.data(), y.data(), s.data());
+    be->Backend::upsample_conv2d_backward_data(d, c.factor, dy.data(), w.data(), dx.data(), s.data());
+    be->Backend::upsample_conv2d_backward_weights(d, c.factor, x.data(), dy.data(), dw.data(), db.data(), s.data());
   } else {
-    be->upsample_conv2d_forward(d, c.factor, x.data(), w.data(), b.data(), y.data());
-    be->upsample_conv2d_backward_data(d, c.factor, dy.data(), w.data(), dx.data());
-    be->upsample_conv2d_backward_weights(d, c.factor, x.data(), dy.data(), dw.data(), db.data());
+    // The CPU's polyphase path asks for no scratch; its 'valid' fallback (the last case) does.
+    EXPECT_EQ(be->upsample_conv2d_scratch(d, c.factor) == 0, c.same);
+    Tensor s(*be, Shape{1, 1, 1, int(be->upsample_conv2d_scratch(d, c.factor))});
+    be->upsample_conv2d_forward(d, c.factor, x.data(), w.data(), b.data(), y.data(), s.data());
+    be->upsample_conv2d_backward_data(d, c.factor, dy.data(), w.data(), dx.data(), s.data());
+    be->upsample_conv2d_backward_weights(d, c.factor, x.data(), dy.data(), dw.data(), db.data(), s.data());
   }
 
   const auto big_x = test::upsample_nearest(small, c.factor, xv);
