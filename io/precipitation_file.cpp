@@ -1,20 +1,68 @@
 #include "io/precipitation_file.h"
 
 #include <cmath>
+#include <ctime>
+#include <limits>
 
 #include "io/atomic_file.h"
+#include "io/calendar.h"
+#include "io/error.h"
 #include "io/netcdf_file.h"
 
 namespace ds {
 
+namespace {
+
+constexpr float kFill = 1.0e20f;
+constexpr double kSecondsPerDay = 86400.0;
+
+struct VarSpec {
+  const char* name;
+  const char* standard_name;  // empty: none in the CF table
+  const char* long_name;
+  const char* units;
+};
+
+int def_field(NcFile& nc, const VarSpec& v, const std::vector<int>& dims) {
+  const int id = nc.def_var(v.name, NC_FLOAT, dims, 4);
+  if (*v.standard_name) nc.put_att(id, "standard_name", v.standard_name);
+  nc.put_att(id, "long_name", v.long_name);
+  nc.put_att(id, "units", v.units);
+  nc.put_att(id, "_FillValue", kFill, NC_FLOAT);
+  nc.put_att(id, "missing_value", kFill, NC_FLOAT);
+  nc.put_att(id, "cell_methods", "time: mean");
+  nc.put_att(id, "coordinates", "lat lon");
+  return id;
+}
+
+// Values to file units with the fill value: `scale` converts mm/day to kg m-2 s-1.
+std::vector<float> to_file(const std::vector<float>& v, double scale) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = std::isfinite(v[i]) ? static_cast<float>(v[i] * scale) : kFill;
+  return out;
+}
+
+std::string utc_now() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace
+
 void write_precipitation(const std::string& path, const PrecipitationOutput& o) {
-  constexpr float kFill = 1.0e20f;
-  const size_t nt = o.days.size(), ny = o.lat.size(), nx = o.lon.size();
+  const size_t nt = o.days.size(), ny = o.lat.size(), nx = o.lon.size(), plane = nt * ny * nx;
+  for (const auto* v : {&o.pr, &o.pr_expected, &o.p_wet, &o.gamma_shape, &o.gamma_scale})
+    if (v->size() != plane) throw Error(path + ": prediction arrays do not match time x lat x lon");
+  if (o.pr_members.size() != size_t(o.members) * plane) throw Error(path + ": member array has the wrong size");
+
   AtomicFile file(path);
   NcFile nc = NcFile::create(file.temp_path());
   const int dt = nc.def_dim("time", 0), dy = nc.def_dim("lat", ny), dx = nc.def_dim("lon", nx), db = nc.def_dim("bnds", 2);
   const int vt = nc.def_var("time", NC_DOUBLE, {dt});
   nc.put_att(vt, "standard_name", "time");
+  nc.put_att(vt, "long_name", "time");
   nc.put_att(vt, "units", "days since 1970-01-01 00:00:00");
   nc.put_att(vt, "calendar", "standard");
   nc.put_att(vt, "bounds", "time_bnds");
@@ -22,49 +70,110 @@ void write_precipitation(const std::string& path, const PrecipitationOutput& o) 
   const int vb = nc.def_var("time_bnds", NC_DOUBLE, {dt, db});
   const int vy = nc.def_var("lat", NC_DOUBLE, {dy});
   nc.put_att(vy, "standard_name", "latitude");
+  nc.put_att(vy, "long_name", "latitude");
   nc.put_att(vy, "units", "degrees_north");
   nc.put_att(vy, "axis", "Y");
   const int vx = nc.def_var("lon", NC_DOUBLE, {dx});
   nc.put_att(vx, "standard_name", "longitude");
+  nc.put_att(vx, "long_name", "longitude");
   nc.put_att(vx, "units", "degrees_east");
   nc.put_att(vx, "axis", "X");
-  const int vp = nc.def_var("pr", NC_FLOAT, {dt, dy, dx}, 4);
-  nc.put_att(vp, "standard_name", "precipitation_flux");
-  nc.put_att(vp, "long_name", "downscaled daily precipitation (expected value)");
-  nc.put_att(vp, "units", "kg m-2 s-1");
-  nc.put_att(vp, "cell_methods", "time: mean");
-  nc.put_att(vp, "_FillValue", kFill, NC_FLOAT);
-  const int vq = nc.def_var("p_wet", NC_FLOAT, {dt, dy, dx}, 4);
-  nc.put_att(vq, "long_name", "probability of a wet day (precipitation above the wet-day threshold)");
-  nc.put_att(vq, "units", "1");
-  nc.put_att(vq, "_FillValue", kFill, NC_FLOAT);
-  nc.put_att(NC_GLOBAL, "Conventions", "CF-1.7");
+  const std::vector<int> field{dt, dy, dx};
+  const std::string pr_long = "downscaled daily precipitation (" + o.occurrence_rule + ")";
+  const int vpr = def_field(nc, {"pr", "precipitation_flux", pr_long.c_str(), "kg m-2 s-1"}, field);
+  const int vex = def_field(nc, {"pr_expected", "precipitation_flux",
+                                 "expected daily precipitation: p_wet * (gamma_shape * gamma_scale + wet-day threshold)",
+                                 "kg m-2 s-1"},
+                            field);
+  const int vp = def_field(nc, {"p_wet", "", "probability of a wet day (precipitation at or above the wet-day threshold)", "1"}, field);
+  const int va = def_field(nc, {"gamma_shape", "", "shape of the gamma distribution of wet-day amounts above the threshold", "1"}, field);
+  const int vs = def_field(nc, {"gamma_scale", "", "scale of the gamma distribution of wet-day amounts above the threshold", "mm day-1"}, field);
+  for (int v : {vpr, vex, vp, va, vs}) nc.put_att(v, "wet_day_threshold_mm", o.wet_threshold);
+  int vm = -1, vmc = -1;
+  if (o.members > 0) {
+    const int dm = nc.def_dim("member", o.members);
+    vmc = nc.def_var("member", NC_INT, {dm});
+    nc.put_att(vmc, "long_name", "stochastic realization");
+    vm = def_field(nc, {"pr_stochastic", "precipitation_flux",
+                        "stochastic daily precipitation: wet with probability p_wet, amount drawn from the gamma",
+                        "kg m-2 s-1"},
+                   {dt, dm, dy, dx});  // time first: CDO (and CF tools) expect it
+  }
+  nc.put_att(NC_GLOBAL, "Conventions", "CF-1.8");
   nc.put_att(NC_GLOBAL, "title", "downscaled daily precipitation");
-  nc.put_att(NC_GLOBAL, "source", "downscale " DOWNSCALE_VERSION);
-  nc.put_att(NC_GLOBAL, "history", o.history);
+  nc.put_att(NC_GLOBAL, "institution", "produced with downscale");
+  nc.put_att(NC_GLOBAL, "source", "downscale " DOWNSCALE_VERSION ": CNN with a Bernoulli-Gamma output");
+  nc.put_att(NC_GLOBAL, "history", utc_now() + ": " + o.history);
   nc.put_att(NC_GLOBAL, "checkpoint", o.checkpoint);
   nc.put_att(NC_GLOBAL, "config", o.config_file);
   nc.end_define();
 
   nc.write(vy, o.lat.data());
   nc.write(vx, o.lon.data());
-  std::vector<double> t(nt), bnds(2 * nt);
-  for (size_t i = 0; i < nt; ++i) {
-    t[i] = static_cast<double>(o.days[i]) + 0.5;  // the middle of the day the mean is over
-    bnds[2 * i] = static_cast<double>(o.days[i]);
-    bnds[2 * i + 1] = static_cast<double>(o.days[i] + 1);
-  }
   if (nt) {
+    std::vector<double> t(nt), bnds(2 * nt);
+    for (size_t i = 0; i < nt; ++i) {
+      t[i] = static_cast<double>(o.days[i]) + 0.5;  // the middle of the day the mean is over
+      bnds[2 * i] = static_cast<double>(o.days[i]);
+      bnds[2 * i + 1] = static_cast<double>(o.days[i] + 1);
+    }
     nc.write(vt, {0}, {nt}, t.data());
     nc.write(vb, {0, 0}, {nt, 2}, bnds.data());
-    std::vector<float> flux(o.pr.size()), prob(o.probability.size());
-    for (size_t i = 0; i < flux.size(); ++i) flux[i] = std::isfinite(o.pr[i]) ? static_cast<float>(o.pr[i] / 86400.0) : kFill;
-    for (size_t i = 0; i < prob.size(); ++i) prob[i] = std::isfinite(o.probability[i]) ? o.probability[i] : kFill;
-    nc.write(vp, {0, 0, 0}, {nt, ny, nx}, flux.data());
-    nc.write(vq, {0, 0, 0}, {nt, ny, nx}, prob.data());
+    const double flux = 1.0 / kSecondsPerDay;
+    nc.write(vpr, {0, 0, 0}, {nt, ny, nx}, to_file(o.pr, flux).data());
+    nc.write(vex, {0, 0, 0}, {nt, ny, nx}, to_file(o.pr_expected, flux).data());
+    nc.write(vp, {0, 0, 0}, {nt, ny, nx}, to_file(o.p_wet, 1).data());
+    nc.write(va, {0, 0, 0}, {nt, ny, nx}, to_file(o.gamma_shape, 1).data());
+    nc.write(vs, {0, 0, 0}, {nt, ny, nx}, to_file(o.gamma_scale, 1).data());
+    if (o.members > 0) {
+      std::vector<double> ids(o.members);
+      for (int m = 0; m < o.members; ++m) ids[m] = m;
+      nc.write(vmc, {0}, {size_t(o.members)}, ids.data());
+      // Held as (member, time, lat, lon), stored as (time, member, lat, lon): one member a write.
+      const std::vector<float> all = to_file(o.pr_members, flux);
+      for (int m = 0; m < o.members; ++m)
+        nc.write(vm, {0, size_t(m), 0, 0}, {nt, 1, ny, nx}, all.data() + size_t(m) * plane);
+    }
   }
   nc.close();
   file.commit();
+}
+
+PrecipitationOutput read_precipitation(const std::string& path) {
+  NcFile nc = NcFile::open(path);
+  PrecipitationOutput o;
+  o.lon = nc.read_coord("lon");
+  o.lat = nc.read_coord("lat");
+  const auto t = nc.read_coord("time");
+  for (double x : t) o.days.push_back(static_cast<int64_t>(std::floor(x)));
+  const size_t nt = t.size(), ny = o.lat.size(), nx = o.lon.size();
+  auto read = [&](const char* name, double scale, std::vector<float>& out, std::vector<size_t> count) {
+    const int v = nc.var_id(name);
+    size_t n = 1;
+    for (size_t c : count) n *= c;
+    out.resize(n);
+    if (n) nc.read(v, std::vector<size_t>(count.size(), 0), count, out.data());
+    for (auto& x : out) x = (x == kFill) ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(x * scale);
+  };
+  read("pr", kSecondsPerDay, o.pr, {nt, ny, nx});
+  read("pr_expected", kSecondsPerDay, o.pr_expected, {nt, ny, nx});
+  read("p_wet", 1, o.p_wet, {nt, ny, nx});
+  read("gamma_shape", 1, o.gamma_shape, {nt, ny, nx});
+  read("gamma_scale", 1, o.gamma_scale, {nt, ny, nx});
+  if (nc.has_var("pr_stochastic")) {
+    o.members = static_cast<int>(nc.dim_len("member"));
+    const int v = nc.var_id("pr_stochastic");
+    const size_t plane = nt * ny * nx;
+    o.pr_members.resize(size_t(o.members) * plane);
+    for (int m = 0; m < o.members && plane; ++m)
+      nc.read(v, {0, size_t(m), 0, 0}, {nt, 1, ny, nx}, o.pr_members.data() + size_t(m) * plane);
+    for (auto& x : o.pr_members) x = (x == kFill) ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(x * kSecondsPerDay);
+  }
+  o.wet_threshold = nc.att_double(nc.var_id("pr"), "wet_day_threshold_mm", 0.99);
+  o.history = nc.att_text(NC_GLOBAL, "history");
+  o.checkpoint = nc.att_text(NC_GLOBAL, "checkpoint");
+  o.config_file = nc.att_text(NC_GLOBAL, "config");
+  return o;
 }
 
 }  // namespace ds

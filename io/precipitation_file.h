@@ -1,4 +1,5 @@
-// The product: downscaled daily precipitation as CF NetCDF-4 on the predictand grid.
+// The product: downscaled daily precipitation as CF NetCDF-4 on the predictand grid, and the
+// Bernoulli-Gamma parameters it comes from. `evaluate` reads it back.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -7,16 +8,25 @@
 namespace ds {
 
 struct PrecipitationOutput {
-  std::vector<double> lon, lat;       // ascending cell centres
-  std::vector<int64_t> days;          // days since 1970-01-01
-  std::vector<float> pr;              // (time, lat, lon) mm/day, NaN over the ocean
-  std::vector<float> probability;     // (time, lat, lon) rain probability, NaN over the ocean
+  std::vector<double> lon, lat;        // ascending cell centres
+  std::vector<int64_t> days;           // days since 1970-01-01
+  // (time, lat, lon), mm/day or 1, NaN over the ocean:
+  std::vector<float> pr;               // deterministic precipitation
+  std::vector<float> pr_expected;      // mean of the predicted distribution
+  std::vector<float> p_wet, gamma_shape, gamma_scale;
+  int members = 0;
+  std::vector<float> pr_members;       // (member, time, lat, lon) stochastic realizations; on disk (time, member, lat, lon)
+  std::string occurrence_rule;         // how `pr` decides wet days, for its long_name
+  double wet_threshold = 0.99;         // mm/day added back to wet-day amounts
   std::string history, checkpoint, config_file;
 };
 
-// Writes atomically: pr in kg m-2 s-1 like the observations it is compared with (standard_name
-// precipitation_flux, cell_methods "time: mean", daily time_bnds), the wet-day probability, and
-// _FillValue over the ocean.
+// Writes atomically: precipitation in kg m-2 s-1 (standard_name precipitation_flux,
+// cell_methods "time: mean", daily time_bnds), _FillValue over the ocean, a `member` dimension
+// for stochastic output, deflate compression, provenance in global attributes.
 void write_precipitation(const std::string& path, const PrecipitationOutput& out);
+
+// Reads what write_precipitation wrote (values back in mm/day, NaN for _FillValue).
+PrecipitationOutput read_precipitation(const std::string& path);
 
 }  // namespace ds

@@ -1,5 +1,5 @@
 // `downscale`: one command, the pipeline's stages as subcommands.
-//   downscale synth | fetch | preprocess | train | predict  --config FILE [--set key=value ...]
+//   downscale synth | fetch | preprocess | train | predict | evaluate  --config FILE [--set key=value ...]
 // Exit codes: 0 success, 1 failure during the work, 2 bad usage or configuration, 3 bad input data.
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -13,7 +13,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"downscale: from reanalysis on an OPeNDAP server to high-resolution daily precipitation.\n"
-               "Stages, in order: synth (optional demo data), fetch, preprocess, train, predict."};
+               "Stages, in order: synth (optional demo data), fetch, preprocess, train, predict, evaluate."};
   app.set_version_flag("--version", std::string("downscale ") + DOWNSCALE_VERSION);
   app.require_subcommand(1);
 
@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   CLI::App* train = add_stage("train", "train the CNN with the Bernoulli-Gamma loss; writes checkpoints");
   train->add_flag("--resume", options.resume, "continue from the run's last checkpoint");
   add_stage("predict", "write daily precipitation for the test years as CF NetCDF and score it");
+  add_stage("evaluate", "VALUE indices and scores of the prediction next to baselines; JSON, CSV, PNG maps");
 
   try {
     app.parse(argc, argv);
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
     if (stage == "preprocess") return ds::run_preprocess(cfg);
     if (stage == "train") return ds::run_train(cfg, options);
     if (stage == "predict") return ds::run_predict(cfg);
+    if (stage == "evaluate") return ds::run_evaluate(cfg);
   } catch (const ds::Error& e) {
     std::cerr << "downscale " << stage << ": error: " << e.what() << std::endl;
     return e.code();

@@ -25,5 +25,6 @@ int run_fetch(const Config& cfg, bool dry_run = false);
 int run_preprocess(const Config& cfg);
 int run_train(const Config& cfg, const StageOptions& opt);
 int run_predict(const Config& cfg);
+int run_evaluate(const Config& cfg);
 
 }  // namespace ds

@@ -11,9 +11,11 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 cp -r "$src/configs" .
 start=$(date +%s)
-for stage in synth fetch preprocess train predict; do
+for stage in synth fetch preprocess train predict evaluate; do
   echo "== downscale $stage"
-  "$bin" "$stage" --config configs/demo.yaml
+  extra=()
+  [[ $stage == predict ]] && extra=(--set predict.members=2)
+  "$bin" "$stage" --config configs/demo.yaml "${extra[@]}"
 done
 echo "demo pipeline took $(( $(date +%s) - start )) s"
 
@@ -31,7 +33,35 @@ header_has 'level_hPa = 500' ncdump -h 'runs/demo/fetch/predictors/z@500.nc'
 header_has 'DATASET "x"' h5dump -H runs/demo/preprocess/store.h5
 header_has 'GROUP "weights"' h5dump -H runs/demo/train/checkpoint_best.h5
 header_has 'pr:standard_name = "precipitation_flux"' ncdump -h runs/demo/predict/precipitation.nc
+header_has 'float pr_stochastic(time, member, lat, lon)' ncdump -h runs/demo/predict/precipitation.nc
 test -s runs/demo/train/metrics.csv
+
+# The product opens in the tools climate scientists use: CDO, and xarray (Debian's python3).
+header_has 'pr_stochastic' cdo -s showname runs/demo/predict/precipitation.nc
+header_has 'time : 366 steps' cdo -s sinfo runs/demo/predict/precipitation.nc
+/usr/bin/python3 - <<'PY'
+import xarray as xr
+ds = xr.open_dataset("runs/demo/predict/precipitation.nc")  # decodes CF time and _FillValue
+assert ds.pr.attrs["standard_name"] == "precipitation_flux" and ds.pr.attrs["units"] == "kg m-2 s-1"
+assert str(ds.time.values[0])[:10] == "2004-01-01", ds.time.values[0]
+assert ds.pr.isnull().any() and float(ds.pr.min()) >= 0  # ocean is missing, land non-negative
+assert ds.pr_stochastic.sizes["member"] == 2
+print("xarray reads", dict(ds.sizes))
+PY
+
+# Evaluation: report, table and maps exist; the CNN beats the climatology baseline's RMSE.
+for f in scores.json scores.csv scores_table.png observed_mean.png predicted_mean.png bias.png rocss.png; do
+  test -s "runs/demo/evaluate/$f" || { echo "missing evaluate/$f"; exit 1; }
+done
+/usr/bin/python3 - <<'PY'
+import json
+s = json.load(open("runs/demo/evaluate/scores.json"))["methods"]
+for name in ("cnn_deterministic", "cnn_expected", "cnn_stochastic", "climatology", "linear_pcs"):
+    assert name in s, name
+assert s["cnn_expected"]["RMSE"] < s["climatology"]["RMSE"], s
+print("evaluate: RMSE cnn_expected %.3f, climatology %.3f, linear %.3f" %
+      (s["cnn_expected"]["RMSE"], s["climatology"]["RMSE"], s["linear_pcs"]["RMSE"]))
+PY
 if find runs data -name '*.tmp-*' | grep -q .; then echo "temporary files left behind"; exit 1; fi
 
 skill=$(sed -n 's/.*"mse_skill_score_vs_climatology": \([-0-9.e]*\).*/\1/p' runs/demo/predict/scores.json)

@@ -1,0 +1,100 @@
+#include "evaluate/baselines.h"
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <random>
+
+#include "io/error.h"
+
+namespace ds {
+
+namespace {
+
+Eigen::MatrixXf read_predictors(const StoreReader& store, const std::string& split) {
+  const auto& m = store.meta();
+  const size_t n = store.count(split), f = size_t(m.C()) * m.H() * m.W();
+  // Row-major in the file (sample, feature) = column-major (feature, sample).
+  Eigen::MatrixXf x(f, n);
+  if (n) store.read_x(split, 0, n, x.data());
+  return x;
+}
+
+Eigen::MatrixXf read_observed(const StoreReader& store, const std::string& split) {
+  const auto& m = store.meta();
+  const size_t n = store.count(split), np = size_t(m.Hy()) * m.Wy();
+  Eigen::MatrixXf y(np, n);
+  if (n) store.read_pr(split, 0, n, y.data());
+  return y;
+}
+
+}  // namespace
+
+std::vector<float> climatology_baseline(const StoreReader& store, const std::string& split) {
+  const Eigen::MatrixXf obs = read_observed(store, "train");
+  const size_t np = obs.rows(), n = store.count(split);
+  std::vector<float> out(n * np);
+  for (size_t k = 0; k < np; ++k) {
+    double sum = 0;
+    size_t c = 0;
+    for (Eigen::Index t = 0; t < obs.cols(); ++t)
+      if (std::isfinite(obs(k, t))) sum += obs(k, t), ++c;
+    const float clim = c ? static_cast<float>(sum / c) : NAN;
+    for (size_t t = 0; t < n; ++t) out[t * np + k] = clim;
+  }
+  return out;
+}
+
+std::vector<float> linear_baseline(const StoreReader& store, const std::string& split, const LinearBaselineOptions& opt) {
+  const Eigen::MatrixXf xt = read_predictors(store, "train");  // (F, Nt)
+  const Eigen::MatrixXf yt = read_observed(store, "train");    // (P, Nt)
+  const Eigen::Index F = xt.rows(), Nt = xt.cols(), P = yt.rows();
+  const int K = static_cast<int>(std::min<Eigen::Index>(opt.components, std::min(F, Nt - 1)));
+  if (K < 1) throw InputError(store.path() + ": too few training days for the linear baseline");
+
+  // Leading principal directions by subspace iteration: Q <- orth(X X^T Q). The predictors are
+  // already standardized per box, so their means are ~0; centre anyway so PCs are exact.
+  const Eigen::VectorXf xmean = xt.rowwise().mean();
+  const Eigen::MatrixXf xc = xt.colwise() - xmean;
+  std::mt19937_64 rng(12345);
+  std::normal_distribution<float> n01;
+  Eigen::MatrixXf q = Eigen::MatrixXf::NullaryExpr(F, K, [&]() { return n01(rng); });
+  for (int it = 0; it < opt.iterations; ++it) {
+    const Eigen::MatrixXf z = xc * (xc.transpose() * q);
+    q = Eigen::HouseholderQR<Eigen::MatrixXf>(z).householderQ() * Eigen::MatrixXf::Identity(F, K);
+  }
+  Eigen::MatrixXf s = q.transpose() * xc;  // (K, Nt) scores
+  const Eigen::VectorXf s_sd = ((s.array().square().rowwise().sum()) / float(Nt - 1)).sqrt().max(1e-12f);
+  s = s.array().colwise() / s_sd.array();
+
+  // Ridge regression with intercept, per grid box; ocean boxes (NaN) are skipped.
+  Eigen::MatrixXd a = (s.cast<double>() * s.cast<double>().transpose());
+  a.diagonal().array() += opt.ridge;
+  const Eigen::LDLT<Eigen::MatrixXd> solver(a);
+  Eigen::MatrixXf coef(P, K);
+  Eigen::VectorXf intercept(P);
+  for (Eigen::Index k = 0; k < P; ++k) {
+    const Eigen::VectorXf yk = yt.row(k).transpose();
+    if (!yk.allFinite()) {
+      coef.row(k).setZero();
+      intercept(k) = NAN;
+      continue;
+    }
+    intercept(k) = yk.mean();
+    const Eigen::VectorXd rhs = s.cast<double>() * (yk.array() - intercept(k)).matrix().cast<double>();
+    coef.row(k) = solver.solve(rhs).cast<float>().transpose();
+  }
+
+  const Eigen::MatrixXf xs = read_predictors(store, split);
+  Eigen::MatrixXf ss = q.transpose() * (xs.colwise() - xmean);
+  ss = ss.array().colwise() / s_sd.array();
+  const Eigen::MatrixXf pred = (coef * ss).colwise() + intercept;  // (P, N)
+  std::vector<float> out(pred.size());
+  for (Eigen::Index t = 0; t < pred.cols(); ++t)
+    for (Eigen::Index k = 0; k < P; ++k) {
+      const float v = pred(k, t);
+      out[t * P + k] = std::isfinite(v) ? std::max(0.0f, v) : NAN;
+    }
+  return out;
+}
+
+}  // namespace ds

@@ -1,0 +1,24 @@
+// The reference methods every downscaling method is compared with, computed by `evaluate` from
+// the same training store so a user sees what the CNN adds:
+//   climatology  each grid box's training-period mean, every day
+//   linear       ridge regression of each grid box's precipitation on the leading principal
+//                components of the standardized predictors (the linear model of the VALUE
+//                intercomparison on the same inputs), clipped at 0 mm
+#pragma once
+#include <vector>
+
+#include "io/training_store.h"
+
+namespace ds {
+
+// (time, point) mm/day for the test days; NaN on ocean points.
+std::vector<float> climatology_baseline(const StoreReader& store, const std::string& split);
+
+struct LinearBaselineOptions {
+  int components = 20;     // principal components of the predictors
+  double ridge = 1.0;      // penalty on the standardized component scores
+  int iterations = 6;      // subspace iterations for the components
+};
+std::vector<float> linear_baseline(const StoreReader& store, const std::string& split, const LinearBaselineOptions& opt);
+
+}  // namespace ds

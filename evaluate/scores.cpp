@@ -1,0 +1,153 @@
+#include "evaluate/scores.h"
+
+#include <cmath>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "evaluate/indices.h"
+
+namespace ds {
+
+namespace {
+
+PointIndices indices_of(const std::vector<float>& obs, const std::vector<float>& x, size_t np,
+                        const std::vector<uint8_t>& mask) {
+  PointIndices r;
+  for (size_t k = 0; k < np; ++k) {
+    const Series s = mask[k] ? pair_series(obs, x, np, k) : Series{};
+    r.mean.push_back(mean(s.pred));
+    r.r01.push_back(wet_day_frequency(s.pred));
+    r.sdii.push_back(sdii(s.pred));
+    r.p98.push_back(percentile(s.pred, 0.98));
+  }
+  return r;
+}
+
+// Mean over the points where the value is finite.
+double domain_mean(const std::vector<double>& v) {
+  double s = 0;
+  size_t n = 0;
+  for (double x : v)
+    if (std::isfinite(x)) s += x, ++n;
+  return n ? s / n : NAN;
+}
+
+// Mean over points of (pred - obs) / obs, where obs > 0.
+double relative_bias(const std::vector<double>& pred, const std::vector<double>& obs) {
+  std::vector<double> b;
+  for (size_t k = 0; k < obs.size(); ++k)
+    if (std::isfinite(obs[k]) && obs[k] > 0 && std::isfinite(pred[k])) b.push_back((pred[k] - obs[k]) / obs[k]);
+  return domain_mean(b);
+}
+
+double absolute_bias(const std::vector<double>& pred, const std::vector<double>& obs) {
+  std::vector<double> b;
+  for (size_t k = 0; k < obs.size(); ++k) b.push_back(pred[k] - obs[k]);
+  return domain_mean(b);
+}
+
+void accumulate(std::vector<double>& acc, const std::vector<double>& v, int m) {
+  if (acc.empty()) acc.assign(v.size(), 0.0);
+  for (size_t k = 0; k < v.size(); ++k) acc[k] += (v[k] - acc[k]) / (m + 1);  // running mean
+}
+
+}  // namespace
+
+Evaluation evaluate_methods(const std::vector<float>& obs, size_t np, const std::vector<uint8_t>& mask,
+                            const std::vector<Method>& methods) {
+  Evaluation e;
+  e.npoints = np;
+  e.ndays = np ? obs.size() / np : 0;
+  e.observed = indices_of(obs, obs, np, mask);
+  e.observed_domain = {{"mean", domain_mean(e.observed.mean)},
+                       {"R01", domain_mean(e.observed.r01)},
+                       {"SDII", domain_mean(e.observed.sdii)},
+                       {"P98", domain_mean(e.observed.p98)}};
+  for (const Method& m : methods) {
+    MethodScores ms;
+    ms.name = m.name;
+    ms.members = static_cast<int>(m.members.size());
+    for (int i = 0; i < ms.members; ++i) {
+      const auto& x = m.members[i];
+      const PointIndices pi = indices_of(obs, x, np, mask);
+      accumulate(ms.indices.mean, pi.mean, i);
+      accumulate(ms.indices.r01, pi.r01, i);
+      accumulate(ms.indices.sdii, pi.sdii, i);
+      accumulate(ms.indices.p98, pi.p98, i);
+      std::vector<double> rm(np, NAN), rw(np, NAN), sp(np, NAN), roc(np, NAN);
+      const auto& score = m.wet_score.empty() ? x : m.wet_score;
+      for (size_t k = 0; k < np; ++k) {
+        if (!mask[k]) continue;
+        const Series s = pair_series(obs, x, np, k);
+        rm[k] = rmse(s);
+        rw[k] = rmse_wet(s);
+        sp[k] = spearman(s);
+        const Series sc = pair_series(obs, score, np, k);
+        roc[k] = roc_skill_score(sc.obs, sc.pred);
+      }
+      accumulate(ms.rmse, rm, i);
+      accumulate(ms.rmse_wet, rw, i);
+      accumulate(ms.spearman, sp, i);
+      accumulate(ms.rocss, roc, i);
+    }
+    ms.domain = {{"mean_relative_bias", relative_bias(ms.indices.mean, e.observed.mean)},
+                 {"R01_bias", absolute_bias(ms.indices.r01, e.observed.r01)},
+                 {"SDII_relative_bias", relative_bias(ms.indices.sdii, e.observed.sdii)},
+                 {"P98_relative_bias", relative_bias(ms.indices.p98, e.observed.p98)},
+                 {"RMSE", domain_mean(ms.rmse)},
+                 {"RMSE_wet", domain_mean(ms.rmse_wet)},
+                 {"Spearman", domain_mean(ms.spearman)},
+                 {"ROCSS", domain_mean(ms.rocss)}};
+    e.methods.push_back(std::move(ms));
+  }
+  return e;
+}
+
+const std::vector<std::string>& score_names() {
+  static const std::vector<std::string> names{"mean_relative_bias", "R01_bias", "SDII_relative_bias", "P98_relative_bias",
+                                              "RMSE", "RMSE_wet", "Spearman", "ROCSS"};
+  return names;
+}
+
+namespace {
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+}  // namespace
+
+std::string evaluation_json(const Evaluation& e) {
+  nlohmann::json j;
+  j["test_days"] = e.ndays;
+  j["wet_day_threshold_mm"] = kWetDay;
+  j["definitions"] = {
+      {"mean_relative_bias", "land-box mean of (predicted - observed) / observed mean precipitation"},
+      {"R01_bias", "land-box mean of predicted - observed wet-day (>= 1 mm) frequency"},
+      {"SDII_relative_bias", "relative bias of the mean wet-day (>= 1 mm) amount"},
+      {"P98_relative_bias", "relative bias of the 98th percentile of all days"},
+      {"RMSE", "land-box mean of the root mean squared error (mm/day)"},
+      {"RMSE_wet", "RMSE over observed wet days (mm/day)"},
+      {"Spearman", "land-box mean of the Spearman rank correlation of the daily series"},
+      {"ROCSS", "ROC skill score (2 AUC - 1) of the wet-day probability or amount for observed wet days"}};
+  for (const auto& [k, v] : e.observed_domain) j["observed"][k] = number(v);
+  for (const auto& m : e.methods) {
+    nlohmann::json mj;
+    mj["members"] = m.members;
+    for (const auto& [k, v] : m.domain) mj[k] = number(v);
+    j["methods"][m.name] = mj;
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string evaluation_csv(const Evaluation& e) {
+  std::ostringstream s;
+  s << "method,members";
+  for (const auto& k : score_names()) s << "," << k;
+  s << "\n";
+  for (const auto& m : e.methods) {
+    s << m.name << "," << m.members;
+    for (const auto& k : score_names()) s << "," << m.domain.at(k);
+    s << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace ds

@@ -1,0 +1,71 @@
+#include "predict/precipitation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace ds {
+
+std::vector<float> frequency_adapted_thresholds(const BernoulliGammaParams& train, const std::vector<float>& observed) {
+  const size_t np = train.npoints, nt = train.ntime();
+  std::vector<float> thr(np, 0.5f), column;
+  for (size_t k = 0; k < np; ++k) {
+    column.clear();
+    size_t wet = 0, valid = 0;
+    for (size_t t = 0; t < nt; ++t) {
+      const float p = train.p[t * np + k], y = observed[t * np + k];
+      if (!std::isfinite(p) || !std::isfinite(y)) continue;
+      column.push_back(p);
+      ++valid;
+      wet += y > 0;
+    }
+    if (valid == 0) continue;
+    if (wet == 0) { thr[k] = 2.0f; continue; }
+    if (wet == valid) { thr[k] = 0.0f; continue; }
+    // The wet-th largest p: exactly `wet` training days reach it (ties aside).
+    std::sort(column.begin(), column.end());
+    thr[k] = column[valid - wet];
+  }
+  return thr;
+}
+
+std::vector<float> deterministic_precipitation(const BernoulliGammaParams& b, const std::vector<float>& thr, double shift) {
+  const size_t np = b.npoints;
+  std::vector<float> pr(b.p.size());
+  for (size_t i = 0; i < pr.size(); ++i) {
+    const float p = b.p[i];
+    if (!std::isfinite(p)) { pr[i] = NAN; continue; }
+    pr[i] = p >= thr[i % np] ? static_cast<float>(double(b.alpha[i]) * b.beta[i] + shift) : 0.0f;
+  }
+  return pr;
+}
+
+std::vector<float> expected_precipitation(const BernoulliGammaParams& b, double shift) {
+  std::vector<float> pr(b.p.size());
+  for (size_t i = 0; i < pr.size(); ++i)
+    pr[i] = std::isfinite(b.p[i]) ? static_cast<float>(b.p[i] * (double(b.alpha[i]) * b.beta[i] + shift)) : NAN;
+  return pr;
+}
+
+std::vector<float> stochastic_precipitation(const BernoulliGammaParams& b, int members, uint64_t seed, double shift) {
+  const size_t n = b.p.size();
+  std::vector<float> out(static_cast<size_t>(members) * n);
+  for (int m = 0; m < members; ++m) {
+    std::seed_seq seq{seed, static_cast<uint64_t>(m)};
+    std::mt19937_64 rng(seq);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    for (size_t i = 0; i < n; ++i) {
+      float& o = out[m * n + i];
+      if (!std::isfinite(b.p[i])) { o = NAN; continue; }
+      // Both numbers are drawn for every point, dry or wet, in a fixed order: the same seed
+      // gives the same member on every run.
+      const double draw = u(rng);
+      std::gamma_distribution<double> g(b.alpha[i], b.beta[i]);
+      const double amount = g(rng);
+      o = draw < b.p[i] ? static_cast<float>(amount + shift) : 0.0f;
+    }
+  }
+  return out;
+}
+
+}  // namespace ds

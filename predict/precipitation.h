@@ -1,0 +1,37 @@
+// From the network's Bernoulli-Gamma parameters to precipitation, as climate4R's
+// downscaleR.keras does it (computeRainfall and binaryGrid):
+//   occurrence  p >= 0.5, or p >= a per-grid-box threshold chosen so that the training period's
+//               predicted wet-day frequency equals the observed one ("frequency-adapted")
+//   amount      deterministic: the gamma mean alpha * beta; stochastic: a gamma draw
+//   precipitation = occurrence * (amount + wet-day threshold), the 0.99 mm shift added back
+// All arrays are (time, point) with `npoints` points per day; NaN marks points without data.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ds {
+
+struct BernoulliGammaParams {
+  size_t npoints = 0;
+  std::vector<float> p, alpha, beta;  // (time, point)
+  size_t ntime() const { return npoints ? p.size() / npoints : 0; }
+};
+
+// Per-point p thresholds: the (1 - f) quantile of p over the training days, where f is the
+// observed wet-day frequency (share of training days with target > 0) at that point. Points with
+// no wet day get a threshold above 1 (never wet); points that are always wet get 0.
+std::vector<float> frequency_adapted_thresholds(const BernoulliGammaParams& train, const std::vector<float>& observed_target);
+
+// Deterministic precipitation in mm/day: (p >= threshold[point]) * (alpha * beta + shift).
+std::vector<float> deterministic_precipitation(const BernoulliGammaParams& b, const std::vector<float>& threshold, double shift);
+
+// Expected precipitation p * (alpha * beta + shift): the mean of the predicted distribution.
+std::vector<float> expected_precipitation(const BernoulliGammaParams& b, double shift);
+
+// `members` stochastic realizations (member, time, point): wet with probability p, then a draw
+// from Gamma(shape alpha, scale beta) plus shift. Reproducible: member m uses a generator
+// seeded from (seed, m), so adding members leaves the earlier ones unchanged.
+std::vector<float> stochastic_precipitation(const BernoulliGammaParams& b, int members, uint64_t seed, double shift);
+
+}  // namespace ds

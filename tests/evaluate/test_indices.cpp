@@ -1,0 +1,80 @@
+// Each index against values worked out by hand on small series (the arithmetic is in the
+// comments). Tolerance 1e-12: the sums are exact or nearly so in double.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "evaluate/indices.h"
+#include "evaluate/scores.h"
+
+using namespace ds;
+
+TEST(Indices, MeanFrequencyIntensityPercentile) {
+  const std::vector<double> x{0, 0.5, 1, 3, 10, 0, 2};
+  EXPECT_NEAR(mean(x), 16.5 / 7, 1e-12);
+  EXPECT_NEAR(wet_day_frequency(x), 4.0 / 7, 1e-12);  // 1, 3, 10, 2 reach 1 mm
+  EXPECT_NEAR(sdii(x), 16.0 / 4, 1e-12);
+  // Sorted: 0 0 0.5 1 2 3 10; h = 6 * 0.98 = 5.88 -> 3 + 0.88 * (10 - 3) = 9.16 (R type 7).
+  EXPECT_NEAR(percentile(x, 0.98), 9.16, 1e-12);
+  EXPECT_NEAR(percentile(x, 0.5), 1.0, 1e-12);
+  EXPECT_TRUE(std::isnan(sdii({0, 0.2})));
+  EXPECT_TRUE(std::isnan(mean({})));
+}
+
+TEST(Indices, ErrorsAndCorrelation) {
+  Series s{{0, 2, 4, 6}, {1, 2, 5, 4}};
+  // Errors 1, 0, 1, -2: MSE 6/4.
+  EXPECT_NEAR(rmse(s), std::sqrt(1.5), 1e-12);
+  // Observed wet days 2, 4, 6: errors 0, 1, -2 -> MSE 5/3.
+  EXPECT_NEAR(rmse_wet(s), std::sqrt(5.0 / 3), 1e-12);
+  // Ranks obs 1 2 3 4, pred 1 2 4 3: d^2 = 0 0 1 1 -> 1 - 6 * 2 / (4 * 15) = 0.8.
+  EXPECT_NEAR(spearman(s), 0.8, 1e-12);
+  // Ties share ranks: pred 1 1 2 3 -> ranks 1.5 1.5 3 4, Pearson with 1 2 3 4 = 0.9486832980505138.
+  EXPECT_NEAR(spearman({{0, 2, 4, 6}, {1, 1, 2, 3}}), 0.9486832980505138, 1e-12);
+  EXPECT_TRUE(std::isnan(spearman({{1, 2, 3}, {5, 5, 5}})));
+}
+
+TEST(Indices, RocSkillScore) {
+  // Wet days (obs >= 1) all score higher than dry ones: AUC 1, ROCSS 1; reversed: -1.
+  EXPECT_NEAR(roc_skill_score({0, 0, 2, 3}, {0.1, 0.2, 0.8, 0.9}), 1.0, 1e-12);
+  EXPECT_NEAR(roc_skill_score({0, 0, 2, 3}, {0.9, 0.8, 0.2, 0.1}), -1.0, 1e-12);
+  // Constant score: AUC 0.5, ROCSS 0.
+  EXPECT_NEAR(roc_skill_score({0, 5, 0, 5}, {0.3, 0.3, 0.3, 0.3}), 0.0, 1e-12);
+  // Pairs (wet, dry): wet scores {0.6, 0.2}, dry {0.4, 0.1}: 0.6>0.4, 0.6>0.1, 0.2<0.4, 0.2>0.1
+  // -> AUC 3/4, ROCSS 0.5.
+  EXPECT_NEAR(roc_skill_score({1, 0, 1, 0}, {0.6, 0.4, 0.2, 0.1}), 0.5, 1e-12);
+  EXPECT_TRUE(std::isnan(roc_skill_score({0, 0}, {0.1, 0.2})));
+}
+
+TEST(Indices, MissingValuesAreSkippedPairwise) {
+  // Two points, four days (time-major): both points miss the observation of day 1, point 0
+  // also misses the prediction of day 2.
+  const std::vector<float> obs{1, 2, NAN, NAN, 3, 6, 5, 8};
+  const std::vector<float> pred{2, 2, 3, 4, NAN, 6, 5, 9};
+  const Series s0 = pair_series(obs, pred, 2, 0), s1 = pair_series(obs, pred, 2, 1);
+  EXPECT_EQ(s0.obs, (std::vector<double>{1, 5}));
+  EXPECT_EQ(s0.pred, (std::vector<double>{2, 5}));
+  EXPECT_EQ(s1.obs, (std::vector<double>{2, 6, 8}));
+  EXPECT_EQ(s1.pred, (std::vector<double>{2, 6, 9}));
+}
+
+TEST(Scores, DomainAveragesOverLandAndMembers) {
+  // Two points (the second is ocean), three days.
+  const std::vector<float> obs{2, NAN, 0, NAN, 4, NAN};
+  Method perfect{"perfect", {obs}, {}};
+  Method twice{"twice", {{4, NAN, 0, NAN, 8, NAN}}, {}};
+  // Two members whose means are 1 and 3 mm/day: member-averaged mean 2 = observed -> bias 0.
+  Method ens{"ens", {{1, NAN, 1, NAN, 1, NAN}, {3, NAN, 3, NAN, 3, NAN}}, {}};
+  const Evaluation e = evaluate_methods(obs, 2, {1, 0}, {perfect, twice, ens});
+  EXPECT_NEAR(e.observed_domain.at("mean"), 2.0, 1e-12);
+  EXPECT_NEAR(e.methods[0].domain.at("RMSE"), 0.0, 1e-12);
+  EXPECT_NEAR(e.methods[0].domain.at("mean_relative_bias"), 0.0, 1e-12);
+  EXPECT_NEAR(e.methods[1].domain.at("mean_relative_bias"), 1.0, 1e-12);  // (4 - 2) / 2
+  EXPECT_NEAR(e.methods[1].domain.at("R01_bias"), 0.0, 1e-12);           // both 2/3
+  EXPECT_NEAR(e.methods[1].domain.at("SDII_relative_bias"), 1.0, 1e-12);  // 6 vs 3
+  EXPECT_EQ(e.methods[2].members, 2);
+  EXPECT_NEAR(e.methods[2].domain.at("mean_relative_bias"), 0.0, 1e-12);
+  // Member RMSEs: sqrt((1+1+9)/3) and sqrt((1+9+1)/3), averaged.
+  EXPECT_NEAR(e.methods[2].domain.at("RMSE"), std::sqrt(11.0 / 3), 1e-12);
+  EXPECT_NE(evaluation_csv(e).find("twice,1,1,0,1,"), std::string::npos) << evaluation_csv(e);
+}

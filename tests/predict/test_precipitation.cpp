@@ -1,0 +1,67 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "predict/precipitation.h"
+
+using namespace ds;
+
+TEST(Precipitation, FrequencyAdaptedThresholdReproducesTrainingWetFrequency) {
+  // One point, ten training days, p = 0.05 .. 0.95; 3 observed wet days -> the threshold is the
+  // third largest p (0.75), so exactly 3 training days are predicted wet.
+  BernoulliGammaParams train;
+  train.npoints = 1;
+  std::vector<float> target;
+  for (int t = 0; t < 10; ++t) {
+    train.p.push_back(0.05f + 0.1f * t);
+    target.push_back(t % 3 == 0 && t > 0 ? 2.0f : 0.0f);  // days 3, 6, 9 wet
+  }
+  const auto thr = frequency_adapted_thresholds(train, target);
+  EXPECT_FLOAT_EQ(thr[0], 0.75f);
+  int wet = 0;
+  for (float p : train.p) wet += p >= thr[0];
+  EXPECT_EQ(wet, 3);
+  // Never wet -> never predicted wet; always wet -> always.
+  EXPECT_GT(frequency_adapted_thresholds(train, std::vector<float>(10, 0.0f))[0], 1.0f);
+  EXPECT_EQ(frequency_adapted_thresholds(train, std::vector<float>(10, 1.0f))[0], 0.0f);
+}
+
+TEST(Precipitation, DeterministicAndExpected) {
+  BernoulliGammaParams b;
+  b.npoints = 2;
+  b.p = {0.7f, 0.3f, NAN, 0.5f};
+  b.alpha = {2, 3, NAN, 1};
+  b.beta = {1.5f, 2, NAN, 4};
+  const auto det = deterministic_precipitation(b, {0.5f, 0.5f}, 0.99);
+  EXPECT_NEAR(det[0], 2 * 1.5 + 0.99, 1e-6);
+  EXPECT_EQ(det[1], 0.0f);
+  EXPECT_TRUE(std::isnan(det[2]));
+  EXPECT_NEAR(det[3], 4 + 0.99, 1e-6);  // p exactly at the threshold counts as wet
+  const auto ex = expected_precipitation(b, 0.99);
+  EXPECT_NEAR(ex[0], 0.7 * (3 + 0.99), 1e-6);
+  EXPECT_NEAR(ex[1], 0.3 * (6 + 0.99), 1e-6);
+}
+
+// The members' sample statistics converge to the distribution's: wet frequency p and wet mean
+// alpha*beta + shift. 20000 draws: the standard error of the frequency is sqrt(.3*.7/2e4) = 0.0032
+// and of the mean about 2.4/sqrt(6000) = 0.03, so 5-sigma bounds are 0.016 and 0.16.
+TEST(Precipitation, StochasticMembersFollowTheDistributionAndAreReproducible) {
+  BernoulliGammaParams b;
+  b.npoints = 1;
+  b.p.assign(2000, 0.3f);
+  b.alpha.assign(2000, 0.8f);
+  b.beta.assign(2000, 3.0f);
+  const auto m = stochastic_precipitation(b, 10, 42, 0.99);
+  ASSERT_EQ(m.size(), 20000u);
+  double wet = 0, sum = 0;
+  for (float v : m)
+    if (v > 0) wet += 1, sum += v;
+  EXPECT_NEAR(wet / m.size(), 0.3, 0.016);
+  EXPECT_NEAR(sum / wet, 0.8 * 3.0 + 0.99, 0.16);
+  for (float v : m) EXPECT_TRUE(v == 0.0f || v >= 0.99f);
+  EXPECT_EQ(stochastic_precipitation(b, 10, 42, 0.99), m);
+  // Member 0 does not depend on how many members are drawn.
+  const auto one = stochastic_precipitation(b, 1, 42, 0.99);
+  EXPECT_TRUE(std::equal(one.begin(), one.end(), m.begin()));
+  EXPECT_NE(stochastic_precipitation(b, 1, 43, 0.99), one);
+}
