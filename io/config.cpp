@@ -256,6 +256,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("train.momentum", c.train.momentum);
 
   r.get("predict.checkpoint", c.predict.checkpoint);
+  r.get("predict.predictors", c.predict.predictors);
   r.get("predict.occurrence", c.predict.occurrence);
   r.get("predict.members", c.predict.members);
   r.get("predict.seed", c.predict.seed);

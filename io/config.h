@@ -99,6 +99,7 @@ struct Config {
 
   struct Predict {
     std::string checkpoint = "best";  // best | last | a path
+    std::string predictors;           // a fetch folder of new predictors (e.g. a GCM run); empty: the store's test split
     std::string occurrence = "frequency";  // frequency (climate4R's adapted threshold) | p50
     int members = 0;                  // stochastic realizations written besides the deterministic one
     uint64_t seed = 1;                // for the stochastic members

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <filesystem>
+#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -15,7 +17,7 @@
 #include "model/net.h"
 #include "pipeline/stages.h"
 #include "predict/precipitation.h"
-#include "train/batches.h"
+#include "preprocess/new_predictors.h"
 #include "train/checkpoint.h"
 
 namespace ds {
@@ -29,23 +31,29 @@ std::string checkpoint_path(const Config& cfg) {
   return cfg.predict.checkpoint;
 }
 
-// The network's p, alpha and beta for every day of a split, NaN over the ocean.
-BernoulliGammaParams run_network(model::Net& net, model::Backend& be, const StoreReader& store,
-                                 const std::string& split, int batch_size) {
-  const StoreMeta& meta = store.meta();
-  const size_t n = store.count(split), hw = size_t(meta.Hy()) * meta.Wy();
+// Standardized samples [first, first + n) into x (n x C x H x W): from a split of the store or
+// from new predictor files.
+using ReadSamples = std::function<void(size_t first, size_t n, float* x)>;
+
+// The network's p, alpha and beta for `n` samples, NaN over the ocean.
+BernoulliGammaParams run_network(model::Net& net, model::Backend& be, const StoreMeta& meta, size_t n,
+                                 const ReadSamples& read, int batch_size) {
+  const size_t hw = size_t(meta.Hy()) * meta.Wy(), xs = size_t(meta.C()) * meta.H() * meta.W();
   BernoulliGammaParams b;
   b.npoints = hw;
   b.p.resize(n * hw);
   b.alpha.resize(n * hw);
   b.beta.resize(n * hw);
-  Batch batch{model::Tensor(be, {1, 1, 1, 1}), model::Tensor(be, {1, 1, 1, 1})};
+  model::Tensor x(be, {1, 1, 1, 1});
+  std::vector<float> host_x;
   for (size_t start = 0; start < n; start += batch_size) {
-    std::vector<size_t> rows(std::min<size_t>(batch_size, n - start));
-    std::iota(rows.begin(), rows.end(), start);
-    read_batch(store, split, rows, batch);
-    const auto host = net.forward(batch.x).to_host();
-    for (size_t i = 0; i < rows.size(); ++i)
+    const size_t nb = std::min<size_t>(batch_size, n - start);
+    host_x.resize(nb * xs);
+    read(start, nb, host_x.data());
+    x.reshape({static_cast<int>(nb), meta.C(), meta.H(), meta.W()});
+    x.upload(host_x.data());
+    const auto host = net.forward(x).to_host();
+    for (size_t i = 0; i < nb; ++i)
       for (size_t k = 0; k < hw; ++k) {
         const size_t o = (start + i) * hw + k;
         if (!meta.mask[k]) {
@@ -86,23 +94,42 @@ int run_predict(const Config& cfg) {
     throw InputError(ckpt + ": the model takes " + std::to_string(spec.in_channels) + "x" + std::to_string(spec.in_h) +
                      "x" + std::to_string(spec.in_w) + " but the store holds " + std::to_string(meta.C()) + "x" +
                      std::to_string(meta.H()) + "x" + std::to_string(meta.W()));
+  if (spec.loss != "bernoulli_gamma")
+    throw InputError(ckpt + ": the model was trained with the " + spec.loss +
+                     " loss; predict turns Bernoulli-Gamma parameters into precipitation and needs that loss");
   auto be = model::make_cpu_backend(cfg.run.threads);
   model::Net net(spec, *be);
   load_checkpoint(ckpt, net, nullptr);
+  net.set_mode({false, 0});  // inference: batch norm uses its running statistics, no dropout
 
-  const size_t n = store.count("test");
-  if (n == 0) throw UsageError(cfg.file + ": preprocess.test_years gave no test days; nothing to predict");
+  // The inputs: the store's test split, or new predictor files prepared as the training ones.
+  const bool new_inputs = !cfg.predict.predictors.empty();
+  std::unique_ptr<NewPredictors> inputs;
+  std::vector<int64_t> days;
+  ReadSamples read_inputs;
+  if (new_inputs) {
+    inputs = std::make_unique<NewPredictors>(cfg.predict.predictors, meta);
+    days = inputs->days();
+    read_inputs = [&](size_t a, size_t k, float* x) { inputs->read(a, k, x); };
+    spdlog::info("predicting {} days from {}", days.size(), cfg.predict.predictors);
+  } else {
+    days = store.read_time("test");
+    if (days.empty()) throw UsageError(cfg.file + ": preprocess.test_years gave no test days; nothing to predict");
+    read_inputs = [&](size_t a, size_t k, float* x) { store.read_x("test", a, k, x); };
+  }
+  const size_t n = days.size();
   const size_t hw = size_t(meta.Hy()) * meta.Wy();
   const double shift = meta.wet_threshold;
   const int bs = cfg.train.batch_size;
-  const BernoulliGammaParams test = run_network(net, *be, store, "test", bs);
+  const BernoulliGammaParams test = run_network(net, *be, meta, n, read_inputs, bs);
 
   // Wet-day rule: p >= 0.5, or climate4R's per-box threshold that reproduces the training
   // period's observed wet-day frequency.
   std::vector<float> threshold(hw, 0.5f);
   std::string rule = "wet where p_wet >= 0.5, amount gamma_shape * gamma_scale + threshold";
   if (cfg.predict.occurrence == "frequency") {
-    const BernoulliGammaParams train = run_network(net, *be, store, "train", bs);
+    const BernoulliGammaParams train = run_network(
+        net, *be, meta, store.count("train"), [&](size_t a, size_t k, float* x) { store.read_x("train", a, k, x); }, bs);
     std::vector<float> target(store.count("train") * hw);
     store.read_y("train", 0, store.count("train"), target.data());
     for (size_t i = 0; i < target.size(); ++i)
@@ -115,7 +142,7 @@ int run_predict(const Config& cfg) {
   PrecipitationOutput out;
   out.lon = meta.predictand_lon;
   out.lat = meta.predictand_lat;
-  out.days = store.read_time("test");
+  out.days = days;
   out.pr = deterministic_precipitation(test, threshold, shift);
   out.pr_expected = expected_precipitation(test, shift);
   out.p_wet = test.p;
@@ -128,8 +155,21 @@ int run_predict(const Config& cfg) {
   out.history = "downscale predict --config " + cfg.file;
   out.checkpoint = ckpt;
   out.config_file = cfg.file;
-  const std::string nc_path = paths.predict_dir() + "/precipitation.nc";
+  // New inputs get their own file, named after the run folder they were fetched into, so the
+  // test-split prediction that `evaluate` reads is not overwritten.
+  std::string nc_path = paths.predict_dir() + "/precipitation.nc";
+  if (new_inputs) {
+    const auto fetch_dir = std::filesystem::path(cfg.predict.predictors).lexically_normal();
+    const auto run_name = (fetch_dir.filename() == "fetch" || fetch_dir.filename().empty())
+                              ? fetch_dir.parent_path().filename().string()
+                              : fetch_dir.filename().string();
+    nc_path = paths.predict_dir() + "/precipitation_" + run_name + ".nc";
+  }
   write_precipitation(nc_path, out);
+  if (new_inputs) {
+    spdlog::info("wrote {} ({} days); no observations for these days, so no score", nc_path, n);
+    return 0;
+  }
 
   // A first score on the test period: the expected precipitation (the mean squared error's
   // optimum) against each grid box's training climatology. `downscale evaluate` gives the rest.
