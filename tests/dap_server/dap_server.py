@@ -107,6 +107,11 @@ def das_type(value):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "downscale-test-dap/1"
+    # http.server sends the headers and the body in separate writes; with Nagle's algorithm on,
+    # the body of a small reply (a DDS, a DAS) waits for the client's delayed ACK of the headers,
+    # 40 ms on Linux, on every request after the first of a kept-alive connection. Tomcat
+    # (THREDDS) and Apache (Hyrax) set TCP_NODELAY by default; so does this server.
+    disable_nagle_algorithm = True
 
     def log_message(self, fmt, *args):
         if self.server.log:
@@ -158,55 +163,73 @@ class Handler(BaseHTTPRequestHandler):
         if ".." in name:
             self.dap_error(404, "no such dataset")
             return
-        # Open files are kept, as THREDDS does; netCDF4-python is not thread-safe, so one
-        # request at a time touches them (the slow fault sleeps outside the lock).
+        # Requests are served concurrently, one thread each, as THREDDS and Hyrax serve them: a
+        # client with several requests in flight (fetch's parallel chunks) overlaps them here as
+        # it would against a real server, while nccopy's single request is unaffected. Open files
+        # are kept, as THREDDS does; netCDF4-python (HDF5) is not thread-safe, so only the
+        # netCDF work (metadata and the hyperslab read) holds the lock. Encoding, the injected
+        # delays and sending run outside it, so one slow connection does not stall the others.
         with self.server.nc_lock:
             ds = self.server.datasets.get(file)
             if ds is None:
                 try:
                     ds = netCDF4.Dataset(file)
                 except OSError:
-                    self.dap_error(404, "no such dataset: " + name)
-                    return
-                ds.set_auto_maskandscale(False)
-                self.server.datasets[file] = ds
-            self.respond(ds, name, kind, options, opts, query)
-
-    def respond(self, ds, name, kind, options, opts, query):
-        if kind == "das":
-            self.send_text(200, self.das(ds), extra=[("XDODS-Server", "dods/3.2")])
+                    ds = None
+                else:
+                    ds.set_auto_maskandscale(False)
+                    self.server.datasets[file] = ds
+            reply = self.prepare(ds, name, kind, options, opts, query) if ds is not None else None
+        if reply is None:
+            self.dap_error(404, "no such dataset: " + name)
             return
+        what = reply[0]
+        if what == "error":
+            self.dap_error(reply[1], reply[2])
+        elif what == "text":
+            self.send_text(200, reply[1], extra=[("XDODS-Server", "dods/3.2")])
+        else:
+            _, header, arrays, is_data, drop = reply
+            if is_data and "slow" in opts:
+                time.sleep(float(opts["slow"]))
+            self.send_dods(header, arrays, opts, is_data, drop)
+
+    def prepare(self, ds, name, kind, options, opts, query):
+        """Under the dataset lock: everything that touches the netCDF file. Returns
+        ("error", code, message), ("text", body) or ("dods", header, arrays, is_data, drop)."""
+        if kind == "das":
+            return ("text", self.das(ds))
         try:
             projections = parse_constraint(query) if query else [(v, None) for v in ds.variables]
             for v, _ in projections:
                 if v not in ds.variables:
-                    self.dap_error(400, "no variable " + v)
-                    return
+                    return ("error", 400, "no variable " + v)
+            dds = self.dds(ds, name, projections)
         except ValueError as e:
-            self.dap_error(400, str(e))
-            return
+            return ("error", 400, str(e))
         if kind == "dds":
             if "e500open" in opts and take(options, "e500open", int(opts["e500open"])):
-                self.dap_error(500, "injected failure")
-                return
-            self.send_text(200, self.dds(ds, name, projections), extra=[("XDODS-Server", "dods/3.2")])
-            return
+                return ("error", 500, "injected failure")
+            return ("text", dds)
         is_data = any(ds.variables[v].ndim >= 3 for v, _ in projections)
         if is_data:
             if "gone" in opts and any(v == opts["gone"] for v, _ in projections):
-                self.dap_error(404, "variable " + opts["gone"] + " is not available")
-                return
+                return ("error", 404, "variable " + opts["gone"] + " is not available")
             if "e500" in opts and take(options, "e500", int(opts["e500"])):
-                self.dap_error(500, "injected failure")
-                return
-            if "slow" in opts:
-                self.server.nc_lock.release()
-                try:
-                    time.sleep(float(opts["slow"]))
-                finally:
-                    self.server.nc_lock.acquire()
-        self.send_dods(ds, name, projections, opts, is_data,
-                       drop=is_data and "drop" in opts and take(options, "drop", int(opts["drop"])))
+                return ("error", 500, "injected failure")
+        arrays = []
+        for v, slices in projections:
+            var = ds.variables[v]
+            if slices is None:
+                data = var[...]
+            else:
+                for (start, stride, stop), n in zip(slices, var.shape):
+                    if not (0 <= start <= stop < n and stride >= 1):
+                        return ("error", 400, "index range out of bounds for " + v)
+                data = var[tuple(slice(a, b + 1, s) for a, s, b in slices)]
+            arrays.append((data, dap_type(var)[1]))
+        drop = is_data and "drop" in opts and take(options, "drop", int(opts["drop"]))
+        return ("dods", (dds + "\nData:\n").encode(), arrays, is_data, drop)
 
     def das(self, ds):
         out = ["Attributes {"]
@@ -241,21 +264,10 @@ class Handler(BaseHTTPRequestHandler):
         out.append("} %s;" % name.replace("/", "_"))
         return "\n".join(out) + "\n"
 
-    def send_dods(self, ds, name, projections, opts, is_data, drop=False):
-        header = (self.dds(ds, name, projections) + "\nData:\n").encode()
+    def send_dods(self, header, arrays, opts, is_data, drop=False):
         parts = [header]
-        for v, slices in projections:
-            var = ds.variables[v]
-            if slices is None:
-                data = var[...]
-            else:
-                for (start, stride, stop), n in zip(slices, var.shape):
-                    if not (0 <= start <= stop < n and stride >= 1):
-                        self.dap_error(400, "index range out of bounds for " + v)
-                        return
-                data = var[tuple(slice(a, b + 1, s) for a, s, b in slices)]
+        for data, wire in arrays:
             data = np.ascontiguousarray(data)
-            wire = dap_type(var)[1]
             n = np.array([data.size, data.size], dtype=">u4").tobytes()
             body = data.astype(wire).tobytes()
             if wire == "u1":
@@ -283,17 +295,13 @@ class Handler(BaseHTTPRequestHandler):
             return
         rate = float(opts.get("rate", 0)) if is_data else 0
         if rate > 0:
-            # Paced in 64 kB pieces, outside the dataset lock: connections proceed in parallel.
-            self.server.nc_lock.release()
-            try:
-                body, start = b"".join(parts), time.monotonic()
-                for off in range(0, len(body), 65536):
-                    self.wfile.write(body[off:off + 65536])
-                    ahead = (off + 65536) / rate - (time.monotonic() - start)
-                    if ahead > 0:
-                        time.sleep(ahead)
-            finally:
-                self.server.nc_lock.acquire()
+            # Paced in 64 kB pieces: each connection at `rate`, connections in parallel.
+            body, start = b"".join(parts), time.monotonic()
+            for off in range(0, len(body), 65536):
+                self.wfile.write(body[off:off + 65536])
+                ahead = (off + 65536) / rate - (time.monotonic() - start)
+                if ahead > 0:
+                    time.sleep(ahead)
         else:
             for p in parts:
                 self.wfile.write(p)
