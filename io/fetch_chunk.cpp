@@ -46,7 +46,9 @@ struct FieldFile {
   int time = -1, lat = -1, lon = -1, var = -1;
 };
 
-FieldFile create_field_file(const std::string& path, const FieldPlan& f, size_t ntime, int deflate,
+// `contiguous`: one block of values (a chunk file, written and read whole a year at a time: one
+// write and one read instead of one per day); otherwise chunked by runs of days (the joined file).
+FieldFile create_field_file(const std::string& path, const FieldPlan& f, size_t ntime, int deflate, bool contiguous,
                             const std::string& history) {
   FieldFile out{NcFile::create(path)};
   NcFile& nc = out.nc;
@@ -62,9 +64,17 @@ FieldFile create_field_file(const std::string& path, const FieldPlan& f, size_t 
   nc.put_att(out.lon, "standard_name", "longitude");
   nc.put_att(out.lon, "units", "degrees_east");
   out.var = nc.def_var(f.var, NC_FLOAT, {dt, dy, dx}, deflate);
-  if (ntime > 0) {
-    // One chunk per day: readers go day by day or year by year.
-    std::vector<size_t> chunk{1, f.lat.size(), f.lon.size()};
+  if (contiguous && deflate == 0) {
+    nc_check(nc_def_var_chunking(nc.id(), out.var, NC_CONTIGUOUS, nullptr), nc.where(out.var));
+    // Every value is written; prefilling would write the whole block twice (HDF5 fills a
+    // contiguous dataset entirely on its first write).
+    nc_check(nc_def_var_fill(nc.id(), out.var, NC_NOFILL, nullptr), nc.where(out.var));
+  } else if (ntime > 0) {
+    // Chunks of whole days, about 256 KiB: readers go by runs of days (preprocess 128 at a time
+    // through a 1 MiB chunk cache), and a chunk of one day of a small grid (6 KB for the
+    // reference predictors) costs more in HDF5's per-chunk index and I/O calls than in data.
+    const size_t days = std::max<size_t>(1, std::min<size_t>(ntime, (256u << 10) / (f.plane() * sizeof(float))));
+    std::vector<size_t> chunk{days, f.lat.size(), f.lon.size()};
     nc_check(nc_def_var_chunking(nc.id(), out.var, NC_CHUNKED, chunk.data()), nc.where(out.var));
   }
   nc.put_att(out.var, "units", f.out_units());
@@ -157,27 +167,32 @@ NcFile open_source(const std::string& url) {
 
 ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const std::string& out_path, size_t piece_bytes,
                         const std::function<void(uint64_t)>& on_bytes) {
+  NcFile src = open_source(f.url);
+  return fetch_chunk(f, c, src, out_path, piece_bytes, on_bytes);
+}
+
+ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const NcFile& src, const std::string& out_path,
+                        size_t piece_bytes, const std::function<void(uint64_t)>& on_bytes) {
   const std::string where = f.redacted() + ": variable '" + f.native + "', chunk " + c.label(f);
   StderrWatch watch;
-  NcFile src = open_source(f.url);
-  watch.take();  // notes from opening (cache settings) are not errors
   int v = -1;
   source_check(nc_inq_varid(src.id(), f.native.c_str(), &v), where);
 
   AtomicFile file(out_path);
-  FieldFile out = create_field_file(file.temp_path(), f, c.days.size(), 0,
+  FieldFile out = create_field_file(file.temp_path(), f, c.days.size(), 0, true,
                                     "downscale fetch " + c.label(f) + " from " + f.redacted());
   std::vector<double> tday(c.days.begin(), c.days.end());
   out.nc.write(out.time, tday.data());
 
+  const std::string file_where = file.temp_path() + " (chunk " + c.label(f) + ")";
   const size_t ny = f.lat.size(), nx = f.lon.size(), plane = ny * nx;
   const size_t rows = std::max<size_t>(1, piece_bytes / (plane * sizeof(float)));
   std::vector<float> raw, piece;
-  size_t t_out = 0;
+  size_t t_out = 0, missing = 0;
   for (const IndexRun& tr : c.time_runs) {
     for (size_t t = tr.start; t < tr.start + tr.count; t += rows) {
       const size_t nt = std::min(rows, tr.start + tr.count - t);
-      piece.assign(nt * plane, 0.f);
+      piece.resize(nt * plane);  // every value is set below: the longitude runs cover the grid
       size_t x_out = 0;  // first output column of this longitude run
       for (const IndexRun& xr : f.lon_runs) {
         std::vector<size_t> start(f.ndims, 0), count(f.ndims, 1);
@@ -202,25 +217,37 @@ ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const std::strin
         x_out += xr.count;
         if (on_bytes) on_bytes(raw.size() * sizeof(float));
       }
+      // The values as written, checked here rather than read back from the file: the same test
+      // validate_chunk makes, without a second pass over the chunk.
+      for (size_t k = 0; k < nt; ++k)
+        for (size_t i = 0; i < plane; ++i) {
+          const float x = piece[k * plane + i];
+          if (x == kFetchFill) ++missing;
+          else if (!std::isfinite(x))
+            throw InputError(file_where + ": check failed: non-finite value on " +
+                             to_string(civil_from_days(c.days[t_out + k])));
+        }
       out.nc.write(out.var, {t_out, 0, 0}, {nt, ny, nx}, piece.data());
       t_out += nt;
     }
   }
   out.nc.close();
-  src.close();
 
   ChunkResult res;
   res.ntime = c.days.size();
-  res.missing_share = validate_chunk(file.temp_path(), f, c);
+  {
+    // What the file says about itself (dimensions, coordinates, time axis, units): metadata only.
+    NcFile nc = NcFile::open(file.temp_path());
+    check_chunk_layout(nc, file_where, f, c);
+  }
+  res.missing_share = check_missing_share(missing, file_where, f, c);
   res.crc32 = file_crc32(file.temp_path(), &res.bytes);
   file.commit();
   return res;
 }
 
-double validate_chunk(const std::string& path, const FieldPlan& f, const ChunkPlan& c) {
-  const std::string where = path + " (chunk " + c.label(f) + ")";
+void check_chunk_layout(const NcFile& nc, const std::string& where, const FieldPlan& f, const ChunkPlan& c) {
   auto fail = [&](const std::string& check) { throw InputError(where + ": check failed: " + check); };
-  NcFile nc = NcFile::open(path);
   if (!nc.has_var(f.var)) fail("no variable '" + f.var + "'");
   const int v = nc.var_id(f.var);
   if (nc.var_dims(v) != std::vector<std::string>{"time", "lat", "lon"}) fail("dimensions are not (time, lat, lon)");
@@ -241,8 +268,26 @@ double validate_chunk(const std::string& path, const FieldPlan& f, const ChunkPl
   }
   if (nc.att_text(v, "units") != f.out_units())
     fail("units '" + nc.att_text(v, "units") + "', expected '" + f.out_units() + "'");
+}
 
+double check_missing_share(size_t missing, const std::string& where, const FieldPlan& f, const ChunkPlan& c) {
+  const double share =
+      c.days.empty() ? 0.0 : static_cast<double>(missing) / static_cast<double>(c.days.size() * f.plane());
+  if (share > f.def.max_missing + 1e-12) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%.1f%% of the values are missing, more than the %.1f%% allowed (max_missing)",
+                  100 * share, 100 * f.def.max_missing);
+    throw InputError(where + ": check failed: " + buf);
+  }
+  return share;
+}
+
+double validate_chunk(const std::string& path, const FieldPlan& f, const ChunkPlan& c) {
+  const std::string where = path + " (chunk " + c.label(f) + ")";
+  NcFile nc = NcFile::open(path);
+  check_chunk_layout(nc, where, f, c);
   // The missing share, a day at a time.
+  const int v = nc.var_id(f.var);
   const size_t plane = f.plane();
   std::vector<float> day(plane);
   size_t missing = 0;
@@ -250,17 +295,11 @@ double validate_chunk(const std::string& path, const FieldPlan& f, const ChunkPl
     nc.read(v, {t, 0, 0}, {1, f.lat.size(), f.lon.size()}, day.data());
     for (float x : day) {
       if (x == kFetchFill) ++missing;
-      else if (!std::isfinite(x)) fail("non-finite value on " + to_string(civil_from_days(c.days[t])));
+      else if (!std::isfinite(x))
+        throw InputError(where + ": check failed: non-finite value on " + to_string(civil_from_days(c.days[t])));
     }
   }
-  const double share = c.days.empty() ? 0.0 : static_cast<double>(missing) / static_cast<double>(c.days.size() * plane);
-  if (share > f.def.max_missing + 1e-12) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%.1f%% of the values are missing, more than the %.1f%% allowed (max_missing)",
-                  100 * share, 100 * f.def.max_missing);
-    fail(buf);
-  }
-  return share;
+  return check_missing_share(missing, where, f, c);
 }
 
 std::string file_crc32(const std::string& path, uint64_t* size) {
@@ -281,31 +320,64 @@ std::string file_crc32(const std::string& path, uint64_t* size) {
   return hex;
 }
 
+struct FieldJoiner::Impl {
+  FieldPlan f;
+  size_t ntime = 0, t_out = 0, piece_bytes = 0;
+  AtomicFile file;
+  FieldFile out;
+  std::vector<float> buf;
+  Impl(const FieldPlan& f_, size_t ntime_, const std::string& out_path, const std::string& history, size_t piece)
+      : f(f_), ntime(ntime_), piece_bytes(piece), file(out_path),
+        out(create_field_file(file.temp_path(), f_, ntime_, 0, false, history)) {
+    // Written once, front to back, in whole HDF5 chunks: a small cache is all it needs (the
+    // default, 16 MiB per variable, would hold that much of every joined field at once).
+    nc_set_var_chunk_cache(out.nc.id(), out.var, size_t{1} << 20, 31, 0.75f);
+  }
+};
+
+FieldJoiner::FieldJoiner(const FieldPlan& f, size_t ntime, const std::string& out_path, const std::string& history,
+                         size_t piece_bytes)
+    : impl_(std::make_unique<Impl>(f, ntime, out_path, history, piece_bytes)) {}
+
+FieldJoiner::~FieldJoiner() = default;
+
+size_t FieldJoiner::days() const { return impl_->t_out; }
+
+void FieldJoiner::append(const std::string& chunk_path, size_t expected_days) {
+  Impl& j = *impl_;
+  NcFile in = NcFile::open(chunk_path);
+  const int v = in.var_id(j.f.var);
+  const auto time = in.read_coord("time");
+  if (time.size() != expected_days || j.t_out + time.size() > j.ntime)
+    throw InputError(chunk_path + ": " + std::to_string(time.size()) + " days, planned " + std::to_string(expected_days));
+  const size_t ny = j.f.lat.size(), nx = j.f.lon.size(), plane = ny * nx;
+  const size_t rows = std::max<size_t>(1, j.piece_bytes / (plane * sizeof(float)));
+  if (!time.empty()) j.out.nc.write(j.out.time, {j.t_out}, {time.size()}, time.data());
+  for (size_t t = 0; t < time.size(); t += rows) {
+    const size_t nt = std::min(rows, time.size() - t);
+    j.buf.resize(nt * plane);
+    in.read(v, {t, 0, 0}, {nt, ny, nx}, j.buf.data());
+    j.out.nc.write(j.out.var, {j.t_out + t, 0, 0}, {nt, ny, nx}, j.buf.data());
+  }
+  j.t_out += time.size();
+}
+
+void FieldJoiner::finish() {
+  Impl& j = *impl_;
+  if (j.t_out != j.ntime)
+    throw Error(j.file.final_path() + ": joined " + std::to_string(j.t_out) + " of " + std::to_string(j.ntime) + " days");
+  j.out.nc.close();
+  j.file.commit();
+}
+
 size_t join_chunks(const FieldPlan& f, const std::vector<std::string>& chunk_paths, const std::string& out_path,
                    const std::string& history, size_t piece_bytes) {
+  std::vector<size_t> days;
   size_t ntime = 0;
-  for (const auto& p : chunk_paths) ntime += NcFile::open(p).dim_len("time");
-  AtomicFile file(out_path);
-  FieldFile out = create_field_file(file.temp_path(), f, ntime, 1, history);
-  const size_t ny = f.lat.size(), nx = f.lon.size(), plane = ny * nx;
-  const size_t rows = std::max<size_t>(1, piece_bytes / (plane * sizeof(float)));
-  std::vector<float> buf;
-  size_t t_out = 0;
-  for (const auto& p : chunk_paths) {
-    NcFile in = NcFile::open(p);
-    const int v = in.var_id(f.var);
-    const auto time = in.read_coord("time");
-    if (!time.empty()) out.nc.write(out.time, {t_out}, {time.size()}, time.data());
-    for (size_t t = 0; t < time.size(); t += rows) {
-      const size_t nt = std::min(rows, time.size() - t);
-      buf.resize(nt * plane);
-      in.read(v, {t, 0, 0}, {nt, ny, nx}, buf.data());
-      out.nc.write(out.var, {t_out + t, 0, 0}, {nt, ny, nx}, buf.data());
-    }
-    t_out += time.size();
-  }
-  out.nc.close();
-  file.commit();
+  for (const auto& p : chunk_paths) ntime += days.emplace_back(NcFile::open(p).dim_len("time"));
+  FieldJoiner joiner(f, ntime, out_path, history, piece_bytes);
+  for (size_t i = 0; i < chunk_paths.size(); ++i) joiner.append(chunk_paths[i], days[i]);
+  joiner.finish();
   return ntime;
 }
 

@@ -1,6 +1,7 @@
 // Driver of `downscale fetch`: plan the chunks (one field x one season-year) from the sources'
-// metadata, fetch the ones not already complete in parallel child processes with retries, then
-// join each field's chunks into the one file `preprocess` reads and write the manifest last.
+// metadata, fetch the ones not already complete in parallel worker processes with retries,
+// joining each field's chunks into the one file `preprocess` reads as they complete, and write
+// the manifest last.
 //
 // fetch/
 //   chunks/<field>/<year>.nc   complete, checked chunks (kept: a rerun reuses them)
@@ -17,6 +18,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -93,7 +96,7 @@ class FolderLock {
   int fd_ = -1;
 };
 
-// Temporary files of workers that were killed along with an earlier run.
+// Temporary files of an earlier run that was killed (its workers' chunks, its joins).
 void remove_stale_temporaries(const std::string& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return;
@@ -147,7 +150,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
   const size_t n_predictor_fields = plan.fields.size();
   plan_with_retries(obs, f, plan);
 
-  remove_stale_temporaries(dir + "/chunks");
+  for (const char* sub : {"/chunks", "/predictors", "/predictand"}) remove_stale_temporaries(dir + sub);
   const std::string ledger_path = dir + "/chunks/ledger.json";
   ChunkLedger ledger = ChunkLedger::read(ledger_path);
   std::vector<bool> have(plan.chunks.size());
@@ -172,12 +175,49 @@ int run_fetch(const Config& cfg, bool dry_run) {
   const size_t piece = static_cast<size_t>(f.piece_mb * 1024 * 1024);
   TransferProgress progress(todo_bytes, todo.size());
   WorkerHooks hooks;
+  // Each worker opens a source at its first chunk from it and keeps it open for the rest (the
+  // map is empty in the parent; every worker fills its own copy). A failed chunk ends its
+  // worker, so a retry always opens the source afresh.
+  std::map<std::string, NcFile> sources;
   hooks.work = [&](size_t i, const std::function<void(uint64_t)>& report) {
     const ChunkPlan& c = plan.chunks[i];
-    const ChunkResult r = fetch_chunk(plan.fields[c.field], c, dir + "/" + c.file, piece, report);
+    const FieldPlan& fp = plan.fields[c.field];
+    auto src = sources.find(fp.url);
+    if (src == sources.end()) src = sources.emplace(fp.url, open_source(fp.url)).first;
+    const ChunkResult r = fetch_chunk(fp, c, src->second, dir + "/" + c.file, piece, report);
     return nlohmann::json{{"bytes", r.bytes}, {"crc32", r.crc32}, {"ntime", r.ntime}, {"missing_share", r.missing_share}}
         .dump();
   };
+  // Each field's chunks are joined, in year order, into the file preprocess reads as soon as a
+  // chunk and all before it are complete: the parent does it while later chunks download, so
+  // the join costs no time of its own unless it is slower than the network.
+  const size_t nfields = plan.fields.size();
+  std::vector<std::vector<size_t>> field_chunks(nfields);
+  for (size_t i = 0; i < plan.chunks.size(); ++i) field_chunks[plan.chunks[i].field].push_back(i);
+  std::vector<size_t> joined(nfields, 0);  // chunks appended, per field
+  std::vector<std::unique_ptr<FieldJoiner>> joiners(nfields);
+  std::vector<bool> complete = have;
+  auto out_file = [&](size_t fi) {
+    return (fi < n_predictor_fields ? "predictors/" : "predictand/") + plan.fields[fi].name + ".nc";
+  };
+  auto joiner = [&](size_t fi) -> FieldJoiner& {
+    if (!joiners[fi]) {
+      size_t ntime = 0;
+      for (size_t i : field_chunks[fi]) ntime += plan.chunks[i].days.size();
+      joiners[fi] = std::make_unique<FieldJoiner>(plan.fields[fi], ntime, dir + "/" + out_file(fi),
+                                                  "downscale fetch " + plan.fields[fi].name + " (config " + cfg.file + ")",
+                                                  piece);
+    }
+    return *joiners[fi];
+  };
+  auto join_ready = [&](size_t fi) {
+    const auto& list = field_chunks[fi];
+    for (; joined[fi] < list.size() && complete[list[joined[fi]]]; ++joined[fi]) {
+      const ChunkPlan& c = plan.chunks[list[joined[fi]]];
+      joiner(fi).append(dir + "/" + c.file, c.days.size());
+    }
+  };
+
   hooks.on_bytes = [&](size_t, uint64_t n) { progress.add_bytes(static_cast<int64_t>(n)); };
   hooks.on_done = [&](size_t i, const std::string& result) {
     const ChunkPlan& c = plan.chunks[i];
@@ -186,6 +226,8 @@ int run_fetch(const Config& cfg, bool dry_run) {
                                         j.at("missing_share")};
     ledger.write(ledger_path);
     progress.chunk_done();
+    complete[i] = true;
+    join_ready(c.field);
   };
   hooks.on_retry = [&](size_t i, int attempt, const std::string& error, uint64_t bytes, double delay) {
     progress.add_bytes(-static_cast<int64_t>(bytes));
@@ -204,15 +246,19 @@ int run_fetch(const Config& cfg, bool dry_run) {
   }
   progress.finish();
 
-  // Join each field's chunks, in year order, into the file preprocess reads.
+  // The joins' tails (and fields whose chunks all came from an earlier run), then the manifest.
   FetchManifest manifest;
-  for (size_t fi = 0; fi < plan.fields.size(); ++fi) {
+  for (size_t fi = 0; fi < nfields; ++fi) {
+    join_ready(fi);
+    joiner(fi).finish();
+  }
+  for (size_t fi = 0; fi < nfields; ++fi) {
     const FieldPlan& fp = plan.fields[fi];
     const bool predictor = fi < n_predictor_fields;
     FetchedFile out;
     out.name = fp.name;
     out.variable = fp.var;
-    out.file = (predictor ? "predictors/" : "predictand/") + fp.name + ".nc";
+    out.file = out_file(fi);
     out.source = fp.redacted();
     out.units = fp.out_units();
     out.level = fp.level;
@@ -225,8 +271,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
         const auto& e = ledger.chunks.at(c.file);
         missing += static_cast<size_t>(std::llround(e.missing_share * static_cast<double>(e.ntime * fp.plane())));
       }
-    out.ntime = join_chunks(fp, paths, dir + "/" + out.file,
-                            "downscale fetch " + fp.name + " (config " + cfg.file + ")", piece);
+    out.ntime = joiners[fi]->days();
     out.nlat = fp.lat.size();
     out.nlon = fp.lon.size();
     out.chunks = paths.size();

@@ -73,8 +73,13 @@ out=$("$bin" fetch --config run.yaml --dry-run 2>&1) || fail "dry run: $out"
 grep -q '6 chunks, 6 to fetch' <<<"$out" || fail "dry run does not list 6 chunks to fetch: $out"
 [[ -e runs/a/fetch/chunks ]] && fail "dry run fetched something"
 
-# 2. The reference: an uninterrupted fetch.
+# 2. The reference: an uninterrupted fetch. Workers keep the source open across their chunks:
+#    udg_like.nc is opened (one DAS request each time) once to plan and at most once per worker
+#    (parallel: 2), not once per chunk (4).
+logged=$(wc -l < server.log)
 "$bin" fetch --config run.yaml > a.log 2>&1 || { fail "clean fetch"; cat a.log; }
+opens=$(tail -n +$((logged + 1)) server.log | grep -c 'GET /udg_like.nc.das ')
+(( opens >= 1 && opens <= 3 )) || fail "udg_like.nc opened $opens times for 4 chunks with 2 workers (expected 1 + at most 2)"
 values runs/a > a.values
 grep -q '"units": "mm/day"' runs/a/fetch/manifest.json || fail "manifest lacks the predictand's units"
 out=$("$bin" fetch --config run.yaml --dry-run 2>&1)

@@ -63,6 +63,12 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 constexpr size_t kPiece = 64 << 20;
 
 }  // namespace
@@ -294,4 +300,46 @@ TEST(FetchDap, CredentialsInTheUrlWorkAndNeverShow) {
     EXPECT_EQ(std::string(e.what()).find("wr0ng-pw"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(srv.url("udg_like.nc", "auth=1")), std::string::npos) << e.what();
   }
+}
+
+TEST(FetchDap, ChunksFromOneOpenSourceJoinAsTheyComeAndTheFileAppearsOnlyWhenComplete) {
+  const auto& srv = test::dap_server();
+  const std::string url = srv.url("udg_like.nc");
+  const FetchPlan p = plan_for(url, udg_dataset(), {{"ta@850", "ta", 850}},
+                               box(-20, 20, -10, 10, 2000, 2001, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+  ASSERT_EQ(p.chunks.size(), 2u);
+  const FieldPlan& f = p.fields[0];
+  test::TempDir out;
+  // Both years through one open source, as a worker does: the second costs no open requests.
+  NcFile src = open_source(url);
+  const size_t opens_before = occurrences(slurp(srv.log()), "/udg_like.nc.das");
+  fetch_chunk(f, p.chunks[0], src, out / "2000.nc", kPiece);
+  fetch_chunk(f, p.chunks[1], src, out / "2001.nc", kPiece);
+  const size_t opens_after = occurrences(slurp(srv.log()), "/udg_like.nc.das");
+  EXPECT_EQ(opens_after, opens_before);
+
+  const size_t n0 = p.chunks[0].days.size(), n1 = p.chunks[1].days.size();
+  {
+    FieldJoiner j(f, n0 + n1, out / "joined.nc", "test", kPiece);
+    j.append(out / "2000.nc", n0);
+    EXPECT_FALSE(fs::exists(out / "joined.nc"));  // not before finish()
+    EXPECT_THROW(j.finish(), Error);               // a year is missing
+    j.append(out / "2001.nc", n1);
+    j.finish();
+  }
+  const Field a = read_field(out / "2000.nc", "ta"), b = read_field(out / "2001.nc", "ta");
+  const Field joined = read_field(out / "joined.nc", "ta");
+  EXPECT_EQ(joined.days.size(), 366u + 365u);
+  std::vector<float> both = a.values;
+  both.insert(both.end(), b.values.begin(), b.values.end());
+  EXPECT_EQ(joined.values, both);
+  EXPECT_EQ(civil_from_days(joined.days.front()), (Date{2000, 1, 1}));
+  EXPECT_EQ(civil_from_days(joined.days.back()), (Date{2001, 12, 31}));
+
+  // A chunk of other than the planned length is refused; a joiner dropped early leaves nothing.
+  {
+    FieldJoiner j(f, n0 + n1, out / "partial.nc", "test", kPiece);
+    EXPECT_THROW(j.append(out / "2001.nc", n0), InputError);
+  }
+  for (const auto& name : files_in(out.path())) EXPECT_EQ(name.find("partial"), std::string::npos) << name;
 }
