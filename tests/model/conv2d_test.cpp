@@ -52,6 +52,11 @@ struct ConvCase {
   int in_c, h, w, out_c, kh, kw;
   bool same;
 };
+// Readable test names in ctest ("c2x5x6_o3_k3x3_same") instead of the struct's bytes.
+void PrintTo(const ConvCase& c, std::ostream* os) {
+  *os << "c" << c.in_c << "x" << c.h << "x" << c.w << "_o" << c.out_c << "_k" << c.kh << "x" << c.kw
+      << (c.same ? "_same" : "_valid");
+}
 
 class ModelConv2DCases : public ::testing::TestWithParam<ConvCase> {};
 
@@ -115,6 +120,10 @@ struct LayoutCase {
   int n, in_c, h, w, out_c, k;
   bool same;
 };
+void PrintTo(const LayoutCase& c, std::ostream* os) {
+  *os << "n" << c.n << "_c" << c.in_c << "x" << c.h << "x" << c.w << "_o" << c.out_c << "_k" << c.k
+      << (c.same ? "_same" : "_valid");
+}
 
 class ModelConv2DLayouts : public ::testing::TestWithParam<std::tuple<LayoutCase, bool>> {};
 

@@ -18,6 +18,11 @@ struct UpCase {
   int n, in_c, h, w, out_c, kh, kw, factor;
   bool same;
 };
+// Readable test names in ctest instead of the struct's bytes.
+void PrintTo(const UpCase& c, std::ostream* os) {
+  *os << "n" << c.n << "_c" << c.in_c << "x" << c.h << "x" << c.w << "_o" << c.out_c << "_k" << c.kh << "x" << c.kw
+      << "_up" << c.factor << (c.same ? "_same" : "_valid");
+}
 
 class ModelUpsampleConv2D : public ::testing::TestWithParam<std::tuple<UpCase, bool>> {};
 
