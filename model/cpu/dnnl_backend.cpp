@@ -3,6 +3,7 @@
 // run in oneDNN's blocked layouts, are in dnnl_conv.cpp and dnnl_upsample_conv.cpp; the
 // elementwise loops in cpu_loops.cpp.
 #include "model/cpu/dnnl_backend.h"
+#include "model/cpu/dnnl_util.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -15,17 +16,15 @@
 
 namespace ds::model {
 
+using dnnl_util::mut;
+using dnnl_util::nchw;
+
 using dnnl::algorithm;
 using dnnl::memory;
 using dnnl::prop_kind;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-namespace {
-memory::desc nchw(const Shape& s) { return memory::desc({s.n, s.c, s.h, s.w}, dt::f32, tag::nchw); }
-// oneDNN takes const-less handles; the primitives only read the inputs we cast here.
-void* mut(const float* p) { return const_cast<float*>(p); }
-}  // namespace
 
 struct DnnlBackend::ReluPrims {
   dnnl::eltwise_forward::primitive_desc fwd_pd;

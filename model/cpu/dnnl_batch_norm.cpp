@@ -2,8 +2,12 @@
 // (use_scale | use_shift), built once per (shape, eps). Training computes the batch statistics
 // and writes them to the caller's mean/var; inference and backward take them as inputs.
 #include "model/cpu/dnnl_backend.h"
+#include "model/cpu/dnnl_util.h"
 
 namespace ds::model {
+
+using dnnl_util::mut;
+using dnnl_util::nchw;
 
 using dnnl::memory;
 using dnnl::normalization_flags;
@@ -11,10 +15,6 @@ using dnnl::prop_kind;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-namespace {
-void* mut(const float* p) { return const_cast<float*>(p); }
-memory::desc nchw(const Shape& s) { return memory::desc({s.n, s.c, s.h, s.w}, dt::f32, tag::nchw); }
-}  // namespace
 
 struct DnnlBackend::BatchNormPrims {
   memory::desc data, stat;

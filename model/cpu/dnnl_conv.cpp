@@ -13,8 +13,12 @@
 #include <cstring>
 
 #include "model/cpu/dnnl_backend.h"
+#include "model/cpu/dnnl_util.h"
 
 namespace ds::model {
+
+using dnnl_util::mut;
+using dnnl_util::nchw;
 
 using dnnl::algorithm;
 using dnnl::memory;
@@ -37,8 +41,6 @@ memory::desc chosen(const memory::dims& dims, tag user, bool plain) {
   return memory::desc(dims, dt::f32, plain ? user : tag::any);
 }
 
-// oneDNN takes const-less handles; the primitives only read the inputs we cast here.
-void* mut(const float* p) { return const_cast<float*>(p); }
 
 dnnl::primitive_attr user_scratchpad() {
   // The scratchpad comes from our shared workspace rather than a per-primitive allocation.

@@ -2,17 +2,18 @@
 // built once per (batch, in, out) and reused. Plain row-major layouts (nc, oi) so our buffers
 // are read in place.
 #include "model/cpu/dnnl_backend.h"
+#include "model/cpu/dnnl_util.h"
 
 namespace ds::model {
+
+using dnnl_util::mut;
+using dnnl_util::nchw;
 
 using dnnl::memory;
 using dnnl::prop_kind;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-namespace {
-void* mut(const float* p) { return const_cast<float*>(p); }  // oneDNN only reads inputs
-}  // namespace
 
 struct DnnlBackend::DensePrims {
   memory::desc src, wei, bias, dst;

@@ -7,8 +7,12 @@
 #include <unordered_map>
 
 #include "model/cpu/dnnl_backend.h"
+#include "model/cpu/dnnl_util.h"
 
 namespace ds::model {
+
+using dnnl_util::mut;
+using dnnl_util::nchw;
 
 using dnnl::algorithm;
 using dnnl::memory;
@@ -16,10 +20,6 @@ using dnnl::prop_kind;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-namespace {
-void* mut(const float* p) { return const_cast<float*>(p); }
-memory::desc nchw(const Shape& s) { return memory::desc({s.n, s.c, s.h, s.w}, dt::f32, tag::nchw); }
-}  // namespace
 
 struct DnnlBackend::PoolPrims {
   memory::desc src, dst;
