@@ -254,6 +254,8 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("train.loss", c.train.loss);
   r.get("train.optimizer", c.train.optimizer);
   r.get("train.momentum", c.train.momentum);
+  r.get("train.warmup_epochs", c.train.warmup_epochs);
+  r.get("train.reference_samples_per_second", c.train.reference_samples_per_second);
 
   r.get("predict.checkpoint", c.predict.checkpoint);
   r.get("predict.predictors", c.predict.predictors);
@@ -293,6 +295,9 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     throw UsageError(path + ": key 'predict.occurrence' is '" + c.predict.occurrence + "', expected frequency or p50");
   if (c.predict.members < 0) throw UsageError(path + ": key 'predict.members' must be 0 or more");
   if (c.train.batch_size <= 0) throw UsageError(path + ": key 'train.batch_size' must be positive");
+  if (!(c.train.warmup_epochs >= 0)) throw UsageError(path + ": key 'train.warmup_epochs' must be >= 0");
+  if (!(c.train.reference_samples_per_second >= 0))
+    throw UsageError(path + ": key 'train.reference_samples_per_second' must be >= 0");
   return c;
 }
 

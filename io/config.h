@@ -95,6 +95,8 @@ struct Config {
     std::string loss = "bernoulli_gamma";  // bernoulli_gamma | gaussian | mse (the model's head follows)
     std::string optimizer = "adam";   // adam | sgd
     double momentum = 0.9;            // sgd only
+    double warmup_epochs = 0;         // under N ranks: linear warmup from learning_rate to N x it (Horovod)
+    double reference_samples_per_second = 0;  // one rank's throughput, for the scaling efficiency; 0: none
   } train;
 
   struct Predict {

@@ -5,6 +5,7 @@
 namespace ds {
 
 void setup_logging(const std::string& stage, const std::string& level, int rank) {
+  spdlog::drop("downscale");  // set again once the rank is known (train under MPI)
   auto logger = spdlog::stderr_color_mt("downscale");
   std::string prefix = stage;
   if (rank >= 0) prefix += " rank " + std::to_string(rank);

@@ -1,17 +1,33 @@
-// Driver of `downscale train`.
+// Driver of `downscale train`: one process, or one rank of `mpirun -np N downscale train`.
 #include <spdlog/spdlog.h>
 
 #include "io/atomic_file.h"
+#include "io/error.h"
+#include "io/log.h"
 #include "pipeline/stages.h"
+#include "train/distributed.h"
 #include "train/trainer.h"
 
 namespace ds {
 
 int run_train(const Config& cfg, const StageOptions& opt) {
+  // Alone, MPI_Init makes a singleton: one rank, the same run as before.
+  const auto comm = make_mpi_communicator();
+  if (comm->size() > 1) setup_logging("train", cfg.run.log_level, comm->rank());  // every line names its rank
   const RunPaths paths{cfg.run.dir};
-  make_dirs(paths.train_dir());
-  train_model(cfg, paths.store(), paths.train_dir(), opt.resume);
-  spdlog::info("wrote {}/checkpoint_best.h5 and checkpoint_last.h5", paths.train_dir());
+  try {
+    if (comm->is_root()) make_dirs(paths.train_dir());
+    comm->barrier();
+    train_model(cfg, paths.store(), paths.train_dir(), opt.resume, {}, comm.get());
+  } catch (const Error& e) {
+    // One failed rank would leave the others waiting in a collective: end the whole job.
+    if (comm->size() > 1) comm->abort(e.what(), e.code());
+    throw;
+  } catch (const std::exception& e) {
+    if (comm->size() > 1) comm->abort(e.what(), kExitFailure);
+    throw;
+  }
+  if (comm->is_root()) spdlog::info("wrote {}/checkpoint_best.h5 and checkpoint_last.h5", paths.train_dir());
   return 0;
 }
 

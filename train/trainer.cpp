@@ -5,10 +5,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "io/atomic_file.h"
 #include "io/error.h"
@@ -29,20 +33,90 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Mean loss over a whole split, in order, in inference mode (batch norm's running statistics,
-// no dropout), without touching the gradients' consumers.
+// no dropout), without touching the gradients' consumers. Each rank evaluates its contiguous
+// share of the split; the sums are added across ranks.
 double evaluate(model::Net& net, model::Backend& be, model::LossKind loss, const StoreReader& store,
-                const std::string& split, const model::Tensor& mask, int batch_size, Batch& batch) {
+                const std::string& split, const model::Tensor& mask, int batch_size, Batch& batch,
+                Communicator& comm) {
   const size_t n = store.count(split);
+  const size_t lo = n * comm.rank() / comm.size(), hi = n * (comm.rank() + 1) / comm.size();
   net.set_mode(model::ForwardMode{false, 0});
   double sum = 0;
-  for (size_t start = 0; start < n; start += batch_size) {
-    std::vector<size_t> rows(std::min<size_t>(batch_size, n - start));
+  for (size_t start = lo; start < hi; start += batch_size) {
+    std::vector<size_t> rows(std::min<size_t>(batch_size, hi - start));
     std::iota(rows.begin(), rows.end(), start);
     read_batch(store, split, rows, batch);
     const auto& out = net.forward(batch.x);
     sum += model::masked_loss(be, loss, out, batch.y, mask, nullptr) * rows.size();
   }
+  comm.allreduce_sum(&sum, 1);
   return sum / static_cast<double>(n);
+}
+
+// Every tensor of `params` (values, or the grads if `grads`) in one host buffer and back: the
+// fused buffer of one allreduce or broadcast instead of one per tensor.
+size_t total_size(const std::vector<model::Tensor*>& ts) {
+  size_t n = 0;
+  for (auto* t : ts) n += size_t(t->size());
+  return n;
+}
+void pack(const std::vector<model::Tensor*>& ts, std::vector<float>& buf) {
+  buf.resize(total_size(ts));
+  size_t off = 0;
+  for (auto* t : ts) {
+    t->download(buf.data() + off);
+    off += size_t(t->size());
+  }
+}
+void unpack(const std::vector<float>& buf, const std::vector<model::Tensor*>& ts) {
+  size_t off = 0;
+  for (auto* t : ts) {
+    t->upload(buf.data() + off);
+    off += size_t(t->size());
+  }
+}
+
+// Initial state from rank 0 (Horovod's broadcast_parameters + broadcast_optimizer_state):
+// weights, batch-norm buffers and every optimizer slot.
+void broadcast_state(model::Net& net, model::Optimizer& opt, Communicator& comm, std::vector<float>& buf) {
+  std::vector<model::Tensor*> ts;
+  for (auto& p : net.params()) ts.push_back(p.value);
+  for (auto& b : net.buffers()) ts.push_back(b.value);
+  for (auto& slot : opt.slots())
+    for (auto& t : *slot.tensors) ts.push_back(&t);
+  pack(ts, buf);
+  comm.broadcast(buf.data(), buf.size(), 0);
+  unpack(buf, ts);
+}
+
+// Batch-norm running statistics are computed on each rank's own samples: averaged across ranks
+// before every validation and checkpoint so that all ranks hold the same model.
+void average_buffers(model::Net& net, Communicator& comm, std::vector<float>& buf) {
+  std::vector<model::Tensor*> ts;
+  for (auto& b : net.buffers()) ts.push_back(b.value);
+  if (ts.empty()) return;
+  pack(ts, buf);
+  comm.allreduce_sum(buf.data(), buf.size());
+  for (auto& v : buf) v /= float(comm.size());
+  unpack(buf, ts);
+}
+
+uint64_t weights_checksum(model::Net& net) {
+  uint64_t h = 1469598103934665603ull;
+  for (auto& p : net.params())
+    for (float v : p.value->to_host()) {
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      for (int k = 0; k < 4; ++k) h = (h ^ ((bits >> (8 * k)) & 0xff)) * 1099511628211ull;
+    }
+  return h;
+}
+
+// Test hook for the failure test: DOWNSCALE_TEST_FAIL_RANK=r makes rank r throw at its first step.
+void maybe_inject_failure(const Communicator& comm) {
+  const char* v = std::getenv("DOWNSCALE_TEST_FAIL_RANK");
+  if (v && *v && std::atoi(v) == comm.rank())
+    throw Error("injected failure (DOWNSCALE_TEST_FAIL_RANK=" + std::string(v) + ")");
 }
 
 std::string rng_to_string(const std::mt19937_64& rng) {
@@ -54,8 +128,11 @@ std::string rng_to_string(const std::mt19937_64& rng) {
 }  // namespace
 
 TrainReport train_model(const Config& cfg, const std::string& store_path, const std::string& out_dir, bool resume,
-                        const LearningRateSchedule& schedule) {
+                        const LearningRateSchedule& schedule, Communicator* comm_arg) {
   const auto t_start = Clock::now();
+  const auto single = make_single_process_communicator();
+  Communicator& comm = comm_arg ? *comm_arg : *single;
+  const bool root = comm.is_root(), distributed = comm.size() > 1;
   StoreReader store(store_path);
   const StoreMeta& meta = store.meta();
   const size_t n_train = store.count("train"), n_val = store.count("validation");
@@ -76,9 +153,16 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     spec.out_w = meta.Wy();
     spec.land_mask = meta.mask;
   }
-  const LearningRateSchedule lr_at = schedule ? schedule : constant_learning_rate(tc.learning_rate);
+  const int64_t global_batch = int64_t(tc.batch_size) * comm.size();
+  const int64_t steps_per_epoch = (int64_t(n_train) + global_batch - 1) / global_batch;
+  const LearningRateSchedule lr_at = scaled_learning_rate(
+      schedule ? schedule : constant_learning_rate(tc.learning_rate), comm.size(), tc.warmup_epochs, steps_per_epoch);
 
-  auto be = model::make_cpu_backend(cfg.run.threads);
+  // run.threads 0 means all cores: shared by the ranks on this node.
+  int threads = cfg.run.threads;
+  if (threads == 0 && comm.local_size() > 1)
+    threads = std::max(1, int(std::thread::hardware_concurrency()) / comm.local_size());
+  auto be = model::make_cpu_backend(threads);
   model::Net net(spec, *be);
   const auto out_shape = net.output_shape(1);
   if (out_shape.h != meta.Hy() || out_shape.w != meta.Wy())
@@ -97,7 +181,9 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     std::istringstream(state.rng_state) >> rng;
     spdlog::info("resuming from {} after epoch {}", last_path, state.epoch);
   }
-  {
+  std::vector<float> fused;  // the one host buffer of every broadcast and gradient allreduce
+  if (distributed) broadcast_state(net, *optimizer, comm, fused);
+  if (root) {
     AtomicFile summary(out_dir + "/model_summary.txt");
     std::ofstream(summary.temp_path()) << net.summary();
     summary.commit();
@@ -107,13 +193,23 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   spdlog::info("{} training and {} validation samples, batch {}, {} epochs, loss {}, optimizer {}, learning rate {}",
                n_train, n_val, tc.batch_size, tc.epochs, tc.loss, optimizer->name(),
                schedule ? std::string("from the schedule hook") : fmt::format("{:g}", tc.learning_rate));
+  if (distributed)
+    spdlog::info("data parallel over {} ranks ({} on this node, local rank {}): global batch {}, learning rate x{} "
+                 "after {:g} warmup epochs, gradients averaged in one fused allreduce of {} floats",
+                 comm.size(), comm.local_size(), comm.local_rank(), global_batch, comm.size(), tc.warmup_epochs,
+                 net.parameter_count());
 
   // metrics.csv is appended on resume, so it always holds every epoch once.
+  // Only rank 0 writes files.
   const std::string csv_path = out_dir + "/metrics.csv";
-  std::ofstream csv(csv_path, resume ? std::ios::app : std::ios::trunc);
-  if (!resume) csv << "epoch,train_loss,val_loss,epoch_seconds,samples_per_second\n";
+  std::ofstream csv;
+  if (root) csv.open(csv_path, resume ? std::ios::app : std::ios::trunc);
+  if (root && !resume) csv << "epoch,train_loss,val_loss,epoch_seconds,samples_per_second\n";
   // A new event file per run (and per resume): TensorBoard merges every file of the folder.
-  EventWriter events(out_dir);
+  std::optional<EventWriter> events;
+  if (root) events.emplace(out_dir);
+  std::vector<model::Tensor*> grads;
+  for (auto& p : net.params()) grads.push_back(p.grad);
 
   const model::Tensor mask = mask_tensor(meta, *be);
   Batch batch{model::Tensor(*be, {1, 1, 1, 1}), model::Tensor(*be, {1, 1, 1, 1})};
@@ -131,20 +227,37 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), rng);
     double loss_sum = 0, lr = 0;
-    for (size_t start = 0; start < n_train; start += tc.batch_size) {
+    for (size_t start = 0; start < n_train; start += global_batch) {
       const auto t_batch = Clock::now();
-      std::vector<size_t> rows(order.begin() + start, order.begin() + std::min(n_train, start + tc.batch_size));
+      // The global batch order[start, start + batch_size x size), split evenly across ranks.
+      const size_t n_global = std::min<size_t>(n_train - start, global_batch);
+      const size_t lo = start + n_global * comm.rank() / comm.size();
+      const size_t hi = start + n_global * (comm.rank() + 1) / comm.size();
+      std::vector<size_t> rows(order.begin() + lo, order.begin() + hi);
       std::sort(rows.begin(), rows.end());  // the order inside a batch does not matter; sorted reads are faster
-      read_batch(store, "train", rows, batch);
-      // Dropout masks come from (seed, global step): a resumed run draws the same ones.
+      // Dropout masks come from (seed, global step, rank): a resumed run draws the same ones.
       const int64_t step = optimizer->steps();
-      net.set_mode(model::ForwardMode{true, model::splitmix64(tc.seed) ^ uint64_t(step)});
-      const auto& out = net.forward(batch.x);
-      d_out.reshape(out.shape());
-      const double loss = model::masked_loss(*be, loss_kind, out, batch.y, mask, &d_out);
-      if (!std::isfinite(loss))
-        throw Error("training diverged: loss is " + std::to_string(loss) + " at epoch " + std::to_string(epoch));
-      net.backward(d_out);
+      if (step == 0) maybe_inject_failure(comm);
+      double loss = 0;
+      if (!rows.empty()) {
+        read_batch(store, "train", rows, batch);
+        net.set_mode(model::ForwardMode{true, model::splitmix64(tc.seed) ^ uint64_t(step) ^ (uint64_t(comm.rank()) << 48)});
+        const auto& out = net.forward(batch.x);
+        d_out.reshape(out.shape());
+        loss = model::masked_loss(*be, loss_kind, out, batch.y, mask, &d_out);
+        if (!std::isfinite(loss))
+          throw Error("training diverged: loss is " + std::to_string(loss) + " at epoch " + std::to_string(epoch));
+        net.backward(d_out);
+      }
+      if (distributed) {
+        // The global batch's mean gradient: sum over ranks of (rows here / rows in all) x the
+        // mean gradient here, in one fused allreduce (no overlap with backward).
+        pack(grads, fused);
+        const float w = float(rows.size()) / float(n_global);
+        for (auto& g : fused) g = rows.empty() ? 0.0f : g * w;
+        comm.allreduce_sum(fused.data(), fused.size());
+        unpack(fused, grads);
+      }
       lr = lr_at(epoch, step);
       optimizer->step(lr);
       loss_sum += loss * rows.size();
@@ -152,9 +265,11 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       ++batches;
       samples += rows.size();
     }
+    comm.allreduce_sum(&loss_sum, 1);
+    if (distributed) average_buffers(net, comm, fused);
     const double train_loss = loss_sum / static_cast<double>(n_train);
     const double val_loss =
-        n_val ? evaluate(net, *be, loss_kind, store, "validation", mask, tc.batch_size, batch) : train_loss;
+        n_val ? evaluate(net, *be, loss_kind, store, "validation", mask, tc.batch_size, batch, comm) : train_loss;
     const double secs = seconds_since(t_epoch);
     epoch_seconds += secs;
     ++epochs_run;
@@ -170,13 +285,15 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     } else {
       ++state.epochs_without_improvement;
     }
-    if (improved) save_checkpoint(best_path, net, optimizer.get(), state);
-    save_checkpoint(last_path, net, optimizer.get(), state);
-    csv << epoch << "," << train_loss << "," << val_loss << "," << secs << "," << n_train / secs << "\n" << std::flush;
-    events.add_scalar("loss/train", train_loss, epoch);
-    events.add_scalar("loss/validation", val_loss, epoch);
-    events.add_scalar("learning_rate", lr, epoch);  // of the epoch's last step
-    events.add_scalar("epoch_seconds", secs, epoch);
+    if (root) {
+      if (improved) save_checkpoint(best_path, net, optimizer.get(), state);
+      save_checkpoint(last_path, net, optimizer.get(), state);
+      csv << epoch << "," << train_loss << "," << val_loss << "," << secs << "," << n_train / secs << "\n" << std::flush;
+      events->add_scalar("loss/train", train_loss, epoch);
+      events->add_scalar("loss/validation", val_loss, epoch);
+      events->add_scalar("learning_rate", lr, epoch);  // of the epoch's last step
+      events->add_scalar("epoch_seconds", secs, epoch);
+    }
     spdlog::info("epoch {}/{}: train loss {:.4f}, validation loss {:.4f}{}, {:.1f} s", epoch, tc.epochs, train_loss,
                  val_loss, improved ? " (best)" : "", secs);
     if (tc.patience > 0 && state.epochs_without_improvement >= tc.patience) {
@@ -189,9 +306,29 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   report.mean_batch_s = batches ? batch_seconds / batches : 0;
   report.mean_epoch_s = epochs_run ? epoch_seconds / epochs_run : 0;
   report.samples_per_s = batch_seconds > 0 ? samples / batch_seconds : 0;
-  spdlog::info("mean batch time {:.4f} s, mean epoch time {:.2f} s, total time {:.1f} s, final loss {:.4f}, "
-               "{:.1f} samples/s", report.mean_batch_s, report.mean_epoch_s, report.total_s, report.final_train_loss,
-               report.samples_per_s);
+  report.weights_checksum = weights_checksum(net);
+  // Every rank's throughput, in its slot (an allreduce of a mostly-zero vector: a gather).
+  std::vector<double> per_rank(comm.size(), 0.0);
+  per_rank[comm.rank()] = report.samples_per_s;
+  comm.allreduce_sum(per_rank.data(), per_rank.size());
+  report.total_samples_per_s = std::accumulate(per_rank.begin(), per_rank.end(), 0.0);
+  if (distributed) spdlog::info("final weights checksum {:016x}", report.weights_checksum);
+  if (root) {
+    spdlog::info("mean batch time {:.4f} s, mean epoch time {:.2f} s, total time {:.1f} s, final loss {:.4f}, "
+                 "{:.1f} samples/s", report.mean_batch_s, report.mean_epoch_s, report.total_s, report.final_train_loss,
+                 report.total_samples_per_s);
+    if (distributed) {
+      std::string list;
+      for (size_t r = 0; r < per_rank.size(); ++r) list += fmt::format("{}{:.1f}", r ? ", " : "", per_rank[r]);
+      spdlog::info("throughput: {:.1f} samples/s in total over {} ranks; per rank: {}", report.total_samples_per_s,
+                   comm.size(), list);
+    }
+    if (tc.reference_samples_per_second > 0)
+      spdlog::info("scaling efficiency {:.0f}% against {:g} samples/s on one rank ({:.2f}x speed-up on {} ranks)",
+                   100.0 * report.total_samples_per_s / (tc.reference_samples_per_second * comm.size()),
+                   tc.reference_samples_per_second, report.total_samples_per_s / tc.reference_samples_per_second,
+                   comm.size());
+  }
   return report;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "io/config.h"
+#include "train/distributed.h"
 #include "train/lr_schedule.h"
 
 namespace ds {
@@ -14,13 +15,19 @@ namespace ds {
 struct TrainReport {
   int epochs = 0;
   double final_train_loss = 0, best_val_loss = 0;
-  double mean_batch_s = 0, mean_epoch_s = 0, total_s = 0, samples_per_s = 0;
+  double mean_batch_s = 0, mean_epoch_s = 0, total_s = 0, samples_per_s = 0;  // samples_per_s: this rank's
+  double total_samples_per_s = 0;  // all ranks together (= samples_per_s on one rank)
+  uint64_t weights_checksum = 0;   // FNV-1a of the final parameters' bits: equal on every rank
 };
 
 // out_dir receives checkpoint_best.h5, checkpoint_last.h5, metrics.csv, model_summary.txt and
 // events.out.tfevents.* (TensorBoard). resume: continue from out_dir/checkpoint_last.h5.
 // schedule: the learning rate of each step; empty means train.learning_rate throughout.
+// comm: data-parallel training across its ranks (null: one process). Each rank reads its share
+// of every global batch (batch_size x size samples of the epoch's order, the same on all ranks),
+// gradients are averaged by one fused allreduce, the rate is scaled by the size with warmup
+// (distributed.h), losses are averaged, and only rank 0 writes into out_dir.
 TrainReport train_model(const Config& cfg, const std::string& store_path, const std::string& out_dir, bool resume,
-                        const LearningRateSchedule& schedule = {});
+                        const LearningRateSchedule& schedule = {}, Communicator* comm = nullptr);
 
 }  // namespace ds

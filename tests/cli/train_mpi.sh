@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Data-parallel training under Open MPI (train/distributed.h), on a small store built with the
+# real command (synth -> fetch -> preprocess on configs/demo.yaml, three years):
+#  1. `mpirun -np 2` ends with the same weights on both ranks (each logs a checksum of its
+#     final parameters), and only rank 0 writes files;
+#  2. at the same global batch (2 ranks x 8 against 1 rank x 16, learning rate 1e-3 x 2 ranks
+#     against 2e-3, no warmup) it matches one-rank training: see TOL below;
+#  3. a rank that fails (an injected error, then kill -9) ends the job non-zero within 60 s
+#     with a message naming the rank.
+#   usage: train_mpi.sh <downscale binary> <source dir>
+set -euo pipefail
+bin=$1
+src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+cp -r "$src/configs" .
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false
+mpi=(mpirun -np 2 --oversubscribe --bind-to none)
+years=(--set "synth.years=[2000,2002]" --set "fetch.years=[2000,2002]" --set "preprocess.train_years=[2000,2000]"
+       --set "preprocess.validation_years=[2001,2001]" --set "preprocess.test_years=[2002,2002]")
+"$bin" synth --config configs/demo.yaml "${years[@]}" 2>/dev/null
+"$bin" fetch --config configs/demo.yaml "${years[@]}" 2>/dev/null
+"$bin" preprocess --config configs/demo.yaml "${years[@]}" 2>/dev/null
+for run in one two fail kill; do
+  mkdir -p runs/$run/preprocess
+  ln -s "$work/runs/demo/preprocess/store.h5" runs/$run/preprocess/store.h5
+done
+common=("${years[@]}" --set run.threads=1 --set train.epochs=2 --set train.warmup_epochs=0)
+
+echo "== 1 rank x 16"
+"$bin" train --config configs/demo.yaml "${common[@]}" --set run.dir=runs/one \
+  --set train.batch_size=16 --set train.learning_rate=2e-3
+echo "== 2 ranks x 8"
+"${mpi[@]}" "$bin" train --config configs/demo.yaml "${common[@]}" --set run.dir=runs/two \
+  --set train.batch_size=8 --set train.learning_rate=1e-3 2>&1 | tee two.log
+grep -q 'rank 1\].*data parallel over 2 ranks' two.log || { echo "rank 1 did not log with its rank"; exit 1; }
+sums=$(grep -o 'final weights checksum [0-9a-f]*' two.log | sort -u | wc -l)
+[[ $(grep -c 'final weights checksum' two.log) -eq 2 && $sums -eq 1 ]] ||
+  { echo "ranks end with different weights:"; grep 'final weights checksum' two.log; exit 1; }
+grep -q 'per rank: ' two.log || { echo "no per-rank throughput"; exit 1; }
+[[ $(ls runs/two/train/events.out.tfevents.* | wc -l) -eq 1 ]] || { echo "expected one event file (rank 0's)"; exit 1; }
+[[ $(grep -c '^2,' runs/two/train/metrics.csv) -eq 1 ]] || { echo "metrics.csv written more than once"; exit 1; }
+
+# Same samples in every global batch, same rate: the difference is float rounding only. The
+# gradient of 16 samples is one reduction on one rank, but two means of 8, weighted and summed
+# by the allreduce, on two (another summation order, ~1e-7 relative per step), which Adam's
+# m/sqrt(v) can amplify where a gradient is near zero, over 2 epochs x 23 steps. Measured here:
+# largest difference ~1e-6 of the weights' scale; TOL leaves a wide margin, yet a missing
+# average (2x the gradient) or a wrong rate or shard shows up at ~1e-2 and above.
+/usr/bin/python3 - <<'PY'
+import h5py, numpy as np
+TOL = 1e-4
+a = h5py.File("runs/one/train/checkpoint_last.h5", "r")
+b = h5py.File("runs/two/train/checkpoint_last.h5", "r")
+worst = 0.0
+def visit(name, obj):
+    global worst
+    if isinstance(obj, h5py.Dataset):
+        x, y = a["weights/" + name][()], obj[()]
+        d = float(np.max(np.abs(x - y)) / (np.max(np.abs(x)) + 1e-12))
+        worst = max(worst, d)
+b["weights"].visititems(visit)
+print(f"1 rank x 16 vs 2 ranks x 8: largest relative weight difference {worst:.2e} (tolerance {TOL:g})")
+assert worst < TOL, worst
+for k in ("epoch", "optimizer_steps"):
+    assert a.attrs[k] == b.attrs[k], (k, a.attrs[k], b.attrs[k])
+PY
+
+echo "== injected failure on rank 1"
+rc=0
+start=$(date +%s)
+out=$(DOWNSCALE_TEST_FAIL_RANK=1 timeout 60 "${mpi[@]}" -x DOWNSCALE_TEST_FAIL_RANK "$bin" train \
+  --config configs/demo.yaml "${common[@]}" --set run.dir=runs/fail 2>&1) || rc=$?
+echo "$out" | tail -5
+[[ $rc -ne 0 && $rc -ne 124 ]] || { echo "expected a non-zero exit before the time-out, got $rc"; exit 1; }
+grep -q 'rank 1 failed: injected failure' <<<"$out" || { echo "no 'rank 1 failed' message"; exit 1; }
+echo "injected failure: exit $rc after $(( $(date +%s) - start )) s"
+
+echo "== kill -9 of rank 1"
+"${mpi[@]}" "$bin" train --config configs/demo.yaml "${common[@]}" --set run.dir=runs/kill \
+  --set train.epochs=200 >kill.log 2>&1 &
+mpirun_pid=$!
+victim=""
+for _ in $(seq 1 300); do
+  if grep -q 'data parallel' kill.log; then
+    for p in $(pgrep -P $mpirun_pid); do
+      tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && victim=$p
+    done
+    [[ -n $victim ]] && break
+  fi
+  sleep 0.2
+done
+[[ -n $victim ]] || { echo "rank 1 not found"; cat kill.log; kill $mpirun_pid; exit 1; }
+start=$(date +%s)
+kill -9 "$victim"
+rc=0
+for _ in $(seq 1 600); do kill -0 $mpirun_pid 2>/dev/null || break; sleep 0.1; done
+if kill -0 $mpirun_pid 2>/dev/null; then echo "job still running 60 s after kill -9"; kill $mpirun_pid; exit 1; fi
+wait $mpirun_pid || rc=$?
+tail -5 kill.log
+[[ $rc -ne 0 ]] || { echo "expected a non-zero exit after kill -9"; exit 1; }
+grep -q 'rank 1' <(grep -v '^\[' kill.log) || { echo "mpirun's message does not name rank 1"; exit 1; }
+echo "kill -9: exit $rc after $(( $(date +%s) - start )) s"
+echo "train mpi: ok"
