@@ -46,10 +46,13 @@ std::string one_line(std::string s) {
 // writes "B <bytes>" lines, then "R <result>" (and waits for the next job) or
 // "E <T|P> <code> <msg>" (and exits: whatever state the failed job left, an open source, a
 // half-read response, goes with the process).
-[[noreturn]] void worker_main(int fd, const WorkerHooks& hooks) {
+[[noreturn]] void worker_main(int fd, const WorkerHooks& hooks, const sigset_t& unblock) {
+  // The parent's handlers only set a flag; a worker stopped by a signal must die. The signals
+  // were blocked across fork(), so one sent before this point waits until here, then kills.
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   signal(SIGPIPE, SIG_DFL);
+  sigprocmask(SIG_SETMASK, &unblock, nullptr);
   prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the parent (a killed fetch stops its workers)
   // A worker's jobs allocate buffers of the same sizes again and again (a response, a piece).
   // glibc gives large ones back to the kernel when freed, and the next job faults every page in
@@ -129,10 +132,15 @@ void run_in_processes(const std::vector<size_t>& jobs, int parallel, const Retry
 
   // Stops every worker, lets the caller clean up after the busy ones, and throws `err`.
   auto abort_all = [&](const Error& err) {
-    for (auto& [pid, w] : workers) kill(pid, SIGTERM);
+    // Close our ends before waiting, so that a worker that is idle (or somehow outlives the
+    // signal) reads the end of its channel and exits rather than wait for a job that never comes
+    // while we wait for it.
+    for (auto& [pid, w] : workers) {
+      kill(pid, SIGTERM);
+      ::close(w.fd);
+    }
     for (auto& [pid, w] : workers) {
       while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {}
-      ::close(w.fd);
       if (w.busy && hooks.on_abandon) hooks.on_abandon(w.job, pid);
     }
     workers.clear();
@@ -145,13 +153,21 @@ void run_in_processes(const std::vector<size_t>& jobs, int parallel, const Retry
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
       abort_all(Error(std::string("cannot create a socket pair: ") + std::strerror(errno)));
     std::fflush(nullptr);
+    // Until worker_main resets them, a new worker has the parent's flag-setting handlers: a
+    // SIGTERM from abort_all arriving then would be swallowed and the worker would carry on.
+    sigset_t stop, before;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stop, &before);
     const pid_t pid = fork();
-    if (pid < 0) abort_all(Error(std::string("cannot start a worker process: ") + std::strerror(errno)));
     if (pid == 0) {
       ::close(sv[0]);
       for (auto& [other, w] : workers) ::close(w.fd);  // the other workers' channels are not ours
-      worker_main(sv[1], hooks);
+      worker_main(sv[1], hooks, before);
     }
+    sigprocmask(SIG_SETMASK, &before, nullptr);
+    if (pid < 0) abort_all(Error(std::string("cannot start a worker process: ") + std::strerror(errno)));
     ::close(sv[1]);
     workers[pid].fd = sv[0];
     return pid;
