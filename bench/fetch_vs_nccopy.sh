@@ -2,18 +2,21 @@
 # Fetch throughput against nccopy (netcdf-bin), the netCDF-C tool a user would otherwise run, on
 # the same subset of the same OPeNDAP server in the same run: tests/dap_server serving a global
 # daily 1.5-degree float field of YEARS years, cut to the reference experiment's North America
-# box. Two conditions, each measured for both tools:
-#   local: the server on 127.0.0.1 at full speed (Python's GIL: one request at a time);
-#   wan:   each connection paced to RATE bytes/s, as a remote THREDDS server over the internet,
-#          where several chunks in flight are what makes fetch faster.
-#   usage: bench/fetch_vs_nccopy.sh <downscale binary> [years=10] [parallel=4] [rate=4000000]
-# Prints the times, throughputs, the ratio (fetch throughput / nccopy throughput; >= 1: fetch at
-# least as fast) and fetch's peak memory (largest resident set among its processes).
+# box. The server serves requests concurrently (a thread each, as THREDDS does; its netCDF reads
+# take turns behind one lock) and both tools talk to the same server process. Two conditions:
+#   local: the server on 127.0.0.1 at full speed;
+#   wan:   each connection paced to RATE bytes/s, as a remote THREDDS server over the internet.
+# nccopy sends one request for the whole subset; fetch cuts it into one chunk per year, PARALLEL
+# in flight. Each condition runs RUNS rounds, nccopy and fetch alternating which goes first; the
+# summary shows the median of each and the ratio nccopy time / fetch time (>= 1: fetch at least
+# as fast), plus fetch's peak memory (largest resident set among its processes).
+#   usage: bench/fetch_vs_nccopy.sh <downscale binary> [years=10] [parallel=4] [rate=4000000] [runs=3]
 set -euo pipefail
 bin=$(realpath "$1")
 years=${2:-10}
 parallel=${3:-4}
 rate=${4:-4000000}
+runs=${5:-3}
 src=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 server_pid=
@@ -55,35 +58,52 @@ server_pid=$!
 for _ in $(seq 50); do grep -q PORT port.txt 2>/dev/null && break; sleep 0.1; done
 base=http://127.0.0.1:$(awk '{print $2}' port.txt)
 bytes=$(( nt * (y1 - y0 + 1) * (x1 - x0 + 1) * 4 ))
-printf 'subset: %d days x %d x %d floats = %.1f MB; fetch: %d chunks of one year, %d at a time\n' "$nt" \
+printf 'subset: %d days x %d x %d floats = %.1f MB; fetch: %d chunks of one year, %d at a time; nccopy: one request\n' "$nt" \
   $((y1 - y0 + 1)) $((x1 - x0 + 1)) "$(echo "$bytes / 1000000" | bc -l)" "$years" "$parallel"
 
 now() { date +%s.%N; }
-measure() {  # <label> <url>
-  local label=$1 url=$2 t t_nccopy t_fetch rss_kb
-  rm -rf run nccopy.nc
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+run_nccopy() {  # <url>: prints seconds
+  local t
+  rm -f nccopy.nc
   t=$(now)
-  nccopy "$url?time,lat[$y0:$y1],lon[$x0:$x1],T850[0:$((nt - 1))][$y0:$y1][$x0:$x1]" nccopy.nc 2>/dev/null
-  t_nccopy=$(echo "$(now) - $t" | bc)
+  nccopy "$1?time,lat[$y0:$y1],lon[$x0:$x1],T850[0:$((nt - 1))][$y0:$y1][$x0:$x1]" nccopy.nc 2>/dev/null
+  echo "$(now) - $t" | bc
+}
+run_fetch() {  # <url>: prints seconds and peak RSS (kB)
+  local t
+  rm -rf run
   cat > run.yaml <<EOF
 run: {dir: run, log_level: warn}
 fetch:
-  predictors: {source: $url, fields: [T@850]}
+  predictors: {source: $1, fields: [T@850]}
   predictand: {source: $work/pr.nc, variable: pr}
   lon: [-166, -60]
   lat: [10.5, 70.5]
   years: [1981, $((1980 + years))]
   parallel: $parallel
 EOF
-  mkdir -p datasets
   t=$(now)
   /usr/bin/time -v "$bin" fetch --config run.yaml --set fetch.predictors.dataset=datasets/bench.yaml 2> time.txt ||
-    { cat time.txt; exit 1; }
-  t_fetch=$(echo "$(now) - $t" | bc)
-  rss_kb=$(awk -F: '/Maximum resident set size/ {gsub(/ /, "", $2); print $2}' time.txt)
-  printf '%-6s nccopy %6.2f s (%5.1f MB/s) | fetch %6.2f s (%5.1f MB/s), peak RSS %d MB | ratio %.2f\n' "$label" \
-    "$t_nccopy" "$(echo "$bytes / $t_nccopy / 1000000" | bc -l)" "$t_fetch" "$(echo "$bytes / $t_fetch / 1000000" | bc -l)" \
-    $((rss_kb / 1024)) "$(echo "$t_nccopy / $t_fetch" | bc -l)"
+    { cat time.txt >&2; exit 1; }
+  echo "$(echo "$(now) - $t" | bc) $(awk -F: '/Maximum resident set size/ {gsub(/ /, "", $2); print $2}' time.txt)"
+}
+summary=()
+measure() {  # <label> <url>
+  local label=$1 url=$2 r tn tf rss=0 out
+  local -a n=() f=()
+  for r in $(seq "$runs"); do
+    if (( r % 2 )); then tn=$(run_nccopy "$url"); out=$(run_fetch "$url")
+    else out=$(run_fetch "$url"); tn=$(run_nccopy "$url"); fi
+    tf=${out% *}
+    (( ${out#* } > rss )) && rss=${out#* }
+    n+=("$tn"); f+=("$tf")
+    printf '  %-5s round %d: nccopy %6.2f s | fetch %6.2f s\n' "$label" "$r" "$tn" "$tf"
+  done
+  tn=$(median "${n[@]}"); tf=$(median "${f[@]}")
+  summary+=("$(printf '%-6s nccopy %6.2f s (%5.1f MB/s) | fetch %6.2f s (%5.1f MB/s), peak RSS %3d MB | ratio %.2f' "$label" \
+    "$tn" "$(echo "$bytes / $tn / 1000000" | bc -l)" "$tf" "$(echo "$bytes / $tf / 1000000" | bc -l)" \
+    $((rss / 1024)) "$(echo "$tn / $tf" | bc -l)")")
 }
 mkdir -p datasets
 cat > datasets/bench.yaml <<EOF
@@ -93,5 +113,10 @@ time_step: day
 variables:
   T: {native: "T{level}", units: K}
 EOF
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores (a busy machine slows both tools)"
 measure local "$base/global.nc"
 measure wan "$base/faults/rate=$rate/global.nc"
+echo "medians of $runs rounds (server: threaded, concurrent requests; fetch: $years one-year chunks, $parallel in flight;"
+echo "wan: $rate B/s per connection):"
+printf '%s\n' "${summary[@]}"
+echo "ratio = nccopy time / fetch time (>= 1: fetch at least as fast)"
