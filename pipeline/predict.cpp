@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "evaluate/baselines.h"
 #include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/precipitation_file.h"
@@ -66,19 +67,6 @@ BernoulliGammaParams run_network(model::Net& net, model::Backend& be, const Stor
       }
   }
   return b;
-}
-
-// Per-grid-box mean of the training observations: the climatology a model must beat.
-std::vector<double> training_climatology(const StoreReader& store) {
-  const size_t n = store.count("train"), hw = size_t(store.meta().Hy()) * store.meta().Wy();
-  std::vector<double> sum(hw, 0);
-  std::vector<float> day(hw);
-  for (size_t t = 0; t < n; ++t) {
-    store.read_pr("train", t, 1, day.data());
-    for (size_t k = 0; k < hw; ++k) sum[k] += day[k];
-  }
-  for (auto& s : sum) s /= static_cast<double>(n);
-  return sum;
 }
 
 }  // namespace
@@ -173,7 +161,8 @@ int run_predict(const Config& cfg) {
 
   // A first score on the test period: the expected precipitation (the mean squared error's
   // optimum) against each grid box's training climatology. `downscale evaluate` gives the rest.
-  const auto clim = training_climatology(store);
+  // The climatology a model must beat: each grid box's training mean (evaluate's baseline).
+  const std::vector<float> clim = climatology_baseline(store, "test");
   double se_model = 0, se_clim = 0, sum_obs = 0, sum_pred = 0;
   size_t count = 0;
   std::vector<float> obs(hw);
@@ -183,7 +172,7 @@ int run_predict(const Config& cfg) {
       if (!meta.mask[k]) continue;
       const double o = obs[k], p = out.pr_expected[t * hw + k];
       se_model += (p - o) * (p - o);
-      se_clim += (clim[k] - o) * (clim[k] - o);
+      se_clim += (clim[t * hw + k] - o) * (clim[t * hw + k] - o);
       sum_obs += o;
       sum_pred += p;
       ++count;
