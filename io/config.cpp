@@ -206,6 +206,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("run.dir", c.run.dir);
   r.get("run.threads", c.run.threads);
   r.get("run.log_level", c.run.log_level);
+  r.get("run.device", c.run.device);
 
   r.get("synth.dir", c.synth.dir);
   r.get_years("synth.years", c.synth.years);
@@ -256,6 +257,9 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("train.momentum", c.train.momentum);
   r.get("train.warmup_epochs", c.train.warmup_epochs);
   r.get("train.reference_samples_per_second", c.train.reference_samples_per_second);
+  r.get("train.allreduce_bucket_mb", c.train.allreduce_bucket_mb);
+  r.get("train.stall_warning_seconds", c.train.stall_warning_seconds);
+  r.get("train.stall_abort_seconds", c.train.stall_abort_seconds);
 
   r.get("predict.checkpoint", c.predict.checkpoint);
   r.get("predict.predictors", c.predict.predictors);
@@ -298,6 +302,12 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   if (!(c.train.warmup_epochs >= 0)) throw UsageError(path + ": key 'train.warmup_epochs' must be >= 0");
   if (!(c.train.reference_samples_per_second >= 0))
     throw UsageError(path + ": key 'train.reference_samples_per_second' must be >= 0");
+  if (c.run.device != "auto" && c.run.device != "cpu" && c.run.device != "cuda")
+    throw UsageError(path + ": key 'run.device' is '" + c.run.device + "', expected auto, cpu or cuda");
+  for (const auto& [key, value] : {std::pair<const char*, double>{"train.allreduce_bucket_mb", c.train.allreduce_bucket_mb},
+                                   {"train.stall_warning_seconds", c.train.stall_warning_seconds},
+                                   {"train.stall_abort_seconds", c.train.stall_abort_seconds}})
+    if (!(value >= 0)) throw UsageError(path + ": key '" + key + "' must be >= 0");
   return c;
 }
 

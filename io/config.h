@@ -37,7 +37,8 @@ struct Config {
 
   struct Run {
     std::string dir;          // the run's output folder; every stage writes below it
-    int threads = 0;          // 0: all cores
+    int threads = 0;          // 0: all cores (shared by the ranks on a node)
+    std::string device = "auto";  // auto (GPU local_rank if there are GPUs, else CPU) | cpu | cuda
     std::string log_level = "info";
   } run;
 
@@ -97,6 +98,9 @@ struct Config {
     double momentum = 0.9;            // sgd only
     double warmup_epochs = 0;         // under N ranks: linear warmup from learning_rate to N x it (Horovod)
     double reference_samples_per_second = 0;  // one rank's throughput, for the scaling efficiency; 0: none
+    double allreduce_bucket_mb = 4;   // gradient buckets reduced while backward goes on; 0: one after backward
+    double stall_warning_seconds = 60;  // a rank waiting longer at a collective logs the missing ranks; 0: off
+    double stall_abort_seconds = 0;   // ... and past this ends the job (0: never, as Horovod's default)
   } train;
 
   struct Predict {

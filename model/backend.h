@@ -134,5 +134,11 @@ std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
 bool cuda_available();
 // The CUDA/cuDNN backend on GPU `device`; throws ds::Error if not built or no GPU.
 std::unique_ptr<Backend> make_cuda_backend(int device = 0);
+// GPUs this process can see (CUDA_VISIBLE_DEVICES applies); 0 without the CUDA backend.
+int cuda_device_count();
+// The backend a run asked for (config key run.device): "cpu"; "cuda" on GPU local_rank (modulo
+// the GPUs visible, so N ranks on a node of N GPUs take one each), an error naming the key if
+// there is none; "auto" is cuda when a GPU is visible, else cpu. threads: the CPU backend's.
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int local_rank = 0);
 
 }  // namespace ds::model

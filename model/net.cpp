@@ -62,7 +62,7 @@ const Tensor& Net::forward(const Tensor& x) {
   return m.out.back();
 }
 
-void Net::backward(const Tensor& d_out) {
+void Net::backward(const Tensor& d_out, const std::function<void(const std::vector<Param>&)>& layer_done) {
   Impl& m = *impl_;
   if (!m.input) throw Error("Net::backward called before forward");
   const int n = m.input->shape().n;
@@ -101,6 +101,7 @@ void Net::backward(const Tensor& d_out) {
     }
     node.layer->backward(m.be, in, m.out[i], dy, din);
     for (auto& [s, j] : to_add) m.be.accumulate(s->size(), s->data(), m.grad[size_t(j)].data());
+    if (layer_done) layer_done(node.layer->params());
   }
 }
 

@@ -2,6 +2,7 @@
 // (Public interface of model/. Implementation: layers in model/layers/, one file a layer.)
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,7 +52,10 @@ class Net {
   const Tensor& forward(const Tensor& x);
   // d_out: gradient of the loss with respect to forward's output. Overwrites every param grad.
   // Reads the activations of the last forward, and its input x: keep x alive and unchanged.
-  void backward(const Tensor& d_out);
+  // layer_done, if set, is called after each layer's backward with that layer's params (maybe
+  // none), whose gradients are then final: the trainer starts their allreduce while backward
+  // goes on (train/gradient_buckets.h).
+  void backward(const Tensor& d_out, const std::function<void(const std::vector<Param>&)>& layer_done = {});
   std::vector<Param> params();
   // Non-trainable learned state (batch norm running statistics), grad null; saved in checkpoints.
   std::vector<Param> buffers();

@@ -6,6 +6,7 @@
 namespace ds::model {
 
 bool cuda_available() { return false; }
+int cuda_device_count() { return 0; }
 
 std::unique_ptr<Backend> make_cuda_backend(int /*device*/) { throw Error("this build has no CUDA backend"); }
 

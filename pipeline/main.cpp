@@ -35,6 +35,9 @@ int main(int argc, char** argv) {
   add_stage("preprocess", "regrid, standardize, build the target and land mask, write the HDF5 training store");
   CLI::App* train = add_stage("train", "train the CNN with the Bernoulli-Gamma loss; writes checkpoints");
   train->add_flag("--resume", options.resume, "continue from the run's last checkpoint");
+  train->add_option("--timeline", options.timeline,
+                    "write a Chrome-trace JSON (chrome://tracing, ui.perfetto.dev) of every step's phases per rank")
+      ->type_name("FILE");
   add_stage("predict", "write daily precipitation for the test years as CF NetCDF and score it");
   add_stage("evaluate", "VALUE indices and scores of the prediction next to baselines; JSON, CSV, PNG maps");
 

@@ -17,8 +17,8 @@ int run_train(const Config& cfg, const StageOptions& opt) {
   const RunPaths paths{cfg.run.dir};
   try {
     if (comm->is_root()) make_dirs(paths.train_dir());
-    comm->barrier();
-    train_model(cfg, paths.store(), paths.train_dir(), opt.resume, {}, comm.get());
+    comm->barrier("creating the output folder");
+    train_model(cfg, paths.store(), paths.train_dir(), opt.resume, {}, comm.get(), opt.timeline);
   } catch (const Error& e) {
     // One failed rank would leave the others waiting in a collective: end the whole job.
     if (comm->size() > 1) comm->abort(e.what(), e.code());

@@ -1,17 +1,41 @@
 #include "train/distributed.h"
 
 #include <mpi.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 #include <vector>
 
 #include "io/error.h"
 
 namespace ds {
 
+void Communicator::allreduce_sum(float* data, size_t n, const std::string& what) {
+  start_allreduce_sum(data, n);
+  wait_all(what);
+}
+void Communicator::allreduce_sum(double* data, size_t n, const std::string& what) {
+  start_allreduce_sum(data, n);
+  wait_all(what);
+}
+void Communicator::broadcast(float* data, size_t n, int root, const std::string& what) {
+  start_broadcast(data, n, root);
+  wait_all(what);
+}
+void Communicator::barrier(const std::string& what) {
+  start_barrier();
+  wait_all(what);
+}
+
 namespace {
+
+using Clock = Communicator::Clock;
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 class SingleProcess final : public Communicator {
  public:
@@ -20,14 +44,25 @@ class SingleProcess final : public Communicator {
   int size() const override { return 1; }
   int local_rank() const override { return 0; }
   int local_size() const override { return 1; }
-  void allreduce_sum(float*, size_t) override {}
-  void allreduce_sum(double*, size_t) override {}
-  void broadcast(float*, size_t, int) override {}
-  void barrier() override {}
+  void start_allreduce_sum(float*, size_t) override { started_.push_back(Clock::now()); }
+  void start_allreduce_sum(double*, size_t) override { started_.push_back(Clock::now()); }
+  void start_broadcast(float*, size_t, int) override { started_.push_back(Clock::now()); }
+  void start_barrier() override { started_.push_back(Clock::now()); }
+  void progress() override {}
+  std::vector<OpSpan> wait_all(const std::string&) override {
+    std::vector<OpSpan> spans;
+    for (auto t : started_) spans.push_back({t, t});
+    started_.clear();
+    return spans;
+  }
+  std::vector<std::string> gather(const std::string& mine, int) override { return {mine}; }
   [[noreturn]] void abort(const std::string& message, int code) override {
     std::cerr << "rank 0 failed: " << message << std::endl;
     std::exit(code);
   }
+
+ private:
+  std::vector<Clock::time_point> started_;
 };
 
 void check(int rc, const char* what) {
@@ -49,6 +84,12 @@ void check_env(const char* var, int mpi_value, const char* what) {
     throw UsageError(std::string("MPI reports ") + what + " " + std::to_string(mpi_value) + " but " + var + "=" + v +
                      ": the launcher and MPI disagree (was the program started by mpirun/srun with an MPI it was "
                      "not built against, or each copy alone?)");
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
 }
 
 // MPI counts are int: large buffers go in pieces.
@@ -80,33 +121,119 @@ class Mpi final : public Communicator {
     check_env("SLURM_PROCID", rank_, "rank");
     check_env("SLURM_NTASKS", size_, "size");
     check_env("SLURM_LOCALID", local_rank_, "local rank");
+    // Collectives and arrival notices on separate communicators, so a notice can never match
+    // a collective's own messages.
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &coll_), "MPI_Comm_dup");
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &arrivals_), "MPI_Comm_dup");
+    peer_phase_.resize(size_);
+    arrived_.resize(size_);
   }
   ~Mpi() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (owns_ && !finalized) MPI_Finalize();
+    if (finalized) return;
+    if (coll_ != MPI_COMM_NULL) MPI_Comm_free(&coll_);
+    if (arrivals_ != MPI_COMM_NULL) MPI_Comm_free(&arrivals_);
+    if (owns_) MPI_Finalize();
   }
   std::string name() const override { return "mpi"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int local_rank() const override { return local_rank_; }
   int local_size() const override { return local_size_; }
-  void allreduce_sum(float* data, size_t n) override {
-    for (size_t i = 0; i < n; i += kMaxCount)
-      check(MPI_Allreduce(MPI_IN_PLACE, data + i, int(std::min(kMaxCount, n - i)), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-            "MPI_Allreduce");
+
+  void start_allreduce_sum(float* data, size_t n) override {
+    open_phase();
+    for (size_t i = 0; i < n || i == 0; i += kMaxCount)
+      post(MPI_Iallreduce(MPI_IN_PLACE, data + i, int(std::min(kMaxCount, n - i)), MPI_FLOAT, MPI_SUM, coll_,
+                          next_request()),
+           "MPI_Iallreduce");
   }
-  void allreduce_sum(double* data, size_t n) override {
-    for (size_t i = 0; i < n; i += kMaxCount)
-      check(MPI_Allreduce(MPI_IN_PLACE, data + i, int(std::min(kMaxCount, n - i)), MPI_DOUBLE, MPI_SUM,
-                          MPI_COMM_WORLD),
-            "MPI_Allreduce");
+  void start_allreduce_sum(double* data, size_t n) override {
+    open_phase();
+    for (size_t i = 0; i < n || i == 0; i += kMaxCount)
+      post(MPI_Iallreduce(MPI_IN_PLACE, data + i, int(std::min(kMaxCount, n - i)), MPI_DOUBLE, MPI_SUM, coll_,
+                          next_request()),
+           "MPI_Iallreduce");
   }
-  void broadcast(float* data, size_t n, int root) override {
-    for (size_t i = 0; i < n; i += kMaxCount)
-      check(MPI_Bcast(data + i, int(std::min(kMaxCount, n - i)), MPI_FLOAT, root, MPI_COMM_WORLD), "MPI_Bcast");
+  void start_broadcast(float* data, size_t n, int root) override {
+    open_phase();
+    for (size_t i = 0; i < n || i == 0; i += kMaxCount)
+      post(MPI_Ibcast(data + i, int(std::min(kMaxCount, n - i)), MPI_FLOAT, root, coll_, next_request()),
+           "MPI_Ibcast");
   }
-  void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+  void start_barrier() override {
+    open_phase();
+    post(MPI_Ibarrier(coll_, next_request()), "MPI_Ibarrier");
+  }
+
+  void progress() override {
+    if (open_ == 0) return;
+    int count = 0;
+    indices_.resize(requests_.size());
+    check(MPI_Testsome(int(requests_.size()), requests_.data(), &count, indices_.data(), MPI_STATUSES_IGNORE),
+          "MPI_Testsome");
+    if (count == MPI_UNDEFINED) return;
+    const auto now = Clock::now();
+    for (int k = 0; k < count; ++k) {
+      spans_[size_t(indices_[size_t(k)])].end = now;
+      --open_;
+    }
+  }
+
+  std::vector<OpSpan> wait_all(const std::string& what) override {
+    if (requests_.empty()) return {};
+    const auto t0 = Clock::now();
+    double next_warning = stall_warn_s_;
+    int polls = 0;
+    while (open_ > 0) {
+      progress();
+      if (open_ == 0) break;
+      const double waited = seconds_between(t0, Clock::now());
+      if (stall_warn_s_ > 0 && waited >= next_warning) {
+        spdlog::warn("waiting {:.0f} s at collective #{} ({}): ranks not there yet: {}", waited, phase_, what,
+                     rank_list(missing_ranks()));
+        next_warning += stall_warn_s_;
+      }
+      if (stall_abort_s_ > 0 && waited >= stall_abort_s_)
+        abort("gave up after " + std::to_string(int(waited)) + " s at collective #" + std::to_string(phase_) + " (" +
+                  what + "): ranks " + rank_list(missing_ranks()) + " never arrived (train.stall_abort_seconds)",
+              kExitFailure);
+      // Spin for the first ~ms (a collective among ranks that are all there ends quickly),
+      // then poll less often so a long wait does not take a core from the ranks still working.
+      if (++polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    close_phase(what);
+    std::vector<OpSpan> spans;
+    spans.swap(spans_);
+    requests_.clear();
+    return spans;
+  }
+
+  std::vector<std::string> gather(const std::string& mine, int root) override {
+    barrier("gather");
+    int n = int(mine.size());
+    std::vector<int> sizes(rank_ == root ? size_ : 0), displs;
+    check(MPI_Gather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, root, coll_), "MPI_Gather");
+    std::vector<char> all;
+    if (rank_ == root) {
+      displs.resize(size_);
+      size_t total = 0;
+      for (int r = 0; r < size_; ++r) {
+        displs[size_t(r)] = int(total);
+        total += size_t(sizes[size_t(r)]);
+      }
+      if (total > size_t(INT32_MAX)) throw Error("gather: more than 2 GiB in all");
+      all.resize(total);
+    }
+    check(MPI_Gatherv(mine.data(), n, MPI_CHAR, all.data(), sizes.data(), displs.data(), MPI_CHAR, root, coll_),
+          "MPI_Gatherv");
+    std::vector<std::string> out;
+    for (int r = 0; rank_ == root && r < size_; ++r)
+      out.emplace_back(all.data() + displs[size_t(r)], size_t(sizes[size_t(r)]));
+    return out;
+  }
+
   [[noreturn]] void abort(const std::string& message, int code) override {
     std::cerr << "rank " << rank_ << " failed: " << message << std::endl;
     if (size_ == 1) {
@@ -118,8 +245,71 @@ class Mpi final : public Communicator {
   }
 
  private:
+  MPI_Request* next_request() {
+    requests_.push_back(MPI_REQUEST_NULL);
+    spans_.push_back({Clock::now(), {}});
+    ++open_;
+    return &requests_.back();
+  }
+  void post(int rc, const char* what) { check(rc, what); }
+
+  // A phase is the set of operations between two wait_all()s. On entering one, this rank tells
+  // every other rank the phase's number; the notices it has not yet received name the ranks
+  // that are missing, and a notice with another number means the ranks run different
+  // collectives (a bug, reported instead of a hang or a silent mismatch).
+  void open_phase() {
+    if (phase_open_) return;
+    phase_open_ = true;
+    ++phase_;
+    notices_.clear();
+    for (int r = 0; r < size_; ++r) {
+      arrived_[size_t(r)] = r == rank_;
+      if (r == rank_) continue;
+      notices_.push_back(MPI_REQUEST_NULL);
+      check(MPI_Isend(&phase_, 1, MPI_INT64_T, r, 0, arrivals_, &notices_.back()), "MPI_Isend");
+      notices_.push_back(MPI_REQUEST_NULL);
+      check(MPI_Irecv(&peer_phase_[size_t(r)], 1, MPI_INT64_T, r, 0, arrivals_, &notices_.back()), "MPI_Irecv");
+    }
+  }
+  // The collectives completed, so every rank reached them: their notices are in or on the way.
+  void close_phase(const std::string& what) {
+    phase_open_ = false;
+    check(MPI_Waitall(int(notices_.size()), notices_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_ && peer_phase_[size_t(r)] != phase_)
+        throw Error("rank " + std::to_string(r) + " was at collective #" + std::to_string(peer_phase_[size_t(r)]) +
+                    " while this rank completed #" + std::to_string(phase_) + " (" + what +
+                    "): the ranks ran different collectives");
+  }
+  std::vector<int> missing_ranks() {
+    std::vector<int> missing;
+    size_t k = 0;
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      MPI_Request& recv = notices_[k + 1];  // (send, receive) per peer, in rank order
+      k += 2;
+      if (!arrived_[size_t(r)]) {
+        int flag = 0;
+        check(MPI_Test(&recv, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+        arrived_[size_t(r)] = flag != 0;
+      }
+      if (!arrived_[size_t(r)]) missing.push_back(r);
+    }
+    return missing;
+  }
+
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   bool owns_ = false;
+  MPI_Comm coll_ = MPI_COMM_NULL, arrivals_ = MPI_COMM_NULL;
+  std::vector<MPI_Request> requests_;  // the open phase's collectives
+  std::vector<OpSpan> spans_;          // one per request
+  std::vector<int> indices_;
+  int open_ = 0;                       // requests not yet complete
+  bool phase_open_ = false;
+  int64_t phase_ = 0;
+  std::vector<MPI_Request> notices_;
+  std::vector<int64_t> peer_phase_;
+  std::vector<char> arrived_;
 };
 
 }  // namespace

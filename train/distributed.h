@@ -1,12 +1,20 @@
 // Data-parallel training across ranks (Horovod's recipe): a small Communicator interface the
 // trainer talks to, with a single-process implementation (tests, plain runs) and an MPI one
-// (`mpirun -np N downscale train ...`; alone, MPI_Init runs as a singleton of one rank). The NCCL
-// implementation for GPUs goes behind the same interface.
+// (`mpirun -np N downscale train ...`, `srun --mpi=pmix ...`; alone, MPI_Init runs as a
+// singleton of one rank). An NCCL implementation for GPUs goes behind the same interface.
+//
+// Every collective is started without blocking and completed by wait_all(), so that gradient
+// buckets can be reduced while backward goes on (train/gradient_buckets.h), and so that every
+// wait is watched: a rank waiting longer than the stall warning logs which ranks have not yet
+// reached the same collective (each rank announces its arrival to the others with a small
+// message before it starts one), and past the stall limit it ends the job.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "train/lr_schedule.h"
 
@@ -14,22 +22,54 @@ namespace ds {
 
 class Communicator {
  public:
+  using Clock = std::chrono::steady_clock;
+  // When a started operation began and when this rank saw it complete (timeline).
+  struct OpSpan {
+    Clock::time_point start, end;
+  };
+
   virtual ~Communicator() = default;
   virtual std::string name() const = 0;  // "single" | "mpi"
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual int local_rank() const = 0;  // rank among the ranks on this node
   virtual int local_size() const = 0;
-  // In place: every rank ends with the element-wise sum over ranks (identical on all ranks).
-  virtual void allreduce_sum(float* data, size_t n) = 0;
-  virtual void allreduce_sum(double* data, size_t n) = 0;
-  // In place: every rank ends with root's values.
-  virtual void broadcast(float* data, size_t n, int root) = 0;
-  virtual void barrier() = 0;
-  // Ends the whole job: prints "rank N failed: <message>" on stderr and, under MPI, MPI_Abort
-  // with the exit code so mpirun tears every rank down. For the single-process one: exit(code).
-  [[noreturn]] virtual void abort(const std::string& message, int code) = 0;
   bool is_root() const { return rank() == 0; }
+
+  // Nonblocking collectives: each starts an operation in place on `data`, which must stay alive
+  // and untouched until wait_all(). Every rank must start the same operations in the same order.
+  virtual void start_allreduce_sum(float* data, size_t n) = 0;   // element-wise sum over ranks
+  virtual void start_allreduce_sum(double* data, size_t n) = 0;
+  virtual void start_broadcast(float* data, size_t n, int root) = 0;  // root's values everywhere
+  virtual void start_barrier() = 0;
+  // Lets started operations advance (MPI moves nonblocking collectives only inside MPI calls):
+  // called between layers of backward. Never blocks.
+  virtual void progress() = 0;
+  // Completes every started operation. `what` names them in stall warnings ("gradients of step
+  // 12"). Returns when each began and ended, in the order they were started.
+  virtual std::vector<OpSpan> wait_all(const std::string& what) = 0;
+
+  // Blocking forms: start, then wait.
+  void allreduce_sum(float* data, size_t n, const std::string& what = "allreduce");
+  void allreduce_sum(double* data, size_t n, const std::string& what = "allreduce");
+  void broadcast(float* data, size_t n, int root, const std::string& what = "broadcast");
+  void barrier(const std::string& what = "barrier");
+  // Every rank's string on root (in rank order); other ranks get an empty vector.
+  virtual std::vector<std::string> gather(const std::string& mine, int root) = 0;
+
+  // A wait longer than warn_seconds logs the missing ranks (again every warn_seconds); one
+  // longer than abort_seconds ends the job through abort(). 0 turns either off.
+  void set_stall_limits(double warn_seconds, double abort_seconds) {
+    stall_warn_s_ = warn_seconds;
+    stall_abort_s_ = abort_seconds;
+  }
+
+  // Ends the whole job: prints "rank N failed: <message>" on stderr and, under MPI, MPI_Abort
+  // with the exit code so mpirun/srun tear every rank down. For the single-process one: exit(code).
+  [[noreturn]] virtual void abort(const std::string& message, int code) = 0;
+
+ protected:
+  double stall_warn_s_ = 60, stall_abort_s_ = 0;
 };
 
 std::unique_ptr<Communicator> make_single_process_communicator();

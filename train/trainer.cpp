@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -23,7 +24,9 @@
 #include "model/optimizer.h"
 #include "train/batches.h"
 #include "train/checkpoint.h"
+#include "train/gradient_buckets.h"
 #include "train/tensorboard.h"
+#include "train/timeline.h"
 
 namespace ds {
 
@@ -53,8 +56,7 @@ double evaluate(model::Net& net, model::Backend& be, model::LossKind loss, const
   return sum / static_cast<double>(n);
 }
 
-// Every tensor of `params` (values, or the grads if `grads`) in one host buffer and back: the
-// fused buffer of one allreduce or broadcast instead of one per tensor.
+// Tensors in one host buffer and back: one broadcast or allreduce instead of one per tensor.
 size_t total_size(const std::vector<model::Tensor*>& ts) {
   size_t n = 0;
   for (auto* t : ts) n += size_t(t->size());
@@ -112,11 +114,52 @@ uint64_t weights_checksum(model::Net& net) {
   return h;
 }
 
-// Test hook for the failure test: DOWNSCALE_TEST_FAIL_RANK=r makes rank r throw at its first step.
+// Test hooks for tests/cli/train_mpi.sh, at the first step: DOWNSCALE_TEST_FAIL_RANK=r makes
+// rank r throw; DOWNSCALE_TEST_STALL_RANK=r makes rank r sleep DOWNSCALE_TEST_STALL_SECONDS
+// (the others wait for it at the gradient allreduce: the stall warning and limit).
 void maybe_inject_failure(const Communicator& comm) {
   const char* v = std::getenv("DOWNSCALE_TEST_FAIL_RANK");
   if (v && *v && std::atoi(v) == comm.rank())
     throw Error("injected failure (DOWNSCALE_TEST_FAIL_RANK=" + std::string(v) + ")");
+  const char* stall = std::getenv("DOWNSCALE_TEST_STALL_RANK");
+  const char* secs = std::getenv("DOWNSCALE_TEST_STALL_SECONDS");
+  if (stall && *stall && secs && std::atoi(stall) == comm.rank()) {
+    spdlog::warn("stalling {} s (DOWNSCALE_TEST_STALL_RANK)", secs);
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::atof(secs)));
+  }
+}
+
+// train_report.json: what the scaling study (slurm/scaling.sh) collects from each run.
+void write_report(const std::string& path, const TrainReport& r, const std::vector<double>& per_rank,
+                  const std::vector<std::string>& backends, int nodes, int threads, int64_t batch, double reference) {
+  nlohmann::json j;
+  j["ranks"] = per_rank.size();
+  j["nodes"] = nodes;
+  j["device"] = backends.empty() || backends[0].rfind("cuda", 0) != 0 ? "cpu" : "cuda";
+  j["backend"] = backends.empty() ? "" : backends[0];
+  j["backend_per_rank"] = backends;
+  j["threads_per_rank"] = threads;
+  j["epochs"] = r.epochs;
+  j["batch_size_per_rank"] = batch;
+  j["global_batch"] = batch * int64_t(per_rank.size());
+  j["samples_per_second"] = r.total_samples_per_s;
+  j["samples_per_second_per_rank"] = per_rank;
+  const bool ref = reference > 0;
+  j["reference_samples_per_second"] = ref ? nlohmann::json(reference) : nlohmann::json(nullptr);
+  j["speedup"] = ref ? nlohmann::json(r.total_samples_per_s / reference) : nlohmann::json(nullptr);
+  j["scaling_efficiency"] =
+      ref ? nlohmann::json(r.total_samples_per_s / (reference * double(per_rank.size()))) : nlohmann::json(nullptr);
+  j["mean_batch_seconds"] = r.mean_batch_s;
+  j["mean_epoch_seconds"] = r.mean_epoch_s;
+  j["total_seconds"] = r.total_s;
+  j["final_train_loss"] = r.final_train_loss;
+  j["best_validation_loss"] = r.best_val_loss;
+  j["weights_checksum"] = fmt::format("{:016x}", r.weights_checksum);
+  const char* job = std::getenv("SLURM_JOB_ID");
+  j["slurm_job_id"] = job && *job ? nlohmann::json(job) : nlohmann::json(nullptr);
+  AtomicFile file(path);
+  std::ofstream(file.temp_path()) << j.dump(1) << "\n";
+  file.commit();
 }
 
 std::string rng_to_string(const std::mt19937_64& rng) {
@@ -128,11 +171,12 @@ std::string rng_to_string(const std::mt19937_64& rng) {
 }  // namespace
 
 TrainReport train_model(const Config& cfg, const std::string& store_path, const std::string& out_dir, bool resume,
-                        const LearningRateSchedule& schedule, Communicator* comm_arg) {
+                        const LearningRateSchedule& schedule, Communicator* comm_arg, const std::string& timeline_path) {
   const auto t_start = Clock::now();
   const auto single = make_single_process_communicator();
   Communicator& comm = comm_arg ? *comm_arg : *single;
   const bool root = comm.is_root(), distributed = comm.size() > 1;
+  comm.set_stall_limits(cfg.train.stall_warning_seconds, cfg.train.stall_abort_seconds);
   StoreReader store(store_path);
   const StoreMeta& meta = store.meta();
   const size_t n_train = store.count("train"), n_val = store.count("validation");
@@ -162,7 +206,11 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   int threads = cfg.run.threads;
   if (threads == 0 && comm.local_size() > 1)
     threads = std::max(1, int(std::thread::hardware_concurrency()) / comm.local_size());
-  auto be = model::make_cpu_backend(threads);
+  // Each rank takes GPU local_rank when there are GPUs (run.device auto), else the CPU.
+  auto be = model::make_backend(cfg.run.device, threads, comm.local_rank());
+  if (be->name().rfind("cuda", 0) == 0 && comm.local_size() > model::cuda_device_count())
+    spdlog::warn("{} ranks on this node share {} GPUs: start one rank per GPU (ntasks-per-node = GPUs)",
+                 comm.local_size(), model::cuda_device_count());
   model::Net net(spec, *be);
   const auto out_shape = net.output_shape(1);
   if (out_shape.h != meta.Hy() || out_shape.w != meta.Wy())
@@ -181,8 +229,10 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     std::istringstream(state.rng_state) >> rng;
     spdlog::info("resuming from {} after epoch {}", last_path, state.epoch);
   }
-  std::vector<float> fused;  // the one host buffer of every broadcast and gradient allreduce
+  std::vector<float> fused;  // the host buffer of the initial broadcast and of the buffers' average
   if (distributed) broadcast_state(net, *optimizer, comm, fused);
+  std::optional<GradientBuckets> buckets;
+  if (distributed) buckets.emplace(net.params(), size_t(tc.allreduce_bucket_mb * 1024 * 1024), comm);
   if (root) {
     AtomicFile summary(out_dir + "/model_summary.txt");
     std::ofstream(summary.temp_path()) << net.summary();
@@ -195,9 +245,10 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                schedule ? std::string("from the schedule hook") : fmt::format("{:g}", tc.learning_rate));
   if (distributed)
     spdlog::info("data parallel over {} ranks ({} on this node, local rank {}): global batch {}, learning rate x{} "
-                 "after {:g} warmup epochs, gradients averaged in one fused allreduce of {} floats",
+                 "after {:g} warmup epochs, gradients averaged in {} allreduce bucket(s) of up to {:g} MB overlapping "
+                 "backward ({} floats)",
                  comm.size(), comm.local_size(), comm.local_rank(), global_batch, comm.size(), tc.warmup_epochs,
-                 net.parameter_count());
+                 buckets->bucket_count(), tc.allreduce_bucket_mb, net.parameter_count());
 
   // metrics.csv is appended on resume, so it always holds every epoch once.
   // Only rank 0 writes files.
@@ -208,13 +259,18 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   // A new event file per run (and per resume): TensorBoard merges every file of the folder.
   std::optional<EventWriter> events;
   if (root) events.emplace(out_dir);
-  std::vector<model::Tensor*> grads;
-  for (auto& p : net.params()) grads.push_back(p.grad);
 
   const model::Tensor mask = mask_tensor(meta, *be);
   Batch batch{model::Tensor(*be, {1, 1, 1, 1}), model::Tensor(*be, {1, 1, 1, 1})};
   model::Tensor d_out(*be, net.output_shape(tc.batch_size));
   std::vector<size_t> order(n_train);
+
+  // Every rank leaves this barrier at about the same time: the timeline's common origin.
+  Timeline timeline = timeline_path.empty() ? Timeline() : Timeline(timeline_path);
+  comm.barrier("start of training");
+  timeline.set_origin(Clock::now());
+  std::function<void(const std::vector<model::Param>&)> layer_done;
+  if (distributed) layer_done = [&](const std::vector<model::Param>& ps) { buckets->ready(ps); };
 
   TrainReport report;
   report.epochs = state.epoch;
@@ -238,38 +294,49 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       // Dropout masks come from (seed, global step, rank): a resumed run draws the same ones.
       const int64_t step = optimizer->steps();
       if (step == 0) maybe_inject_failure(comm);
+      // This rank's mean gradient weighs rows here / rows in all in the global batch's mean.
+      if (distributed) buckets->begin(float(rows.size()) / float(n_global));
       double loss = 0;
       if (!rows.empty()) {
         read_batch(store, "train", rows, batch);
+        const auto t_forward = Clock::now();
+        timeline.add("data", Timeline::kStep, t_batch, t_forward, step, epoch);
         net.set_mode(model::ForwardMode{true, model::splitmix64(tc.seed) ^ uint64_t(step) ^ (uint64_t(comm.rank()) << 48)});
         const auto& out = net.forward(batch.x);
         d_out.reshape(out.shape());
         loss = model::masked_loss(*be, loss_kind, out, batch.y, mask, &d_out);
         if (!std::isfinite(loss))
           throw Error("training diverged: loss is " + std::to_string(loss) + " at epoch " + std::to_string(epoch));
-        net.backward(d_out);
+        const auto t_backward = Clock::now();
+        timeline.add("forward", Timeline::kStep, t_forward, t_backward, step, epoch);
+        // Under MPI each finished layer's gradients join their bucket, whose allreduce starts as
+        // soon as it is full while backward goes on.
+        net.backward(d_out, layer_done);
+        timeline.add("backward", Timeline::kStep, t_backward, Clock::now(), step, epoch);
       }
       if (distributed) {
-        // The global batch's mean gradient: sum over ranks of (rows here / rows in all) x the
-        // mean gradient here, in one fused allreduce (no overlap with backward).
-        pack(grads, fused);
-        const float w = float(rows.size()) / float(n_global);
-        for (auto& g : fused) g = rows.empty() ? 0.0f : g * w;
-        comm.allreduce_sum(fused.data(), fused.size());
-        unpack(fused, grads);
+        const auto t_wait = Clock::now();
+        for (const auto& span : buckets->finish("gradients of step " + std::to_string(step)))
+          timeline.add("allreduce bucket", Timeline::kCommunication, span.start, span.end, step, epoch);
+        timeline.add("allreduce", Timeline::kStep, t_wait, Clock::now(), step, epoch);
       }
+      const auto t_optimizer = Clock::now();
       lr = lr_at(epoch, step);
       optimizer->step(lr);
+      timeline.add("optimizer", Timeline::kStep, t_optimizer, Clock::now(), step, epoch);
       loss_sum += loss * rows.size();
       batch_seconds += seconds_since(t_batch);
       ++batches;
       samples += rows.size();
     }
-    comm.allreduce_sum(&loss_sum, 1);
+    const auto t_validation = Clock::now();
+    comm.allreduce_sum(&loss_sum, 1, "training loss of epoch " + std::to_string(epoch));
     if (distributed) average_buffers(net, comm, fused);
     const double train_loss = loss_sum / static_cast<double>(n_train);
     const double val_loss =
         n_val ? evaluate(net, *be, loss_kind, store, "validation", mask, tc.batch_size, batch, comm) : train_loss;
+    const int64_t last_step = optimizer->steps() - 1;
+    timeline.add("validation", Timeline::kStep, t_validation, Clock::now(), last_step, epoch);
     const double secs = seconds_since(t_epoch);
     epoch_seconds += secs;
     ++epochs_run;
@@ -285,6 +352,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     } else {
       ++state.epochs_without_improvement;
     }
+    const auto t_checkpoint = Clock::now();
     if (root) {
       if (improved) save_checkpoint(best_path, net, optimizer.get(), state);
       save_checkpoint(last_path, net, optimizer.get(), state);
@@ -293,6 +361,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       events->add_scalar("loss/validation", val_loss, epoch);
       events->add_scalar("learning_rate", lr, epoch);  // of the epoch's last step
       events->add_scalar("epoch_seconds", secs, epoch);
+      timeline.add("checkpoint", Timeline::kStep, t_checkpoint, Clock::now(), last_step, epoch);
     }
     spdlog::info("epoch {}/{}: train loss {:.4f}, validation loss {:.4f}{}, {:.1f} s", epoch, tc.epochs, train_loss,
                  val_loss, improved ? " (best)" : "", secs);
@@ -310,8 +379,15 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   // Every rank's throughput, in its slot (an allreduce of a mostly-zero vector: a gather).
   std::vector<double> per_rank(comm.size(), 0.0);
   per_rank[comm.rank()] = report.samples_per_s;
-  comm.allreduce_sum(per_rank.data(), per_rank.size());
+  comm.allreduce_sum(per_rank.data(), per_rank.size(), "throughput report");
   report.total_samples_per_s = std::accumulate(per_rank.begin(), per_rank.end(), 0.0);
+  double nodes = comm.local_rank() == 0 ? 1 : 0;  // one local rank 0 per node
+  comm.allreduce_sum(&nodes, 1, "node count");
+  const auto backends = comm.gather(be->name(), 0);
+  if (timeline.enabled()) {
+    timeline.write(comm);
+    if (root) spdlog::info("wrote the timeline {}", timeline_path);
+  }
   if (distributed) spdlog::info("final weights checksum {:016x}", report.weights_checksum);
   if (root) {
     spdlog::info("mean batch time {:.4f} s, mean epoch time {:.2f} s, total time {:.1f} s, final loss {:.4f}, "
@@ -328,6 +404,9 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                    100.0 * report.total_samples_per_s / (tc.reference_samples_per_second * comm.size()),
                    tc.reference_samples_per_second, report.total_samples_per_s / tc.reference_samples_per_second,
                    comm.size());
+    write_report(out_dir + "/train_report.json", report, per_rank, backends, int(nodes),
+                 threads > 0 ? threads : int(std::thread::hardware_concurrency()),
+                 tc.batch_size, tc.reference_samples_per_second);
   }
   return report;
 }

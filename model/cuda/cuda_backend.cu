@@ -87,14 +87,16 @@ float* CudaBackend::pad_buffer(int64_t n) {
   return pad_;
 }
 
-bool cuda_available() {
+int cuda_device_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // no driver or no device: clear the error, answer no
-    return false;
+    cudaGetLastError();  // no driver or no device: clear the error, answer none
+    return 0;
   }
-  return count > 0;
+  return count;
 }
+
+bool cuda_available() { return cuda_device_count() > 0; }
 
 std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<CudaBackend>(device); }
 

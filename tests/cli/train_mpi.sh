@@ -5,7 +5,13 @@
 #     final parameters), and only rank 0 writes files;
 #  2. at the same global batch (2 ranks x 8 against 1 rank x 16, learning rate 1e-3 x 2 ranks
 #     against 2e-3, no warmup) it matches one-rank training: see TOL below;
-#  3. a rank that fails (an injected error, then kill -9) ends the job non-zero within 60 s
+#  3. small gradient buckets (many allreduces started during backward) give bit-identical
+#     weights to one bucket; --timeline writes a Chrome trace with every phase of every rank;
+#     train_report.json holds both ranks' throughput;
+#  4. --resume under MPI continues to the same weights as an uninterrupted run;
+#  5. a rank that stalls makes the others log it as missing, and past train.stall_abort_seconds
+#     ends the job;
+#  6. a rank that fails (an injected error, then kill -9) ends the job non-zero within 60 s
 #     with a message naming the rank.
 #   usage: train_mpi.sh <downscale binary> <source dir>
 set -euo pipefail
@@ -22,7 +28,7 @@ years=(--set "synth.years=[2000,2002]" --set "fetch.years=[2000,2002]" --set "pr
 "$bin" synth --config configs/demo.yaml "${years[@]}" 2>/dev/null
 "$bin" fetch --config configs/demo.yaml "${years[@]}" 2>/dev/null
 "$bin" preprocess --config configs/demo.yaml "${years[@]}" 2>/dev/null
-for run in one two fail kill; do
+for run in one two buckets resume stall stuck fail kill; do
   mkdir -p runs/$run/preprocess
   ln -s "$work/runs/demo/preprocess/store.h5" runs/$run/preprocess/store.h5
 done
@@ -41,6 +47,7 @@ sums=$(grep -o 'final weights checksum [0-9a-f]*' two.log | sort -u | wc -l)
 grep -q 'per rank: ' two.log || { echo "no per-rank throughput"; exit 1; }
 [[ $(ls runs/two/train/events.out.tfevents.* | wc -l) -eq 1 ]] || { echo "expected one event file (rank 0's)"; exit 1; }
 [[ $(grep -c '^2,' runs/two/train/metrics.csv) -eq 1 ]] || { echo "metrics.csv written more than once"; exit 1; }
+checksum=$(grep -o 'final weights checksum [0-9a-f]*' two.log | head -1 | awk '{print $4}')
 
 # Same samples in every global batch, same rate: the difference is float rounding only. The
 # gradient of 16 samples is one reduction on one rank, but two means of 8, weighted and summed
@@ -66,6 +73,73 @@ assert worst < TOL, worst
 for k in ("epoch", "optimizer_steps"):
     assert a.attrs[k] == b.attrs[k], (k, a.attrs[k], b.attrs[k])
 PY
+
+echo "== 2 ranks x 8, buckets of 4 KB (the demo model's 10627 gradients in several), with a timeline"
+"${mpi[@]}" "$bin" train --config configs/demo.yaml "${common[@]}" --set run.dir=runs/buckets \
+  --set train.batch_size=8 --set train.learning_rate=1e-3 --set train.allreduce_bucket_mb=0.004 \
+  --timeline runs/buckets/timeline.json 2>&1 | tee buckets.log | grep -E 'bucket|timeline'
+nb=$(grep -o 'rank 0\].* in [0-9]* allreduce bucket' buckets.log | grep -o 'in [0-9]*' | awk '{print $2}')
+[[ $nb -gt 1 ]] || { echo "expected several buckets, got '$nb'"; exit 1; }
+# Two ranks sum each element once (a + b), in whatever bucket: the same bits as one bucket.
+[[ $(grep -o 'final weights checksum [0-9a-f]*' buckets.log | awk '{print $4}' | sort -u) == "$checksum" ]] ||
+  { echo "bucketed allreduce changed the weights: $(grep 'final weights checksum' buckets.log)"; exit 1; }
+NB=$nb /usr/bin/python3 - <<'PY'
+import json, collections, os
+t = json.load(open("runs/buckets/timeline.json"))
+ev = [e for e in t["traceEvents"] if e["ph"] == "X"]
+steps = 2 * 23  # 2 epochs x ceil(365 / 16)
+count = collections.Counter((e["pid"], e["name"]) for e in ev)
+for rank in (0, 1):
+    for phase in ("data", "forward", "backward", "allreduce", "optimizer", "validation"):
+        want = 2 if phase == "validation" else steps
+        assert count[(rank, phase)] == want, (rank, phase, count[(rank, phase)], want)
+    assert count[(rank, "allreduce bucket")] == int(os.environ["NB"]) * steps, count[(rank, "allreduce bucket")]
+assert count[(0, "checkpoint")] == 2 and count[(1, "checkpoint")] == 0
+assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in ev)
+# Each step's phases come in order on a rank's track.
+for rank in (0, 1):
+    seq = [e for e in ev if e["pid"] == rank and e["tid"] == 0 and e["name"] not in ("validation", "checkpoint")]
+    for a, b in zip(seq, seq[1:]):
+        assert a["ts"] + a["dur"] <= b["ts"] + 1, (a, b)
+names = {e["args"]["name"] for e in t["traceEvents"] if e["name"] == "process_name"}
+assert names == {"rank 0", "rank 1"}, names
+print(f"timeline: {len(ev)} events, every phase of every step on both ranks")
+r = json.load(open("runs/buckets/train/train_report.json"))
+assert r["ranks"] == 2 and r["nodes"] == 1 and len(r["samples_per_second_per_rank"]) == 2, r
+assert abs(sum(r["samples_per_second_per_rank"]) - r["samples_per_second"]) < 1e-6 * r["samples_per_second"], r
+print(f"report: {r['samples_per_second']:.1f} samples/s over {r['ranks']} ranks")
+PY
+
+echo "== 2 ranks: 1 epoch, then --resume to 2"
+for extra in "" --resume; do
+  epochs=$([[ -z $extra ]] && echo 1 || echo 2)
+  "${mpi[@]}" "$bin" train $extra --config configs/demo.yaml "${common[@]}" --set run.dir=runs/resume \
+    --set train.batch_size=8 --set train.learning_rate=1e-3 --set train.epochs=$epochs >resume.log 2>&1 ||
+    { cat resume.log; exit 1; }
+done
+grep -q 'rank 1\].*resuming from' resume.log || { echo "rank 1 did not resume"; exit 1; }
+[[ $(grep -o 'final weights checksum [0-9a-f]*' resume.log | awk '{print $4}' | sort -u) == "$checksum" ]] ||
+  { echo "resumed run differs from the uninterrupted one: $(grep 'final weights checksum' resume.log)"; exit 1; }
+echo "resume under MPI: same weights as the uninterrupted run"
+
+echo "== rank 1 stalls 3 s: rank 0 names it"
+DOWNSCALE_TEST_STALL_RANK=1 DOWNSCALE_TEST_STALL_SECONDS=3 "${mpi[@]}" -x DOWNSCALE_TEST_STALL_RANK \
+  -x DOWNSCALE_TEST_STALL_SECONDS "$bin" train --config configs/demo.yaml "${common[@]}" --set run.dir=runs/stall \
+  --set train.epochs=1 --set train.stall_warning_seconds=1 >stall.log 2>&1 || { cat stall.log; exit 1; }
+grep 'not there yet' stall.log | head -2
+grep -q 'rank 0\].*waiting [0-9]* s at collective #[0-9]* (gradients of step 0): ranks not there yet: 1$' stall.log ||
+  { echo "rank 0 did not name rank 1 as missing"; cat stall.log; exit 1; }
+
+echo "== rank 1 stalls 60 s, train.stall_abort_seconds=2"
+rc=0
+start=$(date +%s)
+out=$(DOWNSCALE_TEST_STALL_RANK=1 DOWNSCALE_TEST_STALL_SECONDS=60 timeout 50 "${mpi[@]}" -x DOWNSCALE_TEST_STALL_RANK \
+  -x DOWNSCALE_TEST_STALL_SECONDS "$bin" train --config configs/demo.yaml "${common[@]}" --set run.dir=runs/stuck \
+  --set train.stall_warning_seconds=1 --set train.stall_abort_seconds=2 2>&1) || rc=$?
+[[ $rc -ne 0 && $rc -ne 124 ]] || { echo "expected the stall limit to end the job, got $rc"; echo "$out"; exit 1; }
+grep -q 'rank 0 failed: gave up after 2 s at collective #[0-9]* (gradients of step 0): ranks 1 never arrived' <<<"$out" ||
+  { echo "no 'gave up' message naming rank 1"; echo "$out"; exit 1; }
+echo "stall limit: exit $rc after $(( $(date +%s) - start )) s"
 
 echo "== injected failure on rank 1"
 rc=0

@@ -87,4 +87,9 @@ TEST(Config, WrongTypesAndValuesAreErrors) {
   EXPECT_NE(usage_error([&] { load_config(write(d, "train: {epochs: 1}\n")); }).find("'run.dir' is required"),
             std::string::npos);
   EXPECT_NE(usage_error([&] { load_config(d / "missing.yaml"); }).find("cannot open"), std::string::npos);
+  EXPECT_NE(usage_error([&] { load_config(write(d, "run: {dir: x, device: gpu}\n")); }).find("'run.device' is 'gpu'"),
+            std::string::npos);
+  EXPECT_NE(usage_error([&] { load_config(write(d, "run: {dir: x}\ntrain: {allreduce_bucket_mb: -1}\n")); })
+                .find("train.allreduce_bucket_mb"),
+            std::string::npos);
 }

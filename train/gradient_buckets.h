@@ -1,0 +1,56 @@
+// Gradient averaging across ranks, overlapped with backward (Horovod's tensor fusion, PyTorch
+// DDP's buckets): the parameters are cut, in the reverse of the network's order (the order
+// backward finishes them), into buckets of about `bucket_bytes`; as soon as backward has
+// written every gradient of a bucket, the bucket is packed into one host buffer and its
+// allreduce starts while backward goes on with the layers below. finish() waits for the rest
+// and writes the averaged gradients back. The buckets depend only on the network, so every rank
+// starts the same allreduces in the same order.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/net.h"
+#include "train/distributed.h"
+
+namespace ds {
+
+class GradientBuckets {
+ public:
+  // bucket_bytes 0: one bucket holding every gradient, reduced after backward (no overlap).
+  GradientBuckets(const std::vector<model::Param>& params, size_t bucket_bytes, Communicator& comm);
+
+  // A new step. weight: this rank's share of the global batch (rows here / rows in all), so
+  // that the sum over ranks of weight x (this rank's mean gradient) is the global mean.
+  // weight 0 (no rows here): this rank contributes zeros and need not run backward.
+  void begin(float weight);
+  // From Net::backward after each layer: these gradients are final for this step.
+  void ready(const std::vector<model::Param>& params);
+  // Starts the buckets not yet started, waits for all and writes the sums into the gradients.
+  // Returns the spans of the bucket allreduces (timeline). `what` names the step in warnings.
+  std::vector<Communicator::OpSpan> finish(const std::string& what);
+
+  size_t bucket_count() const { return buckets_.size(); }
+  size_t bucket_floats(size_t b) const { return buckets_[b].buffer.size(); }
+
+ private:
+  struct Slot {
+    model::Tensor* grad;
+    size_t offset;  // in its bucket's buffer
+  };
+  struct Bucket {
+    std::vector<Slot> slots;
+    std::vector<float> buffer;
+    size_t waiting = 0;  // gradients not yet ready this step
+  };
+  void start(Bucket& b);
+
+  Communicator& comm_;
+  std::vector<Bucket> buckets_;
+  std::unordered_map<const model::Tensor*, size_t> bucket_of_;  // by the gradient tensor
+  size_t next_ = 0;  // the first bucket not yet started this step
+  float weight_ = 1;
+};
+
+}  // namespace ds
