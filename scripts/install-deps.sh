@@ -11,6 +11,7 @@ packages=(
   libeigen3-dev                                 # sparse regridding weights, small linear algebra
   libdnnl-dev                                   # oneDNN: the CPU backend's kernels
   libopenmpi-dev openmpi-bin                    # data-parallel training
+  slurm-wlm munge libpmix-dev                   # tests: a private Slurm runs slurm/*.sh (srun --mpi=pmix needs libpmix)
   libgtest-dev                                  # unit tests
   python3-netcdf4 python3-numpy                 # the test OPeNDAP server (tests/dap_server), for /usr/bin/python3
   libcli11-dev libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev   # CLI, config, logging, JSON

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Data-parallel `downscale train` as a Slurm batch job: one MPI rank per GPU on one node of a
+# ForHLR II-like cluster (partition visu, 4 GPUs per node).
+#
+# usage: sbatch [sbatch options] slurm/train_forhlr2.sh [CONFIG] [downscale train options...]
+#        bash slurm/train_forhlr2.sh --help
+#
+#   CONFIG   YAML configuration, relative to the submit folder (default $DOWNSCALE_CONFIG,
+#            else configs/north_america.yaml); everything after it goes to `downscale train`:
+#              sbatch slurm/train_forhlr2.sh configs/demo.yaml --set run.dir=runs/a --set train.epochs=5
+#   sbatch options on the command line win over the #SBATCH lines below, e.g. 2 GPUs:
+#              sbatch --ntasks-per-node=2 --gres=gpu:2 slurm/train_forhlr2.sh ...
+#            or on CPUs only:  sbatch --ntasks-per-node=2 --gres=none slurm/train_forhlr2.sh ...
+#
+# Environment (sbatch passes the submitting shell's environment to the job):
+#   DOWNSCALE_BIN        the binary (default: `downscale` on PATH, else build/pipeline/downscale
+#                        under the submit folder; inside a container: `downscale`)
+#   DOWNSCALE_CONTAINER  empty: run natively (default); apptainer:/path/downscale.sif (or
+#                        singularity:...): `apptainer exec` per rank; udocker:NAME: `udocker run`
+#   DOWNSCALE_CONTAINER_ARGS  extra arguments for apptainer exec / udocker run (binds, ...)
+#   DOWNSCALE_LAUNCHER   srun (default: `srun --mpi=$DOWNSCALE_SRUN_MPI`, one task per rank) or
+#                        mpirun (Open MPI's, inside the allocation)
+#   DOWNSCALE_SRUN_MPI   srun's --mpi plugin (default pmix: the one Open MPI 4 works with)
+#   DOWNSCALE_LAUNCHER_ARGS  extra arguments for srun / mpirun
+#   DOWNSCALE_MODULES    environment modules to load where a module system exists (default:
+#                        "compiler/gnu mpi/openmpi devel/cuda", the bwHPC names; "" loads none)
+#
+# Logs: <job name>-<job id>.out (this script's header and summary) and .err (the ranks' log
+# lines, each prefixed "[train rank N]") in the submit folder; Slurm does not create folders for
+# them, so an --output/--error into a folder needs that folder to exist before submitting.
+# Exit code: the training's (0 success, 1 failure, 2 bad command line or configuration, 3 bad
+# input data), or 2 when this script finds something wrong before launching.
+#
+#SBATCH --job-name=downscale-train
+#SBATCH --partition=visu
+#SBATCH --nodes=1
+#SBATCH --ntasks-per-node=4
+#SBATCH --gres=gpu:4
+#SBATCH --time=02:00:00
+#SBATCH --output=%x-%j.out
+#SBATCH --error=%x-%j.err
+set -euo pipefail
+
+usage() { sed -n '2,/^#SBATCH/{/^#SBATCH/d;s/^# \{0,1\}//;p}' "$0"; }
+die() { echo "train_forhlr2.sh: $*" >&2; exit 2; }
+
+if [[ ${1-} == -h || ${1-} == --help ]]; then usage; exit 0; fi
+# Without an allocation, srun would make a new one and mpirun would run on this (login) node.
+[[ -n ${SLURM_JOB_ID-} ]] ||
+  die "not inside a Slurm job (SLURM_JOB_ID is unset): submit with sbatch (or run inside salloc); --help for usage"
+
+# --- arguments: [CONFIG] [downscale train options...] ---
+config=${DOWNSCALE_CONFIG:-configs/north_america.yaml}
+has_config=0
+for a in "$@"; do [[ $a == -c || $a == --config || $a == --config=* ]] && has_config=1; done
+if [[ $# -gt 0 && $1 != -* ]]; then
+  config=$1
+  shift
+fi
+train_args=(train)
+if ((!has_config)); then
+  # A missing file would otherwise fail once per rank, after the launch.
+  [[ -f $config ]] || die "config file '$config' not found (relative to $(pwd)); pass it as the first argument"
+  train_args+=(--config "$config")
+fi
+# Slurm's CPUs per task is the right thread count when the job asks for one (--cpus-per-task):
+# otherwise each rank counts all the node's cores. Placed first so the user's --set wins.
+if [[ -n ${SLURM_CPUS_PER_TASK-} ]]; then
+  train_args+=(--set "run.threads=$SLURM_CPUS_PER_TASK")
+fi
+train_args+=("$@")
+
+# --- modules, where a module system exists (none on a plain Debian machine, nor in CI) ---
+modules=${DOWNSCALE_MODULES-compiler/gnu mpi/openmpi devel/cuda}
+if [[ -n $modules ]]; then
+  set +u  # module init scripts read unset variables
+  if ! type module &>/dev/null; then
+    for init in "${MODULESHOME-}/init/bash" /etc/profile.d/lmod.sh /etc/profile.d/modules.sh; do
+      [[ -f $init ]] && { source "$init"; break; }
+    done
+  fi
+  if type module &>/dev/null; then
+    for m in $modules; do
+      module load "$m" || die "module load $m failed: set DOWNSCALE_MODULES to this cluster's module names (or \"\")"
+    done
+  else
+    echo "no module system here: using the environment as it is (DOWNSCALE_MODULES ignored)"
+  fi
+  set -u
+fi
+
+# --- what runs on each rank: the binary, natively or in a container ---
+container=${DOWNSCALE_CONTAINER-}
+read -r -a container_args <<<"${DOWNSCALE_CONTAINER_ARGS-}"
+gpus=${CUDA_VISIBLE_DEVICES:-${SLURM_JOB_GPUS:-${SLURM_STEP_GPUS:-}}}
+case $container in
+  "")
+    bin=${DOWNSCALE_BIN-}
+    if [[ -z $bin ]]; then
+      if command -v downscale >/dev/null; then bin=downscale
+      else bin=$(pwd)/build/pipeline/downscale; fi
+    fi
+    command -v "$bin" >/dev/null ||
+      die "downscale binary '$bin' not found or not executable: set DOWNSCALE_BIN (or build with scripts/build.sh)"
+    rank_cmd=("$bin")
+    ;;
+  apptainer:* | singularity:*)
+    image=${container#*:}
+    [[ -f $image ]] || die "container image '$image' (DOWNSCALE_CONTAINER=$container) not found"
+    runtime=${container%%:*}
+    command -v "$runtime" >/dev/null || runtime=apptainer
+    command -v "$runtime" >/dev/null || runtime=singularity
+    command -v "$runtime" >/dev/null || die "DOWNSCALE_CONTAINER=$container but neither apptainer nor singularity is on PATH"
+    # --nv maps the host's NVIDIA driver into the container when the job has GPUs. The submit
+    # folder (the current one) is bound by default, so relative config and run paths work.
+    nv=()
+    [[ -n $gpus ]] && nv=(--nv)
+    rank_cmd=("$runtime" exec ${nv[@]+"${nv[@]}"} ${container_args[@]+"${container_args[@]}"} "$image" "${DOWNSCALE_BIN:-downscale}")
+    ;;
+  udocker:*)
+    name=${container#udocker:}
+    [[ -n $name ]] || die "DOWNSCALE_CONTAINER=udocker: needs a container name (udocker:NAME)"
+    command -v udocker >/dev/null || die "DOWNSCALE_CONTAINER=$container but udocker is not on PATH"
+    # --hostenv carries the launcher's rank variables (PMIx, SLURM_*, OMPI_*) into the
+    # container; the submit folder is mounted at the same path and is the working folder.
+    # GPUs: run `udocker setup --nvidia NAME` once beforehand.
+    rank_cmd=(udocker run --hostenv --volume="$(pwd)" --workdir="$(pwd)" ${container_args[@]+"${container_args[@]}"} "$name"
+              "${DOWNSCALE_BIN:-downscale}")
+    ;;
+  *) die "DOWNSCALE_CONTAINER='$container': expected empty, apptainer:IMAGE, singularity:IMAGE or udocker:NAME" ;;
+esac
+
+# --- the launcher: one rank per task of the allocation ---
+ntasks=${SLURM_NTASKS:-${SLURM_NPROCS:-1}}
+read -r -a launcher_args <<<"${DOWNSCALE_LAUNCHER_ARGS-}"
+case ${DOWNSCALE_LAUNCHER:-srun} in
+  srun)
+    # --kill-on-bad-exit: a rank that dies without MPI_Abort (a signal, the OOM killer) ends the
+    # step instead of leaving the others waiting in an allreduce until the time limit.
+    launch=(srun "--mpi=${DOWNSCALE_SRUN_MPI:-pmix}" --kill-on-bad-exit=1 ${launcher_args[@]+"${launcher_args[@]}"})
+    ;;
+  mpirun)
+    command -v mpirun >/dev/null || die "DOWNSCALE_LAUNCHER=mpirun but mpirun is not on PATH (a module to load?)"
+    # Open MPI reads the allocation (nodes, slots) from Slurm itself. SLURM_PROCID and
+    # SLURM_LOCALID describe this batch step's one task (0), not the ranks mpirun starts on this
+    # node, yet they reach them, and `downscale train` checks them against its MPI rank.
+    launch=(env -u SLURM_PROCID -u SLURM_LOCALID mpirun -np "$ntasks" ${launcher_args[@]+"${launcher_args[@]}"})
+    # Open MPI refuses root unless told twice; only then (CI runs as root, clusters do not).
+    if [[ $(id -u) -eq 0 ]]; then
+      export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    fi
+    # Without ssh/rsh, mpirun aborts while opening its rsh launcher even inside an allocation,
+    # where it launches through Slurm anyway.
+    if [[ -z ${OMPI_MCA_plm_rsh_agent-} ]] && ! command -v ssh >/dev/null && ! command -v rsh >/dev/null; then
+      export OMPI_MCA_plm_rsh_agent=false
+    fi
+    ;;
+  *) die "DOWNSCALE_LAUNCHER='$DOWNSCALE_LAUNCHER': expected srun or mpirun" ;;
+esac
+if [[ $(id -u) -eq 0 ]]; then
+  # Under srun too, the ranks' Open MPI checks for root at MPI_Init.
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+cmd=("${launch[@]}" "${rank_cmd[@]}" "${train_args[@]}")
+echo "== downscale train: job ${SLURM_JOB_ID} (${SLURM_JOB_NAME-}) on ${SLURM_JOB_NODELIST-?}"
+echo "   nodes ${SLURM_JOB_NUM_NODES:-${SLURM_NNODES-?}}, tasks ${ntasks} (${SLURM_TASKS_PER_NODE-?} per node)," \
+     "GPUs ${gpus:-none}, container ${container:-none}"
+echo "   folder $(pwd)"
+echo "   command: $(printf '%q ' "${cmd[@]}")"
+start=$(date +%s)
+rc=0
+"${cmd[@]}" || rc=$?
+echo "== training exited with code $rc after $(( $(date +%s) - start )) s"
+exit "$rc"
