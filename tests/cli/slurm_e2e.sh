@@ -5,7 +5,8 @@
 # partition named visu as on ForHLR II, no GPUs (every job asks --gres=none), no cgroups.
 #  1. `sbatch slurm/train_forhlr2.sh configs/demo.yaml ...` with 2 ranks (srun --mpi=pmix):
 #     COMPLETED with ExitCode 0:0, its .out/.err named with the job id, every rank's log lines
-#     in the .err, the checkpoint, metrics.csv and train_report.json in the run folder;
+#     in the .err, the checkpoint, metrics.csv and train_report.json in the run folder; the
+#     same with DOWNSCALE_LAUNCHER=mpirun (Open MPI's mpirun inside the allocation);
 #  2. a bad --set key: the job FAILED with the training's exit code (2);
 #  3. kill -9 of rank 1: srun --kill-on-bad-exit ends the step (FAILED) within 30 s;
 #  4. slurm/scaling.sh for 1 and 2 ranks: the table has both runs, COMPLETED, speed-up 1.00 for 1.
@@ -164,7 +165,7 @@ years=(--set "synth.years=[2000,2002]" --set "fetch.years=[2000,2002]" --set "pr
 "$bin" synth --config configs/demo.yaml "${years[@]}" 2>/dev/null
 "$bin" fetch --config configs/demo.yaml "${years[@]}" 2>/dev/null
 "$bin" preprocess --config configs/demo.yaml "${years[@]}" 2>/dev/null
-for run in e2e bad kill; do
+for run in e2e mpirun bad kill; do
   mkdir -p runs/$run/preprocess
   ln -s "$work/runs/demo/preprocess/store.h5" runs/$run/preprocess/store.h5
 done
@@ -202,9 +203,10 @@ for r in $(seq 0 $((ranks - 1))); do
 done
 [[ -s runs/e2e/train/checkpoint_last.h5 ]] || fail "no runs/e2e/train/checkpoint_last.h5"
 grep -q '^2,' runs/e2e/train/metrics.csv || fail "runs/e2e/train/metrics.csv lacks epoch 2"
-report=runs/e2e/train/train_report.json
-if [[ -f $report ]]; then
-  /usr/bin/python3 - "$report" "$job" "$ranks" <<'PY'
+# check_report <file> <job> <ranks>: rank 0's train_report.json, for scaling.sh.
+check_report() {
+  [[ -f $1 ]] || fail "no $1"
+  /usr/bin/python3 - "$@" <<'PY'
 import json, sys
 path, job, ranks = sys.argv[1], sys.argv[2], int(sys.argv[3])
 r = json.load(open(path))
@@ -214,9 +216,18 @@ assert r["samples_per_second"] > 0, r["samples_per_second"]
 assert len(r["samples_per_second_per_rank"]) == ranks, r["samples_per_second_per_rank"]
 print(f"{path}: {ranks} ranks, job {job}, {r['samples_per_second']:.1f} samples/s")
 PY
-else
-  echo "NOTE: $report absent: this downscale does not write reports yet; check skipped"
-fi
+}
+check_report runs/e2e/train/train_report.json "$job" $ranks
+
+echo "== 1b. the same with DOWNSCALE_LAUNCHER=mpirun"
+job=$(DOWNSCALE_LAUNCHER=mpirun sbatch --parsable --ntasks-per-node=$ranks --gres=none "$script" configs/demo.yaml \
+  "${common[@]}" --set run.dir=runs/mpirun)
+result=$(wait_job "$job" 60)
+echo "job $job: $result"
+[[ $result == "JobState=COMPLETED ExitCode=0:0" ]] ||
+  { cat "downscale-train-$job.out" "downscale-train-$job.err"; fail "job $job: $result, expected COMPLETED, 0:0"; }
+grep -q "command: .*mpirun -np $ranks " "downscale-train-$job.out" || fail "job $job did not run mpirun -np $ranks"
+check_report runs/mpirun/train/train_report.json "$job" $ranks
 
 echo "== 2. a bad --set key: the training's exit code"
 job=$(sbatch --parsable --ntasks-per-node=$ranks --gres=none "$script" configs/demo.yaml "${common[@]}" \
@@ -255,12 +266,9 @@ rc=0
 bash "$src/slurm/scaling.sh" --ranks 1,2 --cpu --poll 0.2 --timeout 120 --out scaling --store runs/demo/preprocess/store.h5 \
   configs/demo.yaml "${common[@]}" >scaling.log 2>&1 || rc=$?
 cat scaling.log
-have_reports=0
-[[ -f $report ]] && have_reports=1
-# 3: completed without reports, what a downscale that does not write them yet gives.
-[[ $rc -eq 0 || ($rc -eq 3 && $have_reports -eq 0) ]] || fail "scaling.sh exited with $rc"
+[[ $rc -eq 0 ]] || fail "scaling.sh exited with $rc"
 [[ -f scaling/scaling.md && -f scaling/scaling.tsv ]] || fail "no scaling/scaling.md or scaling.tsv"
-/usr/bin/python3 - scaling/scaling.tsv $have_reports <<'PY'
+/usr/bin/python3 - scaling/scaling.tsv <<'PY'
 import csv, sys
 rows = {int(r["ranks"]): r for r in csv.DictReader(open(sys.argv[1]), delimiter="\t")}
 assert sorted(rows) == [1, 2], sorted(rows)
@@ -268,11 +276,9 @@ for n, r in rows.items():
     assert r["state"].startswith("COMPLETED") and r["exit"] == "0:0", r
     for d in ("runs/ranks-%d/train/checkpoint_last.h5" % n,):
         open("scaling/" + d, "rb").close()
-if sys.argv[2] == "1":
-    assert rows[1]["speed-up"] == "1.00" and rows[1]["efficiency"] == "100%", rows[1]
-    assert float(rows[2]["samples/s"]) > 0 and float(rows[2]["speed-up"]) > 0, rows[2]
-else:
-    print("NOTE: no train_report.json: the table's figures are not checked")
+assert rows[1]["speed-up"] == "1.00" and rows[1]["efficiency"] == "100%", rows[1]
+assert float(rows[2]["samples/s"]) > 0 and float(rows[2]["speed-up"]) > 0, rows[2]
+assert abs(float(rows[2]["per rank"]) * 2 - float(rows[2]["samples/s"])) < 0.2, rows[2]
 PY
 ls scaling/logs/ranks-1-*.out scaling/logs/ranks-2-*.err >/dev/null || fail "scaling.sh's job logs are missing"
 
