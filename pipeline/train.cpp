@@ -16,7 +16,13 @@ int run_train(const Config& cfg, const StageOptions& opt) {
   if (comm->size() > 1) setup_logging("train", cfg.run.log_level, comm->rank());  // every line names its rank
   const RunPaths paths{cfg.run.dir};
   try {
-    if (comm->is_root()) make_dirs(paths.train_dir());
+    if (comm->is_root()) {
+      make_dirs(paths.train_dir());
+      // The timeline is written at the end: find out now, not after the training, that its
+      // folder cannot be made.
+      const auto slash = opt.timeline.find_last_of('/');
+      if (slash != std::string::npos && slash > 0) make_dirs(opt.timeline.substr(0, slash));
+    }
     comm->barrier("creating the output folder");
     train_model(cfg, paths.store(), paths.train_dir(), opt.resume, {}, comm.get(), opt.timeline);
   } catch (const Error& e) {
