@@ -1,24 +1,37 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages downscale builds and runs with. Idempotent: packages already
 # present are left alone, so a second run costs only the apt look-up.
+#   install-deps.sh               what the build and the test suite need
+#   install-deps.sh --build-only  what scripts/build.sh needs (the container recipes in
+#                                 containers/ use this, so the lists cannot drift apart)
 set -euo pipefail
 
-packages=(
+build_packages=(
   build-essential cmake ninja-build pkg-config
-  libnetcdf-dev libnetcdf-c++4-dev netcdf-bin   # NetCDF and its DAP (OPeNDAP) client, ncdump
-  libhdf5-dev hdf5-tools                        # the training store, h5dump
-  cdo python3-h5py                              # references in tests: CDO regridding, h5py reads the store
+  libnetcdf-dev libnetcdf-c++4-dev              # NetCDF and its DAP (OPeNDAP) client
+  libhdf5-dev                                   # the training store
   libeigen3-dev                                 # sparse regridding weights, small linear algebra
   libdnnl-dev                                   # oneDNN: the CPU backend's kernels
   libopenmpi-dev openmpi-bin                    # data-parallel training
-  slurm-wlm munge libpmix-dev                   # tests: a private Slurm runs slurm/*.sh (srun --mpi=pmix needs libpmix)
-  libgtest-dev                                  # unit tests
-  python3-netcdf4 python3-numpy                 # the test OPeNDAP server (tests/dap_server), for /usr/bin/python3
+  libgtest-dev                                  # unit tests (scripts/build.sh builds them by default)
   libcli11-dev libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev   # CLI, config, logging, JSON
   libprotobuf-dev protobuf-compiler            # TensorBoard event files (train/tensorboard_event.proto)
   libcairo2-dev fonts-dejavu-core               # evaluation maps (PNG)
-  python3-netcdf4 python3-xarray                # tests: the product opens in the Python tools users have
 )
+test_packages=(
+  netcdf-bin hdf5-tools                         # ncdump, h5dump
+  cdo python3-h5py                              # references in tests: CDO regridding, h5py reads the store
+  slurm-wlm munge libpmix-dev                   # a private Slurm runs slurm/*.sh (srun --mpi=pmix needs libpmix)
+  python3-netcdf4 python3-numpy                 # the test OPeNDAP server (tests/dap_server), for /usr/bin/python3
+  python3-netcdf4 python3-xarray                # the product opens in the Python tools users have
+)
+
+packages=("${build_packages[@]}")
+case ${1-} in
+  "") packages+=("${test_packages[@]}") ;;
+  --build-only) ;;
+  *) echo "install-deps: unknown argument '$1' (expected nothing or --build-only)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -14,7 +14,7 @@
 #
 # Environment (sbatch passes the submitting shell's environment to the job):
 #   DOWNSCALE_BIN        the binary (default: `downscale` on PATH, else build/pipeline/downscale
-#                        under the submit folder; inside a container: `downscale`)
+#                        under the submit folder; in a container: the image's, /usr/local/bin/downscale)
 #   DOWNSCALE_CONTAINER  empty: run natively (default); apptainer:/path/downscale.sif (or
 #                        singularity:...): `apptainer exec` per rank; udocker:NAME: `udocker run`
 #   DOWNSCALE_CONTAINER_ARGS  extra arguments for apptainer exec / udocker run (binds, ...)
@@ -122,10 +122,11 @@ case $container in
     [[ -n $name ]] || die "DOWNSCALE_CONTAINER=udocker: needs a container name (udocker:NAME)"
     command -v udocker >/dev/null || die "DOWNSCALE_CONTAINER=$container but udocker is not on PATH"
     # --hostenv carries the launcher's rank variables (PMIx, SLURM_*, OMPI_*) into the
-    # container; the submit folder is mounted at the same path and is the working folder.
-    # GPUs: run `udocker setup --nvidia NAME` once beforehand.
-    rank_cmd=(udocker run --hostenv --volume="$(pwd)" --workdir="$(pwd)" ${container_args[@]+"${container_args[@]}"} "$name"
-              "${DOWNSCALE_BIN:-downscale}")
+    # container; --nometa ignores the image's ENTRYPOINT (downscale), which would otherwise come
+    # before the command; the submit folder is mounted at the same path and is the working
+    # folder. GPUs: run `udocker setup --nvidia NAME` once beforehand.
+    rank_cmd=(udocker run --hostenv --nometa --volume="$(pwd)" --workdir="$(pwd)" ${container_args[@]+"${container_args[@]}"}
+              "$name" "${DOWNSCALE_BIN:-/usr/local/bin/downscale}")
     ;;
   *) die "DOWNSCALE_CONTAINER='$container': expected empty, apptainer:IMAGE, singularity:IMAGE or udocker:NAME" ;;
 esac

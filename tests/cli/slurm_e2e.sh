@@ -6,7 +6,8 @@
 #  1. `sbatch slurm/train_forhlr2.sh configs/demo.yaml ...` with 2 ranks (srun --mpi=pmix):
 #     COMPLETED with ExitCode 0:0, its .out/.err named with the job id, every rank's log lines
 #     in the .err, the checkpoint, metrics.csv and train_report.json in the run folder; the
-#     same with DOWNSCALE_LAUNCHER=mpirun (Open MPI's mpirun inside the allocation);
+#     same with DOWNSCALE_LAUNCHER=mpirun (Open MPI's mpirun inside the allocation), and with
+#     DOWNSCALE_CONTAINER=apptainer:IMAGE through a stand-in for apptainer (a missing image: exit 2);
 #  2. a bad --set key: the job FAILED with the training's exit code (2);
 #  3. kill -9 of rank 1: srun --kill-on-bad-exit ends the step (FAILED) within 30 s;
 #  4. slurm/scaling.sh for 1 and 2 ranks: the table has both runs, COMPLETED, speed-up 1.00 for 1.
@@ -165,7 +166,7 @@ years=(--set "synth.years=[2000,2002]" --set "fetch.years=[2000,2002]" --set "pr
 "$bin" synth --config configs/demo.yaml "${years[@]}" 2>/dev/null
 "$bin" fetch --config configs/demo.yaml "${years[@]}" 2>/dev/null
 "$bin" preprocess --config configs/demo.yaml "${years[@]}" 2>/dev/null
-for run in e2e mpirun bad kill; do
+for run in e2e mpirun container bad kill; do
   mkdir -p runs/$run/preprocess
   ln -s "$work/runs/demo/preprocess/store.h5" runs/$run/preprocess/store.h5
 done
@@ -228,6 +229,35 @@ echo "job $job: $result"
   { cat "downscale-train-$job.out" "downscale-train-$job.err"; fail "job $job: $result, expected COMPLETED, 0:0"; }
 grep -q "command: .*mpirun -np $ranks " "downscale-train-$job.out" || fail "job $job did not run mpirun -np $ranks"
 check_report runs/mpirun/train/train_report.json "$job" $ranks
+
+echo "== 1c. DOWNSCALE_CONTAINER=apptainer:IMAGE, with a stand-in for apptainer (none here)"
+# It records its arguments and runs what follows the image: the ranks' command line as the
+# script builds it, launched by srun, the binary found as `downscale` on the container's PATH.
+mkdir -p fakebin
+printf '%s\n' '#!/usr/bin/env bash' \
+  "echo \"\$*\" >>\"$work/apptainer.log\"" \
+  '[[ $1 == exec ]] && shift' \
+  'while [[ $1 == -* ]]; do shift; done' \
+  'shift' \
+  'exec "$@"' >fakebin/apptainer
+chmod +x fakebin/apptainer
+ln -s "$bin" fakebin/downscale
+touch image.sif
+job=$(PATH=$work/fakebin:$PATH DOWNSCALE_BIN="" DOWNSCALE_CONTAINER=apptainer:$work/image.sif sbatch --parsable \
+  --ntasks-per-node=$ranks --gres=none "$script" configs/demo.yaml "${common[@]}" --set run.dir=runs/container)
+result=$(wait_job "$job" 60)
+echo "job $job: $result"
+[[ $result == "JobState=COMPLETED ExitCode=0:0" ]] ||
+  { cat "downscale-train-$job.out" "downscale-train-$job.err"; fail "job $job: $result, expected COMPLETED, 0:0"; }
+[[ $(grep -c "^exec $work/image.sif downscale train --config configs/demo.yaml" apptainer.log) -eq $ranks ]] ||
+  { cat apptainer.log; fail "expected $ranks times 'apptainer exec IMAGE downscale train ...'"; }
+check_report runs/container/train/train_report.json "$job" $ranks
+# A missing image: the script stops before launching, exit 2, naming it.
+job=$(DOWNSCALE_CONTAINER=apptainer:$work/missing.sif sbatch --parsable --ntasks-per-node=1 --gres=none "$script" configs/demo.yaml)
+result=$(wait_job "$job" 60)
+[[ $result == "JobState=FAILED ExitCode=2:0" ]] || fail "job $job (missing image): $result, expected FAILED, 2:0"
+grep -q "missing.sif.*not found" "downscale-train-$job.err" || { cat "downscale-train-$job.err"; fail "no message naming the missing image"; }
+echo "missing image: job $job $result: $(cat "downscale-train-$job.err")"
 
 echo "== 2. a bad --set key: the training's exit code"
 job=$(sbatch --parsable --ntasks-per-node=$ranks --gres=none "$script" configs/demo.yaml "${common[@]}" \
