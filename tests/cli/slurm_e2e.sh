@@ -277,7 +277,8 @@ for _ in $(seq 300); do
       p=${e#/proc/}; p=${p%/environ}
       [[ $(readlink "/proc/$p/exe" 2>/dev/null) == "$bin" ]] || continue
       env_p=$(tr '\0' '\n' 2>/dev/null <"$e") || continue
-      grep -qx "SLURM_JOB_ID=$job" <<<"$env_p" && grep -qx "SLURM_PROCID=1" <<<"$env_p" && victim=$p
+      grep -qxF "DS_SLURM_E2E_MARK=$work" <<<"$env_p" && grep -qx "SLURM_JOB_ID=$job" <<<"$env_p" &&
+        grep -qx "SLURM_PROCID=1" <<<"$env_p" && victim=$p
     done
     [[ -n $victim ]] && break
   fi
