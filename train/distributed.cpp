@@ -1,10 +1,12 @@
 #include "train/distributed.h"
 
 #include <mpi.h>
+#include <sched.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <thread>
 #include <vector>
@@ -56,6 +58,7 @@ class SingleProcess final : public Communicator {
     return spans;
   }
   std::vector<std::string> gather(const std::string& mine, int) override { return {mine}; }
+  std::vector<std::string> local_allgather(const std::string& mine) override { return {mine}; }
   [[noreturn]] void abort(const std::string& message, int code) override {
     std::cerr << "rank 0 failed: " << message << std::endl;
     std::exit(code);
@@ -109,18 +112,20 @@ class Mpi final : public Communicator {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    MPI_Comm local;
-    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local),
+    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local_),
           "MPI_Comm_split_type");
-    MPI_Comm_rank(local, &local_rank_);
-    MPI_Comm_size(local, &local_size_);
-    MPI_Comm_free(&local);
-    check_env("OMPI_COMM_WORLD_RANK", rank_, "rank");
-    check_env("OMPI_COMM_WORLD_SIZE", size_, "size");
-    check_env("OMPI_COMM_WORLD_LOCAL_RANK", local_rank_, "local rank");
-    check_env("SLURM_PROCID", rank_, "rank");
-    check_env("SLURM_NTASKS", size_, "size");
-    check_env("SLURM_LOCALID", local_rank_, "local rank");
+    MPI_Comm_rank(local_, &local_rank_);
+    MPI_Comm_size(local_, &local_size_);
+    const char* ompi = std::getenv("OMPI_COMM_WORLD_SIZE");
+    if (ompi && *ompi) {
+      check_env("OMPI_COMM_WORLD_RANK", rank_, "rank");
+      check_env("OMPI_COMM_WORLD_SIZE", size_, "size");
+      check_env("OMPI_COMM_WORLD_LOCAL_RANK", local_rank_, "local rank");
+    } else {
+      check_env("SLURM_PROCID", rank_, "rank");
+      check_env("SLURM_NTASKS", size_, "size");
+      check_env("SLURM_LOCALID", local_rank_, "local rank");
+    }
     // Collectives and arrival notices on separate communicators, so a notice can never match
     // a collective's own messages.
     check(MPI_Comm_dup(MPI_COMM_WORLD, &coll_), "MPI_Comm_dup");
@@ -133,6 +138,7 @@ class Mpi final : public Communicator {
     MPI_Finalized(&finalized);
     if (finalized) return;
     if (coll_ != MPI_COMM_NULL) MPI_Comm_free(&coll_);
+    if (local_ != MPI_COMM_NULL) MPI_Comm_free(&local_);
     if (arrivals_ != MPI_COMM_NULL) MPI_Comm_free(&arrivals_);
     if (owns_) MPI_Finalize();
   }
@@ -234,6 +240,23 @@ class Mpi final : public Communicator {
     return out;
   }
 
+  std::vector<std::string> local_allgather(const std::string& mine) override {
+    const int n = int(mine.size());
+    std::vector<int> sizes(static_cast<size_t>(local_size_)), displs(static_cast<size_t>(local_size_));
+    check(MPI_Allgather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, local_), "MPI_Allgather");
+    size_t total = 0;
+    for (int r = 0; r < local_size_; ++r) {
+      displs[size_t(r)] = int(total);
+      total += size_t(sizes[size_t(r)]);
+    }
+    std::vector<char> all(total);
+    check(MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), sizes.data(), displs.data(), MPI_CHAR, local_),
+          "MPI_Allgatherv");
+    std::vector<std::string> out;
+    for (int r = 0; r < local_size_; ++r) out.emplace_back(all.data() + displs[size_t(r)], size_t(sizes[size_t(r)]));
+    return out;
+  }
+
   [[noreturn]] void abort(const std::string& message, int code) override {
     std::cerr << "rank " << rank_ << " failed: " << message << std::endl;
     if (size_ == 1) {
@@ -300,7 +323,7 @@ class Mpi final : public Communicator {
 
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   bool owns_ = false;
-  MPI_Comm coll_ = MPI_COMM_NULL, arrivals_ = MPI_COMM_NULL;
+  MPI_Comm coll_ = MPI_COMM_NULL, arrivals_ = MPI_COMM_NULL, local_ = MPI_COMM_NULL;
   std::vector<MPI_Request> requests_;  // the open phase's collectives
   std::vector<OpSpan> spans_;          // one per request
   std::vector<int> indices_;
@@ -316,6 +339,24 @@ class Mpi final : public Communicator {
 
 std::unique_ptr<Communicator> make_single_process_communicator() { return std::make_unique<SingleProcess>(); }
 std::unique_ptr<Communicator> make_mpi_communicator() { return std::make_unique<Mpi>(); }
+
+int default_cpu_threads(Communicator& comm) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof(mine), &mine) != 0) {
+    const int n = int(std::thread::hardware_concurrency());
+    return std::max(1, n / comm.local_size());
+  }
+  const auto masks = comm.local_allgather(std::string(reinterpret_cast<const char*>(&mine), sizeof(mine)));
+  int sharing = 0;  // ranks of this node (this one included) that may run on my CPUs
+  for (const auto& m : masks) {
+    cpu_set_t other, both;
+    std::memcpy(&other, m.data(), std::min(m.size(), sizeof(other)));
+    CPU_AND(&both, &mine, &other);
+    if (CPU_COUNT(&both) > 0) ++sharing;
+  }
+  return std::max(1, CPU_COUNT(&mine) / std::max(1, sharing));
+}
 
 LearningRateSchedule scaled_learning_rate(LearningRateSchedule base, int size, double warmup_epochs,
                                           int64_t steps_per_epoch) {

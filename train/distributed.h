@@ -56,6 +56,8 @@ class Communicator {
   void barrier(const std::string& what = "barrier");
   // Every rank's string on root (in rank order); other ranks get an empty vector.
   virtual std::vector<std::string> gather(const std::string& mine, int root) = 0;
+  // Every rank on this node gets the strings of all ranks on this node (in local rank order).
+  virtual std::vector<std::string> local_allgather(const std::string& mine) = 0;
 
   // A wait longer than warn_seconds logs the missing ranks (again every warn_seconds); one
   // longer than abort_seconds ends the job through abort(). 0 turns either off.
@@ -76,13 +78,20 @@ std::unique_ptr<Communicator> make_single_process_communicator();
 
 // MPI_Init_thread (funneled) unless MPI is already initialized; MPI_Finalize on destruction.
 // Rank and size from MPI_COMM_WORLD, the local rank from MPI_Comm_split_type(SHARED). Checks
-// them against OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK} and SLURM_{PROCID,NTASKS,LOCALID} when
-// set: a mismatch (e.g. N copies each started as a singleton) throws UsageError.
+// them against OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK} when mpirun set them, else against
+// SLURM_{PROCID,NTASKS,LOCALID} when srun did (under mpirun inside a Slurm job every rank
+// inherits the batch step's SLURM_PROCID=0): a mismatch (e.g. N copies each started as a
+// singleton by an srun without --mpi=pmix) throws UsageError.
 std::unique_ptr<Communicator> make_mpi_communicator();
 
 // Horovod's learning-rate rule: `base` (the per-rank rate) times the number of ranks, reached
 // by a linear warmup from `base` over warmup_epochs (counted in steps: warmup_epochs *
 // steps_per_epoch, on the global step so that --resume continues it). size 1: base unchanged.
+// run.threads 0: the CPUs this process may run on (its affinity mask: a Slurm allocation or an
+// mpirun binding, not the whole node), divided among the ranks of this node whose masks overlap
+// it. Collective over the node's ranks.
+int default_cpu_threads(Communicator& comm);
+
 LearningRateSchedule scaled_learning_rate(LearningRateSchedule base, int size, double warmup_epochs,
                                           int64_t steps_per_epoch);
 

@@ -202,15 +202,22 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   const LearningRateSchedule lr_at = scaled_learning_rate(
       schedule ? schedule : constant_learning_rate(tc.learning_rate), comm.size(), tc.warmup_epochs, steps_per_epoch);
 
-  // run.threads 0 means all cores: shared by the ranks on this node.
-  int threads = cfg.run.threads;
-  if (threads == 0 && comm.local_size() > 1)
-    threads = std::max(1, int(std::thread::hardware_concurrency()) / comm.local_size());
+  // run.threads 0 means all the cores this rank may use, shared with the ranks that may use them too.
+  const int threads = cfg.run.threads > 0 ? cfg.run.threads : default_cpu_threads(comm);
   // Each rank takes GPU local_rank when there are GPUs (run.device auto), else the CPU.
   auto be = model::make_backend(cfg.run.device, threads, comm.local_rank());
-  if (be->name().rfind("cuda", 0) == 0 && comm.local_size() > model::cuda_device_count())
-    spdlog::warn("{} ranks on this node share {} GPUs: start one rank per GPU (ntasks-per-node = GPUs)",
-                 comm.local_size(), model::cuda_device_count());
+  const bool on_gpu = be->name().rfind("cuda", 0) == 0;
+  {
+    // Ranks that see the same GPUs (same CUDA_VISIBLE_DEVICES) and are more than those GPUs
+    // share some; with one GPU per task (--gpus-per-task) each sees its own and all is well.
+    const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+    const std::string visible = v ? v : "(all)";
+    const auto all = comm.local_allgather(on_gpu ? visible : std::string("cpu"));
+    const int same = int(std::count(all.begin(), all.end(), visible));
+    if (on_gpu && same > model::cuda_device_count())
+      spdlog::warn("{} ranks on this node share {} GPUs (CUDA_VISIBLE_DEVICES {}): start one rank per GPU "
+                   "(ntasks-per-node = GPUs)", same, model::cuda_device_count(), visible);
+  }
   model::Net net(spec, *be);
   const auto out_shape = net.output_shape(1);
   if (out_shape.h != meta.Hy() || out_shape.w != meta.Wy())
@@ -405,7 +412,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                    tc.reference_samples_per_second, report.total_samples_per_s / tc.reference_samples_per_second,
                    comm.size());
     write_report(out_dir + "/train_report.json", report, per_rank, backends, int(nodes),
-                 threads > 0 ? threads : int(std::thread::hardware_concurrency()),
+                 threads,
                  tc.batch_size, tc.reference_samples_per_second);
   }
   return report;
