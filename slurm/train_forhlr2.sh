@@ -142,10 +142,9 @@ case ${DOWNSCALE_LAUNCHER:-srun} in
     ;;
   mpirun)
     command -v mpirun >/dev/null || die "DOWNSCALE_LAUNCHER=mpirun but mpirun is not on PATH (a module to load?)"
-    # Open MPI reads the allocation (nodes, slots) from Slurm itself. SLURM_PROCID and
-    # SLURM_LOCALID describe this batch step's one task (0), not the ranks mpirun starts on this
-    # node, yet they reach them, and `downscale train` checks them against its MPI rank.
-    launch=(env -u SLURM_PROCID -u SLURM_LOCALID mpirun -np "$ntasks" ${launcher_args[@]+"${launcher_args[@]}"})
+    # Open MPI reads the allocation (nodes, slots) from Slurm itself. (The ranks inherit this
+    # batch step's SLURM_PROCID=0; `downscale train` checks OMPI_COMM_WORLD_* instead when set.)
+    launch=(mpirun -np "$ntasks" ${launcher_args[@]+"${launcher_args[@]}"})
     # Open MPI refuses root unless told twice; only then (CI runs as root, clusters do not).
     if [[ $(id -u) -eq 0 ]]; then
       export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
