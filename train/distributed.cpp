@@ -148,20 +148,8 @@ class Mpi final : public Communicator {
   int local_rank() const override { return local_rank_; }
   int local_size() const override { return local_size_; }
 
-  void start_allreduce_sum(float* data, size_t n) override {
-    open_phase();
-    for (size_t i = 0; i < n || i == 0; i += kMaxCount)
-      post(MPI_Iallreduce(MPI_IN_PLACE, data + i, int(std::min(kMaxCount, n - i)), MPI_FLOAT, MPI_SUM, coll_,
-                          next_request()),
-           "MPI_Iallreduce");
-  }
-  void start_allreduce_sum(double* data, size_t n) override {
-    open_phase();
-    for (size_t i = 0; i < n || i == 0; i += kMaxCount)
-      post(MPI_Iallreduce(MPI_IN_PLACE, data + i, int(std::min(kMaxCount, n - i)), MPI_DOUBLE, MPI_SUM, coll_,
-                          next_request()),
-           "MPI_Iallreduce");
-  }
+  void start_allreduce_sum(float* data, size_t n) override { start_sum(data, n, MPI_FLOAT); }
+  void start_allreduce_sum(double* data, size_t n) override { start_sum(data, n, MPI_DOUBLE); }
   void start_broadcast(float* data, size_t n, int root) override {
     open_phase();
     for (size_t i = 0; i < n || i == 0; i += kMaxCount)
@@ -275,6 +263,13 @@ class Mpi final : public Communicator {
     return &requests_.back();
   }
   void post(int rc, const char* what) { check(rc, what); }
+  template <class T>
+  void start_sum(T* data, size_t n, MPI_Datatype type) {
+    open_phase();
+    for (size_t i = 0; i < n || i == 0; i += kMaxCount)
+      post(MPI_Iallreduce(MPI_IN_PLACE, data + i, int(std::min(kMaxCount, n - i)), type, MPI_SUM, coll_, next_request()),
+           "MPI_Iallreduce");
+  }
 
   // A phase is the set of operations between two wait_all()s. On entering one, this rank tells
   // every other rank the phase's number; the notices it has not yet received name the ranks
