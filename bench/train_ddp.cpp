@@ -1,0 +1,213 @@
+// bench_train_ddp: data-parallel MNN training steps under MPI, the trainer's step exactly
+// (train/trainer.cpp): forward, Bernoulli-Gamma loss over land points, backward with the
+// gradient buckets' allreduces starting as layers finish (train/gradient_buckets.h), finish()
+// for the rest, Adam. bench/train_ddp.sh runs it beside PyTorch's DistributedDataParallel
+// (train_ddp_torch.py) and prints the table; this program only measures our side and prints
+// `key value` lines on rank 0.
+//
+//   mpirun -np N bench_train_ddp --threads T --batch B --steps S --warmup W [--bucket-mb M]
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/bench_data.h"
+#include "model/adam.h"
+#include "model/loss.h"
+#include "model/net.h"
+#include "train/distributed.h"
+#include "train/gradient_buckets.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// One step's phases, as the trainer's timeline names them.
+// kStarted: from the start of backward to the first bucket's allreduce start; kDone: buckets
+// whose allreduce this rank saw complete before backward ended (the overlap actually achieved).
+enum Phase { kForward, kBackward, kWait, kOptimizer, kStep, kStarted, kDone, kPhases };
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ds;
+  CLI::App app{"data-parallel MNN training steps under MPI (the trainer's step), for bench/train_ddp.sh"};
+  int batch = 8, threads = 1, steps = 8, warmup = 2, nosync_steps = 4;
+  double bucket_mb = 4;  // the trainer's default (train.allreduce_bucket_mb)
+  std::string grid = "8x12", dump_prefix, device = "cpu";
+  app.add_option("--batch", batch, "samples per step on each rank")->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "CPU threads per rank (0: all cores)");
+  app.add_option("--steps", steps, "timed steps (medians are reported)")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
+  app.add_option("--bucket-mb", bucket_mb, "gradient bucket size in MB; 0: one bucket reduced after backward")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--nosync-steps", nosync_steps,
+                 "timed steps without any allreduce afterwards (the exposed communication: step - these)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--grid", grid, "input grid HxW (20 channels); output (4H-3)x(4W-3). 30x53: the reference domain");
+  app.add_option("--device", device, "cpu, cuda or auto (run.device); cuda: GPU local_rank");
+  app.add_option("--dump", dump_prefix, "each rank writes the initial weights and its batch to PREFIX.<rank>");
+  CLI11_PARSE(app, argc, argv);
+  int in_h = 0, in_w = 0;
+  if (std::sscanf(grid.c_str(), "%dx%d", &in_h, &in_w) != 2 || in_h < 2 || in_w < 2) {
+    std::fprintf(stderr, "--grid: expected HxW, e.g. 8x12, got '%s'\n", grid.c_str());
+    return 2;
+  }
+
+  auto comm = make_mpi_communicator();
+  const int rank = comm->rank(), size = comm->size();
+  const bool root = comm->is_root(), distributed = size > 1;
+
+  model::ModelSpec spec;
+  spec.name = "mnn";
+  spec.in_channels = 20;  // the reference experiment's predictors: z, hus, ta, ua, va at 4 levels
+  spec.in_h = in_h;
+  spec.in_w = in_w;
+  auto be = model::make_backend(device, threads, comm->local_rank());
+  model::Net net(spec, *be);
+  net.init(1);
+  // Rank 0's weights everywhere, as the trainer's broadcast_state does (every rank drew the same
+  // ones from seed 1, and Adam's moments start at zero, so this only mirrors the trainer's start).
+  {
+    std::vector<float> buf;
+    for (const auto& p : net.params()) {
+      const std::vector<float> v = p.value->to_host();
+      buf.insert(buf.end(), v.begin(), v.end());
+    }
+    comm->broadcast(buf.data(), buf.size(), 0, "initial weights");
+    size_t off = 0;
+    for (const auto& p : net.params()) {
+      p.value->upload(buf.data() + off);
+      off += size_t(p.value->size());
+    }
+  }
+  // Every rank its own batch (seed 2 + rank: rank 0's is bench_train_step's), so the averaged
+  // gradient differs from each rank's own and the loss after the first update checks the average.
+  bench::BenchBatch b = bench::make_batch(*be, net, batch, 2 + uint64_t(rank));
+  if (!dump_prefix.empty()) bench::dump(dump_prefix + "." + std::to_string(rank), net, b);
+
+  model::Adam adam(net.params(), *be);
+  model::Tensor d_out(*be, net.output_shape(batch));
+  std::optional<GradientBuckets> buckets;
+  // As the trainer: buckets only with more than one rank (one rank trains with no allreduce).
+  if (distributed) buckets.emplace(net.params(), size_t(bucket_mb * 1024 * 1024), *comm);
+  std::function<void(const std::vector<model::Param>&)> layer_done;
+  if (distributed) layer_done = [&](const std::vector<model::Param>& ps) { buckets->ready(ps); };
+
+  std::vector<double> losses;
+  // The trainer's step. sync false: the same step with no allreduce at all (each rank updates
+  // with its own gradient), to time what the communication adds to a step.
+  auto step = [&](bool sync, double* phase) {
+    const auto t0 = Clock::now();
+    if (distributed && sync) buckets->begin(1.0f / float(size));  // rows here / rows in the global batch
+    const model::Tensor& out = net.forward(b.x);
+    losses.push_back(model::bernoulli_gamma_loss(*be, out, b.y, b.mask, &d_out));
+    const auto t1 = Clock::now();
+    net.backward(d_out, sync ? layer_done : std::function<void(const std::vector<model::Param>&)>{});
+    const auto t2 = Clock::now();
+    std::vector<Communicator::OpSpan> spans;
+    if (distributed && sync) spans = buckets->finish("gradients of step " + std::to_string(losses.size() - 1));
+    const auto t3 = Clock::now();
+    adam.step(1e-4);
+    const auto t4 = Clock::now();
+    if (phase) {
+      phase[kForward] = seconds(t0, t1);
+      phase[kBackward] = seconds(t1, t2);
+      phase[kWait] = seconds(t2, t3);
+      phase[kOptimizer] = seconds(t3, t4);
+      phase[kStep] = seconds(t0, t4);
+      phase[kStarted] = spans.empty() ? 0 : seconds(t1, spans.front().start);
+      phase[kDone] = double(std::count_if(spans.begin(), spans.end(), [&](const auto& s) { return s.end <= t2; }));
+    }
+  };
+
+  for (int i = 0; i < warmup; ++i) step(true, nullptr);
+  // Every rank's timings, each in its own slice, summed across ranks: rank 0 then sees all.
+  const size_t per_rank = size_t(steps + nosync_steps) * kPhases;
+  std::vector<double> all(per_rank * size_t(size), 0.0);
+  double* mine = all.data() + per_rank * size_t(rank);
+  comm->barrier("start of the timed steps");
+  // The steps without allreduce alternate with the others, so that both kinds see the same
+  // machine (others' jobs come and go); they leave the ranks' weights apart, which costs nothing.
+  for (int i = 0; i < std::max(steps, nosync_steps); ++i) {
+    if (i < steps) step(true, mine + size_t(i) * kPhases);
+    if (distributed && i < nosync_steps) step(false, mine + size_t(steps + i) * kPhases);
+  }
+  comm->allreduce_sum(all.data(), all.size(), "timings");
+  if (!root) return 0;
+
+  auto at = [&](int r, int i, Phase p) { return all[per_rank * size_t(r) + size_t(i) * kPhases + p]; };
+  // A step ends for the job when its slowest rank ends it: per step the maximum over ranks.
+  auto step_median = [&](int first, int count) {
+    std::vector<double> v;
+    for (int i = first; i < first + count; ++i) {
+      double m = 0;
+      for (int r = 0; r < size; ++r) m = std::max(m, at(r, i, kStep));
+      v.push_back(m);
+    }
+    return median(v);
+  };
+  auto phase_median = [&](Phase p) {  // over steps and ranks
+    std::vector<double> v;
+    for (int r = 0; r < size; ++r)
+      for (int i = 0; i < steps; ++i) v.push_back(at(r, i, p));
+    return median(v);
+  };
+  const double step_s = step_median(0, steps);
+  // The share of a step spent in finish(), waiting for the allreduces after backward: the median
+  // over ranks and steps of each step's share (robust to a step where another job took the core).
+  std::vector<double> shares;
+  for (int r = 0; r < size; ++r)
+    for (int i = 0; i < steps; ++i) shares.push_back(at(r, i, kWait) / at(r, i, kStep));
+  const double wait_share = median(shares);
+
+  std::printf("backend %s\ncommunicator %s\nranks %d\nthreads %d\nbatch_per_rank %d\n", be->name().c_str(),
+              comm->name().c_str(), size, threads, batch);
+  std::printf("grid %dx%d -> %dx%d\nparameters %lld\n", in_h, in_w, net.output_shape(1).h, net.output_shape(1).w,
+              static_cast<long long>(net.parameter_count()));
+  if (buckets) {
+    std::string sizes;
+    for (size_t k = 0; k < buckets->bucket_count(); ++k)
+      sizes += (k ? "," : "") + std::to_string(buckets->bucket_floats(k) * sizeof(float) / 1024);
+    std::printf("buckets %zu of %s KiB (bucket-mb %g)\n", buckets->bucket_count(), sizes.c_str(), bucket_mb);
+  } else {
+    std::printf("buckets none (1 rank: no allreduce)\n");
+  }
+  // Rank 0's losses of the first two steps: the initial weights', then after one Adam step on
+  // the gradient averaged over every rank's batch. The peer must print the same.
+  std::printf("loss0 %.7g\nloss1 %.7g\n", losses.at(0), losses.size() > 1 ? losses[1] : -1.0);
+  std::printf("step_s %.4f\n", step_s);
+  for (int r = 0; r < size; ++r) {
+    std::vector<double> v;
+    for (int i = 0; i < steps; ++i) v.push_back(at(r, i, kStep));
+    std::printf("rank%d_step_s %.4f\n", r, median(v));
+  }
+  std::printf("samples_per_s %.4f\nsamples_per_s_per_rank %.4f\n", double(batch) * size / step_s, batch / step_s);
+  std::printf("forward_s %.4f\nbackward_s %.4f\nwait_s %.4f\noptimizer_s %.4f\n", phase_median(kForward),
+              phase_median(kBackward), phase_median(kWait), phase_median(kOptimizer));
+  std::printf("wait_share %.4f\n", wait_share);
+  if (buckets)
+    std::printf("first_bucket_start_share %.4f\nbuckets_done_in_backward %g\n",
+                phase_median(kStarted) / phase_median(kBackward), phase_median(kDone));
+  if (distributed && nosync_steps > 0) {
+    // What the allreduces add to a step, overlapped or not: packing, progress calls, the wait.
+    const double nosync = step_median(steps, nosync_steps);
+    std::printf("step_nosync_s %.4f\nexposed_share %.4f\n", nosync, (step_s - nosync) / step_s);
+  } else {
+    std::printf("step_nosync_s %.4f\nexposed_share 0\n", step_s);
+  }
+  return 0;
+}
