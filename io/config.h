@@ -100,7 +100,7 @@ struct Config {
     double reference_samples_per_second = 0;  // one rank's throughput, for the scaling efficiency; 0: none
     double allreduce_bucket_mb = 4;   // gradient buckets reduced while backward goes on; 0: one after backward
     double stall_warning_seconds = 60;  // a rank waiting longer at a collective logs the missing ranks; 0: off
-    double stall_abort_seconds = 0;   // ... and past this ends the job (0: never, as Horovod's default)
+    double stall_abort_seconds = 1800;  // ... and past this ends the job rather than burn the allocation; 0: never
   } train;
 
   struct Predict {
