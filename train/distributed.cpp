@@ -95,6 +95,25 @@ std::string rank_list(const std::vector<int>& ranks) {
   return s;
 }
 
+// Where each rank's piece starts in a gathered buffer; returns the total. MPI displacements are
+// int, so the whole must stay under 2 GiB.
+size_t piece_offsets(const std::vector<int>& sizes, std::vector<int>& offsets) {
+  offsets.resize(sizes.size());
+  size_t total = 0;
+  for (size_t r = 0; r < sizes.size(); ++r) {
+    offsets[r] = int(total);
+    total += size_t(sizes[r]);
+    if (total > size_t(INT32_MAX)) throw Error("gather: more than 2 GiB in all");
+  }
+  return total;
+}
+std::vector<std::string> pieces(const std::vector<char>& all, const std::vector<int>& sizes,
+                                const std::vector<int>& offsets) {
+  std::vector<std::string> out;
+  for (size_t r = 0; r < sizes.size(); ++r) out.emplace_back(all.data() + offsets[r], size_t(sizes[r]));
+  return out;
+}
+
 // MPI counts are int: large buffers go in pieces.
 constexpr size_t kMaxCount = size_t(1) << 30;
 
@@ -153,12 +172,12 @@ class Mpi final : public Communicator {
   void start_broadcast(float* data, size_t n, int root) override {
     open_phase();
     for (size_t i = 0; i < n || i == 0; i += kMaxCount)
-      post(MPI_Ibcast(data + i, int(std::min(kMaxCount, n - i)), MPI_FLOAT, root, coll_, next_request()),
+      check(MPI_Ibcast(data + i, int(std::min(kMaxCount, n - i)), MPI_FLOAT, root, coll_, next_request()),
            "MPI_Ibcast");
   }
   void start_barrier() override {
     open_phase();
-    post(MPI_Ibarrier(coll_, next_request()), "MPI_Ibarrier");
+    check(MPI_Ibarrier(coll_, next_request()), "MPI_Ibarrier");
   }
 
   void progress() override {
@@ -205,44 +224,25 @@ class Mpi final : public Communicator {
   }
 
   std::vector<std::string> gather(const std::string& mine, int root) override {
-    barrier("gather");
+    barrier("gather");  // a watched wait first: a rank that never comes is named, not waited for silently
     int n = int(mine.size());
-    std::vector<int> sizes(rank_ == root ? size_ : 0), displs;
+    std::vector<int> sizes(rank_ == root ? size_ : 0), offsets;
     check(MPI_Gather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, root, coll_), "MPI_Gather");
     std::vector<char> all;
-    if (rank_ == root) {
-      displs.resize(size_);
-      size_t total = 0;
-      for (int r = 0; r < size_; ++r) {
-        displs[size_t(r)] = int(total);
-        total += size_t(sizes[size_t(r)]);
-      }
-      if (total > size_t(INT32_MAX)) throw Error("gather: more than 2 GiB in all");
-      all.resize(total);
-    }
-    check(MPI_Gatherv(mine.data(), n, MPI_CHAR, all.data(), sizes.data(), displs.data(), MPI_CHAR, root, coll_),
+    if (rank_ == root) all.resize(piece_offsets(sizes, offsets));
+    check(MPI_Gatherv(mine.data(), n, MPI_CHAR, all.data(), sizes.data(), offsets.data(), MPI_CHAR, root, coll_),
           "MPI_Gatherv");
-    std::vector<std::string> out;
-    for (int r = 0; rank_ == root && r < size_; ++r)
-      out.emplace_back(all.data() + displs[size_t(r)], size_t(sizes[size_t(r)]));
-    return out;
+    return pieces(all, sizes, offsets);
   }
 
   std::vector<std::string> local_allgather(const std::string& mine) override {
-    const int n = int(mine.size());
-    std::vector<int> sizes(static_cast<size_t>(local_size_)), displs(static_cast<size_t>(local_size_));
+    int n = int(mine.size());
+    std::vector<int> sizes(static_cast<size_t>(local_size_)), offsets;
     check(MPI_Allgather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, local_), "MPI_Allgather");
-    size_t total = 0;
-    for (int r = 0; r < local_size_; ++r) {
-      displs[size_t(r)] = int(total);
-      total += size_t(sizes[size_t(r)]);
-    }
-    std::vector<char> all(total);
-    check(MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), sizes.data(), displs.data(), MPI_CHAR, local_),
+    std::vector<char> all(piece_offsets(sizes, offsets));
+    check(MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), sizes.data(), offsets.data(), MPI_CHAR, local_),
           "MPI_Allgatherv");
-    std::vector<std::string> out;
-    for (int r = 0; r < local_size_; ++r) out.emplace_back(all.data() + displs[size_t(r)], size_t(sizes[size_t(r)]));
-    return out;
+    return pieces(all, sizes, offsets);
   }
 
   [[noreturn]] void abort(const std::string& message, int code) override {
@@ -262,12 +262,11 @@ class Mpi final : public Communicator {
     ++open_;
     return &requests_.back();
   }
-  void post(int rc, const char* what) { check(rc, what); }
   template <class T>
   void start_sum(T* data, size_t n, MPI_Datatype type) {
     open_phase();
     for (size_t i = 0; i < n || i == 0; i += kMaxCount)
-      post(MPI_Iallreduce(MPI_IN_PLACE, data + i, int(std::min(kMaxCount, n - i)), type, MPI_SUM, coll_, next_request()),
+      check(MPI_Iallreduce(MPI_IN_PLACE, data + i, int(std::min(kMaxCount, n - i)), type, MPI_SUM, coll_, next_request()),
            "MPI_Iallreduce");
   }
 
