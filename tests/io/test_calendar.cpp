@@ -23,3 +23,85 @@ TEST(Calendar, TimeUnits) {
   EXPECT_THROW(check_calendar("360_day", "f"), InputError);
   EXPECT_NO_THROW(check_calendar("proleptic_gregorian", "f"));
 }
+
+TEST(Calendar, ParsesEveryCfNameAndAlias) {
+  EXPECT_EQ(parse_calendar("", "f"), Calendar::standard);
+  EXPECT_EQ(parse_calendar("Gregorian", "f"), Calendar::standard);
+  EXPECT_EQ(parse_calendar("proleptic_gregorian", "f"), Calendar::proleptic_gregorian);
+  EXPECT_EQ(parse_calendar("julian", "f"), Calendar::julian);
+  EXPECT_EQ(parse_calendar("365_day", "f"), Calendar::noleap);
+  EXPECT_EQ(parse_calendar("noleap", "f"), Calendar::noleap);
+  EXPECT_EQ(parse_calendar("366_day", "f"), Calendar::all_leap);
+  EXPECT_EQ(parse_calendar("all_leap", "f"), Calendar::all_leap);
+  EXPECT_EQ(parse_calendar("360_day", "f"), Calendar::day360);
+  EXPECT_THROW(parse_calendar("none", "f"), InputError);
+  EXPECT_THROW(parse_calendar("lunar", "f"), InputError);
+  EXPECT_EQ(cf_name(Calendar::day360), "360_day");
+  EXPECT_TRUE(same_days_after_1582(Calendar::standard, Calendar::proleptic_gregorian));
+  EXPECT_FALSE(same_days_after_1582(Calendar::standard, Calendar::noleap));
+}
+
+// References from cftime 1.6 (Debian's python3-netcdf4), an independent implementation:
+//   cftime.num2date(v, 'days since 1850-01-01', cal) for v in (56940.5, -1000, 100000)
+//   cftime.date2num(cftime.datetime(2001, 2, 28), 'days since 1970-01-01', cal)
+//   cftime.date2num(cftime.datetime(1500, 3, 1), 'days since 1970-01-01', cal)
+struct CftimeCase {
+  const char* calendar;
+  const char* dates[3];
+  int64_t feb28_2001, mar1_1500;
+};
+
+TEST(Calendar, MatchesCftimeOnEveryCalendar) {
+  const CftimeCase cases[] = {
+      {"standard", {"2005-11-24", "1847-04-07", "2123-10-17"}, 11381, -171595},
+      {"proleptic_gregorian", {"2005-11-24", "1847-04-07", "2123-10-17"}, 11381, -171605},
+      {"julian", {"2005-11-23", "1847-04-07", "2123-10-15"}, 11381, -171608},
+      {"noleap", {"2006-01-01", "1847-04-06", "2123-12-22"}, 11373, -171491},
+      {"all_leap", {"2005-07-29", "1847-04-08", "2123-03-23"}, 11404, -171960},
+      {"360_day", {"2008-03-01", "1847-03-21", "2127-10-11"}, 11217, -169140},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.calendar);
+    const auto tu = TimeUnits::parse("days since 1850-01-01", c.calendar, "f");
+    EXPECT_EQ(to_string(tu.date_of(56940.5)), c.dates[0]);
+    EXPECT_EQ(to_string(tu.date_of(-1000)), c.dates[1]);
+    EXPECT_EQ(to_string(tu.date_of(100000)), c.dates[2]);
+    const Calendar cal = parse_calendar(c.calendar, "f");
+    EXPECT_EQ(days_from_date({2001, 2, 28}, cal), c.feb28_2001);
+    EXPECT_EQ(days_from_date({1500, 3, 1}, cal), c.mar1_1500);
+    EXPECT_EQ(days_from_date({1970, 1, 1}, cal), 0);
+  }
+}
+
+TEST(Calendar, RoundTripAndMonthLengths) {
+  for (Calendar cal : {Calendar::standard, Calendar::proleptic_gregorian, Calendar::julian, Calendar::noleap,
+                       Calendar::all_leap, Calendar::day360}) {
+    SCOPED_TRACE(cf_name(cal));
+    for (int64_t d = -200000; d < 200000; d += 13) {
+      const Date date = date_from_days(d, cal);
+      ASSERT_TRUE(is_valid_date(date, cal)) << to_string(date);
+      ASSERT_EQ(days_from_date(date, cal), d) << to_string(date);
+    }
+    // Consecutive days: the day after the last of a month is the first of the next.
+    for (int y : {1900, 2000, 2001, 2004, 2100})
+      for (int m = 1; m <= 12; ++m) {
+        const int n = days_in_month(y, m, cal);
+        const Date next = m == 12 ? Date{y + 1, 1, 1} : Date{y, m + 1, 1};
+        EXPECT_EQ(days_from_date(next, cal) - days_from_date({y, m, n}, cal), 1) << y << "-" << m;
+      }
+  }
+  EXPECT_EQ(days_in_month(2000, 2, Calendar::noleap), 28);
+  EXPECT_EQ(days_in_month(2001, 2, Calendar::all_leap), 29);
+  EXPECT_EQ(days_in_month(2000, 2, Calendar::day360), 30);
+  EXPECT_EQ(days_in_month(1900, 2, Calendar::julian), 29);
+  EXPECT_EQ(days_in_month(1900, 2, Calendar::standard), 28);
+  EXPECT_EQ(days_in_year(2000, Calendar::day360), 360);
+  EXPECT_EQ(days_in_year(2000, Calendar::noleap), 365);
+  EXPECT_FALSE(is_valid_date({2000, 2, 29}, Calendar::noleap));
+  EXPECT_TRUE(is_valid_date({2001, 2, 30}, Calendar::day360));
+  EXPECT_FALSE(is_valid_date({1582, 10, 10}, Calendar::standard));  // the days the reform skipped
+  // The reform: Julian 1582-10-04 is followed by Gregorian 1582-10-15.
+  EXPECT_EQ(days_from_date({1582, 10, 15}, Calendar::standard) - days_from_date({1582, 10, 4}, Calendar::standard), 1);
+  EXPECT_THROW(TimeUnits::parse("days since 2001-02-29", "noleap", "f"), InputError);
+  EXPECT_NO_THROW(TimeUnits::parse("days since 2001-02-30", "360_day", "f"));
+}
