@@ -13,9 +13,9 @@
 #include "fetch/dap_fixture.h"
 #include "io/calendar.h"
 #include "io/error.h"
-#include "io/fetch_chunk.h"
-#include "io/fetch_plan.h"
-#include "io/subset.h"
+#include "fetch/chunk.h"
+#include "fetch/plan.h"
+#include "fetch/subset.h"
 #include "support/test_support.h"
 
 using namespace ds;

@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "io/error.h"
-#include "io/fetch_dataset.h"
-#include "io/fetch_plan.h"
+#include "fetch/dataset.h"
+#include "fetch/plan.h"
 #include "support/test_support.h"
 
 using namespace ds;

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "io/error.h"
-#include "io/fetch_chunk.h"
-#include "io/fetch_workers.h"
+#include "fetch/chunk.h"
+#include "fetch/workers.h"
 
 using namespace ds;
 

@@ -7,7 +7,7 @@
 #include "io/calendar.h"
 #include "io/error.h"
 #include "io/fetch_manifest.h"
-#include "io/subset.h"
+#include "fetch/subset.h"
 #include "io/training_store.h"
 #include "preprocess/build_store.h"
 #include "preprocess/units.h"
@@ -103,7 +103,7 @@ TEST(BuildStore, WritesSplitsShapesStatisticsAndMask) {
   // Target: precipitation in mm/day (0, 2 or 4) minus 0.99 where wet.
   std::vector<float> y(9 * 13), pr(9 * 13);
   store.read_y("test", 0, 1, y.data());
-  store.read_pr("test", 0, 1, pr.data());
+  store.read_obs("test", 0, 1, pr.data());
   for (int k = 0; k < 9 * 13; ++k) {
     if (!m.mask[k]) {
       EXPECT_TRUE(std::isnan(pr[k]));

@@ -1,4 +1,4 @@
-#include "io/subset.h"
+#include "fetch/subset.h"
 
 #include <algorithm>
 #include <cmath>

@@ -5,7 +5,7 @@
 
 #include "io/calendar.h"
 #include "io/error.h"
-#include "io/subset.h"
+#include "fetch/subset.h"
 #include "support/test_support.h"
 
 using namespace ds;

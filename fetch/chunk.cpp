@@ -1,0 +1,389 @@
+#include "fetch/chunk.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "io/atomic_file.h"
+#include "io/calendar.h"
+#include "fetch/subset.h"
+
+namespace ds {
+
+namespace {
+
+// Failures of the network or the server, as netCDF-C's DAP client reports them (measured
+// against tests/dap_server: a dropped connection gives NC_EDATADDS, a 500 NC_EDAPSVC, a
+// refused connection NC_EIO, curl's own time-out NC_ECURL).
+bool transient(int status) {
+  switch (status) {
+    case NC_EDATADDS: case NC_EDAPSVC: case NC_EIO: case NC_ECURL: case NC_EDAP: case NC_EDDS: case NC_EDAS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string hint(int status) {
+  switch (status) {
+    case NC_EACCESS: case NC_EAUTH:
+      return " (HTTP 401/403: the server wants credentials; put them in ~/.netrc and name it with HTTP.NETRC in ~/.dodsrc)";
+    case NC_ENOTFOUND:
+      return " (HTTP 404 or no such file: check the dataset's url and the variable)";
+    default:
+      return "";
+  }
+}
+
+// The output file's header; the caller writes the coordinates and values.
+struct FieldFile {
+  NcFile nc;
+  int time = -1, lat = -1, lon = -1, var = -1;
+};
+
+// `contiguous`: one block of values (a chunk file, written and read whole a year at a time: one
+// write and one read instead of one per day); otherwise chunked by runs of days (the joined file).
+FieldFile create_field_file(const std::string& path, const FieldPlan& f, size_t ntime, int deflate, bool contiguous,
+                            const std::string& history) {
+  FieldFile out{NcFile::create(path)};
+  NcFile& nc = out.nc;
+  const int dt = nc.def_dim("time", ntime), dy = nc.def_dim("lat", f.lat.size()), dx = nc.def_dim("lon", f.lon.size());
+  out.time = nc.def_var("time", NC_DOUBLE, {dt});
+  nc.put_att(out.time, "standard_name", "time");
+  nc.put_att(out.time, "units", "days since 1970-01-01 00:00:00");
+  nc.put_att(out.time, "calendar", "standard");
+  out.lat = nc.def_var("lat", NC_DOUBLE, {dy});
+  nc.put_att(out.lat, "standard_name", "latitude");
+  nc.put_att(out.lat, "units", "degrees_north");
+  out.lon = nc.def_var("lon", NC_DOUBLE, {dx});
+  nc.put_att(out.lon, "standard_name", "longitude");
+  nc.put_att(out.lon, "units", "degrees_east");
+  out.var = nc.def_var(f.var, NC_FLOAT, {dt, dy, dx}, deflate);
+  if (contiguous && deflate == 0) {
+    nc_check(nc_def_var_chunking(nc.id(), out.var, NC_CONTIGUOUS, nullptr), nc.where(out.var));
+    // Every value is written; prefilling would write the whole block twice (HDF5 fills a
+    // contiguous dataset entirely on its first write).
+    nc_check(nc_def_var_fill(nc.id(), out.var, NC_NOFILL, nullptr), nc.where(out.var));
+  } else if (ntime > 0) {
+    // Chunks of whole days, about 256 KiB: readers go by runs of days (preprocess 128 at a time
+    // through a 1 MiB chunk cache), and a chunk of one day of a small grid (6 KB for the
+    // reference predictors) costs more in HDF5's per-chunk index and I/O calls than in data.
+    const size_t days = std::max<size_t>(1, std::min<size_t>(ntime, (256u << 10) / (f.plane() * sizeof(float))));
+    std::vector<size_t> chunk{days, f.lat.size(), f.lon.size()};
+    nc_check(nc_def_var_chunking(nc.id(), out.var, NC_CHUNKED, chunk.data()), nc.where(out.var));
+  }
+  nc.put_att(out.var, "units", f.out_units());
+  nc.put_att(out.var, "_FillValue", kFetchFill, NC_FLOAT);
+  if (f.level > 0) nc.put_att(out.var, "level_hPa", f.level, NC_INT);
+  nc.put_att(out.var, "source_variable", f.native);
+  nc.put_att(NC_GLOBAL, "Conventions", "CF-1.7");
+  nc.put_att(NC_GLOBAL, "source", f.redacted());
+  nc.put_att(NC_GLOBAL, "history", history);
+  nc.end_define();
+  nc.write(out.lat, f.lat.data());
+  nc.write(out.lon, f.lon.data());
+  return out;
+}
+
+bool is_missing(float raw, const FieldPlan& f) {
+  if (!std::isfinite(raw) || std::abs(raw) >= 1e19f) return true;
+  if (f.has_fill && raw == static_cast<float>(f.fill)) return true;
+  if (f.has_missing && raw == static_cast<float>(f.missing_value)) return true;
+  return false;
+}
+
+// netCDF-C's DAP client reports some damaged responses only as a line on stderr: a body cut
+// short by a dropped connection gives "Error:DAP DATADDS packet is apparently too short" and
+// nc_get_vara returns NC_NOERR with garbage in the buffer (netCDF-C 4.9.0, seen against
+// tests/dap_server's drop fault). While reading, stderr goes to a pipe that is checked after
+// every call; a reported error makes the read fail (and be retried) instead of being written.
+class StderrWatch {
+ public:
+  StderrWatch() {
+    if (pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0) return;  // unwatched rather than failing
+    saved_ = dup(STDERR_FILENO);
+    dup2(fds_[1], STDERR_FILENO);
+  }
+  ~StderrWatch() {
+    if (saved_ < 0) return;
+    dup2(saved_, STDERR_FILENO);
+    ::close(saved_);
+    ::close(fds_[0]);
+    ::close(fds_[1]);
+  }
+  StderrWatch(const StderrWatch&) = delete;
+  StderrWatch& operator=(const StderrWatch&) = delete;
+  // What the library wrote since the last call (the pipe is non-blocking on both ends: a flood
+  // is dropped, never a deadlock).
+  std::string take() {
+    std::string out;
+    if (saved_ < 0) return out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fds_[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+    return out;
+  }
+  // Throws TransientError if the library reported an error since the last check.
+  void check(const std::string& where) {
+    const std::string text = take();
+    const auto at = text.find("Error");
+    if (at == std::string::npos) return;
+    throw TransientError(where + ": the DAP client reported: " + text.substr(at, text.find('\n', at) - at));
+  }
+
+ private:
+  int fds_[2] = {-1, -1};
+  int saved_ = -1;
+};
+
+}  // namespace
+
+void source_check(int status, const std::string& where) {
+  if (status == NC_NOERR) return;
+  const std::string msg = where + ": " + nc_strerror(status) + hint(status);
+  if (transient(status)) throw TransientError(msg);
+  throw InputError(msg);
+}
+
+NcFile open_source(const std::string& url) {
+  int id = -1;
+  int st;
+  {
+    // The DAP client's notes and parser complaints (a 401 page is parsed as a DDS) are noise
+    // next to our one-line error, and could echo a URL: keep them off the terminal.
+    StderrWatch quiet;
+    st = nc_open(url.c_str(), NC_NOWRITE, &id);
+  }
+  if (st == ENOENT) throw InputError(redact_credentials(url) + ": no such file");
+  if (st == NC_ENOTFOUND && url.find("://") == std::string::npos) throw InputError(url + ": no such file");
+  source_check(st, redact_credentials(url));
+  return NcFile::adopt(id, redact_credentials(url));
+}
+
+ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const std::string& out_path, size_t piece_bytes,
+                        const std::function<void(uint64_t)>& on_bytes) {
+  NcFile src = open_source(f.url);
+  return fetch_chunk(f, c, src, out_path, piece_bytes, on_bytes);
+}
+
+ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const NcFile& src, const std::string& out_path,
+                        size_t piece_bytes, const std::function<void(uint64_t)>& on_bytes) {
+  const std::string where = f.redacted() + ": variable '" + f.native + "', chunk " + c.label(f);
+  StderrWatch watch;
+  int v = -1;
+  source_check(nc_inq_varid(src.id(), f.native.c_str(), &v), where);
+
+  AtomicFile file(out_path);
+  FieldFile out = create_field_file(file.temp_path(), f, c.days.size(), 0, true,
+                                    "downscale fetch " + c.label(f) + " from " + f.redacted());
+  std::vector<double> tday(c.days.begin(), c.days.end());
+  out.nc.write(out.time, tday.data());
+
+  const std::string file_where = file.temp_path() + " (chunk " + c.label(f) + ")";
+  const size_t ny = f.lat.size(), nx = f.lon.size(), plane = ny * nx;
+  const size_t rows = std::max<size_t>(1, piece_bytes / (plane * sizeof(float)));
+  // Uninitialized buffers (every element is written before it is read): zero-filling a year of
+  // a field twice per chunk showed up in the profile.
+  const size_t piece_values = std::min(rows, c.days.size()) * plane;
+  std::unique_ptr<float[]> raw(new float[piece_values]), piece(new float[piece_values]);
+  // Unpacking and unit conversion are most often the identity; the values are then copied as
+  // they are (the double arithmetic below gives the same floats, only slower).
+  const bool identity = f.pack_scale == 1 && f.pack_offset == 0 && f.def.scale == 1 && f.def.offset == 0;
+  size_t t_out = 0, missing = 0;
+  for (const IndexRun& tr : c.time_runs) {
+    for (size_t t = tr.start; t < tr.start + tr.count; t += rows) {
+      const size_t nt = std::min(rows, tr.start + tr.count - t);
+      size_t x_out = 0;  // first output column of this longitude run; the runs cover the grid
+      for (const IndexRun& xr : f.lon_runs) {
+        std::vector<size_t> start(f.ndims, 0), count(f.ndims, 1);
+        start[f.t_ax] = t, count[f.t_ax] = nt;
+        if (f.z_ax >= 0) start[f.z_ax] = f.level_index;
+        start[f.y_ax] = f.lat_run.start, count[f.y_ax] = ny;
+        start[f.x_ax] = xr.start, count[f.x_ax] = xr.count;
+        // Only this hyperslab crosses the network: netCDF-C sends it as a DAP constraint.
+        source_check(nc_get_vara_float(src.id(), v, start.data(), count.data(), raw.get()), where);
+        watch.check(where);
+        // The values are checked as they are converted, rather than read back from the file:
+        // the same test validate_chunk makes (missing share, no non-finite value), one pass.
+        for (size_t k = 0; k < nt; ++k)
+          for (size_t j = 0; j < ny; ++j) {
+            const size_t jj = f.lat_descending ? ny - 1 - j : j;
+            const float* in = &raw[(k * ny + jj) * xr.count];
+            float* o = &piece[k * plane + j * nx + x_out];
+            for (size_t i = 0; i < xr.count; ++i) {
+              float y = kFetchFill;
+              if (!is_missing(in[i], f)) {
+                y = identity ? in[i]
+                             : static_cast<float>((in[i] * f.pack_scale + f.pack_offset) * f.def.scale + f.def.offset);
+                if (!std::isfinite(y))
+                  throw InputError(file_where + ": check failed: non-finite value on " +
+                                   to_string(civil_from_days(c.days[t_out + k])));
+              }
+              missing += y == kFetchFill;
+              o[i] = y;
+            }
+          }
+        x_out += xr.count;
+        if (on_bytes) on_bytes(nt * ny * xr.count * sizeof(float));
+      }
+      out.nc.write(out.var, {t_out, 0, 0}, {nt, ny, nx}, piece.get());
+      t_out += nt;
+    }
+  }
+  out.nc.close();
+
+  ChunkResult res;
+  res.ntime = c.days.size();
+  {
+    // What the file says about itself (dimensions, coordinates, time axis, units): metadata only.
+    NcFile nc = NcFile::open(file.temp_path());
+    check_chunk_layout(nc, file_where, f, c);
+  }
+  res.missing_share = check_missing_share(missing, file_where, f, c);
+  res.crc32 = file_crc32(file.temp_path(), &res.bytes);
+  file.commit();
+  return res;
+}
+
+void check_chunk_layout(const NcFile& nc, const std::string& where, const FieldPlan& f, const ChunkPlan& c) {
+  auto fail = [&](const std::string& check) { throw InputError(where + ": check failed: " + check); };
+  if (!nc.has_var(f.var)) fail("no variable '" + f.var + "'");
+  const int v = nc.var_id(f.var);
+  if (nc.var_dims(v) != std::vector<std::string>{"time", "lat", "lon"}) fail("dimensions are not (time, lat, lon)");
+  if (nc.dim_len("lat") != f.lat.size() || nc.dim_len("lon") != f.lon.size() || nc.dim_len("time") != c.days.size())
+    fail("dimension sizes " + std::to_string(nc.dim_len("time")) + " x " + std::to_string(nc.dim_len("lat")) + " x " +
+         std::to_string(nc.dim_len("lon")) + ", planned " + std::to_string(c.days.size()) + " x " +
+         std::to_string(f.lat.size()) + " x " + std::to_string(f.lon.size()));
+  if (nc.read_coord("lat") != f.lat) fail("latitudes differ from the source's");
+  if (nc.read_coord("lon") != f.lon) fail("longitudes differ from the source's");
+  const auto time = nc.read_coord("time");
+  for (size_t i = 0; i < time.size(); ++i) {
+    if (time[i] != static_cast<double>(c.days[i]))
+      fail("time step " + std::to_string(i) + " is " + std::to_string(time[i]) + ", planned " +
+           to_string(civil_from_days(c.days[i])));
+    // The planned days are whole months; inside a month a step of one day is required.
+    if (i > 0 && civil_from_days(c.days[i]).day != 1 && time[i] - time[i - 1] != 1)
+      fail("time axis has a gap before " + to_string(civil_from_days(c.days[i])));
+  }
+  if (nc.att_text(v, "units") != f.out_units())
+    fail("units '" + nc.att_text(v, "units") + "', expected '" + f.out_units() + "'");
+}
+
+double check_missing_share(size_t missing, const std::string& where, const FieldPlan& f, const ChunkPlan& c) {
+  const double share =
+      c.days.empty() ? 0.0 : static_cast<double>(missing) / static_cast<double>(c.days.size() * f.plane());
+  if (share > f.def.max_missing + 1e-12) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%.1f%% of the values are missing, more than the %.1f%% allowed (max_missing)",
+                  100 * share, 100 * f.def.max_missing);
+    throw InputError(where + ": check failed: " + buf);
+  }
+  return share;
+}
+
+double validate_chunk(const std::string& path, const FieldPlan& f, const ChunkPlan& c) {
+  const std::string where = path + " (chunk " + c.label(f) + ")";
+  NcFile nc = NcFile::open(path);
+  check_chunk_layout(nc, where, f, c);
+  // The missing share, a day at a time.
+  const int v = nc.var_id(f.var);
+  const size_t plane = f.plane();
+  std::vector<float> day(plane);
+  size_t missing = 0;
+  for (size_t t = 0; t < c.days.size(); ++t) {
+    nc.read(v, {t, 0, 0}, {1, f.lat.size(), f.lon.size()}, day.data());
+    for (float x : day) {
+      if (x == kFetchFill) ++missing;
+      else if (!std::isfinite(x))
+        throw InputError(where + ": check failed: non-finite value on " + to_string(civil_from_days(c.days[t])));
+    }
+  }
+  return check_missing_share(missing, where, f, c);
+}
+
+std::string file_crc32(const std::string& path, uint64_t* size) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read");
+  uLong crc = crc32(0L, Z_NULL, 0);
+  const std::streamsize bufsize = 1 << 20;
+  std::unique_ptr<char[]> buf(new char[bufsize]);  // not zero-filled: read into before use
+  uint64_t total = 0;
+  while (in) {
+    in.read(buf.get(), bufsize);
+    const auto n = in.gcount();
+    if (n > 0) crc = crc32(crc, reinterpret_cast<const Bytef*>(buf.get()), static_cast<uInt>(n));
+    total += static_cast<uint64_t>(n);
+  }
+  if (size) *size = total;
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08lx", static_cast<unsigned long>(crc));
+  return hex;
+}
+
+struct FieldJoiner::Impl {
+  FieldPlan f;
+  size_t ntime = 0, t_out = 0, piece_bytes = 0;
+  AtomicFile file;
+  FieldFile out;
+  std::vector<float> buf;
+  Impl(const FieldPlan& f_, size_t ntime_, const std::string& out_path, const std::string& history, size_t piece)
+      : f(f_), ntime(ntime_), piece_bytes(piece), file(out_path),
+        out(create_field_file(file.temp_path(), f_, ntime_, 0, false, history)) {
+    // Written once, front to back, in whole HDF5 chunks: a small cache is all it needs (the
+    // default, 16 MiB per variable, would hold that much of every joined field at once).
+    nc_set_var_chunk_cache(out.nc.id(), out.var, size_t{1} << 20, 31, 0.75f);
+  }
+};
+
+FieldJoiner::FieldJoiner(const FieldPlan& f, size_t ntime, const std::string& out_path, const std::string& history,
+                         size_t piece_bytes)
+    : impl_(std::make_unique<Impl>(f, ntime, out_path, history, piece_bytes)) {}
+
+FieldJoiner::~FieldJoiner() = default;
+
+size_t FieldJoiner::days() const { return impl_->t_out; }
+
+void FieldJoiner::append(const std::string& chunk_path, size_t expected_days) {
+  Impl& j = *impl_;
+  NcFile in = NcFile::open(chunk_path);
+  const int v = in.var_id(j.f.var);
+  const auto time = in.read_coord("time");
+  if (time.size() != expected_days || j.t_out + time.size() > j.ntime)
+    throw InputError(chunk_path + ": " + std::to_string(time.size()) + " days, planned " + std::to_string(expected_days));
+  const size_t ny = j.f.lat.size(), nx = j.f.lon.size(), plane = ny * nx;
+  const size_t rows = std::max<size_t>(1, j.piece_bytes / (plane * sizeof(float)));
+  if (!time.empty()) j.out.nc.write(j.out.time, {j.t_out}, {time.size()}, time.data());
+  for (size_t t = 0; t < time.size(); t += rows) {
+    const size_t nt = std::min(rows, time.size() - t);
+    j.buf.resize(nt * plane);
+    in.read(v, {t, 0, 0}, {nt, ny, nx}, j.buf.data());
+    j.out.nc.write(j.out.var, {j.t_out + t, 0, 0}, {nt, ny, nx}, j.buf.data());
+  }
+  j.t_out += time.size();
+}
+
+void FieldJoiner::finish() {
+  Impl& j = *impl_;
+  if (j.t_out != j.ntime)
+    throw Error(j.file.final_path() + ": joined " + std::to_string(j.t_out) + " of " + std::to_string(j.ntime) + " days");
+  j.out.nc.close();
+  j.file.commit();
+}
+
+size_t join_chunks(const FieldPlan& f, const std::vector<std::string>& chunk_paths, const std::string& out_path,
+                   const std::string& history, size_t piece_bytes) {
+  std::vector<size_t> days;
+  size_t ntime = 0;
+  for (const auto& p : chunk_paths) ntime += days.emplace_back(NcFile::open(p).dim_len("time"));
+  FieldJoiner joiner(f, ntime, out_path, history, piece_bytes);
+  for (size_t i = 0; i < chunk_paths.size(); ++i) joiner.append(chunk_paths[i], days[i]);
+  joiner.finish();
+  return ntime;
+}
+
+}  // namespace ds

@@ -1,0 +1,136 @@
+#include "fetch/dataset.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <set>
+
+#include "io/error.h"
+
+namespace ds {
+
+namespace fs = std::filesystem;
+
+std::string standard_units(const std::string& var) {
+  static const std::map<std::string, std::string> units = {
+      {"z", "m2 s-2"}, {"hus", "kg kg-1"}, {"ta", "K"}, {"ua", "m s-1"}, {"va", "m s-1"}, {"pr", "mm/day"},
+      {"psl", "Pa"}, {"tas", "K"}};
+  const auto it = units.find(var);
+  return it == units.end() ? "" : it->second;
+}
+
+std::string DatasetVariable::native_name(int level) const {
+  std::string out = native;
+  const auto at = out.find("{level}");
+  if (at != std::string::npos) out.replace(at, 7, std::to_string(level));
+  return out;
+}
+
+bool DatasetVariable::accepts_units(const std::string& u) const {
+  if (units.empty()) return true;
+  for (const auto& a : units)
+    if (a == u) return true;
+  return false;
+}
+
+DatasetVariable Dataset::variable(const std::string& var) const {
+  if (variables.empty()) {
+    DatasetVariable v;
+    v.native = var;
+    v.max_missing = 1;
+    return v;
+  }
+  const auto it = variables.find(var);
+  if (it != variables.end()) return it->second;
+  std::string have;
+  for (const auto& [k, _] : variables) have += (have.empty() ? "" : ", ") + k;
+  throw UsageError(file + ": dataset '" + name + "' defines no variable '" + var + "' (it defines: " + have + ")");
+}
+
+namespace {
+
+std::string find_definition(const std::string& name_or_path, const std::string& config_file) {
+  const bool is_path = name_or_path.find('/') != std::string::npos || fs::path(name_or_path).has_extension();
+  if (is_path) {
+    if (!fs::exists(name_or_path)) throw UsageError(config_file + ": dataset definition " + name_or_path + " does not exist");
+    return name_or_path;
+  }
+  const fs::path cfg_dir = fs::path(config_file).parent_path();
+  // Beside the run config, then under the working folder, then the shipped ones (a config
+  // copied elsewhere still finds them).
+  const std::vector<fs::path> tried = {cfg_dir / "datasets" / (name_or_path + ".yaml"),
+                                       fs::path("configs") / "datasets" / (name_or_path + ".yaml"),
+                                       fs::path(DOWNSCALE_DATASETS_DIR) / (name_or_path + ".yaml")};
+  for (const auto& p : tried)
+    if (fs::exists(p)) return p.string();
+  throw UsageError(config_file + ": no dataset definition '" + name_or_path + "' (looked for " + tried[0].string() +
+                   ", " + tried[1].string() + " and " + tried[2].string() + ")");
+}
+
+template <class T>
+T get(const YAML::Node& n, const std::string& key, const std::string& where, T fallback) {
+  if (!n[key] || n[key].IsNull()) return fallback;
+  try {
+    return n[key].as<T>();
+  } catch (const YAML::Exception&) {
+    throw UsageError(where + ": key '" + key + "' has a value of the wrong type");
+  }
+}
+
+void check_keys(const YAML::Node& n, const std::set<std::string>& known, const std::string& where) {
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    if (!known.count(k)) throw UsageError(where + ": unknown key '" + k + "'");
+  }
+}
+
+}  // namespace
+
+Dataset load_dataset(const std::string& name_or_path, const std::string& config_file) {
+  Dataset d;
+  d.file = find_definition(name_or_path, config_file);
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(d.file);
+  } catch (const YAML::Exception& e) {
+    throw UsageError(d.file + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (!root.IsMap()) throw UsageError(d.file + ": a dataset definition is a mapping (name, url, time_step, variables)");
+  check_keys(root, {"name", "url", "time_step", "variables"}, d.file);
+  d.name = get<std::string>(root, "name", d.file, name_or_path);
+  d.url = get<std::string>(root, "url", d.file, "");
+  d.time_step = get<std::string>(root, "time_step", d.file, "day");
+  if (d.time_step != "day")
+    throw UsageError(d.file + ": key 'time_step' is '" + d.time_step + "'; fetch reads daily data only (day)");
+  const YAML::Node vars = root["variables"];
+  if (!vars || !vars.IsMap() || vars.size() == 0) throw UsageError(d.file + ": key 'variables' must list the variables");
+  for (auto it = vars.begin(); it != vars.end(); ++it) {
+    const std::string var = it->first.as<std::string>();
+    const std::string where = d.file + ": variables." + var;
+    const YAML::Node n = it->second;
+    if (!n.IsMap()) throw UsageError(where + ": expected {native, units, scale, offset, std_units, max_missing}");
+    check_keys(n, {"native", "units", "scale", "offset", "std_units", "max_missing"}, where);
+    DatasetVariable v;
+    v.native = get<std::string>(n, "native", where, var);
+    if (n["units"] && n["units"].IsSequence()) v.units = get<std::vector<std::string>>(n, "units", where, {});
+    else if (n["units"]) v.units = {get<std::string>(n, "units", where, "")};
+    v.scale = get<double>(n, "scale", where, 1.0);
+    v.offset = get<double>(n, "offset", where, 0.0);
+    v.std_units = get<std::string>(n, "std_units", where, standard_units(var));
+    if (v.std_units.empty() && !v.units.empty()) v.std_units = v.units.front();
+    v.max_missing = get<double>(n, "max_missing", where, 0.0);
+    if (v.max_missing < 0 || v.max_missing > 1) throw UsageError(where + ": key 'max_missing' must be in 0..1");
+    if (v.scale == 0) throw UsageError(where + ": key 'scale' must not be 0");
+    d.variables[var] = v;
+  }
+  return d;
+}
+
+Dataset passthrough_dataset(const std::string& source) {
+  Dataset d;
+  d.name = "(no dataset definition)";
+  d.url = source;
+  return d;
+}
+
+}  // namespace ds

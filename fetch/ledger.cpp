@@ -1,0 +1,51 @@
+#include "fetch/ledger.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/atomic_file.h"
+#include "io/error.h"
+#include "fetch/chunk.h"
+
+namespace ds {
+
+ChunkLedger ChunkLedger::read(const std::string& path) {
+  ChunkLedger l;
+  std::ifstream f(path);
+  if (!f) return l;
+  try {
+    const auto j = nlohmann::json::parse(f);
+    for (const auto& [file, e] : j.at("chunks").items())
+      l.chunks[file] = LedgerEntry{e.at("request"), e.at("bytes"), e.at("crc32"), e.value("ntime", size_t{0}),
+                                   e.value("missing_share", 0.0)};
+  } catch (const nlohmann::json::exception&) {
+    return ChunkLedger{};  // a damaged ledger only costs a refetch
+  }
+  return l;
+}
+
+void ChunkLedger::write(const std::string& path) const {
+  nlohmann::json j;
+  j["format"] = "downscale-fetch-chunks-1";
+  j["chunks"] = nlohmann::json::object();
+  for (const auto& [file, e] : chunks)
+    j["chunks"][file] = {{"request", e.request}, {"bytes", e.bytes}, {"crc32", e.crc32}, {"ntime", e.ntime},
+                         {"missing_share", e.missing_share}};
+  AtomicFile out(path);
+  {
+    std::ofstream f(out.temp_path());
+    f << j.dump(1) << "\n";
+    if (!f) throw Error(path + ": cannot write");
+  }
+  out.commit();
+}
+
+bool ChunkLedger::intact(const std::string& dir, const std::string& file, const std::string& request) const {
+  const auto it = chunks.find(file);
+  if (it == chunks.end() || it->second.request != request || !path_exists(dir + "/" + file)) return false;
+  uint64_t size = 0;
+  const std::string crc = file_crc32(dir + "/" + file, &size);
+  return size == it->second.bytes && crc == it->second.crc32;
+}
+
+}  // namespace ds
