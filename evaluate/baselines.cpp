@@ -23,7 +23,7 @@ Eigen::MatrixXf read_observed(const StoreReader& store, const std::string& split
   const auto& m = store.meta();
   const size_t n = store.count(split), np = size_t(m.Hy()) * m.Wy();
   Eigen::MatrixXf y(np, n);
-  if (n) store.read_pr(split, 0, n, y.data());
+  if (n) store.read_obs(split, 0, n, y.data());
   return y;
 }
 

@@ -1,6 +1,7 @@
 #include "io/training_store.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "io/error.h"
@@ -38,11 +39,24 @@ StoreWriter::StoreWriter(const std::string& path, const StoreMeta& meta, int def
   file_.set_attr("/", "regrid", meta.regrid);
   file_.set_attr("/", "fill", meta.fill);
   file_.set_attr("/", "dropped_dates", meta.dropped_dates);
+  file_.set_attr("/", "predictand", meta.predictand);
+  file_.set_attr("/", "predictand_units", meta.predictand_units);
+  file_.set_attr("/", "calendar", meta.calendar);
+  StoreMeta m = meta;
+  if (m.obs_rows == 0 || m.obs_cols == 0) m.set_window_to_output_grid();
+  if (m.obs_row0 < 0 || m.obs_col0 < 0 || m.obs_row0 + m.obs_rows > m.Hy() || m.obs_col0 + m.obs_cols > m.Wy() ||
+      m.obs_lat.size() != size_t(m.obs_rows) || m.obs_lon.size() != size_t(m.obs_cols))
+    throw Error(path + ": the observation window does not fit the output grid");
+  meta_ = m;
+  file_.set_attr("/", "obs_window", std::string(std::to_string(m.obs_row0) + "," + std::to_string(m.obs_col0) + "," +
+                                                std::to_string(m.obs_rows) + "," + std::to_string(m.obs_cols)));
   file_.create_group("/grid");
   file_.write("/grid/predictor_lon", {meta.predictor_lon.size()}, meta.predictor_lon.data());
   file_.write("/grid/predictor_lat", {meta.predictor_lat.size()}, meta.predictor_lat.data());
   file_.write("/grid/predictand_lon", {meta.predictand_lon.size()}, meta.predictand_lon.data());
   file_.write("/grid/predictand_lat", {meta.predictand_lat.size()}, meta.predictand_lat.data());
+  file_.write("/grid/obs_lon", {m.obs_lon.size()}, m.obs_lon.data());
+  file_.write("/grid/obs_lat", {m.obs_lat.size()}, m.obs_lat.data());
   file_.write("/mask", {hsize_t(meta.Hy()), hsize_t(meta.Wy())}, meta.mask.data());
   file_.create_group("/stats");
   const std::vector<hsize_t> stat_dims{hsize_t(meta.C()), hsize_t(meta.H()), hsize_t(meta.W())};
@@ -51,14 +65,14 @@ StoreWriter::StoreWriter(const std::string& path, const StoreMeta& meta, int def
 }
 
 void StoreWriter::write_split(const std::string& split, const std::vector<float>& x, const std::vector<float>& y,
-                              const std::vector<float>& pr, const std::vector<int64_t>& time) {
+                              const std::vector<float>& obs, const std::vector<int64_t>& time) {
   const hsize_t n = time.size();
   if (n == 0) return;
   const hsize_t C = meta_.C(), H = meta_.H(), W = meta_.W(), Hy = meta_.Hy(), Wy = meta_.Wy();
-  if (x.size() != n * C * H * W || y.size() != n * Hy * Wy || pr.size() != n * Hy * Wy)
+  if (x.size() != n * C * H * W || y.size() != n * Hy * Wy || obs.size() != n * Hy * Wy)
     throw Error(file_.path() + ": split " + split + ": array sizes do not match the store's shape");
   create_split(split, n);
-  write_rows(split, 0, n, x.data(), y.data(), pr.data(), time.data());
+  write_rows(split, 0, n, x.data(), y.data(), obs.data(), time.data());
 }
 
 void StoreWriter::create_split(const std::string& split, size_t n_samples) {
@@ -69,26 +83,33 @@ void StoreWriter::create_split(const std::string& split, size_t n_samples) {
   file_.create_group(g);
   file_.create_dataset(g + "/x", H5T_NATIVE_FLOAT, {n, C, H, W}, kChunkRows, deflate_);
   file_.create_dataset(g + "/y", H5T_NATIVE_FLOAT, {n, Hy, Wy}, kChunkRows, deflate_);
-  file_.create_dataset(g + "/pr", H5T_NATIVE_FLOAT, {n, Hy, Wy}, kChunkRows, deflate_);
+  file_.create_dataset(g + "/obs", H5T_NATIVE_FLOAT, {n, Hy, Wy}, kChunkRows, deflate_);
+  file_.set_attr(g + "/obs", "units", meta_.predictand_units);
   file_.create_dataset(g + "/time", H5T_NATIVE_INT64, {n}, kTimeChunkRows);
   file_.set_attr(g + "/time", "units", std::string("days since 1970-01-01"));
+  file_.set_attr(g + "/time", "calendar", meta_.calendar);
 }
 
 void StoreWriter::write_rows(const std::string& split, size_t row, size_t count, const float* x, const float* y,
-                             const float* pr, const int64_t* time) {
+                             const float* obs, const int64_t* time) {
   if (count == 0) return;
   const std::string g = "/" + split;
   file_.write_rows(g + "/x", row, count, x);
   file_.write_rows(g + "/y", row, count, y);
-  file_.write_rows(g + "/pr", row, count, pr);
+  file_.write_rows(g + "/obs", row, count, obs);
   file_.write_rows(g + "/time", row, count, time);
 }
 
 void StoreWriter::close() { file_.close(); }
 
 StoreReader::StoreReader(const std::string& path) : file_(H5File::open(path)) {
-  if (!file_.has_attr("/", "format") || file_.attr_string("/", "format") != kStoreFormat)
-    throw InputError(path + ": not a downscale training store (format attribute missing or different)");
+  if (!file_.has_attr("/", "format")) throw InputError(path + ": not a downscale training store (no format attribute)");
+  const std::string format = file_.attr_string("/", "format");
+  if (format == "downscale-store-1")
+    throw InputError(path + ": a training store of an older format (" + format + "); rebuild it with `downscale preprocess`");
+  if (format != kStoreFormat)
+    throw InputError(path + ": format '" + format + "' is not a downscale training store this version reads (" +
+                     kStoreFormat + ")");
   meta_.channels = split_commas(file_.attr_string("/", "channels"));
   meta_.wet_threshold = file_.attr_double("/", "wet_threshold");
   meta_.config_text = file_.attr_string("/", "config");
@@ -97,6 +118,16 @@ StoreReader::StoreReader(const std::string& path) : file_(H5File::open(path)) {
   if (file_.has_attr("/", "regrid")) meta_.regrid = file_.attr_string("/", "regrid");
   if (file_.has_attr("/", "fill")) meta_.fill = file_.attr_string("/", "fill");
   if (file_.has_attr("/", "dropped_dates")) meta_.dropped_dates = file_.attr_int("/", "dropped_dates");
+  meta_.predictand = file_.attr_string("/", "predictand");
+  meta_.predictand_units = file_.attr_string("/", "predictand_units");
+  meta_.calendar = file_.attr_string("/", "calendar");
+  {
+    int w[4];
+    const std::string text = file_.attr_string("/", "obs_window");
+    if (std::sscanf(text.c_str(), "%d,%d,%d,%d", &w[0], &w[1], &w[2], &w[3]) != 4)
+      throw InputError(path + ": attribute obs_window '" + text + "' is not row0,col0,rows,cols");
+    meta_.obs_row0 = w[0], meta_.obs_col0 = w[1], meta_.obs_rows = w[2], meta_.obs_cols = w[3];
+  }
   auto read_vec = [&](const std::string& name, auto& v) {
     size_t n = 1;
     for (auto d : file_.dims(name)) n *= d;
@@ -107,6 +138,8 @@ StoreReader::StoreReader(const std::string& path) : file_(H5File::open(path)) {
   read_vec("/grid/predictor_lat", meta_.predictor_lat);
   read_vec("/grid/predictand_lon", meta_.predictand_lon);
   read_vec("/grid/predictand_lat", meta_.predictand_lat);
+  read_vec("/grid/obs_lon", meta_.obs_lon);
+  read_vec("/grid/obs_lat", meta_.obs_lat);
   read_vec("/mask", meta_.mask);
   read_vec("/stats/mean", meta_.mean);
   read_vec("/stats/sd", meta_.sd);
@@ -119,7 +152,15 @@ size_t StoreReader::count(const std::string& split) const {
 
 void StoreReader::read_x(const std::string& s, size_t row, size_t n, float* out) const { file_.read_rows("/" + s + "/x", row, n, out); }
 void StoreReader::read_y(const std::string& s, size_t row, size_t n, float* out) const { file_.read_rows("/" + s + "/y", row, n, out); }
-void StoreReader::read_pr(const std::string& s, size_t row, size_t n, float* out) const { file_.read_rows("/" + s + "/pr", row, n, out); }
+void StoreReader::read_obs(const std::string& s, size_t row, size_t n, float* out) const { file_.read_rows("/" + s + "/obs", row, n, out); }
+
+void StoreMeta::set_window_to_output_grid() {
+  obs_row0 = obs_col0 = 0;
+  obs_rows = Hy();
+  obs_cols = Wy();
+  obs_lat = predictand_lat;
+  obs_lon = predictand_lon;
+}
 
 std::vector<int64_t> StoreReader::read_time(const std::string& split) const {
   std::vector<int64_t> t(count(split));

@@ -1,18 +1,29 @@
 // The training store: the one HDF5 file `preprocess` writes and `train` and `predict` read.
 // Layout (sample-major so one sample or one batch is one contiguous chunked read):
 //   /                   attrs: format, channels ("z@500,z@700,..."), wet_threshold, sd_ddof,
-//                       config (YAML text), sources, software_version
-//   /grid/predictor_lon (W), /grid/predictor_lat (H), /grid/predictand_lon (W'), /grid/predictand_lat (H')
-//   /mask               (H', W') uint8, 1 on land
+//                       config (YAML text), sources, software_version, standardize, regrid, fill,
+//                       dropped_dates, predictand ("pr", "tas", ...), predictand_units ("mm/day",
+//                       "degC", ...), calendar (CF name of the day numbers' calendar),
+//                       obs_window (row0, col0, rows, cols)
+//   /grid/predictor_lon (W), /grid/predictor_lat (H): the model's input grid
+//   /grid/predictand_lon (W'), /grid/predictand_lat (H'): the model's output grid; the observation
+//                       grid sits in it at obs_window, the rest is padding the model's output rule
+//                       needs (the convolutional models map H x W to (4H-3) x (4W-3))
+//   /grid/obs_lon, /grid/obs_lat: the observation grid (the window's coordinates)
+//   /mask               (H', W') uint8, 1 where a box is modelled (observed on enough training
+//                       days), 0 for ocean, boxes too often missing, and padding
 //   /stats/mean, /stats/sd   (C, H, W) float32: the training-period standardization
 //   /<split>/x          (N, C, H, W) float32, standardized predictors
-//   /<split>/y          (N, H', W') float32, target (mm/day above the wet-day threshold)
-//   /<split>/pr         (N, H', W') float32, observed precipitation in mm/day (NaN over ocean)
-//   /<split>/time       (N) int64, days since 1970-01-01
+//   /<split>/y          (N, H', W') float32, training target: precipitation above the wet-day
+//                       threshold, any other predictand its observed value; NaN wherever not
+//                       observed that day (the losses skip it)
+//   /<split>/obs        (N, H', W') float32, the observed predictand in predictand_units, NaN
+//                       where not observed
+//   /<split>/time       (N) int64, days since 1970-01-01 in `calendar`
 // with <split> one of train, validation, test (absent when the config gives it no years).
-// Since preprocess issue #4 the root also carries: standardize ("grid_box" or "field"), regrid
-// ("z@500:bilinear,...,pr:conservative"), fill (the NaN policy), dropped_dates (count), and
-// x, y and pr may be deflated (preprocess.compression); readers need none of these.
+// x, y and obs may be deflated (preprocess.compression); readers need not care.
+// Format 2 (this one) replaced format 1's `pr` with `obs` and added the predictand, calendar and
+// observation window; a format-1 store is refused with a message to rebuild it.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -22,7 +33,7 @@
 
 namespace ds {
 
-inline const char* const kStoreFormat = "downscale-store-1";
+inline const char* const kStoreFormat = "downscale-store-2";
 inline const char* const kSplits[] = {"train", "validation", "test"};
 
 struct StoreMeta {
@@ -34,6 +45,16 @@ struct StoreMeta {
   std::string config_text, sources;
   std::string standardize = "grid_box", regrid, fill = "none";  // provenance (written, read if present)
   int64_t dropped_dates = 0;
+  std::string predictand = "pr";          // the observed variable
+  std::string predictand_units = "mm/day";  // units of obs (and of y for predictands other than pr)
+  std::string calendar = "standard";      // CF calendar of every time value in the store
+  // The observation grid inside the model's output grid: rows [obs_row0, obs_row0 + obs_rows)
+  // of predictand_lat, columns [obs_col0, obs_col0 + obs_cols) of predictand_lon.
+  int obs_row0 = 0, obs_col0 = 0, obs_rows = 0, obs_cols = 0;
+  std::vector<double> obs_lon, obs_lat;   // the observation grid's coordinates
+  bool is_precipitation() const { return predictand == "pr"; }
+  // Sets an observation window covering the whole output grid (no padding).
+  void set_window_to_output_grid();
   int C() const { return static_cast<int>(channels.size()); }
   int H() const { return static_cast<int>(predictor_lat.size()); }
   int W() const { return static_cast<int>(predictor_lon.size()); }
@@ -46,15 +67,15 @@ class StoreWriter {
   // Writes the metadata into a new file at `path` (the caller's temporary name).
   // `deflate` (0..9; 0 none) compresses x, y and pr (with HDF5's shuffle filter).
   StoreWriter(const std::string& path, const StoreMeta& meta, int deflate = 0);
-  // Writes one split whole: n samples of x (C*H*W each), y, pr (H'*W' each), time.
+  // Writes one split whole: n samples of x (C*H*W each), y, obs (H'*W' each), time.
   void write_split(const std::string& split, const std::vector<float>& x, const std::vector<float>& y,
-                   const std::vector<float>& pr, const std::vector<int64_t>& time);
+                   const std::vector<float>& obs, const std::vector<int64_t>& time);
   // Streaming: create a split's datasets for n samples, then fill rows [row, row + count) block
-  // by block (x: count*C*H*W floats, y and pr: count*H'*W', time: count).
+  // by block (x: count*C*H*W floats, y and obs: count*H'*W', time: count).
   void create_split(const std::string& split, size_t n);
-  void write_rows(const std::string& split, size_t row, size_t count, const float* x, const float* y, const float* pr,
+  void write_rows(const std::string& split, size_t row, size_t count, const float* x, const float* y, const float* obs,
                   const int64_t* time);
-  static constexpr size_t kChunkRows = 8;  // samples per chunk of x, y, pr
+  static constexpr size_t kChunkRows = 8;  // samples per chunk of x, y, obs
   void close();
 
  private:
@@ -65,13 +86,13 @@ class StoreWriter {
 
 class StoreReader {
  public:
-  explicit StoreReader(const std::string& path);  // InputError if not a store
+  explicit StoreReader(const std::string& path);  // InputError if not a store of this format
   const StoreMeta& meta() const { return meta_; }
   const std::string& path() const { return file_.path(); }
   size_t count(const std::string& split) const;  // 0 when the split is absent
   void read_x(const std::string& split, size_t row, size_t n, float* out) const;
   void read_y(const std::string& split, size_t row, size_t n, float* out) const;
-  void read_pr(const std::string& split, size_t row, size_t n, float* out) const;
+  void read_obs(const std::string& split, size_t row, size_t n, float* out) const;
   std::vector<int64_t> read_time(const std::string& split) const;
 
  private:

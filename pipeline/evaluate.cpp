@@ -40,7 +40,7 @@ int run_evaluate(const Config& cfg) {
     throw InputError(pred_path + ": its days or grid differ from the test split of " + store.path() +
                      " (predicted with another store?)");
   std::vector<float> obs(n * np);
-  store.read_pr("test", 0, n, obs.data());
+  store.read_obs("test", 0, n, obs.data());
 
   std::vector<Method> methods;
   methods.push_back({"cnn_deterministic", {pred.pr}, pred.p_wet});

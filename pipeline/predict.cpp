@@ -167,7 +167,7 @@ int run_predict(const Config& cfg) {
   size_t count = 0;
   std::vector<float> obs(hw);
   for (size_t t = 0; t < n; ++t) {
-    store.read_pr("test", t, 1, obs.data());
+    store.read_obs("test", t, 1, obs.data());
     for (size_t k = 0; k < hw; ++k) {
       if (!meta.mask[k]) continue;
       const double o = obs[k], p = out.pr_expected[t * hw + k];

@@ -208,6 +208,10 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     meta.regrid = regrid_attr;
     meta.fill = pp.fill;
     meta.dropped_dates = static_cast<int64_t>(summary.dropped_dates);
+    meta.predictand = manifest.predictand.variable;
+    meta.predictand_units = "mm/day";  // to_mm_per_day below
+    meta.calendar = "standard";
+    meta.set_window_to_output_grid();
 
     // Pass 2: standardized samples, block by block, into the chunked datasets.
     AtomicFile file(store_path);

@@ -12,7 +12,7 @@ f = h5py.File(path, "r")
 a = f.attrs
 def text(v):
     return v.decode() if isinstance(v, bytes) else str(v)
-assert text(a["format"]) == "downscale-store-1", a["format"]
+assert text(a["format"]) == "downscale-store-2", a["format"]
 channels = text(a["channels"]).split(",")
 C = len(channels)
 for key in ("config", "sources", "software_version", "standardize", "regrid", "fill"):
@@ -32,7 +32,7 @@ for split in ("train", "validation", "test"):
     g = f[split]
     n = g["time"].shape[0]
     days += n
-    x, y, pr = g["x"], g["y"], g["pr"]
+    x, y, pr = g["x"], g["y"], g["obs"]
     assert x.shape == (n, C, H, W) and x.dtype == np.float32, x.shape
     assert y.shape == (n, Hy, Wy) and pr.shape == (n, Hy, Wy)
     # Sample-major chunks: a batch is a contiguous read.
