@@ -297,3 +297,18 @@ TEST(CalendarStore, MinValidFractionDecidesTheMaskAndMissingDaysAreNaN) {
   build_store(run.cfg, run.dir / "fetch", run.dir / "c.h5");
   EXPECT_EQ(StoreReader(run.dir / "c.h5").meta().mask[1], 0);
 }
+
+// preprocess.min_valid_fraction is validated; predictand_grid is optional.
+TEST(PreprocessConfig, MinValidFractionAndOptionalPredictandGrid) {
+  test::TempDir d;
+  std::ofstream(d / "a.yaml") << "run: {dir: x}\npreprocess:\n  predictor_grid: {lon: [-10, 4], lat: [35, 45], step: 2}\n";
+  const Config a = load_config(d / "a.yaml");
+  EXPECT_FALSE(a.preprocess.has_predictand_grid);
+  EXPECT_DOUBLE_EQ(a.preprocess.min_valid_fraction, 0.9);
+  const Config b = load_config(d / "a.yaml", {"preprocess.min_valid_fraction=0.5",
+                                               "preprocess.predictand_grid={lon: [-9.75, 4.25], lat: [35.25, 44.25], step: 0.5}"});
+  EXPECT_TRUE(b.preprocess.has_predictand_grid);
+  EXPECT_DOUBLE_EQ(b.preprocess.min_valid_fraction, 0.5);
+  EXPECT_THROW(load_config(d / "a.yaml", {"preprocess.min_valid_fraction=1.5"}), UsageError);
+  EXPECT_THROW(load_config(d / "a.yaml", {"preprocess.min_valid_fraction=-0.1"}), UsageError);
+}
