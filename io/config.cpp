@@ -85,11 +85,14 @@ class Reader {
     hi = v[1];
   }
 
-  void get_grid(const std::string& key, GridSpec& g) {
+  // Returns whether the grid is in the document (an absent one keeps `g`'s default).
+  bool get_grid(const std::string& key, GridSpec& g) {
+    const bool present = find(key) && !find(key).IsNull();
     get_pair(key + ".lon", g.lon_first, g.lon_last);
     get_pair(key + ".lat", g.lat_first, g.lat_last);
     get(key + ".step", g.step);
     if (!(g.step > 0)) throw UsageError(origin(key + ".step") + ": key '" + key + ".step' must be positive");
+    return present;
   }
 
   void require(const std::string& key, const std::string& value) {
@@ -232,7 +235,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("fetch.piece_mb", c.fetch.piece_mb);
 
   r.get_grid("preprocess.predictor_grid", c.preprocess.predictor_grid);
-  r.get_grid("preprocess.predictand_grid", c.preprocess.predictand_grid);
+  c.preprocess.has_predictand_grid = r.get_grid("preprocess.predictand_grid", c.preprocess.predictand_grid);
   r.get_years("preprocess.train_years", c.preprocess.train_years);
   r.get_years("preprocess.validation_years", c.preprocess.validation_years);
   r.get_years("preprocess.test_years", c.preprocess.test_years);
@@ -243,6 +246,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("preprocess.compression", c.preprocess.compression);
   r.get("preprocess.block_days", c.preprocess.block_days);
   r.get("preprocess.units", c.preprocess.units);
+  r.get("preprocess.min_valid_fraction", c.preprocess.min_valid_fraction);
 
   r.get("model.name", c.model.name);
   r.get("model.filters", c.model.filters);
@@ -295,6 +299,8 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   if (c.preprocess.compression < 0 || c.preprocess.compression > 9)
     throw UsageError(path + ": key 'preprocess.compression' must be 0..9 (deflate level)");
   if (c.preprocess.block_days < 1) throw UsageError(path + ": key 'preprocess.block_days' must be positive");
+  if (!(c.preprocess.min_valid_fraction >= 0 && c.preprocess.min_valid_fraction <= 1))
+    throw UsageError(path + ": key 'preprocess.min_valid_fraction' must be in [0, 1] (share of training days a box is observed on)");
   if (c.predict.occurrence != "frequency" && c.predict.occurrence != "p50")
     throw UsageError(path + ": key 'predict.occurrence' is '" + c.predict.occurrence + "', expected frequency or p50");
   if (c.predict.members < 0) throw UsageError(path + ": key 'predict.members' must be 0 or more");

@@ -69,7 +69,11 @@ struct Config {
 
   struct Preprocess {
     GridSpec predictor_grid;          // the model's input grid
-    GridSpec predictand_grid;         // the model's output grid (cut to 4H-3 x 4W-3 for MNN)
+    // The observation grid the predictand is regridded onto; absent (has_predictand_grid false):
+    // the observation grid as fetched, not regridded. The model's output grid is this grid, padded
+    // to (4H-3) x (4W-3) for the convolutional models (preprocess/output_grid.h).
+    GridSpec predictand_grid;
+    bool has_predictand_grid = false;
     YearRange train_years, validation_years, test_years;
     double wet_threshold = 0.99;      // mm/day; target = pr - threshold where pr >= threshold
     // Regridding method per field ("z@500"), per variable ("z", "pr") or "default":
@@ -80,6 +84,9 @@ struct Config {
     int compression = 0;              // deflate level 0..9 of x, y, pr (0: none, fastest to train from)
     int block_days = 128;             // days read, regridded and written at a time (memory bound)
     std::map<std::string, std::string> units;  // expected units per predictor variable (adds to built-ins)
+    // A box is modelled (mask 1) when observed on at least this share of the training days; its
+    // other days are NaN targets the losses skip.
+    double min_valid_fraction = 0.9;
   } preprocess;
 
   struct Model {

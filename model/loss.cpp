@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "io/error.h"
+#include "model/loss_point_valid.h"
 
 namespace ds::model {
 
@@ -44,12 +45,15 @@ double masked_loss(Backend& be, LossKind kind, const Tensor& out, const Tensor& 
     throw Error(what + ": mask " + mask.shape().str() + " must be (1, 1, " + std::to_string(s.h) + ", " +
                 std::to_string(s.w) + ")");
 
-  // The mean is over valid points: mask points (> 0.5, the backend's rule) times the batch. The
-  // mask is one small grid, so counting it on the host costs nothing next to a forward pass.
-  int64_t land = 0;
-  for (float m : mask.to_host()) land += m > 0.5f;
+  // The mean is over valid points: modelled boxes (mask > 0.5) whose target is a number, the
+  // backends' rule (loss_point_valid.h). Mask and targets are small next to the activations, so
+  // counting on the host costs little next to a forward pass.
+  const std::vector<float> m = mask.to_host(), t = y.to_host();
+  int64_t land = 0, valid = 0;
+  const int64_t hw = int64_t(s.h) * s.w;
+  for (int64_t k = 0; k < hw; ++k) land += m[size_t(k)] > 0.5f;
   if (land == 0) throw InputError(what + ": the mask has no valid (land) points");
-  const double count = double(land) * s.n;
+  for (int64_t i = 0; i < int64_t(t.size()); ++i) valid += loss_point_valid(m[size_t(i % hw)], t[size_t(i)]);
 
   if (d_out) d_out->reshape(s);
   float* d = d_out ? d_out->data() : nullptr;
@@ -59,6 +63,10 @@ double masked_loss(Backend& be, LossKind kind, const Tensor& out, const Tensor& 
     case LossKind::kGaussian: sum = be.gaussian_nll_sum(s, out.data(), y.data(), mask.data(), d); break;
     case LossKind::kMse: sum = be.mse_sum(s, out.data(), y.data(), mask.data(), d); break;
   }
+  // A batch with no observed target (every modelled box missing that day) has nothing to learn
+  // from: loss 0 and zero gradients (the backend zeroed them), not 0/0.
+  if (valid == 0) return 0.0;
+  const double count = double(valid);
   if (d_out) be.scale(d_out->size(), float(1.0 / count), d_out->data());
   return sum / count;
 }

@@ -31,8 +31,10 @@ std::string loss_name(LossKind kind);
 int loss_channels(LossKind kind);  // 3, 2, 1
 
 // out: (N,C,H,W) network output with C = loss_channels; y: (N,1,H,W) target; mask: (1,1,H,W)
-// with 1 on land, 0 elsewhere (shared by every sample; targets at masked points are never read,
-// so they may be NaN). Returns the mean loss. If d_out is non-null, writes dL/d(out) into it.
+// with 1 on land, 0 elsewhere (shared by every sample). Valid points are those with mask 1 and a
+// finite target (a NaN target is a day the box was not observed, and masked points may hold NaN
+// too): the others add nothing and get zero gradient. Returns the mean over valid points (0
+// when there is none). If d_out is non-null, writes dL/d(out) into it.
 double masked_loss(Backend& be, LossKind kind, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out);
 
 double bernoulli_gamma_loss(Backend& be, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out);

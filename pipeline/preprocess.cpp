@@ -9,8 +9,13 @@ namespace ds {
 int run_preprocess(const Config& cfg) {
   const RunPaths paths{cfg.run.dir};
   const auto s = build_store(cfg, paths.fetch_dir(), paths.store());
-  spdlog::info("wrote {}: {} train, {} validation, {} test days; {:.0f}% land; {:.0f}% wet days in training",
-               paths.store(), s.train, s.validation, s.test, 100 * s.land_share, 100 * s.wet_day_share);
+  spdlog::info("splits by year: {}", s.splits);
+  if (s.precipitation)
+    spdlog::info("wrote {}: {} train, {} validation, {} test days; {:.0f}% land; {:.0f}% wet days in training",
+                 paths.store(), s.train, s.validation, s.test, 100 * s.land_share, 100 * s.wet_day_share);
+  else
+    spdlog::info("wrote {}: {} train, {} validation, {} test days; {:.0f}% of the observation grid modelled",
+                 paths.store(), s.train, s.validation, s.test, 100 * s.land_share);
   return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -19,6 +20,7 @@
 #include "preprocess/fetched_field.h"
 #include "preprocess/fill.h"
 #include "preprocess/grid.h"
+#include "preprocess/output_grid.h"
 #include "preprocess/regrid.h"
 #include "preprocess/sample_dates.h"
 #include "preprocess/standardize.h"
@@ -78,23 +80,36 @@ void for_blocks(size_t n, size_t block, F f) {
 
 std::vector<size_t> slice(const std::vector<size_t>& v, size_t a, size_t b) { return {v.begin() + a, v.begin() + b}; }
 
+// Every file's calendar must count days as the predictand's does, else day numbers of one sample
+// would name different dates. Returns the store's calendar.
+Calendar common_calendar(const FetchedField& predictand, const std::vector<Channel>& channels) {
+  for (const auto& ch : channels)
+    if (!same_days_after_1582(ch.file->calendar(), predictand.calendar()))
+      throw InputError(ch.file->path() + " has calendar " + cf_name(ch.file->calendar()) + " but " + predictand.path() +
+                       " has calendar " + cf_name(predictand.calendar()) +
+                       ": the predictors and the predictand of one store must share a calendar");
+  return predictand.calendar();
+}
+
+// The observation grid's rows x columns copied into the output grid at (row0, col0); padding NaN.
+void embed(const std::vector<float>& in, size_t nt, const Grid& obs, const OutputGrid& out, std::vector<float>& dst) {
+  const size_t ow = obs.lon.size(), oh = obs.lat.size(), W = out.grid.lon.size(), HW = out.grid.size();
+  dst.assign(nt * HW, std::numeric_limits<float>::quiet_NaN());
+  for (size_t t = 0; t < nt; ++t)
+    for (size_t j = 0; j < oh; ++j)
+      std::copy_n(&in[(t * oh + j) * ow], ow, &dst[t * HW + (j + size_t(out.row0)) * W + size_t(out.col0)]);
+}
+
 }  // namespace
 
 StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const std::string& store_path) {
   const auto& pp = cfg.preprocess;
   const FetchManifest manifest = FetchManifest::read(fetch_dir + "/manifest.json");
   if (manifest.predictors.empty()) throw InputError(fetch_dir + "/manifest.json: no predictors");
+  if (manifest.predictand.name.empty())
+    throw InputError(fetch_dir + "/manifest.json: no predictand (a fetch of predictors alone); preprocess needs the "
+                     "observed predictand to train on: add fetch.predictand to the config and fetch again");
   const Grid xgrid = Grid::from_spec(pp.predictor_grid);
-  const Grid ygrid = Grid::from_spec(pp.predictand_grid);
-
-  // Both models end in two x2 upsamplings and 'valid' 4x4 heads, so the output grid must be
-  // exactly (4H-3) x (4W-3) of the input grid.
-  const int want_h = 4 * xgrid.nlat() - 3, want_w = 4 * xgrid.nlon() - 3;
-  if (ygrid.nlat() != want_h || ygrid.nlon() != want_w)
-    throw UsageError(cfg.file + ": preprocess.predictand_grid is " + std::to_string(ygrid.nlat()) + " x " +
-                     std::to_string(ygrid.nlon()) + " (lat x lon) but the model maps the predictor grid " +
-                     std::to_string(xgrid.nlat()) + " x " + std::to_string(xgrid.nlon()) + " to " +
-                     std::to_string(want_h) + " x " + std::to_string(want_w));
   const FillPolicy fill = parse_fill_policy(pp.fill);
   const bool per_field = pp.standardize == "field";
 
@@ -113,51 +128,82 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     channels.push_back(std::move(ch));
   }
   check_predictor_units(units, pp.units);
-  FetchedField pr_file(manifest.path_of(manifest.predictand), manifest.predictand.variable);
-  {
+  // The predictand: precipitation is converted to mm/day and modelled as wet-day amounts; any
+  // other variable is kept in its units and modelled as it is.
+  const std::string predictand = manifest.predictand.name;
+  const bool precipitation = predictand == "pr";
+  FetchedField obs_file(manifest.path_of(manifest.predictand), manifest.predictand.variable);
+  if (precipitation) {
     std::vector<float> none;
-    to_mm_per_day(none, pr_file.units(), pr_file.where());  // checks the units before any work
+    to_mm_per_day(none, obs_file.units(), obs_file.where());  // checks the units before any work
   }
-  field_names += ", " + manifest.predictand.name;
+  const Calendar calendar = common_calendar(obs_file, channels);
+  field_names += ", " + predictand;
   for (auto& ch : channels) {
     const RegridMethod m = choice.of(ch.name, ch.var);
     ch.regrid = std::make_unique<Regridder>(m, ch.file->grid(), xgrid, ch.file->where());
     regrid_attr += ch.name + ":" + to_string(m) + ",";
   }
-  const RegridMethod pr_method = choice.of(manifest.predictand.name, manifest.predictand.variable);
-  const Regridder pr_regrid(pr_method, pr_file.grid(), ygrid, pr_file.where());
-  regrid_attr += manifest.predictand.name + ":" + to_string(pr_method);
+  // The observation grid: preprocess.predictand_grid (the predictand regridded onto it), or the
+  // fetched grid as it is.
+  const Grid ogrid = pp.has_predictand_grid ? Grid::from_spec(pp.predictand_grid) : obs_file.grid();
+  const OutputGrid ygrid = output_grid(cfg.model.name, xgrid, ogrid, cfg.file);
+  std::unique_ptr<Regridder> obs_regrid;
+  if (pp.has_predictand_grid) {
+    const RegridMethod m = choice.of(predictand, manifest.predictand.variable);
+    obs_regrid = std::make_unique<Regridder>(m, obs_file.grid(), ogrid, obs_file.where());
+    regrid_attr += predictand + ":" + to_string(m);
+  } else {
+    regrid_attr += predictand + ":none";
+  }
   choice.check_all_used(field_names);
+  if (ygrid.grid.size() != ogrid.size())
+    spdlog::info("model '{}' outputs {} x {} (lat x lon); the {} x {} observation grid sits at row {}, column {}, the "
+                 "rest is padding",
+                 cfg.model.name, ygrid.grid.nlat(), ygrid.grid.nlon(), ogrid.nlat(), ogrid.nlon(), ygrid.row0, ygrid.col0);
 
   // Samples: the dates in every file and in a split.
   std::vector<std::string> names;
   std::vector<const std::vector<int64_t>*> days;
   for (const auto& ch : channels) names.push_back(ch.name), days.push_back(&ch.file->days());
-  names.push_back(manifest.predictand.name), days.push_back(&pr_file.days());
-  const SampleDates dates = plan_sample_dates(pp, names, days);
+  names.push_back(predictand), days.push_back(&obs_file.days());
+  const SplitYears splits = SplitYears::from(cfg, calendar);
+  const SampleDates dates = plan_sample_dates(splits, names, days);
   for (const auto& line : dates.report()) spdlog::info("{}", line);
   if (dates.total() == 0) throw InputError(fetch_dir + ": no dates common to all variables within the split years");
-  std::vector<size_t> pr_index[3];
+  std::vector<size_t> obs_index[3];
   for (int s = 0; s < 3; ++s) {
     for (auto& ch : channels) ch.index[s] = indices_of(ch.file->days(), dates.split_days[s]);
-    pr_index[s] = indices_of(pr_file.days(), dates.split_days[s]);
+    obs_index[s] = indices_of(obs_file.days(), dates.split_days[s]);
   }
 
   StoreSummary summary;
+  summary.splits = splits.describe();
   summary.not_common = dates.not_common.size();
   summary.outside_splits = dates.outside_splits.size();
   summary.dropped_dates = summary.not_common + summary.outside_splits;
   // Blocks are whole HDF5 chunks, so no chunk is written twice.
   const size_t rows = StoreWriter::kChunkRows;
   const size_t block = std::max<size_t>(rows, (static_cast<size_t>(pp.block_days) + rows - 1) / rows * rows);
-  const size_t C = channels.size(), HW = xgrid.size(), HWy = ygrid.size();
+  const size_t C = channels.size(), HW = xgrid.size(), HWy = ygrid.grid.size();
   const size_t ntrain = dates.split_days[0].size();
   if (ntrain < 2) throw InputError(fetch_dir + ": standardization needs at least 2 training days, got " + std::to_string(ntrain));
 
-  // Pass 1: training statistics of each predictor; the land mask from every day of precipitation.
-  std::vector<float> src, out;
+  // One block of the predictand on the output grid: read, mm/day, regridded, embedded.
+  std::vector<float> src, out, obs_block;
+  auto read_obs = [&](const std::vector<size_t>& idx, std::vector<float>& dst) {
+    src.resize(idx.size() * obs_file.grid().size());
+    obs_file.read(idx, src.data());
+    if (precipitation) to_mm_per_day(src, obs_file.units(), obs_file.where());
+    if (obs_regrid) obs_regrid->apply(src, idx.size(), obs_block);
+    else obs_block.swap(src);
+    embed(obs_block, idx.size(), ogrid, ygrid, dst);
+  };
+
+  // Pass 1: training statistics of each predictor; the land mask from the training days.
+  std::vector<float> yv;
   {
-    Progress progress("pass 1: training statistics and land mask", static_cast<int64_t>(C * ntrain + dates.total()));
+    Progress progress("pass 1: training statistics and land mask", static_cast<int64_t>((C + 1) * ntrain));
     for (auto& ch : channels) {
       RunningStats stats(HW);
       for_blocks(ntrain, block, [&](size_t a, size_t b) {
@@ -171,22 +217,21 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
       });
       ch.stats = stats.finish(per_field, ch.file->where());
     }
-    std::vector<uint8_t> mask(HWy, 1);
-    for (int s = 0; s < 3; ++s)
-      for_blocks(pr_index[s].size(), block, [&](size_t a, size_t b) {
-        const auto idx = slice(pr_index[s], a, b);
-        src.resize(idx.size() * pr_file.grid().size());
-        pr_file.read(idx, src.data());
-        pr_regrid.apply(src, idx.size(), out);
-        const auto m = land_mask(out, HWy);
-        for (size_t k = 0; k < HWy; ++k) mask[k] &= m[k];
-        progress.advance(static_cast<int64_t>(idx.size()));
-      });
+    ObservedDays observed(HWy);
+    for_blocks(ntrain, block, [&](size_t a, size_t b) {
+      const auto idx = slice(obs_index[0], a, b);
+      read_obs(idx, yv);
+      observed.add(yv);
+      progress.advance(static_cast<int64_t>(idx.size()));
+    });
     progress.done();
+    std::vector<uint8_t> mask = observed.mask(pp.min_valid_fraction);
     size_t land = 0;
     for (auto m : mask) land += m;
-    if (land == 0) throw InputError(pr_file.where() + ": no land point (every grid box has missing values) in the output grid");
-    summary.land_share = static_cast<double>(land) / HWy;
+    if (land == 0)
+      throw InputError(obs_file.where() + ": no grid box is observed on " + std::to_string(pp.min_valid_fraction * 100) +
+                       "% of the training days (preprocess.min_valid_fraction)");
+    summary.land_share = static_cast<double>(land) / static_cast<double>(ogrid.size());
 
     StoreMeta meta;
     meta.mask = std::move(mask);
@@ -198,8 +243,8 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     }
     meta.predictor_lon = xgrid.lon;
     meta.predictor_lat = xgrid.lat;
-    meta.predictand_lon = ygrid.lon;
-    meta.predictand_lat = ygrid.lat;
+    meta.predictand_lon = ygrid.grid.lon;
+    meta.predictand_lat = ygrid.grid.lat;
     meta.wet_threshold = pp.wet_threshold;
     meta.config_text = read_text(cfg.file);
     for (const auto& p : manifest.predictors) meta.sources += p.source + " ";
@@ -208,17 +253,22 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     meta.regrid = regrid_attr;
     meta.fill = pp.fill;
     meta.dropped_dates = static_cast<int64_t>(summary.dropped_dates);
-    meta.predictand = manifest.predictand.variable;
-    meta.predictand_units = "mm/day";  // to_mm_per_day below
-    meta.calendar = "standard";
-    meta.set_window_to_output_grid();
+    meta.predictand = predictand;
+    meta.predictand_units = precipitation ? "mm/day" : obs_file.units();
+    meta.calendar = cf_name(calendar);
+    meta.obs_row0 = ygrid.row0;
+    meta.obs_col0 = ygrid.col0;
+    meta.obs_rows = ogrid.nlat();
+    meta.obs_cols = ogrid.nlon();
+    meta.obs_lat = ogrid.lat;
+    meta.obs_lon = ogrid.lon;
 
     // Pass 2: standardized samples, block by block, into the chunked datasets.
     AtomicFile file(store_path);
     StoreWriter writer(file.temp_path(), meta, pp.compression);
     Progress progress2("pass 2: writing samples", static_cast<int64_t>(dates.total()));
-    std::vector<float> x, y, prv;
-    size_t wet = 0, train_land_days = 0;
+    std::vector<float> x, y;
+    size_t wet = 0, train_valid = 0;
     for (int s = 0; s < 3; ++s) {
       const size_t n = dates.split_days[s].size();
       writer.create_split(kSplits[s], n);
@@ -241,27 +291,22 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
               if (!std::isfinite(dst[k])) dst[k] = 0.0f;
           }
         }
-        const auto idx = slice(pr_index[s], a, b);
-        src.resize(nb * pr_file.grid().size());
-        pr_file.read(idx, src.data());
-        to_mm_per_day(src, pr_file.units(), pr_file.where());
-        pr_regrid.apply(src, nb, prv);
-        y = wet_day_target(prv, meta.mask, pp.wet_threshold);
-        for (size_t k = 0; k < prv.size(); ++k)
-          if (!meta.mask[k % HWy]) prv[k] = std::numeric_limits<float>::quiet_NaN();
+        read_obs(slice(obs_index[s], a, b), yv);
+        y = training_target(yv, meta.mask, precipitation, pp.wet_threshold);
+        mask_observation(yv, meta.mask);
         if (s == 0)
-          for (size_t t = 0; t < nb; ++t)
-            for (size_t k = 0; k < HWy; ++k)
-              if (meta.mask[k]) ++train_land_days, wet += y[t * HWy + k] > 0;
-        writer.write_rows(kSplits[s], a, nb, x.data(), y.data(), prv.data(), &dates.split_days[s][a]);
+          for (float v : y)
+            if (std::isfinite(v)) ++train_valid, wet += v > 0;
+        writer.write_rows(kSplits[s], a, nb, x.data(), y.data(), yv.data(), &dates.split_days[s][a]);
         progress2.advance(static_cast<int64_t>(nb));
       });
     }
     progress2.done();
     writer.close();
     file.commit();
-    summary.wet_day_share = train_land_days ? static_cast<double>(wet) / train_land_days : 0;
+    summary.wet_day_share = precipitation && train_valid ? static_cast<double>(wet) / train_valid : 0;
   }
+  summary.precipitation = precipitation;
   if (summary.filled > 0)
     spdlog::warn("{} missing predictor values were filled (preprocess.fill: {})", summary.filled, pp.fill);
   summary.train = dates.split_days[0].size();

@@ -34,14 +34,17 @@ FetchedField::FetchedField(const std::string& path, const std::string& variable)
   grid_ = Grid::from_coords(std::move(lon), std::move(lat), where_);
 
   const int tv = file_.var_id("time");
-  const TimeUnits tu = TimeUnits::parse(file_.att_text(tv, "units"), path + ": time");
-  check_calendar(file_.att_text(tv, "calendar"), path + ": time");
+  // Day numbers count the file's own calendar (a CMIP model's noleap or 360_day included); the
+  // store records it and build_store refuses to mix calendars that count days differently.
+  const TimeUnits tu = TimeUnits::parse(file_.att_text(tv, "units"), file_.att_text(tv, "calendar"), path + ": time");
+  calendar_ = tu.calendar;
   for (double t : file_.read_coord("time")) days_.push_back(tu.day_of(t));
   for (size_t i = 1; i < days_.size(); ++i)
     if (days_[i] <= days_[i - 1])
-      throw InputError(path + ": time is not strictly ascending: " + to_string(civil_from_days(days_[i])) + " follows " +
-                       to_string(civil_from_days(days_[i - 1])));
+      throw InputError(path + ": time is not strictly ascending: " + date_of(days_[i]) + " follows " + date_of(days_[i - 1]));
 }
+
+std::string FetchedField::date_of(int64_t day) const { return to_string(date_from_days(day, calendar_)); }
 
 void FetchedField::read(const std::vector<size_t>& idx, float* out) const {
   const size_t fs = grid_.size();

@@ -1,8 +1,8 @@
 // One file that `fetch` wrote, opened for reading a few days at a time, so that preprocessing
 // the 30-year North America request holds one block of days of one field, never a whole field.
 // The contract with fetch (io/fetch_manifest.h): dims (time, lat, lon); lat and lon strictly
-// ascending, lon within -180..180; time in days since 1970-01-01, standard calendar, one step per
-// day, strictly ascending; the variable in float with _FillValue where missing, attribute
+// ascending, lon within -180..180; time in days since 1970-01-01 counted in the time variable's
+// CF `calendar` (absent: standard), one step per day, strictly ascending; the variable in float with _FillValue where missing, attribute
 // `units`, and `level_hPa` for pressure-level fields. Opening checks all of it and names the
 // file and variable in any error (InputError).
 #pragma once
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "io/calendar.h"
 #include "io/netcdf_file.h"
 #include "preprocess/grid.h"
 
@@ -25,7 +26,9 @@ class FetchedField {
   const std::string& units() const { return units_; }
   int level() const { return level_; }                 // hPa; 0 without level_hPa
   const Grid& grid() const { return grid_; }
-  const std::vector<int64_t>& days() const { return days_; }  // days since 1970-01-01, ascending
+  const std::vector<int64_t>& days() const { return days_; }  // days since 1970-01-01 in calendar(), ascending
+  Calendar calendar() const { return calendar_; }
+  std::string date_of(int64_t day) const;  // "YYYY-MM-DD" of a day number, in the file's calendar
 
   // Reads the time steps at the ascending indices `idx` into out (idx.size() x grid().size()
   // floats, time-major); missing values become NaN. Consecutive indices are one hyperslab read.
@@ -36,6 +39,7 @@ class FetchedField {
   std::string variable_, where_, units_;
   int varid_ = -1, level_ = 0;
   float fill_ = 1e20f;
+  Calendar calendar_ = Calendar::standard;
   Grid grid_;
   std::vector<int64_t> days_;
 };

@@ -34,7 +34,7 @@ size_t fill_missing(const FetchedField& f, const std::vector<size_t>& idx, std::
       float& v = block[b * fs + k];
       if (std::isfinite(v)) continue;
       ++missing;
-      const std::string date = to_string(civil_from_days(days[idx[b]]));
+      const std::string date = f.date_of(days[idx[b]]);
       const double lon = f.grid().lon[k % f.grid().lon.size()], lat = f.grid().lat[k / f.grid().lon.size()];
       if (policy == FillPolicy::none)
         throw InputError(f.where() + ": missing value on " + date + " at lon " + std::to_string(lon) + ", lat " +

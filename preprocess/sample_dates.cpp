@@ -8,17 +8,71 @@
 
 namespace ds {
 
-int split_of_day(const Config::Preprocess& pp, int64_t day) {
-  const int y = civil_from_days(day).year;
-  if (pp.train_years.contains(y)) return 0;
-  if (pp.validation_years.contains(y)) return 1;
-  if (pp.test_years.contains(y)) return 2;
+namespace {
+
+// The position after which the season wraps into the next year (0: it does not): the last
+// position where the month number falls, fetch/plan.cpp's rule.
+size_t wrap_position(const std::vector<int>& season) {
+  size_t wrap = 0;
+  for (size_t i = 1; i < season.size(); ++i)
+    if (season[i] < season[i - 1]) wrap = i;
+  return wrap;
+}
+
+const char* const kMonthAbbrev[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+}  // namespace
+
+SplitYears SplitYears::from(const Config& cfg, Calendar calendar) {
+  SplitYears s;
+  s.years[0] = cfg.preprocess.train_years;
+  s.years[1] = cfg.preprocess.validation_years;
+  s.years[2] = cfg.preprocess.test_years;
+  s.season = cfg.fetch.season;
+  s.calendar = calendar;
+  return s;
+}
+
+bool SplitYears::season_years() const { return wrap_position(season) > 0; }
+
+int SplitYears::year_of(int64_t day) const {
+  const Date d = date_from_days(day, calendar);
+  const size_t wrap = wrap_position(season);
+  for (size_t i = 0; i < wrap; ++i)
+    if (season[i] == d.month) return d.year + 1;  // before the wrap: next year's season
+  return d.year;
+}
+
+int SplitYears::split_of(int64_t day) const {
+  const int y = year_of(day);
+  for (int k = 0; k < 3; ++k)
+    if (years[k].contains(y)) return k;
   return -1;
 }
 
-SampleDates plan_sample_dates(const Config::Preprocess& pp, const std::vector<std::string>& names,
+std::string SplitYears::describe() const {
+  static const char* const names[] = {"train", "validation", "test"};
+  std::string out;
+  for (int k = 0; k < 3; ++k) {
+    out += std::string(k ? ", " : "") + names[k] + " ";
+    out += years[k].empty() ? std::string("none")
+                            : std::to_string(years[k].first) + ".." + std::to_string(years[k].last);
+  }
+  if (season_years()) {
+    std::string months;
+    for (int m : season) months += kMonthAbbrev[m - 1][0];
+    const int y = years[0].empty() ? 2000 : years[0].first;
+    out += " (season-years, as fetch cuts them: " + months + " " + std::to_string(y) + " is " +
+           kMonthAbbrev[season.front() - 1] + " " + std::to_string(y - 1) + " to " + kMonthAbbrev[season.back() - 1] +
+           " " + std::to_string(y) + ")";
+  }
+  return out;
+}
+
+SampleDates plan_sample_dates(const SplitYears& splits, const std::vector<std::string>& names,
                               const std::vector<const std::vector<int64_t>*>& days) {
   SampleDates s;
+  s.calendar = splits.calendar;
   std::vector<int64_t> all, common = *days.at(0);
   for (const auto* d : days) {
     std::vector<int64_t> u, c;
@@ -33,16 +87,16 @@ SampleDates plan_sample_dates(const Config::Preprocess& pp, const std::vector<st
     if (lacks > 0) s.missing_from.push_back(names[i] + " lacks " + std::to_string(lacks));
   }
   for (int64_t d : common) {
-    const int k = split_of_day(pp, d);
+    const int k = splits.split_of(d);
     (k < 0 ? s.outside_splits : s.split_days[k]).push_back(d);
   }
   return s;
 }
 
 std::vector<std::string> SampleDates::report() const {
-  auto first_few = [](const std::vector<int64_t>& v) {
+  auto first_few = [this](const std::vector<int64_t>& v) {
     std::string out;
-    for (size_t i = 0; i < v.size() && i < 5; ++i) out += (i ? ", " : "") + to_string(civil_from_days(v[i]));
+    for (size_t i = 0; i < v.size() && i < 5; ++i) out += (i ? ", " : "") + to_string(date_from_days(v[i], calendar));
     if (v.size() > 5) out += ", ...";
     return out;
   };

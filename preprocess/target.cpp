@@ -1,6 +1,7 @@
 #include "preprocess/target.h"
 
 #include <cmath>
+#include <limits>
 
 #include "io/error.h"
 
@@ -15,23 +16,37 @@ void to_mm_per_day(std::vector<float>& pr, const std::string& units, const std::
     for (auto& v : pr) v = static_cast<float>(v * factor);
 }
 
-std::vector<uint8_t> land_mask(const std::vector<float>& pr, size_t npoints) {
-  std::vector<uint8_t> mask(npoints, 1);
-  for (size_t base = 0; base < pr.size(); base += npoints)
-    for (size_t k = 0; k < npoints; ++k)
-      if (!std::isfinite(pr[base + k])) mask[k] = 0;
-  return mask;
+void ObservedDays::add(const std::vector<float>& fields) {
+  const size_t np = count_.size();
+  for (size_t base = 0; base + np <= fields.size(); base += np, ++days_)
+    for (size_t k = 0; k < np; ++k) count_[k] += std::isfinite(fields[base + k]) ? 1 : 0;
 }
 
-std::vector<float> wet_day_target(const std::vector<float>& pr, const std::vector<uint8_t>& mask, double threshold) {
+std::vector<uint8_t> ObservedDays::mask(double min_fraction) const {
+  std::vector<uint8_t> m(count_.size(), 0);
+  // Compared in counts, so a fraction of 1 means every day, exactly.
+  const double need = min_fraction * static_cast<double>(days_);
+  for (size_t k = 0; k < count_.size(); ++k) m[k] = count_[k] > 0 && static_cast<double>(count_[k]) >= need - 1e-9;
+  return m;
+}
+
+std::vector<float> training_target(const std::vector<float>& obs, const std::vector<uint8_t>& mask, bool precipitation,
+                                   double threshold) {
   const size_t np = mask.size();
-  std::vector<float> y(pr.size(), 0.0f);
-  for (size_t i = 0; i < pr.size(); ++i) {
-    if (!mask[i % np]) continue;
-    const double v = pr[i];
-    y[i] = v >= threshold ? static_cast<float>(v - threshold) : 0.0f;
+  std::vector<float> y(obs.size(), std::numeric_limits<float>::quiet_NaN());
+  for (size_t i = 0; i < obs.size(); ++i) {
+    const float v = obs[i];
+    if (!mask[i % np] || !std::isfinite(v)) continue;
+    if (!precipitation) y[i] = v;
+    else y[i] = v >= threshold ? static_cast<float>(double(v) - threshold) : 0.0f;
   }
   return y;
+}
+
+void mask_observation(std::vector<float>& obs, const std::vector<uint8_t>& mask) {
+  const size_t np = mask.size();
+  for (size_t i = 0; i < obs.size(); ++i)
+    if (!mask[i % np]) obs[i] = std::numeric_limits<float>::quiet_NaN();
 }
 
 }  // namespace ds

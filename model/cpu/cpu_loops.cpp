@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "model/bernoulli_gamma_point.h"
+#include "model/loss_point_valid.h"
 #include "model/cpu/dnnl_backend.h"
 
 namespace ds::model {
@@ -62,13 +63,14 @@ double DnnlBackend::bernoulli_gamma_sum(const Shape& s, const float* out, const 
   for (int n = 0; n < s.n; ++n) {
     for (int64_t i = 0; i < hw; ++i) {
       const int64_t o = int64_t(n) * 3 * hw + i;  // channel 0 of sample n; +hw, +2hw the others
-      // Invalid points are skipped before y is read: ocean targets may be NaN, and NaN * 0 is
-      // NaN, so multiplying by the mask would poison the sum and the gradient.
-      if (!(mask[i] > 0.5f)) {
+      // Invalid points (mask 0, or a NaN target) are skipped, not multiplied by 0: NaN * 0 is
+      // NaN, which would poison the sum and the gradient.
+      const float target = y[int64_t(n) * hw + i];
+      if (!loss_point_valid(mask[i], target)) {
         if (d_out) d_out[o] = d_out[o + hw] = d_out[o + 2 * hw] = 0.0f;
         continue;
       }
-      const BernoulliGammaPoint r = bernoulli_gamma_point(out[o], out[o + hw], out[o + 2 * hw], y[int64_t(n) * hw + i]);
+      const BernoulliGammaPoint r = bernoulli_gamma_point(out[o], out[o + hw], out[o + 2 * hw], target);
       sum += r.loss;
       if (d_out) {
         d_out[o] = float(r.d_p);

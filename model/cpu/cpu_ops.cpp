@@ -6,6 +6,7 @@
 #include "model/counter_rng.h"
 #include "model/cpu/dnnl_backend.h"
 #include "model/gaussian_point.h"
+#include "model/loss_point_valid.h"
 
 namespace ds::model {
 
@@ -57,7 +58,7 @@ namespace {
 
 // The masked sum shared by the MSE and Gaussian losses: `point(o, hw, y)` gives the loss of
 // the point whose channel 0 is at out[o] and writes its gradients when d_out is set. Invalid
-// points are skipped before y is read (ocean targets may be NaN; NaN * 0 is NaN).
+// points (mask 0 or NaN target: loss_point_valid) are skipped, since NaN * 0 is NaN.
 template <typename PointFn>
 double masked_sum(const Shape& s, const float* y, const float* mask, float* d_out, PointFn point) {
   const int64_t hw = int64_t(s.h) * s.w;
@@ -66,12 +67,13 @@ double masked_sum(const Shape& s, const float* y, const float* mask, float* d_ou
   for (int n = 0; n < s.n; ++n) {
     for (int64_t i = 0; i < hw; ++i) {
       const int64_t o = int64_t(n) * s.c * hw + i;
-      if (!(mask[i] > 0.5f)) {
+      const float target = y[int64_t(n) * hw + i];
+      if (!loss_point_valid(mask[i], target)) {
         if (d_out)
           for (int c = 0; c < s.c; ++c) d_out[o + c * hw] = 0.0f;
         continue;
       }
-      sum += point(o, hw, double(y[int64_t(n) * hw + i]));
+      sum += point(o, hw, double(target));
     }
   }
   return sum;

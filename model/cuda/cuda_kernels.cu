@@ -2,6 +2,7 @@
 // the flat NCHW index; each op is a few lines of arithmetic, memory-bound, so no tuning beyond
 // coalesced access (consecutive threads touch consecutive floats).
 #include "model/bernoulli_gamma_point.h"
+#include "model/loss_point_valid.h"
 #include "model/cuda/cuda_backend.h"
 #include "model/cuda/cuda_check.h"
 
@@ -104,8 +105,8 @@ __global__ void bernoulli_gamma_kernel(int64_t n_hw, int64_t hw, const float* ou
   DS_GRID_STRIDE(i, n_hw) {
     const int64_t s = i / hw, k = i % hw;
     const int64_t o = s * 3 * hw + k;
-    // Invalid points are skipped before y is read: ocean targets may be NaN and NaN * 0 = NaN.
-    if (!(mask[k] > 0.5f)) {
+    // Invalid points (mask 0 or NaN target) are skipped: NaN * 0 = NaN. As the CPU loop.
+    if (!loss_point_valid(mask[k], y[i])) {
       if (d_out) d_out[o] = d_out[o + hw] = d_out[o + 2 * hw] = 0.0f;
       continue;
     }

@@ -6,6 +6,7 @@
 #include "model/cuda/cuda_backend.h"
 #include "model/cuda/cuda_check.h"
 #include "model/gaussian_point.h"
+#include "model/loss_point_valid.h"
 
 namespace ds::model {
 
@@ -216,7 +217,7 @@ __global__ void masked_loss_kernel(int kind, int64_t n_hw, int64_t hw, int c, co
   DS_GRID_STRIDE(i, n_hw) {
     const int64_t s = i / hw, k = i % hw;
     const int64_t o = s * c * hw + k;
-    if (!(mask[k] > 0.5f)) {  // before reading y: ocean targets may be NaN
+    if (!loss_point_valid(mask[k], y[i])) {  // mask 0 or NaN target, as the CPU loop
       if (d_out)
         for (int ch = 0; ch < c; ++ch) d_out[o + ch * hw] = 0.0f;
       continue;

@@ -22,6 +22,13 @@ assert text(a["software_version"]).startswith("downscale ")
 H, W = len(f["grid/predictor_lat"]), len(f["grid/predictor_lon"])
 Hy, Wy = len(f["grid/predictand_lat"]), len(f["grid/predictand_lon"])
 assert (Hy, Wy) == (4 * H - 3, 4 * W - 3), (H, W, Hy, Wy)
+# Format 2: the predictand, its units and calendar, and the observation window in the output grid.
+assert text(a["predictand"]) == "pr" and text(a["predictand_units"]) == "mm/day", (a["predictand"], a["predictand_units"])
+assert text(a["calendar"]) == "standard", a["calendar"]
+r0, c0, nr, nc = (int(v) for v in text(a["obs_window"]).split(","))
+assert 0 <= r0 and r0 + nr <= Hy and 0 <= c0 and c0 + nc <= Wy, a["obs_window"]
+assert np.array_equal(f["grid/obs_lat"][:], f["grid/predictand_lat"][r0:r0 + nr])
+assert np.array_equal(f["grid/obs_lon"][:], f["grid/predictand_lon"][c0:c0 + nc])
 assert np.all(np.diff(f["grid/predictor_lat"][:]) > 0) and np.all(np.diff(f["grid/predictand_lon"][:]) > 0)
 mask = f["mask"][:]
 assert mask.shape == (Hy, Wy) and mask.dtype == np.uint8 and 0 < mask.sum() < mask.size
@@ -41,9 +48,17 @@ for split in ("train", "validation", "test"):
     assert (y.compression == "gzip") == (deflate > 0)
     t = g["time"][:]
     assert np.all(np.diff(t) > 0)
+    assert pr.attrs["units"] in (b"mm/day", "mm/day"), pr.attrs["units"]
+    assert text(g["time"].attrs["calendar"]) == "standard"
     yv, prv = y[:], pr[:]
-    assert np.all(yv >= 0) and np.all(yv[:, mask == 0] == 0)
+    # y is NaN wherever not observed (ocean here: the synthetic land has no gaps), the wet-day
+    # amount (>= 0) elsewhere, and agrees with obs.
+    assert np.all(np.isnan(yv[:, mask == 0])) and np.all(yv[:, mask == 1] >= 0)
     assert np.all(np.isnan(prv[:, mask == 0])) and np.all(np.isfinite(prv[:, mask == 1]))
+    assert np.array_equal(np.isnan(yv), np.isnan(prv))
+    thr = float(a["wet_threshold"])
+    land = mask == 1
+    assert np.allclose(yv[:, land], np.where(prv[:, land] >= thr, prv[:, land] - thr, 0), atol=1e-5)
     assert np.all(np.isfinite(x[:]))
 # Training predictors are standardized with their own statistics: mean 0, sample sd (ddof 1) 1.
 xt = f["train/x"][:].astype(np.float64)

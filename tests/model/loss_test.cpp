@@ -199,6 +199,61 @@ TEST(ModelLoss, GaussianAndMseGradientsMatchFiniteDifferences) {
   }
 }
 
+// A modelled box's missing day (mask 1, NaN target) adds nothing: every loss equals the same loss
+// with that point masked out (closed form: the mean over the other valid points), its gradient is
+// 0, the others' gradients match finite differences. A batch with no valid target is loss 0.
+TEST(ModelLoss, NaNTargetsAtModelledPointsAreSkipped) {
+  auto be = make_cpu_backend(2);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (LossKind kind : {LossKind::kBernoulliGamma, LossKind::kGaussian, LossKind::kMse}) {
+    const int C = loss_channels(kind);
+    const Shape s{2, C, 1, 3};
+    std::vector<float> out = test::random_values(size_t(s.size()), 41, -1.0f, 1.0f);
+    if (kind == LossKind::kBernoulliGamma)
+      for (int n = 0; n < 2; ++n)
+        for (int i = 0; i < 3; ++i) out[size_t(n * 9 + i)] = 0.3f + 0.1f * float(i);  // p in (0, 1)
+    Tensor o = make_tensor(*be, s, out);
+    const std::vector<float> yv{1.5f, nan, 0.0f, 2.0f, 0.7f, nan};  // NaN at modelled points
+    Tensor y = make_tensor(*be, Shape{2, 1, 1, 3}, yv);
+    Tensor mask = make_tensor(*be, Shape{1, 1, 1, 3}, {1, 1, 1});
+    Tensor d(*be, s);
+    const double l = masked_loss(*be, kind, o, y, mask, &d);
+    ASSERT_TRUE(std::isfinite(l)) << loss_name(kind);
+    // The same points one sample at a time with the NaN point masked: sample 0 masks point 1,
+    // sample 1 masks point 2; 2 valid points each, so the mean of the two equals the 4-point mean.
+    double want = 0;
+    for (int n = 0; n < 2; ++n) {
+      Tensor on = make_tensor(*be, Shape{1, C, 1, 3}, {out.begin() + n * 3 * C, out.begin() + (n + 1) * 3 * C});
+      Tensor yn = make_tensor(*be, Shape{1, 1, 1, 3}, {yv.begin() + n * 3, yv.begin() + (n + 1) * 3});
+      Tensor mn = make_tensor(*be, Shape{1, 1, 1, 3}, n == 0 ? std::vector<float>{1, 0, 1} : std::vector<float>{1, 1, 0});
+      want += masked_loss(*be, kind, on, yn, mn, nullptr) / 2;
+    }
+    EXPECT_NEAR(l, want, 1e-9 * std::abs(want)) << loss_name(kind);
+    const auto g = d.to_host();
+    for (int c = 0; c < C; ++c) {
+      EXPECT_EQ(g[size_t(0 * 3 * C + c * 3 + 1)], 0.0f) << loss_name(kind);
+      EXPECT_EQ(g[size_t(1 * 3 * C + c * 3 + 2)], 0.0f) << loss_name(kind);
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      std::vector<float> v = out;
+      v[i] = out[i] + 1e-3f;
+      const float hi = v[i];
+      o.upload(v.data());
+      const double lp = masked_loss(*be, kind, o, y, mask, nullptr);
+      v[i] = out[i] - 1e-3f;
+      const float lo = v[i];
+      o.upload(v.data());
+      const double lm = masked_loss(*be, kind, o, y, mask, nullptr);
+      const double numeric = (lp - lm) / (double(hi) - double(lo));
+      EXPECT_NEAR(g[i], numeric, std::max(1e-4, 1e-3 * std::abs(numeric))) << loss_name(kind) << " element " << i;
+    }
+    o.upload(out.data());
+    Tensor all_nan = make_tensor(*be, Shape{2, 1, 1, 3}, std::vector<float>(6, nan));
+    EXPECT_EQ(masked_loss(*be, kind, o, all_nan, mask, &d), 0.0) << loss_name(kind);
+    for (float v : d.to_host()) EXPECT_EQ(v, 0.0f) << loss_name(kind);
+  }
+}
+
 TEST(ModelLoss, NamesParseAndUnknownIsAUsageError) {
   EXPECT_EQ(parse_loss("gaussian"), LossKind::kGaussian);
   EXPECT_EQ(loss_channels(parse_loss("bernoulli_gamma")), 3);

@@ -17,6 +17,8 @@ using namespace ds;
 
 namespace {
 
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
 // A tiny run: two predictors on a 2° grid (3 x 4 points), precipitation on 0.5° (9 x 13),
 // three years (train 2000, validation 2001, test 2002).
 struct TinyRun {
@@ -52,6 +54,7 @@ struct TinyRun {
     cfg.run.dir = dir / "run";
     cfg.preprocess.predictor_grid = {-110, -104, 30, 34, 2};
     cfg.preprocess.predictand_grid = {-109.75, -103.75, 29.75, 33.75, 0.5};
+    cfg.preprocess.has_predictand_grid = true;
     cfg.preprocess.train_years = {2000, 2000};
     cfg.preprocess.validation_years = {2001, 2001};
     cfg.preprocess.test_years = {2002, 2002};
@@ -107,23 +110,33 @@ TEST(BuildStore, WritesSplitsShapesStatisticsAndMask) {
   for (int k = 0; k < 9 * 13; ++k) {
     if (!m.mask[k]) {
       EXPECT_TRUE(std::isnan(pr[k]));
-      EXPECT_EQ(y[k], 0.0f);
+      EXPECT_TRUE(std::isnan(y[k]));  // not observed: NaN, skipped by the losses
       continue;
     }
     EXPECT_NEAR(y[k], pr[k] >= 0.99f ? pr[k] - 0.99f : 0.0f, 1e-5);
   }
   EXPECT_EQ(to_string(civil_from_days(store.read_time("test").front())), "2002-01-01");
+  EXPECT_EQ(m.predictand, "pr");
+  EXPECT_EQ(m.predictand_units, "mm/day");
+  EXPECT_EQ(m.calendar, "standard");
+  EXPECT_EQ(m.obs_rows, 9);
+  EXPECT_EQ(m.obs_cols, 13);
+  EXPECT_EQ(m.obs_row0, 0);
+  EXPECT_EQ(m.obs_col0, 0);
 }
 
-TEST(BuildStore, ShapeMismatchPrintsBothShapes) {
+// An observation grid larger than the convolutional models' output is a configuration error
+// naming the smallest predictor grid that fits.
+TEST(BuildStore, ObservationGridLargerThanTheOutputNamesThePredictorGridThatFits) {
   TinyRun run;
-  run.cfg.preprocess.predictand_grid = {-109.75, -104.25, 29.75, 33.75, 0.5};  // 12 lon instead of 13
+  run.cfg.preprocess.predictand_grid = {-110.25, -103.75, 29.75, 33.75, 0.5};  // 14 lon, the model gives 13
   try {
     build_store(run.cfg, run.dir / "run/fetch", run.dir / "run/store.h5");
     FAIL();
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("is 9 x 12"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("to 9 x 13"), std::string::npos) << e.what();
+    EXPECT_TRUE(has(e.what(), "the observation grid is 9 x 14")) << e.what();
+    EXPECT_TRUE(has(e.what(), "to 9 x 13")) << e.what();
+    EXPECT_TRUE(has(e.what(), "smallest predictor grid that fits it is 3 x 5")) << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(run.dir / "run/store.h5"));
 }
@@ -148,7 +161,6 @@ std::vector<float> read_x(const std::string& path, const std::string& split) {
   store.read_x(split, 0, store.count(split), x.data());
   return x;
 }
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 }  // namespace
 
 // Blocks are an implementation detail: 8-day blocks and one block per year give the same store.

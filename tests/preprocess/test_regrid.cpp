@@ -142,3 +142,39 @@ TEST(Regrid, ConservativeAndNearestNeedTheTargetCellsCovered) {
   EXPECT_THROW(nearest_weights(src, grid(-125, -110, 25, 30, 0.5), "f"), InputError);
   EXPECT_NO_THROW(conservative_weights(src, grid(-120.75, -99.25, 19.25, 40.75, 0.5), "f"));
 }
+
+// Source grids with uneven latitudes, as NCEP's T62 Gaussian grid (tas): the latitudes of
+// tests/data/iberia/NCEP_Iberia_tas.nc, spacing 1.9047..1.9048 deg. Bilinear stays exact on
+// linear fields, conservative keeps constants and the area-weighted integral where both grids
+// tile the same band, nearest picks the closest uneven latitude.
+TEST(Regrid, UnevenSourceLatitudesLikeAGaussianGrid) {
+  Grid gauss;
+  gauss.lat = {35.2374992370605, 37.1422004699707, 39.0470008850098, 40.9516983032227, 42.8563995361328, 44.761100769043};
+  for (double lo = -11.25; lo <= 5.7; lo += 1.875) gauss.lon.push_back(lo);
+  const Grid dst = grid(-10, 4, 36, 44, 2.0);
+  const auto out = apply_weights(bilinear_weights(gauss, dst, "t"), sample(gauss, 2, linear), 2);
+  const auto want = sample(dst, 2, linear);
+  for (size_t k = 0; k < out.size(); ++k) EXPECT_NEAR(out[k], want[k], 1e-4) << k;
+  // Strongly uneven latitudes make the difference between interpolating in index and in degrees.
+  Grid uneven;
+  uneven.lat = {20, 21, 25, 33, 40};
+  uneven.lon = {0, 5, 10};
+  const Grid mid = grid(1, 9, 20.5, 39.5, 1.0);
+  const auto o2 = apply_weights(bilinear_weights(uneven, mid, "t"), sample(uneven, 1, linear), 1);
+  const auto w2 = sample(mid, 1, linear);
+  for (size_t k = 0; k < o2.size(); ++k) EXPECT_NEAR(o2[k], w2[k], 1e-4) << k;
+  // Conservative: a constant stays that constant (weights of a covered cell sum to 1).
+  std::vector<float> ones(gauss.size(), 7.0f);
+  const Grid inner = grid(-9, 3, 37, 43, 2.0);
+  for (float v : apply_weights_renormalized(conservative_weights(gauss, inner, "t"), ones, 1)) EXPECT_NEAR(v, 7.0f, 1e-5);
+  // Nearest: the closest Gaussian latitude, not the closest index of a regular grid.
+  const Grid pts = grid(0, 0, 36.1, 44.1, 2.0);  // 36.1 -> 35.24 (0.86 away) vs 37.14 (1.04): first
+  const auto w = nearest_weights(gauss, pts, "t");
+  const auto near = apply_weights(w, sample(gauss, 1, linear), 1);
+  for (int j = 0; j < pts.nlat(); ++j) {
+    double best = gauss.lat[0];
+    for (double la : gauss.lat)
+      if (std::abs(la - pts.lat[j]) < std::abs(best - pts.lat[j])) best = la;
+    EXPECT_FLOAT_EQ(near[j], float(linear(0.0, best, 0))) << pts.lat[j];
+  }
+}

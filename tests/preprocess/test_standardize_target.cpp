@@ -30,22 +30,60 @@ TEST(Standardize, TrainingYearsOnlyAndSampleStandardDeviation) {
 
 TEST(Target, UnitsThresholdAndMask) {
   std::vector<float> pr{0.5f / 86400, 0.99f / 86400, 5.0f / 86400, NAN,  // day 1
-                        0.0f, 2.0f / 86400, 1.0f / 86400, 1.0f / 86400};  // day 2
+                        0.0f, 2.0f / 86400, 1.0f / 86400, NAN};          // day 2
   to_mm_per_day(pr, "kg m-2 s-1", "pr.nc");
   EXPECT_NEAR(pr[2], 5.0f, 1e-5);
-  const auto mask = land_mask(pr, 4);
+  ObservedDays observed(4);
+  observed.add(pr);
+  EXPECT_EQ(observed.days(), 2u);
+  const auto mask = observed.mask(0.9);
   EXPECT_EQ(mask, (std::vector<uint8_t>{1, 1, 1, 0}));
-  const auto y = wet_day_target(pr, mask, 0.99);
+  const auto y = training_target(pr, mask, true, 0.99);
   EXPECT_FLOAT_EQ(y[0], 0.0f);               // 0.5 mm: dry
   EXPECT_NEAR(y[1], 0.0f, 1e-5);             // exactly at the threshold: wet with amount 0
   EXPECT_NEAR(y[2], 5.0f - 0.99f, 1e-5);
-  EXPECT_FLOAT_EQ(y[3], 0.0f);               // ocean
-  EXPECT_FLOAT_EQ(y[7], 0.0f);               // ocean on every day
+  EXPECT_TRUE(std::isnan(y[3]));             // ocean: not observed, NaN (the losses skip it)
+  EXPECT_TRUE(std::isnan(y[7]));
   EXPECT_NEAR(y[5], 2.0f - 0.99f, 1e-5);
   std::vector<float> mm{1, 2};
   to_mm_per_day(mm, "mm/day", "f");
   EXPECT_FLOAT_EQ(mm[1], 2.0f);
   EXPECT_THROW(to_mm_per_day(mm, "m", "f"), InputError);
+}
+
+// A box observed on at least min_valid_fraction of the days is modelled; its missing days are NaN
+// targets, and a temperature's target is its value.
+TEST(Target, MaskFromObservedFractionAndNaNOnMissingDays) {
+  // 10 days, 3 boxes: always observed, missing 1 day in 10, missing 2 days in 10.
+  std::vector<float> t;
+  for (int d = 0; d < 10; ++d) {
+    t.push_back(10.0f + d);
+    t.push_back(d == 3 ? NAN : 20.0f);
+    t.push_back(d < 2 ? NAN : -1.5f);
+  }
+  ObservedDays observed(3);
+  observed.add({t.begin(), t.begin() + 12});  // blocks of 4 and 6 days add up
+  observed.add({t.begin() + 12, t.end()});
+  EXPECT_EQ(observed.days(), 10u);
+  EXPECT_EQ(observed.mask(0.9), (std::vector<uint8_t>{1, 1, 0}));
+  EXPECT_EQ(observed.mask(0.8), (std::vector<uint8_t>{1, 1, 1}));
+  EXPECT_EQ(observed.mask(1.0), (std::vector<uint8_t>{1, 0, 0}));
+  EXPECT_EQ(observed.mask(0.0), (std::vector<uint8_t>{1, 1, 1}));
+  const auto mask = observed.mask(0.9);
+  const auto y = training_target(t, mask, false, 0.99);
+  EXPECT_FLOAT_EQ(y[0], 10.0f);              // not precipitation: the value itself, no threshold
+  EXPECT_FLOAT_EQ(y[3 * 3 + 0], 13.0f);
+  EXPECT_TRUE(std::isnan(y[3 * 3 + 1]));     // modelled box, missing day
+  EXPECT_FLOAT_EQ(y[4 * 3 + 1], 20.0f);
+  EXPECT_TRUE(std::isnan(y[5 * 3 + 2]));     // observed that day but not modelled
+  auto obs = t;
+  mask_observation(obs, mask);
+  EXPECT_TRUE(std::isnan(obs[5 * 3 + 2]));
+  EXPECT_FLOAT_EQ(obs[5 * 3 + 1], 20.0f);
+  // A box never observed is never modelled, even with fraction 0.
+  ObservedDays never(1);
+  never.add({NAN, NAN});
+  EXPECT_EQ(never.mask(0.0), (std::vector<uint8_t>{0}));
 }
 
 // Block-wise statistics equal the whole-record ones, whatever the blocks; NaN are skipped.

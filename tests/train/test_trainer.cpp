@@ -3,11 +3,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "io/error.h"
 #include "io/hdf5_file.h"
+#include "model/backend.h"
 #include "model/net.h"
+#include "preprocess/output_grid.h"
 #include "io/training_store.h"
 #include "event_file_reader.h"
 #include "support/test_support.h"
@@ -227,4 +230,93 @@ TEST(Trainer, TrainsDeepEsdAndOtherLosses) {
     EXPECT_EQ(spec.out_h, 13);
     EXPECT_EQ(spec.land_mask.size(), 13u * 17u);
   }
+}
+
+namespace {
+
+// A temperature store as preprocess writes it for an observation grid smaller than the model's
+// output: 4 x 5 predictors, output 13 x 17, the observations in rows 1..11 (rows 0 and 12 are
+// padding: mask 0, y NaN), one box missing on every 7th day (y NaN, still modelled), values in
+// degC following channel 0.
+std::string write_tas_store(const test::TempDir& d) {
+  StoreMeta m;
+  m.channels = {"psl", "ta@850"};
+  for (int i = 0; i < 5; ++i) m.predictor_lon.push_back(-10 + 2 * i);
+  for (int j = 0; j < 4; ++j) m.predictor_lat.push_back(36 + 2 * j);
+  for (int i = 0; i < 17; ++i) m.predictand_lon.push_back(-9.75 + 0.5 * i);
+  for (int j = 0; j < 13; ++j) m.predictand_lat.push_back(35.25 + 0.5 * j);
+  m.predictand = "tas", m.predictand_units = "Celsius", m.calendar = "noleap";
+  m.obs_row0 = 1, m.obs_col0 = 0, m.obs_rows = 11, m.obs_cols = 17;
+  m.obs_lat.assign(m.predictand_lat.begin() + 1, m.predictand_lat.end() - 1);
+  m.obs_lon = m.predictand_lon;
+  m.mask.assign(13 * 17, 1);
+  for (int i = 0; i < 17; ++i) m.mask[i] = m.mask[12 * 17 + i] = 0;
+  m.mean.assign(2 * 20, 0);
+  m.sd.assign(2 * 20, 1);
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> n01;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto make = [&](int n, std::vector<float>& x, std::vector<float>& y, std::vector<int64_t>& t) {
+    for (int s = 0; s < n; ++s) {
+      for (int k = 0; k < 40; ++k) x.push_back(n01(rng));
+      const float* c0 = &x[x.size() - 40];
+      for (int j = 0; j < 13; ++j)
+        for (int i = 0; i < 17; ++i) {
+          const bool missing = !m.mask[size_t(j * 17 + i)] || (j == 5 && i == 5 && s % 7 == 0);
+          y.push_back(missing ? nan : 8.0f + 2.0f * c0[std::min(3, j / 4) * 5 + std::min(4, i / 4)]);
+        }
+      t.push_back(static_cast<int64_t>(t.size()));
+    }
+  };
+  const std::string path = d / "tas_store.h5";
+  StoreWriter w(path, m);
+  std::vector<float> x, y;
+  std::vector<int64_t> t;
+  make(96, x, y, t);
+  w.write_split("train", x, y, y, t);
+  x.clear(), y.clear(), t.clear();
+  make(32, x, y, t);
+  w.write_split("validation", x, y, y, t);
+  w.close();
+  return path;
+}
+
+}  // namespace
+
+// train.loss gaussian on a temperature store with padding and missing days: the NaN targets are
+// skipped, so the losses stay finite and fall, with the demo CNN and with DeepESD.
+TEST(Trainer, TrainsGaussianOnATemperatureStoreWithPaddingAndMissingDays) {
+  test::TempDir d;
+  const auto store = write_tas_store(d);
+  for (const std::string model : {"demo", "deepesd"}) {
+    const std::string out = d / ("tas_" + model);
+    std::filesystem::create_directories(out);
+    Config c = tiny_config(d / "c.yaml", 4);
+    c.model.name = model;
+    c.train.loss = "gaussian";
+    const auto r = train_model(c, store, out, false);
+    EXPECT_TRUE(std::isfinite(r.final_train_loss)) << model;
+    const auto lines = csv_lines(out + "/metrics.csv");
+    ASSERT_EQ(lines.size(), 5u) << model;
+    for (size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(lines[i].find("nan"), std::string::npos) << model << ": " << lines[i];
+    const double first = std::stod(lines[1].substr(lines[1].find(',') + 1));
+    const double last = std::stod(lines[4].substr(lines[4].find(',') + 1));
+    EXPECT_LT(last, first) << model << ": training did not reduce the loss";
+  }
+}
+
+// The output rule preprocess pads to (preprocess/output_grid.h) is the convolutional models' own.
+TEST(Trainer, ConvModelsOutputTheGridPreprocessPadsTo) {
+  auto be = model::make_cpu_backend(1);
+  for (const std::string name : {"demo", "mnn"})
+    for (auto [h, w] : {std::pair{4, 5}, std::pair{6, 8}}) {
+      model::ModelSpec spec;
+      spec.name = name;
+      spec.in_channels = 2, spec.in_h = h, spec.in_w = w;
+      spec.filters = {4, 4, 4};
+      model::Net net(spec, *be);
+      const auto s = net.output_shape(1);
+      EXPECT_EQ(s.h, conv_output_size(h)) << name;
+      EXPECT_EQ(s.w, conv_output_size(w)) << name;
+    }
 }
