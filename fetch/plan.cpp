@@ -186,7 +186,7 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
   const auto dims = src.var_dims(v);
   f.ndims = static_cast<int>(dims.size());
   for (int i = 0; i < f.ndims; ++i) {
-    if (one_of(dims[i], {"time", "t"})) f.t_ax = i;
+    if (one_of(dims[i], {"time", "t", "valid_time"})) f.t_ax = i;
     else if (one_of(dims[i], {"plev", "level", "lev", "pressure", "isobaric", "pressure_level"})) f.z_ax = i;
     else if (one_of(dims[i], {"lat", "latitude", "y"})) f.y_ax = i;
     else if (one_of(dims[i], {"lon", "longitude", "x"})) f.x_ax = i;

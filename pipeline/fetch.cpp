@@ -4,7 +4,8 @@
 // the manifest last.
 //
 // fetch/
-//   chunks/<field>/<year>.nc   complete, checked chunks (kept: a rerun reuses them)
+//   chunks/<field>/<year>.nc   complete, checked chunks (kept: a rerun reuses them); the
+//                              predictand's in chunks/predictand/<var>/<year>.nc
 //   chunks/ledger.json         request, size and CRC-32 of each chunk
 //   predictors/<var@level>.nc  joined fields
 //   predictand/<var>.nc
@@ -162,6 +163,11 @@ int run_fetch(const Config& cfg, bool dry_run) {
   plan_with_retries(pred, f, plan);
   const size_t n_predictor_fields = plan.fields.size();
   if (with_predictand) plan_with_retries(obs, f, plan);
+  // The predictand's chunks in a folder of their own: it may have a predictor's name (tas
+  // predicted from the model's tas), and the two must not share chunk files or ledger entries.
+  for (auto& c : plan.chunks)
+    if (c.field >= n_predictor_fields)
+      c.file = "chunks/predictand/" + plan.fields[c.field].name + "/" + std::to_string(c.year) + ".nc";
 
   for (const char* sub : {"/chunks", "/predictors", "/predictand"}) remove_stale_temporaries(dir + sub);
   const std::string ledger_path = dir + "/chunks/ledger.json";
