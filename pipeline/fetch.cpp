@@ -61,12 +61,13 @@ Dataset dataset_of(const Config& cfg, const std::string& dataset, const std::str
   return d;
 }
 
-// Opens the sources (each distinct URL once) and plans the fields, retrying transient failures
-// like the chunks do.
-void plan_with_retries(const SourceRequest& s, const Config::Fetch& f, FetchPlan& plan) {
+// Opens the sources (each distinct URL once: `opened` keeps them across calls, so predictors and
+// predictand in one file share it too) and plans the fields, retrying transient failures like
+// the chunks do.
+void plan_with_retries(const SourceRequest& s, const Config::Fetch& f, std::map<std::string, NcFile>& opened,
+                       FetchPlan& plan) {
   for (int attempt = 1;; ++attempt) {
     try {
-      std::map<std::string, NcFile> opened;
       const SourceOpener open = [&](const std::string& url) -> const NcFile& {
         auto it = opened.find(url);
         if (it == opened.end()) it = opened.emplace(url, open_source(url)).first;
@@ -79,6 +80,7 @@ void plan_with_retries(const SourceRequest& s, const Config::Fetch& f, FetchPlan
       for (auto& fp : part.fields) plan.fields.push_back(std::move(fp));
       return;
     } catch (const TransientError& e) {
+      opened.clear();  // a retry opens afresh
       if (attempt >= f.attempts) throw Error(std::string(e.what()) + " (gave up after " + std::to_string(attempt) + " attempts)");
       const double delay = std::min(300.0, f.retry_delay * std::pow(2.0, attempt - 1));
       spdlog::warn("{}; attempt {} of {} failed, retrying in {:.1f} s", e.what(), attempt, f.attempts, delay);
@@ -160,9 +162,12 @@ int run_fetch(const Config& cfg, bool dry_run) {
   FolderLock lock(dir);
 
   FetchPlan plan;
-  plan_with_retries(pred, f, plan);
-  const size_t n_predictor_fields = plan.fields.size();
-  if (with_predictand) plan_with_retries(obs, f, plan);
+  {
+    std::map<std::string, NcFile> opened;  // closed before the workers start
+    plan_with_retries(pred, f, opened, plan);
+    if (with_predictand) plan_with_retries(obs, f, opened, plan);
+  }
+  const size_t n_predictor_fields = plan.fields.size() - (with_predictand ? 1 : 0);
   // The predictand's chunks in a folder of their own: it may have a predictor's name (tas
   // predicted from the model's tas), and the two must not share chunk files or ledger entries.
   for (auto& c : plan.chunks)

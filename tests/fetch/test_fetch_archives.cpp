@@ -297,6 +297,11 @@ TEST(FetchArchives, NoleapAnd360DaySourcesGiveTheirOwnCalendarsDays) {
       EXPECT_EQ(f.days[t], days_from_date({2000, 2, static_cast<int>(t) + 1}, c)) << cal;
       EXPECT_NEAR(f.values[t * 12], static_cast<double>(f.days[t] - ref) + 0.30, 1e-3) << cal;
     }
+    // The joined field (what preprocess reads) keeps the calendar too.
+    EXPECT_EQ(join_chunks(feb.fields[0], {out / "feb.nc"}, out / "ta.nc", "test", kPiece), nfeb);
+    NcFile joined = NcFile::open(out / "ta.nc");
+    EXPECT_EQ(joined.att_text(joined.var_id("time"), "calendar"), cf_name(c));
+    EXPECT_EQ(read_field(out / "ta.nc", "ta").days, f.days);
   }
 }
 
