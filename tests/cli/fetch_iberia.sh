@@ -132,5 +132,51 @@ rc=$?
 grep -q "NCEP_Iberia_hus850.nc: variable 'hus': holds level 850 hPa (attribute 'level') but level 500 hPa was requested" bad.log ||
   fail "level mismatch message: $(tail -1 bad.log)"
 
+# GCM calendars end to end: a noleap and a 360_day source (generated), fetched for DJF 2001 and
+# 2004 (season-year 2004 holds February 2004, a leap month on the standard calendar).
+cat > gcm.py <<'EOF2'
+import sys, numpy as np, netCDF4
+for cal, ndays in (("noleap", 365 * 5), ("360_day", 360 * 5)):
+    with netCDF4.Dataset(f"gcm_{cal}.nc", "w") as d:
+        d.createDimension("time", None); d.createDimension("lat", 3); d.createDimension("lon", 4)
+        t = d.createVariable("time", "f8", ("time",)); t.units = "days since 2000-01-01 12:00:00"; t.calendar = cal
+        d.createVariable("lat", "f8", ("lat",))[:] = [36, 38, 40]
+        d.createVariable("lon", "f8", ("lon",))[:] = [-6, -4, -2, 0]
+        v = d.createVariable("tas", "f4", ("time", "lat", "lon")); v.units = "K"
+        t[:] = np.arange(ndays)
+        v[:] = 250 + np.arange(ndays)[:, None, None] / 100 + np.zeros((1, 3, 4))
+EOF2
+/usr/bin/python3 gcm.py || fail "generating the GCM sources"
+cat > datasets/gcm.yaml <<'EOF2'
+name: a GCM on its own calendar
+url: .
+variables:
+  tas: {native: tas, url: "gcm_{cal}.nc", units: K}
+EOF2
+for cal in noleap 360_day; do
+  sed "s/{cal}/$cal/" datasets/gcm.yaml > datasets/gcm_$cal.yaml
+  "$bin" fetch --config cmip.yaml --set run.dir=runs/$cal --set fetch.predictors.dataset=gcm_$cal --set "fetch.predictors.source=$work" \
+    --set 'fetch.predictors.fields=[tas]' --set 'fetch.years=[2001, 2004]' > $cal.log 2>&1 || { fail "fetch $cal"; cat $cal.log; }
+  /usr/bin/python3 - "$cal" <<'EOF2' || fail "$cal: fetched time axis"
+import sys, json, numpy as np, netCDF4
+cal = sys.argv[1]
+d = netCDF4.Dataset(f"runs/{cal}/fetch/predictors/tas.nc")
+t = d["time"]
+assert t.calendar == cal, t.calendar
+dates = netCDF4.num2date(t[:], t.units, t.calendar)
+feb = [x.day for x in dates if x.year == 2004 and x.month == 2]
+assert feb[-1] == (28 if cal == "noleap" else 30), feb[-1]       # no 29 Feb / a 30 Feb
+assert len(t) == 4 * 90, len(t)
+src = netCDF4.Dataset(f"gcm_{cal}.nc")
+sd = netCDF4.date2num(netCDF4.num2date(src["time"][:], src["time"].units, cal), "days since 1970-01-01", cal)
+idx = np.searchsorted(np.floor(sd), t[:])
+assert np.array_equal(np.floor(sd)[idx], t[:])
+assert np.allclose(d["tas"][:, 0, 0], src["tas"][idx, 0, 0])
+m = json.load(open(f"runs/{cal}/fetch/manifest.json"))
+assert m["predictors"][0]["calendar"] == cal, m["predictors"][0]
+print(cal, "ok")
+EOF2
+done
+
 echo "fetch of the Iberia files: $failures failures"
 [[ $failures -eq 0 ]]
