@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 #include "io/atomic_file.h"
 #include "io/calendar.h"
@@ -56,7 +57,7 @@ FieldFile create_field_file(const std::string& path, const FieldPlan& f, size_t 
   out.time = nc.def_var("time", NC_DOUBLE, {dt});
   nc.put_att(out.time, "standard_name", "time");
   nc.put_att(out.time, "units", "days since 1970-01-01 00:00:00");
-  nc.put_att(out.time, "calendar", "standard");
+  nc.put_att(out.time, "calendar", cf_name(f.calendar));
   out.lat = nc.def_var("lat", NC_DOUBLE, {dy});
   nc.put_att(out.lat, "standard_name", "latitude");
   nc.put_att(out.lat, "units", "degrees_north");
@@ -167,16 +168,28 @@ NcFile open_source(const std::string& url) {
 
 ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const std::string& out_path, size_t piece_bytes,
                         const std::function<void(uint64_t)>& on_bytes) {
-  NcFile src = open_source(f.url);
-  return fetch_chunk(f, c, src, out_path, piece_bytes, on_bytes);
+  std::map<std::string, NcFile> opened;
+  const SourceOpener open = [&](const std::string& url) -> const NcFile& {
+    auto it = opened.find(url);
+    if (it == opened.end()) it = opened.emplace(url, open_source(url)).first;
+    return it->second;
+  };
+  return fetch_chunk(f, c, open, out_path, piece_bytes, on_bytes);
 }
 
 ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const NcFile& src, const std::string& out_path,
                         size_t piece_bytes, const std::function<void(uint64_t)>& on_bytes) {
-  const std::string where = f.redacted() + ": variable '" + f.native + "', chunk " + c.label(f);
+  const SourceOpener open = [&](const std::string& url) -> const NcFile& {
+    if (url != f.url) throw Error(redact_credentials(url) + ": not the open source " + f.redacted());
+    return src;
+  };
+  return fetch_chunk(f, c, open, out_path, piece_bytes, on_bytes);
+}
+
+ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const SourceOpener& open, const std::string& out_path,
+                        size_t piece_bytes, const std::function<void(uint64_t)>& on_bytes) {
+  const std::string where0 = ": variable '" + f.native + "', chunk " + c.label(f);
   StderrWatch watch;
-  int v = -1;
-  source_check(nc_inq_varid(src.id(), f.native.c_str(), &v), where);
 
   AtomicFile file(out_path);
   FieldFile out = create_field_file(file.temp_path(), f, c.days.size(), 0, true,
@@ -193,9 +206,15 @@ ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const NcFile& sr
   std::unique_ptr<float[]> raw(new float[piece_values]), piece(new float[piece_values]);
   // Unpacking and unit conversion are most often the identity; the values are then copied as
   // they are (the double arithmetic below gives the same floats, only slower).
-  const bool identity = f.pack_scale == 1 && f.pack_offset == 0 && f.def.scale == 1 && f.def.offset == 0;
+  const bool identity =
+      f.pack_scale == 1 && f.pack_offset == 0 && f.convert.identity() && f.def.scale == 1 && f.def.offset == 0;
   size_t t_out = 0, missing = 0;
-  for (const IndexRun& tr : c.time_runs) {
+  for (const TimeRun& tr : c.time_runs) {
+    // The run's file (a field kept in yearly files reads two for a season across the new year).
+    const std::string where = redact_credentials(f.urls[tr.source]) + where0;
+    const NcFile& src = open(f.urls[tr.source]);
+    int v = -1;
+    source_check(nc_inq_varid(src.id(), f.native.c_str(), &v), where);
     for (size_t t = tr.start; t < tr.start + tr.count; t += rows) {
       const size_t nt = std::min(rows, tr.start + tr.count - t);
       size_t x_out = 0;  // first output column of this longitude run; the runs cover the grid
@@ -219,10 +238,10 @@ ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const NcFile& sr
               float y = kFetchFill;
               if (!is_missing(in[i], f)) {
                 y = identity ? in[i]
-                             : static_cast<float>((in[i] * f.pack_scale + f.pack_offset) * f.def.scale + f.def.offset);
+                             : static_cast<float>((((in[i] * f.pack_scale + f.pack_offset) * f.convert.scale) +
+                                                   f.convert.offset) * f.def.scale + f.def.offset);
                 if (!std::isfinite(y))
-                  throw InputError(file_where + ": check failed: non-finite value on " +
-                                   to_string(civil_from_days(c.days[t_out + k])));
+                  throw InputError(file_where + ": check failed: non-finite value on " + f.date(c.days[t_out + k]));
               }
               missing += y == kFetchFill;
               o[i] = y;
@@ -264,11 +283,10 @@ void check_chunk_layout(const NcFile& nc, const std::string& where, const FieldP
   const auto time = nc.read_coord("time");
   for (size_t i = 0; i < time.size(); ++i) {
     if (time[i] != static_cast<double>(c.days[i]))
-      fail("time step " + std::to_string(i) + " is " + std::to_string(time[i]) + ", planned " +
-           to_string(civil_from_days(c.days[i])));
+      fail("time step " + std::to_string(i) + " is " + std::to_string(time[i]) + ", planned " + f.date(c.days[i]));
     // The planned days are whole months; inside a month a step of one day is required.
-    if (i > 0 && civil_from_days(c.days[i]).day != 1 && time[i] - time[i - 1] != 1)
-      fail("time axis has a gap before " + to_string(civil_from_days(c.days[i])));
+    if (i > 0 && date_from_days(c.days[i], f.calendar).day != 1 && time[i] - time[i - 1] != 1)
+      fail("time axis has a gap before " + f.date(c.days[i]));
   }
   if (nc.att_text(v, "units") != f.out_units())
     fail("units '" + nc.att_text(v, "units") + "', expected '" + f.out_units() + "'");
@@ -300,7 +318,7 @@ double validate_chunk(const std::string& path, const FieldPlan& f, const ChunkPl
     for (float x : day) {
       if (x == kFetchFill) ++missing;
       else if (!std::isfinite(x))
-        throw InputError(where + ": check failed: non-finite value on " + to_string(civil_from_days(c.days[t])));
+        throw InputError(where + ": check failed: non-finite value on " + f.date(c.days[t]));
     }
   }
   return check_missing_share(missing, where, f, c);

@@ -2,9 +2,10 @@
 // it, and joining a field's chunks into the file `preprocess` reads.
 //
 // Output files (chunks and joined fields alike): dims (time, lat, lon); lat ascending; lon
-// ascending in -180..180; time in days since 1970-01-01 00:00:00, standard calendar, one value
-// per day; the variable as float in the standard units with _FillValue = 1e20f, `units`, and
-// `level_hPa` for a pressure-level field.
+// ascending in -180..180; time in days since 1970-01-01 00:00:00 counted in the source's calendar
+// (written as its `calendar` attribute, CF name), one value per day; the variable as float in
+// the units written (udunits2 conversion, then the definition's scale/offset) with
+// _FillValue = 1e20f, `units`, and `level_hPa` for a pressure-level field.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -40,15 +41,18 @@ struct ChunkResult {
   std::string crc32;         // of the file, 8 hex digits
 };
 
-// Reads chunk `c` of field `f` from the open source `src` in pieces of at most `piece_bytes` (so
+// Reads chunk `c` of field `f` from its sources (opened through `open`) in pieces of at most `piece_bytes` (so
 // memory is bounded by the piece, not the chunk), writes `out_path` atomically after the checks
 // of validate_chunk() passed (the values are checked as they are written, the rest on the
 // written file's metadata). `on_bytes` is called with the bytes of every piece read. A worker
-// keeps `src` open across the chunks it fetches: opening an OPeNDAP source costs several
+// keeps its sources open across the chunks it fetches: opening an OPeNDAP source costs several
 // requests (DDS, DAS, coordinates).
+ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const SourceOpener& open, const std::string& out_path,
+                        size_t piece_bytes, const std::function<void(uint64_t)>& on_bytes = {});
+// The same from the one open source `src` (a field read from one file).
 ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const NcFile& src, const std::string& out_path,
                         size_t piece_bytes, const std::function<void(uint64_t)>& on_bytes = {});
-// The same, opening f.url for this chunk only.
+// The same, opening the field's files for this chunk only.
 ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const std::string& out_path, size_t piece_bytes,
                         const std::function<void(uint64_t)>& on_bytes = {});
 

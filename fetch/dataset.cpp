@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 
+#include "fetch/units.h"
 #include "io/error.h"
 
 namespace ds {
@@ -26,11 +27,21 @@ std::string DatasetVariable::native_name(int level) const {
   return out;
 }
 
-bool DatasetVariable::accepts_units(const std::string& u) const {
-  if (units.empty()) return true;
-  for (const auto& a : units)
-    if (a == u) return true;
-  return false;
+namespace {
+void replace_all(std::string& s, const std::string& what, const std::string& with) {
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + with.size())) s.replace(at, what.size(), with);
+}
+}  // namespace
+
+std::string DatasetVariable::url_for(const std::string& base, const std::string& var, int level, int year) const {
+  if (url.empty()) return base;
+  std::string u = url;
+  replace_all(u, "{var}", var);
+  replace_all(u, "{level}", std::to_string(level));
+  replace_all(u, "{year}", std::to_string(year));
+  // Absolute (a URL or a path from /): as is. Relative: below the base, one slash between.
+  if (u.find("://") != std::string::npos || u.front() == '/' || base.empty()) return u;
+  return base.back() == '/' ? base + u : base + "/" + u;
 }
 
 DatasetVariable Dataset::variable(const std::string& var) const {
@@ -108,16 +119,26 @@ Dataset load_dataset(const std::string& name_or_path, const std::string& config_
     const std::string var = it->first.as<std::string>();
     const std::string where = d.file + ": variables." + var;
     const YAML::Node n = it->second;
-    if (!n.IsMap()) throw UsageError(where + ": expected {native, units, scale, offset, std_units, max_missing}");
-    check_keys(n, {"native", "units", "scale", "offset", "std_units", "max_missing"}, where);
+    if (!n.IsMap()) throw UsageError(where + ": expected {native, url, units, scale, offset, std_units, max_missing}");
+    check_keys(n, {"native", "url", "units", "scale", "offset", "std_units", "max_missing"}, where);
     DatasetVariable v;
     v.native = get<std::string>(n, "native", where, var);
+    v.url = get<std::string>(n, "url", where, "");
     if (n["units"] && n["units"].IsSequence()) v.units = get<std::vector<std::string>>(n, "units", where, {});
     else if (n["units"]) v.units = {get<std::string>(n, "units", where, "")};
     v.scale = get<double>(n, "scale", where, 1.0);
     v.offset = get<double>(n, "offset", where, 0.0);
-    v.std_units = get<std::string>(n, "std_units", where, standard_units(var));
-    if (v.std_units.empty() && !v.units.empty()) v.std_units = v.units.front();
+    const bool identity = v.scale == 1 && v.offset == 0;
+    const std::string std_units = get<std::string>(n, "std_units", where, "");
+    // Without units, a variable converted by udunits alone is written in its standard unit.
+    if (v.units.empty() && identity) {
+      const std::string target = std_units.empty() ? standard_units(var) : std_units;
+      if (!target.empty()) v.units = {target};
+    }
+    v.std_units = !std_units.empty() ? std_units : identity ? v.target_units() : standard_units(var);
+    if (v.std_units.empty()) v.std_units = v.target_units();
+    for (const auto& u : v.units)
+      if (!units_known(u)) throw UsageError(where + ": units '" + u + "' are not a unit udunits2 knows");
     v.max_missing = get<double>(n, "max_missing", where, 0.0);
     if (v.max_missing < 0 || v.max_missing > 1) throw UsageError(where + ": key 'max_missing' must be in 0..1");
     if (v.scale == 0) throw UsageError(where + ": key 'scale' must not be 0");

@@ -1,9 +1,11 @@
 // Dataset definitions, as climate4R's dictionaries: where a dataset lives (its OPeNDAP URL,
 // which moves every few years, so it is configuration, not code) and, for every standard
 // variable, how the dataset stores it: the native name (ERA-Interim on UDG keeps one variable
-// per level, "Z500"; other datasets have a level dimension), the units it is stored in, and the
-// scale and offset that turn it into the standard units `fetch` writes. Shipped definitions live
-// in configs/datasets/*.yaml (format in configs/datasets/README.md).
+// per level, "Z500"; other datasets have a level dimension), its own file when the archive keeps
+// one file per variable (CMIP, NCEP: a url template with {var}, {level}, {year}), the unit it
+// is written in (the source's units attribute is converted to it through udunits2), and a
+// scale and offset for what udunits cannot do (kg m-2 s-1 of water to mm/day). Shipped
+// definitions live in configs/datasets/*.yaml (format in configs/datasets/README.md).
 #pragma once
 #include <map>
 #include <string>
@@ -17,23 +19,40 @@ std::string standard_units(const std::string& var);
 
 struct DatasetVariable {
   std::string native;        // name in the source; "{level}" is replaced by the level in hPa
-  std::vector<std::string> units;  // units attribute the source may carry (spellings of one unit);
-                                   // empty: not checked
-  double scale = 1, offset = 0;  // standard = native * scale + offset (after unpacking)
-  std::string std_units;     // units written; defaults to standard_units(var), else `units`
+  // This variable's own file: a url template with {var} (the standard name), {level} (hPa) and
+  // {year} (calendar year: one file per year); relative to the dataset's url. Empty: the
+  // dataset's url.
+  std::string url;
+  // The unit the source is converted to (udunits2) before scale/offset; with identity scale and
+  // offset, the unit written. Further entries are older spellings, kept for the record (udunits
+  // accepts them all). Empty: the source is not converted.
+  std::vector<std::string> units;
+  double scale = 1, offset = 0;  // written = converted * scale + offset (after unpacking)
+  std::string std_units;     // units written: `units` when scale/offset are the identity, else
+                             // standard_units(var)
   double max_missing = 0;    // largest share of missing values a chunk may hold (0..1)
 
   // The native variable name for a level (hPa; 0 for a single-level variable).
   std::string native_name(int level) const;
-  bool accepts_units(const std::string& u) const;
+  // The unit the source is converted to ("" : none).
+  std::string target_units() const { return units.empty() ? "" : units.front(); }
   // True when the level is part of the name, so the source has no level dimension to cut.
   bool level_in_name() const { return native.find("{level}") != std::string::npos; }
+  // True when the file holds one level (its url names it).
+  bool level_in_url() const { return url.find("{level}") != std::string::npos; }
+  // True when the archive keeps one file per calendar year.
+  bool year_in_url() const { return url.find("{year}") != std::string::npos; }
+  // The file holding `var` at `level` (hPa, 0: none) in calendar `year`: this variable's url
+  // with its placeholders filled, resolved against `base` (the dataset's url, or the run
+  // config's `source`, taken as a folder or server address), or `base` itself when the variable
+  // has no url of its own.
+  std::string url_for(const std::string& base, const std::string& var, int level, int year) const;
 };
 
 struct Dataset {
   std::string name;          // for messages
   std::string file;          // the definition's path ("" for the built-in pass-through)
-  std::string url;           // OPeNDAP URL or local path
+  std::string url;           // OPeNDAP URL or local path; with per-variable urls, their base
   std::string time_step = "day";
   std::map<std::string, DatasetVariable> variables;
 

@@ -1,12 +1,16 @@
 #include "fetch/plan.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include "io/calendar.h"
 #include "io/error.h"
+#include "fetch/chunk.h"
 #include "fetch/subset.h"
 
 namespace ds {
@@ -42,12 +46,17 @@ std::string ChunkPlan::label(const FieldPlan& f) const { return f.name + " " + s
 std::string ChunkPlan::request(const FieldPlan& f) const {
   std::ostringstream s;
   s.precision(10);
-  s << f.redacted() << " " << f.native;
+  // Every file the chunk reads (one, or two for a season across the new year in yearly files).
+  size_t last = SIZE_MAX;
+  for (const auto& r : time_runs)
+    if (r.source != last) s << redact_credentials(f.urls[r.source]) << " ", last = r.source;
+  s << f.native;
   if (f.z_ax >= 0) s << " level " << f.level;
   s << " lon " << f.lon.front() << ".." << f.lon.back() << " (" << f.lon.size() << ")";
   s << " lat " << f.lat.front() << ".." << f.lat.back() << " (" << f.lat.size() << ")";
-  s << " days " << to_string(civil_from_days(days.front())) << ".." << to_string(civil_from_days(days.back())) << " ("
-    << days.size() << ")";
+  s << " days " << f.date(days.front()) << ".." << f.date(days.back()) << " (" << days.size() << ") "
+    << cf_name(f.calendar);
+  s << " " << f.source_units << " x" << f.convert.scale << "+" << f.convert.offset;
   s << " x" << f.def.scale << "+" << f.def.offset << " " << f.out_units();
   return s.str();
 }
@@ -96,119 +105,228 @@ std::vector<IndexRun> lon_selection(const std::vector<double>& lon, double lo, d
   return runs;
 }
 
+namespace {
+
+const NcFile& cached_open(std::map<std::string, NcFile>& open, const std::string& url, const NcFile* first,
+                          const std::string& first_url) {
+  if (first && url == first_url) return *first;
+  auto it = open.find(url);
+  if (it == open.end()) it = open.emplace(url, open_source(url)).first;
+  return it->second;
+}
+
+double to_hpa(double value, const std::string& units, const std::string& where) {
+  const UnitConversion c = unit_conversion(units.empty() ? "hPa" : units, "hPa", where + ": level");
+  return value * c.scale + c.offset;
+}
+
+std::string hpa_text(double hpa) { return num(std::round(hpa * 100) / 100); }
+
+}  // namespace
+
+bool stated_level(const NcFile& src, int v, double& hpa, std::string& how, const std::string& where) {
+  // A scalar coordinate: named in `coordinates`, or one of the usual names.
+  std::vector<std::string> names;
+  {
+    std::istringstream coords(src.att_text(v, "coordinates"));
+    for (std::string n; coords >> n;) names.push_back(n);
+  }
+  for (const char* n : {"plev", "level", "lev", "pressure"}) names.push_back(n);
+  for (const auto& n : names) {
+    if (!src.has_var(n)) continue;
+    const int c = src.var_id(n);
+    int nd = 0;
+    nc_inq_varndims(src.id(), c, &nd);
+    if (nd != 0) continue;
+    double x = 0;
+    source_check(nc_get_var_double(src.id(), c, &x), where + ": scalar coordinate '" + n + "'");
+    hpa = to_hpa(x, src.att_text(c, "units"), where);
+    how = "scalar coordinate '" + n + "'";
+    return true;
+  }
+  if (src.has_att(v, "level")) {
+    hpa = to_hpa(src.att_double(v, "level", 0), src.att_text(v, "level_units"), where);
+    how = "attribute 'level'";
+    return true;
+  }
+  return false;
+}
+
+void plan_field(const SourceOpener& open, const std::string& base, const Dataset& dataset, const FieldWanted& w,
+                const Config::Fetch& req, FetchPlan& plan) {
+  FieldPlan f;
+  f.name = w.name;
+  f.var = w.var;
+  f.level = w.level;
+  f.def = dataset.variable(w.var);
+  f.native = f.def.native_name(w.level);
+
+  // The calendar years the season-years touch, and the file of each (one file unless {year}).
+  std::vector<int> cal_years;
+  for (int y = req.years.first; y <= req.years.last; ++y)
+    for (const auto& [yy, mm] : season_months(y, req.season))
+      if (cal_years.empty() || cal_years.back() != yy) cal_years.push_back(yy);
+  std::sort(cal_years.begin(), cal_years.end());
+  cal_years.erase(std::unique(cal_years.begin(), cal_years.end()), cal_years.end());
+  const bool per_year = f.def.year_in_url();
+  std::map<int, size_t> file_of_year;  // calendar year -> index into f.urls
+  for (int yy : cal_years) {
+    const std::string u = f.def.url_for(base, w.var, w.level, per_year ? yy : 0);
+    if (f.urls.empty() || f.urls.back() != u) f.urls.push_back(u);
+    file_of_year[yy] = f.urls.size() - 1;
+  }
+  if (f.urls.empty()) throw UsageError("fetch: no years requested");
+  f.url = f.urls.front();
+
+  const std::string src_name = redact_credentials(f.url);
+  const NcFile& src = open(f.url);
+  const int v = src.var_id(f.native);
+  const std::string where = src_name + ": variable '" + f.native + "'";
+
+  const auto dims = src.var_dims(v);
+  f.ndims = static_cast<int>(dims.size());
+  for (int i = 0; i < f.ndims; ++i) {
+    if (one_of(dims[i], {"time", "t", "valid_time"})) f.t_ax = i;
+    else if (one_of(dims[i], {"plev", "level", "lev", "pressure", "isobaric", "pressure_level"})) f.z_ax = i;
+    else if (one_of(dims[i], {"lat", "latitude", "y"})) f.y_ax = i;
+    else if (one_of(dims[i], {"lon", "longitude", "x"})) f.x_ax = i;
+    else throw InputError(where + ": unexpected dimension '" + dims[i] + "'");
+  }
+  if (f.t_ax < 0 || f.y_ax < 0 || f.x_ax < 0) throw InputError(where + ": needs time, lat and lon dimensions");
+  if (!(f.t_ax < f.y_ax && f.y_ax < f.x_ax && (f.z_ax < 0 || (f.t_ax < f.z_ax && f.z_ax < f.y_ax))))
+    throw InputError(where + ": dimension order is not (time, [level,] lat, lon)");
+
+  // The level: a dimension to cut, else stated by the file (which must agree), else named by
+  // the variable's or the file's name.
+  const bool level_in_name = f.def.level_in_name(), level_in_url = f.def.level_in_url();
+  const std::string wanted_level = std::to_string(w.level) + " hPa";
+  if (f.z_ax >= 0) {
+    if (w.level == 0) throw InputError(where + ": has a level dimension; request it as " + w.var + "@level");
+    if (level_in_name) throw InputError(where + ": the level is in the name but it also has a level dimension");
+    const auto plev = src.read_coord(dims[f.z_ax]);
+    const std::string zu = src.att_text(src.var_id(dims[f.z_ax]), "units", "hPa");
+    std::string have;
+    bool found = false;
+    for (size_t k = 0; k < plev.size(); ++k) {
+      const double hpa = to_hpa(plev[k], zu, where);
+      have += (k ? ", " : "") + hpa_text(hpa);
+      if (std::abs(hpa - w.level) < 0.5) f.level_index = k, found = true;
+    }
+    if (!found) throw InputError(where + ": no level " + wanted_level + " (levels: " + have + ")");
+  } else {
+    double hpa = 0;
+    std::string how;
+    const bool stated = stated_level(src, v, hpa, how, where);
+    if (stated && w.level == 0)
+      throw InputError(where + ": holds level " + hpa_text(hpa) + " hPa (" + how + "); request it as " + w.var + "@" +
+                       hpa_text(hpa));
+    if (stated && std::abs(hpa - w.level) >= 0.5)
+      throw InputError(where + ": holds level " + hpa_text(hpa) + " hPa (" + how + ") but level " + wanted_level +
+                       " was requested");
+    if (w.level > 0 && !stated && !level_in_name && !level_in_url)
+      throw InputError(where + ": has no level dimension, scalar level coordinate or level attribute, but level " +
+                       wanted_level + " was requested");
+  }
+
+  // Units: converted to the definition's through udunits2.
+  f.source_units = src.att_text(v, "units");
+  const std::string target = f.def.target_units();
+  if (!target.empty()) {
+    if (f.source_units.empty())
+      throw InputError(where + ": has no units attribute; the dataset definition " + dataset.file + " says '" + target + "'");
+    f.convert = unit_conversion(f.source_units, target, where + " (dataset definition " + dataset.file + ")");
+  }
+
+  // Space: longitudes through the seam if need be, latitudes as one run.
+  const auto lon = src.read_coord(dims[f.x_ax]);
+  f.lon_runs = lon_selection(lon, req.lon_min, req.lon_max, where, f.lon);
+  const auto lat = src.read_coord(dims[f.y_ax]);
+  f.lat_descending = lat.size() > 1 && lat[1] < lat[0];
+  std::vector<size_t> in;
+  for (size_t j = 0; j < lat.size(); ++j)
+    if (lat[j] >= req.lat_min - 1e-6 && lat[j] <= req.lat_max + 1e-6) in.push_back(j);
+  if (in.empty()) throw InputError(where + ": no latitudes inside [" + num(req.lat_min) + ", " + num(req.lat_max) + "]");
+  f.lat_run = {in.front(), in.back() - in.front() + 1};
+  for (size_t j = 0; j < f.lat_run.count; ++j)
+    f.lat.push_back(lat[f.lat_run.start + (f.lat_descending ? f.lat_run.count - 1 - j : j)]);
+
+  f.pack_scale = src.att_double(v, "scale_factor", 1.0);
+  f.pack_offset = src.att_double(v, "add_offset", 0.0);
+  f.has_fill = src.has_att(v, "_FillValue");
+  f.fill = src.att_double(v, "_FillValue", 0);
+  f.has_missing = src.has_att(v, "missing_value");
+  f.missing_value = src.att_double(v, "missing_value", 0);
+
+  // Time, file by file: the day of every step (in the file's calendar, which all files of the
+  // field share); daily, ascending, no repeats.
+  std::vector<std::vector<int64_t>> source_days(f.urls.size());
+  for (size_t k = 0; k < f.urls.size(); ++k) {
+    const std::string name_k = redact_credentials(f.urls[k]);
+    const NcFile& sk = k == 0 ? src : open(f.urls[k]);
+    const int vk = sk.var_id(f.native);
+    if (k > 0) {
+      // One file per year: the same variable on the same grid.
+      if (sk.var_dims(vk) != dims) throw InputError(name_k + ": variable '" + f.native + "' has other dimensions than in " + src_name);
+      if (sk.read_coord(dims[f.x_ax]) != lon || sk.read_coord(dims[f.y_ax]) != lat)
+        throw InputError(name_k + ": variable '" + f.native + "' is on another grid than in " + src_name);
+      if (sk.att_text(vk, "units") != f.source_units)
+        throw InputError(name_k + ": variable '" + f.native + "' has units '" + sk.att_text(vk, "units") + "', '" +
+                         f.source_units + "' in " + src_name);
+    }
+    const std::string tname = dims[f.t_ax];
+    const int tv = sk.var_id(tname);
+    const TimeUnits tu = TimeUnits::parse(sk.att_text(tv, "units"), sk.att_text(tv, "calendar"), name_k + ": time");
+    if (k == 0) f.calendar = tu.calendar;
+    else if (tu.calendar != f.calendar)
+      throw InputError(name_k + ": time: calendar '" + cf_name(tu.calendar) + "', but '" + cf_name(f.calendar) + "' in " +
+                       src_name);
+    auto& days = source_days[k];
+    for (double t : sk.read_coord(tname)) days.push_back(tu.day_of(t));
+    for (size_t i = 1; i < days.size(); ++i)
+      if (days[i] <= days[i - 1])
+        throw InputError(name_k + ": time step " + std::to_string(i) + " (" + f.date(days[i]) +
+                         ") is not after the one before: fetch reads daily data (one value per day)");
+    if (days.empty()) throw InputError(name_k + ": time axis is empty");
+  }
+
+  const size_t fi = plan.fields.size();
+  for (int y = req.years.first; y <= req.years.last; ++y) {
+    ChunkPlan c;
+    c.field = fi;
+    c.year = y;
+    c.file = "chunks/" + f.name + "/" + std::to_string(y) + ".nc";
+    // Every day of the season's months in the source's calendar, each of which must be there.
+    for (const auto& [yy, mm] : season_months(y, req.season)) {
+      const size_t k = file_of_year.at(yy);
+      const auto& sd = source_days[k];
+      const int64_t d0 = days_from_date({yy, mm, 1}, f.calendar);
+      const int64_t d1 = d0 + days_in_month(yy, mm, f.calendar);
+      size_t i = std::lower_bound(sd.begin(), sd.end(), d0) - sd.begin();
+      for (int64_t d = d0; d < d1; ++d) {
+        while (i < sd.size() && sd[i] < d) ++i;
+        if (i == sd.size() || sd[i] != d) {
+          const bool outside = d < sd.front() || d > sd.back();
+          throw InputError(redact_credentials(f.urls[k]) + ": variable '" + f.native + "': no data for " + f.date(d) +
+                           " (season year " + std::to_string(y) + ")" +
+                           (outside ? " (the time axis covers " + f.date(sd.front()) + ".." + f.date(sd.back()) + ")"
+                                    : ": the time axis has a gap"));
+        }
+        c.days.push_back(d);
+        TimeRun* last = c.time_runs.empty() ? nullptr : &c.time_runs.back();
+        if (last && last->source == k && last->start + last->count == i) ++last->count;
+        else c.time_runs.push_back({k, i, 1});
+      }
+    }
+    plan.chunks.push_back(std::move(c));
+  }
+  plan.fields.push_back(std::move(f));
+}
+
 void plan_source(const NcFile& src, const std::string& url, const Dataset& dataset, const std::vector<FieldWanted>& wanted,
                  const Config::Fetch& req, FetchPlan& plan) {
-  const std::string src_name = redact_credentials(url);
-  for (const auto& w : wanted) {
-    FieldPlan f;
-    f.name = w.name;
-    f.var = w.var;
-    f.level = w.level;
-    f.url = url;
-    f.def = dataset.variable(w.var);
-    f.native = f.def.native_name(w.level);
-    const int v = src.var_id(f.native);
-    const std::string where = src_name + ": variable '" + f.native + "'";
-
-    const auto dims = src.var_dims(v);
-    f.ndims = static_cast<int>(dims.size());
-    for (int i = 0; i < f.ndims; ++i) {
-      if (one_of(dims[i], {"time", "t"})) f.t_ax = i;
-      else if (one_of(dims[i], {"plev", "level", "lev", "pressure", "isobaric"})) f.z_ax = i;
-      else if (one_of(dims[i], {"lat", "latitude", "y"})) f.y_ax = i;
-      else if (one_of(dims[i], {"lon", "longitude", "x"})) f.x_ax = i;
-      else throw InputError(where + ": unexpected dimension '" + dims[i] + "'");
-    }
-    if (f.t_ax < 0 || f.y_ax < 0 || f.x_ax < 0) throw InputError(where + ": needs time, lat and lon dimensions");
-    if (!(f.t_ax < f.y_ax && f.y_ax < f.x_ax && (f.z_ax < 0 || (f.t_ax < f.z_ax && f.z_ax < f.y_ax))))
-      throw InputError(where + ": dimension order is not (time, [level,] lat, lon)");
-    const bool level_in_name = f.def.level_in_name();
-    if (w.level > 0 && !level_in_name && f.z_ax < 0)
-      throw InputError(where + ": has no level dimension but level " + std::to_string(w.level) + " hPa was requested");
-    if (w.level == 0 && f.z_ax >= 0) throw InputError(where + ": has a level dimension; request it as var@level");
-    if (level_in_name && f.z_ax >= 0) throw InputError(where + ": the level is in the name but it also has a level dimension");
-    if (f.z_ax >= 0) {
-      const auto plev = src.read_coord(dims[f.z_ax]);
-      const std::string zu = src.att_text(src.var_id(dims[f.z_ax]), "units", "hPa");
-      const double to_hpa = (zu == "Pa") ? 0.01 : 1.0;
-      std::string have;
-      bool found = false;
-      for (size_t k = 0; k < plev.size(); ++k) {
-        const double hpa = plev[k] * to_hpa;
-        have += (k ? ", " : "") + std::to_string(static_cast<int>(std::lround(hpa)));
-        if (std::abs(hpa - w.level) < 0.5) f.level_index = k, found = true;
-      }
-      if (!found) throw InputError(where + ": no level " + std::to_string(w.level) + " hPa (levels: " + have + ")");
-    }
-
-    f.source_units = src.att_text(v, "units");
-    if (!f.def.accepts_units(f.source_units)) {
-      std::string want;
-      for (const auto& u : f.def.units) want += (want.empty() ? "'" : " or '") + u + "'";
-      throw InputError(where + ": units are '" + f.source_units + "' but the dataset definition " + dataset.file +
-                       " expects " + want + " (a different unit needs its own scale and offset)");
-    }
-
-    // Space: longitudes through the seam if need be, latitudes as one run.
-    f.lon_runs = lon_selection(src.read_coord(dims[f.x_ax]), req.lon_min, req.lon_max, where, f.lon);
-    const auto lat = src.read_coord(dims[f.y_ax]);
-    f.lat_descending = lat.size() > 1 && lat[1] < lat[0];
-    std::vector<size_t> in;
-    for (size_t j = 0; j < lat.size(); ++j)
-      if (lat[j] >= req.lat_min - 1e-6 && lat[j] <= req.lat_max + 1e-6) in.push_back(j);
-    if (in.empty())
-      throw InputError(where + ": no latitudes inside [" + num(req.lat_min) + ", " + num(req.lat_max) + "]");
-    f.lat_run = {in.front(), in.back() - in.front() + 1};
-    for (size_t j = 0; j < f.lat_run.count; ++j)
-      f.lat.push_back(lat[f.lat_run.start + (f.lat_descending ? f.lat_run.count - 1 - j : j)]);
-
-    // Time: the day of every step; daily, ascending, no repeats.
-    const std::string tname = dims[f.t_ax];
-    const int tv = src.var_id(tname);
-    const TimeUnits tu = TimeUnits::parse(src.att_text(tv, "units"), src_name + ": time");
-    check_calendar(src.att_text(tv, "calendar"), src_name + ": time");
-    for (double t : src.read_coord(tname)) f.source_days.push_back(tu.day_of(t));
-    for (size_t i = 1; i < f.source_days.size(); ++i)
-      if (f.source_days[i] <= f.source_days[i - 1])
-        throw InputError(src_name + ": time step " + std::to_string(i) + " (" + to_string(civil_from_days(f.source_days[i])) +
-                         ") is not after the one before: fetch reads daily data (one value per day)");
-
-    f.pack_scale = src.att_double(v, "scale_factor", 1.0);
-    f.pack_offset = src.att_double(v, "add_offset", 0.0);
-    f.has_fill = src.has_att(v, "_FillValue");
-    f.fill = src.att_double(v, "_FillValue", 0);
-    f.has_missing = src.has_att(v, "missing_value");
-    f.missing_value = src.att_double(v, "missing_value", 0);
-
-    const size_t fi = plan.fields.size();
-    const Date first = civil_from_days(f.source_days.front()), last = civil_from_days(f.source_days.back());
-    for (int y = req.years.first; y <= req.years.last; ++y) {
-      ChunkPlan c;
-      c.field = fi;
-      c.year = y;
-      c.file = "chunks/" + f.name + "/" + std::to_string(y) + ".nc";
-      // Every calendar day of the season's months, each of which must be in the source.
-      for (const auto& [yy, mm] : season_months(y, req.season)) {
-        const int64_t d0 = days_from_civil({yy, mm, 1});
-        const int64_t d1 = mm == 12 ? days_from_civil({yy + 1, 1, 1}) : days_from_civil({yy, mm + 1, 1});
-        for (int64_t d = d0; d < d1; ++d) c.days.push_back(d);
-      }
-      size_t i = std::lower_bound(f.source_days.begin(), f.source_days.end(), c.days.front()) - f.source_days.begin();
-      for (int64_t d : c.days) {
-        while (i < f.source_days.size() && f.source_days[i] < d) ++i;
-        if (i == f.source_days.size() || f.source_days[i] != d) {
-          const bool outside = d < f.source_days.front() || d > f.source_days.back();
-          throw InputError(where + ": no data for " + to_string(civil_from_days(d)) + " (season year " + std::to_string(y) +
-                           ")" + (outside ? " (the time axis covers " + to_string(first) + ".." + to_string(last) + ")"
-                                          : ": the time axis has a gap"));
-        }
-        if (!c.time_runs.empty() && c.time_runs.back().start + c.time_runs.back().count == i) ++c.time_runs.back().count;
-        else c.time_runs.push_back({i, 1});
-      }
-      plan.chunks.push_back(std::move(c));
-    }
-    plan.fields.push_back(std::move(f));
-  }
+  std::map<std::string, NcFile> opened;
+  const SourceOpener open = [&](const std::string& u) -> const NcFile& { return cached_open(opened, u, &src, url); };
+  for (const auto& w : wanted) plan_field(open, url, dataset, w, req, plan);
 }
 
 }  // namespace ds

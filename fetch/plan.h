@@ -7,16 +7,25 @@
 // climate4R's loadeR does: year 2001 of DJF is December 2000, January and February 2001. The
 // months before the wrap come from the previous year.
 //
+// Calendars: the season's days are counted in the source's own CF calendar (no 29 February on
+// noleap, a 30 February on 360_day); day numbers are days since 1970-01-01 in that calendar.
+//
+// Files: a field is read from one file, or from one file per calendar year when the dataset
+// keeps it so (a {year} url: a DJF chunk then reads December from the year before's file).
+//
 // Longitudes are requested in -180..180. A source stored in 0..360 is read in up to two pieces
 // either side of its seam (e.g. 350..355 then 0..10 for a request of [-10, 10]), joined in the
 // order of the normalized longitude, so the output is always ascending in -180..180.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
-#include "io/config.h"
 #include "fetch/dataset.h"
+#include "fetch/units.h"
+#include "io/calendar.h"
+#include "io/config.h"
 #include "io/netcdf_file.h"
 
 namespace ds {
@@ -25,16 +34,24 @@ struct IndexRun {
   size_t start = 0, count = 0;  // indices [start, start + count) of the source's axis
 };
 
+// Time steps [start, start + count) of file `source` (an index into FieldPlan::urls).
+struct TimeRun {
+  size_t source = 0, start = 0, count = 0;
+};
+
 // One requested field resolved against its source: which variable, which indices, how to
 // unpack and convert. Everything a worker needs to read any chunk of the field.
 struct FieldPlan {
-  std::string name;            // "z@500", or the variable ("pr") without a level
+  std::string name;            // "z@500", or the variable ("pr", "psl") without a level
   std::string var;             // standard variable name
   int level = 0;               // hPa; 0 for a single-level field
-  std::string url;             // the source; may hold credentials: print only redacted()
+  std::string url;             // the (first) source; may hold credentials: print only redacted()
+  std::vector<std::string> urls;  // every file the field reads: url alone, or one per calendar year
   std::string native;          // variable name in the source
   DatasetVariable def;         // conversion and checks from the dataset definition
   std::string source_units;    // units attribute in the source
+  UnitConversion convert;      // source_units -> def.target_units() (udunits2), before def.scale/offset
+  Calendar calendar = Calendar::standard;  // the source's; day numbers count in it
 
   // The source variable's layout: axis positions of time, level (-1: none), lat and lon.
   int ndims = 0, t_ax = -1, z_ax = -1, y_ax = -1, x_ax = -1;
@@ -43,7 +60,6 @@ struct FieldPlan {
   IndexRun lat_run;
   bool lat_descending = false;
   std::vector<double> lon, lat;    // output coordinates (ascending)
-  std::vector<int64_t> source_days;  // the day (since 1970-01-01) of every source time step
 
   // Packing in the source (values are unpacked, then converted with def.scale/def.offset).
   double pack_scale = 1, pack_offset = 0;
@@ -53,6 +69,7 @@ struct FieldPlan {
   std::string redacted() const;          // url without credentials
   std::string out_units() const;         // units written
   size_t plane() const { return lon.size() * lat.size(); }
+  std::string date(int64_t day) const { return to_string(date_from_days(day, calendar)); }  // YYYY-MM-DD
 };
 
 // One field for one season-year: the unit of download, retry and resume.
@@ -60,7 +77,7 @@ struct ChunkPlan {
   size_t field = 0;            // index into the fields of the plan
   int year = 0;                // season year
   std::vector<int64_t> days;   // output days, ascending, each present in the source
-  std::vector<IndexRun> time_runs;  // the source's time indices holding `days`, in order
+  std::vector<TimeRun> time_runs;   // the sources' time indices holding `days`, in order
   std::string file;            // relative to the fetch folder: chunks/<name>/<year>.nc
 
   size_t values(const FieldPlan& f) const { return days.size() * f.plane(); }
@@ -91,10 +108,27 @@ std::vector<std::pair<int, int>> season_months(int year, const std::vector<int>&
 std::vector<IndexRun> lon_selection(const std::vector<double>& lon, double lo, double hi, const std::string& where,
                                     std::vector<double>& selected);
 
-// Resolves the fields of one source, whose metadata `src` already holds (opened from `url`),
-// and adds their chunks for the requested years and season to `plan`. InputError (naming the
-// source, variable and what is wrong) for a missing variable, level, year, month or day, units
-// other than the dataset definition says, or a time step that is not daily.
+// Opens the source at a URL (the caller opens each distinct URL once and keeps it).
+using SourceOpener = std::function<const NcFile&(const std::string& url)>;
+
+// The level (hPa) a variable's file states without a level dimension: a scalar coordinate (a
+// 0-d plev/level/lev/pressure variable, or one named in its `coordinates` attribute) or its
+// `level` attribute (with `level_units`, hPa when absent); units hPa, mbar, millibars, Pa.
+// Returns false when the file states none; `how` says where it was found.
+bool stated_level(const NcFile& src, int varid, double& hpa, std::string& how, const std::string& where);
+
+// Resolves field `w` of `dataset`, whose files are found from `base` (the dataset's url or the
+// run config's source) and the variable's url template, and adds its chunks for the requested
+// years and season to `plan`. The level comes from a level dimension, a scalar coordinate or
+// attribute (which must match the request), the variable's name or its file's name. InputError
+// (naming the source, variable and what is wrong) for a missing file, variable, level, year,
+// month or day, units udunits2 cannot convert to the definition's, calendars that differ
+// between a field's files, or a time step that is not daily.
+void plan_field(const SourceOpener& open, const std::string& base, const Dataset& dataset, const FieldWanted& w,
+                const Config::Fetch& request, FetchPlan& plan);
+
+// The same for several fields, with `src` the already open source at `url` (the dataset's base;
+// other files the fields need are opened here).
 void plan_source(const NcFile& src, const std::string& url, const Dataset& dataset, const std::vector<FieldWanted>& wanted,
                  const Config::Fetch& request, FetchPlan& plan);
 

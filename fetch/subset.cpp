@@ -72,8 +72,8 @@ SubsetResult fetch_subset(const SubsetRequest& req, const std::string& out_path,
   const auto lat = src.read_coord(dims[y_ax]);
   const auto time = src.read_coord(dims[t_ax]);
   const int tv = src.var_id(dims[t_ax]);
-  const TimeUnits tu = TimeUnits::parse(src.att_text(tv, "units"), src_name + ": time");
-  check_calendar(src.att_text(tv, "calendar"), src_name + ": time");
+  const TimeUnits tu = TimeUnits::parse(src.att_text(tv, "units"), src.att_text(tv, "calendar"), src_name + ": time");
+  const Calendar cal = tu.calendar;
 
   size_t level_index = 0;
   if (z_ax >= 0) {
@@ -98,7 +98,7 @@ SubsetResult fetch_subset(const SubsetRequest& req, const std::string& out_path,
   // Days of each time step; select per requested year and season.
   std::vector<int64_t> day(time.size());
   for (size_t i = 0; i < time.size(); ++i) day[i] = tu.day_of(time[i]);
-  const Date first = civil_from_days(day.front()), last = civil_from_days(day.back());
+  const Date first = date_from_days(day.front(), cal), last = date_from_days(day.back(), cal);
   for (int y = req.years.first; y <= req.years.last; ++y)
     if (y < first.year || y > last.year)
       throw InputError(where + ": no data for " + std::to_string(y) + " (the time axis covers " + to_string(first) +
@@ -113,7 +113,7 @@ SubsetResult fetch_subset(const SubsetRequest& req, const std::string& out_path,
   const int ot = out.def_var("time", NC_DOUBLE, {dt});
   out.put_att(ot, "standard_name", "time");
   out.put_att(ot, "units", "days since 1970-01-01 00:00:00");
-  out.put_att(ot, "calendar", "standard");
+  out.put_att(ot, "calendar", cf_name(cal));
   const int oy = out.def_var("lat", NC_DOUBLE, {dy});
   out.put_att(oy, "standard_name", "latitude");
   out.put_att(oy, "units", "degrees_north");
@@ -148,7 +148,7 @@ SubsetResult fetch_subset(const SubsetRequest& req, const std::string& out_path,
     // The contiguous run of time steps in year y: one hyperslab read per year and field.
     size_t t0 = time.size(), t1 = 0;
     for (size_t i = 0; i < day.size(); ++i)
-      if (civil_from_days(day[i]).year == y) t0 = std::min(t0, i), t1 = std::max(t1, i + 1);
+      if (date_from_days(day[i], cal).year == y) t0 = std::min(t0, i), t1 = std::max(t1, i + 1);
     if (t0 >= t1) continue;
     std::vector<size_t> start(dims.size()), count(dims.size());
     start[t_ax] = t0, count[t_ax] = t1 - t0;
@@ -161,7 +161,7 @@ SubsetResult fetch_subset(const SubsetRequest& req, const std::string& out_path,
     buf.resize((t1 - t0) * plane);
     src.read(v, start, count, buf.data());
     for (size_t i = t0; i < t1; ++i) {
-      const Date d = civil_from_days(day[i]);
+      const Date d = date_from_days(day[i], cal);
       if (std::find(req.months.begin(), req.months.end(), d.month) == req.months.end()) continue;
       const float* p = &buf[(i - t0) * plane];
       for (size_t j = 0; j < ny; ++j) {
@@ -201,7 +201,8 @@ Field read_field(const std::string& path, const std::string& variable) {
   out.lon = f.read_coord("lon");
   out.lat = f.read_coord("lat");
   const auto t = f.read_coord("time");
-  const TimeUnits tu = TimeUnits::parse(f.att_text(f.var_id("time"), "units"), path + ": time");
+  const TimeUnits tu =
+      TimeUnits::parse(f.att_text(f.var_id("time"), "units"), f.att_text(f.var_id("time"), "calendar"), path + ": time");
   for (double x : t) out.days.push_back(tu.day_of(x));
   out.values.resize(t.size() * out.lat.size() * out.lon.size());
   if (!out.values.empty()) f.read(v, {0, 0, 0}, {t.size(), out.lat.size(), out.lon.size()}, out.values.data());

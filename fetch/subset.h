@@ -35,7 +35,7 @@ struct Field {
   std::string variable, units, path;
   int level = 0;
   std::vector<double> lon, lat;  // ascending
-  std::vector<int64_t> days;     // days since 1970-01-01
+  std::vector<int64_t> days;     // days since 1970-01-01 in the file's calendar
   std::vector<float> values;     // time-major (time, lat, lon); NaN where missing
   size_t field_size() const { return lon.size() * lat.size(); }
 };

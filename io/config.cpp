@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -16,14 +17,25 @@ namespace ds {
 FieldRequest FieldRequest::parse(const std::string& text, const std::string& where) {
   const auto at = text.find('@');
   FieldRequest f;
+  auto is_name = [](const std::string& v) {
+    if (v.empty() || !(std::isalpha(static_cast<unsigned char>(v[0])) || v[0] == '_')) return false;
+    for (char ch : v)
+      if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-')) return false;
+    return true;
+  };
   try {
-    if (at == std::string::npos || at == 0) throw std::invalid_argument("");
+    if (at == std::string::npos) {  // a surface or single-level field: "psl"
+      if (!is_name(text)) throw std::invalid_argument("");
+      f.var = text;
+      return f;
+    }
+    if (!is_name(text.substr(0, at))) throw std::invalid_argument("");
     f.var = text.substr(0, at);
     size_t used = 0;
     f.level = std::stoi(text.substr(at + 1), &used);
     if (used != text.size() - at - 1 || f.level <= 0) throw std::invalid_argument("");
   } catch (const std::logic_error&) {
-    throw UsageError(where + ": predictor '" + text + "' is not 'var@level' (for example z@500)");
+    throw UsageError(where + ": predictor '" + text + "' is not 'var@level' (for example z@500) or a variable alone (psl)");
   }
   return f;
 }

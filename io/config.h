@@ -9,12 +9,13 @@
 
 namespace ds {
 
-// One predictor field as climate4R writes it: "z@500" is geopotential at 500 hPa.
+// One predictor field as climate4R writes it: "z@500" is geopotential at 500 hPa; a bare
+// variable ("psl", "tas") is a surface or single-level field.
 struct FieldRequest {
   std::string var;
-  int level = 0;  // hPa
-  std::string name() const { return var + "@" + std::to_string(level); }
-  // Parses "var@level"; throws UsageError naming `where` if malformed.
+  int level = 0;  // hPa; 0: single-level
+  std::string name() const { return level == 0 ? var : var + "@" + std::to_string(level); }
+  // Parses "var@level" or "var"; throws UsageError naming `where` if malformed.
   static FieldRequest parse(const std::string& text, const std::string& where);
 };
 
@@ -52,15 +53,17 @@ struct Config {
   struct Fetch {                      // `downscale fetch`: what to cut from the sources
     std::string predictors_source;    // local path or OPeNDAP URL
     std::vector<FieldRequest> predictors;
-    std::string predictand_source;
-    std::string predictand_variable = "pr";
+    std::string predictand_source;    // predictand dataset and source both empty: no predictand
+    std::string predictand_variable = "pr";  // (a GCM run's predictors alone)
     double lon_min = 0, lon_max = 0, lat_min = 0, lat_max = 0;
     YearRange years;
     std::vector<int> season{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};  // months kept
     // Dataset definitions (configs/datasets/<name>.yaml or a path): URL, native names, units.
     // A `source` next to a dataset overrides its url (the server moved); a source alone is read
-    // as is (every variable under its own name, unconverted).
+    // as is (every variable under its own name, unconverted). A dataset with per-variable urls
+    // takes its url, or the source, as the base they are relative to.
     std::string predictors_dataset, predictand_dataset;
+    bool has_predictand() const { return !predictand_dataset.empty() || !predictand_source.empty(); }
     int parallel = 2;                 // chunks in flight (one process each)
     int attempts = 5;                 // tries per chunk for transient failures (first included)
     double retry_delay = 5;           // seconds before the 2nd try; doubled before each next

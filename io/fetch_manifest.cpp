@@ -13,7 +13,8 @@ namespace {
 nlohmann::json to_json(const FetchedFile& f) {
   return {{"name", f.name}, {"variable", f.variable}, {"file", f.file}, {"source", f.source},
           {"ntime", f.ntime}, {"nlat", f.nlat}, {"nlon", f.nlon}, {"missing_share", f.missing_share},
-          {"units", f.units}, {"level", f.level}, {"native", f.native}, {"chunks", f.chunks}};
+          {"units", f.units}, {"level", f.level}, {"native", f.native}, {"chunks", f.chunks},
+          {"calendar", f.calendar}};
 }
 FetchedFile from_json(const nlohmann::json& j) {
   FetchedFile f;
@@ -29,6 +30,7 @@ FetchedFile from_json(const nlohmann::json& j) {
   f.level = j.value("level", 0);
   f.native = j.value("native", "");
   f.chunks = j.value("chunks", size_t{0});
+  f.calendar = j.value("calendar", std::string("standard"));
   return f;
 }
 }  // namespace
@@ -37,7 +39,8 @@ void FetchManifest::write(const std::string& path) const {
   nlohmann::json j;
   j["format"] = "downscale-fetch-1";
   for (const auto& p : predictors) j["predictors"].push_back(to_json(p));
-  j["predictand"] = to_json(predictand);
+  // No predictand (predictors alone): null, read back as a FetchedFile without a name.
+  j["predictand"] = predictand.name.empty() ? nlohmann::json(nullptr) : to_json(predictand);
   AtomicFile out(path);
   {
     std::ofstream f(out.temp_path());
@@ -54,7 +57,7 @@ FetchManifest FetchManifest::read(const std::string& path) {
   try {
     const auto j = nlohmann::json::parse(f);
     for (const auto& p : j.at("predictors")) m.predictors.push_back(from_json(p));
-    m.predictand = from_json(j.at("predictand"));
+    if (!j.at("predictand").is_null()) m.predictand = from_json(j.at("predictand"));
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path + ": not a fetch manifest: " + e.what());
   }

@@ -17,16 +17,18 @@ struct FetchedFile {
   int level = 0;         // hPa; 0 for a single-level field
   std::string native;    // the variable's name in the source (e.g. "Z500")
   size_t chunks = 0;     // season-year chunks it was joined from (fetch/chunks/ledger.json)
+  std::string calendar = "standard";  // CF name of the time axis' calendar (absent in old manifests)
 };
 
 struct FetchManifest {
   std::vector<FetchedFile> predictors;
-  FetchedFile predictand;
+  FetchedFile predictand;  // name "" when the fetch had no predictand (a GCM run's predictors)
   std::string dir;  // folder of the manifest (set on read)
 
   void write(const std::string& path) const;  // atomically
   static FetchManifest read(const std::string& path);  // InputError naming the path
   std::string path_of(const FetchedFile& f) const { return dir + "/" + f.file; }
+  bool has_predictand() const { return !predictand.name.empty(); }
 };
 
 }  // namespace ds

@@ -4,7 +4,8 @@
 // the manifest last.
 //
 // fetch/
-//   chunks/<field>/<year>.nc   complete, checked chunks (kept: a rerun reuses them)
+//   chunks/<field>/<year>.nc   complete, checked chunks (kept: a rerun reuses them); the
+//                              predictand's in chunks/predictand/<var>/<year>.nc
 //   chunks/ledger.json         request, size and CRC-32 of each chunk
 //   predictors/<var@level>.nc  joined fields
 //   predictand/<var>.nc
@@ -45,7 +46,7 @@ namespace fs = std::filesystem;
 
 struct SourceRequest {
   Dataset dataset;
-  std::string url;
+  std::string url;  // the dataset's url or the config's source: the file, or the base of per-variable urls
   std::vector<FieldWanted> fields;
 };
 
@@ -60,18 +61,26 @@ Dataset dataset_of(const Config& cfg, const std::string& dataset, const std::str
   return d;
 }
 
-// Opens a source and plans its fields, retrying transient failures like the chunks do.
-void plan_with_retries(const SourceRequest& s, const Config::Fetch& f, FetchPlan& plan) {
+// Opens the sources (each distinct URL once: `opened` keeps them across calls, so predictors and
+// predictand in one file share it too) and plans the fields, retrying transient failures like
+// the chunks do.
+void plan_with_retries(const SourceRequest& s, const Config::Fetch& f, std::map<std::string, NcFile>& opened,
+                       FetchPlan& plan) {
   for (int attempt = 1;; ++attempt) {
     try {
-      NcFile src = open_source(s.url);
+      const SourceOpener open = [&](const std::string& url) -> const NcFile& {
+        auto it = opened.find(url);
+        if (it == opened.end()) it = opened.emplace(url, open_source(url)).first;
+        return it->second;
+      };
       FetchPlan part;
-      plan_source(src, s.url, s.dataset, s.fields, f, part);
+      for (const auto& w : s.fields) plan_field(open, s.url, s.dataset, w, f, part);
       const size_t base = plan.fields.size();
       for (auto& c : part.chunks) c.field += base, plan.chunks.push_back(std::move(c));
       for (auto& fp : part.fields) plan.fields.push_back(std::move(fp));
       return;
     } catch (const TransientError& e) {
+      opened.clear();  // a retry opens afresh
       if (attempt >= f.attempts) throw Error(std::string(e.what()) + " (gave up after " + std::to_string(attempt) + " attempts)");
       const double delay = std::min(300.0, f.retry_delay * std::pow(2.0, attempt - 1));
       spdlog::warn("{}; attempt {} of {} failed, retrying in {:.1f} s", e.what(), attempt, f.attempts, delay);
@@ -111,7 +120,7 @@ void print_dry_run(const FetchPlan& plan, const std::vector<bool>& have) {
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ChunkPlan& c = plan.chunks[i];
     const FieldPlan& f = plan.fields[c.field];
-    const std::string span = to_string(civil_from_days(c.days.front())) + ".." + to_string(civil_from_days(c.days.back()));
+    const std::string span = f.date(c.days.front()) + ".." + f.date(c.days.back());
     const std::string grid = std::to_string(f.lat.size()) + "x" + std::to_string(f.lon.size());
     std::printf("%-12s %6d %-23s %5zu %9s %10s  %s\n", f.name.c_str(), c.year, span.c_str(), c.days.size(), grid.c_str(),
                 TransferProgress::human(static_cast<double>(c.bytes(f))).c_str(), have[i] ? "complete" : "to fetch");
@@ -120,8 +129,10 @@ void print_dry_run(const FetchPlan& plan, const std::vector<bool>& have) {
   std::printf("%zu chunks, %zu to fetch, about %s to download\n", plan.chunks.size(), todo,
               TransferProgress::human(static_cast<double>(todo_bytes)).c_str());
   for (const auto& f : plan.fields)
-    std::printf("  %s: %s variable '%s'%s, %s\n", f.name.c_str(), f.redacted().c_str(), f.native.c_str(),
-                f.lon_runs.size() > 1 ? " (read in 2 pieces across the source's 0/360 seam)" : "", f.out_units().c_str());
+    std::printf("  %s: %s%s variable '%s'%s, %s -> %s, %s calendar\n", f.name.c_str(), f.redacted().c_str(),
+                f.urls.size() > 1 ? (" and " + std::to_string(f.urls.size() - 1) + " more yearly files").c_str() : "",
+                f.native.c_str(), f.lon_runs.size() > 1 ? " (read in 2 pieces across the source's 0/360 seam)" : "",
+                f.source_units.c_str(), f.out_units().c_str(), cf_name(f.calendar).c_str());
 }
 
 }  // namespace
@@ -137,18 +148,31 @@ int run_fetch(const Config& cfg, bool dry_run) {
   SourceRequest pred{dataset_of(cfg, f.predictors_dataset, f.predictors_source, "predictors"), "", {}};
   pred.url = pred.dataset.url;
   for (const auto& p : f.predictors) pred.fields.push_back({p.name(), p.var, p.level});
-  SourceRequest obs{dataset_of(cfg, f.predictand_dataset, f.predictand_source, "predictand"), "", {}};
-  obs.url = obs.dataset.url;
-  obs.fields.push_back({f.predictand_variable, f.predictand_variable, 0});
+  // No predictand: the predictors alone (a GCM run to predict from), an empty predictand in the manifest.
+  const bool with_predictand = f.has_predictand();
+  SourceRequest obs;
+  if (with_predictand) {
+    obs.dataset = dataset_of(cfg, f.predictand_dataset, f.predictand_source, "predictand");
+    obs.url = obs.dataset.url;
+    obs.fields.push_back({f.predictand_variable, f.predictand_variable, 0});
+  }
 
   const std::string dir = RunPaths{cfg.run.dir}.fetch_dir();
   make_dirs(dir);
   FolderLock lock(dir);
 
   FetchPlan plan;
-  plan_with_retries(pred, f, plan);
-  const size_t n_predictor_fields = plan.fields.size();
-  plan_with_retries(obs, f, plan);
+  {
+    std::map<std::string, NcFile> opened;  // closed before the workers start
+    plan_with_retries(pred, f, opened, plan);
+    if (with_predictand) plan_with_retries(obs, f, opened, plan);
+  }
+  const size_t n_predictor_fields = plan.fields.size() - (with_predictand ? 1 : 0);
+  // The predictand's chunks in a folder of their own: it may have a predictor's name (tas
+  // predicted from the model's tas), and the two must not share chunk files or ledger entries.
+  for (auto& c : plan.chunks)
+    if (c.field >= n_predictor_fields)
+      c.file = "chunks/predictand/" + plan.fields[c.field].name + "/" + std::to_string(c.year) + ".nc";
 
   for (const char* sub : {"/chunks", "/predictors", "/predictand"}) remove_stale_temporaries(dir + sub);
   const std::string ledger_path = dir + "/chunks/ledger.json";
@@ -179,12 +203,15 @@ int run_fetch(const Config& cfg, bool dry_run) {
   // map is empty in the parent; every worker fills its own copy). A failed chunk ends its
   // worker, so a retry always opens the source afresh.
   std::map<std::string, NcFile> sources;
+  const SourceOpener open = [&](const std::string& url) -> const NcFile& {
+    auto src = sources.find(url);
+    if (src == sources.end()) src = sources.emplace(url, open_source(url)).first;
+    return src->second;
+  };
   hooks.work = [&](size_t i, const std::function<void(uint64_t)>& report) {
     const ChunkPlan& c = plan.chunks[i];
     const FieldPlan& fp = plan.fields[c.field];
-    auto src = sources.find(fp.url);
-    if (src == sources.end()) src = sources.emplace(fp.url, open_source(fp.url)).first;
-    const ChunkResult r = fetch_chunk(fp, c, src->second, dir + "/" + c.file, piece, report);
+    const ChunkResult r = fetch_chunk(fp, c, open, dir + "/" + c.file, piece, report);
     return nlohmann::json{{"bytes", r.bytes}, {"crc32", r.crc32}, {"ntime", r.ntime}, {"missing_share", r.missing_share}}
         .dump();
   };
@@ -263,6 +290,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
     out.units = fp.out_units();
     out.level = fp.level;
     out.native = fp.native;
+    out.calendar = cf_name(fp.calendar);
     std::vector<std::string> paths;
     size_t missing = 0;
     for (const auto& c : plan.chunks)
@@ -276,11 +304,13 @@ int run_fetch(const Config& cfg, bool dry_run) {
     out.nlon = fp.lon.size();
     out.chunks = paths.size();
     out.missing_share = out.ntime ? static_cast<double>(missing) / static_cast<double>(out.ntime * fp.plane()) : 0.0;
-    spdlog::info("{}: {} days x {} x {} {}, {:.0f}% missing, from {} variable '{}'", out.name, out.ntime, out.nlat,
-                 out.nlon, out.units, 100 * out.missing_share, out.source, out.native);
+    spdlog::info("{}: {} days ({} calendar) x {} x {} {}, {:.0f}% missing, from {} variable '{}' ({})", out.name,
+                 out.ntime, out.calendar, out.nlat, out.nlon, out.units, 100 * out.missing_share, out.source, out.native,
+                 fp.source_units);
     if (predictor) manifest.predictors.push_back(out);
     else manifest.predictand = out;
   }
+  if (!with_predictand) spdlog::info("no predictand in the config: fetched the predictors alone");
   manifest.write(dir + "/manifest.json");
   spdlog::info("wrote {}", dir + "/manifest.json");
   return 0;

@@ -9,6 +9,7 @@ set -euo pipefail
 build_packages=(
   build-essential cmake ninja-build pkg-config
   libnetcdf-dev libnetcdf-c++4-dev              # NetCDF and its DAP (OPeNDAP) client
+  libudunits2-dev libudunits2-data              # fetch converts the sources' units (its unit database at run time)
   libhdf5-dev                                   # the training store
   libeigen3-dev                                 # sparse regridding weights, small linear algebra
   libdnnl-dev                                   # oneDNN: the CPU backend's kernels

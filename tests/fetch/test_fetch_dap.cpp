@@ -178,7 +178,7 @@ TEST(FetchDap, LevelDimensionInPaAndUnitConversionWithMissingValues) {
   // Precipitation: kg m-2 s-1 -> mm/day, the ocean (lon < -100) missing.
   Dataset e;
   e.name = "pr-like";
-  e.variables["pr"] = DatasetVariable{"pr", {"kg m-2 s-1"}, 86400, 0, "mm/day", 0.6};
+  e.variables["pr"] = DatasetVariable{"pr", "", {"kg m-2 s-1"}, 86400, 0, "mm/day", 0.6};
   const FetchPlan q = plan_for(srv.url("pr_like.nc"), e, {{"pr", "pr", 0}}, box(-110, -90, 30, 40, 2001, 2001, {1}));
   const ChunkResult r = fetch_chunk(q.fields[0], q.chunks[0], out / "pr.nc", kPiece);
   const Field pr = read_field(out / "pr.nc", "pr");
@@ -213,16 +213,36 @@ TEST(FetchDap, LevelDimensionInPaAndUnitConversionWithMissingValues) {
   EXPECT_TRUE(files_in(out2.path()).empty());
 }
 
-TEST(FetchDap, UnitsOtherThanTheDefinitionSaysAreRefused) {
+TEST(FetchDap, UnitsAreConvertedThroughUdunitsAndAnInconvertibleUnitIsRefused) {
   const auto& srv = test::dap_server();
+  // K in the source, degC asked for: converted (udunits2), the written unit says so.
+  Dataset c = udg_dataset();
+  c.variables["ta"].units = {"degC"};
+  c.variables["ta"].std_units = "degC";
+  const FetchPlan p = plan_for(srv.url("udg_like.nc"), c, {{"ta@850", "ta", 850}}, box(0, 10, 0, 10, 2001, 2001, {1}));
+  EXPECT_DOUBLE_EQ(p.fields[0].convert.scale, 1);
+  EXPECT_DOUBLE_EQ(p.fields[0].convert.offset, -273.15);
+  const FetchPlan k = plan_for(srv.url("udg_like.nc"), udg_dataset(), {{"ta@850", "ta", 850}}, box(0, 10, 0, 10, 2001, 2001, {1}));
+  EXPECT_TRUE(k.fields[0].convert.identity());
+  test::TempDir out;
+  fetch_chunk(p.fields[0], p.chunks[0], out / "c.nc", kPiece);
+  fetch_chunk(k.fields[0], k.chunks[0], out / "k.nc", kPiece);
+  const Field tc = read_field(out / "c.nc", "ta"), tk = read_field(out / "k.nc", "ta");
+  EXPECT_EQ(tc.units, "degC");
+  EXPECT_EQ(tk.units, "K");
+  ASSERT_EQ(tc.values.size(), tk.values.size());
+  for (size_t i = 0; i < tc.values.size(); ++i) ASSERT_NEAR(tc.values[i], tk.values[i] - 273.15, 1e-3);
+
+  // Metres for a temperature: no conversion; the error names file, variable and both units.
   Dataset d = udg_dataset();
   d.file = "udg.yaml";
-  d.variables["ta"].units = {"degC"};
+  d.variables["ta"].units = {"m"};
   try {
     plan_for(srv.url("udg_like.nc"), d, {{"ta@850", "ta", 850}}, box(0, 10, 0, 10, 2001, 2001, {1}));
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("variable 'T850': units are 'K' but the dataset definition udg.yaml expects 'degC'"),
+    EXPECT_NE(std::string(e.what()).find(srv.url("udg_like.nc") +
+                                         ": variable 'T850' (dataset definition udg.yaml): units 'K' cannot be converted to 'm'"),
               std::string::npos)
         << e.what();
   }

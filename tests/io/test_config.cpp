@@ -76,9 +76,12 @@ TEST(Config, WrongTypesAndValuesAreErrors) {
   ds::test::TempDir d;
   EXPECT_NE(usage_error([&] { load_config(write(d, "run: {dir: x}\ntrain: {epochs: many}\n")); }).find("train.epochs"),
             std::string::npos);
-  EXPECT_NE(usage_error([&] { load_config(write(d, "run: {dir: x}\nfetch: {predictors: {fields: [z500]}}\n")); })
-                .find("'z500' is not 'var@level'"),
-            std::string::npos);
+  for (const char* bad : {"z@", "@500", "z@0", "z@850hPa", "z 500", "9z"})
+    EXPECT_NE(usage_error([&] {
+                load_config(write(d, std::string("run: {dir: x}\nfetch: {predictors: {fields: ['") + bad + "']}}\n"));
+              }).find("'" + std::string(bad) + "' is not 'var@level'"),
+              std::string::npos)
+        << bad;
   EXPECT_NE(usage_error([&] { load_config(write(d, "run: {dir: x}\nfetch: {years: [2005, 2001]}\n")); })
                 .find("fetch.years"),
             std::string::npos);
@@ -92,4 +95,20 @@ TEST(Config, WrongTypesAndValuesAreErrors) {
   EXPECT_NE(usage_error([&] { load_config(write(d, "run: {dir: x}\ntrain: {allreduce_bucket_mb: -1}\n")); })
                 .find("train.allreduce_bucket_mb"),
             std::string::npos);
+}
+
+TEST(Config, SurfaceFieldsAreABareVariableAndThePredictandMayBeAbsent) {
+  ds::test::TempDir d;
+  const auto c = load_config(write(d, "run: {dir: x}\nfetch:\n  predictors: {dataset: iberia_ncep, fields: [hus@850, psl, ta@850, tas]}\n"));
+  ASSERT_EQ(c.fetch.predictors.size(), 4u);
+  EXPECT_EQ(c.fetch.predictors[1].var, "psl");
+  EXPECT_EQ(c.fetch.predictors[1].level, 0);
+  EXPECT_EQ(c.fetch.predictors[1].name(), "psl");
+  EXPECT_EQ(c.fetch.predictors[0].name(), "hus@850");
+  EXPECT_EQ(c.fetch.predictors[3].name(), "tas");
+  EXPECT_FALSE(c.fetch.has_predictand());  // predictors alone: a GCM run
+  const auto with = load_config(write(d, "run: {dir: x}\nfetch: {predictand: {dataset: iberia_eobs, variable: tas}}\n"));
+  EXPECT_TRUE(with.fetch.has_predictand());
+  const auto source_only = load_config(write(d, "run: {dir: x}\nfetch: {predictand: {source: obs.nc}}\n"));
+  EXPECT_TRUE(source_only.fetch.has_predictand());
 }

@@ -1,0 +1,380 @@
+// Real archives' layouts, on generated local files: units however spelled (udunits2), url
+// templates resolved against a base or the run's source, the level from a dimension, a scalar
+// coordinate, an attribute or the file name (and a contradiction refused), CF calendars
+// (noleap, 360_day) through the plan and a fetched chunk, one file per year, and a manifest
+// without a predictand.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "fetch/chunk.h"
+#include "fetch/dataset.h"
+#include "fetch/plan.h"
+#include "fetch/subset.h"
+#include "fetch/units.h"
+#include "io/calendar.h"
+#include "io/error.h"
+#include "io/fetch_manifest.h"
+#include "io/netcdf_file.h"
+#include "support/test_support.h"
+
+using namespace ds;
+
+namespace {
+
+constexpr size_t kPiece = 64 << 20;
+
+// How a generated file states its level (if at all).
+enum class LevelBy { none, dimension, scalar_coordinate, attribute };
+
+struct SourceSpec {
+  std::string var = "ta", units = "K", calendar = "standard", time_units = "days since 2000-01-01";
+  int ndays = 731;          // from the reference date, in the calendar
+  LevelBy level_by = LevelBy::none;
+  double level = 850;       // in level_units
+  std::string level_units = "hPa";
+};
+
+// A 3 x 4 grid (lat 30..40 step 5, lon 0..15 step 5); value = 1000 * level_index + day number
+// since the reference + lat/100 (so values identify their day and point).
+void write_source(const std::string& path, const SourceSpec& s) {
+  NcFile nc = NcFile::create(path);
+  const int dt = nc.def_dim("time", 0), dy = nc.def_dim("lat", 3), dx = nc.def_dim("lon", 4);
+  int dz = -1, z = -1;
+  if (s.level_by == LevelBy::dimension) {
+    dz = nc.def_dim("plev", 2);
+    z = nc.def_var("plev", NC_DOUBLE, {dz});
+    nc.put_att(z, "units", s.level_units);
+  }
+  if (s.level_by == LevelBy::scalar_coordinate) {
+    z = nc.def_var("height_level", NC_DOUBLE, {});
+    nc.put_att(z, "units", s.level_units);
+  }
+  const int t = nc.def_var("time", NC_DOUBLE, {dt});
+  nc.put_att(t, "units", s.time_units);
+  nc.put_att(t, "calendar", s.calendar);
+  const int y = nc.def_var("lat", NC_DOUBLE, {dy}), x = nc.def_var("lon", NC_DOUBLE, {dx});
+  const int v = nc.def_var(s.var, NC_FLOAT, dz >= 0 ? std::vector<int>{dt, dz, dy, dx} : std::vector<int>{dt, dy, dx});
+  nc.put_att(v, "units", s.units);
+  if (s.level_by == LevelBy::scalar_coordinate) nc.put_att(v, "coordinates", "height_level");
+  if (s.level_by == LevelBy::attribute) {
+    nc.put_att(v, "level", s.level);
+    nc.put_att(v, "level_units", s.level_units);
+  }
+  nc.end_define();
+  const std::vector<double> lat{30, 35, 40}, lon{0, 5, 10, 15};
+  nc.write(y, lat.data());
+  nc.write(x, lon.data());
+  if (s.level_by == LevelBy::dimension) {
+    const std::vector<double> plev{s.level / 2, s.level};
+    nc.write(z, plev.data());
+  }
+  if (s.level_by == LevelBy::scalar_coordinate) nc.write(z, &s.level);
+  const size_t nz = s.level_by == LevelBy::dimension ? 2 : 1;
+  std::vector<float> day(nz * 12);
+  for (size_t i = 0; i < static_cast<size_t>(s.ndays); ++i) {
+    const double ti = static_cast<double>(i);
+    nc.write(t, {i}, {1}, &ti);
+    for (size_t k = 0; k < nz; ++k)
+      for (size_t j = 0; j < 3; ++j)
+        for (size_t l = 0; l < 4; ++l) day[(k * 3 + j) * 4 + l] = static_cast<float>(1000.0 * k + ti + lat[j] / 100);
+    if (nz == 2) nc.write(v, {i, 0, 0, 0}, {1, 2, 3, 4}, day.data());
+    else nc.write(v, {i, 0, 0}, {1, 3, 4}, day.data());
+  }
+}
+
+Config::Fetch request(int y0, int y1, std::vector<int> season) {
+  Config::Fetch f;
+  f.lon_min = 0, f.lon_max = 15, f.lat_min = 30, f.lat_max = 40;
+  f.years = {y0, y1};
+  f.season = std::move(season);
+  return f;
+}
+
+Dataset one_variable(const std::string& var, const std::string& native, const std::string& url,
+                     const std::string& units) {
+  Dataset d;
+  d.name = "test";
+  d.file = "test.yaml";
+  d.variables[var].native = native;
+  d.variables[var].url = url;
+  if (!units.empty()) d.variables[var].units = {units};
+  d.variables[var].std_units = units;
+  return d;
+}
+
+// Plans through an opener that counts the opens per URL.
+FetchPlan plan(const std::string& base, const Dataset& d, const FieldWanted& w, const Config::Fetch& req,
+               std::map<std::string, int>* opens = nullptr) {
+  std::map<std::string, NcFile> open;
+  const SourceOpener opener = [&](const std::string& url) -> const NcFile& {
+    if (opens) ++(*opens)[url];
+    auto it = open.find(url);
+    if (it == open.end()) it = open.emplace(url, open_source(url)).first;
+    return it->second;
+  };
+  FetchPlan p;
+  plan_field(opener, base, d, w, req, p);
+  return p;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no InputError)";
+}
+
+}  // namespace
+
+TEST(FetchUnits, ArchiveSpellingsConvertThroughUdunits) {
+  const auto same = [](const char* a, const char* b) {
+    const UnitConversion c = unit_conversion(a, b, "f.nc: variable 'x'");
+    EXPECT_TRUE(c.identity()) << a << " -> " << b << ": x" << c.scale << " + " << c.offset;
+  };
+  same("Kg/m^2/s", "kg m-2 s-1");
+  same("kg.kg-1", "kg kg-1");
+  same("1", "kg kg-1");
+  same("Pascals", "Pa");
+  same("m**2 s**-2", "m2 s-2");
+  same("Celsius", "degC");
+  same("millibars", "hPa");
+  same("k", "K");
+  const UnitConversion c = unit_conversion("Celsius", "K", "w");
+  EXPECT_DOUBLE_EQ(c.scale, 1);
+  EXPECT_DOUBLE_EQ(c.offset, 273.15);
+  EXPECT_DOUBLE_EQ(unit_conversion("Pa", "hPa", "w").scale, 0.01);
+  EXPECT_DOUBLE_EQ(unit_conversion("K", "degC", "w").offset, -273.15);
+  EXPECT_TRUE(units_known("kg m**-2 s**-1"));
+  EXPECT_FALSE(units_known("furlongs of bogus"));
+  // Metres are no temperature: the error names where and both units.
+  EXPECT_NE(error_of([] { unit_conversion("m", "K", "f.nc: variable 'tas'"); })
+                .find("f.nc: variable 'tas': units 'm' cannot be converted to 'K'"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { unit_conversion("bogus", "K", "f.nc: variable 'tas'"); }).find("'bogus'"), std::string::npos);
+}
+
+TEST(FetchArchives, UrlTemplatesResolveAgainstTheBaseWithOrWithoutASlash) {
+  DatasetVariable v;
+  v.url = "pressure/{var}.{year}.nc";
+  EXPECT_EQ(v.url_for("https://psl.noaa.gov/thredds/dodsC/Datasets/ncep", "ta", 850, 1983),
+            "https://psl.noaa.gov/thredds/dodsC/Datasets/ncep/pressure/ta.1983.nc");
+  EXPECT_EQ(v.url_for("http://127.0.0.1:8080/", "ta", 850, 1983), "http://127.0.0.1:8080/pressure/ta.1983.nc");
+  EXPECT_EQ(v.url_for("", "ta", 850, 1983), "pressure/ta.1983.nc");  // relative to the working folder
+  EXPECT_TRUE(v.year_in_url());
+  EXPECT_FALSE(v.level_in_url());
+  v.url = "NCEP_Iberia_{var}{level}.nc";
+  EXPECT_EQ(v.url_for("tests/data/iberia", "hus", 850, 0), "tests/data/iberia/NCEP_Iberia_hus850.nc");
+  EXPECT_TRUE(v.level_in_url());
+  v.url = "https://elsewhere.org/x/{var}.nc";  // absolute: the base does not apply
+  EXPECT_EQ(v.url_for("tests/data", "psl", 0, 0), "https://elsewhere.org/x/psl.nc");
+  v.url = "";  // no url of its own: the dataset's (or the source's) file
+  EXPECT_EQ(v.url_for("http://h/era.nc", "z", 500, 2000), "http://h/era.nc");
+}
+
+TEST(FetchArchives, TheShippedDefinitionsForRealArchivesLoad) {
+  const std::string cfg = test::source_dir() + "/configs/demo.yaml";
+  for (const char* name : {"ncep_reanalysis1", "era5", "cmip5", "cmip6", "eobs", "iberia_ncep", "iberia_eobs",
+                           "iberia_cnrm_cm5_historical", "iberia_cnrm_cm5_rcp85"})
+    EXPECT_NO_THROW(load_dataset(name, cfg)) << name;
+  const Dataset ncep = load_dataset("iberia_ncep", cfg);
+  EXPECT_EQ(ncep.url, "tests/data/iberia");
+  EXPECT_EQ(ncep.variable("hus").url_for(ncep.url, "hus", 850, 0), "tests/data/iberia/NCEP_Iberia_hus850.nc");
+  EXPECT_EQ(ncep.variable("tas").std_units, "K");  // Celsius in the file, K written
+  const Dataset eobs = load_dataset("iberia_eobs", cfg);
+  EXPECT_EQ(eobs.variable("tas").native, "tg");
+  EXPECT_EQ(eobs.variable("tas").std_units, "degC");  // E-OBS temperatures stay in Celsius
+  const Dataset noaa = load_dataset("ncep_reanalysis1", cfg);
+  EXPECT_EQ(noaa.variable("ta").url_for(noaa.url, "ta", 850, 1983),
+            "https://psl.noaa.gov/thredds/dodsC/Datasets/ncep.reanalysis.dailyavgs/pressure/air.1983.nc");
+  EXPECT_DOUBLE_EQ(noaa.variable("z").scale, 9.80665);
+  EXPECT_EQ(noaa.variable("z").std_units, "m2 s-2");
+  const Dataset rr = load_dataset("eobs", cfg);
+  EXPECT_EQ(rr.variable("pr").std_units, "mm/day");
+  EXPECT_EQ(load_dataset("cmip6", cfg).variable("pr").std_units, "mm/day");
+  // The definitions shipped before keep their meaning.
+  EXPECT_EQ(load_dataset("ewembi", cfg).variable("pr").target_units(), "kg m-2 s-1");
+  EXPECT_EQ(load_dataset("synth_era_interim", cfg).variable("ta").std_units, "K");
+  // A unit udunits does not know is a definition error.
+  test::TempDir d;
+  std::ofstream(d / "bad.yaml") << "name: x\nurl: a\nvariables:\n  ta: {native: ta, units: degrees of bogus}\n";
+  EXPECT_THROW(load_dataset(d / "bad.yaml", d / "run.yaml"), UsageError);
+}
+
+TEST(FetchArchives, TheLevelComesFromADimensionAScalarCoordinateAnAttributeOrTheFileName) {
+  test::TempDir d;
+  const auto req = request(2000, 2000, {1});
+  SourceSpec s;
+  s.level_by = LevelBy::dimension;
+  s.level = 85000;
+  s.level_units = "Pa";
+  write_source(d / "dim.nc", s);
+  const FetchPlan dim = plan(d.path(), one_variable("ta", "ta", "dim.nc", "K"), {"ta@850", "ta", 850}, req);
+  EXPECT_EQ(dim.fields[0].z_ax, 1);
+  EXPECT_EQ(dim.fields[0].level_index, 1u);
+  s.level = 850;
+  s.level_units = "millibars";
+  write_source(d / "dim_mbar.nc", s);
+  EXPECT_EQ(plan(d.path(), one_variable("ta", "ta", "dim_mbar.nc", "K"), {"ta@425", "ta", 425}, req).fields[0].level_index,
+            0u);
+
+  s.level_by = LevelBy::scalar_coordinate;
+  s.level = 85000;
+  s.level_units = "Pa";
+  write_source(d / "scalar.nc", s);
+  EXPECT_EQ(plan(d.path(), one_variable("ta", "ta", "scalar.nc", "K"), {"ta@850", "ta", 850}, req).fields[0].z_ax, -1);
+  EXPECT_NE(error_of([&] { plan(d.path(), one_variable("ta", "ta", "scalar.nc", "K"), {"ta@500", "ta", 500}, req); })
+                .find("scalar.nc: variable 'ta': holds level 850 hPa (scalar coordinate 'height_level') but level 500 "
+                      "hPa was requested"),
+            std::string::npos);
+
+  s.level_by = LevelBy::attribute;
+  s.level = 850;
+  s.level_units = "hPa";
+  write_source(d / "attr.nc", s);
+  EXPECT_NO_THROW(plan(d.path(), one_variable("ta", "ta", "attr.nc", "K"), {"ta@850", "ta", 850}, req));
+  EXPECT_NE(error_of([&] { plan(d.path(), one_variable("ta", "ta", "attr.nc", "K"), {"ta@700", "ta", 700}, req); })
+                .find("attr.nc: variable 'ta': holds level 850 hPa (attribute 'level') but level 700 hPa was requested"),
+            std::string::npos);
+  // A bare variable for a file that holds one level: asked as var@level instead.
+  EXPECT_NE(error_of([&] { plan(d.path(), one_variable("ta", "ta", "attr.nc", "K"), {"ta", "ta", 0}, req); })
+                .find("request it as ta@850"),
+            std::string::npos);
+
+  // Nothing in the file: the level is the file's name ({level} in the url), else an error.
+  s.level_by = LevelBy::none;
+  write_source(d / "ta500.nc", s);
+  const FetchPlan named = plan(d.path(), one_variable("ta", "ta", "{var}{level}.nc", "K"), {"ta@500", "ta", 500}, req);
+  EXPECT_EQ(named.fields[0].url, d / "ta500.nc");
+  EXPECT_NE(error_of([&] { plan(d.path(), one_variable("ta", "ta", "ta500.nc", "K"), {"ta@500", "ta", 500}, req); })
+                .find("has no level dimension, scalar level coordinate or level attribute, but level 500 hPa was requested"),
+            std::string::npos);
+  // A surface field needs no level at all.
+  SourceSpec psl;
+  psl.var = "psl";
+  psl.units = "Pascals";
+  write_source(d / "psl.nc", psl);
+  const FetchPlan p = plan(d.path(), one_variable("psl", "psl", "psl.nc", "Pa"), {"psl", "psl", 0}, req);
+  EXPECT_EQ(p.fields[0].name, "psl");
+  EXPECT_TRUE(p.fields[0].convert.identity());
+}
+
+TEST(FetchArchives, NoleapAnd360DaySourcesGiveTheirOwnCalendarsDays) {
+  test::TempDir d;
+  for (const char* cal : {"noleap", "360_day", "standard"}) {
+    SourceSpec s;
+    s.calendar = cal;
+    write_source(d / (std::string(cal) + ".nc"), s);
+    const Calendar c = parse_calendar(cal, "test");
+    // DJF of season-year 2001, and February 2000 (a leap year on the standard calendar).
+    const FetchPlan p =
+        plan(d.path(), one_variable("ta", "ta", std::string(cal) + ".nc", "K"), {"ta", "ta", 0}, request(2001, 2001, {12, 1, 2}));
+    ASSERT_EQ(p.fields[0].calendar, c);
+    const ChunkPlan& djf = p.chunks[0];  // Dec 2000, Jan 2001, Feb 2001
+    const size_t want = std::string(cal) == "360_day" ? 90u : 31u + 31u + 28u;
+    EXPECT_EQ(djf.days.size(), want) << cal;
+    EXPECT_EQ(djf.days.front(), days_from_date({2000, 12, 1}, c));
+    EXPECT_EQ(djf.days.back(), days_from_date({2001, 2, std::string(cal) == "360_day" ? 30 : 28}, c));
+
+    // Fetched: the days of that calendar, written with its CF name; values are the source's.
+    test::TempDir out;
+    const FetchPlan feb = plan(d.path(), one_variable("ta", "ta", std::string(cal) + ".nc", "K"), {"ta", "ta", 0},
+                               request(2000, 2000, {2}));
+    const ChunkPlan& c0 = feb.chunks[0];
+    const size_t nfeb = std::string(cal) == "360_day" ? 30u : std::string(cal) == "noleap" ? 28u : 29u;
+    ASSERT_EQ(c0.days.size(), nfeb) << cal;
+    fetch_chunk(feb.fields[0], c0, out / "feb.nc", kPiece);
+    NcFile nc = NcFile::open(out / "feb.nc");
+    EXPECT_EQ(nc.att_text(nc.var_id("time"), "calendar"), cf_name(c));
+    const Field f = read_field(out / "feb.nc", "ta");
+    const int64_t ref = days_from_date({2000, 1, 1}, c);  // the source's reference date
+    for (size_t t = 0; t < f.days.size(); ++t) {
+      EXPECT_EQ(f.days[t], days_from_date({2000, 2, static_cast<int>(t) + 1}, c)) << cal;
+      EXPECT_NEAR(f.values[t * 12], static_cast<double>(f.days[t] - ref) + 0.30, 1e-3) << cal;
+    }
+    // The joined field (what preprocess reads) keeps the calendar too.
+    EXPECT_EQ(join_chunks(feb.fields[0], {out / "feb.nc"}, out / "ta.nc", "test", kPiece), nfeb);
+    NcFile joined = NcFile::open(out / "ta.nc");
+    EXPECT_EQ(joined.att_text(joined.var_id("time"), "calendar"), cf_name(c));
+    EXPECT_EQ(read_field(out / "ta.nc", "ta").days, f.days);
+  }
+}
+
+TEST(FetchArchives, OneFilePerYearReadsDecemberFromTheYearBeforesFileAndOpensEachFileOnce) {
+  test::TempDir d;
+  for (int y : {2000, 2001, 2002}) {
+    SourceSpec s;
+    s.var = "air";
+    s.units = "degK";
+    s.time_units = "days since " + std::to_string(y) + "-01-01";
+    s.ndays = days_in_year(y);
+    write_source(d / ("air." + std::to_string(y) + ".nc"), s);
+  }
+  std::map<std::string, int> opens;
+  const std::string base = d.path() + "/";  // a base with a trailing slash
+  const FetchPlan p = plan(base, one_variable("tas", "air", "air.{year}.nc", "K"), {"tas", "tas", 0},
+                           request(2001, 2002, {12, 1, 2}), &opens);
+  const FieldPlan& f = p.fields[0];
+  ASSERT_EQ(f.urls.size(), 3u);  // 2000 (its December), 2001, 2002
+  EXPECT_EQ(f.urls[0], base + "air.2000.nc");
+  for (const auto& [url, n] : opens) EXPECT_EQ(n, 1) << url;
+  EXPECT_EQ(opens.size(), 3u);
+  EXPECT_EQ(f.source_units, "degK");
+  EXPECT_TRUE(f.convert.identity());
+  ASSERT_EQ(p.chunks.size(), 2u);
+  const ChunkPlan& c = p.chunks[0];
+  ASSERT_EQ(c.time_runs.size(), 2u);
+  EXPECT_EQ(c.time_runs[0].source, 0u);
+  EXPECT_EQ(c.time_runs[0].start, 335u);  // 1 December of a leap year
+  EXPECT_EQ(c.time_runs[0].count, 31u);
+  EXPECT_EQ(c.time_runs[1].source, 1u);
+  EXPECT_EQ(c.time_runs[1].start, 0u);
+  EXPECT_EQ(c.time_runs[1].count, 59u);
+  EXPECT_NE(c.request(f).find("air.2000.nc"), std::string::npos);
+  EXPECT_NE(c.request(f).find("air.2001.nc"), std::string::npos);
+
+  test::TempDir out;
+  fetch_chunk(f, c, out / "2001.nc", kPiece);
+  const Field got = read_field(out / "2001.nc", "tas");
+  ASSERT_EQ(got.days.size(), 90u);
+  EXPECT_EQ(civil_from_days(got.days.front()), (Date{2000, 12, 1}));
+  EXPECT_NEAR(got.values[0], 335.30, 1e-3);          // from air.2000.nc
+  EXPECT_NEAR(got.values[31 * 12], 0.30, 1e-3);      // 1 January, from air.2001.nc
+  EXPECT_NEAR(got.values[89 * 12], 58.30, 1e-3);     // 28 February
+
+  // A year whose file is missing: the error names it.
+  std::remove((d / "air.2002.nc").c_str());
+  EXPECT_NE(error_of([&] {
+              plan(base, one_variable("tas", "air", "air.{year}.nc", "K"), {"tas", "tas", 0}, request(2001, 2002, {12, 1, 2}));
+            }).find("air.2002.nc"),
+            std::string::npos);
+}
+
+TEST(FetchArchives, AManifestWithoutPredictandRoundTripsAndOldManifestsAreStandard) {
+  test::TempDir d;
+  FetchManifest m;
+  FetchedFile psl;
+  psl.name = psl.variable = "psl";
+  psl.file = "predictors/psl.nc";
+  psl.units = "Pa";
+  psl.calendar = "360_day";
+  m.predictors.push_back(psl);
+  m.write(d / "manifest.json");
+  const FetchManifest r = FetchManifest::read(d / "manifest.json");
+  EXPECT_FALSE(r.has_predictand());
+  EXPECT_EQ(r.predictand.name, "");
+  ASSERT_EQ(r.predictors.size(), 1u);
+  EXPECT_EQ(r.predictors[0].calendar, "360_day");
+  // A manifest from before calendars were recorded: standard.
+  std::ofstream(d / "old.json") << R"({"format": "downscale-fetch-1", "predictors": [{"name": "z@500", "variable": "z",
+    "file": "predictors/z@500.nc"}], "predictand": {"name": "pr", "variable": "pr", "file": "predictand/pr.nc"}})";
+  const FetchManifest old = FetchManifest::read(d / "old.json");
+  EXPECT_TRUE(old.has_predictand());
+  EXPECT_EQ(old.predictors[0].calendar, "standard");
+  EXPECT_EQ(old.predictand.calendar, "standard");
+}
