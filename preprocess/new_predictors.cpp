@@ -90,26 +90,39 @@ CoverageRegrid regrid_covering(RegridMethod m, const Grid& src, const Grid& dst,
   if (covers_cells(src, dst))  // the training case: exactly the store's weights
     return {conservative ? conservative_weights(src, dst, where) : nearest_weights(src, dst, where), conservative};
 
-  // The source continued by empty cells until it covers the target cells; weights on those
-  // cells are dropped, so a target cell's value comes from the part of it the source covers
-  // (conservative: renormalized by that area; nearest: a target point nearer an empty cell than
-  // any source centre lies outside the source cells and is not covered).
+  // The source continued by empty cells until it covers the target cells. Conservative drops
+  // the weights on those cells, so a target cell's value is the mean over the part of it the
+  // source covers (renormalized by that area); nearest moves a weight on an empty cell to the
+  // source cell at the edge next to it, the nearest centre there. A target cell without any
+  // source cell under it is not covered.
   const auto tlon = cell_edges(dst.lon, -1e9, 1e9), tlat = cell_edges(dst.lat, -90, 90);
   int wlon = 0, slat = 0;
   const Grid ext = Grid::from_coords(extend_axis(src.lon, tlon.front(), tlon.back(), 1e9, wlon),
                                      extend_axis(src.lat, tlat.front(), tlat.back(), 90, slat), where);
   const RegridWeights we = conservative ? conservative_weights(ext, dst, where) : nearest_weights(ext, dst, where);
+  const RegridWeights cover = conservative ? RegridWeights() : conservative_weights(ext, dst, where);
   std::vector<Eigen::Triplet<double>> t;
   std::vector<std::string> uncovered;
+  auto real = [&](long col, int& j, int& i) {
+    j = static_cast<int>(col / ext.nlon()) - slat, i = static_cast<int>(col % ext.nlon()) - wlon;
+    return j >= 0 && j < src.nlat() && i >= 0 && i < src.nlon();
+  };
   for (int row = 0; row < we.outerSize(); ++row) {
     double covered = 0;
-    for (RegridWeights::InnerIterator it(we, row); it; ++it) {
-      const int j = static_cast<int>(it.col() / ext.nlon()) - slat, i = static_cast<int>(it.col() % ext.nlon()) - wlon;
-      if (j < 0 || j >= src.nlat() || i < 0 || i >= src.nlon()) continue;
-      t.emplace_back(row, static_cast<long>(j) * src.nlon() + i, it.value());
-      covered += it.value();
+    int j = 0, i = 0;
+    for (RegridWeights::InnerIterator it(conservative ? we : cover, row); it; ++it)
+      if (real(it.col(), j, i)) covered += it.value();
+    if (covered <= 1e-12) {
+      uncovered.push_back(point(dst.lon[row % dst.nlon()], dst.lat[row / dst.nlon()]));
+      continue;
     }
-    if (covered <= 1e-12) uncovered.push_back(point(dst.lon[row % dst.nlon()], dst.lat[row / dst.nlon()]));
+    for (RegridWeights::InnerIterator it(we, row); it; ++it) {
+      if (!real(it.col(), j, i)) {
+        if (conservative) continue;
+        j = std::clamp(j, 0, src.nlat() - 1), i = std::clamp(i, 0, src.nlon() - 1);
+      }
+      t.emplace_back(row, static_cast<long>(j) * src.nlon() + i, it.value());
+    }
   }
   if (!uncovered.empty())
     throw InputError(where + ": source grid " + src.describe() + " has no data in " + std::to_string(uncovered.size()) +
