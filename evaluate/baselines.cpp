@@ -93,10 +93,14 @@ std::vector<float> linear_baseline(const StoreReader& store, const std::string& 
     Eigen::MatrixXd sk(K, days.size());
     Eigen::VectorXd yv(days.size());
     for (size_t i = 0; i < days.size(); ++i) sk.col(i) = s.col(days[i]).cast<double>(), yv(i) = yk(days[i]);
-    intercept(k) = static_cast<float>(yv.mean());
+    // Centred on those days: the scores are centred over all training days, not over these.
+    const Eigen::VectorXd smean = sk.rowwise().mean();
+    sk.colwise() -= smean;
     Eigen::MatrixXd ak = sk * sk.transpose();
     ak.diagonal().array() += opt.ridge;
-    coef.row(k) = ak.ldlt().solve(sk * (yv.array() - yv.mean()).matrix()).cast<float>().transpose();
+    const Eigen::VectorXd ck = ak.ldlt().solve(sk * (yv.array() - yv.mean()).matrix());
+    coef.row(k) = ck.cast<float>().transpose();
+    intercept(k) = static_cast<float>(yv.mean() - ck.dot(smean));
   }
 
   const Eigen::MatrixXf xs = read_predictors(store, split);

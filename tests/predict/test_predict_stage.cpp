@@ -13,6 +13,7 @@
 #include <random>
 
 #include "io/calendar.h"
+#include "io/fetch_manifest.h"
 #include "io/netcdf_file.h"
 #include "io/predictand_file.h"
 #include "io/training_store.h"
@@ -50,6 +51,7 @@ Synthetic write_tas_store(const std::string& path) {
   m.mask.assign(kHy * kWy, 0);
   for (int j = 0; j < kHy; ++j)
     for (int i = 0; i < kWy; ++i) m.mask[j * kWy + i] = in_window(j, i) && i != kCol0;  // the window's first column: sea
+  m.regrid = "psl:nearest,ta@850:conservative";
   m.mean.assign(2 * kH * kW, 0);
   m.sd.assign(2 * kH * kW, 1);
   Synthetic s;
@@ -115,6 +117,43 @@ double climatology_bias(const Synthetic& s) {
   return sum / boxes;
 }
 
+// A predictors-only fetch of a "GCM" on a shifted 1.5-degree grid that only partly covers the
+// predictor grid's edge cells (as CNRM-CM5 on the Iberia grid), 2 years on the standard calendar.
+void write_gcm_fetch(const std::string& dir) {
+  fs::create_directories(dir + "/predictors");
+  std::vector<double> lon, lat;
+  for (double x = -10.4; x <= -1.5; x += 1.5) lon.push_back(x);
+  for (double y = 36.3; y <= 42.6; y += 1.5) lat.push_back(y);
+  FetchManifest man;
+  for (const auto& [name, var] : {std::pair<std::string, std::string>{"psl", "psl"}, {"ta@850", "ta"}}) {
+    NcFile nc = NcFile::create(dir + "/predictors/" + name + ".nc");
+    const int dt = nc.def_dim("time", 0), dy = nc.def_dim("lat", lat.size()), dx = nc.def_dim("lon", lon.size());
+    const int vt = nc.def_var("time", NC_DOUBLE, {dt});
+    nc.put_att(vt, "units", "days since 1970-01-01");
+    nc.put_att(vt, "calendar", "standard");
+    const int vy = nc.def_var("lat", NC_DOUBLE, {dy}), vx = nc.def_var("lon", NC_DOUBLE, {dx});
+    const int vv = nc.def_var(var, NC_FLOAT, {dt, dy, dx});
+    nc.put_att(vv, "units", name == "psl" ? "Pa" : "K");
+    nc.end_define();
+    nc.write(vy, lat.data());
+    nc.write(vx, lon.data());
+    const size_t n = 730, hw = lat.size() * lon.size();
+    std::vector<double> t(n);
+    std::vector<float> v(n * hw);
+    for (size_t i = 0; i < n; ++i) {
+      t[i] = 11323 + i;  // 2001-01-01 on
+      for (size_t k = 0; k < hw; ++k) v[i * hw + k] = (name == "psl" ? 101000.0f : 270.0f) + 5.0f * std::sin(0.3 * i + k);
+    }
+    nc.write(vt, {0}, {n}, t.data());
+    nc.write(vv, {0, 0, 0}, {n, lat.size(), lon.size()}, v.data());
+    nc.close();
+    FetchedFile f;
+    f.name = name, f.variable = var, f.file = "predictors/" + name + ".nc";
+    man.predictors.push_back(f);
+  }
+  man.write(dir + "/manifest.json");  // no predictand: a predictors-only fetch
+}
+
 }  // namespace
 
 TEST(PredictStage, TwoNamedModelsOfATemperatureStoreArePredictedAndEvaluated) {
@@ -171,6 +210,22 @@ TEST(PredictStage, TwoNamedModelsOfATemperatureStoreArePredictedAndEvaluated) {
     for (const char* png : {"observed_mean.png", "bias.png", "scores_table.png"})
       EXPECT_TRUE(fs::exists(d / ("run/evaluate/" + name + "/" + png))) << png;
   }
+
+  // GCM predictors on their own grid, standardized against their own 2001-2002 climatology:
+  // tas_<run>.nc with the GCM's days and calendar, and the standardization in the attributes.
+  write_gcm_fetch(d / "gcm/fetch");
+  const std::string gcm = base + " --set train.name=gauss --set predict.predictors=" + (d / "gcm/fetch");
+  ASSERT_EQ(run("predict " + gcm + " --set predict.standardize=own --set predict.reference_years=[2001,2002]"), 0);
+  {
+    const PredictandOutput p = read_predictand(d / "run/predict/gauss/tas_gcm.nc", "tas");
+    EXPECT_EQ(p.days.size(), 730u);
+    EXPECT_EQ(p.calendar, "standard");
+    EXPECT_EQ(p.lat.size(), size_t(kRows));
+    NcFile f = NcFile::open(d / "run/predict/gauss/tas_gcm.nc");
+    EXPECT_NE(f.att_text(NC_GLOBAL, "predictor_standardization").find("own"), std::string::npos);
+  }
+  // Reference years the GCM run does not hold: bad input, naming them.
+  EXPECT_EQ(run("predict " + gcm + " --set predict.standardize=own --set predict.reference_years=[1990,2001]"), 3);
 
   // A model whose loss does not fit the predictand is refused (bad input, exit 3).
   ASSERT_EQ(run("train " + base + " --set train.name=bg --set train.epochs=1 --set train.loss=bernoulli_gamma"), 0);
