@@ -14,6 +14,7 @@
 #include "evaluate/maps.h"
 #include "evaluate/scores.h"
 #include "io/atomic_file.h"
+#include "io/calendar.h"
 #include "io/error.h"
 #include "io/precipitation_file.h"
 #include "io/predictand_file.h"
@@ -37,7 +38,8 @@ void check_matches(const std::string& pred_path, const StoreReader& store, const
   if (store.read_time("test") != days || nlat != size_t(win.rows) || nlon != size_t(win.cols))
     throw InputError(pred_path + ": its days or grid differ from the test split of " + store.path() +
                      " (predicted with another store?)");
-  if (calendar != store.meta().calendar)
+  // Compared as calendars, so "gregorian" in one and "standard" in the other agree.
+  if (cf_name(parse_calendar(calendar, pred_path)) != cf_name(parse_calendar(store.meta().calendar, store.path())))
     throw InputError(pred_path + ": its calendar " + calendar + " is not the store's " + store.meta().calendar);
 }
 

@@ -92,9 +92,15 @@ Synthetic write_tas_store(const std::string& path) {
   return s;
 }
 
+// The downscale binary: DS_BINARY, else next to this test in the build tree (ctest passes
+// gtest_discover_tests' ENVIRONMENT list as separate words, so only its first entry arrives).
+std::string binary() {
+  if (const char* bin = std::getenv("DS_BINARY")) return bin;
+  return (fs::canonical("/proc/self/exe").parent_path().parent_path() / "pipeline/downscale").string();
+}
+
 int run(const std::string& args) {
-  const char* bin = std::getenv("DS_BINARY");
-  const std::string cmd = std::string(bin ? bin : "downscale") + " " + args + " >/dev/null 2>&1";
+  const std::string cmd = binary() + " " + args + " >/dev/null 2>&1";
   const int rc = std::system(cmd.c_str());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
