@@ -2,6 +2,7 @@
 
 #include <Eigen/Dense>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "io/error.h"
@@ -74,25 +75,45 @@ std::vector<float> linear_baseline(const StoreReader& store, const std::string& 
   Eigen::VectorXf intercept(P);
   for (Eigen::Index k = 0; k < P; ++k) {
     const Eigen::VectorXf yk = yt.row(k).transpose();
-    if (!yk.allFinite()) {
+    if (yk.allFinite()) {
+      intercept(k) = yk.mean();
+      const Eigen::VectorXd rhs = s.cast<double>() * (yk.array() - intercept(k)).matrix().cast<double>();
+      coef.row(k) = solver.solve(rhs).cast<float>().transpose();
+      continue;
+    }
+    // A box observed on some training days only (E-OBS has gaps): its own fit on those days.
+    std::vector<Eigen::Index> days;
+    for (Eigen::Index t = 0; t < Nt; ++t)
+      if (std::isfinite(yk(t))) days.push_back(t);
+    if (days.size() <= size_t(K)) {  // never (ocean, padding) or too rarely observed
       coef.row(k).setZero();
       intercept(k) = NAN;
       continue;
     }
-    intercept(k) = yk.mean();
-    const Eigen::VectorXd rhs = s.cast<double>() * (yk.array() - intercept(k)).matrix().cast<double>();
-    coef.row(k) = solver.solve(rhs).cast<float>().transpose();
+    Eigen::MatrixXd sk(K, days.size());
+    Eigen::VectorXd yv(days.size());
+    for (size_t i = 0; i < days.size(); ++i) sk.col(i) = s.col(days[i]).cast<double>(), yv(i) = yk(days[i]);
+    // Centred on those days: the scores are centred over all training days, not over these.
+    const Eigen::VectorXd smean = sk.rowwise().mean();
+    sk.colwise() -= smean;
+    Eigen::MatrixXd ak = sk * sk.transpose();
+    ak.diagonal().array() += opt.ridge;
+    const Eigen::VectorXd ck = ak.ldlt().solve(sk * (yv.array() - yv.mean()).matrix());
+    coef.row(k) = ck.cast<float>().transpose();
+    intercept(k) = static_cast<float>(yv.mean() - ck.dot(smean));
   }
 
   const Eigen::MatrixXf xs = read_predictors(store, split);
   Eigen::MatrixXf ss = q.transpose() * (xs.colwise() - xmean);
   ss = ss.array().colwise() / s_sd.array();
   const Eigen::MatrixXf pred = (coef * ss).colwise() + intercept;  // (P, N)
+  // Only precipitation has a floor; a temperature may be below 0 degC.
+  const float floor = store.meta().is_precipitation() ? 0.0f : -std::numeric_limits<float>::infinity();
   std::vector<float> out(pred.size());
   for (Eigen::Index t = 0; t < pred.cols(); ++t)
     for (Eigen::Index k = 0; k < P; ++k) {
       const float v = pred(k, t);
-      out[t * P + k] = std::isfinite(v) ? std::max(0.0f, v) : NAN;
+      out[t * P + k] = std::isfinite(v) ? std::max(floor, v) : NAN;
     }
   return out;
 }

@@ -3,7 +3,8 @@
 //   climatology  each grid box's training-period mean, every day
 //   linear       ridge regression of each grid box's precipitation on the leading principal
 //                components of the standardized predictors (the linear model of the VALUE
-//                intercomparison on the same inputs), clipped at 0 mm
+//                intercomparison on the same inputs), clipped at 0 mm for precipitation
+// Both in the observations' own units (the store's predictand_units: mm/day, degC, K).
 #pragma once
 #include <vector>
 
@@ -11,7 +12,7 @@
 
 namespace ds {
 
-// (time, point) mm/day for the test days; NaN on ocean points.
+// (time, point) in predictand_units for the days of `split`; NaN on boxes never observed.
 std::vector<float> climatology_baseline(const StoreReader& store, const std::string& split);
 
 struct LinearBaselineOptions {

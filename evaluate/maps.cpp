@@ -117,10 +117,10 @@ void write_map_png(const std::string& path, const MapField& f) {
   write_surface(s, path);
 }
 
-void write_table_png(const std::string& path, const Evaluation& e, const std::string& title) {
-  const std::vector<std::string>& cols = score_names();
+void write_table_png(const std::string& path, const std::string& title, const std::vector<std::string>& cols,
+                     const std::vector<TableRow>& rows, const std::string& footer) {
   const int name_w = 190, col_w = 130, row_h = 24, top = 56;
-  const int W = name_w + col_w * static_cast<int>(cols.size()) + 20, H = top + row_h * (1 + int(e.methods.size())) + 30;
+  const int W = name_w + col_w * static_cast<int>(cols.size()) + 20, H = top + row_h * (1 + int(rows.size())) + 30;
   cairo_surface_t* s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
   cairo_t* cr = cairo_create(s);
   cairo_set_source_rgb(cr, 1, 1, 1);
@@ -128,8 +128,7 @@ void write_table_png(const std::string& path, const Evaluation& e, const std::st
   cairo_set_source_rgb(cr, 0, 0, 0);
   text(cr, 10, 24, title, 15, true);
   for (size_t c = 0; c < cols.size(); ++c) text(cr, name_w + c * col_w, top, cols[c], 11, true);
-  for (size_t r = 0; r < e.methods.size(); ++r) {
-    const auto& m = e.methods[r];
+  for (size_t r = 0; r < rows.size(); ++r) {
     const double y = top + row_h * (r + 1);
     if (r % 2 == 0) {
       cairo_set_source_rgb(cr, 0.94, 0.95, 0.97);
@@ -137,15 +136,26 @@ void write_table_png(const std::string& path, const Evaluation& e, const std::st
       cairo_fill(cr);
       cairo_set_source_rgb(cr, 0, 0, 0);
     }
-    text(cr, 10, y, m.name + (m.members > 1 ? " (" + std::to_string(m.members) + " members)" : ""), 12);
-    for (size_t c = 0; c < cols.size(); ++c) {
-      const double v = m.domain.at(cols[c]);
+    text(cr, 10, y, rows[r].name, 12);
+    for (size_t c = 0; c < cols.size() && c < rows[r].values.size(); ++c) {
+      const double v = rows[r].values[c];
       text(cr, name_w + c * col_w, y, std::isfinite(v) ? fmt(v) : "-", 12);
     }
   }
-  text(cr, 10, H - 10, "land-box averages over " + std::to_string(e.ndays) + " test days; see scores.json for definitions", 10);
+  text(cr, 10, H - 10, footer, 10);
   cairo_destroy(cr);
   write_surface(s, path);
+}
+
+void write_table_png(const std::string& path, const Evaluation& e, const std::string& title) {
+  std::vector<TableRow> rows;
+  for (const auto& m : e.methods) {
+    TableRow r{m.name + (m.members > 1 ? " (" + std::to_string(m.members) + " members)" : ""), {}};
+    for (const auto& c : score_names()) r.values.push_back(m.domain.at(c));
+    rows.push_back(std::move(r));
+  }
+  write_table_png(path, title, score_names(), rows,
+                  "land-box averages over " + std::to_string(e.ndays) + " test days; see scores.json for definitions");
 }
 
 }  // namespace ds

@@ -20,4 +20,12 @@ struct MapField {
 void write_map_png(const std::string& path, const MapField& f);
 void write_table_png(const std::string& path, const Evaluation& e, const std::string& title);
 
+// Any table of domain scores: one row per method, one column per score.
+struct TableRow {
+  std::string name;
+  std::vector<double> values;  // one per column; NaN shown as "-"
+};
+void write_table_png(const std::string& path, const std::string& title, const std::vector<std::string>& columns,
+                     const std::vector<TableRow>& rows, const std::string& footer);
+
 }  // namespace ds

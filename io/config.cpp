@@ -276,12 +276,15 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("train.allreduce_bucket_mb", c.train.allreduce_bucket_mb);
   r.get("train.stall_warning_seconds", c.train.stall_warning_seconds);
   r.get("train.stall_abort_seconds", c.train.stall_abort_seconds);
+  r.get("train.name", c.train.name);
 
   r.get("predict.checkpoint", c.predict.checkpoint);
   r.get("predict.predictors", c.predict.predictors);
   r.get("predict.occurrence", c.predict.occurrence);
   r.get("predict.members", c.predict.members);
   r.get("predict.seed", c.predict.seed);
+  r.get("predict.standardize", c.predict.standardize);
+  r.get_years("predict.reference_years", c.predict.reference_years);
   r.get("evaluate.pcs", c.evaluate.pcs);
   r.get("evaluate.ridge", c.evaluate.ridge);
 
@@ -316,6 +319,17 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   if (c.predict.occurrence != "frequency" && c.predict.occurrence != "p50")
     throw UsageError(path + ": key 'predict.occurrence' is '" + c.predict.occurrence + "', expected frequency or p50");
   if (c.predict.members < 0) throw UsageError(path + ": key 'predict.members' must be 0 or more");
+  if (c.predict.standardize != "training" && c.predict.standardize != "own")
+    throw UsageError(path + ": key 'predict.standardize' is '" + c.predict.standardize + "', expected training or own");
+  if (c.predict.standardize == "own" && c.predict.reference_years.empty())
+    throw UsageError(path + ": key 'predict.reference_years' ([first, last]) is required with predict.standardize: own");
+  // The name becomes a folder under train/, predict/ and evaluate/: nothing that could climb out.
+  for (char ch : c.train.name)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.')
+      throw UsageError(path + ": key 'train.name' is '" + c.train.name +
+                       "': only letters, digits, '-', '_' and '.' (it names a folder)");
+  if (c.train.name == "." || c.train.name == "..")
+    throw UsageError(path + ": key 'train.name' is '" + c.train.name + "', not a folder name");
   if (c.train.batch_size <= 0) throw UsageError(path + ": key 'train.batch_size' must be positive");
   if (!(c.train.warmup_epochs >= 0)) throw UsageError(path + ": key 'train.warmup_epochs' must be >= 0");
   if (!(c.train.reference_samples_per_second >= 0))

@@ -111,6 +111,7 @@ struct Config {
     double allreduce_bucket_mb = 4;   // gradient buckets reduced while backward goes on; 0: one after backward
     double stall_warning_seconds = 60;  // a rank waiting longer at a collective logs the missing ranks; 0: off
     double stall_abort_seconds = 1800;  // ... and past this ends the job rather than burn the allocation; 0: never
+    std::string name;                 // several models from one store: train/<name>, predict/<name>, evaluate/<name>
   } train;
 
   struct Predict {
@@ -119,6 +120,10 @@ struct Config {
     std::string occurrence = "frequency";  // frequency (climate4R's adapted threshold) | p50
     int members = 0;                  // stochastic realizations written besides the deterministic one
     uint64_t seed = 1;                // for the stochastic members
+    // New predictors standardized with the store's training statistics (`training`) or each field
+    // against its own climatology over reference_years (`own`), as climate4R's scaleGrid offers.
+    std::string standardize = "training";
+    YearRange reference_years;        // required with standardize: own
   } predict;
 
   struct Evaluate {

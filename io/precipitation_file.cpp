@@ -1,11 +1,10 @@
 #include "io/precipitation_file.h"
 
 #include <cmath>
-#include <ctime>
 #include <limits>
 
 #include "io/atomic_file.h"
-#include "io/calendar.h"
+#include "io/cf_axes.h"
 #include "io/error.h"
 #include "io/netcdf_file.h"
 
@@ -42,13 +41,6 @@ std::vector<float> to_file(const std::vector<float>& v, double scale) {
   return out;
 }
 
-std::string utc_now() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 }  // namespace
 
 void write_precipitation(const std::string& path, const PrecipitationOutput& o) {
@@ -59,25 +51,8 @@ void write_precipitation(const std::string& path, const PrecipitationOutput& o) 
 
   AtomicFile file(path);
   NcFile nc = NcFile::create(file.temp_path());
-  const int dt = nc.def_dim("time", 0), dy = nc.def_dim("lat", ny), dx = nc.def_dim("lon", nx), db = nc.def_dim("bnds", 2);
-  const int vt = nc.def_var("time", NC_DOUBLE, {dt});
-  nc.put_att(vt, "standard_name", "time");
-  nc.put_att(vt, "long_name", "time");
-  nc.put_att(vt, "units", "days since 1970-01-01 00:00:00");
-  nc.put_att(vt, "calendar", "standard");
-  nc.put_att(vt, "bounds", "time_bnds");
-  nc.put_att(vt, "axis", "T");
-  const int vb = nc.def_var("time_bnds", NC_DOUBLE, {dt, db});
-  const int vy = nc.def_var("lat", NC_DOUBLE, {dy});
-  nc.put_att(vy, "standard_name", "latitude");
-  nc.put_att(vy, "long_name", "latitude");
-  nc.put_att(vy, "units", "degrees_north");
-  nc.put_att(vy, "axis", "Y");
-  const int vx = nc.def_var("lon", NC_DOUBLE, {dx});
-  nc.put_att(vx, "standard_name", "longitude");
-  nc.put_att(vx, "long_name", "longitude");
-  nc.put_att(vx, "units", "degrees_east");
-  nc.put_att(vx, "axis", "X");
+  const CfAxes ax = define_cf_axes(nc, ny, nx, o.calendar);
+  const int dt = ax.time_dim, dy = ax.lat_dim, dx = ax.lon_dim;
   const std::vector<int> field{dt, dy, dx};
   const std::string pr_long = "downscaled daily precipitation (" + o.occurrence_rule + ")";
   const int vpr = def_field(nc, {"pr", "precipitation_flux", pr_long.c_str(), "kg m-2 s-1"}, field);
@@ -106,19 +81,11 @@ void write_precipitation(const std::string& path, const PrecipitationOutput& o) 
   nc.put_att(NC_GLOBAL, "history", utc_now() + ": " + o.history);
   nc.put_att(NC_GLOBAL, "checkpoint", o.checkpoint);
   nc.put_att(NC_GLOBAL, "config", o.config_file);
+  for (const auto& [k, v] : o.attributes) nc.put_att(NC_GLOBAL, k, v);
   nc.end_define();
 
-  nc.write(vy, o.lat.data());
-  nc.write(vx, o.lon.data());
+  write_cf_axes(nc, ax, o.days, o.lat, o.lon);
   if (nt) {
-    std::vector<double> t(nt), bnds(2 * nt);
-    for (size_t i = 0; i < nt; ++i) {
-      t[i] = static_cast<double>(o.days[i]) + 0.5;  // the middle of the day the mean is over
-      bnds[2 * i] = static_cast<double>(o.days[i]);
-      bnds[2 * i + 1] = static_cast<double>(o.days[i] + 1);
-    }
-    nc.write(vt, {0}, {nt}, t.data());
-    nc.write(vb, {0, 0}, {nt, 2}, bnds.data());
     const double flux = 1.0 / kSecondsPerDay;
     nc.write(vpr, {0, 0, 0}, {nt, ny, nx}, to_file(o.pr, flux).data());
     nc.write(vex, {0, 0, 0}, {nt, ny, nx}, to_file(o.pr_expected, flux).data());
@@ -144,9 +111,8 @@ PrecipitationOutput read_precipitation(const std::string& path) {
   PrecipitationOutput o;
   o.lon = nc.read_coord("lon");
   o.lat = nc.read_coord("lat");
-  const auto t = nc.read_coord("time");
-  for (double x : t) o.days.push_back(static_cast<int64_t>(std::floor(x)));
-  const size_t nt = t.size(), ny = o.lat.size(), nx = o.lon.size();
+  o.days = read_cf_days(nc, &o.calendar);
+  const size_t nt = o.days.size(), ny = o.lat.size(), nx = o.lon.size();
   auto read = [&](const char* name, double scale, std::vector<float>& out, std::vector<size_t> count) {
     const int v = nc.var_id(name);
     size_t n = 1;

@@ -2,6 +2,7 @@
 // Bernoulli-Gamma parameters it comes from. `evaluate` reads it back.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -9,7 +10,8 @@ namespace ds {
 
 struct PrecipitationOutput {
   std::vector<double> lon, lat;        // ascending cell centres
-  std::vector<int64_t> days;           // days since 1970-01-01
+  std::vector<int64_t> days;           // days since 1970-01-01 in `calendar`
+  std::string calendar = "standard";   // CF name: the calendar of the data predicted
   // (time, lat, lon), mm/day or 1, NaN over the ocean:
   std::vector<float> pr;               // deterministic precipitation
   std::vector<float> pr_expected;      // mean of the predicted distribution
@@ -19,6 +21,7 @@ struct PrecipitationOutput {
   std::string occurrence_rule;         // how `pr` decides wet days, for its long_name
   double wet_threshold = 0.99;         // mm/day added back to wet-day amounts
   std::string history, checkpoint, config_file;
+  std::map<std::string, std::string> attributes;  // further global attributes (how the inputs were standardized, ...)
 };
 
 // Writes atomically: precipitation in kg m-2 s-1 (standard_name precipitation_flux,

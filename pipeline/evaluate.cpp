@@ -1,20 +1,26 @@
 // Driver of `downscale evaluate`: the prediction of the test period against the observations,
-// with the VALUE indices and scores, next to two baselines computed from the same store
-// (climatology and a linear model on the predictors' principal components). Writes
-// evaluate/scores.json, scores.csv, maps (PNG) and the score table (PNG).
+// next to two baselines computed from the same store (climatology and a linear model on the
+// predictors' principal components), over the observation window and the modelled boxes only.
+// Precipitation: the VALUE indices and scores; any other predictand (tas, ...): bias, RMSE,
+// Pearson correlation and ratio of standard deviations. Writes evaluate/scores.json,
+// scores.csv, maps (PNG) and the score table (PNG).
 #include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <fstream>
 
 #include "evaluate/baselines.h"
+#include "evaluate/continuous_scores.h"
 #include "evaluate/maps.h"
 #include "evaluate/scores.h"
 #include "io/atomic_file.h"
+#include "io/calendar.h"
 #include "io/error.h"
 #include "io/precipitation_file.h"
+#include "io/predictand_file.h"
 #include "io/training_store.h"
 #include "pipeline/stages.h"
+#include "predict/window.h"
 
 namespace ds {
 
@@ -26,21 +32,90 @@ void write_text(const std::string& path, const std::string& text) {
   f.commit();
 }
 
+// The prediction must be of the store's test split on its observation window.
+void check_matches(const std::string& pred_path, const StoreReader& store, const std::vector<int64_t>& days,
+                   const std::string& calendar, size_t nlat, size_t nlon, const Window& win) {
+  if (store.read_time("test") != days || nlat != size_t(win.rows) || nlon != size_t(win.cols))
+    throw InputError(pred_path + ": its days or grid differ from the test split of " + store.path() +
+                     " (predicted with another store?)");
+  // Compared as calendars, so "gregorian" in one and "standard" in the other agree.
+  if (cf_name(parse_calendar(calendar, pred_path)) != cf_name(parse_calendar(store.meta().calendar, store.path())))
+    throw InputError(pred_path + ": its calendar " + calendar + " is not the store's " + store.meta().calendar);
+}
+
+int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, const StoreReader& store) {
+  const StoreMeta& meta = store.meta();
+  const std::string pred_path = paths.predict_dir() + "/" + meta.predictand + ".nc";
+  if (!path_exists(pred_path)) throw InputError(pred_path + ": no such file (run `downscale predict` first)");
+  const PredictandOutput pred = read_predictand(pred_path, meta.predictand);
+  const Window win = observation_window(meta);
+  check_matches(pred_path, store, pred.days, pred.calendar, pred.lat.size(), pred.lon.size(), win);
+  const size_t n = store.count("test"), np = win.size();
+  std::vector<float> all(n * win.out_size());
+  store.read_obs("test", 0, n, all.data());
+  const std::vector<float> obs = crop_to_window(all, win);
+  const std::vector<uint8_t> mask = crop_to_window(meta.mask, win);
+
+  std::vector<ContinuousMethod> methods;
+  methods.push_back({"cnn", pred.mean});
+  spdlog::info("baseline: climatology");
+  methods.push_back({"climatology", crop_to_window(climatology_baseline(store, "test"), win)});
+  spdlog::info("baseline: linear model on {} principal components", cfg.evaluate.pcs);
+  methods.push_back({"linear_pcs", crop_to_window(linear_baseline(store, "test", {cfg.evaluate.pcs, cfg.evaluate.ridge}), win)});
+  const ContinuousEvaluation e = evaluate_continuous(obs, np, mask, methods, meta.predictand, meta.predictand_units);
+
+  const std::string dir = paths.evaluate_dir();
+  make_dirs(dir);
+  write_text(dir + "/scores.json", continuous_json(e));
+  write_text(dir + "/scores.csv", continuous_csv(e));
+  const std::string& v = meta.predictand;
+  const std::string& units = meta.predictand_units;
+  auto map = [&](const std::string& file, const std::string& title, const std::string& u, const std::vector<double>& values,
+                 bool diverging) { write_map_png(dir + "/" + file, MapField{title, u, pred.lon, pred.lat, values, diverging}); };
+  const ContinuousScores& cnn = e.methods.front();
+  map("observed_mean.png", "Observed mean " + v + ", test period", units, e.observed_mean, false);
+  map("predicted_mean.png", "CNN mean " + v + ", test period", units, cnn.mean, false);
+  map("bias.png", "CNN bias of the mean " + v, units, cnn.bias, true);
+  map("rmse.png", "CNN RMSE of daily " + v, units, cnn.rmse, false);
+  map("pearson.png", "CNN Pearson correlation of daily " + v, "", cnn.pearson, false);
+  std::vector<TableRow> rows;
+  for (const auto& m : e.methods) {
+    TableRow r{m.name, {}};
+    for (const auto& c : continuous_score_names()) r.values.push_back(m.domain.at(c));
+    rows.push_back(std::move(r));
+  }
+  write_table_png(dir + "/scores_table.png", "downscale evaluate (" + v + ", " + units + "): " + cfg.file,
+                  continuous_score_names(), rows,
+                  "averages over modelled boxes, " + std::to_string(e.ndays) + " test days; see scores.json for definitions");
+
+  spdlog::info("{:<12} {:>10} {:>8} {:>8} {:>8}", "method", "bias", "RMSE", "Pearson", "sd ratio");
+  for (const auto& m : e.methods) {
+    const auto& d = m.domain;
+    spdlog::info("{:<12} {:>10.3f} {:>8.3f} {:>8.3f} {:>8.3f}", m.name, d.at("bias"), d.at("RMSE"), d.at("Pearson"),
+                 d.at("sd_ratio"));
+  }
+  spdlog::info("wrote {}/scores.json, scores.csv, scores_table.png and maps ({} in {})", dir, v, units);
+  return 0;
+}
+
 }  // namespace
 
 int run_evaluate(const Config& cfg) {
-  const RunPaths paths{cfg.run.dir};
+  const RunPaths paths = RunPaths::of(cfg);
+  StoreReader store(paths.store());
+  const StoreMeta& meta = store.meta();
+  if (!meta.is_precipitation()) return evaluate_continuous_predictand(cfg, paths, store);
+
   const std::string pred_path = paths.predict_dir() + "/precipitation.nc";
   if (!path_exists(pred_path)) throw InputError(pred_path + ": no such file (run `downscale predict` first)");
   const PrecipitationOutput pred = read_precipitation(pred_path);
-  StoreReader store(paths.store());
-  const StoreMeta& meta = store.meta();
-  const size_t n = store.count("test"), np = size_t(meta.Hy()) * meta.Wy();
-  if (store.read_time("test") != pred.days || pred.lat.size() * pred.lon.size() != np)
-    throw InputError(pred_path + ": its days or grid differ from the test split of " + store.path() +
-                     " (predicted with another store?)");
-  std::vector<float> obs(n * np);
-  store.read_obs("test", 0, n, obs.data());
+  const Window win = observation_window(meta);
+  check_matches(pred_path, store, pred.days, pred.calendar, pred.lat.size(), pred.lon.size(), win);
+  const size_t n = store.count("test"), np = win.size();
+  std::vector<float> all(n * win.out_size());
+  store.read_obs("test", 0, n, all.data());
+  const std::vector<float> obs = crop_to_window(all, win);
+  const std::vector<uint8_t> mask = crop_to_window(meta.mask, win);
 
   std::vector<Method> methods;
   methods.push_back({"cnn_deterministic", {pred.pr}, pred.p_wet});
@@ -52,26 +127,27 @@ int run_evaluate(const Config& cfg) {
     methods.push_back(std::move(m));
   }
   spdlog::info("baseline: climatology");
-  methods.push_back({"climatology", {climatology_baseline(store, "test")}, {}});
+  methods.push_back({"climatology", {crop_to_window(climatology_baseline(store, "test"), win)}, {}});
   spdlog::info("baseline: linear model on {} principal components", cfg.evaluate.pcs);
-  methods.push_back({"linear_pcs", {linear_baseline(store, "test", {cfg.evaluate.pcs, cfg.evaluate.ridge})}, {}});
+  methods.push_back(
+      {"linear_pcs", {crop_to_window(linear_baseline(store, "test", {cfg.evaluate.pcs, cfg.evaluate.ridge}), win)}, {}});
 
-  const Evaluation e = evaluate_methods(obs, np, meta.mask, methods);
-  const std::string dir = paths.root + "/evaluate";
+  const Evaluation e = evaluate_methods(obs, np, mask, methods);
+  const std::string dir = paths.evaluate_dir();
   make_dirs(dir);
   write_text(dir + "/scores.json", evaluation_json(e));
   write_text(dir + "/scores.csv", evaluation_csv(e));
 
   auto map = [&](const std::string& file, const std::string& title, const std::string& units,
                  const std::vector<double>& v, bool diverging) {
-    write_map_png(dir + "/" + file, MapField{title, units, meta.predictand_lon, meta.predictand_lat, v, diverging});
+    write_map_png(dir + "/" + file, MapField{title, units, pred.lon, pred.lat, v, diverging});
   };
   const MethodScores& cnn = e.methods.front();
   std::vector<double> bias(np);
   for (size_t k = 0; k < np; ++k) bias[k] = cnn.indices.mean[k] - e.observed.mean[k];
   map("observed_mean.png", "Observed mean precipitation, test period", "mm/day", e.observed.mean, false);
   map("predicted_mean.png", "CNN (deterministic) mean precipitation", "mm/day", cnn.indices.mean, false);
-  map("bias.png", "CNN (deterministic) bias of the mean", "mm/day", bias, true);
+  map("bias.png", "CNN (deterministic) bias of the mean precipitation", "mm/day", bias, true);
   map("rocss.png", "CNN ROC skill score of wet days", "", cnn.rocss, true);
   write_table_png(dir + "/scores_table.png", e, "downscale evaluate: " + cfg.file);
 

@@ -1,6 +1,8 @@
-// Driver of `downscale predict`: the test split of the store through the trained network, the
-// Bernoulli-Gamma parameters turned into deterministic, expected and (by option) stochastic
-// precipitation, written as CF NetCDF, and a first score against climatology.
+// Driver of `downscale predict`: the test split of the store (or new predictors, e.g. a GCM run)
+// through the trained network, written as CF NetCDF on the observation grid, and a first score
+// against climatology on the test split. Precipitation (Bernoulli-Gamma models): deterministic,
+// expected and (by option) stochastic precipitation; any other predictand (Gaussian or MSE
+// models): the predicted value and, from a Gaussian model, its standard deviation.
 #include <spdlog/spdlog.h>
 
 #include <cmath>
@@ -14,10 +16,14 @@
 #include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/precipitation_file.h"
+#include "io/predictand_file.h"
 #include "io/training_store.h"
+#include "model/loss.h"
 #include "model/net.h"
 #include "pipeline/stages.h"
+#include "predict/continuous.h"
 #include "predict/precipitation.h"
+#include "predict/window.h"
 #include "preprocess/new_predictors.h"
 #include "train/checkpoint.h"
 
@@ -26,9 +32,9 @@ namespace ds {
 namespace {
 
 std::string checkpoint_path(const Config& cfg) {
-  const RunPaths paths{cfg.run.dir};
-  if (cfg.predict.checkpoint == "best") return paths.train_dir() + "/checkpoint_best.h5";
-  if (cfg.predict.checkpoint == "last") return paths.train_dir() + "/checkpoint_last.h5";
+  const RunPaths paths = RunPaths::of(cfg);
+  if (cfg.predict.checkpoint == "best") return paths.model_dir() + "/checkpoint_best.h5";
+  if (cfg.predict.checkpoint == "last") return paths.model_dir() + "/checkpoint_last.h5";
   return cfg.predict.checkpoint;
 }
 
@@ -36,15 +42,11 @@ std::string checkpoint_path(const Config& cfg) {
 // from new predictor files.
 using ReadSamples = std::function<void(size_t first, size_t n, float* x)>;
 
-// The network's p, alpha and beta for `n` samples, NaN over the ocean.
-BernoulliGammaParams run_network(model::Net& net, model::Backend& be, const StoreMeta& meta, size_t n,
-                                 const ReadSamples& read, int batch_size) {
+// The network's output for `n` samples: (n, channels, H' x W'), NaN where the mask is 0.
+std::vector<float> run_network(model::Net& net, model::Backend& be, const StoreMeta& meta, size_t n, int channels,
+                               const ReadSamples& read, int batch_size) {
   const size_t hw = size_t(meta.Hy()) * meta.Wy(), xs = size_t(meta.C()) * meta.H() * meta.W();
-  BernoulliGammaParams b;
-  b.npoints = hw;
-  b.p.resize(n * hw);
-  b.alpha.resize(n * hw);
-  b.beta.resize(n * hw);
+  std::vector<float> out(n * channels * hw);
   model::Tensor x(be, {1, 1, 1, 1});
   std::vector<float> host_x;
   for (size_t start = 0; start < n; start += batch_size) {
@@ -54,25 +56,79 @@ BernoulliGammaParams run_network(model::Net& net, model::Backend& be, const Stor
     x.reshape({static_cast<int>(nb), meta.C(), meta.H(), meta.W()});
     x.upload(host_x.data());
     const auto host = net.forward(x).to_host();
-    for (size_t i = 0; i < nb; ++i)
-      for (size_t k = 0; k < hw; ++k) {
-        const size_t o = (start + i) * hw + k;
-        if (!meta.mask[k]) {
-          b.p[o] = b.alpha[o] = b.beta[o] = NAN;
-          continue;
-        }
-        b.p[o] = host[(i * 3 + 0) * hw + k];
-        b.alpha[o] = std::exp(host[(i * 3 + 1) * hw + k]);
-        b.beta[o] = std::exp(host[(i * 3 + 2) * hw + k]);
-      }
+    for (size_t i = 0; i < nb * channels; ++i)
+      for (size_t k = 0; k < hw; ++k) out[(start * channels + i) * hw + k] = meta.mask[k] ? host[i * hw + k] : NAN;
   }
+  return out;
+}
+
+// The network's p, alpha and beta for `n` samples, NaN over the ocean.
+BernoulliGammaParams bernoulli_gamma(const std::vector<float>& raw, size_t hw) {
+  const size_t n = raw.size() / (3 * hw);
+  BernoulliGammaParams b;
+  b.npoints = hw;
+  b.p.resize(n * hw);
+  b.alpha.resize(n * hw);
+  b.beta.resize(n * hw);
+  for (size_t t = 0; t < n; ++t)
+    for (size_t k = 0; k < hw; ++k) {
+      const size_t o = t * hw + k;
+      b.p[o] = raw[(t * 3 + 0) * hw + k];
+      b.alpha[o] = std::exp(raw[(t * 3 + 1) * hw + k]);
+      b.beta[o] = std::exp(raw[(t * 3 + 2) * hw + k]);
+    }
   return b;
+}
+
+// New inputs get their own file, named after the run folder they were fetched into, so the
+// test-split prediction that `evaluate` reads is not overwritten.
+std::string product_path(const RunPaths& paths, const std::string& base, const std::string& predictors) {
+  if (predictors.empty()) return paths.predict_dir() + "/" + base + ".nc";
+  const auto fetch_dir = std::filesystem::path(predictors).lexically_normal();
+  const auto run_name = (fetch_dir.filename() == "fetch" || fetch_dir.filename().empty())
+                            ? fetch_dir.parent_path().filename().string()
+                            : fetch_dir.filename().string();
+  return paths.predict_dir() + "/" + base + "_" + run_name + ".nc";
+}
+
+struct TestScore {
+  double se_model = 0, se_clim = 0, sum_obs = 0, sum_pred = 0;
+  size_t count = 0;
+};
+
+// The prediction against the observations and each box's training climatology (evaluate's
+// baseline) over the modelled boxes, skipping days not observed.
+TestScore score_test(const StoreReader& store, const std::vector<float>& pred) {
+  const StoreMeta& meta = store.meta();
+  const size_t hw = size_t(meta.Hy()) * meta.Wy(), n = store.count("test");
+  const std::vector<float> clim = climatology_baseline(store, "test");
+  TestScore s;
+  std::vector<float> obs(hw);
+  for (size_t t = 0; t < n; ++t) {
+    store.read_obs("test", t, 1, obs.data());
+    for (size_t k = 0; k < hw; ++k) {
+      const double o = obs[k], p = pred[t * hw + k];
+      if (!meta.mask[k] || !std::isfinite(o) || !std::isfinite(p)) continue;
+      s.se_model += (p - o) * (p - o);
+      s.se_clim += (clim[t * hw + k] - o) * (clim[t * hw + k] - o);
+      s.sum_obs += o;
+      s.sum_pred += p;
+      ++s.count;
+    }
+  }
+  return s;
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  AtomicFile f(path);
+  std::ofstream(f.temp_path()) << j.dump(2) << "\n";
+  f.commit();
 }
 
 }  // namespace
 
 int run_predict(const Config& cfg) {
-  const RunPaths paths{cfg.run.dir};
+  const RunPaths paths = RunPaths::of(cfg);
   const std::string ckpt = checkpoint_path(cfg);
   if (!path_exists(ckpt)) throw InputError(ckpt + ": no such checkpoint (run `downscale train` first)");
   StoreReader store(paths.store());
@@ -82,9 +138,16 @@ int run_predict(const Config& cfg) {
     throw InputError(ckpt + ": the model takes " + std::to_string(spec.in_channels) + "x" + std::to_string(spec.in_h) +
                      "x" + std::to_string(spec.in_w) + " but the store holds " + std::to_string(meta.C()) + "x" +
                      std::to_string(meta.H()) + "x" + std::to_string(meta.W()));
-  if (spec.loss != "bernoulli_gamma")
-    throw InputError(ckpt + ": the model was trained with the " + spec.loss +
-                     " loss; predict turns Bernoulli-Gamma parameters into precipitation and needs that loss");
+  const model::LossKind loss = model::parse_loss(spec.loss, ckpt + ": loss");
+  // Precipitation is a Bernoulli-Gamma mixture; a continuous variable a Gaussian (or its mean).
+  if (meta.is_precipitation() && loss != model::LossKind::kBernoulliGamma)
+    throw InputError(ckpt + ": the model was trained with the " + spec.loss + " loss, but " + paths.store() +
+                     " holds precipitation, which predict turns into amounts from Bernoulli-Gamma parameters only "
+                     "(train it with train.loss: bernoulli_gamma)");
+  if (!meta.is_precipitation() && loss == model::LossKind::kBernoulliGamma)
+    throw InputError(ckpt + ": the model was trained with the bernoulli_gamma loss, but the predictand of " +
+                     paths.store() + " is " + meta.predictand + ", not precipitation (train it with train.loss: gaussian or mse)");
+  const int channels = model::loss_channels(loss);
   auto be = model::make_cpu_backend(cfg.run.threads);
   model::Net net(spec, *be);
   load_checkpoint(ckpt, net, nullptr);
@@ -94,32 +157,92 @@ int run_predict(const Config& cfg) {
   const bool new_inputs = !cfg.predict.predictors.empty();
   std::unique_ptr<NewPredictors> inputs;
   std::vector<int64_t> days;
+  std::string calendar = meta.calendar, standardization;
   ReadSamples read_inputs;
   if (new_inputs) {
-    inputs = std::make_unique<NewPredictors>(cfg.predict.predictors, meta);
+    inputs = std::make_unique<NewPredictors>(cfg.predict.predictors, meta,
+                                             NewPredictorOptions{cfg.predict.standardize, cfg.predict.reference_years});
     days = inputs->days();
+    calendar = inputs->calendar();
+    standardization = inputs->standardization();
     read_inputs = [&](size_t a, size_t k, float* x) { inputs->read(a, k, x); };
-    spdlog::info("predicting {} days from {}", days.size(), cfg.predict.predictors);
+    spdlog::info("predicting {} days ({} calendar) from {}; {}", days.size(), calendar, cfg.predict.predictors,
+                 standardization);
   } else {
+    if (cfg.predict.standardize != "training")
+      throw UsageError(cfg.file + ": predict.standardize: own applies to new predictors (predict.predictors); the "
+                       "test split is standardized with the training statistics");
     days = store.read_time("test");
     if (days.empty()) throw UsageError(cfg.file + ": preprocess.test_years gave no test days; nothing to predict");
     read_inputs = [&](size_t a, size_t k, float* x) { store.read_x("test", a, k, x); };
+    standardization = "training: the store's test split, standardized with the training statistics";
   }
   const size_t n = days.size();
   const size_t hw = size_t(meta.Hy()) * meta.Wy();
-  const double shift = meta.wet_threshold;
   const int bs = cfg.train.batch_size;
-  const BernoulliGammaParams test = run_network(net, *be, meta, n, read_inputs, bs);
+  const Window win = observation_window(meta);
+  const std::vector<float> raw = run_network(net, *be, meta, n, channels, read_inputs, bs);
+  const std::map<std::string, std::string> attributes{
+      {"predictors", new_inputs ? cfg.predict.predictors : paths.store() + " (test split)"},
+      {"predictor_standardization", standardization},
+      {"model", paths.model_dir()}};
+  make_dirs(paths.predict_dir());
 
+  if (!meta.is_precipitation()) {
+    const ContinuousPrediction pred = continuous_prediction(raw, channels, hw, meta.mask);
+    PredictandOutput out;
+    out.variable = meta.predictand;
+    out.units = meta.predictand_units;
+    out.lon = window_lon(meta, win);
+    out.lat = window_lat(meta, win);
+    out.days = days;
+    out.calendar = calendar;
+    out.mean = crop_to_window(pred.mean, win);
+    if (!pred.sd.empty()) out.sd = crop_to_window(pred.sd, win);
+    out.method = pred.sd.empty() ? "network trained with the mean squared error" : "mean of the predicted Gaussian";
+    out.history = "downscale predict --config " + cfg.file;
+    out.checkpoint = ckpt;
+    out.config_file = cfg.file;
+    out.attributes = attributes;
+    const std::string nc_path = product_path(paths, meta.predictand, cfg.predict.predictors);
+    write_predictand(nc_path, out);
+    if (new_inputs) {
+      spdlog::info("wrote {} ({} days); no observations for these days, so no score", nc_path, n);
+      return 0;
+    }
+    const TestScore s = score_test(store, pred.mean);
+    if (!s.count) throw InputError(paths.store() + ": no observed value on a modelled box in the test split");
+    const double rmse = std::sqrt(s.se_model / s.count), rmse_clim = std::sqrt(s.se_clim / s.count);
+    const double skill = 1.0 - s.se_model / s.se_clim;
+    write_json(paths.predict_dir() + "/scores.json", {{"test_days", n},
+                                                      {"predictand", meta.predictand},
+                                                      {"units", meta.predictand_units},
+                                                      {"observed_values", s.count},
+                                                      {"rmse", rmse},
+                                                      {"rmse_climatology", rmse_clim},
+                                                      {"mse_skill_score_vs_climatology", skill},
+                                                      {"mean_observed", s.sum_obs / s.count},
+                                                      {"mean_predicted", s.sum_pred / s.count},
+                                                      {"checkpoint", ckpt}});
+    spdlog::info("wrote {} ({} days)", nc_path, n);
+    spdlog::info("test RMSE of {} {:.3f} {} vs climatology {:.3f} {}: MSE skill score {:.3f} ({})", meta.predictand, rmse,
+                 meta.predictand_units, rmse_clim, meta.predictand_units, skill,
+                 skill > 0 ? "beats climatology" : "does NOT beat climatology");
+    return 0;
+  }
+
+  const BernoulliGammaParams test = bernoulli_gamma(raw, hw);
+  const double shift = meta.wet_threshold;
   // Wet-day rule: p >= 0.5, or climate4R's per-box threshold that reproduces the training
   // period's observed wet-day frequency.
   std::vector<float> threshold(hw, 0.5f);
   std::string rule = "wet where p_wet >= 0.5, amount gamma_shape * gamma_scale + threshold";
   if (cfg.predict.occurrence == "frequency") {
-    const BernoulliGammaParams train = run_network(
-        net, *be, meta, store.count("train"), [&](size_t a, size_t k, float* x) { store.read_x("train", a, k, x); }, bs);
-    std::vector<float> target(store.count("train") * hw);
-    store.read_y("train", 0, store.count("train"), target.data());
+    const size_t nt = store.count("train");
+    const BernoulliGammaParams train = bernoulli_gamma(
+        run_network(net, *be, meta, nt, 3, [&](size_t a, size_t k, float* x) { store.read_x("train", a, k, x); }, bs), hw);
+    std::vector<float> target(nt * hw);
+    store.read_y("train", 0, nt, target.data());
     for (size_t i = 0; i < target.size(); ++i)
       if (!meta.mask[i % hw]) target[i] = NAN;
     threshold = frequency_adapted_thresholds(train, target);
@@ -127,32 +250,26 @@ int run_predict(const Config& cfg) {
            "amount gamma_shape * gamma_scale + threshold";
   }
 
+  const std::vector<float> expected = expected_precipitation(test, shift);
   PrecipitationOutput out;
-  out.lon = meta.predictand_lon;
-  out.lat = meta.predictand_lat;
+  out.lon = window_lon(meta, win);
+  out.lat = window_lat(meta, win);
   out.days = days;
-  out.pr = deterministic_precipitation(test, threshold, shift);
-  out.pr_expected = expected_precipitation(test, shift);
-  out.p_wet = test.p;
-  out.gamma_shape = test.alpha;
-  out.gamma_scale = test.beta;
+  out.calendar = calendar;
+  out.pr = crop_to_window(deterministic_precipitation(test, threshold, shift), win);
+  out.pr_expected = crop_to_window(expected, win);
+  out.p_wet = crop_to_window(test.p, win);
+  out.gamma_shape = crop_to_window(test.alpha, win);
+  out.gamma_scale = crop_to_window(test.beta, win);
   out.members = cfg.predict.members;
-  if (out.members > 0) out.pr_members = stochastic_precipitation(test, out.members, cfg.predict.seed, shift);
+  if (out.members > 0) out.pr_members = crop_to_window(stochastic_precipitation(test, out.members, cfg.predict.seed, shift), win);
   out.occurrence_rule = rule;
   out.wet_threshold = shift;
   out.history = "downscale predict --config " + cfg.file;
   out.checkpoint = ckpt;
   out.config_file = cfg.file;
-  // New inputs get their own file, named after the run folder they were fetched into, so the
-  // test-split prediction that `evaluate` reads is not overwritten.
-  std::string nc_path = paths.predict_dir() + "/precipitation.nc";
-  if (new_inputs) {
-    const auto fetch_dir = std::filesystem::path(cfg.predict.predictors).lexically_normal();
-    const auto run_name = (fetch_dir.filename() == "fetch" || fetch_dir.filename().empty())
-                              ? fetch_dir.parent_path().filename().string()
-                              : fetch_dir.filename().string();
-    nc_path = paths.predict_dir() + "/precipitation_" + run_name + ".nc";
-  }
+  out.attributes = attributes;
+  const std::string nc_path = product_path(paths, "precipitation", cfg.predict.predictors);
   write_precipitation(nc_path, out);
   if (new_inputs) {
     spdlog::info("wrote {} ({} days); no observations for these days, so no score", nc_path, n);
@@ -161,36 +278,18 @@ int run_predict(const Config& cfg) {
 
   // A first score on the test period: the expected precipitation (the mean squared error's
   // optimum) against each grid box's training climatology. `downscale evaluate` gives the rest.
-  // The climatology a model must beat: each grid box's training mean (evaluate's baseline).
-  const std::vector<float> clim = climatology_baseline(store, "test");
-  double se_model = 0, se_clim = 0, sum_obs = 0, sum_pred = 0;
-  size_t count = 0;
-  std::vector<float> obs(hw);
-  for (size_t t = 0; t < n; ++t) {
-    store.read_obs("test", t, 1, obs.data());
-    for (size_t k = 0; k < hw; ++k) {
-      if (!meta.mask[k]) continue;
-      const double o = obs[k], p = out.pr_expected[t * hw + k];
-      se_model += (p - o) * (p - o);
-      se_clim += (clim[t * hw + k] - o) * (clim[t * hw + k] - o);
-      sum_obs += o;
-      sum_pred += p;
-      ++count;
-    }
-  }
-  const double rmse = std::sqrt(se_model / count), rmse_clim = std::sqrt(se_clim / count);
-  const double skill = 1.0 - se_model / se_clim;
-  nlohmann::json scores = {{"test_days", n},
-                           {"land_points", count / n},
-                           {"rmse_mm_day", rmse},
-                           {"rmse_climatology_mm_day", rmse_clim},
-                           {"mse_skill_score_vs_climatology", skill},
-                           {"mean_observed_mm_day", sum_obs / count},
-                           {"mean_predicted_mm_day", sum_pred / count},
-                           {"checkpoint", ckpt}};
-  AtomicFile sj(paths.predict_dir() + "/scores.json");
-  std::ofstream(sj.temp_path()) << scores.dump(2) << "\n";
-  sj.commit();
+  const TestScore s = score_test(store, expected);
+  if (!s.count) throw InputError(paths.store() + ": no observed value on a modelled box in the test split");
+  const double rmse = std::sqrt(s.se_model / s.count), rmse_clim = std::sqrt(s.se_clim / s.count);
+  const double skill = 1.0 - s.se_model / s.se_clim;
+  write_json(paths.predict_dir() + "/scores.json", {{"test_days", n},
+                                                    {"land_points", s.count / n},
+                                                    {"rmse_mm_day", rmse},
+                                                    {"rmse_climatology_mm_day", rmse_clim},
+                                                    {"mse_skill_score_vs_climatology", skill},
+                                                    {"mean_observed_mm_day", s.sum_obs / s.count},
+                                                    {"mean_predicted_mm_day", s.sum_pred / s.count},
+                                                    {"checkpoint", ckpt}});
   spdlog::info("wrote {} ({} days{})", nc_path, n,
                out.members ? ", " + std::to_string(out.members) + " stochastic members" : "");
   spdlog::info("test RMSE of the expected precipitation {:.3f} mm/day vs climatology {:.3f} mm/day: MSE skill "

@@ -7,12 +7,21 @@
 
 namespace ds {
 
+// Several models can be trained from one store (train.name): each gets its own folder under
+// train/, and its predictions and evaluation folders of the same name, so none overwrites another.
 struct RunPaths {
   std::string root;
+  std::string name;  // train.name; empty: the single unnamed model
+  static RunPaths of(const Config& cfg) { return {cfg.run.dir, cfg.train.name}; }
   std::string fetch_dir() const { return root + "/fetch"; }
   std::string store() const { return root + "/preprocess/store.h5"; }
-  std::string train_dir() const { return root + "/train"; }
-  std::string predict_dir() const { return root + "/predict"; }
+  std::string model_dir() const { return root + "/train" + suffix(); }
+  std::string train_dir() const { return model_dir(); }
+  std::string predict_dir() const { return root + "/predict" + suffix(); }
+  std::string evaluate_dir() const { return root + "/evaluate" + suffix(); }
+
+ private:
+  std::string suffix() const { return name.empty() ? "" : "/" + name; }
 };
 
 struct StageOptions {

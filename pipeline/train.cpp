@@ -14,17 +14,17 @@ int run_train(const Config& cfg, const StageOptions& opt) {
   // Alone, MPI_Init makes a singleton: one rank, the same run as before.
   const auto comm = make_mpi_communicator();
   if (comm->size() > 1) setup_logging("train", cfg.run.log_level, comm->rank());  // every line names its rank
-  const RunPaths paths{cfg.run.dir};
+  const RunPaths paths = RunPaths::of(cfg);
   try {
     if (comm->is_root()) {
-      make_dirs(paths.train_dir());
+      make_dirs(paths.model_dir());
       // The timeline is written at the end: find out now, not after the training, that its
       // folder cannot be made.
       const auto slash = opt.timeline.find_last_of('/');
       if (slash != std::string::npos && slash > 0) make_dirs(opt.timeline.substr(0, slash));
     }
     comm->barrier("creating the output folder");
-    train_model(cfg, paths.store(), paths.train_dir(), opt.resume, {}, comm.get(), opt.timeline);
+    train_model(cfg, paths.store(), paths.model_dir(), opt.resume, {}, comm.get(), opt.timeline);
   } catch (const Error& e) {
     // One failed rank would leave the others waiting in a collective: end the whole job.
     if (comm->size() > 1) comm->abort(e.what(), e.code());
@@ -33,7 +33,7 @@ int run_train(const Config& cfg, const StageOptions& opt) {
     if (comm->size() > 1) comm->abort(e.what(), kExitFailure);
     throw;
   }
-  if (comm->is_root()) spdlog::info("wrote {}/checkpoint_best.h5 and checkpoint_last.h5", paths.train_dir());
+  if (comm->is_root()) spdlog::info("wrote {}/checkpoint_best.h5 and checkpoint_last.h5", paths.model_dir());
   return 0;
 }
 

@@ -4,18 +4,19 @@
 #include <cmath>
 #include <sstream>
 
+#include "io/calendar.h"
 #include "io/error.h"
 #include "io/fetch_manifest.h"
+#include "io/netcdf_file.h"
 #include "preprocess/fetched_field.h"
 #include "preprocess/fill.h"
-#include "preprocess/regrid.h"
 #include "preprocess/standardize.h"
 
 namespace ds {
 
 struct NewPredictors::Channel {
   std::unique_ptr<FetchedField> file;
-  std::unique_ptr<Regridder> regrid;
+  CoverageRegrid regrid;
   std::vector<size_t> index;  // the file's time index of each common day
   Standardization stats;
 };
@@ -33,13 +34,111 @@ RegridMethod store_method(const StoreMeta& meta, const std::string& name) {
   return RegridMethod::bilinear;  // stores written before the attribute existed used bilinear
 }
 
+std::string point(double lon, double lat) {
+  std::ostringstream s;
+  s << "(lon " << lon << ", lat " << lat << ")";
+  return s.str();
+}
+
+// "(lon -10, lat 35), (lon -10, lat 37), ... and 3 more".
+std::string list_points(const std::vector<std::string>& pts) {
+  std::string s;
+  for (size_t i = 0; i < pts.size() && i < 8; ++i) s += (i ? ", " : "") + pts[i];
+  if (pts.size() > 8) s += " and " + std::to_string(pts.size() - 8) + " more";
+  return s;
+}
+
+// Centres continued beyond both ends of an axis by its end spacing until their cells reach past
+// [lo, hi] (latitudes stop short of the poles). `before` gets how many were added in front.
+std::vector<double> extend_axis(const std::vector<double>& c, double lo, double hi, double limit, int& before) {
+  std::vector<double> out = c;
+  before = 0;
+  if (c.size() < 2) return out;
+  const double d0 = c[1] - c[0], d1 = c[c.size() - 1] - c[c.size() - 2];
+  while (out.front() - 0.5 * d0 > lo && out.front() - d0 > -limit) out.insert(out.begin(), out.front() - d0), ++before;
+  while (out.back() + 0.5 * d1 < hi && out.back() + d1 < limit) out.push_back(out.back() + d1);
+  return out;
+}
+
+// The name of the file's time calendar, read from the file itself (a GCM run is often noleap or
+// 360_day, and its day numbers count that calendar's days).
+std::string file_calendar(const std::string& path) {
+  const NcFile nc = NcFile::open(path);
+  return cf_name(parse_calendar(nc.att_text(nc.var_id("time"), "calendar"), path + ": time"));
+}
+
 }  // namespace
 
-NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta)
+CoverageRegrid regrid_covering(RegridMethod m, const Grid& src, const Grid& dst, const std::string& where) {
+  if (m == RegridMethod::bilinear) {
+    if (!covers(src, dst)) {
+      std::vector<std::string> out;
+      for (double la : dst.lat)
+        for (double lo : dst.lon)
+          if (lo < src.lon.front() - 1e-6 || lo > src.lon.back() + 1e-6 || la < src.lat.front() - 1e-6 ||
+              la > src.lat.back() + 1e-6)
+            out.push_back(point(lo, la));
+      throw InputError(where + ": bilinear regridding needs every target point inside the source centres " + src.describe() +
+                       "; " + std::to_string(out.size()) + " target points of " + dst.describe() +
+                       " are outside: " + list_points(out) +
+                       " (the store regridded this field bilinearly; nearest or conservative accept a grid that only "
+                       "partly covers the edge cells)");
+    }
+    return {bilinear_weights(src, dst, where), false};
+  }
+  const bool conservative = m == RegridMethod::conservative;
+  if (covers_cells(src, dst))  // the training case: exactly the store's weights
+    return {conservative ? conservative_weights(src, dst, where) : nearest_weights(src, dst, where), conservative};
+
+  // The source continued by empty cells until it covers the target cells. Conservative drops
+  // the weights on those cells, so a target cell's value is the mean over the part of it the
+  // source covers (renormalized by that area); nearest moves a weight on an empty cell to the
+  // source cell at the edge next to it, the nearest centre there. A target cell without any
+  // source cell under it is not covered.
+  const auto tlon = cell_edges(dst.lon, -1e9, 1e9), tlat = cell_edges(dst.lat, -90, 90);
+  int wlon = 0, slat = 0;
+  const Grid ext = Grid::from_coords(extend_axis(src.lon, tlon.front(), tlon.back(), 1e9, wlon),
+                                     extend_axis(src.lat, tlat.front(), tlat.back(), 90, slat), where);
+  const RegridWeights we = conservative ? conservative_weights(ext, dst, where) : nearest_weights(ext, dst, where);
+  const RegridWeights cover = conservative ? RegridWeights() : conservative_weights(ext, dst, where);
+  std::vector<Eigen::Triplet<double>> t;
+  std::vector<std::string> uncovered;
+  auto real = [&](long col, int& j, int& i) {
+    j = static_cast<int>(col / ext.nlon()) - slat, i = static_cast<int>(col % ext.nlon()) - wlon;
+    return j >= 0 && j < src.nlat() && i >= 0 && i < src.nlon();
+  };
+  for (int row = 0; row < we.outerSize(); ++row) {
+    double covered = 0;
+    int j = 0, i = 0;
+    for (RegridWeights::InnerIterator it(conservative ? we : cover, row); it; ++it)
+      if (real(it.col(), j, i)) covered += it.value();
+    if (covered <= 1e-12) {
+      uncovered.push_back(point(dst.lon[row % dst.nlon()], dst.lat[row / dst.nlon()]));
+      continue;
+    }
+    for (RegridWeights::InnerIterator it(we, row); it; ++it) {
+      if (!real(it.col(), j, i)) {
+        if (conservative) continue;
+        j = std::clamp(j, 0, src.nlat() - 1), i = std::clamp(i, 0, src.nlon() - 1);
+      }
+      t.emplace_back(row, static_cast<long>(j) * src.nlon() + i, it.value());
+    }
+  }
+  if (!uncovered.empty())
+    throw InputError(where + ": source grid " + src.describe() + " has no data in " + std::to_string(uncovered.size()) +
+                     " cells of target grid " + dst.describe() + ": " + list_points(uncovered) + " (" + to_string(m) +
+                     " regridding)");
+  RegridWeights w(static_cast<long>(dst.size()), static_cast<long>(src.size()));
+  w.setFromTriplets(t.begin(), t.end());
+  return {std::move(w), conservative};
+}
+
+NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta, const NewPredictorOptions& opt)
     : meta_(meta), fill_(static_cast<int>(parse_fill_policy(meta.fill))) {
   const FetchManifest manifest = FetchManifest::read(fetch_dir + "/manifest.json");
   const Grid xgrid = Grid::from_coords(meta.predictor_lon, meta.predictor_lat, "store predictor grid");
   const size_t HW = xgrid.size();
+  std::string first_file;
   for (size_t c = 0; c < meta.channels.size(); ++c) {
     const std::string& name = meta.channels[c];
     const auto it = std::find_if(manifest.predictors.begin(), manifest.predictors.end(),
@@ -47,8 +146,14 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
     if (it == manifest.predictors.end())
       throw InputError(fetch_dir + "/manifest.json: no predictor " + name + " (the model was trained on it)");
     Channel ch;
-    ch.file = std::make_unique<FetchedField>(manifest.path_of(*it), it->variable);
-    ch.regrid = std::make_unique<Regridder>(store_method(meta, name), ch.file->grid(), xgrid, ch.file->where());
+    const std::string path = manifest.path_of(*it);
+    // Every channel on one calendar: a day number means the same date in all of them.
+    const std::string cal = file_calendar(path);
+    if (c == 0) calendar_ = cal, first_file = path;
+    else if (cal != calendar_)
+      throw InputError(path + ": time calendar " + cal + " differs from " + calendar_ + " of " + first_file);
+    ch.file = std::make_unique<FetchedField>(path, it->variable);
+    ch.regrid = regrid_covering(store_method(meta, name), ch.file->grid(), xgrid, ch.file->where() + " (predictor " + name + ")");
     ch.stats.mean.assign(meta.mean.begin() + c * HW, meta.mean.begin() + (c + 1) * HW);
     ch.stats.sd.assign(meta.sd.begin() + c * HW, meta.sd.begin() + (c + 1) * HW);
     channels_.push_back(std::move(ch));
@@ -66,21 +171,63 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
     const auto& d = ch.file->days();
     for (int64_t day : days_) ch.index.push_back(std::lower_bound(d.begin(), d.end(), day) - d.begin());
   }
+  description_ = "training: standardized with the training store's mean and standard deviation (" + meta.standardize + ")";
+  if (opt.standardize == "training") return;
+  if (opt.standardize != "own") throw UsageError("predict.standardize: '" + opt.standardize + "' is not training or own");
+
+  // Own climatology: each channel's statistics over the reference years of these predictors,
+  // computed on the model grid after regridding and filling, as the store's were.
+  const YearRange& ref = opt.reference_years;
+  const Calendar cal = parse_calendar(calendar_, fetch_dir);
+  std::vector<bool> in_ref(days_.size());
+  std::vector<bool> year_seen(ref.count(), false);
+  for (size_t i = 0; i < days_.size(); ++i) {
+    const int y = date_from_days(days_[i], cal).year;
+    in_ref[i] = ref.contains(y);
+    if (in_ref[i]) year_seen[y - ref.first] = true;
+  }
+  std::string missing;
+  for (int y = ref.first; y <= ref.last; ++y)
+    if (!year_seen[y - ref.first]) missing += (missing.empty() ? "" : ", ") + std::to_string(y);
+  if (!missing.empty())
+    throw InputError(fetch_dir + ": predict.reference_years [" + std::to_string(ref.first) + ", " + std::to_string(ref.last) +
+                     "] for predict.standardize: own, but the new predictors hold no day of " + missing);
+  const bool per_field = meta.standardize == "field";
+  constexpr size_t kBlock = 128;
+  std::vector<float> block, picked;
+  for (size_t c = 0; c < channels_.size(); ++c) {
+    RunningStats stats(HW);
+    for (size_t a = 0; a < days_.size(); a += kBlock) {
+      const size_t n = std::min(kBlock, days_.size() - a);
+      read_raw(c, a, n, block);
+      picked.clear();
+      for (size_t t = 0; t < n; ++t)
+        if (in_ref[a + t]) picked.insert(picked.end(), block.begin() + t * HW, block.begin() + (t + 1) * HW);
+      if (!picked.empty()) stats.add(picked.data(), picked.size() / HW);
+    }
+    channels_[c].stats = stats.finish(per_field, fetch_dir + ": predictor " + meta.channels[c] + " over predict.reference_years");
+  }
+  description_ = "own: each predictor standardized with its own mean and standard deviation (" + meta.standardize +
+                 ") over " + std::to_string(ref.first) + "-" + std::to_string(ref.last) + " of these predictors";
 }
 
 NewPredictors::~NewPredictors() = default;
 
+void NewPredictors::read_raw(size_t c, size_t first, size_t n, std::vector<float>& out) const {
+  const Channel& ch = channels_[c];
+  const std::vector<size_t> idx(ch.index.begin() + first, ch.index.begin() + first + n);
+  std::vector<float> src(n * ch.file->grid().size());
+  ch.file->read(idx, src.data());
+  fill_missing(*ch.file, idx, src, static_cast<FillPolicy>(fill_));
+  apply_weights(ch.regrid.weights, src, n, out, ch.regrid.renormalize);
+}
+
 void NewPredictors::read(size_t first, size_t n, float* x) const {
   const size_t C = channels_.size(), HW = meta_.predictor_lon.size() * meta_.predictor_lat.size();
-  std::vector<float> src, out;
+  std::vector<float> out;
   for (size_t c = 0; c < C; ++c) {
-    const Channel& ch = channels_[c];
-    const std::vector<size_t> idx(ch.index.begin() + first, ch.index.begin() + first + n);
-    src.resize(n * ch.file->grid().size());
-    ch.file->read(idx, src.data());
-    fill_missing(*ch.file, idx, src, static_cast<FillPolicy>(fill_));
-    ch.regrid->apply(src, n, out);
-    apply_standardization(ch.stats, out);
+    read_raw(c, first, n, out);
+    apply_standardization(channels_[c].stats, out);
     for (size_t t = 0; t < n; ++t)
       for (size_t k = 0; k < HW; ++k) {
         const float v = out[t * HW + k];

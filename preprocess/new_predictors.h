@@ -1,38 +1,67 @@
-// Predictors from another fetch (a GCM run, a later period) prepared exactly as the training
-// store's inputs were: each channel regridded onto the model grid by the method the store
-// records, missing values handled by the store's fill policy, and standardized with the store's
-// training statistics, never with statistics of the new data. `predict` reads them in blocks of
-// days, so memory stays bounded by a block whatever the length of the run.
+// Predictors from another fetch (a GCM run, a later period) prepared as the training store's
+// inputs were: each channel regridded onto the model grid by the method the store records,
+// missing values handled by the store's fill policy, and standardized either with the store's
+// training statistics (`training`) or against the new data's own climatology over reference
+// years (`own`: each field's mean and sd per box, or per field, as the store's `standardize`),
+// the two options of climate4R's scaleGrid. `predict` reads them in blocks of days, so memory
+// stays bounded by a block whatever the length of the run.
+//
+// A GCM grid seldom matches the reanalysis grid the store was built from: nearest and
+// conservative regridding accept any source grid that has data in every target cell (a coarser
+// or shifted grid; conservative means are normalized by the covered part of the cell), bilinear
+// needs every target point inside the source centres. Otherwise InputError naming the field and
+// the target cells not covered.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "io/config.h"
 #include "io/training_store.h"
+#include "preprocess/regrid.h"
 
 namespace ds {
 
 class FetchedField;
-class Regridder;
+
+struct NewPredictorOptions {
+  std::string standardize = "training";  // training | own
+  YearRange reference_years;             // own: the years of the new predictors the climatology spans
+};
+
+// Weights from `src` to `dst` for new predictors (see above); `renormalize` tells apply_weights
+// to divide by the valid (covered) weight. InputError naming `where` and the uncovered cells.
+struct CoverageRegrid {
+  RegridWeights weights;
+  bool renormalize = false;
+};
+CoverageRegrid regrid_covering(RegridMethod m, const Grid& src, const Grid& dst, const std::string& where);
 
 class NewPredictors {
  public:
-  // Reads <fetch_dir>/manifest.json; every channel of the store must be there, by name
-  // ("z@500"). Units agree by construction: fetch converts every field to its dataset's
-  // standard units. Throws InputError naming what is missing.
-  NewPredictors(const std::string& fetch_dir, const StoreMeta& meta);
+  // Reads <fetch_dir>/manifest.json (a predictors-only fetch is fine: its predictand is empty);
+  // every channel of the store must be there, by name ("z@500", or "psl" for a surface field),
+  // all on one calendar. Units agree by construction: fetch converts every field to its
+  // dataset's standard units. Throws InputError naming what is missing.
+  NewPredictors(const std::string& fetch_dir, const StoreMeta& meta, const NewPredictorOptions& opt = {});
   ~NewPredictors();
 
-  // The days present in every channel, ascending (days since 1970-01-01).
+  // The days present in every channel, ascending (days since 1970-01-01 in calendar()).
   const std::vector<int64_t>& days() const { return days_; }
+  const std::string& calendar() const { return calendar_; }  // CF name of the files' calendar
+  // How the inputs were standardized, for the output's attributes.
+  const std::string& standardization() const { return description_; }
   // Standardized samples [first, first + n) of days(): n x C x H x W floats into x.
   void read(size_t first, size_t n, float* x) const;
 
  private:
   struct Channel;
+  // Channel c's regridded, filled but not standardized fields of days_[first, first + n).
+  void read_raw(size_t c, size_t first, size_t n, std::vector<float>& out) const;
   std::vector<Channel> channels_;
   std::vector<int64_t> days_;
+  std::string calendar_ = "standard", description_;
   const StoreMeta& meta_;
   int fill_;
 };

@@ -1,0 +1,129 @@
+#include "evaluate/continuous_scores.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "evaluate/indices.h"
+
+namespace ds {
+
+namespace {
+
+struct Moments {
+  double mo = NAN, mp = NAN, so = NAN, sp = NAN, cov = NAN, mse = NAN;
+};
+
+// Means, sample standard deviations (n - 1), covariance and mean squared error of the pairs.
+Moments moments(const Series& s) {
+  Moments m;
+  const size_t n = s.obs.size();
+  if (n == 0) return m;
+  double ao = 0, ap = 0;
+  for (size_t i = 0; i < n; ++i) ao += s.obs[i], ap += s.pred[i];
+  m.mo = ao / n;
+  m.mp = ap / n;
+  double oo = 0, pp = 0, op = 0, se = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double a = s.obs[i] - m.mo, b = s.pred[i] - m.mp, e = s.pred[i] - s.obs[i];
+    oo += a * a, pp += b * b, op += a * b, se += e * e;
+  }
+  m.mse = se / n;
+  if (n > 1) {
+    m.so = std::sqrt(oo / (n - 1));
+    m.sp = std::sqrt(pp / (n - 1));
+    m.cov = op / (n - 1);
+  }
+  return m;
+}
+
+double domain_mean(const std::vector<double>& v) {
+  double s = 0;
+  size_t n = 0;
+  for (double x : v)
+    if (std::isfinite(x)) s += x, ++n;
+  return n ? s / n : NAN;
+}
+
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+ContinuousEvaluation evaluate_continuous(const std::vector<float>& obs, size_t np, const std::vector<uint8_t>& mask,
+                                         const std::vector<ContinuousMethod>& methods, const std::string& variable,
+                                         const std::string& units) {
+  ContinuousEvaluation e;
+  e.variable = variable;
+  e.units = units;
+  e.npoints = np;
+  e.ndays = np ? obs.size() / np : 0;
+  e.observed_mean.assign(np, NAN);
+  e.observed_sd.assign(np, NAN);
+  for (size_t k = 0; k < np; ++k) {
+    if (!mask[k]) continue;
+    const Moments m = moments(pair_series(obs, obs, np, k));
+    e.observed_mean[k] = m.mo;
+    e.observed_sd[k] = m.so;
+  }
+  e.observed_domain = {{"mean", domain_mean(e.observed_mean)}, {"sd", domain_mean(e.observed_sd)}};
+  for (const auto& method : methods) {
+    ContinuousScores s;
+    s.name = method.name;
+    for (auto* v : {&s.mean, &s.bias, &s.rmse, &s.pearson, &s.sd_ratio}) v->assign(np, NAN);
+    for (size_t k = 0; k < np; ++k) {
+      if (!mask[k]) continue;
+      const Moments m = moments(pair_series(obs, method.values, np, k));
+      s.mean[k] = m.mp;
+      s.bias[k] = m.mp - m.mo;
+      s.rmse[k] = std::sqrt(m.mse);
+      s.pearson[k] = (m.so > 0 && m.sp > 0) ? m.cov / (m.so * m.sp) : NAN;
+      s.sd_ratio[k] = m.so > 0 ? m.sp / m.so : NAN;
+    }
+    s.domain = {{"bias", domain_mean(s.bias)},
+                {"RMSE", domain_mean(s.rmse)},
+                {"Pearson", domain_mean(s.pearson)},
+                {"sd_ratio", domain_mean(s.sd_ratio)}};
+    e.methods.push_back(std::move(s));
+  }
+  return e;
+}
+
+const std::vector<std::string>& continuous_score_names() {
+  static const std::vector<std::string> names{"bias", "RMSE", "Pearson", "sd_ratio"};
+  return names;
+}
+
+std::string continuous_json(const ContinuousEvaluation& e) {
+  nlohmann::json j;
+  j["test_days"] = e.ndays;
+  j["predictand"] = e.variable;
+  j["units"] = e.units;
+  j["definitions"] = {
+      {"bias", "mean over modelled boxes of mean(predicted) - mean(observed) (" + e.units + ")"},
+      {"RMSE", "mean over modelled boxes of the root mean squared error of the daily values (" + e.units + ")"},
+      {"Pearson", "mean over modelled boxes of the Pearson correlation of the daily series"},
+      {"sd_ratio", "mean over modelled boxes of sd(predicted) / sd(observed) of the daily series"}};
+  for (const auto& [k, v] : e.observed_domain) j["observed"][k] = number(v);
+  for (const auto& m : e.methods) {
+    nlohmann::json mj;
+    mj["members"] = 1;
+    for (const auto& [k, v] : m.domain) mj[k] = number(v);
+    j["methods"][m.name] = mj;
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string continuous_csv(const ContinuousEvaluation& e) {
+  std::ostringstream s;
+  s << "method,members";
+  for (const auto& k : continuous_score_names()) s << "," << k;
+  s << "\n";
+  for (const auto& m : e.methods) {
+    s << m.name << ",1";
+    for (const auto& k : continuous_score_names()) s << "," << m.domain.at(k);
+    s << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace ds

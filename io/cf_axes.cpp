@@ -1,0 +1,71 @@
+#include "io/cf_axes.h"
+
+#include <cmath>
+#include <ctime>
+
+#include "io/calendar.h"
+
+namespace ds {
+
+CfAxes define_cf_axes(NcFile& nc, size_t ny, size_t nx, const std::string& calendar) {
+  CfAxes a;
+  a.time_dim = nc.def_dim("time", 0);
+  a.lat_dim = nc.def_dim("lat", ny);
+  a.lon_dim = nc.def_dim("lon", nx);
+  const int db = nc.def_dim("bnds", 2);
+  a.time = nc.def_var("time", NC_DOUBLE, {a.time_dim});
+  nc.put_att(a.time, "standard_name", "time");
+  nc.put_att(a.time, "long_name", "time");
+  nc.put_att(a.time, "units", "days since 1970-01-01 00:00:00");
+  nc.put_att(a.time, "calendar", calendar);
+  nc.put_att(a.time, "bounds", "time_bnds");
+  nc.put_att(a.time, "axis", "T");
+  a.time_bnds = nc.def_var("time_bnds", NC_DOUBLE, {a.time_dim, db});
+  a.lat = nc.def_var("lat", NC_DOUBLE, {a.lat_dim});
+  nc.put_att(a.lat, "standard_name", "latitude");
+  nc.put_att(a.lat, "long_name", "latitude");
+  nc.put_att(a.lat, "units", "degrees_north");
+  nc.put_att(a.lat, "axis", "Y");
+  a.lon = nc.def_var("lon", NC_DOUBLE, {a.lon_dim});
+  nc.put_att(a.lon, "standard_name", "longitude");
+  nc.put_att(a.lon, "long_name", "longitude");
+  nc.put_att(a.lon, "units", "degrees_east");
+  nc.put_att(a.lon, "axis", "X");
+  return a;
+}
+
+void write_cf_axes(NcFile& nc, const CfAxes& a, const std::vector<int64_t>& days, const std::vector<double>& lat,
+                   const std::vector<double>& lon) {
+  nc.write(a.lat, lat.data());
+  nc.write(a.lon, lon.data());
+  const size_t nt = days.size();
+  if (!nt) return;
+  std::vector<double> t(nt), bnds(2 * nt);
+  for (size_t i = 0; i < nt; ++i) {
+    t[i] = static_cast<double>(days[i]) + 0.5;  // the middle of the day the mean is over
+    bnds[2 * i] = static_cast<double>(days[i]);
+    bnds[2 * i + 1] = static_cast<double>(days[i] + 1);
+  }
+  nc.write(a.time, {0}, {nt}, t.data());
+  nc.write(a.time_bnds, {0, 0}, {nt, 2}, bnds.data());
+}
+
+std::vector<int64_t> read_cf_days(const NcFile& nc, std::string* calendar) {
+  const int vt = nc.var_id("time");
+  const std::string where = nc.path() + ": time";
+  // The file's own units and calendar: a file another tool rewrote (cdo, xarray) still reads.
+  const TimeUnits tu = TimeUnits::parse(nc.att_text(vt, "units", "days since 1970-01-01"), nc.att_text(vt, "calendar"), where);
+  if (calendar) *calendar = cf_name(tu.calendar);
+  std::vector<int64_t> days;
+  for (double x : nc.read_coord("time")) days.push_back(tu.day_of(x));
+  return days;
+}
+
+std::string utc_now() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace ds

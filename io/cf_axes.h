@@ -1,0 +1,29 @@
+// The coordinate part every product file of downscale shares (precipitation_file,
+// predictand_file): a daily CF time axis with bounds in days since 1970-01-01 of the data's own
+// calendar, latitude and longitude, so both files read alike in CDO, xarray and Panoply.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/netcdf_file.h"
+
+namespace ds {
+
+struct CfAxes {
+  int time_dim = -1, lat_dim = -1, lon_dim = -1;
+  int time = -1, time_bnds = -1, lat = -1, lon = -1;
+};
+
+// Defines time (unlimited), time_bnds, lat and lon; `calendar` is a CF name (calendar.h cf_name).
+CfAxes define_cf_axes(NcFile& nc, size_t nlat, size_t nlon, const std::string& calendar);
+// Writes the coordinates once the file left define mode: time at the middle of each day, the
+// bounds the day itself (the values are daily means).
+void write_cf_axes(NcFile& nc, const CfAxes& a, const std::vector<int64_t>& days, const std::vector<double>& lat,
+                   const std::vector<double>& lon);
+// Days (floored time values) and the calendar attribute's CF name ("standard" when absent).
+std::vector<int64_t> read_cf_days(const NcFile& nc, std::string* calendar);
+
+std::string utc_now();  // "2026-11-22T12:00:00Z", for history attributes
+
+}  // namespace ds

@@ -1,0 +1,116 @@
+#include "io/predictand_file.h"
+
+#include <cmath>
+#include <limits>
+
+#include "io/atomic_file.h"
+#include "io/cf_axes.h"
+#include "io/error.h"
+#include "io/netcdf_file.h"
+
+namespace ds {
+
+namespace {
+
+constexpr float kFill = 1.0e20f;
+
+std::vector<float> to_file(const std::vector<float>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = std::isfinite(v[i]) ? v[i] : kFill;
+  return out;
+}
+
+}  // namespace
+
+std::string cf_standard_name(const std::string& v) {
+  // The CMIP names of the variables a downscaling is usually asked for (CF standard name table).
+  static const std::map<std::string, std::string> names{{"tas", "air_temperature"},
+                                                        {"tasmax", "air_temperature"},
+                                                        {"tasmin", "air_temperature"},
+                                                        {"psl", "air_pressure_at_mean_sea_level"},
+                                                        {"huss", "specific_humidity"},
+                                                        {"hurs", "relative_humidity"},
+                                                        {"sfcWind", "wind_speed"},
+                                                        {"rsds", "surface_downwelling_shortwave_flux_in_air"}};
+  const auto it = names.find(v);
+  return it == names.end() ? "" : it->second;
+}
+
+void write_predictand(const std::string& path, const PredictandOutput& o) {
+  const size_t nt = o.days.size(), ny = o.lat.size(), nx = o.lon.size(), plane = nt * ny * nx;
+  if (o.mean.size() != plane || (!o.sd.empty() && o.sd.size() != plane))
+    throw Error(path + ": prediction arrays do not match time x lat x lon");
+  if (o.variable.empty()) throw Error(path + ": no variable name for the prediction");
+  // tasmax is the daily maximum of the air temperature: CF says so in cell_methods.
+  const std::string cell = o.variable == "tasmax" ? "time: maximum" : o.variable == "tasmin" ? "time: minimum" : "time: mean";
+  const std::string standard = cf_standard_name(o.variable);
+
+  AtomicFile file(path);
+  NcFile nc = NcFile::create(file.temp_path());
+  const CfAxes ax = define_cf_axes(nc, ny, nx, o.calendar);
+  const std::vector<int> dims{ax.time_dim, ax.lat_dim, ax.lon_dim};
+  auto def = [&](const std::string& name, const std::string& long_name) {
+    const int id = nc.def_var(name, NC_FLOAT, dims, 4);
+    if (!standard.empty()) nc.put_att(id, "standard_name", standard);
+    nc.put_att(id, "long_name", long_name);
+    nc.put_att(id, "units", o.units);
+    nc.put_att(id, "_FillValue", kFill, NC_FLOAT);
+    nc.put_att(id, "missing_value", kFill, NC_FLOAT);
+    nc.put_att(id, "cell_methods", cell);
+    nc.put_att(id, "coordinates", "lat lon");
+    return id;
+  };
+  const int vm = def(o.variable, "downscaled daily " + o.variable + (o.method.empty() ? "" : " (" + o.method + ")"));
+  int vs = -1;
+  if (!o.sd.empty()) {
+    vs = def(o.variable + "_sd", "standard deviation of the predicted distribution of daily " + o.variable);
+    // The spread of the prediction, not the variable itself: CF's standard_name modifier.
+    if (!standard.empty()) nc.put_att(vs, "standard_name", standard + " standard_error");
+  }
+  nc.put_att(NC_GLOBAL, "Conventions", "CF-1.8");
+  nc.put_att(NC_GLOBAL, "title", "downscaled daily " + o.variable);
+  nc.put_att(NC_GLOBAL, "institution", "produced with downscale");
+  nc.put_att(NC_GLOBAL, "source", std::string("downscale " DOWNSCALE_VERSION ": CNN, ") +
+                                      (o.sd.empty() ? "mean squared error" : "Gaussian (mean, log variance) output"));
+  nc.put_att(NC_GLOBAL, "history", utc_now() + ": " + o.history);
+  nc.put_att(NC_GLOBAL, "checkpoint", o.checkpoint);
+  nc.put_att(NC_GLOBAL, "config", o.config_file);
+  for (const auto& [k, v] : o.attributes) nc.put_att(NC_GLOBAL, k, v);
+  nc.end_define();
+
+  write_cf_axes(nc, ax, o.days, o.lat, o.lon);
+  if (nt) {
+    nc.write(vm, {0, 0, 0}, {nt, ny, nx}, to_file(o.mean).data());
+    if (vs >= 0) nc.write(vs, {0, 0, 0}, {nt, ny, nx}, to_file(o.sd).data());
+  }
+  nc.close();
+  file.commit();
+}
+
+PredictandOutput read_predictand(const std::string& path, const std::string& variable) {
+  NcFile nc = NcFile::open(path);
+  PredictandOutput o;
+  o.variable = variable;
+  o.lon = nc.read_coord("lon");
+  o.lat = nc.read_coord("lat");
+  o.days = read_cf_days(nc, &o.calendar);
+  const size_t nt = o.days.size(), ny = o.lat.size(), nx = o.lon.size();
+  auto read = [&](const std::string& name, std::vector<float>& out) {
+    const int v = nc.var_id(name);
+    out.resize(nt * ny * nx);
+    if (!out.empty()) nc.read(v, {0, 0, 0}, {nt, ny, nx}, out.data());
+    const float fill = static_cast<float>(nc.att_double(v, "_FillValue", kFill));
+    for (auto& x : out)
+      if (x == fill || !std::isfinite(x)) x = std::numeric_limits<float>::quiet_NaN();
+    return v;
+  };
+  const int vm = read(variable, o.mean);
+  if (nc.has_var(variable + "_sd")) read(variable + "_sd", o.sd);
+  o.units = nc.att_text(vm, "units");
+  o.history = nc.att_text(NC_GLOBAL, "history");
+  o.checkpoint = nc.att_text(NC_GLOBAL, "checkpoint");
+  o.config_file = nc.att_text(NC_GLOBAL, "config");
+  return o;
+}
+
+}  // namespace ds

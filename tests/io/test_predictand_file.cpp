@@ -1,0 +1,79 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "io/netcdf_file.h"
+#include "io/precipitation_file.h"
+#include "io/predictand_file.h"
+#include "support/test_support.h"
+
+using namespace ds;
+
+TEST(PredictandFile, TemperatureMeanAndSdRoundTripWithCalendarAndCfAttributes) {
+  test::TempDir d;
+  PredictandOutput o;
+  o.variable = "tas";
+  o.units = "degC";
+  o.lon = {-9.75, -9.25, -8.75};
+  o.lat = {36.25, 36.75};
+  o.days = {11000, 11001, 11002};  // 360_day: days since 1970-01-01 of that calendar
+  o.calendar = "360_day";
+  for (size_t i = 0; i < 18; ++i) {
+    o.mean.push_back(i % 6 == 0 ? NAN : -3.0f + i);
+    o.sd.push_back(i % 6 == 0 ? NAN : 0.5f + 0.1f * i);
+  }
+  o.attributes["predictor_standardization"] = "own: 1986-2005";
+  write_predictand(d / "tas.nc", o);
+
+  NcFile f = NcFile::open(d / "tas.nc");
+  EXPECT_EQ(f.att_text(f.var_id("tas"), "standard_name"), "air_temperature");
+  EXPECT_EQ(f.att_text(f.var_id("tas"), "units"), "degC");
+  EXPECT_EQ(f.att_text(f.var_id("tas_sd"), "units"), "degC");
+  EXPECT_EQ(f.att_text(f.var_id("time"), "calendar"), "360_day");
+  EXPECT_EQ(f.att_text(f.var_id("time"), "units"), "days since 1970-01-01 00:00:00");
+  EXPECT_EQ(f.att_text(NC_GLOBAL, "predictor_standardization"), "own: 1986-2005");
+
+  const PredictandOutput r = read_predictand(d / "tas.nc", "tas");
+  EXPECT_EQ(r.days, o.days);
+  EXPECT_EQ(r.calendar, "360_day");
+  EXPECT_EQ(r.units, "degC");
+  ASSERT_EQ(r.mean.size(), o.mean.size());
+  for (size_t i = 0; i < o.mean.size(); ++i) {
+    EXPECT_EQ(std::isnan(r.mean[i]), std::isnan(o.mean[i]));
+    if (std::isnan(o.mean[i])) continue;
+    EXPECT_FLOAT_EQ(r.mean[i], o.mean[i]);
+    EXPECT_FLOAT_EQ(r.sd[i], o.sd[i]);
+  }
+}
+
+TEST(PredictandFile, MseModelWritesTheMeanOnly) {
+  test::TempDir d;
+  PredictandOutput o;
+  o.variable = "tasmax";
+  o.units = "K";
+  o.lon = {0};
+  o.lat = {40};
+  o.days = {1};
+  o.mean = {290.5f};
+  write_predictand(d / "m.nc", o);
+  NcFile f = NcFile::open(d / "m.nc");
+  EXPECT_FALSE(f.has_var("tasmax_sd"));
+  EXPECT_EQ(f.att_text(f.var_id("tasmax"), "cell_methods"), "time: maximum");
+  EXPECT_TRUE(read_predictand(d / "m.nc", "tasmax").sd.empty());
+}
+
+TEST(PrecipitationFile, CarriesTheCalendarOfItsData) {
+  test::TempDir d;
+  PrecipitationOutput o;
+  o.lon = {0};
+  o.lat = {40};
+  o.days = {58, 59};  // noleap: 28 February and 1 March 1970
+  o.calendar = "noleap";
+  o.pr = o.pr_expected = o.p_wet = o.gamma_shape = o.gamma_scale = {1.0f, 2.0f};
+  write_precipitation(d / "p.nc", o);
+  NcFile f = NcFile::open(d / "p.nc");
+  EXPECT_EQ(f.att_text(f.var_id("time"), "calendar"), "noleap");
+  const PrecipitationOutput r = read_precipitation(d / "p.nc");
+  EXPECT_EQ(r.calendar, "noleap");
+  EXPECT_EQ(r.days, o.days);
+}

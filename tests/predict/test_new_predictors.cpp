@@ -1,0 +1,229 @@
+// New predictors (a GCM run) for `predict`: regridding from a grid that only partly covers the
+// model's edge cells, and standardization against the predictors' own climatology.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+
+#include "io/error.h"
+#include "io/fetch_manifest.h"
+#include "io/netcdf_file.h"
+#include "preprocess/grid.h"
+#include "preprocess/new_predictors.h"
+#include "preprocess/standardize.h"
+#include "support/test_support.h"
+
+using namespace ds;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The CNRM-CM5 grid of tests/data/iberia and the 2-degree predictor grid of the Iberia case.
+Grid cmip5_grid() {
+  std::vector<double> lon, lat{34.3187713623047, 35.7195320129395, 37.1202926635742, 38.5210571289062,
+                               39.921817779541,  41.3225746154785, 42.7233352661133, 44.1240921020508};
+  for (int i = 0; i < 11; ++i) lon.push_back(-9.84375 + 1.40625 * i);
+  return Grid::from_coords(lon, lat, "cmip5");
+}
+Grid iberia_grid() { return Grid::from_spec(GridSpec{-10, 4, 35, 45, 2.0}); }
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A fetched field as fetch writes it: (time, lat, lon), days since 1970-01-01, standard calendar.
+void write_fetched(const std::string& path, const std::string& var, const Grid& g, const std::vector<int64_t>& days,
+                   const std::function<float(size_t t, size_t k)>& value) {
+  fs::create_directories(fs::path(path).parent_path());
+  NcFile nc = NcFile::create(path);
+  const int dt = nc.def_dim("time", 0), dy = nc.def_dim("lat", g.lat.size()), dx = nc.def_dim("lon", g.lon.size());
+  const int vt = nc.def_var("time", NC_DOUBLE, {dt});
+  nc.put_att(vt, "units", "days since 1970-01-01");
+  nc.put_att(vt, "calendar", "standard");
+  const int vy = nc.def_var("lat", NC_DOUBLE, {dy}), vx = nc.def_var("lon", NC_DOUBLE, {dx});
+  const int vv = nc.def_var(var, NC_FLOAT, {dt, dy, dx});
+  nc.put_att(vv, "units", "Pa");
+  nc.put_att(vv, "_FillValue", 1e20, NC_FLOAT);
+  nc.end_define();
+  nc.write(vy, g.lat.data());
+  nc.write(vx, g.lon.data());
+  std::vector<double> t(days.begin(), days.end());
+  std::vector<float> v(days.size() * g.size());
+  for (size_t i = 0; i < days.size(); ++i)
+    for (size_t k = 0; k < g.size(); ++k) v[i * g.size() + k] = value(i, k);
+  nc.write(vt, {0}, {days.size()}, t.data());
+  nc.write(vv, {0, 0, 0}, {days.size(), g.lat.size(), g.lon.size()}, v.data());
+  nc.close();
+}
+
+// A predictors-only fetch folder (predictand empty) with one surface field `psl`.
+void write_fetch_dir(const std::string& dir, const Grid& g, const std::vector<int64_t>& days,
+                     const std::function<float(size_t, size_t)>& value) {
+  write_fetched(dir + "/predictors/psl.nc", "psl", g, days, value);
+  FetchManifest m;
+  FetchedFile f;
+  f.name = "psl";
+  f.variable = "psl";
+  f.file = "predictors/psl.nc";
+  f.units = "Pa";
+  f.ntime = days.size(), f.nlat = g.lat.size(), f.nlon = g.lon.size();
+  m.predictors.push_back(f);
+  m.write(dir + "/manifest.json");
+}
+
+StoreMeta meta_on(const Grid& g, const std::string& regrid) {
+  StoreMeta m;
+  m.channels = {"psl"};
+  m.predictor_lon = g.lon;
+  m.predictor_lat = g.lat;
+  m.regrid = "psl:" + regrid;
+  m.mean.assign(g.size(), 0);
+  m.sd.assign(g.size(), 1);
+  return m;
+}
+
+}  // namespace
+
+TEST(NewPredictors, NearestAndConservativeAcceptTheCmip5GridThatMissesTheWesternEdge) {
+  const Grid src = cmip5_grid(), dst = iberia_grid();
+  ASSERT_FALSE(covers_cells(src, dst));  // lon -10's cell [-11, -9] reaches beyond -10.55
+  // A field linear in longitude: nearest picks the nearest centre; conservative averages the
+  // covered part of each cell, so a constant stays exactly that constant.
+  std::vector<float> constant(src.size(), 5.0f), lin(src.size());
+  for (size_t k = 0; k < src.size(); ++k) lin[k] = static_cast<float>(src.lon[k % src.nlon()]);
+  for (RegridMethod m : {RegridMethod::nearest, RegridMethod::conservative}) {
+    const CoverageRegrid r = regrid_covering(m, src, dst, "psl");
+    std::vector<float> out;
+    apply_weights(r.weights, constant, 1, out, r.renormalize);
+    ASSERT_EQ(out.size(), dst.size());
+    for (float v : out) EXPECT_NEAR(v, 5.0f, 1e-5) << to_string(m);
+    apply_weights(r.weights, lin, 1, out, r.renormalize);
+    for (size_t k = 0; k < out.size(); ++k) EXPECT_NEAR(out[k], dst.lon[k % dst.nlon()], 1.0) << to_string(m) << " " << k;
+  }
+  // Nearest: the west column (lon -10) takes the first source column (-9.84).
+  const CoverageRegrid nn = regrid_covering(RegridMethod::nearest, src, dst, "psl");
+  std::vector<float> out;
+  apply_weights(nn.weights, lin, 1, out, false);
+  EXPECT_FLOAT_EQ(out[0], -9.84375f);
+}
+
+TEST(NewPredictors, BilinearOutsideTheSourceCentresNamesFieldAndPoints) {
+  const std::string msg = message_of([] { regrid_covering(RegridMethod::bilinear, cmip5_grid(), iberia_grid(), "CMIP5 psl"); });
+  EXPECT_NE(msg.find("CMIP5 psl"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("bilinear"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(lon -10, lat 35)"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("(lon -8, lat 37)"), std::string::npos) << msg;  // inside: not listed
+}
+
+TEST(NewPredictors, ConservativeRefusesCellsWithoutAnySourceData) {
+  const Grid far = Grid::from_spec(GridSpec{-16, 4, 35, 45, 2.0});  // -16 and -14 lie west of every source cell
+  const std::string msg = message_of([&] { regrid_covering(RegridMethod::conservative, cmip5_grid(), far, "psl"); });
+  EXPECT_NE(msg.find("(lon -16, lat 35)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(lon -14, lat 35)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(lon -12, lat 35)"), std::string::npos) << msg;  // [-13, -11] ends west of -10.55
+  EXPECT_EQ(msg.find("(lon -10,"), std::string::npos) << msg;          // [-11, -9] is partly covered: fine
+}
+
+TEST(NewPredictors, OwnClimatologyOfAShiftedFieldEqualsTrainingStandardizationOfTheOriginal) {
+  test::TempDir d;
+  const Grid g = Grid::from_spec(GridSpec{-10, -4, 36, 40, 2.0});  // 4 x 3
+  std::vector<int64_t> days;
+  for (int64_t t = 10957; t < 10957 + 3 * 365; ++t) days.push_back(t);  // 2000-01-01 .. 2002-12-31
+  auto f = [&](size_t t, size_t k) { return static_cast<float>(1000 + 10 * k + 7 * std::sin(0.1 * t + k)); };
+  write_fetch_dir(d / "orig", g, days, f);
+  write_fetch_dir(d / "gcm", g, days, [&](size_t t, size_t k) { return f(t, k) + 250.0f; });  // a warm model bias
+
+  for (const std::string mode : {"grid_box", "field"}) {
+    StoreMeta meta = meta_on(g, "nearest");
+    meta.standardize = mode;
+    // The training statistics of the original over 2001-2002, as preprocess computes them.
+    RunningStats rs(g.size());
+    std::vector<float> block;
+    for (size_t i = 366; i < days.size(); ++i)
+      for (size_t k = 0; k < g.size(); ++k) block.push_back(f(i, k));
+    rs.add(block.data(), block.size() / g.size());
+    const Standardization st = rs.finish(mode == "field", "test");
+    meta.mean = st.mean;
+    meta.sd = st.sd;
+
+    const NewPredictors training(d / "orig", meta);
+    const NewPredictors own(d / "gcm", meta, {"own", YearRange{2001, 2002}});
+    const NewPredictors gcm_training(d / "gcm", meta);
+    EXPECT_EQ(own.calendar(), "standard");
+    EXPECT_NE(own.standardization().find("own"), std::string::npos);
+    EXPECT_NE(own.standardization().find("2001-2002"), std::string::npos);
+    ASSERT_EQ(own.days(), training.days());
+    const size_t n = days.size();
+    std::vector<float> a(n * g.size()), b(n * g.size()), c(n * g.size());
+    training.read(0, n, a.data());
+    own.read(0, n, b.data());
+    gcm_training.read(0, n, c.data());
+    double worst = 0, shifted = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, double(std::abs(a[i] - b[i]))), shifted += c[i] - a[i];
+    EXPECT_LT(worst, 2e-4) << mode;
+    EXPECT_GT(shifted / a.size(), 1.0) << mode << ": the training statistics keep the model's warm bias";
+  }
+}
+
+TEST(NewPredictors, OwnClimatologyNeedsTheReferenceYearsInTheData) {
+  test::TempDir d;
+  const Grid g = Grid::from_spec(GridSpec{-10, -4, 36, 40, 2.0});
+  std::vector<int64_t> days;
+  for (int64_t t = 10957; t < 10957 + 366; ++t) days.push_back(t);  // 2000 only
+  write_fetch_dir(d / "gcm", g, days, [](size_t t, size_t k) { return float(t + k); });
+  const StoreMeta meta = meta_on(g, "bilinear");
+  const std::string msg = message_of([&] { NewPredictors p(d / "gcm", meta, {"own", YearRange{1999, 2001}}); });
+  EXPECT_NE(msg.find("1999, 2001"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("reference_years"), std::string::npos) << msg;
+}
+
+TEST(NewPredictors, RealCmip5FilesOnTheIberiaGridWithOwnClimatology) {
+  // The CNRM-CM5 historical run as it is, on the 2-degree predictor grid (nearest and
+  // conservative), standardized against its own 1983-2002 climatology: mean 0, sd 1 per box.
+  test::TempDir d;
+  const std::string data = test::source_dir() + "/tests/data/iberia";
+  fs::create_directories(d / "gcm/predictors");
+  fs::create_symlink(data + "/CMIP5_Iberia_psl.nc", d / "gcm/predictors/psl.nc");
+  fs::create_symlink(data + "/CMIP5_Iberia_ta850.nc", d / "gcm/predictors/ta@850.nc");
+  FetchManifest m;
+  for (auto [name, var] : {std::pair<std::string, std::string>{"psl", "psl"}, {"ta@850", "ta"}}) {
+    FetchedFile f;
+    f.name = name, f.variable = var, f.file = "predictors/" + name + ".nc";
+    m.predictors.push_back(f);
+  }
+  m.write(d / "gcm/manifest.json");
+  const Grid g = iberia_grid();
+  StoreMeta meta = meta_on(g, "nearest");
+  meta.channels = {"psl", "ta@850"};
+  meta.regrid = "psl:nearest,ta@850:conservative";
+  meta.mean.assign(2 * g.size(), 0);
+  meta.sd.assign(2 * g.size(), 1);
+  const NewPredictors p(d / "gcm", meta, {"own", YearRange{1983, 2002}});
+  const size_t n = p.days().size(), hw = g.size();
+  EXPECT_EQ(n, 1805u);
+  std::vector<float> x(n * 2 * hw);
+  p.read(0, n, x.data());
+  for (size_t c = 0; c < 2; ++c)
+    for (size_t k = 0; k < hw; ++k) {
+      double s = 0, s2 = 0;
+      size_t cnt = 0;
+      for (size_t t = 0; t < n; ++t) {
+        const double v = x[(t * 2 + c) * hw + k];
+        ASSERT_TRUE(std::isfinite(v));
+        if (p.days()[t] >= 4748) s += v, s2 += v * v, ++cnt;  // 1983-01-01 on: the reference years
+      }
+      EXPECT_NEAR(s / cnt, 0.0, 1e-3);
+      EXPECT_NEAR(std::sqrt((s2 - s * s / cnt) / (cnt - 1)), 1.0, 1e-3);
+    }
+  // Bilinear cannot reach the western column from these centres.
+  meta.regrid = "psl:bilinear,ta@850:bilinear";
+  const std::string msg = message_of([&] { NewPredictors q(d / "gcm", meta); });
+  EXPECT_NE(msg.find("psl"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(lon -10, lat"), std::string::npos) << msg;
+}
