@@ -77,6 +77,15 @@ class Reader {
     }
   }
 
+  // A section written `null` (`fetch.predictand: null`, or `--set fetch.predictand=null` to
+  // drop a predictand the file gives): known, and empty.
+  bool is_null_section(const std::string& key) {
+    YAML::Node n = find(key);
+    if (!n || !n.IsNull()) return false;
+    known_.insert(key);
+    return true;
+  }
+
   void get_years(const std::string& key, YearRange& out) {
     std::vector<int> v;
     get(key, v);
@@ -233,14 +242,16 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   std::vector<std::string> fields;
   r.get("fetch.predictors.fields", fields);
   for (const auto& f : fields) c.fetch.predictors.push_back(FieldRequest::parse(f, path));
-  r.get("fetch.predictand.source", c.fetch.predictand_source);
-  r.get("fetch.predictand.variable", c.fetch.predictand_variable);
+  if (!r.is_null_section("fetch.predictand")) {  // null: predictors alone (a GCM run)
+    r.get("fetch.predictand.source", c.fetch.predictand_source);
+    r.get("fetch.predictand.variable", c.fetch.predictand_variable);
+    r.get("fetch.predictand.dataset", c.fetch.predictand_dataset);
+  }
   r.get_pair("fetch.lon", c.fetch.lon_min, c.fetch.lon_max);
   r.get_pair("fetch.lat", c.fetch.lat_min, c.fetch.lat_max);
   r.get_years("fetch.years", c.fetch.years);
   r.get("fetch.season", c.fetch.season);
   r.get("fetch.predictors.dataset", c.fetch.predictors_dataset);
-  r.get("fetch.predictand.dataset", c.fetch.predictand_dataset);
   r.get("fetch.parallel", c.fetch.parallel);
   r.get("fetch.attempts", c.fetch.attempts);
   r.get("fetch.retry_delay", c.fetch.retry_delay);
@@ -285,6 +296,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("predict.seed", c.predict.seed);
   r.get("predict.standardize", c.predict.standardize);
   r.get_years("predict.reference_years", c.predict.reference_years);
+  r.get("predict.reference_predictors", c.predict.reference_predictors);
   r.get("evaluate.pcs", c.evaluate.pcs);
   r.get("evaluate.ridge", c.evaluate.ridge);
 
@@ -323,6 +335,8 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     throw UsageError(path + ": key 'predict.standardize' is '" + c.predict.standardize + "', expected training or own");
   if (c.predict.standardize == "own" && c.predict.reference_years.empty())
     throw UsageError(path + ": key 'predict.reference_years' ([first, last]) is required with predict.standardize: own");
+  if (c.predict.standardize != "own" && !c.predict.reference_predictors.empty())
+    throw UsageError(path + ": key 'predict.reference_predictors' is only used with predict.standardize: own");
   // The name becomes a folder under train/, predict/ and evaluate/: nothing that could climb out.
   for (char ch : c.train.name)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.')

@@ -124,6 +124,10 @@ struct Config {
     // against its own climatology over reference_years (`own`), as climate4R's scaleGrid offers.
     std::string standardize = "training";
     YearRange reference_years;        // required with standardize: own
+    // own: the fetch folder whose climatology over reference_years standardizes the predictors;
+    // empty: the predictors themselves. A scenario run (RCP8.5, 2081-2100) names its model's
+    // historical run here: standardized against its own future climate, the warming would vanish.
+    std::string reference_predictors;
   } predict;
 
   struct Evaluate {

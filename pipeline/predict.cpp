@@ -161,7 +161,8 @@ int run_predict(const Config& cfg) {
   ReadSamples read_inputs;
   if (new_inputs) {
     inputs = std::make_unique<NewPredictors>(cfg.predict.predictors, meta,
-                                             NewPredictorOptions{cfg.predict.standardize, cfg.predict.reference_years});
+                                             NewPredictorOptions{cfg.predict.standardize, cfg.predict.reference_years,
+                                                                 cfg.predict.reference_predictors});
     days = inputs->days();
     calendar = inputs->calendar();
     standardization = inputs->standardization();

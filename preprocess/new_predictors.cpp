@@ -175,6 +175,19 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
   if (opt.standardize == "training") return;
   if (opt.standardize != "own") throw UsageError("predict.standardize: '" + opt.standardize + "' is not training or own");
 
+  // A scenario takes its climatology from its model's historical run: the same channels, regridded
+  // the same way, over the reference years of that folder.
+  if (!opt.reference_dir.empty()) {
+    const NewPredictors reference(opt.reference_dir, meta, {"own", opt.reference_years, ""});
+    if (reference.calendar() != calendar_)
+      throw InputError(opt.reference_dir + ": predict.reference_predictors are on the " + reference.calendar() +
+                       " calendar but " + fetch_dir + " on the " + calendar_ + " calendar (not one model's runs)");
+    for (size_t c = 0; c < channels_.size(); ++c) channels_[c].stats = reference.channels_[c].stats;
+    description_ = "own: each predictor standardized with the mean and standard deviation (" + meta.standardize + ") of " +
+                   opt.reference_dir + " over " + std::to_string(opt.reference_years.first) + "-" +
+                   std::to_string(opt.reference_years.last);
+    return;
+  }
   // Own climatology: each channel's statistics over the reference years of these predictors,
   // computed on the model grid after regridding and filling, as the store's were.
   const YearRange& ref = opt.reference_years;

@@ -25,12 +25,15 @@ std::vector<double> pad(const std::vector<double>& c, int before, int after, con
 
 OutputGrid output_grid(const std::string& model, const Grid& predictor, const Grid& obs, const std::string& where) {
   OutputGrid g;
-  if (model == "deepesd") {
+  const int want_h = conv_output_size(predictor.nlat()), want_w = conv_output_size(predictor.nlon());
+  const bool fits = obs.nlat() <= want_h && obs.nlon() <= want_w;
+  // DeepESD takes any grid, padded or not; padding it whenever the convolutional models' grid
+  // holds the observations keeps one store good for every model (train.name compares them).
+  if (model == "deepesd" && !fits) {
     g.grid = obs;
     return g;
   }
-  const int want_h = conv_output_size(predictor.nlat()), want_w = conv_output_size(predictor.nlon());
-  if (obs.nlat() > want_h || obs.nlon() > want_w) {
+  if (!fits) {
     // The smallest H with 4H-3 >= rows, and likewise W.
     const int h = std::max(predictor.nlat(), (obs.nlat() + 3 + 3) / 4), w = std::max(predictor.nlon(), (obs.nlon() + 3 + 3) / 4);
     throw UsageError(where + ": the observation grid is " + std::to_string(obs.nlat()) + " x " + std::to_string(obs.nlon()) +

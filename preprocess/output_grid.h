@@ -1,5 +1,7 @@
 // The model's output grid for an observation grid. DeepESD ends in dense heads over the modelled
-// boxes, so its output grid is the observation grid itself. The convolutional models (demo, mnn)
+// boxes, so any grid will do: it gets the convolutional models' grid when the observations fit
+// in it (so one store serves every model) and the observation grid itself otherwise. The
+// convolutional models (demo, mnn)
 // end in two x2 upsamplings and 'valid' 4x4 heads (model/models.cpp), so they map an H x W
 // predictor grid to (4H-3) x (4W-3): a smaller observation grid is centred in it and the rest is
 // padding (coordinates continuing the observation grid's step; mask 0, targets NaN), a larger one

@@ -111,4 +111,8 @@ TEST(Config, SurfaceFieldsAreABareVariableAndThePredictandMayBeAbsent) {
   EXPECT_TRUE(with.fetch.has_predictand());
   const auto source_only = load_config(write(d, "run: {dir: x}\nfetch: {predictand: {source: obs.nc}}\n"));
   EXPECT_TRUE(source_only.fetch.has_predictand());
+  // A config that names a predictand fetches a GCM run's predictors alone with one override.
+  const std::string both = write(d, "run: {dir: x}\nfetch: {predictand: {dataset: iberia_eobs, variable: tas}}\n");
+  EXPECT_FALSE(load_config(both, {"fetch.predictand=null"}).fetch.has_predictand());
+  EXPECT_FALSE(load_config(write(d, "run: {dir: x}\nfetch: {predictand: null}\n")).fetch.has_predictand());
 }

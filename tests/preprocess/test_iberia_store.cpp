@@ -117,10 +117,23 @@ TEST(IberiaStore, TemperatureOnTheObservationGridPaddedToTheModelOutput) {
   EXPECT_TRUE(has(s.splits, "season-years")) << s.splits;
 }
 
-// DeepESD's output grid is the observation grid itself: no padding.
-TEST(IberiaStore, DeepEsdOutputsTheObservationGrid) {
+// DeepESD takes any grid: when the observations fit the convolutional models' grid it gets that
+// padded grid too, so one store serves both kinds of model; when they do not, the observation
+// grid itself, unpadded.
+TEST(IberiaStore, DeepEsdSharesThePaddedGridOrTakesTheObservationGrid) {
+  {
+    IberiaRun run;
+    run.cfg.model.name = "deepesd";
+    build_store(run.cfg, run.dir / "fetch", run.dir / "store.h5");
+    const auto& m = StoreReader(run.dir / "store.h5").meta();
+    EXPECT_EQ(m.Hy(), 21);
+    EXPECT_EQ(m.Wy(), 29);
+    EXPECT_EQ(m.obs_row0, 1);
+    EXPECT_EQ(m.obs_rows, 19);
+  }
   IberiaRun run;
   run.cfg.model.name = "deepesd";
+  run.cfg.preprocess.predictor_grid = {-10, 2, 35, 45, 2};  // 7 x 6: the conv grid 21 x 25 is too small
   build_store(run.cfg, run.dir / "fetch", run.dir / "store.h5");
   const auto& m = StoreReader(run.dir / "store.h5").meta();
   EXPECT_EQ(m.Hy(), 19);

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# configs/iberia_tas.yaml end to end on real files (tests/data/iberia), as issue #11 asks: fetch
+# over the test OPeNDAP server, one file per variable (NCEP hus@850, psl, ta@850; E-OBS tg as tas)
+# -> preprocess (DJF season-years, the E-OBS grid padded for the convolutional net) -> train two
+# models into one run folder (DeepESD and the demo net, Gaussian loss) -> predict and evaluate
+# the test winters -> fetch the CNRM-CM5 historical and RCP8.5 predictors alone -> predict them
+# with the training statistics and with each run's own climatology (the scenario against its
+# model's historical run). Checks the scores (DeepESD beats climatology and the linear baseline
+# on RMSE and correlation), the outputs with xarray, and prints the CMIP5 historical bias of the
+# mean against E-OBS under each standardization.
+#   usage: iberia_tas.sh <downscale binary> <source dir>
+set -euo pipefail
+bin=$1
+src=$2
+work=$(mktemp -d)
+server_pid=
+trap '[[ -n $server_pid ]] && kill $server_pid; rm -rf "$work"' EXIT
+cd "$work"
+cp -r "$src/configs" .
+
+/usr/bin/python3 "$src/tests/dap_server/dap_server.py" --root "$src/tests/data/iberia" --log server.log > port.txt 2> server.err &
+server_pid=$!
+for _ in $(seq 50); do grep -q PORT port.txt 2>/dev/null && break; sleep 0.1; done
+port=$(awk '{print $2}' port.txt)
+[[ -n $port ]] || { echo "the test DAP server did not start"; cat server.err; exit 1; }
+base=http://127.0.0.1:$port/
+cfg=configs/iberia_tas.yaml
+ds() { echo "== downscale $*"; "$bin" "$@" --config "$cfg" 2>&1 | tail -8; return "${PIPESTATUS[0]}"; }
+
+ds fetch --set fetch.predictors.source="$base" --set fetch.predictand.source="$base"
+grep -q 'GET /NCEP_Iberia_psl.nc.dods' server.log || { echo "fetch did not go through the OPeNDAP server"; exit 1; }
+ds preprocess
+for m in deepesd demo; do
+  ds train --set train.name=$m --set model.name=$m
+  ds predict --set train.name=$m
+  ds evaluate --set train.name=$m
+done
+gcm() {  # run-name dataset years
+  ds fetch --set run.dir=runs/$1 --set fetch.predictors.dataset=$2 --set fetch.predictors.source="$base" \
+    --set fetch.predictand=null --set fetch.years=$3
+}
+gcm cmip5_historical iberia_cnrm_cm5_historical [1983,2002]
+gcm cmip5_rcp85 iberia_cnrm_cm5_rcp85 [2081,2100]
+out=runs/iberia_tas/predict/deepesd
+ds predict --set train.name=deepesd --set predict.predictors=runs/cmip5_historical/fetch
+mv $out/tas_cmip5_historical.nc hist_training.nc
+ds predict --set train.name=deepesd --set predict.predictors=runs/cmip5_historical/fetch --set predict.standardize=own
+mv $out/tas_cmip5_historical.nc hist_own.nc
+ds predict --set train.name=deepesd --set predict.predictors=runs/cmip5_rcp85/fetch
+mv $out/tas_cmip5_rcp85.nc rcp85_training.nc
+ds predict --set train.name=deepesd --set predict.predictors=runs/cmip5_rcp85/fetch --set predict.standardize=own \
+  --set predict.reference_predictors=runs/cmip5_historical/fetch
+mv $out/tas_cmip5_rcp85.nc rcp85_own.nc
+
+/usr/bin/python3 - "$src/tests/data/iberia/EOBS_Iberia_tas.nc" <<'PY'
+import json, sys
+import numpy as np, xarray as xr
+for model in ("deepesd", "demo"):
+    m = json.load(open(f"runs/iberia_tas/evaluate/{model}/scores.json"))["methods"]
+    print(model, " ".join(f"{k}: RMSE {v['RMSE']:.3f} Pearson {v['Pearson'] or float('nan'):.3f} bias {v['bias']:+.3f};"
+                          for k, v in m.items()))
+    if model == "deepesd":  # the issue's bar: the CNN beats climatology and the linear baseline
+        for base in ("climatology", "linear_pcs"):
+            assert m["cnn"]["RMSE"] < m[base]["RMSE"], (model, base, m)
+        assert m["cnn"]["Pearson"] > m["linear_pcs"]["Pearson"], m
+test = xr.open_dataset("runs/iberia_tas/predict/deepesd/tas.nc")
+assert test.tas.attrs["units"] == "degC", test.tas.attrs
+assert test.sizes["lat"] == 19 and test.sizes["lon"] == 29, dict(test.sizes)  # the E-OBS grid, padding never written
+assert str(test.time.values[0])[:10] == "1997-12-01", test.time.values[0]  # DJF 1998 starts in Dec 1997
+obs = xr.open_dataset(sys.argv[1]).tg
+hist_obs = obs.mean("time")
+land = np.isfinite(test.tas.isel(time=0).values)
+for name in ("hist_training", "hist_own", "rcp85_training", "rcp85_own"):
+    ds = xr.open_dataset(name + ".nc")
+    assert ds.time.attrs.get("calendar", ds.time.encoding.get("calendar")) in ("standard", "gregorian"), ds.time.encoding
+    mean = ds.tas.mean("time").values
+    bias = float(np.nanmean((mean - hist_obs.values)[land]))
+    print(f"{name}: mean {np.nanmean(mean[land]):.2f} degC, minus E-OBS 1983-2002 {bias:+.2f} degC "
+          f"({ds.attrs.get('predictor_standardization', '')[:60]})")
+    globals()[name] = bias
+assert abs(hist_own) < abs(hist_training) + 0.05, (hist_own, hist_training)
+assert rcp85_own > hist_own + 1.0, ("the scenario's warming survives own standardization", rcp85_own, hist_own)
+PY
