@@ -125,7 +125,8 @@ TEST(IberiaStore, DeepEsdSharesThePaddedGridOrTakesTheObservationGrid) {
     IberiaRun run;
     run.cfg.model.name = "deepesd";
     build_store(run.cfg, run.dir / "fetch", run.dir / "store.h5");
-    const auto& m = StoreReader(run.dir / "store.h5").meta();
+    const StoreReader reader(run.dir / "store.h5");
+    const auto& m = reader.meta();
     EXPECT_EQ(m.Hy(), 21);
     EXPECT_EQ(m.Wy(), 29);
     EXPECT_EQ(m.obs_row0, 1);
@@ -135,7 +136,8 @@ TEST(IberiaStore, DeepEsdSharesThePaddedGridOrTakesTheObservationGrid) {
   run.cfg.model.name = "deepesd";
   run.cfg.preprocess.predictor_grid = {-10, 2, 35, 45, 2};  // 7 x 6: the conv grid 21 x 25 is too small
   build_store(run.cfg, run.dir / "fetch", run.dir / "store.h5");
-  const auto& m = StoreReader(run.dir / "store.h5").meta();
+  const StoreReader reader(run.dir / "store.h5");
+  const auto& m = reader.meta();
   EXPECT_EQ(m.Hy(), 19);
   EXPECT_EQ(m.Wy(), 29);
   EXPECT_EQ(m.obs_row0, 0);
