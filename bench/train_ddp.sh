@@ -8,7 +8,7 @@
 # against the default buckets at the largest rank count: what the overlap buys.
 #
 #   bench/train_ddp.sh [BUILD_DIR]      (default: build)
-#   env: RANKS="1 2" THREADS=1 (per rank) BATCH=8 (per rank) STEPS=8 WARMUP=2 NOSYNC=4 ROUNDS=3
+#   env: RANKS="1 2" THREADS=1 (per rank) BATCH=8 (per rank) STEPS=8 WARMUP=2 NOSYNC=4 ROUNDS=3 LAYOUT=channels_last (PyTorch peer: nchw | channels_last)
 #        GRID=8x12 (input; 30x53 is the reference domain, 16.6x the pixels) BUCKET_MB=4 (both tools)
 # Needs the built bench_train_ddp, Open MPI's mpirun and Debian's python3-torch (bench/README.md).
 set -euo pipefail
@@ -36,7 +36,7 @@ run_ours() {  # ranks, bucket MB, output, extra arguments
     --bucket-mb "$2" "${@:4}" > "$3"
 }
 run_torch() {  # ranks, output
-  timeout 600 $py "$here/train_ddp_torch.py" "${common[@]}" --ranks "$1" --bucket-mb "$BUCKET_MB" \
+  timeout 600 $py "$here/train_ddp_torch.py" "${common[@]}" --ranks "$1" --layout "${LAYOUT:-channels_last}" --bucket-mb "$BUCKET_MB" \
     --load "$work/dump.$1" > "$2"
 }
 key() { awk -v k="$2" '$1 == k {print $2; exit}' "$1"; }
