@@ -1,5 +1,6 @@
 // bench_train_step: MNN training steps (forward, Bernoulli-Gamma loss, backward, Adam) and
-// forward-only passes at the reference input size on the CPU backend, as samples per second.
+// forward-only passes at the reference input size, on the CPU backend or a GPU (--device), as
+// samples per second.
 // bench/train_step.sh runs it interleaved with the PyTorch peer and prints the ratio; this program
 // only measures our side and prints `key value` lines for that script.
 #include <CLI/CLI.hpp>
@@ -10,8 +11,10 @@
 #include <vector>
 
 #include "bench/bench_data.h"
+#include "io/error.h"
 #include "bench/flop_count.h"
 #include "model/adam.h"
+#include "model/backend.h"
 #include "model/loss.h"
 #include "model/net.h"
 
@@ -26,14 +29,17 @@ double median(std::vector<double> v) {
 }
 
 // Median seconds of `steps` calls of f after `warmup` untimed ones (the first call builds the
-// oneDNN primitives and touches every buffer).
+// oneDNN primitives or picks cuDNN's algorithms and touches every buffer). Each call ends with
+// the backend's synchronize(), so a GPU's queued work is inside the time it is charged to.
 template <class F>
-double time_median(int warmup, int steps, F&& f) {
+double time_median(ds::model::Backend& be, int warmup, int steps, F&& f) {
   for (int i = 0; i < warmup; ++i) f();
+  be.synchronize();
   std::vector<double> s;
   for (int i = 0; i < steps; ++i) {
     const auto t = Clock::now();
     f();
+    be.synchronize();
     s.push_back(std::chrono::duration<double>(Clock::now() - t).count());
   }
   return median(s);
@@ -43,15 +49,19 @@ double time_median(int warmup, int steps, F&& f) {
 
 int main(int argc, char** argv) {
   using namespace ds;
-  CLI::App app{"MNN training-step and forward throughput on the CPU backend"};
-  int batch = 4, threads = 2, steps = 3, warmup = 1;
-  std::string dump_path, what = "both";
+  CLI::App app{"MNN training-step and forward throughput on the CPU backend or a GPU"};
+  int batch = 4, threads = 2, steps = 3, warmup = 1, curve = 0;
+  std::string dump_path, what = "both", device = "cpu";
   app.add_option("--batch", batch, "samples per step")->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CPU threads (0: all cores)");
   app.add_option("--steps", steps, "timed steps (the median is reported)")->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
   app.add_option("--measure", what, "train, forward or both")->check(CLI::IsMember({"train", "forward", "both"}));
   app.add_option("--dump", dump_path, "write the initial weights and the batch here, for the PyTorch peer");
+  app.add_option("--device", device, "cpu, cuda or auto (as run.device)")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  app.add_option("--loss-curve", curve,
+                 "first train this many steps on the batch and print each loss (loss_<i> lines), to compare "
+                 "devices or peers step by step; the timings then start from the trained weights");
   CLI11_PARSE(app, argc, argv);
 
   model::ModelSpec spec;
@@ -61,7 +71,13 @@ int main(int argc, char** argv) {
   spec.in_w = 53;
   const bench::FlopCount flops = bench::count_flops(spec);
 
-  auto be = model::make_cpu_backend(threads);
+  std::unique_ptr<model::Backend> be;
+  try {
+    be = model::make_backend(device, threads);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "bench_train_step: %s\n", e.what());
+    return e.code();
+  }
   model::Net net(spec, *be);
   net.init(1);
   bench::BenchBatch b = bench::make_batch(*be, net, batch, 2);
@@ -73,22 +89,27 @@ int main(int argc, char** argv) {
 
   model::Adam adam(net.params(), *be);
   model::Tensor d_out(*be, net.output_shape(batch));
-  double first_loss = -1;
+  double first_loss = -1, last_loss = 0;
   auto train_step = [&] {
     const model::Tensor& out = net.forward(b.x);
     const double loss = model::bernoulli_gamma_loss(*be, out, b.y, b.mask, &d_out);
     if (first_loss < 0) first_loss = loss;
+    last_loss = loss;
     net.backward(d_out);
     adam.step(1e-4);
   };
+  for (int i = 0; i < curve; ++i) {
+    train_step();
+    std::printf("loss_%d %.7g\n", i, last_loss);
+  }
   if (what != "forward") {
     // The first loss is the initial weights' on the dumped batch: the peer must print the same.
-    const double s = time_median(warmup, steps, train_step);
+    const double s = time_median(*be, warmup, steps, train_step);
     std::printf("loss0 %.7g\ntrain_step_s %.4f\ntrain_samples_per_s %.4f\ntrain_gflops %.2f\n", first_loss, s,
                 batch / s, flops.train() * batch / s * 1e-9);
   }
   if (what != "train") {
-    const double s = time_median(warmup, steps, [&] { net.forward(b.x); });
+    const double s = time_median(*be, warmup, steps, [&] { net.forward(b.x); });
     std::printf("forward_s %.4f\nforward_samples_per_s %.4f\nforward_gflops %.2f\n", s, batch / s,
                 flops.forward * batch / s * 1e-9);
   }

@@ -108,13 +108,15 @@ def bernoulli_gamma_loss(out, y, land):
     return -ll.masked_select(land.expand_as(ll)).mean()
 
 
-def time_median(warmup, steps, f):
+def time_median(warmup, steps, f, sync):
     for _ in range(warmup):
         f()
+    sync()
     times = []
     for _ in range(steps):
         t = time.perf_counter()
         f()
+        sync()
         times.append(time.perf_counter() - t)
     return statistics.median(times)
 
@@ -130,40 +132,64 @@ def main():
     # cuDNN's tensor cores; NCHW is its default. The benchmark measures both and compares against
     # the faster, so the peer is in its fastest configuration.
     ap.add_argument("--layout", choices=("nchw", "channels_last"), default="channels_last")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the net (PyTorch >= 2)")
+    ap.add_argument("--fp32", action="store_true",
+                    help="on a GPU, pure FP32 convolutions and matmuls (default: TF32, PyTorch's fastest FP32)")
+    ap.add_argument("--loss-curve", type=int, default=0, help="train this many steps first, printing loss_<i>")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
+    dev = torch.device(args.device)
+    if dev.type == "cuda":
+        # PyTorch's fastest FP32 configuration on a GPU: cuDNN picks algorithms by timing, and
+        # convolutions and matmuls run on tensor cores in TF32 unless --fp32.
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.allow_tf32 = not args.fp32
+        torch.backends.cuda.matmul.allow_tf32 = not args.fp32
     arrays = read_dump(args.load)
-    x, y = torch.from_numpy(arrays["x"]), torch.from_numpy(arrays["y"])
-    land = torch.from_numpy(arrays["mask"]) > 0.5
+    x, y = torch.from_numpy(arrays["x"]).to(dev), torch.from_numpy(arrays["y"]).to(dev)
+    land = (torch.from_numpy(arrays["mask"]) > 0.5).to(dev)
     net = MNN(x.shape[1])
     net.load(arrays)
+    net = net.to(dev)
     if args.layout == "channels_last":
         net = net.to(memory_format=torch.channels_last)
         x = x.contiguous(memory_format=torch.channels_last)
     # Keras' epsilon (1e-7) as model/adam.h; the learning rate does not change the cost.
     opt = torch.optim.Adam(net.parameters(), lr=1e-4, eps=1e-7)
+    fwd = net
+    if args.compile:
+        if not hasattr(torch, "compile"):
+            raise SystemExit(f"--compile needs PyTorch >= 2 (this is {torch.__version__})")
+        fwd = torch.compile(net)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     batch = x.shape[0]
     print(f"backend torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"mkldnn {torch.backends.mkldnn.is_available()}, layout {args.layout}")
+          f"mkldnn {torch.backends.mkldnn.is_available()}, layout {args.layout}, device {dev}"
+          + (f" ({torch.cuda.get_device_name(dev)}, {'fp32' if args.fp32 else 'tf32'})" if dev.type == "cuda" else "")
+          + (", torch.compile" if args.compile else ""))
     print(f"batch {batch}")
 
     first = []
 
-    def train_step():
+    def train_step(record=False):
         opt.zero_grad(set_to_none=True)
-        loss = bernoulli_gamma_loss(net(x), y, land)
+        loss = bernoulli_gamma_loss(fwd(x), y, land)
         loss.backward()
         opt.step()
-        if not first:
-            first.append(loss.item())
+        if record or not first:
+            first.append(loss.item())  # item() waits for a GPU: once, or per step of the curve
 
+    for i in range(args.loss_curve):
+        train_step(record=True)
+        print(f"loss_{i} {first[-1]:.7g}")
     if args.measure != "forward":
-        s = time_median(args.warmup, args.steps, train_step)
+        s = time_median(args.warmup, args.steps, train_step, sync)
         print(f"loss0 {first[0]:.7g}\ntrain_step_s {s:.4f}\ntrain_samples_per_s {batch / s:.4f}")
     if args.measure != "train":
         with torch.inference_mode():
-            s = time_median(args.warmup, args.steps, lambda: net(x))
+            s = time_median(args.warmup, args.steps, lambda: fwd(x), sync)
         print(f"forward_s {s:.4f}\nforward_samples_per_s {batch / s:.4f}")
 
 
