@@ -157,10 +157,21 @@ cublasHandle_t CudaBackend::cublas() {
   if (!cublas_) {
     DS_CUBLAS(cublasCreate(&cublas_));
     DS_CUBLAS(cublasSetStream(cublas_, stream_));
-    // Plain FP32 arithmetic: no TF32 tensor-core shortcut (results must match the CPU's to 1e-3).
-    DS_CUBLAS(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+    set_cublas_math();
   }
   return cublas_;
+}
+
+// TF32 tensor cores for run.math tf32; plain FP32 (CUBLAS_DEFAULT_MATH) for fp32, which the
+// parity tests pin (results then match the CPU's to float rounding).
+void CudaBackend::set_cublas_math() {
+  DS_CUBLAS(cublasSetMathMode(cublas_, math_ == MathMode::kTf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+}
+
+bool CudaBackend::set_math(MathMode mode) {
+  math_ = mode;
+  if (cublas_) set_cublas_math();
+  return true;
 }
 
 // Row-major x (n, in), w (out, in), y (n, out) are column-major x^T, w^T, y^T to cuBLAS, so

@@ -24,6 +24,7 @@
 #include "model/kernels/loss.h"
 #include "model/kernels/optimizer.h"
 #include "model/kernels/points.h"
+#include "model/kernels/polyphase.h"
 #include "model/kernels/pooling.h"
 #include "model/kernels/sigmoid.h"
 #include "model/kernels/upsample.h"
@@ -424,6 +425,70 @@ TEST_F(KernelBodies, LossSums) {
     const std::string what = kind == k::kSquaredError ? "squared error" : "gaussian";
     EXPECT_NEAR(sum, sum2, 1e-12 * std::abs(sum)) << what << " sum";
     expect_exact(d, d2, what + " gradient");
+  }
+}
+
+// The CUDA backend's polyphase upsample+conv, step by step as it runs them (weight and bias fold,
+// the small convolution, the phase interleave; for the gradients the de-interleave, the small
+// convolution's backward and the unfold), with the CPU backend's convolutions standing in for
+// cuDNN's, against the default path (upsample, then the big 'same' convolution;
+// model/upsample_conv_default.cpp) run through the CPU backend. Different summation orders on
+// the two sides: relative 1e-5 of each result's scale.
+TEST_F(KernelBodies, PolyphaseUpsampleConvMatchesUpsampleThenConv) {
+  struct Case {
+    int f, k;
+  };
+  for (const Case& cs : {Case{2, 8}, Case{2, 3}, Case{2, 4}, Case{3, 5}, Case{3, 2}}) {
+    ConvDesc d;
+    d.in = Shape{2, 3, 5 * cs.f, 4 * cs.f};
+    d.out_c = 4;
+    d.kh = d.kw = cs.k;
+    same_padding(cs.k, d.pad_top, d.pad_bottom);
+    same_padding(cs.k, d.pad_left, d.pad_right);
+    ASSERT_TRUE(k::polyphase_applies(d, cs.f));
+    ConvDesc small;
+    const k::Polyphase p = k::make_polyphase(d, cs.f, small);
+    const std::string what = "x" + std::to_string(cs.f) + " then " + std::to_string(cs.k) + "x" + std::to_string(cs.k);
+    ASSERT_EQ(small.out().h, p.h) << what;
+    ASSERT_EQ(small.out().w, p.w) << what;
+    const Shape xs{d.in.n, d.in.c, p.h, p.w}, ys = d.out(), ws_shape{small.out_c, d.in.c, small.kh, small.kw};
+    Tensor x = t(xs, 51), w = t(Shape{d.out_c, d.in.c, d.kh, d.kw}, 52), b = t(Shape{1, d.out_c, 1, 1}, 53);
+    Tensor dy = t(ys, 54);
+    Tensor scratch(*cpu_, Shape{int(std::max<int64_t>(1, cpu_->Backend::upsample_conv2d_scratch(d, cs.f))), 1, 1, 1});
+
+    // Forward.
+    Tensor y_ref(*cpu_, ys), y(*cpu_, ys), ws(*cpu_, ws_shape), bs(*cpu_, Shape{1, small.out_c, 1, 1});
+    Tensor y_small(*cpu_, small.out());
+    cpu_->Backend::upsample_conv2d_forward(d, cs.f, x.data(), w.data(), b.data(), y_ref.data(), scratch.data());
+    for_all(ws.size(), [&](int64_t i) { k::fold_weights_at(i, p, w.data(), ws.data()); });
+    for_all(small.out_c, [&](int64_t i) { k::fold_bias_at(i, cs.f, b.data(), bs.data()); });
+    cpu_->conv2d_forward(small, x.data(), ws.data(), bs.data(), y_small.data());
+    for_all(ys.size(), [&](int64_t i) { k::phase_interleave_at(i, p, y_small.data(), y.data()); });
+    expect_close(y_ref.to_host(), y.to_host(), 1e-5, what + " forward");
+
+    // Backward data.
+    Tensor dx_ref(*cpu_, xs), dx(*cpu_, xs), dy_small(*cpu_, small.out());
+    cpu_->Backend::upsample_conv2d_backward_data(d, cs.f, dy.data(), w.data(), dx_ref.data(), scratch.data());
+    for_all(dy_small.size(), [&](int64_t i) { k::phase_deinterleave_at(i, p, dy.data(), dy_small.data()); });
+    cpu_->conv2d_backward_data(small, dy_small.data(), ws.data(), dx.data());
+    expect_close(dx_ref.to_host(), dx.to_host(), 1e-5, what + " backward data");
+
+    // Backward weights and bias.
+    Tensor dw_ref(*cpu_, w.shape()), db_ref(*cpu_, b.shape()), dw(*cpu_, w.shape()), db(*cpu_, b.shape());
+    Tensor dws(*cpu_, ws_shape), dbs(*cpu_, Shape{1, small.out_c, 1, 1});
+    cpu_->Backend::upsample_conv2d_backward_weights(d, cs.f, x.data(), dy.data(), dw_ref.data(), db_ref.data(),
+                                                    scratch.data());
+    cpu_->conv2d_backward_weights(small, x.data(), dy_small.data(), dws.data(), dbs.data());
+    for_all(dw.size(), [&](int64_t i) { k::unfold_weight_grads_at(i, p, dws.data(), dw.data()); });
+    for_all(d.out_c, [&](int64_t o) { k::unfold_bias_grad_at(o, cs.f, dbs.data(), db.data()); });
+    expect_close(dw_ref.to_host(), dw.to_host(), 1e-5, what + " backward weights");
+    expect_close(db_ref.to_host(), db.to_host(), 1e-5, what + " backward bias");
+
+    // The interleave and its inverse are each other's adjoint permutations: exact round trip.
+    Tensor back(*cpu_, ys);
+    for_all(y_small.size(), [&](int64_t i) { k::phase_deinterleave_at(i, p, y.data(), y_small.data()); });
+    for_all(ys.size(), [&](int64_t i) { k::phase_interleave_at(i, p, y_small.data(), back.data()); });
+    expect_exact(y.to_host(), back.to_host(), what + " interleave round trip");
   }
 }
 
