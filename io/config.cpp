@@ -231,6 +231,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("run.threads", c.run.threads);
   r.get("run.log_level", c.run.log_level);
   r.get("run.device", c.run.device);
+  r.get("run.math", c.run.math);
 
   r.get("synth.dir", c.synth.dir);
   r.get_years("synth.years", c.synth.years);
@@ -350,6 +351,9 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     throw UsageError(path + ": key 'train.reference_samples_per_second' must be >= 0");
   if (c.run.device != "auto" && c.run.device != "cpu" && c.run.device != "cuda")
     throw UsageError(path + ": key 'run.device' is '" + c.run.device + "', expected auto, cpu or cuda");
+  // run.math (GPU arithmetic; model/math_mode.h).
+  if (c.run.math != "tf32" && c.run.math != "fp32")
+    throw UsageError(path + ": key 'run.math' is '" + c.run.math + "', expected tf32 or fp32");
   for (const auto& [key, value] : {std::pair<const char*, double>{"train.allreduce_bucket_mb", c.train.allreduce_bucket_mb},
                                    {"train.stall_warning_seconds", c.train.stall_warning_seconds},
                                    {"train.stall_abort_seconds", c.train.stall_abort_seconds}})

@@ -41,6 +41,7 @@ struct Config {
     int threads = 0;          // 0: all cores (shared by the ranks on a node)
     std::string device = "auto";  // auto (GPU local_rank if there are GPUs, else CPU) | cpu | cuda
     std::string log_level = "info";
+    std::string math = "tf32";  // tf32 | fp32: convolutions and matrix products on the GPU (CPU: FP32 always)
   } run;
 
   struct Synth {                      // `downscale synth`: the embedded synthetic data source

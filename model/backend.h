@@ -33,10 +33,18 @@ struct PoolDesc {
   Shape out() const;
 };
 
+// Arithmetic of convolutions and matrix products (config key run.math). kTf32 lets cuDNN and
+// cuBLAS round their inputs to TF32 on tensor cores (10-bit mantissa: ~1e-3 relative per product;
+// PyTorch's default for convolutions); kFp32 keeps plain FP32 FMA (what the parity tests pin).
+enum class MathMode { kTf32, kFp32 };
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // Chooses the math mode for the ops queued after it; false when the backend has no such choice
+  // (the CPU backend computes in FP32 whatever is asked).
+  virtual bool set_math(MathMode) { return false; }
 
   // --- memory and stream ---
   virtual float* allocate(int64_t n) = 0;

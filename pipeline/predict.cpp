@@ -19,6 +19,7 @@
 #include "io/predictand_file.h"
 #include "io/training_store.h"
 #include "model/loss.h"
+#include "model/math_mode.h"
 #include "model/net.h"
 #include "pipeline/stages.h"
 #include "predict/continuous.h"
@@ -148,7 +149,11 @@ int run_predict(const Config& cfg) {
     throw InputError(ckpt + ": the model was trained with the bernoulli_gamma loss, but the predictand of " +
                      paths.store() + " is " + meta.predictand + ", not precipitation (train it with train.loss: gaussian or mse)");
   const int channels = model::loss_channels(loss);
-  auto be = model::make_cpu_backend(cfg.run.threads);
+  // run.device as in train: a GPU when one is visible (auto) or asked for (cuda), else the CPU.
+  // One process, so GPU 0 of those visible (CUDA_VISIBLE_DEVICES picks another).
+  auto be = model::make_backend(cfg.run.device, cfg.run.threads, 0);
+  model::apply_math_mode(*be, cfg.run.math, true);
+  spdlog::info("predicting on {}", be->name());
   model::Net net(spec, *be);
   load_checkpoint(ckpt, net, nullptr);
   net.set_mode({false, 0});  // inference: batch norm uses its running statistics, no dropout

@@ -20,6 +20,7 @@
 #include "io/training_store.h"
 #include "model/counter_rng.h"
 #include "model/loss.h"
+#include "model/math_mode.h"
 #include "model/net.h"
 #include "model/optimizer.h"
 #include "train/batches.h"
@@ -206,6 +207,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   const int threads = cfg.run.threads > 0 ? cfg.run.threads : default_cpu_threads(comm);
   // Each rank takes GPU local_rank when there are GPUs (run.device auto), else the CPU.
   auto be = model::make_backend(cfg.run.device, threads, comm.local_rank());
+  model::apply_math_mode(*be, cfg.run.math, comm.rank() == 0);
   const bool on_gpu = be->name().rfind("cuda", 0) == 0;
   {
     // Ranks that see the same GPUs (same CUDA_VISIBLE_DEVICES) and are more than those GPUs

@@ -5,7 +5,21 @@
 
 namespace ds::model {
 
-CudaBackend::CudaBackend(int device) : device_(device) {
+namespace {
+// The caching allocator's underlying allocator: nullptr when out of memory, so the cache can be
+// emptied and the request retried.
+void* raw_cuda_malloc(size_t bytes) {
+  void* p = nullptr;
+  if (cudaMalloc(&p, bytes) != cudaSuccess) {
+    cudaGetLastError();  // not sticky, but clear it so the next check does not report it
+    return nullptr;
+  }
+  return p;
+}
+}  // namespace
+
+CudaBackend::CudaBackend(int device)
+    : device_(device), cache_(raw_cuda_malloc, [](void* p) { cudaFree(p); }) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     cudaGetLastError();  // clear the sticky error so later CUDA calls are not blamed for it
@@ -24,8 +38,8 @@ CudaBackend::~CudaBackend() {
   // No throwing from a destructor: errors here mean the context is already gone.
   plans_.clear();
   if (cublas_) cublasDestroy(cublas_);
-  if (ws_) cudaFree(ws_);
-  if (pad_) cudaFree(pad_);
+  if (stream_) cudaStreamSynchronize(stream_);  // nothing queued may still use a block freed below
+  cache_.free_all();  // tensors, workspace and padding scratch
   if (d_sum_) cudaFree(d_sum_);
   if (cudnn_) cudnnDestroy(cudnn_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -39,14 +53,13 @@ std::string CudaBackend::name() const {
 }
 
 float* CudaBackend::allocate(int64_t n) {
-  void* p = nullptr;
-  DS_CUDA(cudaMalloc(&p, size_t(n > 0 ? n : 1) * sizeof(float)));
-  return static_cast<float*>(p);
+  return static_cast<float*>(cache_.allocate(size_t(n > 0 ? n : 1) * sizeof(float)));
 }
 
 void CudaBackend::release(float* p) {
-  // cudaFree waits for the device, so a buffer still used by queued work is never freed early.
-  cudaFree(p);
+  // Back to the cache, no synchronization: work queued later on the one stream that reuses the
+  // block runs after the work queued before this release.
+  cache_.release(p);
 }
 
 void CudaBackend::copy_from_host(float* dst, const float* host, int64_t n) {
@@ -67,10 +80,10 @@ void CudaBackend::synchronize() { DS_CUDA(cudaStreamSynchronize(stream_)); }
 
 void* CudaBackend::workspace(size_t bytes) {
   if (bytes > ws_bytes_) {
-    if (ws_) DS_CUDA(cudaFree(ws_));
+    if (ws_) cache_.release(ws_);
     ws_ = nullptr;
     ws_bytes_ = 0;
-    DS_CUDA(cudaMalloc(&ws_, bytes));
+    ws_ = cache_.allocate(bytes);
     ws_bytes_ = bytes;
   }
   return ws_;
@@ -78,7 +91,7 @@ void* CudaBackend::workspace(size_t bytes) {
 
 float* CudaBackend::pad_buffer(int64_t n) {
   if (n > pad_n_) {
-    if (pad_) DS_CUDA(cudaFree(pad_));
+    if (pad_) release(pad_);
     pad_ = nullptr;
     pad_n_ = 0;
     pad_ = allocate(n);

@@ -10,6 +10,8 @@
 #include <cudnn.h>
 
 #include "model/backend.h"
+#include "model/caching_allocator.h"
+#include "model/kernels/polyphase.h"
 
 namespace ds::model {
 
@@ -18,6 +20,8 @@ class CudaBackend : public Backend {
   explicit CudaBackend(int device);
   ~CudaBackend() override;
   std::string name() const override;
+  // TF32 (default) or FP32: the convolution plans are kept per mode, cuBLAS switches at once.
+  bool set_math(MathMode mode) override;
 
   float* allocate(int64_t n) override;
   void release(float* p) override;
@@ -36,6 +40,14 @@ class CudaBackend : public Backend {
   void sigmoid_channel_backward(const Shape& s, int channel, const float* y, float* dy) override;
   void upsample_nearest_forward(const Shape& in, int factor, const float* x, float* y) override;
   void upsample_nearest_backward(const Shape& in, int factor, const float* dy, float* dx) override;
+  // cuda_upsample_conv.cu: the polyphase form (one cuDNN convolution on the small input).
+  int64_t upsample_conv2d_scratch(const ConvDesc& d, int factor) const override;
+  void upsample_conv2d_forward(const ConvDesc& d, int factor, const float* x, const float* w, const float* b,
+                               float* y, float* scratch) override;
+  void upsample_conv2d_backward_data(const ConvDesc& d, int factor, const float* dy, const float* w, float* dx,
+                                     float* scratch) override;
+  void upsample_conv2d_backward_weights(const ConvDesc& d, int factor, const float* x, const float* dy, float* dw,
+                                        float* db, float* scratch) override;
   void copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) override;
   void slice_channels(const Shape& dst, int offset, const Shape& src, const float* y, float* x) override;
   void accumulate(int64_t n, const float* x, float* acc) override;
@@ -82,6 +94,7 @@ class CudaBackend : public Backend {
     cudnnConvolutionBwdDataAlgo_t bwd_data_algo{};
     cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo{};
     size_t fwd_ws = 0, bwd_data_ws = 0, bwd_filter_ws = 0;
+    bool timed = false;  // algorithms from cudnnFind* (else cuDNN's heuristic)
 
     ~ConvPlan() {
       if (x) cudnnDestroyTensorDescriptor(x);
@@ -91,17 +104,24 @@ class CudaBackend : public Backend {
       if (conv) cudnnDestroyConvolutionDescriptor(conv);
     }
   };
-  using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int>;
+  // The geometry (12 ints) and the math mode: a plan's algorithms were chosen for one mode.
+  using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int>;
   ConvPlan& conv_plan(const ConvDesc& d);
+  // cudnnFind*: times the algorithms on scratch buffers; false when cuDNN could not (the caller
+  // then keeps the heuristic's choice).
+  bool find_algorithms(const ConvDesc& d, ConvPlan& p);
   // Scratch buffers that only grow; safe to share because every op runs on the one stream.
   void* workspace(size_t bytes);
   float* pad_buffer(int64_t n);
 
   int device_;
+  // Every device buffer (tensors, workspace, padding scratch): cudaMalloc only on a miss.
+  CachingAllocator cache_;
+  MathMode math_ = MathMode::kTf32;
   cudaStream_t stream_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   double* d_sum_ = nullptr;  // the loss kernel's accumulator
-  void* ws_ = nullptr;
+  void* ws_ = nullptr;  // from cache_, like pad_
   size_t ws_bytes_ = 0;
   float* pad_ = nullptr;
   int64_t pad_n_ = 0;
@@ -109,6 +129,8 @@ class CudaBackend : public Backend {
   // cuBLAS for the dense layer, created on first use on our stream (cuda_ops.cu).
   cublasHandle_t cublas_ = nullptr;
   cublasHandle_t cublas();
+  void set_cublas_math();
+  float* fold_weights(const kernels::Polyphase& p, const ConvDesc& small, const float* w);
 };
 
 // Launch geometry shared by the kernels: grid-stride loops, so any n fits in a bounded grid.

@@ -5,8 +5,10 @@
 // (pad_nchw into a scratch buffer) with cuDNN padding 0, and backward-data crops its result back
 // (crop_nchw). Symmetric cases (odd 'same', 'valid') use cuDNN's own padding, no copy.
 //
-// Math mode is CUDNN_FMA_MATH: plain FP32 FMA kernels, never TF32 tensor cores, so results
-// match the CPU backend to float rounding (TF32 would give ~1e-3 relative differences).
+// Math mode follows run.math: TF32 (CUDNN_DEFAULT_MATH, which on Ampere and later lets FP32
+// convolutions use TF32 tensor cores, as PyTorch sets it with allow_tf32; ~1e-3 relative
+// differences from the CPU) or FP32 (CUDNN_FMA_MATH: plain FP32 FMA kernels, never tensor cores,
+// so results match the CPU backend to float rounding; what the parity tests pin).
 #include "model/cuda/cuda_backend.h"
 #include "model/cuda/cuda_check.h"
 
@@ -17,17 +19,27 @@ namespace {
 // Largest workspace an algorithm may ask for; beyond it the next-best algorithm is taken.
 constexpr size_t kMaxWorkspace = size_t(2) << 30;
 
-// cuDNN's heuristics rank the algorithms; the first that works within the workspace cap wins,
-// preferring those it reports as FMA math (the descriptor asks for FMA, so this only guards
-// against a heuristic that ranks a tensor-core variant first).
-// (cudnnFind* would time them, at the cost of running every candidate once per shape.)
+// The workspace cudnnFind* may give the candidates it times (from the caching allocator, returned
+// to it right after): algorithms needing more are not timed, so not chosen.
+constexpr size_t kFindWorkspace = size_t(512) << 20;
+
+// The first usable entry of a ranked list (cuDNN's heuristic, or cudnnFind*'s fastest first), or
+// nullptr. In FP32 mode only FMA-math algorithms are usable (the descriptor asks for FMA math, so
+// this only guards against a list that ranks a tensor-core variant first).
 template <typename Perf>
-const Perf& pick(const Perf* perf, int n, const char* what) {
-  for (bool fma_only : {true, false})
-    for (int i = 0; i < n; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kMaxWorkspace &&
-          (!fma_only || perf[i].mathType == CUDNN_FMA_MATH))
-        return perf[i];
+const Perf* first_usable(const Perf* perf, int n, bool fma_only, size_t max_workspace) {
+  for (int i = 0; i < n; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= max_workspace &&
+        (!fma_only || perf[i].mathType == CUDNN_FMA_MATH))
+      return &perf[i];
+  return nullptr;
+}
+
+// The heuristic's choice: in FP32 mode FMA-math algorithms first, then any; in TF32 mode its first.
+template <typename Perf>
+const Perf& pick(const Perf* perf, int n, const char* what, bool prefer_fma) {
+  for (bool fma_only : {prefer_fma, false})
+    if (const Perf* p = first_usable(perf, n, fma_only, kMaxWorkspace)) return *p;
   throw Error(std::string("cuDNN found no usable ") + what + " algorithm");
 }
 
@@ -35,7 +47,7 @@ const Perf& pick(const Perf* perf, int n, const char* what) {
 
 CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   ConvKey key{d.in.n, d.in.c, d.in.h, d.in.w, d.out_c, d.kh, d.kw, d.stride,
-              d.pad_top, d.pad_bottom, d.pad_left, d.pad_right};
+              d.pad_top, d.pad_bottom, d.pad_left, d.pad_right, int(math_)};
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
 
@@ -62,7 +74,8 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   // Cross-correlation, as Keras and oneDNN compute it (CUDNN_CONVOLUTION would flip the kernel).
   DS_CUDNN(cudnnSetConvolution2dDescriptor(p->conv, pad_h, pad_w, d.stride, d.stride, 1, 1, CUDNN_CROSS_CORRELATION,
                                            CUDNN_DATA_FLOAT));
-  DS_CUDNN(cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH));
+  const bool tf32 = math_ == MathMode::kTf32;
+  DS_CUDNN(cudnnSetConvolutionMathType(p->conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
 
   int n = 0, c = 0, h = 0, w = 0;
   DS_CUDNN(cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &n, &c, &h, &w));
@@ -73,27 +86,89 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   DS_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p->x, p->w, p->conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                                                   &got, fwd));
-  const auto& f = pick(fwd, got, "forward");
+  const auto& f = pick(fwd, got, "forward", !tf32);
   p->fwd_algo = f.algo;
   p->fwd_ws = f.memory;
 
   cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
   DS_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, p->w, p->y, p->conv, p->x,
                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd));
-  const auto& fd = pick(bd, got, "backward-data");
+  const auto& fd = pick(bd, got, "backward-data", !tf32);
   p->bwd_data_algo = fd.algo;
   p->bwd_data_ws = fd.memory;
 
   cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   DS_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, p->x, p->y, p->conv, p->w,
                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf));
-  const auto& ff = pick(bf, got, "backward-filter");
+  const auto& ff = pick(bf, got, "backward-filter", !tf32);
   p->bwd_filter_algo = ff.algo;
   p->bwd_filter_ws = ff.memory;
+
+  // The heuristic's choices above stand when timing them fails (no memory for the scratch
+  // buffers, a cuDNN error); the plan is cached either way, so this runs once per shape and mode.
+  find_algorithms(d, *p);
 
   auto& ref = *p;
   plans_.emplace(key, std::move(p));
   return ref;
+}
+
+// Times every algorithm of the three passes once on scratch tensors of the plan's shapes (the
+// backward passes write their outputs, so the caller's buffers are never used), as PyTorch's
+// cudnn.benchmark does, and keeps the fastest of each. Scratch comes from the caching allocator
+// and goes back to it, so the next tensors of these sizes reuse it.
+bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p) {
+  const bool fma_only = math_ == MathMode::kFp32;
+  const int64_t nx = p.x_shape.size(), nw = int64_t(d.out_c) * d.in.c * d.kh * d.kw, ny = d.out().size();
+  float *x = nullptr, *w = nullptr, *y = nullptr;
+  void* ws = nullptr;
+  bool ok = false;
+  try {
+    x = allocate(nx);
+    w = allocate(nw);
+    y = allocate(ny);
+    ws = cache_.allocate(kFindWorkspace);
+    // Zeros, not whatever the blocks held: NaN or denormal garbage could skew the timings.
+    DS_CUDA(cudaMemsetAsync(x, 0, size_t(nx) * sizeof(float), stream_));
+    DS_CUDA(cudaMemsetAsync(w, 0, size_t(nw) * sizeof(float), stream_));
+    DS_CUDA(cudaMemsetAsync(y, 0, size_t(ny) * sizeof(float), stream_));
+    int got = 0;
+    cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    const cudnnConvolutionFwdAlgoPerf_t* f = nullptr;
+    const cudnnConvolutionBwdDataAlgoPerf_t* fd = nullptr;
+    const cudnnConvolutionBwdFilterAlgoPerf_t* ff = nullptr;
+    if (cudnnFindConvolutionForwardAlgorithmEx(cudnn_, p.x, x, p.w, w, p.conv, p.y, y,
+                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd, ws,
+                                               kFindWorkspace) == CUDNN_STATUS_SUCCESS)
+      f = first_usable(fwd, got, fma_only, kFindWorkspace);
+    if (f && cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn_, p.w, w, p.y, y, p.conv, p.x, x,
+                                                         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd, ws,
+                                                         kFindWorkspace) == CUDNN_STATUS_SUCCESS)
+      fd = first_usable(bd, got, fma_only, kFindWorkspace);
+    if (fd && cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn_, p.x, x, p.y, y, p.conv, p.w, w,
+                                                            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf, ws,
+                                                            kFindWorkspace) == CUDNN_STATUS_SUCCESS)
+      ff = first_usable(bf, got, fma_only, kFindWorkspace);
+    if (f && fd && ff) {  // all three or none: the plan stays consistent with one method
+      p.fwd_algo = f->algo;
+      p.fwd_ws = f->memory;
+      p.bwd_data_algo = fd->algo;
+      p.bwd_data_ws = fd->memory;
+      p.bwd_filter_algo = ff->algo;
+      p.bwd_filter_ws = ff->memory;
+      p.timed = true;
+      ok = true;
+    }
+  } catch (const Error&) {
+    ok = false;  // out of memory for the scratch: the heuristic's choice stands
+  }
+  cudaGetLastError();  // a failed Find leaves no error for the next check to misreport
+  for (float* b : {x, w, y})
+    if (b) release(b);
+  if (ws) cache_.release(ws);
+  return ok;
 }
 
 void CudaBackend::conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {

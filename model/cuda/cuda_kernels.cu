@@ -1,99 +1,69 @@
-// CudaBackend's elementwise and data-movement ops as CUDA kernels. All are grid-stride loops over
-// the flat NCHW index; each op is a few lines of arithmetic, memory-bound, so no tuning beyond
-// coalesced access (consecutive threads touch consecutive floats).
-#include "model/bernoulli_gamma_point.h"
-#include "model/loss_point_valid.h"
+// CudaBackend's elementwise and data-movement ops as CUDA kernels. Each kernel is a grid-stride
+// loop over the flat NCHW index around a body from model/kernels/ (plain DS_HOST_DEVICE functions
+// that the CPU tests run too: tests/model/kernel_bodies_test.cpp); each op is a few lines of
+// arithmetic, memory-bound, so no tuning beyond coalesced access.
 #include "model/cuda/cuda_backend.h"
 #include "model/cuda/cuda_check.h"
+#include "model/cuda/grid_stride.h"
+#include "model/kernels/copy.h"
+#include "model/kernels/elementwise.h"
+#include "model/kernels/loss.h"
+#include "model/kernels/optimizer.h"
+#include "model/kernels/sigmoid.h"
+#include "model/kernels/upsample.h"
 
 namespace ds::model {
 
 namespace {
 
-#define DS_GRID_STRIDE(i, n) \
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
+using namespace kernels;
 
 __global__ void fill_kernel(float* p, int64_t n, float v) {
-  DS_GRID_STRIDE(i, n) p[i] = v;
+  DS_GRID_STRIDE(i, n) fill_at(i, p, v);
 }
 
 __global__ void relu_forward_kernel(int64_t n, const float* x, float* y) {
-  DS_GRID_STRIDE(i, n) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  DS_GRID_STRIDE(i, n) relu_forward_at(i, x, y);
 }
 
 __global__ void relu_backward_kernel(int64_t n, const float* x, const float* dy, float* dx) {
-  // Zero gradient at x == 0, as TensorFlow and oneDNN.
-  DS_GRID_STRIDE(i, n) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+  DS_GRID_STRIDE(i, n) relu_backward_at(i, x, dy, dx);
 }
 
-// Over the N*HW elements of one channel: sample k's channel starts at (k*C + channel)*HW.
+// Over the N*HW elements of one channel.
 __global__ void sigmoid_channel_forward_kernel(int64_t n_hw, int64_t hw, int c, int channel, float* y) {
-  DS_GRID_STRIDE(i, n_hw) {
-    float* p = y + ((i / hw) * c + channel) * hw + i % hw;
-    *p = 1.0f / (1.0f + expf(-*p));
-  }
+  DS_GRID_STRIDE(i, n_hw) sigmoid_channel_forward_at(i, hw, c, channel, y);
 }
 
 __global__ void sigmoid_channel_backward_kernel(int64_t n_hw, int64_t hw, int c, int channel, const float* y,
                                                 float* dy) {
-  DS_GRID_STRIDE(i, n_hw) {
-    const int64_t o = ((i / hw) * c + channel) * hw + i % hw;
-    dy[o] *= y[o] * (1.0f - y[o]);
-  }
+  DS_GRID_STRIDE(i, n_hw) sigmoid_channel_backward_at(i, hw, c, channel, y, dy);
 }
 
-// One thread per output pixel, reading its source pixel floor(o / f).
 __global__ void upsample_forward_kernel(int64_t n_out, int h, int w, int f, const float* x, float* y) {
-  const int oh = h * f, ow = w * f;
-  DS_GRID_STRIDE(i, n_out) {
-    const int64_t plane = i / (int64_t(oh) * ow);
-    const int r = int(i / ow % oh), c = int(i % ow);
-    y[i] = x[(plane * h + r / f) * w + c / f];
-  }
+  DS_GRID_STRIDE(i, n_out) upsample_forward_at(i, h, w, f, x, y);
 }
 
-// One thread per input pixel, summing its f x f block: a gather, so no atomics and a fixed order.
 __global__ void upsample_backward_kernel(int64_t n_in, int h, int w, int f, const float* dy, float* dx) {
-  const int ow = w * f;
-  DS_GRID_STRIDE(i, n_in) {
-    const int64_t plane = i / (int64_t(h) * w);
-    const int r = int(i / w % h), c = int(i % w);
-    const float* block = dy + (plane * h * f + int64_t(r) * f) * ow + int64_t(c) * f;
-    float s = 0.0f;
-    for (int a = 0; a < f; ++a)
-      for (int b = 0; b < f; ++b) s += block[int64_t(a) * ow + b];
-    dx[i] = s;
-  }
+  DS_GRID_STRIDE(i, n_in) upsample_backward_at(i, h, w, f, dy, dx);
 }
 
-// Copies `block` floats per sample between buffers whose samples are `stride_a`/`stride_b` apart:
-// the common form of concat's copy and slice.
 __global__ void strided_block_copy_kernel(int64_t total, int64_t block, const float* a, int64_t stride_a, float* b,
                                           int64_t stride_b) {
-  DS_GRID_STRIDE(i, total) {
-    const int64_t s = i / block, k = i % block;
-    b[s * stride_b + k] = a[s * stride_a + k];
-  }
+  DS_GRID_STRIDE(i, total) strided_block_copy_at(i, block, a, stride_a, b, stride_b);
 }
 
 __global__ void accumulate_kernel(int64_t n, const float* x, float* acc) {
-  DS_GRID_STRIDE(i, n) acc[i] += x[i];
+  DS_GRID_STRIDE(i, n) accumulate_at(i, x, acc);
 }
 
 __global__ void scale_kernel(int64_t n, float alpha, float* x) {
-  DS_GRID_STRIDE(i, n) x[i] *= alpha;
+  DS_GRID_STRIDE(i, n) scale_at(i, alpha, x);
 }
 
 __global__ void adam_kernel(int64_t n, float* w, const float* g, float* m, float* v, float lr_t, float b1, float b2,
                             float eps) {
-  DS_GRID_STRIDE(i, n) {
-    const float gi = g[i];
-    const float mi = b1 * m[i] + (1.0f - b1) * gi;
-    const float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    w[i] -= lr_t * mi / (sqrtf(vi) + eps);
-  }
+  DS_GRID_STRIDE(i, n) adam_at(i, w, g, m, v, lr_t, b1, b2, eps);
 }
 
 // Each thread sums its points in double, the block reduces in shared memory, and one atomicAdd
@@ -102,22 +72,7 @@ __global__ void bernoulli_gamma_kernel(int64_t n_hw, int64_t hw, const float* ou
                                        const float* mask, float* d_out, double* total) {
   __shared__ double partial[kThreads];
   double local = 0.0;
-  DS_GRID_STRIDE(i, n_hw) {
-    const int64_t s = i / hw, k = i % hw;
-    const int64_t o = s * 3 * hw + k;
-    // Invalid points (mask 0 or NaN target) are skipped: NaN * 0 = NaN. As the CPU loop.
-    if (!loss_point_valid(mask[k], y[i])) {
-      if (d_out) d_out[o] = d_out[o + hw] = d_out[o + 2 * hw] = 0.0f;
-      continue;
-    }
-    const BernoulliGammaPoint r = bernoulli_gamma_point(out[o], out[o + hw], out[o + 2 * hw], y[i]);
-    local += r.loss;
-    if (d_out) {
-      d_out[o] = float(r.d_p);
-      d_out[o + hw] = float(r.d_log_alpha);
-      d_out[o + 2 * hw] = float(r.d_log_beta);
-    }
-  }
+  DS_GRID_STRIDE(i, n_hw) local += bernoulli_gamma_at(i, hw, out, y, mask, d_out);
   partial[threadIdx.x] = local;
   __syncthreads();
   for (int half = blockDim.x / 2; half > 0; half /= 2) {
@@ -129,20 +84,12 @@ __global__ void bernoulli_gamma_kernel(int64_t n_hw, int64_t hw, const float* ou
 
 __global__ void pad_kernel(int64_t n_padded, int h, int w, int top, int left, int ph, int pw, const float* x,
                            float* xp) {
-  DS_GRID_STRIDE(i, n_padded) {
-    const int64_t plane = i / (int64_t(ph) * pw);
-    const int r = int(i / pw % ph) - top, c = int(i % pw) - left;
-    xp[i] = (r >= 0 && r < h && c >= 0 && c < w) ? x[(plane * h + r) * w + c] : 0.0f;
-  }
+  DS_GRID_STRIDE(i, n_padded) pad_at(i, h, w, top, left, ph, pw, x, xp);
 }
 
 __global__ void crop_kernel(int64_t n_out, int ph, int pw, int top, int left, int h, int w, const float* xp,
                             float* x) {
-  DS_GRID_STRIDE(i, n_out) {
-    const int64_t plane = i / (int64_t(h) * w);
-    const int r = int(i / w % h), c = int(i % w);
-    x[i] = xp[(plane * ph + r + top) * pw + c + left];
-  }
+  DS_GRID_STRIDE(i, n_out) crop_at(i, ph, pw, top, left, h, w, xp, x);
 }
 
 }  // namespace

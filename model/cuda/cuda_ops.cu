@@ -2,18 +2,22 @@
 // SGD: cuBLAS for the dense layer, grid-stride kernels for the rest (see cuda_kernels.cu). Batch
 // norm's per-channel sums are one block per channel reducing in double, so they do not depend on
 // the launch geometry; pooling backward gathers per input pixel (no atomics, fixed order).
-#include "model/counter_rng.h"
 #include "model/cuda/cuda_backend.h"
 #include "model/cuda/cuda_check.h"
-#include "model/gaussian_point.h"
-#include "model/loss_point_valid.h"
+#include "model/cuda/grid_stride.h"
+#include "model/kernels/batch_norm.h"
+#include "model/kernels/dropout.h"
+#include "model/kernels/elementwise.h"
+#include "model/kernels/loss.h"
+#include "model/kernels/optimizer.h"
+#include "model/kernels/points.h"
+#include "model/kernels/pooling.h"
 
 namespace ds::model {
 
 namespace {
 
-#define DS_GRID_STRIDE(i, n) \
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
+using namespace kernels;
 
 void cublas_check(cublasStatus_t s, const char* what, const char* file, int line) {
   if (s != CUBLAS_STATUS_SUCCESS)
@@ -37,87 +41,35 @@ __device__ double block_sum(double v, double* partial) {
 
 // --- dense ---
 __global__ void add_bias_kernel(int64_t total, int out, const float* b, float* y) {
-  DS_GRID_STRIDE(i, total) y[i] += b[i % out];
+  DS_GRID_STRIDE(i, total) add_bias_at(i, out, b, y);
 }
 
 __global__ void bias_grad_kernel(int n, int out, const float* dy, float* db) {
-  DS_GRID_STRIDE(o, out) {
-    double s = 0;
-    for (int r = 0; r < n; ++r) s += dy[int64_t(r) * out + o];
-    db[o] = float(s);
-  }
+  DS_GRID_STRIDE(o, out) bias_grad_at(o, n, out, dy, db);
 }
 
-// --- pooling ---
-// The window of output (plane, oh, ow): its maximum's offset in the plane (first in row-major
-// order on ties) or its mean.
-__device__ int window_argmax(const float* plane, int w, int oh, int ow, int k, int stride) {
-  int best = oh * stride * w + ow * stride;
-  for (int a = 0; a < k; ++a)
-    for (int b = 0; b < k; ++b) {
-      const int o = (oh * stride + a) * w + ow * stride + b;
-      if (plane[o] > plane[best]) best = o;
-    }
-  return best;
-}
-
+// --- pooling (bodies in model/kernels/pooling.h) ---
 __global__ void pool_forward_kernel(int64_t total, int h, int w, int out_h, int out_w, int k, int stride, bool max,
                                     const float* x, float* y) {
-  DS_GRID_STRIDE(i, total) {
-    const int64_t plane = i / (int64_t(out_h) * out_w);
-    const int oh = int(i / out_w % out_h), ow = int(i % out_w);
-    const float* p = x + plane * h * w;
-    if (max) {
-      y[i] = p[window_argmax(p, w, oh, ow, k, stride)];
-    } else {
-      float s = 0;
-      for (int a = 0; a < k; ++a)
-        for (int b = 0; b < k; ++b) s += p[(oh * stride + a) * w + ow * stride + b];
-      y[i] = s / float(k * k);
-    }
-  }
+  DS_GRID_STRIDE(i, total) pool_forward_at(i, h, w, out_h, out_w, k, stride, max, x, y);
 }
 
-// One thread per input pixel: the outputs whose windows contain it are rows
-// ceil((r-k+1)/stride) .. floor(r/stride) (and likewise columns), within the output.
 __global__ void pool_backward_kernel(int64_t total, int h, int w, int out_h, int out_w, int k, int stride, bool max,
                                      const float* x, const float* dy, float* dx) {
-  DS_GRID_STRIDE(i, total) {
-    const int64_t plane = i / (int64_t(h) * w);
-    const int r = int(i / w % h), c = int(i % w), here = r * w + c;
-    const float* p = x + plane * h * w;
-    const float* g = dy + plane * out_h * out_w;
-    const int oh0 = r - k + 1 <= 0 ? 0 : (r - k + 1 + stride - 1) / stride;
-    const int ow0 = c - k + 1 <= 0 ? 0 : (c - k + 1 + stride - 1) / stride;
-    const int oh1 = min(r / stride, out_h - 1), ow1 = min(c / stride, out_w - 1);
-    float s = 0;
-    for (int oh = oh0; oh <= oh1; ++oh)
-      for (int ow = ow0; ow <= ow1; ++ow) {
-        if (max) {
-          if (window_argmax(p, w, oh, ow, k, stride) == here) s += g[oh * out_w + ow];
-        } else {
-          s += g[oh * out_w + ow] / float(k * k);
-        }
-      }
-    dx[i] = s;
-  }
+  DS_GRID_STRIDE(i, total) pool_backward_at(i, h, w, out_h, out_w, k, stride, max, x, dy, dx);
 }
 
 // --- batch norm: one block per channel over its m = N*H*W elements ---
-__device__ inline int64_t channel_offset(int64_t j, int64_t hw, int c, int channel) {
-  return ((j / hw) * c + channel) * hw + j % hw;
-}
-
 __global__ void bn_stats_kernel(int n, int c, int64_t hw, const float* x, float* mean, float* var) {
   __shared__ double partial[kThreads];
   const int ch = blockIdx.x;
   const int64_t m = int64_t(n) * hw;
   double s = 0;
-  for (int64_t j = threadIdx.x; j < m; j += blockDim.x) s += x[channel_offset(j, hw, c, ch)];
+  for (int64_t j = threadIdx.x; j < m; j += blockDim.x) s += x[bn_channel_offset(j, hw, c, ch)];
   const double mu = block_sum(s, partial) / double(m);
   double q = 0;  // two passes: the variance from centred values, no cancellation
   for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
-    const double d = x[channel_offset(j, hw, c, ch)] - mu;
+    const double d = x[bn_channel_offset(j, hw, c, ch)] - mu;
     q += d * d;
   }
   const double v = block_sum(q, partial) / double(m);
@@ -129,10 +81,7 @@ __global__ void bn_stats_kernel(int n, int c, int64_t hw, const float* x, float*
 
 __global__ void bn_apply_kernel(int64_t total, int c, int64_t hw, const float* x, const float* gamma,
                                 const float* beta, const float* mean, const float* var, float eps, float* y) {
-  DS_GRID_STRIDE(i, total) {
-    const int ch = int(i / hw % c);
-    y[i] = gamma[ch] * (x[i] - mean[ch]) * rsqrtf(var[ch] + eps) + beta[ch];
-  }
+  DS_GRID_STRIDE(i, total) bn_apply_at(i, c, hw, x, gamma, beta, mean, var, eps, y);
 }
 
 // dbeta = sum dy, dgamma = sum dy * xhat per channel.
@@ -144,9 +93,10 @@ __global__ void bn_param_grad_kernel(int n, int c, int64_t hw, const float* x, c
   const double inv_std = 1.0 / sqrt(double(var[ch]) + eps);
   double sg = 0, sb = 0;
   for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
-    const int64_t o = channel_offset(j, hw, c, ch);
-    sb += dy[o];
-    sg += dy[o] * (x[o] - mean[ch]) * inv_std;
+    double tg = 0, tb = 0;
+    bn_param_grad_terms(j, hw, c, ch, x, dy, mean[ch], inv_std, tg, tb);
+    sg += tg;
+    sb += tb;
   }
   const double g = block_sum(sg, partial), b = block_sum(sb, partial);
   if (threadIdx.x == 0) {
@@ -159,54 +109,36 @@ __global__ void bn_param_grad_kernel(int n, int c, int64_t hw, const float* x, c
 __global__ void bn_data_grad_kernel(int64_t total, int c, int64_t hw, int64_t m, const float* x, const float* dy,
                                     const float* gamma, const float* mean, const float* var, float eps,
                                     const float* dgamma, const float* dbeta, float* dx) {
-  DS_GRID_STRIDE(i, total) {
-    const int ch = int(i / hw % c);
-    const float inv_std = rsqrtf(var[ch] + eps);
-    const float xhat = (x[i] - mean[ch]) * inv_std;
-    dx[i] = gamma[ch] * inv_std / float(m) * (float(m) * dy[i] - dbeta[ch] - xhat * dgamma[ch]);
-  }
+  DS_GRID_STRIDE(i, total) bn_data_grad_at(i, c, hw, m, x, dy, gamma, mean, var, eps, dgamma, dbeta, dx);
 }
 
 // --- elementwise ---
 __global__ void dropout_kernel(int64_t n, float rate, uint64_t seed, const float* x, float* y, float* mask) {
   const float keep_scale = 1.0f / (1.0f - rate);
-  DS_GRID_STRIDE(i, n) {
-    mask[i] = counter_uniform(seed, uint64_t(i)) < rate ? 0.0f : keep_scale;
-    y[i] = x[i] * mask[i];
-  }
+  DS_GRID_STRIDE(i, n) dropout_at(i, rate, keep_scale, seed, x, y, mask);
 }
 
 __global__ void multiply_kernel(int64_t n, const float* a, const float* b, float* y) {
-  DS_GRID_STRIDE(i, n) y[i] = a[i] * b[i];
+  DS_GRID_STRIDE(i, n) multiply_at(i, a, b, y);
 }
 
 __global__ void axpby_kernel(int64_t n, float a, const float* x, float b, float* y) {
-  DS_GRID_STRIDE(i, n) y[i] = a * x[i] + b * y[i];
+  DS_GRID_STRIDE(i, n) axpby_at(i, a, x, b, y);
 }
 
 __global__ void sgd_kernel(int64_t n, float* w, const float* g, float* v, float lr, float momentum) {
-  DS_GRID_STRIDE(i, n) {
-    const float vi = momentum * v[i] - lr * g[i];
-    v[i] = vi;
-    w[i] += vi;
-  }
+  DS_GRID_STRIDE(i, n) sgd_momentum_at(i, w, g, v, lr, momentum);
 }
 
 // --- land points ---
 __global__ void scatter_kernel(int64_t total, int points, int64_t hw, const float* index, const float* src,
                                float* dst) {
-  DS_GRID_STRIDE(i, total) {
-    const int64_t block = i / points;  // sample * k + channel
-    dst[block * hw + int64_t(index[i % points])] = src[i];
-  }
+  DS_GRID_STRIDE(i, total) scatter_at(i, points, hw, index, src, dst);
 }
 
 __global__ void gather_kernel(int64_t total, int points, int64_t hw, const float* index, const float* dst_grad,
                               float* src_grad) {
-  DS_GRID_STRIDE(i, total) {
-    const int64_t block = i / points;
-    src_grad[i] = dst_grad[block * hw + int64_t(index[i % points])];
-  }
+  DS_GRID_STRIDE(i, total) gather_at(i, points, hw, index, dst_grad, src_grad);
 }
 
 // --- masked losses: as bernoulli_gamma_kernel (cuda_kernels.cu), kind 0 MSE, 1 Gaussian ---
@@ -214,27 +146,7 @@ __global__ void masked_loss_kernel(int kind, int64_t n_hw, int64_t hw, int c, co
                                    const float* mask, float* d_out, double* total) {
   __shared__ double partial[kThreads];
   double local = 0.0;
-  DS_GRID_STRIDE(i, n_hw) {
-    const int64_t s = i / hw, k = i % hw;
-    const int64_t o = s * c * hw + k;
-    if (!loss_point_valid(mask[k], y[i])) {  // mask 0 or NaN target, as the CPU loop
-      if (d_out)
-        for (int ch = 0; ch < c; ++ch) d_out[o + ch * hw] = 0.0f;
-      continue;
-    }
-    if (kind == 0) {
-      const SquaredErrorPoint r = squared_error_point(out[o], y[i]);
-      local += r.loss;
-      if (d_out) d_out[o] = float(r.d_value);
-    } else {
-      const GaussianPoint r = gaussian_point(out[o], out[o + hw], y[i]);
-      local += r.loss;
-      if (d_out) {
-        d_out[o] = float(r.d_mean);
-        d_out[o + hw] = float(r.d_log_var);
-      }
-    }
-  }
+  DS_GRID_STRIDE(i, n_hw) local += masked_loss_at(kind, i, hw, c, out, y, mask, d_out);
   const double block_total = block_sum(local, partial);
   if (threadIdx.x == 0) atomicAdd(total, block_total);
 }
@@ -245,10 +157,21 @@ cublasHandle_t CudaBackend::cublas() {
   if (!cublas_) {
     DS_CUBLAS(cublasCreate(&cublas_));
     DS_CUBLAS(cublasSetStream(cublas_, stream_));
-    // Plain FP32 arithmetic: no TF32 tensor-core shortcut (results must match the CPU's to 1e-3).
-    DS_CUBLAS(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+    set_cublas_math();
   }
   return cublas_;
+}
+
+// TF32 tensor cores for run.math tf32; plain FP32 (CUBLAS_DEFAULT_MATH) for fp32, which the
+// parity tests pin (results then match the CPU's to float rounding).
+void CudaBackend::set_cublas_math() {
+  DS_CUBLAS(cublasSetMathMode(cublas_, math_ == MathMode::kTf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+}
+
+bool CudaBackend::set_math(MathMode mode) {
+  math_ = mode;
+  if (cublas_) set_cublas_math();
+  return true;
 }
 
 // Row-major x (n, in), w (out, in), y (n, out) are column-major x^T, w^T, y^T to cuBLAS, so

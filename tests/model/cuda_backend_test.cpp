@@ -3,8 +3,9 @@
 //
 // Tolerances: elementwise ops compute the same float expressions (exp, sqrt may differ by an ulp
 // or two): relative 1e-4. Convolutions sum in a different order on each side, over up to a few
-// thousand products: relative 1e-3 of the output's scale. TF32 is off (CUDNN_FMA_MATH); with it
-// on, errors would be ~1e-3 relative per product and this test would catch it.
+// thousand products: relative 1e-3 of the output's scale. TF32 is off (set_math(kFp32):
+// CUDNN_FMA_MATH, CUBLAS_DEFAULT_MATH); with it on, errors would be ~1e-3 relative per product and
+// this test would catch it (ModelCuda.Tf32ConvolutionsStayWithinTf32Tolerance checks that mode).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,6 +28,8 @@ class ModelCuda : public ::testing::Test {
     if (!cuda_available()) GTEST_SKIP() << "no GPU: CUDA backend tests skipped";
     cpu_ = make_cpu_backend(0);
     gpu_ = make_cuda_backend(0);
+    // Parity pins FP32: under TF32 (run.math's default) convolutions differ by ~1e-3 relative.
+    ASSERT_TRUE(gpu_->set_math(MathMode::kFp32));
   }
 
   // The same host data on both backends.
@@ -371,6 +374,42 @@ TEST_F(ModelCuda, DeepEsdMatchesCpu) {
     gpu_->copy(g.gpu.data(), pg[i].grad->data(), g.gpu.size());
     expect_close(g, 1e-3, "grad " + pc[i].name);
   }
+}
+
+// run.math tf32 (the default): cuDNN may use TF32 tensor cores (10 mantissa bits), so the
+// convolutions differ from the CPU's FP32 by ~1e-3 relative per product: 1e-2 of the scale.
+TEST_F(ModelCuda, Tf32ConvolutionsStayWithinTf32Tolerance) {
+  ASSERT_TRUE(gpu_->set_math(MathMode::kTf32));
+  ConvDesc d;
+  d.in = Shape{4, 20, 15, 26};
+  d.out_c = 50;
+  d.kh = d.kw = 9;
+  d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 4;
+  Pair x = random_pair(d.in, 1), w = random_pair(Shape{50, 20, 9, 9}, 2), b = random_pair(Shape{1, 50, 1, 1}, 3);
+  Pair y = random_pair(d.out(), 4), dy = random_pair(d.out(), 5), dx = random_pair(d.in, 6);
+  Pair dw = random_pair(w.cpu.shape(), 7), db = random_pair(b.cpu.shape(), 8);
+  cpu_->conv2d_forward(d, x.cpu.data(), w.cpu.data(), b.cpu.data(), y.cpu.data());
+  gpu_->conv2d_forward(d, x.gpu.data(), w.gpu.data(), b.gpu.data(), y.gpu.data());
+  expect_close(y, 1e-2, "tf32 forward");
+  cpu_->conv2d_backward_data(d, dy.cpu.data(), w.cpu.data(), dx.cpu.data());
+  gpu_->conv2d_backward_data(d, dy.gpu.data(), w.gpu.data(), dx.gpu.data());
+  expect_close(dx, 1e-2, "tf32 backward data");
+  cpu_->conv2d_backward_weights(d, x.cpu.data(), dy.cpu.data(), dw.cpu.data(), db.cpu.data());
+  gpu_->conv2d_backward_weights(d, x.gpu.data(), dy.gpu.data(), dw.gpu.data(), db.gpu.data());
+  expect_close(dw, 1e-2, "tf32 backward weights");
+  // Back to FP32: a plan per mode, so the FP32 tolerance holds again.
+  ASSERT_TRUE(gpu_->set_math(MathMode::kFp32));
+  gpu_->conv2d_forward(d, x.gpu.data(), w.gpu.data(), b.gpu.data(), y.gpu.data());
+  expect_close(y, 1e-3, "fp32 forward after tf32");
+}
+
+// The caching allocator under the backend: a released block of the same size class comes back.
+TEST_F(ModelCuda, ReleasedBuffersAreReused) {
+  float* a = gpu_->allocate(1000);
+  gpu_->release(a);
+  float* b = gpu_->allocate(990);
+  EXPECT_EQ(a, b);
+  gpu_->release(b);
 }
 
 }  // namespace
