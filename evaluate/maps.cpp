@@ -40,13 +40,17 @@ std::string lon_label(double lon) { return fmt(std::abs(lon)) + (lon < 0 ? "\u00
 std::string lat_label(double lat) { return fmt(std::abs(lat)) + (lat < 0 ? "\u00b0S" : "\u00b0N"); }
 
 void write_surface(cairo_surface_t* s, const std::string& path) {
-  AtomicFile out(path);
-  if (cairo_surface_write_to_png(s, out.temp_path().c_str()) != CAIRO_STATUS_SUCCESS) {
-    cairo_surface_destroy(s);
-    throw Error(path + ": cannot write PNG");
-  }
+  // Encoded in memory, then written and renamed like every other output: cairo's own file
+  // writer goes through stdio and reports a full disk only as "write error", without the cause.
+  std::string png;
+  auto append = [](void* closure, const unsigned char* data, unsigned int length) -> cairo_status_t {
+    static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
+    return CAIRO_STATUS_SUCCESS;
+  };
+  const cairo_status_t st = cairo_surface_write_to_png_stream(s, append, &png);
   cairo_surface_destroy(s);
-  out.commit();
+  if (st != CAIRO_STATUS_SUCCESS) throw Error(path + ": cannot encode PNG: " + cairo_status_to_string(st));
+  write_file_atomically(path, png);
 }
 
 void text(cairo_t* cr, double x, double y, const std::string& s, double size, bool bold = false) {

@@ -31,13 +31,7 @@ void ChunkLedger::write(const std::string& path) const {
   for (const auto& [file, e] : chunks)
     j["chunks"][file] = {{"request", e.request}, {"bytes", e.bytes}, {"crc32", e.crc32}, {"ntime", e.ntime},
                          {"missing_share", e.missing_share}};
-  AtomicFile out(path);
-  {
-    std::ofstream f(out.temp_path());
-    f << j.dump(1) << "\n";
-    if (!f) throw Error(path + ": cannot write");
-  }
-  out.commit();
+  write_file_atomically(path, j.dump(1) + "\n");
 }
 
 bool ChunkLedger::intact(const std::string& dir, const std::string& file, const std::string& request) const {

@@ -1,6 +1,12 @@
 // Write-then-rename, so a reader never sees a half-written output: a stage writes to a temporary
 // name beside the final one and renames only after the file is complete and closed. If the stage
 // fails (or throws) first, the destructor removes the temporary file.
+//
+// commit() is durable: the temporary file is fsynced before the rename and the folder after it,
+// so a crash or power loss leaves either the previous file or the complete new one, never a
+// renamed file whose blocks never reached the disk. A write-back error (a full disk, EIO) shows
+// up at that fsync at the latest: commit() then throws Error naming the file and the cause
+// ("No space left on device") and the temporary file is removed.
 #pragma once
 #include <string>
 
@@ -13,15 +19,44 @@ class AtomicFile {
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
-  // The name to write to until commit().
+  // The name to write to until commit(): "<final>.tmp-<pid>".
   const std::string& temp_path() const { return temp_; }
   const std::string& final_path() const { return final_; }
-  // Renames the temporary file to the final name (atomic on one file system).
+  // fsync the temporary file, rename it to the final name (atomic on one file system), fsync
+  // the folder. Throws Error (exit 1) naming the final file and strerror on failure.
   void commit();
 
  private:
   std::string final_, temp_;
   bool committed_ = false;
+};
+
+// Writes `text` to a new file at `path` (truncating), checking every write and the close; an
+// error names the file and the cause.
+void write_text_file(const std::string& path, const std::string& text);
+// The whole text under `path` through an AtomicFile: written, fsynced, renamed.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+// An output appended to while a stage runs (metrics.csv, TensorBoard events), which cannot be
+// renamed into place at the end. Each append() is written whole and checked, so a full disk stops
+// the run with the file's name and the cause instead of silently dropping lines.
+class AppendFile {
+ public:
+  AppendFile() = default;
+  // Opens (creating) `path`; `truncate` starts it empty, else appends.
+  AppendFile(const std::string& path, bool truncate);
+  AppendFile(AppendFile&& o) noexcept;
+  AppendFile& operator=(AppendFile&& o) noexcept;
+  ~AppendFile();
+  bool is_open() const { return fd_ >= 0; }
+  const std::string& path() const { return path_; }
+  void append(const std::string& data);
+  // fsync and close; throws on failure (the destructor only closes).
+  void close();
+
+ private:
+  int fd_ = -1;
+  std::string path_;
 };
 
 // Creates a directory and its parents; an error names the directory.

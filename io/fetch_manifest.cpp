@@ -41,13 +41,7 @@ void FetchManifest::write(const std::string& path) const {
   for (const auto& p : predictors) j["predictors"].push_back(to_json(p));
   // No predictand (predictors alone): null, read back as a FetchedFile without a name.
   j["predictand"] = predictand.name.empty() ? nlohmann::json(nullptr) : to_json(predictand);
-  AtomicFile out(path);
-  {
-    std::ofstream f(out.temp_path());
-    f << j.dump(2) << "\n";
-    if (!f) throw Error(path + ": cannot write");
-  }
-  out.commit();
+  write_file_atomically(path, j.dump(2) + "\n");
 }
 
 FetchManifest FetchManifest::read(const std::string& path) {

@@ -1,6 +1,7 @@
 #include "io/hdf5_file.h"
 
 #include <cstring>
+#include <regex>
 
 #include "io/error.h"
 
@@ -8,13 +9,30 @@ namespace ds {
 
 namespace {
 
-// RAII for the many small hid_t handles HDF5 hands out.
+// HDF5 1.10 frees part of a file whose H5Fclose failed (a full disk, EIO) but keeps its id; the
+// library's own atexit handler (H5_term_library) then closes that id again and segfaults, so a
+// failed write ended in a crash instead of our one-line error and exit 1. Every file we write is
+// closed explicitly (and checked) before its rename, so the handler has nothing useful to do:
+// switch it off before HDF5 initializes (this runs at static initialization, before main).
+const bool kNoHdf5Atexit = [] {
+  H5dont_atexit();
+  return true;
+}();
+
+// RAII for the many small hid_t handles HDF5 hands out. The destructor only cleans up (after an
+// exception); writers call close() and check it, as closing a dataset is where HDF5 writes the
+// chunks it cached.
 struct Handle {
   hid_t id;
   herr_t (*closer)(hid_t);
   Handle(hid_t i, herr_t (*c)(hid_t)) : id(i), closer(c) {}
   ~Handle() {
     if (id >= 0) closer(id);
+  }
+  herr_t close() {
+    const herr_t st = id >= 0 ? closer(id) : 0;
+    id = -1;
+    return st;
   }
   operator hid_t() const { return id; }
 };
@@ -23,12 +41,38 @@ struct Handle {
   throw Error(path + ": " + what);
 }
 
+// A failed write: the message ends with the system's cause when HDF5 recorded one.
+[[noreturn]] void fail_write(const std::string& path, const std::string& what) {
+  throw Error(path + ": " + what + ": " + hdf5_error_cause());
+}
+
 }  // namespace
+
+std::string hdf5_error_cause() {
+  // The file drivers put "errno = 28, error message = 'No space left on device'" in their
+  // entry's description; otherwise the innermost entry says the most.
+  struct Found {
+    std::string system, innermost;
+  } found;
+  auto walk = [](unsigned, const H5E_error2_t* e, void* data) -> herr_t {
+    auto* f = static_cast<Found*>(data);
+    const std::string desc = e->desc ? e->desc : "";
+    static const std::regex sys("errno = ([0-9]+)");
+    std::smatch m;
+    if (f->system.empty() && std::regex_search(desc, m, sys)) f->system = std::strerror(std::stoi(m[1].str()));
+    if (f->innermost.empty() && !desc.empty()) f->innermost = desc;
+    return 0;
+  };
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk, &found);
+  H5Eclear2(H5E_DEFAULT);
+  if (!found.system.empty()) return found.system;
+  return found.innermost.empty() ? std::string("HDF5 error") : found.innermost;
+}
 
 H5File H5File::create(const std::string& path) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // our messages, not HDF5's stack dumps
   const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (id < 0) fail(path, "cannot create HDF5 file");
+  if (id < 0) fail_write(path, "cannot create HDF5 file");
   return H5File(id, path);
 }
 
@@ -42,7 +86,7 @@ H5File H5File::open(const std::string& path) {
 H5File::H5File(H5File&& o) noexcept : id_(o.id_), path_(std::move(o.path_)) { o.id_ = -1; }
 H5File& H5File::operator=(H5File&& o) noexcept {
   if (this != &o) {
-    close();
+    if (id_ >= 0) H5Fclose(id_);  // noexcept: a file to keep is closed with close() first
     id_ = o.id_;
     path_ = std::move(o.path_);
     o.id_ = -1;
@@ -50,14 +94,30 @@ H5File& H5File::operator=(H5File&& o) noexcept {
   return *this;
 }
 H5File::~H5File() {
-  if (id_ >= 0) H5Fclose(id_);
+  // Only after an exception (or for a file opened to read): the error, if any, is already on
+  // its way; HDF5's own messages stay off (H5Eset_auto2 in create/open).
+  if (id_ >= 0) {
+    H5Fclose(id_);
+    H5Eclear2(H5E_DEFAULT);
+  }
 }
 void H5File::close() {
-  if (id_ >= 0 && H5Fclose(id_) < 0) {
-    id_ = -1;
-    fail(path_, "close failed");
-  }
+  if (id_ < 0) return;
+  // Flush first, while the file is intact: a failure here leaves HDF5 in a sane state, whereas
+  // a failed H5Fclose leaves a half-destroyed file behind.
+  const hid_t id = id_;
   id_ = -1;
+  const bool writable = [&] {
+    unsigned intent = 0;
+    return H5Fget_intent(id, &intent) >= 0 && (intent & H5F_ACC_RDWR);
+  }();
+  if (writable && H5Fflush(id, H5F_SCOPE_LOCAL) < 0) {
+    const std::string cause = hdf5_error_cause();
+    H5Fclose(id);
+    H5Eclear2(H5E_DEFAULT);
+    fail(path_, "cannot write: " + cause);
+  }
+  if (H5Fclose(id) < 0) fail_write(path_, "cannot close");
 }
 
 bool H5File::exists(const std::string& name) const {
@@ -92,7 +152,7 @@ std::vector<std::string> H5File::datasets(const std::string& group) const {
 
 void H5File::create_group(const std::string& name) {
   Handle g(H5Gcreate2(id_, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
-  if (g < 0) fail(path_, "cannot create group " + name);
+  if (g < 0 || g.close() < 0) fail_write(path_, "cannot create group " + name);
 }
 
 void H5File::create_dataset(const std::string& name, hid_t type, const std::vector<hsize_t>& dims,
@@ -109,7 +169,8 @@ void H5File::create_dataset(const std::string& name, hid_t type, const std::vect
     }
   }
   Handle ds(H5Dcreate2(id_, name.c_str(), type, space, H5P_DEFAULT, plist, H5P_DEFAULT), H5Dclose);
-  if (ds < 0) fail(path_, "cannot create dataset " + name);
+  if (ds < 0) fail_write(path_, "cannot create dataset " + name);
+  if (ds.close() < 0) fail_write(path_, "cannot write dataset " + name);
 }
 
 void H5File::rows_any(const std::string& name, hid_t type, hsize_t row, hsize_t nrows, void* data, bool write) const {
@@ -127,9 +188,13 @@ void H5File::rows_any(const std::string& name, hid_t type, hsize_t row, hsize_t 
   count[0] = nrows;
   H5Sselect_hyperslab(space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr);
   Handle mem(H5Screate_simple(rank, count.data(), nullptr), H5Sclose);
-  const herr_t st = write ? H5Dwrite(ds, type, mem, space, H5P_DEFAULT, data)
-                          : H5Dread(ds, type, mem, space, H5P_DEFAULT, data);
-  if (st < 0) fail(path_, std::string(write ? "cannot write" : "cannot read") + " dataset " + name);
+  if (!write) {
+    if (H5Dread(ds, type, mem, space, H5P_DEFAULT, data) < 0) fail(path_, "cannot read dataset " + name);
+    return;
+  }
+  // Closing the dataset writes the chunks HDF5 cached: a full disk shows up there.
+  if (H5Dwrite(ds, type, mem, space, H5P_DEFAULT, data) < 0 || ds.close() < 0)
+    fail_write(path_, "cannot write dataset " + name);
 }
 
 void H5File::write_rows(const std::string& n, hsize_t r, hsize_t k, const float* d) { rows_any(n, H5T_NATIVE_FLOAT, r, k, const_cast<float*>(d), true); }
@@ -145,8 +210,9 @@ void H5File::write_any(const std::string& name, hid_t type, const std::vector<hs
   Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
   H5Pset_create_intermediate_group(lcpl, 1);
   Handle ds(H5Dcreate2(id_, name.c_str(), type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
-  if (ds < 0) fail(path_, "cannot create dataset " + name);
-  if (H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) fail(path_, "cannot write dataset " + name);
+  if (ds < 0) fail_write(path_, "cannot create dataset " + name);
+  if (H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0 || ds.close() < 0)
+    fail_write(path_, "cannot write dataset " + name);
 }
 void H5File::write(const std::string& n, const std::vector<hsize_t>& d, const float* p) { write_any(n, H5T_NATIVE_FLOAT, d, p); }
 void H5File::write(const std::string& n, const std::vector<hsize_t>& d, const double* p) { write_any(n, H5T_NATIVE_DOUBLE, d, p); }
@@ -177,9 +243,11 @@ void put_attr(hid_t file, const std::string& path, const std::string& obj, const
               hid_t space, const void* value) {
   Handle o(H5Oopen(file, obj.c_str(), H5P_DEFAULT), H5Oclose);
   if (o < 0) fail(path, "no object " + obj);
-  if (H5Aexists(o, name.c_str()) > 0) H5Adelete(o, name.c_str());
+  if (H5Aexists(o, name.c_str()) > 0 && H5Adelete(o, name.c_str()) < 0)
+    fail_write(path, "cannot replace attribute " + obj + ":" + name);
   Handle a(H5Acreate2(o, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-  if (a < 0 || H5Awrite(a, type, value) < 0) fail(path, "cannot write attribute " + obj + ":" + name);
+  if (a < 0 || H5Awrite(a, type, value) < 0 || a.close() < 0 || o.close() < 0)
+    fail_write(path, "cannot write attribute " + obj + ":" + name);
 }
 }  // namespace
 

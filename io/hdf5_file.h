@@ -16,6 +16,8 @@ class H5File {
   H5File(H5File&& o) noexcept;
   H5File& operator=(H5File&& o) noexcept;
   ~H5File();
+  // Flushes and closes, checked: a writer calls it before AtomicFile::commit(); throws Error
+  // naming the file and the cause ("No space left on device"). The destructor only cleans up.
   void close();
   const std::string& path() const { return path_; }
 
@@ -64,5 +66,10 @@ class H5File {
   hid_t id_ = -1;
   std::string path_;
 };
+
+// The system's cause of the HDF5 call that just failed ("No space left on device", read from
+// HDF5's error stack; netCDF-4 files fail there too), else HDF5's innermost message. Clears the
+// stack.
+std::string hdf5_error_cause();
 
 }  // namespace ds

@@ -1,12 +1,28 @@
 #include "io/netcdf_file.h"
 
+#include <cstring>
+
 #include "io/error.h"
+#include "io/hdf5_file.h"
 
 namespace ds {
 
 void nc_check(int status, const std::string& where) {
   if (status != NC_NOERR) throw InputError(where + ": " + nc_strerror(status));
 }
+
+namespace {
+// A failed write or close is an output failure (exit 1), not bad input. netCDF-4 says only "HDF
+// error"; the system's cause (a full disk) is on HDF5's error stack.
+std::string write_cause(int status) {
+  if (status == NC_EHDFERR || status == NC_EIO || status == NC_EFILEMETA)
+    return hdf5_error_cause();
+  return status > 0 ? std::strerror(status) : nc_strerror(status);
+}
+void nc_check_write(int status, const std::string& where) {
+  if (status != NC_NOERR) throw Error(where + ": cannot write: " + write_cause(status));
+}
+}  // namespace
 
 NcFile NcFile::open(const std::string& path_or_url) {
   int id = -1;
@@ -19,30 +35,44 @@ NcFile NcFile::open(const std::string& path_or_url) {
 NcFile NcFile::create(const std::string& path) {
   int id = -1;
   const int st = nc_create(path.c_str(), NC_CLOBBER | NC_NETCDF4, &id);
-  if (st != NC_NOERR) throw Error(path + ": cannot create: " + nc_strerror(st));
-  return NcFile(id, path);
+  if (st != NC_NOERR) throw Error(path + ": cannot create: " + write_cause(st));
+  NcFile f(id, path);
+  f.writable_ = true;
+  return f;
 }
 
-NcFile::NcFile(NcFile&& o) noexcept : id_(o.id_), path_(std::move(o.path_)) { o.id_ = -1; }
+NcFile::NcFile(NcFile&& o) noexcept : id_(o.id_), path_(std::move(o.path_)), writable_(o.writable_) { o.id_ = -1; }
 NcFile& NcFile::operator=(NcFile&& o) noexcept {
   if (this != &o) {
     if (id_ >= 0) nc_close(id_);
     id_ = o.id_;
     path_ = std::move(o.path_);
+    writable_ = o.writable_;
     o.id_ = -1;
   }
   return *this;
 }
 NcFile::~NcFile() {
+  // Only cleanup (after an exception, or a file read): writers call close() and check it.
   if (id_ >= 0) nc_close(id_);
 }
 
 void NcFile::close() {
   if (id_ < 0) return;
-  const int st = nc_close(id_);
+  const int id = id_;
   id_ = -1;
-  // A failed close of a written file means lost data: report it as an output failure.
-  if (st != NC_NOERR) throw Error(path_ + ": close failed: " + nc_strerror(st));
+  // A failed close of a written file means lost data: report it as an output failure. Sync
+  // first (a no-op for a file opened to read), so a write-back failure is seen while the file is
+  // still intact rather than in the middle of its teardown.
+  if (writable_) {
+    const int st = nc_sync(id);
+    if (st != NC_NOERR) {
+      const std::string cause = write_cause(st);
+      nc_close(id);
+      throw Error(path_ + ": cannot write: " + cause);
+    }
+  }
+  nc_check_write(nc_close(id), path_);
 }
 
 std::string NcFile::where(int varid) const {
@@ -134,38 +164,38 @@ void NcFile::read(int varid, const std::vector<size_t>& start, const std::vector
 
 int NcFile::def_dim(const std::string& name, size_t len) {
   int d;
-  nc_check(nc_def_dim(id_, name.c_str(), len == 0 ? NC_UNLIMITED : len, &d), path_ + ": dimension " + name);
+  nc_check_write(nc_def_dim(id_, name.c_str(), len == 0 ? NC_UNLIMITED : len, &d), path_ + ": dimension " + name);
   return d;
 }
 
 int NcFile::def_var(const std::string& name, nc_type type, const std::vector<int>& dims, int deflate) {
   int v;
-  nc_check(nc_def_var(id_, name.c_str(), type, static_cast<int>(dims.size()), dims.data(), &v), path_ + ": variable " + name);
-  if (deflate > 0 && !dims.empty()) nc_check(nc_def_var_deflate(id_, v, 1, 1, deflate), where(v));
+  nc_check_write(nc_def_var(id_, name.c_str(), type, static_cast<int>(dims.size()), dims.data(), &v), path_ + ": variable " + name);
+  if (deflate > 0 && !dims.empty()) nc_check_write(nc_def_var_deflate(id_, v, 1, 1, deflate), where(v));
   return v;
 }
 
 void NcFile::put_att(int varid, const std::string& name, const std::string& text) {
-  nc_check(nc_put_att_text(id_, varid, name.c_str(), text.size(), text.c_str()), where(varid) + ": attribute " + name);
+  nc_check_write(nc_put_att_text(id_, varid, name.c_str(), text.size(), text.c_str()), where(varid) + ": attribute " + name);
 }
 
 void NcFile::put_att(int varid, const std::string& name, double value, nc_type type) {
   if (type == NC_FLOAT) {
     const float f = static_cast<float>(value);
-    nc_check(nc_put_att_float(id_, varid, name.c_str(), NC_FLOAT, 1, &f), where(varid) + ": attribute " + name);
+    nc_check_write(nc_put_att_float(id_, varid, name.c_str(), NC_FLOAT, 1, &f), where(varid) + ": attribute " + name);
   } else {
-    nc_check(nc_put_att_double(id_, varid, name.c_str(), type, 1, &value), where(varid) + ": attribute " + name);
+    nc_check_write(nc_put_att_double(id_, varid, name.c_str(), type, 1, &value), where(varid) + ": attribute " + name);
   }
 }
 
-void NcFile::end_define() { nc_check(nc_enddef(id_), path_); }
+void NcFile::end_define() { nc_check_write(nc_enddef(id_), path_); }
 
 void NcFile::write(int varid, const std::vector<size_t>& start, const std::vector<size_t>& count, const float* data) {
-  nc_check(nc_put_vara_float(id_, varid, start.data(), count.data(), data), where(varid));
+  nc_check_write(nc_put_vara_float(id_, varid, start.data(), count.data(), data), where(varid));
 }
 void NcFile::write(int varid, const std::vector<size_t>& start, const std::vector<size_t>& count, const double* data) {
-  nc_check(nc_put_vara_double(id_, varid, start.data(), count.data(), data), where(varid));
+  nc_check_write(nc_put_vara_double(id_, varid, start.data(), count.data(), data), where(varid));
 }
-void NcFile::write(int varid, const double* data) { nc_check(nc_put_var_double(id_, varid, data), where(varid)); }
+void NcFile::write(int varid, const double* data) { nc_check_write(nc_put_var_double(id_, varid, data), where(varid)); }
 
 }  // namespace ds

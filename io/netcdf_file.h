@@ -26,6 +26,8 @@ class NcFile {
 
   int id() const { return id_; }
   const std::string& path() const { return path_; }
+  // Closes, checked: a writer calls it before AtomicFile::commit(); a failed sync or close is
+  // Error (exit 1) naming the file and the cause. The destructor only cleans up.
   void close();
 
   // --- reading ---
@@ -56,6 +58,7 @@ class NcFile {
   NcFile(int id, std::string path) : id_(id), path_(std::move(path)) {}
   int id_ = -1;
   std::string path_;
+  bool writable_ = false;  // made by create(): close() syncs and reports write failures
 };
 
 }  // namespace ds

@@ -26,11 +26,7 @@ namespace ds {
 
 namespace {
 
-void write_text(const std::string& path, const std::string& text) {
-  AtomicFile f(path);
-  std::ofstream(f.temp_path()) << text;
-  f.commit();
-}
+void write_text(const std::string& path, const std::string& text) { write_file_atomically(path, text); }
 
 // The prediction must be of the store's test split on its observation window.
 void check_matches(const std::string& pred_path, const StoreReader& store, const std::vector<int64_t>& days,

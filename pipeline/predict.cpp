@@ -121,9 +121,7 @@ TestScore score_test(const StoreReader& store, const std::vector<float>& pred) {
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) {
-  AtomicFile f(path);
-  std::ofstream(f.temp_path()) << j.dump(2) << "\n";
-  f.commit();
+  write_file_atomically(path, j.dump(2) + "\n");
 }
 
 }  // namespace

@@ -44,8 +44,7 @@ EventWriter::EventWriter(const std::string& dir) {
                            std::to_string(static_cast<long long>(wall_time())) + "." + hostname();
   path_ = base;
   for (int i = 1; std::filesystem::exists(path_); ++i) path_ = base + "." + std::to_string(i);
-  out_.open(path_, std::ios::binary | std::ios::trunc);
-  if (!out_) throw Error(path_ + ": cannot create the TensorBoard event file");
+  out_ = AppendFile(path_, true);
   tensorboard::Event e;
   e.set_wall_time(wall_time());
   e.set_file_version("brain.Event:2");
@@ -64,9 +63,7 @@ void EventWriter::add_scalar(const std::string& tag, double value, int64_t step)
 
 void EventWriter::write_record(const std::string& data) {
   const std::string r = tfrecord_frame(data);
-  out_.write(r.data(), static_cast<std::streamsize>(r.size()));
-  out_.flush();
-  if (!out_) throw Error(path_ + ": writing the TensorBoard event file failed");
+  out_.append(r);  // whole record, checked; throws naming the file and the cause
 }
 
 }  // namespace ds

@@ -10,8 +10,9 @@
 // TensorBoard's reader stops cleanly at a truncated last record if a run is killed mid-write.
 #pragma once
 #include <cstdint>
-#include <fstream>
 #include <string>
+
+#include "io/atomic_file.h"
 
 namespace ds {
 
@@ -28,7 +29,7 @@ class EventWriter {
  private:
   void write_record(const std::string& data);
   std::string path_;
-  std::ofstream out_;
+  AppendFile out_;
 };
 
 // The TFRecord framing of one record (exposed for tests).

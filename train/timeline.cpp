@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
+#include <sstream>
 
 #include "io/atomic_file.h"
 #include "io/error.h"
@@ -30,9 +30,8 @@ std::string Timeline::rank_events(int rank) const {
 void Timeline::write(Communicator& comm) const {
   const auto all = comm.gather(rank_events(comm.rank()), 0);
   if (!comm.is_root()) return;
-  AtomicFile file(path_);
+  std::ostringstream out;
   {
-    std::ofstream out(file.temp_path());
     out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"downscale train\",\"ranks\":" << comm.size()
         << "},\n\"traceEvents\":[";
     // Every rank's events start with ",\n": the very first one must not.
@@ -42,9 +41,8 @@ void Timeline::write(Communicator& comm) const {
       first = false;
     }
     out << "\n]}\n";
-    if (!out) throw Error(path_ + ": could not write the timeline");
   }
-  file.commit();
+  write_file_atomically(path_, out.str());
 }
 
 }  // namespace ds

@@ -158,9 +158,7 @@ void write_report(const std::string& path, const TrainReport& r, const std::vect
   j["weights_checksum"] = fmt::format("{:016x}", r.weights_checksum);
   const char* job = std::getenv("SLURM_JOB_ID");
   j["slurm_job_id"] = job && *job ? nlohmann::json(job) : nlohmann::json(nullptr);
-  AtomicFile file(path);
-  std::ofstream(file.temp_path()) << j.dump(1) << "\n";
-  file.commit();
+  write_file_atomically(path, j.dump(1) + "\n");
 }
 
 std::string rng_to_string(const std::mt19937_64& rng) {
@@ -243,9 +241,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   std::optional<GradientBuckets> buckets;
   if (distributed) buckets.emplace(net.params(), size_t(tc.allreduce_bucket_mb * 1024 * 1024), comm);
   if (root) {
-    AtomicFile summary(out_dir + "/model_summary.txt");
-    std::ofstream(summary.temp_path()) << net.summary();
-    summary.commit();
+    write_file_atomically(out_dir + "/model_summary.txt", net.summary());
   }
   spdlog::info("model {}: {} parameters, input {}x{}x{}, output {}x{}, backend {}", spec.name, net.parameter_count(),
                spec.in_channels, spec.in_h, spec.in_w, out_shape.h, out_shape.w, be->name());
@@ -262,9 +258,10 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   // metrics.csv is appended on resume, so it always holds every epoch once.
   // Only rank 0 writes files.
   const std::string csv_path = out_dir + "/metrics.csv";
-  std::ofstream csv;
-  if (root) csv.open(csv_path, resume ? std::ios::app : std::ios::trunc);
-  if (root && !resume) csv << "epoch,train_loss,val_loss,epoch_seconds,samples_per_second\n";
+  // Each line is written whole and checked: a full disk stops training naming the file.
+  AppendFile csv;
+  if (root) csv = AppendFile(csv_path, !resume);
+  if (root && !resume) csv.append("epoch,train_loss,val_loss,epoch_seconds,samples_per_second\n");
   // A new event file per run (and per resume): TensorBoard merges every file of the folder.
   std::optional<EventWriter> events;
   if (root) events.emplace(out_dir);
@@ -365,7 +362,9 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     if (root) {
       if (improved) save_checkpoint(best_path, net, optimizer.get(), state);
       save_checkpoint(last_path, net, optimizer.get(), state);
-      csv << epoch << "," << train_loss << "," << val_loss << "," << secs << "," << n_train / secs << "\n" << std::flush;
+      std::ostringstream line;
+      line << epoch << "," << train_loss << "," << val_loss << "," << secs << "," << n_train / secs << "\n";
+      csv.append(line.str());
       events->add_scalar("loss/train", train_loss, epoch);
       events->add_scalar("loss/validation", val_loss, epoch);
       events->add_scalar("learning_rate", lr, epoch);  // of the epoch's last step
@@ -379,6 +378,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       break;
     }
   }
+  if (root) csv.close();  // synced and checked, as the checkpoints it describes
   report.best_val_loss = state.best_val_loss;
   report.total_s = seconds_since(t_start);
   report.mean_batch_s = batches ? batch_seconds / batches : 0;
