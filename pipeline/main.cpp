@@ -1,6 +1,7 @@
 // `downscale`: one command, the pipeline's stages as subcommands.
 //   downscale synth | fetch | preprocess | train | predict | evaluate  --config FILE [--set key=value ...]
-// Exit codes: 0 success, 1 failure during the work, 2 bad usage or configuration, 3 bad input data.
+// Exit codes: 0 success, 1 failure during the work, 2 bad usage or configuration, 3 bad input data,
+// 128 + N stopped by signal N (130 SIGINT, 143 SIGTERM), 75 train stopped by SIGUSR1 (requeue me).
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -9,6 +10,7 @@
 
 #include "io/error.h"
 #include "io/log.h"
+#include "io/stop_signal.h"
 #include "pipeline/stages.h"
 
 int main(int argc, char** argv) {
@@ -51,6 +53,9 @@ int main(int argc, char** argv) {
     return ds::kExitUsage;
   }
 
+  // From here on SIGINT, SIGTERM and SIGUSR1 only set a flag that the stages look at between
+  // blocks of work: they stop there, remove their temporary files and say so.
+  ds::install_stop_handlers();
   try {
     const ds::Config cfg = ds::load_config(config_path, overrides);
     ds::setup_logging(stage, cfg.run.log_level);
@@ -60,6 +65,9 @@ int main(int argc, char** argv) {
     if (stage == "train") return ds::run_train(cfg, options);
     if (stage == "predict") return ds::run_predict(cfg);
     if (stage == "evaluate") return ds::run_evaluate(cfg);
+  } catch (const ds::Interrupted& e) {
+    std::cerr << "downscale " << stage << ": " << e.what() << std::endl;
+    return e.code();
   } catch (const ds::Error& e) {
     std::cerr << "downscale " << stage << ": error: " << e.what() << std::endl;
     return e.code();
