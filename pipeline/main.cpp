@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
     if (stage == "predict") return ds::run_predict(cfg);
     if (stage == "evaluate") return ds::run_evaluate(cfg);
   } catch (const ds::Interrupted& e) {
-    std::cerr << "downscale " << stage << ": " << e.what() << std::endl;
+    // One write, so that the lines of several MPI ranks do not interleave.
+    std::cerr << ("downscale " + stage + ": " + e.what() + "\n") << std::flush;
     return e.code();
   } catch (const ds::Error& e) {
     std::cerr << "downscale " << stage << ": error: " << e.what() << std::endl;
