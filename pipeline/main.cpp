@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   add_stage("preprocess", "regrid, standardize, build the target and land mask, write the HDF5 training store");
   CLI::App* train = add_stage("train", "train the CNN with the Bernoulli-Gamma loss; writes checkpoints");
   train->add_flag("--resume", options.resume, "continue from the run's last checkpoint");
+  train->add_flag("--resume-auto", options.resume_auto,
+                  "continue from the last checkpoint when there is one, else start (a requeued Slurm job)");
   train->add_option("--timeline", options.timeline,
                     "write a Chrome-trace JSON (chrome://tracing, ui.perfetto.dev) of every step's phases per rank")
       ->type_name("FILE");

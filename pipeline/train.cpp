@@ -33,7 +33,10 @@ int run_train(const Config& cfg, const StageOptions& opt) {
       if (slash != std::string::npos && slash > 0) make_dirs(opt.timeline.substr(0, slash));
     }
     comm->barrier("creating the output folder");
-    train_model(cfg, paths.store(), paths.model_dir(), opt.resume, {}, comm.get(), opt.timeline);
+    // Requeued after SIGUSR1 (or a node failure): the checkpoint is there, unless the first run
+    // stopped before writing one. Every rank sees the same shared folder.
+    const bool resume = opt.resume || (opt.resume_auto && path_exists(paths.model_dir() + "/checkpoint_last.h5"));
+    train_model(cfg, paths.store(), paths.model_dir(), resume, {}, comm.get(), opt.timeline);
   } catch (const Interrupted&) {
     // Every rank agreed to stop at the same step (the trainer's stop vote) and rank 0 wrote the
     // checkpoint: each leaves normally, through MPI_Finalize, with the signal's exit code.
