@@ -306,8 +306,20 @@ done
 grep -q 'waiting for a signal' "downscale-train-$job.err" ||
   { cat "downscale-train-$job.err"; fail "job $job did not reach epoch 1 step 3"; }
 scancel --signal=USR1 --batch "$job"
-# Requeued, it starts again (Slurm may delay a requeued job's start) and completes.
-result=$(wait_job "$job" 200)
+# Requeued: pending again, after its first run wrote the checkpoint and exited 75. Slurm holds a
+# requeued job back for about 2 minutes (BeginTime): release it now.
+for _ in $(seq 600); do
+  scontrol show job -o "$job" | grep -q 'JobState=PENDING.*Restarts=1' && break
+  sleep 0.1
+done
+scontrol show job -o "$job" | grep -q 'JobState=PENDING.*Restarts=1' ||
+  { scontrol show job "$job"; cat "downscale-train-$job.out" "downscale-train-$job.err"; fail "job $job was not requeued"; }
+grep -q "training exited with code 75" "downscale-train-$job.out" ||
+  { cat "downscale-train-$job.out"; fail "job $job: the first run did not exit 75"; }
+grep -q "interrupted by SIGUSR1 at epoch 1 step 3 of .*; wrote runs/requeue/train/checkpoint_last.h5" "downscale-train-$job.err" ||
+  { cat "downscale-train-$job.err"; fail "job $job: no mid-epoch checkpoint on SIGUSR1"; }
+scontrol update JobId="$job" StartTime=now
+result=$(wait_job "$job" 60)
 echo "job $job: $result, $(scontrol show job -o "$job" | grep -o 'Restarts=[0-9]*')"
 [[ $result == "JobState=COMPLETED ExitCode=0:0" ]] ||
   { cat "downscale-train-$job.out" "downscale-train-$job.err"; fail "job $job: $result, expected COMPLETED, 0:0 after the requeue"; }
