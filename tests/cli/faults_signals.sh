@@ -5,7 +5,7 @@
 #  - train writes checkpoint_last.h5 mid-epoch first, and --resume ends with the same weights as
 #    an uninterrupted run (under MPI too, with only rank 1 signalled: the ranks agree);
 #  - SIGUSR1 to train: checkpoint written, exit 75 (the code slurm/train_forhlr2.sh requeues on);
-#  - a stale temporary file of a dead process (store.h5.tmp-999999, ...) is removed by the next run;
+#  - a stale temporary file of a dead process (store.h5.tmp-PID, ...) is removed by the next run;
 #  - a second train in the same folder exits 1 naming the lock and the first one's pid.
 # A stage is signalled while it waits at a safe point (DOWNSCALE_TEST_WAIT_AT, see
 # io/stop_signal.h): no sleep races the work.
@@ -68,14 +68,16 @@ step_in_epoch() {
   /usr/bin/python3 -c "import h5py,sys; print(h5py.File(sys.argv[1],'r').attrs['step_in_epoch'])" "$1" 2>/dev/null
 }
 
+# A pid that no longer runs (999999 may, where pid_max is larger): a process that has ended.
+dead=$(bash -c 'echo $$')
 ds synth >/dev/null 2>&1 && ds fetch >/dev/null 2>&1 || { echo "synth/fetch failed"; exit 1; }
 
-echo "== preprocess: a stale store.h5.tmp-999999 of a dead process is removed"
+echo "== preprocess: a stale store.h5.tmp-PID of a dead process is removed"
 mkdir -p runs/demo/preprocess
-head -c 100000 /dev/zero >runs/demo/preprocess/store.h5.tmp-999999
+head -c 100000 /dev/zero >runs/demo/preprocess/store.h5.tmp-$dead
 ds preprocess >pp.log 2>&1 || { cat pp.log; exit 1; }
-[[ ! -e runs/demo/preprocess/store.h5.tmp-999999 ]] && ok "stale store.h5.tmp-999999 removed" ||
-  fail "store.h5.tmp-999999 left by a dead process was not removed"
+[[ ! -e runs/demo/preprocess/store.h5.tmp-$dead ]] && ok "stale store.h5.tmp-$dead removed" ||
+  fail "store.h5.tmp-$dead left by a dead process was not removed"
 
 echo "== preprocess: SIGTERM while the store is written"
 mkdir -p runs/pp && ln -s "$work/runs/demo/fetch" runs/pp/fetch
@@ -94,9 +96,9 @@ done
 echo "== train, 1 rank: SIGTERM mid-epoch, checkpoint, --resume to the uninterrupted weights"
 ds train --set run.dir=runs/full >full.log 2>&1 || { cat full.log; exit 1; }
 want=$(checksum runs/full/train)
-mkdir -p runs/sig/train && head -c 1000 /dev/zero >runs/sig/train/checkpoint_last.h5.tmp-999999
+mkdir -p runs/sig/train && head -c 1000 /dev/zero >runs/sig/train/checkpoint_last.h5.tmp-$dead
 if start_waiting sig.log "epoch 2 step 5 " ds train --set run.dir=runs/sig; then
-  [[ ! -e runs/sig/train/checkpoint_last.h5.tmp-999999 ]] || fail "train: stale checkpoint temp not removed"
+  [[ ! -e runs/sig/train/checkpoint_last.h5.tmp-$dead ]] || fail "train: stale checkpoint temp not removed"
   echo "-- a second train in the same folder"
   rc=0
   ds train --set run.dir=runs/sig >second.log 2>&1 || rc=$?
@@ -158,7 +160,7 @@ if command -v mpirun >/dev/null; then
 fi
 
 echo "== predict: SIGTERM between batches; a stale temp in its folder is removed"
-mkdir -p runs/full/predict && head -c 1000 /dev/zero >runs/full/predict/precipitation.nc.tmp-999999
+mkdir -p runs/full/predict && head -c 1000 /dev/zero >runs/full/predict/precipitation.nc.tmp-$dead
 if start_waiting predict.log "predicting day 64 " ds predict --set run.dir=runs/full; then
   kill -TERM $pid; finish $pid
   expect_interrupted predict predict.log 143 SIGTERM runs/full/predict
