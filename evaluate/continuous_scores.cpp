@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "evaluate/indices.h"
+#include "io/stop_signal.h"
 
 namespace ds {
 
@@ -67,6 +68,7 @@ ContinuousEvaluation evaluate_continuous(const std::vector<float>& obs, size_t n
   }
   e.observed_domain = {{"mean", domain_mean(e.observed_mean)}, {"sd", domain_mean(e.observed_sd)}};
   for (const auto& method : methods) {
+    throw_if_stop_requested("scoring " + method.name + "; nothing written");
     ContinuousScores s;
     s.name = method.name;
     for (auto* v : {&s.mean, &s.bias, &s.rmse, &s.pearson, &s.sd_ratio}) v->assign(np, NAN);

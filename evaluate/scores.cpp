@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "evaluate/indices.h"
+#include "io/stop_signal.h"
 
 namespace ds {
 
@@ -65,6 +66,7 @@ Evaluation evaluate_methods(const std::vector<float>& obs, size_t np, const std:
                        {"SDII", domain_mean(e.observed.sdii)},
                        {"P98", domain_mean(e.observed.p98)}};
   for (const Method& m : methods) {
+    throw_if_stop_requested("scoring " + m.name + "; nothing written");
     MethodScores ms;
     ms.name = m.name;
     ms.members = static_cast<int>(m.members.size());

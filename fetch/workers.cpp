@@ -18,14 +18,12 @@
 #include <map>
 
 #include "io/error.h"
+#include "io/stop_signal.h"
 #include "fetch/chunk.h"
 
 namespace ds {
 
 namespace {
-
-volatile sig_atomic_t g_stop_signal = 0;
-void on_stop_signal(int sig) { g_stop_signal = sig; }
 
 void write_all(int fd, const std::string& s) {
   size_t off = 0;
@@ -51,6 +49,7 @@ std::string one_line(std::string s) {
   // were blocked across fork(), so one sent before this point waits until here, then kills.
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  signal(SIGUSR1, SIG_DFL);
   signal(SIGPIPE, SIG_DFL);
   sigprocmask(SIG_SETMASK, &unblock, nullptr);
   prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the parent (a killed fetch stops its workers)
@@ -119,19 +118,12 @@ void run_in_processes(const std::vector<size_t>& jobs, int parallel, const Retry
   std::map<size_t, int> attempts;
   std::map<pid_t, Worker> workers;
 
-  g_stop_signal = 0;
-  struct sigaction sa {}, old_int {}, old_term {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  auto restore = [&] {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-  };
+  // SIGINT, SIGTERM and SIGUSR1 are seen through ds::stop_requested() (io/stop_signal.h: main
+  // installs the flag-setting handlers), at least every 200 ms below.
 
-  // Stops every worker, lets the caller clean up after the busy ones, and throws `err`.
-  auto abort_all = [&](const Error& err) {
+  // Stops every worker, lets the caller clean up after the busy ones, and throws `err` (an
+  // Error or an Interrupted: thrown as the type it was given).
+  auto abort_all = [&](const auto& err) {
     // Close our ends before waiting, so that a worker that is idle (or somehow outlives the
     // signal) reads the end of its channel and exits rather than wait for a job that never comes
     // while we wait for it.
@@ -144,7 +136,6 @@ void run_in_processes(const std::vector<size_t>& jobs, int parallel, const Retry
       if (w.busy && hooks.on_abandon) hooks.on_abandon(w.job, pid);
     }
     workers.clear();
-    restore();
     throw err;
   };
 
@@ -159,6 +150,7 @@ void run_in_processes(const std::vector<size_t>& jobs, int parallel, const Retry
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGUSR1);
     sigprocmask(SIG_BLOCK, &stop, &before);
     const pid_t pid = fork();
     if (pid == 0) {
@@ -178,8 +170,9 @@ void run_in_processes(const std::vector<size_t>& jobs, int parallel, const Retry
   };
 
   while (!pending.empty() || busy_count() > 0) {
-    if (g_stop_signal) abort_all(Error("interrupted by signal " + std::to_string(g_stop_signal) +
-                                       "; complete chunks are kept, rerun to resume"));
+    if (stop_requested())
+      abort_all(Interrupted(stop_signal_number(), "interrupted by " + signal_name(stop_signal_number()) +
+                                                      " while fetching; complete chunks are kept, rerun to resume"));
     // Hand what is due to idle workers, starting new ones while there is room.
     const auto now = Clock::now();
     for (auto it = pending.begin(); it != pending.end();) {
@@ -314,7 +307,6 @@ void run_in_processes(const std::vector<size_t>& jobs, int parallel, const Retry
     while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {}
     ::close(w.fd);
   }
-  restore();
 }
 
 }  // namespace ds

@@ -18,6 +18,8 @@
 #include "io/error.h"
 #include "io/precipitation_file.h"
 #include "io/predictand_file.h"
+#include "io/run_lock.h"
+#include "io/stop_signal.h"
 #include "io/training_store.h"
 #include "pipeline/stages.h"
 #include "predict/window.h"
@@ -54,8 +56,10 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
 
   std::vector<ContinuousMethod> methods;
   methods.push_back({"cnn", pred.mean});
+  throw_if_stop_requested("computing the climatology baseline; nothing written");
   spdlog::info("baseline: climatology");
   methods.push_back({"climatology", crop_to_window(climatology_baseline(store, "test"), win)});
+  throw_if_stop_requested("computing the linear baseline; nothing written");
   spdlog::info("baseline: linear model on {} principal components", cfg.evaluate.pcs);
   methods.push_back({"linear_pcs", crop_to_window(linear_baseline(store, "test", {cfg.evaluate.pcs, cfg.evaluate.ridge}), win)});
   const ContinuousEvaluation e = evaluate_continuous(obs, np, mask, methods, meta.predictand, meta.predictand_units);
@@ -98,6 +102,9 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
 
 int run_evaluate(const Config& cfg) {
   const RunPaths paths = RunPaths::of(cfg);
+  // One evaluate per model's folder; then whatever a killed one left (scores.json.tmp-PID, maps).
+  RunLock lock(paths.evaluate_dir(), "evaluate");
+  remove_stale_temps(paths.evaluate_dir());
   StoreReader store(paths.store());
   const StoreMeta& meta = store.meta();
   if (!meta.is_precipitation()) return evaluate_continuous_predictand(cfg, paths, store);
@@ -122,8 +129,10 @@ int run_evaluate(const Config& cfg) {
       m.members.emplace_back(pred.pr_members.begin() + i * n * np, pred.pr_members.begin() + (i + 1) * n * np);
     methods.push_back(std::move(m));
   }
+  throw_if_stop_requested("computing the climatology baseline; nothing written");
   spdlog::info("baseline: climatology");
   methods.push_back({"climatology", {crop_to_window(climatology_baseline(store, "test"), win)}, {}});
+  throw_if_stop_requested("computing the linear baseline; nothing written");
   spdlog::info("baseline: linear model on {} principal components", cfg.evaluate.pcs);
   methods.push_back(
       {"linear_pcs", {crop_to_window(linear_baseline(store, "test", {cfg.evaluate.pcs, cfg.evaluate.ridge}), win)}, {}});

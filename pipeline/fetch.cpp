@@ -11,9 +11,6 @@
 //   predictand/<var>.nc
 //   manifest.json              written only when everything above is complete
 #include <spdlog/spdlog.h>
-#include <sys/file.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -35,6 +32,8 @@
 #include "fetch/progress.h"
 #include "fetch/workers.h"
 #include "io/log.h"
+#include "io/run_lock.h"
+#include "io/stop_signal.h"
 #include "fetch/subset.h"
 #include "pipeline/stages.h"
 
@@ -42,7 +41,6 @@ namespace ds {
 
 namespace {
 
-namespace fs = std::filesystem;
 
 struct SourceRequest {
   Dataset dataset;
@@ -84,34 +82,14 @@ void plan_with_retries(const SourceRequest& s, const Config::Fetch& f, std::map<
       if (attempt >= f.attempts) throw Error(std::string(e.what()) + " (gave up after " + std::to_string(attempt) + " attempts)");
       const double delay = std::min(300.0, f.retry_delay * std::pow(2.0, attempt - 1));
       spdlog::warn("{}; attempt {} of {} failed, retrying in {:.1f} s", e.what(), attempt, f.attempts, delay);
-      std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+      // In slices, so that SIGINT/SIGTERM stop the wait.
+      for (const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(delay);
+           std::chrono::steady_clock::now() < until;) {
+        throw_if_stop_requested("waiting to retry opening the sources");
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
     }
   }
-}
-
-// One fetch per run folder at a time: two would race on the same chunks.
-class FolderLock {
- public:
-  explicit FolderLock(const std::string& dir) : path_(dir + "/.lock") {
-    fd_ = ::open(path_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw Error(path_ + ": cannot create the lock file");
-    if (flock(fd_, LOCK_EX | LOCK_NB) != 0)
-      throw UsageError(dir + ": another `downscale fetch` is writing to this folder (lock " + path_ + ")");
-  }
-  ~FolderLock() { ::close(fd_); }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-};
-
-// Temporary files of an earlier run that was killed (its workers' chunks, its joins).
-void remove_stale_temporaries(const std::string& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); it.increment(ec))
-    if (it->is_regular_file(ec) && it->path().filename().string().find(".tmp-") != std::string::npos)
-      fs::remove(it->path(), ec);
 }
 
 void print_dry_run(const FetchPlan& plan, const std::vector<bool>& have) {
@@ -158,8 +136,8 @@ int run_fetch(const Config& cfg, bool dry_run) {
   }
 
   const std::string dir = RunPaths{cfg.run.dir}.fetch_dir();
-  make_dirs(dir);
-  FolderLock lock(dir);
+  // One fetch per run folder at a time: two would race on the same chunks.
+  RunLock lock(dir, "fetch");
 
   FetchPlan plan;
   {
@@ -174,7 +152,8 @@ int run_fetch(const Config& cfg, bool dry_run) {
     if (c.field >= n_predictor_fields)
       c.file = "chunks/predictand/" + plan.fields[c.field].name + "/" + std::to_string(c.year) + ".nc";
 
-  for (const char* sub : {"/chunks", "/predictors", "/predictand"}) remove_stale_temporaries(dir + sub);
+  // Temporary files of an earlier run that was killed (its workers' chunks, its joins).
+  for (const char* sub : {"/chunks", "/predictors", "/predictand"}) remove_stale_temps(dir + sub, true);
   const std::string ledger_path = dir + "/chunks/ledger.json";
   ChunkLedger ledger = ChunkLedger::read(ledger_path);
   std::vector<bool> have(plan.chunks.size());

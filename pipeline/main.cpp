@@ -1,6 +1,7 @@
 // `downscale`: one command, the pipeline's stages as subcommands.
 //   downscale synth | fetch | preprocess | train | predict | evaluate  --config FILE [--set key=value ...]
-// Exit codes: 0 success, 1 failure during the work, 2 bad usage or configuration, 3 bad input data.
+// Exit codes: 0 success, 1 failure during the work, 2 bad usage or configuration, 3 bad input data,
+// 128 + N stopped by signal N (130 SIGINT, 143 SIGTERM), 75 train stopped by SIGUSR1 (requeue me).
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -9,6 +10,7 @@
 
 #include "io/error.h"
 #include "io/log.h"
+#include "io/stop_signal.h"
 #include "pipeline/stages.h"
 
 int main(int argc, char** argv) {
@@ -35,6 +37,8 @@ int main(int argc, char** argv) {
   add_stage("preprocess", "regrid, standardize, build the target and land mask, write the HDF5 training store");
   CLI::App* train = add_stage("train", "train the CNN with the Bernoulli-Gamma loss; writes checkpoints");
   train->add_flag("--resume", options.resume, "continue from the run's last checkpoint");
+  train->add_flag("--resume-auto", options.resume_auto,
+                  "continue from the last checkpoint when there is one, else start (a requeued Slurm job)");
   train->add_option("--timeline", options.timeline,
                     "write a Chrome-trace JSON (chrome://tracing, ui.perfetto.dev) of every step's phases per rank")
       ->type_name("FILE");
@@ -51,6 +55,9 @@ int main(int argc, char** argv) {
     return ds::kExitUsage;
   }
 
+  // From here on SIGINT, SIGTERM and SIGUSR1 only set a flag that the stages look at between
+  // blocks of work: they stop there, remove their temporary files and say so.
+  ds::install_stop_handlers();
   try {
     const ds::Config cfg = ds::load_config(config_path, overrides);
     ds::setup_logging(stage, cfg.run.log_level);
@@ -60,6 +67,10 @@ int main(int argc, char** argv) {
     if (stage == "train") return ds::run_train(cfg, options);
     if (stage == "predict") return ds::run_predict(cfg);
     if (stage == "evaluate") return ds::run_evaluate(cfg);
+  } catch (const ds::Interrupted& e) {
+    // One write, so that the lines of several MPI ranks do not interleave.
+    std::cerr << ("downscale " + stage + ": " + e.what() + "\n") << std::flush;
+    return e.code();
   } catch (const ds::Error& e) {
     std::cerr << "downscale " << stage << ": error: " << e.what() << std::endl;
     return e.code();

@@ -17,6 +17,8 @@
 #include "io/error.h"
 #include "io/precipitation_file.h"
 #include "io/predictand_file.h"
+#include "io/run_lock.h"
+#include "io/stop_signal.h"
 #include "io/training_store.h"
 #include "model/loss.h"
 #include "model/math_mode.h"
@@ -51,6 +53,8 @@ std::vector<float> run_network(model::Net& net, model::Backend& be, const StoreM
   model::Tensor x(be, {1, 1, 1, 1});
   std::vector<float> host_x;
   for (size_t start = 0; start < n; start += batch_size) {
+    throw_if_stop_requested("predicting day " + std::to_string(start) + " of " + std::to_string(n) +
+                            "; nothing written");
     const size_t nb = std::min<size_t>(batch_size, n - start);
     host_x.resize(nb * xs);
     read(start, nb, host_x.data());
@@ -128,6 +132,9 @@ void write_json(const std::string& path, const nlohmann::json& j) {
 
 int run_predict(const Config& cfg) {
   const RunPaths paths = RunPaths::of(cfg);
+  // One predict per model's folder; then whatever a killed one left (precipitation.nc.tmp-PID).
+  RunLock lock(paths.predict_dir(), "predict");
+  remove_stale_temps(paths.predict_dir());
   const std::string ckpt = checkpoint_path(cfg);
   if (!path_exists(ckpt)) throw InputError(ckpt + ": no such checkpoint (run `downscale train` first)");
   StoreReader store(paths.store());

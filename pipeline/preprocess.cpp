@@ -1,6 +1,8 @@
 // Driver of `downscale preprocess`.
 #include <spdlog/spdlog.h>
 
+#include "io/run_lock.h"
+#include "io/stop_signal.h"
 #include "pipeline/stages.h"
 #include "preprocess/build_store.h"
 
@@ -8,6 +10,10 @@ namespace ds {
 
 int run_preprocess(const Config& cfg) {
   const RunPaths paths{cfg.run.dir};
+  // One preprocess per run folder; then whatever a killed one left (a full-size store.h5.tmp-PID).
+  const std::string dir = cfg.run.dir + "/preprocess";
+  RunLock lock(dir, "preprocess");
+  remove_stale_temps(dir);
   const auto s = build_store(cfg, paths.fetch_dir(), paths.store());
   spdlog::info("splits by year: {}", s.splits);
   if (s.precipitation)

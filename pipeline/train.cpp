@@ -1,9 +1,13 @@
 // Driver of `downscale train`: one process, or one rank of `mpirun -np N downscale train`.
 #include <spdlog/spdlog.h>
 
+#include <optional>
+
 #include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/log.h"
+#include "io/run_lock.h"
+#include "io/stop_signal.h"
 #include "pipeline/stages.h"
 #include "train/distributed.h"
 #include "train/trainer.h"
@@ -15,16 +19,28 @@ int run_train(const Config& cfg, const StageOptions& opt) {
   const auto comm = make_mpi_communicator();
   if (comm->size() > 1) setup_logging("train", cfg.run.log_level, comm->rank());  // every line names its rank
   const RunPaths paths = RunPaths::of(cfg);
+  // One train per model folder: rank 0 holds the lock for the whole job. The other ranks wait at
+  // the barrier below; if the lock is taken, rank 0's error ends them (MPI_Abort) rather than
+  // leaving them there.
+  std::optional<RunLock> lock;
   try {
     if (comm->is_root()) {
-      make_dirs(paths.model_dir());
+      lock.emplace(paths.model_dir(), "train");
+      remove_stale_temps(paths.model_dir());  // a killed run's checkpoint_*.h5.tmp-PID
       // The timeline is written at the end: find out now, not after the training, that its
       // folder cannot be made.
       const auto slash = opt.timeline.find_last_of('/');
       if (slash != std::string::npos && slash > 0) make_dirs(opt.timeline.substr(0, slash));
     }
     comm->barrier("creating the output folder");
-    train_model(cfg, paths.store(), paths.model_dir(), opt.resume, {}, comm.get(), opt.timeline);
+    // Requeued after SIGUSR1 (or a node failure): the checkpoint is there, unless the first run
+    // stopped before writing one. Every rank sees the same shared folder.
+    const bool resume = opt.resume || (opt.resume_auto && path_exists(paths.model_dir() + "/checkpoint_last.h5"));
+    train_model(cfg, paths.store(), paths.model_dir(), resume, {}, comm.get(), opt.timeline);
+  } catch (const Interrupted&) {
+    // Every rank agreed to stop at the same step (the trainer's stop vote) and rank 0 wrote the
+    // checkpoint: each leaves normally, through MPI_Finalize, with the signal's exit code.
+    throw;
   } catch (const Error& e) {
     // One failed rank would leave the others waiting in a collective: end the whole job.
     if (comm->size() > 1) comm->abort(e.what(), e.code());

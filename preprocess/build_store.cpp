@@ -16,6 +16,7 @@
 #include "io/error.h"
 #include "io/fetch_manifest.h"
 #include "io/log.h"
+#include "io/stop_signal.h"
 #include "io/training_store.h"
 #include "preprocess/fetched_field.h"
 #include "preprocess/fill.h"
@@ -72,10 +73,14 @@ class RegridChoice {
   std::set<std::string> used_;
 };
 
-// Blocks of at most `block` consecutive entries of [0, n).
+// Blocks of at most `block` consecutive entries of [0, n). Between blocks is preprocess's safe
+// point for SIGINT/SIGTERM: the store's temporary file goes with the unwinding AtomicFile.
 template <class F>
-void for_blocks(size_t n, size_t block, F f) {
-  for (size_t a = 0; a < n; a += block) f(a, std::min(n, a + block));
+void for_blocks(size_t n, size_t block, const std::string& what, F f) {
+  for (size_t a = 0; a < n; a += block) {
+    throw_if_stop_requested(what + " at day " + std::to_string(a) + " of " + std::to_string(n) + "; no store written");
+    f(a, std::min(n, a + block));
+  }
 }
 
 std::vector<size_t> slice(const std::vector<size_t>& v, size_t a, size_t b) { return {v.begin() + a, v.begin() + b}; }
@@ -206,7 +211,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     Progress progress("pass 1: training statistics and land mask", static_cast<int64_t>((C + 1) * ntrain));
     for (auto& ch : channels) {
       RunningStats stats(HW);
-      for_blocks(ntrain, block, [&](size_t a, size_t b) {
+      for_blocks(ntrain, block, "computing the training statistics of " + ch.name, [&](size_t a, size_t b) {
         const auto idx = slice(ch.index[0], a, b);
         src.resize(idx.size() * ch.file->grid().size());
         ch.file->read(idx, src.data());
@@ -218,7 +223,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
       ch.stats = stats.finish(per_field, ch.file->where());
     }
     ObservedDays observed(HWy);
-    for_blocks(ntrain, block, [&](size_t a, size_t b) {
+    for_blocks(ntrain, block, "computing the land mask", [&](size_t a, size_t b) {
       const auto idx = slice(obs_index[0], a, b);
       read_obs(idx, yv);
       observed.add(yv);
@@ -272,7 +277,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     for (int s = 0; s < 3; ++s) {
       const size_t n = dates.split_days[s].size();
       writer.create_split(kSplits[s], n);
-      for_blocks(n, block, [&](size_t a, size_t b) {
+      for_blocks(n, block, std::string("writing the ") + kSplits[s] + " split", [&](size_t a, size_t b) {
         const size_t nb = b - a;
         x.resize(nb * C * HW);
         for (size_t c = 0; c < C; ++c) {

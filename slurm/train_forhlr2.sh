@@ -29,7 +29,12 @@
 # lines, each prefixed "[train rank N]") in the submit folder; Slurm does not create folders for
 # them, so an --output/--error into a folder needs that folder to exist before submitting.
 # Exit code: the training's (0 success, 1 failure, 2 bad command line or configuration, 3 bad
-# input data), or 2 when this script finds something wrong before launching.
+# input data, 143 stopped by SIGTERM), or 2 when this script finds something wrong before launching.
+#
+# Time limit: 120 s before it Slurm sends this script SIGUSR1 (--signal=B:USR1@120), which it
+# forwards to the ranks: they finish the step, write checkpoint_last.h5 and exit 75; the script
+# then requeues the job (--requeue, `scontrol requeue`), and the requeued job (SLURM_RESTART_COUNT
+# > 0) passes --resume-auto: it continues from that checkpoint by itself.
 #
 #SBATCH --job-name=downscale-train
 #SBATCH --partition=visu
@@ -39,6 +44,8 @@
 #SBATCH --time=02:00:00
 #SBATCH --output=%x-%j.out
 #SBATCH --error=%x-%j.err
+#SBATCH --signal=B:USR1@120
+#SBATCH --requeue
 set -euo pipefail
 
 usage() { sed -n '2,/^#SBATCH/{/^#SBATCH/d;s/^# \{0,1\}//;p}' "$0"; }
@@ -69,6 +76,12 @@ if [[ -n ${SLURM_CPUS_PER_TASK-} ]]; then
   train_args+=(--set "run.threads=$SLURM_CPUS_PER_TASK")
 fi
 train_args+=("$@")
+# A requeued job continues from its checkpoint (one written on SIGUSR1 below, or an epoch's).
+if [[ ${SLURM_RESTART_COUNT:-0} -gt 0 ]]; then
+  resume_given=0
+  for a in "$@"; do [[ $a == --resume || $a == --resume-auto ]] && resume_given=1; done
+  ((resume_given)) || train_args+=(--resume-auto)
+fi
 
 # --- modules, where a module system exists (none on a plain Debian machine, nor in CI) ---
 modules=${DOWNSCALE_MODULES-compiler/gnu mpi/openmpi devel/cuda}
@@ -169,7 +182,33 @@ echo "   nodes ${SLURM_JOB_NUM_NODES:-${SLURM_NNODES-?}}, tasks ${ntasks} (${SLU
 echo "   folder $(pwd)"
 echo "   command: $(printf '%q ' "${cmd[@]}")"
 start=$(date +%s)
+# In the background, so that the traps below run while it trains (bash runs a trap only after
+# the foreground command ends). srun and mpirun pass the signal on to every rank.
+"${cmd[@]}" &
+child=$!
+forwarded=0
+forward() {
+  echo "== $1 received: passing it to the training, which writes checkpoint_last.h5 and stops"
+  forwarded=1
+  kill -"$1" "$child" 2>/dev/null || true
+}
+trap 'forward USR1' USR1
+trap 'forward TERM' TERM
 rc=0
-"${cmd[@]}" || rc=$?
+wait "$child" || rc=$?
+# A trap ends `wait` early: wait again for the training's own exit code.
+while ((forwarded)); do
+  forwarded=0
+  rc=0
+  wait "$child" || rc=$?
+done
 echo "== training exited with code $rc after $(( $(date +%s) - start )) s"
+if [[ $rc -eq 75 ]]; then
+  # 75: stopped on SIGUSR1 with checkpoint_last.h5 written (io/stop_signal.h, kExitRequeue).
+  if scontrol requeue "$SLURM_JOB_ID"; then
+    echo "== requeued job $SLURM_JOB_ID: it resumes from checkpoint_last.h5 when it starts again"
+  else
+    echo "== scontrol requeue $SLURM_JOB_ID failed: submit again with --resume"
+  fi
+fi
 exit "$rc"

@@ -32,6 +32,8 @@ void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer*
   f.set_attr("/", "rng_state", state.rng_state);
   f.set_attr("/", "best_val_loss", state.best_val_loss);
   f.set_attr("/", "epochs_without_improvement", int64_t{state.epochs_without_improvement});
+  f.set_attr("/", "step_in_epoch", state.step_in_epoch);
+  f.set_attr("/", "epoch_loss_sum", state.epoch_loss_sum);
   f.set_attr("/", "software_version", std::string("downscale " DOWNSCALE_VERSION));
   const auto params = net.params();
   for (const auto& p : params) f.write("/weights/" + p.name, dims_of(*p.value), p.value->to_host().data());
@@ -76,6 +78,9 @@ TrainState load_checkpoint(const std::string& path, model::Net& net, model::Opti
   s.rng_state = f.attr_string("/", "rng_state");
   s.best_val_loss = f.attr_double("/", "best_val_loss");
   s.epochs_without_improvement = static_cast<int>(f.attr_int("/", "epochs_without_improvement"));
+  // Checkpoints from before mid-epoch ones were written have neither: an epoch's end.
+  if (f.has_attr("/", "step_in_epoch")) s.step_in_epoch = f.attr_int("/", "step_in_epoch");
+  if (f.has_attr("/", "epoch_loss_sum")) s.epoch_loss_sum = f.attr_double("/", "epoch_loss_sum");
   return s;
 }
 

@@ -4,7 +4,8 @@
 //   /buffers/<layer>/<name>      non-trainable learned state (batch norm running statistics)
 //   /<slot>/<layer>/<param>      the optimizer's state: /adam/m, /adam/v or /sgd/velocity
 //   attrs: model_spec (JSON), epoch (completed), optimizer, optimizer_steps, rng_state,
-//          best_val_loss, epochs_without_improvement, software_version
+//          best_val_loss, epochs_without_improvement, software_version,
+//          step_in_epoch and epoch_loss_sum (a checkpoint written mid-epoch on a signal)
 // Written to a temporary name and renamed, so a crash mid-write leaves the previous one intact.
 #pragma once
 #include <string>
@@ -19,6 +20,11 @@ struct TrainState {
   std::string rng_state;          // std::mt19937_64 serialized, for bit-identical resume
   double best_val_loss = 1e300;
   int epochs_without_improvement = 0;
+  // Written on SIGINT/SIGTERM/SIGUSR1 in the middle of epoch `epoch + 1`: the steps of it done
+  // (rng_state is then the state before that epoch's shuffle, so the same order is drawn again)
+  // and the sum of their losses over all ranks. 0 at an epoch's end.
+  int64_t step_in_epoch = 0;
+  double epoch_loss_sum = 0;
 };
 
 void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer* optimizer, const TrainState& state);

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <csignal>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 
 #include "io/atomic_file.h"
 #include "io/error.h"
+#include "io/stop_signal.h"
 #include "io/training_store.h"
 #include "model/counter_rng.h"
 #include "model/loss.h"
@@ -161,6 +163,21 @@ void write_report(const std::string& path, const TrainReport& r, const std::vect
   write_file_atomically(path, j.dump(1) + "\n");
 }
 
+// The signal every rank stops for after this step (0: none). A signal reaches each process on
+// its own (or only some: mpirun, srun and a user's kill differ), so the ranks decide together,
+// with one small allreduce per step next to the gradients' (SIGTERM before SIGINT before
+// SIGUSR1: a time limit wins over a warning).
+int agreed_stop_signal(Communicator& comm, const std::string& where) {
+  test_wait_for_signal(where);
+  const int mine = stop_signal_number();
+  if (comm.size() == 1) return mine;
+  double votes[3] = {double(mine == SIGTERM), double(mine == SIGINT), double(mine != 0 && mine != SIGTERM && mine != SIGINT)};
+  comm.allreduce_sum(votes, 3, "stop request after " + where);
+  if (votes[0] > 0) return SIGTERM;
+  if (votes[1] > 0) return SIGINT;
+  return votes[2] > 0 ? (mine ? mine : SIGUSR1) : 0;
+}
+
 std::string rng_to_string(const std::mt19937_64& rng) {
   std::ostringstream s;
   s << rng;
@@ -234,8 +251,18 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     if (!path_exists(last_path)) throw InputError(last_path + ": no checkpoint to resume from");
     state = load_checkpoint(last_path, net, optimizer.get());
     std::istringstream(state.rng_state) >> rng;
-    spdlog::info("resuming from {} after epoch {}", last_path, state.epoch);
+    if (state.step_in_epoch > 0)
+      spdlog::info("resuming from {} at epoch {}, step {} of {} (written when a signal stopped it)", last_path,
+                   state.epoch + 1, state.step_in_epoch, steps_per_epoch);
+    else
+      spdlog::info("resuming from {} after epoch {}", last_path, state.epoch);
   }
+  // A checkpoint written mid-epoch: that epoch goes on from its next step, with the loss of the
+  // steps done (the rng is the one before its shuffle, so the same order comes out).
+  int64_t resume_step = state.step_in_epoch;
+  double resume_loss_sum = state.epoch_loss_sum;
+  state.step_in_epoch = 0;
+  state.epoch_loss_sum = 0;
   std::vector<float> fused;  // the host buffer of the initial broadcast and of the buffers' average
   if (distributed) broadcast_state(net, *optimizer, comm, fused);
   std::optional<GradientBuckets> buckets;
@@ -286,10 +313,15 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   size_t samples = 0;
   for (int epoch = state.epoch + 1; epoch <= tc.epochs; ++epoch) {
     const auto t_epoch = Clock::now();
+    const std::string rng_before_shuffle = rng_to_string(rng);  // for a checkpoint written mid-epoch
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), rng);
-    double loss_sum = 0, lr = 0;
-    for (size_t start = 0; start < n_train; start += global_batch) {
+    double loss_sum = root ? resume_loss_sum : 0, lr = 0;
+    int64_t step_in_epoch = resume_step;
+    resume_step = 0;
+    resume_loss_sum = 0;
+    for (size_t start = std::min<size_t>(n_train, size_t(step_in_epoch) * global_batch); start < n_train;
+         start += global_batch) {
       const auto t_batch = Clock::now();
       // The global batch order[start, start + batch_size x size), split evenly across ranks.
       const size_t n_global = std::min<size_t>(n_train - start, global_batch);
@@ -334,6 +366,30 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       batch_seconds += seconds_since(t_batch);
       ++batches;
       samples += rows.size();
+      ++step_in_epoch;
+
+      // SIGINT/SIGTERM/SIGUSR1: the step is complete; write checkpoint_last.h5 mid-epoch and stop.
+      const std::string where = fmt::format("epoch {} step {} of {}", epoch, step_in_epoch, steps_per_epoch);
+      if (const int sig = agreed_stop_signal(comm, where)) {
+        comm.allreduce_sum(&loss_sum, 1, "training loss at the interruption");
+        TrainState mid = state;
+        mid.epoch = epoch - 1;
+        mid.rng_state = rng_before_shuffle;
+        mid.step_in_epoch = step_in_epoch;
+        mid.epoch_loss_sum = loss_sum;
+        // Under MPI each rank's batch-norm running statistics differ until the epoch's end
+        // averages them: the checkpoint holds rank 0's (weights and optimizer are the same on all).
+        if (root) save_checkpoint(last_path, net, optimizer.get(), mid);
+        comm.barrier("checkpoint at the interruption");
+        const bool requeue = sig == SIGUSR1;
+        throw Interrupted(sig,
+                          fmt::format("interrupted by {} at {}; {} {}/checkpoint_last.h5 ({})", signal_name(sig), where,
+                                      root ? "wrote" : "rank 0 wrote", out_dir,
+                                      requeue ? fmt::format("exit {}: requeue the job, it resumes with --resume",
+                                                            kExitRequeue)
+                                              : "resume with --resume"),
+                          requeue ? kExitRequeue : 0);
+      }
     }
     const auto t_validation = Clock::now();
     comm.allreduce_sum(&loss_sum, 1, "training loss of epoch " + std::to_string(epoch));

@@ -9,7 +9,9 @@
 #     same with DOWNSCALE_LAUNCHER=mpirun (Open MPI's mpirun inside the allocation), and with
 #     DOWNSCALE_CONTAINER=apptainer:IMAGE through a stand-in for apptainer (a missing image: exit 2);
 #  2. a bad --set key: the job FAILED with the training's exit code (2);
-#  3. kill -9 of rank 1: srun --kill-on-bad-exit ends the step (FAILED) within 30 s;
+#  3. kill -9 of rank 1: srun --kill-on-bad-exit ends the step (FAILED) within 30 s; SIGUSR1 to
+#     the batch shell (as --signal=B:USR1@120 at the limit): the ranks checkpoint mid-epoch, exit 75,
+#     the script requeues the job, which resumes from the checkpoint by itself and completes;
 #  4. slurm/scaling.sh for 1 and 2 ranks: the table has both runs, COMPLETED, speed-up 1.00 for 1.
 # The store is small, built with the real command as in train_mpi.sh (synth -> fetch ->
 # preprocess on configs/demo.yaml, three years). Installs slurm-wlm, munge and libpmix-dev when
@@ -166,7 +168,7 @@ years=(--set "synth.years=[2000,2002]" --set "fetch.years=[2000,2002]" --set "pr
 "$bin" synth --config configs/demo.yaml "${years[@]}" 2>/dev/null
 "$bin" fetch --config configs/demo.yaml "${years[@]}" 2>/dev/null
 "$bin" preprocess --config configs/demo.yaml "${years[@]}" 2>/dev/null
-for run in e2e mpirun container bad kill; do
+for run in e2e mpirun container bad kill requeue; do
   mkdir -p runs/$run/preprocess
   ln -s "$work/runs/demo/preprocess/store.h5" runs/$run/preprocess/store.h5
 done
@@ -291,6 +293,40 @@ result=$(wait_job "$job" 30)
 echo "job $job: $result, $(( $(date +%s) - t_kill )) s after kill -9"
 [[ $result == JobState=FAILED* && $result != *ExitCode=0:0 ]] || fail "job $job: $result, expected FAILED with an exit code"
 grep -q 'task 1: Killed' "downscale-train-$job.err" || { tail "downscale-train-$job.err"; fail "srun does not report task 1 killed"; }
+
+echo "== 3b. SIGUSR1 before the time limit: checkpoint, exit 75, requeue, the job resumes by itself"
+# What --signal=B:USR1@120 does at the limit, sent now with scancel (to the batch shell only).
+# Rank 1 waits for it at epoch 1 step 3 (io/stop_signal.h's test hook), rank 0 at the next allreduce.
+job=$(DOWNSCALE_TEST_WAIT_AT="epoch 1 step 3 " DOWNSCALE_TEST_WAIT_RANK=1 sbatch --parsable \
+  --ntasks-per-node=$ranks --gres=none "$script" configs/demo.yaml "${common[@]}" --set run.dir=runs/requeue)
+for _ in $(seq 600); do
+  grep -q 'waiting for a signal' "downscale-train-$job.err" 2>/dev/null && break
+  sleep 0.1
+done
+grep -q 'waiting for a signal' "downscale-train-$job.err" ||
+  { cat "downscale-train-$job.err"; fail "job $job did not reach epoch 1 step 3"; }
+scancel --signal=USR1 --batch "$job"
+# Requeued: pending again, after its first run wrote the checkpoint and exited 75. Slurm holds a
+# requeued job back for about 2 minutes (BeginTime): release it now.
+for _ in $(seq 600); do
+  scontrol show job -o "$job" | grep -q 'JobState=PENDING.*Restarts=1' && break
+  sleep 0.1
+done
+scontrol show job -o "$job" | grep -q 'JobState=PENDING.*Restarts=1' ||
+  { scontrol show job "$job"; cat "downscale-train-$job.out" "downscale-train-$job.err"; fail "job $job was not requeued"; }
+grep -q "training exited with code 75" "downscale-train-$job.out" ||
+  { cat "downscale-train-$job.out"; fail "job $job: the first run did not exit 75"; }
+grep -q "interrupted by SIGUSR1 at epoch 1 step 3 of .*; wrote runs/requeue/train/checkpoint_last.h5" "downscale-train-$job.err" ||
+  { cat "downscale-train-$job.err"; fail "job $job: no mid-epoch checkpoint on SIGUSR1"; }
+scontrol update JobId="$job" StartTime=now
+result=$(wait_job "$job" 60)
+echo "job $job: $result, $(scontrol show job -o "$job" | grep -o 'Restarts=[0-9]*')"
+[[ $result == "JobState=COMPLETED ExitCode=0:0" ]] ||
+  { cat "downscale-train-$job.out" "downscale-train-$job.err"; fail "job $job: $result, expected COMPLETED, 0:0 after the requeue"; }
+scontrol show job -o "$job" | grep -q 'Restarts=1' || fail "job $job was not requeued once"
+grep -q 'rank 0\] resuming from runs/requeue/train/checkpoint_last.h5 at epoch 1, step 3 of' "downscale-train-$job.err" ||
+  { cat "downscale-train-$job.out" "downscale-train-$job.err"; fail "the requeued job did not resume at epoch 1 step 3"; }
+grep -q '^2,' runs/requeue/train/metrics.csv || fail "runs/requeue/train/metrics.csv lacks epoch 2"
 
 echo "== 4. scaling.sh, 1 and 2 ranks"
 rc=0

@@ -1,0 +1,58 @@
+#include "io/run_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "io/atomic_file.h"
+#include "io/error.h"
+
+namespace ds {
+
+namespace {
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "?";
+  return buf;
+}
+
+// "pid N on host H" from the holder's lock file; it may not have written it yet.
+std::string holder(int fd) {
+  char buf[512] = {};
+  const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  long pid = 0;
+  char host[300] = {};
+  if (n > 0 && std::sscanf(buf, "%ld %299s", &pid, host) == 2)
+    return "pid " + std::to_string(pid) + " on host " + host;
+  return "pid unknown";
+}
+
+}  // namespace
+
+RunLock::RunLock(const std::string& dir, const std::string& stage) : path_(dir + "/.downscale-" + stage + ".lock") {
+  make_dirs(dir);
+  fd_ = ::open(path_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error("cannot open the lock file " + path_ + ": " + std::strerror(errno));
+  if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    const std::string who = err == EWOULDBLOCK ? holder(fd_) : "";
+    ::close(fd_);
+    fd_ = -1;
+    if (err != EWOULDBLOCK) throw Error("cannot lock " + path_ + ": " + std::strerror(err));
+    throw Error("another downscale " + stage + " (" + who + ") is using " + dir + " (lock " + path_ +
+                "); wait for it to end or stop it first");
+  }
+  const std::string me = std::to_string(::getpid()) + " " + host_name() + "\n";
+  // Best effort: the lock itself is the flock, the text only names its holder.
+  if (ftruncate(fd_, 0) == 0 && pwrite(fd_, me.data(), me.size(), 0) < 0) {}
+}
+
+RunLock::~RunLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the flock
+}
+
+}  // namespace ds

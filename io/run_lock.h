@@ -1,0 +1,27 @@
+// One `downscale <stage>` per run folder at a time: two trains in one folder would interleave
+// metrics.csv and overwrite each other's checkpoints, two preprocesses each other's store.
+// RunLock takes an exclusive, non-blocking flock on <dir>/.downscale-<stage>.lock (creating the
+// folder) and writes "pid host" into it, so the second job's error names the first. The kernel
+// drops the lock when the process ends however it ends (kill -9 included): a stale lock file is
+// harmless. Under MPI only rank 0 takes it, before the other ranks start work (train's driver).
+#pragma once
+#include <string>
+
+namespace ds {
+
+class RunLock {
+ public:
+  // Throws Error (exit 1): "another downscale train (pid N on host H) is using <dir> (lock <file>)".
+  RunLock(const std::string& dir, const std::string& stage);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+}  // namespace ds

@@ -1,0 +1,125 @@
+#include "io/stop_signal.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+namespace ds {
+
+namespace {
+
+// Lock-free, so reading and writing it in a handler is async-signal-safe.
+std::atomic<int> g_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+
+void on_stop_signal(int signo) {
+  int none = 0;
+  if (!g_signal.compare_exchange_strong(none, signo) && signo == SIGINT) {
+    // Ctrl-C a second time: the user does not want to wait for the safe point.
+    signal(SIGINT, SIG_DFL);
+    raise(SIGINT);
+  }
+}
+
+bool pid_alive(long pid) {
+  if (pid <= 0) return false;
+  // EPERM: alive but someone else's.
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+// The pid of "<name>.tmp-<pid>", or -1 when the name does not end so.
+long temp_pid(const std::string& name) {
+  const auto at = name.rfind(".tmp-");
+  if (at == std::string::npos || at + 5 >= name.size()) return -1;
+  long pid = 0;
+  for (size_t i = at + 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9' || pid > 100000000) return -1;
+    pid = pid * 10 + (name[i] - '0');
+  }
+  return pid;
+}
+
+}  // namespace
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  // Restart interrupted system calls: libraries (HDF5, netCDF, MPI) need not see EINTR; the
+  // stages look at the flag at their safe points.
+  sa.sa_flags = SA_RESTART;
+  for (int s : {SIGINT, SIGTERM, SIGUSR1}) sigaction(s, &sa, nullptr);
+}
+
+bool stop_requested() { return g_signal.load() != 0; }
+int stop_signal_number() { return g_signal.load(); }
+void set_stop_request(int signo) { g_signal.store(signo); }
+
+std::string signal_name(int signo) {
+  switch (signo) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGHUP: return "SIGHUP";
+    default: return "signal " + std::to_string(signo);
+  }
+}
+
+void test_wait_for_signal(const std::string& what) {
+  static const char* const at = std::getenv("DOWNSCALE_TEST_WAIT_AT");
+  static bool done = false;
+  if (!at || !*at || done || what.find(at) == std::string::npos) return;
+  if (const char* rank = std::getenv("DOWNSCALE_TEST_WAIT_RANK"); rank && *rank) {
+    const char* mine = std::getenv("OMPI_COMM_WORLD_RANK");
+    if (!mine) mine = std::getenv("SLURM_PROCID");
+    if (std::string(mine ? mine : "0") != rank) return;
+  }
+  done = true;
+  std::fprintf(stderr, "waiting for a signal at %s\n", what.c_str());
+  std::fflush(stderr);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!stop_requested() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+void throw_if_stop_requested(const std::string& what) {
+  test_wait_for_signal(what);
+  const int s = g_signal.load();
+  if (s) throw Interrupted(s, "interrupted by " + signal_name(s) + " while " + what);
+}
+
+size_t remove_stale_temps(const std::string& dir, bool recursive) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return 0;
+  size_t removed = 0;
+  auto consider = [&](const fs::directory_entry& e) {
+    std::error_code ec2;
+    if (!e.is_regular_file(ec2)) return;
+    const std::string name = e.path().filename().string();
+    const long pid = temp_pid(name);
+    if (pid < 0 || pid_alive(pid)) return;
+    if (fs::remove(e.path(), ec2)) {
+      ++removed;
+      spdlog::info("removed {}, left by process {} which is no longer running", e.path().string(), pid);
+    }
+  };
+  if (recursive) {
+    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec))
+      consider(*it);
+  } else {
+    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+      consider(*it);
+  }
+  return removed;
+}
+
+}  // namespace ds

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# Issue 12's signal and lock rows (io/stop_signal.h, io/run_lock.h), on a small demo store:
+#  - preprocess, train (1 rank and mpirun -np 2), predict and evaluate, sent SIGTERM in the
+#    middle of their work, stop with exit 143, one line naming the signal and no *.tmp-* left;
+#  - train writes checkpoint_last.h5 mid-epoch first, and --resume ends with the same weights as
+#    an uninterrupted run (under MPI too, with only rank 1 signalled: the ranks agree);
+#  - SIGUSR1 to train: checkpoint written, exit 75 (the code slurm/train_forhlr2.sh requeues on);
+#  - a stale temporary file of a dead process (store.h5.tmp-PID, ...) is removed by the next run;
+#  - a second train in the same folder exits 1 naming the lock and the first one's pid.
+# A stage is signalled while it waits at a safe point (DOWNSCALE_TEST_WAIT_AT, see
+# io/stop_signal.h): no sleep races the work.
+#   usage: faults_signals.sh <downscale binary> <source dir>
+set -uo pipefail
+bin=$1
+src=$2
+work=$(mktemp -d)
+pids=()
+trap 'for p in "${pids[@]}"; do kill -9 $p 2>/dev/null; done; rm -rf "$work"' EXIT
+cd "$work" || exit 1
+cp -r "$src/configs" .
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+ok() { echo "ok: $*"; }
+
+years=(--set "synth.years=[2000,2002]" --set "fetch.years=[2000,2002]" --set "preprocess.train_years=[2000,2000]"
+       --set "preprocess.validation_years=[2001,2001]" --set "preprocess.test_years=[2002,2002]")
+common=("${years[@]}" --set run.threads=1 --set train.epochs=2 --set preprocess.block_days=32)
+ds() { "$bin" "$1" --config configs/demo.yaml "${common[@]}" "${@:2}"; }
+
+# start_waiting LOG WAIT_AT CMD...: starts CMD in the background with the safe-point hook and
+# waits (60 s at most) until it says it waits there; sets $pid (CMD's own: `ds STAGE ...` is
+# expanded here, as a shell function would run in a subshell that the signal would kill).
+start_waiting() {
+  local log=$1 at=$2
+  shift 2
+  [[ $1 == ds ]] && set -- "$bin" "$2" --config configs/demo.yaml "${common[@]}" "${@:3}"
+  DOWNSCALE_TEST_WAIT_AT=$at "$@" >"$log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  for _ in $(seq 600); do
+    grep -q 'waiting for a signal' "$log" && return 0
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.1
+  done
+  fail "$* never reached '$at':"; tail -3 "$log"
+  return 1
+}
+# finish PID: its exit code in $rc (once it has ended; 60 s at most, then killed).
+finish() {
+  for _ in $(seq 600); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$1" 2>/dev/null
+  rc=0
+  wait "$1" || rc=$?
+}
+# expect_interrupted NAME LOG CODE SIGNAL DIR: exit code, one line naming the signal, no temp files.
+expect_interrupted() {
+  local name=$1 log=$2 code=$3 sig=$4 dir=$5
+  [[ $rc -eq $code ]] || { fail "$name: exit $rc, expected $code"; tail -3 "$log"; return; }
+  local lines
+  lines=$(grep -c "^downscale [a-z]*: interrupted by $sig" "$log")
+  [[ $lines -eq 1 ]] || { fail "$name: expected one line 'interrupted by $sig', got $lines"; tail -3 "$log"; return; }
+  if find "$dir" -name '*.tmp-*' | grep -q .; then fail "$name: temporary files left: $(find "$dir" -name '*.tmp-*')"; return; fi
+  ok "$name: exit $rc, $(grep "interrupted by $sig" "$log" | head -1)"
+}
+checksum() { grep -o '"weights_checksum": "[0-9a-f]*"' "$1/train_report.json" | grep -o '[0-9a-f]\{16\}'; }
+step_in_epoch() {
+  /usr/bin/python3 -c "import h5py,sys; print(h5py.File(sys.argv[1],'r').attrs['step_in_epoch'])" "$1" 2>/dev/null
+}
+
+# A pid that no longer runs (999999 may, where pid_max is larger): a process that has ended.
+dead=$(bash -c 'echo $$')
+ds synth >/dev/null 2>&1 && ds fetch >/dev/null 2>&1 || { echo "synth/fetch failed"; exit 1; }
+
+echo "== preprocess: a stale store.h5.tmp-PID of a dead process is removed"
+mkdir -p runs/demo/preprocess
+head -c 100000 /dev/zero >runs/demo/preprocess/store.h5.tmp-$dead
+ds preprocess >pp.log 2>&1 || { cat pp.log; exit 1; }
+[[ ! -e runs/demo/preprocess/store.h5.tmp-$dead ]] && ok "stale store.h5.tmp-$dead removed" ||
+  fail "store.h5.tmp-$dead left by a dead process was not removed"
+
+echo "== preprocess: SIGTERM while the store is written"
+mkdir -p runs/pp && ln -s "$work/runs/demo/fetch" runs/pp/fetch
+if start_waiting pp_sig.log "writing the validation split" ds preprocess --set run.dir=runs/pp; then
+  ls runs/pp/preprocess/store.h5.tmp-* >/dev/null 2>&1 || fail "preprocess: no temporary store while writing (test hook misplaced?)"
+  kill -TERM $pid; finish $pid
+  expect_interrupted preprocess pp_sig.log 143 SIGTERM runs/pp
+  [[ ! -e runs/pp/preprocess/store.h5 ]] || fail "preprocess: an interrupted run left store.h5"
+fi
+
+for run in full sig usr1 mfull msig; do
+  mkdir -p runs/$run/preprocess
+  ln -s "$work/runs/demo/preprocess/store.h5" runs/$run/preprocess/store.h5
+done
+
+echo "== train, 1 rank: SIGTERM mid-epoch, checkpoint, --resume to the uninterrupted weights"
+ds train --set run.dir=runs/full >full.log 2>&1 || { cat full.log; exit 1; }
+want=$(checksum runs/full/train)
+mkdir -p runs/sig/train && head -c 1000 /dev/zero >runs/sig/train/checkpoint_last.h5.tmp-$dead
+if start_waiting sig.log "epoch 2 step 5 " ds train --set run.dir=runs/sig; then
+  [[ ! -e runs/sig/train/checkpoint_last.h5.tmp-$dead ]] || fail "train: stale checkpoint temp not removed"
+  echo "-- a second train in the same folder"
+  rc=0
+  ds train --set run.dir=runs/sig >second.log 2>&1 || rc=$?
+  if [[ $rc -eq 1 ]] && grep -q "another downscale train (pid $pid on host .*) is using runs/sig/train (lock runs/sig/train/.downscale-train.lock)" second.log; then
+    ok "second train: exit 1, $(grep -o 'error: .*' second.log)"
+  else
+    fail "second train in the same folder: exit $rc, expected 1 naming pid $pid and the lock"; cat second.log
+  fi
+  kill -TERM $pid; finish $pid
+  expect_interrupted "train SIGTERM" sig.log 143 SIGTERM runs/sig
+  grep -q "interrupted by SIGTERM at epoch 2 step 5 of [0-9]*; wrote runs/sig/train/checkpoint_last.h5 (resume with --resume)" sig.log ||
+    fail "train: message does not name the step and the checkpoint: $(tail -1 sig.log)"
+  [[ $(step_in_epoch runs/sig/train/checkpoint_last.h5) == 5 ]] || fail "train: checkpoint_last.h5 is not the mid-epoch one"
+  ds train --resume --set run.dir=runs/sig >resume.log 2>&1 || { fail "train --resume"; tail -3 resume.log; }
+  grep -q 'resuming from .* at epoch 2, step 5 of' resume.log || fail "resume did not start at epoch 2 step 5"
+  got=$(checksum runs/sig/train)
+  [[ -n $want && $got == "$want" ]] && ok "resumed weights $got = uninterrupted" ||
+    fail "resumed weights $got differ from the uninterrupted run's $want"
+  cmp -s <(cut -d, -f1-3 runs/full/train/metrics.csv) <(cut -d, -f1-3 runs/sig/train/metrics.csv) ||
+    fail "metrics.csv of the resumed run differs: $(cat runs/sig/train/metrics.csv)"
+fi
+
+echo "== train: SIGUSR1 (Slurm's warning before the time limit)"
+if start_waiting usr1.log "epoch 1 step 3 " ds train --set run.dir=runs/usr1; then
+  kill -USR1 $pid; finish $pid
+  expect_interrupted "train SIGUSR1" usr1.log 75 SIGUSR1 runs/usr1
+  [[ $(step_in_epoch runs/usr1/train/checkpoint_last.h5) == 3 ]] || fail "SIGUSR1: no mid-epoch checkpoint_last.h5"
+fi
+
+if command -v mpirun >/dev/null; then
+  echo "== train, mpirun -np 2: SIGTERM to rank 1 only; both ranks stop at the same step"
+  mpi=(mpirun -np 2 --oversubscribe --bind-to none)
+  "${mpi[@]}" "$bin" train --config configs/demo.yaml "${common[@]}" --set train.batch_size=8 --set run.dir=runs/mfull \
+    >mfull.log 2>&1 || { cat mfull.log; exit 1; }
+  want=$(checksum runs/mfull/train)
+  export DOWNSCALE_TEST_WAIT_RANK=1
+  if start_waiting msig.log "epoch 2 step 5 " "${mpi[@]}" -x DOWNSCALE_TEST_WAIT_AT \
+       -x DOWNSCALE_TEST_WAIT_RANK "$bin" train --config configs/demo.yaml "${common[@]}" --set train.batch_size=8 \
+       --set run.dir=runs/msig; then
+    victim=""
+    for p in $(pgrep -P $pid); do
+      tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && victim=$p
+    done
+    if [[ -z $victim ]]; then fail "mpi: rank 1 not found"; kill $pid; finish $pid
+    else
+      kill -TERM "$victim"; finish $pid
+      [[ $rc -eq 143 ]] || fail "mpi: exit $rc, expected 143"
+      grep -q 'train: interrupted by SIGTERM at epoch 2 step 5 of [0-9]*; wrote .*checkpoint_last.h5' msig.log ||
+        fail "mpi: rank 0 does not say it wrote the checkpoint"
+      find runs/msig -name '*.tmp-*' | grep -q . && fail "mpi: temporary files left"
+      "${mpi[@]}" "$bin" train --resume --config configs/demo.yaml "${common[@]}" --set train.batch_size=8 \
+        --set run.dir=runs/msig >mres.log 2>&1 || { fail "mpi: --resume"; tail -3 mres.log; }
+      got=$(checksum runs/msig/train)
+      [[ -n $want && $got == "$want" ]] && ok "mpi: exit 143 on both ranks; resumed weights $got = uninterrupted" ||
+        fail "mpi: resumed weights $got differ from the uninterrupted run's $want"
+    fi
+  fi
+  unset DOWNSCALE_TEST_WAIT_RANK
+fi
+
+echo "== predict: SIGTERM between batches; a stale temp in its folder is removed"
+mkdir -p runs/full/predict && head -c 1000 /dev/zero >runs/full/predict/precipitation.nc.tmp-$dead
+if start_waiting predict.log "predicting day 64 " ds predict --set run.dir=runs/full; then
+  kill -TERM $pid; finish $pid
+  expect_interrupted predict predict.log 143 SIGTERM runs/full/predict
+  [[ ! -e runs/full/predict/precipitation.nc ]] || fail "predict: an interrupted run wrote precipitation.nc"
+fi
+
+echo "== evaluate: SIGTERM between methods"
+ds predict --set run.dir=runs/full >predict2.log 2>&1 || { cat predict2.log; exit 1; }
+if start_waiting evaluate.log "scoring climatology" ds evaluate --set run.dir=runs/full; then
+  kill -TERM $pid; finish $pid
+  expect_interrupted evaluate evaluate.log 143 SIGTERM runs/full/evaluate
+  [[ ! -e runs/full/evaluate/scores.json ]] || fail "evaluate: an interrupted run wrote scores.json"
+fi
+
+[[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }
+echo "faults signals: ok"

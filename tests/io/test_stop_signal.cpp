@@ -1,0 +1,93 @@
+// io/stop_signal.h and io/run_lock.h: the flag set by a real signal, the Interrupted exit codes,
+// stale temporary files of dead processes, one lock per folder and stage.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "io/run_lock.h"
+#include "io/stop_signal.h"
+
+using namespace ds;
+namespace fs = std::filesystem;
+
+namespace {
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+void touch(const fs::path& p) { std::ofstream(p) << "x"; }
+// A pid that was alive and is no longer: a child that has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
+}
+}  // namespace
+
+TEST(StopSignal, ASignalSetsTheFlagAndSafePointsThrowWith128PlusIt) {
+  install_stop_handlers();
+  set_stop_request(0);
+  EXPECT_NO_THROW(throw_if_stop_requested("nothing"));
+  ASSERT_EQ(raise(SIGTERM), 0);  // the process survives: the handler only records it
+  EXPECT_TRUE(stop_requested());
+  EXPECT_EQ(stop_signal_number(), SIGTERM);
+  try {
+    throw_if_stop_requested("writing block 3");
+    FAIL() << "no Interrupted";
+  } catch (const Interrupted& e) {
+    EXPECT_EQ(e.code(), 143);
+    EXPECT_STREQ(e.what(), "interrupted by SIGTERM while writing block 3");
+  }
+  EXPECT_EQ(Interrupted(SIGUSR1, "x", kExitRequeue).code(), 75);
+  set_stop_request(0);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGUSR1, SIG_DFL);
+}
+
+TEST(StopSignal, StaleTempsOfDeadProcessesGoLiveOnesStay) {
+  const fs::path d = fresh_dir("ds-stale");
+  const std::string dead = std::to_string(dead_pid()), me = std::to_string(::getpid());
+  touch(d / ("store.h5.tmp-" + dead));
+  touch(d / ("store.h5.tmp-" + me));
+  touch(d / "store.h5");
+  touch(d / "notes.tmp-abc");
+  fs::create_directories(d / "sub");
+  touch(d / "sub" / ("x.nc.tmp-" + dead));
+  EXPECT_EQ(remove_stale_temps(d.string()), 1u);
+  EXPECT_FALSE(fs::exists(d / ("store.h5.tmp-" + dead)));
+  EXPECT_TRUE(fs::exists(d / ("store.h5.tmp-" + me)));
+  EXPECT_TRUE(fs::exists(d / "store.h5"));
+  EXPECT_TRUE(fs::exists(d / "notes.tmp-abc"));
+  EXPECT_TRUE(fs::exists(d / "sub" / ("x.nc.tmp-" + dead)));  // not recursive unless asked
+  EXPECT_EQ(remove_stale_temps(d.string(), true), 1u);
+  EXPECT_EQ(remove_stale_temps((d / "missing").string()), 0u);
+  fs::remove_all(d);
+}
+
+TEST(RunLock, ASecondLockOnTheSameFolderAndStageNamesTheFirst) {
+  const fs::path d = fresh_dir("ds-lock") / "train";
+  {
+    RunLock first(d.string(), "train");
+    EXPECT_TRUE(fs::exists(d / ".downscale-train.lock"));
+    try {
+      RunLock second(d.string(), "train");
+      FAIL() << "second lock taken";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), kExitFailure);
+      const std::string want = "another downscale train (pid " + std::to_string(::getpid()) + " on host ";
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("is using " + d.string()), std::string::npos) << e.what();
+    }
+    RunLock other_stage(d.string(), "predict");  // another stage's lock is another file
+  }
+  RunLock again(d.string(), "train");  // released with the first
+  fs::remove_all(d.parent_path());
+}
