@@ -68,6 +68,9 @@ struct Config {
     int attempts = 5;                 // tries per chunk for transient failures (first included)
     double retry_delay = 5;           // seconds before the 2nd try; doubled before each next
     double piece_mb = 64;             // largest single read from the server (bounds memory)
+    // A request to the server (an open, a read of at most piece_mb) that has not completed after
+    // this many seconds is abandoned as a transient failure ("timed out"); 0: wait for ever.
+    double timeout_s = 300;
   } fetch;
 
   struct Preprocess {
