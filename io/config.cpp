@@ -46,6 +46,16 @@ int GridSpec::nlat() const { return static_cast<int>(std::lround((lat_last - lat
 
 namespace {
 
+std::string origin_of(const std::string& key, const std::map<std::string, std::string>& overrides, const std::string& file) {
+  for (std::string k = key;;) {
+    const auto it = overrides.find(k);
+    if (it != overrides.end()) return "--set " + it->second;
+    const auto dot = k.rfind('.');
+    if (dot == std::string::npos) return file;
+    k.resize(dot);
+  }
+}
+
 // Levenshtein distance, for "did you mean" on unknown keys.
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -119,15 +129,7 @@ class Reader {
 
   // Where the value of `key` came from, for messages: "--set key=value" when an override set it
   // (or a section above it: `--set preprocess.predictor_grid={...}`), else the config file.
-  std::string origin(const std::string& key) const {
-    for (std::string k = key;;) {
-      const auto it = overridden_.find(k);
-      if (it != overridden_.end()) return "--set " + it->second;
-      const auto dot = k.rfind('.');
-      if (dot == std::string::npos) return file_;
-      k.resize(dot);
-    }
-  }
+  std::string origin(const std::string& key) const { return origin_of(key, overridden_, file_); }
 
   // Every leaf (or mapping) key present in the document but never read is an error.
   void check_unknown() const {
@@ -237,6 +239,8 @@ void apply_override(YAML::Node& root, const std::string& assignment, std::map<st
 
 }  // namespace
 
+std::string Config::origin(const std::string& key) const { return origin_of(key, overrides, file); }
+
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   YAML::Node root;
   try {
@@ -254,6 +258,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 
   Config c;
   c.file = path;
+  c.overrides = overridden;
   Reader r(root, path, overridden);
 
   r.get("run.dir", c.run.dir);

@@ -35,6 +35,10 @@ struct GridSpec {
 
 struct Config {
   std::string file;  // where it was read from, for messages
+  std::map<std::string, std::string> overrides;  // key -> "key=value" as given to --set
+  // Where the value of `key` came from, for messages: "--set key=value" (an override of the key
+  // or of a section above it) or the config file.
+  std::string origin(const std::string& key) const;
 
   struct Run {
     std::string dir;          // the run's output folder; every stage writes below it

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <iomanip>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -15,7 +16,7 @@ namespace {
 
 std::string num(double v) {
   std::ostringstream s;
-  s << v;
+  s << std::setprecision(15) << v;
   return s.str();
 }
 

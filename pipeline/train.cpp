@@ -1,20 +1,29 @@
 // Driver of `downscale train`: one process, or one rank of `mpirun -np N downscale train`.
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
+
 #include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/log.h"
 #include "pipeline/stages.h"
+#include "train/check.h"
 #include "train/distributed.h"
 #include "train/trainer.h"
 
 namespace ds {
 
 int run_train(const Config& cfg, const StageOptions& opt) {
+  const RunPaths paths = RunPaths::of(cfg);
+  // Before MPI_Init: a batch script runs this once, before it launches any rank.
+  if (opt.check) {
+    std::fputs(check_training(cfg, paths.store(), paths.model_dir(), opt.resume).c_str(), stdout);
+    std::puts("train --check: ok (nothing written)");
+    return 0;
+  }
   // Alone, MPI_Init makes a singleton: one rank, the same run as before.
   const auto comm = make_mpi_communicator();
   if (comm->size() > 1) setup_logging("train", cfg.run.log_level, comm->rank());  // every line names its rank
-  const RunPaths paths = RunPaths::of(cfg);
   try {
     if (comm->is_root()) {
       make_dirs(paths.model_dir());

@@ -23,6 +23,7 @@
 #include "model/net.h"
 #include "model/optimizer.h"
 #include "train/batches.h"
+#include "train/check.h"
 #include "train/checkpoint.h"
 #include "train/gradient_buckets.h"
 #include "train/tensorboard.h"
@@ -183,20 +184,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   if (n_train == 0) throw InputError(store_path + ": the train split is empty");
   const auto& tc = cfg.train;
 
-  model::ModelSpec spec;
-  spec.name = cfg.model.name;
-  spec.in_channels = meta.C();
-  spec.in_h = meta.H();
-  spec.in_w = meta.W();
-  spec.filters = cfg.model.filters;
-  spec.loss = tc.loss;
+  const model::ModelSpec spec = model_spec_for(cfg, meta);
   const model::LossKind loss_kind = model::parse_loss(tc.loss, cfg.file + ": key 'train.loss'");
-  if (spec.name == "deepesd") {
-    // Its dense heads have one unit per land point, so the grid and mask are part of the model.
-    spec.out_h = meta.Hy();
-    spec.out_w = meta.Wy();
-    spec.land_mask = meta.mask;
-  }
   const int64_t global_batch = int64_t(tc.batch_size) * comm.size();
   const int64_t steps_per_epoch = (int64_t(n_train) + global_batch - 1) / global_batch;
   const LearningRateSchedule lr_at = scaled_learning_rate(
