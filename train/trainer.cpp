@@ -118,10 +118,18 @@ uint64_t weights_checksum(model::Net& net) {
 // Test hooks for tests/cli/train_mpi.sh, at the first step: DOWNSCALE_TEST_FAIL_RANK=r makes
 // rank r throw; DOWNSCALE_TEST_STALL_RANK=r makes rank r sleep DOWNSCALE_TEST_STALL_SECONDS
 // (the others wait for it at the gradient allreduce: the stall warning and limit).
+void maybe_stall(const Communicator& comm, const char* where);
 void maybe_inject_failure(const Communicator& comm) {
   const char* v = std::getenv("DOWNSCALE_TEST_FAIL_RANK");
   if (v && *v && std::atoi(v) == comm.rank())
     throw Error("injected failure (DOWNSCALE_TEST_FAIL_RANK=" + std::string(v) + ")");
+  maybe_stall(comm, "");
+}
+// DOWNSCALE_TEST_STALL_WHERE=backward moves the stall into backward, after this rank started
+// its first gradient bucket's allreduce (use tiny buckets): the others must still name it.
+void maybe_stall(const Communicator& comm, const char* where) {
+  const char* at = std::getenv("DOWNSCALE_TEST_STALL_WHERE");
+  if (std::string(at ? at : "") != where) return;
   const char* stall = std::getenv("DOWNSCALE_TEST_STALL_RANK");
   const char* secs = std::getenv("DOWNSCALE_TEST_STALL_SECONDS");
   if (stall && *stall && secs && std::atoi(stall) == comm.rank()) {
@@ -266,7 +274,15 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   comm.barrier("start of training");
   timeline.set_origin(Clock::now());
   std::function<void(const std::vector<model::Param>&)> layer_done;
-  if (distributed) layer_done = [&](const std::vector<model::Param>& ps) { buckets->ready(ps); };
+  bool stall_tested = false;
+  if (distributed)
+    layer_done = [&](const std::vector<model::Param>& ps) {
+      buckets->ready(ps);
+      if (!stall_tested && optimizer->steps() == 0 && buckets->started() > 0) {
+        stall_tested = true;
+        maybe_stall(comm, "backward");
+      }
+    };
 
   TrainReport report;
   report.epochs = state.epoch;
