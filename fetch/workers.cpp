@@ -100,6 +100,8 @@ struct Worker {
   bool transient = false;
   int code = 1;
   uint64_t bytes = 0;    // reported for the current job
+  std::chrono::steady_clock::time_point heard;  // the job's start or its last report
+  double next_note = 0;  // seconds of silence at which on_waiting is next called
 };
 
 using Clock = std::chrono::steady_clock;
@@ -165,6 +167,22 @@ void run_in_processes(const std::vector<size_t>& jobs, int parallel, const Retry
     return pid;
   };
 
+  // A busy worker's job failed (the worker is gone): abandon its leftovers, then retry the job
+  // later or give up.
+  auto job_failed = [&](const Worker& done, pid_t pid, const std::string& error, bool transient) {
+    if (hooks.on_abandon) hooks.on_abandon(done.job, pid);
+    const int tried = attempts[done.job];
+    if (!transient) {
+      const ExitCode code = done.code == kExitInput ? kExitInput : done.code == kExitUsage ? kExitUsage : kExitFailure;
+      abort_all(Error(error, code));
+    }
+    if (tried >= retry.attempts)
+      abort_all(Error(error + " (gave up after " + std::to_string(tried) + " attempts)", kExitFailure));
+    const double delay = std::min(retry.max_delay_s, retry.delay_s * std::pow(2.0, tried - 1));
+    if (hooks.on_retry) hooks.on_retry(done.job, tried, error, done.bytes, delay);
+    pending.push_back({done.job, Clock::now() + std::chrono::microseconds(static_cast<int64_t>(delay * 1e6))});
+  };
+
   auto busy_count = [&] {
     return std::count_if(workers.begin(), workers.end(), [](const auto& p) { return p.second.busy; });
   };
@@ -198,6 +216,8 @@ void run_in_processes(const std::vector<size_t>& jobs, int parallel, const Retry
       w.transient = false;
       w.code = 1;
       w.bytes = 0;
+      w.heard = Clock::now();
+      w.next_note = retry.waiting_note_s;
       ++attempts[it->job];
       it = pending.erase(it);
     }
@@ -249,6 +269,8 @@ void run_in_processes(const std::vector<size_t>& jobs, int parallel, const Retry
         while ((nl = w.buf.find('\n')) != std::string::npos) {
           const std::string line = w.buf.substr(0, nl);
           w.buf.erase(0, nl + 1);
+          w.heard = Clock::now();
+          w.next_note = retry.waiting_note_s;
           if (line.rfind("B ", 0) == 0) {
             const uint64_t b = std::stoull(line.substr(2));
             w.bytes += b;
@@ -288,17 +310,33 @@ void run_in_processes(const std::vector<size_t>& jobs, int parallel, const Retry
         error = WIFSIGNALED(status) ? "worker process killed by signal " + std::to_string(WTERMSIG(status))
                                     : "worker process exited with status " + std::to_string(WEXITSTATUS(status));
       }
-      if (hooks.on_abandon) hooks.on_abandon(done.job, pid);
-      const int tried = attempts[done.job];
-      if (!transient) {
-        const ExitCode code = done.code == kExitInput ? kExitInput : done.code == kExitUsage ? kExitUsage : kExitFailure;
-        abort_all(Error(error, code));
+      job_failed(done, pid, error, transient);
+    }
+
+    // Workers silent for too long: a hung request. Killed, the job goes to the back of the
+    // queue like any transient failure (other chunks go on meanwhile).
+    const auto now_after = Clock::now();
+    std::vector<pid_t> hung;
+    for (auto& [pid, w] : workers) {
+      if (!w.busy) continue;
+      const double silent = std::chrono::duration<double>(now_after - w.heard).count();
+      if (retry.timeout_s > 0 && silent >= retry.timeout_s) {
+        hung.push_back(pid);
+      } else if (retry.waiting_note_s > 0 && silent >= w.next_note) {
+        if (hooks.on_waiting) hooks.on_waiting(w.job, silent);
+        w.next_note += retry.waiting_note_s;
       }
-      if (tried >= retry.attempts)
-        abort_all(Error(error + " (gave up after " + std::to_string(tried) + " attempts)", kExitFailure));
-      const double delay = std::min(retry.max_delay_s, retry.delay_s * std::pow(2.0, tried - 1));
-      if (hooks.on_retry) hooks.on_retry(done.job, tried, error, done.bytes, delay);
-      pending.push_back({done.job, Clock::now() + std::chrono::microseconds(static_cast<int64_t>(delay * 1e6))});
+    }
+    for (pid_t pid : hung) {
+      kill(pid, SIGKILL);
+      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {}
+      const Worker done = workers[pid];
+      ::close(done.fd);
+      workers.erase(pid);
+      const std::string what = hooks.describe ? hooks.describe(done.job) : "job " + std::to_string(done.job);
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%g", retry.timeout_s);
+      job_failed(done, pid, "timed out after " + std::string(secs) + " s waiting for " + what + " (fetch.timeout_s)", true);
     }
   }
   // All done: the idle workers were told to go; collect them.

@@ -24,6 +24,11 @@ struct RetryPolicy {
   int attempts = 5;          // per job, the first try included
   double delay_s = 5;        // before the 2nd attempt; doubled before each further one
   double max_delay_s = 300;  // cap of one wait
+  // A worker that reports nothing (no bytes, no result) for this long is killed and its job
+  // failed as transient, "timed out after N s": a request that hangs inside netCDF-C/libcurl
+  // cannot be interrupted from within. 0: never.
+  double timeout_s = 0;
+  double waiting_note_s = 5;  // while a worker reports nothing, on_waiting every this many seconds
 };
 
 struct WorkerHooks {
@@ -37,6 +42,10 @@ struct WorkerHooks {
   std::function<void(size_t i, const std::string& result)> on_done;
   // A transient failure: `attempt` failed after reporting `bytes`; retried after `delay` s.
   std::function<void(size_t i, int attempt, const std::string& error, uint64_t bytes, double delay)> on_retry;
+  // Job i's worker has reported nothing for `seconds` (every RetryPolicy::waiting_note_s).
+  std::function<void(size_t i, double seconds)> on_waiting;
+  // What job i waits for, for the time-out's message ("http://host/file.nc").
+  std::function<std::string(size_t i)> describe;
   // Job i's worker `pid` was stopped or failed (another job failed for good, a signal, its own
   // failure): remove what it left.
   std::function<void(size_t i, pid_t pid)> on_abandon;

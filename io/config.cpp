@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "io/config_validate.h"
 #include "io/error.h"
 
 namespace ds {
@@ -45,6 +46,16 @@ int GridSpec::nlat() const { return static_cast<int>(std::lround((lat_last - lat
 
 namespace {
 
+std::string origin_of(const std::string& key, const std::map<std::string, std::string>& overrides, const std::string& file) {
+  for (std::string k = key;;) {
+    const auto it = overrides.find(k);
+    if (it != overrides.end()) return "--set " + it->second;
+    const auto dot = k.rfind('.');
+    if (dot == std::string::npos) return file;
+    k.resize(dot);
+  }
+}
+
 // Levenshtein distance, for "did you mean" on unknown keys.
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -62,7 +73,7 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 // over in the document can be reported as unknown.
 class Reader {
  public:
-  Reader(YAML::Node root, std::string file, std::set<std::string> overridden)
+  Reader(YAML::Node root, std::string file, std::map<std::string, std::string> overridden)
       : root_(std::move(root)), file_(std::move(file)), overridden_(std::move(overridden)) {}
 
   template <class T>
@@ -116,9 +127,9 @@ class Reader {
     return present;
   }
 
-  void require(const std::string& key, const std::string& value) {
-    if (value.empty()) throw UsageError(file_ + ": key '" + key + "' is required");
-  }
+  // Where the value of `key` came from, for messages: "--set key=value" when an override set it
+  // (or a section above it: `--set preprocess.predictor_grid={...}`), else the config file.
+  std::string origin(const std::string& key) const { return origin_of(key, overridden_, file_); }
 
   // Every leaf (or mapping) key present in the document but never read is an error.
   void check_unknown() const {
@@ -167,9 +178,6 @@ class Reader {
     }
   }
 
-  std::string origin(const std::string& key) const {
-    return overridden_.count(key) ? "--set " + key : file_;
-  }
 
   static std::string dump(const YAML::Node& n) {
     YAML::Emitter e;
@@ -179,11 +187,33 @@ class Reader {
 
   YAML::Node root_;
   std::string file_;
-  std::set<std::string> overridden_;
+  std::map<std::string, std::string> overridden_;  // key -> the whole "key=value" as given
   std::set<std::string> known_;
 };
 
-void apply_override(YAML::Node& root, const std::string& assignment, std::set<std::string>& keys) {
+// yaml-cpp keeps both pairs of a key written twice in one mapping and reads the first, so a
+// second `epochs:` further down a long file would be ignored without a word: refuse it, naming
+// both lines.
+void check_duplicate_keys(const YAML::Node& n, const std::string& prefix, const std::string& file) {
+  if (n.IsSequence()) {
+    for (const auto& item : n) check_duplicate_keys(item, prefix, file);
+    return;
+  }
+  if (!n.IsMap()) return;
+  std::map<std::string, int> seen;  // key -> its first line
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    const std::string k = it->first.Scalar();
+    const std::string dotted = prefix.empty() ? k : prefix + "." + k;
+    const int line = it->first.Mark().line + 1;
+    const auto [first, inserted] = seen.emplace(k, line);
+    if (!inserted)
+      throw UsageError(file + ": line " + std::to_string(line) + ": key '" + dotted + "' is given twice (first on line " +
+                       std::to_string(first->second) + ")");
+    check_duplicate_keys(it->second, dotted, file);
+  }
+}
+
+void apply_override(YAML::Node& root, const std::string& assignment, std::map<std::string, std::string>& keys) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     throw UsageError("--set " + assignment + ": expected key=value");
@@ -192,7 +222,7 @@ void apply_override(YAML::Node& root, const std::string& assignment, std::set<st
   try {
     value = YAML::Load(assignment.substr(eq + 1));
   } catch (const YAML::Exception& e) {
-    throw UsageError("--set " + key + ": cannot parse value: " + e.msg);
+    throw UsageError("--set " + assignment + ": cannot parse the value of key '" + key + "': " + e.msg);
   }
   std::vector<std::string> parts;
   std::stringstream ss(key);
@@ -204,10 +234,12 @@ void apply_override(YAML::Node& root, const std::string& assignment, std::set<st
     set(n[parts[i]], i + 1);
   };
   set(root, 0);
-  keys.insert(key);
+  keys[key] = assignment;
 }
 
 }  // namespace
+
+std::string Config::origin(const std::string& key) const { return origin_of(key, overrides, file); }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   YAML::Node root;
@@ -220,11 +252,13 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   }
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw UsageError(path + ": the config must be a mapping of sections");
-  std::set<std::string> overridden;
+  check_duplicate_keys(root, "", path);  // before the overrides, which replace the first of two
+  std::map<std::string, std::string> overridden;
   for (const auto& o : overrides) apply_override(root, o, overridden);
 
   Config c;
   c.file = path;
+  c.overrides = overridden;
   Reader r(root, path, overridden);
 
   r.get("run.dir", c.run.dir);
@@ -242,7 +276,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("fetch.predictors.source", c.fetch.predictors_source);
   std::vector<std::string> fields;
   r.get("fetch.predictors.fields", fields);
-  for (const auto& f : fields) c.fetch.predictors.push_back(FieldRequest::parse(f, path));
+  for (const auto& f : fields) c.fetch.predictors.push_back(FieldRequest::parse(f, r.origin("fetch.predictors.fields")));
   if (!r.is_null_section("fetch.predictand")) {  // null: predictors alone (a GCM run)
     r.get("fetch.predictand.source", c.fetch.predictand_source);
     r.get("fetch.predictand.variable", c.fetch.predictand_variable);
@@ -257,6 +291,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("fetch.attempts", c.fetch.attempts);
   r.get("fetch.retry_delay", c.fetch.retry_delay);
   r.get("fetch.piece_mb", c.fetch.piece_mb);
+  r.get("fetch.timeout_s", c.fetch.timeout_s);
 
   r.get_grid("preprocess.predictor_grid", c.preprocess.predictor_grid);
   c.preprocess.has_predictand_grid = r.get_grid("preprocess.predictand_grid", c.preprocess.predictand_grid);
@@ -302,62 +337,8 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("evaluate.ridge", c.evaluate.ridge);
 
   r.check_unknown();
-  r.require("run.dir", c.run.dir);
-  for (int m : c.fetch.season)
-    if (m < 1 || m > 12) throw UsageError(path + ": key 'fetch.season' holds month " + std::to_string(m) + ", not 1..12");
-  if (c.fetch.parallel < 1) throw UsageError(path + ": key 'fetch.parallel' must be at least 1");
-  if (c.fetch.attempts < 1) throw UsageError(path + ": key 'fetch.attempts' must be at least 1");
-  if (c.fetch.retry_delay < 0) throw UsageError(path + ": key 'fetch.retry_delay' must not be negative");
-  if (!(c.fetch.piece_mb > 0)) throw UsageError(path + ": key 'fetch.piece_mb' must be positive");
-  if (c.model.name != "demo" && c.model.name != "mnn" && c.model.name != "deepesd")
-    throw UsageError(path + ": key 'model.name' is '" + c.model.name + "', expected demo, mnn or deepesd");
-  if (c.train.loss != "bernoulli_gamma" && c.train.loss != "gaussian" && c.train.loss != "mse")
-    throw UsageError(path + ": key 'train.loss' is '" + c.train.loss + "', expected bernoulli_gamma, gaussian or mse");
-  if (c.train.optimizer != "adam" && c.train.optimizer != "sgd")
-    throw UsageError(path + ": key 'train.optimizer' is '" + c.train.optimizer + "', expected adam or sgd");
-  if (!(c.train.momentum >= 0 && c.train.momentum < 1))
-    throw UsageError(path + ": key 'train.momentum' must be in [0, 1)");
-  for (const auto& [field, method] : c.preprocess.regrid)
-    if (method != "bilinear" && method != "conservative" && method != "nearest")
-      throw UsageError(path + ": key 'preprocess.regrid." + field + "' is '" + method + "', expected bilinear, conservative or nearest");
-  if (c.preprocess.standardize != "grid_box" && c.preprocess.standardize != "field")
-    throw UsageError(path + ": key 'preprocess.standardize' is '" + c.preprocess.standardize + "', expected grid_box or field");
-  if (c.preprocess.fill != "none" && c.preprocess.fill != "nearest_time" && c.preprocess.fill != "climatology")
-    throw UsageError(path + ": key 'preprocess.fill' is '" + c.preprocess.fill + "', expected none, nearest_time or climatology");
-  if (c.preprocess.compression < 0 || c.preprocess.compression > 9)
-    throw UsageError(path + ": key 'preprocess.compression' must be 0..9 (deflate level)");
-  if (c.preprocess.block_days < 1) throw UsageError(path + ": key 'preprocess.block_days' must be positive");
-  if (!(c.preprocess.min_valid_fraction >= 0 && c.preprocess.min_valid_fraction <= 1))
-    throw UsageError(path + ": key 'preprocess.min_valid_fraction' must be in [0, 1] (share of training days a box is observed on)");
-  if (c.predict.occurrence != "frequency" && c.predict.occurrence != "p50")
-    throw UsageError(path + ": key 'predict.occurrence' is '" + c.predict.occurrence + "', expected frequency or p50");
-  if (c.predict.members < 0) throw UsageError(path + ": key 'predict.members' must be 0 or more");
-  if (c.predict.standardize != "training" && c.predict.standardize != "own")
-    throw UsageError(path + ": key 'predict.standardize' is '" + c.predict.standardize + "', expected training or own");
-  if (c.predict.standardize == "own" && c.predict.reference_years.empty())
-    throw UsageError(path + ": key 'predict.reference_years' ([first, last]) is required with predict.standardize: own");
-  if (c.predict.standardize != "own" && !c.predict.reference_predictors.empty())
-    throw UsageError(path + ": key 'predict.reference_predictors' is only used with predict.standardize: own");
-  // The name becomes a folder under train/, predict/ and evaluate/: nothing that could climb out.
-  for (char ch : c.train.name)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.')
-      throw UsageError(path + ": key 'train.name' is '" + c.train.name +
-                       "': only letters, digits, '-', '_' and '.' (it names a folder)");
-  if (c.train.name == "." || c.train.name == "..")
-    throw UsageError(path + ": key 'train.name' is '" + c.train.name + "', not a folder name");
-  if (c.train.batch_size <= 0) throw UsageError(path + ": key 'train.batch_size' must be positive");
-  if (!(c.train.warmup_epochs >= 0)) throw UsageError(path + ": key 'train.warmup_epochs' must be >= 0");
-  if (!(c.train.reference_samples_per_second >= 0))
-    throw UsageError(path + ": key 'train.reference_samples_per_second' must be >= 0");
-  if (c.run.device != "auto" && c.run.device != "cpu" && c.run.device != "cuda")
-    throw UsageError(path + ": key 'run.device' is '" + c.run.device + "', expected auto, cpu or cuda");
-  // run.math (GPU arithmetic; model/math_mode.h).
-  if (c.run.math != "tf32" && c.run.math != "fp32")
-    throw UsageError(path + ": key 'run.math' is '" + c.run.math + "', expected tf32 or fp32");
-  for (const auto& [key, value] : {std::pair<const char*, double>{"train.allreduce_bucket_mb", c.train.allreduce_bucket_mb},
-                                   {"train.stall_warning_seconds", c.train.stall_warning_seconds},
-                                   {"train.stall_abort_seconds", c.train.stall_abort_seconds}})
-    if (!(value >= 0)) throw UsageError(path + ": key '" + key + "' must be >= 0");
+  // Every value in range before any stage starts (and before MPI starts any rank).
+  check_config(c, [&r](const std::string& key) { return r.origin(key); });
   return c;
 }
 

@@ -35,6 +35,10 @@ struct GridSpec {
 
 struct Config {
   std::string file;  // where it was read from, for messages
+  std::map<std::string, std::string> overrides;  // key -> "key=value" as given to --set
+  // Where the value of `key` came from, for messages: "--set key=value" (an override of the key
+  // or of a section above it) or the config file.
+  std::string origin(const std::string& key) const;
 
   struct Run {
     std::string dir;          // the run's output folder; every stage writes below it
@@ -69,6 +73,9 @@ struct Config {
     int attempts = 5;                 // tries per chunk for transient failures (first included)
     double retry_delay = 5;           // seconds before the 2nd try; doubled before each next
     double piece_mb = 64;             // largest single read from the server (bounds memory)
+    // A request to the server (an open, a read of at most piece_mb) that has not completed after
+    // this many seconds is abandoned as a transient failure ("timed out"); 0: wait for ever.
+    double timeout_s = 300;
   } fetch;
 
   struct Preprocess {

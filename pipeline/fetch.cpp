@@ -12,6 +12,7 @@
 //   manifest.json              written only when everything above is complete
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -30,6 +31,7 @@
 #include "io/fetch_manifest.h"
 #include "fetch/plan.h"
 #include "fetch/progress.h"
+#include "fetch/request_watch.h"
 #include "fetch/workers.h"
 #include "io/log.h"
 #include "io/run_lock.h"
@@ -62,22 +64,30 @@ Dataset dataset_of(const Config& cfg, const std::string& dataset, const std::str
 // Opens the sources (each distinct URL once: `opened` keeps them across calls, so predictors and
 // predictand in one file share it too) and plans the fields, retrying transient failures like
 // the chunks do.
+// A server that stops answering ends the fetch after fetch.timeout_s (RequestWatch).
 void plan_with_retries(const SourceRequest& s, const Config::Fetch& f, std::map<std::string, NcFile>& opened,
                        FetchPlan& plan) {
+  RequestWatch watch(f.timeout_s);
   for (int attempt = 1;; ++attempt) {
     try {
       const SourceOpener open = [&](const std::string& url) -> const NcFile& {
         auto it = opened.find(url);
-        if (it == opened.end()) it = opened.emplace(url, open_source(url)).first;
+        if (it == opened.end()) {
+          watch.begin(redact_credentials(url));  // the clock restarts at each file opened
+          it = opened.emplace(url, open_source(url)).first;
+        }
         return it->second;
       };
       FetchPlan part;
+      watch.begin(redact_credentials(s.url));
       for (const auto& w : s.fields) plan_field(open, s.url, s.dataset, w, f, part);
+      watch.end();
       const size_t base = plan.fields.size();
       for (auto& c : part.chunks) c.field += base, plan.chunks.push_back(std::move(c));
       for (auto& fp : part.fields) plan.fields.push_back(std::move(fp));
       return;
     } catch (const TransientError& e) {
+      watch.end();
       opened.clear();  // a retry opens afresh
       if (attempt >= f.attempts) throw Error(std::string(e.what()) + " (gave up after " + std::to_string(attempt) + " attempts)");
       const double delay = std::min(300.0, f.retry_delay * std::pow(2.0, attempt - 1));
@@ -244,8 +254,28 @@ int run_fetch(const Config& cfg, bool dry_run) {
   hooks.on_abandon = [&](size_t i, pid_t pid) {
     std::remove((dir + "/" + plan.chunks[i].file + ".tmp-" + std::to_string(pid)).c_str());
   };
+  // What a chunk waits for, in messages: its source files (one, or two for a season across
+  // the new year in yearly files), without credentials.
+  hooks.describe = [&](size_t i) {
+    const ChunkPlan& c = plan.chunks[i];
+    const FieldPlan& fp = plan.fields[c.field];
+    std::string urls;
+    std::vector<size_t> seen;
+    for (const auto& tr : c.time_runs) {
+      if (std::find(seen.begin(), seen.end(), tr.source) != seen.end()) continue;
+      seen.push_back(tr.source);
+      urls += (urls.empty() ? "" : " and ") + redact_credentials(fp.urls[tr.source]);
+    }
+    return (urls.empty() ? fp.redacted() : urls) + " (chunk " + c.label(fp) + ")";
+  };
+  hooks.on_waiting = [&](size_t i, double seconds) {
+    progress.clear_line();
+    spdlog::warn("waiting for {} ({:.0f} s)", hooks.describe(i), seconds);
+  };
+  RetryPolicy retry{f.attempts, f.retry_delay, 300};
+  retry.timeout_s = f.timeout_s;
   try {
-    run_in_processes(todo, f.parallel, RetryPolicy{f.attempts, f.retry_delay, 300}, hooks);
+    run_in_processes(todo, f.parallel, retry, hooks);
   } catch (...) {
     progress.clear_line();
     throw;

@@ -1,6 +1,7 @@
 // Driver of `downscale train`: one process, or one rank of `mpirun -np N downscale train`.
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <optional>
 
 #include "io/atomic_file.h"
@@ -9,16 +10,23 @@
 #include "io/run_lock.h"
 #include "io/stop_signal.h"
 #include "pipeline/stages.h"
+#include "train/check.h"
 #include "train/distributed.h"
 #include "train/trainer.h"
 
 namespace ds {
 
 int run_train(const Config& cfg, const StageOptions& opt) {
+  const RunPaths paths = RunPaths::of(cfg);
+  // Before MPI_Init: a batch script runs this once, before it launches any rank.
+  if (opt.check) {
+    std::fputs(check_training(cfg, paths.store(), paths.model_dir(), opt.resume).c_str(), stdout);
+    std::puts("train --check: ok (nothing written)");
+    return 0;
+  }
   // Alone, MPI_Init makes a singleton: one rank, the same run as before.
   const auto comm = make_mpi_communicator();
   if (comm->size() > 1) setup_logging("train", cfg.run.log_level, comm->rank());  // every line names its rank
-  const RunPaths paths = RunPaths::of(cfg);
   // One train per model folder: rank 0 holds the lock for the whole job. The other ranks wait at
   // the barrier below; if the lock is taken, rank 0's error ends them (MPI_Abort) rather than
   // leaving them there.

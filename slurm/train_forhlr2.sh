@@ -29,7 +29,9 @@
 # lines, each prefixed "[train rank N]") in the submit folder; Slurm does not create folders for
 # them, so an --output/--error into a folder needs that folder to exist before submitting.
 # Exit code: the training's (0 success, 1 failure, 2 bad command line or configuration, 3 bad
-# input data, 143 stopped by SIGTERM), or 2 when this script finds something wrong before launching.
+# input data, 143 stopped by SIGTERM), or 2 when this script finds something wrong before
+# launching. `downscale train --check` runs first (once, no MPI): a bad config or store ends the
+# job with its exit code before any rank starts.
 #
 # Time limit: 120 s before it Slurm sends this script SIGUSR1 (--signal=B:USR1@120), which it
 # forwards to the ranks: they finish the step, write checkpoint_last.h5 and exit 75; the script
@@ -173,6 +175,16 @@ esac
 if [[ $(id -u) -eq 0 ]]; then
   # Under srun too, the ranks' Open MPI checks for root at MPI_Init.
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+# A bad config, store or model fails here, once, with its own exit code (2 or 3): launched, each
+# rank would fail on its own and srun would end the others first (the job then reports 143).
+check=("${rank_cmd[@]}" train --check "${train_args[@]:1}")
+rc=0
+"${check[@]}" || rc=$?
+if ((rc != 0)); then
+  echo "== downscale train --check failed with exit code $rc: nothing launched ($(printf '%q ' "${check[@]}"))"
+  exit "$rc"
 fi
 
 cmd=("${launch[@]}" "${rank_cmd[@]}" "${train_args[@]}")

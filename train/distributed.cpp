@@ -199,9 +199,12 @@ class Mpi final : public Communicator {
     const auto t0 = Clock::now();
     double next_warning = stall_warn_s_;
     int polls = 0;
-    while (open_ > 0) {
+    announce_arrival();
+    // Until this rank's operations are complete and every other rank has reached this wait (so
+    // that the notices are in before the next phase posts its own).
+    while (open_ > 0 || !missing_ranks().empty()) {
       progress();
-      if (open_ == 0) break;
+      if (open_ == 0 && missing_ranks().empty()) break;
       const double waited = seconds_between(t0, Clock::now());
       if (stall_warn_s_ > 0 && waited >= next_warning) {
         spdlog::warn("waiting {:.0f} s at collective #{} ({}): ranks not there yet: {}", waited, phase_, what,
@@ -270,10 +273,13 @@ class Mpi final : public Communicator {
            "MPI_Iallreduce");
   }
 
-  // A phase is the set of operations between two wait_all()s. On entering one, this rank tells
-  // every other rank the phase's number; the notices it has not yet received name the ranks
-  // that are missing, and a notice with another number means the ranks run different
-  // collectives (a bug, reported instead of a hang or a silent mismatch).
+  // A phase is the set of operations between two wait_all()s. On reaching the phase's
+  // wait_all (all of its operations started), this rank tells every other rank the phase's
+  // number; the notices it has not yet received name the ranks that are missing, and a notice
+  // with another number means the ranks run different collectives (a bug, reported instead of
+  // a hang or a silent mismatch). The notice is sent at the wait, not at the first operation: a
+  // rank that started the first gradient bucket and then stalled in backward has not posted
+  // the rest, and must be named (it once looked "there", and the list of missing ranks was empty).
   void open_phase() {
     if (phase_open_) return;
     phase_open_ = true;
@@ -282,10 +288,17 @@ class Mpi final : public Communicator {
     for (int r = 0; r < size_; ++r) {
       arrived_[size_t(r)] = r == rank_;
       if (r == rank_) continue;
-      notices_.push_back(MPI_REQUEST_NULL);
-      check(MPI_Isend(&phase_, 1, MPI_INT64_T, r, 0, arrivals_, &notices_.back()), "MPI_Isend");
+      notices_.push_back(MPI_REQUEST_NULL);  // the send, at the wait
       notices_.push_back(MPI_REQUEST_NULL);
       check(MPI_Irecv(&peer_phase_[size_t(r)], 1, MPI_INT64_T, r, 0, arrivals_, &notices_.back()), "MPI_Irecv");
+    }
+  }
+  void announce_arrival() {
+    size_t k = 0;
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      check(MPI_Isend(&phase_, 1, MPI_INT64_T, r, 0, arrivals_, &notices_[k]), "MPI_Isend");
+      k += 2;
     }
   }
   // The collectives completed, so every rank reached them: their notices are in or on the way.

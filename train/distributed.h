@@ -7,7 +7,8 @@
 // buckets can be reduced while backward goes on (train/gradient_buckets.h), and so that every
 // wait is watched: a rank waiting longer than the stall warning logs which ranks have not yet
 // reached the same collective (each rank announces its arrival to the others with a small
-// message before it starts one), and past the stall limit it ends the job.
+// message once it has started all of the collective's operations and waits for them), and past
+// the stall limit it ends the job.
 #pragma once
 #include <chrono>
 #include <cstddef>

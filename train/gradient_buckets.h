@@ -32,6 +32,7 @@ class GradientBuckets {
   std::vector<Communicator::OpSpan> finish(const std::string& what);
 
   size_t bucket_count() const { return buckets_.size(); }
+  size_t started() const { return next_; }  // buckets whose allreduce started this step
   size_t bucket_floats(size_t b) const { return buckets_[b].buffer.size(); }
 
  private:

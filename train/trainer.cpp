@@ -26,6 +26,7 @@
 #include "model/net.h"
 #include "model/optimizer.h"
 #include "train/batches.h"
+#include "train/check.h"
 #include "train/checkpoint.h"
 #include "train/gradient_buckets.h"
 #include "train/tensorboard.h"
@@ -120,10 +121,18 @@ uint64_t weights_checksum(model::Net& net) {
 // Test hooks for tests/cli/train_mpi.sh, at the first step: DOWNSCALE_TEST_FAIL_RANK=r makes
 // rank r throw; DOWNSCALE_TEST_STALL_RANK=r makes rank r sleep DOWNSCALE_TEST_STALL_SECONDS
 // (the others wait for it at the gradient allreduce: the stall warning and limit).
+void maybe_stall(const Communicator& comm, const char* where);
 void maybe_inject_failure(const Communicator& comm) {
   const char* v = std::getenv("DOWNSCALE_TEST_FAIL_RANK");
   if (v && *v && std::atoi(v) == comm.rank())
     throw Error("injected failure (DOWNSCALE_TEST_FAIL_RANK=" + std::string(v) + ")");
+  maybe_stall(comm, "");
+}
+// DOWNSCALE_TEST_STALL_WHERE=backward moves the stall into backward, after this rank started
+// its first gradient bucket's allreduce (use tiny buckets): the others must still name it.
+void maybe_stall(const Communicator& comm, const char* where) {
+  const char* at = std::getenv("DOWNSCALE_TEST_STALL_WHERE");
+  if (std::string(at ? at : "") != where) return;
   const char* stall = std::getenv("DOWNSCALE_TEST_STALL_RANK");
   const char* secs = std::getenv("DOWNSCALE_TEST_STALL_SECONDS");
   if (stall && *stall && secs && std::atoi(stall) == comm.rank()) {
@@ -199,20 +208,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   if (n_train == 0) throw InputError(store_path + ": the train split is empty");
   const auto& tc = cfg.train;
 
-  model::ModelSpec spec;
-  spec.name = cfg.model.name;
-  spec.in_channels = meta.C();
-  spec.in_h = meta.H();
-  spec.in_w = meta.W();
-  spec.filters = cfg.model.filters;
-  spec.loss = tc.loss;
+  const model::ModelSpec spec = model_spec_for(cfg, meta);
   const model::LossKind loss_kind = model::parse_loss(tc.loss, cfg.file + ": key 'train.loss'");
-  if (spec.name == "deepesd") {
-    // Its dense heads have one unit per land point, so the grid and mask are part of the model.
-    spec.out_h = meta.Hy();
-    spec.out_w = meta.Wy();
-    spec.land_mask = meta.mask;
-  }
   const int64_t global_batch = int64_t(tc.batch_size) * comm.size();
   const int64_t steps_per_epoch = (int64_t(n_train) + global_batch - 1) / global_batch;
   const LearningRateSchedule lr_at = scaled_learning_rate(
@@ -303,7 +300,15 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   comm.barrier("start of training");
   timeline.set_origin(Clock::now());
   std::function<void(const std::vector<model::Param>&)> layer_done;
-  if (distributed) layer_done = [&](const std::vector<model::Param>& ps) { buckets->ready(ps); };
+  bool stall_tested = false;
+  if (distributed)
+    layer_done = [&](const std::vector<model::Param>& ps) {
+      buckets->ready(ps);
+      if (!stall_tested && optimizer->steps() == 0 && buckets->started() > 0) {
+        stall_tested = true;
+        maybe_stall(comm, "backward");
+      }
+    };
 
   TrainReport report;
   report.epochs = state.epoch;

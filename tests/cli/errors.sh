@@ -36,7 +36,7 @@ run="--set run.dir=$work/run"
 
 # A mistyped config key: exit 2, names the file and the key.
 expect 2 "typo.yaml: unknown key 'train.epoch' (did you mean 'train.epochs'?)" -- train --config "$work/typo.yaml" $run
-expect 2 "--set train.epocs: unknown key 'train.epocs'" -- train --config "$work/good.yaml" $run --set train.epocs=3
+expect 2 "--set train.epocs=3: unknown key 'train.epocs'" -- train --config "$work/good.yaml" $run --set train.epocs=3
 # A missing config file and a missing subcommand: exit 2.
 expect 2 "nope.yaml" -- fetch --config "$work/nope.yaml"
 # A missing input file: exit 3, names the file.

@@ -8,7 +8,9 @@
 #     in the .err, the checkpoint, metrics.csv and train_report.json in the run folder; the
 #     same with DOWNSCALE_LAUNCHER=mpirun (Open MPI's mpirun inside the allocation), and with
 #     DOWNSCALE_CONTAINER=apptainer:IMAGE through a stand-in for apptainer (a missing image: exit 2);
-#  2. a bad --set key: the job FAILED with the training's exit code (2);
+#  2. a bad --set key, epochs 0, test years inside the training years: the job FAILED with exit
+#     code 2, found by `downscale train --check` before srun launched any rank (every time, not
+#     143 when srun ended a rank first);
 #  3. kill -9 of rank 1: srun --kill-on-bad-exit ends the step (FAILED) within 30 s; SIGUSR1 to
 #     the batch shell (as --signal=B:USR1@120 at the limit): the ranks checkpoint mid-epoch, exit 75,
 #     the script requeues the job, which resumes from the checkpoint by itself and completes;
@@ -268,6 +270,17 @@ result=$(wait_job "$job" 60)
 echo "job $job: $result"
 [[ $result == "JobState=FAILED ExitCode=2:0" ]] || { cat "downscale-train-$job.err"; fail "job $job: $result, expected FAILED, 2:0"; }
 grep -q "unknown key 'train.no_such_key'" "downscale-train-$job.err" || fail "the error is not in downscale-train-$job.err"
+grep -q "train --check failed with exit code 2: nothing launched" "downscale-train-$job.out" ||
+  { cat "downscale-train-$job.out"; fail "job $job: the bad key was not caught by train --check before srun"; }
+grep -q "training exited" "downscale-train-$job.out" && fail "job $job launched the ranks despite the bad key"
+echo "== 2b. epochs 0 and overlapping test years: exit 2, every time, before srun"
+for bad in "train.epochs=0" "preprocess.test_years=[2000,2000]"; do
+  job=$(sbatch --parsable --ntasks-per-node=$ranks --gres=none "$script" configs/demo.yaml "${common[@]}" \
+    --set run.dir=runs/bad --set "$bad")
+  result=$(wait_job "$job" 60)
+  echo "job $job (--set $bad): $result"
+  [[ $result == "JobState=FAILED ExitCode=2:0" ]] || { cat "downscale-train-$job.err"; fail "job $job: $result, expected FAILED, 2:0"; }
+done
 
 echo "== 3. kill -9 of rank 1: the step ends"
 job=$(sbatch --parsable --ntasks-per-node=$ranks --gres=none "$script" configs/demo.yaml "${common[@]}" \

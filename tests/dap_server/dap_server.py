@@ -17,6 +17,9 @@ variable of 3 or more dimensions (the hyperslab reads, not the coordinate prefet
     e500=N       the first N data requests answer 500 Internal Server Error
     e500open=N   the first N .dds requests answer 500 (a failure while opening)
     slow=S       every data request waits S seconds first
+    hang=N       the first N data requests never answer (a server that stops responding; the
+                 connection stays open until the client gives up or the server ends)
+    hangopen=N   the first N .dds requests never answer (a hang while opening)
     rate=B       every data response is sent at B bytes/s (a per-connection limit, as over a WAN)
     gone=VAR     data requests for VAR answer 404 (a variable the server lists but cannot serve)
     auth=1       every request needs HTTP Basic credentials (the server's --auth USER:PASSWORD,
@@ -184,6 +187,9 @@ class Handler(BaseHTTPRequestHandler):
             self.dap_error(404, "no such dataset: " + name)
             return
         what = reply[0]
+        if what == "hang":  # outside the dataset lock: the other requests go on
+            time.sleep(24 * 3600)
+            return
         if what == "error":
             self.dap_error(reply[1], reply[2])
         elif what == "text":
@@ -210,6 +216,8 @@ class Handler(BaseHTTPRequestHandler):
         if kind == "dds":
             if "e500open" in opts and take(options, "e500open", int(opts["e500open"])):
                 return ("error", 500, "injected failure")
+            if "hangopen" in opts and take(options, "hangopen", int(opts["hangopen"])):
+                return ("hang",)
             return ("text", dds)
         is_data = any(ds.variables[v].ndim >= 3 for v, _ in projections)
         if is_data:
@@ -217,6 +225,8 @@ class Handler(BaseHTTPRequestHandler):
                 return ("error", 404, "variable " + opts["gone"] + " is not available")
             if "e500" in opts and take(options, "e500", int(opts["e500"])):
                 return ("error", 500, "injected failure")
+            if "hang" in opts and take(options, "hang", int(opts["hang"])):
+                return ("hang",)
         arrays = []
         for v, slices in projections:
             var = ds.variables[v]

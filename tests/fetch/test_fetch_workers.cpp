@@ -170,3 +170,35 @@ TEST(FetchWorkers, AFailureInTheParentsHandlerStopsTheWorkers) {
   // Jobs 1 and 2 were still running: stopped, and handed to on_abandon.
   EXPECT_EQ(r.abandoned.size(), 2u);
 }
+
+// A worker that reports nothing for RetryPolicy::timeout_s (a request hung in the library) is
+// killed and its job retried after the others, with "timed out" naming what it waited for;
+// a worker that keeps reporting bytes is left alone however long its job takes.
+TEST(FetchWorkers, ASilentWorkerTimesOutAndItsJobGoesToTheBack) {
+  Recorder r;
+  const std::string flag = "/tmp/ds_test_workers_hang_" + std::to_string(getpid());
+  std::remove(flag.c_str());
+  std::vector<size_t> order;  // jobs in the order they completed
+  r.hooks.on_done = [&](size_t i, const std::string& res) { r.results[i] = res, order.push_back(i); };
+  std::vector<double> waits;
+  r.hooks.on_waiting = [&](size_t, double s) { waits.push_back(s); };
+  r.hooks.describe = [](size_t i) { return "http://server/file.nc (job " + std::to_string(i) + ")"; };
+  r.hooks.work = [&](size_t i, const std::function<void(uint64_t)>& report) {
+    if (i == 0 && first_time(flag)) pause();  // hangs until killed
+    if (i == 1)
+      for (int k = 0; k < 8; ++k) usleep(100000), report(1);  // 0.8 s, never silent for 0.5 s
+    return r.stamp();
+  };
+  RetryPolicy retry = kQuickRetry;
+  retry.timeout_s = 0.5;
+  retry.waiting_note_s = 0.2;
+  run_in_processes({0, 1, 2}, 1, retry, r.hooks);
+  std::remove(flag.c_str());
+  EXPECT_EQ(r.results.size(), 3u);
+  ASSERT_EQ(r.retries.size(), 1u);
+  EXPECT_NE(r.retries[0].find("timed out after 0.5 s waiting for http://server/file.nc (job 0)"), std::string::npos)
+      << r.retries[0];
+  EXPECT_FALSE(waits.empty());  // "waiting for ..." while job 0 hung
+  ASSERT_EQ(order.size(), 3u);
+  EXPECT_EQ(order.back(), 0u);  // the others went first
+}

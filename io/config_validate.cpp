@@ -1,0 +1,177 @@
+#include "io/config_validate.h"
+
+#include <cctype>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io/error.h"
+
+namespace ds {
+
+namespace {
+
+std::string num(double v) {
+  std::ostringstream s;
+  s << std::setprecision(15) << v;
+  return s.str();
+}
+
+std::string years_text(const YearRange& y) { return "[" + std::to_string(y.first) + ", " + std::to_string(y.last) + "]"; }
+
+class Checker {
+ public:
+  explicit Checker(const KeyOrigin& origin) : origin_(origin) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw UsageError(origin_(key) + ": key '" + key + "' " + what);
+  }
+
+  // lo <= v <= hi (and finite: .nan and .inf are YAML doubles too).
+  void range(const std::string& key, double v, double lo, double hi, const std::string& why = "") const {
+    if (!std::isfinite(v) || v < lo || v > hi)
+      fail(key, "is " + num(v) + ", must be in " + num(lo) + ".." + num(hi) + (why.empty() ? "" : " (" + why + ")"));
+  }
+  void at_least(const std::string& key, double v, double lo, const std::string& why = "") const {
+    if (!std::isfinite(v) || v < lo)
+      fail(key, "is " + num(v) + ", must be at least " + num(lo) + (why.empty() ? "" : " (" + why + ")"));
+  }
+  void positive(const std::string& key, double v, const std::string& why = "") const {
+    if (!std::isfinite(v) || !(v > 0))
+      fail(key, "is " + num(v) + ", must be a positive number" + (why.empty() ? "" : " (" + why + ")"));
+  }
+  void one_of(const std::string& key, const std::string& v, const std::vector<std::string>& allowed) const {
+    std::string list;
+    for (size_t i = 0; i < allowed.size(); ++i) {
+      if (v == allowed[i]) return;
+      list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + allowed[i];
+    }
+    fail(key, "is '" + v + "', expected " + list);
+  }
+
+  // Train, validation and test years must not share a year: a test score on training days
+  // would look excellent and mean nothing.
+  void disjoint(const std::vector<std::pair<std::string, YearRange>>& splits) const {
+    for (size_t i = 0; i < splits.size(); ++i)
+      for (size_t j = i + 1; j < splits.size(); ++j) {
+        const YearRange& a = splits[i].second;
+        const YearRange& b = splits[j].second;
+        if (a.empty() || b.empty()) continue;
+        const int lo = std::max(a.first, b.first), hi = std::min(a.last, b.last);
+        if (lo > hi) continue;
+        const std::string overlap = lo == hi ? "year " + std::to_string(lo) : "years " + std::to_string(lo) + ".." + std::to_string(hi);
+        // Blame the later split, or the one an override set when only one of them was.
+        const bool first_set = origin_(splits[i].first).rfind("--set", 0) == 0;
+        const bool second_set = origin_(splits[j].first).rfind("--set", 0) == 0;
+        const auto& blamed = first_set && !second_set ? splits[i] : splits[j];
+        const auto& other = &blamed == &splits[i] ? splits[j] : splits[i];
+        fail(blamed.first, years_text(blamed.second) + " overlaps '" + other.first + "' " + years_text(other.second) +
+                               " in " + overlap + ": train, validation and test years must be disjoint");
+      }
+  }
+
+ private:
+  const KeyOrigin& origin_;
+};
+
+}  // namespace
+
+void check_config(const Config& c, const KeyOrigin& origin) {
+  const Checker k(origin);
+
+  // run
+  if (c.run.dir.empty()) k.fail("run.dir", "is required");
+  k.range("run.threads", c.run.threads, 0, kMaxThreads, "0: all cores");
+  k.one_of("run.device", c.run.device, {"auto", "cpu", "cuda"});
+  k.one_of("run.math", c.run.math, {"tf32", "fp32"});  // GPU arithmetic (model/math_mode.h)
+  k.one_of("run.log_level", c.run.log_level, {"trace", "debug", "info", "warn", "warning", "error", "critical", "off"});
+
+  // synth
+  k.range("synth.lon", c.synth.lon_min, -180, 360, "degrees east");
+  k.range("synth.lon", c.synth.lon_max, -180, 360, "degrees east");
+  k.range("synth.lat", c.synth.lat_min, -90, 90, "degrees north");
+  k.range("synth.lat", c.synth.lat_max, -90, 90, "degrees north");
+
+  // fetch
+  for (int m : c.fetch.season)
+    if (m < 1 || m > 12) k.fail("fetch.season", "holds month " + std::to_string(m) + ", not 1..12");
+  for (size_t i = 0; i < c.fetch.season.size(); ++i)
+    for (size_t j = i + 1; j < c.fetch.season.size(); ++j)
+      if (c.fetch.season[i] == c.fetch.season[j])
+        k.fail("fetch.season", "lists month " + std::to_string(c.fetch.season[i]) + " twice");
+  k.range("fetch.lon", c.fetch.lon_min, -180, 180, "degrees east");
+  k.range("fetch.lon", c.fetch.lon_max, -180, 180, "degrees east");
+  k.range("fetch.lat", c.fetch.lat_min, -90, 90, "degrees north");
+  k.range("fetch.lat", c.fetch.lat_max, -90, 90, "degrees north");
+  k.range("fetch.parallel", c.fetch.parallel, 1, 256, "chunks in flight, one process each");
+  k.range("fetch.attempts", c.fetch.attempts, 1, 100, "tries per chunk, the first included");
+  k.range("fetch.retry_delay", c.fetch.retry_delay, 0, 3600, "seconds");
+  k.range("fetch.piece_mb", c.fetch.piece_mb, 1e-3, 65536, "megabytes per read");
+  k.range("fetch.timeout_s", c.fetch.timeout_s, 0, 86400, "seconds a request may take; 0: no time-out");
+
+  // preprocess
+  for (const auto& [key, g] : {std::pair<std::string, const GridSpec*>{"preprocess.predictor_grid", &c.preprocess.predictor_grid},
+                               {"preprocess.predictand_grid", &c.preprocess.predictand_grid}}) {
+    if (key == "preprocess.predictand_grid" && !c.preprocess.has_predictand_grid) continue;
+    k.positive(key + ".step", g->step, "degrees");
+    k.range(key + ".lat", g->lat_first, -90, 90, "degrees north");
+    k.range(key + ".lat", g->lat_last, -90, 90, "degrees north");
+    k.range(key + ".lon", g->lon_first, -360, 360, "degrees east");
+    k.range(key + ".lon", g->lon_last, -360, 360, "degrees east");
+  }
+  k.disjoint({{"preprocess.train_years", c.preprocess.train_years},
+              {"preprocess.validation_years", c.preprocess.validation_years},
+              {"preprocess.test_years", c.preprocess.test_years}});
+  k.range("preprocess.wet_threshold", c.preprocess.wet_threshold, 0, 1000, "mm/day");
+  for (const auto& [field, method] : c.preprocess.regrid)
+    k.one_of("preprocess.regrid." + field, method, {"bilinear", "conservative", "nearest"});
+  k.one_of("preprocess.standardize", c.preprocess.standardize, {"grid_box", "field"});
+  k.one_of("preprocess.fill", c.preprocess.fill, {"none", "nearest_time", "climatology"});
+  k.range("preprocess.compression", c.preprocess.compression, 0, 9, "deflate level");
+  k.range("preprocess.block_days", c.preprocess.block_days, 1, 1000000, "days per block");
+  k.range("preprocess.min_valid_fraction", c.preprocess.min_valid_fraction, 0, 1,
+          "share of training days a box is observed on");
+
+  // model
+  k.one_of("model.name", c.model.name, {"demo", "mnn", "deepesd"});
+  if (c.model.filters.empty()) k.fail("model.filters", "is empty");
+  for (int f : c.model.filters) k.range("model.filters", f, 1, 4096, "channels per layer");
+
+  // train
+  k.range("train.batch_size", c.train.batch_size, 1, 1 << 20, "samples per rank");
+  if (!(std::isfinite(c.train.learning_rate) && c.train.learning_rate > 0 && c.train.learning_rate <= 10))
+    k.fail("train.learning_rate", "is " + num(c.train.learning_rate) + ", must be in (0, 10]");
+  k.range("train.epochs", c.train.epochs, 1, 1000000);
+  k.range("train.patience", c.train.patience, 0, 1000000, "0: no early stopping");
+  k.one_of("train.loss", c.train.loss, {"bernoulli_gamma", "gaussian", "mse"});
+  k.one_of("train.optimizer", c.train.optimizer, {"adam", "sgd"});
+  if (!(c.train.momentum >= 0 && c.train.momentum < 1)) k.fail("train.momentum", "is " + num(c.train.momentum) + ", must be in [0, 1)");
+  k.range("train.warmup_epochs", c.train.warmup_epochs, 0, 1000000);
+  k.at_least("train.reference_samples_per_second", c.train.reference_samples_per_second, 0, "0: none");
+  k.range("train.allreduce_bucket_mb", c.train.allreduce_bucket_mb, 0, 65536, "0: one allreduce after backward");
+  k.at_least("train.stall_warning_seconds", c.train.stall_warning_seconds, 0, "0: off");
+  k.at_least("train.stall_abort_seconds", c.train.stall_abort_seconds, 0, "0: never");
+  // The name becomes a folder under train/, predict/ and evaluate/: nothing that could climb out.
+  for (char ch : c.train.name)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.')
+      k.fail("train.name", "is '" + c.train.name + "': only letters, digits, '-', '_' and '.' (it names a folder)");
+  if (c.train.name == "." || c.train.name == "..") k.fail("train.name", "is '" + c.train.name + "', not a folder name");
+
+  // predict
+  k.one_of("predict.occurrence", c.predict.occurrence, {"frequency", "p50"});
+  k.range("predict.members", c.predict.members, 0, 10000, "stochastic realizations");
+  k.one_of("predict.standardize", c.predict.standardize, {"training", "own"});
+  if (c.predict.standardize == "own" && c.predict.reference_years.empty())
+    k.fail("predict.reference_years", "([first, last]) is required with predict.standardize: own");
+  if (c.predict.standardize != "own" && !c.predict.reference_predictors.empty())
+    k.fail("predict.reference_predictors", "is only used with predict.standardize: own");
+
+  // evaluate
+  k.range("evaluate.pcs", c.evaluate.pcs, 1, 10000, "principal components");
+  k.range("evaluate.ridge", c.evaluate.ridge, 0, 1e12, "ridge penalty");
+}
+
+}  // namespace ds

@@ -1,0 +1,136 @@
+// Config validation up front (issue 12): every number in range, disjoint splits, duplicate keys,
+// and errors from --set blamed on the --set that caused them.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "io/config.h"
+#include "io/error.h"
+#include "support/test_support.h"
+
+using ds::load_config;
+
+namespace {
+
+std::string write(const ds::test::TempDir& d, const std::string& text) {
+  const std::string p = d / "c.yaml";
+  std::ofstream(p) << text;
+  return p;
+}
+
+// The message of the UsageError load_config throws for `text` with `overrides`.
+std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  ds::test::TempDir d;
+  const auto p = write(d, text);
+  try {
+    load_config(p, overrides);
+  } catch (const ds::UsageError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no UsageError for " << text;
+  return "";
+}
+
+bool has(const std::string& msg, const std::string& part) { return msg.find(part) != std::string::npos; }
+
+const std::string kRun = "run: {dir: x}\n";
+
+}  // namespace
+
+TEST(ConfigValidation, EveryNumberOutOfRangeNamesItsKey) {
+  // One value out of range at a time; each message names the key.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"run.threads=100000", "run.threads"},
+      {"run.threads=-1", "run.threads"},
+      {"train.epochs=0", "train.epochs"},
+      {"train.epochs=-3", "train.epochs"},
+      {"train.learning_rate=-0.001", "train.learning_rate"},
+      {"train.learning_rate=0", "train.learning_rate"},
+      {"train.learning_rate=.nan", "train.learning_rate"},
+      {"train.learning_rate=.inf", "train.learning_rate"},
+      {"train.batch_size=0", "train.batch_size"},
+      {"train.patience=-1", "train.patience"},
+      {"train.momentum=1", "train.momentum"},
+      {"train.warmup_epochs=-1", "train.warmup_epochs"},
+      {"train.allreduce_bucket_mb=.nan", "train.allreduce_bucket_mb"},
+      {"train.stall_abort_seconds=-5", "train.stall_abort_seconds"},
+      {"fetch.parallel=0", "fetch.parallel"},
+      {"fetch.attempts=0", "fetch.attempts"},
+      {"fetch.retry_delay=-1", "fetch.retry_delay"},
+      {"fetch.piece_mb=0", "fetch.piece_mb"},
+      {"fetch.timeout_s=-1", "fetch.timeout_s"},
+      {"fetch.lat=[-100,10]", "fetch.lat"},
+      {"fetch.lon=[-200,10]", "fetch.lon"},
+      {"fetch.season=[1,1]", "fetch.season"},
+      {"preprocess.min_valid_fraction=1.5", "preprocess.min_valid_fraction"},
+      {"preprocess.wet_threshold=-1", "preprocess.wet_threshold"},
+      {"preprocess.compression=10", "preprocess.compression"},
+      {"preprocess.block_days=0", "preprocess.block_days"},
+      {"model.filters=[16,0,16]", "model.filters"},
+      {"predict.members=-1", "predict.members"},
+      {"evaluate.pcs=0", "evaluate.pcs"},
+      {"evaluate.ridge=-1", "evaluate.ridge"},
+      {"run.log_level=loud", "run.log_level"},
+  };
+  for (const auto& [set, key] : cases) {
+    const auto msg = error_of(kRun, {set});
+    EXPECT_TRUE(has(msg, "key '" + key + "'")) << set << ": " << msg;
+    EXPECT_TRUE(has(msg, "--set " + set + ":")) << set << ": " << msg;
+  }
+}
+
+TEST(ConfigValidation, ValuesInRangeLoad) {
+  ds::test::TempDir d;
+  const auto c = load_config(write(d, kRun), {"run.threads=1024", "train.epochs=1", "train.learning_rate=1e-3",
+                                              "fetch.timeout_s=0", "preprocess.min_valid_fraction=1"});
+  EXPECT_EQ(c.run.threads, 1024);
+  EXPECT_EQ(c.train.epochs, 1);
+  EXPECT_DOUBLE_EQ(c.fetch.timeout_s, 0);
+  EXPECT_DOUBLE_EQ(load_config(write(d, kRun)).fetch.timeout_s, 300);  // a time-out by default
+}
+
+TEST(ConfigValidation, FileValuesBlameTheFile) {
+  ds::test::TempDir d;
+  const auto p = write(d, kRun + "train: {epochs: 0}\n");
+  try {
+    load_config(p);
+    FAIL() << "epochs 0 accepted";
+  } catch (const ds::UsageError& e) {
+    EXPECT_TRUE(has(e.what(), p + ": key 'train.epochs'")) << e.what();
+    EXPECT_EQ(e.code(), ds::kExitUsage);
+  }
+}
+
+TEST(ConfigValidation, OverlappingSplitsNameTheYears) {
+  const std::string splits = kRun + "preprocess:\n  train_years: [2000, 2005]\n  validation_years: [2006, 2006]\n"
+                                    "  test_years: [2007, 2008]\n";
+  ds::test::TempDir d;
+  EXPECT_NO_THROW(load_config(write(d, splits)));
+  auto msg = error_of(splits, {"preprocess.test_years=[2004,2008]"});
+  EXPECT_TRUE(has(msg, "--set preprocess.test_years=[2004,2008]: key 'preprocess.test_years'")) << msg;
+  EXPECT_TRUE(has(msg, "'preprocess.train_years' [2000, 2005] in years 2004..2005")) << msg;
+  // The override of the earlier split is blamed when the later one is the file's.
+  msg = error_of(splits, {"preprocess.train_years=[2000,2006]"});
+  EXPECT_TRUE(has(msg, "--set preprocess.train_years=[2000,2006]: key 'preprocess.train_years'")) << msg;
+  EXPECT_TRUE(has(msg, "in year 2006")) << msg;
+  // An empty split overlaps nothing.
+  EXPECT_NO_THROW(load_config(write(d, splits), {"preprocess.validation_years=[]", "preprocess.test_years=[2006,2008]"}));
+}
+
+TEST(ConfigValidation, DuplicateKeyNamesKeyAndLines) {
+  auto msg = error_of(kRun + "train:\n  epochs: 5\n  batch_size: 4\n  epochs: 50\n");
+  EXPECT_TRUE(has(msg, "line 5: key 'train.epochs' is given twice (first on line 3)")) << msg;
+  msg = error_of(kRun + "train: {epochs: 5}\nrun: {threads: 1}\n");
+  EXPECT_TRUE(has(msg, "key 'run' is given twice")) << msg;
+}
+
+TEST(ConfigValidation, SetErrorsQuoteTheSet) {
+  auto msg = error_of(kRun, {"train.epocs=3"});
+  EXPECT_TRUE(has(msg, "--set train.epocs=3: unknown key 'train.epocs'")) << msg;
+  msg = error_of(kRun, {"train.epochs=many"});
+  EXPECT_TRUE(has(msg, "--set train.epochs=many: key 'train.epochs' has a value of the wrong type")) << msg;
+  // A whole section set at once: its keys are blamed on that --set.
+  msg = error_of(kRun, {"preprocess.predictor_grid={lon: [0, 10], lat: [0, 10], step: 0}"});
+  EXPECT_TRUE(has(msg, "--set preprocess.predictor_grid={lon: [0, 10], lat: [0, 10], step: 0}: key "
+                       "'preprocess.predictor_grid.step'")) << msg;
+}

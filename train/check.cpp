@@ -1,0 +1,79 @@
+#include "train/check.h"
+
+#include <sys/stat.h>
+
+#include <sstream>
+
+#include "io/error.h"
+#include "model/backend.h"
+#include "model/loss.h"
+
+namespace ds {
+
+model::ModelSpec model_spec_for(const Config& cfg, const StoreMeta& meta) {
+  model::ModelSpec spec;
+  spec.name = cfg.model.name;
+  spec.in_channels = meta.C();
+  spec.in_h = meta.H();
+  spec.in_w = meta.W();
+  spec.filters = cfg.model.filters;
+  spec.loss = cfg.train.loss;
+  if (spec.name == "deepesd") {
+    // Its dense heads have one unit per land point, so the grid and mask are part of the model.
+    spec.out_h = meta.Hy();
+    spec.out_w = meta.Wy();
+    spec.land_mask = meta.mask;
+  }
+  return spec;
+}
+
+std::string check_training(const Config& cfg, const std::string& store_path, const std::string& model_dir, bool resume) {
+  std::ostringstream out;
+  out << "config " << cfg.file << ": every key known and in range\n";
+
+  const StoreReader store(store_path);
+  const StoreMeta& meta = store.meta();
+  const size_t n_train = store.count("train"), n_val = store.count("validation"), n_test = store.count("test");
+  if (n_train == 0) throw InputError(store_path + ": the train split is empty (preprocess.train_years)");
+  if (meta.C() == 0 || meta.H() == 0 || meta.W() == 0 || meta.Hy() == 0 || meta.Wy() == 0)
+    throw InputError(store_path + ": empty grids or no channels");
+  out << "store " << store_path << ": " << meta.C() << " channels on " << meta.H() << " x " << meta.W() << ", "
+      << meta.predictand << " on " << meta.Hy() << " x " << meta.Wy() << "; train " << n_train << ", validation "
+      << n_val << ", test " << n_test << " days\n";
+
+  // Precipitation is a Bernoulli-Gamma mixture; a continuous variable a Gaussian (or its mean):
+  // predict refuses the other pairings, so training them would waste the allocation.
+  const model::LossKind loss = model::parse_loss(cfg.train.loss, cfg.file + ": key 'train.loss'");
+  if (meta.is_precipitation() && loss != model::LossKind::kBernoulliGamma)
+    throw UsageError(cfg.origin("train.loss") + ": key 'train.loss' is " + cfg.train.loss + ", but " + store_path +
+                     " holds precipitation, which needs bernoulli_gamma");
+  if (!meta.is_precipitation() && loss == model::LossKind::kBernoulliGamma)
+    throw UsageError(cfg.origin("train.loss") + ": key 'train.loss' is bernoulli_gamma, but the predictand of " + store_path + " is " +
+                     meta.predictand + ", not precipitation (gaussian or mse)");
+
+  // The net as train builds it, on one CPU thread: its shapes, not its speed.
+  const model::ModelSpec spec = model_spec_for(cfg, meta);
+  auto be = model::make_backend("cpu", 1);
+  model::Net net(spec, *be);
+  const auto shape = net.output_shape(1);
+  if (shape.h != meta.Hy() || shape.w != meta.Wy())
+    throw InputError(store_path + ": the store's predictand grid is " + std::to_string(meta.Hy()) + " x " +
+                     std::to_string(meta.Wy()) + " but model '" + spec.name + "' outputs " + std::to_string(shape.h) +
+                     " x " + std::to_string(shape.w));
+  out << "model " << spec.name << ": " << net.parameter_count() << " parameters, output " << shape.h << " x "
+      << shape.w << " as the store's; loss " << cfg.train.loss << ", optimizer " << cfg.train.optimizer << ", batch "
+      << cfg.train.batch_size << " per rank, " << cfg.train.epochs << " epochs\n";
+  if (n_train < size_t(cfg.train.batch_size))
+    out << "note: the train split (" << n_train << " days) is smaller than one batch per rank (" << cfg.train.batch_size
+        << ")\n";
+
+  if (resume) {
+    const std::string last = model_dir + "/checkpoint_last.h5";
+    struct stat st {};
+    if (::stat(last.c_str(), &st) != 0) throw InputError(last + ": no checkpoint to resume from");
+    out << "resume from " << last << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace ds

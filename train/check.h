@@ -1,0 +1,22 @@
+// `downscale train --check`: everything a training run would find wrong at its start, found
+// before any rank starts (no MPI, nothing written), so that a batch script can stop a bad job
+// with exit 2 or 3 instead of launching ranks that fail one by one (slurm/train_forhlr2.sh).
+#pragma once
+#include <string>
+
+#include "io/config.h"
+#include "io/training_store.h"
+#include "model/net.h"
+
+namespace ds {
+
+// The model the config asks for, on the store's grids (shared with train_model).
+model::ModelSpec model_spec_for(const Config& cfg, const StoreMeta& meta);
+
+// Opens the store (read only), checks its splits, the loss against its predictand, builds the
+// net on the CPU and checks its output grid against the store's, and with `resume` that the
+// checkpoint to resume from exists. Throws UsageError (the config is wrong) or InputError (the
+// store or checkpoint is); returns a few lines of summary.
+std::string check_training(const Config& cfg, const std::string& store_path, const std::string& model_dir, bool resume);
+
+}  // namespace ds
