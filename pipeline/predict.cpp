@@ -150,7 +150,7 @@ int run_predict(const Config& cfg) {
   const int channels = model::loss_channels(loss);
   auto be = model::make_cpu_backend(cfg.run.threads);
   model::Net net(spec, *be);
-  load_checkpoint(ckpt, net, nullptr);
+  check_checkpoint_store(ckpt, load_checkpoint(ckpt, net, nullptr), meta, paths.store());
   net.set_mode({false, 0});  // inference: batch norm uses its running statistics, no dropout
 
   // The inputs: the store's test split, or new predictor files prepared as the training ones.
@@ -186,7 +186,8 @@ int run_predict(const Config& cfg) {
   const std::map<std::string, std::string> attributes{
       {"predictors", new_inputs ? cfg.predict.predictors : paths.store() + " (test split)"},
       {"predictor_standardization", standardization},
-      {"model", paths.model_dir()}};
+      {"model", paths.model_dir()},
+      {"store_identity", store.identity()}};  // evaluate scores it against this store only
   make_dirs(paths.predict_dir());
 
   if (!meta.is_precipitation()) {

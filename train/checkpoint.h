@@ -4,11 +4,14 @@
 //   /buffers/<layer>/<name>      non-trainable learned state (batch norm running statistics)
 //   /<slot>/<layer>/<param>      the optimizer's state: /adam/m, /adam/v or /sgd/velocity
 //   attrs: model_spec (JSON), epoch (completed), optimizer, optimizer_steps, rng_state,
-//          best_val_loss, epochs_without_improvement, software_version
+//          best_val_loss, epochs_without_improvement, software_version,
+//          provenance: store_identity, channels (comma list), store_grids ("H,W,H',W'"),
+//          store_statistics (hash), global_batch (batch_size x ranks)
 // Written to a temporary name and renamed, so a crash mid-write leaves the previous one intact.
 #pragma once
 #include <string>
 
+#include "io/store_identity.h"
 #include "model/net.h"
 #include "model/optimizer.h"
 
@@ -19,7 +22,14 @@ struct TrainState {
   std::string rng_state;          // std::mt19937_64 serialized, for bit-identical resume
   double best_val_loss = 1e300;
   int epochs_without_improvement = 0;
+  StoreProvenance store;   // the store it was trained on (identity empty: an older checkpoint)
+  int64_t global_batch = 0;  // samples per optimizer step over all ranks (0: not recorded)
 };
+
+// Refuses (InputError, exit 3) a checkpoint trained on another store than `meta`'s, saying what
+// differs; a checkpoint without provenance (older versions) is accepted with a warning.
+void check_checkpoint_store(const std::string& checkpoint_path, const TrainState& state, const StoreMeta& meta,
+                            const std::string& store_path);
 
 void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer* optimizer, const TrainState& state);
 
