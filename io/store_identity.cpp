@@ -58,8 +58,13 @@ std::string provenance_difference(const StoreProvenance& a, const StoreProvenanc
     auto sa = a.channels, sb = b.channels;
     std::sort(sa.begin(), sa.end());
     std::sort(sb.begin(), sb.end());
-    const std::string which = sa == sb ? "the same channels in another order" : "other channels";
-    return which + " (" + join_commas(a.channels) + " vs " + join_commas(b.channels) + ")";
+    if (sa == sb) {
+      size_t i = 0;
+      while (a.channels[i] == b.channels[i]) ++i;
+      return "the same " + std::to_string(a.channels.size()) + " channels in another order (channel " +
+             std::to_string(i + 1) + " is " + a.channels[i] + " vs " + b.channels[i] + ")";
+    }
+    return "other channels (" + join_commas(a.channels) + " vs " + join_commas(b.channels) + ")";
   }
   if (!std::equal(a.grid, a.grid + 4, b.grid)) return "other grid sizes (" + a.grid_text() + " vs " + b.grid_text() + ")";
   if (a.statistics != b.statistics)

@@ -153,6 +153,7 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
     else if (cal != calendar_)
       throw InputError(path + ": time calendar " + cal + " differs from " + calendar_ + " of " + first_file);
     ch.file = std::make_unique<FetchedField>(path, it->variable);
+    ch.file->set_valid_range(it->valid_min, it->valid_max);
     ch.regrid = regrid_covering(store_method(meta, name), ch.file->grid(), xgrid, ch.file->where() + " (predictor " + name + ")");
     ch.stats.mean.assign(meta.mean.begin() + c * HW, meta.mean.begin() + (c + 1) * HW);
     ch.stats.sd.assign(meta.sd.begin() + c * HW, meta.sd.begin() + (c + 1) * HW);
