@@ -24,6 +24,7 @@
 #include "model/optimizer.h"
 #include "train/batches.h"
 #include "train/checkpoint.h"
+#include "train/divergence.h"
 #include "train/gradient_buckets.h"
 #include "train/tensorboard.h"
 #include "train/timeline.h"
@@ -329,8 +330,14 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
         const auto& out = net.forward(batch.x);
         d_out.reshape(out.shape());
         loss = model::masked_loss(*be, loss_kind, out, batch.y, mask, &d_out);
-        if (!std::isfinite(loss))
-          throw Error("training diverged: loss is " + std::to_string(loss) + " at epoch " + std::to_string(epoch));
+        if (!std::isfinite(loss)) {
+          const std::string culprit = first_nonfinite_parameter(net.params());
+          throw Error("training diverged: the loss is " + std::to_string(loss) + " at epoch " + std::to_string(epoch) +
+                      ", step " + std::to_string(step) + " (rank " + std::to_string(comm.rank()) + "); " +
+                      (culprit.empty() ? "weights and gradients are finite, the forward pass overflowed"
+                                       : "first non-finite: " + culprit) +
+                      " (lower train.learning_rate, or check the store)");
+        }
         const auto t_backward = Clock::now();
         timeline.add("forward", Timeline::kStep, t_forward, t_backward, step, epoch);
         // Under MPI each finished layer's gradients join their bucket, whose allreduce starts as
