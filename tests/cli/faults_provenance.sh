@@ -5,7 +5,8 @@
 #      train --resume exit 3 naming the swapped channel; evaluate refuses a prediction of
 #      another store;
 #   2. temperature in degC labelled K, a single 1e30, negative precipitation: preprocess exit 3
-#      naming file, variable, date and point, no store written;
+#      naming file, variable, date and point, no store written; precipitation in kg m-2 s-1
+#      labelled mm/day: exit 3 (no wet day anywhere);
 #   3. a NaN in the store's x: train exits 3 naming split, date and channel;
 #      an inconsistent channels attribute, a format-2 store: refused (exit 3), no crash;
 #   4. NaN weights: predict exits 1 naming a date and point, writes nothing; a diverging
@@ -81,6 +82,11 @@ $py -c "
 import netCDF4
 with netCDF4.Dataset('runs/negative/fetch/predictand/pr.nc', 'a') as d: d['pr'][10, 4, 4] = -3.0"
 expect 3 "variable 'pr' is -3 mm/day on 2000-01-11" ds preprocess --set run.dir=runs/negative
+copy_fetch perseconds
+$py -c "
+import netCDF4
+with netCDF4.Dataset('runs/perseconds/fetch/predictand/pr.nc', 'a') as d: d['pr'][:] = d['pr'][:] / 86400"
+expect 3 "no day at or above the wet-day threshold on any modelled box" ds preprocess --set run.dir=runs/perseconds
 
 echo "== 3. corrupt stores"
 for run in nan channels format2; do
