@@ -107,7 +107,7 @@ Dataset load_dataset(const std::string& name_or_path, const std::string& config_
     throw UsageError(d.file + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
   if (!root.IsMap()) throw UsageError(d.file + ": a dataset definition is a mapping (name, url, time_step, variables)");
-  check_keys(root, {"name", "url", "time_step", "variables"}, d.file);
+  check_keys(root, {"name", "url", "time_step", "variables", "ranges"}, d.file);
   d.name = get<std::string>(root, "name", d.file, name_or_path);
   d.url = get<std::string>(root, "url", d.file, "");
   d.time_step = get<std::string>(root, "time_step", d.file, "day");
@@ -143,6 +143,20 @@ Dataset load_dataset(const std::string& name_or_path, const std::string& config_
     if (v.max_missing < 0 || v.max_missing > 1) throw UsageError(where + ": key 'max_missing' must be in 0..1");
     if (v.scale == 0) throw UsageError(where + ": key 'scale' must not be 0");
     d.variables[var] = v;
+  }
+  // ranges: {var: [min, max]} in the variable's written unit, overriding fetch/plausible_ranges.cpp.
+  if (const YAML::Node ranges = root["ranges"]) {
+    if (!ranges.IsMap()) throw UsageError(d.file + ": key 'ranges' must map variables to [min, max]");
+    for (auto it = ranges.begin(); it != ranges.end(); ++it) {
+      const std::string var = it->first.as<std::string>(), where = d.file + ": ranges." + var;
+      const auto v = d.variables.find(var);
+      if (v == d.variables.end()) throw UsageError(where + ": not a variable of this dataset (variables lists them)");
+      const auto r = get<std::vector<double>>(ranges, var, where, {});
+      if (r.size() != 2 || !std::isfinite(r[0]) || !std::isfinite(r[1]) || !(r[0] < r[1]))
+        throw UsageError(where + ": expected [min, max] with min < max, in the variable's units (" + v->second.std_units + ")");
+      v->second.range_min = r[0];
+      v->second.range_max = r[1];
+    }
   }
   return d;
 }

@@ -7,6 +7,7 @@
 // scale and offset for what udunits cannot do (kg m-2 s-1 of water to mm/day). Shipped
 // definitions live in configs/datasets/*.yaml (format in configs/datasets/README.md).
 #pragma once
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -31,6 +32,10 @@ struct DatasetVariable {
   std::string std_units;     // units written: `units` when scale/offset are the identity, else
                              // standard_units(var)
   double max_missing = 0;    // largest share of missing values a chunk may hold (0..1)
+  // Plausible values in std_units from the definition's `ranges:` map (NaN: the default of
+  // fetch/plausible_ranges.h applies).
+  double range_min = NAN, range_max = NAN;
+  bool range_known() const { return std::isfinite(range_min) && std::isfinite(range_max); }
 
   // The native variable name for a level (hPa; 0 for a single-level variable).
   std::string native_name(int level) const;

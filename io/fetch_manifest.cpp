@@ -11,10 +11,12 @@ namespace ds {
 
 namespace {
 nlohmann::json to_json(const FetchedFile& f) {
-  return {{"name", f.name}, {"variable", f.variable}, {"file", f.file}, {"source", f.source},
+  nlohmann::json j = {{"name", f.name}, {"variable", f.variable}, {"file", f.file}, {"source", f.source},
           {"ntime", f.ntime}, {"nlat", f.nlat}, {"nlon", f.nlon}, {"missing_share", f.missing_share},
           {"units", f.units}, {"level", f.level}, {"native", f.native}, {"chunks", f.chunks},
           {"calendar", f.calendar}};
+  if (std::isfinite(f.valid_min) && std::isfinite(f.valid_max)) j["valid_range"] = {f.valid_min, f.valid_max};
+  return j;
 }
 FetchedFile from_json(const nlohmann::json& j) {
   FetchedFile f;
@@ -31,6 +33,10 @@ FetchedFile from_json(const nlohmann::json& j) {
   f.native = j.value("native", "");
   f.chunks = j.value("chunks", size_t{0});
   f.calendar = j.value("calendar", std::string("standard"));
+  if (j.contains("valid_range")) {
+    f.valid_min = j.at("valid_range").at(0);
+    f.valid_max = j.at("valid_range").at(1);
+  }
   return f;
 }
 }  // namespace

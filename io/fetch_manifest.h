@@ -1,6 +1,7 @@
 // The list of files `fetch` wrote, which is what `preprocess` reads: fetch/manifest.json.
 // Paths are relative to the manifest's folder so a run folder can be moved or copied.
 #pragma once
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ struct FetchedFile {
   std::string native;    // the variable's name in the source (e.g. "Z500")
   size_t chunks = 0;     // season-year chunks it was joined from (fetch/chunks/ledger.json)
   std::string calendar = "standard";  // CF name of the time axis' calendar (absent in old manifests)
+  // Plausible values in `units` (fetch/plausible_ranges.h); NaN when none is known (a variable
+  // without a default, an older manifest). preprocess refuses values outside.
+  double valid_min = NAN, valid_max = NAN;
 };
 
 struct FetchManifest {

@@ -138,6 +138,7 @@ PrecipitationOutput read_precipitation(const std::string& path) {
   o.wet_threshold = nc.att_double(nc.var_id("pr"), "wet_day_threshold_mm", 0.99);
   o.history = nc.att_text(NC_GLOBAL, "history");
   o.checkpoint = nc.att_text(NC_GLOBAL, "checkpoint");
+  if (nc.has_att(NC_GLOBAL, "store_identity")) o.attributes["store_identity"] = nc.att_text(NC_GLOBAL, "store_identity");
   o.config_file = nc.att_text(NC_GLOBAL, "config");
   return o;
 }

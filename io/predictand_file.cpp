@@ -109,6 +109,7 @@ PredictandOutput read_predictand(const std::string& path, const std::string& var
   o.units = nc.att_text(vm, "units");
   o.history = nc.att_text(NC_GLOBAL, "history");
   o.checkpoint = nc.att_text(NC_GLOBAL, "checkpoint");
+  if (nc.has_att(NC_GLOBAL, "store_identity")) o.attributes["store_identity"] = nc.att_text(NC_GLOBAL, "store_identity");
   o.config_file = nc.att_text(NC_GLOBAL, "config");
   return o;
 }

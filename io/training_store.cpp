@@ -5,20 +5,16 @@
 #include <sstream>
 
 #include "io/error.h"
+#include "io/sha256.h"
+#include "io/store_identity.h"
 
 namespace ds {
 
 namespace {
-std::string join(const std::vector<std::string>& v) {
+std::string dims_text(const std::vector<hsize_t>& d) {
   std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + v[i];
-  return s;
-}
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string p; std::getline(ss, p, ',');) out.push_back(p);
-  return out;
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? " x " : "") + std::to_string(d[i]);
+  return s.empty() ? "a scalar" : s;
 }
 // Chunks of 8 samples (StoreWriter::kChunkRows): big enough to amortize HDF5 per-chunk cost,
 // small enough that a shuffled batch read does not drag in many unused samples.
@@ -29,7 +25,7 @@ constexpr hsize_t kTimeChunkRows = 1024;  // 8 KiB of int64 per chunk
 StoreWriter::StoreWriter(const std::string& path, const StoreMeta& meta, int deflate)
     : file_(H5File::create(path)), meta_(meta), deflate_(deflate) {
   file_.set_attr("/", "format", std::string(kStoreFormat));
-  file_.set_attr("/", "channels", join(meta.channels));
+  file_.set_attr("/", "channels", join_commas(meta.channels));
   file_.set_attr("/", "wet_threshold", meta.wet_threshold);
   file_.set_attr("/", "sd_ddof", int64_t{1});
   file_.set_attr("/", "config", meta.config_text);
@@ -62,7 +58,14 @@ StoreWriter::StoreWriter(const std::string& path, const StoreMeta& meta, int def
   const std::vector<hsize_t> stat_dims{hsize_t(meta.C()), hsize_t(meta.H()), hsize_t(meta.W())};
   file_.write("/stats/mean", stat_dims, meta.mean.data());
   file_.write("/stats/sd", stat_dims, meta.sd.data());
+  file_.set_attr("/", "identity", store_identity(meta_));
 }
+
+// One hasher per dataset, fed in row order, so the hash does not depend on the block sizes.
+struct StoreWriter::SplitHash {
+  Sha256 x, y, obs, time;
+  size_t next_row = 0;
+};
 
 void StoreWriter::write_split(const std::string& split, const std::vector<float>& x, const std::vector<float>& y,
                               const std::vector<float>& obs, const std::vector<int64_t>& time) {
@@ -88,6 +91,7 @@ void StoreWriter::create_split(const std::string& split, size_t n_samples) {
   file_.create_dataset(g + "/time", H5T_NATIVE_INT64, {n}, kTimeChunkRows);
   file_.set_attr(g + "/time", "units", std::string("days since 1970-01-01"));
   file_.set_attr(g + "/time", "calendar", meta_.calendar);
+  hashes_[split] = std::make_shared<SplitHash>();
 }
 
 void StoreWriter::write_rows(const std::string& split, size_t row, size_t count, const float* x, const float* y,
@@ -98,14 +102,33 @@ void StoreWriter::write_rows(const std::string& split, size_t row, size_t count,
   file_.write_rows(g + "/y", row, count, y);
   file_.write_rows(g + "/obs", row, count, obs);
   file_.write_rows(g + "/time", row, count, time);
+  SplitHash& h = *hashes_.at(split);
+  if (row != h.next_row) throw Error(file_.path() + ": split " + split + ": rows must be written in order for the content hash");
+  const size_t xs = size_t(meta_.C()) * meta_.H() * meta_.W(), ys = size_t(meta_.Hy()) * meta_.Wy();
+  h.x.update(x, count * xs * sizeof(float));
+  h.y.update(y, count * ys * sizeof(float));
+  h.obs.update(obs, count * ys * sizeof(float));
+  h.time.update(time, count * sizeof(int64_t));
+  h.next_row += count;
 }
 
-void StoreWriter::close() { file_.close(); }
+void StoreWriter::close() {
+  Sha256 all;
+  for (const char* split : kSplits) {
+    const auto it = hashes_.find(split);
+    if (it == hashes_.end()) continue;
+    SplitHash& h = *it->second;
+    all.update(std::string(split)).update(h.x.hex()).update(h.y.hex()).update(h.obs.hex()).update(h.time.hex());
+  }
+  hashes_.clear();
+  file_.set_attr("/", "content_hash", all.hex());
+  file_.close();
+}
 
 StoreReader::StoreReader(const std::string& path) : file_(H5File::open(path)) {
   if (!file_.has_attr("/", "format")) throw InputError(path + ": not a downscale training store (no format attribute)");
   const std::string format = file_.attr_string("/", "format");
-  if (format == "downscale-store-1")
+  if (format == "downscale-store-1" || format == "downscale-store-2")
     throw InputError(path + ": a training store of an older format (" + format + "); rebuild it with `downscale preprocess`");
   if (format != kStoreFormat)
     throw InputError(path + ": format '" + format + "' is not a downscale training store this version reads (" +
@@ -143,6 +166,47 @@ StoreReader::StoreReader(const std::string& path) : file_(H5File::open(path)) {
   read_vec("/mask", meta_.mask);
   read_vec("/stats/mean", meta_.mean);
   read_vec("/stats/sd", meta_.sd);
+  if (!file_.has_attr("/", "identity") || !file_.has_attr("/", "content_hash"))
+    throw InputError(path + ": the store has no identity or content_hash attribute (written incompletely?); rebuild "
+                     "it with `downscale preprocess`");
+  identity_ = file_.attr_string("/", "identity");
+  content_hash_ = file_.attr_string("/", "content_hash");
+  check_consistency();
+}
+
+// Every size the readers index with comes from the attributes and the grids: they must agree
+// with the datasets' shapes, or a read would run past a buffer.
+void StoreReader::check_consistency() const {
+  const std::string& path = file_.path();
+  const auto expect = [&](const std::string& name, std::vector<hsize_t> want, const std::string& from) {
+    if (!file_.exists(name)) throw InputError(path + ": the store has no " + name);
+    const auto got = file_.dims(name);
+    if (got != want)
+      throw InputError(path + ": " + name + " is " + dims_text(got) + " but " + from + " say " + dims_text(want) +
+                       "; the store is inconsistent, rebuild it with `downscale preprocess`");
+  };
+  const hsize_t C = meta_.C(), H = meta_.H(), W = meta_.W(), Hy = meta_.Hy(), Wy = meta_.Wy();
+  if (C == 0 || H == 0 || W == 0 || Hy == 0 || Wy == 0)
+    throw InputError(path + ": the store has no channels or an empty grid; rebuild it with `downscale preprocess`");
+  const std::string from = "the channels attribute (" + std::to_string(C) + ") and /grid";
+  expect("/stats/mean", {C, H, W}, from);
+  expect("/stats/sd", {C, H, W}, from);
+  expect("/mask", {Hy, Wy}, "/grid/predictand_lat and /grid/predictand_lon");
+  const auto& m = meta_;
+  if (m.obs_row0 < 0 || m.obs_col0 < 0 || m.obs_rows <= 0 || m.obs_cols <= 0 || m.obs_row0 + m.obs_rows > m.Hy() ||
+      m.obs_col0 + m.obs_cols > m.Wy() || m.obs_lat.size() != size_t(m.obs_rows) || m.obs_lon.size() != size_t(m.obs_cols))
+    throw InputError(path + ": attribute obs_window does not fit the output grid or /grid/obs_lat, /grid/obs_lon");
+  for (const char* split : kSplits) {
+    const std::string g = std::string("/") + split;
+    if (!file_.exists(g + "/time")) continue;
+    const hsize_t n = file_.dims(g + "/time").at(0);
+    expect(g + "/x", {n, C, H, W}, from + " and " + g + "/time");
+    expect(g + "/y", {n, Hy, Wy}, "/grid and " + g + "/time");
+    expect(g + "/obs", {n, Hy, Wy}, "/grid and " + g + "/time");
+  }
+  if (store_identity(meta_) != identity_)
+    throw InputError(path + ": its channels, grids, statistics or mask are not those its identity attribute was "
+                     "computed from (changed after preprocess?); rebuild it with `downscale preprocess`");
 }
 
 size_t StoreReader::count(const std::string& split) const {

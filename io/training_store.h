@@ -4,7 +4,10 @@
 //                       config (YAML text), sources, software_version, standardize, regrid, fill,
 //                       dropped_dates, predictand ("pr", "tas", ...), predictand_units ("mm/day",
 //                       "degC", ...), calendar (CF name of the day numbers' calendar),
-//                       obs_window (row0, col0, rows, cols)
+//                       obs_window (row0, col0, rows, cols), identity (SHA-256 of channels,
+//                       grids, statistics, mask, predictand, units, calendar and window:
+//                       io/store_identity.h), content_hash (SHA-256 of every split's x, y, obs
+//                       and time)
 //   /grid/predictor_lon (W), /grid/predictor_lat (H): the model's input grid
 //   /grid/predictand_lon (W'), /grid/predictand_lat (H'): the model's output grid; the observation
 //                       grid sits in it at obs_window, the rest is padding the model's output rule
@@ -22,10 +25,14 @@
 //   /<split>/time       (N) int64, days since 1970-01-01 in `calendar`
 // with <split> one of train, validation, test (absent when the config gives it no years).
 // x, y and obs may be deflated (preprocess.compression); readers need not care.
-// Format 2 (this one) replaced format 1's `pr` with `obs` and added the predictand, calendar and
-// observation window; a format-1 store is refused with a message to rebuild it.
+// Format 2 replaced format 1's `pr` with `obs` and added the predictand, calendar and
+// observation window; format 3 (this one) added identity and content_hash. Older stores are
+// refused with a message to rebuild them. The reader checks that the attributes agree with the
+// datasets' shapes (and the identity with the metadata) before anything is read by index.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,7 +40,7 @@
 
 namespace ds {
 
-inline const char* const kStoreFormat = "downscale-store-2";
+inline const char* const kStoreFormat = "downscale-store-3";
 inline const char* const kSplits[] = {"train", "validation", "test"};
 
 struct StoreMeta {
@@ -76,18 +83,22 @@ class StoreWriter {
   void write_rows(const std::string& split, size_t row, size_t count, const float* x, const float* y, const float* obs,
                   const int64_t* time);
   static constexpr size_t kChunkRows = 8;  // samples per chunk of x, y, obs
-  void close();
+  void close();  // writes content_hash, then closes
 
  private:
+  struct SplitHash;
   H5File file_;
   StoreMeta meta_;
   int deflate_ = 0;
+  std::map<std::string, std::shared_ptr<SplitHash>> hashes_;  // rows are hashed as they are written
 };
 
 class StoreReader {
  public:
   explicit StoreReader(const std::string& path);  // InputError if not a store of this format
   const StoreMeta& meta() const { return meta_; }
+  const std::string& identity() const { return identity_; }
+  const std::string& content_hash() const { return content_hash_; }
   const std::string& path() const { return file_.path(); }
   size_t count(const std::string& split) const;  // 0 when the split is absent
   void read_x(const std::string& split, size_t row, size_t n, float* out) const;
@@ -96,8 +107,10 @@ class StoreReader {
   std::vector<int64_t> read_time(const std::string& split) const;
 
  private:
+  void check_consistency() const;
   H5File file_;
   StoreMeta meta_;
+  std::string identity_, content_hash_;
 };
 
 }  // namespace ds

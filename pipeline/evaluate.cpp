@@ -32,7 +32,13 @@ void write_text(const std::string& path, const std::string& text) { write_file_a
 
 // The prediction must be of the store's test split on its observation window.
 void check_matches(const std::string& pred_path, const StoreReader& store, const std::vector<int64_t>& days,
-                   const std::string& calendar, size_t nlat, size_t nlon, const Window& win) {
+                   const std::string& calendar, size_t nlat, size_t nlon, const Window& win,
+                   const std::map<std::string, std::string>& attributes) {
+  // Predicted from this store's model and test split: the identity predict wrote (older files have none).
+  const auto id = attributes.find("store_identity");
+  if (id != attributes.end() && id->second != store.identity())
+    throw InputError(pred_path + ": predicted with a model of another store than " + store.path() +
+                     " (its store_identity differs: channels, grids or statistics); predict again");
   if (store.read_time("test") != days || nlat != size_t(win.rows) || nlon != size_t(win.cols))
     throw InputError(pred_path + ": its days or grid differ from the test split of " + store.path() +
                      " (predicted with another store?)");
@@ -47,7 +53,7 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   if (!path_exists(pred_path)) throw InputError(pred_path + ": no such file (run `downscale predict` first)");
   const PredictandOutput pred = read_predictand(pred_path, meta.predictand);
   const Window win = observation_window(meta);
-  check_matches(pred_path, store, pred.days, pred.calendar, pred.lat.size(), pred.lon.size(), win);
+  check_matches(pred_path, store, pred.days, pred.calendar, pred.lat.size(), pred.lon.size(), win, pred.attributes);
   const size_t n = store.count("test"), np = win.size();
   std::vector<float> all(n * win.out_size());
   store.read_obs("test", 0, n, all.data());
@@ -113,7 +119,7 @@ int run_evaluate(const Config& cfg) {
   if (!path_exists(pred_path)) throw InputError(pred_path + ": no such file (run `downscale predict` first)");
   const PrecipitationOutput pred = read_precipitation(pred_path);
   const Window win = observation_window(meta);
-  check_matches(pred_path, store, pred.days, pred.calendar, pred.lat.size(), pred.lon.size(), win);
+  check_matches(pred_path, store, pred.days, pred.calendar, pred.lat.size(), pred.lon.size(), win, pred.attributes);
   const size_t n = store.count("test"), np = win.size();
   std::vector<float> all(n * win.out_size());
   store.read_obs("test", 0, n, all.data());

@@ -29,6 +29,7 @@
 #include "fetch/dataset.h"
 #include "fetch/ledger.h"
 #include "io/fetch_manifest.h"
+#include "fetch/plausible_ranges.h"
 #include "fetch/plan.h"
 #include "fetch/progress.h"
 #include "fetch/request_watch.h"
@@ -300,6 +301,9 @@ int run_fetch(const Config& cfg, bool dry_run) {
     out.level = fp.level;
     out.native = fp.native;
     out.calendar = cf_name(fp.calendar);
+    const ValueRange range = plausible_range(fp.def, fp.var, out.units);  // what preprocess checks
+    out.valid_min = range.min;
+    out.valid_max = range.max;
     std::vector<std::string> paths;
     size_t missing = 0;
     for (const auto& c : plan.chunks)

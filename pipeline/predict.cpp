@@ -14,6 +14,7 @@
 
 #include "evaluate/baselines.h"
 #include "io/atomic_file.h"
+#include "io/calendar.h"
 #include "io/error.h"
 #include "io/precipitation_file.h"
 #include "io/predictand_file.h"
@@ -65,6 +66,22 @@ std::vector<float> run_network(model::Net& net, model::Backend& be, const StoreM
       for (size_t k = 0; k < hw; ++k) out[(start * channels + i) * hw + k] = meta.mask[k] ? host[i * hw + k] : NAN;
   }
   return out;
+}
+
+// A non-finite output over a modelled box would be written as a missing value and scored as if
+// the box were not there: an error naming the date and point instead. values: (n, channels, hw).
+void check_finite(const std::vector<float>& values, int channels, const StoreMeta& meta, const std::vector<int64_t>& days,
+                  const std::string& calendar, const std::string& what) {
+  const size_t hw = size_t(meta.Hy()) * meta.Wy();
+  for (size_t i = 0; i < values.size(); ++i) {
+    const size_t k = i % hw, t = i / hw / channels;
+    if (!meta.mask[k] || std::isfinite(values[i])) continue;
+    throw Error("predict: the " + what + " is " + std::to_string(values[i]) + " on " +
+                to_string(date_from_days(days.at(t), parse_calendar(calendar, "predict"))) + " at lat " +
+                fmt::format("{:g}", meta.predictand_lat[k / meta.Wy()]) + ", lon " +
+                fmt::format("{:g}", meta.predictand_lon[k % meta.Wy()]) +
+                " (a modelled box): the inputs or the weights are not sane; nothing was written");
+  }
 }
 
 // The network's p, alpha and beta for `n` samples, NaN over the ocean.
@@ -160,7 +177,7 @@ int run_predict(const Config& cfg) {
   model::apply_math_mode(*be, cfg.run.math, true);
   spdlog::info("predicting on {}", be->name());
   model::Net net(spec, *be);
-  load_checkpoint(ckpt, net, nullptr);
+  check_checkpoint_store(ckpt, load_checkpoint(ckpt, net, nullptr), meta, paths.store());
   net.set_mode({false, 0});  // inference: batch norm uses its running statistics, no dropout
 
   // The inputs: the store's test split, or new predictor files prepared as the training ones.
@@ -193,10 +210,13 @@ int run_predict(const Config& cfg) {
   const int bs = cfg.train.batch_size;
   const Window win = observation_window(meta);
   const std::vector<float> raw = run_network(net, *be, meta, n, channels, read_inputs, bs);
+  check_finite(raw, channels, meta, days, calendar, "network's output");
+  if (inputs) inputs->report_outliers();
   const std::map<std::string, std::string> attributes{
       {"predictors", new_inputs ? cfg.predict.predictors : paths.store() + " (test split)"},
       {"predictor_standardization", standardization},
-      {"model", paths.model_dir()}};
+      {"model", paths.model_dir()},
+      {"store_identity", store.identity()}};  // evaluate scores it against this store only
   make_dirs(paths.predict_dir());
 
   if (!meta.is_precipitation()) {
@@ -262,6 +282,7 @@ int run_predict(const Config& cfg) {
   }
 
   const std::vector<float> expected = expected_precipitation(test, shift);
+  check_finite(expected, 1, meta, days, calendar, "expected precipitation");
   PrecipitationOutput out;
   out.lon = window_lon(meta, win);
   out.lat = window_lat(meta, win);

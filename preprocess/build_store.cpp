@@ -87,6 +87,20 @@ std::vector<size_t> slice(const std::vector<size_t>& v, size_t a, size_t b) { re
 
 // Every file's calendar must count days as the predictand's does, else day numbers of one sample
 // would name different dates. Returns the store's calendar.
+// Each value is within its plausible range, but the whole training period over the domain can
+// still betray a wrong unit: no day at or above the wet-day threshold anywhere (kg m-2 s-1
+// labelled mm/day: 86400 times too small), or a mean above anything observed (the wettest
+// places on Earth average about 32 mm/day; 0.1 mm labelled mm: 10 times too large).
+void check_precipitation_climate(double wet_share, double mean, const std::string& where) {
+  if (wet_share == 0)
+    throw InputError(where + ": no day at or above the wet-day threshold on any modelled box in the training years "
+                     "(mean " + std::to_string(mean) + " mm/day): precipitation in another unit than its label?");
+  if (mean > 60)
+    throw InputError(where + ": the training years' mean precipitation over the modelled boxes is " +
+                     std::to_string(mean) + " mm/day, about twice the wettest place on Earth's: precipitation in "
+                     "another unit than its label?");
+}
+
 Calendar common_calendar(const FetchedField& predictand, const std::vector<Channel>& channels) {
   for (const auto& ch : channels)
     if (!same_days_after_1582(ch.file->calendar(), predictand.calendar()))
@@ -128,6 +142,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     ch.name = p.name;
     ch.var = p.name.substr(0, p.name.find('@'));
     ch.file = std::make_unique<FetchedField>(manifest.path_of(p), p.variable);
+    ch.file->set_valid_range(p.valid_min, p.valid_max);
     units.push_back({ch.name, ch.var, ch.file->units(), ch.file->where()});
     field_names += (field_names.empty() ? "" : ", ") + ch.name;
     channels.push_back(std::move(ch));
@@ -138,6 +153,9 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
   const std::string predictand = manifest.predictand.name;
   const bool precipitation = predictand == "pr";
   FetchedField obs_file(manifest.path_of(manifest.predictand), manifest.predictand.variable);
+  // Precipitation is never negative, whatever the manifest's age.
+  obs_file.set_valid_range(std::isfinite(manifest.predictand.valid_min) || !precipitation ? manifest.predictand.valid_min : 0.0,
+                           manifest.predictand.valid_max);
   if (precipitation) {
     std::vector<float> none;
     to_mm_per_day(none, obs_file.units(), obs_file.where());  // checks the units before any work
@@ -274,6 +292,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     Progress progress2("pass 2: writing samples", static_cast<int64_t>(dates.total()));
     std::vector<float> x, y;
     size_t wet = 0, train_valid = 0;
+    double train_sum = 0;  // of the observed amounts over the modelled boxes' training days
     for (int s = 0; s < 3; ++s) {
       const size_t n = dates.split_days[s].size();
       writer.create_split(kSplits[s], n);
@@ -299,14 +318,19 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
         read_obs(slice(obs_index[s], a, b), yv);
         y = training_target(yv, meta.mask, precipitation, pp.wet_threshold);
         mask_observation(yv, meta.mask);
-        if (s == 0)
+        if (s == 0) {
           for (float v : y)
             if (std::isfinite(v)) ++train_valid, wet += v > 0;
+          for (float v : yv)
+            if (std::isfinite(v)) train_sum += v;
+        }
         writer.write_rows(kSplits[s], a, nb, x.data(), y.data(), yv.data(), &dates.split_days[s][a]);
         progress2.advance(static_cast<int64_t>(nb));
       });
     }
     progress2.done();
+    if (precipitation && train_valid)
+      check_precipitation_climate(double(wet) / double(train_valid), train_sum / double(train_valid), obs_file.where());
     writer.close();
     file.commit();
     summary.wet_day_share = precipitation && train_valid ? static_cast<double>(wet) / train_valid : 0;

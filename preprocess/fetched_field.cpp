@@ -1,5 +1,7 @@
 #include "preprocess/fetched_field.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 
@@ -57,8 +59,26 @@ void FetchedField::read(const std::vector<size_t>& idx, float* out) const {
     a = b;
   }
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (size_t k = 0; k < idx.size() * fs; ++k)
-    if (out[k] == fill_ || !std::isfinite(out[k])) out[k] = nan;
+  for (size_t k = 0; k < idx.size() * fs; ++k) {
+    const float v = out[k];
+    if (v == fill_ || std::isnan(v)) out[k] = nan;
+    else if (!(v >= valid_min_ && v <= valid_max_)) implausible(v, idx[k / fs], k % fs);  // also +-inf
+  }
+}
+
+void FetchedField::set_valid_range(double min, double max) {
+  valid_min_ = std::isfinite(min) ? min : -INFINITY;
+  valid_max_ = std::isfinite(max) ? max : INFINITY;
+}
+
+void FetchedField::implausible(float value, size_t index, size_t point) const {
+  const size_t nlon = grid_.lon.size();
+  std::string range = "[" + fmt::format("{:g}", valid_min_) + ", " + fmt::format("{:g}", valid_max_) + "] " + units_;
+  throw InputError(where_ + " is " + fmt::format("{:g}", value) + " " + units_ + " on " + date_of(days_[index]) +
+                   " at lat " + fmt::format("{:g}", grid_.lat[point / nlon]) + ", lon " +
+                   fmt::format("{:g}", grid_.lon[point % nlon]) + ": outside its plausible range " + range +
+                   " (a wrong unit under the right label, or corrupt data; a dataset definition's `ranges:` "
+                   "sets the range)");
 }
 
 }  // namespace ds

@@ -6,6 +6,7 @@
 // `units`, and `level_hPa` for pressure-level fields. Opening checks all of it and names the
 // file and variable in any error (InputError).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,13 +33,18 @@ class FetchedField {
 
   // Reads the time steps at the ascending indices `idx` into out (idx.size() x grid().size()
   // floats, time-major); missing values become NaN. Consecutive indices are one hyperslab read.
+  // Values outside it (or infinite) are an InputError naming the value, date and point.
   void read(const std::vector<size_t>& idx, float* out) const;
+  // Plausible values (fetch/plausible_ranges.h, recorded in the manifest); NaN bounds: none.
+  void set_valid_range(double min, double max);
 
  private:
   NcFile file_;
   std::string variable_, where_, units_;
   int varid_ = -1, level_ = 0;
   float fill_ = 1e20f;
+  double valid_min_ = -INFINITY, valid_max_ = INFINITY;
+  [[noreturn]] void implausible(float value, size_t index, size_t point) const;
   Calendar calendar_ = Calendar::standard;
   Grid grid_;
   std::vector<int64_t> days_;

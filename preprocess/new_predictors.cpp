@@ -1,5 +1,7 @@
 #include "preprocess/new_predictors.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -153,6 +155,7 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
     else if (cal != calendar_)
       throw InputError(path + ": time calendar " + cal + " differs from " + calendar_ + " of " + first_file);
     ch.file = std::make_unique<FetchedField>(path, it->variable);
+    ch.file->set_valid_range(it->valid_min, it->valid_max);
     ch.regrid = regrid_covering(store_method(meta, name), ch.file->grid(), xgrid, ch.file->where() + " (predictor " + name + ")");
     ch.stats.mean.assign(meta.mean.begin() + c * HW, meta.mean.begin() + (c + 1) * HW);
     ch.stats.sd.assign(meta.sd.begin() + c * HW, meta.sd.begin() + (c + 1) * HW);
@@ -246,8 +249,23 @@ void NewPredictors::read(size_t first, size_t n, float* x) const {
         const float v = out[t * HW + k];
         // Left missing only by the climatology policy: the training mean, 0 once standardized.
         x[(t * C + c) * HW + k] = std::isfinite(v) ? v : 0.0f;
+        if (std::fabs(v) > kFarOutside) {
+          ++outliers_.count;
+          if (std::fabs(v) > std::fabs(outliers_.worst)) outliers_ = {outliers_.count, v, c, k, days_[first + t]};
+        }
       }
   }
+}
+
+void NewPredictors::report_outliers() const {
+  if (!outliers_.count) return;
+  const size_t W = meta_.predictor_lon.size();
+  spdlog::warn("{} standardized predictor values sit more than {:g} standard deviations from the training mean; the "
+               "worst is {:g} for {} on {} at lat {:g}, lon {:g} (a climate far from the training period's, or a "
+               "wrong unit the plausible ranges let through)",
+               outliers_.count, kFarOutside, outliers_.worst, meta_.channels.at(outliers_.channel),
+               to_string(date_from_days(outliers_.day, parse_calendar(calendar_, "new predictors"))),
+               meta_.predictor_lat[outliers_.point / W], meta_.predictor_lon[outliers_.point % W]);
 }
 
 }  // namespace ds

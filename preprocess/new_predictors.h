@@ -56,11 +56,23 @@ class NewPredictors {
   const std::string& standardization() const { return description_; }
   // Standardized samples [first, first + n) of days(): n x C x H x W floats into x.
   void read(size_t first, size_t n, float* x) const;
+  // Logs a warning with the count and the worst point of the standardized values read so far
+  // that sit far outside the training range (|z| > kFarOutside): a GCM far from the training
+  // climate, or a unit the ranges did not catch. Nothing when there are none.
+  static constexpr float kFarOutside = 10;
+  void report_outliers() const;
 
  private:
   struct Channel;
   // Channel c's regridded, filled but not standardized fields of days_[first, first + n).
   void read_raw(size_t c, size_t first, size_t n, std::vector<float>& out) const;
+  struct Outliers {
+    size_t count = 0;
+    float worst = 0;
+    size_t channel = 0, point = 0;
+    int64_t day = 0;
+  };
+  mutable Outliers outliers_;
   std::vector<Channel> channels_;
   std::vector<int64_t> days_;
   std::string calendar_ = "standard", description_;

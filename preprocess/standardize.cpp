@@ -70,6 +70,14 @@ Standardization RunningStats::finish(bool per_field, const std::string& where) c
   Standardization s;
   s.mean.resize(fs);
   s.sd.resize(fs);
+  // A statistic that is not finite in float (an overflowing sum, a value the range check let
+  // through) would standardize every day of the box to NaN or 0: refuse it, naming the box.
+  auto finite = [&](double mean, double m2, size_t k) {
+    if (!std::isfinite(static_cast<float>(mean)) || !std::isfinite(m2) || !std::isfinite(static_cast<float>(std::sqrt(m2))))
+      throw InputError(where + ": the standardization statistics are not finite at grid box " + std::to_string(k) +
+                       " (mean " + std::to_string(mean) + ", sum of squared deviations " + std::to_string(m2) +
+                       "): values out of any plausible range in the training days");
+  };
   auto sd_of = [](double m2, double n) {
     const double sd = std::sqrt(m2 / (n - 1));
     return sd > 0 ? static_cast<float>(sd) : 1.0f;
@@ -86,10 +94,14 @@ Standardization RunningStats::finish(bool per_field, const std::string& where) c
       m2 += m2_[k] + d * d * n * n_[k] / nn;
       n = nn;
     }
+    finite(mean, m2, 0);
     for (size_t k = 0; k < fs; ++k) s.mean[k] = static_cast<float>(mean), s.sd[k] = sd_of(m2, n);
     return s;
   }
-  for (size_t k = 0; k < fs; ++k) s.mean[k] = static_cast<float>(mean_[k]), s.sd[k] = sd_of(m2_[k], n_[k]);
+  for (size_t k = 0; k < fs; ++k) {
+    finite(mean_[k], m2_[k], k);
+    s.mean[k] = static_cast<float>(mean_[k]), s.sd[k] = sd_of(m2_[k], n_[k]);
+  }
   return s;
 }
 

@@ -11,6 +11,7 @@ build_packages=(
   libnetcdf-dev libnetcdf-c++4-dev              # NetCDF and its DAP (OPeNDAP) client
   libudunits2-dev libudunits2-data              # fetch converts the sources' units (its unit database at run time)
   libhdf5-dev                                   # the training store
+  libssl-dev                                    # SHA-256 of the store's identity and content (libcrypto)
   libeigen3-dev                                 # sparse regridding weights, small linear algebra
   libdnnl-dev                                   # oneDNN: the CPU backend's kernels
   libopenmpi-dev openmpi-bin                    # data-parallel training

@@ -1,5 +1,9 @@
 #include "train/checkpoint.h"
 
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
 #include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/hdf5_file.h"
@@ -35,6 +39,13 @@ void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer*
   f.set_attr("/", "step_in_epoch", state.step_in_epoch);
   f.set_attr("/", "epoch_loss_sum", state.epoch_loss_sum);
   f.set_attr("/", "software_version", std::string("downscale " DOWNSCALE_VERSION));
+  f.set_attr("/", "store_identity", state.store.identity);
+  f.set_attr("/", "channels", join_commas(state.store.channels));
+  const int* g = state.store.grid;
+  f.set_attr("/", "store_grids", std::to_string(g[0]) + "," + std::to_string(g[1]) + "," + std::to_string(g[2]) + "," +
+                                     std::to_string(g[3]));
+  f.set_attr("/", "store_statistics", state.store.statistics);
+  f.set_attr("/", "global_batch", state.global_batch);
   const auto params = net.params();
   for (const auto& p : params) f.write("/weights/" + p.name, dims_of(*p.value), p.value->to_host().data());
   for (const auto& b : net.buffers()) f.write("/buffers/" + b.name, dims_of(*b.value), b.value->to_host().data());
@@ -81,7 +92,30 @@ TrainState load_checkpoint(const std::string& path, model::Net& net, model::Opti
   // Checkpoints from before mid-epoch ones were written have neither: an epoch's end.
   if (f.has_attr("/", "step_in_epoch")) s.step_in_epoch = f.attr_int("/", "step_in_epoch");
   if (f.has_attr("/", "epoch_loss_sum")) s.epoch_loss_sum = f.attr_double("/", "epoch_loss_sum");
+  if (f.has_attr("/", "store_identity")) {
+    s.store.identity = f.attr_string("/", "store_identity");
+    s.store.channels = split_commas(f.attr_string("/", "channels"));
+    s.store.statistics = f.attr_string("/", "store_statistics");
+    const std::string grids = f.attr_string("/", "store_grids");
+    int* g = s.store.grid;
+    if (std::sscanf(grids.c_str(), "%d,%d,%d,%d", &g[0], &g[1], &g[2], &g[3]) != 4)
+      throw InputError(path + ": attribute store_grids '" + grids + "' is not H,W,H',W'");
+  }
+  if (f.has_attr("/", "global_batch")) s.global_batch = f.attr_int("/", "global_batch");
   return s;
+}
+
+void check_checkpoint_store(const std::string& checkpoint_path, const TrainState& state, const StoreMeta& meta,
+                            const std::string& store_path) {
+  if (state.store.identity.empty()) {
+    spdlog::warn("{}: the checkpoint records no store identity (written by an older version): cannot check that it "
+                 "was trained on {}", checkpoint_path, store_path);
+    return;
+  }
+  const std::string diff = provenance_difference(state.store, provenance_of(meta));
+  if (!diff.empty())
+    throw InputError(checkpoint_path + ": trained on another store than " + store_path + ": " + diff +
+                     " (checkpoint vs store); predict and resume only with the store it was trained on, or train anew");
 }
 
 }  // namespace ds

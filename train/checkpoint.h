@@ -6,10 +6,13 @@
 //   attrs: model_spec (JSON), epoch (completed), optimizer, optimizer_steps, rng_state,
 //          best_val_loss, epochs_without_improvement, software_version,
 //          step_in_epoch and epoch_loss_sum (a checkpoint written mid-epoch on a signal)
+//          provenance: store_identity, channels (comma list), store_grids ("H,W,H',W'"),
+//          store_statistics (hash), global_batch (batch_size x ranks)
 // Written to a temporary name and renamed, so a crash mid-write leaves the previous one intact.
 #pragma once
 #include <string>
 
+#include "io/store_identity.h"
 #include "model/net.h"
 #include "model/optimizer.h"
 
@@ -25,7 +28,14 @@ struct TrainState {
   // and the sum of their losses over all ranks. 0 at an epoch's end.
   int64_t step_in_epoch = 0;
   double epoch_loss_sum = 0;
+  StoreProvenance store;   // the store it was trained on (identity empty: an older checkpoint)
+  int64_t global_batch = 0;  // samples per optimizer step over all ranks (0: not recorded)
 };
+
+// Refuses (InputError, exit 3) a checkpoint trained on another store than `meta`'s, saying what
+// differs; a checkpoint without provenance (older versions) is accepted with a warning.
+void check_checkpoint_store(const std::string& checkpoint_path, const TrainState& state, const StoreMeta& meta,
+                            const std::string& store_path);
 
 void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer* optimizer, const TrainState& state);
 

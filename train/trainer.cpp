@@ -28,6 +28,7 @@
 #include "train/batches.h"
 #include "train/check.h"
 #include "train/checkpoint.h"
+#include "train/divergence.h"
 #include "train/gradient_buckets.h"
 #include "train/tensorboard.h"
 #include "train/timeline.h"
@@ -193,6 +194,19 @@ std::string rng_to_string(const std::mt19937_64& rng) {
   return s.str();
 }
 
+// The global batch is part of the optimization (the step count per epoch, the learning rate's
+// scaling with the ranks, batch norm): a resume on another rank count would silently change it,
+// so it is refused, saying how to keep it.
+void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, int64_t now, int batch_size, int ranks) {
+  if (saved == 0 || saved == now) return;
+  std::string keep = "resume with a rank count and train.batch_size whose product is " + std::to_string(saved);
+  if (saved % batch_size == 0) keep = "resume on " + std::to_string(saved / batch_size) + " rank(s), or " + keep;
+  throw UsageError(checkpoint + ": trained with a global batch of " + std::to_string(saved) +
+                   " samples per step; this run's is " + std::to_string(now) + " (train.batch_size " +
+                   std::to_string(batch_size) + " x " + std::to_string(ranks) + " rank(s)): " + keep +
+                   " (train.learning_rate is per rank, so scale it by the old ranks / the new), or train anew");
+}
+
 }  // namespace
 
 TrainReport train_model(const Config& cfg, const std::string& store_path, const std::string& out_dir, bool resume,
@@ -247,6 +261,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   if (resume) {
     if (!path_exists(last_path)) throw InputError(last_path + ": no checkpoint to resume from");
     state = load_checkpoint(last_path, net, optimizer.get());
+    check_checkpoint_store(last_path, state, meta, store_path);
+    check_resumed_global_batch(last_path, state.global_batch, global_batch, tc.batch_size, comm.size());
     std::istringstream(state.rng_state) >> rng;
     if (state.step_in_epoch > 0)
       spdlog::info("resuming from {} at epoch {}, step {} of {} (written when a signal stopped it)", last_path,
@@ -260,6 +276,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   double resume_loss_sum = state.epoch_loss_sum;
   state.step_in_epoch = 0;
   state.epoch_loss_sum = 0;
+  state.store = provenance_of(meta);  // recorded in every checkpoint written from here
+  state.global_batch = global_batch;
   std::vector<float> fused;  // the host buffer of the initial broadcast and of the buffers' average
   if (distributed) broadcast_state(net, *optimizer, comm, fused);
   std::optional<GradientBuckets> buckets;
@@ -348,8 +366,14 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
         const auto& out = net.forward(batch.x);
         d_out.reshape(out.shape());
         loss = model::masked_loss(*be, loss_kind, out, batch.y, mask, &d_out);
-        if (!std::isfinite(loss))
-          throw Error("training diverged: loss is " + std::to_string(loss) + " at epoch " + std::to_string(epoch));
+        if (!std::isfinite(loss)) {
+          const std::string culprit = first_nonfinite_parameter(net.params());
+          throw Error("training diverged: the loss is " + std::to_string(loss) + " at epoch " + std::to_string(epoch) +
+                      ", step " + std::to_string(step) + " (rank " + std::to_string(comm.rank()) + "); " +
+                      (culprit.empty() ? "weights and gradients are finite, the forward pass overflowed"
+                                       : "first non-finite: " + culprit) +
+                      " (lower train.learning_rate, or check the store)");
+        }
         const auto t_backward = Clock::now();
         timeline.add("forward", Timeline::kStep, t_forward, t_backward, step, epoch);
         // Under MPI each finished layer's gradients join their bucket, whose allreduce starts as

@@ -12,7 +12,7 @@ f = h5py.File(path, "r")
 a = f.attrs
 def text(v):
     return v.decode() if isinstance(v, bytes) else str(v)
-assert text(a["format"]) == "downscale-store-2", a["format"]
+assert text(a["format"]) == "downscale-store-3", a["format"]
 channels = text(a["channels"]).split(",")
 C = len(channels)
 for key in ("config", "sources", "software_version", "standardize", "regrid", "fill"):

@@ -1,0 +1,34 @@
+// What makes a training store the one a model was trained on: its channels (names and order),
+// grids, standardization statistics, mask and predictand. Their SHA-256 is the store's `identity`
+// attribute; a checkpoint records it with the parts a message needs to say what differs, and
+// train --resume, predict and evaluate refuse a store whose identity is another.
+// The samples themselves are not part of the identity (new predictors standardized with the
+// store's statistics are predicted with its model); their hash is the store's `content_hash`.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "io/training_store.h"
+
+namespace ds {
+
+struct StoreProvenance {
+  std::string identity;               // store_identity(meta); empty: not recorded (an older checkpoint)
+  std::vector<std::string> channels;  // in the order the model takes them
+  int grid[4] = {0, 0, 0, 0};         // predictor H, W, predictand H', W'
+  std::string statistics;             // statistics_hash(meta)
+  std::string grid_text() const;      // "H x W -> H' x W'"
+};
+
+std::string store_identity(const StoreMeta& meta);
+std::string statistics_hash(const StoreMeta& meta);  // of /stats/mean and /stats/sd
+StoreProvenance provenance_of(const StoreMeta& meta);
+
+// "" when `a` and `b` are the same store's; else what differs, most telling first: channels in
+// another order, other channels, other grid sizes, other statistics, other coordinates/mask.
+std::string provenance_difference(const StoreProvenance& a, const StoreProvenance& b);
+
+std::string join_commas(const std::vector<std::string>& v);
+std::vector<std::string> split_commas(const std::string& s);
+
+}  // namespace ds

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Faults that used to end with exit 0 and wrong data (issue 12, provenance rows), each against a
+# small demo store built with the real command (synth -> fetch -> preprocess, three years):
+#   1. a checkpoint used with a store whose predictors are in another order: predict and
+#      train --resume exit 3 naming the swapped channel; evaluate refuses a prediction of
+#      another store;
+#   2. temperature in degC labelled K, a single 1e30, negative precipitation: preprocess exit 3
+#      naming file, variable, date and point, no store written; precipitation in kg m-2 s-1
+#      labelled mm/day: exit 3 (no wet day anywhere);
+#   3. a NaN in the store's x: train exits 3 naming split, date and channel;
+#      an inconsistent channels attribute, a format-2 store: refused (exit 3), no crash;
+#   4. NaN weights: predict exits 1 naming a date and point, writes nothing; a diverging
+#      learning rate names epoch and step;
+#   5. a checkpoint of `mpirun -np 2` resumed on one rank: refused (exit 2) naming both global
+#      batches;
+#   6. new predictors far outside the training range: predicted, with a warning (count, worst).
+#   usage: faults_provenance.sh <downscale binary> <source dir>
+set -euo pipefail
+bin=$1
+src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+cp -r "$src/configs" .
+py=/usr/bin/python3
+years=(--set "synth.years=[2000,2002]" --set "fetch.years=[2000,2002]" --set "preprocess.train_years=[2000,2000]"
+       --set "preprocess.validation_years=[2001,2001]" --set "preprocess.test_years=[2002,2002]")
+common=("${years[@]}" --set run.threads=1 --set train.epochs=1)
+ds() { "$bin" "$1" --config configs/demo.yaml "${common[@]}" "${@:2}"; }
+# expect <exit code> <text the message must hold> <command...>
+expect() {
+  local want=$1 text=$2 rc=0 out
+  shift 2
+  out=$("$@" 2>&1) || rc=$?
+  [[ $rc -eq $want ]] || { echo "FAIL: expected exit $want, got $rc from: $*"; echo "$out" | tail -5; exit 1; }
+  grep -qF -- "$text" <<<"$out" || { echo "FAIL: message lacks '$text' from: $*"; echo "$out" | tail -5; exit 1; }
+  echo "ok ($rc): $(grep -F -- "$text" <<<"$out" | tail -1 | cut -c1-220)"
+}
+# A copy of the demo run's fetch folder under runs/<name>, to corrupt.
+copy_fetch() { rm -rf "runs/$1"; mkdir -p "runs/$1"; cp -r runs/demo/fetch "runs/$1/"; }
+
+ds synth 2>/dev/null
+ds fetch 2>/dev/null
+ds preprocess 2>/dev/null
+ds train 2>/dev/null
+ds predict 2>/dev/null
+
+echo "== 1. channels in another order"
+copy_fetch swap
+$py - <<'PY'
+import json
+p = "runs/swap/fetch/manifest.json"
+m = json.load(open(p))
+m["predictors"][0], m["predictors"][1] = m["predictors"][1], m["predictors"][0]
+json.dump(m, open(p, "w"))
+PY
+ds preprocess --set run.dir=runs/swap 2>/dev/null
+mkdir -p runs/swap/train
+cp runs/demo/train/checkpoint_last.h5 runs/swap/train/
+expect 3 "the same 20 channels in another order (channel 1 is z@500 vs z@700)" \
+  ds predict --set run.dir=runs/swap --set predict.checkpoint=last
+expect 3 "channels in another order" ds train --resume --set run.dir=runs/swap --set train.epochs=2
+mkdir -p runs/swap/predict
+cp runs/demo/predict/precipitation.nc runs/swap/predict/
+expect 3 "predicted with a model of another store" ds evaluate --set run.dir=runs/swap
+
+echo "== 2. implausible values in fetched files"
+copy_fetch celsius
+$py -c "
+import netCDF4
+with netCDF4.Dataset('runs/celsius/fetch/predictors/ta@850.nc', 'a') as d: d['ta'][:] = d['ta'][:] - 273.15"
+expect 3 "variable 'ta' is " ds preprocess --set run.dir=runs/celsius
+expect 3 "outside its plausible range [150, 350] K" ds preprocess --set run.dir=runs/celsius
+[[ ! -e runs/celsius/preprocess/store.h5 ]] || { echo "FAIL: a store was written from degC labelled K"; exit 1; }
+copy_fetch huge
+$py -c "
+import netCDF4
+with netCDF4.Dataset('runs/huge/fetch/predictors/z@500.nc', 'a') as d: d['z'][400, 3, 5] = 1e30"
+expect 3 "variable 'z' is 1e+30 m2 s-2 on 2001-02-04 at lat 36, lon -100" ds preprocess --set run.dir=runs/huge
+copy_fetch negative
+$py -c "
+import netCDF4
+with netCDF4.Dataset('runs/negative/fetch/predictand/pr.nc', 'a') as d: d['pr'][10, 4, 4] = -3.0"
+expect 3 "variable 'pr' is -3 mm/day on 2000-01-11" ds preprocess --set run.dir=runs/negative
+copy_fetch perseconds
+$py -c "
+import netCDF4
+with netCDF4.Dataset('runs/perseconds/fetch/predictand/pr.nc', 'a') as d: d['pr'][:] = d['pr'][:] / 86400"
+expect 3 "no day at or above the wet-day threshold on any modelled box" ds preprocess --set run.dir=runs/perseconds
+
+echo "== 3. corrupt stores"
+for run in nan channels format2; do
+  mkdir -p runs/$run/preprocess
+  cp runs/demo/preprocess/store.h5 runs/$run/preprocess/
+done
+$py -c "
+import h5py, numpy as np
+with h5py.File('runs/nan/preprocess/store.h5', 'r+') as f: f['train/x'][100, 3, 2, 5] = np.nan
+with h5py.File('runs/channels/preprocess/store.h5', 'r+') as f:
+    f.attrs['channels'] = np.bytes_(','.join(f.attrs['channels'].decode().split(',')[:-1]))
+with h5py.File('runs/format2/preprocess/store.h5', 'r+') as f: f.attrs['format'] = np.bytes_('downscale-store-2')"
+expect 3 "/train/x is nan on 2000-04-10 (row 100), channel z@1000" ds train --set run.dir=runs/nan
+expect 3 "/stats/mean is 20 x 8 x 12 but the channels attribute (19)" ds train --set run.dir=runs/channels
+expect 3 "a training store of an older format (downscale-store-2); rebuild it" ds train --set run.dir=runs/format2
+
+echo "== 4. NaN weights, divergence"
+mkdir -p runs/nanw/preprocess runs/nanw/train
+cp runs/demo/preprocess/store.h5 runs/nanw/preprocess/
+cp runs/demo/train/checkpoint_best.h5 runs/nanw/train/
+$py -c "
+import h5py, numpy as np
+with h5py.File('runs/nanw/train/checkpoint_best.h5', 'r+') as f:
+    names = []
+    f['weights'].visit(lambda n: names.append(n) if isinstance(f['weights'][n], h5py.Dataset) else None)
+    for n in names: f['weights'][n][...] = np.nan"
+expect 1 "on 2002-01-01 at lat" ds predict --set run.dir=runs/nanw
+[[ ! -e runs/nanw/predict/precipitation.nc ]] || { echo "FAIL: NaN predictions written"; exit 1; }
+mkdir -p runs/lr/preprocess
+cp runs/demo/preprocess/store.h5 runs/lr/preprocess/
+expect 1 "training diverged: the loss is nan at epoch 1, step" ds train --set run.dir=runs/lr --set train.learning_rate=1e8
+
+echo "== 5. resume on another rank count"
+if command -v mpirun >/dev/null; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false
+  mkdir -p runs/ranks/preprocess
+  cp runs/demo/preprocess/store.h5 runs/ranks/preprocess/
+  mpirun -np 2 --oversubscribe --bind-to none "$bin" train --config configs/demo.yaml "${common[@]}" \
+    --set run.dir=runs/ranks --set train.batch_size=16 2>/dev/null
+  expect 2 "global batch of 32 samples per step; this run's is 16 (train.batch_size 16 x 1 rank(s)): resume on 2 rank(s)" \
+    ds train --resume --set run.dir=runs/ranks --set train.batch_size=16 --set train.epochs=2
+else
+  echo "skipped: no mpirun"
+fi
+
+echo "== 6. new predictors far from the training range"
+copy_fetch far
+$py -c "
+import netCDF4
+with netCDF4.Dataset('runs/far/fetch/predictors/ua@850.nc', 'a') as d: d['ua'][:] = d['ua'][:] + 100"
+expect 0 "standardized predictor values sit more than 10 standard deviations" \
+  ds predict --set predict.predictors=runs/far/fetch
+echo "faults_provenance: ok"

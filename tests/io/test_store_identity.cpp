@@ -1,0 +1,159 @@
+// The store's identity and content hash, and the reader's refusal of stores whose attributes
+// disagree with their datasets (an edited `channels` attribute used to corrupt the heap).
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <string>
+#include <vector>
+
+#include "io/error.h"
+#include "io/sha256.h"
+#include "io/store_identity.h"
+#include "io/training_store.h"
+#include "support/test_support.h"
+
+using namespace ds;
+
+namespace {
+
+StoreMeta small_meta() {
+  StoreMeta m;
+  m.channels = {"z@500", "ta@850", "hus@850"};
+  m.predictor_lon = {-10, -8, -6, -4};
+  m.predictor_lat = {36, 38, 40};
+  m.predictand_lon = {-10, -9, -8, -7, -6};
+  m.predictand_lat = {36, 37, 38, 39};
+  m.mask.assign(4 * 5, 1);
+  m.mean.assign(3 * 12, 0.5f);
+  m.sd.assign(3 * 12, 2.0f);
+  return m;
+}
+
+// Writes the store with `n` train samples, rows in blocks of `block`; `bump` changes one x value.
+std::string write_store(const std::string& path, const StoreMeta& m, size_t block, float bump = 0) {
+  const size_t n = 6, xs = 3 * 12, ys = 4 * 5;
+  std::vector<float> x(n * xs), y(n * ys, 1.0f);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 7) - 3;
+  x[5] += bump;
+  std::vector<int64_t> t(n);
+  for (size_t i = 0; i < n; ++i) t[i] = int64_t(i);
+  StoreWriter w(path, m);
+  w.create_split("train", n);
+  for (size_t a = 0; a < n; a += block) {
+    const size_t k = std::min(block, n - a);
+    w.write_rows("train", a, k, &x[a * xs], &y[a * ys], &y[a * ys], &t[a]);
+  }
+  w.close();
+  return path;
+}
+
+// Replaces a string attribute of the file's root, as a user's h5py or h5edit would.
+void set_root_attr(const std::string& path, const std::string& name, const std::string& value) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  H5Adelete(f, name.c_str());
+  const hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, value.size());
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t a = H5Acreate2(f, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(a, type, value.c_str());
+  H5Aclose(a), H5Sclose(space), H5Tclose(type), H5Fclose(f);
+}
+
+std::string refusal(const std::string& path) {
+  try {
+    StoreReader r(path);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Sha256, KnownDigest) {
+  Sha256 h;
+  h.update("abc", 3);
+  EXPECT_EQ(h.hex(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(StoreIdentity, RecordedAndReadBack) {
+  test::TempDir d;
+  const StoreMeta m = small_meta();
+  StoreReader r(write_store(d / "a.h5", m, 6));
+  EXPECT_EQ(r.identity(), store_identity(r.meta()));  // the metadata as stored (window filled in)
+  EXPECT_EQ(r.meta().channels, m.channels);
+  EXPECT_EQ(r.identity().size(), 64u);
+  EXPECT_EQ(r.content_hash().size(), 64u);
+}
+
+TEST(StoreIdentity, ContentHashIndependentOfBlocksButNotOfData) {
+  test::TempDir d;
+  const StoreMeta m = small_meta();
+  const std::string whole = StoreReader(write_store(d / "a.h5", m, 6)).content_hash();
+  EXPECT_EQ(StoreReader(write_store(d / "b.h5", m, 4)).content_hash(), whole);
+  EXPECT_NE(StoreReader(write_store(d / "c.h5", m, 6, 1e-3f)).content_hash(), whole);
+}
+
+TEST(StoreIdentity, ChangesWithChannelsOrderGridsAndStatistics) {
+  const StoreMeta m = small_meta();
+  StoreMeta swapped = m, grid = m, stats = m;
+  std::swap(swapped.channels[0], swapped.channels[1]);
+  grid.predictor_lon[3] = -3;
+  stats.sd[7] = 2.5f;
+  EXPECT_NE(store_identity(swapped), store_identity(m));
+  EXPECT_NE(store_identity(grid), store_identity(m));
+  EXPECT_NE(store_identity(stats), store_identity(m));
+}
+
+TEST(StoreIdentity, DifferenceSaysWhatDiffers) {
+  const StoreMeta m = small_meta();
+  const StoreProvenance a = provenance_of(m);
+  EXPECT_EQ(provenance_difference(a, a), "");
+  StoreMeta swapped = m;
+  std::swap(swapped.channels[1], swapped.channels[2]);
+  EXPECT_EQ(provenance_difference(a, provenance_of(swapped)),
+            "the same 3 channels in another order (channel 2 is ta@850 vs hus@850)");
+  StoreMeta other = m;
+  other.channels[2] = "ua@850";
+  EXPECT_NE(provenance_difference(a, provenance_of(other)).find("other channels"), std::string::npos);
+  StoreMeta stats = m;
+  stats.mean[0] = 9;
+  EXPECT_NE(provenance_difference(a, provenance_of(stats)).find("standardization statistics"), std::string::npos);
+  StoreMeta grid = m;
+  grid.predictand_lat.push_back(40);
+  grid.mask.resize(5 * 5, 1);
+  EXPECT_NE(provenance_difference(a, provenance_of(grid)).find("other grid sizes (3 x 4 -> 4 x 5 vs 3 x 4 -> 5 x 5)"),
+            std::string::npos);
+}
+
+TEST(StoreReaderChecks, ChannelsAttributeDisagreeingWithDatasetsRefused) {
+  test::TempDir d;
+  const std::string path = write_store(d / "a.h5", small_meta(), 6);
+  set_root_attr(path, "channels", "z@500,ta@850");  // one fewer than x holds
+  const std::string msg = refusal(path);
+  EXPECT_NE(msg.find("/stats/mean is 3 x 3 x 4 but the channels attribute (2)"), std::string::npos) << msg;
+  set_root_attr(path, "channels", "z@500,ta@850,hus@850,ua@850,va@850");  // more: reads would overrun
+  EXPECT_NE(refusal(path).find("the store is inconsistent"), std::string::npos);
+}
+
+TEST(StoreReaderChecks, EditedMetadataBreaksTheIdentity) {
+  test::TempDir d;
+  const std::string path = write_store(d / "a.h5", small_meta(), 6);
+  set_root_attr(path, "channels", "ta@850,z@500,hus@850");  // same count, another order
+  EXPECT_NE(refusal(path).find("not those its identity attribute was computed from"), std::string::npos);
+}
+
+TEST(StoreReaderChecks, ObservationWindowOutsideTheGridRefused) {
+  test::TempDir d;
+  const std::string path = write_store(d / "a.h5", small_meta(), 6);
+  set_root_attr(path, "obs_window", "2,0,4,5");
+  EXPECT_NE(refusal(path).find("obs_window does not fit"), std::string::npos);
+}
+
+TEST(StoreReaderChecks, OlderFormatsAskForARebuild) {
+  test::TempDir d;
+  const std::string path = write_store(d / "a.h5", small_meta(), 6);
+  set_root_attr(path, "format", "downscale-store-2");
+  EXPECT_NE(refusal(path).find("rebuild it with `downscale preprocess`"), std::string::npos);
+}
