@@ -16,6 +16,7 @@
 #include "model/adam.h"
 #include "model/backend.h"
 #include "model/loss.h"
+#include "model/math_mode.h"
 #include "model/net.h"
 
 namespace {
@@ -51,7 +52,7 @@ int main(int argc, char** argv) {
   using namespace ds;
   CLI::App app{"MNN training-step and forward throughput on the CPU backend or a GPU"};
   int batch = 4, threads = 2, steps = 3, warmup = 1, curve = 0;
-  std::string dump_path, what = "both", device = "cpu";
+  std::string dump_path, what = "both", device = "cpu", math = "tf32";
   app.add_option("--batch", batch, "samples per step")->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CPU threads (0: all cores)");
   app.add_option("--steps", steps, "timed steps (the median is reported)")->check(CLI::PositiveNumber);
@@ -59,6 +60,8 @@ int main(int argc, char** argv) {
   app.add_option("--measure", what, "train, forward or both")->check(CLI::IsMember({"train", "forward", "both"}));
   app.add_option("--dump", dump_path, "write the initial weights and the batch here, for the PyTorch peer");
   app.add_option("--device", device, "cpu, cuda or auto (as run.device)")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  app.add_option("--math", math, "tf32 or fp32 (as run.math; the CPU computes in FP32 either way)")
+      ->check(CLI::IsMember({"tf32", "fp32"}));
   app.add_option("--loss-curve", curve,
                  "first train this many steps on the batch and print each loss (loss_<i> lines), to compare "
                  "devices or peers step by step; the timings then start from the trained weights");
@@ -74,6 +77,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<model::Backend> be;
   try {
     be = model::make_backend(device, threads);
+    be->set_math(model::parse_math_mode(math));
   } catch (const Error& e) {
     std::fprintf(stderr, "bench_train_step: %s\n", e.what());
     return e.code();
@@ -83,7 +87,7 @@ int main(int argc, char** argv) {
   bench::BenchBatch b = bench::make_batch(*be, net, batch, 2);
   if (!dump_path.empty()) bench::dump(dump_path, net, b);
 
-  std::printf("backend %s\nbatch %d\n", be->name().c_str(), batch);
+  std::printf("backend %s, math %s\nbatch %d\n", be->name().c_str(), math.c_str(), batch);
   std::printf("gflop_forward_per_sample %.4f\ngflop_train_per_sample %.4f\n", flops.forward * 1e-9,
               flops.train() * 1e-9);
 

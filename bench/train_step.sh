@@ -6,6 +6,7 @@
 #
 #   bench/train_step.sh [BUILD_DIR]      (default: build)
 #   env: BATCH=4 THREADS=2 STEPS=3 WARMUP=1 ROUNDS=3 DEVICE=cpu (or cuda) PY=/usr/bin/python3
+#        MATH=tf32 (or fp32: both peers in plain FP32 on a GPU; the CPU is FP32 either way)
 #        COMPILE=auto (a torch.compile peer when the PyTorch has it; 0 to skip, 1 to insist)
 # PyTorch runs in both layouts (NCHW, channels_last) and, on a GPU, with cudnn.benchmark and TF32;
 # the ratio is taken against the fastest eager configuration, and against torch.compile when run.
@@ -14,7 +15,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../build}
 BATCH=${BATCH:-4} THREADS=${THREADS:-2} STEPS=${STEPS:-3} WARMUP=${WARMUP:-1} ROUNDS=${ROUNDS:-3}
-DEVICE=${DEVICE:-cpu} COMPILE=${COMPILE:-auto}
+DEVICE=${DEVICE:-cpu} COMPILE=${COMPILE:-auto} MATH=${MATH:-tf32}
 ours=$build/bench/bench_train_step
 [[ -x $ours ]] || ours=$build/bin/bench_train_step  # the bundle's layout (scripts/bundle.sh)
 py=${PY:-/usr/bin/python3}  # Debian's interpreter: the one python3-torch belongs to
@@ -31,16 +32,18 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 common=(--threads "$THREADS" --steps "$STEPS" --warmup "$WARMUP" --device "$DEVICE")
 peers=(nchw cl)
+tmath=()
+[[ $MATH == fp32 ]] && tmath=(--fp32)
 [[ $COMPILE == 1 ]] && peers+=(compiled)
 for r in $(seq 1 "$ROUNDS"); do
   # Round 1 writes the weights and batch that the PyTorch peers load.
-  "$ours" "${common[@]}" --batch "$BATCH" $([[ $r == 1 ]] && echo --dump "$work/dump.bin") > "$work/ours.$r"
+  "$ours" "${common[@]}" --math "$MATH" --batch "$BATCH" $([[ $r == 1 ]] && echo --dump "$work/dump.bin") > "$work/ours.$r"
   # NCHW is PyTorch's default layout, channels_last (NHWC) its fast one for oneDNN and for
   # cuDNN's tensor cores; torch.compile (on channels_last) is the second peer where available.
-  $py "$here/train_step_torch.py" "${common[@]}" --layout nchw --load "$work/dump.bin" > "$work/nchw.$r"
-  $py "$here/train_step_torch.py" "${common[@]}" --layout channels_last --load "$work/dump.bin" > "$work/cl.$r"
+  $py "$here/train_step_torch.py" "${common[@]}" ${tmath[@]+"${tmath[@]}"} --layout nchw --load "$work/dump.bin" > "$work/nchw.$r"
+  $py "$here/train_step_torch.py" "${common[@]}" ${tmath[@]+"${tmath[@]}"} --layout channels_last --load "$work/dump.bin" > "$work/cl.$r"
   [[ $COMPILE == 1 ]] &&
-    $py "$here/train_step_torch.py" "${common[@]}" --layout channels_last --compile --load "$work/dump.bin" > "$work/compiled.$r"
+    $py "$here/train_step_torch.py" "${common[@]}" ${tmath[@]+"${tmath[@]}"} --layout channels_last --compile --load "$work/dump.bin" > "$work/compiled.$r"
   show() { awk '/_samples_per_s/ {printf "%s %s  ", $1, $2}' "$work/$1.$r"; }
   line="round $r/$ROUNDS: ours $(show ours)"
   for p in "${peers[@]}"; do line+="| torch $p $(show "$p")"; done

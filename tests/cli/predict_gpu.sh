@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU predict against CPU predict on the demo: one checkpoint (trained on the CPU), predicted with
 # run.device cpu and cuda, the NetCDF products compared. Exit 77 (skipped) without a GPU, unless
-# DS_REQUIRE_GPU=1 (scripts/gpu_check.sh), where a missing GPU is a failure.
+# DOWNSCALE_REQUIRE_GPU=1 (scripts/gpu_check.sh), where a missing GPU is a failure.
 #
 # Tolerances, relative to each field's largest magnitude over the land points:
 #   run.math fp32: p_wet, gamma_shape, gamma_scale, pr_expected within 1e-4 (cuDNN and oneDNN sum
@@ -15,7 +15,7 @@ set -euo pipefail
 bin=$1
 src=$2
 skip() {
-  if [[ ${DS_REQUIRE_GPU:-0} == 1 ]]; then echo "FAIL (DS_REQUIRE_GPU=1): $*"; exit 1; fi
+  if [[ ${DOWNSCALE_REQUIRE_GPU:-0} == 1 ]]; then echo "FAIL (DOWNSCALE_REQUIRE_GPU=1): $*"; exit 1; fi
   echo "skipped: $*"; exit 77
 }
 command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU' || skip "no NVIDIA GPU visible"
