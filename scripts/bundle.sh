@@ -3,8 +3,10 @@
 # smaller) that runs on any Linux x86-64 with a glibc at least as new as Debian 12's, without the
 # Debian packages: what a cluster user without root needs, and how a GPU machine gets the code.
 #
-#   scripts/bundle.sh [BUILD_DIR [OUT_DIR]]      (defaults: build, BUILD_DIR)
-#   -> OUT_DIR/downscale-<version>-linux-x86_64.tar.{zst,xz}; prints its path last
+#   scripts/bundle.sh [--fast] [BUILD_DIR [OUT_DIR]]      (defaults: build, BUILD_DIR)
+#   -> OUT_DIR/downscale-<version>-<rev>-linux-x86_64.tar.{zst,xz}; prints its path last
+# The smallest archive (zstd -19 and xz -9, the smaller kept) takes minutes on 2 busy cores;
+# --fast makes zstd -6 only (the test's choice: if that is under 60 MB, the smallest is too).
 #
 # Layout (unpacked):   downscale-<version>-linux-x86_64/
 #   bin/downscale, bin/test_*, bin/bench_*, bin/mpirun, bin/orted   RUNPATH $ORIGIN/../lib
@@ -17,6 +19,8 @@
 # CUDA/NVIDIA libraries (driver, cudart, cuBLAS, cuDNN, NCCL): the GPU machine provides them, and
 # bin/env.sh finds a PyTorch installation's copies (site-packages/nvidia/*/lib).
 set -euo pipefail
+fast=
+[[ ${1:-} == --fast ]] && { fast=1; shift; }
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(readlink -f "${1:-$src/build}")
 out=$(readlink -f "${2:-$build}")
@@ -103,9 +107,14 @@ chmod +x "$root/bin/env.sh"
 # --- one archive, the smaller of zstd -19 and xz -9 ---
 mkdir -p "$out"
 tar -C "$stage" --owner=0 --group=0 -cf "$stage/$name.tar" "$name"
-zstd -q -19 -T0 -f "$stage/$name.tar" -o "$stage/$name.tar.zst"
-xz -9 -T0 -k -f "$stage/$name.tar"
-small=$(ls -S "$stage/$name.tar.zst" "$stage/$name.tar.xz" | tail -1)
+if [[ -n $fast ]]; then
+  zstd -q -6 -T0 -f "$stage/$name.tar" -o "$stage/$name.tar.zst"
+  small=$stage/$name.tar.zst
+else
+  zstd -q -19 --long=27 -T0 -f "$stage/$name.tar" -o "$stage/$name.tar.zst"
+  xz -9 -T0 -k -f "$stage/$name.tar"
+  small=$(ls -S "$stage/$name.tar.zst" "$stage/$name.tar.xz" | tail -1)
+fi
 rm -f "$out/$name.tar.zst" "$out/$name.tar.xz"
 mv "$small" "$out/"
 archive=$out/$(basename "$small")

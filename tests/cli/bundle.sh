@@ -11,11 +11,13 @@ src=$(readlink -f "$2")
 libdir=/usr/lib/x86_64-linux-gnu
 
 if [[ -z ${DS_BUNDLE_NS:-} ]]; then
-  unshare -m true 2>/dev/null || { echo "skipped: this machine does not permit unshare -m"; exit 77; }
+  ns=
+  for un in "unshare -m" "unshare -rm"; do $un true 2>/dev/null && { ns=$un; break; }; done
+  [[ -n $ns ]] || { echo "skipped: this machine does not permit unshare -m (mount namespaces)"; exit 77; }
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
   start=$(date +%s)
-  archive=$("$src/scripts/bundle.sh" "$(dirname "$(dirname "$bin")")" "$work" | tail -1)
+  archive=$("$src/scripts/bundle.sh" --fast "$(dirname "$(dirname "$bin")")" "$work" | tail -1)
   size=$(stat -c %s "$archive")
   echo "archive $(basename "$archive"): $((size / 1000000)) MB, made in $(( $(date +%s) - start )) s"
   (( size < 60000000 )) || { echo "the bundle is over 60 MB"; exit 1; }
@@ -38,7 +40,7 @@ if [[ -z ${DS_BUNDLE_NS:-} ]]; then
   cp -a $libdir/gconv "$work/glibc/"
   mkdir "$work/run"
   cp -r "$root/configs" "$work/run/"
-  DS_BUNDLE_NS=1 DS_ROOT=$root DS_WORK=$work unshare -m bash "$0" "$@"
+  DS_BUNDLE_NS=1 DS_ROOT=$root DS_WORK=$work $ns bash "$0" "$@"
   echo "the bundle ran without the Debian libraries in $(( $(date +%s) - start )) s"
   exit 0
 fi
