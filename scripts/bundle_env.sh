@@ -8,6 +8,12 @@ DOWNSCALE_BUNDLE=$(cd "$here/.." && pwd -P) || exit 1
 export DOWNSCALE_BUNDLE
 # Open MPI finds its components and help texts below the bundle, not /usr.
 export OPAL_PREFIX="$DOWNSCALE_BUNDLE"
+# A process started alone (no mpirun: one rank) needs no Open MPI daemon; a daemon would need ssh
+# or rsh even on one node. Without either and outside Slurm, mpirun starts ranks on this node only.
+export OMPI_MCA_ess_singleton_isolated="${OMPI_MCA_ess_singleton_isolated:-1}"
+if ! command -v ssh >/dev/null 2>&1 && ! command -v rsh >/dev/null 2>&1 && [ -z "${SLURM_JOB_ID:-}" ]; then
+  export OMPI_MCA_plm="${OMPI_MCA_plm:-isolated}"
+fi
 export UDUNITS2_XML_PATH="${UDUNITS2_XML_PATH:-$DOWNSCALE_BUNDLE/share/udunits/udunits2.xml}"
 export PATH="$DOWNSCALE_BUNDLE/bin:$PATH"
 # The CUDA plugin needs cuBLAS and cuDNN (and later NCCL) from the machine: a PyTorch installation

@@ -2,7 +2,7 @@
 # scripts/bundle.sh end to end: the archive is under 60 MB, its programs look in $ORIGIN/../lib
 # and link no CUDA library, and, unpacked, `downscale --help`, the demo (synth -> evaluate, on
 # the CPU) and the CUDA tests (skipped) run in a private mount namespace where
-# /usr/lib/x86_64-linux-gnu holds only glibc, and Open MPI's, udunits2's and CUDA's files are
+# /usr/lib/x86_64-linux-gnu holds only glibc (plus two ranks under the bundle's mpirun), and Open MPI's, udunits2's and CUDA's files are
 # hidden: a machine without the Debian packages.
 #   usage: bundle.sh <downscale binary> <source dir>       (exit 77: skipped, no unshare)
 set -euo pipefail
@@ -34,6 +34,11 @@ if [[ -z ${DS_BUNDLE_NS:-} ]]; then
   if [[ -e $(dirname "$bin")/../lib/libdownscale_cuda.so && ! -e $root/lib/libdownscale_cuda.so ]]; then
     echo "the CUDA plugin is not in the bundle"; exit 1
   fi
+  # bin/env.sh puts a PyTorch installation's CUDA libraries (site-packages/nvidia/*/lib) on the path.
+  mkdir -p "$work/site/nvidia/cudnn/lib" "$work/site/nvidia/cublas/lib"
+  ldpath=$(PYTHONPATH=$work/site DOWNSCALE_PYTHON=/usr/bin/python3 "$root/bin/env.sh" sh -c 'echo "$LD_LIBRARY_PATH"')
+  [[ $ldpath == *"$work/site/nvidia/cublas/lib"*"$work/site/nvidia/cudnn/lib"* ]] ||
+    { echo "bin/env.sh did not find the nvidia/*/lib folders: LD_LIBRARY_PATH=$ldpath"; exit 1; }
   # glibc, and nothing else, for the namespace's /usr/lib/x86_64-linux-gnu.
   mkdir "$work/glibc"
   dpkg -L libc6 | grep -E "^(/usr)?/lib/x86_64-linux-gnu/[^/]+$" | xargs -I{} cp -a {} "$work/glibc/"
@@ -69,6 +74,10 @@ for stage in synth fetch preprocess train predict evaluate; do
 done
 [[ -s runs/demo/evaluate/scores.json ]] || { echo "evaluate wrote no scores.json"; exit 1; }
 [[ $(<train.log) == *"running on the CPU: "* ]] || { show train.log; echo "no line saying why the CPU"; exit 1; }
-run cuda_tests.log "$DS_ROOT/bin/test_model" --gtest_filter='ModelCuda*'
+run cuda_tests.log "$DS_ROOT/bin/test_model" --gtest_filter='ModelCuda.*'
 [[ $(<cuda_tests.log) == *"SKIPPED"* ]] || { show cuda_tests.log; echo "the CUDA tests did not report skipped"; exit 1; }
-echo "bundle: --help, the demo and the CUDA tests (skipped) ran with glibc alone"
+# Two ranks through the bundle's own mpirun (its daemons, components and help texts).
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 run mpi.log mpirun -np 2 "$DS_ROOT/bin/downscale" train \
+  --config configs/demo.yaml --set train.epochs=1
+[[ $(<mpi.log) == *"data parallel over 2 ranks"* ]] || { show mpi.log; echo "mpirun did not start 2 ranks"; exit 1; }
+echo "bundle: --help, the demo, 2 MPI ranks and the CUDA tests (skipped) ran with glibc alone"
