@@ -1,4 +1,5 @@
-// Backend-independent pieces of backend.h: choosing a backend, convolution and pooling geometry.
+// Backend-independent pieces of backend.h: convolution and pooling geometry (also compiled into
+// the CUDA plugin, which therefore must not pull the backend factory: backend_factory.cpp).
 #include "model/backend.h"
 
 #include <string>
@@ -6,18 +7,6 @@
 #include "io/error.h"
 
 namespace ds::model {
-
-std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int local_rank) {
-  if (device == "cpu") return make_cpu_backend(threads);
-  const int gpus = cuda_device_count();
-  if (device == "auto" && gpus == 0) return make_cpu_backend(threads);
-  if (device != "auto" && device != "cuda")
-    throw UsageError("key 'run.device' is '" + device + "', expected auto, cpu or cuda");
-  if (gpus == 0)
-    throw UsageError("key 'run.device' is cuda but no GPU is visible (none on this node, CUDA_VISIBLE_DEVICES "
-                     "empty, or a build without the CUDA backend)");
-  return make_cuda_backend(local_rank % gpus);
-}
 
 Shape ConvDesc::out() const {
   if (stride < 1 || kh < 1 || kw < 1) throw Error("bad convolution kernel/stride");

@@ -138,15 +138,29 @@ class Backend {
 
 // The oneDNN CPU backend; threads <= 0 uses every core.
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
-// True when this build contains the CUDA backend and a GPU is present.
+
+// The CUDA backend lives in a plugin, libdownscale_cuda.so, loaded at run time (model/
+// backend_factory.cpp): found beside the executable or in ../lib, or at $DOWNSCALE_CUDA_PLUGIN.
+// What it found: `devices` GPUs; when 0, `reason` says why (no plugin, its CUDA libraries missing,
+// no driver, no GPU visible) and `unusable` tells GPUs that exist but cannot be used (driver too
+// old for this build's CUDA...) from plain absence.
+struct CudaProbe {
+  int devices = 0;
+  bool unusable = false;
+  std::string reason;
+};
+CudaProbe cuda_probe();  // asked once per process, then cached
+// True when a GPU can be used (the plugin loads and sees one).
 bool cuda_available();
-// The CUDA/cuDNN backend on GPU `device`; throws ds::Error if not built or no GPU.
+// The CUDA/cuDNN backend on GPU `device`; throws ds::Error naming the cause if there is none or it
+// cannot run this build's kernels.
 std::unique_ptr<Backend> make_cuda_backend(int device = 0);
-// GPUs this process can see (CUDA_VISIBLE_DEVICES applies); 0 without the CUDA backend.
+// GPUs this process can see (CUDA_VISIBLE_DEVICES applies); 0 without a usable plugin.
 int cuda_device_count();
 // The backend a run asked for (config key run.device): "cpu"; "cuda" on GPU local_rank (modulo
-// the GPUs visible, so N ranks on a node of N GPUs take one each), an error naming the key if
-// there is none; "auto" is cuda when a GPU is visible, else cpu. threads: the CPU backend's.
+// the GPUs visible, so N ranks on a node of N GPUs take one each), an error (exit 2) naming the key
+// and the reason if there is none; "auto" is cuda when a GPU is visible, else cpu with one log line
+// saying why, and an error when GPUs exist but cannot be used. threads: the CPU backend's.
 std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int local_rank = 0);
 
 }  // namespace ds::model

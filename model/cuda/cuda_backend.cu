@@ -1,4 +1,4 @@
-// CudaBackend: device selection, memory, and the factory functions of backend.h.
+// CudaBackend: device selection and memory (the plugin's entry point is cuda_plugin.cu).
 #include "model/cuda/cuda_backend.h"
 
 #include "model/cuda/cuda_check.h"
@@ -99,18 +99,5 @@ float* CudaBackend::pad_buffer(int64_t n) {
   }
   return pad_;
 }
-
-int cuda_device_count() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // no driver or no device: clear the error, answer none
-    return 0;
-  }
-  return count;
-}
-
-bool cuda_available() { return cuda_device_count() > 0; }
-
-std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<CudaBackend>(device); }
 
 }  // namespace ds::model

@@ -5,7 +5,7 @@
 #  2. Apptainer.def's %files copies every folder the top-level CMakeLists.txt adds (the Dockerfile
 #     copies the whole checkout);
 #  3. both runtime stages install the same packages, and those cover every library the
-#     downscale binary NEEDs (readelf -d, mapped to Debian packages by dpkg -S);
+#     downscale binary and its CUDA plugin NEED (readelf -d, mapped to Debian packages by dpkg -S);
 #  4. every Debian package they name exists in Debian 12 (apt-cache, this machine's release);
 #  5. their default GPU architectures are the project's (model/CMakeLists.txt).
 #   usage: container_recipes.sh <downscale binary> <source dir>
@@ -48,7 +48,13 @@ rt_docker = runtime_packages(docker, "FROM debian:${DEBIAN}-slim")
 rt_apptainer = runtime_packages(apptainer, "Stage: runtime")
 check(rt_docker == rt_apptainer, "the runtime stages install the same packages" +
       ("" if rt_docker == rt_apptainer else f" (Dockerfile only: {sorted(rt_docker - rt_apptainer)}, Apptainer.def only: {sorted(rt_apptainer - rt_docker)})"))
-needed_libs = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", subprocess.run(["readelf", "-d", bin_path], capture_output=True, text=True, check=True).stdout)
+# The binary and, where built, its CUDA plugin (loaded from ../lib at run time).
+plugin = os.path.join(os.path.dirname(os.path.abspath(bin_path)), "..", "lib", "libdownscale_cuda.so")
+needed_libs = []
+for elf in [bin_path] + ([plugin] if os.path.exists(plugin) else []):
+    for lib in re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", subprocess.run(["readelf", "-d", elf], capture_output=True, text=True, check=True).stdout):
+        if lib not in needed_libs:
+            needed_libs.append(lib)
 base = {"libc6", "libstdc++6", "libgcc-s1"}  # in debian:bookworm-slim
 cuda = {"libcudart": "cuda-cudart-", "libcublas": "libcublas-", "libcublasLt": "libcublas-", "libcudnn": "libcudnn9-cuda-", "libnccl": "libnccl2"}
 # One dpkg -S for all (each call reads every file list: ~0.3 s).

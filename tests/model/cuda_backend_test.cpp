@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 
 #include "model/adam.h"
@@ -25,7 +26,12 @@ using test::random_values;
 class ModelCuda : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!cuda_available()) GTEST_SKIP() << "no GPU: CUDA backend tests skipped";
+    if (!cuda_available()) {
+      // On the GPU machine (scripts/gpu_check.sh) a skip would hide a broken install.
+      const char* require = std::getenv("DOWNSCALE_REQUIRE_GPU");
+      if (require && std::string(require) == "1") FAIL() << "DOWNSCALE_REQUIRE_GPU=1 but " << cuda_probe().reason;
+      GTEST_SKIP() << "no GPU (" << cuda_probe().reason << "): CUDA backend tests skipped";
+    }
     cpu_ = make_cpu_backend(0);
     gpu_ = make_cuda_backend(0);
     // Parity pins FP32: under TF32 (run.math's default) convolutions differ by ~1e-3 relative.

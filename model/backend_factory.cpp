@@ -1,0 +1,128 @@
+// Choosing a backend, and loading the CUDA one from its plugin (libdownscale_cuda.so) with dlopen,
+// so the executable needs no CUDA library: a CPU node, or one whose CUDA libraries are missing,
+// runs on the CPU under run.device auto with one line saying why instead of dying in the loader.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "io/error.h"
+#include "model/backend.h"
+#include "model/cuda_plugin_abi.h"
+
+namespace ds::model {
+namespace {
+
+constexpr const char* kPluginName = "libdownscale_cuda.so";
+
+std::string executable_dir() {
+  std::vector<char> buf(4096);
+  const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  if (n <= 0) return ".";
+  std::string path(buf.data(), size_t(n));
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+struct Plugin {
+  const CudaPluginApi* api = nullptr;
+  std::string path;
+  std::string why_not;  // when api is null
+};
+
+// $DOWNSCALE_CUDA_PLUGIN if set (no fallback: the user chose), else beside the executable, else
+// ../lib (the bundle's and an install's layout). The first file that exists is the one loaded:
+// if it fails (its CUDA libraries missing), that is the reason given.
+Plugin load_plugin() {
+  Plugin p;
+  std::vector<std::string> candidates;
+  const char* env = std::getenv("DOWNSCALE_CUDA_PLUGIN");
+  if (env && *env) {
+    candidates.push_back(env);
+  } else {
+    const std::string dir = executable_dir();
+    candidates = {dir + "/" + kPluginName, dir + "/../lib/" + kPluginName};
+  }
+  for (const auto& c : candidates) {
+    if (!(env && *env) && access(c.c_str(), F_OK) != 0) continue;
+    p.path = c;
+    // Never closed: backends created by it live until exit.
+    void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* e = dlerror();
+      p.why_not = "the CUDA plugin does not load (" + std::string(e ? e : c) + ")";
+      return p;
+    }
+    auto entry = reinterpret_cast<DsCudaPluginEntry>(dlsym(h, DS_CUDA_PLUGIN_ENTRY));
+    if (!entry) {
+      p.why_not = c + " is no downscale CUDA plugin (no symbol " DS_CUDA_PLUGIN_ENTRY ")";
+      return p;
+    }
+    const CudaPluginApi* api = entry(DS_CUDA_PLUGIN_ABI);
+    if (!api || api->abi != DS_CUDA_PLUGIN_ABI || !api->probe || !api->create_backend) {
+      p.why_not = c + " was built for another plugin interface than this program's (version " +
+                  std::to_string(DS_CUDA_PLUGIN_ABI) + "): use the plugin built with it";
+      return p;
+    }
+    p.api = api;
+    return p;
+  }
+  p.why_not = std::string("no CUDA plugin (") + kPluginName + " is neither beside the executable nor in ../lib; " +
+              "DOWNSCALE_CUDA_PLUGIN names another)";
+  return p;
+}
+
+const Plugin& plugin() {
+  static const Plugin p = load_plugin();
+  return p;
+}
+
+}  // namespace
+
+CudaProbe cuda_probe() {
+  static std::once_flag once;
+  static CudaProbe probe;
+  std::call_once(once, [] {
+    const Plugin& p = plugin();
+    if (!p.api) {
+      probe.reason = p.why_not;
+      return;
+    }
+    probe = p.api->probe();
+    if (probe.devices <= 0 && probe.reason.empty()) probe.reason = "the CUDA plugin found no GPU";
+  });
+  return probe;
+}
+
+bool cuda_available() { return cuda_probe().devices > 0; }
+
+int cuda_device_count() { return cuda_probe().devices; }
+
+std::unique_ptr<Backend> make_cuda_backend(int device) {
+  const Plugin& p = plugin();
+  if (!p.api) throw Error("no CUDA backend: " + p.why_not);
+  return p.api->create_backend(device);
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int local_rank) {
+  if (device == "cpu") return make_cpu_backend(threads);
+  if (device != "auto" && device != "cuda")
+    throw UsageError("key 'run.device' is '" + device + "', expected auto, cpu or cuda");
+  const CudaProbe gpu = cuda_probe();
+  if (gpu.devices > 0) return make_cuda_backend(local_rank % gpu.devices);
+  // GPUs that exist but cannot be used are a broken node, not a CPU node: training on the CPU
+  // there would silently take days instead of minutes.
+  if (gpu.unusable)
+    throw UsageError("key 'run.device' is " + device + " but the GPUs here cannot be used: " + gpu.reason +
+                     (device == "auto" ? " (set run.device: cpu to run on the CPU anyway)" : ""));
+  if (device == "cuda") throw UsageError("key 'run.device' is cuda but no GPU can be used: " + gpu.reason);
+  spdlog::info("run.device auto: running on the CPU: {}", gpu.reason);
+  return make_cpu_backend(threads);
+}
+
+}  // namespace ds::model

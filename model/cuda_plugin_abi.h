@@ -1,0 +1,37 @@
+// The one boundary between the program and the CUDA plugin (libdownscale_cuda.so), so the
+// `downscale` executable links no CUDA library and runs on every node: the loader
+// (model/backend_factory.cpp) dlopens the plugin and calls its single C entry point, which
+// returns a table of functions. Both sides are built by the same compiler from this tree, so
+// the table may carry C++ types (std::string, std::unique_ptr<Backend>) and ds::Error thrown in
+// the plugin is caught as ds::Error in the program (libstdc++ matches type_info by name).
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "model/backend.h"
+
+// Bump when a member changes meaning or type. Appending members does not need a bump: the table
+// says its own size, and the loader uses a member only when the size covers it.
+#define DS_CUDA_PLUGIN_ABI 1
+#define DS_CUDA_PLUGIN_ENTRY "ds_cuda_plugin"
+
+namespace ds::model {
+
+struct CudaPluginApi {
+  int abi = DS_CUDA_PLUGIN_ABI;
+  size_t size = sizeof(CudaPluginApi);
+  const char* build = "";  // "CUDA 13.0, cuDNN 9.x, architectures ...": for logs and errors
+  // GPUs usable by this process (CUDA_VISIBLE_DEVICES applies); never throws.
+  CudaProbe (*probe)() = nullptr;
+  // The backend on GPU `device`; throws ds::Error naming the cause (no such device, no kernel
+  // image for this GPU, out of memory...).
+  std::unique_ptr<Backend> (*create_backend)(int device) = nullptr;
+  // Issue 14: the NCCL communicator's factory is appended here.
+};
+
+}  // namespace ds::model
+
+// Returns the plugin's table, or nullptr if it was built for another `abi`.
+extern "C" const ds::model::CudaPluginApi* ds_cuda_plugin(int abi);
+using DsCudaPluginEntry = const ds::model::CudaPluginApi* (*)(int abi);

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# A relocatable bundle of a built tree: one compressed archive (tar.zst or tar.xz, whichever is
+# smaller) that runs on any Linux x86-64 with a glibc at least as new as Debian 12's, without the
+# Debian packages: what a cluster user without root needs, and how a GPU machine gets the code.
+#
+#   scripts/bundle.sh [--fast] [BUILD_DIR [OUT_DIR]]      (defaults: build, BUILD_DIR)
+#   -> OUT_DIR/downscale-<version>-<rev>-linux-x86_64.tar.{zst,xz}; prints its path last
+# The smallest archive (zstd -19 and xz -9, the smaller kept) takes minutes on 2 busy cores;
+# --fast makes zstd -6 only (the test's choice: if that is under 60 MB, the smallest is too).
+#
+# Layout (unpacked):   downscale-<version>-linux-x86_64/
+#   bin/downscale, bin/test_*, bin/bench_*, bin/mpirun, bin/orted   RUNPATH $ORIGIN/../lib
+#   bin/env.sh          sets OPAL_PREFIX, UDUNITS2_XML_PATH and the CUDA library path, then runs its arguments
+#   lib/libdownscale_cuda.so and every runtime library Debian provides  RUNPATH $ORIGIN
+#   lib/x86_64-linux-gnu/openmpi/lib/openmpi3/   Open MPI's components (where OPAL_PREFIX points it)
+#   share/openmpi/ (Open MPI's help texts), share/udunits/ (the unit database)
+#   configs/, tests/cli/, scripts/demo.sh, tests/data/           the demo and the CLI tests
+# Not bundled: glibc (libc, libm, libpthread, libdl, librt, ld-linux, ...: the host's), and the
+# CUDA/NVIDIA libraries (driver, cudart, cuBLAS, cuDNN, NCCL): the GPU machine provides them, and
+# bin/env.sh finds a PyTorch installation's copies (site-packages/nvidia/*/lib).
+set -euo pipefail
+fast=
+[[ ${1:-} == --fast ]] && { fast=1; shift; }
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=$(readlink -f "${1:-$src/build}")
+out=$(readlink -f "${2:-$build}")
+for tool in patchelf zstd xz ldd; do
+  command -v $tool >/dev/null || { echo "bundle.sh: $tool is missing (apt-get install patchelf zstd xz-utils)" >&2; exit 2; }
+done
+[[ -x $build/pipeline/downscale ]] || { echo "bundle.sh: no $build/pipeline/downscale: build first" >&2; exit 2; }
+
+version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
+rev=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || true)
+name=downscale-${version:-0}${rev:+-$rev}-linux-x86_64
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+root=$stage/$name
+mkdir -p "$root"/{bin,lib,share}
+
+# --- programs ---
+cp "$build/pipeline/downscale" "$root/bin/"
+for f in "$build"/tests/test_* "$build"/bench/bench_*; do
+  [[ -f $f && -x $f ]] && cp "$f" "$root/bin/"
+done
+[[ -f $build/lib/libdownscale_cuda.so ]] && cp "$build/lib/libdownscale_cuda.so" "$root/lib/"
+# Open MPI: mpirun/orted for multi-rank runs, and the components MPI_Init loads at run time.
+ompi_lib=/usr/lib/x86_64-linux-gnu/openmpi/lib
+for p in orterun orted; do cp "$(readlink -f "$(command -v $p)")" "$root/bin/$p"; done
+ln -s orterun "$root/bin/mpirun"
+mkdir -p "$root/lib/x86_64-linux-gnu/openmpi/lib"
+cp -r "$ompi_lib/openmpi3" "$root/lib/x86_64-linux-gnu/openmpi/lib/"
+cp -r /usr/share/openmpi "$root/share/"
+cp -r /usr/share/xml/udunits "$root/share/"
+
+# --- every library they need, except glibc's and CUDA's ---
+is_excluded() {
+  case ${1##*/} in
+    ld-linux*|libc.so*|libm.so*|libmvec.so*|libpthread.so*|libdl.so*|librt.so*|libresolv.so*|libutil.so*|\
+    libanl.so*|libnsl.so*|libnss_*|libBrokenLocale.so*|libthread_db.so*) return 0 ;;
+    libcuda*|libcudart*|libcudnn*|libcublas*|libnccl*|libnvidia*|libnvrtc*|libnvJitLink*|libcufft*|libcurand*|libcusparse*|libcusolver*) return 0 ;;
+  esac
+  return 1
+}
+elves=()
+while IFS= read -r -d '' f; do
+  [[ $(head -c4 "$f" | od -An -c | tr -d ' ') == 177ELF ]] && elves+=("$f")
+done < <(find "$root/bin" "$root/lib" -type f -print0)
+declare -A seen=()
+queue=("${elves[@]}")
+while ((${#queue[@]})); do
+  f=${queue[0]}
+  queue=("${queue[@]:1}")
+  # ldd lists the whole closure; "not found" is fine only for the CUDA libraries.
+  while read -r lib arrow path _; do
+    [[ $arrow == "=>" ]] || continue
+    is_excluded "$lib" && continue
+    [[ $path == not ]] && { echo "bundle.sh: $f needs $lib, not found here" >&2; exit 1; }
+    [[ -n ${seen[$lib]:-} ]] && continue
+    seen[$lib]=1
+    cp -L "$path" "$root/lib/$lib"
+  done < <(ldd "$f" 2>/dev/null || true)
+done
+
+# --- RUNPATHs: programs look in ../lib, libraries beside themselves, MPI components two up ---
+for f in "${elves[@]}" "$root"/lib/*.so*; do
+  [[ -f $f && ! -L $f ]] || continue
+  case $f in
+    "$root"/bin/*) rp='$ORIGIN/../lib' ;;
+    "$root"/lib/x86_64-linux-gnu/*) rp="\$ORIGIN/$(realpath --relative-to="$(dirname "$f")" "$root/lib")" ;;
+    *) rp='$ORIGIN' ;;
+  esac
+  chmod u+w "$f"
+  patchelf --set-rpath "$rp" "$f"
+done
+strip --strip-unneeded "$root"/bin/test_* "$root"/bin/bench_* 2>/dev/null || true
+
+# --- the demo and the CLI tests ---
+mkdir -p "$root/tests" "$root/scripts"
+cp -r "$src/configs" "$root/"
+cp -r "$src/tests/cli" "$root/tests/"
+[[ -d $src/tests/data ]] && cp -r "$src/tests/data" "$root/tests/"
+[[ -d $src/tests/dap_server ]] && cp -r "$src/tests/dap_server" "$root/tests/"
+cp "$src/scripts/demo.sh" "$root/scripts/" 2>/dev/null || true
+cp "$src/scripts/bundle_env.sh" "$root/bin/env.sh"
+chmod +x "$root/bin/env.sh"
+
+# --- one archive, the smaller of zstd -19 and xz -9 ---
+mkdir -p "$out"
+tar -C "$stage" --owner=0 --group=0 -cf "$stage/$name.tar" "$name"
+if [[ -n $fast ]]; then
+  zstd -q -6 -T0 -f "$stage/$name.tar" -o "$stage/$name.tar.zst"
+  small=$stage/$name.tar.zst
+else
+  zstd -q -19 --long=27 -T0 -f "$stage/$name.tar" -o "$stage/$name.tar.zst"
+  xz -9 -T0 -k -f "$stage/$name.tar"
+  small=$(ls -S "$stage/$name.tar.zst" "$stage/$name.tar.xz" | tail -1)
+fi
+rm -f "$out/$name.tar.zst" "$out/$name.tar.xz"
+mv "$small" "$out/"
+archive=$out/$(basename "$small")
+echo "bundle.sh: $(du -h "$archive" | cut -f1) (unpacked $(du -sh "$root" | cut -f1)), $(ls "$root/lib" | grep -c '\.so') libraries" >&2
+echo "$archive"

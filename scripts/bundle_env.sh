@@ -1,0 +1,32 @@
+#!/bin/sh
+# bin/env.sh COMMAND [ARGS...]: runs COMMAND with the bundle's environment (scripts/bundle.sh).
+#   bin/env.sh bin/downscale train --config configs/demo.yaml
+#   bin/env.sh mpirun -np 4 bin/downscale train ...
+# POSIX sh using builtins only, so it runs where the bundle's libraries are the only ones.
+case $0 in */*) here=${0%/*} ;; *) here=. ;; esac
+DOWNSCALE_BUNDLE=$(cd "$here/.." && pwd -P) || exit 1
+export DOWNSCALE_BUNDLE
+# Open MPI finds its components and help texts below the bundle, not /usr.
+export OPAL_PREFIX="$DOWNSCALE_BUNDLE"
+# A process started alone (no mpirun: one rank) needs no Open MPI daemon; a daemon would need ssh
+# or rsh even on one node. Without either and outside Slurm, mpirun starts ranks on this node only.
+export OMPI_MCA_ess_singleton_isolated="${OMPI_MCA_ess_singleton_isolated:-1}"
+if ! command -v ssh >/dev/null 2>&1 && ! command -v rsh >/dev/null 2>&1 && [ -z "${SLURM_JOB_ID:-}" ]; then
+  export OMPI_MCA_plm="${OMPI_MCA_plm:-isolated}"
+fi
+export UDUNITS2_XML_PATH="${UDUNITS2_XML_PATH:-$DOWNSCALE_BUNDLE/share/udunits/udunits2.xml}"
+export PATH="$DOWNSCALE_BUNDLE/bin:$PATH"
+# The CUDA plugin needs cuBLAS and cuDNN (and later NCCL) from the machine: a PyTorch installation
+# ships them under site-packages/nvidia/*/lib. Its absence is no error: no GPU means the CPU.
+if [ -z "${DOWNSCALE_NO_PYTHON_CUDA:-}" ]; then
+  for py in ${DOWNSCALE_PYTHON:-python3}; do
+    cuda_dirs=$("$py" -c 'import glob, os, nvidia
+print(":".join(sorted(d for r in nvidia.__path__ for d in glob.glob(os.path.join(r, "*", "lib")) + glob.glob(os.path.join(r, "*", "*", "lib")))))' 2>/dev/null) || cuda_dirs=
+    if [ -n "$cuda_dirs" ]; then
+      LD_LIBRARY_PATH="$cuda_dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      export LD_LIBRARY_PATH
+    fi
+  done
+fi
+[ $# -gt 0 ] || { echo "usage: bin/env.sh COMMAND [ARGS...]" >&2; exit 2; }
+exec "$@"

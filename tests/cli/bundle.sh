@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# scripts/bundle.sh end to end: the archive is under 60 MB, its programs look in $ORIGIN/../lib
+# and link no CUDA library, and, unpacked, `downscale --help`, the demo (synth -> evaluate, on
+# the CPU) and the CUDA tests (skipped) run in a private mount namespace where
+# /usr/lib/x86_64-linux-gnu holds only glibc (plus two ranks under the bundle's mpirun), and Open MPI's, udunits2's and CUDA's files are
+# hidden: a machine without the Debian packages.
+#   usage: bundle.sh <downscale binary> <source dir>       (exit 77: skipped, no unshare)
+set -euo pipefail
+bin=$(readlink -f "$1")
+src=$(readlink -f "$2")
+libdir=/usr/lib/x86_64-linux-gnu
+
+if [[ -z ${DS_BUNDLE_NS:-} ]]; then
+  ns=
+  for un in "unshare -m" "unshare -rm"; do $un true 2>/dev/null && { ns=$un; break; }; done
+  [[ -n $ns ]] || { echo "skipped: this machine does not permit unshare -m (mount namespaces)"; exit 77; }
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  start=$(date +%s)
+  archive=$("$src/scripts/bundle.sh" --fast "$(dirname "$(dirname "$bin")")" "$work" | tail -1)
+  size=$(stat -c %s "$archive")
+  echo "archive $(basename "$archive"): $((size / 1000000)) MB, made in $(( $(date +%s) - start )) s"
+  (( size < 60000000 )) || { echo "the bundle is over 60 MB"; exit 1; }
+  tar -C "$work" -xf "$archive"
+  root=$(echo "$work"/downscale-*/)
+  root=${root%/}
+  readelf -d "$root/bin/downscale" | grep -q 'RUNPATH.*\[\$ORIGIN/../lib\]' || { echo "bin/downscale: no RUNPATH \$ORIGIN/../lib"; exit 1; }
+  if readelf -d "$root/bin/downscale" "$root/bin/test_model" | grep -E 'NEEDED.*lib(cuda|cudnn|cublas|nccl)'; then
+    echo "a program links a CUDA library"; exit 1
+  fi
+  for f in bin/env.sh lib/libstdc++.so.6 lib/libmpi.so.40 share/udunits/udunits2.xml share/openmpi; do
+    [[ -e $root/$f ]] || { echo "missing from the bundle: $f"; exit 1; }
+  done
+  if [[ -e $(dirname "$bin")/../lib/libdownscale_cuda.so && ! -e $root/lib/libdownscale_cuda.so ]]; then
+    echo "the CUDA plugin is not in the bundle"; exit 1
+  fi
+  # bin/env.sh puts a PyTorch installation's CUDA libraries (site-packages/nvidia/*/lib) on the path.
+  mkdir -p "$work/site/nvidia/cudnn/lib" "$work/site/nvidia/cublas/lib"
+  ldpath=$(PYTHONPATH=$work/site DOWNSCALE_PYTHON=/usr/bin/python3 "$root/bin/env.sh" sh -c 'echo "$LD_LIBRARY_PATH"')
+  [[ $ldpath == *"$work/site/nvidia/cublas/lib"*"$work/site/nvidia/cudnn/lib"* ]] ||
+    { echo "bin/env.sh did not find the nvidia/*/lib folders: LD_LIBRARY_PATH=$ldpath"; exit 1; }
+  # glibc, and nothing else, for the namespace's /usr/lib/x86_64-linux-gnu.
+  mkdir "$work/glibc"
+  dpkg -L libc6 | grep -E "^(/usr)?/lib/x86_64-linux-gnu/[^/]+$" | xargs -I{} cp -a {} "$work/glibc/"
+  cp -a $libdir/gconv "$work/glibc/"
+  mkdir "$work/run"
+  cp -r "$root/configs" "$work/run/"
+  DS_BUNDLE_NS=1 DS_ROOT=$root DS_WORK=$work $ns bash "$0" "$@"
+  echo "the bundle ran without the Debian libraries in $(( $(date +%s) - start )) s"
+  exit 0
+fi
+
+# --- inside the namespace: only bash builtins and the bundle's programs from here on ---
+for d in /usr/local/cuda /usr/local/cuda-* /usr/share/openmpi /usr/share/xml/udunits /etc/openmpi; do
+  [[ -d $d ]] && mount -t tmpfs none "$d"
+done
+mount --bind "$DS_WORK/glibc" $libdir
+unset LD_LIBRARY_PATH OPAL_PREFIX UDUNITS2_XML_PATH DOWNSCALE_CUDA_PLUGIN
+export PATH=/nonexistent  # no tool of the host's by accident
+if "$bin" --help >/dev/null 2>&1; then echo "the namespace still holds the Debian libraries"; exit 1; fi
+
+show() { local line; while IFS= read -r line; do echo "$line"; done <"$1"; }
+run() {  # run LOG COMMAND...: through bin/env.sh; the log is shown on failure
+  local log=$1 rc=0
+  shift
+  "$DS_ROOT/bin/env.sh" "$@" >"$log" 2>&1 || rc=$?
+  if ((rc)); then show "$log"; echo "exit $rc: $*"; exit 1; fi
+}
+cd "$DS_WORK/run"
+run help.log "$DS_ROOT/bin/downscale" --help
+for stage in synth fetch preprocess train predict evaluate; do
+  echo "== bundle: downscale $stage"
+  run "$stage.log" "$DS_ROOT/bin/downscale" "$stage" --config configs/demo.yaml --set run.device=auto --set train.epochs=1
+done
+[[ -s runs/demo/evaluate/scores.json ]] || { echo "evaluate wrote no scores.json"; exit 1; }
+[[ $(<train.log) == *"running on the CPU: "* ]] || { show train.log; echo "no line saying why the CPU"; exit 1; }
+run cuda_tests.log "$DS_ROOT/bin/test_model" --gtest_filter='ModelCuda.*'
+[[ $(<cuda_tests.log) == *"SKIPPED"* ]] || { show cuda_tests.log; echo "the CUDA tests did not report skipped"; exit 1; }
+# Two ranks through the bundle's own mpirun (its daemons, components and help texts).
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 run mpi.log mpirun -np 2 "$DS_ROOT/bin/downscale" train \
+  --config configs/demo.yaml --set train.epochs=1
+[[ $(<mpi.log) == *"data parallel over 2 ranks"* ]] || { show mpi.log; echo "mpirun did not start 2 ranks"; exit 1; }
+echo "bundle: --help, the demo, 2 MPI ranks and the CUDA tests (skipped) ran with glibc alone"

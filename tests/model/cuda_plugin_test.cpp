@@ -1,0 +1,109 @@
+// The CUDA plugin boundary (model/backend_factory.cpp, model/cuda/cuda_plugin.cu): no program
+// links a CUDA library, the plugin exports one symbol, errors thrown inside it reach the program
+// as ds::Error, and without a GPU the probe says why.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <regex>
+#include <string>
+
+#include "io/error.h"
+#include "model/backend.h"
+
+namespace ds::model {
+namespace {
+
+std::string run(const std::string& command) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (!p) return out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  pclose(p);
+  return out;
+}
+
+std::string self() {
+  std::array<char, 4096> buf{};
+  const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  return n > 0 ? std::string(buf.data(), size_t(n)) : "";
+}
+
+std::string plugin_path() { return self().substr(0, self().rfind('/')) + "/../lib/libdownscale_cuda.so"; }
+
+void expect_no_cuda_needed(const std::string& binary) {
+  const std::string dyn = run("readelf -d '" + binary + "' 2>&1");
+  ASSERT_NE(dyn.find("(NEEDED)"), std::string::npos) << "readelf failed on " << binary << ": " << dyn;
+  std::smatch m;
+  EXPECT_FALSE(std::regex_search(dyn, m, std::regex("\\[lib(cuda|cudart|cudnn|cublas|nccl|nvidia)[^\\]]*\\]")))
+      << binary << " links a CUDA library: " << m.str();
+}
+
+TEST(ModelCudaPlugin, ProgramsLinkNoCudaLibrary) {
+  expect_no_cuda_needed(self());
+  const char* downscale = std::getenv("DS_BINARY");
+  if (downscale) expect_no_cuda_needed(downscale);
+}
+
+TEST(ModelCudaPlugin, ThrowInsidePluginIsCaughtAsDsError) {
+#ifndef DS_CUDA_PLUGIN_BUILT
+  GTEST_SKIP() << "this build has no CUDA plugin";
+#endif
+  // Device 9999 exists nowhere: the plugin's CudaBackend throws (no device at all here, or no
+  // such device on a GPU machine). Caught only as std::exception would mean two unrelated
+  // type_infos for ds::Error, and every GPU error would print as a crash.
+  try {
+    make_cuda_backend(9999);
+    FAIL() << "device 9999 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA device"), std::string::npos) << e.what();
+    EXPECT_EQ(e.code(), kExitFailure);
+  } catch (const std::exception& e) {
+    FAIL() << "not caught as ds::Error: " << e.what();
+  }
+}
+
+TEST(ModelCudaPlugin, PluginExportsOnlyItsEntryPoint) {
+#ifndef DS_CUDA_PLUGIN_BUILT
+  GTEST_SKIP() << "this build has no CUDA plugin";
+#endif
+  // Its private copies of ds:: code must not interpose on the program's (or the reverse): no
+  // exported mangled name in namespace ds ("2ds": functions, vtables, typeinfo).
+  const std::string syms = run("readelf --dyn-syms -W '" + plugin_path() + "' 2>&1");
+  ASSERT_NE(syms.find("ds_cuda_plugin"), std::string::npos) << syms.substr(0, 2000);
+  std::smatch m;
+  EXPECT_FALSE(std::regex_search(syms, m, std::regex("GLOBAL\\s+DEFAULT\\s+\\d+\\s+_Z\\S*2ds\\S*")))
+      << "exported: " << m.str();
+}
+
+TEST(ModelCudaPlugin, NoGpuMeansAReason) {
+  const CudaProbe p = cuda_probe();
+  if (p.devices > 0) GTEST_SKIP() << p.devices << " GPU(s) here";
+  EXPECT_FALSE(p.reason.empty());
+  EXPECT_EQ(cuda_device_count(), 0);
+  EXPECT_FALSE(cuda_available());
+#ifdef DS_CUDA_PLUGIN_BUILT
+  // The plugin loaded: the reason comes from it (the driver, the GPUs), not from the loader.
+  EXPECT_EQ(p.reason.find("plugin"), std::string::npos) << p.reason;
+#endif
+}
+
+TEST(ModelCudaPlugin, AutoFallsBackToCpuAndCudaIsAUsageError) {
+  if (cuda_available()) GTEST_SKIP() << "a GPU is here";
+  EXPECT_NE(make_backend("auto", 1)->name().find("cpu"), std::string::npos);
+  try {
+    make_backend("cuda", 1);
+    FAIL() << "run.device cuda accepted without a GPU";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("run.device"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(cuda_probe().reason), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ds::model
