@@ -15,6 +15,7 @@
 #   lib/x86_64-linux-gnu/openmpi/lib/openmpi3/   Open MPI's components (where OPAL_PREFIX points it)
 #   share/openmpi/ (Open MPI's help texts), share/udunits/ (the unit database)
 #   configs/, tests/cli/, scripts/demo.sh, tests/data/           the demo and the CLI tests
+#   scripts/gpu_check.sh, bench/*.sh, bench/*.py                 the GPU check and its benchmarks
 # Not bundled: glibc (libc, libm, libpthread, libdl, librt, ld-linux, ...: the host's), and the
 # CUDA/NVIDIA libraries (driver, cudart, cuBLAS, cuDNN, NCCL): the GPU machine provides them, and
 # bin/env.sh finds a PyTorch installation's copies (site-packages/nvidia/*/lib).
@@ -101,6 +102,10 @@ cp -r "$src/tests/cli" "$root/tests/"
 [[ -d $src/tests/data ]] && cp -r "$src/tests/data" "$root/tests/"
 [[ -d $src/tests/dap_server ]] && cp -r "$src/tests/dap_server" "$root/tests/"
 cp "$src/scripts/demo.sh" "$root/scripts/" 2>/dev/null || true
+# The GPU check and the benchmarks it runs (against the GPU machine's PyTorch).
+cp "$src/scripts/gpu_check.sh" "$root/scripts/"
+mkdir -p "$root/bench"
+cp "$src"/bench/*.sh "$src"/bench/*.py "$root/bench/"
 cp "$src/scripts/bundle_env.sh" "$root/bin/env.sh"
 chmod +x "$root/bin/env.sh"
 

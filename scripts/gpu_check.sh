@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The GPU check (issue 13): on a machine with an NVIDIA GPU, from the unpacked bundle
+# (scripts/bundle.sh) or a build tree, runs
+#   1. the CUDA parity tests with skipping turned into failure (DOWNSCALE_REQUIRE_GPU=1):
+#      the CUDA backend against the CPU one, the plugin, GPU predict against CPU predict;
+#   2. 20 MNN training steps at batch 32 on the North America shapes (20 x 30 x 53 -> 117 x 209)
+#      on the GPU (FP32 and TF32) and on the CPU from the same weights and batch: the loss curves
+#      side by side;
+#   3. the training-step and forward (predict) benchmark against PyTorch on the same GPU, weights
+#      and batch: PyTorch eager NCHW and channels_last with cudnn.benchmark and TF32, and
+#      torch.compile as a second peer (bench/train_step.sh), in TF32 and in FP32;
+# and writes one report (Markdown) with the device's name: gpu_check_report.md, or $REPORT.
+#
+#   scripts/gpu_check.sh [ROOT]     ROOT: the bundle's folder, or the source tree (build/ in it)
+#   env: REPORT=FILE PY=python3 (the PyTorch peer's interpreter) BATCH=32 ROUNDS=3 STEPS=10
+#        CURVE_STEPS=20 CPU_CURVE=1 (0 skips the CPU loss curve, minutes on few cores)
+# Exit 0 when every check passed, 1 when one failed (the report says which), 2 without a GPU.
+set -uo pipefail
+root=$(readlink -f "${1:-$(dirname "$0")/..}")
+REPORT=$(readlink -f "${REPORT:-gpu_check_report.md}")
+PY=${PY:-python3} BATCH=${BATCH:-32} ROUNDS=${ROUNDS:-3} STEPS=${STEPS:-10} CURVE_STEPS=${CURVE_STEPS:-20}
+CPU_CURVE=${CPU_CURVE:-1}
+
+# A program of the bundle (bin/) or of a build tree (build/<folder>/).
+find_prog() {
+  local p
+  for p in "$root/bin/$1" "$root/build/pipeline/$1" "$root/build/tests/$1" "$root/build/bench/$1"; do
+    [[ -x $p ]] && { echo "$p"; return; }
+  done
+  echo "gpu_check.sh: $1 not found under $root/bin or $root/build" >&2
+  exit 2
+}
+# bin/env.sh (the bundle) sets the library paths, Open MPI's and udunits' folders; a build tree
+# needs none of it.
+envsh=()
+[[ -x $root/bin/env.sh ]] && envsh=("$root/bin/env.sh")
+run() { "${envsh[@]}" "$@"; }
+
+command -v nvidia-smi >/dev/null && gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1)
+[[ -n ${gpu:-} ]] || { echo "gpu_check.sh: no NVIDIA GPU (nvidia-smi found none)" >&2; exit 2; }
+downscale=$(find_prog downscale) test_model=$(find_prog test_model) bench=$(find_prog bench_train_step)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failed=()
+exec 3>"$REPORT.tmp"
+say() { echo "$*" >&3; echo "$*"; }
+block() { echo '```' >&3; cat "$1" >&3; echo '```' >&3; }
+
+say "# GPU check: $gpu"
+say ""
+say "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPU cores ($(lscpu | sed -n 's/^Model name: *//p')), bundle/tree $root ($("${envsh[@]}" "$downscale" --version 2>/dev/null | head -1))"
+say ""
+
+# --- 1. parity tests, skips are failures ---
+say "## 1. CUDA parity tests (DOWNSCALE_REQUIRE_GPU=1)"
+export DOWNSCALE_REQUIRE_GPU=1
+if run "$test_model" --gtest_filter='ModelCuda*:CudaPlugin*:KernelBodies*' > "$work/parity" 2>&1; then
+  say "passed: $(grep -c '^\[       OK \]' "$work/parity") tests"
+else
+  failed+=("parity tests"); say "FAILED"; tail -40 "$work/parity" > "$work/parity.tail"; block "$work/parity.tail"
+fi
+if [[ -f $root/tests/cli/predict_gpu.sh ]]; then
+  if (cd "$work" && run bash "$root/tests/cli/predict_gpu.sh" "$downscale" "$root") > "$work/predict" 2>&1; then
+    say "GPU predict against CPU predict: passed"
+  else
+    failed+=("predict_gpu"); say "GPU predict against CPU predict: FAILED"
+  fi
+  tail -15 "$work/predict" > "$work/predict.tail"; block "$work/predict.tail"
+fi
+say ""
+
+# --- 2. loss curves: GPU (fp32, tf32) against the CPU, same weights and batch ---
+say "## 2. MNN, $CURVE_STEPS training steps at batch $BATCH on the North America shapes"
+curve() {  # device math out
+  run "$bench" --device "$1" --math "$2" --threads 0 --batch "$BATCH" --loss-curve "$CURVE_STEPS" \
+    --steps 1 --warmup 0 --measure train > "$3" 2>&1
+}
+curve cuda fp32 "$work/c_fp32" || failed+=("GPU FP32 training")
+curve cuda tf32 "$work/c_tf32" || failed+=("GPU TF32 training")
+if [[ $CPU_CURVE == 1 ]]; then curve cpu fp32 "$work/c_cpu" || failed+=("CPU training"); fi
+{
+  printf "| step | GPU FP32 | GPU TF32 |%s\n" "$([[ -f $work/c_cpu ]] && echo " CPU (oneDNN) |")"
+  printf "| --- | --- | --- |%s\n" "$([[ -f $work/c_cpu ]] && echo " --- |")"
+  for ((i = 0; i < CURVE_STEPS; i++)); do
+    v() { awk -v k="loss_$i" '$1 == k {print $2}' "$1" 2>/dev/null; }
+    printf "| %d | %s | %s |%s\n" "$i" "$(v "$work/c_fp32")" "$(v "$work/c_tf32")" \
+      "$([[ -f $work/c_cpu ]] && echo " $(v "$work/c_cpu") |")"
+  done
+} > "$work/curves"
+cat "$work/curves" >&3; cat "$work/curves"
+# FP32 on the GPU against the CPU: the same arithmetic in another order; after 20 Adam steps the
+# losses agree to 1e-3 relative (float rounding, amplified by the updates: the parity tests
+# hold single ops to 1e-4). TF32 (10-bit mantissa) is held to 2e-2.
+if [[ -f $work/c_cpu ]]; then
+  worst() { paste <(awk '/^loss_/ {print $2}' "$1") <(awk '/^loss_/ {print $2}' "$2") |
+            awk 'BEGIN {m = 0} {d = ($1 - $2) / ($2 == 0 ? 1 : $2); d = d < 0 ? -d : d; if (d > m) m = d} END {print m}'; }
+  wf=$(worst "$work/c_fp32" "$work/c_cpu") wt=$(worst "$work/c_tf32" "$work/c_cpu")
+  say ""
+  say "largest relative difference from the CPU: FP32 $wf (limit 1e-3), TF32 $wt (limit 2e-2)"
+  awk -v a="$wf" 'BEGIN {exit !(a <= 1e-3)}' || failed+=("FP32 loss curve vs CPU ($wf)")
+  awk -v a="$wt" 'BEGIN {exit !(a <= 2e-2)}' || failed+=("TF32 loss curve vs CPU ($wt)")
+fi
+say ""
+
+# --- 3. against PyTorch on the same GPU ---
+for math in tf32 fp32; do
+  say "## 3. Training step and forward against PyTorch, batch $BATCH, $math"
+  if DEVICE=cuda MATH=$math BATCH=$BATCH ROUNDS=$ROUNDS STEPS=$STEPS WARMUP=3 PY=$PY THREADS=$(nproc) \
+     run bash "$root/bench/train_step.sh" "$root/build" > "$work/bench_$math" 2>&1 ||
+     DEVICE=cuda MATH=$math BATCH=$BATCH ROUNDS=$ROUNDS STEPS=$STEPS WARMUP=3 PY=$PY THREADS=$(nproc) \
+     run bash "$root/bench/train_step.sh" "$root" > "$work/bench_$math" 2>&1; then
+    :
+  else
+    failed+=("benchmark $math")
+  fi
+  block "$work/bench_$math"; cat "$work/bench_$math"
+  sps=$(awk '$1 == "downscale" {print $2}' "$work/bench_$math")
+  if [[ -n $sps && $math == tf32 ]]; then
+    # The reference experiment: 1979-2002 training years, about 8,766 days an epoch.
+    say ""
+    say "200 North America epochs (8,766 samples each) at $sps samples/s: $(awk -v s="$sps" 'BEGIN {printf "%.1f", 200 * 8766 / s / 60}') minutes (target: under 15)"
+  fi
+  say ""
+done
+say "Peak for comparison: H100 SXM dense TF32 about 495 TFLOP/s, FP32 about 67 TFLOP/s (NVIDIA's data sheet);"
+say "the GFLOP/s columns count MNN's convolution FLOPs (bench/flop_count.h) per second."
+say ""
+if ((${#failed[@]})); then say "**Result: FAILED** (${failed[*]})"; else say "**Result: passed**"; fi
+exec 3>&-
+mv "$REPORT.tmp" "$REPORT"
+echo "report: $REPORT"
+((${#failed[@]} == 0))
