@@ -115,9 +115,19 @@ with h5py.File('runs/nanw/train/checkpoint_best.h5', 'r+') as f:
     for n in names: f['weights'][n][...] = np.nan"
 expect 1 "on 2002-01-01 at lat" ds predict --set run.dir=runs/nanw
 [[ ! -e runs/nanw/predict/precipitation.nc ]] || { echo "FAIL: NaN predictions written"; exit 1; }
-mkdir -p runs/lr/preprocess
+# Divergence: config validation now refuses the learning rates that would blow up (train.learning_rate
+# <= 10), so the weights are blown up instead: resumed from a checkpoint scaled by 1e30, the first
+# step's loss is not finite.
+mkdir -p runs/lr/preprocess runs/lr/train
 cp runs/demo/preprocess/store.h5 runs/lr/preprocess/
-expect 1 "training diverged: the loss is nan at epoch 1, step" ds train --set run.dir=runs/lr --set train.learning_rate=1e8
+cp runs/demo/train/checkpoint_last.h5 runs/lr/train/
+$py -c "
+import h5py
+with h5py.File('runs/lr/train/checkpoint_last.h5', 'r+') as f:
+    names = []
+    f['weights'].visit(lambda n: names.append(n) if isinstance(f['weights'][n], h5py.Dataset) else None)
+    for n in names: f['weights'][n][...] = f['weights'][n][...] * 1e30"
+expect 1 "training diverged: the loss is" ds train --resume --set run.dir=runs/lr --set train.epochs=50
 
 echo "== 5. resume on another rank count"
 if command -v mpirun >/dev/null; then

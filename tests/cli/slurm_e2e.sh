@@ -331,6 +331,15 @@ grep -q "training exited with code 75" "downscale-train-$job.out" ||
   { cat "downscale-train-$job.out"; fail "job $job: the first run did not exit 75"; }
 grep -q "interrupted by SIGUSR1 at epoch 1 step 3 of .*; wrote runs/requeue/train/checkpoint_last.h5" "downscale-train-$job.err" ||
   { cat "downscale-train-$job.err"; fail "job $job: no mid-epoch checkpoint on SIGUSR1"; }
+# The requeued job reuses its job id, so its first step is $job.0 again: started while the first
+# run's slurmstepd for $job.0 is still cleaning up (its PMIx app folder), the new step's launch
+# fails (pmix prefork, munge "Unauthorized credential"). Slurm's own 2-minute hold avoids that on
+# a cluster; here, release the job only once the old step daemons are gone.
+for _ in $(seq 300); do
+  pgrep -f "slurmstepd: \[$job\." >/dev/null || break
+  sleep 0.1
+done
+pgrep -f "slurmstepd: \[$job\." >/dev/null && fail "job $job: the first run's step daemons still there after 30 s"
 scontrol update JobId="$job" StartTime=now
 result=$(wait_job "$job" 60)
 echo "job $job: $result, $(scontrol show job -o "$job" | grep -o 'Restarts=[0-9]*')"
