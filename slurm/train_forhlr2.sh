@@ -179,9 +179,13 @@ fi
 
 # A bad config, store or model fails here, once, with its own exit code (2 or 3): launched, each
 # rank would fail on its own and srun would end the others first (the job then reports 143).
+tmpdir=$(mktemp -d)
+trap 'rm -rf "$tmpdir"' EXIT
 check=("${rank_cmd[@]}" train --check "${train_args[@]:1}")
 rc=0
-"${check[@]}" || rc=$?
+"${check[@]}" > "$tmpdir/check.out" || rc=$?
+cat "$tmpdir/check.out"
+model_dir=$(sed -n 's/^output folder //p' "$tmpdir/check.out")
 if ((rc != 0)); then
   echo "== downscale train --check failed with exit code $rc: nothing launched ($(printf '%q ' "${check[@]}"))"
   exit "$rc"
@@ -215,6 +219,12 @@ while ((forwarded)); do
   wait "$child" || rc=$?
 done
 echo "== training exited with code $rc after $(( $(date +%s) - start )) s"
+# srun can report 0 for a step whose tasks never launched (seen: a requeued job's launch failing in
+# Slurm's PMIx set-up): a finished training always leaves a fresh train_report.json.
+if [[ $rc -eq 0 && -n $model_dir && ! $model_dir/train_report.json -nt $tmpdir/check.out ]]; then
+  echo "== the launcher exited 0 but the training left no new $model_dir/train_report.json: it did not run"
+  rc=1
+fi
 if [[ $rc -eq 75 ]]; then
   # 75: stopped on SIGUSR1 with checkpoint_last.h5 written (io/stop_signal.h, kExitRequeue).
   if scontrol requeue "$SLURM_JOB_ID"; then
