@@ -4,27 +4,14 @@
 
 #include "io/config.h"
 #include "io/error.h"
+#include "config_test_util.h"
 #include "support/test_support.h"
 
 using ds::load_config;
 
 namespace {
-std::string write(const ds::test::TempDir& d, const std::string& text) {
-  const std::string p = d / "c.yaml";
-  std::ofstream(p) << text;
-  return p;
-}
-// The message of the UsageError the call throws (fails the test if it throws nothing).
-template <class F>
-std::string usage_error(F f) {
-  try {
-    f();
-  } catch (const ds::UsageError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no UsageError";
-  return "";
-}
+using ds::test::write;
+using ds::test::usage_error;
 }  // namespace
 
 TEST(Config, ShippedConfigsLoad) {

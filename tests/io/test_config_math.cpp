@@ -6,16 +6,13 @@
 
 #include "io/config.h"
 #include "io/error.h"
+#include "config_test_util.h"
 #include "support/test_support.h"
 
 using ds::load_config;
 
 namespace {
-std::string write(const ds::test::TempDir& d, const std::string& text) {
-  const std::string p = d / "c.yaml";
-  std::ofstream(p) << text;
-  return p;
-}
+using ds::test::write;
 }  // namespace
 
 TEST(Config, RunMathDefaultsToTf32) {

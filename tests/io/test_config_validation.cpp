@@ -6,17 +6,14 @@
 
 #include "io/config.h"
 #include "io/error.h"
+#include "config_test_util.h"
 #include "support/test_support.h"
 
 using ds::load_config;
 
 namespace {
 
-std::string write(const ds::test::TempDir& d, const std::string& text) {
-  const std::string p = d / "c.yaml";
-  std::ofstream(p) << text;
-  return p;
-}
+using ds::test::write;
 
 // The message of the UsageError load_config throws for `text` with `overrides`.
 std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
