@@ -68,4 +68,17 @@ std::string utc_now() {
   return buf;
 }
 
+void put_prediction_globals(NcFile& nc, const std::string& title, const std::string& source,
+                            const std::string& history, const std::string& checkpoint, const std::string& config,
+                            const std::map<std::string, std::string>& extra) {
+  nc.put_att(NC_GLOBAL, "Conventions", "CF-1.8");
+  nc.put_att(NC_GLOBAL, "title", title);
+  nc.put_att(NC_GLOBAL, "institution", "produced with downscale");
+  nc.put_att(NC_GLOBAL, "source", source);
+  nc.put_att(NC_GLOBAL, "history", utc_now() + ": " + history);
+  nc.put_att(NC_GLOBAL, "checkpoint", checkpoint);
+  nc.put_att(NC_GLOBAL, "config", config);
+  for (const auto& [k, v] : extra) nc.put_att(NC_GLOBAL, k, v);
+}
+
 }  // namespace ds

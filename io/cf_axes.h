@@ -3,6 +3,7 @@
 // calendar, latitude and longitude, so both files read alike in CDO, xarray and Panoply.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,5 +26,11 @@ void write_cf_axes(NcFile& nc, const CfAxes& a, const std::vector<int64_t>& days
 std::vector<int64_t> read_cf_days(const NcFile& nc, std::string* calendar);
 
 std::string utc_now();  // "2026-11-22T12:00:00Z", for history attributes
+
+// The global attributes every prediction file carries (in define mode): CF-1.8, title, source,
+// history stamped with utc_now(), the checkpoint and config it came from, then `extra`.
+void put_prediction_globals(NcFile& nc, const std::string& title, const std::string& source,
+                            const std::string& history, const std::string& checkpoint, const std::string& config,
+                            const std::map<std::string, std::string>& extra);
 
 }  // namespace ds

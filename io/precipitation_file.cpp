@@ -74,14 +74,9 @@ void write_precipitation(const std::string& path, const PrecipitationOutput& o) 
                         "kg m-2 s-1"},
                    {dt, dm, dy, dx});  // time first: CDO (and CF tools) expect it
   }
-  nc.put_att(NC_GLOBAL, "Conventions", "CF-1.8");
-  nc.put_att(NC_GLOBAL, "title", "downscaled daily precipitation");
-  nc.put_att(NC_GLOBAL, "institution", "produced with downscale");
-  nc.put_att(NC_GLOBAL, "source", "downscale " DOWNSCALE_VERSION ": CNN with a Bernoulli-Gamma output");
-  nc.put_att(NC_GLOBAL, "history", utc_now() + ": " + o.history);
-  nc.put_att(NC_GLOBAL, "checkpoint", o.checkpoint);
-  nc.put_att(NC_GLOBAL, "config", o.config_file);
-  for (const auto& [k, v] : o.attributes) nc.put_att(NC_GLOBAL, k, v);
+  put_prediction_globals(nc, "downscaled daily precipitation",
+                         "downscale " DOWNSCALE_VERSION ": CNN with a Bernoulli-Gamma output", o.history, o.checkpoint,
+                         o.config_file, o.attributes);
   nc.end_define();
 
   write_cf_axes(nc, ax, o.days, o.lat, o.lon);

@@ -67,15 +67,10 @@ void write_predictand(const std::string& path, const PredictandOutput& o) {
     // The spread of the prediction, not the variable itself: CF's standard_name modifier.
     if (!standard.empty()) nc.put_att(vs, "standard_name", standard + " standard_error");
   }
-  nc.put_att(NC_GLOBAL, "Conventions", "CF-1.8");
-  nc.put_att(NC_GLOBAL, "title", "downscaled daily " + o.variable);
-  nc.put_att(NC_GLOBAL, "institution", "produced with downscale");
-  nc.put_att(NC_GLOBAL, "source", std::string("downscale " DOWNSCALE_VERSION ": CNN, ") +
-                                      (o.sd.empty() ? "mean squared error" : "Gaussian (mean, log variance) output"));
-  nc.put_att(NC_GLOBAL, "history", utc_now() + ": " + o.history);
-  nc.put_att(NC_GLOBAL, "checkpoint", o.checkpoint);
-  nc.put_att(NC_GLOBAL, "config", o.config_file);
-  for (const auto& [k, v] : o.attributes) nc.put_att(NC_GLOBAL, k, v);
+  put_prediction_globals(nc, "downscaled daily " + o.variable,
+                         std::string("downscale " DOWNSCALE_VERSION ": CNN, ") +
+                             (o.sd.empty() ? "mean squared error" : "Gaussian (mean, log variance) output"),
+                         o.history, o.checkpoint, o.config_file, o.attributes);
   nc.end_define();
 
   write_cf_axes(nc, ax, o.days, o.lat, o.lon);
