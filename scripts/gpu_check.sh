@@ -14,12 +14,14 @@
 #   scripts/gpu_check.sh [ROOT]     ROOT: the bundle's folder, or the source tree (build/ in it)
 #   env: REPORT=FILE PY=python3 (the PyTorch peer's interpreter) BATCH=32 ROUNDS=3 STEPS=10
 #        CURVE_STEPS=20 CPU_CURVE=1 (0 skips the CPU loss curve, minutes on few cores)
+#        LOGS=DIR (keeps every step's full log there) STEP_TIMEOUT=300 (seconds per step: a hung
+#        step is a failure, and the rest still runs inside a device call's time limit)
 # Exit 0 when every check passed, 1 when one failed (the report says which), 2 without a GPU.
 set -uo pipefail
 root=$(readlink -f "${1:-$(dirname "$0")/..}")
 REPORT=$(readlink -f "${REPORT:-gpu_check_report.md}")
 PY=${PY:-python3} BATCH=${BATCH:-32} ROUNDS=${ROUNDS:-3} STEPS=${STEPS:-10} CURVE_STEPS=${CURVE_STEPS:-20}
-CPU_CURVE=${CPU_CURVE:-1}
+CPU_CURVE=${CPU_CURVE:-1} STEP_TIMEOUT=${STEP_TIMEOUT:-300} LOGS=${LOGS:-}
 
 # A program of the bundle (bin/) or of a build tree (build/<folder>/).
 find_prog() {
@@ -34,13 +36,13 @@ find_prog() {
 # needs none of it.
 envsh=()
 [[ -x $root/bin/env.sh ]] && envsh=("$root/bin/env.sh")
-run() { "${envsh[@]}" "$@"; }
+run() { timeout -k 10 "$STEP_TIMEOUT" "${envsh[@]}" "$@"; }
 
 command -v nvidia-smi >/dev/null && gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1)
 [[ -n ${gpu:-} ]] || { echo "gpu_check.sh: no NVIDIA GPU (nvidia-smi found none)" >&2; exit 2; }
 downscale=$(find_prog downscale) test_model=$(find_prog test_model) bench=$(find_prog bench_train_step)
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[[ -n $LOGS ]] && mkdir -p "$LOGS" && cp -r "$work"/. "$LOGS"/; rm -rf "$work"' EXIT
 failed=()
 exec 3>"$REPORT.tmp"
 say() { echo "$*" >&3; echo "$*"; }
