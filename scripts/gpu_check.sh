@@ -41,8 +41,13 @@ run() { timeout -k 10 "$STEP_TIMEOUT" "${envsh[@]}" "$@"; }
 command -v nvidia-smi >/dev/null && gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1)
 [[ -n ${gpu:-} ]] || { echo "gpu_check.sh: no NVIDIA GPU (nvidia-smi found none)" >&2; exit 2; }
 downscale=$(find_prog downscale) test_model=$(find_prog test_model) bench=$(find_prog bench_train_step)
-work=$(mktemp -d)
-trap '[[ -n $LOGS ]] && mkdir -p "$LOGS" && cp -r "$work"/. "$LOGS"/; rm -rf "$work"' EXIT
+# With LOGS the step logs are written there directly, so they survive even a kill from outside.
+if [[ -n $LOGS ]]; then
+  mkdir -p "$LOGS" && work=$(readlink -f "$LOGS")
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
 failed=()
 exec 3>"$REPORT.tmp"
 say() { echo "$*" >&3; echo "$*"; }
