@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# A relocatable bundle of a built tree: one compressed archive (tar.zst or tar.xz, whichever is
-# smaller) that runs on any Linux x86-64 with a glibc at least as new as Debian 12's, without the
+# A relocatable bundle of a built tree: one compressed archive (tar.xz: xz is on every Linux, zstd
+# is not: a GPU node of ours had no zstd, so a .tar.zst could not be unpacked there) that runs on any Linux x86-64 with a glibc at least as new as Debian 12's, without the
 # Debian packages: what a cluster user without root needs, and how a GPU machine gets the code.
 #
 #   scripts/bundle.sh [--fast] [BUILD_DIR [OUT_DIR]]      (defaults: build, BUILD_DIR)
-#   -> OUT_DIR/downscale-<version>-<rev>-linux-x86_64.tar.{zst,xz}; prints its path last
-# The smallest archive (zstd -19 and xz -9, the smaller kept) takes minutes on 2 busy cores;
-# --fast makes zstd -6 only (the test's choice: if that is under 60 MB, the smallest is too).
+#   -> OUT_DIR/downscale-<version>-<rev>-linux-x86_64.tar.xz; prints its path last
+# xz -9 takes minutes on 2 busy cores; --fast is xz -6 (half a minute; 42 MB against 51 MB for
+# zstd -6; the test's choice: if that is under 60 MB, -9 is too).
 #
 # Layout (unpacked):   downscale-<version>-linux-x86_64/
 #   bin/downscale, bin/test_*, bin/bench_*, bin/mpirun, bin/orted   RUNPATH $ORIGIN/../lib
@@ -25,8 +25,8 @@ fast=
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(readlink -f "${1:-$src/build}")
 out=$(readlink -f "${2:-$build}")
-for tool in patchelf zstd xz ldd; do
-  command -v $tool >/dev/null || { echo "bundle.sh: $tool is missing (apt-get install patchelf zstd xz-utils)" >&2; exit 2; }
+for tool in patchelf xz ldd; do
+  command -v $tool >/dev/null || { echo "bundle.sh: $tool is missing (apt-get install patchelf xz-utils)" >&2; exit 2; }
 done
 [[ -x $build/pipeline/downscale ]] || { echo "bundle.sh: no $build/pipeline/downscale: build first" >&2; exit 2; }
 
@@ -109,17 +109,13 @@ cp "$src"/bench/*.sh "$src"/bench/*.py "$root/bench/"
 cp "$src/scripts/bundle_env.sh" "$root/bin/env.sh"
 chmod +x "$root/bin/env.sh"
 
-# --- one archive, the smaller of zstd -19 and xz -9 ---
+# --- one archive ---
 mkdir -p "$out"
 tar -C "$stage" --owner=0 --group=0 -cf "$stage/$name.tar" "$name"
-if [[ -n $fast ]]; then
-  zstd -q -6 -T0 -f "$stage/$name.tar" -o "$stage/$name.tar.zst"
-  small=$stage/$name.tar.zst
-else
-  zstd -q -19 --long=27 -T0 -f "$stage/$name.tar" -o "$stage/$name.tar.zst"
-  xz -9 -T0 -k -f "$stage/$name.tar"
-  small=$(ls -S "$stage/$name.tar.zst" "$stage/$name.tar.xz" | tail -1)
-fi
+level=9
+[[ -n $fast ]] && level=6
+xz -$level -T0 -f "$stage/$name.tar"
+small=$stage/$name.tar.xz
 rm -f "$out/$name.tar.zst" "$out/$name.tar.xz"
 mv "$small" "$out/"
 archive=$out/$(basename "$small")

@@ -14,6 +14,8 @@
 #   scripts/gpu_check.sh [ROOT]     ROOT: the bundle's folder, or the source tree (build/ in it)
 #   env: REPORT=FILE PY=python3 (the PyTorch peer's interpreter) BATCH=32 ROUNDS=3 STEPS=10
 #        CURVE_STEPS=20 CPU_CURVE=1 (0 skips the CPU loss curve, minutes on few cores)
+#        MATHS="tf32 fp32" (the precisions benchmarked against PyTorch) CURVE_MATHS="fp32 tf32"
+#        (the GPU precisions whose loss curves are compared with the CPU's)
 #        LOGS=DIR (keeps every step's full log there) STEP_TIMEOUT=300 (seconds per step: a hung
 #        step is a failure, and the rest still runs inside a device call's time limit)
 # Exit 0 when every check passed, 1 when one failed (the report says which), 2 without a GPU.
@@ -21,7 +23,7 @@ set -uo pipefail
 root=$(readlink -f "${1:-$(dirname "$0")/..}")
 REPORT=$(readlink -f "${REPORT:-gpu_check_report.md}")
 PY=${PY:-python3} BATCH=${BATCH:-32} ROUNDS=${ROUNDS:-3} STEPS=${STEPS:-10} CURVE_STEPS=${CURVE_STEPS:-20}
-CPU_CURVE=${CPU_CURVE:-1} STEP_TIMEOUT=${STEP_TIMEOUT:-300} LOGS=${LOGS:-}
+CPU_CURVE=${CPU_CURVE:-1} MATHS=${MATHS:-tf32 fp32} CURVE_MATHS=${CURVE_MATHS:-fp32 tf32} STEP_TIMEOUT=${STEP_TIMEOUT:-300} LOGS=${LOGS:-}
 
 # A program of the bundle (bin/) or of a build tree (build/<folder>/).
 find_prog() {
@@ -61,7 +63,7 @@ say ""
 # --- 1. parity tests, skips are failures ---
 say "## 1. CUDA parity tests (DOWNSCALE_REQUIRE_GPU=1)"
 export DOWNSCALE_REQUIRE_GPU=1
-if run "$test_model" --gtest_filter='ModelCuda*:CudaPlugin*:KernelBodies*' > "$work/parity" 2>&1; then
+if run "$test_model" --gtest_filter="${PARITY_FILTER:-*Cuda*:*Nccl*:KernelBodies*}" > "$work/parity" 2>&1; then
   say "passed: $(grep -c '^\[       OK \]' "$work/parity") tests"
 else
   failed+=("parity tests"); say "FAILED"; tail -40 "$work/parity" > "$work/parity.tail"; block "$work/parity.tail"
@@ -76,41 +78,49 @@ if [[ -f $root/tests/cli/predict_gpu.sh ]]; then
 fi
 say ""
 
-# --- 2. loss curves: GPU (fp32, tf32) against the CPU, same weights and batch ---
+# --- 2. loss curves: the GPU in each precision against the CPU, same weights and batch ---
 say "## 2. MNN, $CURVE_STEPS training steps at batch $BATCH on the North America shapes"
 curve() {  # device math out
   run "$bench" --device "$1" --math "$2" --threads 0 --batch "$BATCH" --loss-curve "$CURVE_STEPS" \
     --steps 1 --warmup 0 --measure train > "$3" 2>&1
 }
-curve cuda fp32 "$work/c_fp32" || failed+=("GPU FP32 training")
-curve cuda tf32 "$work/c_tf32" || failed+=("GPU TF32 training")
-if [[ $CPU_CURVE == 1 ]]; then curve cpu fp32 "$work/c_cpu" || failed+=("CPU training"); fi
+cols=()
+for m in $CURVE_MATHS; do
+  if curve cuda "$m" "$work/c_$m"; then cols+=("$m"); else failed+=("GPU $m training"); fi
+done
+if [[ $CPU_CURVE == 1 ]]; then
+  if curve cpu fp32 "$work/c_cpu"; then cols+=(cpu); else failed+=("CPU training"); fi
+fi
 {
-  printf "| step | GPU FP32 | GPU TF32 |%s\n" "$([[ -f $work/c_cpu ]] && echo " CPU (oneDNN) |")"
-  printf "| --- | --- | --- |%s\n" "$([[ -f $work/c_cpu ]] && echo " --- |")"
+  printf "| step |"; for c in "${cols[@]}"; do printf " %s |" "$([[ $c == cpu ]] && echo "CPU FP32 (oneDNN)" || echo "GPU ${c^^}")"; done; echo
+  printf "| --- |"; for c in "${cols[@]}"; do printf " --- |"; done; echo
   for ((i = 0; i < CURVE_STEPS; i++)); do
-    v() { awk -v k="loss_$i" '$1 == k {print $2}' "$1" 2>/dev/null; }
-    printf "| %d | %s | %s |%s\n" "$i" "$(v "$work/c_fp32")" "$(v "$work/c_tf32")" \
-      "$([[ -f $work/c_cpu ]] && echo " $(v "$work/c_cpu") |")"
+    printf "| %d |" "$i"
+    for c in "${cols[@]}"; do printf " %s |" "$(awk -v k="loss_$i" '$1 == k {print $2}' "$work/c_$c")"; done
+    echo
   done
 } > "$work/curves"
 cat "$work/curves" >&3; cat "$work/curves"
-# FP32 on the GPU against the CPU: the same arithmetic in another order; after 20 Adam steps the
-# losses agree to 1e-3 relative (float rounding, amplified by the updates: the parity tests
-# hold single ops to 1e-4). TF32 (10-bit mantissa) is held to 2e-2.
+# Each GPU precision against the CPU: the same arithmetic in another order; after 20 Adam steps
+# FP32 agrees to 1e-3 relative (float rounding, amplified by the updates: the parity tests hold
+# single ops to 1e-4). TF32 (10-bit mantissa) and FP16 (10 bits, inside the convolutions) are held
+# to 2e-2, BF16 (7 bits) to 5e-2.
 if [[ -f $work/c_cpu ]]; then
   worst() { paste <(awk '/^loss_/ {print $2}' "$1") <(awk '/^loss_/ {print $2}' "$2") |
             awk 'BEGIN {m = 0} {d = ($1 - $2) / ($2 == 0 ? 1 : $2); d = d < 0 ? -d : d; if (d > m) m = d} END {print m}'; }
-  wf=$(worst "$work/c_fp32" "$work/c_cpu") wt=$(worst "$work/c_tf32" "$work/c_cpu")
   say ""
-  say "largest relative difference from the CPU: FP32 $wf (limit 1e-3), TF32 $wt (limit 2e-2)"
-  awk -v a="$wf" 'BEGIN {exit !(a <= 1e-3)}' || failed+=("FP32 loss curve vs CPU ($wf)")
-  awk -v a="$wt" 'BEGIN {exit !(a <= 2e-2)}' || failed+=("TF32 loss curve vs CPU ($wt)")
+  for c in "${cols[@]}"; do
+    [[ $c == cpu ]] && continue
+    case $c in fp32) lim=1e-3 ;; bf16) lim=5e-2 ;; *) lim=2e-2 ;; esac
+    w=$(worst "$work/c_$c" "$work/c_cpu")
+    say "largest relative difference from the CPU: GPU ${c^^} $w (limit $lim)"
+    awk -v a="$w" -v l="$lim" 'BEGIN {exit !(a <= l)}' || failed+=("${c^^} loss curve vs CPU ($w)")
+  done
 fi
 say ""
 
 # --- 3. against PyTorch on the same GPU ---
-for math in tf32 fp32; do
+for math in $MATHS; do
   say "## 3. Training step and forward against PyTorch, batch $BATCH, $math"
   if DEVICE=cuda MATH=$math BATCH=$BATCH ROUNDS=$ROUNDS STEPS=$STEPS WARMUP=3 PY=$PY THREADS=$(nproc) \
      run bash "$root/bench/train_step.sh" "$root/build" > "$work/bench_$math" 2>&1 ||

@@ -26,7 +26,7 @@ test_packages=(
   slurm-wlm munge libpmix-dev                   # a private Slurm runs slurm/*.sh (srun --mpi=pmix needs libpmix)
   python3-netcdf4 python3-numpy                 # the test OPeNDAP server (tests/dap_server), for /usr/bin/python3
   python3-netcdf4 python3-xarray                # the product opens in the Python tools users have
-  patchelf zstd xz-utils                        # scripts/bundle.sh (tests/cli/bundle.sh): RUNPATH, the archive
+  patchelf xz-utils                        # scripts/bundle.sh (tests/cli/bundle.sh): RUNPATH, the archive
 )
 
 packages=("${build_packages[@]}")

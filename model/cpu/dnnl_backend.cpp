@@ -5,6 +5,8 @@
 #include "model/cpu/dnnl_backend.h"
 #include "model/cpu/dnnl_util.h"
 
+#include <sched.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -39,10 +41,22 @@ struct DnnlBackend::ResamplePrims {
   dnnl::resampling_backward bwd;
 };
 
-DnnlBackend::DnnlBackend(int threads) : threads_(threads), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
+namespace {
+// The CPUs this process may run on (a Slurm allocation or a taskset, not the whole node).
+int usable_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return 1;
+}
+}  // namespace
+
+// threads <= 0 is every usable CPU, said explicitly: the OpenMP runtime's own default was seen to
+// give one thread (bench_train_step --threads 0 ran MNN at 1 thread on a 16-core GPU node).
+DnnlBackend::DnnlBackend(int threads)
+    : threads_(threads > 0 ? threads : usable_cpus()), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
 #ifdef _OPENMP
   // oneDNN in Debian uses the OpenMP runtime, so this sets its thread count as well as ours.
-  if (threads > 0) omp_set_num_threads(threads);
+  omp_set_num_threads(threads_);
 #endif
 }
 

@@ -35,16 +35,41 @@ for math in fp32 tf32; do
   cp runs/demo/predict/precipitation.nc gpu_$math.nc
 done
 
-/usr/bin/python3 - <<'PY'
+# The comparison needs numpy and netCDF4 or h5py (a NetCDF-4 file is HDF5): Debian's python3 here,
+# a GPU machine's PyTorch python (numpy, h5py) there. $PY first when set.
+py=
+for cand in ${PY:-} /usr/bin/python3 python3; do
+  if "$cand" -c 'import numpy
+try:
+    import netCDF4
+except ImportError:
+    import h5py' 2>/dev/null; then py=$cand; break; fi
+done
+[[ -n $py ]] || { echo "predict_gpu.sh: no python with numpy and netCDF4 or h5py to compare the files"; exit 1; }
+"$py" - <<'PY'
 import sys
-import numpy as np, netCDF4
-cpu = netCDF4.Dataset("cpu.nc")
+import numpy as np
+try:
+    import netCDF4
+    def read(path, v):
+        return np.ma.filled(netCDF4.Dataset(path)[v][:].astype(np.float64), np.nan)
+except ImportError:
+    import h5py
+    def read(path, v):
+        with h5py.File(path, "r") as f:
+            d = f[v]
+            a = d[...].astype(np.float64)
+            fill = d.attrs.get("_FillValue")
+            if fill is not None:
+                a[a == np.asarray(fill).ravel()[0]] = np.nan
+            a = a * float(np.asarray(d.attrs.get("scale_factor", 1.0)).ravel()[0]) + \
+                float(np.asarray(d.attrs.get("add_offset", 0.0)).ravel()[0])
+            return a
 ok = True
 for math, tol, flips in (("fp32", 1e-4, 1e-3), ("tf32", 1e-2, 1e-2)):
-    gpu = netCDF4.Dataset(f"gpu_{math}.nc")
     for v in ("p_wet", "gamma_shape", "gamma_scale", "pr_expected", "pr"):
-        a = np.ma.filled(cpu[v][:].astype(np.float64), np.nan)
-        b = np.ma.filled(gpu[v][:].astype(np.float64), np.nan)
+        a = read("cpu.nc", v)
+        b = read(f"gpu_{math}.nc", v)
         if not np.array_equal(np.isnan(a), np.isnan(b)):
             print(f"{math} {v}: missing values differ"); ok = False; continue
         land = ~np.isnan(a)
