@@ -1,4 +1,5 @@
 #include "io/config.h"
+#include "io/suggest.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -54,19 +55,6 @@ std::string origin_of(const std::string& key, const std::map<std::string, std::s
     if (dot == std::string::npos) return file;
     k.resize(dot);
   }
-}
-
-// Levenshtein distance, for "did you mean" on unknown keys.
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
 }
 
 // Reads typed values by dotted key and remembers which keys were read, so that whatever is left
@@ -138,12 +126,8 @@ class Reader {
     for (const auto& k : present) {
       if (known_.count(k)) continue;
       std::string msg = origin(k) + ": unknown key '" + k + "'";
-      std::string best;
-      size_t best_d = 3;  // suggest only near misses
-      for (const auto& cand : known_) {
-        const size_t d = edit_distance(k, cand);
-        if (d < best_d) best_d = d, best = cand;
-      }
+      // suggest only near misses
+      const std::string best = closest_name(k, std::vector<std::string>(known_.begin(), known_.end()));
       if (!best.empty()) msg += " (did you mean '" + best + "'?)";
       throw UsageError(msg);
     }

@@ -11,11 +11,13 @@
 #include "io/error.h"
 #include "io/log.h"
 #include "io/stop_signal.h"
+#include "pipeline/command_line.h"
 #include "pipeline/stages.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"downscale: from reanalysis on an OPeNDAP server to high-resolution daily precipitation.\n"
                "Stages, in order: synth (optional demo data), fetch, preprocess, train, predict, evaluate."};
+  app.name("downscale");
   app.set_version_flag("--version", std::string("downscale ") + DOWNSCALE_VERSION);
   app.require_subcommand(1);
 
@@ -23,11 +25,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> overrides;
   ds::StageOptions options;
   std::string stage;
+  bool verbose = false, quiet = false;
 
   auto add_stage = [&](const std::string& name, const std::string& help) {
     CLI::App* sub = app.add_subcommand(name, help);
     sub->add_option("-c,--config", config_path, "YAML configuration file (see configs/)")->required()->check(CLI::ExistingFile);
     sub->add_option("--set", overrides, "override a config key, e.g. --set train.epochs=5 (repeatable)");
+    sub->add_flag("-v,--verbose", verbose, "debug messages too (overrides run.log_level)");
+    sub->add_flag("-q,--quiet", quiet, "warnings and errors only (overrides run.log_level)");
     sub->callback([&stage, name] { stage = name; });
     return sub;
   };
@@ -48,8 +53,17 @@ int main(int argc, char** argv) {
   add_stage("predict", "write daily precipitation for the test years as CF NetCDF and score it");
   add_stage("evaluate", "VALUE indices and scores of the prediction next to baselines; JSON, CSV, PNG maps");
 
+  // --config/--set/-v/-q may come before the stage; a mistyped stage gets a suggestion.
+  std::vector<std::string> stages;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) stages.push_back(sub->get_name());
+  const ds::StageArguments arranged = ds::arrange_stage_arguments(std::vector<std::string>(argv + 1, argv + argc), stages);
+  if (!arranged.error.empty()) {
+    std::cerr << "downscale: error: " << arranged.error << " (see downscale --help)" << std::endl;
+    return ds::kExitUsage;
+  }
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> reversed(arranged.args.rbegin(), arranged.args.rend());
+    app.parse(reversed);  // CLI11 takes the arguments in reverse order
   } catch (const CLI::ParseError& e) {
     // --help and --version are "errors" with exit code 0 that CLI11 prints itself; a real parse
     // error becomes one line and the usage exit code.
@@ -62,8 +76,13 @@ int main(int argc, char** argv) {
   // blocks of work: they stop there, remove their temporary files and say so.
   ds::install_stop_handlers();
   try {
-    const ds::Config cfg = ds::load_config(config_path, overrides);
+    if (verbose && quiet) throw ds::UsageError("--verbose and --quiet together: choose one");
+    ds::Config cfg = ds::load_config(config_path, overrides);
+    if (verbose) cfg.run.log_level = "debug";
+    if (quiet) cfg.run.log_level = "warn";
     ds::setup_logging(stage, cfg.run.log_level);
+    spdlog::debug("downscale {} {}: config {}, {} --set override(s), log level {}", DOWNSCALE_VERSION, stage,
+                  config_path, overrides.size(), cfg.run.log_level);
     if (stage == "synth") return ds::run_synth(cfg);
     if (stage == "fetch") return ds::run_fetch(cfg, options.dry_run);
     if (stage == "preprocess") return ds::run_preprocess(cfg);

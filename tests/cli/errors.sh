@@ -39,6 +39,29 @@ expect 2 "typo.yaml: unknown key 'train.epoch' (did you mean 'train.epochs'?)" -
 expect 2 "--set train.epocs=3: unknown key 'train.epocs'" -- train --config "$work/good.yaml" $run --set train.epocs=3
 # A missing config file and a missing subcommand: exit 2.
 expect 2 "nope.yaml" -- fetch --config "$work/nope.yaml"
+# A mistyped stage: a suggestion, not CLI11's "A subcommand is required"; exit 2.
+expect 2 "unknown stage 'trian' (did you mean 'train'?)" -- trian --config "$work/good.yaml"
+expect 2 "unknown stage 'frobnicate'; the stages are synth, fetch" -- frobnicate
+# --verbose and --quiet together: exit 2.
+expect 2 "--verbose and --quiet together" -- synth -v -q --config "$work/good.yaml" $run
+# The common options may come before the stage (as git's): --set there is applied...
+expect 2 "--set train.epocs=3: unknown key 'train.epocs'" -- --config "$work/good.yaml" --set train.epocs=3 train $run
+# ... and -q there keeps the log to warnings (synth logs info lines otherwise). synth writes
+# data/synth under the working folder: run it in $work.
+quiet=$(cd "$work" && "$bin" --config "$work/good.yaml" -q synth 2>&1) && rc=0 || rc=$?
+if [[ $rc -ne 0 || -n $quiet || ! -d $work/data/synth ]]; then
+  echo "FAIL: downscale --config F -q synth: exit $rc, output '$quiet'"; failures=$((failures+1))
+else
+  echo "ok: options before the stage; -q silent"
+fi
+# -v shows the debug lines that the default info level hides.
+loud=$(cd "$work" && "$bin" synth -v --config "$work/good.yaml" 2>&1)
+plain=$(cd "$work" && "$bin" synth --config "$work/good.yaml" 2>&1)
+if [[ $loud == *"log level debug"* && $plain != *"log level"* ]]; then
+  echo "ok: -v adds debug lines"
+else
+  echo "FAIL: synth -v shows no debug line, or one shows without -v"; failures=$((failures+1))
+fi
 # A missing input file: exit 3, names the file.
 expect 3 "$work/absent.nc: no such file" -- fetch --config "$work/good.yaml" $run --set fetch.predictors.source=$work/absent.nc
 # The stage before not run: names the manifest it needs.
