@@ -66,4 +66,32 @@ void EventWriter::write_record(const std::string& data) {
   out_.append(r);  // whole record, checked; throws naming the file and the cause
 }
 
+namespace {
+// The run folder, made if missing; on a fresh training emptied of earlier event files.
+std::string run_folder(const std::string& parent, const std::string& run, bool fresh) {
+  const std::filesystem::path dir = std::filesystem::path(parent) / run;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(dir.string() + ": cannot create the TensorBoard folder: " + ec.message());
+  if (fresh)
+    for (const auto& f : std::filesystem::directory_iterator(dir))
+      if (f.path().filename().string().rfind("events.out.tfevents.", 0) == 0) std::filesystem::remove(f.path());
+  return dir.string();
+}
+}  // namespace
+
+TrainingEvents::TrainingEvents(const std::string& out_dir, bool fresh)
+    : folder_(out_dir + "/tensorboard"),
+      train_(run_folder(folder_, "train", fresh)),
+      validation_(run_folder(folder_, "validation", fresh)) {}
+
+void TrainingEvents::epoch(int epoch, double train_loss, double validation_loss, double learning_rate,
+                           double seconds, double samples_per_second) {
+  train_.add_scalar("loss", train_loss, epoch);
+  validation_.add_scalar("loss", validation_loss, epoch);
+  train_.add_scalar("learning_rate", learning_rate, epoch);  // of the epoch's last step
+  train_.add_scalar("epoch_seconds", seconds, epoch);
+  train_.add_scalar("samples_per_second", samples_per_second, epoch);
+}
+
 }  // namespace ds

@@ -1,4 +1,4 @@
-// TensorBoard event files: `tensorboard --logdir <run>/train` shows the loss curves.
+// TensorBoard event files: `tensorboard --logdir <run>/train/tensorboard` shows the loss curves.
 //
 // A file is a sequence of TFRecords, each framing one serialized Event (tensorboard_event.proto):
 //   uint64 length (little-endian) | uint32 masked_crc32c(length bytes) | data | uint32 masked_crc32c(data)
@@ -30,6 +30,23 @@ class EventWriter {
   void write_record(const std::string& data);
   std::string path_;
   AppendFile out_;
+};
+
+// What training logs, laid out as Keras' TensorBoard callback does: two runs, `train/` and
+// `validation/` under <out_dir>/tensorboard, each with the tag `loss`, so TensorBoard overlays the
+// two curves in one chart; the train run also has learning_rate, epoch_seconds and
+// samples_per_second. A fresh (not resumed) training removes the event files of an earlier
+// training in the same folder, whose points would otherwise interleave with the new ones.
+class TrainingEvents {
+ public:
+  TrainingEvents(const std::string& out_dir, bool fresh);
+  void epoch(int epoch, double train_loss, double validation_loss, double learning_rate, double seconds,
+             double samples_per_second);
+  std::string folder() const { return folder_; }
+
+ private:
+  std::string folder_;
+  EventWriter train_, validation_;
 };
 
 // The TFRecord framing of one record (exposed for tests).

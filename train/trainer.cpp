@@ -305,8 +305,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   if (root) csv = AppendFile(csv_path, !resume);
   if (root && !resume) csv.append("epoch,train_loss,val_loss,epoch_seconds,samples_per_second\n");
   // A new event file per run (and per resume): TensorBoard merges every file of the folder.
-  std::optional<EventWriter> events;
-  if (root) events.emplace(out_dir);
+  std::optional<TrainingEvents> events;
+  if (root) events.emplace(out_dir, !resume);
 
   const model::Tensor mask = mask_tensor(meta, *be);
   Batch batch{model::Tensor(*be, {1, 1, 1, 1}), model::Tensor(*be, {1, 1, 1, 1})};
@@ -450,10 +450,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       std::ostringstream line;
       line << epoch << "," << train_loss << "," << val_loss << "," << secs << "," << n_train / secs << "\n";
       csv.append(line.str());
-      events->add_scalar("loss/train", train_loss, epoch);
-      events->add_scalar("loss/validation", val_loss, epoch);
-      events->add_scalar("learning_rate", lr, epoch);  // of the epoch's last step
-      events->add_scalar("epoch_seconds", secs, epoch);
+      events->epoch(epoch, train_loss, val_loss, lr, secs, n_train / secs);
       timeline.add("checkpoint", Timeline::kStep, t_checkpoint, Clock::now(), last_step, epoch);
     }
     spdlog::info("epoch {}/{}: train loss {:.4f}, validation loss {:.4f}{}, {:.1f} s", epoch, tc.epochs, train_loss,

@@ -45,7 +45,7 @@ sums=$(grep -o 'final weights checksum [0-9a-f]*' two.log | sort -u | wc -l)
 [[ $(grep -c 'final weights checksum' two.log) -eq 2 && $sums -eq 1 ]] ||
   { echo "ranks end with different weights:"; grep 'final weights checksum' two.log; exit 1; }
 grep -q 'per rank: ' two.log || { echo "no per-rank throughput"; exit 1; }
-[[ $(ls runs/two/train/events.out.tfevents.* | wc -l) -eq 1 ]] || { echo "expected one event file (rank 0's)"; exit 1; }
+[[ $(ls runs/two/train/tensorboard/train/events.out.tfevents.* | wc -l) -eq 1 ]] || { echo "expected one event file (rank 0's)"; exit 1; }
 [[ $(grep -c '^2,' runs/two/train/metrics.csv) -eq 1 ]] || { echo "metrics.csv written more than once"; exit 1; }
 checksum=$(grep -o 'final weights checksum [0-9a-f]*' two.log | head -1 | awk '{print $4}')
 

@@ -66,3 +66,41 @@ TEST(TensorBoard, UnwritableFolderIsAnErrorNamingTheFile) {
         << e.what();
   }
 }
+
+
+// Keras' layout: runs train/ and validation/ with one tag `loss`, so TensorBoard overlays them;
+// a fresh training replaces an earlier one's files, a resumed one adds a file beside them.
+TEST(TensorBoard, TrainingEventsAreTwoRunsWithOneLossTag) {
+  test::TempDir d;
+  {
+    TrainingEvents e(d.path(), true);
+    e.epoch(1, 1.5, 1.75, 1e-3, 2.0, 100.0);
+    e.epoch(2, 1.25, 1.5, 1e-3, 2.0, 110.0);
+  }
+  const std::string train = d.path() + "/tensorboard/train", validation = d.path() + "/tensorboard/validation";
+  std::string version;
+  ASSERT_EQ(event_files(train).size(), 1u);
+  ASSERT_EQ(event_files(validation).size(), 1u);
+  const auto t = scalars(read_records(event_files(train)[0]), &version);
+  const auto v = scalars(read_records(event_files(validation)[0]), &version);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].tag, "loss");
+  EXPECT_EQ(v[1].value, 1.5f);
+  EXPECT_EQ(v[1].step, 2);
+  int losses = 0, throughput = 0;
+  for (const auto& s : t) {
+    losses += s.tag == "loss";
+    if (s.tag == "samples_per_second") {
+      ++throughput;
+      EXPECT_GT(s.value, 99.0f);
+    }
+  }
+  EXPECT_EQ(losses, 2);
+  EXPECT_EQ(throughput, 2);
+
+  { TrainingEvents resumed(d.path(), false); }  // --resume: a second file beside the first
+  EXPECT_EQ(event_files(train).size(), 2u);
+  { TrainingEvents fresh(d.path(), true); }  // a new training: only its own file remains
+  EXPECT_EQ(event_files(train).size(), 1u);
+  EXPECT_EQ(event_files(validation).size(), 1u);
+}

@@ -114,22 +114,25 @@ TEST(Trainer, LearnsAndWritesCheckpointsAndMetrics) {
   EXPECT_TRUE(std::filesystem::exists(d / "a/checkpoint_best.h5"));
   EXPECT_TRUE(std::filesystem::exists(d / "a/checkpoint_last.h5"));
   EXPECT_TRUE(std::filesystem::exists(d / "a/model_summary.txt"));
-  // TensorBoard: one event file whose train/validation curves are metrics.csv's, epoch by epoch.
-  const auto files = test::event_files(d / "a");
-  ASSERT_EQ(files.size(), 1u);
-  std::string version;
-  const auto points = test::scalars(test::read_records(files[0]), &version);
-  EXPECT_EQ(version, "brain.Event:2");
+  // TensorBoard: runs train/ and validation/, one event file each, whose `loss` curves are
+  // metrics.csv's, epoch by epoch.
   int seen = 0;
-  for (const auto& p : points) {
-    if (p.tag != "loss/train" && p.tag != "loss/validation") continue;
-    const std::string& line = lines[size_t(p.step)];
-    const size_t c1 = line.find(','), c2 = line.find(',', c1 + 1), c3 = line.find(',', c2 + 1);
-    const double want = p.tag == "loss/train" ? std::stod(line.substr(c1 + 1, c2 - c1 - 1))
-                                              : std::stod(line.substr(c2 + 1, c3 - c2 - 1));
-    // The csv prints 6 significant digits and the event holds a float: 1e-5 relative covers both.
-    EXPECT_NEAR(p.value, want, 1e-5 * std::abs(want)) << p.tag << " epoch " << p.step;
-    ++seen;
+  for (const std::string run : {"train", "validation"}) {
+    const auto files = test::event_files(d / ("a/tensorboard/" + run));
+    ASSERT_EQ(files.size(), 1u) << run;
+    std::string version;
+    const auto points = test::scalars(test::read_records(files[0]), &version);
+    EXPECT_EQ(version, "brain.Event:2");
+    for (const auto& p : points) {
+      if (p.tag != "loss") continue;
+      const std::string& line = lines[size_t(p.step)];
+      const size_t c1 = line.find(','), c2 = line.find(',', c1 + 1), c3 = line.find(',', c2 + 1);
+      const double want = run == "train" ? std::stod(line.substr(c1 + 1, c2 - c1 - 1))
+                                         : std::stod(line.substr(c2 + 1, c3 - c2 - 1));
+      // The csv prints 6 significant digits and the event holds a float: 1e-5 relative covers both.
+      EXPECT_NEAR(p.value, want, 1e-5 * std::abs(want)) << run << " epoch " << p.step;
+      ++seen;
+    }
   }
   EXPECT_EQ(seen, 16);  // 8 epochs x 2 curves
 }
