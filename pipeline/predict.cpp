@@ -16,6 +16,7 @@
 #include "io/atomic_file.h"
 #include "io/calendar.h"
 #include "io/error.h"
+#include "io/log.h"
 #include "io/precipitation_file.h"
 #include "io/predictand_file.h"
 #include "io/run_lock.h"
@@ -53,6 +54,8 @@ std::vector<float> run_network(model::Net& net, model::Backend& be, const StoreM
   std::vector<float> out(n * channels * hw);
   model::Tensor x(be, {1, 1, 1, 1});
   std::vector<float> host_x;
+  // A line every few seconds on long predictions (decades of GCM days on a CPU node).
+  Progress progress("predicted days", int64_t(n));
   for (size_t start = 0; start < n; start += batch_size) {
     throw_if_stop_requested("predicting day " + std::to_string(start) + " of " + std::to_string(n) +
                             "; nothing written");
@@ -64,6 +67,7 @@ std::vector<float> run_network(model::Net& net, model::Backend& be, const StoreM
     const auto host = net.forward(x).to_host();
     for (size_t i = 0; i < nb * channels; ++i)
       for (size_t k = 0; k < hw; ++k) out[(start * channels + i) * hw + k] = meta.mask[k] ? host[i * hw + k] : NAN;
+    progress.advance(int64_t(nb));
   }
   return out;
 }
