@@ -1,5 +1,8 @@
 #include "io/hdf5_file.h"
 
+#include <hdf5_hl.h>
+
+#include <cstdlib>
 #include <cstring>
 #include <regex>
 
@@ -218,6 +221,46 @@ void H5File::write(const std::string& n, const std::vector<hsize_t>& d, const fl
 void H5File::write(const std::string& n, const std::vector<hsize_t>& d, const double* p) { write_any(n, H5T_NATIVE_DOUBLE, d, p); }
 void H5File::write(const std::string& n, const std::vector<hsize_t>& d, const int64_t* p) { write_any(n, H5T_NATIVE_INT64, d, p); }
 void H5File::write(const std::string& n, const std::vector<hsize_t>& d, const uint8_t* p) { write_any(n, H5T_NATIVE_UINT8, d, p); }
+
+void H5File::write_strings(const std::string& name, const std::vector<std::string>& values) {
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_cset(type, H5T_CSET_UTF8);
+  std::vector<const char*> ptrs;
+  for (const auto& v : values) ptrs.push_back(v.c_str());
+  write_any(name, type, {hsize_t(values.size())}, ptrs.data());
+}
+
+std::vector<std::string> H5File::read_strings(const std::string& name) const {
+  Handle ds(H5Dopen2(id_, name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (ds < 0) throw InputError(path_ + ": no dataset " + name);
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type, H5T_VARIABLE);
+  const auto n = dims(name);
+  std::vector<char*> ptrs(n.empty() ? 0 : n[0], nullptr);
+  if (H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) < 0)
+    throw InputError(path_ + ": cannot read dataset " + name + " as strings");
+  std::vector<std::string> out;
+  for (char* p : ptrs) {
+    out.emplace_back(p ? p : "");
+    std::free(p);  // variable-length strings are malloc'ed by the library
+  }
+  return out;
+}
+
+void H5File::make_scale(const std::string& scale, const std::string& dim) {
+  Handle ds(H5Dopen2(id_, scale.c_str(), H5P_DEFAULT), H5Dclose);
+  if (ds < 0 || H5DSset_scale(ds, dim.c_str()) < 0 || ds.close() < 0)
+    fail_write(path_, "cannot make " + scale + " the dimension scale " + dim);
+}
+
+void H5File::attach_scale(const std::string& dataset, const std::string& scale, unsigned index) {
+  Handle ds(H5Dopen2(id_, dataset.c_str(), H5P_DEFAULT), H5Dclose);
+  Handle sc(H5Dopen2(id_, scale.c_str(), H5P_DEFAULT), H5Dclose);
+  if (ds < 0 || sc < 0 || H5DSattach_scale(ds, sc, index) < 0 || ds.close() < 0 || sc.close() < 0)
+    fail_write(path_, "cannot attach the dimension scale " + scale + " to dimension " + std::to_string(index) +
+                          " of " + dataset);
+}
 
 std::vector<hsize_t> H5File::dims(const std::string& name) const {
   Handle ds(H5Dopen2(id_, name.c_str(), H5P_DEFAULT), H5Dclose);

@@ -49,6 +49,16 @@ class H5File {
   void read_rows(const std::string& name, hsize_t row, hsize_t nrows, double* out) const;
   void read_rows(const std::string& name, hsize_t row, hsize_t nrows, int64_t* out) const;
 
+  // A 1-D dataset of variable-length UTF-8 strings (netCDF reads it as NC_STRING).
+  void write_strings(const std::string& name, const std::vector<std::string>& values);
+  std::vector<std::string> read_strings(const std::string& name) const;
+  // HDF5 dimension scales (H5DS, the high-level library): the 1-D dataset `scale` becomes the
+  // coordinate of a dimension named `dim`; attach_scale makes it the coordinate of dimension
+  // `index` of `dataset`. netCDF-4 and xarray then show named dimensions with coordinates instead
+  // of phony_dim_N.
+  void make_scale(const std::string& scale, const std::string& dim);
+  void attach_scale(const std::string& dataset, const std::string& scale, unsigned index);
+
   // Attributes on the object at `obj` ("/" for the file).
   void set_attr(const std::string& obj, const std::string& name, const std::string& value);
   void set_attr(const std::string& obj, const std::string& name, double value);

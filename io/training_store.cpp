@@ -58,7 +58,47 @@ StoreWriter::StoreWriter(const std::string& path, const StoreMeta& meta, int def
   const std::vector<hsize_t> stat_dims{hsize_t(meta.C()), hsize_t(meta.H()), hsize_t(meta.W())};
   file_.write("/stats/mean", stat_dims, meta.mean.data());
   file_.write("/stats/sd", stat_dims, meta.sd.data());
+  write_coordinates("/");
+  attach_root_coordinates();
   file_.set_attr("/", "identity", store_identity(meta_));
+}
+
+// Named dimensions with coordinates for netCDF-4 and xarray (`xarray.open_dataset(store,
+// group="train")`), which otherwise show phony_dim_N. Dimension scales channel (the names as
+// strings), predictor_lat/lon and lat/lon (the predictand grid) in the root, for the mask and the
+// statistics, and again in each split's group with its time, for x, y and obs: xarray shows a
+// group's own coordinates only. The /grid datasets stay for the readers of earlier stores.
+void StoreWriter::write_coordinates(const std::string& group) {
+  const StoreMeta& m = meta_;
+  const std::string g = group == "/" ? "" : group;
+  file_.write_strings(g + "/channel", m.channels);
+  file_.set_attr(g + "/channel", "long_name", std::string("predictor field as var@level in hPa (a surface field: var)"));
+  file_.write(g + "/predictor_lat", {m.predictor_lat.size()}, m.predictor_lat.data());
+  file_.write(g + "/predictor_lon", {m.predictor_lon.size()}, m.predictor_lon.data());
+  file_.write(g + "/lat", {m.predictand_lat.size()}, m.predictand_lat.data());
+  file_.write(g + "/lon", {m.predictand_lon.size()}, m.predictand_lon.data());
+  for (const char* lat : {"/predictor_lat", "/lat"}) {
+    file_.set_attr(g + lat, "units", std::string("degrees_north"));
+    file_.set_attr(g + lat, "standard_name", std::string("latitude"));
+  }
+  for (const char* lon : {"/predictor_lon", "/lon"}) {
+    file_.set_attr(g + lon, "units", std::string("degrees_east"));
+    file_.set_attr(g + lon, "standard_name", std::string("longitude"));
+  }
+  for (const char* c : {"/channel", "/predictor_lat", "/predictor_lon", "/lat", "/lon"}) file_.make_scale(g + c, c + 1);
+}
+
+void StoreWriter::attach_root_coordinates() {
+  file_.attach_scale("/mask", "/lat", 0);
+  file_.attach_scale("/mask", "/lon", 1);
+  file_.set_attr("/mask", "long_name", std::string("modelled (land) grid box: 1, else 0"));
+  for (const char* st : {"/stats/mean", "/stats/sd"}) {
+    file_.attach_scale(st, "/channel", 0);
+    file_.attach_scale(st, "/predictor_lat", 1);
+    file_.attach_scale(st, "/predictor_lon", 2);
+  }
+  file_.set_attr("/stats/mean", "long_name", std::string("training-period mean per channel and grid box"));
+  file_.set_attr("/stats/sd", "long_name", std::string("training-period standard deviation (ddof 1)"));
 }
 
 // One hasher per dataset, fed in row order, so the hash does not depend on the block sizes.
@@ -91,6 +131,23 @@ void StoreWriter::create_split(const std::string& split, size_t n_samples) {
   file_.create_dataset(g + "/time", H5T_NATIVE_INT64, {n}, kTimeChunkRows);
   file_.set_attr(g + "/time", "units", std::string("days since 1970-01-01"));
   file_.set_attr(g + "/time", "calendar", meta_.calendar);
+  file_.make_scale(g + "/time", "time");
+  write_coordinates(g);
+  for (const char* v : {"/x", "/y", "/obs"}) file_.attach_scale(g + v, g + "/time", 0);
+  file_.attach_scale(g + "/x", g + "/channel", 1);
+  file_.attach_scale(g + "/x", g + "/predictor_lat", 2);
+  file_.attach_scale(g + "/x", g + "/predictor_lon", 3);
+  for (const char* v : {"/y", "/obs"}) {
+    file_.attach_scale(g + v, g + "/lat", 1);
+    file_.attach_scale(g + v, g + "/lon", 2);
+  }
+  file_.set_attr(g + "/x", "units", std::string("1"));
+  file_.set_attr(g + "/x", "long_name", std::string("standardized predictors: (value - training mean) / training sd"));
+  file_.set_attr(g + "/y", "units", meta_.predictand_units);
+  file_.set_attr(g + "/y", "long_name",
+                 std::string("training target (precipitation: amount above the wet threshold, 0 on dry days); "
+                             "NaN where not observed"));
+  file_.set_attr(g + "/obs", "long_name", std::string("observed predictand; NaN where not observed"));
   hashes_[split] = std::make_shared<SplitHash>();
 }
 

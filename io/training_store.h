@@ -87,6 +87,8 @@ class StoreWriter {
 
  private:
   struct SplitHash;
+  void write_coordinates(const std::string& group);  // dimension scales in `group` ("/" the root)
+  void attach_root_coordinates();
   H5File file_;
   StoreMeta meta_;
   int deflate_ = 0;

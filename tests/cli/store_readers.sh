@@ -25,6 +25,25 @@ for want in 'DATASET "x"' 'H5T_IEEE_F32LE' 'ATTRIBUTE "regrid"' 'GROUP "stats"' 
   grep -qF -- "$want" <<<"$header" || { echo "h5dump -H lacks $want"; exit 1; }
 done
 h5dump -d /test/time -c 3 "$store" >/dev/null
+# xarray (through netCDF-4) sees named dimensions with coordinates, not phony_dim_N: the README's
+# recipe.
+/usr/bin/python3 - "$store" <<'PY'
+import sys
+import numpy as np, xarray as xr
+store = sys.argv[1]
+train = xr.open_dataset(store, group="train")
+root = xr.open_dataset(store)
+assert train["x"].dims == ("time", "channel", "predictor_lat", "predictor_lon"), train["x"].dims
+assert train["y"].dims == ("time", "lat", "lon") and train["obs"].dims == ("time", "lat", "lon"), train["y"].dims
+assert not any(d.startswith("phony_dim") for d in train.dims), train.dims
+assert list(train["channel"].values[:2]) == ["z@500", "z@700"], train["channel"].values[:4]
+assert np.issubdtype(train["time"].dtype, np.datetime64) and str(train["time"].values[0])[:10] == "2000-01-01"
+assert train["x"].attrs["units"] == "1" and train["lat"].attrs["units"] == "degrees_north"
+assert root["mask"].dims == ("lat", "lon") and root["lat"].size == train["lat"].size
+sel = train["x"].sel(channel="ta@850").isel(time=0)
+assert sel.dims == ("predictor_lat", "predictor_lon") and np.isfinite(sel.values).all()
+print(f"xarray: train x {dict(train['x'].sizes)}, y {dict(train['y'].sizes)}, channels {list(train['channel'].values[:3])}...")
+PY
 
 # A predictor grid 10° west of the fetched box: exit 3, names the file, no store, no temporary.
 rm "$store"
