@@ -89,7 +89,7 @@ struct DnnlBackend::ConvPrims {
 };
 
 DnnlBackend::ConvPrims& DnnlBackend::conv_prims(const ConvDesc& d) {
-  ConvKey key{d.in.n,   d.in.c,       d.in.h,     d.in.w,      d.out_c, d.kh, d.kw, d.stride,
+  ConvKey key{d.in.n, d.in.c, d.in.h, d.in.w, d.out_c, d.kh, d.kw, d.stride,
               d.pad_top, d.pad_bottom, d.pad_left, d.pad_right, bf16_};
   auto it = conv_cache_.find(key);
   if (it != conv_cache_.end()) return *it->second;
