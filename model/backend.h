@@ -36,7 +36,7 @@ struct PoolDesc {
 // Arithmetic of convolutions and matrix products (config key run.math). kTf32 lets cuDNN and
 // cuBLAS round their inputs to TF32 on tensor cores (10-bit mantissa: ~1e-3 relative per product;
 // PyTorch's default for convolutions); kFp32 keeps plain FP32 FMA (what the parity tests pin).
-enum class MathMode { kTf32, kFp32 };
+enum class MathMode { kTf32, kFp32, kBf16, kFp16 };
 
 class Backend {
  public:

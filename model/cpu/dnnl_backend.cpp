@@ -70,6 +70,23 @@ std::string DnnlBackend::name() const {
   return "cpu (oneDNN, " + std::to_string(t) + " threads)";
 }
 
+bool DnnlBackend::cpu_has_bf16() {
+  // The ISA values are nested bit sets: AMX includes every avx512_core_bf16 bit, AVX2-VNNI none.
+  const int isa = int(dnnl::get_effective_cpu_isa()), bf16 = int(dnnl::cpu_isa::avx512_core_bf16);
+  return (isa & bf16) == bf16;
+}
+
+bool DnnlBackend::set_math(MathMode mode) {
+  if (mode == MathMode::kBf16) {
+    if (!cpu_has_bf16()) return false;
+    bf16_ = true;
+    return true;
+  }
+  if (mode == MathMode::kFp16) return false;  // keeps the current mode, as any refused request
+  bf16_ = false;  // kTf32 and kFp32 both compute in FP32 here
+  return false;
+}
+
 // --- memory ---
 
 float* DnnlBackend::allocate(int64_t n) {

@@ -18,6 +18,13 @@ class DnnlBackend : public Backend {
   explicit DnnlBackend(int threads);
   ~DnnlBackend() override;
   std::string name() const override;
+  // kBf16: convolutions (plain and polyphase) and the dense layer read bfloat16 copies of their
+  // inputs and weights and accumulate and write FP32, on CPUs whose oneDNN ISA has avx512_bf16
+  // (false elsewhere, mode unchanged). kFp16: false (no FP16 convolutions in oneDNN on x86).
+  // kTf32/kFp32: false, FP32 as ever (TF32 is a tensor-core format).
+  bool set_math(MathMode mode) override;
+  // Whether oneDNN may run bfloat16 convolutions here: avx512_core_bf16 or better (AMX).
+  static bool cpu_has_bf16();
 
   float* allocate(int64_t n) override;
   void release(float* p) override;
@@ -86,7 +93,8 @@ class DnnlBackend : public Backend {
   // operand's plain layout to the chosen one, conv_in/conv_out move data between them.
   struct ConvPrims;
   struct ConvOperand;
-  using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int>;
+  // Geometry, then whether the inputs are bfloat16 (primitives of both modes coexist).
+  using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, bool>;
   ConvPrims& conv_prims(const ConvDesc& d);
   dnnl::memory conv_in(const ConvOperand& op, const float* user, HostBuffer& ws);
   dnnl::memory conv_out(const ConvOperand& op, float* user, HostBuffer& ws);
@@ -98,6 +106,7 @@ class DnnlBackend : public Backend {
   ResamplePrims& resample_prims(const Shape& in, int factor);
 
   int threads_;
+  bool bf16_ = false;  // set_math(kBf16) honoured: conv/dense inputs in bfloat16
   dnnl::engine engine_;
   dnnl::stream stream_;
   std::map<ConvKey, std::shared_ptr<ConvPrims>> conv_cache_;  // shared_ptr: ConvPrims is complete only in dnnl_conv.cpp
@@ -118,7 +127,7 @@ class DnnlBackend : public Backend {
   PoolPrims& pool_prims(const PoolDesc& d);
   struct BatchNormPrims;
   BatchNormPrims& batch_norm_prims(const Shape& s, float eps);
-  std::map<std::tuple<int, int, int>, std::shared_ptr<DensePrims>> dense_cache_;
+  std::map<std::tuple<int, int, int, bool>, std::shared_ptr<DensePrims>> dense_cache_;  // + bf16_
   std::map<std::tuple<int, int, int, int, int, int, int>, std::shared_ptr<PoolPrims>> pool_cache_;
   std::map<std::tuple<int, int, int, int, float>, std::shared_ptr<BatchNormPrims>> batch_norm_cache_;
 };

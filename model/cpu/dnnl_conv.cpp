@@ -9,6 +9,12 @@
 // memory-bound passes over data the convolution reads dozens of times, a few percent of its time;
 // weights are reordered on every call because the optimizer updates them in place in OIHW, and
 // at a few MB per layer (5 MB for MNN's largest) that costs less than tracking when they changed.
+//
+// BF16 (set_math(kBf16)): the operands a convolution multiplies (forward: src, weights; backward
+// data: diff_dst, weights; backward weights: src, diff_dst) are bfloat16 in the primitive's
+// layout, and what it writes (dst, diff_src, diff_weights, diff_bias) is FP32, accumulated in
+// FP32. The reorders above do the f32 -> bf16 conversion along with the blocking, so the
+// Backend's FP32 buffers are untouched and the conversion costs no extra pass.
 #include <cstdlib>
 #include <cstring>
 
@@ -37,8 +43,8 @@ bool plain_layouts() {
 }
 
 // The layout oneDNN may choose for an operand: any, or plain when asked. `user` is the plain tag.
-memory::desc chosen(const memory::dims& dims, tag user, bool plain) {
-  return memory::desc(dims, dt::f32, plain ? user : tag::any);
+memory::desc chosen(const memory::dims& dims, dt type, tag user, bool plain) {
+  return memory::desc(dims, type, plain ? user : tag::any);
 }
 
 
@@ -65,7 +71,9 @@ struct DnnlBackend::ConvOperand {
 };
 
 struct DnnlBackend::ConvPrims {
-  memory::desc src, wei, dst;  // what oneDNN may choose from (any, or plain: see plain_layouts)
+  // What oneDNN may choose from (any, or plain: see plain_layouts), for the operands the
+  // primitives read (`in`: bf16 under BF16 math) and those they write (`out`: always f32).
+  memory::desc src_in, wei_in, dst_in, src_out, wei_out, dst_out;
   memory::desc bias;           // plain (x): every implementation takes it as is
   memory::dims strides, pad_l, pad_r;
   dnnl::convolution_forward::primitive_desc fwd_pd;
@@ -82,7 +90,7 @@ struct DnnlBackend::ConvPrims {
 
 DnnlBackend::ConvPrims& DnnlBackend::conv_prims(const ConvDesc& d) {
   ConvKey key{d.in.n, d.in.c, d.in.h, d.in.w, d.out_c, d.kh, d.kw, d.stride,
-              d.pad_top, d.pad_bottom, d.pad_left, d.pad_right};
+              d.pad_top, d.pad_bottom, d.pad_left, d.pad_right, bf16_};
   auto it = conv_cache_.find(key);
   if (it != conv_cache_.end()) return *it->second;
 
@@ -90,16 +98,20 @@ DnnlBackend::ConvPrims& DnnlBackend::conv_prims(const ConvDesc& d) {
   auto p = std::make_shared<ConvPrims>();
   const memory::dims src{d.in.n, d.in.c, d.in.h, d.in.w}, wei{d.out_c, d.in.c, d.kh, d.kw}, dst{o.n, o.c, o.h, o.w};
   const bool plain = plain_layouts();
-  p->src = chosen(src, tag::nchw, plain);
-  p->wei = chosen(wei, tag::oihw, plain);
-  p->dst = chosen(dst, tag::nchw, plain);
+  const dt in = bf16_ ? dt::bf16 : dt::f32;
+  p->src_in = chosen(src, in, tag::nchw, plain);
+  p->wei_in = chosen(wei, in, tag::oihw, plain);
+  p->dst_in = chosen(dst, in, tag::nchw, plain);
+  p->src_out = chosen(src, dt::f32, tag::nchw, plain);
+  p->wei_out = chosen(wei, dt::f32, tag::oihw, plain);
+  p->dst_out = chosen(dst, dt::f32, tag::nchw, plain);
   p->bias = memory::desc({d.out_c}, dt::f32, tag::x);
   p->strides = {d.stride, d.stride};
   // Explicit per-side padding is what lets oneDNN do Keras' asymmetric 'same' directly.
   p->pad_l = {d.pad_top, d.pad_left};
   p->pad_r = {d.pad_bottom, d.pad_right};
-  dnnl::convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, p->src, p->wei,
-                                     p->bias, p->dst, p->strides, p->pad_l, p->pad_r);
+  dnnl::convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, p->src_in,
+                                     p->wei_in, p->bias, p->dst_out, p->strides, p->pad_l, p->pad_r);
   p->fwd_pd = dnnl::convolution_forward::primitive_desc(fd, user_scratchpad(), engine_);
   p->fwd = dnnl::convolution_forward(p->fwd_pd);
   p->fwd_src = ConvOperand(engine_, memory::desc(src, dt::f32, tag::nchw), p->fwd_pd.src_desc());
@@ -154,8 +166,8 @@ void DnnlBackend::conv2d_forward(const ConvDesc& d, const float* x, const float*
 void DnnlBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) {
   ConvPrims& p = conv_prims(d);
   if (!p.bwd_data) {
-    dnnl::convolution_backward_data::desc bd(algorithm::convolution_direct, p.src, p.wei, p.dst, p.strides, p.pad_l,
-                                             p.pad_r);
+    dnnl::convolution_backward_data::desc bd(algorithm::convolution_direct, p.src_out, p.wei_in, p.dst_in, p.strides,
+                                             p.pad_l, p.pad_r);
     p.bwd_data_pd = std::make_unique<dnnl::convolution_backward_data::primitive_desc>(bd, user_scratchpad(), engine_,
                                                                                       p.fwd_pd);
     p.bwd_data = std::make_unique<dnnl::convolution_backward_data>(*p.bwd_data_pd);
@@ -176,8 +188,8 @@ void DnnlBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const
 void DnnlBackend::conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) {
   ConvPrims& p = conv_prims(d);
   if (!p.bwd_w) {
-    dnnl::convolution_backward_weights::desc wd(algorithm::convolution_direct, p.src, p.wei, p.bias, p.dst,
-                                                p.strides, p.pad_l, p.pad_r);
+    dnnl::convolution_backward_weights::desc wd(algorithm::convolution_direct, p.src_in, p.wei_out, p.bias,
+                                                p.dst_in, p.strides, p.pad_l, p.pad_r);
     p.bwd_w_pd = std::make_unique<dnnl::convolution_backward_weights::primitive_desc>(wd, user_scratchpad(), engine_,
                                                                                       p.fwd_pd);
     p.bwd_w = std::make_unique<dnnl::convolution_backward_weights>(*p.bwd_w_pd);
