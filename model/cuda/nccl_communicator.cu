@@ -17,6 +17,7 @@
 #include <nccl.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -136,7 +137,13 @@ class NcclCommunicator final : public Communicator {
   }
 
   ~NcclCommunicator() override {
-    // No throwing: after an error the context may be gone. Nothing may still use the buffers.
+    // No throwing: after an error the context may be gone. Collectives still open (an exception
+    // between their start and wait_all) may wait forever for peers that are gone: abort them
+    // rather than synchronize. Otherwise nothing may still use the buffers.
+    if (comm_ && !ops_.empty()) {
+      nccl().CommAbort(comm_);
+      comm_ = nullptr;
+    }
     if (stream_) cudaStreamSynchronize(stream_);
     release_wire_buffers();
     if (comm_) nccl().CommDestroy(comm_);
