@@ -21,13 +21,15 @@ std::unique_ptr<Communicator> make_training_communicator(const std::string& choi
     if (!why_not.empty()) throw UsageError("key 'run.communicator' is nccl but NCCL cannot be used: " + why_not);
     return model::make_nccl_communicator(host, be);
   }
-  if (!on_gpu || host.size() < 2) return nullptr;
-  // Every rank must choose the same: NCCL only if it can be used on all of them.
-  const std::string why_not = model::nccl_unavailable_reason();
+  if (host.size() < 2) return nullptr;
+  // Every rank must choose the same (a rank on the CPU among GPU ranks included): NCCL only if it
+  // can be used on all of them.
+  const std::string why_not = on_gpu ? model::nccl_unavailable_reason() : "rank " + std::to_string(host.rank()) +
+                                                                               " trains on " + be.name();
   double usable = why_not.empty() ? 1 : 0;
   host.allreduce_sum(&usable, 1, "run.communicator auto");
   if (usable < host.size()) {
-    if (log || !why_not.empty())
+    if (on_gpu && (log || !why_not.empty()))
       spdlog::info("run.communicator auto: gradients through MPI on the host: {}",
                    why_not.empty() ? "NCCL cannot be used on some rank" : why_not);
     return nullptr;
