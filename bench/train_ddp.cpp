@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench/bench_data.h"
+#include "io/error.h"
 #include "model/adam.h"
 #include "model/loss.h"
 #include "model/net.h"
@@ -44,7 +45,7 @@ enum Phase { kForward, kBackward, kWait, kOptimizer, kStep, kStarted, kDone, kPh
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   using namespace ds;
   CLI::App app{"data-parallel MNN training steps under MPI (the trainer's step), for bench/train_ddp.sh"};
   int batch = 8, threads = 1, steps = 8, warmup = 2, nosync_steps = 4;
@@ -222,4 +223,18 @@ int main(int argc, char** argv) {
     std::printf("step_nosync_s %.4f\nexposed_share 0\n", step_s);
   }
   return 0;
+}
+
+// Any failure (no GPU, no NCCL, an NCCL or CUDA error) as one line and an exit code, not a
+// terminate() with a stack trace.
+int main(int argc, char** argv) {
+  try {
+    return bench_main(argc, argv);
+  } catch (const ds::Error& e) {
+    std::fprintf(stderr, "bench_train_ddp: %s\n", e.what());
+    return e.code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_train_ddp: %s\n", e.what());
+    return 1;
+  }
 }
