@@ -6,6 +6,7 @@
 // `key value` lines on rank 0.
 //
 //   mpirun -np N bench_train_ddp --threads T --batch B --steps S --warmup W [--bucket-mb M]
+//     [--device cuda --communicator nccl --allreduce-dtype bf16]
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -18,10 +19,12 @@
 #include <vector>
 
 #include "bench/bench_data.h"
+#include "io/error.h"
 #include "model/adam.h"
 #include "model/loss.h"
 #include "model/net.h"
 #include "train/distributed.h"
+#include "train/device_communicator.h"
 #include "train/gradient_buckets.h"
 
 namespace {
@@ -42,12 +45,12 @@ enum Phase { kForward, kBackward, kWait, kOptimizer, kStep, kStarted, kDone, kPh
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   using namespace ds;
   CLI::App app{"data-parallel MNN training steps under MPI (the trainer's step), for bench/train_ddp.sh"};
   int batch = 8, threads = 1, steps = 8, warmup = 2, nosync_steps = 4;
   double bucket_mb = 4;  // the trainer's default (train.allreduce_bucket_mb)
-  std::string grid = "8x12", dump_prefix, device = "cpu";
+  std::string grid = "8x12", dump_prefix, device = "cpu", communicator = "mpi", allreduce_dtype = "fp32";
   app.add_option("--batch", batch, "samples per step on each rank")->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CPU threads per rank (0: all cores)");
   app.add_option("--steps", steps, "timed steps (medians are reported)")->check(CLI::PositiveNumber);
@@ -59,6 +62,10 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--grid", grid, "input grid HxW (20 channels); output (4H-3)x(4W-3). 30x53: the reference domain");
   app.add_option("--device", device, "cpu, cuda or auto (run.device); cuda: GPU local_rank");
+  app.add_option("--communicator", communicator, "mpi, nccl or auto (run.communicator); nccl: even on one rank")
+      ->check(CLI::IsMember({"mpi", "nccl", "auto"}));
+  app.add_option("--allreduce-dtype", allreduce_dtype, "fp32, bf16 or fp16 on the wire (train.allreduce_dtype)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   app.add_option("--dump", dump_prefix, "each rank writes the initial weights and its batch to PREFIX.<rank>");
   CLI11_PARSE(app, argc, argv);
   int in_h = 0, in_w = 0;
@@ -67,16 +74,20 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  auto comm = make_mpi_communicator();
-  const int rank = comm->rank(), size = comm->size();
-  const bool root = comm->is_root(), distributed = size > 1;
+  auto host = make_mpi_communicator();
+  const int rank = host->rank(), size = host->size();
+  const bool root = host->is_root();
 
   model::ModelSpec spec;
   spec.name = "mnn";
   spec.in_channels = 20;  // the reference experiment's predictors: z, hus, ta, ua, va at 4 levels
   spec.in_h = in_h;
   spec.in_w = in_w;
-  auto be = model::make_backend(device, threads, comm->local_rank());
+  auto be = model::make_backend(device, threads, host->local_rank());
+  // As the trainer: NCCL (train/device_communicator.h) once the backend has chosen the GPU.
+  const auto device_comm = make_training_communicator(communicator, *host, *be, root);
+  Communicator* comm = device_comm ? device_comm.get() : host.get();
+  const bool distributed = size > 1 || comm->name() == "nccl";
   model::Net net(spec, *be);
   net.init(1);
   // Rank 0's weights everywhere, as the trainer's broadcast_state does (every rank drew the same
@@ -87,7 +98,7 @@ int main(int argc, char** argv) {
       const std::vector<float> v = p.value->to_host();
       buf.insert(buf.end(), v.begin(), v.end());
     }
-    comm->broadcast(buf.data(), buf.size(), 0, "initial weights");
+    host->broadcast(buf.data(), buf.size(), 0, "initial weights");
     size_t off = 0;
     for (const auto& p : net.params()) {
       p.value->upload(buf.data() + off);
@@ -103,7 +114,8 @@ int main(int argc, char** argv) {
   model::Tensor d_out(*be, net.output_shape(batch));
   std::optional<GradientBuckets> buckets;
   // As the trainer: buckets only with more than one rank (one rank trains with no allreduce).
-  if (distributed) buckets.emplace(net.params(), size_t(bucket_mb * 1024 * 1024), *comm);
+  if (distributed)
+    buckets.emplace(net.params(), size_t(bucket_mb * 1024 * 1024), *comm, parse_wire_type(allreduce_dtype));
   std::function<void(const std::vector<model::Param>&)> layer_done;
   if (distributed) layer_done = [&](const std::vector<model::Param>& ps) { buckets->ready(ps); };
 
@@ -174,6 +186,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < steps; ++i) shares.push_back(at(r, i, kWait) / at(r, i, kStep));
   const double wait_share = median(shares);
 
+  std::printf("allreduce_dtype %s\n", allreduce_dtype.c_str());
   std::printf("backend %s\ncommunicator %s\nranks %d\nthreads %d\nbatch_per_rank %d\n", be->name().c_str(),
               comm->name().c_str(), size, threads, batch);
   std::printf("grid %dx%d -> %dx%d\nparameters %lld\n", in_h, in_w, net.output_shape(1).h, net.output_shape(1).w,
@@ -210,4 +223,18 @@ int main(int argc, char** argv) {
     std::printf("step_nosync_s %.4f\nexposed_share 0\n", step_s);
   }
   return 0;
+}
+
+// Any failure (no GPU, no NCCL, an NCCL or CUDA error) as one line and an exit code, not a
+// terminate() with a stack trace.
+int main(int argc, char** argv) {
+  try {
+    return bench_main(argc, argv);
+  } catch (const ds::Error& e) {
+    std::fprintf(stderr, "bench_train_ddp: %s\n", e.what());
+    return e.code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_train_ddp: %s\n", e.what());
+    return 1;
+  }
 }

@@ -249,6 +249,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("run.threads", c.run.threads);
   r.get("run.log_level", c.run.log_level);
   r.get("run.device", c.run.device);
+  r.get("run.communicator", c.run.communicator);
   r.get("run.math", c.run.math);
 
   r.get("synth.dir", c.synth.dir);
@@ -305,6 +306,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("train.warmup_epochs", c.train.warmup_epochs);
   r.get("train.reference_samples_per_second", c.train.reference_samples_per_second);
   r.get("train.allreduce_bucket_mb", c.train.allreduce_bucket_mb);
+  r.get("train.allreduce_dtype", c.train.allreduce_dtype);
   r.get("train.stall_warning_seconds", c.train.stall_warning_seconds);
   r.get("train.stall_abort_seconds", c.train.stall_abort_seconds);
   r.get("train.name", c.train.name);

@@ -46,6 +46,7 @@ struct Config {
     std::string device = "auto";  // auto (GPU local_rank if there are GPUs, else CPU) | cpu | cuda
     std::string log_level = "info";
     std::string math = "tf32";  // tf32 | fp32: convolutions and matrix products on the GPU (CPU: FP32 always)
+    std::string communicator = "auto";  // auto (nccl on GPUs when the plugin has NCCL and ranks > 1) | mpi | nccl
   } run;
 
   struct Synth {                      // `downscale synth`: the embedded synthetic data source
@@ -117,6 +118,7 @@ struct Config {
     double warmup_epochs = 0;         // under N ranks: linear warmup from learning_rate to N x it (Horovod)
     double reference_samples_per_second = 0;  // one rank's throughput, for the scaling efficiency; 0: none
     double allreduce_bucket_mb = 4;   // gradient buckets reduced while backward goes on; 0: one after backward
+    std::string allreduce_dtype = "fp32";  // fp32 | bf16 | fp16: gradients carried in 16 bits between ranks
     double stall_warning_seconds = 60;  // a rank waiting longer at a collective logs the missing ranks; 0: off
     double stall_abort_seconds = 1800;  // ... and past this ends the job rather than burn the allocation; 0: never
     std::string name;                 // several models from one store: train/<name>, predict/<name>, evaluate/<name>

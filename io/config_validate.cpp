@@ -86,6 +86,7 @@ void check_config(const Config& c, const KeyOrigin& origin) {
   if (c.run.dir.empty()) k.fail("run.dir", "is required");
   k.range("run.threads", c.run.threads, 0, kMaxThreads, "0: all cores");
   k.one_of("run.device", c.run.device, {"auto", "cpu", "cuda"});
+  k.one_of("run.communicator", c.run.communicator, {"auto", "mpi", "nccl"});  // train/device_communicator.h
   k.one_of("run.math", c.run.math, {"tf32", "fp32"});  // GPU arithmetic (model/math_mode.h)
   k.one_of("run.log_level", c.run.log_level, {"trace", "debug", "info", "warn", "warning", "error", "critical", "off"});
 
@@ -152,6 +153,7 @@ void check_config(const Config& c, const KeyOrigin& origin) {
   k.range("train.warmup_epochs", c.train.warmup_epochs, 0, 1000000);
   k.at_least("train.reference_samples_per_second", c.train.reference_samples_per_second, 0, "0: none");
   k.range("train.allreduce_bucket_mb", c.train.allreduce_bucket_mb, 0, 65536, "0: one allreduce after backward");
+  k.one_of("train.allreduce_dtype", c.train.allreduce_dtype, {"fp32", "bf16", "fp16"});
   k.at_least("train.stall_warning_seconds", c.train.stall_warning_seconds, 0, "0: off");
   k.at_least("train.stall_abort_seconds", c.train.stall_abort_seconds, 0, "0: never");
   // The name becomes a folder under train/, predict/ and evaluate/: nothing that could climb out.

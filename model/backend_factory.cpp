@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -14,6 +15,8 @@
 #include "io/error.h"
 #include "model/backend.h"
 #include "model/cuda_plugin_abi.h"
+#include "model/nccl_plugin.h"
+#include "train/distributed.h"  // the Communicator class (header only here)
 
 namespace ds::model {
 namespace {
@@ -107,6 +110,27 @@ std::unique_ptr<Backend> make_cuda_backend(int device) {
   const Plugin& p = plugin();
   if (!p.api) throw Error("no CUDA backend: " + p.why_not);
   return p.api->create_backend(device);
+}
+
+namespace {
+// A plugin built before the NCCL members were appended has a shorter table.
+bool has_nccl_members(const CudaPluginApi& api) {
+  return api.size >= offsetof(CudaPluginApi, create_nccl_communicator) + sizeof(api.create_nccl_communicator) &&
+         api.nccl_unavailable && api.create_nccl_communicator;
+}
+}  // namespace
+
+std::string nccl_unavailable_reason() {
+  const Plugin& p = plugin();
+  if (!p.api) return p.why_not;
+  if (!has_nccl_members(*p.api)) return p.path + " was built without NCCL support (an older plugin)";
+  return p.api->nccl_unavailable();
+}
+
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator& host, Backend& be) {
+  const std::string why_not = nccl_unavailable_reason();
+  if (!why_not.empty()) throw Error("no NCCL: " + why_not);
+  return plugin().api->create_nccl_communicator(host, be);
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int local_rank) {

@@ -11,6 +11,10 @@
 
 #include "model/backend.h"
 
+namespace ds {
+class Communicator;  // train/distributed.h
+}
+
 // Bump when a member changes meaning or type. Appending members does not need a bump: the table
 // says its own size, and the loader uses a member only when the size covers it.
 #define DS_CUDA_PLUGIN_ABI 1
@@ -27,7 +31,14 @@ struct CudaPluginApi {
   // The backend on GPU `device`; throws ds::Error naming the cause (no such device, no kernel
   // image for this GPU, out of memory...).
   std::unique_ptr<Backend> (*create_backend)(int device) = nullptr;
-  // Issue 14: the NCCL communicator's factory is appended here.
+  // Appended (issue 14). Empty when NCCL can be used (libnccl.so.2 is loaded with dlopen on
+  // first use, so a node without NCCL keeps the GPU backend), else why not. Never throws.
+  std::string (*nccl_unavailable)() = nullptr;
+  // A communicator over NCCL among `host`'s ranks on the GPU of `be` (a backend from
+  // create_backend, so each rank's device is already chosen): rank 0's NCCL unique id is
+  // broadcast through `host`, which also carries the host-memory collectives. Collective over
+  // the ranks; throws ds::Error naming the rank and the cause.
+  std::unique_ptr<ds::Communicator> (*create_nccl_communicator)(ds::Communicator& host, Backend& be) = nullptr;
 };
 
 }  // namespace ds::model

@@ -6,6 +6,7 @@
 #   2. 20 MNN training steps at batch 32 on the North America shapes (20 x 30 x 53 -> 117 x 209)
 #      on the GPU (FP32 and TF32) and on the CPU from the same weights and batch: the loss curves
 #      side by side;
+#   1b. training through NCCL on one GPU (tests/cli/train_nccl.sh) and bench_train_ddp over MPI/NCCL;
 #   3. the training-step and forward (predict) benchmark against PyTorch on the same GPU, weights
 #      and batch: PyTorch eager NCHW and channels_last with cudnn.benchmark and TF32, and
 #      torch.compile as a second peer (bench/train_step.sh), in TF32 and in FP32;
@@ -75,6 +76,28 @@ if [[ -f $root/tests/cli/predict_gpu.sh ]]; then
     failed+=("predict_gpu"); say "GPU predict against CPU predict: FAILED"
   fi
   tail -15 "$work/predict" > "$work/predict.tail"; block "$work/predict.tail"
+fi
+# Issue 14: training through NCCL on this GPU (one rank): device buckets, fp32 and bf16 on the
+# wire, against the plain GPU run (tests/cli/train_nccl.sh); then the data-parallel step
+# (bench_train_ddp, MNN at batch 32) with the MPI path (one rank: no collective) and with NCCL.
+if [[ -f $root/tests/cli/train_nccl.sh ]]; then
+  if (cd "$work" && run bash "$root/tests/cli/train_nccl.sh" "$downscale" "$root") > "$work/nccl" 2>&1; then
+    say "training through NCCL (run.communicator nccl): passed"
+  else
+    failed+=("train_nccl"); say "training through NCCL (run.communicator nccl): FAILED"
+  fi
+  grep -vE '^\[' "$work/nccl" | tail -15 > "$work/nccl.tail"; block "$work/nccl.tail"
+  ddp=$(find_prog bench_train_ddp)
+  for c in "mpi fp32" "nccl fp32" "nccl bf16"; do
+    set -- $c
+    if run "$ddp" --device cuda --communicator "$1" --allreduce-dtype "$2" --batch "$BATCH" --grid 30x53 --steps "$STEPS" \
+        --warmup 3 > "$work/ddp_$1_$2" 2>&1; then
+      say "bench_train_ddp --communicator $1 --allreduce-dtype $2: $(grep -E '^(step_s|samples_per_s|wait_s|loss1) ' "$work/ddp_$1_$2" | tr '\n' ' ')"
+    else
+      failed+=("bench_train_ddp $1 $2"); say "bench_train_ddp --communicator $1 --allreduce-dtype $2: FAILED"
+      tail -5 "$work/ddp_$1_$2" > "$work/ddp.tail"; block "$work/ddp.tail"
+    fi
+  done
 fi
 say ""
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "io/error.h"
+#include "model/kernels/wire16.h"
 
 namespace ds {
 
@@ -48,6 +49,7 @@ class SingleProcess final : public Communicator {
   int local_size() const override { return 1; }
   void start_allreduce_sum(float*, size_t) override { started_.push_back(Clock::now()); }
   void start_allreduce_sum(double*, size_t) override { started_.push_back(Clock::now()); }
+  void start_compressed_allreduce_sum(float*, size_t, WireType) override { started_.push_back(Clock::now()); }
   void start_broadcast(float*, size_t, int) override { started_.push_back(Clock::now()); }
   void start_barrier() override { started_.push_back(Clock::now()); }
   void progress() override {}
@@ -114,6 +116,14 @@ std::vector<std::string> pieces(const std::vector<char>& all, const std::vector<
   return out;
 }
 
+// The MPI user reductions of compressed allreduce: each pair of 16-bit values summed in FP32 and
+// rounded back to 16 bits (the same body as the GPU path's, model/kernels/wire16.h).
+template <model::kernels::Wire16 W>
+void sum_wire16(void* in, void* inout, int* len, MPI_Datatype*) {
+  for (int64_t i = 0; i < *len; ++i)
+    model::kernels::sum_wire16_at(i, W, static_cast<const uint16_t*>(in), static_cast<uint16_t*>(inout));
+}
+
 // MPI counts are int: large buffers go in pieces.
 constexpr size_t kMaxCount = size_t(1) << 30;
 
@@ -151,11 +161,15 @@ class Mpi final : public Communicator {
     check(MPI_Comm_dup(MPI_COMM_WORLD, &arrivals_), "MPI_Comm_dup");
     peer_phase_.resize(size_);
     arrived_.resize(size_);
+    check(MPI_Op_create(&sum_wire16<model::kernels::Wire16::kBf16>, 1, &sum_bf16_), "MPI_Op_create");
+    check(MPI_Op_create(&sum_wire16<model::kernels::Wire16::kFp16>, 1, &sum_fp16_), "MPI_Op_create");
   }
   ~Mpi() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) return;
+    if (sum_bf16_ != MPI_OP_NULL) MPI_Op_free(&sum_bf16_);
+    if (sum_fp16_ != MPI_OP_NULL) MPI_Op_free(&sum_fp16_);
     if (coll_ != MPI_COMM_NULL) MPI_Comm_free(&coll_);
     if (local_ != MPI_COMM_NULL) MPI_Comm_free(&local_);
     if (arrivals_ != MPI_COMM_NULL) MPI_Comm_free(&arrivals_);
@@ -169,6 +183,21 @@ class Mpi final : public Communicator {
 
   void start_allreduce_sum(float* data, size_t n) override { start_sum(data, n, MPI_FLOAT); }
   void start_allreduce_sum(double* data, size_t n) override { start_sum(data, n, MPI_DOUBLE); }
+  // The floats rounded into a 16-bit host copy, reduced with the user sum, and written back as
+  // floats in wait_all.
+  void start_compressed_allreduce_sum(float* data, size_t n, WireType wire) override {
+    if (wire == WireType::kFp32) return start_allreduce_sum(data, n);
+    using model::kernels::Wire16;
+    const Wire16 w = wire == WireType::kBf16 ? Wire16::kBf16 : Wire16::kFp16;
+    compressed_.push_back({data, w, std::vector<uint16_t>(n)});
+    uint16_t* h = compressed_.back().wire.data();
+    for (size_t i = 0; i < n; ++i) model::kernels::pack_wire16_at(int64_t(i), w, data, h);
+    open_phase();
+    for (size_t i = 0; i < n || i == 0; i += kMaxCount)
+      check(MPI_Iallreduce(MPI_IN_PLACE, h + i, int(std::min(kMaxCount, n - i)), MPI_UINT16_T,
+                           w == Wire16::kBf16 ? sum_bf16_ : sum_fp16_, coll_, next_request()),
+            "MPI_Iallreduce");
+  }
   void start_broadcast(float* data, size_t n, int root) override {
     open_phase();
     for (size_t i = 0; i < n || i == 0; i += kMaxCount)
@@ -220,6 +249,9 @@ class Mpi final : public Communicator {
       if (++polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
     close_phase(what);
+    for (auto& c : compressed_)
+      for (size_t i = 0; i < c.wire.size(); ++i) model::kernels::unpack_wire16_at(int64_t(i), c.type, c.wire.data(), c.data);
+    compressed_.clear();
     std::vector<OpSpan> spans;
     spans.swap(spans_);
     requests_.clear();
@@ -340,12 +372,26 @@ class Mpi final : public Communicator {
   std::vector<MPI_Request> notices_;
   std::vector<int64_t> peer_phase_;
   std::vector<char> arrived_;
+  MPI_Op sum_bf16_ = MPI_OP_NULL, sum_fp16_ = MPI_OP_NULL;
+  struct Compressed {  // a 16-bit allreduce of the open phase
+    float* data;
+    model::kernels::Wire16 type;
+    std::vector<uint16_t> wire;
+  };
+  std::vector<Compressed> compressed_;
 };
 
 }  // namespace
 
 std::unique_ptr<Communicator> make_single_process_communicator() { return std::make_unique<SingleProcess>(); }
 std::unique_ptr<Communicator> make_mpi_communicator() { return std::make_unique<Mpi>(); }
+
+Communicator::WireType parse_wire_type(const std::string& dtype) {
+  if (dtype == "fp32") return Communicator::WireType::kFp32;
+  if (dtype == "bf16") return Communicator::WireType::kBf16;
+  if (dtype == "fp16") return Communicator::WireType::kFp16;
+  throw UsageError("key 'train.allreduce_dtype' is '" + dtype + "', expected fp32, bf16 or fp16");
+}
 
 int default_cpu_threads(Communicator& comm) {
   cpu_set_t mine;

@@ -1,7 +1,8 @@
 // Data-parallel training across ranks (Horovod's recipe): a small Communicator interface the
 // trainer talks to, with a single-process implementation (tests, plain runs) and an MPI one
 // (`mpirun -np N downscale train ...`, `srun --mpi=pmix ...`; alone, MPI_Init runs as a
-// singleton of one rank). An NCCL implementation for GPUs goes behind the same interface.
+// singleton of one rank), and an NCCL one for GPUs (in the CUDA plugin, model/cuda/
+// nccl_communicator.cu: its float collectives take device memory, see device_memory()).
 //
 // Every collective is started without blocking and completed by wait_all(), so that gradient
 // buckets can be reduced while backward goes on (train/gradient_buckets.h), and so that every
@@ -14,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -30,16 +32,29 @@ class Communicator {
   };
 
   virtual ~Communicator() = default;
-  virtual std::string name() const = 0;  // "single" | "mpi"
+  virtual std::string name() const = 0;  // "single" | "mpi" | "nccl"
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual int local_rank() const = 0;  // rank among the ranks on this node
   virtual int local_size() const = 0;
   bool is_root() const { return rank() == 0; }
 
+  // True when the float collectives (allreduce, broadcast) take device memory of the training
+  // backend (NCCL: pointers from Backend::allocate / Tensor::data()); the double ones and
+  // gather/local_allgather always take host memory.
+  virtual bool device_memory() const { return false; }
+
   // Nonblocking collectives: each starts an operation in place on `data`, which must stay alive
   // and untouched until wait_all(). Every rank must start the same operations in the same order.
   virtual void start_allreduce_sum(float* data, size_t n) = 0;   // element-wise sum over ranks
+  // The sum with the values carried in 16 bits between ranks (train.allreduce_dtype, Horovod's
+  // --fp16-allreduce): each rank's values are rounded to bf16/fp16 (model/kernels/wire16.h), the
+  // partial sums are 16-bit, the result is written back as float. kFp32: start_allreduce_sum.
+  enum class WireType { kFp32, kBf16, kFp16 };
+  virtual void start_compressed_allreduce_sum(float* data, size_t n, WireType wire) {
+    if (wire != WireType::kFp32) throw std::invalid_argument("the " + name() + " communicator has no 16-bit allreduce");
+    start_allreduce_sum(data, n);
+  }
   virtual void start_allreduce_sum(double* data, size_t n) = 0;
   virtual void start_broadcast(float* data, size_t n, int root) = 0;  // root's values everywhere
   virtual void start_barrier() = 0;
@@ -84,6 +99,9 @@ std::unique_ptr<Communicator> make_single_process_communicator();
 // inherits the batch step's SLURM_PROCID=0): a mismatch (e.g. N copies each started as a
 // singleton by an srun without --mpi=pmix) throws UsageError.
 std::unique_ptr<Communicator> make_mpi_communicator();
+
+// train.allreduce_dtype's value as a WireType (fp32 | bf16 | fp16; validated with the config).
+Communicator::WireType parse_wire_type(const std::string& dtype);
 
 // Horovod's learning-rate rule: `base` (the per-rank rate) times the number of ranks, reached
 // by a linear warmup from `base` over warmup_epochs (counted in steps: warmup_epochs *

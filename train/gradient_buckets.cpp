@@ -4,17 +4,28 @@
 
 namespace ds {
 
-GradientBuckets::GradientBuckets(const std::vector<model::Param>& params, size_t bucket_bytes, Communicator& comm)
-    : comm_(comm) {
+GradientBuckets::GradientBuckets(const std::vector<model::Param>& params, size_t bucket_bytes, Communicator& comm,
+                                 Communicator::WireType wire)
+    : comm_(comm), wire_(wire) {
+  if (comm.device_memory() && !params.empty()) device_ = params.front().grad->backend();
   for (auto it = params.rbegin(); it != params.rend(); ++it) {
     const size_t n = size_t(it->grad->size());
-    if (buckets_.empty() || (bucket_bytes > 0 && buckets_.back().buffer.size() * sizeof(float) >= bucket_bytes))
+    if (buckets_.empty() || (bucket_bytes > 0 && buckets_.back().size * sizeof(float) >= bucket_bytes))
       buckets_.emplace_back();
     Bucket& b = buckets_.back();
-    b.slots.push_back({it->grad, b.buffer.size()});
-    b.buffer.resize(b.buffer.size() + n);
+    b.slots.push_back({it->grad, b.size});
+    b.size += n;
     bucket_of_[it->grad] = buckets_.size() - 1;
   }
+  for (auto& b : buckets_) {
+    if (device_) b.device = device_->allocate(int64_t(b.size));
+    else b.buffer.resize(b.size);
+  }
+}
+
+GradientBuckets::~GradientBuckets() {
+  if (device_)
+    for (auto& b : buckets_) device_->release(b.device);
 }
 
 void GradientBuckets::begin(float weight) {
@@ -38,6 +49,16 @@ void GradientBuckets::ready(const std::vector<model::Param>& params) {
 }
 
 void GradientBuckets::start(Bucket& b) {
+  if (device_) {
+    if (weight_ == 0.0f) {
+      device_->fill(b.device, int64_t(b.size), 0.0f);
+    } else {
+      for (const auto& s : b.slots) device_->copy(b.device + s.offset, s.grad->data(), s.grad->size());
+      if (weight_ != 1.0f) device_->scale(int64_t(b.size), weight_, b.device);
+    }
+    comm_.start_compressed_allreduce_sum(b.device, b.size, wire_);
+    return;
+  }
   if (weight_ == 0.0f) {
     std::fill(b.buffer.begin(), b.buffer.end(), 0.0f);  // the gradients may be stale: send zeros
   } else {
@@ -45,7 +66,7 @@ void GradientBuckets::start(Bucket& b) {
     if (weight_ != 1.0f)
       for (auto& g : b.buffer) g *= weight_;
   }
-  comm_.start_allreduce_sum(b.buffer.data(), b.buffer.size());
+  comm_.start_compressed_allreduce_sum(b.buffer.data(), b.buffer.size(), wire_);
 }
 
 std::vector<Communicator::OpSpan> GradientBuckets::finish(const std::string& what) {
@@ -54,7 +75,10 @@ std::vector<Communicator::OpSpan> GradientBuckets::finish(const std::string& wha
   while (next_ < buckets_.size()) start(buckets_[next_++]);
   auto spans = comm_.wait_all(what);
   for (auto& b : buckets_)
-    for (const auto& s : b.slots) s.grad->upload(b.buffer.data() + s.offset);
+    for (const auto& s : b.slots) {
+      if (device_) device_->copy(s.grad->data(), b.device + s.offset, s.grad->size());
+      else s.grad->upload(b.buffer.data() + s.offset);
+    }
   return spans;
 }
 

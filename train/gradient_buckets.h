@@ -5,6 +5,11 @@
 // allreduce starts while backward goes on with the layers below. finish() waits for the rest
 // and writes the averaged gradients back. The buckets depend only on the network, so every rank
 // starts the same allreduces in the same order.
+//
+// With a communicator on device memory (NCCL: comm.device_memory()) the buckets live on the
+// gradients' backend: packed and unpacked with device-to-device copies, the rank's weight applied
+// with Backend::scale, no host round trip. `wire` carries the sums in 16 bits between ranks
+// (train.allreduce_dtype).
 #pragma once
 #include <cstddef>
 #include <string>
@@ -19,7 +24,11 @@ namespace ds {
 class GradientBuckets {
  public:
   // bucket_bytes 0: one bucket holding every gradient, reduced after backward (no overlap).
-  GradientBuckets(const std::vector<model::Param>& params, size_t bucket_bytes, Communicator& comm);
+  GradientBuckets(const std::vector<model::Param>& params, size_t bucket_bytes, Communicator& comm,
+                  Communicator::WireType wire = Communicator::WireType::kFp32);
+  ~GradientBuckets();
+  GradientBuckets(const GradientBuckets&) = delete;
+  GradientBuckets& operator=(const GradientBuckets&) = delete;
 
   // A new step. weight: this rank's share of the global batch (rows here / rows in all), so
   // that the sum over ranks of weight x (this rank's mean gradient) is the global mean.
@@ -33,7 +42,8 @@ class GradientBuckets {
 
   size_t bucket_count() const { return buckets_.size(); }
   size_t started() const { return next_; }  // buckets whose allreduce started this step
-  size_t bucket_floats(size_t b) const { return buckets_[b].buffer.size(); }
+  size_t bucket_floats(size_t b) const { return buckets_[b].size; }
+  bool on_device() const { return device_ != nullptr; }
 
  private:
   struct Slot {
@@ -42,12 +52,16 @@ class GradientBuckets {
   };
   struct Bucket {
     std::vector<Slot> slots;
-    std::vector<float> buffer;
+    size_t size = 0;             // floats
+    std::vector<float> buffer;   // host memory, or
+    float* device = nullptr;     // memory of the backend (device_memory communicators)
     size_t waiting = 0;  // gradients not yet ready this step
   };
   void start(Bucket& b);
 
   Communicator& comm_;
+  Communicator::WireType wire_;
+  model::Backend* device_ = nullptr;  // the gradients' backend when the buckets live there
   std::vector<Bucket> buckets_;
   std::unordered_map<const model::Tensor*, size_t> bucket_of_;  // by the gradient tensor
   size_t next_ = 0;  // the first bucket not yet started this step

@@ -28,7 +28,9 @@
 #include "train/batches.h"
 #include "train/check.h"
 #include "train/checkpoint.h"
+#include "train/device_communicator.h"
 #include "train/divergence.h"
+#include "train/fused_tensors.h"
 #include "train/gradient_buckets.h"
 #include "train/tensorboard.h"
 #include "train/timeline.h"
@@ -61,51 +63,32 @@ double evaluate(model::Net& net, model::Backend& be, model::LossKind loss, const
   return sum / static_cast<double>(n);
 }
 
-// Tensors in one host buffer and back: one broadcast or allreduce instead of one per tensor.
-size_t total_size(const std::vector<model::Tensor*>& ts) {
-  size_t n = 0;
-  for (auto* t : ts) n += size_t(t->size());
-  return n;
-}
-void pack(const std::vector<model::Tensor*>& ts, std::vector<float>& buf) {
-  buf.resize(total_size(ts));
-  size_t off = 0;
-  for (auto* t : ts) {
-    t->download(buf.data() + off);
-    off += size_t(t->size());
-  }
-}
-void unpack(const std::vector<float>& buf, const std::vector<model::Tensor*>& ts) {
-  size_t off = 0;
-  for (auto* t : ts) {
-    t->upload(buf.data() + off);
-    off += size_t(t->size());
-  }
-}
-
 // Initial state from rank 0 (Horovod's broadcast_parameters + broadcast_optimizer_state):
 // weights, batch-norm buffers and every optimizer slot.
-void broadcast_state(model::Net& net, model::Optimizer& opt, Communicator& comm, std::vector<float>& buf) {
+// In one fused buffer (on the GPU under NCCL).
+void broadcast_state(model::Net& net, model::Optimizer& opt, Communicator& comm) {
   std::vector<model::Tensor*> ts;
   for (auto& p : net.params()) ts.push_back(p.value);
   for (auto& b : net.buffers()) ts.push_back(b.value);
   for (auto& slot : opt.slots())
     for (auto& t : *slot.tensors) ts.push_back(&t);
-  pack(ts, buf);
-  comm.broadcast(buf.data(), buf.size(), 0);
-  unpack(buf, ts);
+  FusedTensors fused(ts, comm.device_memory());
+  fused.pack();
+  comm.broadcast(fused.data(), fused.size(), 0);
+  fused.unpack();
 }
 
 // Batch-norm running statistics are computed on each rank's own samples: averaged across ranks
 // before every validation and checkpoint so that all ranks hold the same model.
-void average_buffers(model::Net& net, Communicator& comm, std::vector<float>& buf) {
+void average_buffers(model::Net& net, Communicator& comm) {
   std::vector<model::Tensor*> ts;
   for (auto& b : net.buffers()) ts.push_back(b.value);
   if (ts.empty()) return;
-  pack(ts, buf);
-  comm.allreduce_sum(buf.data(), buf.size());
-  for (auto& v : buf) v /= float(comm.size());
-  unpack(buf, ts);
+  FusedTensors fused(ts, comm.device_memory());
+  fused.pack();
+  comm.allreduce_sum(fused.data(), fused.size());
+  fused.scale(1.0f / float(comm.size()));
+  fused.unpack();
 }
 
 uint64_t weights_checksum(model::Net& net) {
@@ -213,9 +196,10 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                         const LearningRateSchedule& schedule, Communicator* comm_arg, const std::string& timeline_path) {
   const auto t_start = Clock::now();
   const auto single = make_single_process_communicator();
-  Communicator& comm = comm_arg ? *comm_arg : *single;
-  const bool root = comm.is_root(), distributed = comm.size() > 1;
-  comm.set_stall_limits(cfg.train.stall_warning_seconds, cfg.train.stall_abort_seconds);
+  // The host (MPI) communicator; `comm`, from the backend on, may be NCCL on top of it.
+  Communicator& host = comm_arg ? *comm_arg : *single;
+  const bool root = host.is_root();
+  host.set_stall_limits(cfg.train.stall_warning_seconds, cfg.train.stall_abort_seconds);
   StoreReader store(store_path);
   const StoreMeta& meta = store.meta();
   const size_t n_train = store.count("train"), n_val = store.count("validation");
@@ -224,28 +208,35 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
 
   const model::ModelSpec spec = model_spec_for(cfg, meta);
   const model::LossKind loss_kind = model::parse_loss(tc.loss, cfg.file + ": key 'train.loss'");
-  const int64_t global_batch = int64_t(tc.batch_size) * comm.size();
+  const int64_t global_batch = int64_t(tc.batch_size) * host.size();
   const int64_t steps_per_epoch = (int64_t(n_train) + global_batch - 1) / global_batch;
   const LearningRateSchedule lr_at = scaled_learning_rate(
-      schedule ? schedule : constant_learning_rate(tc.learning_rate), comm.size(), tc.warmup_epochs, steps_per_epoch);
+      schedule ? schedule : constant_learning_rate(tc.learning_rate), host.size(), tc.warmup_epochs, steps_per_epoch);
 
   // run.threads 0 means all the cores this rank may use, shared with the ranks that may use them too.
-  const int threads = cfg.run.threads > 0 ? cfg.run.threads : default_cpu_threads(comm);
+  const int threads = cfg.run.threads > 0 ? cfg.run.threads : default_cpu_threads(host);
   // Each rank takes GPU local_rank when there are GPUs (run.device auto), else the CPU.
-  auto be = model::make_backend(cfg.run.device, threads, comm.local_rank());
-  model::apply_math_mode(*be, cfg.run.math, comm.rank() == 0);
+  auto be = model::make_backend(cfg.run.device, threads, host.local_rank());
+  model::apply_math_mode(*be, cfg.run.math, root);
   const bool on_gpu = be->name().rfind("cuda", 0) == 0;
   {
     // Ranks that see the same GPUs (same CUDA_VISIBLE_DEVICES) and are more than those GPUs
     // share some; with one GPU per task (--gpus-per-task) each sees its own and all is well.
     const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
     const std::string visible = v ? v : "(all)";
-    const auto all = comm.local_allgather(on_gpu ? visible : std::string("cpu"));
+    const auto all = host.local_allgather(on_gpu ? visible : std::string("cpu"));
     const int same = int(std::count(all.begin(), all.end(), visible));
     if (on_gpu && same > model::cuda_device_count())
       spdlog::warn("{} ranks on this node share {} GPUs (CUDA_VISIBLE_DEVICES {}): start one rank per GPU "
                    "(ntasks-per-node = GPUs)", same, model::cuda_device_count(), visible);
   }
+  // run.communicator (train/device_communicator.h). Under nccl even one rank goes through the
+  // communicator and the gradient buckets, so a one-GPU run exercises NCCL (summing one rank is
+  // exact: the same weights as without it).
+  const auto device_comm = make_training_communicator(cfg.run.communicator, host, *be, root);
+  Communicator& comm = device_comm ? *device_comm : host;
+  comm.set_stall_limits(cfg.train.stall_warning_seconds, cfg.train.stall_abort_seconds);
+  const bool distributed = comm.size() > 1 || comm.name() == "nccl";
   model::Net net(spec, *be);
   const auto out_shape = net.output_shape(1);
   if (out_shape.h != meta.Hy() || out_shape.w != meta.Wy())
@@ -278,10 +269,11 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   state.epoch_loss_sum = 0;
   state.store = provenance_of(meta);  // recorded in every checkpoint written from here
   state.global_batch = global_batch;
-  std::vector<float> fused;  // the host buffer of the initial broadcast and of the buffers' average
-  if (distributed) broadcast_state(net, *optimizer, comm, fused);
+  if (distributed) broadcast_state(net, *optimizer, comm);
   std::optional<GradientBuckets> buckets;
-  if (distributed) buckets.emplace(net.params(), size_t(tc.allreduce_bucket_mb * 1024 * 1024), comm);
+  if (distributed)
+    buckets.emplace(net.params(), size_t(tc.allreduce_bucket_mb * 1024 * 1024), comm,
+                    parse_wire_type(tc.allreduce_dtype));
   if (root) {
     write_file_atomically(out_dir + "/model_summary.txt", net.summary());
   }
@@ -293,9 +285,10 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   if (distributed)
     spdlog::info("data parallel over {} ranks ({} on this node, local rank {}): global batch {}, learning rate x{} "
                  "after {:g} warmup epochs, gradients averaged in {} allreduce bucket(s) of up to {:g} MB overlapping "
-                 "backward ({} floats)",
+                 "backward ({} floats, {} on the wire, communicator {}{})",
                  comm.size(), comm.local_size(), comm.local_rank(), global_batch, comm.size(), tc.warmup_epochs,
-                 buckets->bucket_count(), tc.allreduce_bucket_mb, net.parameter_count());
+                 buckets->bucket_count(), tc.allreduce_bucket_mb, net.parameter_count(), tc.allreduce_dtype, comm.name(),
+                 buckets->on_device() ? ", buckets in device memory" : "");
 
   // metrics.csv is appended on resume, so it always holds every epoch once.
   // Only rank 0 writes files.
@@ -422,7 +415,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     }
     const auto t_validation = Clock::now();
     comm.allreduce_sum(&loss_sum, 1, "training loss of epoch " + std::to_string(epoch));
-    if (distributed) average_buffers(net, comm, fused);
+    if (distributed) average_buffers(net, comm);
     const double train_loss = loss_sum / static_cast<double>(n_train);
     const double val_loss =
         n_val ? evaluate(net, *be, loss_kind, store, "validation", mask, tc.batch_size, batch, comm) : train_loss;

@@ -22,6 +22,10 @@ class CudaBackend : public Backend {
   std::string name() const override;
   // TF32 (default) or FP32: the convolution plans are kept per mode, cuBLAS switches at once.
   bool set_math(MathMode mode) override;
+  // For the NCCL communicator (model/cuda/nccl_communicator.cu): its collectives are ordered
+  // after the work queued on this stream, and this stream after them.
+  cudaStream_t stream() const { return stream_; }
+  int device() const { return device_; }
 
   float* allocate(int64_t n) override;
   void release(float* p) override;

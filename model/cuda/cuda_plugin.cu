@@ -12,6 +12,7 @@
 #include "io/error.h"
 #include "model/cuda/cuda_backend.h"
 #include "model/cuda_plugin_abi.h"
+#include "train/distributed.h"
 
 #ifndef DS_CUDA_ARCHITECTURES
 #define DS_CUDA_ARCHITECTURES "?"
@@ -93,6 +94,11 @@ std::string build_description() {
 }
 
 }  // namespace
+
+// model/cuda/nccl_communicator.cu
+std::string nccl_unavailable();
+std::unique_ptr<Communicator> create_nccl_communicator(Communicator& host, Backend& be);
+
 }  // namespace ds::model
 
 extern "C" __attribute__((visibility("default"))) const ds::model::CudaPluginApi* ds_cuda_plugin(int abi) {
@@ -102,6 +108,8 @@ extern "C" __attribute__((visibility("default"))) const ds::model::CudaPluginApi
     a.build = build.c_str();
     a.probe = &ds::model::probe;
     a.create_backend = &ds::model::create_backend;
+    a.nccl_unavailable = &ds::model::nccl_unavailable;
+    a.create_nccl_communicator = &ds::model::create_nccl_communicator;
     return a;
   }();
   return abi == DS_CUDA_PLUGIN_ABI ? &api : nullptr;

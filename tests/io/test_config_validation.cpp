@@ -51,6 +51,8 @@ TEST(ConfigValidation, EveryNumberOutOfRangeNamesItsKey) {
       {"train.warmup_epochs=-1", "train.warmup_epochs"},
       {"train.allreduce_bucket_mb=.nan", "train.allreduce_bucket_mb"},
       {"train.stall_abort_seconds=-5", "train.stall_abort_seconds"},
+      {"train.allreduce_dtype=int8", "train.allreduce_dtype"},
+      {"run.communicator=gloo", "run.communicator"},
       {"fetch.parallel=0", "fetch.parallel"},
       {"fetch.attempts=0", "fetch.attempts"},
       {"fetch.retry_delay=-1", "fetch.retry_delay"},

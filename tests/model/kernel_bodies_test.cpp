@@ -28,6 +28,7 @@
 #include "model/kernels/pooling.h"
 #include "model/kernels/sigmoid.h"
 #include "model/kernels/upsample.h"
+#include "model/kernels/wire16.h"
 #include "model_test_util.h"
 
 namespace ds::model {
@@ -490,6 +491,76 @@ TEST_F(KernelBodies, PolyphaseUpsampleConvMatchesUpsampleThenConv) {
     for_all(ys.size(), [&](int64_t i) { k::phase_interleave_at(i, p, y_small.data(), back.data()); });
     expect_exact(y.to_host(), back.to_host(), what + " interleave round trip");
   }
+}
+
+// The 16-bit wire forms of compressed allreduce (train.allreduce_dtype): every 16-bit value comes
+// back exactly; a float goes to the nearest 16-bit value, ties to the even one (checked against
+// its two neighbours, and for IEEE half against the compiler's own _Float16 conversion); the
+// MPI user sum is the FP32 sum rounded once.
+TEST_F(KernelBodies, Wire16) {
+  using k::Wire16;
+  for (Wire16 w : {Wire16::kBf16, Wire16::kFp16}) {
+    const char* name = w == Wire16::kBf16 ? "bf16" : "fp16";
+    for (uint32_t h = 0; h < 65536; ++h) {
+      const float f = k::from_wire16(w, uint16_t(h));
+      if (std::isnan(f)) {
+        EXPECT_TRUE(std::isnan(k::from_wire16(w, k::to_wire16(w, f)))) << name << " NaN " << h;
+        continue;
+      }
+      ASSERT_EQ(k::to_wire16(w, f), uint16_t(h)) << name << " round trip of " << h;
+    }
+    const auto values = random_values(200000, w == Wire16::kBf16 ? 5 : 6, -1.0f, 1.0f);
+    for (size_t i = 0; i < values.size(); ++i) {
+      // Magnitudes from 2^-30 to 2^18: subnormal halves, normal ones, overflow.
+      const float f = values[i] * std::ldexp(1.0f, int(i % 48) - 30);
+      const uint16_t h = k::to_wire16(w, f);
+      const float g = k::from_wire16(w, h);
+      if (std::isinf(g)) {
+        ASSERT_EQ(w, Wire16::kFp16) << f;
+        ASSERT_GE(std::abs(f), 65520.0f) << name << " " << f;
+        continue;
+      }
+      const double err = std::abs(double(f) - g);
+      for (int step : {-1, 1}) {
+        const float n = k::from_wire16(w, uint16_t(h + step));
+        if (std::isnan(n) || std::isinf(n) || (h & 0x7fff) == 0) continue;
+        const double nerr = std::abs(double(f) - n);
+        ASSERT_TRUE(err < nerr || (err == nerr && (h & 1) == 0)) << name << " " << f << " -> " << g << ", " << n << " is nearer";
+      }
+#if defined(__FLT16_MAX__)
+      if (w == Wire16::kFp16) {
+        const _Float16 ref = static_cast<_Float16>(f);
+        uint16_t rb;
+        std::memcpy(&rb, &ref, 2);
+        ASSERT_EQ(h, rb) << "fp16 of " << f;
+      }
+#endif
+    }
+    // The user sum of the MPI path.
+    const auto a = random_values(1000, 7, -4.0f, 4.0f), b = random_values(1000, 8, -4.0f, 4.0f);
+    std::vector<uint16_t> ha(a.size()), hb(b.size());
+    for_all(int64_t(a.size()), [&](int64_t i) { k::pack_wire16_at(i, w, a.data(), ha.data()); });
+    for_all(int64_t(b.size()), [&](int64_t i) { k::pack_wire16_at(i, w, b.data(), hb.data()); });
+    const auto hb0 = hb;
+    for_all(int64_t(a.size()), [&](int64_t i) { k::sum_wire16_at(i, w, ha.data(), hb.data()); });
+    std::vector<float> back(a.size());
+    for_all(int64_t(a.size()), [&](int64_t i) { k::unpack_wire16_at(i, w, hb.data(), back.data()); });
+    for (size_t i = 0; i < a.size(); ++i) {
+      const float want = k::from_wire16(w, ha[i]) + k::from_wire16(w, hb0[i]);
+      ASSERT_EQ(back[i], k::from_wire16(w, k::to_wire16(w, want))) << name << " sum " << i;
+      // Within 16-bit rounding of the exact FP32 sum: 2^-8 relative (bf16), 2^-11 (fp16), per rounding.
+      const double rel = w == Wire16::kBf16 ? 3 * std::ldexp(1.0, -8) : 3 * std::ldexp(1.0, -11);
+      ASSERT_LE(std::abs(double(back[i]) - (double(a[i]) + b[i])), rel * (std::abs(a[i]) + std::abs(b[i])) + 1e-30);
+    }
+  }
+  // Fixed points: ties to even, the largest half, the smallest subnormal.
+  EXPECT_EQ(k::float_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);
+  EXPECT_EQ(k::float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
+  EXPECT_EQ(k::float_to_fp16(65504.0f), 0x7bff);
+  EXPECT_EQ(k::float_to_fp16(65520.0f), 0x7c00);
+  EXPECT_EQ(k::float_to_fp16(std::ldexp(1.0f, -24)), 0x0001);
+  EXPECT_EQ(k::float_to_fp16(std::ldexp(1.0f, -25)), 0x0000);
+  EXPECT_EQ(k::float_to_fp16(-3 * std::ldexp(1.0f, -25)), 0x8002);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // GradientBuckets (train/gradient_buckets.h) on the demo network, with a communicator that
-// records what is started and plays two identical ranks (the sum doubles every value).
+// records what is started and plays two identical ranks (the sum doubles every value). With
+// `device` it says device_memory() (as NCCL does): the CPU backend's memory is host memory, so
+// the same in-place doubling checks the device-memory bucket path (backend copies and scale).
 #include <gtest/gtest.h>
 
 #include "model/net.h"
@@ -18,6 +20,13 @@ class TwoIdenticalRanks final : public Communicator {
   };
   std::vector<Start> starts;
   int layers_done = 0;
+  bool device = false;
+  std::vector<WireType> wires;
+  bool device_memory() const override { return device; }
+  void start_compressed_allreduce_sum(float* data, size_t n, WireType wire) override {
+    wires.push_back(wire);
+    start_allreduce_sum(data, n);
+  }
   std::string name() const override { return "test"; }
   int rank() const override { return 0; }
   int size() const override { return 2; }
@@ -116,4 +125,35 @@ TEST(GradientBuckets, ZeroBytesMeansOneBucket) {
   GradientBuckets buckets(f.net.params(), 0, comm);
   EXPECT_EQ(buckets.bucket_count(), 1u);
   EXPECT_EQ(int64_t(buckets.bucket_floats(0)), f.net.parameter_count());
+}
+
+// The device-memory schedule (NCCL's) gives exactly the host schedule's gradients, with the same
+// allreduces in the same order, and hands the wire type to the communicator.
+TEST(GradientBuckets, DeviceMemoryBucketsGiveTheHostBucketsGradients) {
+  std::vector<std::vector<float>> got[2];
+  std::vector<size_t> sizes[2];
+  for (int device = 0; device < 2; ++device) {
+    Fixture f;
+    TwoIdenticalRanks comm;
+    comm.device = device == 1;
+    GradientBuckets buckets(f.net.params(), 1024, comm, Communicator::WireType::kBf16);
+    EXPECT_EQ(buckets.on_device(), comm.device);
+    for (float weight : {0.25f, 1.0f}) {  // a weighted step, then one with weight 1 (no scale)
+      buckets.begin(weight);
+      f.net.forward(f.x);
+      f.net.backward(f.d, [&](const std::vector<model::Param>& ps) { buckets.ready(ps); });
+      buckets.finish("test");
+    }
+    for (auto& p : f.net.params()) got[device].push_back(p.grad->to_host());
+    for (auto& s : comm.starts) sizes[device].push_back(s.n);
+    ASSERT_EQ(comm.wires.size(), 2 * buckets.bucket_count());
+    for (auto w : comm.wires) EXPECT_EQ(w, Communicator::WireType::kBf16);
+    if (comm.device) {  // the buckets are not the gradients' own memory
+      for (auto& s : comm.starts)
+        for (auto& p : f.net.params()) EXPECT_NE(s.data, p.grad->data());
+    }
+  }
+  EXPECT_EQ(sizes[0], sizes[1]);
+  ASSERT_EQ(got[0].size(), got[1].size());
+  for (size_t i = 0; i < got[0].size(); ++i) EXPECT_EQ(got[0][i], got[1][i]) << "parameter " << i;
 }
