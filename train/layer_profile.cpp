@@ -63,7 +63,8 @@ std::string LayerProfile::to_json() const {
 LayerProfile LayerProfile::from_json(const std::string& text, const std::string& what) {
   LayerProfile p;
   try {
-    const auto j = nlohmann::json::parse(text);
+    auto j = nlohmann::json::parse(text);
+    if (j.is_object() && j.contains("profile") && !j.contains("layers")) j = j["profile"];  // a --predict-scaling --out
     p.device = j.at("device").get<std::string>();
     p.model = j.value("model", std::string());
     p.precision = j.value("precision", std::string());
