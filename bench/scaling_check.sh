@@ -37,23 +37,26 @@ cat "$work/profile.log"
 timeout 120 "$build/pipeline/downscale" train --config configs/demo.yaml --set "train.allreduce_bucket_mb=$bucket" \
   --predict-scaling --profile "$work/profile.json" --busbw "$bw" --latency-us "$lat" --out "$work/model.json" \
   >"$work/model.txt"
-read -r pred_step pred_compute pred_exposed < <(/usr/bin/python3 -c "
+read -r pred_step pred_compute pred_exposed pred_comm < <(/usr/bin/python3 -c "
 import json,sys; r=[r for r in json.load(open('$work/model.json'))['rows'] if r['ranks']==2 and r['nodes']==1][0]
-print(r['step_s'], r['compute_s'], r['exposed_s'])")
+print(r['step_s'], r['compute_s'], r['exposed_s'], r['allreduce_s'])")
 
 timeout 600 "${mpi[@]}" "$build/bench/bench_train_ddp" --threads "$threads" --grid "$grid" --batch "$batch" \
   --bucket-mb "$bucket" --steps "$steps" --warmup 2 --nosync-steps "$steps" >"$work/ddp"
 meas_step=$(key step_s "$work/ddp")
 meas_nosync=$(key step_nosync_s "$work/ddp")
+echo "bench_train_ddp: $(key buckets "$work/ddp"); wait after backward $(key wait_s "$work/ddp") s; buckets done" \
+  "before backward ended: $(key buckets_done_in_backward "$work/ddp")"
 
-/usr/bin/python3 - "$pred_step" "$pred_compute" "$pred_exposed" "$meas_step" "$meas_nosync" "$grid" "$batch" "$bucket" <<'PY'
+/usr/bin/python3 - "$pred_step" "$pred_compute" "$pred_exposed" "$meas_step" "$meas_nosync" "$pred_comm" "$grid" "$batch" "$bucket" <<'PY'
 import sys
-ps, pc, pe, ms, mn = map(float, sys.argv[1:6])
-grid, batch, bucket = sys.argv[6:9]
+ps, pc, pe, ms, mn, comm = map(float, sys.argv[1:7])
+grid, batch, bucket = sys.argv[7:10]
 print(f"MNN {grid}, batch {batch} per rank, {bucket} MB buckets, 2 ranks (CPU, MPI shared memory)")
 print(f"{'':28s} {'predicted':>10s} {'measured':>10s} {'ratio':>7s}")
 print(f"{'compute (step, no allreduce)':28s} {pc:10.4f} {mn:10.4f} {mn/pc:7.2f}")
 print(f"{'step':28s} {ps:10.4f} {ms:10.4f} {ms/ps:7.2f}")
 print(f"{'exposed communication':28s} {pe:10.4f} {ms-mn:10.4f}")
-print(f"model with the measured compute: step {mn + pe:.4f} s vs {ms:.4f} s measured ({ms/(mn+pe):.2f}x)")
+print(f"model with the measured compute: step {mn + pe:.4f} s vs {ms:.4f} s measured ({ms/(mn+pe):.2f}x); "
+      f"with no overlap at all {mn + comm:.4f} s")
 PY
