@@ -18,6 +18,8 @@
 #include "model/loss.h"
 #include "model/math_mode.h"
 #include "model/net.h"
+#include "io/atomic_file.h"
+#include "train/layer_profile.h"
 
 namespace {
 
@@ -52,7 +54,8 @@ int main(int argc, char** argv) {
   using namespace ds;
   CLI::App app{"MNN training-step and forward throughput on the CPU backend or a GPU"};
   int batch = 4, threads = 2, steps = 3, warmup = 1, curve = 0;
-  std::string dump_path, what = "both", device = "cpu", math = "tf32";
+  std::string dump_path, what = "both", device = "cpu", math = "tf32", grid = "30x53", profile_out;
+  bool profile_layers = false;
   app.add_option("--batch", batch, "samples per step")->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CPU threads (0: all cores)");
   app.add_option("--steps", steps, "timed steps (the median is reported)")->check(CLI::PositiveNumber);
@@ -67,13 +70,21 @@ int main(int argc, char** argv) {
   app.add_option("--loss-curve", curve,
                  "first train this many steps on the batch and print each loss (loss_<i> lines), to compare "
                  "devices or peers step by step; the timings then start from the trained weights");
+  app.add_flag("--profile-layers", profile_layers,
+               "instead: time forward, loss, each layer's backward (synchronized per layer) and the optimizer, "
+               "medians of --steps after --warmup, for the scaling model (docs/scaling.md); prints it as JSON");
+  app.add_option("--out", profile_out, "--profile-layers: also write the JSON here (downscale train "
+                 "--predict-scaling --profile FILE)");
+  app.add_option("--grid", grid, "input grid HxW (20 channels); 30x53: the reference domain");
   CLI11_PARSE(app, argc, argv);
 
   model::ModelSpec spec;
   spec.name = "mnn";
   spec.in_channels = 20;  // the reference experiment: z, hus, ta, ua, va at 4 levels
-  spec.in_h = 30;
-  spec.in_w = 53;
+  if (std::sscanf(grid.c_str(), "%dx%d", &spec.in_h, &spec.in_w) != 2 || spec.in_h < 2 || spec.in_w < 2) {
+    std::fprintf(stderr, "bench_train_step: --grid: expected HxW, e.g. 30x53, got '%s'\n", grid.c_str());
+    return 2;
+  }
   const bench::FlopCount flops = bench::count_flops(spec);
 
   std::unique_ptr<model::Backend> be;
@@ -94,6 +105,22 @@ int main(int argc, char** argv) {
   bench::BenchBatch b = bench::make_batch(*be, net, batch, 2);
   if (!dump_path.empty()) bench::dump(dump_path, net, b);
 
+  if (profile_layers) {
+    try {
+      const LayerProfile p =
+          measure_layer_profile(net, *be, model::LossKind::kBernoulliGamma, b.x, b.y, b.mask, warmup, steps, math);
+      std::fputs(p.to_json().c_str(), stdout);
+      if (!profile_out.empty()) write_file_atomically(profile_out, p.to_json());
+      std::fprintf(stderr, "bench_train_step: profile of %zu layers on %s: forward %.4f s, backward %.4f s (sum of "
+                   "synchronized layers %.4f s), optimizer %.4f s%s%s\n", p.layers.size(), p.device.c_str(),
+                   p.forward_s, p.backward_s, p.layers_backward_s(), p.optimizer_s,
+                   profile_out.empty() ? "" : "; wrote ", profile_out.c_str());
+    } catch (const Error& e) {
+      std::fprintf(stderr, "bench_train_step: --profile-layers: %s\n", e.what());
+      return e.code();
+    }
+    return 0;
+  }
   std::printf("backend %s, math %s\nbatch %d\n", be->name().c_str(), math.c_str(), batch);
   std::printf("gflop_forward_per_sample %.4f\ngflop_train_per_sample %.4f\n", flops.forward * 1e-9,
               flops.train() * 1e-9);

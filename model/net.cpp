@@ -20,6 +20,7 @@ struct Net::Impl {
   std::vector<Tensor> out, grad;  // by node; out[0] and grad[0] unused (the input is the caller's)
   std::vector<Tensor> scratch;    // a layer's input gradients that must be added, not written
   const Tensor* input = nullptr;  // forward's x, needed again by backward
+  std::string backward_layer;     // the layer whose backward ran last (backward_layer())
 
   Impl(const ModelSpec& s, Backend& b) : spec(s), be(b), nodes(build_model(s, b)) {
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -101,9 +102,12 @@ void Net::backward(const Tensor& d_out, const std::function<void(const std::vect
     }
     node.layer->backward(m.be, in, m.out[i], dy, din);
     for (auto& [s, j] : to_add) m.be.accumulate(s->size(), s->data(), m.grad[size_t(j)].data());
+    m.backward_layer = node.layer->name();
     if (layer_done) layer_done(node.layer->params());
   }
 }
+
+const std::string& Net::backward_layer() const { return impl_->backward_layer; }
 
 std::vector<Param> Net::params() {
   std::vector<Param> all;

@@ -56,6 +56,9 @@ class Net {
   // none), whose gradients are then final: the trainer starts their allreduce while backward
   // goes on (train/gradient_buckets.h).
   void backward(const Tensor& d_out, const std::function<void(const std::vector<Param>&)>& layer_done = {});
+  // Inside a layer_done hook: the name of the layer whose backward just ended (a profiler's
+  // label for layers without parameters too; train/layer_profile.h).
+  const std::string& backward_layer() const;
   std::vector<Param> params();
   // Non-trainable learned state (batch norm running statistics), grad null; saved in checkpoints.
   std::vector<Param> buffers();

@@ -50,6 +50,28 @@ int main(int argc, char** argv) {
   train->add_option("--timeline", options.timeline,
                     "write a Chrome-trace JSON (chrome://tracing, ui.perfetto.dev) of every step's phases per rank")
       ->type_name("FILE");
+  auto& sc = options.scaling;
+  train->add_flag("--predict-scaling", sc.on,
+                  "print the scaling model's step time, efficiency and images/s on 1-4 GPUs and 2-64 nodes "
+                  "(docs/scaling.md); trains nothing, writes nothing but --out");
+  train->add_option("--profile", sc.profile,
+                    "--predict-scaling: a layer profile (bench_train_step --profile-layers --out); default: "
+                    "measure one on the configured device")->type_name("FILE")->check(CLI::ExistingFile);
+  train->add_option("--link", sc.link, "--predict-scaling: link inside a node (nvlink4, nvlink3, pcie4, pcie5, shm-mpi)");
+  train->add_option("--network", sc.network, "--predict-scaling: link between nodes (ib-hdr, ib-ndr)");
+  train->add_option("--nic", sc.nic, "--predict-scaling: per-gpu or per-node")
+      ->check(CLI::IsMember({"per-gpu", "per-node"}));
+  train->add_option("--allreduce-dtype", sc.allreduce_dtype, "--predict-scaling: gradient dtype on the wire")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  train->add_option("--gpus-per-node", sc.gpus_per_node, "--predict-scaling: GPUs per node in the multi-node rows")
+      ->check(CLI::PositiveNumber);
+  train->add_option("--busbw", sc.busbw_gbs, "--predict-scaling: a measured intra-node allreduce busbw in GB/s "
+                    "(replaces --link)")->check(CLI::PositiveNumber);
+  train->add_option("--latency-us", sc.latency_us, "--predict-scaling: with --busbw, its allreduce latency")
+      ->check(CLI::NonNegativeNumber);
+  train->add_option("--profile-steps", sc.steps, "--predict-scaling: timed steps when measuring the profile")
+      ->check(CLI::PositiveNumber);
+  train->add_option("--out", sc.out, "--predict-scaling: also write the table as JSON")->type_name("FILE.json");
   add_stage("predict", "write daily precipitation for the test years as CF NetCDF and score it");
   add_stage("evaluate", "VALUE indices and scores of the prediction next to baselines; JSON, CSV, PNG maps");
 
@@ -86,6 +108,7 @@ int main(int argc, char** argv) {
     if (stage == "synth") return ds::run_synth(cfg);
     if (stage == "fetch") return ds::run_fetch(cfg, options.dry_run);
     if (stage == "preprocess") return ds::run_preprocess(cfg);
+    if (stage == "train" && options.scaling.on) return ds::run_predict_scaling(cfg, options.scaling);
     if (stage == "train") return ds::run_train(cfg, options);
     if (stage == "predict") return ds::run_predict(cfg);
     if (stage == "evaluate") return ds::run_evaluate(cfg);

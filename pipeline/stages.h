@@ -24,11 +24,27 @@ struct RunPaths {
   std::string suffix() const { return name.empty() ? "" : "/" + name; }
 };
 
+// train --predict-scaling (train/scaling_model.h): what to model; see docs/scaling.md.
+struct ScalingRequest {
+  bool on = false;
+  std::string profile;            // a layer profile JSON; empty: measure one on the configured device
+  std::string link = "nvlink4";   // inside a node
+  std::string network = "ib-ndr"; // between nodes
+  std::string nic = "per-gpu";    // per-gpu | per-node
+  std::string allreduce_dtype = "fp32";
+  int gpus_per_node = 4;
+  double busbw_gbs = 0;           // > 0: a measured intra-node link replacing --link
+  double latency_us = 30;         // with busbw_gbs
+  int steps = 5;                  // timed steps when measuring
+  std::string out;                // also write the table as JSON here
+};
+
 struct StageOptions {
   bool resume = false;   // train: continue from the last checkpoint
   bool resume_auto = false;  // train: resume when checkpoint_last.h5 exists, else start (slurm/train_forhlr2.sh on requeue)
   std::string timeline;  // train: write a Chrome trace of each step's phases per rank here
   bool check = false;    // train: validate config, store and model, print a summary; no MPI, nothing written
+  ScalingRequest scaling;  // train --predict-scaling: print the scaling model's table, train nothing
   bool dry_run = false;  // fetch: list the chunks, their sizes and what is already complete; fetch nothing
 };
 
@@ -36,6 +52,7 @@ int run_synth(const Config& cfg);
 int run_fetch(const Config& cfg, bool dry_run = false);
 int run_preprocess(const Config& cfg);
 int run_train(const Config& cfg, const StageOptions& opt);
+int run_predict_scaling(const Config& cfg, const ScalingRequest& req);
 int run_predict(const Config& cfg);
 int run_evaluate(const Config& cfg);
 

@@ -10,6 +10,8 @@
 #   3. the training-step and forward (predict) benchmark against PyTorch on the same GPU, weights
 #      and batch: PyTorch eager NCHW and channels_last with cudnn.benchmark and TF32, and
 #      torch.compile as a second peer (bench/train_step.sh), in TF32 and in FP32;
+#   4. the scaling model's per-layer profile (bench_train_step --profile-layers, TF32) and its
+#      predicted table on NVLink4/NDR and PCIe5/one NIC per node (docs/scaling.md);
 # and writes one report (Markdown) with the device's name: gpu_check_report.md, or $REPORT.
 #
 #   scripts/gpu_check.sh [ROOT]     ROOT: the bundle's folder, or the source tree (build/ in it)
@@ -162,6 +164,24 @@ for math in $MATHS; do
   fi
   say ""
 done
+# --- 4. the scaling model's layer profile on this GPU (docs/scaling.md) ---
+# The profile is kept beside the report (<report>_profile.json) for later runs of the model.
+say "## 4. Scaling model: layer profile (TF32, batch $BATCH) and the predicted table"
+profile="${REPORT%.md}_profile.json"
+if run "$bench" --device cuda --math tf32 --batch "$BATCH" --steps "$STEPS" --warmup 3 --profile-layers \
+     --out "$profile" > "$work/profile.json" 2> "$work/profile.log" &&
+   run "$downscale" train --config "$root/configs/north_america.yaml" --predict-scaling --profile "$profile" \
+     --link nvlink4 --network ib-ndr > "$work/scaling" 2>&1 &&
+   run "$downscale" train --config "$root/configs/north_america.yaml" --predict-scaling --profile "$profile" \
+     --link pcie5 --network ib-ndr --nic per-node --allreduce-dtype bf16 > "$work/scaling_pcie" 2>&1; then
+  cat "$work/profile.log" "$work/scaling" "$work/scaling_pcie" > "$work/scaling_all"
+  say "profile: $profile"
+else
+  failed+=("scaling profile"); say "FAILED"
+  cat "$work/profile.log" "$work/scaling" "$work/scaling_pcie" 2>/dev/null | tail -30 > "$work/scaling_all"
+fi
+block "$work/scaling_all"
+say ""
 say "Peak for comparison: H100 SXM dense TF32 about 495 TFLOP/s, FP32 about 67 TFLOP/s (NVIDIA's data sheet);"
 say "the GFLOP/s columns count MNN's convolution FLOPs (bench/flop_count.h) per second."
 say ""

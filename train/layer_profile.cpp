@@ -1,0 +1,181 @@
+#include "train/layer_profile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
+
+#include "io/error.h"
+#include "model/adam.h"
+
+namespace ds {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+}  // namespace
+
+int64_t LayerTime::floats() const { return std::accumulate(param_floats.begin(), param_floats.end(), int64_t(0)); }
+
+int64_t LayerProfile::parameter_floats() const {
+  int64_t n = 0;
+  for (const auto& l : layers) n += l.floats();
+  return n;
+}
+
+double LayerProfile::layers_backward_s() const {
+  double s = 0;
+  for (const auto& l : layers) s += l.backward_s;
+  return s;
+}
+
+std::string LayerProfile::to_json() const {
+  nlohmann::json j;
+  j["device"] = device;
+  j["model"] = model;
+  j["precision"] = precision;
+  j["batch"] = batch;
+  j["steps"] = steps;
+  j["forward_s"] = forward_s;
+  j["loss_s"] = loss_s;
+  j["backward_s"] = backward_s;
+  j["optimizer_s"] = optimizer_s;
+  j["parameter_floats"] = parameter_floats();
+  auto& ls = j["layers"] = nlohmann::json::array();
+  for (const auto& l : layers)
+    ls.push_back({{"name", l.name}, {"backward_s", l.backward_s}, {"param_floats", l.floats()},
+                  {"params", l.params}, {"floats", l.param_floats}});
+  return j.dump(1) + "\n";
+}
+
+LayerProfile LayerProfile::from_json(const std::string& text, const std::string& what) {
+  LayerProfile p;
+  try {
+    auto j = nlohmann::json::parse(text);
+    if (j.is_object() && j.contains("profile") && !j.contains("layers")) j = j["profile"];  // a --predict-scaling --out
+    p.device = j.at("device").get<std::string>();
+    p.model = j.value("model", std::string());
+    p.precision = j.value("precision", std::string());
+    p.batch = j.at("batch").get<int>();
+    p.steps = j.value("steps", 0);
+    p.forward_s = j.at("forward_s").get<double>();
+    p.loss_s = j.value("loss_s", 0.0);
+    p.backward_s = j.at("backward_s").get<double>();
+    p.optimizer_s = j.at("optimizer_s").get<double>();
+    for (const auto& l : j.at("layers")) {
+      LayerTime t;
+      t.name = l.at("name").get<std::string>();
+      t.backward_s = l.at("backward_s").get<double>();
+      t.params = l.value("params", std::vector<std::string>());
+      t.param_floats = l.value("floats", std::vector<int64_t>());
+      if (t.param_floats.empty() && l.value("param_floats", int64_t(0)) > 0)
+        t.param_floats = {l.at("param_floats").get<int64_t>()};  // a hand-written profile: one gradient
+      p.layers.push_back(t);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(what + ": not a layer profile (" + e.what() + ")");
+  }
+  if (p.batch < 1 || p.layers.empty() || p.backward_s <= 0 || p.forward_s < 0 || p.optimizer_s < 0)
+    throw InputError(what + ": a layer profile needs batch >= 1, layers, backward_s > 0 and times >= 0");
+  return p;
+}
+
+LayerProfile LayerProfile::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot read the layer profile");
+  std::stringstream s;
+  s << in.rdbuf();
+  return from_json(s.str(), path);
+}
+
+LayerProfile measure_layer_profile(model::Net& net, model::Backend& be, model::LossKind loss, const model::Tensor& x,
+                                   const model::Tensor& y, const model::Tensor& mask, int warmup, int steps,
+                                   const std::string& precision) {
+  LayerProfile p;
+  p.device = be.name();
+  const auto& spec = net.spec();
+  p.model = spec.name + " " + std::to_string(spec.in_channels) + "x" + std::to_string(spec.in_h) + "x" +
+            std::to_string(spec.in_w);
+  p.precision = precision;
+  p.batch = x.shape().n;
+  p.steps = steps;
+  model::Adam adam(net.params(), be);
+  model::Tensor d_out(be, net.output_shape(p.batch));
+
+  // Per layer, in backward order: names, gradients and the per-step times.
+  std::vector<LayerTime> layers;
+  std::vector<std::vector<double>> layer_s;
+  std::vector<double> fwd, lss, bwd, opt;
+  auto step = [&](bool per_layer, bool record) {
+    be.synchronize();
+    auto t = Clock::now();
+    const model::Tensor& out = net.forward(x);
+    be.synchronize();
+    if (record) fwd.push_back(since(t));
+    t = Clock::now();
+    model::masked_loss(be, loss, out, y, mask, &d_out);
+    be.synchronize();
+    if (record) lss.push_back(since(t));
+    size_t k = 0;
+    auto t_layer = Clock::now();
+    auto hook = [&](const std::vector<model::Param>& ps) {
+      be.synchronize();
+      const double s = since(t_layer);
+      if (layers.size() <= k) {
+        LayerTime l;
+        l.name = net.backward_layer();
+        for (auto it = ps.rbegin(); it != ps.rend(); ++it) {
+          l.params.push_back(it->name);
+          l.param_floats.push_back(it->grad->size());
+        }
+        layers.push_back(l);
+        layer_s.emplace_back();
+      }
+      if (record) layer_s[k].push_back(s);
+      ++k;
+      t_layer = Clock::now();
+    };
+    t = Clock::now();
+    t_layer = t;
+    if (per_layer)
+      net.backward(d_out, hook);
+    else
+      net.backward(d_out);
+    be.synchronize();
+    if (record && !per_layer) bwd.push_back(since(t));
+    t = Clock::now();
+    adam.step(1e-6);
+    be.synchronize();
+    if (record) opt.push_back(since(t));
+  };
+  step(true, false);  // names the layers (and warms up)
+  for (int i = 0; i < warmup; ++i) step(false, false);
+  // Alternating, so that both kinds of step see the same machine.
+  for (int i = 0; i < steps; ++i) {
+    step(true, true);
+    step(false, true);
+  }
+  p.forward_s = median(fwd);
+  p.loss_s = median(lss);
+  p.backward_s = median(bwd);
+  p.optimizer_s = median(opt);
+  for (size_t k = 0; k < layers.size(); ++k) {
+    layers[k].backward_s = median(layer_s[k]);
+    p.layers.push_back(layers[k]);
+  }
+  return p;
+}
+
+}  // namespace ds
