@@ -34,7 +34,7 @@ class ModelCuda : public ::testing::Test {
     }
     cpu_ = make_cpu_backend(0);
     gpu_ = make_cuda_backend(0);
-    // Parity pins FP32: under TF32 (run.math's default) convolutions differ by ~1e-3 relative.
+    // Parity pins FP32: under TF32 (train.precision's default) convolutions differ by ~1e-3 relative.
     ASSERT_TRUE(gpu_->set_math(MathMode::kFp32));
   }
 
@@ -382,7 +382,7 @@ TEST_F(ModelCuda, DeepEsdMatchesCpu) {
   }
 }
 
-// run.math tf32 (the default): cuDNN may use TF32 tensor cores (10 mantissa bits), so the
+// train.precision tf32 (the default): cuDNN may use TF32 tensor cores (10 mantissa bits), so the
 // convolutions differ from the CPU's FP32 by ~1e-3 relative per product: 1e-2 of the scale.
 TEST_F(ModelCuda, Tf32ConvolutionsStayWithinTf32Tolerance) {
   ASSERT_TRUE(gpu_->set_math(MathMode::kTf32));
