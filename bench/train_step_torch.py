@@ -136,8 +136,15 @@ def main():
     ap.add_argument("--compile", action="store_true", help="torch.compile the net (PyTorch >= 2)")
     ap.add_argument("--fp32", action="store_true",
                     help="on a GPU, pure FP32 convolutions and matmuls (default: TF32, PyTorch's fastest FP32)")
+    # As train.precision: bf16/fp16 run forward under torch.autocast(dtype) (convolutions in 16
+    # bits, FP32 weights and loss), fp16 with torch.cuda.amp.GradScaler (dynamic loss scaling).
+    ap.add_argument("--math", choices=("tf32", "fp32", "bf16", "fp16"), default=None,
+                    help="tf32 (default), fp32 (= --fp32), bf16 or fp16 (autocast)")
     ap.add_argument("--loss-curve", type=int, default=0, help="train this many steps first, printing loss_<i>")
     args = ap.parse_args()
+    math = args.math or ("fp32" if args.fp32 else "tf32")
+    args.fp32 = math == "fp32"
+    half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(math)
 
     torch.set_num_threads(args.threads)
     dev = torch.device(args.device)
@@ -167,17 +174,33 @@ def main():
     batch = x.shape[0]
     print(f"backend torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"mkldnn {torch.backends.mkldnn.is_available()}, layout {args.layout}, device {dev}"
-          + (f" ({torch.cuda.get_device_name(dev)}, {'fp32' if args.fp32 else 'tf32'})" if dev.type == "cuda" else "")
+          + (f" ({torch.cuda.get_device_name(dev)}, {math})" if dev.type == "cuda" else f", {math}")
           + (", torch.compile" if args.compile else ""))
     print(f"batch {batch}")
 
     first = []
 
+    def forward():
+        if half is None:
+            return fwd(x)
+        with torch.autocast(device_type=dev.type, dtype=half):
+            return fwd(x)
+
+    scaler = None
+    if math == "fp16":
+        scaler = (torch.amp.GradScaler(dev.type) if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler")
+                  else torch.cuda.amp.GradScaler())
+
     def train_step(record=False):
         opt.zero_grad(set_to_none=True)
-        loss = bernoulli_gamma_loss(fwd(x), y, land)
-        loss.backward()
-        opt.step()
+        loss = bernoulli_gamma_loss(forward().float(), y, land)  # the loss in FP32, as ours
+        if scaler is None:
+            loss.backward()
+            opt.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
         if record or not first:
             first.append(loss.item())  # item() waits for a GPU: once, or per step of the curve
 
@@ -189,7 +212,7 @@ def main():
         print(f"loss0 {first[0]:.7g}\ntrain_step_s {s:.4f}\ntrain_samples_per_s {batch / s:.4f}")
     if args.measure != "train":
         with torch.inference_mode():
-            s = time_median(args.warmup, args.steps, lambda: fwd(x), sync)
+            s = time_median(args.warmup, args.steps, forward, sync)
         print(f"forward_s {s:.4f}\nforward_samples_per_s {batch / s:.4f}")
 
 
