@@ -113,6 +113,7 @@ class CudaBackend : public Backend {
   // algorithms were chosen for one mode and layout.
   using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int>;
   ConvPlan& conv_plan(const ConvDesc& d);
+  std::string conv_context(const ConvDesc& d) const;
   // cudnnFind*: times the algorithms on scratch buffers; false when cuDNN could not (the caller
   // then keeps the heuristic's choice).
   bool find_algorithms(const ConvDesc& d, ConvPlan& p);

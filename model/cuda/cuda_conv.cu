@@ -84,6 +84,15 @@ void CudaBackend::from_half16(const Shape& s, const void* xh, float* x) {
   DS_CUDA_LAUNCHED();
 }
 
+// What a failing convolution was, appended to its error: cuDNN may lack a 16-bit kernel for one
+// layout or shape, and the one line must say which (mode, layout, geometry).
+std::string CudaBackend::conv_context(const ConvDesc& d) const {
+  static const char* const modes[] = {"tf32", "fp32", "bf16", "fp16"};
+  return std::string(" [convolution ") + d.in.str() + " -> " + std::to_string(d.out_c) + " channels, " +
+         std::to_string(d.kh) + "x" + std::to_string(d.kw) + ", train.precision " + modes[int(math_)] +
+         (half16() ? std::string(", DOWNSCALE_CUDA_LAYOUT ") + (nhwc_ ? "nhwc" : "nchw") : std::string()) + "]";
+}
+
 CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   ConvKey key{d.in.n, d.in.c, d.in.h, d.in.w, d.out_c, d.kh, d.kw, d.stride,
               d.pad_top, d.pad_bottom, d.pad_left, d.pad_right, int(math_), half16() && nhwc_ ? 1 : 0};
@@ -218,76 +227,88 @@ bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p) {
 }
 
 void CudaBackend::conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
-  ConvPlan& p = conv_plan(d);
-  const float one = 1.0f, zero = 0.0f;
-  const float* src = x;
-  if (p.explicit_pad) {
-    float* xp = pad_buffer(p.x_shape.size());
-    pad_nchw(stream_, d.in, d.pad_top, d.pad_left, p.x_shape, x, xp);
-    src = xp;
+  try {
+    ConvPlan& p = conv_plan(d);
+    const float one = 1.0f, zero = 0.0f;
+    const float* src = x;
+    if (p.explicit_pad) {
+      float* xp = pad_buffer(p.x_shape.size());
+      pad_nchw(stream_, d.in, d.pad_top, d.pad_left, p.x_shape, x, xp);
+      src = xp;
+    }
+    void* ws = p.fwd_ws ? workspace(p.fwd_ws) : nullptr;
+    if (half16()) {
+      const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw}, out = d.out();
+      void* xh = to_half16(p.x_shape, src);
+      void* wh = to_half16(w_shape, w);
+      void* yh = half16_scratch(out);
+      DS_CUDNN(cudnnConvolutionForward(cudnn_, &one, p.x, xh, p.w, wh, p.conv, p.fwd_algo, ws, p.fwd_ws, &zero, p.y, yh));
+      from_half16(out, yh, y);
+      for (void* h : {xh, wh, yh}) cache_.release(h);  // reused only by work queued after this
+    } else {
+      DS_CUDNN(cudnnConvolutionForward(cudnn_, &one, p.x, src, p.w, w, p.conv, p.fwd_algo, ws, p.fwd_ws, &zero, p.y, y));
+    }
+    if (b) DS_CUDNN(cudnnAddTensor(cudnn_, &one, p.b, b, &one, p.y32, y));
+  } catch (const Error& e) {
+    throw Error(e.what() + conv_context(d), e.code());
   }
-  void* ws = p.fwd_ws ? workspace(p.fwd_ws) : nullptr;
-  if (half16()) {
-    const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw}, out = d.out();
-    void* xh = to_half16(p.x_shape, src);
-    void* wh = to_half16(w_shape, w);
-    void* yh = half16_scratch(out);
-    DS_CUDNN(cudnnConvolutionForward(cudnn_, &one, p.x, xh, p.w, wh, p.conv, p.fwd_algo, ws, p.fwd_ws, &zero, p.y, yh));
-    from_half16(out, yh, y);
-    for (void* h : {xh, wh, yh}) cache_.release(h);  // reused only by work queued after this
-  } else {
-    DS_CUDNN(cudnnConvolutionForward(cudnn_, &one, p.x, src, p.w, w, p.conv, p.fwd_algo, ws, p.fwd_ws, &zero, p.y, y));
-  }
-  if (b) DS_CUDNN(cudnnAddTensor(cudnn_, &one, p.b, b, &one, p.y32, y));
 }
 
 void CudaBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) {
-  ConvPlan& p = conv_plan(d);
-  const float one = 1.0f, zero = 0.0f;
-  float* dst = p.explicit_pad ? pad_buffer(p.x_shape.size()) : dx;
-  void* ws = p.bwd_data_ws ? workspace(p.bwd_data_ws) : nullptr;
-  if (half16()) {
-    const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw};
-    void* dyh = to_half16(d.out(), dy);
-    void* wh = to_half16(w_shape, w);
-    void* dxh = half16_scratch(p.x_shape);
-    DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, wh, p.y, dyh, p.conv, p.bwd_data_algo, ws,
-                                          p.bwd_data_ws, &zero, p.x, dxh));
-    from_half16(p.x_shape, dxh, dst);
-    for (void* h : {dyh, wh, dxh}) cache_.release(h);
-  } else {
-    DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, w, p.y, dy, p.conv, p.bwd_data_algo, ws, p.bwd_data_ws,
-                                          &zero, p.x, dst));
+  try {
+    ConvPlan& p = conv_plan(d);
+    const float one = 1.0f, zero = 0.0f;
+    float* dst = p.explicit_pad ? pad_buffer(p.x_shape.size()) : dx;
+    void* ws = p.bwd_data_ws ? workspace(p.bwd_data_ws) : nullptr;
+    if (half16()) {
+      const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw};
+      void* dyh = to_half16(d.out(), dy);
+      void* wh = to_half16(w_shape, w);
+      void* dxh = half16_scratch(p.x_shape);
+      DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, wh, p.y, dyh, p.conv, p.bwd_data_algo, ws,
+                                            p.bwd_data_ws, &zero, p.x, dxh));
+      from_half16(p.x_shape, dxh, dst);
+      for (void* h : {dyh, wh, dxh}) cache_.release(h);
+    } else {
+      DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, w, p.y, dy, p.conv, p.bwd_data_algo, ws, p.bwd_data_ws,
+                                            &zero, p.x, dst));
+    }
+    // The padded border's gradient belongs to zeros that are not inputs: dropped by the crop.
+    if (p.explicit_pad) crop_nchw(stream_, p.x_shape, d.pad_top, d.pad_left, d.in, dst, dx);
+  } catch (const Error& e) {
+    throw Error(e.what() + conv_context(d), e.code());
   }
-  // The padded border's gradient belongs to zeros that are not inputs: dropped by the crop.
-  if (p.explicit_pad) crop_nchw(stream_, p.x_shape, d.pad_top, d.pad_left, d.in, dst, dx);
 }
 
 void CudaBackend::conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) {
-  ConvPlan& p = conv_plan(d);
-  const float one = 1.0f, zero = 0.0f;
-  const float* src = x;
-  if (p.explicit_pad) {
-    // Padded again rather than kept from forward: a cheap copy instead of a buffer per layer.
-    float* xp = pad_buffer(p.x_shape.size());
-    pad_nchw(stream_, d.in, d.pad_top, d.pad_left, p.x_shape, x, xp);
-    src = xp;
+  try {
+    ConvPlan& p = conv_plan(d);
+    const float one = 1.0f, zero = 0.0f;
+    const float* src = x;
+    if (p.explicit_pad) {
+      // Padded again rather than kept from forward: a cheap copy instead of a buffer per layer.
+      float* xp = pad_buffer(p.x_shape.size());
+      pad_nchw(stream_, d.in, d.pad_top, d.pad_left, p.x_shape, x, xp);
+      src = xp;
+    }
+    void* ws = p.bwd_filter_ws ? workspace(p.bwd_filter_ws) : nullptr;
+    if (half16()) {
+      const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw};
+      void* xh = to_half16(p.x_shape, src);
+      void* dyh = to_half16(d.out(), dy);
+      void* dwh = half16_scratch(w_shape);
+      DS_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, xh, p.y, dyh, p.conv, p.bwd_filter_algo, ws,
+                                              p.bwd_filter_ws, &zero, p.w, dwh));
+      from_half16(w_shape, dwh, dw);
+      for (void* h : {xh, dyh, dwh}) cache_.release(h);
+    } else {
+      DS_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, src, p.y, dy, p.conv, p.bwd_filter_algo, ws,
+                                              p.bwd_filter_ws, &zero, p.w, dw));
+    }
+    if (db) DS_CUDNN(cudnnConvolutionBackwardBias(cudnn_, &one, p.y32, dy, &zero, p.b, db));
+  } catch (const Error& e) {
+    throw Error(e.what() + conv_context(d), e.code());
   }
-  void* ws = p.bwd_filter_ws ? workspace(p.bwd_filter_ws) : nullptr;
-  if (half16()) {
-    const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw};
-    void* xh = to_half16(p.x_shape, src);
-    void* dyh = to_half16(d.out(), dy);
-    void* dwh = half16_scratch(w_shape);
-    DS_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, xh, p.y, dyh, p.conv, p.bwd_filter_algo, ws,
-                                            p.bwd_filter_ws, &zero, p.w, dwh));
-    from_half16(w_shape, dwh, dw);
-    for (void* h : {xh, dyh, dwh}) cache_.release(h);
-  } else {
-    DS_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, src, p.y, dy, p.conv, p.bwd_filter_algo, ws,
-                                            p.bwd_filter_ws, &zero, p.w, dw));
-  }
-  if (db) DS_CUDNN(cudnnConvolutionBackwardBias(cudnn_, &one, p.y32, dy, &zero, p.b, db));
 }
 
 }  // namespace ds::model
