@@ -20,6 +20,7 @@
 #include "model/net.h"
 #include "io/atomic_file.h"
 #include "train/layer_profile.h"
+#include "train/loss_scaler.h"
 
 namespace {
 
@@ -50,7 +51,7 @@ double time_median(ds::model::Backend& be, int warmup, int steps, F&& f) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   using namespace ds;
   CLI::App app{"MNN training-step and forward throughput on the CPU backend or a GPU"};
   int batch = 4, threads = 2, steps = 3, warmup = 1, curve = 0;
@@ -90,15 +91,10 @@ int main(int argc, char** argv) {
   std::unique_ptr<model::Backend> be;
   try {
     be = model::make_backend(device, threads);
-    // Stand-in until train.precision's apply_math_mode (prec-gpu) lands: on a conflict take theirs.
-    const model::MathMode mode = math == "bf16"   ? model::MathMode::kBf16
-                                 : math == "fp16" ? model::MathMode::kFp16
-                                                  : model::parse_math_mode(math);
-    if (!be->set_math(mode) && (mode == model::MathMode::kBf16 || mode == model::MathMode::kFp16))
-      throw UsageError("--math " + math + ": the " + be->name() + " backend cannot compute in it");
+    model::apply_math_mode(*be, math, false);  // bf16/fp16 where the backend cannot: an error
   } catch (const Error& e) {
     std::fprintf(stderr, "bench_train_step: %s\n", e.what());
-    return e.code();
+    return int(e.code());
   }
   model::Net net(spec, *be);
   net.init(1);
@@ -127,19 +123,25 @@ int main(int argc, char** argv) {
 
   model::Adam adam(net.params(), *be);
   model::Tensor d_out(*be, net.output_shape(batch));
+  // As the trainer: dynamic loss scaling under fp16 (one all_finite per parameter each step,
+  // inside the timing as it is in training), none otherwise.
+  LossScaler scaler("", math);
   double first_loss = -1, last_loss = 0;
   auto train_step = [&] {
     const model::Tensor& out = net.forward(b.x);
     const double loss = model::bernoulli_gamma_loss(*be, out, b.y, b.mask, &d_out);
     if (first_loss < 0) first_loss = loss;
     last_loss = loss;
+    scaler.scale_loss_gradient(*be, d_out);
     net.backward(d_out);
-    adam.step(1e-4);
+    if (scaler.unscale_or_skip(*be, net.params())) adam.step(1e-4);
   };
   for (int i = 0; i < curve; ++i) {
     train_step();
     std::printf("loss_%d %.7g\n", i, last_loss);
   }
+  if (curve && scaler.enabled())
+    std::printf("skipped_steps %lld\nloss_scale %g\n", (long long)scaler.skipped_total(), scaler.scale());
   if (what != "forward") {
     // The first loss is the initial weights' on the dumped batch: the peer must print the same.
     const double s = time_median(*be, warmup, steps, train_step);
@@ -152,4 +154,18 @@ int main(int argc, char** argv) {
                 flops.forward * batch / s * 1e-9);
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  // A GPU failure mid-run (cuDNN without a 16-bit kernel for a shape, out of memory...): one line
+  // naming the cause, exit 1, not an abort.
+  try {
+    return run(argc, argv);
+  } catch (const ds::Error& e) {
+    std::fprintf(stderr, "bench_train_step: %s\n", e.what());
+    return int(e.code());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_train_step: %s\n", e.what());
+    return 1;
+  }
 }

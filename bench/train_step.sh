@@ -6,8 +6,9 @@
 #
 #   bench/train_step.sh [BUILD_DIR]      (default: build)
 #   env: BATCH=4 THREADS=2 STEPS=3 WARMUP=1 ROUNDS=3 DEVICE=cpu (or cuda) PY=/usr/bin/python3
-#        MATH=tf32 (or fp32: both peers in plain FP32 on a GPU; the CPU is FP32 either way; bf16: both
-#        peers with bf16 convolutions and FP32 accumulation, PyTorch through autocast)
+#        MATH=tf32 (or fp32: both peers in plain FP32 on a GPU; the CPU is FP32 either way; bf16 or
+#        fp16: ours with train.precision bf16/fp16, PyTorch under torch.autocast(dtype), fp16 with
+#        GradScaler on both sides)
 #        COMPILE=auto (a torch.compile peer when the PyTorch has it; 0 to skip, 1 to insist)
 # PyTorch runs in both layouts (NCHW, channels_last) and, on a GPU, with cudnn.benchmark and TF32;
 # the ratio is taken against the fastest eager configuration, and against torch.compile when run.
@@ -33,9 +34,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 common=(--threads "$THREADS" --steps "$STEPS" --warmup "$WARMUP" --device "$DEVICE")
 peers=(nchw cl)
-tmath=()
-[[ $MATH == fp32 ]] && tmath=(--fp32)
-[[ $MATH == bf16 ]] && tmath=(--math bf16)  # autocast bf16: the CPU peer of ours (avx512_bf16)
+tmath=(--math "$MATH")
 [[ $COMPILE == 1 ]] && peers+=(compiled)
 for r in $(seq 1 "$ROUNDS"); do
   # Round 1 writes the weights and batch that the PyTorch peers load.

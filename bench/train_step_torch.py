@@ -136,16 +136,15 @@ def main():
     ap.add_argument("--compile", action="store_true", help="torch.compile the net (PyTorch >= 2)")
     ap.add_argument("--fp32", action="store_true",
                     help="on a GPU, pure FP32 convolutions and matmuls (default: TF32, PyTorch's fastest FP32)")
-    # bf16: convolutions and matmuls under torch.autocast(bfloat16) (oneDNN's avx512_bf16 kernels
-    # on the CPU), weights, gradients and the optimizer in FP32: what bench_train_step --math bf16
-    # does. tf32/fp32 as --fp32 above (the default follows it).
-    ap.add_argument("--math", choices=("tf32", "fp32", "bf16"), default=None,
-                    help="tf32 (GPU default), fp32 (as --fp32) or bf16 (autocast, CPU or GPU)")
+    # As train.precision: bf16/fp16 run forward under torch.autocast(dtype) (convolutions in 16
+    # bits, FP32 weights and loss), fp16 with torch.cuda.amp.GradScaler (dynamic loss scaling).
+    ap.add_argument("--math", choices=("tf32", "fp32", "bf16", "fp16"), default=None,
+                    help="tf32 (default), fp32 (= --fp32), bf16 or fp16 (autocast)")
     ap.add_argument("--loss-curve", type=int, default=0, help="train this many steps first, printing loss_<i>")
     args = ap.parse_args()
-    if args.math == "fp32":
-        args.fp32 = True
     math = args.math or ("fp32" if args.fp32 else "tf32")
+    args.fp32 = math == "fp32"
+    half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(math)
 
     torch.set_num_threads(args.threads)
     dev = torch.device(args.device)
@@ -175,21 +174,32 @@ def main():
     batch = x.shape[0]
     print(f"backend torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"mkldnn {torch.backends.mkldnn.is_available()}, layout {args.layout}, device {dev}"
-          + (f" ({torch.cuda.get_device_name(dev)})" if dev.type == "cuda" else "") + f", math {math}"
+          + (f" ({torch.cuda.get_device_name(dev)}, {math})" if dev.type == "cuda" else f", {math}")
           + (", torch.compile" if args.compile else ""))
     print(f"batch {batch}")
 
     first = []
-    # autocast(enabled=False) is a no-op context, so the fp32/tf32 runs time exactly what they did.
-    autocast = lambda: torch.autocast(dev.type, dtype=torch.bfloat16, enabled=math == "bf16")
+    def forward():
+        if half is None:
+            return fwd(x)
+        with torch.autocast(device_type=dev.type, dtype=half):
+            return fwd(x)
+
+    scaler = None
+    if math == "fp16":
+        scaler = (torch.amp.GradScaler(dev.type) if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler")
+                  else torch.cuda.amp.GradScaler())
 
     def train_step(record=False):
         opt.zero_grad(set_to_none=True)
-        with autocast():
-            out = fwd(x)
-        loss = bernoulli_gamma_loss(out.float(), y, land)  # the loss in FP32, as ours
-        loss.backward()
-        opt.step()
+        loss = bernoulli_gamma_loss(forward().float(), y, land)  # the loss in FP32, as ours
+        if scaler is None:
+            loss.backward()
+            opt.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
         if record or not first:
             first.append(loss.item())  # item() waits for a GPU: once, or per step of the curve
 
@@ -201,9 +211,6 @@ def main():
         print(f"loss0 {first[0]:.7g}\ntrain_step_s {s:.4f}\ntrain_samples_per_s {batch / s:.4f}")
     if args.measure != "train":
         with torch.inference_mode():
-            def forward():
-                with autocast():
-                    return fwd(x)
             s = time_median(args.warmup, args.steps, forward, sync)
         print(f"forward_s {s:.4f}\nforward_samples_per_s {batch / s:.4f}")
 

@@ -105,6 +105,12 @@ class Reader {
     hi = v[1];
   }
 
+  // A key that moved: present under its old name is an error saying where it went.
+  void renamed(const std::string& old_key, const std::string& new_key) {
+    if (find(old_key))
+      throw UsageError(origin(old_key) + ": key '" + old_key + "' was renamed " + new_key);
+  }
+
   // Returns whether the grid is in the document (an absent one keeps `g`'s default).
   bool get_grid(const std::string& key, GridSpec& g) {
     const bool present = find(key) && !find(key).IsNull();
@@ -250,7 +256,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("run.log_level", c.run.log_level);
   r.get("run.device", c.run.device);
   r.get("run.communicator", c.run.communicator);
-  r.get("run.math", c.run.math);
+  r.renamed("run.math", "train.precision");
 
   r.get("synth.dir", c.synth.dir);
   r.get_years("synth.years", c.synth.years);
@@ -310,6 +316,8 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("train.stall_warning_seconds", c.train.stall_warning_seconds);
   r.get("train.stall_abort_seconds", c.train.stall_abort_seconds);
   r.get("train.name", c.train.name);
+  r.get("train.precision", c.train.precision);
+  r.get("train.loss_scale", c.train.loss_scale);
 
   r.get("predict.checkpoint", c.predict.checkpoint);
   r.get("predict.predictors", c.predict.predictors);

@@ -45,7 +45,6 @@ struct Config {
     int threads = 0;          // 0: all cores (shared by the ranks on a node)
     std::string device = "auto";  // auto (GPU local_rank if there are GPUs, else CPU) | cpu | cuda
     std::string log_level = "info";
-    std::string math = "tf32";  // tf32 | fp32: convolutions and matrix products on the GPU (CPU: FP32 always)
     std::string communicator = "auto";  // auto (nccl on GPUs when the plugin has NCCL and ranks > 1) | mpi | nccl
   } run;
 
@@ -122,6 +121,12 @@ struct Config {
     double stall_warning_seconds = 60;  // a rank waiting longer at a collective logs the missing ranks; 0: off
     double stall_abort_seconds = 1800;  // ... and past this ends the job rather than burn the allocation; 0: never
     std::string name;                 // several models from one store: train/<name>, predict/<name>, evaluate/<name>
+    // Arithmetic of convolutions and matrix products (model/math_mode.h), predict's too:
+    // tf32 | fp32 | bf16 | fp16. Tensors, weights, gradients and optimizer state stay FP32.
+    std::string precision = "tf32";
+    // Loss scaling (train/loss_scaler.h): "dynamic" or a fixed number; empty: dynamic under fp16,
+    // 1 (none) otherwise.
+    std::string loss_scale;
   } train;
 
   struct Predict {

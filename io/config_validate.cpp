@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <iomanip>
 #include <sstream>
 #include <string>
@@ -87,7 +88,6 @@ void check_config(const Config& c, const KeyOrigin& origin) {
   k.range("run.threads", c.run.threads, 0, kMaxThreads, "0: all cores");
   k.one_of("run.device", c.run.device, {"auto", "cpu", "cuda"});
   k.one_of("run.communicator", c.run.communicator, {"auto", "mpi", "nccl"});  // train/device_communicator.h
-  k.one_of("run.math", c.run.math, {"tf32", "fp32"});  // GPU arithmetic (model/math_mode.h)
   k.one_of("run.log_level", c.run.log_level, {"trace", "debug", "info", "warn", "warning", "error", "critical", "off"});
 
   // synth
@@ -157,6 +157,13 @@ void check_config(const Config& c, const KeyOrigin& origin) {
   k.at_least("train.stall_warning_seconds", c.train.stall_warning_seconds, 0, "0: off");
   k.at_least("train.stall_abort_seconds", c.train.stall_abort_seconds, 0, "0: never");
   // The name becomes a folder under train/, predict/ and evaluate/: nothing that could climb out.
+  k.one_of("train.precision", c.train.precision, {"tf32", "fp32", "bf16", "fp16"});  // model/math_mode.h
+  if (!c.train.loss_scale.empty() && c.train.loss_scale != "dynamic") {
+    char* end = nullptr;
+    const double v = std::strtod(c.train.loss_scale.c_str(), &end);
+    if (end == c.train.loss_scale.c_str() || *end != '\0' || !(v > 0) || !std::isfinite(v))
+      k.fail("train.loss_scale", "is '" + c.train.loss_scale + "', expected dynamic or a positive number");
+  }
   for (char ch : c.train.name)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.')
       k.fail("train.name", "is '" + c.train.name + "': only letters, digits, '-', '_' and '.' (it names a folder)");

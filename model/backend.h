@@ -33,9 +33,12 @@ struct PoolDesc {
   Shape out() const;
 };
 
-// Arithmetic of convolutions and matrix products (config key run.math). kTf32 lets cuDNN and
-// cuBLAS round their inputs to TF32 on tensor cores (10-bit mantissa: ~1e-3 relative per product;
-// PyTorch's default for convolutions); kFp32 keeps plain FP32 FMA (what the parity tests pin).
+// Arithmetic of convolutions and matrix products (config key train.precision). kTf32 lets cuDNN
+// and cuBLAS round their inputs to TF32 on tensor cores (10-bit mantissa: ~1e-3 relative per
+// product; PyTorch's default for convolutions); kFp32 keeps plain FP32 FMA (what the parity tests
+// pin). kBf16/kFp16 convert the inputs and weights of convolutions and matrix products to BF16
+// (8-bit mantissa) / FP16 (11-bit, range 6e-5..65504) and accumulate in FP32; tensors between
+// layers, weights, gradients and optimizer state stay FP32.
 enum class MathMode { kTf32, kFp32, kBf16, kFp16 };
 
 class Backend {
@@ -54,6 +57,8 @@ class Backend {
   virtual void copy(float* dst, const float* src, int64_t n) = 0;
   virtual void fill(float* p, int64_t n, float value) = 0;
   virtual void synchronize() = 0;  // waits for queued work (no-op on the CPU)
+  // True when none of x's n values is Inf or NaN; one synchronisation (loss scaling's check).
+  virtual bool all_finite(int64_t n, const float* x) = 0;
 
   // --- ops (y/dx outputs are overwritten unless the name says accumulate) ---
   virtual void conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) = 0;

@@ -1,5 +1,7 @@
-// run.math applied to a backend: TF32 tensor-core math (the default, as PyTorch's convolutions) or
-// plain FP32 on the GPU. The CPU backend has no such choice; one log line says so.
+// train.precision applied to a backend (train and predict): TF32 tensor-core math (the default,
+// as PyTorch's convolutions), plain FP32, or BF16/FP16 convolutions and matrix products with FP32
+// accumulation. tf32/fp32 on a backend without the choice (the CPU computes in FP32) is one log
+// line; bf16/fp16 on a backend that cannot is a usage error naming the key, backend and reason.
 #pragma once
 #include <string>
 
@@ -10,21 +12,37 @@
 
 namespace ds::model {
 
-inline MathMode parse_math_mode(const std::string& math) {
-  if (math == "tf32") return MathMode::kTf32;
-  if (math == "fp32") return MathMode::kFp32;
-  throw UsageError("key 'run.math' is '" + math + "', expected tf32 or fp32");
+inline MathMode parse_math_mode(const std::string& precision) {
+  if (precision == "tf32") return MathMode::kTf32;
+  if (precision == "fp32") return MathMode::kFp32;
+  if (precision == "bf16") return MathMode::kBf16;
+  if (precision == "fp16") return MathMode::kFp16;
+  throw UsageError("key 'train.precision' is '" + precision + "', expected tf32, fp32, bf16 or fp16");
+}
+
+inline const char* math_mode_meaning(MathMode m) {
+  switch (m) {
+    case MathMode::kTf32: return "TF32 on tensor cores";
+    case MathMode::kFp32: return "plain FP32";
+    case MathMode::kBf16: return "BF16 inputs and weights, FP32 accumulation";
+    case MathMode::kFp16: return "FP16 inputs and weights, FP32 accumulation";
+  }
+  return "?";
 }
 
 // Sets the mode; `log` (one rank) says what it means on this backend.
-inline void apply_math_mode(Backend& be, const std::string& math, bool log) {
-  const bool honoured = be.set_math(parse_math_mode(math));
+inline void apply_math_mode(Backend& be, const std::string& precision, bool log) {
+  const MathMode mode = parse_math_mode(precision);
+  const bool honoured = be.set_math(mode);
+  if (!honoured && (mode == MathMode::kBf16 || mode == MathMode::kFp16))
+    throw UsageError("key 'train.precision' is '" + precision + "' but the " + be.name() +
+                     " backend cannot compute in it" +
+                     (be.name().rfind("cuda", 0) == 0 ? std::string() : " (the CPU has no " + precision + " support in this build; use tf32 or fp32, or run.device=cuda)"));
   if (!log) return;
   if (honoured)
-    spdlog::info("run.math {}: convolutions and matrix products in {}", math,
-                 math == "tf32" ? "TF32 on tensor cores" : "plain FP32");
+    spdlog::info("train.precision {}: convolutions and matrix products in {}", precision, math_mode_meaning(mode));
   else
-    spdlog::info("run.math {} ignored: the {} backend computes in FP32", math, be.name());
+    spdlog::info("train.precision {} ignored: the {} backend computes in FP32", precision, be.name());
 }
 
 }  // namespace ds::model

@@ -31,7 +31,7 @@ LayerProfile measure_here(const Config& cfg, int steps) {
   const auto single = make_single_process_communicator();
   const int threads = cfg.run.threads > 0 ? cfg.run.threads : default_cpu_threads(*single);
   auto be = model::make_backend(cfg.run.device, threads, 0);
-  model::apply_math_mode(*be, cfg.run.math, true);
+  model::apply_math_mode(*be, cfg.train.precision, true);
   model::Net net(model_spec_for(cfg, meta), *be);
   net.init(cfg.train.seed);
   Batch batch{model::Tensor(*be, {1, 1, 1, 1}), model::Tensor(*be, {1, 1, 1, 1})};
@@ -42,7 +42,7 @@ LayerProfile measure_here(const Config& cfg, int steps) {
   spdlog::info("measuring the layer profile: model {}, batch {}, backend {}, {} steps", net.spec().name, n,
                be->name(), steps);
   return measure_layer_profile(net, *be, model::parse_loss(cfg.train.loss, cfg.file + ": key 'train.loss'"),
-                               batch.x, batch.y, mask, 2, steps, cfg.run.math);
+                               batch.x, batch.y, mask, 2, steps, cfg.train.precision);
 }
 
 }  // namespace

@@ -32,6 +32,7 @@
 #include "train/divergence.h"
 #include "train/fused_tensors.h"
 #include "train/gradient_buckets.h"
+#include "train/loss_scaler.h"
 #include "train/tensorboard.h"
 #include "train/timeline.h"
 
@@ -150,6 +151,8 @@ void write_report(const std::string& path, const TrainReport& r, const std::vect
   j["total_seconds"] = r.total_s;
   j["final_train_loss"] = r.final_train_loss;
   j["best_validation_loss"] = r.best_val_loss;
+  j["skipped_steps"] = r.skipped_steps;  // loss scaling: non-finite gradients, optimizer not stepped
+  j["loss_scale"] = r.loss_scale;
   j["weights_checksum"] = fmt::format("{:016x}", r.weights_checksum);
   const char* job = std::getenv("SLURM_JOB_ID");
   j["slurm_job_id"] = job && *job ? nlohmann::json(job) : nlohmann::json(nullptr);
@@ -217,7 +220,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   const int threads = cfg.run.threads > 0 ? cfg.run.threads : default_cpu_threads(host);
   // Each rank takes GPU local_rank when there are GPUs (run.device auto), else the CPU.
   auto be = model::make_backend(cfg.run.device, threads, host.local_rank());
-  model::apply_math_mode(*be, cfg.run.math, root);
+  model::apply_math_mode(*be, cfg.train.precision, root);
   const bool on_gpu = be->name().rfind("cuda", 0) == 0;
   {
     // Ranks that see the same GPUs (same CUDA_VISIBLE_DEVICES) and are more than those GPUs
@@ -304,6 +307,10 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   const model::Tensor mask = mask_tensor(meta, *be);
   Batch batch{model::Tensor(*be, {1, 1, 1, 1}), model::Tensor(*be, {1, 1, 1, 1})};
   model::Tensor d_out(*be, net.output_shape(tc.batch_size));
+  LossScaler scaler(tc.loss_scale, tc.precision);
+  if (root && scaler.enabled())
+    spdlog::info("loss scaling: {}", scaler.dynamic() ? fmt::format("dynamic from {:g}", scaler.scale())
+                                                      : fmt::format("fixed at {:g}", scaler.scale()));
   std::vector<size_t> order(n_train);
 
   // Every rank leaves this barrier at about the same time: the timeline's common origin.
@@ -367,6 +374,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                                        : "first non-finite: " + culprit) +
                       " (lower train.learning_rate, or check the store)");
         }
+        scaler.scale_loss_gradient(*be, d_out);  // FP16's range: backward sees S x the gradient
         const auto t_backward = Clock::now();
         timeline.add("forward", Timeline::kStep, t_forward, t_backward, step, epoch);
         // Under MPI each finished layer's gradients join their bucket, whose allreduce starts as
@@ -382,7 +390,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       }
       const auto t_optimizer = Clock::now();
       lr = lr_at(epoch, step);
-      optimizer->step(lr);
+      // After the allreduce: every rank checks the same gradients, so all skip the same steps.
+      if (scaler.unscale_or_skip(*be, net.params())) optimizer->step(lr);
       timeline.add("optimizer", Timeline::kStep, t_optimizer, Clock::now(), step, epoch);
       loss_sum += loss * rows.size();
       batch_seconds += seconds_since(t_batch);
@@ -426,6 +435,11 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     ++epochs_run;
     report.epochs = epoch;
     report.final_train_loss = train_loss;
+    report.skipped_steps = scaler.skipped_total();
+    report.loss_scale = scaler.scale();
+    if (root && scaler.enabled())
+      spdlog::info("loss scaling: {} step(s) skipped for non-finite gradients in epoch {}, scale now {:g}",
+                   scaler.take_skipped_in_epoch(), epoch, scaler.scale());
 
     state.epoch = epoch;
     state.rng_state = rng_to_string(rng);

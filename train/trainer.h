@@ -18,6 +18,8 @@ struct TrainReport {
   double mean_batch_s = 0, mean_epoch_s = 0, total_s = 0, samples_per_s = 0;  // samples_per_s: this rank's
   double total_samples_per_s = 0;  // all ranks together (= samples_per_s on one rank)
   uint64_t weights_checksum = 0;   // FNV-1a of the final parameters' bits: equal on every rank
+  int64_t skipped_steps = 0;       // loss scaling: steps skipped for non-finite gradients
+  double loss_scale = 1;           // loss scaling: the scale at the end (1: off)
 };
 
 // out_dir receives checkpoint_best.h5, checkpoint_last.h5, metrics.csv, model_summary.txt,

@@ -1,6 +1,8 @@
 // DnnlBackend's cheap ops as plain loops: memory-bound, so a straight OpenMP loop is as fast as a
 // library call and easier to read.
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "model/bernoulli_gamma_point.h"
 #include "model/loss_point_valid.h"
@@ -53,6 +55,18 @@ void DnnlBackend::accumulate(int64_t n, const float* x, float* acc) {
 void DnnlBackend::scale(int64_t n, float alpha, float* x) {
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) x[i] *= alpha;
+}
+
+// Bit test rather than std::isfinite: immune to a fast-math build assuming no Inf/NaN exists.
+bool DnnlBackend::all_finite(int64_t n, const float* x) {
+  bool finite = true;
+#pragma omp parallel for schedule(static) reduction(&& : finite)
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, x + i, sizeof u);
+    finite = finite && (u & 0x7f800000u) != 0x7f800000u;
+  }
+  return finite;
 }
 
 double DnnlBackend::bernoulli_gamma_sum(const Shape& s, const float* out, const float* y, const float* mask,

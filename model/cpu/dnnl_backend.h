@@ -33,6 +33,7 @@ class DnnlBackend : public Backend {
   void copy(float* dst, const float* src, int64_t n) override;
   void fill(float* p, int64_t n, float value) override;
   void synchronize() override {}
+  bool all_finite(int64_t n, const float* x) override;
 
   void conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override;
   void conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) override;

@@ -1,6 +1,9 @@
 // CudaBackend: device selection and memory (the plugin's entry point is cuda_plugin.cu).
 #include "model/cuda/cuda_backend.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "model/cuda/cuda_check.h"
 
 namespace ds::model {
@@ -20,6 +23,12 @@ void* raw_cuda_malloc(size_t bytes) {
 
 CudaBackend::CudaBackend(int device)
     : device_(device), cache_(raw_cuda_malloc, [](void* p) { cudaFree(p); }) {
+  if (const char* layout = std::getenv("DOWNSCALE_CUDA_LAYOUT")) {
+    const std::string l = layout;
+    if (l != "nhwc" && l != "nchw" && !l.empty())
+      throw Error("DOWNSCALE_CUDA_LAYOUT is '" + l + "', expected nhwc or nchw");
+    nhwc_ = l != "nchw";
+  }
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     cudaGetLastError();  // clear the sticky error so later CUDA calls are not blamed for it
@@ -32,6 +41,7 @@ CudaBackend::CudaBackend(int device)
   DS_CUDNN(cudnnCreate(&cudnn_));
   DS_CUDNN(cudnnSetStream(cudnn_, stream_));
   DS_CUDA(cudaMalloc(&d_sum_, sizeof(double)));
+  DS_CUDA(cudaMalloc(&d_flag_, sizeof(int)));
 }
 
 CudaBackend::~CudaBackend() {
@@ -41,6 +51,7 @@ CudaBackend::~CudaBackend() {
   if (stream_) cudaStreamSynchronize(stream_);  // nothing queued may still use a block freed below
   cache_.free_all();  // tensors, workspace and padding scratch
   if (d_sum_) cudaFree(d_sum_);
+  if (d_flag_) cudaFree(d_flag_);
   if (cudnn_) cudnnDestroy(cudnn_);
   if (stream_) cudaStreamDestroy(stream_);
 }

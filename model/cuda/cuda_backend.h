@@ -20,7 +20,8 @@ class CudaBackend : public Backend {
   explicit CudaBackend(int device);
   ~CudaBackend() override;
   std::string name() const override;
-  // TF32 (default) or FP32: the convolution plans are kept per mode, cuBLAS switches at once.
+  // TF32 (default), FP32, BF16 or FP16: the convolution plans are kept per mode (and 16-bit
+  // layout), cuBLAS switches at once.
   bool set_math(MathMode mode) override;
   // For the NCCL communicator (model/cuda/nccl_communicator.cu): its collectives are ordered
   // after the work queued on this stream, and this stream after them.
@@ -34,6 +35,7 @@ class CudaBackend : public Backend {
   void copy(float* dst, const float* src, int64_t n) override;
   void fill(float* p, int64_t n, float value) override;
   void synchronize() override;
+  bool all_finite(int64_t n, const float* x) override;
 
   void conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override;
   void conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) override;
@@ -91,7 +93,9 @@ class CudaBackend : public Backend {
   struct ConvPlan {
     bool explicit_pad = false;
     Shape x_shape;  // what cuDNN sees as input: the padded copy when explicit_pad
-    cudnnTensorDescriptor_t x = nullptr, y = nullptr, b = nullptr;
+    // x, y, w: what the convolutions see (BF16/FP16 in the 16-bit modes, NHWC or NCHW); y32 and b:
+    // the FP32 NCHW output and bias, for the bias add and its gradient (always FP32).
+    cudnnTensorDescriptor_t x = nullptr, y = nullptr, y32 = nullptr, b = nullptr;
     cudnnFilterDescriptor_t w = nullptr;
     cudnnConvolutionDescriptor_t conv = nullptr;
     cudnnConvolutionFwdAlgo_t fwd_algo{};
@@ -103,25 +107,37 @@ class CudaBackend : public Backend {
     ~ConvPlan() {
       if (x) cudnnDestroyTensorDescriptor(x);
       if (y) cudnnDestroyTensorDescriptor(y);
+      if (y32) cudnnDestroyTensorDescriptor(y32);
       if (b) cudnnDestroyTensorDescriptor(b);
       if (w) cudnnDestroyFilterDescriptor(w);
       if (conv) cudnnDestroyConvolutionDescriptor(conv);
     }
   };
-  // The geometry (12 ints) and the math mode: a plan's algorithms were chosen for one mode.
-  using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int>;
+  // The geometry (12 ints), the math mode and the 16-bit layout (NHWC 1, NCHW 0): a plan's
+  // algorithms were chosen for one mode and layout.
+  using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int>;
   ConvPlan& conv_plan(const ConvDesc& d);
+  std::string conv_context(const ConvDesc& d) const;
   // cudnnFind*: times the algorithms on scratch buffers; false when cuDNN could not (the caller
   // then keeps the heuristic's choice).
   bool find_algorithms(const ConvDesc& d, ConvPlan& p);
   // Scratch buffers that only grow; safe to share because every op runs on the one stream.
   void* workspace(size_t bytes);
   float* pad_buffer(int64_t n);
+  // 16-bit modes (cuda_conv.cu): an FP32 NCHW tensor of `s` rounded to BF16/FP16 in a scratch
+  // block from the cache (NHWC when nhwc_), and a 16-bit result widened back into FP32 NCHW.
+  bool half16() const { return math_ == MathMode::kBf16 || math_ == MathMode::kFp16; }
+  void* to_half16(const Shape& s, const float* x);
+  void* half16_scratch(const Shape& s);
+  void from_half16(const Shape& s, const void* xh, float* x);
 
   int device_;
   // Every device buffer (tensors, workspace, padding scratch): cudaMalloc only on a miss.
   CachingAllocator cache_;
   MathMode math_ = MathMode::kTf32;
+  // Layout of the 16-bit convolution operands, env DOWNSCALE_CUDA_LAYOUT=nhwc (default) | nchw.
+  bool nhwc_ = true;
+  int* d_flag_ = nullptr;  // all_finite's answer
   cudaStream_t stream_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   double* d_sum_ = nullptr;  // the loss kernel's accumulator

@@ -5,12 +5,21 @@
 // (pad_nchw into a scratch buffer) with cuDNN padding 0, and backward-data crops its result back
 // (crop_nchw). Symmetric cases (odd 'same', 'valid') use cuDNN's own padding, no copy.
 //
-// Math mode follows run.math: TF32 (CUDNN_DEFAULT_MATH, which on Ampere and later lets FP32
+// Math mode follows train.precision: TF32 (CUDNN_DEFAULT_MATH, which on Ampere and later lets FP32
 // convolutions use TF32 tensor cores, as PyTorch sets it with allow_tf32; ~1e-3 relative
 // differences from the CPU) or FP32 (CUDNN_FMA_MATH: plain FP32 FMA kernels, never tensor cores,
 // so results match the CPU backend to float rounding; what the parity tests pin).
+//
+// BF16/FP16 (train.precision bf16|fp16): each pass rounds its FP32 operands into 16-bit scratch
+// blocks from the caching allocator (cast kernels around model/kernels/half_cast.h, transposing to
+// NHWC unless DOWNSCALE_CUDA_LAYOUT=nchw), runs cuDNN on BF16/FP16 descriptors with FP32 compute
+// type and CUDNN_TENSOR_OP_MATH, and widens the 16-bit result back into the FP32 NCHW output. The
+// bias add and the bias gradient stay FP32 (on y32). Backward-filter's weight gradient comes out
+// in 16 bits before widening, as under PyTorch's autocast; FP16 relies on loss scaling for range.
 #include "model/cuda/cuda_backend.h"
 #include "model/cuda/cuda_check.h"
+#include "model/cuda/grid_stride.h"
+#include "model/kernels/half_cast.h"
 
 namespace ds::model {
 
@@ -43,11 +52,50 @@ const Perf& pick(const Perf* perf, int n, const char* what, bool prefer_fma) {
   throw Error(std::string("cuDNN found no usable ") + what + " algorithm");
 }
 
+__global__ void cast_to_half16_kernel(int64_t n, kernels::Half16 k, int c, int h, int w, bool nhwc, const float* x,
+                                      uint16_t* xh) {
+  DS_GRID_STRIDE(i, n) kernels::cast_to_half16_at(i, k, c, h, w, nhwc, x, xh);
+}
+
+__global__ void cast_from_half16_kernel(int64_t n, kernels::Half16 k, int c, int h, int w, bool nhwc,
+                                        const uint16_t* xh, float* x) {
+  DS_GRID_STRIDE(i, n) kernels::cast_from_half16_at(i, k, c, h, w, nhwc, xh, x);
+}
+
 }  // namespace
+
+void* CudaBackend::half16_scratch(const Shape& s) { return cache_.allocate(size_t(s.size()) * sizeof(uint16_t)); }
+
+void* CudaBackend::to_half16(const Shape& s, const float* x) {
+  void* xh = half16_scratch(s);
+  const int64_t n = s.size();
+  const auto k = math_ == MathMode::kBf16 ? kernels::Half16::kBf16 : kernels::Half16::kFp16;
+  cast_to_half16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, k, s.c, s.h, s.w, nhwc_, x,
+                                                                 static_cast<uint16_t*>(xh));
+  DS_CUDA_LAUNCHED();
+  return xh;
+}
+
+void CudaBackend::from_half16(const Shape& s, const void* xh, float* x) {
+  const int64_t n = s.size();
+  const auto k = math_ == MathMode::kBf16 ? kernels::Half16::kBf16 : kernels::Half16::kFp16;
+  cast_from_half16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, k, s.c, s.h, s.w, nhwc_,
+                                                                   static_cast<const uint16_t*>(xh), x);
+  DS_CUDA_LAUNCHED();
+}
+
+// What a failing convolution was, appended to its error: cuDNN may lack a 16-bit kernel for one
+// layout or shape, and the one line must say which (mode, layout, geometry).
+std::string CudaBackend::conv_context(const ConvDesc& d) const {
+  static const char* const modes[] = {"tf32", "fp32", "bf16", "fp16"};
+  return std::string(" [convolution ") + d.in.str() + " -> " + std::to_string(d.out_c) + " channels, " +
+         std::to_string(d.kh) + "x" + std::to_string(d.kw) + ", train.precision " + modes[int(math_)] +
+         (half16() ? std::string(", DOWNSCALE_CUDA_LAYOUT ") + (nhwc_ ? "nhwc" : "nchw") : std::string()) + "]";
+}
 
 CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   ConvKey key{d.in.n, d.in.c, d.in.h, d.in.w, d.out_c, d.kh, d.kw, d.stride,
-              d.pad_top, d.pad_bottom, d.pad_left, d.pad_right, int(math_)};
+              d.pad_top, d.pad_bottom, d.pad_left, d.pad_right, int(math_), half16() && nhwc_ ? 1 : 0};
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
 
@@ -63,19 +111,25 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   }
   DS_CUDNN(cudnnCreateTensorDescriptor(&p->x));
   DS_CUDNN(cudnnCreateTensorDescriptor(&p->y));
+  DS_CUDNN(cudnnCreateTensorDescriptor(&p->y32));
   DS_CUDNN(cudnnCreateTensorDescriptor(&p->b));
   DS_CUDNN(cudnnCreateFilterDescriptor(&p->w));
   DS_CUDNN(cudnnCreateConvolutionDescriptor(&p->conv));
-  DS_CUDNN(cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, p->x_shape.n, p->x_shape.c,
-                                      p->x_shape.h, p->x_shape.w));
-  DS_CUDNN(cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, out.n, out.c, out.h, out.w));
+  // The convolution operands: FP32 NCHW, or in the 16-bit modes BF16/FP16 in the chosen layout.
+  const bool h16 = half16();
+  const cudnnDataType_t dt = !h16 ? CUDNN_DATA_FLOAT : math_ == MathMode::kBf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+  const cudnnTensorFormat_t fmt = h16 && nhwc_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  DS_CUDNN(cudnnSetTensor4dDescriptor(p->x, fmt, dt, p->x_shape.n, p->x_shape.c, p->x_shape.h, p->x_shape.w));
+  DS_CUDNN(cudnnSetTensor4dDescriptor(p->y, fmt, dt, out.n, out.c, out.h, out.w));
+  DS_CUDNN(cudnnSetTensor4dDescriptor(p->y32, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, out.n, out.c, out.h, out.w));
   DS_CUDNN(cudnnSetTensor4dDescriptor(p->b, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, out.c, 1, 1));
-  DS_CUDNN(cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d.out_c, d.in.c, d.kh, d.kw));
+  DS_CUDNN(cudnnSetFilter4dDescriptor(p->w, dt, fmt, d.out_c, d.in.c, d.kh, d.kw));
   // Cross-correlation, as Keras and oneDNN compute it (CUDNN_CONVOLUTION would flip the kernel).
+  // Compute type FP32 in every mode: 16-bit products accumulate in FP32.
   DS_CUDNN(cudnnSetConvolution2dDescriptor(p->conv, pad_h, pad_w, d.stride, d.stride, 1, 1, CUDNN_CROSS_CORRELATION,
                                            CUDNN_DATA_FLOAT));
   const bool tf32 = math_ == MathMode::kTf32;
-  DS_CUDNN(cudnnSetConvolutionMathType(p->conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  DS_CUDNN(cudnnSetConvolutionMathType(p->conv, h16 ? CUDNN_TENSOR_OP_MATH : tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
 
   int n = 0, c = 0, h = 0, w = 0;
   DS_CUDNN(cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &n, &c, &h, &w));
@@ -86,21 +140,22 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   DS_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p->x, p->w, p->conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                                                   &got, fwd));
-  const auto& f = pick(fwd, got, "forward", !tf32);
+  const bool fp32 = math_ == MathMode::kFp32;
+  const auto& f = pick(fwd, got, "forward", fp32);
   p->fwd_algo = f.algo;
   p->fwd_ws = f.memory;
 
   cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
   DS_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, p->w, p->y, p->conv, p->x,
                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd));
-  const auto& fd = pick(bd, got, "backward-data", !tf32);
+  const auto& fd = pick(bd, got, "backward-data", fp32);
   p->bwd_data_algo = fd.algo;
   p->bwd_data_ws = fd.memory;
 
   cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   DS_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, p->x, p->y, p->conv, p->w,
                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf));
-  const auto& ff = pick(bf, got, "backward-filter", !tf32);
+  const auto& ff = pick(bf, got, "backward-filter", fp32);
   p->bwd_filter_algo = ff.algo;
   p->bwd_filter_ws = ff.memory;
 
@@ -172,44 +227,88 @@ bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p) {
 }
 
 void CudaBackend::conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
-  ConvPlan& p = conv_plan(d);
-  const float one = 1.0f, zero = 0.0f;
-  const float* src = x;
-  if (p.explicit_pad) {
-    float* xp = pad_buffer(p.x_shape.size());
-    pad_nchw(stream_, d.in, d.pad_top, d.pad_left, p.x_shape, x, xp);
-    src = xp;
+  try {
+    ConvPlan& p = conv_plan(d);
+    const float one = 1.0f, zero = 0.0f;
+    const float* src = x;
+    if (p.explicit_pad) {
+      float* xp = pad_buffer(p.x_shape.size());
+      pad_nchw(stream_, d.in, d.pad_top, d.pad_left, p.x_shape, x, xp);
+      src = xp;
+    }
+    void* ws = p.fwd_ws ? workspace(p.fwd_ws) : nullptr;
+    if (half16()) {
+      const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw}, out = d.out();
+      void* xh = to_half16(p.x_shape, src);
+      void* wh = to_half16(w_shape, w);
+      void* yh = half16_scratch(out);
+      DS_CUDNN(cudnnConvolutionForward(cudnn_, &one, p.x, xh, p.w, wh, p.conv, p.fwd_algo, ws, p.fwd_ws, &zero, p.y, yh));
+      from_half16(out, yh, y);
+      for (void* h : {xh, wh, yh}) cache_.release(h);  // reused only by work queued after this
+    } else {
+      DS_CUDNN(cudnnConvolutionForward(cudnn_, &one, p.x, src, p.w, w, p.conv, p.fwd_algo, ws, p.fwd_ws, &zero, p.y, y));
+    }
+    if (b) DS_CUDNN(cudnnAddTensor(cudnn_, &one, p.b, b, &one, p.y32, y));
+  } catch (const Error& e) {
+    throw Error(e.what() + conv_context(d), e.code());
   }
-  void* ws = p.fwd_ws ? workspace(p.fwd_ws) : nullptr;
-  DS_CUDNN(cudnnConvolutionForward(cudnn_, &one, p.x, src, p.w, w, p.conv, p.fwd_algo, ws, p.fwd_ws, &zero, p.y, y));
-  if (b) DS_CUDNN(cudnnAddTensor(cudnn_, &one, p.b, b, &one, p.y, y));
 }
 
 void CudaBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) {
-  ConvPlan& p = conv_plan(d);
-  const float one = 1.0f, zero = 0.0f;
-  float* dst = p.explicit_pad ? pad_buffer(p.x_shape.size()) : dx;
-  void* ws = p.bwd_data_ws ? workspace(p.bwd_data_ws) : nullptr;
-  DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, w, p.y, dy, p.conv, p.bwd_data_algo, ws, p.bwd_data_ws,
-                                        &zero, p.x, dst));
-  // The padded border's gradient belongs to zeros that are not inputs: dropped by the crop.
-  if (p.explicit_pad) crop_nchw(stream_, p.x_shape, d.pad_top, d.pad_left, d.in, dst, dx);
+  try {
+    ConvPlan& p = conv_plan(d);
+    const float one = 1.0f, zero = 0.0f;
+    float* dst = p.explicit_pad ? pad_buffer(p.x_shape.size()) : dx;
+    void* ws = p.bwd_data_ws ? workspace(p.bwd_data_ws) : nullptr;
+    if (half16()) {
+      const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw};
+      void* dyh = to_half16(d.out(), dy);
+      void* wh = to_half16(w_shape, w);
+      void* dxh = half16_scratch(p.x_shape);
+      DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, wh, p.y, dyh, p.conv, p.bwd_data_algo, ws,
+                                            p.bwd_data_ws, &zero, p.x, dxh));
+      from_half16(p.x_shape, dxh, dst);
+      for (void* h : {dyh, wh, dxh}) cache_.release(h);
+    } else {
+      DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, w, p.y, dy, p.conv, p.bwd_data_algo, ws, p.bwd_data_ws,
+                                            &zero, p.x, dst));
+    }
+    // The padded border's gradient belongs to zeros that are not inputs: dropped by the crop.
+    if (p.explicit_pad) crop_nchw(stream_, p.x_shape, d.pad_top, d.pad_left, d.in, dst, dx);
+  } catch (const Error& e) {
+    throw Error(e.what() + conv_context(d), e.code());
+  }
 }
 
 void CudaBackend::conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) {
-  ConvPlan& p = conv_plan(d);
-  const float one = 1.0f, zero = 0.0f;
-  const float* src = x;
-  if (p.explicit_pad) {
-    // Padded again rather than kept from forward: a cheap copy instead of a buffer per layer.
-    float* xp = pad_buffer(p.x_shape.size());
-    pad_nchw(stream_, d.in, d.pad_top, d.pad_left, p.x_shape, x, xp);
-    src = xp;
+  try {
+    ConvPlan& p = conv_plan(d);
+    const float one = 1.0f, zero = 0.0f;
+    const float* src = x;
+    if (p.explicit_pad) {
+      // Padded again rather than kept from forward: a cheap copy instead of a buffer per layer.
+      float* xp = pad_buffer(p.x_shape.size());
+      pad_nchw(stream_, d.in, d.pad_top, d.pad_left, p.x_shape, x, xp);
+      src = xp;
+    }
+    void* ws = p.bwd_filter_ws ? workspace(p.bwd_filter_ws) : nullptr;
+    if (half16()) {
+      const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw};
+      void* xh = to_half16(p.x_shape, src);
+      void* dyh = to_half16(d.out(), dy);
+      void* dwh = half16_scratch(w_shape);
+      DS_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, xh, p.y, dyh, p.conv, p.bwd_filter_algo, ws,
+                                              p.bwd_filter_ws, &zero, p.w, dwh));
+      from_half16(w_shape, dwh, dw);
+      for (void* h : {xh, dyh, dwh}) cache_.release(h);
+    } else {
+      DS_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, src, p.y, dy, p.conv, p.bwd_filter_algo, ws,
+                                              p.bwd_filter_ws, &zero, p.w, dw));
+    }
+    if (db) DS_CUDNN(cudnnConvolutionBackwardBias(cudnn_, &one, p.y32, dy, &zero, p.b, db));
+  } catch (const Error& e) {
+    throw Error(e.what() + conv_context(d), e.code());
   }
-  void* ws = p.bwd_filter_ws ? workspace(p.bwd_filter_ws) : nullptr;
-  DS_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, src, p.y, dy, p.conv, p.bwd_filter_algo, ws,
-                                          p.bwd_filter_ws, &zero, p.w, dw));
-  if (db) DS_CUDNN(cudnnConvolutionBackwardBias(cudnn_, &one, p.y, dy, &zero, p.b, db));
 }
 
 }  // namespace ds::model

@@ -92,7 +92,25 @@ __global__ void crop_kernel(int64_t n_out, int ph, int pw, int top, int left, in
   DS_GRID_STRIDE(i, n_out) crop_at(i, ph, pw, top, left, h, w, xp, x);
 }
 
+// Any element with an all-ones exponent (Inf or NaN) clears the flag; a bit test, so no fast-math
+// assumption can remove it.
+__global__ void all_finite_kernel(int64_t n, const float* x, int* flag) {
+  DS_GRID_STRIDE(i, n) if ((__float_as_uint(x[i]) & 0x7f800000u) == 0x7f800000u) *flag = 0;
+}
+
 }  // namespace
+
+bool CudaBackend::all_finite(int64_t n, const float* x) {
+  int got = 0;
+  DS_CUDA(cudaMemsetAsync(d_flag_, 1, sizeof(int), stream_));  // non-zero: finite until a kernel says not
+  if (n > 0) {
+    all_finite_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, x, d_flag_);
+    DS_CUDA_LAUNCHED();
+  }
+  DS_CUDA(cudaMemcpyAsync(&got, d_flag_, sizeof(int), cudaMemcpyDeviceToHost, stream_));
+  DS_CUDA(cudaStreamSynchronize(stream_));
+  return got != 0;
+}
 
 void CudaBackend::fill(float* p, int64_t n, float value) {
   if (n == 0) return;

@@ -162,11 +162,30 @@ cublasHandle_t CudaBackend::cublas() {
   return cublas_;
 }
 
-// TF32 tensor cores for run.math tf32; plain FP32 (CUBLAS_DEFAULT_MATH) for fp32, which the
-// parity tests pin (results then match the CPU's to float rounding).
+// TF32 tensor cores for train.precision tf32; plain FP32 (CUBLAS_DEFAULT_MATH) for fp32, which
+// the parity tests pin (results then match the CPU's to float rounding). The 16-bit modes choose
+// per call through gemm()'s compute type, so the handle stays at the default there.
 void CudaBackend::set_cublas_math() {
   DS_CUBLAS(cublasSetMathMode(cublas_, math_ == MathMode::kTf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 }
+
+namespace {
+// Column-major C = op(A) op(B) on FP32 data: cublasSgemm in tf32/fp32 (the handle's math mode
+// decides), cublasGemmEx with compute type 32F_FAST_16BF / 32F_FAST_16F in bf16/fp16 (cuBLAS
+// rounds the inputs to 16 bits for the tensor cores and accumulates in FP32).
+void gemm(cublasHandle_t h, MathMode math, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+          const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
+  const float one = 1.0f, zero = 0.0f;
+  if (math == MathMode::kBf16 || math == MathMode::kFp16) {
+    const cublasComputeType_t ct =
+        math == MathMode::kBf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F;
+    DS_CUBLAS(cublasGemmEx(h, ta, tb, m, n, k, &one, a, CUDA_R_32F, lda, b, CUDA_R_32F, ldb, &zero, c, CUDA_R_32F,
+                           ldc, ct, CUBLAS_GEMM_DEFAULT));
+  } else {
+    DS_CUBLAS(cublasSgemm(h, ta, tb, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc));
+  }
+}
+}  // namespace
 
 bool CudaBackend::set_math(MathMode mode) {
   math_ = mode;
@@ -177,8 +196,7 @@ bool CudaBackend::set_math(MathMode mode) {
 // Row-major x (n, in), w (out, in), y (n, out) are column-major x^T, w^T, y^T to cuBLAS, so
 // y^T = w x^T is gemm(T, N) with w read as the (in, out) column-major matrix it is in memory.
 void CudaBackend::dense_forward(int n, int in, int out, const float* x, const float* w, const float* b, float* y) {
-  const float one = 1.0f, zero = 0.0f;
-  DS_CUBLAS(cublasSgemm(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &one, w, in, x, in, &zero, y, out));
+  gemm(cublas(), math_, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, w, in, x, in, y, out);
   const int64_t total = int64_t(n) * out;
   add_bias_kernel<<<blocks_for(total), kThreads, 0, stream_>>>(total, out, b, y);
   DS_CUDA_LAUNCHED();
@@ -186,15 +204,13 @@ void CudaBackend::dense_forward(int n, int in, int out, const float* x, const fl
 
 // dx^T (in, n) = w^T (in, out) dy^T (out, n).
 void CudaBackend::dense_backward_data(int n, int in, int out, const float* dy, const float* w, float* dx) {
-  const float one = 1.0f, zero = 0.0f;
-  DS_CUBLAS(cublasSgemm(cublas(), CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, &one, w, in, dy, out, &zero, dx, in));
+  gemm(cublas(), math_, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, w, in, dy, out, dx, in);
 }
 
 // dw^T (in, out) = x^T (in, n) dy (n, out); db = column sums of dy.
 void CudaBackend::dense_backward_weights(int n, int in, int out, const float* x, const float* dy, float* dw,
                                          float* db) {
-  const float one = 1.0f, zero = 0.0f;
-  DS_CUBLAS(cublasSgemm(cublas(), CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, &one, x, in, dy, out, &zero, dw, in));
+  gemm(cublas(), math_, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, x, in, dy, out, dw, in);
   bias_grad_kernel<<<blocks_for(out), kThreads, 0, stream_>>>(n, out, dy, db);
   DS_CUDA_LAUNCHED();
 }

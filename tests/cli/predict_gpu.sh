@@ -4,9 +4,9 @@
 # DOWNSCALE_REQUIRE_GPU=1 (scripts/gpu_check.sh), where a missing GPU is a failure.
 #
 # Tolerances, relative to each field's largest magnitude over the land points:
-#   run.math fp32: p_wet, gamma_shape, gamma_scale, pr_expected within 1e-4 (cuDNN and oneDNN sum
+#   train.precision fp32: p_wet, gamma_shape, gamma_scale, pr_expected within 1e-4 (cuDNN and oneDNN sum
 #     the convolutions in different orders: float rounding, ~1e-6 per layer, amplified by exp);
-#   run.math tf32 (the default): within 1e-2 (TF32 keeps 10 mantissa bits: ~1e-3 per product).
+#   train.precision tf32 (the default): within 1e-2 (TF32 keeps 10 mantissa bits: ~1e-3 per product).
 #   pr (wet where p_wet reaches a per-box threshold): days whose p_wet lies within the tolerance of
 #   the threshold may flip, so at most 0.1 % (fp32) / 1 % (tf32) of the land values may differ by
 #   more than the tolerance. The ocean (NaN) must be the same on both.
@@ -30,7 +30,7 @@ done
 "$bin" predict --config configs/demo.yaml --set run.device=cpu
 cp runs/demo/predict/precipitation.nc cpu.nc
 for math in fp32 tf32; do
-  "$bin" predict --config configs/demo.yaml --set run.device=cuda --set run.math=$math 2>&1 | tee predict_$math.log
+  "$bin" predict --config configs/demo.yaml --set run.device=cuda --set train.precision=$math 2>&1 | tee predict_$math.log
   grep -q 'predicting on cuda' predict_$math.log || { echo "predict did not run on the GPU"; exit 1; }
   cp runs/demo/predict/precipitation.nc gpu_$math.nc
 done

@@ -39,7 +39,7 @@ for run in "${runs[@]}" cpu; do
   ln -s "$work/runs/demo/preprocess/store.h5" runs/$run/preprocess/store.h5
 done
 # Small buckets: several allreduces started during backward.
-common=("${years[@]}" --set run.device=cuda --set run.math=fp32 --set train.epochs=2 --set train.batch_size=16
+common=("${years[@]}" --set run.device=cuda --set train.precision=fp32 --set train.epochs=2 --set train.batch_size=16
         --set train.allreduce_bucket_mb=0.004)
 train() {  # run, then --set options
   local run=$1; shift

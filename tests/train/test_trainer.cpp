@@ -323,3 +323,69 @@ TEST(Trainer, ConvModelsOutputTheGridPreprocessPadsTo) {
       EXPECT_EQ(s.w, conv_output_size(w)) << name;
     }
 }
+
+// Loss scaling (train/loss_scaler.h), testable on the CPU under fp32 with train.loss_scale
+// dynamic: DOWNSCALE_TEST_OVERFLOW_STEPS writes an Inf into a gradient at those iterations.
+namespace {
+struct OverflowSteps {  // sets the hook for one scope
+  explicit OverflowSteps(const char* steps) { setenv("DOWNSCALE_TEST_OVERFLOW_STEPS", steps, 1); }
+  ~OverflowSteps() { unsetenv("DOWNSCALE_TEST_OVERFLOW_STEPS"); }
+};
+int64_t optimizer_steps(const std::string& ckpt) { return H5File::open(ckpt).attr_int("/", "optimizer_steps"); }
+}  // namespace
+
+// Without overflows, scaling by 65536 and unscaling (powers of two: exact) changes no bit.
+TEST(Trainer, DynamicLossScalingWithoutOverflowChangesNothing) {
+  test::TempDir d;
+  const auto store = write_tiny_store(d);
+  std::filesystem::create_directories(d / "a");
+  std::filesystem::create_directories(d / "b");
+  auto c = tiny_config(d / "c.yaml", 2);
+  c.train.precision = "fp32";
+  train_model(c, store, d / "a", false);
+  c.train.loss_scale = "dynamic";
+  const auto r = train_model(c, store, d / "b", false);
+  EXPECT_EQ(r.skipped_steps, 0);
+  EXPECT_EQ(r.loss_scale, 65536.0);
+  expect_same_checkpoints(d / "a/checkpoint_last.h5", d / "b/checkpoint_last.h5");
+}
+
+// Steps 3 and 7 of 12 overflow: both skipped (Adam's count 10, not 12), the scale halved twice,
+// and training goes on; train_report.json counts them.
+TEST(Trainer, DynamicLossScalingSkipsOverflowingStepsAndHalvesTheScale) {
+  test::TempDir d;
+  const auto store = write_tiny_store(d);
+  std::filesystem::create_directories(d / "a");
+  auto c = tiny_config(d / "c.yaml", 2);
+  c.train.precision = "fp32";
+  c.train.loss_scale = "dynamic";
+  OverflowSteps hook("3,7");
+  const auto r = train_model(c, store, d / "a", false);
+  EXPECT_EQ(r.skipped_steps, 2);
+  EXPECT_EQ(r.loss_scale, 16384.0);
+  EXPECT_EQ(optimizer_steps(d / "a/checkpoint_last.h5"), 10);
+  EXPECT_TRUE(std::isfinite(r.final_train_loss));
+  std::ifstream in(d / "a/train_report.json");
+  const std::string report((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(report.find("\"skipped_steps\": 2"), std::string::npos) << report;
+}
+
+// Every step of an epoch overflows: the weights are the initial ones (those of a run at learning
+// rate 0) and Adam never counted a step.
+TEST(Trainer, SkippedStepsLeaveTheWeightsUnchanged) {
+  test::TempDir d;
+  const auto store = write_tiny_store(d);
+  std::filesystem::create_directories(d / "a");
+  std::filesystem::create_directories(d / "b");
+  auto c = tiny_config(d / "c.yaml", 1);
+  c.train.precision = "fp32";
+  train_model(c, store, d / "a", false, [](int, int64_t) { return 0.0; });
+  c.train.loss_scale = "dynamic";
+  OverflowSteps hook("0,1,2,3,4,5");
+  const auto r = train_model(c, store, d / "b", false);
+  EXPECT_EQ(r.skipped_steps, 6);
+  EXPECT_EQ(r.loss_scale, 1024.0);
+  EXPECT_EQ(optimizer_steps(d / "b/checkpoint_last.h5"), 0);
+  for (const char* w : {"/weights/conv1/W", "/weights/conv1/b"})
+    EXPECT_EQ(weights(d / "a/checkpoint_last.h5", w), weights(d / "b/checkpoint_last.h5", w)) << w;
+}
