@@ -86,7 +86,18 @@ class CudaBackend : public Backend {
                           float* d_out) override;
   void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr, float momentum) override;
 
+  // cuda_dataflow.cu: the training set on the GPU and the loss without a per-step wait.
+  int64_t free_bytes() override;
+  void gather_rows(int64_t rows, int64_t row_size, const float* index, const float* src, float* dst) override;
+  void loss_sum_accumulate(int kind, const Shape& out_shape, const float* out, const float* y, const float* mask,
+                           float* d_out, int64_t valid, double weight, int64_t step, double* acc) override;
+
  private:
+  // The masked loss sums queued into `total` (device memory), without reading them back.
+  void queue_bernoulli_gamma_sum(const Shape& s, const float* out, const float* y, const float* mask, float* d_out,
+                                 double* total);
+  void queue_masked_loss_sum(int kind, const Shape& s, const float* out, const float* y, const float* mask,
+                             float* d_out, double* total);
   // One convolution geometry's cuDNN descriptors and chosen algorithms (built in cuda_conv.cu).
   struct ConvPlan {
     bool explicit_pad = false;
