@@ -418,5 +418,46 @@ TEST_F(ModelCuda, ReleasedBuffersAreReused) {
   gpu_->release(b);
 }
 
+// Batches gathered from a split held on the GPU, and the loss added into a device accumulator
+// (train.data_on_device, no per-step wait): the same rows as the CPU, the same loss sum.
+TEST_F(ModelCuda, GatherRowsAndLossAccumulator) {
+  const Shape split{5, 2, 3, 4};
+  Pair src = random_pair(split, 1), index = pair(Shape{1, 1, 1, 3}, {4, 0, 4});
+  Pair dst = random_pair(Shape{3, 2, 3, 4}, 2);
+  cpu_->gather_rows(3, 24, index.cpu.data(), src.cpu.data(), dst.cpu.data());
+  gpu_->gather_rows(3, 24, index.gpu.data(), src.gpu.data(), dst.gpu.data());
+  EXPECT_EQ(dst.cpu.to_host(), dst.gpu.to_host());
+
+  for (LossKind kind : {LossKind::kBernoulliGamma, LossKind::kGaussian, LossKind::kMse}) {
+    const Shape s{3, loss_channels(kind), 6, 7};
+    auto y = random_values(3 * 42, 2, 0.0f, 2.0f);
+    std::vector<float> mask(42, 1.0f);
+    for (size_t i = 0; i < 42; i += 4) mask[i] = 0.0f;
+    y[5] = std::nanf("");
+    std::vector<uint8_t> mask8(mask.begin(), mask.end());
+    const int64_t valid = count_valid_points(mask8.data(), y.data(), 3, 42);
+    Pair o = random_pair(s, 1, -0.5f, 0.5f), t = pair(Shape{3, 1, 6, 7}, y), m = pair(Shape{1, 1, 6, 7}, mask),
+         d = random_pair(s, 3), acc = pair(Shape{1, 1, 1, 4}, {0, 0, 0, 0});
+    const double start[2] = {2.0, -1.0};
+    acc.cpu.upload(reinterpret_cast<const float*>(start));
+    acc.gpu.upload(reinterpret_cast<const float*>(start));
+    for (int step = 0; step < 2; ++step) {
+      masked_loss_accumulate(*cpu_, kind, o.cpu, t.cpu, m.cpu, valid, 3, step,
+                             reinterpret_cast<double*>(acc.cpu.data()), &d.cpu);
+      masked_loss_accumulate(*gpu_, kind, o.gpu, t.gpu, m.gpu, valid, 3, step,
+                             reinterpret_cast<double*>(acc.gpu.data()), &d.gpu);
+    }
+    double a[2], b[2];
+    acc.cpu.download(reinterpret_cast<float*>(a));
+    acc.gpu.download(reinterpret_cast<float*>(b));
+    const double want = 2.0 + 2 * 3 * masked_loss(*cpu_, kind, o.cpu, t.cpu, m.cpu, nullptr);
+    EXPECT_EQ(a[0], want) << loss_name(kind);
+    EXPECT_NEAR(b[0], want, 1e-9 * std::abs(want)) << loss_name(kind);
+    EXPECT_EQ(b[1], -1.0) << loss_name(kind);
+    expect_close(d, 1e-4, loss_name(kind) + " gradient");
+  }
+  EXPECT_GT(gpu_->free_bytes(), int64_t(1) << 20);
+}
+
 }  // namespace
 }  // namespace ds::model
