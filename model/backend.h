@@ -59,6 +59,10 @@ class Backend {
   virtual void conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) = 0;
   virtual void conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) = 0;
   virtual void conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) = 0;
+  // conv2d_forward then ReLU as one op where the backend can fuse them (cuDNN's
+  // ConvolutionBiasActivationForward; DOWNSCALE_CUDA_FUSE=0 turns it off); the default runs the
+  // two, the ReLU in place (backend.cpp).
+  virtual void conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y);
   virtual void relu_forward(int64_t n, const float* x, float* y) = 0;
   virtual void relu_backward(int64_t n, const float* x, const float* dy, float* dx) = 0;
   // Sigmoid on channel `channel` only of an NCHW tensor, in place (the p head of Bernoulli-Gamma).

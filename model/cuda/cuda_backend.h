@@ -38,6 +38,9 @@ class CudaBackend : public Backend {
   void conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override;
   void conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) override;
   void conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) override;
+  // cuDNN's fused bias+ReLU when the plan's algorithm allows it (IMPLICIT_PRECOMP_GEMM, no
+  // explicit padding) and DOWNSCALE_CUDA_FUSE is not 0; else conv2d_forward and relu_forward.
+  void conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override;
   void relu_forward(int64_t n, const float* x, float* y) override;
   void relu_backward(int64_t n, const float* x, const float* dy, float* dx) override;
   void sigmoid_channel_forward(const Shape& s, int channel, float* y) override;
@@ -110,6 +113,7 @@ class CudaBackend : public Backend {
     cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo{};
     size_t fwd_ws = 0, bwd_data_ws = 0, bwd_filter_ws = 0;
     bool timed = false;  // algorithms from cudnnFind* (else cuDNN's heuristic)
+    bool fuse_reported = false;  // the one stderr line saying whether bias+ReLU run fused
 
     ~ConvPlan() {
       if (x) cudnnDestroyTensorDescriptor(x);
@@ -135,6 +139,7 @@ class CudaBackend : public Backend {
   MathMode math_ = MathMode::kTf32;
   cudaStream_t stream_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
+  cudnnActivationDescriptor_t relu_ = nullptr;  // for the fused conv+bias+ReLU, made on first use
   double* d_sum_ = nullptr;  // the loss kernel's accumulator
   void* ws_ = nullptr;  // from cache_, like pad_
   size_t ws_bytes_ = 0;

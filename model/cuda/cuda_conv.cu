@@ -9,6 +9,10 @@
 // convolutions use TF32 tensor cores, as PyTorch sets it with allow_tf32; ~1e-3 relative
 // differences from the CPU) or FP32 (CUDNN_FMA_MATH: plain FP32 FMA kernels, never tensor cores,
 // so results match the CPU backend to float rounding; what the parity tests pin).
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
 #include "model/cuda/cuda_backend.h"
 #include "model/cuda/cuda_check.h"
 
@@ -183,6 +187,39 @@ void CudaBackend::conv2d_forward(const ConvDesc& d, const float* x, const float*
   void* ws = p.fwd_ws ? workspace(p.fwd_ws) : nullptr;
   DS_CUDNN(cudnnConvolutionForward(cudnn_, &one, p.x, src, p.w, w, p.conv, p.fwd_algo, ws, p.fwd_ws, &zero, p.y, y));
   if (b) DS_CUDNN(cudnnAddTensor(cudnn_, &one, p.b, b, &one, p.y, y));
+}
+
+void CudaBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
+  ConvPlan& p = conv_plan(d);
+  static const bool enabled = [] {
+    const char* v = std::getenv("DOWNSCALE_CUDA_FUSE");
+    return !(v && std::string(v) == "0");
+  }();
+  // cuDNN fuses ReLU only with IMPLICIT_PRECOMP_GEMM; the explicit padding path keeps its copy.
+  const bool fused = enabled && b && !p.explicit_pad && p.fwd_algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  if (!p.fuse_reported) {
+    p.fuse_reported = true;
+    std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: bias+ReLU %s\n", d.in.c, d.in.h, d.in.w, d.kh,
+                 d.out_c,
+                 fused ? "fused (cudnnConvolutionBiasActivationForward)"
+                 : !enabled ? "separate (DOWNSCALE_CUDA_FUSE=0)"
+                            : ("separate (algorithm " + std::to_string(int(p.fwd_algo)) +
+                               (p.explicit_pad ? ", explicit padding" : "") + ")").c_str());
+  }
+  if (!fused) {
+    conv2d_forward(d, x, w, b, y);
+    relu_forward(d.out().size(), y, y);
+    return;
+  }
+  if (!relu_) {
+    DS_CUDNN(cudnnCreateActivationDescriptor(&relu_));
+    DS_CUDNN(cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+  }
+  const float one = 1.0f, zero = 0.0f;
+  void* ws = p.fwd_ws ? workspace(p.fwd_ws) : nullptr;
+  // y = relu(conv(x) + 0 * z + b), with z = y (alpha2 0: its values do not matter).
+  DS_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &one, p.x, x, p.w, w, p.conv, p.fwd_algo, ws, p.fwd_ws,
+                                                 &zero, p.y, y, p.b, b, relu_, p.y, y));
 }
 
 void CudaBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) {

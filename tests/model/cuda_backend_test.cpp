@@ -459,5 +459,24 @@ TEST_F(ModelCuda, GatherRowsAndLossAccumulator) {
   EXPECT_GT(gpu_->free_bytes(), int64_t(1) << 20);
 }
 
+// Convolution with bias and ReLU as one op (cuDNN's fused call where the algorithm allows, else
+// the two): the CPU's conv then ReLU, for a 3x3 'same' (cuDNN padding) and a 4x4 'same'
+// (explicit padding: never fused).
+TEST_F(ModelCuda, ConvBiasReluForward) {
+  for (int k : {3, 4}) {
+    ConvDesc d;
+    d.in = Shape{2, 8, 12, 13};
+    d.out_c = 16;
+    d.kh = d.kw = k;
+    same_padding(k, d.pad_top, d.pad_bottom);
+    same_padding(k, d.pad_left, d.pad_right);
+    Pair x = random_pair(d.in, 1), w = random_pair(Shape{16, 8, k, k}, 2, -0.2f, 0.2f),
+         b = random_pair(Shape{1, 16, 1, 1}, 3), y = random_pair(d.out(), 4);
+    cpu_->conv2d_relu_forward(d, x.cpu.data(), w.cpu.data(), b.cpu.data(), y.cpu.data());
+    gpu_->conv2d_relu_forward(d, x.gpu.data(), w.gpu.data(), b.gpu.data(), y.gpu.data());
+    expect_close(y, 1e-3, "conv+bias+relu " + std::to_string(k) + "x" + std::to_string(k));
+  }
+}
+
 }  // namespace
 }  // namespace ds::model
