@@ -118,6 +118,9 @@ struct Config {
     double reference_samples_per_second = 0;  // one rank's throughput, for the scaling efficiency; 0: none
     double allreduce_bucket_mb = 4;   // gradient buckets reduced while backward goes on; 0: one after backward
     std::string allreduce_dtype = "fp32";  // fp32 | bf16 | fp16: gradients carried in 16 bits between ranks
+    // The train and validation splits read once into the backend's memory (device memory on a GPU)
+    // and batches gathered there: auto when they fit in a share of the free memory (train/device_batches.h).
+    std::string data_on_device = "auto";  // auto | true | false
     double stall_warning_seconds = 60;  // a rank waiting longer at a collective logs the missing ranks; 0: off
     double stall_abort_seconds = 1800;  // ... and past this ends the job rather than burn the allocation; 0: never
     std::string name;                 // several models from one store: train/<name>, predict/<name>, evaluate/<name>

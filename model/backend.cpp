@@ -8,6 +8,11 @@
 
 namespace ds::model {
 
+void Backend::conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
+  conv2d_forward(d, x, w, b, y);
+  relu_forward(d.out().size(), y, y);
+}
+
 Shape ConvDesc::out() const {
   if (stride < 1 || kh < 1 || kw < 1) throw Error("bad convolution kernel/stride");
   const int oh = (in.h + pad_top + pad_bottom - kh) / stride + 1;

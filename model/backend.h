@@ -64,6 +64,10 @@ class Backend {
   virtual void conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) = 0;
   virtual void conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) = 0;
   virtual void conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) = 0;
+  // conv2d_forward then ReLU as one op where the backend can fuse them (cuDNN's
+  // ConvolutionBiasActivationForward; DOWNSCALE_CUDA_FUSE=0 turns it off); the default runs the
+  // two, the ReLU in place (backend.cpp).
+  virtual void conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y);
   virtual void relu_forward(int64_t n, const float* x, float* y) = 0;
   virtual void relu_backward(int64_t n, const float* x, const float* dy, float* dx) = 0;
   // Sigmoid on channel `channel` only of an NCHW tensor, in place (the p head of Bernoulli-Gamma).
@@ -139,6 +143,23 @@ class Backend {
                                   float* d_out) = 0;
   // SGD with momentum as Keras: v = momentum v - lr g; w += v.
   virtual void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr, float momentum) = 0;
+
+  // --- the training set in backend memory, the loss without a per-step wait (backend_dataflow.cpp) ---
+  // Bytes this backend could still allocate: the GPU's free memory (cudaMemGetInfo), the CPU's
+  // MemAvailable; -1 when unknown.
+  virtual int64_t free_bytes();
+  // dst row i = src row index[i], rows of row_size floats; index (backend memory) holds row
+  // numbers as floats (exact below 2^24 rows). The default downloads index and copies row by row.
+  virtual void gather_rows(int64_t rows, int64_t row_size, const float* index, const float* src, float* dst);
+  // The loss op of a training step without the host waiting for it: computes the masked sum of
+  // loss `kind` (LossKind's value, model/loss.h: 0 Bernoulli-Gamma, 1 Gaussian, 2 MSE) as the
+  // *_sum ops do (d_out likewise, not yet divided by valid), then acc[0] += (sum / valid) * weight
+  // (0 when valid is 0) and, when that mean is not finite and acc[1] < 0, acc[1] = step. acc: two
+  // doubles in backend memory (the epoch's loss sum and the first non-finite step), read by the
+  // caller when it needs them. The default runs the *_sum op and updates acc through the host.
+  virtual void loss_sum_accumulate(int kind, const Shape& out_shape, const float* out, const float* y,
+                                   const float* mask, float* d_out, int64_t valid, double weight, int64_t step,
+                                   double* acc);
 };
 
 // The oneDNN CPU backend; threads <= 0 uses every core.

@@ -34,7 +34,8 @@ int loss_channels(LossKind kind) {
   return 0;
 }
 
-double masked_loss(Backend& be, LossKind kind, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out) {
+namespace {
+void check_shapes(LossKind kind, const Tensor& out, const Tensor& y, const Tensor& mask) {
   const Shape& s = out.shape();
   const std::string what = loss_name(kind) + " loss";
   if (s.c != loss_channels(kind))
@@ -44,6 +45,13 @@ double masked_loss(Backend& be, LossKind kind, const Tensor& out, const Tensor& 
   if (mask.shape() != Shape{1, 1, s.h, s.w})
     throw Error(what + ": mask " + mask.shape().str() + " must be (1, 1, " + std::to_string(s.h) + ", " +
                 std::to_string(s.w) + ")");
+}
+}  // namespace
+
+double masked_loss(Backend& be, LossKind kind, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out) {
+  check_shapes(kind, out, y, mask);
+  const Shape& s = out.shape();
+  const std::string what = loss_name(kind) + " loss";
 
   // The mean is over valid points: modelled boxes (mask > 0.5) whose target is a number, the
   // backends' rule (loss_point_valid.h). Mask and targets are small next to the activations, so
@@ -69,6 +77,22 @@ double masked_loss(Backend& be, LossKind kind, const Tensor& out, const Tensor& 
   const double count = double(valid);
   if (d_out) be.scale(d_out->size(), float(1.0 / count), d_out->data());
   return sum / count;
+}
+
+void masked_loss_accumulate(Backend& be, LossKind kind, const Tensor& out, const Tensor& y, const Tensor& mask,
+                            int64_t valid, double weight, int64_t step, double* acc, Tensor* d_out) {
+  check_shapes(kind, out, y, mask);
+  const Shape& s = out.shape();
+  if (d_out) d_out->reshape(s);
+  be.loss_sum_accumulate(int(kind), s, out.data(), y.data(), mask.data(), d_out ? d_out->data() : nullptr, valid,
+                         weight, step, acc);
+  if (d_out && valid > 0) be.scale(d_out->size(), float(1.0 / double(valid)), d_out->data());
+}
+
+int64_t count_valid_points(const uint8_t* mask, const float* y, int64_t rows, int64_t hw) {
+  int64_t valid = 0;
+  for (int64_t i = 0; i < rows * hw; ++i) valid += loss_point_valid(float(mask[i % hw]), y[i]);
+  return valid;
 }
 
 double bernoulli_gamma_loss(Backend& be, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out) {

@@ -13,6 +13,7 @@
 //
 // Mean squared error; out channel [value]:  L = mean_{valid} (value - y)^2   (Keras' 'mse').
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "model/backend.h"
@@ -36,6 +37,17 @@ int loss_channels(LossKind kind);  // 3, 2, 1
 // too): the others add nothing and get zero gradient. Returns the mean over valid points (0
 // when there is none). If d_out is non-null, writes dL/d(out) into it.
 double masked_loss(Backend& be, LossKind kind, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out);
+
+// The training step's form, without the host waiting: `valid` is the batch's count of valid
+// points, counted on the host when the batch was read (count_valid_points), so neither mask nor
+// targets are downloaded, and the mean loss times `weight` is added into acc (2 doubles in
+// backend memory: acc[0] the sum, acc[1] the first step whose loss was not finite, < 0 none;
+// Backend::loss_sum_accumulate). d_out as masked_loss.
+void masked_loss_accumulate(Backend& be, LossKind kind, const Tensor& out, const Tensor& y, const Tensor& mask,
+                            int64_t valid, double weight, int64_t step, double* acc, Tensor* d_out);
+
+// Valid points (loss_point_valid) of `rows` targets of hw points each, under the (hw) land mask.
+int64_t count_valid_points(const uint8_t* mask, const float* y, int64_t rows, int64_t hw);
 
 double bernoulli_gamma_loss(Backend& be, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out);
 double gaussian_nll_loss(Backend& be, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out);

@@ -3,6 +3,8 @@
 // deepesd ends in dense heads over the land points, scattered onto the output grid.
 #include "model/models.h"
 
+#include <cstdlib>
+
 #include "io/error.h"
 #include "model/layers/concat.h"
 #include "model/layers/conv2d.h"
@@ -39,9 +41,14 @@ int GraphBuilder::add(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
 
 int GraphBuilder::conv_relu(const std::string& name, int input, int out_c, int k, bool same) {
   const int in_c = shape(input).c;
-  int c = add(std::make_unique<Conv2D>(name, be_, in_c, out_c, k, k, same ? Padding::kSame : Padding::kValid),
+  // One layer (Conv2D with its ReLU, fused on the GPU) unless DOWNSCALE_FUSE_LAYERS=0 asks for the
+  // two separate layers (the same numbers; for comparing).
+  const char* v = std::getenv("DOWNSCALE_FUSE_LAYERS");
+  const bool one_layer = !(v && std::string(v) == "0");
+  int c = add(std::make_unique<Conv2D>(name, be_, in_c, out_c, k, k, same ? Padding::kSame : Padding::kValid, 0,
+                                       one_layer),
               {input});
-  return add(std::make_unique<ReLU>(name + "_relu"), {c});
+  return one_layer ? c : add(std::make_unique<ReLU>(name + "_relu"), {c});
 }
 
 namespace {

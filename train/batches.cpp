@@ -6,6 +6,7 @@
 
 #include "io/calendar.h"
 #include "io/error.h"
+#include "model/loss.h"
 
 namespace ds {
 
@@ -30,6 +31,18 @@ namespace {
 }
 }  // namespace
 
+void check_finite_rows(const StoreReader& store, const std::string& split, const std::vector<size_t>& rows,
+                       const float* x, const float* y) {
+  const auto& m = store.meta();
+  const size_t xs = size_t(m.C()) * m.H() * m.W(), ys = size_t(m.Hy()) * m.Wy();
+  // One pass on the host: a NaN or Inf in the store (a bit flip, an edited file) would otherwise
+  // train NaN weights. y is NaN where not observed, never infinite.
+  for (size_t k = 0; k < rows.size() * xs; ++k)
+    if (!std::isfinite(x[k])) nonfinite_in_store(store, split, rows[k / xs], "x", x[k], k % xs);
+  for (size_t k = 0; k < rows.size() * ys; ++k)
+    if (std::isinf(y[k])) nonfinite_in_store(store, split, rows[k / ys], "y", y[k], k % ys);
+}
+
 void read_batch(const StoreReader& store, const std::string& split, const std::vector<size_t>& rows, Batch& batch) {
   const auto& m = store.meta();
   const int n = static_cast<int>(rows.size());
@@ -43,12 +56,8 @@ void read_batch(const StoreReader& store, const std::string& split, const std::v
     store.read_y(split, rows[i], run, &y[i * ys]);
     i += run;
   }
-  // One pass over the batch on the host: a NaN or Inf in the store (a bit flip, an edited file)
-  // would otherwise train NaN weights. y is NaN where not observed, never infinite.
-  for (size_t k = 0; k < x.size(); ++k)
-    if (!std::isfinite(x[k])) nonfinite_in_store(store, split, rows[k / xs], "x", x[k], k % xs);
-  for (size_t k = 0; k < y.size(); ++k)
-    if (std::isinf(y[k])) nonfinite_in_store(store, split, rows[k / ys], "y", y[k], k % ys);
+  check_finite_rows(store, split, rows, x.data(), y.data());
+  batch.valid = model::count_valid_points(m.mask.data(), y.data(), n, int64_t(ys));
   batch.x.reshape({n, m.C(), m.H(), m.W()});
   batch.y.reshape({n, 1, m.Hy(), m.Wy()});
   batch.x.upload(x.data());

@@ -13,10 +13,16 @@ namespace ds {
 struct Batch {
   model::Tensor x;  // (n, C, H, W)
   model::Tensor y;  // (n, 1, H', W')
+  int64_t valid = 0;  // points the loss counts (model::count_valid_points), known on the host
 };
 
 // Reads the samples `rows` of `split` into batch (reshaping its tensors to rows.size()).
 void read_batch(const StoreReader& store, const std::string& split, const std::vector<size_t>& rows, Batch& batch);
+
+// The check read_batch makes of rows it read (x: rows.size() samples, y likewise): InputError
+// naming the store, the split, the date and the point of the first NaN/Inf in x or Inf in y.
+void check_finite_rows(const StoreReader& store, const std::string& split, const std::vector<size_t>& rows,
+                       const float* x, const float* y);
 
 // The land mask as a (1, 1, H', W') tensor of 0/1 floats.
 model::Tensor mask_tensor(const StoreMeta& meta, model::Backend& be);

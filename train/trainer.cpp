@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <csignal>
 #include <chrono>
 #include <cmath>
@@ -28,6 +29,7 @@
 #include "train/batches.h"
 #include "train/check.h"
 #include "train/checkpoint.h"
+#include "train/device_batches.h"
 #include "train/device_communicator.h"
 #include "train/divergence.h"
 #include "train/fused_tensors.h"
@@ -43,23 +45,42 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// The loss accumulator of model::masked_loss_accumulate: two doubles in a 4-float tensor.
+double* accumulator(model::Tensor& acc) { return reinterpret_cast<double*>(acc.data()); }
+void set_accumulator(model::Tensor& acc, double sum) {
+  const double host[2] = {sum, -1.0};
+  acc.upload(reinterpret_cast<const float*>(host));
+}
+std::array<double, 2> read_accumulator(const model::Tensor& acc) {
+  std::array<double, 2> host{};
+  acc.download(reinterpret_cast<float*>(host.data()));
+  return host;
+}
+
 // Mean loss over a whole split, in order, in inference mode (batch norm's running statistics,
 // no dropout), without touching the gradients' consumers. Each rank evaluates its contiguous
 // share of the split; the sums are added across ranks.
+// `resident`: the split in backend memory (train.data_on_device), else read from the store. The
+// batches' losses add up in backend memory (acc), read once at the end.
 double evaluate(model::Net& net, model::Backend& be, model::LossKind loss, const StoreReader& store,
                 const std::string& split, const model::Tensor& mask, int batch_size, Batch& batch,
-                Communicator& comm) {
+                Communicator& comm, const DeviceSplit* resident, model::Tensor& acc) {
   const size_t n = store.count(split);
   const size_t lo = n * comm.rank() / comm.size(), hi = n * (comm.rank() + 1) / comm.size();
   net.set_mode(model::ForwardMode{false, 0});
-  double sum = 0;
+  set_accumulator(acc, 0.0);
   for (size_t start = lo; start < hi; start += batch_size) {
     std::vector<size_t> rows(std::min<size_t>(batch_size, hi - start));
     std::iota(rows.begin(), rows.end(), start);
-    read_batch(store, split, rows, batch);
+    if (resident)
+      resident->slice(start, rows.size(), batch);
+    else
+      read_batch(store, split, rows, batch);
     const auto& out = net.forward(batch.x);
-    sum += model::masked_loss(be, loss, out, batch.y, mask, nullptr) * rows.size();
+    model::masked_loss_accumulate(be, loss, out, batch.y, mask, batch.valid, double(rows.size()), 0,
+                                  accumulator(acc), nullptr);
   }
+  double sum = read_accumulator(acc)[0];
   comm.allreduce_sum(&sum, 1);
   return sum / static_cast<double>(n);
 }
@@ -306,6 +327,20 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
 
   const model::Tensor mask = mask_tensor(meta, *be);
   Batch batch{model::Tensor(*be, {1, 1, 1, 1}), model::Tensor(*be, {1, 1, 1, 1})};
+  if (std::find_if(meta.mask.begin(), meta.mask.end(), [](uint8_t v) { return v > 0; }) == meta.mask.end())
+    throw InputError(model::loss_name(loss_kind) + " loss: the mask has no valid (land) points");
+  // train.data_on_device: the splits in backend memory, batches gathered there (device_batches.h).
+  std::optional<DeviceSplit> resident_train, resident_val;
+  if (choose_data_on_device(tc.data_on_device, split_bytes(meta, n_train + n_val), *be, comm.local_size(), root)) {
+    resident_train.emplace(store, "train", *be, root);
+    if (n_val) resident_val.emplace(store, "validation", *be, root);
+  }
+  model::Tensor epoch_index(*be, {1, 1, 1, 1});  // the epoch's rows, step after step (resident_train)
+  // The epoch's loss sum and first non-finite step, in backend memory: read back every
+  // loss_check_steps steps (1 on the CPU, where reading costs nothing), at an interruption and at
+  // the epoch's end, so a GPU step queues its work without waiting for the loss.
+  model::Tensor loss_acc(*be, {1, 1, 1, 4}), val_acc(*be, {1, 1, 1, 4});
+  const int64_t loss_check_steps = on_gpu ? 50 : 1;
   model::Tensor d_out(*be, net.output_shape(tc.batch_size));
   LossScaler scaler(tc.loss_scale, tc.precision);
   if (root && scaler.enabled())
@@ -340,40 +375,64 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), rng);
     double loss_sum = root ? resume_loss_sum : 0, lr = 0;
+    set_accumulator(loss_acc, loss_sum);
     int64_t step_in_epoch = resume_step;
     resume_step = 0;
     resume_loss_sum = 0;
-    for (size_t start = std::min<size_t>(n_train, size_t(step_in_epoch) * global_batch); start < n_train;
-         start += global_batch) {
-      const auto t_batch = Clock::now();
-      // The global batch order[start, start + batch_size x size), split evenly across ranks.
+    const size_t first_start = std::min<size_t>(n_train, size_t(step_in_epoch) * global_batch);
+    // This rank's rows of the global batch order[start, start + batch_size x size), split evenly across ranks.
+    const auto rows_at = [&](size_t start) {
       const size_t n_global = std::min<size_t>(n_train - start, global_batch);
       const size_t lo = start + n_global * comm.rank() / comm.size();
       const size_t hi = start + n_global * (comm.rank() + 1) / comm.size();
       std::vector<size_t> rows(order.begin() + lo, order.begin() + hi);
       std::sort(rows.begin(), rows.end());  // the order inside a batch does not matter; sorted reads are faster
+      return rows;
+    };
+    size_t index_at = 0;  // this step's rows in epoch_index
+    if (resident_train) {
+      std::vector<float> all;
+      for (size_t start = first_start; start < n_train; start += global_batch)
+        for (size_t r : rows_at(start)) all.push_back(float(r));
+      epoch_index.reshape({1, 1, 1, int(std::max<size_t>(all.size(), 1))});
+      if (!all.empty()) epoch_index.upload(all.data());  // one upload per epoch
+    }
+    // The divergence error, from the device-side record of the first non-finite step.
+    const auto check_loss = [&](int64_t at_step) {
+      const auto acc = read_accumulator(loss_acc);
+      if (acc[1] < 0) return acc;
+      const std::string culprit = first_nonfinite_parameter(net.params());
+      throw Error("training diverged: the loss is " + std::to_string(acc[0]) + " at epoch " +
+                  std::to_string(epoch) + ", step " + std::to_string(int64_t(acc[1])) + " (rank " +
+                  std::to_string(comm.rank()) + "); " +
+                  (culprit.empty() ? "weights and gradients are finite, the forward pass overflowed"
+                                   : "first non-finite: " + culprit) +
+                  (at_step != int64_t(acc[1]) ? " (seen at step " + std::to_string(at_step) + ")" : std::string()) +
+                  " (lower train.learning_rate, or check the store)");
+    };
+    for (size_t start = first_start; start < n_train; start += global_batch) {
+      const auto t_batch = Clock::now();
+      const size_t n_global = std::min<size_t>(n_train - start, global_batch);
+      const std::vector<size_t> rows = rows_at(start);
       // Dropout masks come from (seed, global step, rank): a resumed run draws the same ones.
       const int64_t step = optimizer->steps();
       if (step == 0) maybe_inject_failure(comm);
       // This rank's mean gradient weighs rows here / rows in all in the global batch's mean.
       if (distributed) buckets->begin(float(rows.size()) / float(n_global));
-      double loss = 0;
       if (!rows.empty()) {
-        read_batch(store, "train", rows, batch);
+        if (resident_train)
+          resident_train->gather(rows, epoch_index.data() + index_at, batch);
+        else
+          read_batch(store, "train", rows, batch);
+        index_at += rows.size();
         const auto t_forward = Clock::now();
         timeline.add("data", Timeline::kStep, t_batch, t_forward, step, epoch);
         net.set_mode(model::ForwardMode{true, model::splitmix64(tc.seed) ^ uint64_t(step) ^ (uint64_t(comm.rank()) << 48)});
         const auto& out = net.forward(batch.x);
         d_out.reshape(out.shape());
-        loss = model::masked_loss(*be, loss_kind, out, batch.y, mask, &d_out);
-        if (!std::isfinite(loss)) {
-          const std::string culprit = first_nonfinite_parameter(net.params());
-          throw Error("training diverged: the loss is " + std::to_string(loss) + " at epoch " + std::to_string(epoch) +
-                      ", step " + std::to_string(step) + " (rank " + std::to_string(comm.rank()) + "); " +
-                      (culprit.empty() ? "weights and gradients are finite, the forward pass overflowed"
-                                       : "first non-finite: " + culprit) +
-                      " (lower train.learning_rate, or check the store)");
-        }
+        model::masked_loss_accumulate(*be, loss_kind, out, batch.y, mask, batch.valid, double(rows.size()), step,
+                                      accumulator(loss_acc), &d_out);
+        if ((step + 1) % loss_check_steps == 0) check_loss(step);
         scaler.scale_loss_gradient(*be, d_out);  // FP16's range: backward sees S x the gradient
         const auto t_backward = Clock::now();
         timeline.add("forward", Timeline::kStep, t_forward, t_backward, step, epoch);
@@ -393,7 +452,6 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       // After the allreduce: every rank checks the same gradients, so all skip the same steps.
       if (scaler.unscale_or_skip(*be, net.params())) optimizer->step(lr);
       timeline.add("optimizer", Timeline::kStep, t_optimizer, Clock::now(), step, epoch);
-      loss_sum += loss * rows.size();
       batch_seconds += seconds_since(t_batch);
       ++batches;
       samples += rows.size();
@@ -402,6 +460,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       // SIGINT/SIGTERM/SIGUSR1: the step is complete; write checkpoint_last.h5 mid-epoch and stop.
       const std::string where = fmt::format("epoch {} step {} of {}", epoch, step_in_epoch, steps_per_epoch);
       if (const int sig = agreed_stop_signal(comm, where)) {
+        loss_sum = check_loss(step)[0];
         comm.allreduce_sum(&loss_sum, 1, "training loss at the interruption");
         TrainState mid = state;
         mid.epoch = epoch - 1;
@@ -423,11 +482,13 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       }
     }
     const auto t_validation = Clock::now();
+    loss_sum = check_loss(optimizer->steps() - 1)[0];
     comm.allreduce_sum(&loss_sum, 1, "training loss of epoch " + std::to_string(epoch));
     if (distributed) average_buffers(net, comm);
     const double train_loss = loss_sum / static_cast<double>(n_train);
     const double val_loss =
-        n_val ? evaluate(net, *be, loss_kind, store, "validation", mask, tc.batch_size, batch, comm) : train_loss;
+        n_val ? evaluate(net, *be, loss_kind, store, "validation", mask, tc.batch_size, batch, comm,
+                        resident_val ? &*resident_val : nullptr, val_acc) : train_loss;
     const int64_t last_step = optimizer->steps() - 1;
     timeline.add("validation", Timeline::kStep, t_validation, Clock::now(), last_step, epoch);
     const double secs = seconds_since(t_epoch);

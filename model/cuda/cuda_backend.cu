@@ -52,6 +52,7 @@ CudaBackend::~CudaBackend() {
   cache_.free_all();  // tensors, workspace and padding scratch
   if (d_sum_) cudaFree(d_sum_);
   if (d_flag_) cudaFree(d_flag_);
+  if (relu_) cudnnDestroyActivationDescriptor(relu_);
   if (cudnn_) cudnnDestroy(cudnn_);
   if (stream_) cudaStreamDestroy(stream_);
 }

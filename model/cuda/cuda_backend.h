@@ -40,6 +40,9 @@ class CudaBackend : public Backend {
   void conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override;
   void conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) override;
   void conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) override;
+  // cuDNN's fused bias+ReLU when the plan's algorithm allows it (IMPLICIT_PRECOMP_GEMM, no
+  // explicit padding) and DOWNSCALE_CUDA_FUSE is not 0; else conv2d_forward and relu_forward.
+  void conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override;
   void relu_forward(int64_t n, const float* x, float* y) override;
   void relu_backward(int64_t n, const float* x, const float* dy, float* dx) override;
   void sigmoid_channel_forward(const Shape& s, int channel, float* y) override;
@@ -88,7 +91,18 @@ class CudaBackend : public Backend {
                           float* d_out) override;
   void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr, float momentum) override;
 
+  // cuda_dataflow.cu: the training set on the GPU and the loss without a per-step wait.
+  int64_t free_bytes() override;
+  void gather_rows(int64_t rows, int64_t row_size, const float* index, const float* src, float* dst) override;
+  void loss_sum_accumulate(int kind, const Shape& out_shape, const float* out, const float* y, const float* mask,
+                           float* d_out, int64_t valid, double weight, int64_t step, double* acc) override;
+
  private:
+  // The masked loss sums queued into `total` (device memory), without reading them back.
+  void queue_bernoulli_gamma_sum(const Shape& s, const float* out, const float* y, const float* mask, float* d_out,
+                                 double* total);
+  void queue_masked_loss_sum(int kind, const Shape& s, const float* out, const float* y, const float* mask,
+                             float* d_out, double* total);
   // One convolution geometry's cuDNN descriptors and chosen algorithms (built in cuda_conv.cu).
   struct ConvPlan {
     bool explicit_pad = false;
@@ -103,6 +117,7 @@ class CudaBackend : public Backend {
     cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo{};
     size_t fwd_ws = 0, bwd_data_ws = 0, bwd_filter_ws = 0;
     bool timed = false;  // algorithms from cudnnFind* (else cuDNN's heuristic)
+    bool fuse_reported = false;  // the one stderr line saying whether bias+ReLU run fused
 
     ~ConvPlan() {
       if (x) cudnnDestroyTensorDescriptor(x);
@@ -140,6 +155,7 @@ class CudaBackend : public Backend {
   int* d_flag_ = nullptr;  // all_finite's answer
   cudaStream_t stream_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
+  cudnnActivationDescriptor_t relu_ = nullptr;  // for the fused conv+bias+ReLU, made on first use
   double* d_sum_ = nullptr;  // the loss kernel's accumulator
   void* ws_ = nullptr;  // from cache_, like pad_
   size_t ws_bytes_ = 0;

@@ -16,6 +16,10 @@
 // type and CUDNN_TENSOR_OP_MATH, and widens the 16-bit result back into the FP32 NCHW output. The
 // bias add and the bias gradient stay FP32 (on y32). Backward-filter's weight gradient comes out
 // in 16 bits before widening, as under PyTorch's autocast; FP16 relies on loss scaling for range.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
 #include "model/cuda/cuda_backend.h"
 #include "model/cuda/cuda_check.h"
 #include "model/cuda/grid_stride.h"
@@ -252,6 +256,39 @@ void CudaBackend::conv2d_forward(const ConvDesc& d, const float* x, const float*
   } catch (const Error& e) {
     throw Error(e.what() + conv_context(d), e.code());
   }
+}
+
+void CudaBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
+  ConvPlan& p = conv_plan(d);
+  static const bool enabled = [] {
+    const char* v = std::getenv("DOWNSCALE_CUDA_FUSE");
+    return !(v && std::string(v) == "0");
+  }();
+  // cuDNN fuses ReLU only with IMPLICIT_PRECOMP_GEMM; the explicit padding path keeps its copy.
+  const bool fused = enabled && b && !p.explicit_pad && p.fwd_algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  if (!p.fuse_reported) {
+    p.fuse_reported = true;
+    std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: bias+ReLU %s\n", d.in.c, d.in.h, d.in.w, d.kh,
+                 d.out_c,
+                 fused ? "fused (cudnnConvolutionBiasActivationForward)"
+                 : !enabled ? "separate (DOWNSCALE_CUDA_FUSE=0)"
+                            : ("separate (algorithm " + std::to_string(int(p.fwd_algo)) +
+                               (p.explicit_pad ? ", explicit padding" : "") + ")").c_str());
+  }
+  if (!fused) {
+    conv2d_forward(d, x, w, b, y);
+    relu_forward(d.out().size(), y, y);
+    return;
+  }
+  if (!relu_) {
+    DS_CUDNN(cudnnCreateActivationDescriptor(&relu_));
+    DS_CUDNN(cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+  }
+  const float one = 1.0f, zero = 0.0f;
+  void* ws = p.fwd_ws ? workspace(p.fwd_ws) : nullptr;
+  // y = relu(conv(x) + 0 * z + b), with z = y (alpha2 0: its values do not matter).
+  DS_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &one, p.x, x, p.w, w, p.conv, p.fwd_algo, ws, p.fwd_ws,
+                                                 &zero, p.y, y, p.b, b, relu_, p.y, y));
 }
 
 void CudaBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) {

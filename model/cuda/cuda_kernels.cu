@@ -186,16 +186,21 @@ void CudaBackend::scale(int64_t n, float alpha, float* x) {
   DS_CUDA_LAUNCHED();
 }
 
-double CudaBackend::bernoulli_gamma_sum(const Shape& s, const float* out, const float* y, const float* mask,
-                                        float* d_out) {
+void CudaBackend::queue_bernoulli_gamma_sum(const Shape& s, const float* out, const float* y, const float* mask,
+                                            float* d_out, double* total) {
   const int64_t hw = int64_t(s.h) * s.w, n = s.n * hw;
-  DS_CUDA(cudaMemsetAsync(d_sum_, 0, sizeof(double), stream_));
+  DS_CUDA(cudaMemsetAsync(total, 0, sizeof(double), stream_));
   if (n > 0) {
     // Capped grid: each thread then sums many points locally, which keeps atomics few.
     const int blocks = blocks_for(n) < 1024 ? blocks_for(n) : 1024;
-    bernoulli_gamma_kernel<<<blocks, kThreads, 0, stream_>>>(n, hw, out, y, mask, d_out, d_sum_);
+    bernoulli_gamma_kernel<<<blocks, kThreads, 0, stream_>>>(n, hw, out, y, mask, d_out, total);
     DS_CUDA_LAUNCHED();
   }
+}
+
+double CudaBackend::bernoulli_gamma_sum(const Shape& s, const float* out, const float* y, const float* mask,
+                                        float* d_out) {
+  queue_bernoulli_gamma_sum(s, out, y, mask, d_out, d_sum_);
   double total = 0.0;
   DS_CUDA(cudaMemcpyAsync(&total, d_sum_, sizeof(double), cudaMemcpyDeviceToHost, stream_));
   DS_CUDA(cudaStreamSynchronize(stream_));

@@ -298,16 +298,19 @@ void CudaBackend::gather_points(int n, int k, int points, const float* index, co
   DS_CUDA_LAUNCHED();
 }
 
-namespace {
-double masked_loss_sum(cudaStream_t stream, double* d_sum, int kind, const Shape& s, const float* out, const float* y,
-                       const float* mask, float* d_out) {
+void CudaBackend::queue_masked_loss_sum(int kind, const Shape& s, const float* out, const float* y, const float* mask,
+                                        float* d_out, double* total) {
   const int64_t hw = int64_t(s.h) * s.w, n = s.n * hw;
-  DS_CUDA(cudaMemsetAsync(d_sum, 0, sizeof(double), stream));
+  DS_CUDA(cudaMemsetAsync(total, 0, sizeof(double), stream_));
   if (n > 0) {
     const int blocks = blocks_for(n) < 1024 ? blocks_for(n) : 1024;
-    masked_loss_kernel<<<blocks, kThreads, 0, stream>>>(kind, n, hw, s.c, out, y, mask, d_out, d_sum);
+    masked_loss_kernel<<<blocks, kThreads, 0, stream_>>>(kind, n, hw, s.c, out, y, mask, d_out, total);
     DS_CUDA_LAUNCHED();
   }
+}
+
+namespace {
+double read_sum(cudaStream_t stream, const double* d_sum) {
   double total = 0.0;
   DS_CUDA(cudaMemcpyAsync(&total, d_sum, sizeof(double), cudaMemcpyDeviceToHost, stream));
   DS_CUDA(cudaStreamSynchronize(stream));
@@ -316,12 +319,14 @@ double masked_loss_sum(cudaStream_t stream, double* d_sum, int kind, const Shape
 }  // namespace
 
 double CudaBackend::mse_sum(const Shape& s, const float* out, const float* y, const float* mask, float* d_out) {
-  return masked_loss_sum(stream_, d_sum_, 0, s, out, y, mask, d_out);
+  queue_masked_loss_sum(0, s, out, y, mask, d_out, d_sum_);
+  return read_sum(stream_, d_sum_);
 }
 
 double CudaBackend::gaussian_nll_sum(const Shape& s, const float* out, const float* y, const float* mask,
                                      float* d_out) {
-  return masked_loss_sum(stream_, d_sum_, 1, s, out, y, mask, d_out);
+  queue_masked_loss_sum(1, s, out, y, mask, d_out, d_sum_);
+  return read_sum(stream_, d_sum_);
 }
 
 void CudaBackend::sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr, float momentum) {

@@ -7,7 +7,7 @@
 namespace ds::model {
 
 Conv2D::Conv2D(std::string name, Backend& be, int in_c, int out_c, int kh, int kw, Padding padding,
-               int glorot_fan_out_channels)
+               int glorot_fan_out_channels, bool relu)
     : Layer(std::move(name)),
       in_c_(in_c),
       out_c_(out_c),
@@ -15,10 +15,12 @@ Conv2D::Conv2D(std::string name, Backend& be, int in_c, int out_c, int kh, int k
       kw_(kw),
       padding_(padding),
       fan_out_c_(glorot_fan_out_channels > 0 ? glorot_fan_out_channels : out_c),
+      relu_(relu),
       w_(be, Shape{out_c, in_c, kh, kw}),
       b_(be, Shape{1, out_c, 1, 1}),
       dw_(be, Shape{out_c, in_c, kh, kw}),
-      db_(be, Shape{1, out_c, 1, 1}) {
+      db_(be, Shape{1, out_c, 1, 1}),
+      d_pre_(be, Shape{1, 1, 1, 1}) {
   if (in_c < 1 || out_c < 1 || kh < 1 || kw < 1) throw Error("layer " + this->name() + ": bad conv geometry");
 }
 
@@ -44,14 +46,24 @@ Shape Conv2D::output_shape(const std::vector<Shape>& in) const {
 }
 
 void Conv2D::forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) {
-  be.conv2d_forward(desc(in[0]->shape()), in[0]->data(), w_.data(), b_.data(), out.data());
+  if (relu_)
+    be.conv2d_relu_forward(desc(in[0]->shape()), in[0]->data(), w_.data(), b_.data(), out.data());
+  else
+    be.conv2d_forward(desc(in[0]->shape()), in[0]->data(), w_.data(), b_.data(), out.data());
 }
 
-void Conv2D::backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& /*out*/, const Tensor& dout,
+void Conv2D::backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                       const std::vector<Tensor*>& din) {
   const ConvDesc d = desc(in[0]->shape());
-  be.conv2d_backward_weights(d, in[0]->data(), dout.data(), dw_.data(), db_.data());
-  if (din[0]) be.conv2d_backward_data(d, dout.data(), w_.data(), din[0]->data());
+  const float* dy = dout.data();
+  if (relu_) {
+    // y > 0 exactly where the pre-activation x > 0: the ReLU layer's gradient, from the output.
+    d_pre_.reshape(dout.shape());
+    be.relu_backward(dout.size(), out.data(), dout.data(), d_pre_.data());
+    dy = d_pre_.data();
+  }
+  be.conv2d_backward_weights(d, in[0]->data(), dy, dw_.data(), db_.data());
+  if (din[0]) be.conv2d_backward_data(d, dy, w_.data(), din[0]->data());
 }
 
 std::vector<Param> Conv2D::params() { return {{name() + "/W", &w_, &dw_}, {name() + "/b", &b_, &db_}}; }

@@ -12,9 +12,11 @@ class Conv2D : public Layer {
   // glorot_fan_out_channels: the output channels Glorot's fan_out counts; 0 means out_c. The
   // MNN head is three 1-channel Keras convs fused into one 3-channel conv, and each of those was
   // initialised with fan_out = 1*kh*kw, so the fused one passes 1 to initialise identically.
+  // relu: the ReLU after the conv in this layer (Backend::conv2d_relu_forward; backward masks
+  // dout with the output, relu'(x) = [y > 0]): one pass and one activation tensor less.
   Conv2D(std::string name, Backend& be, int in_c, int out_c, int kh, int kw, Padding padding,
-         int glorot_fan_out_channels = 0);
-  std::string type() const override { return "Conv2D"; }
+         int glorot_fan_out_channels = 0, bool relu = false);
+  std::string type() const override { return relu_ ? "Conv2D+ReLU" : "Conv2D"; }
   Shape output_shape(const std::vector<Shape>& in) const override;
   void forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) override;
   void backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
@@ -33,7 +35,9 @@ class Conv2D : public Layer {
   int in_c_, out_c_, kh_, kw_;
   Padding padding_;
   int fan_out_c_;
+  bool relu_;
   Tensor w_, b_, dw_, db_;
+  Tensor d_pre_;  // with relu: the gradient before the ReLU
 };
 
 }  // namespace ds::model

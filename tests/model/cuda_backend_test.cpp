@@ -615,6 +615,63 @@ TEST_F(ModelCuda, DemoNetLossCurvesBf16Fp16FollowFp32) {
                 c.back(), fp32.front(), fp32.back(), worst);
     EXPECT_LE(worst, bound) << m.name;
     EXPECT_NEAR(c.front() - c.back(), fp32.front() - fp32.back(), 0.15 * (fp32.front() - fp32.back())) << m.name;
+// Batches gathered from a split held on the GPU, and the loss added into a device accumulator
+// (train.data_on_device, no per-step wait): the same rows as the CPU, the same loss sum.
+TEST_F(ModelCuda, GatherRowsAndLossAccumulator) {
+  const Shape split{5, 2, 3, 4};
+  Pair src = random_pair(split, 1), index = pair(Shape{1, 1, 1, 3}, {4, 0, 4});
+  Pair dst = random_pair(Shape{3, 2, 3, 4}, 2);
+  cpu_->gather_rows(3, 24, index.cpu.data(), src.cpu.data(), dst.cpu.data());
+  gpu_->gather_rows(3, 24, index.gpu.data(), src.gpu.data(), dst.gpu.data());
+  EXPECT_EQ(dst.cpu.to_host(), dst.gpu.to_host());
+
+  for (LossKind kind : {LossKind::kBernoulliGamma, LossKind::kGaussian, LossKind::kMse}) {
+    const Shape s{3, loss_channels(kind), 6, 7};
+    auto y = random_values(3 * 42, 2, 0.0f, 2.0f);
+    std::vector<float> mask(42, 1.0f);
+    for (size_t i = 0; i < 42; i += 4) mask[i] = 0.0f;
+    y[5] = std::nanf("");
+    std::vector<uint8_t> mask8(mask.begin(), mask.end());
+    const int64_t valid = count_valid_points(mask8.data(), y.data(), 3, 42);
+    Pair o = random_pair(s, 1, -0.5f, 0.5f), t = pair(Shape{3, 1, 6, 7}, y), m = pair(Shape{1, 1, 6, 7}, mask),
+         d = random_pair(s, 3), acc = pair(Shape{1, 1, 1, 4}, {0, 0, 0, 0});
+    const double start[2] = {2.0, -1.0};
+    acc.cpu.upload(reinterpret_cast<const float*>(start));
+    acc.gpu.upload(reinterpret_cast<const float*>(start));
+    for (int step = 0; step < 2; ++step) {
+      masked_loss_accumulate(*cpu_, kind, o.cpu, t.cpu, m.cpu, valid, 3, step,
+                             reinterpret_cast<double*>(acc.cpu.data()), &d.cpu);
+      masked_loss_accumulate(*gpu_, kind, o.gpu, t.gpu, m.gpu, valid, 3, step,
+                             reinterpret_cast<double*>(acc.gpu.data()), &d.gpu);
+    }
+    double a[2], b[2];
+    acc.cpu.download(reinterpret_cast<float*>(a));
+    acc.gpu.download(reinterpret_cast<float*>(b));
+    const double want = 2.0 + 2 * 3 * masked_loss(*cpu_, kind, o.cpu, t.cpu, m.cpu, nullptr);
+    EXPECT_EQ(a[0], want) << loss_name(kind);
+    EXPECT_NEAR(b[0], want, 1e-9 * std::abs(want)) << loss_name(kind);
+    EXPECT_EQ(b[1], -1.0) << loss_name(kind);
+    expect_close(d, 1e-4, loss_name(kind) + " gradient");
+  }
+  EXPECT_GT(gpu_->free_bytes(), int64_t(1) << 20);
+}
+
+// Convolution with bias and ReLU as one op (cuDNN's fused call where the algorithm allows, else
+// the two): the CPU's conv then ReLU, for a 3x3 'same' (cuDNN padding) and a 4x4 'same'
+// (explicit padding: never fused).
+TEST_F(ModelCuda, ConvBiasReluForward) {
+  for (int k : {3, 4}) {
+    ConvDesc d;
+    d.in = Shape{2, 8, 12, 13};
+    d.out_c = 16;
+    d.kh = d.kw = k;
+    same_padding(k, d.pad_top, d.pad_bottom);
+    same_padding(k, d.pad_left, d.pad_right);
+    Pair x = random_pair(d.in, 1), w = random_pair(Shape{16, 8, k, k}, 2, -0.2f, 0.2f),
+         b = random_pair(Shape{1, 16, 1, 1}, 3), y = random_pair(d.out(), 4);
+    cpu_->conv2d_relu_forward(d, x.cpu.data(), w.cpu.data(), b.cpu.data(), y.cpu.data());
+    gpu_->conv2d_relu_forward(d, x.gpu.data(), w.gpu.data(), b.gpu.data(), y.gpu.data());
+    expect_close(y, 1e-3, "conv+bias+relu " + std::to_string(k) + "x" + std::to_string(k));
   }
 }
 

@@ -21,6 +21,7 @@
 #include "model/kernels/copy.h"
 #include "model/kernels/dropout.h"
 #include "model/kernels/elementwise.h"
+#include "model/kernels/gather.h"
 #include "model/kernels/loss.h"
 #include "model/kernels/optimizer.h"
 #include "model/kernels/points.h"
@@ -561,6 +562,38 @@ TEST_F(KernelBodies, Wire16) {
   EXPECT_EQ(k::float_to_fp16(std::ldexp(1.0f, -24)), 0x0001);
   EXPECT_EQ(k::float_to_fp16(std::ldexp(1.0f, -25)), 0x0000);
   EXPECT_EQ(k::float_to_fp16(-3 * std::ldexp(1.0f, -25)), 0x8002);
+}
+
+// The row gather of batches from a split in backend memory: the CPU backend's (the default,
+// row by row) and the body must pick the very same rows.
+TEST_F(KernelBodies, GatherRows) {
+  const int64_t rows = 7, row_size = 13;
+  Tensor src = t(Shape{1, 1, int(rows), int(row_size)}, 1);
+  Tensor index = t(Shape{1, 1, 1, 4}, std::vector<float>{6, 0, 3, 3});
+  Tensor want(*cpu_, Shape{1, 1, 4, int(row_size)});
+  std::vector<float> got(size_t(4 * row_size));
+  cpu_->gather_rows(4, row_size, index.data(), src.data(), want.data());
+  for_all(4 * row_size, [&](int64_t i) { k::gather_row_at(i, row_size, index.data(), src.data(), got.data()); });
+  expect_exact(want.to_host(), got, "gather_rows");
+  const auto s = src.to_host();
+  EXPECT_EQ(got[0], s[size_t(6 * row_size)]);
+  EXPECT_EQ(got[size_t(row_size) + 5], s[5]);
+}
+
+// The epoch's loss accumulator: the mean of each step times its rows, as the host's double sum
+// did, and the first non-finite step recorded once.
+TEST_F(KernelBodies, AccumulateMeanLoss) {
+  double acc[2] = {1.5, -1};
+  k::accumulate_mean_loss(10.0, 4, 16, 0, acc);
+  EXPECT_EQ(acc[0], 1.5 + (10.0 / 4) * 16);
+  EXPECT_EQ(acc[1], -1);
+  k::accumulate_mean_loss(3.0, 0, 16, 1, acc);  // no valid point: adds 0
+  EXPECT_EQ(acc[0], 1.5 + (10.0 / 4) * 16);
+  k::accumulate_mean_loss(std::numeric_limits<double>::infinity(), 3, 16, 2, acc);
+  EXPECT_EQ(acc[1], 2);
+  k::accumulate_mean_loss(std::nan(""), 3, 16, 3, acc);
+  EXPECT_EQ(acc[1], 2);  // the first stays
+  EXPECT_TRUE(std::isnan(acc[0]));
 }
 
 }  // namespace

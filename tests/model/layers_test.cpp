@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "model/layers/concat.h"
+#include "model/layers/conv2d.h"
 #include "model/layers/relu.h"
 #include "model/layers/sigmoid_channel.h"
 #include "model/layers/upsample_nearest.h"
@@ -95,6 +96,40 @@ TEST(ModelLayers, SigmoidChannelBackward) {
   SigmoidChannel sig("s", 0);
   Tensor x = random_tensor(*be, Shape{2, 3, 3, 4}, 16, -3.0f, 3.0f);
   test::check_layer_gradients(*be, sig, {&x});
+}
+
+// A Conv2D with its ReLU in the layer (conv2d_relu_forward; backward masks with the output)
+// computes exactly what Conv2D then ReLU did: output, input gradient and parameter gradients.
+TEST(ModelLayers, ConvWithReluEqualsConvThenRelu) {
+  auto be = make_cpu_backend(1);
+  const Shape in{2, 3, 6, 7};
+  Conv2D fused("c", *be, 3, 4, 3, 3, Padding::kSame, 0, true), plain("c", *be, 3, 4, 3, 3, Padding::kSame);
+  EXPECT_EQ(fused.type(), "Conv2D+ReLU");
+  std::mt19937_64 r1(5), r2(5);
+  fused.init(r1);
+  plain.init(r2);
+  Tensor bias = random_tensor(*be, Shape{1, 4, 1, 1}, 9);  // init zeroes it: make some outputs flip sign
+  fused.bias().upload(bias.to_host().data());
+  plain.bias().upload(bias.to_host().data());
+  Tensor x = random_tensor(*be, in, 1);
+  const Shape os = plain.output_shape({in});
+  Tensor y_fused(*be, os), y_conv(*be, os), y_plain(*be, os);
+  fused.forward(*be, {&x}, y_fused);
+  plain.forward(*be, {&x}, y_conv);
+  ReLU relu("r");
+  relu.forward(*be, {&y_conv}, y_plain);
+  EXPECT_EQ(y_fused.to_host(), y_plain.to_host());
+  int zeros = 0;
+  for (float v : y_plain.to_host()) zeros += v == 0.0f;
+  EXPECT_GT(zeros, 0);  // the ReLU did cut something
+
+  Tensor dout = random_tensor(*be, os, 2), d_conv(*be, os), dx_fused(*be, in), dx_plain(*be, in);
+  fused.backward(*be, {&x}, y_fused, dout, {&dx_fused});
+  relu.backward(*be, {&y_conv}, y_plain, dout, {&d_conv});
+  plain.backward(*be, {&x}, y_conv, d_conv, {&dx_plain});
+  EXPECT_EQ(dx_fused.to_host(), dx_plain.to_host());
+  EXPECT_EQ(fused.weights_grad().to_host(), plain.weights_grad().to_host());
+  EXPECT_EQ(fused.bias_grad().to_host(), plain.bias_grad().to_host());
 }
 
 }  // namespace

@@ -154,6 +154,32 @@ TEST(Trainer, ResumeIsBitIdentical) {
   EXPECT_EQ(csv_lines(d / "split/metrics.csv").size(), 7u);  // header + 6 epochs, none twice
 }
 
+// train.data_on_device: the splits held in backend memory and batches gathered there give the
+// very batches read from the store each step: same weights, same losses, bit for bit.
+TEST(Trainer, DataOnDeviceIsBitIdenticalToPerStepReads) {
+  test::TempDir d;
+  const auto store = write_tiny_store(d);
+  for (const char* how : {"true", "false"}) {
+    std::filesystem::create_directories(d / how);
+    auto c = tiny_config(d / "c.yaml", 3);
+    c.train.data_on_device = how;
+    train_model(c, store, d / how, false);
+  }
+  expect_same_checkpoints(d / "true/checkpoint_last.h5", d / "false/checkpoint_last.h5");
+  auto losses = [&](const std::string& path) {  // epoch, train and validation loss of each line
+    std::vector<std::string> out;
+    for (const auto& l : csv_lines(path)) {
+      size_t cut = l.find(',');
+      cut = l.find(',', cut + 1);
+      cut = l.find(',', cut + 1);
+      out.push_back(l.substr(0, cut));
+    }
+    return out;
+  };
+  EXPECT_EQ(losses(d / "true/metrics.csv"), losses(d / "false/metrics.csv"));
+  EXPECT_EQ(losses(d / "true/metrics.csv").size(), 4u);
+}
+
 // The same with SGD and momentum: the checkpoint holds the velocities instead of Adam's moments.
 TEST(Trainer, ResumeIsBitIdenticalWithSgd) {
   test::TempDir d;
