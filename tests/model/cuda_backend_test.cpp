@@ -615,6 +615,9 @@ TEST_F(ModelCuda, DemoNetLossCurvesBf16Fp16FollowFp32) {
                 c.back(), fp32.front(), fp32.back(), worst);
     EXPECT_LE(worst, bound) << m.name;
     EXPECT_NEAR(c.front() - c.back(), fp32.front() - fp32.back(), 0.15 * (fp32.front() - fp32.back())) << m.name;
+  }
+}
+
 // Batches gathered from a split held on the GPU, and the loss added into a device accumulator
 // (train.data_on_device, no per-step wait): the same rows as the CPU, the same loss sum.
 TEST_F(ModelCuda, GatherRowsAndLossAccumulator) {
