@@ -19,6 +19,8 @@
 #        CURVE_STEPS=20 CPU_CURVE=1 (0 skips the CPU loss curve, minutes on few cores)
 #        MATHS="tf32 fp32" (the precisions benchmarked against PyTorch) CURVE_MATHS="fp32 tf32"
 #        (the GPU precisions whose loss curves are compared with the CPU's)
+#        CPU_CURVE_STEPS=20 (the CPU's curve is that long; compared on the steps both have)
+#        E2E=1 (section 5: downscale train end to end on the North America shapes; 0 skips it)
 #        LOGS=DIR (keeps every step's full log there) STEP_TIMEOUT=300 (seconds per step: a hung
 #        step is a failure, and the rest still runs inside a device call's time limit)
 # Exit 0 when every check passed, 1 when one failed (the report says which), 2 without a GPU.
@@ -26,7 +28,7 @@ set -uo pipefail
 root=$(readlink -f "${1:-$(dirname "$0")/..}")
 REPORT=$(readlink -f "${REPORT:-gpu_check_report.md}")
 PY=${PY:-python3} BATCH=${BATCH:-32} ROUNDS=${ROUNDS:-3} STEPS=${STEPS:-10} CURVE_STEPS=${CURVE_STEPS:-20}
-CPU_CURVE=${CPU_CURVE:-1} MATHS=${MATHS:-tf32 fp32} CURVE_MATHS=${CURVE_MATHS:-fp32 tf32} STEP_TIMEOUT=${STEP_TIMEOUT:-300} LOGS=${LOGS:-}
+CPU_CURVE=${CPU_CURVE:-1} CPU_CURVE_STEPS=${CPU_CURVE_STEPS:-20} E2E=${E2E:-1} MATHS=${MATHS:-tf32 fp32} CURVE_MATHS=${CURVE_MATHS:-fp32 tf32} STEP_TIMEOUT=${STEP_TIMEOUT:-300} LOGS=${LOGS:-}
 
 # A program of the bundle (bin/) or of a build tree (build/<folder>/).
 find_prog() {
@@ -104,9 +106,9 @@ fi
 say ""
 
 # --- 2. loss curves: the GPU in each precision against the CPU, same weights and batch ---
-say "## 2. MNN, $CURVE_STEPS training steps at batch $BATCH on the North America shapes"
-curve() {  # device math out
-  run "$bench" --device "$1" --math "$2" --threads 0 --batch "$BATCH" --loss-curve "$CURVE_STEPS" \
+say "## 2. MNN, $CURVE_STEPS training steps at batch $BATCH on the North America shapes (the CPU: $CPU_CURVE_STEPS)"
+curve() {  # device math out [steps]
+  run "$bench" --device "$1" --math "$2" --threads 0 --batch "$BATCH" --loss-curve "${4:-$CURVE_STEPS}" \
     --steps 1 --warmup 0 --measure train > "$3" 2>&1
 }
 cols=()
@@ -114,7 +116,7 @@ for m in $CURVE_MATHS; do
   if curve cuda "$m" "$work/c_$m"; then cols+=("$m"); else failed+=("GPU $m training"); fi
 done
 if [[ $CPU_CURVE == 1 ]]; then
-  if curve cpu fp32 "$work/c_cpu"; then cols+=(cpu); else failed+=("CPU training"); fi
+  if curve cpu fp32 "$work/c_cpu" "$CPU_CURVE_STEPS"; then cols+=(cpu); else failed+=("CPU training"); fi
 fi
 {
   printf "| step |"; for c in "${cols[@]}"; do printf " %s |" "$([[ $c == cpu ]] && echo "CPU FP32 (oneDNN)" || echo "GPU ${c^^}")"; done; echo
@@ -132,7 +134,7 @@ cat "$work/curves" >&3; cat "$work/curves"
 # to 2e-2, BF16 (7 bits) to 5e-2.
 if [[ -f $work/c_cpu ]]; then
   worst() { paste <(awk '/^loss_/ {print $2}' "$1") <(awk '/^loss_/ {print $2}' "$2") |
-            awk 'BEGIN {m = 0} {d = ($1 - $2) / ($2 == 0 ? 1 : $2); d = d < 0 ? -d : d; if (d > m) m = d} END {print m}'; }
+            awk 'BEGIN {m = 0} NF == 2 {d = ($1 - $2) / ($2 == 0 ? 1 : $2); d = d < 0 ? -d : d; if (d > m) m = d} END {print m}'; }
   say ""
   for c in "${cols[@]}"; do
     [[ $c == cpu ]] && continue
@@ -182,6 +184,34 @@ else
 fi
 block "$work/scaling_all"
 say ""
+# --- 5. downscale train end to end on the North America shapes (synthetic data) ---
+# The whole trainer (data path, loss, optimizer, validation) against bench_train_step's pure step:
+# training set resident on the GPU (train.data_on_device true) or read from the store each step.
+if [[ $E2E == 1 ]]; then
+  say "## 5. downscale train end to end, North America shapes (configs/bench_na.yaml), batch 32, TF32"
+  na=$work/na
+  mkdir -p "$na" && cp -r "$root/configs" "$na/"
+  if (cd "$na" && for st in synth fetch preprocess; do run "$downscale" $st --config configs/bench_na.yaml || exit 1; done) \
+       > "$work/na_prep" 2>&1; then
+    for dod in true false; do
+      if (cd "$na" && run "$downscale" train --config configs/bench_na.yaml --set run.device=cuda \
+            --set train.epochs="${E2E_EPOCHS:-3}" --set train.data_on_device=$dod --set train.name=dod_$dod) \
+           > "$work/na_train_$dod" 2>&1; then
+        say "train.data_on_device $dod: $(grep -oE 'training data in .*|batches read from the store.*' "$work/na_train_$dod" | head -1)"
+        say "  $(grep -oE 'mean batch time .*' "$work/na_train_$dod" | tail -1)"
+        grep -E 'epoch [0-9]+/' "$work/na_train_$dod" | sed 's/^/  /' > "$work/na_epochs_$dod"; block "$work/na_epochs_$dod"
+      else
+        failed+=("train end to end (data_on_device $dod)"); say "train.data_on_device $dod: FAILED"
+        tail -8 "$work/na_train_$dod" > "$work/na.tail"; block "$work/na.tail"
+      fi
+    done
+    grep -hE 'bias\+ReLU' "$work"/na_train_* | sort | uniq -c | head -20 > "$work/na_fuse"; block "$work/na_fuse"
+  else
+    failed+=("North America data"); say "synth/fetch/preprocess of configs/bench_na.yaml: FAILED"
+    tail -8 "$work/na_prep" > "$work/na.tail"; block "$work/na.tail"
+  fi
+  say ""
+fi
 say "Peak for comparison: H100 SXM dense TF32 about 495 TFLOP/s, FP32 about 67 TFLOP/s (NVIDIA's data sheet);"
 say "the GFLOP/s columns count MNN's convolution FLOPs (bench/flop_count.h) per second."
 say ""
