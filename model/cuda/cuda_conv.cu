@@ -265,13 +265,18 @@ void CudaBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const f
     return !(v && std::string(v) == "0");
   }();
   // cuDNN fuses ReLU only with IMPLICIT_PRECOMP_GEMM; the explicit padding path keeps its copy.
-  const bool fused = enabled && b && !p.explicit_pad && p.fwd_algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  // Only on FP32 tensors: the 16-bit path's output is the FP32 widening of a 16-bit result, and
+  // cuDNN refuses the fused call on those descriptors (CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE on an
+  // H100, cuDNN 9.19).
+  const bool fused = enabled && !half16() && b && !p.explicit_pad &&
+                     p.fwd_algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   if (!p.fuse_reported) {
     p.fuse_reported = true;
     std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: bias+ReLU %s\n", d.in.c, d.in.h, d.in.w, d.kh,
                  d.out_c,
                  fused ? "fused (cudnnConvolutionBiasActivationForward)"
                  : !enabled ? "separate (DOWNSCALE_CUDA_FUSE=0)"
+                 : half16()  ? "separate (16-bit precision)"
                             : ("separate (algorithm " + std::to_string(int(p.fwd_algo)) +
                                (p.explicit_pad ? ", explicit padding" : "") + ")").c_str());
   }
