@@ -27,7 +27,7 @@ CudaBackend::CudaBackend(int device)
     const std::string l = layout;
     if (l != "nhwc" && l != "nchw" && !l.empty())
       throw Error("DOWNSCALE_CUDA_LAYOUT is '" + l + "', expected nhwc or nchw");
-    nhwc_ = l != "nchw";
+    nhwc_ = l == "nhwc";
   }
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {

@@ -459,6 +459,9 @@ TEST_F(ModelCuda, Bf16Fp16ConvolutionsStayWithinTolerance) {
     LayoutEnv env(layout);
     auto gpu = make_cuda_backend(0);
     for (const HalfMode& m : kHalfModes) {
+      // cuDNN 9.19 refused fp16 backward data in NHWC for some shapes on an H100 (BAD_PARAM); the
+      // default layout is NCHW, NHWC is kept for measuring bf16.
+      if (std::string(layout) == "nhwc" && m.mode == MathMode::kFp16) continue;
       ASSERT_TRUE(gpu->set_math(m.mode));
       for (int k : {9, 4}) {
         ConvDesc d;
@@ -636,7 +639,10 @@ TEST_F(ModelCuda, GatherRowsAndLossAccumulator) {
     y[5] = std::nanf("");
     std::vector<uint8_t> mask8(mask.begin(), mask.end());
     const int64_t valid = count_valid_points(mask8.data(), y.data(), 3, 42);
-    Pair o = random_pair(s, 1, -0.5f, 0.5f), t = pair(Shape{3, 1, 6, 7}, y), m = pair(Shape{1, 1, 6, 7}, mask),
+    // Bernoulli-Gamma's p channel is a probability (the net's sigmoid): in (0, 1), or log p is NaN.
+    const bool bg = kind == LossKind::kBernoulliGamma;
+    Pair o = random_pair(s, 1, bg ? 0.1f : -0.5f, bg ? 0.9f : 0.5f), t = pair(Shape{3, 1, 6, 7}, y),
+         m = pair(Shape{1, 1, 6, 7}, mask),
          d = random_pair(s, 3), acc = pair(Shape{1, 1, 1, 4}, {0, 0, 0, 0});
     const double start[2] = {2.0, -1.0};
     acc.cpu.upload(reinterpret_cast<const float*>(start));
@@ -651,7 +657,8 @@ TEST_F(ModelCuda, GatherRowsAndLossAccumulator) {
     acc.cpu.download(reinterpret_cast<float*>(a));
     acc.gpu.download(reinterpret_cast<float*>(b));
     const double want = 2.0 + 2 * 3 * masked_loss(*cpu_, kind, o.cpu, t.cpu, m.cpu, nullptr);
-    EXPECT_EQ(a[0], want) << loss_name(kind);
+    // Two steps' means times their rows, added in double: the last bits differ from 2 x 3 x mean.
+    EXPECT_NEAR(a[0], want, 1e-12 * std::abs(want)) << loss_name(kind);
     EXPECT_NEAR(b[0], want, 1e-9 * std::abs(want)) << loss_name(kind);
     EXPECT_EQ(b[1], -1.0) << loss_name(kind);
     expect_close(d, 1e-4, loss_name(kind) + " gradient");
