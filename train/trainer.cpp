@@ -371,12 +371,17 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   size_t samples = 0;
   for (int epoch = state.epoch + 1; epoch <= tc.epochs; ++epoch) {
     const auto t_epoch = Clock::now();
+    // A progress line every kProgressSeconds within the epoch (a North America epoch on a CPU
+    // node is hours): step, throughput, time left in the epoch, and rank 0's mean loss so far.
+    constexpr double kProgressSeconds = 10;
+    auto last_progress = t_epoch;
     const std::string rng_before_shuffle = rng_to_string(rng);  // for a checkpoint written mid-epoch
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), rng);
     double loss_sum = root ? resume_loss_sum : 0, lr = 0;
     set_accumulator(loss_acc, loss_sum);
     int64_t step_in_epoch = resume_step;
+    const int64_t first_step_in_epoch = step_in_epoch;  // a resumed epoch's steps before this run
     resume_step = 0;
     resume_loss_sum = 0;
     const size_t first_start = std::min<size_t>(n_train, size_t(step_in_epoch) * global_batch);
@@ -456,6 +461,15 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       ++batches;
       samples += rows.size();
       ++step_in_epoch;
+      if (root && seconds_since(last_progress) >= kProgressSeconds && step_in_epoch < steps_per_epoch) {
+        last_progress = Clock::now();
+        const double done = double(step_in_epoch - first_step_in_epoch), secs = seconds_since(t_epoch);
+        const double sum = check_loss(step)[0];  // this rank's sum of the epoch's losses x rows
+        spdlog::info("epoch {}/{}: step {}/{}, {:.1f} samples/s, {:.0f} s left in the epoch, loss so far {:.4f}", epoch,
+                     tc.epochs, step_in_epoch, steps_per_epoch, done * double(global_batch) / secs,
+                     secs / done * double(steps_per_epoch - step_in_epoch),
+                     sum / double(std::max<int64_t>(1, step_in_epoch * int64_t(tc.batch_size))));
+      }
 
       // SIGINT/SIGTERM/SIGUSR1: the step is complete; write checkpoint_last.h5 mid-epoch and stop.
       const std::string where = fmt::format("epoch {} step {} of {}", epoch, step_in_epoch, steps_per_epoch);
