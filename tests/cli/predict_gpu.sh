@@ -14,11 +14,7 @@
 set -euo pipefail
 bin=$1
 src=$2
-skip() {
-  if [[ ${DOWNSCALE_REQUIRE_GPU:-0} == 1 ]]; then echo "FAIL (DOWNSCALE_REQUIRE_GPU=1): $*"; exit 1; fi
-  echo "skipped: $*"; exit 77
-}
-command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU' || skip "no NVIDIA GPU visible"
+source "$(dirname "${BASH_SOURCE[0]}")/require_gpu.sh"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
