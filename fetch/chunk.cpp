@@ -79,15 +79,36 @@ FieldFile create_field_file(const std::string& path, const FieldPlan& f, size_t 
     nc_check(nc_def_var_chunking(nc.id(), out.var, NC_CHUNKED, chunk.data()), nc.where(out.var));
   }
   nc.put_att(out.var, "units", f.out_units());
+  // The source's names stay: the long name always, the standard name where the units were kept
+  // (a converted quantity, e.g. a flux in kg m-2 s-1 written in mm/day, is another standard name).
+  if (!f.source_long_name.empty()) nc.put_att(out.var, "long_name", f.source_long_name);
+  if (!f.source_standard_name.empty() && f.source_units == f.out_units())
+    nc.put_att(out.var, "standard_name", f.source_standard_name);
   nc.put_att(out.var, "_FillValue", kFetchFill, NC_FLOAT);
-  if (f.level > 0) nc.put_att(out.var, "level_hPa", f.level, NC_INT);
+  int plev = -1;
+  if (f.level > 0) {
+    // A scalar pressure coordinate in Pa (CF), so CDO and xarray see the level and a stack of
+    // levels concatenates along plev; level_hPa stays for the readers of earlier files.
+    nc.put_att(out.var, "level_hPa", f.level, NC_INT);
+    plev = nc.def_var("plev", NC_DOUBLE, {});
+    nc.put_att(plev, "standard_name", "air_pressure");
+    nc.put_att(plev, "long_name", "pressure");
+    nc.put_att(plev, "units", "Pa");
+    nc.put_att(plev, "positive", "down");
+    nc.put_att(plev, "axis", "Z");
+    nc.put_att(out.var, "coordinates", "plev");
+  }
   nc.put_att(out.var, "source_variable", f.native);
-  nc.put_att(NC_GLOBAL, "Conventions", "CF-1.7");
+  nc.put_att(NC_GLOBAL, "Conventions", "CF-1.8");
   nc.put_att(NC_GLOBAL, "source", f.redacted());
   nc.put_att(NC_GLOBAL, "history", history);
   nc.end_define();
   nc.write(out.lat, f.lat.data());
   nc.write(out.lon, f.lon.data());
+  if (plev >= 0) {
+    const double pa = f.level * 100.0;
+    nc.write(plev, &pa);
+  }
   return out;
 }
 

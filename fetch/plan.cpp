@@ -230,6 +230,8 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
 
   // Units: converted to the definition's through udunits2.
   f.source_units = src.att_text(v, "units");
+  f.source_standard_name = src.att_text(v, "standard_name");
+  f.source_long_name = src.att_text(v, "long_name");
   const std::string target = f.def.target_units();
   if (!target.empty()) {
     if (f.source_units.empty())

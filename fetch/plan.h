@@ -50,6 +50,7 @@ struct FieldPlan {
   std::string native;          // variable name in the source
   DatasetVariable def;         // conversion and checks from the dataset definition
   std::string source_units;    // units attribute in the source
+  std::string source_standard_name, source_long_name;  // kept in the fetched file (CF)
   UnitConversion convert;      // source_units -> def.target_units() (udunits2), before def.scale/offset
   Calendar calendar = Calendar::standard;  // the source's; day numbers count in it
 

@@ -20,6 +20,7 @@ struct VarSpec {
   const char* standard_name;  // empty: none in the CF table
   const char* long_name;
   const char* units;
+  bool daily_mean = false;  // an amount over the day (cell_methods time: mean), not a parameter
 };
 
 int def_field(NcFile& nc, const VarSpec& v, const std::vector<int>& dims) {
@@ -29,7 +30,9 @@ int def_field(NcFile& nc, const VarSpec& v, const std::vector<int>& dims) {
   nc.put_att(id, "units", v.units);
   nc.put_att(id, "_FillValue", kFill, NC_FLOAT);
   nc.put_att(id, "missing_value", kFill, NC_FLOAT);
-  nc.put_att(id, "cell_methods", "time: mean");
+  // The distribution's parameters (p_wet, gamma_shape, gamma_scale) describe one day's amount;
+  // they are not means over the day, so only the amounts carry the cell method.
+  if (v.daily_mean) nc.put_att(id, "cell_methods", "time: mean");
   nc.put_att(id, "coordinates", "lat lon");
   return id;
 }
@@ -54,24 +57,27 @@ void write_precipitation(const std::string& path, const PrecipitationOutput& o) 
   const CfAxes ax = define_cf_axes(nc, ny, nx, o.calendar);
   const int dt = ax.time_dim, dy = ax.lat_dim, dx = ax.lon_dim;
   const std::vector<int> field{dt, dy, dx};
-  const std::string pr_long = "downscaled daily precipitation (" + o.occurrence_rule + ")";
-  const int vpr = def_field(nc, {"pr", "precipitation_flux", pr_long.c_str(), "kg m-2 s-1"}, field);
+  // A short long_name (plots use it as the label); how wet days are decided goes in `comment`.
+  const int vpr = def_field(nc, {"pr", "precipitation_flux", "downscaled daily precipitation", "kg m-2 s-1", true}, field);
+  if (!o.occurrence_rule.empty()) nc.put_att(vpr, "comment", "wet days: " + o.occurrence_rule);
   const int vex = def_field(nc, {"pr_expected", "precipitation_flux",
                                  "expected daily precipitation: p_wet * (gamma_shape * gamma_scale + wet-day threshold)",
-                                 "kg m-2 s-1"},
+                                 "kg m-2 s-1", true},
                             field);
   const int vp = def_field(nc, {"p_wet", "", "probability of a wet day (precipitation at or above the wet-day threshold)", "1"}, field);
   const int va = def_field(nc, {"gamma_shape", "", "shape of the gamma distribution of wet-day amounts above the threshold", "1"}, field);
-  const int vs = def_field(nc, {"gamma_scale", "", "scale of the gamma distribution of wet-day amounts above the threshold", "mm day-1"}, field);
+  // In pr's units, so that gamma_shape * gamma_scale compares with pr directly.
+  const int vs = def_field(nc, {"gamma_scale", "", "scale of the gamma distribution of wet-day amounts above the threshold", "kg m-2 s-1"}, field);
   for (int v : {vpr, vex, vp, va, vs}) nc.put_att(v, "wet_day_threshold_mm", o.wet_threshold);
   int vm = -1, vmc = -1;
   if (o.members > 0) {
     const int dm = nc.def_dim("member", o.members);
     vmc = nc.def_var("member", NC_INT, {dm});
+    nc.put_att(vmc, "standard_name", "realization");
     nc.put_att(vmc, "long_name", "stochastic realization");
     vm = def_field(nc, {"pr_stochastic", "precipitation_flux",
                         "stochastic daily precipitation: wet with probability p_wet, amount drawn from the gamma",
-                        "kg m-2 s-1"},
+                        "kg m-2 s-1", true},
                    {dt, dm, dy, dx});  // time first: CDO (and CF tools) expect it
   }
   put_prediction_globals(nc, "downscaled daily precipitation",
@@ -86,7 +92,7 @@ void write_precipitation(const std::string& path, const PrecipitationOutput& o) 
     nc.write(vex, {0, 0, 0}, {nt, ny, nx}, to_file(o.pr_expected, flux).data());
     nc.write(vp, {0, 0, 0}, {nt, ny, nx}, to_file(o.p_wet, 1).data());
     nc.write(va, {0, 0, 0}, {nt, ny, nx}, to_file(o.gamma_shape, 1).data());
-    nc.write(vs, {0, 0, 0}, {nt, ny, nx}, to_file(o.gamma_scale, 1).data());
+    nc.write(vs, {0, 0, 0}, {nt, ny, nx}, to_file(o.gamma_scale, flux).data());
     if (o.members > 0) {
       std::vector<double> ids(o.members);
       for (int m = 0; m < o.members; ++m) ids[m] = m;
@@ -120,7 +126,9 @@ PrecipitationOutput read_precipitation(const std::string& path) {
   read("pr_expected", kSecondsPerDay, o.pr_expected, {nt, ny, nx});
   read("p_wet", 1, o.p_wet, {nt, ny, nx});
   read("gamma_shape", 1, o.gamma_shape, {nt, ny, nx});
-  read("gamma_scale", 1, o.gamma_scale, {nt, ny, nx});
+  // Files written before gamma_scale moved to pr's units hold it in mm day-1.
+  const bool scale_in_mm = nc.att_text(nc.var_id("gamma_scale"), "units") == "mm day-1";
+  read("gamma_scale", scale_in_mm ? 1 : kSecondsPerDay, o.gamma_scale, {nt, ny, nx});
   if (nc.has_var("pr_stochastic")) {
     o.members = static_cast<int>(nc.dim_len("member"));
     const int v = nc.var_id("pr_stochastic");

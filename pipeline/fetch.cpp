@@ -24,6 +24,8 @@
 
 #include "io/atomic_file.h"
 #include "io/calendar.h"
+#include "io/cf_axes.h"
+#include "io/command_line.h"
 #include "io/error.h"
 #include "fetch/chunk.h"
 #include "fetch/dataset.h"
@@ -222,7 +224,8 @@ int run_fetch(const Config& cfg, bool dry_run) {
       size_t ntime = 0;
       for (size_t i : field_chunks[fi]) ntime += plan.chunks[i].days.size();
       joiners[fi] = std::make_unique<FieldJoiner>(plan.fields[fi], ntime, dir + "/" + out_file(fi),
-                                                  "downscale fetch " + plan.fields[fi].name + " (config " + cfg.file + ")",
+                                                  utc_now() + ": " + command_line() + " (field " +
+                                                      plan.fields[fi].name + ")",
                                                   piece);
     }
     return *joiners[fi];

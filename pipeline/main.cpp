@@ -8,6 +8,7 @@
 #include <functional>
 #include <iostream>
 
+#include "io/command_line.h"
 #include "io/error.h"
 #include "io/log.h"
 #include "io/stop_signal.h"
@@ -15,6 +16,7 @@
 #include "pipeline/stages.h"
 
 int main(int argc, char** argv) {
+  ds::record_command_line(argc, argv);  // for the history attribute of the files we write
   CLI::App app{"downscale: from reanalysis on an OPeNDAP server to high-resolution daily precipitation.\n"
                "Stages, in order: synth (optional demo data), fetch, preprocess, train, predict, evaluate."};
   app.name("downscale");

@@ -15,6 +15,7 @@
 #include "evaluate/baselines.h"
 #include "io/atomic_file.h"
 #include "io/calendar.h"
+#include "io/command_line.h"
 #include "io/error.h"
 #include "io/log.h"
 #include "io/precipitation_file.h"
@@ -235,7 +236,7 @@ int run_predict(const Config& cfg) {
     out.mean = crop_to_window(pred.mean, win);
     if (!pred.sd.empty()) out.sd = crop_to_window(pred.sd, win);
     out.method = pred.sd.empty() ? "network trained with the mean squared error" : "mean of the predicted Gaussian";
-    out.history = "downscale predict --config " + cfg.file;
+    out.history = command_line();
     out.checkpoint = ckpt;
     out.config_file = cfg.file;
     out.attributes = attributes;
@@ -301,7 +302,7 @@ int run_predict(const Config& cfg) {
   if (out.members > 0) out.pr_members = crop_to_window(stochastic_precipitation(test, out.members, cfg.predict.seed, shift), win);
   out.occurrence_rule = rule;
   out.wet_threshold = shift;
-  out.history = "downscale predict --config " + cfg.file;
+  out.history = command_line();
   out.checkpoint = ckpt;
   out.config_file = cfg.file;
   out.attributes = attributes;

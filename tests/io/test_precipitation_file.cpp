@@ -36,6 +36,13 @@ TEST(PrecipitationFile, RoundTripWithMembersFillAndUnits) {
   EXPECT_EQ(f.att_text(v, "units"), "kg m-2 s-1");
   EXPECT_EQ(f.att_text(v, "standard_name"), "precipitation_flux");
   EXPECT_EQ(f.att_text(v, "cell_methods"), "time: mean");
+  EXPECT_EQ(f.att_text(v, "long_name"), "downscaled daily precipitation");  // a label, not a paragraph
+  EXPECT_EQ(f.att_text(v, "comment"), "wet days: test rule");
+  // The distribution's parameters are no daily means; gamma_scale is in pr's units.
+  EXPECT_FALSE(f.has_att(f.var_id("p_wet"), "cell_methods"));
+  EXPECT_FALSE(f.has_att(f.var_id("gamma_scale"), "cell_methods"));
+  EXPECT_EQ(f.att_text(f.var_id("gamma_scale"), "units"), "kg m-2 s-1");
+  EXPECT_EQ(f.att_text(f.var_id("member"), "standard_name"), "realization");
   EXPECT_EQ(f.att_text(f.var_id("time"), "bounds"), "time_bnds");
   EXPECT_EQ(f.att_text(NC_GLOBAL, "Conventions"), "CF-1.8");
   float raw[2];
@@ -60,6 +67,6 @@ TEST(PrecipitationFile, RoundTripWithMembersFillAndUnits) {
     // float32 on disk in kg m-2 s-1 and back: relative 1e-6.
     EXPECT_NEAR(back.pr[i], o.pr[i], 1e-6 * o.pr[i] + 1e-9);
     EXPECT_NEAR(back.pr_members[n + i], o.pr[i], 1e-6 * o.pr[i] + 1e-9);
-    EXPECT_FLOAT_EQ(back.gamma_scale[i], 4.0f);
+    EXPECT_NEAR(back.gamma_scale[i], 4.0f, 4e-6f);  // through kg m-2 s-1 in float32
   }
 }
