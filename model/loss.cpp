@@ -57,11 +57,11 @@ double masked_loss(Backend& be, LossKind kind, const Tensor& out, const Tensor& 
   // backends' rule (loss_point_valid.h). Mask and targets are small next to the activations, so
   // counting on the host costs little next to a forward pass.
   const std::vector<float> m = mask.to_host(), t = y.to_host();
-  int64_t land = 0, valid = 0;
+  int64_t land = 0;
   const int64_t hw = int64_t(s.h) * s.w;
   for (int64_t k = 0; k < hw; ++k) land += m[size_t(k)] > 0.5f;
   if (land == 0) throw InputError(what + ": the mask has no valid (land) points");
-  for (int64_t i = 0; i < int64_t(t.size()); ++i) valid += loss_point_valid(m[size_t(i % hw)], t[size_t(i)]);
+  const int64_t valid = count_valid_points(m.data(), t.data(), int64_t(t.size()) / hw, hw);
 
   if (d_out) d_out->reshape(s);
   float* d = d_out ? d_out->data() : nullptr;
@@ -87,12 +87,6 @@ void masked_loss_accumulate(Backend& be, LossKind kind, const Tensor& out, const
   be.loss_sum_accumulate(int(kind), s, out.data(), y.data(), mask.data(), d_out ? d_out->data() : nullptr, valid,
                          weight, step, acc);
   if (d_out && valid > 0) be.scale(d_out->size(), float(1.0 / double(valid)), d_out->data());
-}
-
-int64_t count_valid_points(const uint8_t* mask, const float* y, int64_t rows, int64_t hw) {
-  int64_t valid = 0;
-  for (int64_t i = 0; i < rows * hw; ++i) valid += loss_point_valid(float(mask[i % hw]), y[i]);
-  return valid;
 }
 
 double bernoulli_gamma_loss(Backend& be, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out) {

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "model/backend.h"
+#include "model/loss_point_valid.h"
 #include "model/tensor.h"
 
 namespace ds::model {
@@ -46,8 +47,14 @@ double masked_loss(Backend& be, LossKind kind, const Tensor& out, const Tensor& 
 void masked_loss_accumulate(Backend& be, LossKind kind, const Tensor& out, const Tensor& y, const Tensor& mask,
                             int64_t valid, double weight, int64_t step, double* acc, Tensor* d_out);
 
-// Valid points (loss_point_valid) of `rows` targets of hw points each, under the (hw) land mask.
-int64_t count_valid_points(const uint8_t* mask, const float* y, int64_t rows, int64_t hw);
+// Valid points (loss_point_valid) of `rows` targets of hw points each, under the (hw) land mask:
+// the store's (uint8_t) or a mask tensor's values on the host (float).
+template <class Mask>
+int64_t count_valid_points(const Mask* mask, const float* y, int64_t rows, int64_t hw) {
+  int64_t valid = 0;
+  for (int64_t i = 0; i < rows * hw; ++i) valid += loss_point_valid(float(mask[i % hw]), y[i]);
+  return valid;
+}
 
 double bernoulli_gamma_loss(Backend& be, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out);
 double gaussian_nll_loss(Backend& be, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out);
