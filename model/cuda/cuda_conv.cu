@@ -11,8 +11,8 @@
 // so results match the CPU backend to float rounding; what the parity tests pin).
 //
 // BF16/FP16 (train.precision bf16|fp16): each pass rounds its FP32 operands into 16-bit scratch
-// blocks from the caching allocator (cast kernels around model/kernels/half_cast.h, transposing to
-// NHWC unless DOWNSCALE_CUDA_LAYOUT=nchw), runs cuDNN on BF16/FP16 descriptors with FP32 compute
+// blocks from the caching allocator (cast kernels around model/kernels/half_cast.h), laid out as
+// NCHW, or transposed to NHWC with DOWNSCALE_CUDA_LAYOUT=nhwc; runs cuDNN on BF16/FP16 descriptors with FP32 compute
 // type and CUDNN_TENSOR_OP_MATH, and widens the 16-bit result back into the FP32 NCHW output. The
 // bias add and the bias gradient stay FP32 (on y32). Backward-filter's weight gradient comes out
 // in 16 bits before widening, as under PyTorch's autocast; FP16 relies on loss scaling for range.
