@@ -111,7 +111,12 @@ class CudaBackend : public Backend {
     // the FP32 NCHW output and bias, for the bias add and its gradient (always FP32).
     cudnnTensorDescriptor_t x = nullptr, y = nullptr, y32 = nullptr, b = nullptr;
     cudnnFilterDescriptor_t w = nullptr;
-    cudnnConvolutionDescriptor_t conv = nullptr;
+    // One convolution descriptor per pass, each set to the math type cuDNN reported with that
+    // pass's chosen algorithm (cudnnFind* ranks algorithm + math type pairs; running an algorithm
+    // under another math type than it was found with can fail with CUDNN_STATUS_BAD_PARAM, as a
+    // BF16 9x9 forward did on an H100). conv: forward (and the Find calls, in the requested mode).
+    cudnnConvolutionDescriptor_t conv = nullptr, conv_bwd_data = nullptr, conv_bwd_filter = nullptr;
+    cudnnMathType_t fwd_math{}, bwd_data_math{}, bwd_filter_math{};
     cudnnConvolutionFwdAlgo_t fwd_algo{};
     cudnnConvolutionBwdDataAlgo_t bwd_data_algo{};
     cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo{};
@@ -125,7 +130,8 @@ class CudaBackend : public Backend {
       if (y32) cudnnDestroyTensorDescriptor(y32);
       if (b) cudnnDestroyTensorDescriptor(b);
       if (w) cudnnDestroyFilterDescriptor(w);
-      if (conv) cudnnDestroyConvolutionDescriptor(conv);
+      for (cudnnConvolutionDescriptor_t c : {conv, conv_bwd_data, conv_bwd_filter})
+        if (c) cudnnDestroyConvolutionDescriptor(c);
     }
   };
   // The geometry (12 ints), the math mode and the 16-bit layout (NHWC 1, NCHW 0): a plan's

@@ -118,7 +118,8 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   DS_CUDNN(cudnnCreateTensorDescriptor(&p->y32));
   DS_CUDNN(cudnnCreateTensorDescriptor(&p->b));
   DS_CUDNN(cudnnCreateFilterDescriptor(&p->w));
-  DS_CUDNN(cudnnCreateConvolutionDescriptor(&p->conv));
+  for (cudnnConvolutionDescriptor_t* c : {&p->conv, &p->conv_bwd_data, &p->conv_bwd_filter})
+    DS_CUDNN(cudnnCreateConvolutionDescriptor(c));
   // The convolution operands: FP32 NCHW, or in the 16-bit modes BF16/FP16 in the chosen layout.
   const bool h16 = half16();
   const cudnnDataType_t dt = !h16 ? CUDNN_DATA_FLOAT : math_ == MathMode::kBf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
@@ -130,10 +131,12 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   DS_CUDNN(cudnnSetFilter4dDescriptor(p->w, dt, fmt, d.out_c, d.in.c, d.kh, d.kw));
   // Cross-correlation, as Keras and oneDNN compute it (CUDNN_CONVOLUTION would flip the kernel).
   // Compute type FP32 in every mode: 16-bit products accumulate in FP32.
-  DS_CUDNN(cudnnSetConvolution2dDescriptor(p->conv, pad_h, pad_w, d.stride, d.stride, 1, 1, CUDNN_CROSS_CORRELATION,
-                                           CUDNN_DATA_FLOAT));
   const bool tf32 = math_ == MathMode::kTf32;
-  DS_CUDNN(cudnnSetConvolutionMathType(p->conv, h16 ? CUDNN_TENSOR_OP_MATH : tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  for (cudnnConvolutionDescriptor_t c : {p->conv, p->conv_bwd_data, p->conv_bwd_filter}) {
+    DS_CUDNN(cudnnSetConvolution2dDescriptor(c, pad_h, pad_w, d.stride, d.stride, 1, 1, CUDNN_CROSS_CORRELATION,
+                                             CUDNN_DATA_FLOAT));
+    DS_CUDNN(cudnnSetConvolutionMathType(c, h16 ? CUDNN_TENSOR_OP_MATH : tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  }
 
   int n = 0, c = 0, h = 0, w = 0;
   DS_CUDNN(cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &n, &c, &h, &w));
@@ -148,6 +151,7 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   const auto& f = pick(fwd, got, "forward", fp32);
   p->fwd_algo = f.algo;
   p->fwd_ws = f.memory;
+  p->fwd_math = f.mathType;
 
   cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
   DS_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, p->w, p->y, p->conv, p->x,
@@ -155,6 +159,7 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   const auto& fd = pick(bd, got, "backward-data", fp32);
   p->bwd_data_algo = fd.algo;
   p->bwd_data_ws = fd.memory;
+  p->bwd_data_math = fd.mathType;
 
   cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   DS_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, p->x, p->y, p->conv, p->w,
@@ -162,10 +167,17 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   const auto& ff = pick(bf, got, "backward-filter", fp32);
   p->bwd_filter_algo = ff.algo;
   p->bwd_filter_ws = ff.memory;
+  p->bwd_filter_math = ff.mathType;
 
   // The heuristic's choices above stand when timing them fails (no memory for the scratch
   // buffers, a cuDNN error); the plan is cached either way, so this runs once per shape and mode.
   find_algorithms(d, *p);
+  // Each pass runs under the math type its algorithm was ranked with; FP32 mode keeps FMA math
+  // whatever the list said (no tensor-core rounding where the parity tests pin plain FP32).
+  const auto math_of = [&](cudnnMathType_t m) { return fp32 ? CUDNN_FMA_MATH : m; };
+  DS_CUDNN(cudnnSetConvolutionMathType(p->conv, math_of(p->fwd_math)));
+  DS_CUDNN(cudnnSetConvolutionMathType(p->conv_bwd_data, math_of(p->bwd_data_math)));
+  DS_CUDNN(cudnnSetConvolutionMathType(p->conv_bwd_filter, math_of(p->bwd_filter_math)));
 
   auto& ref = *p;
   plans_.emplace(key, std::move(p));
@@ -213,10 +225,13 @@ bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p) {
     if (f && fd && ff) {  // all three or none: the plan stays consistent with one method
       p.fwd_algo = f->algo;
       p.fwd_ws = f->memory;
+      p.fwd_math = f->mathType;
       p.bwd_data_algo = fd->algo;
       p.bwd_data_ws = fd->memory;
+      p.bwd_data_math = fd->mathType;
       p.bwd_filter_algo = ff->algo;
       p.bwd_filter_ws = ff->memory;
+      p.bwd_filter_math = ff->mathType;
       p.timed = true;
       ok = true;
     }
@@ -307,12 +322,12 @@ void CudaBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const
       void* dyh = to_half16(d.out(), dy);
       void* wh = to_half16(w_shape, w);
       void* dxh = half16_scratch(p.x_shape);
-      DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, wh, p.y, dyh, p.conv, p.bwd_data_algo, ws,
+      DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, wh, p.y, dyh, p.conv_bwd_data, p.bwd_data_algo, ws,
                                             p.bwd_data_ws, &zero, p.x, dxh));
       from_half16(p.x_shape, dxh, dst);
       for (void* h : {dyh, wh, dxh}) cache_.release(h);
     } else {
-      DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, w, p.y, dy, p.conv, p.bwd_data_algo, ws, p.bwd_data_ws,
+      DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, w, p.y, dy, p.conv_bwd_data, p.bwd_data_algo, ws, p.bwd_data_ws,
                                             &zero, p.x, dst));
     }
     // The padded border's gradient belongs to zeros that are not inputs: dropped by the crop.
@@ -339,12 +354,12 @@ void CudaBackend::conv2d_backward_weights(const ConvDesc& d, const float* x, con
       void* xh = to_half16(p.x_shape, src);
       void* dyh = to_half16(d.out(), dy);
       void* dwh = half16_scratch(w_shape);
-      DS_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, xh, p.y, dyh, p.conv, p.bwd_filter_algo, ws,
+      DS_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, xh, p.y, dyh, p.conv_bwd_filter, p.bwd_filter_algo, ws,
                                               p.bwd_filter_ws, &zero, p.w, dwh));
       from_half16(w_shape, dwh, dw);
       for (void* h : {xh, dyh, dwh}) cache_.release(h);
     } else {
-      DS_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, src, p.y, dy, p.conv, p.bwd_filter_algo, ws,
+      DS_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, src, p.y, dy, p.conv_bwd_filter, p.bwd_filter_algo, ws,
                                               p.bwd_filter_ws, &zero, p.w, dw));
     }
     if (db) DS_CUDNN(cudnnConvolutionBackwardBias(cudnn_, &one, p.y32, dy, &zero, p.b, db));
