@@ -46,6 +46,10 @@ void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer*
                                      std::to_string(g[3]));
   f.set_attr("/", "store_statistics", state.store.statistics);
   f.set_attr("/", "global_batch", state.global_batch);
+  if (state.loss_scale > 0) {
+    f.set_attr("/", "loss_scale", state.loss_scale);
+    f.set_attr("/", "loss_scale_good_steps", state.loss_scale_good_steps);
+  }
   const auto params = net.params();
   for (const auto& p : params) f.write("/weights/" + p.name, dims_of(*p.value), p.value->to_host().data());
   for (const auto& b : net.buffers()) f.write("/buffers/" + b.name, dims_of(*b.value), b.value->to_host().data());
@@ -102,6 +106,10 @@ TrainState load_checkpoint(const std::string& path, model::Net& net, model::Opti
       throw InputError(path + ": attribute store_grids '" + grids + "' is not H,W,H',W'");
   }
   if (f.has_attr("/", "global_batch")) s.global_batch = f.attr_int("/", "global_batch");
+  if (f.has_attr("/", "loss_scale")) {
+    s.loss_scale = f.attr_double("/", "loss_scale");
+    s.loss_scale_good_steps = f.attr_int("/", "loss_scale_good_steps");
+  }
   return s;
 }
 

@@ -30,6 +30,11 @@ struct TrainState {
   double epoch_loss_sum = 0;
   StoreProvenance store;   // the store it was trained on (identity empty: an older checkpoint)
   int64_t global_batch = 0;  // samples per optimizer step over all ranks (0: not recorded)
+  // Dynamic loss scaling's state (train/loss_scaler.h): the scale and its good steps in a row,
+  // so a resumed FP16 run does not restart at 65536 and skip steps finding its scale again.
+  // 0: not recorded (no dynamic scaling, or an older checkpoint).
+  double loss_scale = 0;
+  int64_t loss_scale_good_steps = 0;
 };
 
 // Refuses (InputError, exit 3) a checkpoint trained on another store than `meta`'s, saying what

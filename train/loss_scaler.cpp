@@ -26,6 +26,13 @@ LossScaler::LossScaler(const std::string& spec, const std::string& precision) {
   }
 }
 
+bool LossScaler::restore(double scale, int64_t good_in_a_row) {
+  if (!dynamic_ || !(scale > 0)) return false;
+  scale_ = scale;
+  good_in_a_row_ = good_in_a_row;
+  return true;
+}
+
 int64_t LossScaler::take_skipped_in_epoch() {
   const int64_t n = skipped_in_epoch_;
   skipped_in_epoch_ = 0;

@@ -28,6 +28,10 @@ class LossScaler {
   bool dynamic() const { return dynamic_; }
   double scale() const { return scale_; }
   int64_t skipped_total() const { return skipped_total_; }
+  int64_t good_in_a_row() const { return good_in_a_row_; }
+  // A resumed run continues from a checkpoint's scale (dynamic scaling only; returns whether it
+  // applied: a fixed scale is the config's, and scale <= 0 means none was recorded).
+  bool restore(double scale, int64_t good_in_a_row);
   // Skipped steps since the last call (the per-epoch count), and resets it.
   int64_t take_skipped_in_epoch();
 
@@ -44,7 +48,7 @@ class LossScaler {
  private:
   bool enabled_ = false, dynamic_ = false;
   double scale_ = 1.0;
-  int good_in_a_row_ = 0;
+  int64_t good_in_a_row_ = 0;
   int64_t iteration_ = 0, skipped_total_ = 0, skipped_in_epoch_ = 0;
   std::set<int64_t> overflow_steps_;  // the test hook's
 };

@@ -343,6 +343,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   const int64_t loss_check_steps = on_gpu ? 50 : 1;
   model::Tensor d_out(*be, net.output_shape(tc.batch_size));
   LossScaler scaler(tc.loss_scale, tc.precision);
+  if (resume && scaler.restore(state.loss_scale, state.loss_scale_good_steps) && root)
+    spdlog::info("loss scale {:g} restored from {}", scaler.scale(), last_path);
   if (root && scaler.enabled())
     spdlog::info("loss scaling: {}", scaler.dynamic() ? fmt::format("dynamic from {:g}", scaler.scale())
                                                       : fmt::format("fixed at {:g}", scaler.scale()));
@@ -477,6 +479,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
         loss_sum = check_loss(step)[0];
         comm.allreduce_sum(&loss_sum, 1, "training loss at the interruption");
         TrainState mid = state;
+        if (scaler.dynamic()) mid.loss_scale = scaler.scale(), mid.loss_scale_good_steps = scaler.good_in_a_row();
         mid.epoch = epoch - 1;
         mid.rng_state = rng_before_shuffle;
         mid.step_in_epoch = step_in_epoch;
@@ -517,6 +520,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                    scaler.take_skipped_in_epoch(), epoch, scaler.scale());
 
     state.epoch = epoch;
+    if (scaler.dynamic()) state.loss_scale = scaler.scale(), state.loss_scale_good_steps = scaler.good_in_a_row();
     state.rng_state = rng_to_string(rng);
     const bool improved = val_loss < state.best_val_loss;
     if (improved) {

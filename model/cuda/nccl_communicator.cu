@@ -13,6 +13,7 @@
 // libnccl.so.2 is opened with dlopen on first use: a node without NCCL keeps the GPU backend, and
 // NCCL is found where the loader finds it (LD_LIBRARY_PATH: e.g. PyTorch's
 // site-packages/nvidia/nccl/lib, which bin/env.sh adds).
+#include <cstdlib>
 #include <dlfcn.h>
 #include <nccl.h>
 
@@ -229,6 +230,7 @@ class NcclCommunicator final : public Communicator {
     if (comm_) nccl().CommAbort(comm_);  // frees this rank's NCCL kernels waiting for peers
     comm_ = nullptr;
     host_.abort(message, code);
+    std::abort();  // not reached (host_.abort ends the job); nvcc does not see that it never returns
   }
 
  private:

@@ -415,3 +415,23 @@ TEST(Trainer, SkippedStepsLeaveTheWeightsUnchanged) {
   for (const char* w : {"/weights/conv1/W", "/weights/conv1/b"})
     EXPECT_EQ(weights(d / "a/checkpoint_last.h5", w), weights(d / "b/checkpoint_last.h5", w)) << w;
 }
+
+// A resumed run keeps the dynamic loss scale where the checkpoint left it (halved once by the
+// overflow at step 3), instead of restarting at 65536; the checkpoint records it.
+TEST(Trainer, ResumeKeepsTheDynamicLossScale) {
+  test::TempDir d;
+  const auto store = write_tiny_store(d);
+  std::filesystem::create_directories(d / "a");
+  auto c = tiny_config(d / "c.yaml", 1);
+  c.train.precision = "fp32";
+  c.train.loss_scale = "dynamic";
+  {
+    OverflowSteps hook("3");
+    EXPECT_EQ(train_model(c, store, d / "a", false).loss_scale, 32768.0);
+  }
+  EXPECT_EQ(H5File::open(d / "a/checkpoint_last.h5").attr_double("/", "loss_scale"), 32768.0);
+  c.train.epochs = 2;
+  const auto r = train_model(c, store, d / "a", true);
+  EXPECT_EQ(r.skipped_steps, 0);
+  EXPECT_EQ(r.loss_scale, 32768.0);
+}
