@@ -36,6 +36,7 @@ class DnnlBackend : public Backend {
   bool all_finite(int64_t n, const float* x) override;
 
   void conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override;
+  void conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override;
   void conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) override;
   void conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) override;
   void relu_forward(int64_t n, const float* x, float* y) override;
@@ -98,6 +99,9 @@ class DnnlBackend : public Backend {
   // Geometry, then whether the inputs are bfloat16 (primitives of both modes coexist).
   using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, bool>;
   ConvPrims& conv_prims(const ConvDesc& d);
+  void run_conv_forward(const ConvDesc& d, const dnnl::convolution_forward::primitive_desc& pd,
+                        const dnnl::convolution_forward& fwd, const ConvOperand& src_op, const ConvOperand& wei_op,
+                        const ConvOperand& dst_op, const float* x, const float* w, const float* b, float* y);
   dnnl::memory conv_in(const ConvOperand& op, const float* user, HostBuffer& ws);
   dnnl::memory conv_out(const ConvOperand& op, float* user, HostBuffer& ws);
   void conv_out_done(const ConvOperand& op, dnnl::memory m, float* user);

@@ -79,6 +79,11 @@ struct DnnlBackend::ConvPrims {
   dnnl::convolution_forward::primitive_desc fwd_pd;
   dnnl::convolution_forward fwd;
   ConvOperand fwd_src, fwd_wei, fwd_dst;
+  // Forward with the ReLU as a oneDNN post-op (conv2d_relu_forward): built the first time a
+  // Conv2D+ReLU layer runs; its own operands, since it may pick other layouts.
+  std::unique_ptr<dnnl::convolution_forward::primitive_desc> fwd_relu_pd;
+  std::unique_ptr<dnnl::convolution_forward> fwd_relu;
+  ConvOperand fr_src, fr_wei, fr_dst;
   // Built the first time they are needed (the network's first convs never need backward-data).
   std::unique_ptr<dnnl::convolution_backward_data::primitive_desc> bwd_data_pd;
   std::unique_ptr<dnnl::convolution_backward_data> bwd_data;
@@ -147,19 +152,47 @@ dnnl::memory DnnlBackend::scratchpad(const memory::desc& md) {
 
 void DnnlBackend::conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
   ConvPrims& p = conv_prims(d);
+  run_conv_forward(d, p.fwd_pd, p.fwd, p.fwd_src, p.fwd_wei, p.fwd_dst, x, w, b, y);
+}
+
+// The ReLU applied by the convolution as it writes its output: one pass over the (large) output
+// less than a convolution followed by a separate eltwise primitive.
+void DnnlBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
+  ConvPrims& p = conv_prims(d);
+  if (!p.fwd_relu) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+    dnnl::primitive_attr attr = user_scratchpad();
+    attr.set_post_ops(ops);
+    dnnl::convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, p.src_in, p.wei_in,
+                                       p.bias, p.dst_out, p.strides, p.pad_l, p.pad_r);
+    p.fwd_relu_pd = std::make_unique<dnnl::convolution_forward::primitive_desc>(fd, attr, engine_);
+    p.fwd_relu = std::make_unique<dnnl::convolution_forward>(*p.fwd_relu_pd);
+    p.fr_src = ConvOperand(engine_, p.fwd_src.user, p.fwd_relu_pd->src_desc());
+    p.fr_wei = ConvOperand(engine_, p.fwd_wei.user, p.fwd_relu_pd->weights_desc());
+    p.fr_dst = ConvOperand(engine_, p.fwd_dst.user, p.fwd_relu_pd->dst_desc());
+  }
+  run_conv_forward(d, *p.fwd_relu_pd, *p.fwd_relu, p.fr_src, p.fr_wei, p.fr_dst, x, w, b, y);
+}
+
+void DnnlBackend::run_conv_forward(const ConvDesc& d, const dnnl::convolution_forward::primitive_desc& pd,
+                                   const dnnl::convolution_forward& fwd, const ConvOperand& src_op,
+                                   const ConvOperand& wei_op, const ConvOperand& dst_op, const float* x,
+                                   const float* w, const float* b, float* y) {
+  const ConvPrims& p = conv_prims(d);
   if (!b) {  // no bias: a zero one (a few floats) rather than a second primitive
     float* z = static_cast<float*>(conv_ws_[kBias].reserve(size_t(d.out_c) * sizeof(float)));
     std::memset(z, 0, size_t(d.out_c) * sizeof(float));
     b = z;
   }
-  memory src = conv_in(p.fwd_src, x, conv_ws_[kA]), wei = conv_in(p.fwd_wei, w, conv_ws_[kB]);
-  memory dst = conv_out(p.fwd_dst, y, conv_ws_[kC]);
-  p.fwd.execute(stream_, {{DNNL_ARG_SRC, src},
-                          {DNNL_ARG_WEIGHTS, wei},
-                          {DNNL_ARG_BIAS, memory(p.bias, engine_, mut(b))},
-                          {DNNL_ARG_DST, dst},
-                          {DNNL_ARG_SCRATCHPAD, scratchpad(p.fwd_pd.scratchpad_desc())}});
-  conv_out_done(p.fwd_dst, dst, y);
+  memory src = conv_in(src_op, x, conv_ws_[kA]), wei = conv_in(wei_op, w, conv_ws_[kB]);
+  memory dst = conv_out(dst_op, y, conv_ws_[kC]);
+  fwd.execute(stream_, {{DNNL_ARG_SRC, src},
+                        {DNNL_ARG_WEIGHTS, wei},
+                        {DNNL_ARG_BIAS, memory(p.bias, engine_, mut(b))},
+                        {DNNL_ARG_DST, dst},
+                        {DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc())}});
+  conv_out_done(dst_op, dst, y);
   stream_.wait();
 }
 
