@@ -330,7 +330,10 @@ Basemap load_basemap(const std::vector<double>& lon, const std::vector<double>& 
   const std::string res = natural_earth_resolution(box);
   static bool warned = false;  // once per process: evaluate draws several maps
   auto read = [&](const std::string& layer, std::vector<Polyline>* out) {
-    const std::string file = find_natural_earth(layer, res);
+    // The extent's resolution, else a coarser one (a bundle ships 1:50m and 1:110m only).
+    std::string file;
+    for (const std::string r : {res, std::string("50m"), std::string("110m")})
+      if (file.empty() && !(res == "110m" && r == "50m")) file = find_natural_earth(layer, r);
     if (file.empty()) {
       if (!warned) {
         std::string dirs;

@@ -192,3 +192,25 @@ TEST(Maps, MissingNaturalEarthDrawsTheMapWithoutCoastlines) {
   else
     unsetenv("DOWNSCALE_NATURAL_EARTH");
 }
+
+TEST(Maps, ARegionalMapFallsBackToACoarserResolution) {
+  // A 5-degree box wants 1:10m; a copy holding only 1:50m (as the relocatable bundle) still
+  // gives coastlines.
+  const std::string src = find_natural_earth("land", "50m");
+  if (src.empty()) GTEST_SKIP() << "no Natural Earth 50m data (install libmagics++-data)";
+  TempDir dir;
+  const std::string stem = src.substr(0, src.size() - 4), to = dir.path() + "/50m/ne_50m_land";
+  ASSERT_EQ(system(("mkdir -p " + dir.path() + "/50m && cp " + stem + ".shp " + to + ".shp && cp " + stem + ".shx " +
+                    to + ".shx && cp " + stem + ".dbf " + to + ".dbf")
+                       .c_str()),
+            0);
+  const char* old = getenv("DOWNSCALE_NATURAL_EARTH");
+  const std::string saved = old ? old : "";
+  setenv("DOWNSCALE_NATURAL_EARTH", dir.path().c_str(), 1);
+  const Basemap b = load_basemap(linspace(-9.75, -5.25, 10), linspace(36.25, 39.75, 8));  // SW Iberia
+  EXPECT_FALSE(b.coastlines.empty());
+  if (old)
+    setenv("DOWNSCALE_NATURAL_EARTH", saved.c_str(), 1);
+  else
+    unsetenv("DOWNSCALE_NATURAL_EARTH");
+}
