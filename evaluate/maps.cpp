@@ -68,7 +68,9 @@ std::string fmt(double v) {
 
 // A colour bar or axis label at a round step: as many decimals as the step needs.
 std::string fmt_step(double v, double step) {
-  const int decimals = step >= 1 ? 0 : std::min(6, static_cast<int>(std::ceil(-std::log10(step) - 1e-9)));
+  int decimals = 0;  // the fewest that write the step exactly: 2.5 -> 1, 0.25 -> 2, 5 -> 0
+  while (decimals < 6 && std::abs(step * std::pow(10.0, decimals) - std::round(step * std::pow(10.0, decimals))) > 1e-6)
+    ++decimals;
   if (std::abs(v) < step * 1e-6) v = 0;  // no "-0"
   char b[32];
   std::snprintf(b, sizeof b, "%.*f", decimals, v);
@@ -77,8 +79,12 @@ std::string fmt_step(double v, double step) {
 
 // 110°W rather than -110°E: how maps are labelled; 0° has no hemisphere.
 std::string degrees(double v, double step, const char* neg, const char* pos) {
-  const std::string a = fmt_step(std::abs(v), step);
   if (std::abs(v) < step * 1e-6) return "0\u00b0";
+  std::string a = fmt_step(std::abs(v), step);  // then 40 rather than 40.0 beside 42.5, as cartopy
+  if (a.find('.') != std::string::npos) {
+    while (a.back() == '0') a.pop_back();
+    if (a.back() == '.') a.pop_back();
+  }
   return a + "\u00b0" + (v < 0 ? neg : pos);
 }
 
@@ -131,8 +137,13 @@ std::vector<Tick> ticks(double lo, double hi, double step, const char* neg, cons
   return out;
 }
 
+// Degrees divide by 15, 30, 45 and 90 too: a global map gets lines every 60 degrees, not 100.
 double graticule_step(const MapGeometry& g) {
-  return round_step(std::max(g.east - g.west, g.north - g.south) / 6);
+  const double raw = std::max(g.east - g.west, g.north - g.south) / 6;
+  if (raw < 0.1) return round_step(raw);
+  for (double s : {0.1, 0.2, 0.25, 0.5, 1.0, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0})
+    if (s >= raw * (1 - 1e-9)) return s;
+  return 90;
 }
 
 // Layout of one map panel, in pixels from the panel's top-left corner.

@@ -126,6 +126,17 @@ TEST(Maps, TicksAtTrueDegreesNotCellEdges) {
   std::vector<std::string> labels;
   for (const auto& t : longitude_ticks(z)) labels.push_back(t.label);
   EXPECT_EQ(labels, (std::vector<std::string>{"10\u00b0W", "5\u00b0W", "0\u00b0", "5\u00b0E", "10\u00b0E"}));
+  // Every 2.5 degrees (a 14-degree box at 0.25): the labels keep the half degree.
+  const MapGeometry q = map_geometry(linspace(0.125, 13.875, 56), linspace(40.125, 53.875, 56), 0, 0, 440, 440);
+  labels.clear();
+  for (const auto& t : latitude_ticks(q)) labels.push_back(t.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"40\u00b0N", "42.5\u00b0N", "45\u00b0N", "47.5\u00b0N", "50\u00b0N", "52.5\u00b0N"}));
+  // A global grid (1-degree centres -179.5..179.5): every 60 degrees, 180 at the edges.
+  const MapGeometry w = map_geometry(linspace(-179.5, 179.5, 360), linspace(-89.5, 89.5, 180), 0, 0, 720, 360);
+  labels.clear();
+  for (const auto& t : longitude_ticks(w)) labels.push_back(t.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"180\u00b0W", "120\u00b0W", "60\u00b0W", "0\u00b0", "60\u00b0E", "120\u00b0E",
+                                              "180\u00b0E"}));
 }
 
 TEST(Maps, BiasPaletteIsBrownDrierGreenWetterWhiteAtZero) {
