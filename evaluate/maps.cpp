@@ -342,9 +342,12 @@ Basemap load_basemap(const std::vector<double>& lon, const std::vector<double>& 
   static bool warned = false;  // once per process: evaluate draws several maps
   auto read = [&](const std::string& layer, std::vector<Polyline>* out) {
     // The extent's resolution, else a coarser one (a bundle ships 1:50m and 1:110m only).
+    const std::vector<std::string> tries = res == "10m" ? std::vector<std::string>{"10m", "50m", "110m"}
+                                           : res == "50m" ? std::vector<std::string>{"50m", "110m"}
+                                                          : std::vector<std::string>{"110m"};
     std::string file;
-    for (const std::string r : {res, std::string("50m"), std::string("110m")})
-      if (file.empty() && !(res == "110m" && r == "50m")) file = find_natural_earth(layer, r);
+    for (const auto& r : tries)
+      if (file.empty()) file = find_natural_earth(layer, r);
     if (file.empty()) {
       if (!warned) {
         std::string dirs;
