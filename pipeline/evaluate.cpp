@@ -3,7 +3,7 @@
 // predictors' principal components), over the observation window and the modelled boxes only.
 // Precipitation: the VALUE indices and scores; any other predictand (tas, ...): bias, RMSE,
 // Pearson correlation and ratio of standard deviations. Writes evaluate/scores.json,
-// scores.csv, maps (PNG) and the score table (PNG).
+// scores.csv, maps (PNG), a multi-panel summary.png and the score table (PNG).
 #include <spdlog/spdlog.h>
 
 #include <cmath>
@@ -76,14 +76,26 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   write_text(dir + "/scores.csv", continuous_csv(e));
   const std::string& v = meta.predictand;
   const std::string& units = meta.predictand_units;
-  auto map = [&](const std::string& file, const std::string& title, const std::string& u, const std::vector<double>& values,
-                 bool diverging) { write_map_png(dir + "/" + file, MapField{title, u, pred.lon, pred.lat, values, diverging}); };
+  // Maps: observed and predicted mean on one scale; the same panels again in summary.png.
+  const Basemap basemap = load_basemap(pred.lon, pred.lat);
   const ContinuousScores& cnn = e.methods.front();
-  map("observed_mean.png", "Observed mean " + v + ", test period", units, e.observed_mean, false);
-  map("predicted_mean.png", "CNN mean " + v + ", test period", units, cnn.mean, false);
-  map("bias.png", "CNN bias of the mean " + v, units, cnn.bias, true);
-  map("rmse.png", "CNN RMSE of daily " + v, units, cnn.rmse, false);
-  map("pearson.png", "CNN Pearson correlation of daily " + v, "", cnn.pearson, false);
+  const ColourScale means = colour_scale({&e.observed_mean, &cnn.mean}, Palette::kViridis, false);
+  auto field = [&](const std::string& title, const std::string& u, const std::vector<double>& values, const ColourScale& s) {
+    return MapField{title, u, pred.lon, pred.lat, values, s};
+  };
+  const MapField observed = field("Observed mean " + v + ", test period", units, e.observed_mean, means);
+  const MapField predicted = field("CNN mean " + v + ", test period", units, cnn.mean, means);
+  const MapField bias = field("CNN bias of the mean " + v, units, cnn.bias, colour_scale({&cnn.bias}, Palette::kRdBu, true));
+  const MapField rmse = field("CNN RMSE of daily " + v, units, cnn.rmse, colour_scale({&cnn.rmse}, Palette::kViridis, false));
+  const MapField pearson = field("CNN Pearson correlation of daily " + v, "", cnn.pearson,
+                                 colour_scale({&cnn.pearson}, Palette::kViridis, false));
+  write_map_png(dir + "/observed_mean.png", observed, basemap);
+  write_map_png(dir + "/predicted_mean.png", predicted, basemap);
+  write_map_png(dir + "/bias.png", bias, basemap);
+  write_map_png(dir + "/rmse.png", rmse, basemap);
+  write_map_png(dir + "/pearson.png", pearson, basemap);
+  write_figure_png(dir + "/summary.png", "downscale evaluate (" + v + "): " + cfg.file,
+                   {observed, predicted, bias, pearson}, basemap);
   std::vector<TableRow> rows;
   for (const auto& m : e.methods) {
     TableRow r{m.name, {}};
@@ -100,7 +112,7 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
     spdlog::info("{:<12} {:>10.3f} {:>8.3f} {:>8.3f} {:>8.3f}", m.name, d.at("bias"), d.at("RMSE"), d.at("Pearson"),
                  d.at("sd_ratio"));
   }
-  spdlog::info("wrote {}/scores.json, scores.csv, scores_table.png and maps ({} in {})", dir, v, units);
+  spdlog::info("wrote {}/scores.json, scores.csv, scores_table.png, maps and summary.png ({} in {})", dir, v, units);
   return 0;
 }
 
@@ -149,17 +161,26 @@ int run_evaluate(const Config& cfg) {
   write_text(dir + "/scores.json", evaluation_json(e));
   write_text(dir + "/scores.csv", evaluation_csv(e));
 
-  auto map = [&](const std::string& file, const std::string& title, const std::string& units,
-                 const std::vector<double>& v, bool diverging) {
-    write_map_png(dir + "/" + file, MapField{title, units, pred.lon, pred.lat, v, diverging});
-  };
+  // Maps: observed and predicted mean on one scale, the bias brown (drier) to green (wetter);
+  // the same panels again in summary.png.
+  const Basemap basemap = load_basemap(pred.lon, pred.lat);
   const MethodScores& cnn = e.methods.front();
   std::vector<double> bias(np);
   for (size_t k = 0; k < np; ++k) bias[k] = cnn.indices.mean[k] - e.observed.mean[k];
-  map("observed_mean.png", "Observed mean precipitation, test period", "mm/day", e.observed.mean, false);
-  map("predicted_mean.png", "CNN (deterministic) mean precipitation", "mm/day", cnn.indices.mean, false);
-  map("bias.png", "CNN (deterministic) bias of the mean precipitation", "mm/day", bias, true);
-  map("rocss.png", "CNN ROC skill score of wet days", "", cnn.rocss, true);
+  const ColourScale amounts = colour_scale({&e.observed.mean, &cnn.indices.mean}, Palette::kYlGnBu, false);
+  auto field = [&](const std::string& title, const std::string& units, const std::vector<double>& v, const ColourScale& s) {
+    return MapField{title, units, pred.lon, pred.lat, v, s};
+  };
+  const MapField observed = field("Observed mean precipitation, test period", "mm/day", e.observed.mean, amounts);
+  const MapField predicted = field("CNN (deterministic) mean precipitation", "mm/day", cnn.indices.mean, amounts);
+  const MapField bias_map = field("CNN (deterministic) bias of the mean precipitation", "mm/day", bias,
+                                  colour_scale({&bias}, Palette::kBrBG, true));
+  const MapField rocss = field("CNN ROC skill score of wet days", "", cnn.rocss, colour_scale({&cnn.rocss}, Palette::kPiYG, true));
+  write_map_png(dir + "/observed_mean.png", observed, basemap);
+  write_map_png(dir + "/predicted_mean.png", predicted, basemap);
+  write_map_png(dir + "/bias.png", bias_map, basemap);
+  write_map_png(dir + "/rocss.png", rocss, basemap);
+  write_figure_png(dir + "/summary.png", "downscale evaluate: " + cfg.file, {observed, predicted, bias_map, rocss}, basemap);
   write_table_png(dir + "/scores_table.png", e, "downscale evaluate: " + cfg.file);
 
   spdlog::info("{:<18} {:>10} {:>8} {:>10} {:>10} {:>7} {:>9} {:>9} {:>7}", "method", "mean bias", "R01 bias",
@@ -170,7 +191,7 @@ int run_evaluate(const Config& cfg) {
                  100 * d.at("mean_relative_bias"), d.at("R01_bias"), 100 * d.at("SDII_relative_bias"),
                  100 * d.at("P98_relative_bias"), d.at("RMSE"), d.at("RMSE_wet"), d.at("Spearman"), d.at("ROCSS"));
   }
-  spdlog::info("wrote {}/scores.json, scores.csv, scores_table.png and maps", dir);
+  spdlog::info("wrote {}/scores.json, scores.csv, scores_table.png, maps and summary.png", dir);
   return 0;
 }
 

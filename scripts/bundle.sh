@@ -13,7 +13,8 @@
 #   bin/env.sh          sets OPAL_PREFIX, UDUNITS2_XML_PATH and the CUDA library path, then runs its arguments
 #   lib/libdownscale_cuda.so and every runtime library Debian provides  RUNPATH $ORIGIN
 #   lib/x86_64-linux-gnu/openmpi/lib/openmpi3/   Open MPI's components (where OPAL_PREFIX points it)
-#   share/openmpi/ (Open MPI's help texts), share/udunits/ (the unit database)
+#   share/openmpi/ (Open MPI's help texts), share/udunits/ (the unit database),
+#   share/natural_earth/ (coastlines and borders for the maps)
 #   configs/, tests/cli/, scripts/demo.sh, tests/data/           the demo and the CLI tests
 #   scripts/gpu_check.sh, bench/*.sh, bench/*.py                 the GPU check and its benchmarks
 # Not bundled: glibc (libc, libm, libpthread, libdl, librt, ld-linux, ...: the host's), and the
@@ -52,6 +53,13 @@ mkdir -p "$root/lib/x86_64-linux-gnu/openmpi/lib"
 cp -r "$ompi_lib/openmpi3" "$root/lib/x86_64-linux-gnu/openmpi/lib/"
 cp -r /usr/share/openmpi "$root/share/"
 cp -r /usr/share/xml/udunits "$root/share/"
+# Natural Earth's coastlines and borders for the evaluation maps (libmagics++-data), at 1:110m and
+# 1:50m (2 MB; 1:10m is 12 MB: regional maps fall back to 1:50m). Missing: maps without coastlines.
+for res in 110m 50m; do
+  mkdir -p "$root/share/natural_earth/$res"
+  cp /usr/share/magics/$res/ne_${res}_{land,admin_0_boundary_lines_land}.{shp,shx,dbf,prj} "$root/share/natural_earth/$res/" 2>/dev/null ||
+    echo "bundle.sh: no Natural Earth $res data (apt-get install libmagics++-data): maps without coastlines" >&2
+done
 
 # --- every library they need, except glibc's and CUDA's ---
 is_excluded() {

@@ -15,6 +15,7 @@ if ! command -v ssh >/dev/null 2>&1 && ! command -v rsh >/dev/null 2>&1 && [ -z 
   export OMPI_MCA_plm="${OMPI_MCA_plm:-isolated}"
 fi
 export UDUNITS2_XML_PATH="${UDUNITS2_XML_PATH:-$DOWNSCALE_BUNDLE/share/udunits/udunits2.xml}"
+export DOWNSCALE_NATURAL_EARTH="${DOWNSCALE_NATURAL_EARTH:-$DOWNSCALE_BUNDLE/share/natural_earth}"
 export PATH="$DOWNSCALE_BUNDLE/bin:$PATH"
 # The CUDA plugin needs cuBLAS and cuDNN (and later NCCL) from the machine: a PyTorch installation
 # ships them under site-packages/nvidia/*/lib. Its absence is no error: no GPU means the CPU.

@@ -19,6 +19,7 @@ build_packages=(
   libcli11-dev libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev   # CLI, config, logging, JSON
   libprotobuf-dev protobuf-compiler            # TensorBoard event files (train/tensorboard_event.proto)
   libcairo2-dev fonts-dejavu-core               # evaluation maps (PNG)
+  libshp-dev libmagics++-data                   # the maps' coastlines and borders: shapefile reader, Natural Earth data
 )
 test_packages=(
   netcdf-bin hdf5-tools                         # ncdump, h5dump
@@ -26,6 +27,7 @@ test_packages=(
   slurm-wlm munge libpmix-dev                   # a private Slurm runs slurm/*.sh (srun --mpi=pmix needs libpmix)
   python3-netcdf4 python3-numpy                 # the test OPeNDAP server (tests/dap_server), for /usr/bin/python3
   python3-netcdf4 python3-xarray                # the product opens in the Python tools users have
+  python3-pil                                   # the demo test reads the maps back (coastline pixels)
   patchelf xz-utils                        # scripts/bundle.sh (tests/cli/bundle.sh): RUNPATH, the archive
 )
 

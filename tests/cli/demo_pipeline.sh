@@ -77,9 +77,33 @@ print("new predictors reproduce the test-split prediction: max |dp| = %.2g" % d)
 PY
 
 # Evaluation: report, table and maps exist; the CNN beats the climatology baseline's RMSE.
-for f in scores.json scores.csv scores_table.png observed_mean.png predicted_mean.png bias.png rocss.png; do
+for f in scores.json scores.csv scores_table.png observed_mean.png predicted_mean.png bias.png rocss.png summary.png; do
   test -s "runs/demo/evaluate/$f" || { echo "missing evaluate/$f"; exit 1; }
 done
+# The maps are PNGs with Natural Earth's coastlines: evaluate again without the data (a warning,
+# exit 0, the maps still drawn) and compare. Coastline pixels: near-black in the map with the
+# data, not in the one without (the demo's box holds the Gulf coast and the Mexican border).
+if [[ -e /usr/share/magics/50m/ne_50m_land.shp || -n ${DOWNSCALE_NATURAL_EARTH-} ]]; then
+  cp runs/demo/evaluate/observed_mean.png with_coast.png
+  DOWNSCALE_NATURAL_EARTH=/nonexistent "$bin" evaluate --config configs/demo.yaml > no_coast.log 2>&1 ||
+    { cat no_coast.log; echo "evaluate failed without Natural Earth data"; exit 1; }
+  grep -q "maps drawn without coastlines" no_coast.log || { cat no_coast.log; echo "no warning about the missing coastlines"; exit 1; }
+  /usr/bin/python3 - <<'PY'
+import numpy as np
+from PIL import Image
+for name in ("observed_mean", "predicted_mean", "bias", "rocss", "summary", "scores_table"):
+    with Image.open("runs/demo/evaluate/%s.png" % name) as im:
+        assert im.format == "PNG", (name, im.format)
+a = np.asarray(Image.open("with_coast.png").convert("RGB")).max(axis=2)
+b = np.asarray(Image.open("runs/demo/evaluate/observed_mean.png").convert("RGB")).max(axis=2)
+assert a.shape == b.shape, (a.shape, b.shape)
+coast = int(((a < 60) & (b >= 60)).sum())  # near-black with the data, not without
+assert coast > 100, "only %d coastline pixels in observed_mean.png" % coast
+print("maps: %d coastline pixels in observed_mean.png %s, none without Natural Earth data" % (coast, a.shape))
+PY
+else
+  echo "skipped the coastline check: no Natural Earth data (scripts/install-deps.sh installs libmagics++-data)"
+fi
 /usr/bin/python3 - <<'PY'
 import json
 s = json.load(open("runs/demo/evaluate/scores.json"))["methods"]
