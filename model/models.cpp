@@ -153,9 +153,9 @@ std::vector<Node> build_model(const ModelSpec& spec, Backend& be) {
   if (spec.name == "demo") return build_demo(spec, be);
   if (spec.name == "mnn") return build_mnn(spec, be);
   if (spec.name == "deepesd") return build_deepesd(spec, be);
-
-
-
+  if (spec.name == "resnet50") return build_resnet(spec, be, 50);
+  if (spec.name == "resnet101") return build_resnet(spec, be, 101);
+  if (spec.name == "inception_v3") return build_inception_v3(spec, be);
   throw UsageError("unknown model '" + spec.name +
                    "' (expected demo, mnn, deepesd, resnet50, resnet101 or inception_v3)");
 }
