@@ -118,7 +118,8 @@ TEST(ImagenetModels, MemoryReuseShrinksResNet50Footprint) {
   const int64_t plain = net.activation_bytes(256);
   std::printf("ResNet50 at batch 256: %.2f GiB of activations and gradients without reuse, %.2f GiB with\n",
               plain / 1073741824.0, reused / 1073741824.0);
-  EXPECT_LT(double(reused), 0.6 * double(plain));
+  // 72.4 GiB -> 29.7 GiB: gradients in a few slots, ReLUs in place.
+  EXPECT_LT(double(reused), 0.45 * double(plain));
 }
 
 // Reuse changes where buffers live, never a number: a training step (output, every parameter
