@@ -88,7 +88,8 @@ void write_scores_file(const std::string& path, const ScoresFile& f) {
 
   AtomicFile file(path);
   NcFile nc = NcFile::create(file.temp_path());
-  const int dy = nc.def_dim("lat", ny), dx = nc.def_dim("lon", nx), db = nc.def_dim("bnds", 2);
+  const int dt = nc.def_dim("time", 1), dy = nc.def_dim("lat", ny), dx = nc.def_dim("lon", nx);
+  const int db = nc.def_dim("bnds", 2);
   const int vlat = nc.def_var("lat", NC_DOUBLE, {dy});
   nc.put_att(vlat, "standard_name", "latitude");
   nc.put_att(vlat, "long_name", "latitude");
@@ -99,23 +100,22 @@ void write_scores_file(const std::string& path, const ScoresFile& f) {
   nc.put_att(vlon, "long_name", "longitude");
   nc.put_att(vlon, "units", "degrees_east");
   nc.put_att(vlon, "axis", "X");
-  // The period the statistics are over: a scalar time coordinate with bounds.
-  const int vt = nc.def_var("time", NC_DOUBLE, {});
+  // The period the statistics are over: one time step with bounds.
+  const int vt = nc.def_var("time", NC_DOUBLE, {dt});
   nc.put_att(vt, "standard_name", "time");
   nc.put_att(vt, "long_name", "time");
   nc.put_att(vt, "units", "days since 1970-01-01 00:00:00");
   nc.put_att(vt, "calendar", f.calendar);
   nc.put_att(vt, "bounds", "time_bnds");
   nc.put_att(vt, "axis", "T");
-  const int vtb = nc.def_var("time_bnds", NC_DOUBLE, {db});
+  const int vtb = nc.def_var("time_bnds", NC_DOUBLE, {dt, db});
   std::vector<int> ids;
   for (const auto& s : f.fields) {
-    const int id = nc.def_var(s.index + "_" + s.method, NC_FLOAT, {dy, dx}, 4);
+    const int id = nc.def_var(s.index + "_" + s.method, NC_FLOAT, {dt, dy, dx}, 4);
     if (!s.standard_name.empty()) nc.put_att(id, "standard_name", s.standard_name);
     nc.put_att(id, "long_name", s.long_name);
     nc.put_att(id, "units", s.units);
     if (!s.cell_methods.empty()) nc.put_att(id, "cell_methods", s.cell_methods);
-    nc.put_att(id, "coordinates", "time");
     nc.put_att(id, "_FillValue", kFill, NC_FLOAT);
     nc.put_att(id, "index", s.index);
     nc.put_att(id, "method", s.method);
@@ -137,13 +137,13 @@ void write_scores_file(const std::string& path, const ScoresFile& f) {
   nc.write(vlon, f.lon.data());
   const double t0 = static_cast<double>(f.days.front()), t1 = static_cast<double>(f.days.back() + 1);
   const double mid = 0.5 * (t0 + t1), bnds[2] = {t0, t1};
-  nc.write(vt, &mid);
-  nc.write(vtb, bnds);
+  nc.write(vt, {0}, {1}, &mid);
+  nc.write(vtb, {0, 0}, {1, 2}, bnds);
   std::vector<float> buf(ny * nx);
   for (size_t i = 0; i < ids.size(); ++i) {
     const auto& v = f.fields[i].values;
     for (size_t k = 0; k < v.size(); ++k) buf[k] = std::isfinite(v[k]) ? static_cast<float>(v[k]) : kFill;
-    if (!buf.empty()) nc.write(ids[i], {0, 0}, {ny, nx}, buf.data());
+    if (!buf.empty()) nc.write(ids[i], {0, 0, 0}, {1, ny, nx}, buf.data());
   }
   nc.close();
   file.commit();

@@ -2,16 +2,18 @@
 // baselines) and of the observations, as CF-1.8 NetCDF-4 on the prediction's lat/lon, so the
 // maps can be replotted and the scores aggregated over any region (CDO, xarray, climate4R).
 //
-// One 2-D (lat, lon) variable per index and method, named <index>_<method> ("rmse_cnn_expected",
+// One variable per index and method, named <index>_<method> ("rmse_cnn_expected",
 // "mean_observed"), rather than one variable per index with a string `method` dimension: CDO
 // knows no string dimension (it would show the methods as levels of a generic axis, without
-// names), and `ds.rmse_cnn_expected.plot()` in xarray or `cdo fldmean -selname,rmse_linear_pcs`
-// need no selection first. Each variable names its index and method in attributes, so
+// names), while `cdo fldmean -selname,rmse_linear_pcs` or `ds.rmse_cnn_expected[0].plot()` in
+// xarray need nothing else. Each variable names its index and method in attributes, so
 // `ds.filter_by_attrs(index="rmse")` gathers one index of every method.
 //
-// The test period is a scalar `time` coordinate (the middle of the period) with `time_bnds`
-// [first day, day after the last], which `cell_methods` "time: mean" refers to; the period is
-// also in global attributes (test_period_start, test_period_end, test_days).
+// The test period is one step of the time axis, (time=1, lat, lon), as `cdo timmean` writes a
+// period mean: time in the middle of the period, time_bnds [first day, day after the last],
+// which `cell_methods` "time: mean" refers to. (A scalar time coordinate would spare xarray
+// users the [0], but CDO cannot attach one: "Coordinates variable time can't be assigned".)
+// The period is also in global attributes (test_period_start, test_period_end, test_days).
 #pragma once
 #include <cstdint>
 #include <map>
