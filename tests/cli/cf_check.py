@@ -4,7 +4,8 @@
     cf_check.py [--no-conventions] FILE...
 
 For every variable of every file (and group; the HDF5 store opens through netCDF-4):
-  - a standard_name must exist in the standard names Debian ships: the CMIP6 tables of
+  - a standard_name (with at most one of CF's modifiers: "air_temperature standard_error")
+    must exist in the standard names Debian ships: the CMIP6 tables of
     cmor-tables (/usr/share/cmor/CMIP6/*.json, "standard_name" with its "units") and ecCodes'
     cfName.def files (/usr/share/eccodes/definitions/**/cfName.def, names without units). This
     is a SUBSET of the CF standard name table: Debian does not ship the table's XML. Names in
@@ -38,6 +39,8 @@ SUPPLEMENT = {"realization": "1"}
 CELL_METHODS = {"point", "sum", "maximum", "maximum_absolute_value", "median", "mid_range", "minimum",
                 "minimum_absolute_value", "mean", "mean_absolute_value", "mean_of_upper_decile", "mode",
                 "range", "root_mean_square", "standard_deviation", "sum_of_squares", "variance"}
+# CF's standard name modifiers (appendix C) and the units they give: None keeps the name's units.
+MODIFIERS = {"standard_error": None, "detection_minimum": None, "number_of_observations": "1", "status_flag": ""}
 AXIS_NAMES = {"latitude": "Y", "longitude": "X", "time": "T", "air_pressure": "Z", "height": "Z",
               "altitude": "Z", "depth": "Z"}
 
@@ -127,6 +130,12 @@ def check_file(path, cmip, eccodes, need_conventions):
                 counts["units"].add(units)
                 if not units_parse(units):
                     problems.append(f"{where}: units '{units}' do not parse in udunits2")
+            if isinstance(sn, str) and len(sn.split()) == 2 and sn.split()[1] in MODIFIERS:
+                sn, modifier = sn.split()
+                if MODIFIERS[modifier] is not None:  # the modifier fixes the units
+                    if MODIFIERS[modifier] and isinstance(units, str) and not udunits(units, MODIFIERS[modifier]):
+                        problems.append(f"{where}: units '{units}' do not suit the modifier {modifier}")
+                    units = None
             if isinstance(sn, str):
                 if sn in cmip:
                     counts["cmip6"].add(sn)
