@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+#include <sstream>
 
 #include "evaluate/indices.h"
 #include "evaluate/scores.h"
@@ -93,4 +96,15 @@ TEST(ScoresFile, ContinuousFieldsCarryThePredictandsStandardName) {
   EXPECT_NEAR(fields[3].values[0], 1.0, 1e-12);
   EXPECT_TRUE(fields[3].standard_name.empty());  // a bias is no air temperature
   EXPECT_NEAR(e.methods[0].median.at("bias"), 1.0, 1e-12);
+}
+
+// Scoring names the method in its progress lines (every ~5 s, and once when a method is done).
+TEST(ScoresFile, ScoringLogsTheMethodItScores) {
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  small_evaluation();
+  spdlog::set_default_logger(previous);
+  EXPECT_NE(log.str().find("scoring twice (boxes x members): 3/3 done"), std::string::npos) << log.str();
 }
