@@ -102,10 +102,13 @@ FieldFile create_field_file(const std::string& path, const FieldPlan& f, size_t 
     nc_check(nc_def_var_chunking(nc.id(), out.var, NC_CHUNKED, chunk.data()), nc.where(out.var));
   }
   nc.put_att(out.var, "units", f.out_units());
-  // The source's names stay: the long name always, the standard name where the units were kept
-  // (a converted quantity, e.g. a flux in kg m-2 s-1 written in mm/day, is another standard name).
+  // The source's names stay: the long name always, the standard name where the quantity was
+  // kept: the units as they were, or converted by udunits2 alone (Celsius -> degC, Pascals -> Pa:
+  // a standard name allows any units of its dimension). The definition's scale or offset makes
+  // another quantity (a flux in kg m-2 s-1 written as mm/day is another standard name).
   if (!f.source_long_name.empty()) nc.put_att(out.var, "long_name", f.source_long_name);
-  if (!f.source_standard_name.empty() && f.source_units == f.out_units())
+  const bool same_quantity = f.source_units == f.out_units() || (f.def.scale == 1 && f.def.offset == 0);
+  if (!f.source_standard_name.empty() && same_quantity)
     nc.put_att(out.var, "standard_name", f.source_standard_name);
   nc.put_att(out.var, "_FillValue", kFetchFill, NC_FLOAT);
   int plev = -1;
