@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "evaluate/indices.h"
+#include "io/log.h"
 #include "io/stop_signal.h"
 
 namespace ds {
@@ -72,7 +73,9 @@ ContinuousEvaluation evaluate_continuous(const std::vector<float>& obs, size_t n
     ContinuousScores s;
     s.name = method.name;
     for (auto* v : {&s.mean, &s.bias, &s.rmse, &s.pearson, &s.sd_ratio}) v->assign(np, NAN);
+    Progress progress("scoring " + method.name + " (boxes)", int64_t(np));  // a line every ~5 s
     for (size_t k = 0; k < np; ++k) {
+      progress.advance();
       if (!mask[k]) continue;
       const Moments m = moments(pair_series(obs, method.values, np, k));
       s.mean[k] = m.mp;
@@ -81,10 +84,15 @@ ContinuousEvaluation evaluate_continuous(const std::vector<float>& obs, size_t n
       s.pearson[k] = (m.so > 0 && m.sp > 0) ? m.cov / (m.so * m.sp) : NAN;
       s.sd_ratio[k] = m.so > 0 ? m.sp / m.so : NAN;
     }
+    progress.done();
     s.domain = {{"bias", domain_mean(s.bias)},
                 {"RMSE", domain_mean(s.rmse)},
                 {"Pearson", domain_mean(s.pearson)},
                 {"sd_ratio", domain_mean(s.sd_ratio)}};
+    s.median = {{"bias", domain_median(s.bias)},
+                {"RMSE", domain_median(s.rmse)},
+                {"Pearson", domain_median(s.pearson)},
+                {"sd_ratio", domain_median(s.sd_ratio)}};
     e.methods.push_back(std::move(s));
   }
   return e;
@@ -100,6 +108,7 @@ std::string continuous_json(const ContinuousEvaluation& e) {
   j["test_days"] = e.ndays;
   j["predictand"] = e.variable;
   j["units"] = e.units;
+  j["medians"] = "each method's \"median\": the median over modelled boxes of the same per-box score";
   j["definitions"] = {
       {"bias", "mean over modelled boxes of mean(predicted) - mean(observed) (" + e.units + ")"},
       {"RMSE", "mean over modelled boxes of the root mean squared error of the daily values (" + e.units + ")"},
@@ -110,6 +119,7 @@ std::string continuous_json(const ContinuousEvaluation& e) {
     nlohmann::json mj;
     mj["members"] = 1;
     for (const auto& [k, v] : m.domain) mj[k] = number(v);
+    for (const auto& [k, v] : m.median) mj["median"][k] = number(v);
     j["methods"][m.name] = mj;
   }
   return j.dump(2) + "\n";
@@ -119,10 +129,12 @@ std::string continuous_csv(const ContinuousEvaluation& e) {
   std::ostringstream s;
   s << "method,members";
   for (const auto& k : continuous_score_names()) s << "," << k;
+  for (const auto& k : continuous_score_names()) s << "," << k << "_median";
   s << "\n";
   for (const auto& m : e.methods) {
     s << m.name << ",1";
     for (const auto& k : continuous_score_names()) s << "," << m.domain.at(k);
+    for (const auto& k : continuous_score_names()) s << "," << m.median.at(k);
     s << "\n";
   }
   return s.str();

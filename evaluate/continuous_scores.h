@@ -25,6 +25,7 @@ struct ContinuousScores {
   std::string name;
   std::vector<double> mean, bias, rmse, pearson, sd_ratio;  // per point; NaN off the mask
   std::map<std::string, double> domain;                     // means over the modelled boxes
+  std::map<std::string, double> median;                     // medians over the modelled boxes
 };
 
 struct ContinuousEvaluation {

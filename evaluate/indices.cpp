@@ -42,6 +42,13 @@ double percentile(std::vector<double> x, double q) {
   return x[lo] + (h - lo) * (x[hi] - x[lo]);
 }
 
+double domain_median(const std::vector<double>& v) {
+  std::vector<double> finite;
+  for (double x : v)
+    if (std::isfinite(x)) finite.push_back(x);
+  return percentile(std::move(finite), 0.5);
+}
+
 double rmse(const Series& s) {
   if (s.obs.empty()) return NAN;
   double se = 0;

@@ -26,6 +26,8 @@ double mean(const std::vector<double>& x);
 double wet_day_frequency(const std::vector<double>& x);  // R01
 double sdii(const std::vector<double>& x);               // NaN when there is no wet day
 double percentile(std::vector<double> x, double q);       // q in [0, 1]
+// The median of the finite values (the boxes where a score is defined); NaN if there is none.
+double domain_median(const std::vector<double>& v);
 double rmse(const Series& s);
 double rmse_wet(const Series& s);                          // over observed wet days; NaN if none
 double spearman(const Series& s);                          // NaN if either series is constant

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "evaluate/indices.h"
+#include "io/log.h"
 #include "io/stop_signal.h"
 
 namespace ds {
@@ -34,18 +35,18 @@ double domain_mean(const std::vector<double>& v) {
   return n ? s / n : NAN;
 }
 
-// Mean over points of (pred - obs) / obs, where obs > 0.
-double relative_bias(const std::vector<double>& pred, const std::vector<double>& obs) {
+// Per point (pred - obs) / obs, where obs > 0 (only those points).
+std::vector<double> relative_bias(const std::vector<double>& pred, const std::vector<double>& obs) {
   std::vector<double> b;
   for (size_t k = 0; k < obs.size(); ++k)
     if (std::isfinite(obs[k]) && obs[k] > 0 && std::isfinite(pred[k])) b.push_back((pred[k] - obs[k]) / obs[k]);
-  return domain_mean(b);
+  return b;
 }
 
-double absolute_bias(const std::vector<double>& pred, const std::vector<double>& obs) {
+std::vector<double> absolute_bias(const std::vector<double>& pred, const std::vector<double>& obs) {
   std::vector<double> b;
   for (size_t k = 0; k < obs.size(); ++k) b.push_back(pred[k] - obs[k]);
-  return domain_mean(b);
+  return b;
 }
 
 void accumulate(std::vector<double>& acc, const std::vector<double>& v, int m) {
@@ -70,6 +71,8 @@ Evaluation evaluate_methods(const std::vector<float>& obs, size_t np, const std:
     MethodScores ms;
     ms.name = m.name;
     ms.members = static_cast<int>(m.members.size());
+    // A line every ~5 s naming the method: the stochastic members of a large domain take minutes.
+    Progress progress("scoring " + m.name + " (boxes x members)", int64_t(np) * ms.members);
     for (int i = 0; i < ms.members; ++i) {
       const auto& x = m.members[i];
       const PointIndices pi = indices_of(obs, x, np, mask);
@@ -80,6 +83,7 @@ Evaluation evaluate_methods(const std::vector<float>& obs, size_t np, const std:
       std::vector<double> rm(np, NAN), rw(np, NAN), sp(np, NAN), roc(np, NAN);
       const auto& score = m.wet_score.empty() ? x : m.wet_score;
       for (size_t k = 0; k < np; ++k) {
+        progress.advance();
         if (!mask[k]) continue;
         const Series s = pair_series(obs, x, np, k);
         rm[k] = rmse(s);
@@ -93,14 +97,22 @@ Evaluation evaluate_methods(const std::vector<float>& obs, size_t np, const std:
       accumulate(ms.spearman, sp, i);
       accumulate(ms.rocss, roc, i);
     }
-    ms.domain = {{"mean_relative_bias", relative_bias(ms.indices.mean, e.observed.mean)},
-                 {"R01_bias", absolute_bias(ms.indices.r01, e.observed.r01)},
-                 {"SDII_relative_bias", relative_bias(ms.indices.sdii, e.observed.sdii)},
-                 {"P98_relative_bias", relative_bias(ms.indices.p98, e.observed.p98)},
-                 {"RMSE", domain_mean(ms.rmse)},
-                 {"RMSE_wet", domain_mean(ms.rmse_wet)},
-                 {"Spearman", domain_mean(ms.spearman)},
-                 {"ROCSS", domain_mean(ms.rocss)}};
+    progress.done();
+    // Per-box values of each score; the report gives their mean and median over the boxes (a
+    // median is robust to the few boxes with an extreme relative bias where it hardly rains).
+    const std::map<std::string, std::vector<double>> boxes{
+        {"mean_relative_bias", relative_bias(ms.indices.mean, e.observed.mean)},
+        {"R01_bias", absolute_bias(ms.indices.r01, e.observed.r01)},
+        {"SDII_relative_bias", relative_bias(ms.indices.sdii, e.observed.sdii)},
+        {"P98_relative_bias", relative_bias(ms.indices.p98, e.observed.p98)},
+        {"RMSE", ms.rmse},
+        {"RMSE_wet", ms.rmse_wet},
+        {"Spearman", ms.spearman},
+        {"ROCSS", ms.rocss}};
+    for (const auto& [name, v] : boxes) {
+      ms.domain[name] = domain_mean(v);
+      ms.median[name] = domain_median(v);
+    }
     e.methods.push_back(std::move(ms));
   }
   return e;
@@ -120,6 +132,7 @@ std::string evaluation_json(const Evaluation& e) {
   nlohmann::json j;
   j["test_days"] = e.ndays;
   j["wet_day_threshold_mm"] = kWetDay;
+  j["medians"] = "each method's \"median\": the median over land boxes of the same per-box score";
   j["definitions"] = {
       {"mean_relative_bias", "land-box mean of (predicted - observed) / observed mean precipitation"},
       {"R01_bias", "land-box mean of predicted - observed wet-day (>= 1 mm) frequency"},
@@ -134,6 +147,7 @@ std::string evaluation_json(const Evaluation& e) {
     nlohmann::json mj;
     mj["members"] = m.members;
     for (const auto& [k, v] : m.domain) mj[k] = number(v);
+    for (const auto& [k, v] : m.median) mj["median"][k] = number(v);
     j["methods"][m.name] = mj;
   }
   return j.dump(2) + "\n";
@@ -143,10 +157,12 @@ std::string evaluation_csv(const Evaluation& e) {
   std::ostringstream s;
   s << "method,members";
   for (const auto& k : score_names()) s << "," << k;
+  for (const auto& k : score_names()) s << "," << k << "_median";
   s << "\n";
   for (const auto& m : e.methods) {
     s << m.name << "," << m.members;
     for (const auto& k : score_names()) s << "," << m.domain.at(k);
+    for (const auto& k : score_names()) s << "," << m.median.at(k);
     s << "\n";
   }
   return s.str();

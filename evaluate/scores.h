@@ -27,6 +27,7 @@ struct MethodScores {
   PointIndices indices;                                // averaged over members
   std::vector<double> rmse, rmse_wet, spearman, rocss;  // per point, averaged over members
   std::map<std::string, double> domain;                // land-box averages, see scores.cpp
+  std::map<std::string, double> median;                // land-box medians of the same scores
 };
 
 struct Evaluation {

@@ -44,8 +44,25 @@ std::string hint(int status) {
 // The output file's header; the caller writes the coordinates and values.
 struct FieldFile {
   NcFile nc;
-  int time = -1, lat = -1, lon = -1, var = -1;
+  int time = -1, time_bnds = -1, lat = -1, lon = -1, var = -1;
 };
+
+// One time convention across a run's files (predictions, CMIP daily means): a daily value is
+// stamped at 12:00 of its day with time_bnds [00:00, next 00:00], so xarray aligns fetched
+// observations with predictions. Readers floor the time, so files stamped at 00:00 (written
+// before this convention) still read as the same days.
+void write_daily_times(FieldFile& out, size_t start, const std::vector<int64_t>& days) {
+  const size_t n = days.size();
+  if (!n) return;
+  std::vector<double> t(n), bnds(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    t[i] = static_cast<double>(days[i]) + 0.5;
+    bnds[2 * i] = static_cast<double>(days[i]);
+    bnds[2 * i + 1] = static_cast<double>(days[i] + 1);
+  }
+  out.nc.write(out.time, {start}, {n}, t.data());
+  out.nc.write(out.time_bnds, {start, 0}, {n, 2}, bnds.data());
+}
 
 // `contiguous`: one block of values (a chunk file, written and read whole a year at a time: one
 // write and one read instead of one per day); otherwise chunked by runs of days (the joined file).
@@ -58,12 +75,18 @@ FieldFile create_field_file(const std::string& path, const FieldPlan& f, size_t 
   nc.put_att(out.time, "standard_name", "time");
   nc.put_att(out.time, "units", "days since 1970-01-01 00:00:00");
   nc.put_att(out.time, "calendar", cf_name(f.calendar));
+  nc.put_att(out.time, "long_name", "time");
+  nc.put_att(out.time, "bounds", "time_bnds");
+  nc.put_att(out.time, "axis", "T");
+  out.time_bnds = nc.def_var("time_bnds", NC_DOUBLE, {dt, nc.def_dim("bnds", 2)});
   out.lat = nc.def_var("lat", NC_DOUBLE, {dy});
   nc.put_att(out.lat, "standard_name", "latitude");
   nc.put_att(out.lat, "units", "degrees_north");
+  nc.put_att(out.lat, "axis", "Y");
   out.lon = nc.def_var("lon", NC_DOUBLE, {dx});
   nc.put_att(out.lon, "standard_name", "longitude");
   nc.put_att(out.lon, "units", "degrees_east");
+  nc.put_att(out.lon, "axis", "X");
   out.var = nc.def_var(f.var, NC_FLOAT, {dt, dy, dx}, deflate);
   if (contiguous && deflate == 0) {
     nc_check(nc_def_var_chunking(nc.id(), out.var, NC_CONTIGUOUS, nullptr), nc.where(out.var));
@@ -79,10 +102,13 @@ FieldFile create_field_file(const std::string& path, const FieldPlan& f, size_t 
     nc_check(nc_def_var_chunking(nc.id(), out.var, NC_CHUNKED, chunk.data()), nc.where(out.var));
   }
   nc.put_att(out.var, "units", f.out_units());
-  // The source's names stay: the long name always, the standard name where the units were kept
-  // (a converted quantity, e.g. a flux in kg m-2 s-1 written in mm/day, is another standard name).
+  // The source's names stay: the long name always, the standard name where the quantity was
+  // kept: the units as they were, or converted by udunits2 alone (Celsius -> degC, Pascals -> Pa:
+  // a standard name allows any units of its dimension). The definition's scale or offset makes
+  // another quantity (a flux in kg m-2 s-1 written as mm/day is another standard name).
   if (!f.source_long_name.empty()) nc.put_att(out.var, "long_name", f.source_long_name);
-  if (!f.source_standard_name.empty() && f.source_units == f.out_units())
+  const bool same_quantity = f.source_units == f.out_units() || (f.def.scale == 1 && f.def.offset == 0);
+  if (!f.source_standard_name.empty() && same_quantity)
     nc.put_att(out.var, "standard_name", f.source_standard_name);
   nc.put_att(out.var, "_FillValue", kFetchFill, NC_FLOAT);
   int plev = -1;
@@ -215,8 +241,7 @@ ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const SourceOpen
   AtomicFile file(out_path);
   FieldFile out = create_field_file(file.temp_path(), f, c.days.size(), 0, true,
                                     "downscale fetch " + c.label(f) + " from " + f.redacted());
-  std::vector<double> tday(c.days.begin(), c.days.end());
-  out.nc.write(out.time, tday.data());
+  write_daily_times(out, 0, c.days);
 
   const std::string file_where = file.temp_path() + " (chunk " + c.label(f) + ")";
   const size_t ny = f.lat.size(), nx = f.lon.size(), plane = ny * nx;
@@ -303,7 +328,8 @@ void check_chunk_layout(const NcFile& nc, const std::string& where, const FieldP
   if (nc.read_coord("lon") != f.lon) fail("longitudes differ from the source's");
   const auto time = nc.read_coord("time");
   for (size_t i = 0; i < time.size(); ++i) {
-    if (time[i] != static_cast<double>(c.days[i]))
+    // The day the value is of (12:00 now, 00:00 in chunks an earlier version fetched).
+    if (std::floor(time[i]) != static_cast<double>(c.days[i]))
       fail("time step " + std::to_string(i) + " is " + std::to_string(time[i]) + ", planned " + f.date(c.days[i]));
     // The planned days are whole months; inside a month a step of one day is required.
     if (i > 0 && date_from_days(c.days[i], f.calendar).day != 1 && time[i] - time[i - 1] != 1)
@@ -396,7 +422,9 @@ void FieldJoiner::append(const std::string& chunk_path, size_t expected_days) {
     throw InputError(chunk_path + ": " + std::to_string(time.size()) + " days, planned " + std::to_string(expected_days));
   const size_t ny = j.f.lat.size(), nx = j.f.lon.size(), plane = ny * nx;
   const size_t rows = std::max<size_t>(1, j.piece_bytes / (plane * sizeof(float)));
-  if (!time.empty()) j.out.nc.write(j.out.time, {j.t_out}, {time.size()}, time.data());
+  std::vector<int64_t> days;
+  for (double t : time) days.push_back(static_cast<int64_t>(std::floor(t)));  // chunks of either convention
+  write_daily_times(j.out, j.t_out, days);
   for (size_t t = 0; t < time.size(); t += rows) {
     const size_t nt = std::min(rows, time.size() - t);
     j.buf.resize(nt * plane);

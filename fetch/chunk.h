@@ -3,7 +3,9 @@
 //
 // Output files (chunks and joined fields alike): dims (time, lat, lon); lat ascending; lon
 // ascending in -180..180; time in days since 1970-01-01 00:00:00 counted in the source's calendar
-// (written as its `calendar` attribute, CF name), one value per day; the variable as float in
+// (written as its `calendar` attribute, CF name), one value per day at 12:00 of the day with
+// time_bnds [00:00, next 00:00] (chunks of earlier versions, at 00:00, still validate and join);
+// the variable as float in
 // the units written (udunits2 conversion, then the definition's scale/offset) with
 // _FillValue = 1e20f, `units`, and `level_hPa` for a pressure-level field.
 #pragma once

@@ -80,10 +80,12 @@ void StoreWriter::write_coordinates(const std::string& group) {
   for (const char* lat : {"/predictor_lat", "/lat"}) {
     file_.set_attr(g + lat, "units", std::string("degrees_north"));
     file_.set_attr(g + lat, "standard_name", std::string("latitude"));
+    file_.set_attr(g + lat, "axis", std::string("Y"));
   }
   for (const char* lon : {"/predictor_lon", "/lon"}) {
     file_.set_attr(g + lon, "units", std::string("degrees_east"));
     file_.set_attr(g + lon, "standard_name", std::string("longitude"));
+    file_.set_attr(g + lon, "axis", std::string("X"));
   }
   for (const char* c : {"/channel", "/predictor_lat", "/predictor_lon", "/lat", "/lon"}) file_.make_scale(g + c, c + 1);
 }
@@ -129,8 +131,13 @@ void StoreWriter::create_split(const std::string& split, size_t n_samples) {
   file_.create_dataset(g + "/obs", H5T_NATIVE_FLOAT, {n, Hy, Wy}, kChunkRows, deflate_);
   file_.set_attr(g + "/obs", "units", meta_.predictand_units);
   file_.create_dataset(g + "/time", H5T_NATIVE_INT64, {n}, kTimeChunkRows);
-  file_.set_attr(g + "/time", "units", std::string("days since 1970-01-01"));
+  // The values are day numbers; the reference at 12:00 stamps each day at its middle, as the
+  // fetched files and the predictions are (daily means, CMIP's convention), so xarray aligns a
+  // split's obs with a prediction. Readers of the store take the numbers as days, as before.
+  file_.set_attr(g + "/time", "units", std::string("days since 1970-01-01 12:00:00"));
   file_.set_attr(g + "/time", "calendar", meta_.calendar);
+  file_.set_attr(g + "/time", "standard_name", std::string("time"));
+  file_.set_attr(g + "/time", "axis", std::string("T"));
   file_.make_scale(g + "/time", "time");
   write_coordinates(g);
   for (const char* v : {"/x", "/y", "/obs"}) file_.attach_scale(g + v, g + "/time", 0);

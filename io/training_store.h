@@ -22,7 +22,8 @@
 //                       observed that day (the losses skip it)
 //   /<split>/obs        (N, H', W') float32, the observed predictand in predictand_units, NaN
 //                       where not observed
-//   /<split>/time       (N) int64, days since 1970-01-01 in `calendar`
+//   /<split>/time       (N) int64, day numbers; units "days since 1970-01-01 12:00:00" in
+//                       `calendar`, so netCDF readers see each day at its middle
 // with <split> one of train, validation, test (absent when the config gives it no years).
 // x, y and obs may be deflated (preprocess.compression); readers need not care.
 // Format 2 replaced format 1's `pr` with `obs` and added the predictand, calendar and

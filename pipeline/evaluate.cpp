@@ -3,7 +3,7 @@
 // predictors' principal components), over the observation window and the modelled boxes only.
 // Precipitation: the VALUE indices and scores; any other predictand (tas, ...): bias, RMSE,
 // Pearson correlation and ratio of standard deviations. Writes evaluate/scores.json,
-// scores.csv, maps (PNG), a multi-panel summary.png and the score table (PNG).
+// scores.csv, scores.nc (per box), maps (PNG), a multi-panel summary.png and the score table (PNG).
 #include <spdlog/spdlog.h>
 
 #include <cmath>
@@ -13,8 +13,10 @@
 #include "evaluate/continuous_scores.h"
 #include "evaluate/maps.h"
 #include "evaluate/scores.h"
+#include "evaluate/scores_file.h"
 #include "io/atomic_file.h"
 #include "io/calendar.h"
+#include "io/command_line.h"
 #include "io/error.h"
 #include "io/precipitation_file.h"
 #include "io/predictand_file.h"
@@ -29,6 +31,23 @@ namespace ds {
 namespace {
 
 void write_text(const std::string& path, const std::string& text) { write_file_atomically(path, text); }
+
+// evaluate/scores.nc: the per-box fields behind the report, on the prediction's grid and days.
+void write_scores_nc(const std::string& dir, const std::string& pred_path, const std::vector<double>& lat,
+                     const std::vector<double>& lon, const std::vector<int64_t>& days, const std::string& calendar,
+                     std::vector<ScoreField> fields, const std::map<std::string, std::string>& extra) {
+  ScoresFile f;
+  f.lat = lat;
+  f.lon = lon;
+  f.days = days;
+  f.calendar = calendar;
+  f.title = "per-box scores of the downscaled prediction and the baselines over the test period";
+  f.source = "downscale " DOWNSCALE_VERSION " evaluate of " + pred_path;
+  f.history = command_line();
+  f.attributes = extra;
+  f.fields = std::move(fields);
+  write_scores_file(dir + "/scores.nc", f);
+}
 
 // The prediction must be of the store's test split on its observation window.
 void check_matches(const std::string& pred_path, const StoreReader& store, const std::vector<int64_t>& days,
@@ -74,6 +93,8 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   make_dirs(dir);
   write_text(dir + "/scores.json", continuous_json(e));
   write_text(dir + "/scores.csv", continuous_csv(e));
+  write_scores_nc(dir, pred_path, pred.lat, pred.lon, pred.days, pred.calendar,
+                  continuous_score_fields(e, cf_standard_name(meta.predictand)), {});
   const std::string& v = meta.predictand;
   const std::string& units = meta.predictand_units;
   // Maps: observed and predicted mean on one scale; the same panels again in summary.png.
@@ -112,7 +133,8 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
     spdlog::info("{:<12} {:>10.3f} {:>8.3f} {:>8.3f} {:>8.3f}", m.name, d.at("bias"), d.at("RMSE"), d.at("Pearson"),
                  d.at("sd_ratio"));
   }
-  spdlog::info("wrote {}/scores.json, scores.csv, scores_table.png, maps and summary.png ({} in {})", dir, v, units);
+  spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png, maps and summary.png ({} in {})", dir,
+               v, units);
   return 0;
 }
 
@@ -160,6 +182,8 @@ int run_evaluate(const Config& cfg) {
   make_dirs(dir);
   write_text(dir + "/scores.json", evaluation_json(e));
   write_text(dir + "/scores.csv", evaluation_csv(e));
+  write_scores_nc(dir, pred_path, pred.lat, pred.lon, pred.days, pred.calendar, precipitation_score_fields(e),
+                  {{"wet_day_threshold", "1 mm/day"}});
 
   // Maps: observed and predicted mean on one scale, the bias brown (drier) to green (wetter);
   // the same panels again in summary.png.
@@ -191,7 +215,7 @@ int run_evaluate(const Config& cfg) {
                  100 * d.at("mean_relative_bias"), d.at("R01_bias"), 100 * d.at("SDII_relative_bias"),
                  100 * d.at("P98_relative_bias"), d.at("RMSE"), d.at("RMSE_wet"), d.at("Spearman"), d.at("ROCSS"));
   }
-  spdlog::info("wrote {}/scores.json, scores.csv, scores_table.png, maps and summary.png", dir);
+  spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png, maps and summary.png", dir);
   return 0;
 }
 

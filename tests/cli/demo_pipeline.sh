@@ -15,6 +15,7 @@ for stage in synth fetch preprocess train predict evaluate; do
   echo "== downscale $stage"
   extra=()
   [[ $stage == predict ]] && extra=(--set predict.members=2)
+  [[ $stage == train ]] && extra=(--timeline runs/demo/train/timeline.json)  # for check_outputs.sh
   "$bin" "$stage" --config configs/demo.yaml "${extra[@]}"
 done
 echo "demo pipeline took $(( $(date +%s) - start )) s"
@@ -77,7 +78,7 @@ print("new predictors reproduce the test-split prediction: max |dp| = %.2g" % d)
 PY
 
 # Evaluation: report, table and maps exist; the CNN beats the climatology baseline's RMSE.
-for f in scores.json scores.csv scores_table.png observed_mean.png predicted_mean.png bias.png rocss.png summary.png; do
+for f in scores.json scores.csv scores.nc scores_table.png observed_mean.png predicted_mean.png bias.png rocss.png summary.png; do
   test -s "runs/demo/evaluate/$f" || { echo "missing evaluate/$f"; exit 1; }
 done
 # The maps are PNGs with Natural Earth's coastlines: evaluate again without the data (a warning,
@@ -114,6 +115,9 @@ print("evaluate: RMSE cnn_expected %.3f, climatology %.3f, linear %.3f" %
       (s["cnn_expected"]["RMSE"], s["climatology"]["RMSE"], s["linear_pcs"]["RMSE"]))
 PY
 if find runs data -name '*.tmp-*' | grep -q .; then echo "temporary files left behind"; exit 1; fi
+
+# Every output opened by CDO, NCO, xarray, the CF check and the trace check (issue 16, item 6).
+bash "$src/tests/cli/check_outputs.sh" "$src"
 
 skill=$(sed -n 's/.*"mse_skill_score_vs_climatology": \([-0-9.e]*\).*/\1/p' runs/demo/predict/scores.json)
 echo "MSE skill score against climatology: $skill"

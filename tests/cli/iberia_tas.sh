@@ -35,6 +35,15 @@ for m in deepesd demo; do
   ds predict --set train.name=$m
   ds evaluate --set train.name=$m
 done
+# The continuous predictand's outputs pass the CF check too (tas in degC is air_temperature,
+# whose K udunits2 converts), scores.nc included.
+/usr/bin/python3 "$src/tests/cli/cf_check.py" runs/iberia_tas/fetch/predictand/*.nc runs/iberia_tas/fetch/predictors/*.nc \
+  runs/iberia_tas/predict/deepesd/tas.nc runs/iberia_tas/evaluate/deepesd/scores.nc
+# Units converted by udunits2 alone keep the source's standard name (E-OBS tg in Celsius, NCEP
+# psl in Pascals).
+header_ok() { local h; h=$(ncdump -h "$1"); grep -qF -- "$2" <<<"$h" || { echo "$1 lacks $2"; exit 1; }; }
+header_ok runs/iberia_tas/fetch/predictand/tas.nc 'tas:standard_name = "air_temperature"'
+header_ok runs/iberia_tas/fetch/predictors/psl.nc 'psl:standard_name = "air_pressure_at_mean_sea_level"'
 gcm() {  # run-name dataset years
   ds fetch --set run.dir=runs/$1 --set fetch.predictors.dataset=$2 --set fetch.predictors.source="$base" \
     --set fetch.predictand=null --set fetch.years=$3

@@ -305,6 +305,46 @@ TEST(FetchArchives, NoleapAnd360DaySourcesGiveTheirOwnCalendarsDays) {
   }
 }
 
+// One time convention (issue 16): a fetched day is stamped at 12:00 with bounds [00:00, next
+// 00:00], as predictions and CMIP daily means are, so xarray aligns them. Chunks an earlier
+// version fetched at 00:00 still validate and join, into a file at 12:00.
+TEST(FetchArchives, FetchedDaysAreStampedAtNoonWithBoundsAndOldMidnightChunksStillJoin) {
+  test::TempDir d, out;
+  write_source(d / "standard.nc", SourceSpec{});
+  const FetchPlan p = plan(d.path(), one_variable("ta", "ta", "standard.nc", "K"), {"ta", "ta", 0}, request(2000, 2000, {2}));
+  const ChunkPlan& c = p.chunks[0];
+  fetch_chunk(p.fields[0], c, out / "feb.nc", kPiece);
+  auto expect_noon = [&](const std::string& path) {
+    NcFile nc = NcFile::open(path);
+    EXPECT_EQ(nc.att_text(nc.var_id("time"), "bounds"), "time_bnds") << path;
+    EXPECT_EQ(nc.att_text(nc.var_id("time"), "axis"), "T") << path;
+    const auto t = nc.read_coord("time");
+    std::vector<double> b(2 * t.size());
+    nc.read(nc.var_id("time_bnds"), {0, 0}, {t.size(), 2}, b.data());
+    ASSERT_EQ(t.size(), c.days.size()) << path;
+    for (size_t i = 0; i < t.size(); ++i) {
+      EXPECT_EQ(t[i], double(c.days[i]) + 0.5) << path;
+      EXPECT_EQ(b[2 * i], double(c.days[i])) << path;
+      EXPECT_EQ(b[2 * i + 1], double(c.days[i] + 1)) << path;
+    }
+  };
+  expect_noon(out / "feb.nc");
+  // Back to 00:00, as an earlier version wrote it.
+  {
+    int id = -1;
+    ASSERT_EQ(nc_open((out / "feb.nc").c_str(), NC_WRITE, &id), NC_NOERR);
+    int vt = -1;
+    ASSERT_EQ(nc_inq_varid(id, "time", &vt), NC_NOERR);
+    const std::vector<double> midnight(c.days.begin(), c.days.end());
+    ASSERT_EQ(nc_put_var_double(id, vt, midnight.data()), NC_NOERR);
+    ASSERT_EQ(nc_close(id), NC_NOERR);
+  }
+  EXPECT_NO_THROW(validate_chunk(out / "feb.nc", p.fields[0], c));
+  EXPECT_EQ(read_field(out / "feb.nc", "ta").days, c.days);  // readers floor: the same days
+  join_chunks(p.fields[0], {out / "feb.nc"}, out / "ta.nc", "test", kPiece);
+  expect_noon(out / "ta.nc");
+}
+
 TEST(FetchArchives, OneFilePerYearReadsDecemberFromTheYearBeforesFileAndOpensEachFileOnce) {
   test::TempDir d;
   for (int y : {2000, 2001, 2002}) {

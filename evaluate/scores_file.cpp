@@ -1,0 +1,152 @@
+#include "evaluate/scores_file.h"
+
+#include <cmath>
+
+#include "io/atomic_file.h"
+#include "io/calendar.h"
+#include "io/cf_axes.h"
+#include "io/error.h"
+#include "io/netcdf_file.h"
+
+namespace ds {
+
+namespace {
+
+constexpr float kFill = 1.0e20f;
+constexpr double kFluxPerMmDay = 1.0 / 86400.0;  // mm/day -> kg m-2 s-1 (1 mm of water is 1 kg m-2)
+
+std::vector<double> scaled(const std::vector<double>& v, double s) {
+  std::vector<double> out(v);
+  for (double& x : out) x *= s;
+  return out;
+}
+
+// The per-box indices of one precipitation series (observed or a method's, averaged over members).
+void add_precipitation_indices(std::vector<ScoreField>& out, const PointIndices& p, const std::string& method,
+                               const std::string& who) {
+  out.push_back({"mean", method, "mean daily precipitation, " + who, "kg m-2 s-1", "precipitation_flux", "time: mean",
+                 scaled(p.mean, kFluxPerMmDay)});
+  out.push_back({"r01", method, "wet-day frequency (share of days with at least 1 mm), " + who, "1", "", "",
+                 p.r01});
+  out.push_back({"sdii", method, "simple daily intensity index (mean precipitation of days with at least 1 mm), " + who,
+                 "kg m-2 s-1", "", "", scaled(p.sdii, kFluxPerMmDay)});
+  out.push_back({"p98", method, "98th percentile of daily precipitation, " + who, "kg m-2 s-1", "", "",
+                 scaled(p.p98, kFluxPerMmDay)});
+}
+
+}  // namespace
+
+std::vector<ScoreField> precipitation_score_fields(const Evaluation& e) {
+  std::vector<ScoreField> out;
+  add_precipitation_indices(out, e.observed, "observed", "observed");
+  for (const MethodScores& m : e.methods) {
+    const std::string who = m.name + (m.members > 1 ? " (mean over " + std::to_string(m.members) + " members)" : "");
+    add_precipitation_indices(out, m.indices, m.name, who);
+    std::vector<double> bias(m.indices.mean.size());
+    for (size_t k = 0; k < bias.size(); ++k) bias[k] = (m.indices.mean[k] - e.observed.mean[k]) * kFluxPerMmDay;
+    out.push_back({"bias", m.name, "bias of the mean daily precipitation (predicted - observed), " + who, "kg m-2 s-1",
+                   "", "time: mean", bias});
+    // RMSE is the root mean square over the days of the daily error.
+    out.push_back({"rmse", m.name, "root mean squared error of daily precipitation, " + who, "kg m-2 s-1", "",
+                   "time: root_mean_square", scaled(m.rmse, kFluxPerMmDay)});
+    out.push_back({"rmse_wet", m.name, "root mean squared error of daily precipitation on observed wet days, " + who,
+                   "kg m-2 s-1", "", "", scaled(m.rmse_wet, kFluxPerMmDay)});
+    out.push_back({"spearman", m.name, "Spearman rank correlation of the daily series, " + who, "1", "", "", m.spearman});
+    out.push_back({"rocss", m.name, "ROC skill score (2 AUC - 1) of observed wet days, " + who, "1", "", "", m.rocss});
+  }
+  return out;
+}
+
+std::vector<ScoreField> continuous_score_fields(const ContinuousEvaluation& e, const std::string& standard_name) {
+  const std::string& v = e.variable;
+  std::vector<ScoreField> out;
+  out.push_back({"mean", "observed", "mean daily " + v + ", observed", e.units, standard_name, "time: mean", e.observed_mean});
+  // CF's way to say "the standard deviation of air_temperature": the same standard name with
+  // the statistic in cell_methods.
+  out.push_back({"sd", "observed", "standard deviation of daily " + v + ", observed", e.units, standard_name,
+                 "time: standard_deviation", e.observed_sd});
+  for (const ContinuousScores& m : e.methods) {
+    out.push_back({"mean", m.name, "mean daily " + v + ", " + m.name, e.units, standard_name, "time: mean", m.mean});
+    out.push_back({"bias", m.name, "bias of the mean daily " + v + " (predicted - observed), " + m.name, e.units, "",
+                   "time: mean", m.bias});
+    out.push_back({"rmse", m.name, "root mean squared error of daily " + v + ", " + m.name, e.units, "",
+                   "time: root_mean_square", m.rmse});
+    out.push_back({"pearson", m.name, "Pearson correlation of the daily series, " + m.name, "1", "", "", m.pearson});
+    out.push_back({"sd_ratio", m.name, "ratio of standard deviations of the daily series (predicted / observed), " + m.name,
+                   "1", "", "", m.sd_ratio});
+  }
+  return out;
+}
+
+void write_scores_file(const std::string& path, const ScoresFile& f) {
+  const size_t ny = f.lat.size(), nx = f.lon.size();
+  for (const auto& s : f.fields)
+    if (s.values.size() != ny * nx)
+      throw Error(path + ": variable " + s.index + "_" + s.method + " has " + std::to_string(s.values.size()) +
+                  " values, the grid " + std::to_string(ny * nx));
+  if (f.days.empty()) throw Error(path + ": no test days to describe");
+
+  AtomicFile file(path);
+  NcFile nc = NcFile::create(file.temp_path());
+  const int dt = nc.def_dim("time", 1), dy = nc.def_dim("lat", ny), dx = nc.def_dim("lon", nx);
+  const int db = nc.def_dim("bnds", 2);
+  const int vlat = nc.def_var("lat", NC_DOUBLE, {dy});
+  nc.put_att(vlat, "standard_name", "latitude");
+  nc.put_att(vlat, "long_name", "latitude");
+  nc.put_att(vlat, "units", "degrees_north");
+  nc.put_att(vlat, "axis", "Y");
+  const int vlon = nc.def_var("lon", NC_DOUBLE, {dx});
+  nc.put_att(vlon, "standard_name", "longitude");
+  nc.put_att(vlon, "long_name", "longitude");
+  nc.put_att(vlon, "units", "degrees_east");
+  nc.put_att(vlon, "axis", "X");
+  // The period the statistics are over: one time step with bounds.
+  const int vt = nc.def_var("time", NC_DOUBLE, {dt});
+  nc.put_att(vt, "standard_name", "time");
+  nc.put_att(vt, "long_name", "time");
+  nc.put_att(vt, "units", "days since 1970-01-01 00:00:00");
+  nc.put_att(vt, "calendar", f.calendar);
+  nc.put_att(vt, "bounds", "time_bnds");
+  nc.put_att(vt, "axis", "T");
+  const int vtb = nc.def_var("time_bnds", NC_DOUBLE, {dt, db});
+  std::vector<int> ids;
+  for (const auto& s : f.fields) {
+    const int id = nc.def_var(s.index + "_" + s.method, NC_FLOAT, {dt, dy, dx}, 4);
+    if (!s.standard_name.empty()) nc.put_att(id, "standard_name", s.standard_name);
+    nc.put_att(id, "long_name", s.long_name);
+    nc.put_att(id, "units", s.units);
+    if (!s.cell_methods.empty()) nc.put_att(id, "cell_methods", s.cell_methods);
+    nc.put_att(id, "_FillValue", kFill, NC_FLOAT);
+    nc.put_att(id, "index", s.index);
+    nc.put_att(id, "method", s.method);
+    ids.push_back(id);
+  }
+  const Calendar cal = parse_calendar(f.calendar, path + ": calendar");
+  nc.put_att(NC_GLOBAL, "Conventions", "CF-1.8");
+  nc.put_att(NC_GLOBAL, "title", f.title);
+  nc.put_att(NC_GLOBAL, "institution", "produced with downscale");
+  nc.put_att(NC_GLOBAL, "source", f.source);
+  nc.put_att(NC_GLOBAL, "history", utc_now() + ": " + f.history);
+  nc.put_att(NC_GLOBAL, "test_period_start", to_string(date_from_days(f.days.front(), cal)));
+  nc.put_att(NC_GLOBAL, "test_period_end", to_string(date_from_days(f.days.back(), cal)));
+  nc.put_att(NC_GLOBAL, "test_days", static_cast<double>(f.days.size()), NC_INT);
+  for (const auto& [k, v] : f.attributes) nc.put_att(NC_GLOBAL, k, v);
+  nc.end_define();
+
+  nc.write(vlat, f.lat.data());
+  nc.write(vlon, f.lon.data());
+  const double t0 = static_cast<double>(f.days.front()), t1 = static_cast<double>(f.days.back() + 1);
+  const double mid = 0.5 * (t0 + t1), bnds[2] = {t0, t1};
+  nc.write(vt, {0}, {1}, &mid);
+  nc.write(vtb, {0, 0}, {1, 2}, bnds);
+  std::vector<float> buf(ny * nx);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const auto& v = f.fields[i].values;
+    for (size_t k = 0; k < v.size(); ++k) buf[k] = std::isfinite(v[k]) ? static_cast<float>(v[k]) : kFill;
+    if (!buf.empty()) nc.write(ids[i], {0, 0, 0}, {1, ny, nx}, buf.data());
+  }
+  nc.close();
+  file.commit();
+}
+
+}  // namespace ds

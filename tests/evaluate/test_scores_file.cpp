@@ -1,0 +1,110 @@
+// evaluate/scores.nc and the medians of the report, on a 1 x 3 grid worked out by hand.
+// Tolerances: values go through float32 in the file (relative 1e-6); medians are exact in double.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+#include <sstream>
+
+#include "evaluate/indices.h"
+#include "evaluate/scores.h"
+#include "evaluate/scores_file.h"
+#include "io/netcdf_file.h"
+#include "support/test_support.h"
+
+using namespace ds;
+
+namespace {
+
+// Three points (the third is ocean), two days; a method that doubles the observations.
+Evaluation small_evaluation() {
+  const std::vector<float> obs{2, 4, NAN, 6, 8, NAN};
+  Method twice{"twice", {{4, 8, NAN, 12, 16, NAN}}, {}};
+  return evaluate_methods(obs, 3, {1, 1, 0}, {twice});
+}
+
+}  // namespace
+
+TEST(ScoresFile, MediansOverBoxesInTheReport) {
+  EXPECT_NEAR(domain_median({3, NAN, 1, 2}), 2.0, 0);
+  EXPECT_NEAR(domain_median({4, 1, NAN}), 2.5, 0);
+  EXPECT_TRUE(std::isnan(domain_median({NAN})));
+  const Evaluation e = small_evaluation();
+  // Per-box RMSE of doubling: sqrt((2^2 + 6^2) / 2) = sqrt(20) and sqrt((4^2 + 8^2) / 2) = sqrt(40).
+  EXPECT_NEAR(e.methods[0].median.at("RMSE"), 0.5 * (std::sqrt(20.0) + std::sqrt(40.0)), 1e-12);
+  EXPECT_NEAR(e.methods[0].median.at("mean_relative_bias"), 1.0, 1e-12);
+  const auto j = nlohmann::json::parse(evaluation_json(e));
+  EXPECT_NEAR(j["methods"]["twice"]["median"]["RMSE"].get<double>(), e.methods[0].median.at("RMSE"), 1e-12);
+  EXPECT_NE(evaluation_csv(e).find(",RMSE_median,"), std::string::npos) << evaluation_csv(e);
+}
+
+TEST(ScoresFile, EveryIndexOfEveryMethodWithUnitsPeriodAndFill) {
+  test::TempDir d;
+  const Evaluation e = small_evaluation();
+  ScoresFile f;
+  f.lat = {40};
+  f.lon = {-100, -99.5, -99};
+  f.days = {12418, 12419};  // 2004-01-01, 2004-01-02
+  f.title = "test";
+  f.history = "downscale evaluate --config x.yaml";
+  f.fields = precipitation_score_fields(e);
+  write_scores_file(d / "scores.nc", f);
+
+  NcFile nc = NcFile::open(d / "scores.nc");
+  // Four indices of the observations; four indices and five scores per method.
+  EXPECT_EQ(f.fields.size(), 4u + 9u);
+  for (const char* v : {"mean_observed", "r01_observed", "sdii_observed", "p98_observed", "mean_twice", "bias_twice",
+                        "rmse_twice", "rmse_wet_twice", "spearman_twice", "rocss_twice"})
+    EXPECT_TRUE(nc.has_var(v)) << v;
+  const int vm = nc.var_id("mean_twice");
+  EXPECT_EQ(nc.var_dims(vm), (std::vector<std::string>{"time", "lat", "lon"}));
+  EXPECT_EQ(nc.att_text(vm, "standard_name"), "precipitation_flux");
+  EXPECT_EQ(nc.att_text(vm, "units"), "kg m-2 s-1");
+  EXPECT_EQ(nc.att_text(vm, "cell_methods"), "time: mean");
+  EXPECT_EQ(nc.att_text(vm, "method"), "twice");
+  EXPECT_EQ(nc.att_text(nc.var_id("rmse_twice"), "cell_methods"), "time: root_mean_square");
+  EXPECT_FALSE(nc.has_att(nc.var_id("spearman_twice"), "standard_name"));
+  // Values: mean of 4 and 12 mm/day = 8 mm/day in kg m-2 s-1; the ocean point is _FillValue.
+  std::vector<float> v(3);
+  nc.read(vm, {0, 0, 0}, {1, 1, 3}, v.data());
+  EXPECT_NEAR(v[0], 8.0 / 86400, 1e-6 * 8.0 / 86400);
+  EXPECT_NEAR(v[1], 12.0 / 86400, 1e-6 * 12.0 / 86400);
+  EXPECT_EQ(v[2], 1.0e20f);
+  // The period: one step in its middle, bounded by the first day and the day after the last.
+  EXPECT_EQ(nc.read_coord("time"), std::vector<double>{12419.0});
+  std::vector<double> b(2);
+  nc.read(nc.var_id("time_bnds"), {0, 0}, {1, 2}, b.data());
+  EXPECT_EQ(b, (std::vector<double>{12418, 12420}));
+  EXPECT_EQ(nc.att_text(NC_GLOBAL, "Conventions"), "CF-1.8");
+  EXPECT_EQ(nc.att_text(NC_GLOBAL, "test_period_start"), "2004-01-01");
+  EXPECT_EQ(nc.att_text(NC_GLOBAL, "test_period_end"), "2004-01-02");
+  EXPECT_NE(nc.att_text(NC_GLOBAL, "history").find("downscale evaluate --config x.yaml"), std::string::npos);
+}
+
+TEST(ScoresFile, ContinuousFieldsCarryThePredictandsStandardName) {
+  const std::vector<float> obs{280, 281, 282, 284};
+  const ContinuousEvaluation e =
+      evaluate_continuous(obs, 2, {1, 1}, {{"plus_one", {281, 282, 283, 285}}}, "tas", "K");
+  const auto fields = continuous_score_fields(e, "air_temperature");
+  ASSERT_EQ(fields.size(), 2u + 5u);
+  EXPECT_EQ(fields[1].index, "sd");
+  EXPECT_EQ(fields[1].standard_name, "air_temperature");
+  EXPECT_EQ(fields[1].cell_methods, "time: standard_deviation");
+  EXPECT_EQ(fields[3].index, "bias");
+  EXPECT_NEAR(fields[3].values[0], 1.0, 1e-12);
+  EXPECT_TRUE(fields[3].standard_name.empty());  // a bias is no air temperature
+  EXPECT_NEAR(e.methods[0].median.at("bias"), 1.0, 1e-12);
+}
+
+// Scoring names the method in its progress lines (every ~5 s, and once when a method is done).
+TEST(ScoresFile, ScoringLogsTheMethodItScores) {
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  small_evaluation();
+  spdlog::set_default_logger(previous);
+  EXPECT_NE(log.str().find("scoring twice (boxes x members): 3/3 done"), std::string::npos) << log.str();
+}
