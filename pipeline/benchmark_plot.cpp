@@ -107,7 +107,7 @@ int plot_benchmark(const std::string& jsonl, const std::string& png) {
   cairo_stroke(cr);
   text(left + pw / 2, H - 15, "ranks (GPUs or CPU processes)", 0.5);
   cairo_save(cr);
-  cairo_move_to(cr, 20, top_margin + ph / 2);
+  cairo_translate(cr, 24, top_margin + ph / 2);
   cairo_rotate(cr, -M_PI / 2);
   text(0, 0, "images / s in total", 0.5);
   cairo_restore(cr);
