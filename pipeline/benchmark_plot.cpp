@@ -51,10 +51,12 @@ int plot_benchmark(const std::string& jsonl, const std::string& png) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("ranks") || !j.contains("total") || !j["total"].is_number())
       throw InputError(jsonl + ": line " + std::to_string(line_no) + " is not a `downscale benchmark --json` line");
-    const std::string label =
-        fmt::format("{} batch {} {}px, {} {}, {} allreduce", j.value("model", "?"), j.value("batch", 0),
-                    j.value("image_size", 0), j.value("device", "?"), j.value("precision", "?"),
-                    j.value("allreduce_dtype", "?"));
+    // Fields a line lacks ("-", 0: slurm/scaling.sh's lines from train reports) stay out of the label.
+    std::string label = j.value("model", "?") + fmt::format(" batch {}", j.value("batch", 0));
+    if (j.value("image_size", 0) > 0) label += fmt::format(" {}px", j.value("image_size", 0));
+    label += ", " + j.value("device", "?");
+    if (j.value("precision", "-") != "-") label += " " + j.value("precision", "-");
+    if (j.value("allreduce_dtype", "-") != "-") label += ", " + j.value("allreduce_dtype", "-") + " allreduce";
     Series& s = series[label];
     s.label = label;
     s.total[j["ranks"].get<int>()] = j["total"].get<double>();
