@@ -24,9 +24,24 @@ Shape ConvDesc::out() const {
 
 Shape PoolDesc::out() const {
   if (k < 1 || stride < 1) throw Error("bad pooling window " + std::to_string(k) + " / stride " + std::to_string(stride));
-  if (in.h < k || in.w < k)
+  if (pad_top < 0 || pad_bottom < 0 || pad_left < 0 || pad_right < 0 || pad_top >= k || pad_bottom >= k ||
+      pad_left >= k || pad_right >= k)
+    throw Error("pooling padding must be in [0, " + std::to_string(k) + ") on every side");
+  const int ph = in.h + pad_top + pad_bottom, pw = in.w + pad_left + pad_right;
+  if (ph < k || pw < k)
     throw Error("pooling window " + std::to_string(k) + "x" + std::to_string(k) + " does not fit input " + in.str());
-  return Shape{in.n, in.c, (in.h - k) / stride + 1, (in.w - k) / stride + 1};
+  return Shape{in.n, in.c, (ph - k) / stride + 1, (pw - k) / stride + 1};
+}
+
+double softmax_cross_entropy_mean(const double* row_loss, int n, int k) {
+  double sum = 0;
+  for (int r = 0; r < n; ++r) {
+    if (row_loss[r] < 0)
+      throw Error("softmax cross-entropy: the label of batch row " + std::to_string(r) +
+                  " is not a class index in [0, " + std::to_string(k) + ")");
+    sum += row_loss[r];
+  }
+  return n > 0 ? sum / n : 0.0;
 }
 
 void same_padding(int k, int& before, int& after) {

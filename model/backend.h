@@ -23,13 +23,15 @@ struct ConvDesc {
 // Keras/TensorFlow 'same' padding for stride 1: total k-1, the smaller half at the top/left.
 void same_padding(int k, int& before, int& after);
 
-// 2-D pooling over an NCHW input with a k x k window, 'valid' (Keras' default): windows that
-// would run past the edge are dropped, so out = (in - k) / stride + 1.
+// 2-D pooling over an NCHW input with a k x k window every `stride` pixels, padded per side
+// (all 0: 'valid', Keras' default): out = (in + pad_before + pad_after - k) / stride + 1. Padded
+// cells never win a max and are not counted in an average (Keras/TF 'same' semantics).
 enum class PoolKind { kMax, kAverage };
 struct PoolDesc {
   Shape in;
   int k = 2, stride = 2;
   PoolKind kind = PoolKind::kMax;
+  int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
   Shape out() const;
 };
 
@@ -144,6 +146,13 @@ class Backend {
   // SGD with momentum as Keras: v = momentum v - lr g; w += v.
   virtual void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr, float momentum) = 0;
 
+  // --- ops added for the image-classification benchmark nets (ResNet, Inception) ---
+  // Softmax cross-entropy of n rows of k logits against labels (n class indices as floats):
+  // returns the mean over rows of -log softmax(logits)[label] (one synchronisation) and writes,
+  // if dlogits is non-null, d(mean)/d(logits) = (softmax - onehot) / n. Throws ds::Error naming
+  // the row for a label outside [0, k). model/kernels/softmax_cross_entropy.h has the row body.
+  virtual double softmax_cross_entropy(int n, int k, const float* logits, const float* labels, float* dlogits) = 0;
+
   // --- the training set in backend memory, the loss without a per-step wait (backend_dataflow.cpp) ---
   // Bytes this backend could still allocate: the GPU's free memory (cudaMemGetInfo), the CPU's
   // MemAvailable; -1 when unknown.
@@ -161,6 +170,11 @@ class Backend {
                                    const float* mask, float* d_out, int64_t valid, double weight, int64_t step,
                                    double* acc);
 };
+
+// The mean of softmax_cross_entropy's n per-row losses (kernels::softmax_cross_entropy_row's
+// returns, on the host), summed in row order; throws ds::Error naming the first row whose label
+// was not a class index in [0, k) (its return, -1). Shared by the backends.
+double softmax_cross_entropy_mean(const double* row_loss, int n, int k);
 
 // The oneDNN CPU backend; threads <= 0 uses every core.
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);

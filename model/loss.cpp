@@ -102,3 +102,19 @@ double mse_loss(Backend& be, const Tensor& out, const Tensor& y, const Tensor& m
 }
 
 }  // namespace ds::model
+
+namespace ds::model {
+
+double softmax_cross_entropy(Backend& be, const Tensor& logits, const Tensor& labels, Tensor* dlogits) {
+  const Shape& s = logits.shape();
+  if (s.h != 1 || s.w != 1 || s.c < 1)
+    throw Error("softmax cross-entropy: logits must be (N, K, 1, 1), got " + s.str());
+  if (labels.shape() != Shape{s.n, 1, 1, 1})
+    throw Error("softmax cross-entropy: labels must be (" + std::to_string(s.n) + ", 1, 1, 1), got " +
+                labels.shape().str());
+  if (dlogits && dlogits->shape() != s)
+    throw Error("softmax cross-entropy: gradient " + dlogits->shape().str() + " does not match logits " + s.str());
+  return be.softmax_cross_entropy(s.n, s.c, logits.data(), labels.data(), dlogits ? dlogits->data() : nullptr);
+}
+
+}  // namespace ds::model

@@ -56,6 +56,13 @@ int64_t count_valid_points(const Mask* mask, const float* y, int64_t rows, int64
   return valid;
 }
 
+// Softmax cross-entropy for classification (the benchmark nets): logits (N, K, 1, 1), labels
+// (N, 1, 1, 1) holding class indices as floats. Returns the MEAN loss over the batch (one sync);
+// if dlogits is not null it gets d(mean)/d(logits) = (softmax - onehot) / N. Numerically stable
+// (each row's maximum is subtracted before exp). Throws ds::Error on mismatched shapes or a label
+// outside [0, K).
+double softmax_cross_entropy(Backend& be, const Tensor& logits, const Tensor& labels, Tensor* dlogits);
+
 double bernoulli_gamma_loss(Backend& be, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out);
 double gaussian_nll_loss(Backend& be, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out);
 double mse_loss(Backend& be, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out);

@@ -54,6 +54,8 @@ std::string ModelSpec::to_json() const {
   j["out_h"] = out_h;
   j["out_w"] = out_w;
   if (!land_mask.empty()) j["land_mask_runs"] = mask_runs(land_mask);
+  j["classes"] = classes;
+  j["aux_head"] = aux_head;
   return j.dump();
 }
 
@@ -74,6 +76,9 @@ ModelSpec ModelSpec::from_json(const std::string& text) {
     if (j.contains("out_w")) s.out_w = j.at("out_w").get<int>();
     if (j.contains("land_mask_runs"))
       s.land_mask = mask_from_runs(j.at("land_mask_runs").get<std::vector<int64_t>>(), int64_t(s.out_h) * s.out_w);
+    // The image classifiers came later still.
+    if (j.contains("classes")) s.classes = j.at("classes").get<int>();
+    if (j.contains("aux_head")) s.aux_head = j.at("aux_head").get<bool>();
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("model spec: bad JSON: ") + e.what());

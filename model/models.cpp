@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "io/error.h"
+#include "model/imagenet_models.h"
 #include "model/layers/concat.h"
 #include "model/layers/conv2d.h"
 #include "model/layers/dense.h"
@@ -141,6 +142,10 @@ std::vector<Node> build_deepesd(const ModelSpec& s, Backend& be) {
 
 }  // namespace
 
+bool is_image_classifier(const std::string& name) {
+  return name == "resnet50" || name == "resnet101" || name == "inception_v3";
+}
+
 std::vector<Node> build_model(const ModelSpec& spec, Backend& be) {
   if (spec.in_channels < 1 || spec.in_h < 1 || spec.in_w < 1)
     throw UsageError("model '" + spec.name + "': input shape (" + std::to_string(spec.in_channels) + ", " +
@@ -148,7 +153,11 @@ std::vector<Node> build_model(const ModelSpec& spec, Backend& be) {
   if (spec.name == "demo") return build_demo(spec, be);
   if (spec.name == "mnn") return build_mnn(spec, be);
   if (spec.name == "deepesd") return build_deepesd(spec, be);
-  throw UsageError("unknown model '" + spec.name + "' (expected demo, mnn or deepesd)");
+  if (spec.name == "resnet50") return build_resnet(spec, be, 50);
+  if (spec.name == "resnet101") return build_resnet(spec, be, 101);
+  if (spec.name == "inception_v3") return build_inception_v3(spec, be);
+  throw UsageError("unknown model '" + spec.name +
+                   "' (expected demo, mnn, deepesd, resnet50, resnet101 or inception_v3)");
 }
 
 }  // namespace ds::model

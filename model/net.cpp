@@ -1,14 +1,20 @@
 // Net: runs the layer DAG of models.cpp forward in list order and backward in reverse.
-// Each node owns its output and its output's gradient; a node read by several layers (the input
-// of the MNN branches would be one, if it needed a gradient) gets the sum of their gradients.
+// A node read by several layers (the input of a ResNet block) gets the sum of their gradients.
+// Memory reuse (buffer_plan.h): gradients share a few slots by liveness, since a node's gradient
+// lives only from its first consumer's backward to its own; in inference (no backward follows)
+// activations share slots too, each freed after its last reader. Training keeps every activation:
+// the layers' backward reads their inputs and outputs.
 #include "model/net.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <sstream>
 
 #include "io/error.h"
+#include "model/buffer_plan.h"
 #include "model/loss.h"
+#include "model/imagenet_models.h"
 #include "model/models.h"
 
 namespace ds::model {
@@ -17,23 +23,107 @@ struct Net::Impl {
   ModelSpec spec;
   Backend& be;
   std::vector<Node> nodes;
+  std::vector<int64_t> chw;       // by node: floats per sample of its output
+  std::vector<bool> reached;      // by node: backward runs its layer (something downstream needs it)
+  // Without reuse (memory_reuse off, and activations in training): one buffer a node.
   std::vector<Tensor> out, grad;  // by node; out[0] and grad[0] unused (the input is the caller's)
   std::vector<Tensor> scratch;    // a layer's input gradients that must be added, not written
+  // With reuse: views into shared slots, assigned once per forward/backward (no allocation).
+  bool reuse = true;
+  BufferPlan grad_plan, act_plan;  // gradients in backward; activations in inference forwards
+  std::vector<Tensor> grad_slots, act_slots;
+  std::vector<Tensor> out_view, grad_view;
+  std::vector<Tensor*> cur_out, cur_grad;  // by node: the buffers this step uses
+  bool training = true;
+  bool acts_reused = false;       // the last forward reused activations: backward cannot run
   const Tensor* input = nullptr;  // forward's x, needed again by backward
   std::string backward_layer;     // the layer whose backward ran last (backward_layer())
 
   Impl(const ModelSpec& s, Backend& b) : spec(s), be(b), nodes(build_model(s, b)) {
-    for (size_t i = 0; i < nodes.size(); ++i) {
+    const size_t count = nodes.size();
+    for (size_t i = 0; i < count; ++i) {
       out.emplace_back(be, Shape{0, 0, 0, 0});
       grad.emplace_back(be, Shape{0, 0, 0, 0});
+      out_view.emplace_back();
+      grad_view.emplace_back();
+      chw.push_back(batch_shape(i, 1).size());
     }
+    cur_out.assign(count, nullptr);
+    cur_grad.assign(count, nullptr);
+    plan();
   }
   Shape batch_shape(size_t node, int n) const {
     Shape s = nodes[node].shape;
     s.n = n;
     return s;
   }
-  const Tensor& value(int node) const { return node == 0 ? *input : out[size_t(node)]; }
+  const Tensor& value(int node) const { return node == 0 ? *input : *cur_out[size_t(node)]; }
+
+  // The two liveness plans. Backward step k runs node last-k; a node's gradient is written by its
+  // first consumer's backward (the highest-numbered one) and read last by its own. In an inference
+  // forward, step i runs node i; its output is read last by its highest-numbered consumer; the
+  // net's output outlives the step.
+  void plan() {
+    const size_t last = nodes.size() - 1;
+    reached.assign(nodes.size(), false);
+    reached[last] = true;
+    std::vector<int> last_reader(nodes.size(), -1);
+    for (size_t i = last; i >= 1; --i)
+      for (int j : nodes[i].inputs) {
+        last_reader[size_t(j)] = std::max(last_reader[size_t(j)], int(i));
+        if (reached[i] && j != 0) reached[size_t(j)] = true;
+      }
+    std::vector<Lifetime> grads(nodes.size()), acts(nodes.size());
+    for (size_t j = 1; j < last; ++j) {
+      int first_consumer = -1;
+      for (size_t i = j + 1; i <= last; ++i)
+        if (reached[i])
+          for (int k : nodes[i].inputs)
+            if (size_t(k) == j) first_consumer = std::max(first_consumer, int(i));
+      if (reached[j] && first_consumer > 0) grads[j] = Lifetime{chw[j], int(last) - first_consumer, int(last - j)};
+    }
+    for (size_t i = 1; i <= last; ++i)
+      acts[i] = Lifetime{chw[i], int(i), i == last ? int(last) + 1 : std::max(last_reader[i], int(i))};
+    grad_plan = plan_buffers(grads);
+    act_plan = plan_buffers(acts);
+    grad_slots.clear();
+    act_slots.clear();
+    for (size_t k = 0; k < grad_plan.slot_floats.size(); ++k) grad_slots.emplace_back(be, Shape{0, 0, 0, 0});
+    for (size_t k = 0; k < act_plan.slot_floats.size(); ++k) act_slots.emplace_back(be, Shape{0, 0, 0, 0});
+  }
+
+  // Views of `slots` (grown for batch n) for each node `plan` gives a slot.
+  void bind(const BufferPlan& p, std::vector<Tensor>& slots, std::vector<Tensor>& views, std::vector<Tensor*>& cur,
+            int n) {
+    for (size_t k = 0; k < slots.size(); ++k) slots[k].reshape(Shape{n, int(p.slot_floats[k]), 1, 1});
+    for (size_t i = 1; i < nodes.size(); ++i) {
+      const int s = p.slot[i];
+      if (s < 0) continue;
+      views[i] = Tensor::view(be, batch_shape(i, n), slots[size_t(s)].data());
+      cur[i] = &views[i];
+    }
+  }
+
+  // The scratch buffers' floats per sample: the k-th holds the k-th extra contribution of a step.
+  std::vector<int64_t> scratch_floats() const {
+    std::vector<int64_t> sizes;
+    std::vector<bool> written(nodes.size(), false);
+    for (size_t i = nodes.size() - 1; i >= 1; --i) {
+      if (!reached[i]) continue;
+      size_t extra = 0;
+      for (int j : nodes[i].inputs) {
+        if (j == 0) continue;
+        if (!written[size_t(j)]) {
+          written[size_t(j)] = true;
+          continue;
+        }
+        if (sizes.size() <= extra) sizes.push_back(0);
+        sizes[extra] = std::max(sizes[extra], chw[size_t(j)]);
+        ++extra;
+      }
+    }
+    return sizes;
+  }
 };
 
 Net::Net(const ModelSpec& spec, Backend& backend) : impl_(std::make_unique<Impl>(spec, backend)) {}
@@ -53,24 +143,36 @@ const Tensor& Net::forward(const Tensor& x) {
     throw Error("model '" + m.spec.name + "' expects input (N, " + std::to_string(want.c) + ", " +
                 std::to_string(want.h) + ", " + std::to_string(want.w) + "), got " + got.str());
   m.input = &x;
+  m.acts_reused = m.reuse && !m.training;
+  if (m.acts_reused) {
+    m.bind(m.act_plan, m.act_slots, m.out_view, m.cur_out, got.n);
+  } else {
+    for (size_t i = 1; i < m.nodes.size(); ++i) {
+      m.out[i].reshape(m.batch_shape(i, got.n));
+      m.cur_out[i] = &m.out[i];
+    }
+  }
   std::vector<const Tensor*> in;
   for (size_t i = 1; i < m.nodes.size(); ++i) {
     in.clear();
     for (int j : m.nodes[i].inputs) in.push_back(&m.value(j));
-    m.out[i].reshape(m.batch_shape(i, got.n));
-    m.nodes[i].layer->forward(m.be, in, m.out[i]);
+    m.nodes[i].layer->forward(m.be, in, *m.cur_out[i]);
   }
-  return m.out.back();
+  return *m.cur_out.back();
 }
 
 void Net::backward(const Tensor& d_out, const std::function<void(const std::vector<Param>&)>& layer_done) {
   Impl& m = *impl_;
   if (!m.input) throw Error("Net::backward called before forward");
+  if (m.acts_reused)
+    throw Error("Net::backward after an inference-mode forward (its activations were reused; set the net to "
+                "training)");
   const int n = m.input->shape().n;
   const size_t last = m.nodes.size() - 1;
   if (d_out.shape() != m.batch_shape(last, n))
     throw Error("Net::backward: gradient shape " + d_out.shape().str() + " does not match output " +
                 m.batch_shape(last, n).str());
+  if (m.reuse) m.bind(m.grad_plan, m.grad_slots, m.grad_view, m.cur_grad, n);
 
   // written[j]: grad[j] already holds one consumer's contribution, so the next one accumulates.
   std::vector<bool> written(m.nodes.size(), false);
@@ -78,8 +180,8 @@ void Net::backward(const Tensor& d_out, const std::function<void(const std::vect
   std::vector<Tensor*> din;
   for (size_t i = last; i >= 1; --i) {
     const Node& node = m.nodes[i];
-    if (i != last && !written[i]) continue;  // nothing downstream reads this node
-    const Tensor& dy = i == last ? d_out : m.grad[i];
+    if (!m.reached[i]) continue;  // nothing downstream reads this node
+    const Tensor& dy = i == last ? d_out : *m.cur_grad[i];
     in.clear();
     din.clear();
     std::vector<std::pair<Tensor*, int>> to_add;  // (scratch, node) pairs to accumulate after
@@ -89,8 +191,11 @@ void Net::backward(const Tensor& d_out, const std::function<void(const std::vect
       if (j == 0) {
         din.push_back(nullptr);  // nobody needs the gradient w.r.t. the data
       } else if (!written[size_t(j)]) {
-        m.grad[size_t(j)].reshape(m.batch_shape(size_t(j), n));
-        din.push_back(&m.grad[size_t(j)]);
+        if (!m.reuse) {
+          m.grad[size_t(j)].reshape(m.batch_shape(size_t(j), n));
+          m.cur_grad[size_t(j)] = &m.grad[size_t(j)];
+        }
+        din.push_back(m.cur_grad[size_t(j)]);
         written[size_t(j)] = true;
       } else {
         while (m.scratch.size() <= to_add.size()) m.scratch.emplace_back(m.be, Shape{0, 0, 0, 0});
@@ -100,12 +205,38 @@ void Net::backward(const Tensor& d_out, const std::function<void(const std::vect
         to_add.emplace_back(&s, j);
       }
     }
-    node.layer->backward(m.be, in, m.out[i], dy, din);
-    for (auto& [s, j] : to_add) m.be.accumulate(s->size(), s->data(), m.grad[size_t(j)].data());
+    node.layer->backward(m.be, in, *m.cur_out[i], dy, din);
+    for (auto& [s, j] : to_add) m.be.accumulate(s->size(), s->data(), m.cur_grad[size_t(j)]->data());
     m.backward_layer = node.layer->name();
     if (layer_done) layer_done(node.layer->params());
   }
+  // Layers whose output no loss reads (InceptionV3's auxiliary head): zero gradients, so every
+  // parameter gradient is still overwritten and reported.
+  for (size_t i = last; i >= 1; --i) {
+    if (m.reached[i]) continue;
+    std::vector<Param> ps = m.nodes[i].layer->params();
+    if (ps.empty()) continue;
+    for (Param& p : ps) m.be.fill(p.grad->data(), p.grad->size(), 0.0f);
+    m.backward_layer = m.nodes[i].layer->name();
+    if (layer_done) layer_done(ps);
+  }
 }
+
+int64_t Net::activation_bytes(int n) const {
+  const Impl& m = *impl_;
+  int64_t floats = 0;
+  for (size_t i = 1; i < m.nodes.size(); ++i) floats += m.chw[i];  // training keeps every activation
+  if (m.reuse) {
+    floats += m.grad_plan.total_floats();
+  } else {
+    for (size_t j = 1; j + 1 < m.nodes.size(); ++j)
+      if (m.grad_plan.slot[j] >= 0) floats += m.chw[j];
+  }
+  for (int64_t f : m.scratch_floats()) floats += f;
+  return floats * int64_t(n) * int64_t(sizeof(float));
+}
+
+void Net::set_memory_reuse(bool on) { impl_->reuse = on; }
 
 const std::string& Net::backward_layer() const { return impl_->backward_layer; }
 
@@ -126,6 +257,7 @@ std::vector<Param> Net::buffers() {
 }
 
 void Net::set_mode(const ForwardMode& mode) {
+  impl_->training = mode.training;
   for (Node& n : impl_->nodes)
     if (n.layer) n.layer->set_mode(mode);
 }
@@ -141,25 +273,43 @@ int64_t Net::parameter_count() const {
 
 std::string Net::summary() const {
   const Impl& m = *impl_;
+  // Column widths fit the longest name and type (ResNet101's conv4_block23_3_conv,
+  // GlobalAveragePooling2D), never narrower than the classic 20/15.
+  size_t name_w = 20, type_w = 15;
+  for (size_t i = 1; i < m.nodes.size(); ++i) {
+    name_w = std::max(name_w, m.nodes[i].layer->name().size());
+    type_w = std::max(type_w, m.nodes[i].layer->type().size());
+  }
   std::ostringstream os;
-  char line[256];
-  std::snprintf(line, sizeof line, "%-20s %-15s %-20s %10s  %s\n", "Layer", "Type", "Output shape", "Params",
-                "Inputs");
+  char line[512];
+  std::snprintf(line, sizeof line, "%-*s %-*s %-20s %10s  %s\n", int(name_w), "Layer", int(type_w), "Type",
+                "Output shape", "Params", "Inputs");
   os << "Model '" << m.spec.name << "'\n" << line;
   auto chw = [](const Shape& s) {
     return "(" + std::to_string(s.c) + ", " + std::to_string(s.h) + ", " + std::to_string(s.w) + ")";
   };
-  std::snprintf(line, sizeof line, "%-20s %-15s %-20s %10d\n", "input", "Input", chw(m.nodes[0].shape).c_str(), 0);
+  std::snprintf(line, sizeof line, "%-*s %-*s %-20s %10d\n", int(name_w), "input", int(type_w), "Input",
+                chw(m.nodes[0].shape).c_str(), 0);
   os << line;
+  int64_t buffer_floats = 0;
   for (size_t i = 1; i < m.nodes.size(); ++i) {
     const Node& n = m.nodes[i];
     std::string inputs;
     for (int j : n.inputs) inputs += (inputs.empty() ? "" : ", ") + (j == 0 ? std::string("input") : m.nodes[size_t(j)].layer->name());
-    std::snprintf(line, sizeof line, "%-20s %-15s %-20s %10lld  %s\n", n.layer->name().c_str(), n.layer->type().c_str(),
-                  chw(n.shape).c_str(), static_cast<long long>(n.layer->parameter_count()), inputs.c_str());
-    os << line;
+    std::snprintf(line, sizeof line, "%-*s %-*s %-20s %10lld  ", int(name_w), n.layer->name().c_str(), int(type_w),
+                  n.layer->type().c_str(), chw(n.shape).c_str(), static_cast<long long>(n.layer->parameter_count()));
+    os << line << inputs << "\n";
+    for (const Param& b : n.layer->buffers()) buffer_floats += b.value->size();
   }
   os << "Total params: " << parameter_count() << "\n";
+  if (buffer_floats > 0)
+    os << "Non-trainable state (batch norm moving mean and variance): " << buffer_floats
+       << "; with it (Keras' total): " << parameter_count() + buffer_floats << "\n";
+  if (is_image_classifier(m.spec.name)) {
+    os << "Output: logits over " << m.spec.classes << " classes (softmax cross-entropy)"
+       << (m.spec.aux_head ? "; the auxiliary head's logits are computed but read by no loss" : "") << ".\n";
+    return os.str();
+  }
   const LossKind loss = parse_loss(m.spec.loss, "model spec");
   if (loss == LossKind::kBernoulliGamma)
     os << "Output channels (Bernoulli-Gamma): 0 = p (rain probability), 1 = log(alpha), 2 = log(beta); "

@@ -14,7 +14,7 @@ namespace ds::model {
 
 // What is needed to rebuild a network: stored in checkpoints as JSON so `predict` needs no config.
 struct ModelSpec {
-  std::string name = "demo";     // demo | mnn | deepesd
+  std::string name = "demo";     // demo | mnn | deepesd | resnet50 | resnet101 | inception_v3
   int in_channels = 0, in_h = 0, in_w = 0;
   std::vector<int> filters;      // demo only: conv widths (see models.cpp)
   std::string loss = "bernoulli_gamma";  // the head matches it: bernoulli_gamma | gaussian | mse (loss.h)
@@ -22,6 +22,11 @@ struct ModelSpec {
   // dense heads have one output per land point. Stored as run lengths in the JSON.
   int out_h = 0, out_w = 0;
   std::vector<uint8_t> land_mask;
+  // The image classifiers (resnet50, resnet101, inception_v3; model/imagenet_models.h) end in
+  // logits over `classes` (N, classes, 1, 1); `loss` does not apply to them. aux_head: InceptionV3's
+  // auxiliary classifier after mixed7 (computed in forward, its output read by no loss).
+  int classes = 1000;
+  bool aux_head = false;
   std::string to_json() const;
   static ModelSpec from_json(const std::string& json);  // throws ds::InputError on bad JSON
 };
@@ -65,6 +70,13 @@ class Net {
   void set_mode(const ForwardMode& mode);
   Shape output_shape(int n) const;
   int64_t parameter_count() const;
+  // Bytes of the activations and gradient buffers a training step at batch n holds, after the
+  // memory reuse (or without it, when switched off): what the benchmark prints as its footprint.
+  // Parameters, optimizer state and layers' own workspaces are not included.
+  int64_t activation_bytes(int n) const;
+  // On by default: gradients (and, in inference, activations) share buffers by liveness. Off
+  // gives one buffer a node, as before; the results are the same bit for bit.
+  void set_memory_reuse(bool on);
   std::string summary() const;  // layers, output shapes and parameter counts, Keras-style
   const ModelSpec& spec() const;
 

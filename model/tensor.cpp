@@ -18,8 +18,19 @@ Tensor::Tensor(Backend& backend, Shape shape) : backend_(&backend) {
   backend_->fill(data_, size(), 0.0f);
 }
 
+Tensor Tensor::view(Backend& backend, Shape shape, float* data) {
+  Tensor t;
+  t.backend_ = &backend;
+  t.shape_ = shape;
+  t.data_ = data;
+  t.capacity_ = shape.size();
+  t.owns_ = false;
+  return t;
+}
+
 Tensor::Tensor(Tensor&& o) noexcept
-    : backend_(o.backend_), shape_(o.shape_), data_(o.data_), capacity_(o.capacity_) {
+    : backend_(o.backend_), shape_(o.shape_), data_(o.data_), capacity_(o.capacity_), owns_(o.owns_) {
+  o.owns_ = true;
   o.data_ = nullptr;
   o.capacity_ = 0;
   o.shape_ = Shape{};
@@ -27,11 +38,13 @@ Tensor::Tensor(Tensor&& o) noexcept
 
 Tensor& Tensor::operator=(Tensor&& o) noexcept {
   if (this != &o) {
-    if (data_) backend_->release(data_);
+    if (data_ && owns_) backend_->release(data_);
     backend_ = o.backend_;
     shape_ = o.shape_;
     data_ = o.data_;
     capacity_ = o.capacity_;
+    owns_ = o.owns_;
+    o.owns_ = true;
     o.data_ = nullptr;
     o.capacity_ = 0;
     o.shape_ = Shape{};
@@ -40,7 +53,7 @@ Tensor& Tensor::operator=(Tensor&& o) noexcept {
 }
 
 Tensor::~Tensor() {
-  if (data_) backend_->release(data_);
+  if (data_ && owns_) backend_->release(data_);
 }
 
 void Tensor::reshape(Shape shape) {
@@ -49,6 +62,7 @@ void Tensor::reshape(Shape shape) {
   // Growing only: the last, smaller batch of an epoch reuses the big buffer instead of
   // reallocating twice per epoch. Contents are not preserved (every op overwrites its output).
   if (shape.size() > capacity_) {
+    if (!owns_) throw Error("a tensor view cannot grow to " + shape.str());
     if (data_) backend_->release(data_);
     data_ = nullptr;
     capacity_ = 0;

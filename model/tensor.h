@@ -21,6 +21,9 @@ class Tensor {
  public:
   Tensor() = default;
   Tensor(Backend& backend, Shape shape);  // zero-filled
+  // A tensor that borrows `data` (at least shape.size() floats another tensor owns) and never
+  // frees it: the Net's reused activation and gradient buffers (net.cpp). It cannot grow.
+  static Tensor view(Backend& backend, Shape shape, float* data);
   Tensor(Tensor&& o) noexcept;
   Tensor& operator=(Tensor&& o) noexcept;
   Tensor(const Tensor&) = delete;
@@ -44,6 +47,7 @@ class Tensor {
   Shape shape_;
   float* data_ = nullptr;
   int64_t capacity_ = 0;
+  bool owns_ = true;  // false for a view
 };
 
 }  // namespace ds::model

@@ -3,10 +3,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "model/bernoulli_gamma_point.h"
 #include "model/loss_point_valid.h"
 #include "model/cpu/dnnl_backend.h"
+#include "model/kernels/softmax_cross_entropy.h"
 
 namespace ds::model {
 
@@ -104,6 +106,21 @@ void DnnlBackend::adam_update(int64_t n, float* w, const float* g, float* m, flo
     v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
     w[i] -= lr_t * m[i] / (std::sqrt(v[i]) + eps);
   }
+}
+
+}  // namespace ds::model
+
+namespace ds::model {
+
+double DnnlBackend::softmax_cross_entropy(int n, int k, const float* logits, const float* labels, float* dlogits) {
+  // Per-row losses first, summed in row order after: the same total for any thread count.
+  std::vector<double> row(size_t(n > 0 ? n : 0));
+  const float grad_scale = n > 0 ? 1.0f / float(n) : 0.0f;
+#pragma omp parallel for schedule(static)
+  for (int r = 0; r < n; ++r)
+    row[size_t(r)] = kernels::softmax_cross_entropy_row(k, logits + int64_t(r) * k, labels[r], grad_scale,
+                                                        dlogits ? dlogits + int64_t(r) * k : nullptr);
+  return softmax_cross_entropy_mean(row.data(), n, k);
 }
 
 }  // namespace ds::model

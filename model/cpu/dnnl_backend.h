@@ -85,6 +85,7 @@ class DnnlBackend : public Backend {
   double gaussian_nll_sum(const Shape& out_shape, const float* out, const float* y, const float* mask,
                           float* d_out) override;
   void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr, float momentum) override;
+  double softmax_cross_entropy(int n, int k, const float* logits, const float* labels, float* dlogits) override;
 
  private:
   // Primitives are built once per geometry and reused: building one costs far more than running
@@ -129,7 +130,7 @@ class DnnlBackend : public Backend {
   struct BatchNormPrims;
   BatchNormPrims& batch_norm_prims(const Shape& s, float eps);
   std::map<std::tuple<int, int, int, bool>, std::shared_ptr<DensePrims>> dense_cache_;  // + bf16_
-  std::map<std::tuple<int, int, int, int, int, int, int>, std::shared_ptr<PoolPrims>> pool_cache_;
+  std::map<std::tuple<int, int, int, int, int, int, int, int, int, int, int>, std::shared_ptr<PoolPrims>> pool_cache_;
   std::map<std::tuple<int, int, int, int, float>, std::shared_ptr<BatchNormPrims>> batch_norm_cache_;
 };
 

@@ -29,17 +29,20 @@ struct DnnlBackend::PoolPrims {
 };
 
 DnnlBackend::PoolPrims& DnnlBackend::pool_prims(const PoolDesc& d) {
-  const auto key = std::make_tuple(d.in.n, d.in.c, d.in.h, d.in.w, d.k, d.stride, int(d.kind));
+  const auto key = std::make_tuple(d.in.n, d.in.c, d.in.h, d.in.w, d.k, d.stride, int(d.kind), d.pad_top,
+                                   d.pad_bottom, d.pad_left, d.pad_right);
   auto it = pool_cache_.find(key);
   if (it != pool_cache_.end()) return *it->second;
   const Shape o = d.out();
   const memory::desc src = nchw(d.in), dst = nchw(o);
-  // Average over the window's k*k inputs: with 'valid' windows there is no padding to exclude.
+  // Padded cells: oneDNN's max never picks them, and avg_exclude_padding divides by the window's
+  // real cells only: Keras/TF semantics (model/kernels/pooling.h, which the tests compare with).
   const algorithm alg = d.kind == PoolKind::kMax ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding;
-  const memory::dims strides{d.stride, d.stride}, kernel{d.k, d.k}, pad{0, 0};
-  dnnl::pooling_forward::desc fd(prop_kind::forward_training, alg, src, dst, strides, kernel, pad, pad);
+  const memory::dims strides{d.stride, d.stride}, kernel{d.k, d.k}, pad_l{d.pad_top, d.pad_left},
+      pad_r{d.pad_bottom, d.pad_right};
+  dnnl::pooling_forward::desc fd(prop_kind::forward_training, alg, src, dst, strides, kernel, pad_l, pad_r);
   dnnl::pooling_forward::primitive_desc fpd(fd, engine_);
-  dnnl::pooling_backward::desc bd(alg, src, dst, strides, kernel, pad, pad);
+  dnnl::pooling_backward::desc bd(alg, src, dst, strides, kernel, pad_l, pad_r);
   dnnl::pooling_backward::primitive_desc bpd(bd, engine_, fpd);
   auto p = std::make_shared<PoolPrims>(PoolPrims{src, dst, dnnl::pooling_forward(fpd), dnnl::pooling_backward(bpd),
                                                  memory(fpd.workspace_desc(), engine_), memory(dst, engine_)});

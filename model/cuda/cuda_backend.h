@@ -90,6 +90,7 @@ class CudaBackend : public Backend {
   double gaussian_nll_sum(const Shape& out_shape, const float* out, const float* y, const float* mask,
                           float* d_out) override;
   void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr, float momentum) override;
+  double softmax_cross_entropy(int n, int k, const float* logits, const float* labels, float* dlogits) override;
 
   // cuda_dataflow.cu: the training set on the GPU and the loss without a per-step wait.
   int64_t free_bytes() override;

@@ -2,6 +2,8 @@
 // SGD: cuBLAS for the dense layer, grid-stride kernels for the rest (see cuda_kernels.cu). Batch
 // norm's per-channel sums are one block per channel reducing in double, so they do not depend on
 // the launch geometry; pooling backward gathers per input pixel (no atomics, fixed order).
+#include <vector>
+
 #include "model/cuda/cuda_backend.h"
 #include "model/cuda/cuda_check.h"
 #include "model/cuda/grid_stride.h"
@@ -12,6 +14,7 @@
 #include "model/kernels/optimizer.h"
 #include "model/kernels/points.h"
 #include "model/kernels/pooling.h"
+#include "model/kernels/softmax_cross_entropy.h"
 
 namespace ds::model {
 
@@ -49,14 +52,22 @@ __global__ void bias_grad_kernel(int n, int out, const float* dy, float* db) {
 }
 
 // --- pooling (bodies in model/kernels/pooling.h) ---
-__global__ void pool_forward_kernel(int64_t total, int h, int w, int out_h, int out_w, int k, int stride, bool max,
-                                    const float* x, float* y) {
-  DS_GRID_STRIDE(i, total) pool_forward_at(i, h, w, out_h, out_w, k, stride, max, x, y);
+__global__ void pool_forward_kernel(int64_t total, int h, int w, int out_h, int out_w, int k, int stride,
+                                    int pad_top, int pad_left, bool max, const float* x, float* y) {
+  DS_GRID_STRIDE(i, total) pool_forward_at(i, h, w, out_h, out_w, k, stride, pad_top, pad_left, max, x, y);
 }
 
-__global__ void pool_backward_kernel(int64_t total, int h, int w, int out_h, int out_w, int k, int stride, bool max,
-                                     const float* x, const float* dy, float* dx) {
-  DS_GRID_STRIDE(i, total) pool_backward_at(i, h, w, out_h, out_w, k, stride, max, x, dy, dx);
+__global__ void pool_backward_kernel(int64_t total, int h, int w, int out_h, int out_w, int k, int stride,
+                                     int pad_top, int pad_left, bool max, const float* x, const float* dy, float* dx) {
+  DS_GRID_STRIDE(i, total) pool_backward_at(i, h, w, out_h, out_w, k, stride, pad_top, pad_left, max, x, dy, dx);
+}
+
+// --- softmax cross-entropy: one thread per row (k = 1000 classes is ~3k flops a row; the batch
+// has tens of rows, next to a network's billions this is noise), summed on the host in row order.
+__global__ void softmax_cross_entropy_kernel(int n, int k, const float* z, const float* labels, float grad_scale,
+                                             float* dz, double* row_loss) {
+  DS_GRID_STRIDE(r, n)
+  row_loss[r] = softmax_cross_entropy_row(k, z + r * k, labels[r], grad_scale, dz ? dz + r * k : nullptr);
 }
 
 // --- batch norm: one block per channel over its m = N*H*W elements ---
@@ -220,7 +231,8 @@ void CudaBackend::pool2d_forward(const PoolDesc& d, const float* x, float* y) {
   const int64_t total = o.size();
   if (total == 0) return;
   pool_forward_kernel<<<blocks_for(total), kThreads, 0, stream_>>>(total, d.in.h, d.in.w, o.h, o.w, d.k, d.stride,
-                                                                   d.kind == PoolKind::kMax, x, y);
+                                                                   d.pad_top, d.pad_left, d.kind == PoolKind::kMax,
+                                                                   x, y);
   DS_CUDA_LAUNCHED();
 }
 
@@ -229,7 +241,8 @@ void CudaBackend::pool2d_backward(const PoolDesc& d, const float* x, const float
   const int64_t total = d.in.size();
   if (total == 0) return;
   pool_backward_kernel<<<blocks_for(total), kThreads, 0, stream_>>>(total, d.in.h, d.in.w, o.h, o.w, d.k, d.stride,
-                                                                    d.kind == PoolKind::kMax, x, dy, dx);
+                                                                    d.pad_top, d.pad_left, d.kind == PoolKind::kMax,
+                                                                    x, dy, dx);
   DS_CUDA_LAUNCHED();
 }
 
@@ -333,6 +346,18 @@ void CudaBackend::sgd_momentum_update(int64_t n, float* w, const float* g, float
   if (n == 0) return;
   sgd_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, w, g, v, lr, momentum);
   DS_CUDA_LAUNCHED();
+}
+
+double CudaBackend::softmax_cross_entropy(int n, int k, const float* logits, const float* labels, float* dlogits) {
+  if (n <= 0) return 0.0;
+  double* row = static_cast<double*>(workspace(size_t(n) * sizeof(double)));
+  softmax_cross_entropy_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, k, logits, labels, 1.0f / float(n),
+                                                                        dlogits, row);
+  DS_CUDA_LAUNCHED();
+  std::vector<double> host(size_t(n));
+  DS_CUDA(cudaMemcpyAsync(host.data(), row, size_t(n) * sizeof(double), cudaMemcpyDeviceToHost, stream_));
+  DS_CUDA(cudaStreamSynchronize(stream_));
+  return softmax_cross_entropy_mean(host.data(), n, k);
 }
 
 }  // namespace ds::model

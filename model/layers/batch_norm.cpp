@@ -4,11 +4,14 @@
 
 namespace ds::model {
 
-BatchNorm::BatchNorm(std::string name, Backend& be, int channels, float momentum, float eps)
+BatchNorm::BatchNorm(std::string name, Backend& be, int channels, float momentum, float eps, bool scale,
+                     bool center)
     : Layer(std::move(name)),
       channels_(channels),
       momentum_(momentum),
       eps_(eps),
+      scale_(scale),
+      center_(center),
       gamma_(be, Shape{1, channels, 1, 1}),
       beta_(be, Shape{1, channels, 1, 1}),
       dgamma_(be, Shape{1, channels, 1, 1}),
@@ -64,15 +67,22 @@ void BatchNorm::backward(Backend& be, const std::vector<const Tensor*>& in, cons
                          batch_var_.data(), eps_, dx->data(), dgamma_.data(), dbeta_.data());
 }
 
+// Without scale (center) gamma (beta) keeps its constant 1 (0): the backends still read it and
+// write its gradient, but no optimizer sees it, so it never moves.
 std::vector<Param> BatchNorm::params() {
-  return {{name() + "/gamma", &gamma_, &dgamma_}, {name() + "/beta", &beta_, &dbeta_}};
+  std::vector<Param> p;
+  if (scale_) p.push_back({name() + "/gamma", &gamma_, &dgamma_});
+  if (center_) p.push_back({name() + "/beta", &beta_, &dbeta_});
+  return p;
 }
 
 std::vector<Param> BatchNorm::buffers() {
   return {{name() + "/running_mean", &running_mean_, nullptr}, {name() + "/running_var", &running_var_, nullptr}};
 }
 
-int64_t BatchNorm::parameter_count() const { return gamma_.size() + beta_.size(); }
+int64_t BatchNorm::parameter_count() const {
+  return (scale_ ? gamma_.size() : 0) + (center_ ? beta_.size() : 0);
+}
 
 void BatchNorm::init(std::mt19937_64& /*rng*/) {
   // Keras' initializers are constants: nothing to draw, but init() must reset a reused layer.

@@ -6,22 +6,40 @@
 
 namespace ds::model {
 
+namespace {
+Conv2DOptions legacy_options(Padding padding, int glorot_fan_out_channels, bool relu) {
+  Conv2DOptions o;
+  o.padding = padding;
+  o.glorot_fan_out_channels = glorot_fan_out_channels;
+  o.relu = relu;
+  return o;
+}
+}  // namespace
+
 Conv2D::Conv2D(std::string name, Backend& be, int in_c, int out_c, int kh, int kw, Padding padding,
                int glorot_fan_out_channels, bool relu)
+    : Conv2D(std::move(name), be, in_c, out_c, kh, kw, legacy_options(padding, glorot_fan_out_channels, relu)) {}
+
+Conv2D::Conv2D(std::string name, Backend& be, int in_c, int out_c, int kh, int kw, const Conv2DOptions& opt)
     : Layer(std::move(name)),
       in_c_(in_c),
       out_c_(out_c),
       kh_(kh),
       kw_(kw),
-      padding_(padding),
-      fan_out_c_(glorot_fan_out_channels > 0 ? glorot_fan_out_channels : out_c),
-      relu_(relu),
+      opt_(opt),
+      fan_out_c_(opt.glorot_fan_out_channels > 0 ? opt.glorot_fan_out_channels : out_c),
+      relu_(opt.relu),
       w_(be, Shape{out_c, in_c, kh, kw}),
-      b_(be, Shape{1, out_c, 1, 1}),
       dw_(be, Shape{out_c, in_c, kh, kw}),
-      db_(be, Shape{1, out_c, 1, 1}),
       d_pre_(be, Shape{1, 1, 1, 1}) {
   if (in_c < 1 || out_c < 1 || kh < 1 || kw < 1) throw Error("layer " + this->name() + ": bad conv geometry");
+  if (opt.stride < 1) throw Error("layer " + this->name() + ": conv stride must be >= 1");
+  if (opt.padding == Padding::kExplicit && opt.pad < 0)
+    throw Error("layer " + this->name() + ": negative explicit padding");
+  if (opt.bias) {
+    b_ = Tensor(be, Shape{1, out_c, 1, 1});
+    db_ = Tensor(be, Shape{1, out_c, 1, 1});
+  }
 }
 
 ConvDesc Conv2D::desc(const Shape& in) const {
@@ -30,11 +48,9 @@ ConvDesc Conv2D::desc(const Shape& in) const {
   d.out_c = out_c_;
   d.kh = kh_;
   d.kw = kw_;
-  d.stride = 1;
-  if (padding_ == Padding::kSame) {
-    same_padding(kh_, d.pad_top, d.pad_bottom);
-    same_padding(kw_, d.pad_left, d.pad_right);
-  }
+  d.stride = opt_.stride;
+  resolve_padding(opt_.padding, opt_.pad, in.h, kh_, opt_.stride, d.pad_top, d.pad_bottom);
+  resolve_padding(opt_.padding, opt_.pad, in.w, kw_, opt_.stride, d.pad_left, d.pad_right);
   return d;
 }
 
@@ -66,9 +82,12 @@ void Conv2D::backward(Backend& be, const std::vector<const Tensor*>& in, const T
   if (din[0]) be.conv2d_backward_data(d, dy, w_.data(), din[0]->data());
 }
 
-std::vector<Param> Conv2D::params() { return {{name() + "/W", &w_, &dw_}, {name() + "/b", &b_, &db_}}; }
+std::vector<Param> Conv2D::params() {
+  if (!opt_.bias) return {{name() + "/W", &w_, &dw_}};
+  return {{name() + "/W", &w_, &dw_}, {name() + "/b", &b_, &db_}};
+}
 
-int64_t Conv2D::parameter_count() const { return w_.size() + b_.size(); }
+int64_t Conv2D::parameter_count() const { return w_.size() + b_.size(); }  // b_ is empty without a bias
 
 void Conv2D::init(std::mt19937_64& rng) {
   // Keras' glorot_uniform: U(-limit, limit), limit = sqrt(6 / (fan_in + fan_out)), with the
@@ -83,8 +102,10 @@ void Conv2D::init(std::mt19937_64& rng) {
     v = float((2.0 * u - 1.0) * limit);
   }
   w_.upload(host.data());
-  std::vector<float> zeros(size_t(b_.size()), 0.0f);
-  b_.upload(zeros.data());
+  if (opt_.bias) {
+    std::vector<float> zeros(size_t(b_.size()), 0.0f);
+    b_.upload(zeros.data());
+  }
 }
 
 }  // namespace ds::model

@@ -1,11 +1,21 @@
-// 2-D convolution, stride 1, with bias: Keras Conv2D with padding 'same' or 'valid'.
-// Weights OIHW (out, in, kh, kw); bias (out).
+// 2-D convolution: Keras Conv2D (padding 'same' or 'valid', any stride, bias optional) or
+// PyTorch's Conv2d (explicit padding). Weights OIHW (out, in, kh, kw), kernels may be non-square
+// (Inception's 1x7 / 7x1); bias (out) when there is one.
 #pragma once
 #include "model/layers/layer.h"
+#include "model/layers/padding.h"
 
 namespace ds::model {
 
-enum class Padding { kSame, kValid };
+struct Conv2DOptions {
+  int stride = 1;
+  Padding padding = Padding::kSame;  // kSame: TensorFlow's rule for any stride (total
+                                     // max((ceil(in/s)-1)*s + k - in, 0), smaller half top/left)
+  int pad = 0;                       // kExplicit: this many rows/cols on every side
+  bool bias = true;                  // false: no bias tensor (a batch norm follows), no db
+  bool relu = false;                 // fused ReLU, as below
+  int glorot_fan_out_channels = 0;   // as below
+};
 
 class Conv2D : public Layer {
  public:
@@ -16,6 +26,7 @@ class Conv2D : public Layer {
   // dout with the output, relu'(x) = [y > 0]): one pass and one activation tensor less.
   Conv2D(std::string name, Backend& be, int in_c, int out_c, int kh, int kw, Padding padding,
          int glorot_fan_out_channels = 0, bool relu = false);
+  Conv2D(std::string name, Backend& be, int in_c, int out_c, int kh, int kw, const Conv2DOptions& opt);
   std::string type() const override { return relu_ ? "Conv2D+ReLU" : "Conv2D"; }
   Shape output_shape(const std::vector<Shape>& in) const override;
   void forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) override;
@@ -26,14 +37,14 @@ class Conv2D : public Layer {
   void init(std::mt19937_64& rng) override;
 
   Tensor& weights() { return w_; }
-  Tensor& bias() { return b_; }
+  Tensor& bias() { return b_; }  // empty (size 0) without a bias
   Tensor& weights_grad() { return dw_; }
   Tensor& bias_grad() { return db_; }
   ConvDesc desc(const Shape& in) const;
 
  private:
   int in_c_, out_c_, kh_, kw_;
-  Padding padding_;
+  Conv2DOptions opt_;
   int fan_out_c_;
   bool relu_;
   Tensor w_, b_, dw_, db_;

@@ -15,6 +15,9 @@
 #include <limits>
 
 #include "model/adam.h"
+#include "model/layers/add.h"
+#include "model/layers/batch_norm.h"
+#include "model/layers/global_average_pool.h"
 #include "model/sgd.h"
 #include "model/loss.h"
 #include "model/net.h"
@@ -682,6 +685,159 @@ TEST_F(ModelCuda, ConvBiasReluForward) {
     cpu_->conv2d_relu_forward(d, x.cpu.data(), w.cpu.data(), b.cpu.data(), y.cpu.data());
     gpu_->conv2d_relu_forward(d, x.gpu.data(), w.gpu.data(), b.gpu.data(), y.gpu.data());
     expect_close(y, 1e-3, "conv+bias+relu " + std::to_string(k) + "x" + std::to_string(k));
+  }
+}
+
+// --- the benchmark nets' ops (issue 15): strided, bias-free, non-square convolutions; padded
+// pooling; softmax cross-entropy; the Add, GlobalAveragePool and flagged BatchNorm layers ---
+
+// Stride 2 with TF 'same' (asymmetric: cuDNN's explicit-pad copy path) and explicit symmetric
+// padding (cuDNN's own), 1x1/2 shortcuts, 1x7/7x1; without a bias (b and db null: no add, no
+// bias gradient) and with one; plain and through conv2d_relu_forward (fused only with a bias).
+// Tolerance as Convolutions: 1e-3 of the output's scale.
+TEST_F(ModelCuda, StridedBiasFreeNonSquareConvolutions) {
+  struct Case {
+    int c, h, w, oc, kh, kw, stride, pt, pb, pl, pr;
+  };
+  for (const Case& k : {Case{3, 15, 14, 8, 7, 7, 2, 2, 3, 2, 3}, Case{3, 15, 14, 8, 7, 7, 2, 3, 3, 3, 3},
+                        Case{6, 9, 8, 5, 1, 1, 2, 0, 0, 0, 0}, Case{4, 9, 11, 6, 1, 7, 1, 0, 0, 3, 3},
+                        Case{4, 11, 9, 6, 7, 1, 1, 3, 3, 0, 0}, Case{5, 10, 10, 7, 3, 3, 2, 0, 1, 0, 1},
+                        Case{5, 11, 11, 7, 3, 3, 2, 0, 0, 0, 0}}) {
+    ConvDesc d;
+    d.in = Shape{2, k.c, k.h, k.w};
+    d.out_c = k.oc;
+    d.kh = k.kh;
+    d.kw = k.kw;
+    d.stride = k.stride;
+    d.pad_top = k.pt;
+    d.pad_bottom = k.pb;
+    d.pad_left = k.pl;
+    d.pad_right = k.pr;
+    const Shape o = d.out();
+    Pair x = random_pair(d.in, 1), w = random_pair(Shape{k.oc, k.c, k.kh, k.kw}, 2), b = random_pair(Shape{1, k.oc, 1, 1}, 3);
+    Pair y = random_pair(o, 4), dy = random_pair(o, 5), dx = random_pair(d.in, 6);
+    Pair dw = random_pair(w.cpu.shape(), 7), db = random_pair(b.cpu.shape(), 8);
+    for (bool bias : {false, true}) {
+      const std::string what = "conv " + std::to_string(k.kh) + "x" + std::to_string(k.kw) + "/" +
+                               std::to_string(k.stride) + " pads " + std::to_string(k.pt) + std::to_string(k.pb) +
+                               std::to_string(k.pl) + std::to_string(k.pr) + (bias ? " bias" : " no bias");
+      const float* bc = bias ? b.cpu.data() : nullptr;
+      const float* bg = bias ? b.gpu.data() : nullptr;
+      cpu_->conv2d_forward(d, x.cpu.data(), w.cpu.data(), bc, y.cpu.data());
+      gpu_->conv2d_forward(d, x.gpu.data(), w.gpu.data(), bg, y.gpu.data());
+      expect_close(y, 1e-3, what + " forward");
+      cpu_->conv2d_relu_forward(d, x.cpu.data(), w.cpu.data(), bc, y.cpu.data());
+      gpu_->conv2d_relu_forward(d, x.gpu.data(), w.gpu.data(), bg, y.gpu.data());
+      expect_close(y, 1e-3, what + " forward + ReLU");
+      cpu_->conv2d_backward_data(d, dy.cpu.data(), w.cpu.data(), dx.cpu.data());
+      gpu_->conv2d_backward_data(d, dy.gpu.data(), w.gpu.data(), dx.gpu.data());
+      expect_close(dx, 1e-3, what + " backward data");
+      cpu_->conv2d_backward_weights(d, x.cpu.data(), dy.cpu.data(), dw.cpu.data(), bias ? db.cpu.data() : nullptr);
+      gpu_->conv2d_backward_weights(d, x.gpu.data(), dy.gpu.data(), dw.gpu.data(), bias ? db.gpu.data() : nullptr);
+      expect_close(dw, 1e-3, what + " backward weights");
+      if (bias) expect_close(db, 1e-3, what + " backward bias");
+    }
+  }
+}
+
+// Padded 3x3 pooling, strides 1 and 2, symmetric and TF-'same' (0 before, 1 after) padding: the
+// GPU runs model/kernels/pooling.h, the CPU oneDNN. Same sums in another order: 1e-5.
+TEST_F(ModelCuda, PaddedPooling) {
+  for (PoolKind kind : {PoolKind::kMax, PoolKind::kAverage})
+    for (int stride : {1, 2})
+      for (auto [before, after] : {std::pair{1, 1}, std::pair{0, 1}}) {
+        PoolDesc d;
+        d.in = Shape{2, 3, 9, 10};
+        d.k = 3;
+        d.stride = stride;
+        d.kind = kind;
+        d.pad_top = d.pad_left = before;
+        d.pad_bottom = d.pad_right = after;
+        const std::string what = std::string(kind == PoolKind::kMax ? "max" : "avg") + " pool 3/" +
+                                 std::to_string(stride) + " pad " + std::to_string(before) + std::to_string(after);
+        Pair x = random_pair(d.in, 1), y = random_pair(d.out(), 2), dy = random_pair(d.out(), 3),
+             dx = random_pair(d.in, 4);
+        cpu_->pool2d_forward(d, x.cpu.data(), y.cpu.data());
+        gpu_->pool2d_forward(d, x.gpu.data(), y.gpu.data());
+        expect_close(y, 1e-5, what + " forward");
+        cpu_->pool2d_backward(d, x.cpu.data(), dy.cpu.data(), dx.cpu.data());
+        gpu_->pool2d_backward(d, x.gpu.data(), dy.gpu.data(), dx.gpu.data());
+        expect_close(dx, 1e-5, what + " backward");
+      }
+}
+
+// 1000 classes, logits spread over +-20: the same row body on both sides, exp/log in double;
+// the mean agrees to 1e-9 relative, the gradient to 1e-5.
+TEST_F(ModelCuda, SoftmaxCrossEntropy) {
+  const int n = 5, k = 1000;
+  Pair z = random_pair(Shape{n, k, 1, 1}, 1, -20.0f, 20.0f);
+  Pair labels = pair(Shape{n, 1, 1, 1}, {0, 999, 17, 500, 3});
+  Pair dz = random_pair(Shape{n, k, 1, 1}, 2);
+  const double lc = softmax_cross_entropy(*cpu_, z.cpu, labels.cpu, &dz.cpu);
+  const double lg = softmax_cross_entropy(*gpu_, z.gpu, labels.gpu, &dz.gpu);
+  EXPECT_NEAR(lg, lc, 1e-9 * std::abs(lc));
+  expect_close(dz, 1e-5, "softmax cross-entropy gradient");
+  EXPECT_NEAR(softmax_cross_entropy(*gpu_, z.gpu, labels.gpu, nullptr), lc, 1e-9 * std::abs(lc));
+  Pair bad = pair(Shape{n, 1, 1, 1}, {0, 1, 1000, 2, 3});
+  EXPECT_THROW(softmax_cross_entropy(*gpu_, z.gpu, bad.gpu, nullptr), Error);
+}
+
+// The layers built from existing ops, run on each backend: Add (copy + accumulate),
+// GlobalAveragePool (a dense product with 1/hw), BatchNorm without scale / center (training
+// forward, backward, inference). Tolerances as Dense / BatchNorm above.
+TEST_F(ModelCuda, AddGlobalAveragePoolAndBatchNormFlags) {
+  const Shape s{3, 4, 5, 6};
+  Pair a = random_pair(s, 1), b = random_pair(s, 2), y = random_pair(s, 3), dy = random_pair(s, 4),
+       da = random_pair(s, 5), db = random_pair(s, 6);
+  Add add_c("add"), add_g("add");
+  add_c.forward(*cpu_, {&a.cpu, &b.cpu}, y.cpu);
+  add_g.forward(*gpu_, {&a.gpu, &b.gpu}, y.gpu);
+  expect_close(y, 1e-6, "add forward");
+  add_c.backward(*cpu_, {&a.cpu, &b.cpu}, y.cpu, dy.cpu, {&da.cpu, &db.cpu});
+  add_g.backward(*gpu_, {&a.gpu, &b.gpu}, y.gpu, dy.gpu, {&da.gpu, &db.gpu});
+  expect_close(da, 0, "add backward 0");
+  expect_close(db, 0, "add backward 1");
+
+  const Shape g{3, 4, 1, 1};
+  Pair gy = random_pair(g, 7), gdy = random_pair(g, 8);
+  GlobalAveragePool gap_c("gap"), gap_g("gap");
+  gap_c.forward(*cpu_, {&a.cpu}, gy.cpu);
+  gap_g.forward(*gpu_, {&a.gpu}, gy.gpu);
+  expect_close(gy, 1e-5, "global average pool forward");
+  gap_c.backward(*cpu_, {&a.cpu}, gy.cpu, gdy.cpu, {&da.cpu});
+  gap_g.backward(*gpu_, {&a.gpu}, gy.gpu, gdy.gpu, {&da.gpu});
+  expect_close(da, 1e-5, "global average pool backward");
+
+  for (auto [scale, center] : {std::pair{false, true}, std::pair{true, false}, std::pair{false, false}}) {
+    const std::string what = std::string("bn scale ") + (scale ? "on" : "off") + " center " + (center ? "on" : "off");
+    BatchNorm bn_c("bn", *cpu_, 4, 0.99f, 1e-3f, scale, center), bn_g("bn", *gpu_, 4, 0.99f, 1e-3f, scale, center);
+    std::mt19937_64 rng(1);
+    bn_c.init(rng);
+    bn_g.init(rng);
+    const auto pc = bn_c.params(), pg = bn_g.params();
+    ASSERT_EQ(pc.size(), size_t(scale) + size_t(center));
+    for (size_t i = 0; i < pc.size(); ++i) {
+      const auto v = random_values(4, 20 + i, 0.5f, 1.5f);
+      pc[i].value->upload(v.data());
+      pg[i].value->upload(v.data());
+    }
+    bn_c.forward(*cpu_, {&a.cpu}, y.cpu);
+    bn_g.forward(*gpu_, {&a.gpu}, y.gpu);
+    expect_close(y, 1e-4, what + " training forward");
+    bn_c.backward(*cpu_, {&a.cpu}, y.cpu, dy.cpu, {&da.cpu});
+    bn_g.backward(*gpu_, {&a.gpu}, y.gpu, dy.gpu, {&da.gpu});
+    expect_close(da, 1e-3, what + " backward");
+    for (size_t i = 0; i < pc.size(); ++i) {
+      Pair grad{Tensor(*cpu_, Shape{1, 4, 1, 1}), Tensor(*gpu_, Shape{1, 4, 1, 1})};
+      cpu_->copy(grad.cpu.data(), pc[i].grad->data(), 4);
+      gpu_->copy(grad.gpu.data(), pg[i].grad->data(), 4);
+      expect_close(grad, 1e-4, what + " " + pc[i].name);
+    }
+    bn_c.set_mode(ForwardMode{false});
+    bn_g.set_mode(ForwardMode{false});
+    bn_c.forward(*cpu_, {&a.cpu}, y.cpu);
+    bn_g.forward(*gpu_, {&a.gpu}, y.gpu);
+    expect_close(y, 1e-4, what + " inference");
   }
 }
 
