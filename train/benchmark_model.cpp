@@ -1,13 +1,10 @@
-// STAND-IN until the branches `nets` (ResNet/Inception builders, Net::activation_bytes) and
-// `layers` (model::softmax_cross_entropy) are merged: each model name builds the small "demo"
-// net on a 3-channel image and its output, flattened, stands in for the logits; the loss is a
-// host softmax cross-entropy. Only this file changes when they land.
+// The benchmark's nets and loss come from model/: ResNet50/101 and InceptionV3
+// (model/imagenet_models.h, logits (N, classes, 1, 1)), model::softmax_cross_entropy (loss.h)
+// and Net::activation_bytes (net.h).
 #include "train/benchmark_model.h"
 
-#include <algorithm>
-#include <cmath>
-
 #include "io/error.h"
+#include "model/loss.h"
 
 namespace ds {
 
@@ -26,47 +23,21 @@ int benchmark_default_image_size(const std::string& model) {
 
 model::ModelSpec benchmark_spec(const std::string& model, int image_size, int classes) {
   benchmark_default_image_size(model);  // validates the name
-  (void)classes;
   model::ModelSpec s;
-  s.name = "demo";
-  s.filters = {8, 8, 8};
-  s.loss = "mse";
+  s.name = model;
   s.in_channels = 3;
   s.in_h = s.in_w = image_size;
-  return s;
+  s.classes = classes;
+  return s;  // InceptionV3 without its auxiliary head, as the reference (Keras' default)
 }
 
 double benchmark_loss(model::Backend& be, const model::Tensor& logits, const model::Tensor& labels,
                       model::Tensor* dlogits) {
-  (void)be;
-  const model::Shape sh = logits.shape();
-  const int n = sh.n;
-  const int64_t k = sh.size() / n;
-  const std::vector<float> z = logits.to_host(), y = labels.to_host();
-  std::vector<float> g(z.size());
-  double loss = 0;
-  for (int i = 0; i < n; ++i) {
-    const float* zi = z.data() + i * k;
-    const double m = *std::max_element(zi, zi + k);
-    double sum = 0;
-    for (int64_t j = 0; j < k; ++j) sum += std::exp(zi[j] - m);
-    const int64_t label = int64_t(y[i]);
-    loss += std::log(sum) + m - zi[label];
-    for (int64_t j = 0; j < k; ++j) g[i * k + j] = float((std::exp(zi[j] - m) / sum - (j == label)) / n);
-  }
-  if (dlogits) dlogits->upload(g.data());
-  return loss / n;
+  return model::softmax_cross_entropy(be, logits, labels, dlogits);
 }
 
-int benchmark_classes(const model::Net& net) {
-  const model::Shape s = net.output_shape(1);
-  return int(std::min<int64_t>(1000, s.size()));
-}
+int benchmark_classes(const model::Net& net) { return net.spec().classes; }
 
-int64_t benchmark_activation_bytes(const model::Net& net, int n) {
-  (void)net;
-  (void)n;
-  return -1;  // unknown until Net::activation_bytes lands
-}
+int64_t benchmark_activation_bytes(const model::Net& net, int n) { return net.activation_bytes(n); }
 
 }  // namespace ds

@@ -11,7 +11,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false
 tiny=(--no-cuda --threads 1 --batch-size 2 --num-warmup-batches 1 --num-batches-per-iter 1 --num-iters 2 --json runs.jsonl)
-declare -A size=([resnet50]=64 [resnet101]=64 [inception_v3]=75)
+declare -A size=([resnet50]=32 [resnet101]=32 [inception_v3]=75)
 for m in resnet50 resnet101 inception_v3; do
   echo "== $m"
   "$bin" benchmark --model "$m" --image-size "${size[$m]}" "${tiny[@]}" > "$m.out"
@@ -24,7 +24,7 @@ for m in resnet50 resnet101 inception_v3; do
 done
 
 echo "== resnet50 on 2 ranks"
-mpirun -np 2 --oversubscribe --bind-to none "$bin" benchmark --model resnet50 --image-size 64 "${tiny[@]}" > two.out
+mpirun -np 2 --oversubscribe --bind-to none "$bin" benchmark --model resnet50 --image-size 32 "${tiny[@]}" > two.out
 cat two.out
 grep -Eq '^Number of CPUs: 2$' two.out || { echo "no 'Number of CPUs: 2'"; exit 1; }
 grep -Eq '^Total img/sec on 2 CPU\(s\): [0-9.]+ \+-[0-9.]+$' two.out || { echo "no 'Total img/sec on 2'"; exit 1; }
@@ -42,8 +42,9 @@ for l in lines:
     assert not missing, f"missing keys {missing} in {l}"
     assert l["batch"] == 2 and l["mean"] > 0 and l["ci95"] >= 0 and l["device"].startswith("cpu"), l
     assert abs(l["total"] - l["mean"] * l["ranks"]) < 1e-6 * l["total"], l
+    assert l["activation_bytes"] > 0 and l["parameters"] > 20_000_000, l  # the real nets (Net::activation_bytes)
 assert [l["model"] for l in lines] == ["resnet50", "resnet101", "inception_v3", "resnet50"]
-assert [l["image_size"] for l in lines] == [64, 64, 75, 64]
+assert [l["image_size"] for l in lines] == [32, 32, 75, 32]
 one, two = lines[0], lines[3]
 assert one["ranks"] == 1 and one["efficiency"] == 1.0, one
 assert two["ranks"] == 2 and two["nodes"] == 1, two

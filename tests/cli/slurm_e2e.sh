@@ -15,7 +15,7 @@
 #     the batch shell (as --signal=B:USR1@120 at the limit): the ranks checkpoint mid-epoch, exit 75,
 #     the script requeues the job, which resumes from the checkpoint by itself and completes;
 #  4. slurm/scaling.sh for 1 and 2 ranks: the table has both runs, COMPLETED, speed-up 1.00 for 1.
-#  5. slurm/benchmark.sh on CPU ranks (1, 2) for two models at a tiny batch and image: COMPLETED,
+#  5. slurm/benchmark.sh on CPU ranks (1, 2) for two models at batch 2 and 32x32 images: COMPLETED,
 #     the JSON lines with efficiency, the table and the plot; scaling.sh's plot from 4.
 # The store is small, built with the real command as in train_mpi.sh (synth -> fetch ->
 # preprocess on configs/demo.yaml, three years). Installs slurm-wlm, munge and libpmix-dev when
@@ -376,7 +376,7 @@ ls scaling/logs/ranks-1-*.out scaling/logs/ranks-2-*.err >/dev/null || fail "sca
 echo "== 5. benchmark.sh on CPU ranks (1 and 2), two models; scaling.sh's plot"
 [[ -s scaling/scaling.png ]] || fail "scaling.sh wrote no scaling/scaling.png"
 job=$(sbatch --parsable --ntasks-per-node=$ranks --gres=none "$src/slurm/benchmark.sh" --cpu -m resnet50,resnet101 \
-  -b 2 -r 1,2 -o bench -- --image-size 64 --threads 1 --num-warmup-batches 1 --num-batches-per-iter 1 --num-iters 2)
+  -b 2 -r 1,2 -o bench -- --image-size 32 --threads 1 --num-warmup-batches 1 --num-batches-per-iter 1 --num-iters 2)
 result=$(wait_job "$job" 120)
 echo "job $job: $result"
 cat "downscale-benchmark-$job.out"
