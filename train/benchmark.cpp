@@ -21,6 +21,7 @@
 #include "train/benchmark_model.h"
 #include "train/device_communicator.h"
 #include "train/gradient_buckets.h"
+#include "train/loss_scaler.h"
 
 namespace ds {
 
@@ -132,6 +133,7 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
   r.parameters = net.parameter_count();
   r.activation_bytes = benchmark_activation_bytes(net, opts.batch_size);
   model::Sgd sgd(net.params(), *be, 0.9);
+  LossScaler scaler("", opts.precision);  // as train: dynamic loss scaling under fp16, off otherwise
 
   // This rank's fixed random batch: images N(0, 1) and labels, from (seed, rank).
   const int classes = benchmark_classes(net);
@@ -176,9 +178,10 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
     const model::Tensor& logits = net.forward(x);
     d_out.reshape(logits.shape());
     r.last_loss = benchmark_loss(*be, logits, y, &d_out);
+    scaler.scale_loss_gradient(*be, d_out);
     net.backward(d_out, layer_done);
     if (distributed) buckets->finish("gradients of step " + std::to_string(steps));
-    sgd.step(0.01);
+    if (scaler.unscale_or_skip(*be, net.params())) sgd.step(0.01);
     ++steps;
     throw_if_stop_requested("benchmark");
   };

@@ -1,6 +1,7 @@
 // `downscale benchmark`: Horovod's synthetic benchmark (pytorch_synthetic_benchmark.py) on
 // the trainer's pieces. Every rank trains the chosen image net on its own fixed random batch
-// with SGD (momentum 0.9, lr 0.01) and softmax cross-entropy; gradients go through the same
+// with SGD (momentum 0.9, lr 0.01) and softmax cross-entropy (dynamic loss scaling under fp16,
+// as train); gradients go through the same
 // GradientBuckets and Communicator as `downscale train` (MPI, or NCCL on GPUs). After warmup
 // batches, num_iters iterations of num_batches_per_iter batches are timed; rank 0 prints the
 // reference's lines (Iter #i, Img/sec per GPU, Total img/sec) and appends one JSON line.
