@@ -46,7 +46,9 @@ for m in $MODELS; do
     $py "$here/benchmark_torch.py" "${common[@]}" --device "$DEVICE" --layout nchw > "$work/$m.nchw.$r"
     $py "$here/benchmark_torch.py" "${common[@]}" --device "$DEVICE" --layout channels_last > "$work/$m.cl.$r"
     [[ $COMPILE == 1 ]] && $py "$here/benchmark_torch.py" "${common[@]}" --device "$DEVICE" --layout channels_last --compile > "$work/$m.compiled.$r"
-    line="$m round $r/$ROUNDS: ours $(sed -n 's/^Img\/sec per [A-Z]*: //p' "$work/$m.ours.$r")"
+    # Ours at full precision from its JSON line (the printed lines round to 0.1 as the reference's).
+    tail -1 "$work/$m.jsonl" | grep -o '"mean":[-0-9.e+]*' | cut -d: -f2 > "$work/$m.mean.$r"
+    line="$m round $r/$ROUNDS: ours $(cat "$work/$m.mean.$r")"
     for p in "${peers[@]}"; do line+=" | torch $p $(awk '$1 == "img_per_s" {print $2}' "$work/$m.$p.$r")"; done
     echo "$line" >&2
   done
@@ -58,14 +60,14 @@ echo "ours:  $(sed -n 's/^Device: //p' "$work/$(set -- $MODELS; echo "$1").ours.
 echo "peer:  $(sed -n 's/^backend //p' "$work/$(set -- $MODELS; echo "$1").cl.1" | sed 's/, layout [a-z_]*//')"
 printf "%-14s %6s %12s %12s %12s %12s %10s %10s\n" model image "ours img/s" "torch NCHW" "torch CL" "torch comp." "ours/eager" "ours/comp."
 for m in $MODELS; do
-  o=$(for f in "$work/$m.ours".*; do sed -n 's/^Img\/sec per [A-Z]*: \([0-9.]*\).*/\1/p' "$f"; done | med)
+  o=$(cat "$work/$m.mean".* | med)
   n=$(cat "$work/$m.nchw".* | awk '$1 == "img_per_s" {print $2}' | med)
   c=$(cat "$work/$m.cl".* | awk '$1 == "img_per_s" {print $2}' | med)
   p=-; [[ $COMPILE == 1 ]] && p=$(cat "$work/$m.compiled".* | awk '$1 == "img_per_s" {print $2}' | med)
   size=$(sed -n 's/^Image size: \([0-9]*\)x.*/\1/p' "$work/$m.ours.1")
   awk -v m="$m" -v s="$size" -v o="$o" -v n="$n" -v c="$c" -v p="$p" 'BEGIN {
     e = (n > c) ? n : c
-    printf "%-14s %6s %12.2f %12.2f %12.2f %12s %9.2fx %10s\n", m, s, o, n, c, p, o / e, (p == "-") ? "-" : sprintf("%.2fx", o / p) }'
+    printf "%-14s %6s %12.3f %12.3f %12.3f %12s %9.2fx %10s\n", m, s, o, n, c, p, o / e, (p == "-") ? "-" : sprintf("%.2fx", o / p) }'
 done
 [[ $COMPILE == 1 ]] || echo "(no torch.compile peer: $py's torch $($py -c 'import torch; print(torch.__version__)') has none, or COMPILE=0)"
 echo "load average (1, 5, 15 min): $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end, $(nproc) cores"
