@@ -20,7 +20,8 @@ struct ConvDesc {
   Shape out() const;
 };
 
-// Keras/TensorFlow 'same' padding for stride 1: total k-1, the smaller half at the top/left.
+// Keras/TensorFlow 'same' padding for stride 1: total k-1, the smaller half at the top/left (any
+// stride: resolve_padding in model/layers/padding.h).
 void same_padding(int k, int& before, int& after);
 
 // 2-D pooling over an NCHW input with a k x k window every `stride` pixels, padded per side

@@ -25,6 +25,7 @@ struct Net::Impl {
   std::vector<Node> nodes;
   std::vector<int64_t> chw;       // by node: floats per sample of its output
   std::vector<bool> reached;      // by node: backward runs its layer (something downstream needs it)
+  std::vector<int> in_place;      // by node: the node whose output buffer this ReLU overwrites, or -1
   // Without reuse (memory_reuse off, and activations in training): one buffer a node.
   std::vector<Tensor> out, grad;  // by node; out[0] and grad[0] unused (the input is the caller's)
   std::vector<Tensor> scratch;    // a layer's input gradients that must be added, not written
@@ -73,6 +74,22 @@ struct Net::Impl {
         last_reader[size_t(j)] = std::max(last_reader[size_t(j)], int(i));
         if (reached[i] && j != 0) reached[size_t(j)] = true;
       }
+    // In place (training with reuse): a ReLU overwrites its input when it is that input's only
+    // reader and the input's layer never reads its own output in backward (batch norm, Add, a
+    // conv without fused ReLU). ReLU's backward reads its input only for the sign, and relu(x) > 0
+    // exactly where x > 0, so the gradients are the same bit for bit. Saves conv-BN-ReLU's third.
+    std::vector<int> readers(nodes.size(), 0);
+    for (size_t i = 1; i <= last; ++i)
+      for (int j : nodes[i].inputs) ++readers[size_t(j)];
+    in_place.assign(nodes.size(), -1);
+    for (size_t i = 1; i <= last; ++i) {
+      if (nodes[i].layer->type() != "ReLU" || nodes[i].inputs.size() != 1) continue;
+      const int j = nodes[i].inputs[0];
+      if (j == 0 || readers[size_t(j)] != 1) continue;
+      const std::string& t = nodes[size_t(j)].layer->type();
+      if (t == "BatchNormalization" || t == "Add" || t == "Conv2D")
+        in_place[i] = in_place[size_t(j)] >= 0 ? in_place[size_t(j)] : j;
+    }
     std::vector<Lifetime> grads(nodes.size()), acts(nodes.size());
     for (size_t j = 1; j < last; ++j) {
       int first_consumer = -1;
@@ -148,6 +165,12 @@ const Tensor& Net::forward(const Tensor& x) {
     m.bind(m.act_plan, m.act_slots, m.out_view, m.cur_out, got.n);
   } else {
     for (size_t i = 1; i < m.nodes.size(); ++i) {
+      const int host = m.reuse ? m.in_place[i] : -1;
+      if (host >= 0) {
+        m.out_view[i] = Tensor::view(m.be, m.batch_shape(i, got.n), m.out[size_t(host)].data());
+        m.cur_out[i] = &m.out_view[i];
+        continue;
+      }
       m.out[i].reshape(m.batch_shape(i, got.n));
       m.cur_out[i] = &m.out[i];
     }
@@ -225,7 +248,8 @@ void Net::backward(const Tensor& d_out, const std::function<void(const std::vect
 int64_t Net::activation_bytes(int n) const {
   const Impl& m = *impl_;
   int64_t floats = 0;
-  for (size_t i = 1; i < m.nodes.size(); ++i) floats += m.chw[i];  // training keeps every activation
+  for (size_t i = 1; i < m.nodes.size(); ++i)  // training keeps every activation, but in-place ReLUs'
+    if (!m.reuse || m.in_place[i] < 0) floats += m.chw[i];
   if (m.reuse) {
     floats += m.grad_plan.total_floats();
   } else {

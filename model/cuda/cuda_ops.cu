@@ -354,7 +354,7 @@ double CudaBackend::softmax_cross_entropy(int n, int k, const float* logits, con
   softmax_cross_entropy_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, k, logits, labels, 1.0f / float(n),
                                                                         dlogits, row);
   DS_CUDA_LAUNCHED();
-  std::vector<double> host(size_t(n));
+  std::vector<double> host(static_cast<size_t>(n));
   DS_CUDA(cudaMemcpyAsync(host.data(), row, size_t(n) * sizeof(double), cudaMemcpyDeviceToHost, stream_));
   DS_CUDA(cudaStreamSynchronize(stream_));
   return softmax_cross_entropy_mean(host.data(), n, k);

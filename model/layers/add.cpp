@@ -5,7 +5,8 @@
 namespace ds::model {
 
 Shape Add::output_shape(const std::vector<Shape>& in) const {
-  if (in.size() < 2) throw Error("layer " + name() + " (Add) needs at least two inputs, got " + std::to_string(in.size()));
+  if (in.size() < 2)
+    throw Error("layer " + name() + " (Add) needs at least two inputs, got " + std::to_string(in.size()));
   for (const Shape& s : in)
     if (s != in[0]) throw Error("layer " + name() + " (Add): cannot add " + in[0].str() + " and " + s.str());
   return in[0];

@@ -714,7 +714,8 @@ TEST_F(ModelCuda, StridedBiasFreeNonSquareConvolutions) {
     d.pad_left = k.pl;
     d.pad_right = k.pr;
     const Shape o = d.out();
-    Pair x = random_pair(d.in, 1), w = random_pair(Shape{k.oc, k.c, k.kh, k.kw}, 2), b = random_pair(Shape{1, k.oc, 1, 1}, 3);
+    Pair x = random_pair(d.in, 1), w = random_pair(Shape{k.oc, k.c, k.kh, k.kw}, 2),
+         b = random_pair(Shape{1, k.oc, 1, 1}, 3);
     Pair y = random_pair(o, 4), dy = random_pair(o, 5), dx = random_pair(d.in, 6);
     Pair dw = random_pair(w.cpu.shape(), 7), db = random_pair(b.cpu.shape(), 8);
     for (bool bias : {false, true}) {

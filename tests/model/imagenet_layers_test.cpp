@@ -89,7 +89,7 @@ std::string conv_name(const ConvCase& c) {
 // Forward against the naive double convolution (oneDNN's sums differ in order: 1e-5 of values
 // of order 1 over at most 3*49 products); bias-free layers have no bias parameter.
 TEST(ModelImagenetLayers, StridedPaddedConvForwardMatchesReference) {
-  auto be = make_cpu_backend(2);
+  auto be = make_cpu_backend(1);
   for (const ConvCase& c : conv_cases()) {
     SCOPED_TRACE(conv_name(c));
     Conv2D conv("c", *be, c.in_c, c.out_c, c.kh, c.kw, c.opt);
@@ -114,7 +114,7 @@ TEST(ModelImagenetLayers, StridedPaddedConvForwardMatchesReference) {
 }
 
 TEST(ModelImagenetLayers, StridedPaddedConvBackward) {
-  auto be = make_cpu_backend(2);
+  auto be = make_cpu_backend(1);
   for (const ConvCase& c : conv_cases()) {
     SCOPED_TRACE(conv_name(c));
     Conv2D conv("c", *be, c.in_c, c.out_c, c.kh, c.kw, c.opt);
@@ -168,7 +168,7 @@ TEST(ModelImagenetLayers, PaddedPoolForwardByHand) {
 }
 
 TEST(ModelImagenetLayers, PaddedPoolBackward) {
-  auto be = make_cpu_backend(2);
+  auto be = make_cpu_backend(1);
   for (PoolKind kind : {PoolKind::kMax, PoolKind::kAverage})
     for (int stride : {1, 2})
       for (Padding p : {Padding::kSame, Padding::kExplicit}) {
@@ -218,7 +218,7 @@ TEST(ModelImagenetLayers, GlobalAveragePool) {
 
 // Keras' flags: without scale gamma stays 1 and is no parameter; without center beta stays 0.
 TEST(ModelImagenetLayers, BatchNormScaleCenterFlags) {
-  auto be = make_cpu_backend(2);
+  auto be = make_cpu_backend(1);
   const Shape s{3, 2, 4, 5};
   Tensor x = random_tensor(*be, s, 11, -2.0f, 3.0f);
   for (bool scale : {true, false})
@@ -278,7 +278,7 @@ TEST(ModelImagenetLayers, SoftmaxCrossEntropyClosedForm) {
 // on logits of order 1 the truncation error is ~eps^2 |f'''| ~ 1e-5 / N, the float rounding of the
 // perturbed logit ~1e-7 / eps ~ 1e-5 relative: tol 1e-4 absolute on gradients of order 1e-3..0.3.
 TEST(ModelImagenetLayers, SoftmaxCrossEntropyFiniteDifferences) {
-  auto be = make_cpu_backend(2);
+  auto be = make_cpu_backend(1);
   const int n = 3, k = 1000;
   std::vector<float> zh = test::random_values(size_t(n) * k, 21, -3.0f, 3.0f);
   const std::vector<float> lh{7, 999, 0};

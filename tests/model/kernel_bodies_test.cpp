@@ -286,34 +286,36 @@ TEST_F(KernelBodies, Pooling) {
     for (int kw : {2, 3})
       for (int stride : {1, 2})
         for (int pad : {0, 1, 2}) {  // 0: 'valid'; 1: symmetric; 2: 0 before, 1 after ('same', even k)
-        PoolDesc d;
-        d.in = Shape{2, 3, 9, 8};
-        d.k = kw;
-        d.stride = stride;
-        d.kind = kind;
-        d.pad_top = d.pad_left = pad == 1 ? 1 : 0;
-        d.pad_bottom = d.pad_right = pad == 0 ? 0 : 1;
-        const Shape o = d.out();
-        const bool max = kind == PoolKind::kMax;
-        const std::string what = std::string(max ? "max" : "average") + " pool k" + std::to_string(kw) + " s" +
-                                 std::to_string(stride) + " pad" + std::to_string(pad);
-        Tensor x = t(d.in, 28), y = t(o, 29), dy = t(o, 30), dx = t(d.in, 31);
-        std::vector<float> y2(o.size()), dx2(d.in.size());
-        const auto xh = x.to_host(), dyh = dy.to_host();
-        cpu_->pool2d_forward(d, x.data(), y.data());
-        for_all(o.size(), [&](int64_t i) {
-          k::pool_forward_at(i, d.in.h, d.in.w, o.h, o.w, kw, stride, d.pad_top, d.pad_left, max, xh.data(), y2.data());
-        });
-        if (max)
-          expect_exact(y.to_host(), y2, what + " forward");
-        else
-          expect_close(y.to_host(), y2, 1e-5, what + " forward");
-        cpu_->pool2d_backward(d, x.data(), dy.data(), dx.data());
-        for_all(d.in.size(), [&](int64_t i) {
-          k::pool_backward_at(i, d.in.h, d.in.w, o.h, o.w, kw, stride, d.pad_top, d.pad_left, max, xh.data(), dyh.data(), dx2.data());
-        });
-        expect_close(dx.to_host(), dx2, 1e-5, what + " backward");
-      }
+          PoolDesc d;
+          d.in = Shape{2, 3, 9, 8};
+          d.k = kw;
+          d.stride = stride;
+          d.kind = kind;
+          d.pad_top = d.pad_left = pad == 1 ? 1 : 0;
+          d.pad_bottom = d.pad_right = pad == 0 ? 0 : 1;
+          const Shape o = d.out();
+          const bool max = kind == PoolKind::kMax;
+          const std::string what = std::string(max ? "max" : "average") + " pool k" + std::to_string(kw) + " s" +
+                                   std::to_string(stride) + " pad" + std::to_string(pad);
+          Tensor x = t(d.in, 28), y = t(o, 29), dy = t(o, 30), dx = t(d.in, 31);
+          std::vector<float> y2(o.size()), dx2(d.in.size());
+          const auto xh = x.to_host(), dyh = dy.to_host();
+          cpu_->pool2d_forward(d, x.data(), y.data());
+          for_all(o.size(), [&](int64_t i) {
+            k::pool_forward_at(i, d.in.h, d.in.w, o.h, o.w, kw, stride, d.pad_top, d.pad_left, max, xh.data(),
+                               y2.data());
+          });
+          if (max)
+            expect_exact(y.to_host(), y2, what + " forward");
+          else
+            expect_close(y.to_host(), y2, 1e-5, what + " forward");
+          cpu_->pool2d_backward(d, x.data(), dy.data(), dx.data());
+          for_all(d.in.size(), [&](int64_t i) {
+            k::pool_backward_at(i, d.in.h, d.in.w, o.h, o.w, kw, stride, d.pad_top, d.pad_left, max, xh.data(),
+                                dyh.data(), dx2.data());
+          });
+          expect_close(dx.to_host(), dx2, 1e-5, what + " backward");
+        }
 }
 
 // The statistics and parameter gradients are block reductions on the GPU; here the same per-element
