@@ -1,5 +1,6 @@
 // `downscale`: one command, the pipeline's stages as subcommands.
 //   downscale synth | fetch | preprocess | train | predict | evaluate  --config FILE [--set key=value ...]
+//   downscale benchmark [--model resnet50 ...]   (no config: Horovod's synthetic benchmark)
 // Exit codes: 0 success, 1 failure during the work, 2 bad usage or configuration, 3 bad input data,
 // 128 + N stopped by signal N (130 SIGINT, 143 SIGTERM), 75 train stopped by SIGUSR1 (requeue me).
 #include <CLI/CLI.hpp>
@@ -14,6 +15,7 @@
 #include "io/stop_signal.h"
 #include "pipeline/command_line.h"
 #include "pipeline/stages.h"
+#include "train/benchmark.h"
 
 int main(int argc, char** argv) {
   ds::record_command_line(argc, argv);  // for the history attribute of the files we write
@@ -77,6 +79,44 @@ int main(int argc, char** argv) {
   add_stage("predict", "write daily precipitation for the test years as CF NetCDF and score it");
   add_stage("evaluate", "VALUE indices and scores of the prediction next to baselines; JSON, CSV, PNG maps");
 
+  // benchmark: no config file; the options of Horovod's pytorch_synthetic_benchmark.py.
+  ds::BenchmarkOptions bench;
+  bool no_cuda = false;
+  std::vector<std::string> plot;
+  CLI::App* bsub = app.add_subcommand(
+      "benchmark",
+      "train ResNet50, ResNet101 or InceptionV3 on random images with SGD and print img/sec per GPU (or CPU "
+      "rank) as Horovod's synthetic benchmark does; under mpirun/srun every rank trains its own batch and "
+      "gradients are averaged as in `downscale train`. No config file.");
+  bsub->add_option("--model", bench.model, "resnet50, resnet101 or inception_v3")->capture_default_str();
+  bsub->add_option("--batch-size", bench.batch_size, "images per step on each rank")->capture_default_str();
+  bsub->add_option("--num-warmup-batches", bench.warmup_batches, "untimed steps first")->capture_default_str();
+  bsub->add_option("--num-batches-per-iter", bench.batches_per_iter, "steps per timed iteration")->capture_default_str();
+  bsub->add_option("--num-iters", bench.iters, "timed iterations (mean and 1.96 x std over them)")->capture_default_str();
+  bsub->add_flag("--fp16-allreduce", bench.fp16_allreduce,
+                 "gradients in FP16 between ranks (train.allreduce_dtype fp16)");
+  bsub->add_flag("--no-cuda", no_cuda, "train on the CPU (= --device cpu)");
+  bsub->add_option("--device", bench.device, "auto (a GPU when one is visible), cpu or cuda (GPU local rank)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
+  bsub->add_option("--precision", bench.precision, "tf32, fp32, bf16 or fp16 (train.precision; the CPU computes in FP32)")
+      ->check(CLI::IsMember({"tf32", "fp32", "bf16", "fp16"}))->capture_default_str();
+  bsub->add_option("--image-size", bench.image_size, "square input side in pixels; 0: the model's (224 ResNet, 299 InceptionV3)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  bsub->add_option("--json", bench.json, "append one JSON line per run (model, batch, ranks, nodes, device, precision, "
+                   "mean, ci95, total, efficiency against the file's 1-rank line)")->type_name("FILE");
+  bsub->add_option("--seed", bench.seed, "weights, images and labels (each rank its own batch)")->capture_default_str();
+  bsub->add_option("--threads", bench.threads, "CPU threads per rank; 0: this rank's share of the cores it may use")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  bsub->add_option("--bucket-mb", bench.bucket_mb, "gradient allreduce bucket size in MB (train.allreduce_bucket_mb)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  bsub->add_option("--communicator", bench.communicator, "auto, mpi or nccl (run.communicator)")
+      ->check(CLI::IsMember({"auto", "mpi", "nccl"}))->capture_default_str();
+  bsub->add_option("--plot", plot, "draw nothing else: a PNG of img/sec against ranks, ideal line and efficiency, "
+                   "from the JSON lines of earlier runs")->expected(2)->type_name("RESULTS.jsonl OUT.png");
+  bsub->add_flag("-v,--verbose", verbose, "debug messages too");
+  bsub->add_flag("-q,--quiet", quiet, "warnings and errors only");
+  bsub->callback([&stage] { stage = "benchmark"; });
+
   // --config/--set/-v/-q may come before the stage; a mistyped stage gets a suggestion.
   std::vector<std::string> stages;
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) stages.push_back(sub->get_name());
@@ -101,6 +141,13 @@ int main(int argc, char** argv) {
   ds::install_stop_handlers();
   try {
     if (verbose && quiet) throw ds::UsageError("--verbose and --quiet together: choose one");
+    if (stage == "benchmark") {
+      const std::string level = verbose ? "debug" : quiet ? "warn" : "info";
+      ds::setup_logging(stage, level);
+      if (!plot.empty()) return ds::plot_benchmark(plot[0], plot[1]);
+      if (no_cuda) bench.device = "cpu";
+      return ds::run_benchmark_command(bench, level);
+    }
     ds::Config cfg = ds::load_config(config_path, overrides);
     if (verbose) cfg.run.log_level = "debug";
     if (quiet) cfg.run.log_level = "warn";

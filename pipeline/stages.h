@@ -55,5 +55,9 @@ int run_train(const Config& cfg, const StageOptions& opt);
 int run_predict_scaling(const Config& cfg, const ScalingRequest& req);
 int run_predict(const Config& cfg);
 int run_evaluate(const Config& cfg);
+struct BenchmarkOptions;  // train/benchmark.h
+// `downscale benchmark` (pipeline/benchmark.cpp) and its --plot (pipeline/benchmark_plot.cpp).
+int run_benchmark_command(const BenchmarkOptions& opts, const std::string& log_level);
+int plot_benchmark(const std::string& jsonl, const std::string& png);
 
 }  // namespace ds

@@ -9,7 +9,10 @@
 #   -r, --ranks LIST       rank counts, comma- or space-separated (default 1,2,3,4)
 #   -o, --out DIR          study folder (default runs/scaling-<date>-<time>): logs/ (each job's
 #                          .out/.err), runs/ranks-N/ (each run's run.dir), jobs.tsv,
-#                          scaling.md and scaling.tsv (the table)
+#                          scaling.md and scaling.tsv (the table), scaling.png (samples/s
+#                          against ranks, ideal line, efficiency; drawn by `downscale benchmark
+#                          --plot` from scaling.jsonl when DOWNSCALE_BIN, `downscale` on PATH or
+#                          build/pipeline/downscale is there)
 #   -s, --store FILE       the training store every run reads (default: <run.dir>/preprocess/
 #                          store.h5, run.dir from a --set run.dir=... argument or the config)
 #   --cpu                  no GPUs: --gres=none instead of --gres=gpu:N
@@ -175,7 +178,8 @@ for j in "${jobs[@]}"; do
   exit_code=$(scontrol show job -o "$j" 2>/dev/null | grep -o ' ExitCode=[0-9:]*' | cut -d= -f2) || true
   printf '%s\t%s\t%s\n' "$j" "${state[$j]:-UNKNOWN}" "${exit_code:-?}" >>"$states"
 done
-python3 - "$out" <<'PY'
+rc=0
+python3 - "$out" <<'PY' || rc=$?
 import csv, json, os, sys
 
 out = sys.argv[1]
@@ -233,7 +237,25 @@ with open(os.path.join(out, "scaling.tsv"), "w") as f:
     f.write("\t".join(header) + "\n" + "".join("\t".join(row) + "\n" for row in table))
 print(text, end="")
 print(f"(also in {out}/scaling.md and scaling.tsv)")
+# The runs as `downscale benchmark --json` lines, for its --plot.
+with open(os.path.join(out, "scaling.jsonl"), "w") as f:
+    for r in rows:
+        rep = r["report"] or {}
+        if sps(r):
+            f.write(json.dumps(dict(model="downscale train", batch=rep.get("batch_size_per_rank", 0), image_size=0,
+                                    ranks=r["ranks"], nodes=rep.get("nodes", 1), device=rep.get("device", "?"),
+                                    precision="-", allreduce_dtype="-", total=sps(r))) + "\n")
 # UNKNOWN: Slurm has forgotten the job (a --collect long after): its report tells.
 bad = [r for r in rows if r["state"] != "COMPLETED" and not (r["state"] == "UNKNOWN" and r["report"])]
 sys.exit(1 if bad else 3 if any(r["report"] is None for r in rows) else 0)
 PY
+# The plot, with the login node's downscale (or the container's, as the jobs ran it).
+bin=${DOWNSCALE_BIN-}
+[[ -n $bin ]] || { command -v downscale >/dev/null && bin=downscale || bin=$(pwd)/build/pipeline/downscale; }
+if [[ -s $out/scaling.jsonl ]] && command -v "$bin" >/dev/null; then
+  "$bin" benchmark --plot "$out/scaling.jsonl" "$out/scaling.png" && echo "(plot: $out/scaling.png)" ||
+    echo "scaling.sh: the plot failed (the table stands)" >&2
+elif [[ -s $out/scaling.jsonl ]]; then
+  echo "(no plot: no downscale binary here; set DOWNSCALE_BIN and rerun with --collect)"
+fi
+exit $rc

@@ -15,6 +15,8 @@
 #     the batch shell (as --signal=B:USR1@120 at the limit): the ranks checkpoint mid-epoch, exit 75,
 #     the script requeues the job, which resumes from the checkpoint by itself and completes;
 #  4. slurm/scaling.sh for 1 and 2 ranks: the table has both runs, COMPLETED, speed-up 1.00 for 1.
+#  5. slurm/benchmark.sh on CPU ranks (1, 2) for two models at batch 2 and 32x32 images: COMPLETED,
+#     the JSON lines with efficiency, the table and the plot; scaling.sh's plot from 4.
 # The store is small, built with the real command as in train_mpi.sh (synth -> fetch ->
 # preprocess on configs/demo.yaml, three years). Installs slurm-wlm, munge and libpmix-dev when
 # missing (root only; otherwise the test is skipped, exit 77). Whatever happens, the daemons
@@ -364,5 +366,25 @@ assert float(rows[2]["samples/s"]) > 0 and float(rows[2]["speed-up"]) > 0, rows[
 assert abs(float(rows[2]["per rank"]) * 2 - float(rows[2]["samples/s"])) < 0.2, rows[2]
 PY
 ls scaling/logs/ranks-1-*.out scaling/logs/ranks-2-*.err >/dev/null || fail "scaling.sh's job logs are missing"
+
+echo "== 5. benchmark.sh on CPU ranks (1 and 2), two models; scaling.sh's plot"
+[[ -s scaling/scaling.png ]] || fail "scaling.sh wrote no scaling/scaling.png"
+job=$(sbatch --parsable --ntasks-per-node=$ranks --gres=none "$src/slurm/benchmark.sh" --cpu -m resnet50,resnet101 \
+  -b 2 -r 1,2 -o bench -- --image-size 32 --threads 1 --num-warmup-batches 1 --num-batches-per-iter 1 --num-iters 2)
+result=$(wait_job "$job" 120)
+echo "job $job: $result"
+cat "downscale-benchmark-$job.out"
+[[ $result == "JobState=COMPLETED ExitCode=0:0" ]] ||
+  { cat "downscale-benchmark-$job.err" bench/logs/*.log; fail "benchmark job $job: $result, expected COMPLETED, 0:0"; }
+grep -q '^Total img/sec on 2 CPU(s): ' "downscale-benchmark-$job.out" || fail "no 2-rank total in the job's output"
+[[ -s bench/benchmark.png && -s bench/benchmark.md ]] || fail "benchmark.sh wrote no bench/benchmark.png or .md"
+/usr/bin/python3 - bench/benchmark.jsonl <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+got = sorted((l["model"], l["ranks"]) for l in lines)
+assert got == [("resnet101", 1), ("resnet101", 2), ("resnet50", 1), ("resnet50", 2)], got
+for l in lines:
+    assert l["slurm_job_id"] and l["total"] > 0 and l["efficiency"] > 0 and l["device"].startswith("cpu"), l
+PY
 
 echo "slurm e2e took $(( $(date +%s) - t_start )) s"

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Horovod's synthetic benchmark as one Slurm batch job: `downscale benchmark` for every model and
+# rank count inside this job's allocation (one srun step each), the JSON lines collected in one
+# file, then a table and a PNG of img/s against ranks with the ideal line and the efficiency.
+#
+# usage: sbatch [sbatch options] slurm/benchmark.sh [options] [-- downscale benchmark options...]
+#        bash slurm/benchmark.sh --help
+#   -m, --models LIST      models, comma-separated (default resnet50,resnet101,inception_v3)
+#   -b, --batch-sizes LIST per-rank batch of each model, in the same order (default 256,256,128,
+#                          the reference's; one value: every model)
+#   -r, --ranks LIST       rank counts (default 1..SLURM_NTASKS); none may exceed the job's tasks
+#   -o, --out DIR          results folder (default benchmark-<job id>): benchmark.jsonl (appended,
+#                          so reruns add to it), benchmark.png, benchmark.md, logs/<model>-<N>.log
+#   --cpu                  CPU ranks (--device cpu); the default is --device auto (GPUs if any)
+#   -h, --help
+# Everything after `--` goes to every `downscale benchmark` (e.g. --image-size 64 --num-iters 3
+# --precision fp32 --fp16-allreduce).
+#   sbatch --ntasks-per-node=4 --gres=gpu:4 slurm/benchmark.sh                 (1-4 GPUs, 3 models)
+#   sbatch --ntasks-per-node=8 --gres=none slurm/benchmark.sh --cpu -r 1,2,4,8 -b 32
+# Environment: as slurm/train_forhlr2.sh: DOWNSCALE_BIN, DOWNSCALE_CONTAINER (apptainer:IMAGE,
+# singularity:IMAGE, udocker:NAME), DOWNSCALE_CONTAINER_ARGS, DOWNSCALE_SRUN_MPI (default pmix),
+# DOWNSCALE_LAUNCHER_ARGS, DOWNSCALE_MODULES.
+# Exit code: 0 every run completed; 1 a run failed (the others still run; see logs/); 2 bad usage.
+#
+#SBATCH --job-name=downscale-benchmark
+#SBATCH --partition=visu
+#SBATCH --nodes=1
+#SBATCH --ntasks-per-node=4
+#SBATCH --gres=gpu:4
+#SBATCH --time=01:00:00
+#SBATCH --exclusive
+#SBATCH --output=%x-%j.out
+#SBATCH --error=%x-%j.err
+set -euo pipefail
+usage() { sed -n '2,/^#SBATCH/{/^#SBATCH/d;s/^# \{0,1\}//;p}' "$0"; }
+die() { echo "benchmark.sh: $*" >&2; exit 2; }
+if [[ ${1-} == -h || ${1-} == --help ]]; then usage; exit 0; fi
+[[ -n ${SLURM_JOB_ID-} ]] || die "not inside a Slurm job (SLURM_JOB_ID is unset): submit with sbatch; --help for usage"
+
+models="resnet50,resnet101,inception_v3"
+batches="256,256,128"
+ntasks=${SLURM_NTASKS:-${SLURM_NPROCS:-1}}
+ranks=$(seq -s, 1 "$ntasks")
+out=""
+device=auto
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    -m | --models | -b | --batch-sizes | -r | --ranks | -o | --out) [[ $# -ge 2 ]] || die "$1 needs a value" ;;&
+    -m | --models) models=$2; shift 2 ;;
+    -b | --batch-sizes) batches=$2; shift 2 ;;
+    -r | --ranks) ranks=$2; shift 2 ;;
+    -o | --out) out=$2; shift 2 ;;
+    --cpu) device=cpu; shift ;;
+    -h | --help) usage; exit 0 ;;
+    --) shift; break ;;
+    *) die "unknown option '$1' (--help for usage; downscale benchmark options go after --)" ;;
+  esac
+done
+extra=("$@")
+IFS=, read -r -a model_list <<<"$models"
+IFS=, read -r -a batch_list <<<"$batches"
+IFS=, read -r -a rank_list <<<"$ranks"
+((${#batch_list[@]} == 1 || ${#batch_list[@]} == ${#model_list[@]})) ||
+  die "--batch-sizes '$batches': one value or one per model (${#model_list[@]})"
+for n in "${rank_list[@]}"; do
+  [[ $n =~ ^[1-9][0-9]*$ ]] || die "--ranks '$ranks': '$n' is not a positive whole number"
+  ((n <= ntasks)) || die "--ranks '$ranks': $n ranks but the job has $ntasks tasks (sbatch --ntasks-per-node)"
+done
+out=${out:-benchmark-$SLURM_JOB_ID}
+mkdir -p "$out/logs"
+
+# Modules and the per-rank command, as slurm/train_forhlr2.sh.
+modules=${DOWNSCALE_MODULES-compiler/gnu mpi/openmpi devel/cuda}
+if [[ -n $modules ]]; then
+  set +u
+  if ! type module &>/dev/null; then
+    for init in "${MODULESHOME-}/init/bash" /etc/profile.d/lmod.sh /etc/profile.d/modules.sh; do
+      [[ -f $init ]] && { source "$init"; break; }
+    done
+  fi
+  if type module &>/dev/null; then
+    for m in $modules; do module load "$m" || die "module load $m failed: set DOWNSCALE_MODULES (or \"\")"; done
+  fi
+  set -u
+fi
+container=${DOWNSCALE_CONTAINER-}
+read -r -a container_args <<<"${DOWNSCALE_CONTAINER_ARGS-}"
+nv=()
+[[ $device != cpu && -n ${CUDA_VISIBLE_DEVICES:-${SLURM_JOB_GPUS:-}} ]] && nv=(--nv)
+case $container in
+  "")
+    bin=${DOWNSCALE_BIN-}
+    [[ -n $bin ]] || { command -v downscale >/dev/null && bin=downscale || bin=$(pwd)/build/pipeline/downscale; }
+    command -v "$bin" >/dev/null || die "downscale binary '$bin' not found: set DOWNSCALE_BIN"
+    rank_cmd=("$bin") ;;
+  apptainer:* | singularity:*)
+    image=${container#*:}
+    [[ -f $image ]] || die "container image '$image' (DOWNSCALE_CONTAINER=$container) not found"
+    runtime=${container%%:*}
+    command -v "$runtime" >/dev/null || runtime=apptainer
+    command -v "$runtime" >/dev/null || runtime=singularity
+    command -v "$runtime" >/dev/null || die "DOWNSCALE_CONTAINER=$container but neither apptainer nor singularity is on PATH"
+    rank_cmd=("$runtime" exec ${nv[@]+"${nv[@]}"} ${container_args[@]+"${container_args[@]}"} "$image" "${DOWNSCALE_BIN:-downscale}") ;;
+  udocker:*)
+    command -v udocker >/dev/null || die "DOWNSCALE_CONTAINER=$container but udocker is not on PATH"
+    rank_cmd=(udocker run --hostenv --nometa --volume="$(pwd)" --workdir="$(pwd)" ${container_args[@]+"${container_args[@]}"}
+              "${container#udocker:}" "${DOWNSCALE_BIN:-/usr/local/bin/downscale}") ;;
+  *) die "DOWNSCALE_CONTAINER='$container': expected empty, apptainer:IMAGE, singularity:IMAGE or udocker:NAME" ;;
+esac
+read -r -a launcher_args <<<"${DOWNSCALE_LAUNCHER_ARGS-}"
+[[ $(id -u) -eq 0 ]] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+jsonl=$out/benchmark.jsonl
+echo "benchmark job $SLURM_JOB_ID on $(hostname): models ${model_list[*]}, ranks ${rank_list[*]}, device $device, results in $jsonl"
+rc=0
+for i in "${!model_list[@]}"; do
+  m=${model_list[i]}
+  b=${batch_list[i]:-${batch_list[0]}}
+  ((${#batch_list[@]} == 1)) && b=${batch_list[0]}
+  for n in "${rank_list[@]}"; do
+    log=$out/logs/$m-$n.log
+    echo "== $m, batch $b per rank, $n rank(s)"
+    # A step of n of the job's tasks; --kill-on-bad-exit: a rank that dies ends the step.
+    if srun "--mpi=${DOWNSCALE_SRUN_MPI:-pmix}" --ntasks="$n" --kill-on-bad-exit=1 ${launcher_args[@]+"${launcher_args[@]}"} \
+        "${rank_cmd[@]}" benchmark --model "$m" --batch-size "$b" --device "$device" --json "$jsonl" \
+        ${extra[@]+"${extra[@]}"} >"$log" 2>&1; then
+      grep -E '^(Img/sec|Total img/sec|Scaling efficiency)' "$log" || true
+    else
+      rc=1
+      echo "benchmark.sh: $m on $n rank(s) failed; last lines of $log:" >&2
+      tail -5 "$log" >&2
+    fi
+  done
+done
+[[ -s $jsonl ]] || { echo "benchmark.sh: no results in $jsonl" >&2; exit 1; }
+
+# The table (from every line of the file, the last per model/batch/device/precision/ranks) and the plot.
+python3 - "$jsonl" "$out/benchmark.md" <<'PY'
+import json, sys
+rows = {}
+for line in open(sys.argv[1]):
+    if line.strip():
+        j = json.loads(line)
+        rows[(j["model"], j["batch"], j["image_size"], j["device"], j["precision"], j["allreduce_dtype"], j["ranks"])] = j
+head = "| model | batch | image | device | precision | allreduce | ranks | nodes | img/s per rank | total img/s | efficiency |"
+md = [head, "|" + "---|" * 11]
+for k in sorted(rows):
+    j = rows[k]
+    eff = "-" if j.get("efficiency") is None else f"{100 * j['efficiency']:.0f}%"
+    md.append(f"| {j['model']} | {j['batch']} | {j['image_size']} | {j['device']} | {j['precision']} | "
+              f"{j['allreduce_dtype']} | {j['ranks']} | {j['nodes']} | {j['mean']:.1f} ±{j['ci95']:.1f} | "
+              f"{j['total']:.1f} | {eff} |")
+open(sys.argv[2], "w").write("\n".join(md) + "\n")
+print("\n".join(md))
+PY
+"${rank_cmd[@]}" benchmark --plot "$jsonl" "$out/benchmark.png" && echo "plot: $out/benchmark.png" || rc=1
+exit $rc

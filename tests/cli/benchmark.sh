@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `downscale benchmark` (issue 15): one CPU run per model at a tiny batch and image size checks
+# the reference script's lines and the JSON line; a 2-rank `mpirun` run checks the total over
+# two CPUs and the efficiency against the 1-rank line of the same file; --plot writes a PNG;
+# an unknown model exits 2 naming the choices.
+#   usage: benchmark.sh <downscale binary> <source dir>
+set -euo pipefail
+bin=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false
+tiny=(--no-cuda --threads 1 --batch-size 2 --num-warmup-batches 1 --num-batches-per-iter 1 --num-iters 2 --json runs.jsonl)
+declare -A size=([resnet50]=32 [resnet101]=32 [inception_v3]=75)
+for m in resnet50 resnet101 inception_v3; do
+  echo "== $m"
+  "$bin" benchmark --model "$m" --image-size "${size[$m]}" "${tiny[@]}" > "$m.out"
+  cat "$m.out"
+  for pat in "^Model: $m\$" '^Batch size: 2$' '^Number of CPUs: 1$' '^Image size: ' '^Running warmup\.\.\.$' \
+             '^Iter #0: [0-9.]+ img/sec per CPU$' '^Iter #1: [0-9.]+ img/sec per CPU$' \
+             '^Img/sec per CPU: [0-9.]+ \+-[0-9.]+$' '^Total img/sec on 1 CPU\(s\): [0-9.]+ \+-[0-9.]+$'; do
+    grep -Eq "$pat" "$m.out" || { echo "$m: no line matching '$pat'"; exit 1; }
+  done
+done
+
+echo "== resnet50 on 2 ranks"
+mpirun -np 2 --oversubscribe --bind-to none "$bin" benchmark --model resnet50 --image-size 32 "${tiny[@]}" > two.out
+cat two.out
+grep -Eq '^Number of CPUs: 2$' two.out || { echo "no 'Number of CPUs: 2'"; exit 1; }
+grep -Eq '^Total img/sec on 2 CPU\(s\): [0-9.]+ \+-[0-9.]+$' two.out || { echo "no 'Total img/sec on 2'"; exit 1; }
+grep -Eq '^Scaling efficiency: [0-9]+% against' two.out || { echo "no scaling efficiency line"; exit 1; }
+[[ $(grep -c '^Model:' two.out) -eq 1 ]] || { echo "only rank 0 prints"; exit 1; }
+
+/usr/bin/python3 - <<'PY'
+import json
+lines = [json.loads(l) for l in open("runs.jsonl")]
+assert len(lines) == 4, f"expected 4 JSON lines, got {len(lines)}"
+keys = ["model", "batch", "image_size", "ranks", "nodes", "device", "precision", "allreduce_dtype",
+        "mean", "ci95", "total", "efficiency", "activation_bytes", "parameters"]
+for l in lines:
+    missing = [k for k in keys if k not in l]
+    assert not missing, f"missing keys {missing} in {l}"
+    assert l["batch"] == 2 and l["mean"] > 0 and l["ci95"] >= 0 and l["device"].startswith("cpu"), l
+    assert abs(l["total"] - l["mean"] * l["ranks"]) < 1e-6 * l["total"], l
+    assert l["activation_bytes"] > 0 and l["parameters"] > 20_000_000, l  # the real nets (Net::activation_bytes)
+assert [l["model"] for l in lines] == ["resnet50", "resnet101", "inception_v3", "resnet50"]
+assert [l["image_size"] for l in lines] == [32, 32, 75, 32]
+one, two = lines[0], lines[3]
+assert one["ranks"] == 1 and one["efficiency"] == 1.0, one
+assert two["ranks"] == 2 and two["nodes"] == 1, two
+# Efficiency: the 2-rank total against twice the 1-rank per-rank figure of the same file.
+expect = two["total"] / (2 * one["mean"])
+assert abs(two["efficiency"] - expect) < 1e-9 * expect, (two["efficiency"], expect)
+print("JSON lines ok:", [(l["model"], l["ranks"], round(l["total"], 2), l["efficiency"]) for l in lines])
+PY
+
+echo "== --plot"
+"$bin" benchmark --plot runs.jsonl scaling.png
+[[ $(head -c 8 scaling.png | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || { echo "scaling.png is not a PNG"; exit 1; }
+echo '{"oops": 1}' > bad.jsonl
+rc=0; "$bin" benchmark --plot bad.jsonl bad.png 2> bad.err || rc=$?
+[[ $rc -eq 3 ]] && grep -q 'bad.jsonl: line 1' bad.err || { echo "a foreign line: rc $rc"; cat bad.err; exit 1; }
+
+echo "== errors"
+rc=0; "$bin" benchmark --model vgg16 2> err.txt || rc=$?
+[[ $rc -eq 2 ]] && grep -q 'resnet50, resnet101, inception_v3' err.txt || { echo "unknown model: rc $rc"; cat err.txt; exit 1; }
+echo "benchmark: ok"
