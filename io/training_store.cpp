@@ -53,6 +53,10 @@ StoreWriter::StoreWriter(const std::string& path, const StoreMeta& meta, int def
   file_.write("/grid/predictand_lat", {meta.predictand_lat.size()}, meta.predictand_lat.data());
   file_.write("/grid/obs_lon", {m.obs_lon.size()}, m.obs_lon.data());
   file_.write("/grid/obs_lat", {m.obs_lat.size()}, m.obs_lat.data());
+  // Each its own dimension scale, so netCDF-4 and xarray name /grid's dimensions after them
+  // instead of phony_dim_N.
+  for (const char* c : {"predictor_lon", "predictor_lat", "predictand_lon", "predictand_lat", "obs_lon", "obs_lat"})
+    file_.make_scale(std::string("/grid/") + c, c);
   file_.write("/mask", {hsize_t(meta.Hy()), hsize_t(meta.Wy())}, meta.mask.data());
   file_.create_group("/stats");
   const std::vector<hsize_t> stat_dims{hsize_t(meta.C()), hsize_t(meta.H()), hsize_t(meta.W())};

@@ -40,6 +40,9 @@ assert list(train["channel"].values[:2]) == ["z@500", "z@700"], train["channel"]
 assert np.issubdtype(train["time"].dtype, np.datetime64) and str(train["time"].values[0])[:10] == "2000-01-01"
 assert train["x"].attrs["units"] == "1" and train["lat"].attrs["units"] == "degrees_north"
 assert root["mask"].dims == ("lat", "lon") and root["lat"].size == train["lat"].size
+grid = xr.open_dataset(store, group="grid")  # the earlier layout's coordinates, named too
+assert not any(d.startswith("phony_dim") for d in grid.dims), grid.dims
+assert grid["obs_lat"].dims == ("obs_lat",) and grid["predictor_lon"].size == train["predictor_lon"].size
 sel = train["x"].sel(channel="ta@850").isel(time=0)
 assert sel.dims == ("predictor_lat", "predictor_lon") and np.isfinite(sel.values).all()
 print(f"xarray: train x {dict(train['x'].sizes)}, y {dict(train['y'].sizes)}, channels {list(train['channel'].values[:3])}...")
