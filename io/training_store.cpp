@@ -55,8 +55,14 @@ StoreWriter::StoreWriter(const std::string& path, const StoreMeta& meta, int def
   file_.write("/grid/obs_lat", {m.obs_lat.size()}, m.obs_lat.data());
   // Each its own dimension scale, so netCDF-4 and xarray name /grid's dimensions after them
   // instead of phony_dim_N.
-  for (const char* c : {"predictor_lon", "predictor_lat", "predictand_lon", "predictand_lat", "obs_lon", "obs_lat"})
-    file_.make_scale(std::string("/grid/") + c, c);
+  for (const char* c : {"predictor_lon", "predictor_lat", "predictand_lon", "predictand_lat", "obs_lon", "obs_lat"}) {
+    const std::string path = std::string("/grid/") + c;
+    const bool lat = std::string(c).find("_lat") != std::string::npos;
+    file_.set_attr(path, "units", std::string(lat ? "degrees_north" : "degrees_east"));
+    file_.set_attr(path, "standard_name", std::string(lat ? "latitude" : "longitude"));
+    file_.set_attr(path, "axis", std::string(lat ? "Y" : "X"));
+    file_.make_scale(path, c);
+  }
   file_.write("/mask", {hsize_t(meta.Hy()), hsize_t(meta.Wy())}, meta.mask.data());
   file_.create_group("/stats");
   const std::vector<hsize_t> stat_dims{hsize_t(meta.C()), hsize_t(meta.H()), hsize_t(meta.W())};

@@ -21,18 +21,7 @@ int run_benchmark_command(const BenchmarkOptions& opts, const std::string& log_l
   (void)benchmark_default_image_size(opts.model);
   const auto comm = make_mpi_communicator();
   if (comm->size() > 1) setup_logging("benchmark", log_level, comm->rank());  // every line names its rank
-  try {
-    run_benchmark(opts, *comm, std::cout);
-  } catch (const Interrupted&) {
-    throw;
-  } catch (const Error& e) {
-    // One failed rank would leave the others waiting in a collective: end the whole job.
-    if (comm->size() > 1) comm->abort(e.what(), e.code());
-    throw;
-  } catch (const std::exception& e) {
-    if (comm->size() > 1) comm->abort(e.what(), kExitFailure);
-    throw;
-  }
+  run_or_abort_job(*comm, [&] { run_benchmark(opts, *comm, std::cout); });
   return 0;
 }
 

@@ -31,7 +31,10 @@ int run_train(const Config& cfg, const StageOptions& opt) {
   // the barrier below; if the lock is taken, rank 0's error ends them (MPI_Abort) rather than
   // leaving them there.
   std::optional<RunLock> lock;
-  try {
+  // An Interrupted passes through: every rank agreed to stop at the same step (the trainer's
+  // stop vote) and rank 0 wrote the checkpoint, so each leaves normally, through MPI_Finalize,
+  // with the signal's exit code.
+  run_or_abort_job(*comm, [&] {
     if (comm->is_root()) {
       lock.emplace(paths.model_dir(), "train");
       remove_stale_temps(paths.model_dir());  // a killed run's checkpoint_*.h5.tmp-PID
@@ -45,18 +48,7 @@ int run_train(const Config& cfg, const StageOptions& opt) {
     // stopped before writing one. Every rank sees the same shared folder.
     const bool resume = opt.resume || (opt.resume_auto && path_exists(paths.model_dir() + "/checkpoint_last.h5"));
     train_model(cfg, paths.store(), paths.model_dir(), resume, {}, comm.get(), opt.timeline);
-  } catch (const Interrupted&) {
-    // Every rank agreed to stop at the same step (the trainer's stop vote) and rank 0 wrote the
-    // checkpoint: each leaves normally, through MPI_Finalize, with the signal's exit code.
-    throw;
-  } catch (const Error& e) {
-    // One failed rank would leave the others waiting in a collective: end the whole job.
-    if (comm->size() > 1) comm->abort(e.what(), e.code());
-    throw;
-  } catch (const std::exception& e) {
-    if (comm->size() > 1) comm->abort(e.what(), kExitFailure);
-    throw;
-  }
+  });
   if (comm->is_root()) spdlog::info("wrote {}/checkpoint_best.h5 and checkpoint_last.h5", paths.model_dir());
   return 0;
 }

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "io/error.h"
+#include "io/stop_signal.h"
 #include "train/lr_schedule.h"
 
 namespace ds {
@@ -100,6 +102,13 @@ std::unique_ptr<Communicator> make_single_process_communicator();
 // singleton by an srun without --mpi=pmix) throws UsageError.
 std::unique_ptr<Communicator> make_mpi_communicator();
 
+// Runs a driver's collective work. An error on one of several ranks ends the whole job through
+// comm.abort (the other ranks would otherwise wait in a collective forever) with the error's
+// exit code; Interrupted (every rank agreed to stop at the same step) and a single process's
+// errors pass through to main's handler.
+template <typename Body>
+void run_or_abort_job(Communicator& comm, Body&& body);
+
 // train.allreduce_dtype's value as a WireType (fp32 | bf16 | fp16; validated with the config).
 Communicator::WireType parse_wire_type(const std::string& dtype);
 
@@ -113,5 +122,20 @@ int default_cpu_threads(Communicator& comm);
 
 LearningRateSchedule scaled_learning_rate(LearningRateSchedule base, int size, double warmup_epochs,
                                           int64_t steps_per_epoch);
+
+template <typename Body>
+void run_or_abort_job(Communicator& comm, Body&& body) {
+  try {
+    body();
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const Error& e) {
+    if (comm.size() > 1) comm.abort(e.what(), e.code());
+    throw;
+  } catch (const std::exception& e) {
+    if (comm.size() > 1) comm.abort(e.what(), kExitFailure);
+    throw;
+  }
+}
 
 }  // namespace ds

@@ -67,7 +67,7 @@ std::string DnnlBackend::name() const {
 #ifdef _OPENMP
   if (t <= 0) t = omp_get_max_threads();
 #endif
-  return "cpu (oneDNN, " + std::to_string(t) + " threads)";
+  return "cpu (oneDNN, " + std::to_string(t) + (t == 1 ? " thread)" : " threads)");
 }
 
 bool DnnlBackend::cpu_has_bf16() {
