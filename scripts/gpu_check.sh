@@ -12,6 +12,10 @@
 #      torch.compile as a second peer (bench/train_step.sh), in TF32 and in FP32;
 #   4. the scaling model's per-layer profile (bench_train_step --profile-layers, TF32) and its
 #      predicted table on NVLink4/NDR and PCIe5/one NIC per node (docs/scaling.md);
+#   5. downscale train end to end on the North America shapes (E2E=0 skips it);
+#   6. downscale benchmark (ResNet50/101, InceptionV3) against torchvision eager and compiled,
+#      and over NCCL with 16-bit gradients (IMAGENET=0 skips it; IMAGENET_MODELS, _BATCH,
+#      _MATHS, _ITERS);
 # and writes one report (Markdown) with the device's name: gpu_check_report.md, or $REPORT.
 #
 #   scripts/gpu_check.sh [ROOT]     ROOT: the bundle's folder, or the source tree (build/ in it)
@@ -210,6 +214,43 @@ if [[ $E2E == 1 ]]; then
     failed+=("North America data"); say "synth/fetch/preprocess of configs/bench_na.yaml: FAILED"
     tail -8 "$work/na_prep" > "$work/na.tail"; block "$work/na.tail"
   fi
+  say ""
+fi
+# --- 6. the image nets (issue 15): downscale benchmark against torchvision on this GPU ---
+# Horovod's synthetic benchmark at its batch sizes (ResNets 256 per GPU would need 30-46 GB of
+# activations: fine on an H100/H200), ours against torchvision eager (channels_last,
+# cudnn.benchmark, TF32 or autocast) and torch.compile, one process; then NCCL on one rank with
+# 16-bit gradients on the wire. IMAGENET=0 skips the section.
+if [[ ${IMAGENET:-1} == 1 ]]; then
+  say "## 6. downscale benchmark (ResNet50/101, InceptionV3) against torchvision on this GPU"
+  imagenet_build=$root/build
+  [[ -x $imagenet_build/pipeline/downscale ]] || imagenet_build=$root  # the bundle: bin/downscale
+  has_tv=1
+  $PY -c 'import torch, torchvision' 2>/dev/null || has_tv=0
+  [[ $has_tv == 1 ]] || say "($PY has no torchvision: downscale alone, no PyTorch peer)"
+  for math in ${IMAGENET_MATHS:-tf32 bf16}; do
+    if [[ $has_tv == 0 ]]; then
+      (for m in ${IMAGENET_MODELS:-resnet50 resnet101 inception_v3}; do
+        run "$downscale" benchmark --device cuda --precision "$math" --model "$m" --batch-size "${IMAGENET_BATCH:-128}" \
+          --num-warmup-batches 5 --num-batches-per-iter 5 --num-iters "${IMAGENET_ITERS:-5}" || exit 1
+      done) > "$work/imagenet_$math" 2>&1 || failed+=("image nets $math")
+    else
+      # One model per call: each gets STEP_TIMEOUT (torch.compile alone takes a minute or more).
+      for m in ${IMAGENET_MODELS:-resnet50 resnet101 inception_v3}; do
+        DEVICE=cuda PRECISION=$math MODELS=$m BATCH=${IMAGENET_BATCH:-128} THREADS=$(nproc) WARMUP=5 PER_ITER=5 \
+          ITERS=${IMAGENET_ITERS:-5} ROUNDS=1 COMPILE=auto PY=$PY run bash "$root/bench/benchmark_models.sh" \
+          "$imagenet_build" || failed+=("image nets $m $math")
+      done > "$work/imagenet_$math" 2>&1
+    fi
+    grep -E "^(resnet|inception)|ours|peer|Total" "$work/imagenet_$math" > "$work/imagenet_$math.tail" || tail -12 "$work/imagenet_$math" > "$work/imagenet_$math.tail"; block "$work/imagenet_$math.tail"
+  done
+  if run "$downscale" benchmark --device cuda --model resnet50 --batch-size 64 --num-warmup-batches 3 \
+       --num-batches-per-iter 5 --num-iters 3 --communicator nccl --fp16-allreduce > "$work/imagenet_nccl" 2>&1; then
+    grep -E '^(Img/sec|Total)' "$work/imagenet_nccl" > "$work/imagenet_nccl.tail"
+  else
+    failed+=("benchmark over NCCL"); tail -8 "$work/imagenet_nccl" > "$work/imagenet_nccl.tail"
+  fi
+  say "NCCL, one rank, --fp16-allreduce, ResNet50 batch 64:"; block "$work/imagenet_nccl.tail"
   say ""
 fi
 say "Peak for comparison: H100 SXM dense TF32 about 495 TFLOP/s, FP32 about 67 TFLOP/s (NVIDIA's data sheet);"
