@@ -25,12 +25,8 @@ cd "$work"
 # --- the test OPeNDAP server ---
 mkdir srv
 /usr/bin/python3 "$src/tests/dap_server/make_sources.py" srv >/dev/null || { echo "make_sources failed"; exit 1; }
-/usr/bin/python3 "$src/tests/dap_server/dap_server.py" --root srv --log server.log > port.txt 2> server.err &
-server_pid=$!
-for _ in $(seq 100); do grep -q PORT port.txt 2>/dev/null && break; sleep 0.1; done
-port=$(awk '{print $2}' port.txt)
-[[ -n $port ]] || { echo "the test DAP server did not start"; cat server.err; exit 1; }
-base=http://127.0.0.1:$port
+source "$src/tests/cli/dap_server.sh"
+start_dap_server srv
 mkdir datasets
 cat > datasets/udg.yaml <<'YAML'
 name: UDG-like test source

@@ -17,12 +17,9 @@ fail() { echo "FAIL: $*"; failures=$((failures+1)); }
 cd "$work"
 
 # The server reads the committed files in place (it never writes to its root).
-/usr/bin/python3 "$src/tests/dap_server/dap_server.py" --root "$src/tests/data/iberia" --log server.log > port.txt 2> server.err &
-server_pid=$!
-for _ in $(seq 50); do grep -q PORT port.txt 2>/dev/null && break; sleep 0.1; done
-port=$(awk '{print $2}' port.txt)
-[[ -n $port ]] || { echo "the test DAP server did not start"; cat server.err; exit 1; }
-base=http://127.0.0.1:$port/
+source "$src/tests/cli/dap_server.sh"
+start_dap_server "$src/tests/data/iberia"
+base=$base/
 
 cat > ncep.yaml <<EOF2
 run: {dir: runs/ncep}

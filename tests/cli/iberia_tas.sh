@@ -18,12 +18,9 @@ trap '[[ -n $server_pid ]] && kill $server_pid; rm -rf "$work"' EXIT
 cd "$work"
 cp -r "$src/configs" .
 
-/usr/bin/python3 "$src/tests/dap_server/dap_server.py" --root "$src/tests/data/iberia" --log server.log > port.txt 2> server.err &
-server_pid=$!
-for _ in $(seq 50); do grep -q PORT port.txt 2>/dev/null && break; sleep 0.1; done
-port=$(awk '{print $2}' port.txt)
-[[ -n $port ]] || { echo "the test DAP server did not start"; cat server.err; exit 1; }
-base=http://127.0.0.1:$port/
+source "$src/tests/cli/dap_server.sh"
+start_dap_server "$src/tests/data/iberia"
+base=$base/
 cfg=configs/iberia_tas.yaml
 ds() { echo "== downscale $*"; "$bin" "$@" --config "$cfg" 2>&1 | tail -8; return "${PIPESTATUS[0]}"; }
 
