@@ -77,6 +77,14 @@ if run "$test_model" --gtest_filter="${PARITY_FILTER:-*Cuda*:*Nccl*:KernelBodies
 else
   failed+=("parity tests"); say "FAILED"; tail -40 "$work/parity" > "$work/parity.tail"; block "$work/parity.tail"
 fi
+# The hand-written batch-norm kernels, cuDNN's fallback (model/cuda/cuda_batch_norm.cu).
+if DOWNSCALE_CUDA_BN=kernels run "$test_model" --gtest_filter='ModelCuda.BatchNorm:ModelCuda.AddGlobalAveragePool*' \
+     > "$work/parity_bn" 2>&1; then
+  say "batch norm with DOWNSCALE_CUDA_BN=kernels: passed"
+else
+  failed+=("batch-norm kernels"); say "batch norm with DOWNSCALE_CUDA_BN=kernels: FAILED"
+  tail -20 "$work/parity_bn" > "$work/parity_bn.tail"; block "$work/parity_bn.tail"
+fi
 if [[ -f $root/tests/cli/predict_gpu.sh ]]; then
   if (cd "$work" && run bash "$root/tests/cli/predict_gpu.sh" "$downscale" "$root") > "$work/predict" 2>&1; then
     say "GPU predict against CPU predict: passed"

@@ -47,6 +47,7 @@ CudaBackend::CudaBackend(int device)
 CudaBackend::~CudaBackend() {
   // No throwing from a destructor: errors here mean the context is already gone.
   plans_.clear();
+  bn_plans_.clear();
   if (cublas_) cublasDestroy(cublas_);
   if (stream_) cudaStreamSynchronize(stream_);  // nothing queued may still use a block freed below
   cache_.free_all();  // tensors, workspace and padding scratch

@@ -172,6 +172,25 @@ class CudaBackend : public Backend {
   float* pad_ = nullptr;
   int64_t pad_n_ = 0;
   std::map<ConvKey, std::unique_ptr<ConvPlan>> plans_;
+  // Batch normalization (cuda_batch_norm.cu): cuDNN's spatial batch norm, one pair of tensor
+  // descriptors per input shape; the hand-written kernels (cuda_ops.cu, bodies shared with the
+  // CPU tests) with DOWNSCALE_CUDA_BN=kernels.
+  struct BnPlan {
+    cudnnTensorDescriptor_t x = nullptr, stat = nullptr;
+    ~BnPlan() {
+      if (x) cudnnDestroyTensorDescriptor(x);
+      if (stat) cudnnDestroyTensorDescriptor(stat);
+    }
+  };
+  std::map<std::tuple<int, int, int, int>, std::unique_ptr<BnPlan>> bn_plans_;
+  BnPlan& bn_plan(const Shape& s);
+  bool bn_kernels() const;
+  void bn_kernels_forward_training(const Shape& s, const float* x, const float* gamma, const float* beta, float eps,
+                                   float* y, float* mean, float* var);
+  void bn_kernels_forward_inference(const Shape& s, const float* x, const float* gamma, const float* beta,
+                                    const float* mean, const float* var, float eps, float* y);
+  void bn_kernels_backward(const Shape& s, const float* x, const float* dy, const float* gamma, const float* mean,
+                           const float* var, float eps, float* dx, float* dgamma, float* dbeta);
   // cuBLAS for the dense layer, created on first use on our stream (cuda_ops.cu).
   cublasHandle_t cublas_ = nullptr;
   cublasHandle_t cublas();

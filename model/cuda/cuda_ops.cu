@@ -246,7 +246,7 @@ void CudaBackend::pool2d_backward(const PoolDesc& d, const float* x, const float
   DS_CUDA_LAUNCHED();
 }
 
-void CudaBackend::batch_norm_forward_training(const Shape& s, const float* x, const float* gamma, const float* beta,
+void CudaBackend::bn_kernels_forward_training(const Shape& s, const float* x, const float* gamma, const float* beta,
                                               float eps, float* y, float* mean, float* var) {
   const int64_t hw = int64_t(s.h) * s.w, total = s.size();
   if (total == 0) return;
@@ -256,7 +256,7 @@ void CudaBackend::batch_norm_forward_training(const Shape& s, const float* x, co
   DS_CUDA_LAUNCHED();
 }
 
-void CudaBackend::batch_norm_forward_inference(const Shape& s, const float* x, const float* gamma, const float* beta,
+void CudaBackend::bn_kernels_forward_inference(const Shape& s, const float* x, const float* gamma, const float* beta,
                                                const float* mean, const float* var, float eps, float* y) {
   const int64_t hw = int64_t(s.h) * s.w, total = s.size();
   if (total == 0) return;
@@ -264,7 +264,7 @@ void CudaBackend::batch_norm_forward_inference(const Shape& s, const float* x, c
   DS_CUDA_LAUNCHED();
 }
 
-void CudaBackend::batch_norm_backward(const Shape& s, const float* x, const float* dy, const float* gamma,
+void CudaBackend::bn_kernels_backward(const Shape& s, const float* x, const float* dy, const float* gamma,
                                       const float* mean, const float* var, float eps, float* dx, float* dgamma,
                                       float* dbeta) {
   const int64_t hw = int64_t(s.h) * s.w, total = s.size();
