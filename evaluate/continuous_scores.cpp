@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "evaluate/domain_table.h"
 #include "evaluate/indices.h"
 #include "io/log.h"
 #include "io/stop_signal.h"
@@ -47,7 +48,6 @@ double domain_mean(const std::vector<double>& v) {
   return n ? s / n : NAN;
 }
 
-nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 }  // namespace
 
@@ -103,6 +103,14 @@ const std::vector<std::string>& continuous_score_names() {
   return names;
 }
 
+namespace {
+std::vector<DomainRow> domain_rows(const ContinuousEvaluation& e) {
+  std::vector<DomainRow> rows;
+  for (const auto& m : e.methods) rows.push_back({m.name, 1, &m.domain, &m.median});
+  return rows;
+}
+}  // namespace
+
 std::string continuous_json(const ContinuousEvaluation& e) {
   nlohmann::json j;
   j["test_days"] = e.ndays;
@@ -114,30 +122,11 @@ std::string continuous_json(const ContinuousEvaluation& e) {
       {"RMSE", "mean over modelled boxes of the root mean squared error of the daily values (" + e.units + ")"},
       {"Pearson", "mean over modelled boxes of the Pearson correlation of the daily series"},
       {"sd_ratio", "mean over modelled boxes of sd(predicted) / sd(observed) of the daily series"}};
-  for (const auto& [k, v] : e.observed_domain) j["observed"][k] = number(v);
-  for (const auto& m : e.methods) {
-    nlohmann::json mj;
-    mj["members"] = 1;
-    for (const auto& [k, v] : m.domain) mj[k] = number(v);
-    for (const auto& [k, v] : m.median) mj["median"][k] = number(v);
-    j["methods"][m.name] = mj;
-  }
+  for (const auto& [k, v] : e.observed_domain) j["observed"][k] = json_number(v);
+  add_domain_methods(j, domain_rows(e));
   return j.dump(2) + "\n";
 }
 
-std::string continuous_csv(const ContinuousEvaluation& e) {
-  std::ostringstream s;
-  s << "method,members";
-  for (const auto& k : continuous_score_names()) s << "," << k;
-  for (const auto& k : continuous_score_names()) s << "," << k << "_median";
-  s << "\n";
-  for (const auto& m : e.methods) {
-    s << m.name << ",1";
-    for (const auto& k : continuous_score_names()) s << "," << m.domain.at(k);
-    for (const auto& k : continuous_score_names()) s << "," << m.median.at(k);
-    s << "\n";
-  }
-  return s.str();
-}
+std::string continuous_csv(const ContinuousEvaluation& e) { return domain_scores_csv(continuous_score_names(), domain_rows(e)); }
 
 }  // namespace ds

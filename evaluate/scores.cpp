@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "evaluate/domain_table.h"
 #include "evaluate/indices.h"
 #include "io/log.h"
 #include "io/stop_signal.h"
@@ -124,8 +125,13 @@ const std::vector<std::string>& score_names() {
   return names;
 }
 
+
 namespace {
-nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+std::vector<DomainRow> domain_rows(const Evaluation& e) {
+  std::vector<DomainRow> rows;
+  for (const auto& m : e.methods) rows.push_back({m.name, m.members, &m.domain, &m.median});
+  return rows;
+}
 }  // namespace
 
 std::string evaluation_json(const Evaluation& e) {
@@ -142,30 +148,11 @@ std::string evaluation_json(const Evaluation& e) {
       {"RMSE_wet", "RMSE over observed wet days (mm/day)"},
       {"Spearman", "land-box mean of the Spearman rank correlation of the daily series"},
       {"ROCSS", "ROC skill score (2 AUC - 1) of the wet-day probability or amount for observed wet days"}};
-  for (const auto& [k, v] : e.observed_domain) j["observed"][k] = number(v);
-  for (const auto& m : e.methods) {
-    nlohmann::json mj;
-    mj["members"] = m.members;
-    for (const auto& [k, v] : m.domain) mj[k] = number(v);
-    for (const auto& [k, v] : m.median) mj["median"][k] = number(v);
-    j["methods"][m.name] = mj;
-  }
+  for (const auto& [k, v] : e.observed_domain) j["observed"][k] = json_number(v);
+  add_domain_methods(j, domain_rows(e));
   return j.dump(2) + "\n";
 }
 
-std::string evaluation_csv(const Evaluation& e) {
-  std::ostringstream s;
-  s << "method,members";
-  for (const auto& k : score_names()) s << "," << k;
-  for (const auto& k : score_names()) s << "," << k << "_median";
-  s << "\n";
-  for (const auto& m : e.methods) {
-    s << m.name << "," << m.members;
-    for (const auto& k : score_names()) s << "," << m.domain.at(k);
-    for (const auto& k : score_names()) s << "," << m.median.at(k);
-    s << "\n";
-  }
-  return s.str();
-}
+std::string evaluation_csv(const Evaluation& e) { return domain_scores_csv(score_names(), domain_rows(e)); }
 
 }  // namespace ds

@@ -1,0 +1,26 @@
+// The per-method domain scores (means and medians over the modelled boxes) as they appear in
+// scores.json and scores.csv: one writer for the precipitation and the continuous evaluations.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ds {
+
+struct DomainRow {
+  std::string name;
+  int members = 1;
+  const std::map<std::string, double>* domain = nullptr;  // score -> mean over boxes
+  const std::map<std::string, double>* median = nullptr;  // score -> median over boxes
+};
+
+// A JSON number, or null for NaN/Inf (JSON has neither).
+nlohmann::json json_number(double v);
+// j["methods"][name] = {members, every domain score, "median": {...}} for each row.
+void add_domain_methods(nlohmann::json& j, const std::vector<DomainRow>& rows);
+// "method,members,<score>...,<score>_median..." then one line per row, scores in `names` order.
+std::string domain_scores_csv(const std::vector<std::string>& names, const std::vector<DomainRow>& rows);
+
+}  // namespace ds
