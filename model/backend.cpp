@@ -8,6 +8,12 @@
 
 namespace ds::model {
 
+bool Backend::all_finite(const std::vector<FloatSpan>& buffers) {
+  for (const FloatSpan& b : buffers)
+    if (!all_finite(b.size, b.data)) return false;
+  return true;
+}
+
 void Backend::conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
   conv2d_forward(d, x, w, b, y);
   relu_forward(d.out().size(), y, y);

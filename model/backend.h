@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/tensor.h"
 
@@ -62,6 +63,13 @@ class Backend {
   virtual void synchronize() = 0;  // waits for queued work (no-op on the CPU)
   // True when none of x's n values is Inf or NaN; one synchronisation (loss scaling's check).
   virtual bool all_finite(int64_t n, const float* x) = 0;
+  // The same over several buffers (every gradient of a step) with one synchronisation in all:
+  // loss scaling checks dozens of gradient tensors per step. The default asks all_finite of each.
+  struct FloatSpan {
+    const float* data;
+    int64_t size;
+  };
+  virtual bool all_finite(const std::vector<FloatSpan>& buffers);
 
   // --- ops (y/dx outputs are overwritten unless the name says accumulate) ---
   virtual void conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) = 0;

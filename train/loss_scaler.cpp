@@ -50,13 +50,9 @@ bool LossScaler::unscale_or_skip(model::Backend& be, const std::vector<model::Pa
     const float inf = std::numeric_limits<float>::infinity();
     be.fill(params[0].grad->data(), 1, inf);
   }
-  bool finite = true;
-  for (const auto& p : params)
-    if (!be.all_finite(p.grad->size(), p.grad->data())) {
-      finite = false;
-      break;
-    }
-  if (!finite) {
+  std::vector<model::Backend::FloatSpan> grads;
+  for (const auto& p : params) grads.push_back({p.grad->data(), p.grad->size()});
+  if (!be.all_finite(grads)) {  // one synchronisation for every gradient
     ++skipped_total_;
     ++skipped_in_epoch_;
     good_in_a_row_ = 0;

@@ -33,6 +33,7 @@ class DnnlBackend : public Backend {
   void copy(float* dst, const float* src, int64_t n) override;
   void fill(float* p, int64_t n, float value) override;
   void synchronize() override {}
+  using Backend::all_finite;  // the several-buffer form: the base class asks this one of each
   bool all_finite(int64_t n, const float* x) override;
 
   void conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override;

@@ -36,6 +36,7 @@ class CudaBackend : public Backend {
   void fill(float* p, int64_t n, float value) override;
   void synchronize() override;
   bool all_finite(int64_t n, const float* x) override;
+  bool all_finite(const std::vector<FloatSpan>& buffers) override;
 
   void conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override;
   void conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) override;

@@ -112,6 +112,20 @@ bool CudaBackend::all_finite(int64_t n, const float* x) {
   return got != 0;
 }
 
+// One flag for every buffer, one copy back and one synchronisation for all of them.
+bool CudaBackend::all_finite(const std::vector<FloatSpan>& buffers) {
+  int got = 0;
+  DS_CUDA(cudaMemsetAsync(d_flag_, 1, sizeof(int), stream_));
+  for (const FloatSpan& b : buffers) {
+    if (b.size <= 0) continue;
+    all_finite_kernel<<<blocks_for(b.size), kThreads, 0, stream_>>>(b.size, b.data, d_flag_);
+    DS_CUDA_LAUNCHED();
+  }
+  DS_CUDA(cudaMemcpyAsync(&got, d_flag_, sizeof(int), cudaMemcpyDeviceToHost, stream_));
+  DS_CUDA(cudaStreamSynchronize(stream_));
+  return got != 0;
+}
+
 void CudaBackend::fill(float* p, int64_t n, float value) {
   if (n == 0) return;
   fill_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(p, n, value);

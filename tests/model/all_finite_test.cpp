@@ -27,5 +27,19 @@ TEST(ModelCpuAllFinite, FindsInfAndNanAnywhere) {
   EXPECT_TRUE(be->all_finite(0, t.data()));
 }
 
+// Several buffers at once (loss scaling's form): false as soon as any one holds an Inf or NaN,
+// true for none or only empty ones.
+TEST(ModelCpuAllFinite, SeveralBuffersAtOnce) {
+  auto be = make_cpu_backend(2);
+  Tensor a(*be, {2, 3, 4, 5}), b(*be, {1, 7, 1, 1});
+  a.upload(test::random_values(size_t(a.size()), 1).data());
+  b.upload(test::random_values(size_t(b.size()), 2).data());
+  EXPECT_TRUE(be->all_finite(std::vector<Backend::FloatSpan>{}));
+  EXPECT_TRUE(be->all_finite({{a.data(), a.size()}, {b.data(), 0}, {b.data(), b.size()}}));
+  b.data()[6] = std::nanf("");
+  EXPECT_FALSE(be->all_finite({{a.data(), a.size()}, {b.data(), b.size()}}));
+  EXPECT_TRUE(be->all_finite({{a.data(), a.size()}, {b.data(), 6}}));
+}
+
 }  // namespace
 }  // namespace ds::model

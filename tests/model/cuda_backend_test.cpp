@@ -570,6 +570,12 @@ TEST_F(ModelCuda, AllFiniteFindsInfAndNan) {
     be->fill(t.data() + t.size() - 1, 1, std::nanf(""));
     EXPECT_FALSE(be->all_finite(t.size(), t.data())) << be->name();
     EXPECT_TRUE(be->all_finite(t.size() - 1, t.data())) << be->name();
+    // Several buffers, one synchronisation: the NaN in the last one is found, and not when the
+    // span stops before it; an empty span is skipped.
+    Tensor u(*be, {1, 1, 1, 9});
+    u.upload(v.data());
+    EXPECT_FALSE(be->all_finite({{u.data(), u.size()}, {t.data(), 0}, {t.data(), t.size()}})) << be->name();
+    EXPECT_TRUE(be->all_finite({{u.data(), u.size()}, {t.data(), t.size() - 1}})) << be->name();
   }
 }
 
