@@ -16,8 +16,11 @@ class Communicator;  // train/distributed.h
 }
 
 // Bump when a member changes meaning or type. Appending members does not need a bump: the table
-// says its own size, and the loader uses a member only when the size covers it.
-#define DS_CUDA_PLUGIN_ABI 1
+// says its own size, and the loader uses a member only when the size covers it. The Backend
+// class (model/backend.h) crosses the boundary too: bump when its virtual functions change, or
+// an older plugin would be called through the wrong vtable slots. 2: softmax_cross_entropy and
+// all_finite over several buffers (2026-11-22).
+#define DS_CUDA_PLUGIN_ABI 2
 #define DS_CUDA_PLUGIN_ENTRY "ds_cuda_plugin"
 
 namespace ds::model {
