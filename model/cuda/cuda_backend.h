@@ -140,6 +140,7 @@ class CudaBackend : public Backend {
   // algorithms were chosen for one mode and layout.
   using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int>;
   ConvPlan& conv_plan(const ConvDesc& d);
+  const float* conv_input(const ConvPlan& p, const ConvDesc& d, const float* x);
   std::string conv_context(const ConvDesc& d) const;
   // cudnnFind*: times the algorithms on scratch buffers; false when cuDNN could not (the caller
   // then keeps the heuristic's choice).

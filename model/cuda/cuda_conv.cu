@@ -245,16 +245,20 @@ bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p) {
   return ok;
 }
 
+// x as cuDNN sees it: the zero-padded copy when the padding is one cuDNN cannot express
+// (asymmetric), else x itself.
+const float* CudaBackend::conv_input(const ConvPlan& p, const ConvDesc& d, const float* x) {
+  if (!p.explicit_pad) return x;
+  float* xp = pad_buffer(p.x_shape.size());
+  pad_nchw(stream_, d.in, d.pad_top, d.pad_left, p.x_shape, x, xp);
+  return xp;
+}
+
 void CudaBackend::conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
   try {
     ConvPlan& p = conv_plan(d);
     const float one = 1.0f, zero = 0.0f;
-    const float* src = x;
-    if (p.explicit_pad) {
-      float* xp = pad_buffer(p.x_shape.size());
-      pad_nchw(stream_, d.in, d.pad_top, d.pad_left, p.x_shape, x, xp);
-      src = xp;
-    }
+    const float* src = conv_input(p, d, x);
     void* ws = p.fwd_ws ? workspace(p.fwd_ws) : nullptr;
     if (half16()) {
       const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw}, out = d.out();
@@ -327,8 +331,8 @@ void CudaBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const
       from_half16(p.x_shape, dxh, dst);
       for (void* h : {dyh, wh, dxh}) cache_.release(h);
     } else {
-      DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, w, p.y, dy, p.conv_bwd_data, p.bwd_data_algo, ws, p.bwd_data_ws,
-                                            &zero, p.x, dst));
+      DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, w, p.y, dy, p.conv_bwd_data, p.bwd_data_algo, ws,
+                                            p.bwd_data_ws, &zero, p.x, dst));
     }
     // The padded border's gradient belongs to zeros that are not inputs: dropped by the crop.
     if (p.explicit_pad) crop_nchw(stream_, p.x_shape, d.pad_top, d.pad_left, d.in, dst, dx);
@@ -341,13 +345,8 @@ void CudaBackend::conv2d_backward_weights(const ConvDesc& d, const float* x, con
   try {
     ConvPlan& p = conv_plan(d);
     const float one = 1.0f, zero = 0.0f;
-    const float* src = x;
-    if (p.explicit_pad) {
-      // Padded again rather than kept from forward: a cheap copy instead of a buffer per layer.
-      float* xp = pad_buffer(p.x_shape.size());
-      pad_nchw(stream_, d.in, d.pad_top, d.pad_left, p.x_shape, x, xp);
-      src = xp;
-    }
+    // Padded again rather than kept from forward: a cheap copy instead of a buffer per layer.
+    const float* src = conv_input(p, d, x);
     void* ws = p.bwd_filter_ws ? workspace(p.bwd_filter_ws) : nullptr;
     if (half16()) {
       const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw};
