@@ -100,18 +100,6 @@ __global__ void all_finite_kernel(int64_t n, const float* x, int* flag) {
 
 }  // namespace
 
-bool CudaBackend::all_finite(int64_t n, const float* x) {
-  int got = 0;
-  DS_CUDA(cudaMemsetAsync(d_flag_, 1, sizeof(int), stream_));  // non-zero: finite until a kernel says not
-  if (n > 0) {
-    all_finite_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, x, d_flag_);
-    DS_CUDA_LAUNCHED();
-  }
-  DS_CUDA(cudaMemcpyAsync(&got, d_flag_, sizeof(int), cudaMemcpyDeviceToHost, stream_));
-  DS_CUDA(cudaStreamSynchronize(stream_));
-  return got != 0;
-}
-
 // One flag for every buffer, one copy back and one synchronisation for all of them.
 bool CudaBackend::all_finite(const std::vector<FloatSpan>& buffers) {
   int got = 0;
@@ -125,6 +113,8 @@ bool CudaBackend::all_finite(const std::vector<FloatSpan>& buffers) {
   DS_CUDA(cudaStreamSynchronize(stream_));
   return got != 0;
 }
+
+bool CudaBackend::all_finite(int64_t n, const float* x) { return all_finite({{x, n}}); }
 
 void CudaBackend::fill(float* p, int64_t n, float value) {
   if (n == 0) return;
