@@ -100,7 +100,7 @@ class DnnlBackend : public Backend {
   // Geometry, then whether the inputs are bfloat16 (primitives of both modes coexist).
   using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, bool>;
   ConvPrims& conv_prims(const ConvDesc& d);
-  void run_conv_forward(const ConvDesc& d, const dnnl::convolution_forward::primitive_desc& pd,
+  void run_conv_forward(const ConvDesc& d, const ConvPrims& p, const dnnl::convolution_forward::primitive_desc& pd,
                         const dnnl::convolution_forward& fwd, const ConvOperand& src_op, const ConvOperand& wei_op,
                         const ConvOperand& dst_op, const float* x, const float* w, const float* b, float* y);
   dnnl::memory conv_in(const ConvOperand& op, const float* user, HostBuffer& ws);

@@ -152,7 +152,7 @@ dnnl::memory DnnlBackend::scratchpad(const memory::desc& md) {
 
 void DnnlBackend::conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
   ConvPrims& p = conv_prims(d);
-  run_conv_forward(d, p.fwd_pd, p.fwd, p.fwd_src, p.fwd_wei, p.fwd_dst, x, w, b, y);
+  run_conv_forward(d, p, p.fwd_pd, p.fwd, p.fwd_src, p.fwd_wei, p.fwd_dst, x, w, b, y);
 }
 
 // The ReLU applied by the convolution as it writes its output: one pass over the (large) output
@@ -172,14 +172,14 @@ void DnnlBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const f
     p.fr_wei = ConvOperand(engine_, p.fwd_wei.user, p.fwd_relu_pd->weights_desc());
     p.fr_dst = ConvOperand(engine_, p.fwd_dst.user, p.fwd_relu_pd->dst_desc());
   }
-  run_conv_forward(d, *p.fwd_relu_pd, *p.fwd_relu, p.fr_src, p.fr_wei, p.fr_dst, x, w, b, y);
+  run_conv_forward(d, p, *p.fwd_relu_pd, *p.fwd_relu, p.fr_src, p.fr_wei, p.fr_dst, x, w, b, y);
 }
 
-void DnnlBackend::run_conv_forward(const ConvDesc& d, const dnnl::convolution_forward::primitive_desc& pd,
+void DnnlBackend::run_conv_forward(const ConvDesc& d, const ConvPrims& p,
+                                   const dnnl::convolution_forward::primitive_desc& pd,
                                    const dnnl::convolution_forward& fwd, const ConvOperand& src_op,
                                    const ConvOperand& wei_op, const ConvOperand& dst_op, const float* x,
                                    const float* w, const float* b, float* y) {
-  const ConvPrims& p = conv_prims(d);
   if (!b) {  // no bias: a zero one (a few floats) rather than a second primitive
     float* z = static_cast<float*>(conv_ws_[kBias].reserve(size_t(d.out_c) * sizeof(float)));
     std::memset(z, 0, size_t(d.out_c) * sizeof(float));
