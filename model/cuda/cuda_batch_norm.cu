@@ -7,8 +7,9 @@
 // The Backend interface hands the layer the batch mean and the biased batch variance (the layer
 // keeps the running statistics itself, model/layers/batch_norm.cpp). cuDNN returns the batch mean
 // and 1/sqrt(var + eps) as its "saved" forward results, so the variance is recovered from the
-// latter; cuDNN's own running averages go to scratch. Backward passes no saved statistics, so
-// cuDNN recomputes them from x: the same x the forward saw (the layer's contract).
+// latter; cuDNN's own running averages go to scratch. Backward hands cuDNN the forward's
+// statistics (the layer's mean and 1/sqrt(var + eps) from its variance) as the "saved" ones, so
+// cuDNN does not reduce x a second time.
 #include <cstdlib>
 #include <string>
 
@@ -25,6 +26,12 @@ __global__ void bn_var_from_inv_std_kernel(int c, const float* inv_std, float ep
     const float v = 1.0f / (inv_std[i] * inv_std[i]) - eps;
     var[i] = v > 0.0f ? v : 0.0f;
   }
+}
+
+// inv_std = 1 / sqrt(var + eps): the "saved" form cuDNN's backward takes.
+__global__ void bn_inv_std_kernel(int c, const float* var, float eps, float* inv_std) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < c; i += blockDim.x * gridDim.x)
+    inv_std[i] = 1.0f / sqrtf(var[i] + eps);
 }
 
 }  // namespace
@@ -94,10 +101,14 @@ void CudaBackend::batch_norm_backward(const Shape& s, const float* x, const floa
     return;
   }
   const BnPlan& p = bn_plan(s);
+  float* inv_std = static_cast<float*>(cache_.allocate(size_t(s.c) * sizeof(float)));
+  bn_inv_std_kernel<<<blocks_for(s.c), kThreads, 0, stream_>>>(s.c, var, eps, inv_std);
+  DS_CUDA_LAUNCHED();
   const float one = 1.0f, zero = 0.0f;
-  // dx, dgamma and dbeta overwritten (beta factors 0); the statistics recomputed from x.
+  // dx, dgamma and dbeta overwritten (beta factors 0).
   DS_CUDNN(cudnnBatchNormalizationBackward(cudnn_, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, p.x, x, p.x, dy,
-                                           p.x, dx, p.stat, gamma, dgamma, dbeta, double(eps), nullptr, nullptr));
+                                           p.x, dx, p.stat, gamma, dgamma, dbeta, double(eps), mean, inv_std));
+  cache_.release(inv_std);
 }
 
 }  // namespace ds::model
