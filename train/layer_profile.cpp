@@ -10,6 +10,7 @@
 
 #include "io/error.h"
 #include "model/adam.h"
+#include "model/loss_accumulator.h"
 
 namespace ds {
 
@@ -113,6 +114,11 @@ LayerProfile measure_layer_profile(model::Net& net, model::Backend& be, model::L
   p.steps = steps;
   model::Adam adam(net.params(), be);
   model::Tensor d_out(be, net.output_shape(p.batch));
+  // The loss as the trainer takes it: valid points counted once on the host, the loss added in
+  // backend memory (no download of targets and mask, no wait for the sum, each step).
+  const int64_t hw = int64_t(y.shape().h) * y.shape().w;
+  const int64_t valid = model::count_valid_points(mask.to_host().data(), y.to_host().data(), y.shape().n, hw);
+  model::LossAccumulator acc(be);
 
   // Per layer, in backward order: names, gradients and the per-step times.
   std::vector<LayerTime> layers;
@@ -125,7 +131,7 @@ LayerProfile measure_layer_profile(model::Net& net, model::Backend& be, model::L
     be.synchronize();
     if (record) fwd.push_back(since(t));
     t = Clock::now();
-    model::masked_loss(be, loss, out, y, mask, &d_out);
+    model::masked_loss_accumulate(be, loss, out, y, mask, valid, 1.0, 0, acc.data(), &d_out);
     be.synchronize();
     if (record) lss.push_back(since(t));
     size_t k = 0;

@@ -23,6 +23,7 @@
 #include "io/training_store.h"
 #include "model/counter_rng.h"
 #include "model/loss.h"
+#include "model/loss_accumulator.h"
 #include "model/math_mode.h"
 #include "model/net.h"
 #include "model/optimizer.h"
@@ -45,18 +46,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// The loss accumulator of model::masked_loss_accumulate: two doubles in a 4-float tensor.
-double* accumulator(model::Tensor& acc) { return reinterpret_cast<double*>(acc.data()); }
-void set_accumulator(model::Tensor& acc, double sum) {
-  const double host[2] = {sum, -1.0};
-  acc.upload(reinterpret_cast<const float*>(host));
-}
-std::array<double, 2> read_accumulator(const model::Tensor& acc) {
-  std::array<double, 2> host{};
-  acc.download(reinterpret_cast<float*>(host.data()));
-  return host;
-}
-
 // Mean loss over a whole split, in order, in inference mode (batch norm's running statistics,
 // no dropout), without touching the gradients' consumers. Each rank evaluates its contiguous
 // share of the split; the sums are added across ranks.
@@ -64,11 +53,11 @@ std::array<double, 2> read_accumulator(const model::Tensor& acc) {
 // batches' losses add up in backend memory (acc), read once at the end.
 double evaluate(model::Net& net, model::Backend& be, model::LossKind loss, const StoreReader& store,
                 const std::string& split, const model::Tensor& mask, int batch_size, Batch& batch,
-                Communicator& comm, const DeviceSplit* resident, model::Tensor& acc) {
+                Communicator& comm, const DeviceSplit* resident, model::LossAccumulator& acc) {
   const size_t n = store.count(split);
   const size_t lo = n * comm.rank() / comm.size(), hi = n * (comm.rank() + 1) / comm.size();
   net.set_mode(model::ForwardMode{false, 0});
-  set_accumulator(acc, 0.0);
+  acc.reset();
   for (size_t start = lo; start < hi; start += batch_size) {
     std::vector<size_t> rows(std::min<size_t>(batch_size, hi - start));
     std::iota(rows.begin(), rows.end(), start);
@@ -78,9 +67,9 @@ double evaluate(model::Net& net, model::Backend& be, model::LossKind loss, const
       read_batch(store, split, rows, batch);
     const auto& out = net.forward(batch.x);
     model::masked_loss_accumulate(be, loss, out, batch.y, mask, batch.valid, double(rows.size()), 0,
-                                  accumulator(acc), nullptr);
+                                  acc.data(), nullptr);
   }
-  double sum = read_accumulator(acc)[0];
+  double sum = acc.read()[0];
   comm.allreduce_sum(&sum, 1);
   return sum / static_cast<double>(n);
 }
@@ -339,7 +328,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   // The epoch's loss sum and first non-finite step, in backend memory: read back every
   // loss_check_steps steps (1 on the CPU, where reading costs nothing), at an interruption and at
   // the epoch's end, so a GPU step queues its work without waiting for the loss.
-  model::Tensor loss_acc(*be, {1, 1, 1, 4}), val_acc(*be, {1, 1, 1, 4});
+  model::LossAccumulator loss_acc(*be), val_acc(*be);
   const int64_t loss_check_steps = on_gpu ? 50 : 1;
   model::Tensor d_out(*be, net.output_shape(tc.batch_size));
   LossScaler scaler(tc.loss_scale, tc.precision);
@@ -381,7 +370,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), rng);
     double loss_sum = root ? resume_loss_sum : 0, lr = 0;
-    set_accumulator(loss_acc, loss_sum);
+    loss_acc.reset(loss_sum);
     int64_t step_in_epoch = resume_step;
     const int64_t first_step_in_epoch = step_in_epoch;  // a resumed epoch's steps before this run
     resume_step = 0;
@@ -406,7 +395,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     }
     // The divergence error, from the device-side record of the first non-finite step.
     const auto check_loss = [&](int64_t at_step) {
-      const auto acc = read_accumulator(loss_acc);
+      const auto acc = loss_acc.read();
       if (acc[1] < 0) return acc;
       const std::string culprit = first_nonfinite_parameter(net.params());
       throw Error("training diverged: the loss is " + std::to_string(acc[0]) + " at epoch " +
@@ -438,7 +427,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
         const auto& out = net.forward(batch.x);
         d_out.reshape(out.shape());
         model::masked_loss_accumulate(*be, loss_kind, out, batch.y, mask, batch.valid, double(rows.size()), step,
-                                      accumulator(loss_acc), &d_out);
+                                      loss_acc.data(), &d_out);
         if ((step + 1) % loss_check_steps == 0) check_loss(step);
         scaler.scale_loss_gradient(*be, d_out);  // FP16's range: backward sees S x the gradient
         const auto t_backward = Clock::now();
