@@ -11,7 +11,8 @@
 #      and batch: PyTorch eager NCHW and channels_last with cudnn.benchmark and TF32, and
 #      torch.compile as a second peer (bench/train_step.sh), in TF32 and in FP32;
 #   4. the scaling model's per-layer profile (bench_train_step --profile-layers, TF32) and its
-#      predicted table on NVLink4/NDR and PCIe5/one NIC per node (docs/scaling.md);
+#      predicted table on NVLink4/NDR and PCIe5/one NIC per node (docs/scaling.md); the same
+#      profile in PROFILE_MATHS (default bf16) beside it;
 #   5. downscale train end to end on the North America shapes (E2E=0 skips it);
 #   6. downscale benchmark (ResNet50/101, InceptionV3) against torchvision eager and compiled,
 #      and over NCCL with 16-bit gradients (IMAGENET=0 skips it; IMAGENET_MODELS, _BATCH,
@@ -195,6 +196,18 @@ else
   cat "$work/profile.log" "$work/scaling" "$work/scaling_pcie" 2>/dev/null | tail -30 > "$work/scaling_all"
 fi
 block "$work/scaling_all"
+# The same profile in the 16-bit modes (PROFILE_MATHS, default bf16): per layer, where 16 bits
+# gain over TF32 and where the casts around each convolution eat the gain (issue 14).
+for math in ${PROFILE_MATHS:-bf16}; do
+  if run "$bench" --device cuda --math "$math" --batch "$BATCH" --steps "$STEPS" --warmup 3 --profile-layers \
+       --out "${REPORT%.md}_profile_$math.json" > /dev/null 2> "$work/profile_$math.log"; then
+    say "profile ($math): ${REPORT%.md}_profile_$math.json"
+    block "$work/profile_$math.log"
+  else
+    failed+=("layer profile ($math)"); say "layer profile ($math): FAILED"
+    tail -5 "$work/profile_$math.log" > "$work/profile_$math.tail"; block "$work/profile_$math.tail"
+  fi
+done
 say ""
 # --- 5. downscale train end to end on the North America shapes (synthetic data) ---
 # The whole trainer (data path, loss, optimizer, validation) against bench_train_step's pure step:
