@@ -66,18 +66,39 @@ void check_matches(const std::string& pred_path, const StoreReader& store, const
     throw InputError(pred_path + ": its calendar " + calendar + " is not the store's " + store.meta().calendar);
 }
 
+// The test split's observations and land mask on the observation window, once the prediction
+// at pred_path (days, calendar, grid and store identity as read from it) is checked to be of them.
+struct TestObservations {
+  size_t days = 0, points = 0;  // n test days, np points of the window
+  std::vector<float> obs;       // n x np, NaN where not observed
+  std::vector<uint8_t> mask;    // np, 1 on modelled (land) boxes
+};
+TestObservations read_test_observations(const std::string& pred_path, const StoreReader& store,
+                                        const std::vector<int64_t>& days, const std::string& calendar, size_t nlat,
+                                        size_t nlon, const Window& win,
+                                        const std::map<std::string, std::string>& attributes) {
+  check_matches(pred_path, store, days, calendar, nlat, nlon, win, attributes);
+  TestObservations t;
+  t.days = store.count("test");
+  t.points = win.size();
+  std::vector<float> all(t.days * win.out_size());
+  store.read_obs("test", 0, t.days, all.data());
+  t.obs = crop_to_window(all, win);
+  t.mask = crop_to_window(store.meta().mask, win);
+  return t;
+}
+
 int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, const StoreReader& store) {
   const StoreMeta& meta = store.meta();
   const std::string pred_path = paths.predict_dir() + "/" + meta.predictand + ".nc";
   if (!path_exists(pred_path)) throw InputError(pred_path + ": no such file (run `downscale predict` first)");
   const PredictandOutput pred = read_predictand(pred_path, meta.predictand);
   const Window win = observation_window(meta);
-  check_matches(pred_path, store, pred.days, pred.calendar, pred.lat.size(), pred.lon.size(), win, pred.attributes);
-  const size_t n = store.count("test"), np = win.size();
-  std::vector<float> all(n * win.out_size());
-  store.read_obs("test", 0, n, all.data());
-  const std::vector<float> obs = crop_to_window(all, win);
-  const std::vector<uint8_t> mask = crop_to_window(meta.mask, win);
+  const TestObservations test = read_test_observations(pred_path, store, pred.days, pred.calendar, pred.lat.size(),
+                                                       pred.lon.size(), win, pred.attributes);
+  const size_t np = test.points;
+  const std::vector<float>& obs = test.obs;
+  const std::vector<uint8_t>& mask = test.mask;
 
   std::vector<ContinuousMethod> methods;
   methods.push_back({"cnn", pred.mean});
@@ -153,12 +174,11 @@ int run_evaluate(const Config& cfg) {
   if (!path_exists(pred_path)) throw InputError(pred_path + ": no such file (run `downscale predict` first)");
   const PrecipitationOutput pred = read_precipitation(pred_path);
   const Window win = observation_window(meta);
-  check_matches(pred_path, store, pred.days, pred.calendar, pred.lat.size(), pred.lon.size(), win, pred.attributes);
-  const size_t n = store.count("test"), np = win.size();
-  std::vector<float> all(n * win.out_size());
-  store.read_obs("test", 0, n, all.data());
-  const std::vector<float> obs = crop_to_window(all, win);
-  const std::vector<uint8_t> mask = crop_to_window(meta.mask, win);
+  const TestObservations test = read_test_observations(pred_path, store, pred.days, pred.calendar, pred.lat.size(),
+                                                       pred.lon.size(), win, pred.attributes);
+  const size_t n = test.days, np = test.points;
+  const std::vector<float>& obs = test.obs;
+  const std::vector<uint8_t>& mask = test.mask;
 
   std::vector<Method> methods;
   methods.push_back({"cnn_deterministic", {pred.pr}, pred.p_wet});
