@@ -457,11 +457,11 @@ class LayoutEnv {  // DOWNSCALE_CUDA_LAYOUT for backends made in this scope
 
 // The narrow convolution path (model/cuda/cuda_narrow_conv.cu, out_c <= 4 at stride 1), forced
 // with DOWNSCALE_CUDA_NARROW=1 on MNN's head scaled down (batch 2, 132 -> 3 channels, 4x4
-// 'valid', 24 x 40), a 3x3 'same' with 4 outputs and a 2x2 'same' (Keras' extra bottom/right
-// padding) with 1. It computes in plain FP32 whatever the precision mode, so the three passes
+// 'valid', 24 x 40), a 3x3 'same' with 4 outputs, a 2x2 'same' (Keras' extra bottom/right
+// padding) with 1 and a 9x9 whose weights do not fit in shared memory. It computes in plain FP32 whatever the precision mode, so the three passes
 // match the CPU to 1e-5 of the output's largest magnitude (FP32 sums in another order over at most
-// 132 x 16 = 2,112 (forward) or 2 x 21 x 37 = 1,554 (weights) products: the bodies run on the host
-// in the GPU's order come to 8e-7 at worst) in fp32, and in tf32 and bf16 as well, where cuDNN
+// 40 x 81 = 3,240 (forward) or 2 x 21 x 37 = 1,554 (weights) products: the bodies run on the host
+// in the GPU's order come to 1.6e-6 at worst) in fp32, and in tf32 and bf16 as well, where cuDNN
 // would be off by 1e-3 and more: a pass that silently fell back to cuDNN fails there.
 class NarrowEnv {  // DOWNSCALE_CUDA_NARROW for backends made in this scope
  public:
@@ -477,7 +477,8 @@ TEST_F(ModelCuda, NarrowOutputConvolutionMatchesCpu) {
     int c, h, w, oc, k, pt, pb;
   };
   for (const Case& k : {Case{"head 4x4 valid", 132, 24, 40, 3, 4, 0, 0}, Case{"3x3 same", 20, 17, 33, 4, 3, 1, 1},
-                        Case{"2x2 same", 9, 12, 35, 1, 2, 0, 1}}) {
+                        Case{"2x2 same", 9, 12, 35, 1, 2, 0, 1},
+                        Case{"9x9 same (packed weights 52 KB: global, not shared)", 40, 11, 19, 2, 9, 4, 4}}) {
     ConvDesc d;
     d.in = Shape{2, k.c, k.h, k.w};
     d.out_c = k.oc;
