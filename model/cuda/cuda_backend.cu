@@ -29,6 +29,12 @@ CudaBackend::CudaBackend(int device)
       throw Error("DOWNSCALE_CUDA_LAYOUT is '" + l + "', expected nhwc or nchw");
     nhwc_ = l == "nhwc";
   }
+  if (const char* narrow = std::getenv("DOWNSCALE_CUDA_NARROW")) {
+    const std::string v = narrow;
+    if (v != "0" && v != "1" && !v.empty())
+      throw Error("DOWNSCALE_CUDA_NARROW is '" + v + "', expected 0 (never), 1 (always) or unset (by timing)");
+    if (!v.empty()) narrow_mode_ = v == "1" ? 1 : 0;
+  }
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     cudaGetLastError();  // clear the sticky error so later CUDA calls are not blamed for it

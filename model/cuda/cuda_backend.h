@@ -11,6 +11,7 @@
 
 #include "model/backend.h"
 #include "model/caching_allocator.h"
+#include "model/kernels/narrow_conv.h"
 #include "model/kernels/polyphase.h"
 
 namespace ds::model {
@@ -124,7 +125,13 @@ class CudaBackend : public Backend {
     cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo{};
     size_t fwd_ws = 0, bwd_data_ws = 0, bwd_filter_ws = 0;
     bool timed = false;  // algorithms from cudnnFind* (else cuDNN's heuristic)
-    bool fuse_reported = false;  // the one stderr line saying whether bias+ReLU run fused
+    bool fuse_reported = false;  // the one stderr line (bias+ReLU fused or not, narrow passes)
+    // The narrow path (cuda_narrow_conv.cu, stride 1 and out_c <= 4): which passes run there
+    // instead of cuDNN, chosen by choose_narrow; the timings behind the choice (ms per pass,
+    // forward / backward data / backward weights; negative when not timed).
+    bool narrow_applies = false, narrow_fwd = false, narrow_bwd_data = false, narrow_bwd_weights = false;
+    bool narrow_timing = false;  // choose_narrow is running the passes: no report yet
+    float narrow_ms[3] = {-1, -1, -1}, cudnn_ms[3] = {-1, -1, -1};
 
     ~ConvPlan() {
       if (x) cudnnDestroyTensorDescriptor(x);
@@ -145,6 +152,18 @@ class CudaBackend : public Backend {
   // cudnnFind*: times the algorithms on scratch buffers; false when cuDNN could not (the caller
   // then keeps the heuristic's choice).
   bool find_algorithms(const ConvDesc& d, ConvPlan& p);
+  // The narrow path for a plan: by DOWNSCALE_CUDA_NARROW (narrow_mode_), else by timing each
+  // pass both ways on scratch tensors (cuda_conv.cu).
+  void choose_narrow(const ConvDesc& d, ConvPlan& p);
+  // What the plan's one stderr line says about the narrow path ("" when it does not apply).
+  std::string narrow_summary(const ConvPlan& p) const;
+  // cuda_narrow_conv.cu: the three passes in plain FP32 (any math mode).
+  void narrow_conv_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y);
+  void narrow_conv_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx);
+  void narrow_conv_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db);
+  float* narrow_pack(const kernels::NarrowConv& g, const float* w);
+  int narrow_grid(int64_t n, bool shared);
+  int sm_count();
   // Scratch buffers that only grow; safe to share because every op runs on the one stream.
   void* workspace(size_t bytes);
   float* pad_buffer(int64_t n);
@@ -164,6 +183,10 @@ class CudaBackend : public Backend {
   // 739 against 633 samples/s in NHWC, fp16 774), and cuDNN refused some fp16 backward-data
   // shapes in NHWC (CUDNN_STATUS_BAD_PARAM). DOWNSCALE_CUDA_LAYOUT=nhwc keeps the other to measure.
   bool nhwc_ = false;
+  // Env DOWNSCALE_CUDA_NARROW: 0 never uses the narrow convolution path, 1 always where it
+  // applies (the parity tests), unset (-1) by timing per plan.
+  int narrow_mode_ = -1;
+  int sm_count_ = 0;  // multiprocessors, asked on first use
   int* d_flag_ = nullptr;  // all_finite's answer
   cudaStream_t stream_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;

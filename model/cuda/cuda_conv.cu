@@ -16,8 +16,13 @@
 // type and CUDNN_TENSOR_OP_MATH, and widens the 16-bit result back into the FP32 NCHW output. The
 // bias add and the bias gradient stay FP32 (on y32). Backward-filter's weight gradient comes out
 // in 16 bits before widening, as under PyTorch's autocast; FP16 relies on loss scaling for range.
+//
+// Narrow convolutions (stride 1, out_c <= 4: MNN's head) may run any of their three passes on the
+// hand-written FP32 kernels of cuda_narrow_conv.cu instead: choose_narrow times both per pass
+// once per plan, or DOWNSCALE_CUDA_NARROW=0|1 forces the choice.
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 
 #include "model/cuda/cuda_backend.h"
@@ -181,7 +186,85 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
 
   auto& ref = *p;
   plans_.emplace(key, std::move(p));
+  // After the plan is cached: timing runs the passes through conv2d_*, which look it up.
+  choose_narrow(d, ref);
   return ref;
+}
+
+// Per pass: the narrow kernels or cuDNN. Unless DOWNSCALE_CUDA_NARROW forces it, each pass runs
+// both ways on zeroed scratch tensors of the plan's shapes (from the caching allocator, so the
+// blocks find_algorithms just returned are reused): once to warm up (module loading, cuDNN's first
+// call), then kNarrowReps times between two events; the faster stays. The whole pass is timed
+// (padding copies, 16-bit casts, bias), as training runs it. If anything fails, cuDNN stays.
+void CudaBackend::choose_narrow(const ConvDesc& d, ConvPlan& p) {
+  if (!kernels::narrow_conv_applies(d)) return;
+  p.narrow_applies = true;
+  if (narrow_mode_ >= 0) {
+    p.narrow_fwd = p.narrow_bwd_data = p.narrow_bwd_weights = narrow_mode_ == 1;
+    return;
+  }
+  constexpr int kNarrowReps = 2;
+  const Shape out = d.out();
+  const int64_t nx = d.in.size(), nw = int64_t(d.out_c) * d.in.c * d.kh * d.kw, ny = out.size();
+  float *x = nullptr, *dx = nullptr, *w = nullptr, *dw = nullptr, *b = nullptr, *db = nullptr, *y = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  p.narrow_timing = true;
+  try {
+    x = allocate(nx);
+    dx = allocate(nx);
+    w = allocate(nw);
+    dw = allocate(nw);
+    b = allocate(d.out_c);
+    db = allocate(d.out_c);
+    y = allocate(ny);
+    for (auto [buf, n] : {std::pair{x, nx}, {w, nw}, {b, int64_t(d.out_c)}, {y, ny}})
+      DS_CUDA(cudaMemsetAsync(buf, 0, size_t(n) * sizeof(float), stream_));
+    DS_CUDA(cudaEventCreate(&start));
+    DS_CUDA(cudaEventCreate(&stop));
+    const std::function<void()> passes[3] = {[&] { conv2d_forward(d, x, w, b, y); },
+                                             [&] { conv2d_backward_data(d, y, w, dx); },
+                                             [&] { conv2d_backward_weights(d, x, y, dw, db); }};
+    bool* flags[3] = {&p.narrow_fwd, &p.narrow_bwd_data, &p.narrow_bwd_weights};
+    for (int k = 0; k < 3; ++k) {
+      for (bool narrow : {false, true}) {
+        *flags[k] = narrow;
+        passes[k]();
+        DS_CUDA(cudaEventRecord(start, stream_));
+        for (int r = 0; r < kNarrowReps; ++r) passes[k]();
+        DS_CUDA(cudaEventRecord(stop, stream_));
+        DS_CUDA(cudaEventSynchronize(stop));
+        float ms = 0;
+        DS_CUDA(cudaEventElapsedTime(&ms, start, stop));
+        (narrow ? p.narrow_ms : p.cudnn_ms)[k] = ms / kNarrowReps;
+      }
+      *flags[k] = p.narrow_ms[k] < p.cudnn_ms[k];
+    }
+  } catch (const Error&) {
+    p.narrow_fwd = p.narrow_bwd_data = p.narrow_bwd_weights = false;  // cuDNN, as without this path
+    for (int k = 0; k < 3; ++k) p.narrow_ms[k] = p.cudnn_ms[k] = -1;
+  }
+  cudaGetLastError();  // a failed call leaves no error for the next check to misreport
+  p.narrow_timing = false;
+  if (start) cudaEventDestroy(start);
+  if (stop) cudaEventDestroy(stop);
+  for (float* buf : {x, dx, w, dw, b, db, y})
+    if (buf) release(buf);
+}
+
+std::string CudaBackend::narrow_summary(const ConvPlan& p) const {
+  if (!p.narrow_applies) return "";
+  if (narrow_mode_ == 0) return "narrow FP32 kernels off (DOWNSCALE_CUDA_NARROW=0)";
+  if (narrow_mode_ == 1) return "narrow FP32 kernels for every pass (DOWNSCALE_CUDA_NARROW=1)";
+  if (p.narrow_ms[0] < 0) return "narrow FP32 kernels not used (timing them failed)";
+  std::string passes;
+  const char* const names[3] = {"forward", "backward data", "backward weights"};
+  const bool used[3] = {p.narrow_fwd, p.narrow_bwd_data, p.narrow_bwd_weights};
+  for (int k = 0; k < 3; ++k)
+    if (used[k]) passes += (passes.empty() ? "" : ", ") + std::string(names[k]);
+  char times[160];
+  std::snprintf(times, sizeof times, " (ms narrow/cuDNN: forward %.3f/%.3f, data %.3f/%.3f, weights %.3f/%.3f)",
+                p.narrow_ms[0], p.cudnn_ms[0], p.narrow_ms[1], p.cudnn_ms[1], p.narrow_ms[2], p.cudnn_ms[2]);
+  return "narrow FP32 kernels for " + (passes.empty() ? std::string("no pass") : passes) + times;
 }
 
 // Times every algorithm of the three passes once on scratch tensors of the plan's shapes (the
@@ -257,6 +340,14 @@ const float* CudaBackend::conv_input(const ConvPlan& p, const ConvDesc& d, const
 void CudaBackend::conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
   try {
     ConvPlan& p = conv_plan(d);
+    // A narrow convolution without ReLU says once which passes run where (with ReLU,
+    // conv2d_relu_forward's line says it).
+    if (p.narrow_applies && !p.fuse_reported && !p.narrow_timing) {
+      p.fuse_reported = true;
+      std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: %s\n", d.in.c, d.in.h, d.in.w, d.kh, d.out_c,
+                   narrow_summary(p).c_str());
+    }
+    if (p.narrow_fwd) return narrow_conv_forward(d, x, w, b, y);
     const float one = 1.0f, zero = 0.0f;
     const float* src = conv_input(p, d, x);
     void* ws = p.fwd_ws ? workspace(p.fwd_ws) : nullptr;
@@ -287,17 +378,21 @@ void CudaBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const f
   // Only on FP32 tensors: the 16-bit path's output is the FP32 widening of a 16-bit result, and
   // cuDNN refuses the fused call on those descriptors (CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE on an
   // H100, cuDNN 9.19).
-  const bool fused = enabled && !half16() && b && !p.explicit_pad &&
+  // The narrow forward is not cuDNN's: its bias and ReLU stay separate.
+  const bool fused = enabled && !half16() && b && !p.explicit_pad && !p.narrow_fwd &&
                      p.fwd_algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   if (!p.fuse_reported) {
     p.fuse_reported = true;
-    std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: bias+ReLU %s\n", d.in.c, d.in.h, d.in.w, d.kh,
+    const std::string narrow = narrow_summary(p);
+    std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: bias+ReLU %s%s%s\n", d.in.c, d.in.h, d.in.w, d.kh,
                  d.out_c,
                  fused ? "fused (cudnnConvolutionBiasActivationForward)"
                  : !enabled ? "separate (DOWNSCALE_CUDA_FUSE=0)"
                  : half16()  ? "separate (16-bit precision)"
+                 : p.narrow_fwd ? "separate (narrow forward)"
                             : ("separate (algorithm " + std::to_string(int(p.fwd_algo)) +
-                               (p.explicit_pad ? ", explicit padding" : "") + ")").c_str());
+                               (p.explicit_pad ? ", explicit padding" : "") + ")").c_str(),
+                 narrow.empty() ? "" : "; ", narrow.c_str());
   }
   if (!fused) {
     conv2d_forward(d, x, w, b, y);
@@ -318,6 +413,7 @@ void CudaBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const f
 void CudaBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) {
   try {
     ConvPlan& p = conv_plan(d);
+    if (p.narrow_bwd_data) return narrow_conv_backward_data(d, dy, w, dx);
     const float one = 1.0f, zero = 0.0f;
     float* dst = p.explicit_pad ? pad_buffer(p.x_shape.size()) : dx;
     void* ws = p.bwd_data_ws ? workspace(p.bwd_data_ws) : nullptr;
@@ -344,6 +440,7 @@ void CudaBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const
 void CudaBackend::conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) {
   try {
     ConvPlan& p = conv_plan(d);
+    if (p.narrow_bwd_weights) return narrow_conv_backward_weights(d, x, dy, dw, db);
     const float one = 1.0f, zero = 0.0f;
     // Padded again rather than kept from forward: a cheap copy instead of a buffer per layer.
     const float* src = conv_input(p, d, x);

@@ -455,6 +455,63 @@ class LayoutEnv {  // DOWNSCALE_CUDA_LAYOUT for backends made in this scope
   ~LayoutEnv() { unsetenv("DOWNSCALE_CUDA_LAYOUT"); }
 };
 
+// The narrow convolution path (model/cuda/cuda_narrow_conv.cu, out_c <= 4 at stride 1), forced
+// with DOWNSCALE_CUDA_NARROW=1 on MNN's head scaled down (batch 2, 132 -> 3 channels, 4x4
+// 'valid', 24 x 40), a 3x3 'same' with 4 outputs, a 2x2 'same' (Keras' extra bottom/right
+// padding) with 1 and a 9x9 whose weights do not fit in shared memory. It computes in plain FP32 whatever the precision mode, so the three passes
+// match the CPU to 1e-5 of the output's largest magnitude (FP32 sums in another order over at most
+// 40 x 81 = 3,240 (forward) or 2 x 21 x 37 = 1,554 (weights) products: the bodies run on the host
+// in the GPU's order come to 1.6e-6 at worst) in fp32, and in tf32 and bf16 as well, where cuDNN
+// would be off by 1e-3 and more: a pass that silently fell back to cuDNN fails there.
+class NarrowEnv {  // DOWNSCALE_CUDA_NARROW for backends made in this scope
+ public:
+  explicit NarrowEnv(const char* v) { setenv("DOWNSCALE_CUDA_NARROW", v, 1); }
+  ~NarrowEnv() { unsetenv("DOWNSCALE_CUDA_NARROW"); }
+};
+
+TEST_F(ModelCuda, NarrowOutputConvolutionMatchesCpu) {
+  NarrowEnv env("1");
+  auto gpu = make_cuda_backend(0);
+  struct Case {
+    const char* name;
+    int c, h, w, oc, k, pt, pb;
+  };
+  for (const Case& k : {Case{"head 4x4 valid", 132, 24, 40, 3, 4, 0, 0}, Case{"3x3 same", 20, 17, 33, 4, 3, 1, 1},
+                        Case{"2x2 same", 9, 12, 35, 1, 2, 0, 1},
+                        Case{"9x9 same (packed weights 52 KB: global, not shared)", 40, 11, 19, 2, 9, 4, 4}}) {
+    ConvDesc d;
+    d.in = Shape{2, k.c, k.h, k.w};
+    d.out_c = k.oc;
+    d.kh = d.kw = k.k;
+    d.pad_top = d.pad_left = k.pt;
+    d.pad_bottom = d.pad_right = k.pb;
+    const Shape o = d.out(), ws{k.oc, k.c, k.k, k.k}, bs{1, k.oc, 1, 1};
+    const auto xv = random_values(size_t(d.in.size()), 1), wv = random_values(size_t(ws.size()), 2);
+    const auto bv = random_values(size_t(k.oc), 3), dyv = random_values(size_t(o.size()), 4);
+    Tensor xc(*cpu_, d.in), wc(*cpu_, ws), bc(*cpu_, bs), dyc(*cpu_, o);
+    Tensor xg(*gpu, d.in), wg(*gpu, ws), bg(*gpu, bs), dyg(*gpu, o);
+    for (auto [t, v] : {std::pair{&xc, &xv}, {&wc, &wv}, {&bc, &bv}, {&dyc, &dyv}, {&xg, &xv}, {&wg, &wv},
+                        {&bg, &bv}, {&dyg, &dyv}})
+      t->upload(v->data());
+    Tensor yc(*cpu_, o), dxc(*cpu_, d.in), dwc(*cpu_, ws), dbc(*cpu_, bs);
+    cpu_->conv2d_forward(d, xc.data(), wc.data(), bc.data(), yc.data());
+    cpu_->conv2d_backward_data(d, dyc.data(), wc.data(), dxc.data());
+    cpu_->conv2d_backward_weights(d, xc.data(), dyc.data(), dwc.data(), dbc.data());
+    for (auto [m, mode] : {std::pair{MathMode::kFp32, "fp32"}, {MathMode::kTf32, "tf32"}, {MathMode::kBf16, "bf16"}}) {
+      ASSERT_TRUE(gpu->set_math(m));
+      const std::string what = std::string(k.name) + " " + mode;
+      Tensor yg(*gpu, o), dxg(*gpu, d.in), dwg(*gpu, ws), dbg(*gpu, bs);
+      gpu->conv2d_forward(d, xg.data(), wg.data(), bg.data(), yg.data());
+      gpu->conv2d_backward_data(d, dyg.data(), wg.data(), dxg.data());
+      gpu->conv2d_backward_weights(d, xg.data(), dyg.data(), dwg.data(), dbg.data());
+      expect_close_to_scale(yc.to_host(), yg.to_host(), 1e-5, what + " forward");
+      expect_close_to_scale(dxc.to_host(), dxg.to_host(), 1e-5, what + " backward data");
+      expect_close_to_scale(dwc.to_host(), dwg.to_host(), 1e-5, what + " backward weights");
+      expect_close_to_scale(dbc.to_host(), dbg.to_host(), 1e-5, what + " backward bias");
+    }
+  }
+}
+
 // The three passes of a 9x9 'same' convolution (MNN's first layer, batch 4) and of an even 4x4
 // one (explicit padding: the 16-bit cast runs on the padded copy), forward with bias.
 TEST_F(ModelCuda, Bf16Fp16ConvolutionsStayWithinTolerance) {

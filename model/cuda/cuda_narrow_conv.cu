@@ -1,0 +1,217 @@
+// The narrow path: stride-1 convolutions with at most kNarrowConvMaxOut output channels (MNN's
+// head, 132 -> 3 channels 4x4 'valid', cost 8.5 ms of a 27 ms backward pass under cuDNN on an
+// H100 for 1 % of the FLOPs) as hand-written kernels around model/kernels/narrow_conv.h.
+//
+// - forward and backward data: one thread per output pixel (all O outputs) or per input pixel and
+//   group of 8 channels; the packed weights (C x kh x kw x 4 floats, 33 KB for the head) are
+//   copied into shared memory per block where they fit in 48 KB, else read from global memory;
+//   grids are capped at a few blocks per SM so few blocks copy them.
+// - backward weights: one warp per (chunk of rows, channel group, tap), its lanes over columns;
+//   each warp's 32 sums reduce by __shfl_down_sync (offsets 16..1, the order
+//   narrow_lane_tree_sum writes down) into a partials buffer, then one thread per weight sums the
+//   chunks in order. The bias gradient likewise. No atomics: the result is the same run to run.
+//
+// Plain FP32 in every precision mode (no TF32/BF16 rounding of the operands: more accurate than
+// the cuDNN path it replaces under tf32/bf16/fp16). Whether a pass runs here is decided per plan
+// in cuda_conv.cu (choose_narrow: timing, or DOWNSCALE_CUDA_NARROW). Scratch (packed weights,
+// partials) comes from the caching allocator and goes back to it right after the launches.
+#include <string>
+#include <type_traits>
+
+#include "model/cuda/cuda_backend.h"
+#include "model/cuda/cuda_check.h"
+#include "model/cuda/grid_stride.h"
+#include "model/kernels/narrow_conv.h"
+
+namespace ds::model {
+
+namespace {
+
+using kernels::kNarrowChannelGroup;
+using kernels::kNarrowConvMaxOut;
+using kernels::kNarrowLanes;
+using kernels::NarrowConv;
+
+// Packed weights go to shared memory up to the default dynamic limit (no opt-in attribute, which
+// would also cut the blocks resident per SM).
+constexpr size_t kNarrowSharedBytes = size_t(48) << 10;
+// Blocks per SM for the shared-weight kernels: enough to hide latency, few enough that the
+// per-block weight copy (33 KB for the head) stays a small fraction of the traffic.
+constexpr int kNarrowBlocksPerSm = 8;
+
+// The weights the bodies read: a copy in shared memory (kShared) or the packed global buffer.
+// n4: the packed weights' length in float4s.
+template <bool kShared>
+__device__ const float* narrow_weights(const float* wp, int64_t n4, float4* sh) {
+  if constexpr (!kShared) {
+    return wp;
+  } else {
+    for (int64_t k = threadIdx.x; k < n4; k += blockDim.x) sh[k] = reinterpret_cast<const float4*>(wp)[k];
+    __syncthreads();
+    return reinterpret_cast<const float*>(sh);
+  }
+}
+
+__global__ void narrow_pack_kernel(int64_t n, NarrowConv g, const float* w, float* wp) {
+  DS_GRID_STRIDE(i, n) kernels::narrow_pack_weights_at(i, g, w, wp);
+}
+
+template <int O, bool kShared>
+__global__ void narrow_forward_kernel(int64_t n, NarrowConv g, int64_t n4, const float* x, const float* wp,
+                                      const float* b, float* y) {
+  extern __shared__ float4 narrow_shared[];
+  const float* w = narrow_weights<kShared>(wp, n4, narrow_shared);
+  DS_GRID_STRIDE(p, n) kernels::narrow_conv_forward_at<O>(p, g, x, w, b, y);
+}
+
+template <int O, bool kShared>
+__global__ void narrow_backward_data_kernel(int64_t n, NarrowConv g, int64_t n4, const float* dy, const float* wp,
+                                            float* dx) {
+  extern __shared__ float4 narrow_shared[];
+  const float* w = narrow_weights<kShared>(wp, n4, narrow_shared);
+  DS_GRID_STRIDE(t, n) kernels::narrow_conv_backward_data_at<O>(t, g, dy, w, dx);
+}
+
+// The warp's tree (narrow_lane_tree_sum's order): lane l adds lane l + offset's value.
+__device__ float narrow_warp_sum(float v) {
+  for (int off = kNarrowLanes / 2; off > 0; off /= 2) v += __shfl_down_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// n is a multiple of 32 and so are the block size and the grid stride: every warp is one
+// partial's 32 lanes, all active in every iteration (the shuffles need them).
+template <int O>
+__global__ void narrow_weight_partial_kernel(int64_t n, NarrowConv g, const float* x, const float* dy,
+                                             float* partial) {
+  constexpr int kSlots = kNarrowChannelGroup * kNarrowConvMaxOut;
+  DS_GRID_STRIDE(t, n) {
+    float acc[kSlots];
+    kernels::narrow_conv_weight_lane<O>(t, g, x, dy, acc);
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      if (s % kNarrowConvMaxOut >= O) continue;  // no such output channel: never read
+      const float v = narrow_warp_sum(acc[s]);
+      if (t % kNarrowLanes == 0) partial[t / kNarrowLanes * kSlots + s] = v;
+    }
+  }
+}
+
+template <int O>
+__global__ void narrow_bias_partial_kernel(int64_t n, NarrowConv g, const float* dy, float* partial) {
+  DS_GRID_STRIDE(t, n) {
+    float acc[kNarrowConvMaxOut];
+    kernels::narrow_conv_bias_lane<O>(t, g, dy, acc);
+#pragma unroll
+    for (int oc = 0; oc < O; ++oc) {
+      const float v = narrow_warp_sum(acc[oc]);
+      if (t % kNarrowLanes == 0) partial[t / kNarrowLanes * kNarrowConvMaxOut + oc] = v;
+    }
+  }
+}
+
+__global__ void narrow_weight_finish_kernel(int64_t n, NarrowConv g, const float* partial, float* dw) {
+  DS_GRID_STRIDE(i, n) kernels::narrow_conv_weight_finish_at(i, g, partial, dw);
+}
+
+__global__ void narrow_bias_finish_kernel(NarrowConv g, const float* partial, float* db) {
+  DS_GRID_STRIDE(oc, g.o) kernels::narrow_conv_bias_finish_at(int(oc), g, partial, db);
+}
+
+// Calls f(std::integral_constant<int, O>{}) for the plan's output channel count.
+template <typename F>
+void with_out_channels(int o, F&& f) {
+  switch (o) {
+    case 1: f(std::integral_constant<int, 1>{}); break;
+    case 2: f(std::integral_constant<int, 2>{}); break;
+    case 3: f(std::integral_constant<int, 3>{}); break;
+    case 4: f(std::integral_constant<int, 4>{}); break;
+    default: throw Error("narrow convolution with " + std::to_string(o) + " output channels (1 to 4 expected)");
+  }
+}
+
+}  // namespace
+
+int CudaBackend::sm_count() {
+  if (sm_count_ == 0) DS_CUDA(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
+  return sm_count_;
+}
+
+float* CudaBackend::narrow_pack(const kernels::NarrowConv& g, const float* w) {
+  const int64_t n = kernels::narrow_packed_weights(g);
+  auto* wp = static_cast<float*>(cache_.allocate(size_t(n) * sizeof(float)));
+  narrow_pack_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, g, w, wp);
+  DS_CUDA_LAUNCHED();
+  return wp;
+}
+
+// Grid of a shared-weight kernel over n threads: at most kNarrowBlocksPerSm blocks per SM.
+int CudaBackend::narrow_grid(int64_t n, bool shared) {
+  const int blocks = blocks_for(n);
+  if (!shared) return blocks;
+  const int cap = sm_count() * kNarrowBlocksPerSm;
+  return blocks < cap ? blocks : cap;
+}
+
+void CudaBackend::narrow_conv_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
+  const NarrowConv g = kernels::make_narrow_conv(d);
+  float* wp = narrow_pack(g, w);
+  const int64_t n4 = kernels::narrow_packed_weights(g) / 4, n = int64_t(g.n) * g.oh * g.ow;
+  const size_t bytes = size_t(n4) * sizeof(float4);
+  const bool shared = bytes <= kNarrowSharedBytes;
+  with_out_channels(g.o, [&](auto o) {
+    constexpr int O = decltype(o)::value;
+    if (shared)
+      narrow_forward_kernel<O, true><<<narrow_grid(n, true), kThreads, bytes, stream_>>>(n, g, n4, x, wp, b, y);
+    else
+      narrow_forward_kernel<O, false><<<narrow_grid(n, false), kThreads, 0, stream_>>>(n, g, n4, x, wp, b, y);
+  });
+  DS_CUDA_LAUNCHED();
+  cache_.release(wp);  // reused only by work queued after this
+}
+
+void CudaBackend::narrow_conv_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) {
+  const NarrowConv g = kernels::make_narrow_conv(d);
+  float* wp = narrow_pack(g, w);
+  const int64_t n4 = kernels::narrow_packed_weights(g) / 4, n = int64_t(g.n) * g.groups * g.h * g.w;
+  const size_t bytes = size_t(n4) * sizeof(float4);
+  const bool shared = bytes <= kNarrowSharedBytes;
+  with_out_channels(g.o, [&](auto o) {
+    constexpr int O = decltype(o)::value;
+    if (shared)
+      narrow_backward_data_kernel<O, true><<<narrow_grid(n, true), kThreads, bytes, stream_>>>(n, g, n4, dy, wp, dx);
+    else
+      narrow_backward_data_kernel<O, false><<<narrow_grid(n, false), kThreads, 0, stream_>>>(n, g, n4, dy, wp, dx);
+  });
+  DS_CUDA_LAUNCHED();
+  cache_.release(wp);
+}
+
+void CudaBackend::narrow_conv_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw,
+                                               float* db) {
+  static_assert(kThreads % kNarrowLanes == 0, "a block must hold whole warps");
+  const NarrowConv g = kernels::make_narrow_conv(d);
+  auto* partial = static_cast<float*>(cache_.allocate(size_t(kernels::narrow_weight_partials(g)) * sizeof(float)));
+  const int64_t n = int64_t(g.chunks) * g.groups * g.kh * g.kw * kNarrowLanes;
+  const int64_t nw = int64_t(g.o) * g.c * g.kh * g.kw;
+  with_out_channels(g.o, [&](auto o) {
+    constexpr int O = decltype(o)::value;
+    narrow_weight_partial_kernel<O><<<blocks_for(n), kThreads, 0, stream_>>>(n, g, x, dy, partial);
+  });
+  DS_CUDA_LAUNCHED();
+  narrow_weight_finish_kernel<<<blocks_for(nw), kThreads, 0, stream_>>>(nw, g, partial, dw);
+  DS_CUDA_LAUNCHED();
+  cache_.release(partial);
+  if (!db) return;
+  auto* bias_partial = static_cast<float*>(cache_.allocate(size_t(kernels::narrow_bias_partials(g)) * sizeof(float)));
+  const int64_t nb = int64_t(g.bias_chunks) * kNarrowLanes;
+  with_out_channels(g.o, [&](auto o) {
+    constexpr int O = decltype(o)::value;
+    narrow_bias_partial_kernel<O><<<blocks_for(nb), kThreads, 0, stream_>>>(nb, g, dy, bias_partial);
+  });
+  DS_CUDA_LAUNCHED();
+  narrow_bias_finish_kernel<<<1, kNarrowConvMaxOut, 0, stream_>>>(g, bias_partial, db);
+  DS_CUDA_LAUNCHED();
+  cache_.release(bias_partial);
+}
+
+}  // namespace ds::model

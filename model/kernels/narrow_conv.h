@@ -1,0 +1,278 @@
+// Convolutions with few output channels (out_c <= kNarrowConvMaxOut), stride 1, NCHW, any kernel
+// size and per-side zero padding: the bodies of the CUDA backend's narrow path
+// (model/cuda/cuda_narrow_conv.cu). cuDNN has no good algorithm for MNN's head (132 -> 3 channels,
+// 4x4 'valid'): its weight gradient is a 3 x 2112 result reduced over every pixel, its data
+// gradient a K = 48 product writing the whole input. Every pass here is a gather that reads its
+// inputs about once and keeps the few output channels in registers.
+//
+// Everything is plain FP32 with fixed summation orders (written at each body), so results do not
+// depend on the launch: no float atomics. The weight and bias gradients are summed in two steps,
+// partial sums per chunk of (n, output row) rows, then the chunks in order.
+// tests/model/narrow_conv_test.cpp runs each body over every index on the CPU against the CPU
+// backend's convolution.
+#pragma once
+#include <cstdint>
+
+#include "model/backend.h"
+#include "model/host_device.h"
+
+#ifdef __CUDACC__
+#define DS_NARROW_UNROLL _Pragma("unroll")
+#else
+#define DS_NARROW_UNROLL
+#endif
+
+namespace ds::model::kernels {
+
+constexpr int kNarrowConvMaxOut = 4;  // output channels the narrow path takes
+// Input channels one backward-data or weight-gradient thread handles: the dy values it loads are
+// shared by these channels (8: 32 accumulators with 4 outputs, within a GPU thread's registers).
+constexpr int kNarrowChannelGroup = 8;
+// Threads that split one weight-gradient partial's columns (a warp): column j goes to lane j % 32.
+constexpr int kNarrowLanes = 32;
+// Output rows per bias-gradient partial.
+constexpr int kNarrowBiasChunkRows = 16;
+// About how many warps the weight-gradient pass should have (two waves of an H100's 132 SMs x 64
+// resident warps); the chunk size follows from it and from the shape only, never from the device,
+// so the summation order is the same on every GPU.
+constexpr int64_t kNarrowTargetWarps = 16384;
+
+// One narrow convolution's geometry and its weight-gradient chunking.
+struct NarrowConv {
+  int n = 0, c = 0, h = 0, w = 0;  // input
+  int o = 0, oh = 0, ow = 0;       // output channels and size
+  int kh = 1, kw = 1, pad_top = 0, pad_left = 0;
+  int groups = 0;                  // channel groups: ceil(c / kNarrowChannelGroup)
+  int chunk_rows = 1, chunks = 1;  // weight-gradient partials: rows (n, output row) per chunk
+  int bias_chunks = 1;             // bias partials of kNarrowBiasChunkRows rows
+};
+
+// The path applies to stride 1 and 1..kNarrowConvMaxOut output channels (any kernel, any padding).
+inline bool narrow_conv_applies(const ConvDesc& d) {
+  return d.stride == 1 && d.out_c >= 1 && d.out_c <= kNarrowConvMaxOut && d.pad_top >= 0 && d.pad_bottom >= 0 &&
+         d.pad_left >= 0 && d.pad_right >= 0;
+}
+
+inline NarrowConv make_narrow_conv(const ConvDesc& d) {
+  NarrowConv g;
+  const Shape out = d.out();
+  g.n = d.in.n;
+  g.c = d.in.c;
+  g.h = d.in.h;
+  g.w = d.in.w;
+  g.o = d.out_c;
+  g.oh = out.h;
+  g.ow = out.w;
+  g.kh = d.kh;
+  g.kw = d.kw;
+  g.pad_top = d.pad_top;
+  g.pad_left = d.pad_left;
+  g.groups = (g.c + kNarrowChannelGroup - 1) / kNarrowChannelGroup;
+  const int64_t rows = int64_t(g.n) * g.oh, per_chunk = int64_t(g.groups) * g.kh * g.kw;
+  int64_t chunks = (kNarrowTargetWarps + per_chunk - 1) / per_chunk;
+  if (chunks > rows) chunks = rows;
+  if (chunks < 1) chunks = 1;
+  g.chunk_rows = int((rows + chunks - 1) / chunks);
+  g.chunks = int((rows + g.chunk_rows - 1) / g.chunk_rows);
+  g.bias_chunks = int((rows + kNarrowBiasChunkRows - 1) / kNarrowBiasChunkRows);
+  return g;
+}
+
+// Sizes of the scratch buffers (floats): packed weights, weight-gradient partials, bias partials.
+inline int64_t narrow_packed_weights(const NarrowConv& g) { return int64_t(g.c) * g.kh * g.kw * kNarrowConvMaxOut; }
+inline int64_t narrow_weight_partials(const NarrowConv& g) {
+  return int64_t(g.chunks) * g.groups * g.kh * g.kw * kNarrowChannelGroup * kNarrowConvMaxOut;
+}
+inline int64_t narrow_bias_partials(const NarrowConv& g) { return int64_t(g.bias_chunks) * kNarrowConvMaxOut; }
+
+// The four output channels' weights of tap t = (c * kh + a) * kw + e, one aligned float4 on the GPU.
+DS_HOST_DEVICE inline void narrow_load4(const float* p, float v[4]) {
+#ifdef __CUDA_ARCH__
+  const float4 q = *reinterpret_cast<const float4*>(p);
+  v[0] = q.x;
+  v[1] = q.y;
+  v[2] = q.z;
+  v[3] = q.w;
+#else
+  for (int k = 0; k < 4; ++k) v[k] = p[k];
+#endif
+}
+
+// Packed weight i of wp (c, kh, kw, kNarrowConvMaxOut): w (O, C, kh, kw) with the output channel
+// fastest and zeros past O, so one tap's outputs are one 16-byte load.
+DS_HOST_DEVICE inline void narrow_pack_weights_at(int64_t i, const NarrowConv& g, const float* w, float* wp) {
+  const int oc = int(i % kNarrowConvMaxOut);
+  const int64_t tap = i / kNarrowConvMaxOut, taps = int64_t(g.c) * g.kh * g.kw;
+  wp[i] = oc < g.o ? w[oc * taps + tap] : 0.0f;
+}
+
+// Forward at output pixel p = (n * oh + i) * ow + j, all O channels:
+// y[n, oc, i, j] = (sum over c, a, e ascending of x[n, c, i + a - top, j + e - left] *
+// w[oc, c, a, e]) + b[oc], taps in the zero padding skipped; b may be null.
+template <int O>
+DS_HOST_DEVICE inline void narrow_conv_forward_at(int64_t p, const NarrowConv& g, const float* x, const float* wp,
+                                                  const float* b, float* y) {
+  const int j = int(p % g.ow), i = int(p / g.ow % g.oh);
+  const int64_t n = p / (int64_t(g.ow) * g.oh);
+  float acc[O];
+  DS_NARROW_UNROLL
+  for (int oc = 0; oc < O; ++oc) acc[oc] = 0.0f;
+  for (int c = 0; c < g.c; ++c) {
+    const float* xc = x + (n * g.c + c) * g.h * g.w;
+    for (int a = 0; a < g.kh; ++a) {
+      const int r = i + a - g.pad_top;
+      if (r < 0 || r >= g.h) continue;
+      const float* wr = wp + (int64_t(c) * g.kh + a) * g.kw * kNarrowConvMaxOut;
+      for (int e = 0; e < g.kw; ++e) {
+        const int q = j + e - g.pad_left;
+        if (q < 0 || q >= g.w) continue;
+        const float xv = xc[int64_t(r) * g.w + q];
+        float wv[4];
+        narrow_load4(wr + e * kNarrowConvMaxOut, wv);
+        DS_NARROW_UNROLL
+        for (int oc = 0; oc < O; ++oc) acc[oc] += xv * wv[oc];
+      }
+    }
+  }
+  const int64_t plane = int64_t(g.oh) * g.ow;
+  DS_NARROW_UNROLL
+  for (int oc = 0; oc < O; ++oc) y[(n * O + oc) * plane + int64_t(i) * g.ow + j] = acc[oc] + (b ? b[oc] : 0.0f);
+}
+
+// Backward data at t = ((n * groups + group) * h + i) * w + j: the input gradient of pixel (i, j)
+// for the channels c of the group, dx[n, c, i, j] = sum over a, e, oc ascending of
+// dy[n, oc, i + top - a, j + left - e] * w[oc, c, a, e], outputs outside dy skipped (the dy
+// values are loaded once for the group's channels).
+template <int O>
+DS_HOST_DEVICE inline void narrow_conv_backward_data_at(int64_t t, const NarrowConv& g, const float* dy,
+                                                        const float* wp, float* dx) {
+  const int j = int(t % g.w), i = int(t / g.w % g.h);
+  const int group = int(t / (int64_t(g.w) * g.h) % g.groups);
+  const int64_t n = t / (int64_t(g.w) * g.h * g.groups);
+  const int c0 = group * kNarrowChannelGroup;
+  const int64_t plane = int64_t(g.oh) * g.ow;
+  float acc[kNarrowChannelGroup];
+  DS_NARROW_UNROLL
+  for (int cc = 0; cc < kNarrowChannelGroup; ++cc) acc[cc] = 0.0f;
+  for (int a = 0; a < g.kh; ++a) {
+    const int r = i + g.pad_top - a;
+    if (r < 0 || r >= g.oh) continue;
+    for (int e = 0; e < g.kw; ++e) {
+      const int q = j + g.pad_left - e;
+      if (q < 0 || q >= g.ow) continue;
+      float d[O];
+      DS_NARROW_UNROLL
+      for (int oc = 0; oc < O; ++oc) d[oc] = dy[(n * O + oc) * plane + int64_t(r) * g.ow + q];
+      DS_NARROW_UNROLL
+      for (int cc = 0; cc < kNarrowChannelGroup; ++cc) {
+        const int c = c0 + cc;
+        if (c >= g.c) break;
+        float wv[4];
+        narrow_load4(wp + ((int64_t(c) * g.kh + a) * g.kw + e) * kNarrowConvMaxOut, wv);
+        DS_NARROW_UNROLL
+        for (int oc = 0; oc < O; ++oc) acc[cc] += d[oc] * wv[oc];
+      }
+    }
+  }
+  DS_NARROW_UNROLL
+  for (int cc = 0; cc < kNarrowChannelGroup; ++cc) {
+    const int c = c0 + cc;
+    if (c >= g.c) break;
+    dx[((n * g.c + c) * g.h + i) * g.w + j] = acc[cc];
+  }
+}
+
+// Sums 32 lanes' values into lane 0 as a warp's shuffle-down tree does: offsets 16, 8, 4, 2, 1,
+// v[l] += v[l + offset]. The host form of the GPU reduction, for the tests.
+DS_HOST_DEVICE inline float narrow_lane_tree_sum(float* v) {
+  for (int off = kNarrowLanes / 2; off > 0; off /= 2)
+    for (int l = 0; l < off; ++l) v[l] += v[l + off];
+  return v[0];
+}
+
+// Weight-gradient partial, one lane's share. t = ((((chunk * groups + group) * kh + a) * kw + e)
+// * 32 + lane): for the tap (a, e), the group's channels cc and every output channel oc,
+// acc[cc * 4 + oc] = sum over the chunk's rows (n, i) ascending, then columns j = lane, lane + 32,
+// ... of dy[n, oc, i, j] * x[n, c, i + a - top, j + e - left] (zero in the padding).
+// The 32 lanes' values then sum by narrow_lane_tree_sum's tree into partial[u * 32 + cc * 4 + oc]
+// with u = t / 32 (8 channels x 4 outputs per partial); acc has kNarrowChannelGroup * 4 floats.
+// Warps of a block are consecutive taps of one (chunk, group): they read the same x rows and dy.
+template <int O>
+DS_HOST_DEVICE inline void narrow_conv_weight_lane(int64_t t, const NarrowConv& g, const float* x, const float* dy,
+                                                   float* acc) {
+  const int lane = int(t % kNarrowLanes);
+  const int64_t u = t / kNarrowLanes;
+  const int e = int(u % g.kw), a = int(u / g.kw % g.kh);
+  const int group = int(u / (int64_t(g.kw) * g.kh) % g.groups);
+  const int chunk = int(u / (int64_t(g.kw) * g.kh * g.groups));
+  const int c0 = group * kNarrowChannelGroup;
+  DS_NARROW_UNROLL
+  for (int k = 0; k < kNarrowChannelGroup * kNarrowConvMaxOut; ++k) acc[k] = 0.0f;
+  const int64_t rows = int64_t(g.n) * g.oh, plane = int64_t(g.oh) * g.ow, in_plane = int64_t(g.h) * g.w;
+  const int64_t first = int64_t(chunk) * g.chunk_rows;
+  const int64_t last = first + g.chunk_rows < rows ? first + g.chunk_rows : rows;
+  for (int64_t row = first; row < last; ++row) {
+    const int64_t n = row / g.oh;
+    const int i = int(row % g.oh), r = i + a - g.pad_top;
+    if (r < 0 || r >= g.h) continue;  // the whole row reads padding: adds nothing
+    for (int j = lane; j < g.ow; j += kNarrowLanes) {
+      const int q = j + e - g.pad_left;
+      if (q < 0 || q >= g.w) continue;
+      float d[O];
+      DS_NARROW_UNROLL
+      for (int oc = 0; oc < O; ++oc) d[oc] = dy[(n * O + oc) * plane + int64_t(i) * g.ow + j];
+      DS_NARROW_UNROLL
+      for (int cc = 0; cc < kNarrowChannelGroup; ++cc) {
+        const int c = c0 + cc;
+        if (c >= g.c) break;
+        const float xv = x[(n * g.c + c) * in_plane + int64_t(r) * g.w + q];
+        DS_NARROW_UNROLL
+        for (int oc = 0; oc < O; ++oc) acc[cc * kNarrowConvMaxOut + oc] += d[oc] * xv;
+      }
+    }
+  }
+}
+
+// dw[oc, c, a, e] (index i of O x C x kh x kw): the chunks' partials summed in chunk order.
+DS_HOST_DEVICE inline void narrow_conv_weight_finish_at(int64_t i, const NarrowConv& g, const float* partial,
+                                                        float* dw) {
+  const int e = int(i % g.kw), a = int(i / g.kw % g.kh), c = int(i / (int64_t(g.kw) * g.kh) % g.c);
+  const int oc = int(i / (int64_t(g.kw) * g.kh * g.c));
+  const int group = c / kNarrowChannelGroup, cc = c % kNarrowChannelGroup;
+  const int64_t slot = int64_t(cc) * kNarrowConvMaxOut + oc;
+  float s = 0.0f;
+  for (int chunk = 0; chunk < g.chunks; ++chunk) {
+    const int64_t u = ((int64_t(chunk) * g.groups + group) * g.kh + a) * g.kw + e;
+    s += partial[u * kNarrowChannelGroup * kNarrowConvMaxOut + slot];
+  }
+  dw[i] = s;
+}
+
+// Bias-gradient partial, one lane's share. t = bias_chunk * 32 + lane: acc[oc] = sum over the
+// chunk's kNarrowBiasChunkRows rows (n, i) ascending, then columns j = lane, lane + 32, ... of
+// dy[n, oc, i, j]; the lanes sum by the tree into partial[bias_chunk * 4 + oc].
+template <int O>
+DS_HOST_DEVICE inline void narrow_conv_bias_lane(int64_t t, const NarrowConv& g, const float* dy, float* acc) {
+  const int lane = int(t % kNarrowLanes);
+  const int64_t chunk = t / kNarrowLanes, rows = int64_t(g.n) * g.oh, plane = int64_t(g.oh) * g.ow;
+  DS_NARROW_UNROLL
+  for (int oc = 0; oc < kNarrowConvMaxOut; ++oc) acc[oc] = 0.0f;
+  const int64_t first = chunk * kNarrowBiasChunkRows;
+  const int64_t last = first + kNarrowBiasChunkRows < rows ? first + kNarrowBiasChunkRows : rows;
+  for (int64_t row = first; row < last; ++row) {
+    const int64_t n = row / g.oh, i = row % g.oh;
+    for (int j = lane; j < g.ow; j += kNarrowLanes) {
+      DS_NARROW_UNROLL
+      for (int oc = 0; oc < O; ++oc) acc[oc] += dy[(n * O + oc) * plane + i * g.ow + j];
+    }
+  }
+}
+
+// db[oc]: the bias partials summed in chunk order.
+DS_HOST_DEVICE inline void narrow_conv_bias_finish_at(int oc, const NarrowConv& g, const float* partial, float* db) {
+  float s = 0.0f;
+  for (int chunk = 0; chunk < g.bias_chunks; ++chunk) s += partial[int64_t(chunk) * kNarrowConvMaxOut + oc];
+  db[oc] = s;
+}
+
+}  // namespace ds::model::kernels
