@@ -1,6 +1,7 @@
 // The GPU backend: cuDNN for convolutions, small CUDA kernels for everything else, all queued on
 // one stream so consecutive ops need no synchronisation between them.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -173,6 +174,11 @@ class CudaBackend : public Backend {
   void* to_half16(const Shape& s, const float* x);
   void* half16_scratch(const Shape& s);
   void from_half16(const Shape& s, const void* xh, float* x);
+  // One convolution pass in 16 bits: the FP32 operands a and b rounded into 16-bit scratch,
+  // run(a16, b16, out16) convolves into a 16-bit result, widened into out; the scratch goes back
+  // to the cache whether run succeeds or throws.
+  void half16_pass(const Shape& as, const float* a, const Shape& bs, const float* b, const Shape& out_shape,
+                   float* out, const std::function<void(const void*, const void*, void*)>& run);
 
   int device_;
   // Every device buffer (tensors, workspace, padding scratch): cudaMalloc only on a miss.

@@ -93,6 +93,19 @@ void CudaBackend::from_half16(const Shape& s, const void* xh, float* x) {
   DS_CUDA_LAUNCHED();
 }
 
+void CudaBackend::half16_pass(const Shape& as, const float* a, const Shape& bs, const float* b, const Shape& out_shape,
+                              float* out, const std::function<void(const void*, const void*, void*)>& run) {
+  void* h[3] = {to_half16(as, a), to_half16(bs, b), half16_scratch(out_shape)};
+  try {
+    run(h[0], h[1], h[2]);
+  } catch (...) {
+    for (void* x : h) cache_.release(x);
+    throw;
+  }
+  from_half16(out_shape, h[2], out);
+  for (void* x : h) cache_.release(x);  // reused only by work queued after this
+}
+
 // What a failing convolution was, appended to its error: cuDNN may lack a 16-bit kernel for one
 // layout or shape, and the one line must say which (mode, layout, geometry).
 std::string CudaBackend::conv_context(const ConvDesc& d) const {
@@ -352,13 +365,11 @@ void CudaBackend::conv2d_forward(const ConvDesc& d, const float* x, const float*
     const float* src = conv_input(p, d, x);
     void* ws = p.fwd_ws ? workspace(p.fwd_ws) : nullptr;
     if (half16()) {
-      const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw}, out = d.out();
-      void* xh = to_half16(p.x_shape, src);
-      void* wh = to_half16(w_shape, w);
-      void* yh = half16_scratch(out);
-      DS_CUDNN(cudnnConvolutionForward(cudnn_, &one, p.x, xh, p.w, wh, p.conv, p.fwd_algo, ws, p.fwd_ws, &zero, p.y, yh));
-      from_half16(out, yh, y);
-      for (void* h : {xh, wh, yh}) cache_.release(h);  // reused only by work queued after this
+      const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw};
+      half16_pass(p.x_shape, src, w_shape, w, d.out(), y, [&](const void* xh, const void* wh, void* yh) {
+        DS_CUDNN(cudnnConvolutionForward(cudnn_, &one, p.x, xh, p.w, wh, p.conv, p.fwd_algo, ws, p.fwd_ws, &zero,
+                                         p.y, yh));
+      });
     } else {
       DS_CUDNN(cudnnConvolutionForward(cudnn_, &one, p.x, src, p.w, w, p.conv, p.fwd_algo, ws, p.fwd_ws, &zero, p.y, y));
     }
@@ -419,13 +430,10 @@ void CudaBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const
     void* ws = p.bwd_data_ws ? workspace(p.bwd_data_ws) : nullptr;
     if (half16()) {
       const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw};
-      void* dyh = to_half16(d.out(), dy);
-      void* wh = to_half16(w_shape, w);
-      void* dxh = half16_scratch(p.x_shape);
-      DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, wh, p.y, dyh, p.conv_bwd_data, p.bwd_data_algo, ws,
-                                            p.bwd_data_ws, &zero, p.x, dxh));
-      from_half16(p.x_shape, dxh, dst);
-      for (void* h : {dyh, wh, dxh}) cache_.release(h);
+      half16_pass(d.out(), dy, w_shape, w, p.x_shape, dst, [&](const void* dyh, const void* wh, void* dxh) {
+        DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, wh, p.y, dyh, p.conv_bwd_data, p.bwd_data_algo, ws,
+                                              p.bwd_data_ws, &zero, p.x, dxh));
+      });
     } else {
       DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, w, p.y, dy, p.conv_bwd_data, p.bwd_data_algo, ws,
                                             p.bwd_data_ws, &zero, p.x, dst));
@@ -447,13 +455,10 @@ void CudaBackend::conv2d_backward_weights(const ConvDesc& d, const float* x, con
     void* ws = p.bwd_filter_ws ? workspace(p.bwd_filter_ws) : nullptr;
     if (half16()) {
       const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw};
-      void* xh = to_half16(p.x_shape, src);
-      void* dyh = to_half16(d.out(), dy);
-      void* dwh = half16_scratch(w_shape);
-      DS_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, xh, p.y, dyh, p.conv_bwd_filter, p.bwd_filter_algo, ws,
-                                              p.bwd_filter_ws, &zero, p.w, dwh));
-      from_half16(w_shape, dwh, dw);
-      for (void* h : {xh, dyh, dwh}) cache_.release(h);
+      half16_pass(p.x_shape, src, d.out(), dy, w_shape, dw, [&](const void* xh, const void* dyh, void* dwh) {
+        DS_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, xh, p.y, dyh, p.conv_bwd_filter, p.bwd_filter_algo,
+                                                ws, p.bwd_filter_ws, &zero, p.w, dwh));
+      });
     } else {
       DS_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, src, p.y, dy, p.conv_bwd_filter, p.bwd_filter_algo, ws,
                                               p.bwd_filter_ws, &zero, p.w, dw));
