@@ -230,7 +230,7 @@ if [[ $E2E == 1 ]]; then
         tail -8 "$work/na_train_$dod" > "$work/na.tail"; block "$work/na.tail"
       fi
     done
-    grep -hE 'bias\+ReLU' "$work"/na_train_* | sort | uniq -c | head -20 > "$work/na_fuse"; block "$work/na_fuse"
+    grep -hE 'bias\+ReLU|narrow FP32' "$work"/na_train_* | sort | uniq -c | head -20 > "$work/na_fuse"; block "$work/na_fuse"
   else
     failed+=("North America data"); say "synth/fetch/preprocess of configs/bench_na.yaml: FAILED"
     tail -8 "$work/na_prep" > "$work/na.tail"; block "$work/na.tail"
