@@ -12,7 +12,6 @@
 
 #include "io/atomic_file.h"
 #include "io/calendar.h"
-#include "fetch/subset.h"
 
 namespace ds {
 

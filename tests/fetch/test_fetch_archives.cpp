@@ -13,15 +13,17 @@
 #include "fetch/chunk.h"
 #include "fetch/dataset.h"
 #include "fetch/plan.h"
-#include "fetch/subset.h"
 #include "fetch/units.h"
 #include "io/calendar.h"
 #include "io/error.h"
 #include "io/fetch_manifest.h"
 #include "io/netcdf_file.h"
+#include "support/fetch_support.h"
 #include "support/test_support.h"
 
 using namespace ds;
+using test::Field;
+using test::read_field;
 
 namespace {
 
