@@ -12,7 +12,6 @@
 
 #include "io/atomic_file.h"
 #include "io/calendar.h"
-#include "fetch/subset.h"
 
 namespace ds {
 
@@ -105,11 +104,13 @@ FieldFile create_field_file(const std::string& path, const FieldPlan& f, size_t 
   // The source's names stay: the long name always, the standard name where the quantity was
   // kept: the units as they were, or converted by udunits2 alone (Celsius -> degC, Pascals -> Pa:
   // a standard name allows any units of its dimension). The definition's scale or offset makes
-  // another quantity (a flux in kg m-2 s-1 written as mm/day is another standard name).
+  // another quantity (a flux in kg m-2 s-1 written as mm/day is lwe_precipitation_rate): then,
+  // and for a source without one, the standard variable's name in the units written.
   if (!f.source_long_name.empty()) nc.put_att(out.var, "long_name", f.source_long_name);
   const bool same_quantity = f.source_units == f.out_units() || (f.def.scale == 1 && f.def.offset == 0);
-  if (!f.source_standard_name.empty() && same_quantity)
-    nc.put_att(out.var, "standard_name", f.source_standard_name);
+  std::string standard_name = same_quantity ? f.source_standard_name : "";
+  if (standard_name.empty()) standard_name = standard_name_for(f.var, f.out_units());
+  if (!standard_name.empty()) nc.put_att(out.var, "standard_name", standard_name);
   nc.put_att(out.var, "_FillValue", kFetchFill, NC_FLOAT);
   int plev = -1;
   if (f.level > 0) {

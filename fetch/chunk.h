@@ -7,7 +7,9 @@
 // time_bnds [00:00, next 00:00] (chunks of earlier versions, at 00:00, still validate and join);
 // the variable as float in
 // the units written (udunits2 conversion, then the definition's scale/offset) with
-// _FillValue = 1e20f, `units`, and `level_hPa` for a pressure-level field.
+// _FillValue = 1e20f, `units`, the standard name of the quantity written (fetch/dataset.h
+// standard_name_for: pr in mm/day is lwe_precipitation_rate), and `level_hPa` for a
+// pressure-level field.
 #pragma once
 #include <cstdint>
 #include <functional>

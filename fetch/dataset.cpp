@@ -20,6 +20,26 @@ std::string standard_units(const std::string& var) {
   return it == units.end() ? "" : it->second;
 }
 
+std::string standard_name_for(const std::string& var, const std::string& units) {
+  struct Name {
+    const char *var, *standard_name, *canonical_units;  // as in the CF standard name table
+  };
+  static const Name names[] = {
+      {"z", "geopotential", "m2 s-2"},
+      {"hus", "specific_humidity", "1"},
+      {"ta", "air_temperature", "K"},
+      {"tas", "air_temperature", "K"},
+      {"ua", "eastward_wind", "m s-1"},
+      {"va", "northward_wind", "m s-1"},
+      {"psl", "air_pressure_at_mean_sea_level", "Pa"},
+      {"pr", "precipitation_flux", "kg m-2 s-1"},
+      {"pr", "lwe_precipitation_rate", "m s-1"},
+  };
+  for (const Name& n : names)
+    if (var == n.var && units_convertible(units, n.canonical_units)) return n.standard_name;
+  return "";
+}
+
 std::string DatasetVariable::native_name(int level) const {
   std::string out = native;
   const auto at = out.find("{level}");

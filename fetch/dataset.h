@@ -18,6 +18,12 @@ namespace ds {
 // z m2 s-2, hus kg kg-1, ta K, ua/va m s-1, pr mm/day. Empty for an unknown variable.
 std::string standard_units(const std::string& var);
 
+// The CF standard name of standard variable `var` written in `units`: the name of the quantity
+// whose canonical units `units` convert to (udunits2), so that pr is precipitation_flux in
+// kg m-2 s-1 and lwe_precipitation_rate (the depth of liquid water per time) in mm/day. "" for a
+// variable outside the vocabulary or units of another dimension.
+std::string standard_name_for(const std::string& var, const std::string& units);
+
 struct DatasetVariable {
   std::string native;        // name in the source; "{level}" is replaced by the level in hPa
   // This variable's own file: a url template with {var} (the standard name), {level} (hPa) and

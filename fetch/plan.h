@@ -30,6 +30,9 @@
 
 namespace ds {
 
+// A URL with any user:password@ removed, for logs, messages and provenance.
+std::string redact_credentials(const std::string& url);
+
 struct IndexRun {
   size_t start = 0, count = 0;  // indices [start, start + count) of the source's axis
 };

@@ -88,6 +88,11 @@ Unit parse(const std::string& units) {
 
 bool units_known(const std::string& units) { return parse(units) != nullptr; }
 
+bool units_convertible(const std::string& from, const std::string& to) {
+  const Unit a = parse(from), b = parse(to);
+  return a && b && ut_are_convertible(a.get(), b.get());
+}
+
 UnitConversion unit_conversion(const std::string& from, const std::string& to, const std::string& where) {
   if (from == to) return {};
   const Unit a = parse(from), b = parse(to);

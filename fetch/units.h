@@ -17,6 +17,9 @@ struct UnitConversion {
 // Whether udunits2 understands `units` (after the normalization below).
 bool units_known(const std::string& units);
 
+// Whether udunits2 converts `from` to `to` (both known, of one dimension: mm/day and m s-1).
+bool units_convertible(const std::string& from, const std::string& to);
+
 // The conversion from `from` to `to`. Spellings udunits rejects are normalized first: `**`
 // becomes `^`, and a word it does not know is tried in lower case, then upper case ("Kg" ->
 // "kg", "k" -> "K"). Throws InputError naming `where` and both units when either is unknown or

@@ -206,10 +206,13 @@ bool cuda_available();
 std::unique_ptr<Backend> make_cuda_backend(int device = 0);
 // GPUs this process can see (CUDA_VISIBLE_DEVICES applies); 0 without a usable plugin.
 int cuda_device_count();
-// The backend a run asked for (config key run.device): "cpu"; "cuda" on GPU local_rank (modulo
-// the GPUs visible, so N ranks on a node of N GPUs take one each), an error (exit 2) naming the key
-// and the reason if there is none; "auto" is cuda when a GPU is visible, else cpu with one log line
-// saying why, and an error when GPUs exist but cannot be used. threads: the CPU backend's.
-std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int local_rank = 0);
+// The backend a run asked for: "cpu"; "cuda" on GPU local_rank (modulo the GPUs visible, so N
+// ranks on a node of N GPUs take one each), an error (exit 2) naming the setting and the reason
+// if there is none; "auto" is cuda when a GPU is visible, else cpu with one log line saying why,
+// and an error when GPUs exist but cannot be used. threads: the CPU backend's. `setting` is what
+// the user set, as messages name it: the config key "run.device" (train, predict) or the
+// command-line option "--device" (benchmark and the bench tools: the default).
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int local_rank = 0,
+                                      const std::string& setting = "--device");
 
 }  // namespace ds::model

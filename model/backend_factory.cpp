@@ -1,6 +1,6 @@
 // Choosing a backend, and loading the CUDA one from its plugin (libdownscale_cuda.so) with dlopen,
 // so the executable needs no CUDA library: a CPU node, or one whose CUDA libraries are missing,
-// runs on the CPU under run.device auto with one line saying why instead of dying in the loader.
+// runs on the CPU under run.device auto (--device auto) with one line saying why instead of dying in the loader.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -133,19 +133,31 @@ std::unique_ptr<Communicator> make_nccl_communicator(Communicator& host, Backend
   return plugin().api->create_nccl_communicator(host, be);
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int local_rank) {
+namespace {
+// How messages name the setting: an option as typed ("--device"), a config key quoted ("key
+// 'run.device'"), and how to ask for the CPU through it.
+std::string setting_named(const std::string& setting) {
+  return setting.rfind("--", 0) == 0 ? setting : "key '" + setting + "'";
+}
+std::string cpu_through(const std::string& setting) {
+  return setting.rfind("--", 0) == 0 ? "pass " + setting + " cpu" : "set " + setting + ": cpu";
+}
+}  // namespace
+
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int local_rank, const std::string& setting) {
   if (device == "cpu") return make_cpu_backend(threads);
+  const std::string named = setting_named(setting);
   if (device != "auto" && device != "cuda")
-    throw UsageError("key 'run.device' is '" + device + "', expected auto, cpu or cuda");
+    throw UsageError(named + " is '" + device + "', expected auto, cpu or cuda");
   const CudaProbe gpu = cuda_probe();
   if (gpu.devices > 0) return make_cuda_backend(local_rank % gpu.devices);
   // GPUs that exist but cannot be used are a broken node, not a CPU node: training on the CPU
   // there would silently take days instead of minutes.
   if (gpu.unusable)
-    throw UsageError("key 'run.device' is " + device + " but the GPUs here cannot be used: " + gpu.reason +
-                     (device == "auto" ? " (set run.device: cpu to run on the CPU anyway)" : ""));
-  if (device == "cuda") throw UsageError("key 'run.device' is cuda but no GPU can be used: " + gpu.reason);
-  spdlog::info("run.device auto: running on the CPU: {}", gpu.reason);
+    throw UsageError(named + " is " + device + " but the GPUs here cannot be used: " + gpu.reason +
+                     (device == "auto" ? " (" + cpu_through(setting) + " to run on the CPU anyway)" : ""));
+  if (device == "cuda") throw UsageError(named + " is cuda but no GPU can be used: " + gpu.reason);
+  spdlog::info("{} auto: running on the CPU: {}", setting, gpu.reason);
   return make_cpu_backend(threads);
 }
 

@@ -39,7 +39,6 @@
 #include "io/log.h"
 #include "io/run_lock.h"
 #include "io/stop_signal.h"
-#include "fetch/subset.h"
 #include "pipeline/stages.h"
 
 namespace ds {

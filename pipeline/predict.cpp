@@ -178,7 +178,7 @@ int run_predict(const Config& cfg) {
   const int channels = model::loss_channels(loss);
   // run.device as in train: a GPU when one is visible (auto) or asked for (cuda), else the CPU.
   // One process, so GPU 0 of those visible (CUDA_VISIBLE_DEVICES picks another).
-  auto be = model::make_backend(cfg.run.device, cfg.run.threads, 0);
+  auto be = model::make_backend(cfg.run.device, cfg.run.threads, 0, "run.device");
   model::apply_math_mode(*be, cfg.train.precision, true);
   spdlog::info("predicting on {}", be->name());
   model::Net net(spec, *be);

@@ -118,7 +118,7 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
   const std::string wire_dtype = opts.fp16_allreduce ? "fp16" : "fp32";
 
   const int threads = opts.threads > 0 ? opts.threads : default_cpu_threads(host);
-  auto be = model::make_backend(opts.device, threads, host.local_rank());
+  auto be = model::make_backend(opts.device, threads, host.local_rank(), "--device");
   model::apply_math_mode(*be, opts.precision, false);
   r.backend = be->name();
   r.device = device_name(r.backend);

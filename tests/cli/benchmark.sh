@@ -2,7 +2,8 @@
 # `downscale benchmark` (issue 15): one CPU run per model at a tiny batch and image size checks
 # the reference script's lines and the JSON line; a 2-rank `mpirun` run checks the total over
 # two CPUs and the efficiency against the 1-rank line of the same file; --plot writes a PNG;
-# an unknown model exits 2 naming the choices.
+# an unknown model exits 2 naming the choices, --device cuda without a usable GPU exits 2 naming
+# --device.
 #   usage: benchmark.sh <downscale binary> <source dir>
 set -euo pipefail
 bin=$1
@@ -64,4 +65,9 @@ rc=0; "$bin" benchmark --plot bad.jsonl bad.png 2> bad.err || rc=$?
 echo "== errors"
 rc=0; "$bin" benchmark --model vgg16 2> err.txt || rc=$?
 [[ $rc -eq 2 ]] && grep -q 'resnet50, resnet101, inception_v3' err.txt || { echo "unknown model: rc $rc"; cat err.txt; exit 1; }
+# --device cuda where no GPU can be used (a plugin path that does not exist, so a GPU machine too):
+# exit 2 naming the option typed, not train's config key run.device.
+rc=0; DOWNSCALE_CUDA_PLUGIN=$work/no-such-plugin.so "$bin" benchmark --device cuda --model resnet50 --image-size 32 2> err.txt || rc=$?
+[[ $rc -eq 2 ]] && grep -q -- '--device is cuda but no GPU can be used: the CUDA plugin does not load' err.txt \
+  && ! grep -q 'run.device' err.txt || { echo "--device cuda without a GPU: rc $rc"; cat err.txt; exit 1; }
 echo "benchmark: ok"

@@ -34,7 +34,11 @@ import sys
 import netCDF4
 
 # In the CF standard name table (v84) but in neither Debian source: name -> canonical units.
-SUPPLEMENT = {"realization": "1"}
+#   realization: the ensemble member index (predict's members).
+#   lwe_precipitation_rate: "lwe" is liquid water equivalent, the depth of water per time; the
+#     fetched pr in mm/day (fetch/chunk.cpp). CF standard name table v84, canonical units m s-1
+#     (NERC vocabulary P07 CFSN0559); mm/day converts through udunits2.
+SUPPLEMENT = {"realization": "1", "lwe_precipitation_rate": "m s-1"}
 
 CELL_METHODS = {"point", "sum", "maximum", "maximum_absolute_value", "median", "mid_range", "minimum",
                 "minimum_absolute_value", "mean", "mean_absolute_value", "mean_of_upper_decile", "mode",

@@ -22,8 +22,9 @@ echo "== CF check"
 $py "$src/tests/cli/cf_check.py" "${fetched[@]}" "${products[@]}" || fail "CF check failed"
 $py "$src/tests/cli/cf_check.py" --no-conventions "$run/preprocess/store.h5" || fail "CF check of the store failed"
 
-# The check itself: a file with an unknown standard name, units that do not convert, a
-# coordinate without axis and a bad cell method must fail, naming each.
+# The check itself: a file with an unknown standard name, units that do not convert (to a CMIP6
+# table's and to the supplement's), a coordinate without axis and a bad cell method must fail,
+# naming each.
 bad=$(mktemp --suffix=.nc)
 $py - "$bad" <<'PY'
 import sys, netCDF4
@@ -34,13 +35,14 @@ lat = d.createVariable("lat", "f8", ("lat",)); lat.standard_name = "latitude"; l
 v = d.createVariable("pr", "f4", ("lat",)); v.standard_name = "precipitation_flux"; v.units = "mm day-1"
 v.cell_methods = "time: average"
 w = d.createVariable("w", "f4", ("lat",)); w.standard_name = "not_a_cf_name"; w.units = "1"
+x = d.createVariable("x", "f4", ("lat",)); x.standard_name = "lwe_precipitation_rate"; x.units = "kg m-2 s-1"
 d.close()
 PY
 rc=0
 out=$($py "$src/tests/cli/cf_check.py" "$bad" 2>&1) || rc=$?
 rm -f "$bad"
 [[ $rc -eq 1 ]] || fail "cf_check passed a faulty file: $out"
-for want in "do not convert to precipitation_flux" "not_a_cf_name" "without axis Y" "'average' is not a CF method"; do
+for want in "do not convert to precipitation_flux" "do not convert to lwe_precipitation_rate's 'm s-1'" "not_a_cf_name" "without axis Y" "'average' is not a CF method"; do
   grep -qF -- "$want" <<<"$out" || fail "cf_check did not report '$want': $out"
 done
 

@@ -31,10 +31,12 @@ header_has() {
 header_has 'float z(time, plev, lat, lon)' ncdump -h data/synth/era_interim_synth.nc
 header_has 'pr:units = "kg m-2 s-1"' ncdump -h data/synth/ewembi_synth.nc
 header_has 'level_hPa = 500' ncdump -h 'runs/demo/fetch/predictors/z@500.nc'
-# Fetched files: CF-1.8, the source's names, a scalar plev in Pa (CDO sees the level), and the
-# command line that made them in history.
+# Fetched files: CF-1.8, the source's names (or the quantity's where fetch converted it), a
+# scalar plev in Pa (CDO sees the level), and the command line that made them in history.
 header_has ':Conventions = "CF-1.8"' ncdump -h 'runs/demo/fetch/predictors/z@500.nc'
 header_has 'z:standard_name = "geopotential"' ncdump -h 'runs/demo/fetch/predictors/z@500.nc'
+# pr: kg m-2 s-1 in the source, mm/day written (a depth of water per day): another standard name.
+header_has 'pr:standard_name = "lwe_precipitation_rate"' ncdump -h runs/demo/fetch/predictand/pr.nc
 header_has 'plev = 50000' ncdump -v plev 'runs/demo/fetch/predictors/z@500.nc'
 header_has '50000' cdo -s showlevel 'runs/demo/fetch/predictors/z@500.nc'
 header_has 'downscale fetch --config configs/demo.yaml' ncdump -h 'runs/demo/fetch/predictors/z@500.nc'

@@ -13,15 +13,17 @@
 #include "fetch/chunk.h"
 #include "fetch/dataset.h"
 #include "fetch/plan.h"
-#include "fetch/subset.h"
 #include "fetch/units.h"
 #include "io/calendar.h"
 #include "io/error.h"
 #include "io/fetch_manifest.h"
 #include "io/netcdf_file.h"
+#include "support/fetch_support.h"
 #include "support/test_support.h"
 
 using namespace ds;
+using test::Field;
+using test::read_field;
 
 namespace {
 
@@ -32,6 +34,7 @@ enum class LevelBy { none, dimension, scalar_coordinate, attribute };
 
 struct SourceSpec {
   std::string var = "ta", units = "K", calendar = "standard", time_units = "days since 2000-01-01";
+  std::string standard_name;  // none when empty
   int ndays = 731;          // from the reference date, in the calendar
   LevelBy level_by = LevelBy::none;
   double level = 850;       // in level_units
@@ -59,6 +62,7 @@ void write_source(const std::string& path, const SourceSpec& s) {
   const int y = nc.def_var("lat", NC_DOUBLE, {dy}), x = nc.def_var("lon", NC_DOUBLE, {dx});
   const int v = nc.def_var(s.var, NC_FLOAT, dz >= 0 ? std::vector<int>{dt, dz, dy, dx} : std::vector<int>{dt, dy, dx});
   nc.put_att(v, "units", s.units);
+  if (!s.standard_name.empty()) nc.put_att(v, "standard_name", s.standard_name);
   if (s.level_by == LevelBy::scalar_coordinate) nc.put_att(v, "coordinates", "height_level");
   if (s.level_by == LevelBy::attribute) {
     nc.put_att(v, "level", s.level);
@@ -343,6 +347,42 @@ TEST(FetchArchives, FetchedDaysAreStampedAtNoonWithBoundsAndOldMidnightChunksSti
   EXPECT_EQ(read_field(out / "feb.nc", "ta").days, c.days);  // readers floor: the same days
   join_chunks(p.fields[0], {out / "feb.nc"}, out / "ta.nc", "test", kPiece);
   expect_noon(out / "ta.nc");
+}
+
+// A standard name the units written allow: the source's where the quantity is kept, the
+// standard variable's where the definition's scale made another one (kg m-2 s-1 x 86400 is
+// mm/day, a depth of water per time: lwe_precipitation_rate, not precipitation_flux) or the
+// source has none.
+TEST(FetchArchives, TheStandardNameFollowsTheQuantityWritten) {
+  EXPECT_EQ(standard_name_for("pr", "mm/day"), "lwe_precipitation_rate");
+  EXPECT_EQ(standard_name_for("pr", "kg m-2 s-1"), "precipitation_flux");
+  EXPECT_EQ(standard_name_for("ta", "degC"), "air_temperature");
+  EXPECT_EQ(standard_name_for("z", "m"), "");  // geopotential height is another quantity
+  EXPECT_EQ(standard_name_for("tos", "K"), "");  // outside the vocabulary
+  test::TempDir d, out;
+  SourceSpec pr;
+  pr.var = "pr";
+  pr.units = "kg m-2 s-1";
+  pr.standard_name = "precipitation_flux";
+  write_source(d / "pr.nc", pr);
+  SourceSpec bare = pr;
+  bare.standard_name.clear();
+  write_source(d / "bare.nc", bare);
+  const auto standard_name = [&](const std::string& src, double scale, const std::string& written) {
+    Dataset def = one_variable("pr", "pr", src, "kg m-2 s-1");
+    def.variables["pr"].scale = scale;
+    def.variables["pr"].std_units = written;
+    const FetchPlan p = plan(d.path(), def, {"pr", "pr", 0}, request(2000, 2000, {2}));
+    fetch_chunk(p.fields[0], p.chunks[0], out / "chunk.nc", kPiece);
+    join_chunks(p.fields[0], {out / "chunk.nc"}, out / "joined.nc", "test", kPiece);
+    NcFile chunk = NcFile::open(out / "chunk.nc"), joined = NcFile::open(out / "joined.nc");
+    EXPECT_EQ(chunk.att_text(chunk.var_id("pr"), "units"), written);
+    EXPECT_EQ(joined.att_text(joined.var_id("pr"), "standard_name"), chunk.att_text(chunk.var_id("pr"), "standard_name"));
+    return chunk.att_text(chunk.var_id("pr"), "standard_name");
+  };
+  EXPECT_EQ(standard_name("pr.nc", 86400, "mm/day"), "lwe_precipitation_rate");
+  EXPECT_EQ(standard_name("pr.nc", 1, "kg m-2 s-1"), "precipitation_flux");
+  EXPECT_EQ(standard_name("bare.nc", 86400, "mm/day"), "lwe_precipitation_rate");
 }
 
 TEST(FetchArchives, OneFilePerYearReadsDecemberFromTheYearBeforesFileAndOpensEachFileOnce) {

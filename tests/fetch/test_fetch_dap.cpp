@@ -15,10 +15,12 @@
 #include "io/error.h"
 #include "fetch/chunk.h"
 #include "fetch/plan.h"
-#include "fetch/subset.h"
+#include "support/fetch_support.h"
 #include "support/test_support.h"
 
 using namespace ds;
+using test::Field;
+using test::read_field;
 namespace fs = std::filesystem;
 
 namespace {

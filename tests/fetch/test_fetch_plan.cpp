@@ -1,5 +1,5 @@
 // Planning without a server: seasons across the new year, longitudes across a 0..360 seam,
-// dataset definitions.
+// dataset definitions, credentials kept out of what is printed.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -10,6 +10,11 @@
 #include "support/test_support.h"
 
 using namespace ds;
+
+TEST(FetchPlan, RedactsCredentials) {
+  EXPECT_EQ(redact_credentials("https://user:secret@host/dods/x"), "https://host/dods/x");
+  EXPECT_EQ(redact_credentials("/data/x@500.nc"), "/data/x@500.nc");
+}
 
 TEST(FetchPlan, SeasonCrossingTheYearTakesDecemberFromTheYearBefore) {
   const auto djf = season_months(2001, {12, 1, 2});

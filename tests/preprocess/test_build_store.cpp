@@ -7,10 +7,10 @@
 #include "io/calendar.h"
 #include "io/error.h"
 #include "io/fetch_manifest.h"
-#include "fetch/subset.h"
 #include "io/training_store.h"
 #include "preprocess/build_store.h"
 #include "preprocess/units.h"
+#include "support/fetch_support.h"
 #include "support/test_support.h"
 
 using namespace ds;
@@ -24,9 +24,10 @@ bool has(const std::string& s, const std::string& part) { return s.find(part) !=
 struct TinyRun {
   test::TempDir dir;
   Config cfg;
-  // with_nan: z misses lon index 1 on day 400 (2001-02-04); pr_short: pr lacks its last days;
+  // with_nan: z misses lon index 1 on day 400 (2001-02-04); pr_without_december: pr is fetched
+  // for January..November only, so it lacks the predictors' Decembers;
   // ta_units: the units the second predictor's file declares.
-  explicit TinyRun(bool with_nan = false, int pr_short = 0, const std::string& ta_units = "K") {
+  explicit TinyRun(bool with_nan = false, bool pr_without_december = false, const std::string& ta_units = "K") {
     test::SourceSpec z;
     for (double la = 34; la >= 30; la -= 2) z.lat.push_back(la);
     for (double lo = -110; lo <= -104; lo += 2) z.lon.push_back(lo);
@@ -46,7 +47,7 @@ struct TinyRun {
     pr.units = "kg m-2 s-1";
     for (double la = 33.75; la >= 29.75; la -= 0.5) pr.lat.push_back(la);
     for (double lo = -109.75; lo <= -103.75; lo += 0.5) pr.lon.push_back(lo);
-    pr.ndays = z.ndays - pr_short;
+    pr.ndays = z.ndays;
     pr.value = [](int t, int, int j, int i) { return i < 2 ? double(NAN) : ((t + i + j) % 3) * 2.0 / 86400; };
     test::write_source(dir / "pr.nc", pr);
 
@@ -58,15 +59,18 @@ struct TinyRun {
     cfg.preprocess.train_years = {2000, 2000};
     cfg.preprocess.validation_years = {2001, 2001};
     cfg.preprocess.test_years = {2002, 2002};
+    // Fetched as `downscale fetch` does (support/fetch_support.h): days at 12:00 with bounds.
+    const Config::Fetch request =
+        test::fetch_request(-110, -103.5, 29.5, 34, {2000, 2002}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
     FetchManifest m;
     for (const std::string var : {"z", "ta"}) {
       const std::string name = var + "@500";
-      SubsetRequest r{dir / (var + ".nc"), var, 500, -110, -103.5, 29.5, 34, {2000, 2002}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}};
-      fetch_subset(r, dir / ("run/fetch/" + name + ".nc"), "test");
+      test::fetch_local(dir / (var + ".nc"), {name, var, 500}, request, dir / ("run/fetch/" + name + ".nc"));
       m.predictors.push_back({name, var, name + ".nc", var + ".nc"});
     }
-    SubsetRequest r{dir / "pr.nc", "pr", 0, -110, -103.5, 29.5, 34, {2000, 2002}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}};
-    fetch_subset(r, dir / "run/fetch/pr.nc", "test");
+    Config::Fetch pr_request = request;
+    if (pr_without_december) pr_request.season.pop_back();
+    test::fetch_local(dir / "pr.nc", {"pr", "pr", 0}, pr_request, dir / "run/fetch/pr.nc");
     m.predictand = {"pr", "pr", "pr.nc", "pr.nc"};
     m.write(dir / "run/fetch/manifest.json");
     std::ofstream(cfg.file) << "run: {dir: x}\n";
@@ -215,18 +219,19 @@ TEST(BuildStore, FillPoliciesFillMissingPredictorValues) {
 }
 
 TEST(BuildStore, DroppedDatesAreCountedByKind) {
-  TinyRun run(false, 5);
+  TinyRun run(false, true);
   run.cfg.preprocess.validation_years = {0, -1};  // 2001 in no split
   const auto s = build_store(run.cfg, run.dir / "run/fetch", run.dir / "d.h5");
-  EXPECT_EQ(s.not_common, 5u);
-  EXPECT_EQ(s.outside_splits, 365u);
-  EXPECT_EQ(s.dropped_dates, 370u);
-  EXPECT_EQ(s.test, 360u);
+  EXPECT_EQ(s.not_common, 3u * 31u);         // the Decembers of 2000..2002, in the predictors only
+  EXPECT_EQ(s.outside_splits, 365u - 31u);   // the rest of 2001
+  EXPECT_EQ(s.dropped_dates, 3u * 31u + 365u - 31u);
+  EXPECT_EQ(s.train, 366u - 31u);
+  EXPECT_EQ(s.test, 365u - 31u);
   EXPECT_EQ(StoreReader(run.dir / "d.h5").count("validation"), 0u);
 }
 
 TEST(BuildStore, WrongUnitsAreAnErrorAndLeaveNoStore) {
-  TinyRun run(false, 0, "degC");
+  TinyRun run(false, false, "degC");
   try {
     build_store(run.cfg, run.dir / "run/fetch", run.dir / "run/store.h5");
     FAIL();

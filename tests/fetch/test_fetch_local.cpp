@@ -1,3 +1,6 @@
+// A local file through the path `downscale fetch` takes (plan, chunks, join; support/
+// fetch_support.h): the box, level, years and season cut from an ERA-like source with descending
+// latitude, missing values, and errors that name the source and variable and leave nothing.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -5,10 +8,14 @@
 
 #include "io/calendar.h"
 #include "io/error.h"
-#include "fetch/subset.h"
+#include "fetch/plan.h"
+#include "support/fetch_support.h"
 #include "support/test_support.h"
 
 using namespace ds;
+using test::fetch_local;
+using test::Field;
+using test::read_field;
 
 namespace {
 
@@ -24,32 +31,25 @@ test::SourceSpec era_like() {
   return s;
 }
 
-SubsetRequest request(const std::string& src) {
-  SubsetRequest r;
-  r.source = src;
-  r.variable = "z";
-  r.level = 850;
-  r.lon_min = -116, r.lon_max = -110, r.lat_min = 24, r.lat_max = 30;
-  r.years = {2001, 2001};
-  r.months = {1, 2, 12};
-  return r;
-}
+// z@850 over -116..-110 E, 24..30 N, in January, February and December of 2001.
+const FieldWanted kZ850{"z@850", "z", 850};
+Config::Fetch request() { return test::fetch_request(-116, -110, 24, 30, {2001, 2001}, {1, 2, 12}); }
 
 bool no_temp_files(const std::string& dir) {
-  for (const auto& e : std::filesystem::directory_iterator(dir))
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
     if (e.path().string().find(".tmp-") != std::string::npos) return false;
   return true;
 }
 
 }  // namespace
 
-TEST(Subset, CutsBoxLevelYearAndSeasonWithAscendingLatitude) {
+TEST(FetchLocal, CutsBoxLevelYearAndSeasonWithAscendingLatitude) {
   test::TempDir d;
   test::write_source(d / "src.nc", era_like());
-  const auto res = fetch_subset(request(d / "src.nc"), d / "out.nc", "test");
+  const auto res = fetch_local(d / "src.nc", kZ850, request(), d / "out.nc");
   EXPECT_EQ(res.ntime, 31u + 28u + 31u);  // Jan, Feb and Dec of 2001
-  EXPECT_EQ(res.nlat, 4u);
-  EXPECT_EQ(res.nlon, 4u);
+  EXPECT_EQ(res.plan.fields[0].lat.size(), 4u);
+  EXPECT_EQ(res.plan.fields[0].lon.size(), 4u);
   const Field f = read_field(d / "out.nc", "z");
   EXPECT_EQ(f.lat, (std::vector<double>{24, 26, 28, 30}));
   EXPECT_EQ(f.lon, (std::vector<double>{-116, -114, -112, -110}));
@@ -69,17 +69,14 @@ TEST(Subset, CutsBoxLevelYearAndSeasonWithAscendingLatitude) {
   EXPECT_TRUE(no_temp_files(d.path()));
 }
 
-TEST(Subset, MissingValuesBecomeNaNOnReadBack) {
+TEST(FetchLocal, MissingValuesBecomeNaNOnReadBack) {
   test::TempDir d;
   auto s = era_like();
   s.levels.clear();
   s.variable = "pr";
   s.value = [](int, int, int j, int i) { return (i + j) % 3 == 0 ? NAN : 1e-5; };
   test::write_source(d / "pr.nc", s);
-  auto r = request(d / "pr.nc");
-  r.variable = "pr";
-  r.level = 0;
-  const auto res = fetch_subset(r, d / "out.nc", "test");
+  const auto res = fetch_local(d / "pr.nc", {"pr", "pr", 0}, request(), d / "out.nc");
   EXPECT_GT(res.missing_share, 0.2);
   const Field f = read_field(d / "out.nc", "pr");
   size_t nan = 0;
@@ -87,12 +84,12 @@ TEST(Subset, MissingValuesBecomeNaNOnReadBack) {
   EXPECT_NEAR(static_cast<double>(nan) / f.values.size(), res.missing_share, 1e-12);
 }
 
-TEST(Subset, ErrorsNameSourceAndVariableAndLeaveNothing) {
+TEST(FetchLocal, ErrorsNameSourceAndVariableAndLeaveNothing) {
   test::TempDir d;
   test::write_source(d / "src.nc", era_like());
-  auto expect_input_error = [&](SubsetRequest r, const std::string& needle) {
+  auto expect_input_error = [&](const std::string& src, FieldWanted w, Config::Fetch r, const std::string& needle) {
     try {
-      fetch_subset(r, d / "out.nc", "test");
+      fetch_local(d / src, w, r, d / "out.nc");
       ADD_FAILURE() << "no error for " << needle;
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
@@ -100,23 +97,13 @@ TEST(Subset, ErrorsNameSourceAndVariableAndLeaveNothing) {
     EXPECT_FALSE(std::filesystem::exists(d / "out.nc"));
     EXPECT_TRUE(no_temp_files(d.path()));
   };
-  auto r = request(d / "src.nc");
-  r.variable = "zg";
-  expect_input_error(r, "no variable 'zg' (the file has: time, plev, lat, lon, z)");
-  r = request(d / "src.nc");
-  r.level = 925;
-  expect_input_error(r, "variable 'z': no level 925 hPa (levels: 1000, 850, 700, 500)");
-  r = request(d / "src.nc");
+  expect_input_error("src.nc", {"zg@850", "zg", 850}, request(), "no variable 'zg' (the file has: time, plev, lat, lon, z)");
+  expect_input_error("src.nc", {"z@925", "z", 925}, request(), "variable 'z': no level 925 hPa (levels: 1000, 850, 700, 500)");
+  auto r = request();
   r.years = {2001, 2002};
-  expect_input_error(r, "no data for 2002");
-  r = request(d / "src.nc");
+  expect_input_error("src.nc", kZ850, r, "no data for 2002");
+  r = request();
   r.lon_min = 0, r.lon_max = 10;
-  expect_input_error(r, "no longitudes inside");
-  r = request(d / "missing.nc");
-  expect_input_error(r, "missing.nc: no such file");
-}
-
-TEST(Subset, RedactsCredentials) {
-  EXPECT_EQ(redact_credentials("https://user:secret@host/dods/x"), "https://host/dods/x");
-  EXPECT_EQ(redact_credentials("/data/x@500.nc"), "/data/x@500.nc");
+  expect_input_error("src.nc", kZ850, r, "no longitudes inside");
+  expect_input_error("missing.nc", kZ850, request(), "missing.nc: no such file");
 }
