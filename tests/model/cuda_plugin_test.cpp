@@ -107,7 +107,9 @@ TEST(ModelCudaPlugin, AutoFallsBackToCpuAndCudaIsAUsageError) {
       const std::string what = e.what();
       EXPECT_EQ(what.rfind(named, 0), 0u) << what;
       EXPECT_NE(what.find(cuda_probe().reason), std::string::npos) << what;
-      if (setting == "--device") EXPECT_EQ(what.find("run.device"), std::string::npos) << what;
+      if (setting == "--device") {
+        EXPECT_EQ(what.find("run.device"), std::string::npos) << what;
+      }
     }
   }
 }
