@@ -74,17 +74,7 @@ void expect_ulps(const std::vector<float>& want, const std::vector<float>& got, 
   EXPECT_EQ(bad, 0) << what;
 }
 
-// |want - got| <= rel * max |want|: for sums whose order differs between the two sides.
-void expect_close(const std::vector<float>& want, const std::vector<float>& got, double rel, const std::string& what) {
-  ASSERT_EQ(want.size(), got.size()) << what;
-  double scale = 1e-30;
-  for (float v : want) scale = std::max(scale, double(std::abs(v)));
-  int bad = 0;
-  for (size_t i = 0; i < want.size(); ++i)
-    if (!(std::abs(double(want[i]) - got[i]) <= rel * scale) && ++bad <= 5)
-      ADD_FAILURE() << what << "[" << i << "]: backend " << want[i] << " body " << got[i];
-  EXPECT_EQ(bad, 0) << what;
-}
+using test::expect_close;
 
 class KernelBodies : public ::testing::Test {
  protected:

@@ -16,6 +16,20 @@
 
 namespace ds::model::test {
 
+// |want - got| <= rel * max |want| everywhere, the first 5 misses named: for sums whose order
+// differs between the two sides (a backend against a kernel body run on the host).
+inline void expect_close(const std::vector<float>& want, const std::vector<float>& got, double rel,
+                         const std::string& what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  double scale = 1e-30;
+  for (float v : want) scale = std::max(scale, double(std::abs(v)));
+  int bad = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!(std::abs(double(want[i]) - got[i]) <= rel * scale) && ++bad <= 5)
+      ADD_FAILURE() << what << "[" << i << "]: backend " << want[i] << " body " << got[i];
+  EXPECT_EQ(bad, 0) << what;
+}
+
 // Uniform values in [lo, hi], or +-[lo, hi] with a random sign when `signed_away_from_zero`
 // (ReLU's finite differences are wrong within eps of its kink at 0).
 inline std::vector<float> random_values(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f,

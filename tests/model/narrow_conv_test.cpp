@@ -22,16 +22,7 @@ namespace {
 using test::random_values;
 namespace k = kernels;
 
-void expect_close(const std::vector<float>& want, const std::vector<float>& got, double rel, const std::string& what) {
-  ASSERT_EQ(want.size(), got.size()) << what;
-  double scale = 1e-30;
-  for (float v : want) scale = std::max(scale, double(std::abs(v)));
-  int bad = 0;
-  for (size_t i = 0; i < want.size(); ++i)
-    if (!(std::abs(double(want[i]) - got[i]) <= rel * scale) && ++bad <= 5)
-      ADD_FAILURE() << what << "[" << i << "]: backend " << want[i] << " body " << got[i];
-  EXPECT_EQ(bad, 0) << what;
-}
+using test::expect_close;
 
 // The three passes as cuda_narrow_conv.cu launches them, one "thread" at a time.
 template <int O>
@@ -84,6 +75,18 @@ struct NarrowHost {
 struct Case {
   const char* name;
   int n, c, h, w, o, kh, kw, pt, pb, pl, pr;
+  ConvDesc desc() const {
+    ConvDesc d;
+    d.in = Shape{n, c, h, w};
+    d.out_c = o;
+    d.kh = kh;
+    d.kw = kw;
+    d.pad_top = pt;
+    d.pad_bottom = pb;
+    d.pad_left = pl;
+    d.pad_right = pr;
+    return d;
+  }
 };
 
 class NarrowConvBodies : public ::testing::Test {
@@ -92,15 +95,7 @@ class NarrowConvBodies : public ::testing::Test {
 
   template <int O>
   void check(const Case& cs, const k::NarrowConv& g, const std::string& what) {
-    ConvDesc d;
-    d.in = Shape{cs.n, cs.c, cs.h, cs.w};
-    d.out_c = cs.o;
-    d.kh = cs.kh;
-    d.kw = cs.kw;
-    d.pad_top = cs.pt;
-    d.pad_bottom = cs.pb;
-    d.pad_left = cs.pl;
-    d.pad_right = cs.pr;
+    const ConvDesc d = cs.desc();
     const Shape os = d.out(), ws{cs.o, cs.c, cs.kh, cs.kw}, bs{1, cs.o, 1, 1};
     ASSERT_EQ(g.oh, os.h) << what;
     ASSERT_EQ(g.ow, os.w) << what;
@@ -134,15 +129,7 @@ class NarrowConvBodies : public ::testing::Test {
   }
 
   void check_case(const Case& cs) {
-    ConvDesc d;
-    d.in = Shape{cs.n, cs.c, cs.h, cs.w};
-    d.out_c = cs.o;
-    d.kh = cs.kh;
-    d.kw = cs.kw;
-    d.pad_top = cs.pt;
-    d.pad_bottom = cs.pb;
-    d.pad_left = cs.pl;
-    d.pad_right = cs.pr;
+    const ConvDesc d = cs.desc();
     ASSERT_TRUE(k::narrow_conv_applies(d)) << cs.name;
     const k::NarrowConv g = k::make_narrow_conv(d);
     // Small shapes get one row per chunk from make_narrow_conv; also run 3-row chunks with a
