@@ -147,7 +147,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
     obs.fields.push_back({f.predictand_variable, f.predictand_variable, 0});
   }
 
-  const std::string dir = RunPaths{cfg.run.dir}.fetch_dir();
+  const std::string dir = RunPaths::of(cfg).fetch_dir();
   // One fetch per run folder at a time: two would race on the same chunks.
   RunLock lock(dir, "fetch");
 
