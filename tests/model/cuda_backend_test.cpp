@@ -69,6 +69,30 @@ class ModelCuda : public ::testing::Test {
     EXPECT_EQ(bad, 0) << what;
   }
 
+  // A whole network built from `spec` on both backends from the same seed: its output on the
+  // same random input of `in`, and every parameter's gradient of the same random output gradient.
+  void expect_net_matches_cpu(const ModelSpec& spec, Shape in, double rel, const std::string& what) {
+    Net nc(spec, *cpu_), ng(spec, *gpu_);
+    nc.init(1);
+    ng.init(1);
+    Pair x = random_pair(in, 2);
+    const Shape os = nc.output_shape(in.n);
+    Pair out{Tensor(*cpu_, os), Tensor(*gpu_, os)};
+    cpu_->copy(out.cpu.data(), nc.forward(x.cpu).data(), out.cpu.size());
+    gpu_->copy(out.gpu.data(), ng.forward(x.gpu).data(), out.gpu.size());
+    expect_close(out, rel, what + " forward");
+    Pair d = random_pair(os, 3);
+    nc.backward(d.cpu);
+    ng.backward(d.gpu);
+    auto pc = nc.params(), pg = ng.params();
+    for (size_t i = 0; i < pc.size(); ++i) {
+      Pair g{Tensor(*cpu_, pc[i].grad->shape()), Tensor(*gpu_, pg[i].grad->shape())};
+      cpu_->copy(g.cpu.data(), pc[i].grad->data(), g.cpu.size());
+      gpu_->copy(g.gpu.data(), pg[i].grad->data(), g.gpu.size());
+      expect_close(g, rel, what + " grad " + pc[i].name);
+    }
+  }
+
   std::unique_ptr<Backend> cpu_, gpu_;
 };
 
@@ -207,25 +231,7 @@ TEST_F(ModelCuda, DemoNetMatchesCpu) {
   spec.in_h = 6;
   spec.in_w = 8;
   spec.filters = {8, 8, 8};
-  Net nc(spec, *cpu_), ng(spec, *gpu_);
-  nc.init(1);
-  ng.init(1);
-  Pair x = random_pair(Shape{2, 4, 6, 8}, 2);
-  const Shape os = nc.output_shape(2);
-  Pair out{Tensor(*cpu_, os), Tensor(*gpu_, os)};
-  cpu_->copy(out.cpu.data(), nc.forward(x.cpu).data(), out.cpu.size());
-  gpu_->copy(out.gpu.data(), ng.forward(x.gpu).data(), out.gpu.size());
-  expect_close(out, 1e-3, "demo forward");
-  Pair d = random_pair(os, 3);
-  nc.backward(d.cpu);
-  ng.backward(d.gpu);
-  auto pc = nc.params(), pg = ng.params();
-  for (size_t i = 0; i < pc.size(); ++i) {
-    Pair g{Tensor(*cpu_, pc[i].grad->shape()), Tensor(*gpu_, pg[i].grad->shape())};
-    cpu_->copy(g.cpu.data(), pc[i].grad->data(), g.cpu.size());
-    gpu_->copy(g.gpu.data(), pg[i].grad->data(), g.gpu.size());
-    expect_close(g, 1e-3, "grad " + pc[i].name);
-  }
+  expect_net_matches_cpu(spec, Shape{2, 4, 6, 8}, 1e-3, "demo");
 }
 
 // --- the ops added with DeepESD, batch norm, pooling, dropout, Gaussian/MSE and SGD ---
@@ -366,25 +372,7 @@ TEST_F(ModelCuda, DeepEsdMatchesCpu) {
   spec.out_w = 8;
   spec.land_mask.assign(56, 1);
   for (size_t i = 0; i < 56; i += 3) spec.land_mask[i] = 0;
-  Net nc(spec, *cpu_), ng(spec, *gpu_);
-  nc.init(1);
-  ng.init(1);
-  Pair x = random_pair(Shape{2, 4, 5, 6}, 2);
-  const Shape os = nc.output_shape(2);
-  Pair out{Tensor(*cpu_, os), Tensor(*gpu_, os)};
-  cpu_->copy(out.cpu.data(), nc.forward(x.cpu).data(), out.cpu.size());
-  gpu_->copy(out.gpu.data(), ng.forward(x.gpu).data(), out.gpu.size());
-  expect_close(out, 1e-3, "deepesd forward");
-  Pair d = random_pair(os, 3);
-  nc.backward(d.cpu);
-  ng.backward(d.gpu);
-  auto pc = nc.params(), pg = ng.params();
-  for (size_t i = 0; i < pc.size(); ++i) {
-    Pair g{Tensor(*cpu_, pc[i].grad->shape()), Tensor(*gpu_, pg[i].grad->shape())};
-    cpu_->copy(g.cpu.data(), pc[i].grad->data(), g.cpu.size());
-    gpu_->copy(g.gpu.data(), pg[i].grad->data(), g.gpu.size());
-    expect_close(g, 1e-3, "grad " + pc[i].name);
-  }
+  expect_net_matches_cpu(spec, Shape{2, 4, 5, 6}, 1e-3, "deepesd");
 }
 
 // train.precision tf32 (the default): cuDNN may use TF32 tensor cores (10 mantissa bits), so the
