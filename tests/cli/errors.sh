@@ -37,6 +37,14 @@ run="--set run.dir=$work/run"
 # A mistyped config key: exit 2, names the file and the key.
 expect 2 "typo.yaml: unknown key 'train.epoch' (did you mean 'train.epochs'?)" -- train --config "$work/typo.yaml" $run
 expect 2 "--set train.epocs=3: unknown key 'train.epocs'" -- train --config "$work/good.yaml" $run --set train.epocs=3
+# A mistyped section: the suggestion covers sections too.
+sed 's/^train:/trian:/' "$src/configs/demo.yaml" > "$work/section.yaml"
+expect 2 "section.yaml: unknown key 'trian' (did you mean 'train'?)" -- train --config "$work/section.yaml" $run
+# A value of the wrong type says what the key takes.
+expect 2 "--set train.epochs=1.5: key 'train.epochs' has a value of the wrong type: 1.5 (expected a whole number)" -- \
+  train --config "$work/good.yaml" $run --set train.epochs=1.5
+expect 2 "key 'fetch.years' has a value of the wrong type: 2000 (expected a list of whole numbers" -- \
+  fetch --config "$work/good.yaml" $run --set fetch.years=2000
 # A missing config file and a missing subcommand: exit 2.
 expect 2 "nope.yaml" -- fetch --config "$work/nope.yaml"
 # A mistyped stage: a suggestion, not CLI11's "A subcommand is required"; exit 2.
@@ -66,6 +74,23 @@ fi
 expect 3 "$work/absent.nc: no such file" -- fetch --config "$work/good.yaml" $run --set fetch.predictors.source=$work/absent.nc
 # The stage before not run: names the manifest it needs.
 expect 3 "$work/run/fetch/manifest.json: no such file" -- preprocess --config "$work/good.yaml" $run
+expect 3 "$work/run/preprocess/store.h5: no such file (run \`downscale preprocess\` first)" -- train --config "$work/good.yaml" $run
+expect 3 "$work/run/preprocess/store.h5: no such file (run \`downscale preprocess\` first)" -- train --check --config "$work/good.yaml" $run
+
+# A store without a validation split: the log says that the training loss chooses
+# checkpoint_best.h5, and a rerun without --resume (after a Ctrl-C, say) warns that it replaces
+# the earlier run's checkpoint_last.h5. Two synthetic years, one epoch: a few seconds.
+nv=(--config "$work/good.yaml" --set run.dir=runs/nv --set run.threads=1 --set fetch.years=[2000,2001] --set train.epochs=1
+    --set preprocess.train_years=[2000,2000] --set preprocess.validation_years=[] --set preprocess.test_years=[2001,2001])
+first=$(cd "$work" && "$bin" fetch -q "${nv[@]}" && "$bin" preprocess -q "${nv[@]}" && "$bin" train "${nv[@]}" 2>&1) || first="exit $?: $first"
+second=$(cd "$work" && "$bin" train -q "${nv[@]}" 2>&1) || second="exit $?: $second"
+if [[ $first == *"no validation split (preprocess.validation_years is empty): checkpoint_best.h5 follows the training loss"* &&
+      $first != *"validation loss"* && $first != *"exists: this run starts afresh"* &&
+      $second == *"runs/nv/train/checkpoint_last.h5 exists: this run starts afresh and replaces it"*"--resume"* ]]; then
+  echo "ok: no validation split said once; a rerun without --resume warns"
+else
+  echo "FAIL: train without a validation split, then again:"; echo "$first"; echo "$second"; failures=$((failures+1))
+fi
 
 # A wrong variable name in a real source: exit 3, names the file, the variable and what exists.
 cat > "$work/mk.cdl" <<'CDL'
