@@ -117,9 +117,14 @@ if [[ -e "$work/run/fetch/manifest.json" || -e "$work/run/preprocess/store.h5" ]
   echo "FAIL: partial stage output left"; failures=$((failures+1))
 fi
 # --help works on the command and every stage.
-for s in "" synth fetch preprocess train predict; do
+for s in "" synth fetch preprocess train predict evaluate benchmark; do
   "$bin" $s --help >/dev/null || { echo "FAIL: downscale $s --help"; failures=$((failures+1)); }
 done
+# The command's help says how a stage is called and what the exit codes mean.
+help=$("$bin" --help)
+if [[ $help != *"downscale <stage> --config FILE"* || $help != *"3 bad input data"* ]]; then
+  echo "FAIL: downscale --help lacks the stage usage or the exit codes"; failures=$((failures+1))
+fi
 
 echo "cli errors: $failures failures"
 [[ $failures -eq 0 ]]
