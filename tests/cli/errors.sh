@@ -88,10 +88,21 @@ second=$(cd "$work" && "$bin" train -q "${nv[@]}" 2>&1) || second="exit $?: $sec
 if [[ $first == *"no validation split (preprocess.validation_years is empty): checkpoint_best.h5 follows the training loss"* &&
       $first != *"validation loss"* && $first != *"exists: this run starts afresh"* && $first != *"ignored"* &&
       $first == *"train.precision tf32 is a GPU tensor-core mode: the cpu"* &&
-      $second == *"runs/nv/train/checkpoint_last.h5 exists: this run starts afresh and replaces it"*"--resume"* ]]; then
+      $second == *"] warning: runs/nv/train/checkpoint_last.h5 exists: this run starts afresh and replaces it"*"--resume"* ]]; then
   echo "ok: no validation split said once; tf32 on the CPU explained; a rerun without --resume warns"
 else
   echo "FAIL: train without a validation split, then again:"; echo "$first"; echo "$second"; failures=$((failures+1))
+fi
+# Split years outside the fetched data (2000..2001): none of them is exit 3 naming the key and
+# what the data covers; some of them, a warning (in a log without colours too: "warning:").
+expect 3 "preprocess.test_years [2005, 2005]: the fetched data ($work/runs/nv/fetch) holds no day of 2005; it covers 2000..2001" -- \
+  preprocess --config "$work/good.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}" --set preprocess.test_years=[2005,2005]
+partial=$(cd "$work" && "$bin" preprocess "${nv[@]}" --set preprocess.train_years=[1995,2000] 2>&1) || partial="exit $?: $partial"
+if [[ $partial == *"] warning: preprocess.train_years [1995, 2000]: the fetched data (runs/nv/fetch) holds no day of 1995..1999; it covers 2000..2001"* &&
+      $partial == *"wrote runs/nv/preprocess/store.h5"* ]]; then
+  echo "ok: split years partly outside the data: a warning"
+else
+  echo "FAIL: preprocess.train_years partly outside the data:"; echo "$partial"; failures=$((failures+1))
 fi
 
 # A wrong variable name in a real source: exit 3, names the file, the variable and what exists.
