@@ -79,19 +79,22 @@ expect 3 "$work/run/preprocess/store.h5: no such file (run \`downscale preproces
 
 # A store without a validation split: the log says that the training loss chooses
 # checkpoint_best.h5, and a rerun without --resume (after a Ctrl-C, say) warns that it replaces
-# the earlier run's checkpoint_last.h5; the default train.precision (tf32) on the CPU is explained,
+# the earlier run's checkpoint_last.h5 (train --check notes it too); the default train.precision (tf32) on the CPU is explained,
 # not "ignored". Two synthetic years, one epoch: a few seconds.
 nv=(--config "$work/good.yaml" --set run.dir=runs/nv --set run.threads=1 --set run.device=cpu --set fetch.years=[2000,2001] --set train.epochs=1
     --set preprocess.train_years=[2000,2000] --set preprocess.validation_years=[] --set preprocess.test_years=[2001,2001])
 first=$(cd "$work" && "$bin" fetch -q "${nv[@]}" && "$bin" preprocess -q "${nv[@]}" && "$bin" train "${nv[@]}" 2>&1) || first="exit $?: $first"
+check=$(cd "$work" && "$bin" train --check "${nv[@]}" 2>&1; "$bin" train --check --resume-auto "${nv[@]}" 2>&1)
 second=$(cd "$work" && "$bin" train -q "${nv[@]}" 2>&1) || second="exit $?: $second"
 if [[ $first == *"no validation split (preprocess.validation_years is empty): checkpoint_best.h5 follows the training loss"* &&
       $first != *"validation loss"* && $first != *"exists: this run starts afresh"* && $first != *"ignored"* &&
       $first == *"train.precision tf32 is a GPU tensor-core mode: the cpu"* &&
+      $check == *"note: runs/nv/train/checkpoint_last.h5 exists: train starts afresh and replaces it"* &&
+      $check == *"resume from runs/nv/train/checkpoint_last.h5 (--resume-auto)"* &&
       $second == *"] warning: runs/nv/train/checkpoint_last.h5 exists: this run starts afresh and replaces it"*"--resume"* ]]; then
   echo "ok: no validation split said once; tf32 on the CPU explained; a rerun without --resume warns"
 else
-  echo "FAIL: train without a validation split, then again:"; echo "$first"; echo "$second"; failures=$((failures+1))
+  echo "FAIL: train without a validation split, then again:"; echo "$first"; echo "$check"; echo "$second"; failures=$((failures+1))
 fi
 # Split years outside the fetched data (2000..2001): none of them is exit 3 naming the key and
 # what the data covers; some of them, a warning (in a log without colours too: "warning:").
