@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <functional>
 #include <iostream>
 
@@ -130,6 +131,19 @@ int main(int argc, char** argv) {
     std::cerr << "downscale: error: " << arranged.error << " (see downscale --help)" << std::endl;
     return ds::kExitUsage;
   }
+  // The stage, when one was given: a parse error then points at that stage's --help, whose
+  // options it is about; none given (and no --help, --version) says what a call looks like.
+  const auto is_stage = [&](const std::string& a) { return std::find(stages.begin(), stages.end(), a) != stages.end(); };
+  const std::string given_stage = !arranged.args.empty() && is_stage(arranged.args[0]) ? arranged.args[0] : "";
+  if (given_stage.empty() && std::none_of(arranged.args.begin(), arranged.args.end(), [](const std::string& a) {
+        return a == "-h" || a == "--help" || a == "--version";
+      })) {
+    std::string names;
+    for (const auto& n : stages) names += (names.empty() ? "" : ", ") + n;
+    std::cerr << "downscale: error: no stage given: downscale <stage> --config FILE, the stages are " << names
+              << " (see downscale --help)" << std::endl;
+    return ds::kExitUsage;
+  }
   try {
     std::vector<std::string> reversed(arranged.args.rbegin(), arranged.args.rend());
     app.parse(reversed);  // CLI11 takes the arguments in reverse order
@@ -137,7 +151,8 @@ int main(int argc, char** argv) {
     // --help and --version are "errors" with exit code 0 that CLI11 prints itself; a real parse
     // error becomes one line and the usage exit code.
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::cerr << "downscale: error: " << e.what() << " (see downscale --help)" << std::endl;
+    std::cerr << "downscale: error: " << e.what() << " (see downscale " << (given_stage.empty() ? "" : given_stage + " ")
+              << "--help)" << std::endl;
     return ds::kExitUsage;
   }
 

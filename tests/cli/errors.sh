@@ -50,6 +50,11 @@ expect 2 "nope.yaml" -- fetch --config "$work/nope.yaml"
 # A mistyped stage: a suggestion, not CLI11's "A subcommand is required"; exit 2.
 expect 2 "unknown stage 'trian' (did you mean 'train'?)" -- trian --config "$work/good.yaml"
 expect 2 "unknown stage 'frobnicate'; the stages are synth, fetch" -- frobnicate
+# No stage at all: what a call looks like, not CLI11's "A subcommand is required"; a stage's own
+# parse error points at that stage's --help.
+expect 2 "no stage given: downscale <stage> --config FILE, the stages are synth, fetch" --
+expect 2 "no stage given" -- -v
+expect 2 "--config is required (see downscale train --help)" -- train
 # --verbose and --quiet together: exit 2.
 expect 2 "--verbose and --quiet together" -- synth -v -q --config "$work/good.yaml" $run
 # The common options may come before the stage (as git's): --set there is applied...
