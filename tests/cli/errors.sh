@@ -101,6 +101,17 @@ if [[ $first == *"no validation split (preprocess.validation_years is empty): ch
 else
   echo "FAIL: train without a validation split, then again:"; echo "$first"; echo "$check"; echo "$second"; failures=$((failures+1))
 fi
+
+# evaluate under a config that predicts new predictors (a GCM run) says that it scores the test
+# split, which has observations, and not those.
+scored=$(cd "$work" && "$bin" predict -q "${nv[@]}" && "$bin" evaluate "${nv[@]}" --set predict.predictors=runs/gcm/fetch 2>&1) ||
+  scored="exit $?: $scored"
+if [[ $scored == *"scoring the test split's prediction against its observations; predict.predictors (runs/gcm/fetch) has no observations"* ]]; then
+  echo "ok: evaluate says which prediction it scores"
+else
+  echo "FAIL: evaluate with predict.predictors set:"; echo "$scored"; failures=$((failures+1))
+fi
+
 # Split years outside the fetched data (2000..2001): none of them is exit 3 naming the key and
 # what the data covers; some of them, a warning (in a log without colours too: "warning:").
 expect 3 "preprocess.test_years [2005, 2005]: the fetched data ($work/runs/nv/fetch) holds no day of 2005; it covers 2000..2001" -- \
