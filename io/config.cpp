@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "io/config_validate.h"
 #include "io/error.h"
@@ -72,7 +73,8 @@ class Reader {
     try {
       out = n.as<T>();
     } catch (const YAML::Exception&) {
-      throw UsageError(origin(key) + ": key '" + key + "' has a value of the wrong type: " + dump(n));
+      throw UsageError(origin(key) + ": key '" + key + "' has a value of the wrong type: " + dump(n) + " (expected " +
+                       expected<T>() + ")");
     }
   }
 
@@ -132,8 +134,11 @@ class Reader {
     for (const auto& k : present) {
       if (known_.count(k)) continue;
       std::string msg = origin(k) + ": unknown key '" + k + "'";
-      // suggest only near misses
-      const std::string best = closest_name(k, std::vector<std::string>(known_.begin(), known_.end()));
+      // suggest only near misses, among the keys and the sections holding them (`trian:`)
+      std::set<std::string> names = known_;
+      for (const auto& kn : known_)
+        for (auto dot = kn.find('.'); dot != std::string::npos; dot = kn.find('.', dot + 1)) names.insert(kn.substr(0, dot));
+      const std::string best = closest_name(k, std::vector<std::string>(names.begin(), names.end()));
       if (!best.empty()) msg += " (did you mean '" + best + "'?)";
       throw UsageError(msg);
     }
@@ -168,6 +173,20 @@ class Reader {
     }
   }
 
+
+  // What a value of type T looks like in YAML, for the wrong-type message.
+  template <class T>
+  static std::string expected() {
+    if constexpr (std::is_same_v<T, bool>) return "true or false";
+    else if constexpr (std::is_integral_v<T>) return "a whole number";
+    else if constexpr (std::is_floating_point_v<T>) return "a number";
+    else if constexpr (std::is_same_v<T, std::string>) return "a single value";
+    else if constexpr (std::is_same_v<T, std::vector<int>>) return "a list of whole numbers, e.g. [2000, 2004]";
+    else if constexpr (std::is_same_v<T, std::vector<double>>) return "a list of numbers, e.g. [-10, 5]";
+    else if constexpr (std::is_same_v<T, std::vector<std::string>>) return "a list, e.g. [a, b]";
+    else if constexpr (std::is_same_v<T, std::map<std::string, std::string>>) return "a mapping, e.g. {key: value}";
+    else return "another type";
+  }
 
   static std::string dump(const YAML::Node& n) {
     YAML::Emitter e;

@@ -1,15 +1,38 @@
 #include "io/log.h"
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include <memory>
+#include <string_view>
+
 namespace ds {
+
+namespace {
+
+// "warning: " before a warning's text: colours mark it on a terminal, but a Slurm .err file or a
+// piped log has no colours, and there a warning looked like any other line.
+class LevelTag : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    const std::string_view tag = msg.level == spdlog::level::warn ? "warning: "
+                                 : msg.level >= spdlog::level::err ? "error: "
+                                                                   : "";
+    dest.append(tag.data(), tag.data() + tag.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<LevelTag>(); }
+};
+
+}  // namespace
 
 void setup_logging(const std::string& stage, const std::string& level, int rank) {
   spdlog::drop("downscale");  // set again once the rank is known (train under MPI)
   auto logger = spdlog::stderr_color_mt("downscale");
   std::string prefix = stage;
   if (rank >= 0) prefix += " rank " + std::to_string(rank);
-  logger->set_pattern("[%H:%M:%S] [" + prefix + "] %^%v%$");
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<LevelTag>('*').set_pattern("[%H:%M:%S] [" + prefix + "] %^%*%v%$");
+  logger->set_formatter(std::move(formatter));
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(level));
 }

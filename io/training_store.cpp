@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/sha256.h"
 #include "io/store_identity.h"
@@ -199,7 +200,16 @@ void StoreWriter::close() {
   file_.close();
 }
 
-StoreReader::StoreReader(const std::string& path) : file_(H5File::open(path)) {
+namespace {
+// The store is the previous stage's output: when it is absent, say which stage makes it, as the
+// manifest and checkpoint readers do, rather than HDF5's "missing or not HDF5".
+H5File open_store(const std::string& path) {
+  if (!path_exists(path)) throw InputError(path + ": no such file (run `downscale preprocess` first)");
+  return H5File::open(path);
+}
+}  // namespace
+
+StoreReader::StoreReader(const std::string& path) : file_(open_store(path)) {
   if (!file_.has_attr("/", "format")) throw InputError(path + ": not a downscale training store (no format attribute)");
   const std::string format = file_.attr_string("/", "format");
   if (format == "downscale-store-1" || format == "downscale-store-2")

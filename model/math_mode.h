@@ -1,6 +1,6 @@
 // train.precision applied to a backend (train and predict): TF32 tensor-core math (the default,
 // as PyTorch's convolutions), plain FP32, or BF16/FP16 convolutions and matrix products with FP32
-// accumulation. tf32/fp32 on a backend without the choice (the CPU computes in FP32) is one log
+// accumulation. tf32/fp32 on a backend without the choice (the CPU computes in FP32) is one info
 // line; bf16/fp16 on a backend that cannot is a usage error naming the key, backend and reason.
 #pragma once
 #include <string>
@@ -41,8 +41,10 @@ inline void apply_math_mode(Backend& be, const std::string& precision, bool log)
   if (!log) return;
   if (honoured)
     spdlog::info("train.precision {}: convolutions and matrix products in {}", precision, math_mode_meaning(mode));
-  else
-    spdlog::info("train.precision {} ignored: the {} backend computes in FP32", precision, be.name());
+  else if (mode == MathMode::kFp32)  // what a backend without the choice does anyway
+    spdlog::info("train.precision fp32: the {} backend computes in plain FP32", be.name());
+  else  // tf32, the default, on the CPU: not an error nor a loss of accuracy, so no word like "ignored"
+    spdlog::info("train.precision tf32 is a GPU tensor-core mode: the {} backend computes in plain FP32", be.name());
 }
 
 }  // namespace ds::model

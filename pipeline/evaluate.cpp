@@ -168,6 +168,11 @@ int run_evaluate(const Config& cfg) {
   remove_stale_temps(paths.evaluate_dir());
   StoreReader store(paths.store());
   const StoreMeta& meta = store.meta();
+  // A config that predicts new predictors (a GCM run) has no observations for them: say which
+  // prediction is scored, rather than leave the user thinking the GCM run was.
+  if (!cfg.predict.predictors.empty())
+    spdlog::info("scoring the test split's prediction against its observations; predict.predictors ({}) has no "
+                 "observations to score", cfg.predict.predictors);
   if (!meta.is_precipitation()) return evaluate_continuous_predictand(cfg, paths, store);
 
   const std::string pred_path = paths.predict_dir() + "/precipitation.nc";

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <functional>
 #include <iostream>
 
@@ -19,8 +20,13 @@
 
 int main(int argc, char** argv) {
   ds::record_command_line(argc, argv);  // for the history attribute of the files we write
-  CLI::App app{"downscale: from reanalysis on an OPeNDAP server to high-resolution daily precipitation.\n"
+  CLI::App app{"downscale: from reanalysis predictors (local files or OPeNDAP) to high-resolution daily "
+               "precipitation, or another observed variable such as tas.\n"
                "Stages, in order: synth (optional demo data), fetch, preprocess, train, predict, evaluate."};
+  app.footer("Each stage: downscale <stage> --config FILE [--set key=value ...] [-v | -q]; these options may also "
+             "come before the stage. `downscale <stage> --help` lists a stage's own options.\n"
+             "Exit codes: 0 success, 1 failure during the work, 2 bad command line or configuration, 3 bad input "
+             "data, 130/143 interrupted (SIGINT/SIGTERM).");
   app.name("downscale");
   app.set_version_flag("--version", std::string("downscale ") + DOWNSCALE_VERSION);
   app.require_subcommand(1);
@@ -34,7 +40,7 @@ int main(int argc, char** argv) {
   auto add_stage = [&](const std::string& name, const std::string& help) {
     CLI::App* sub = app.add_subcommand(name, help);
     sub->add_option("-c,--config", config_path, "YAML configuration file (see configs/)")->required()->check(CLI::ExistingFile);
-    sub->add_option("--set", overrides, "override a config key, e.g. --set train.epochs=5 (repeatable)");
+    sub->add_option("--set", overrides, "override a config key; the value is YAML, e.g. --set train.epochs=5 --set fetch.years=[2000,2001] (repeatable)");
     sub->add_flag("-v,--verbose", verbose, "debug messages too (overrides run.log_level)");
     sub->add_flag("-q,--quiet", quiet, "warnings and errors only (overrides run.log_level)");
     sub->callback([&stage, name] { stage = name; });
@@ -44,8 +50,8 @@ int main(int argc, char** argv) {
   CLI::App* fetch = add_stage("fetch", "cut the predictors and the predictand from their sources (paths or OPeNDAP URLs)");
   fetch->add_flag("--dry-run", options.dry_run, "list the chunks that would be fetched and their estimated size");
   add_stage("preprocess", "regrid, standardize, build the target and land mask, write the HDF5 training store");
-  CLI::App* train = add_stage("train", "train the CNN with the Bernoulli-Gamma loss; writes checkpoints");
-  train->add_flag("--resume", options.resume, "continue from the run's last checkpoint");
+  CLI::App* train = add_stage("train", "train the CNN (train.loss: Bernoulli-Gamma for precipitation, Gaussian or MSE); writes checkpoints");
+  train->add_flag("--resume", options.resume, "continue from the run's checkpoint_last.h5 (also written when a run is interrupted)");
   train->add_flag("--resume-auto", options.resume_auto,
                   "continue from the last checkpoint when there is one, else start (a requeued Slurm job)");
   train->add_flag("--check", options.check,
@@ -76,7 +82,7 @@ int main(int argc, char** argv) {
   train->add_option("--profile-steps", sc.steps, "--predict-scaling: timed steps when measuring the profile")
       ->check(CLI::PositiveNumber);
   train->add_option("--out", sc.out, "--predict-scaling: also write the table as JSON")->type_name("FILE.json");
-  add_stage("predict", "write daily precipitation for the test years as CF NetCDF and score it");
+  add_stage("predict", "write the daily predictand of the test years (or of new predictors: predict.predictors, e.g. a GCM run) as CF NetCDF; scores the test years");
   add_stage("evaluate", "VALUE indices and scores of the prediction next to baselines; JSON, CSV, PNG maps");
 
   // benchmark: no config file; the options of Horovod's pytorch_synthetic_benchmark.py.
@@ -125,6 +131,19 @@ int main(int argc, char** argv) {
     std::cerr << "downscale: error: " << arranged.error << " (see downscale --help)" << std::endl;
     return ds::kExitUsage;
   }
+  // The stage, when one was given: a parse error then points at that stage's --help, whose
+  // options it is about; none given (and no --help, --version) says what a call looks like.
+  const auto is_stage = [&](const std::string& a) { return std::find(stages.begin(), stages.end(), a) != stages.end(); };
+  const std::string given_stage = !arranged.args.empty() && is_stage(arranged.args[0]) ? arranged.args[0] : "";
+  if (given_stage.empty() && std::none_of(arranged.args.begin(), arranged.args.end(), [](const std::string& a) {
+        return a == "-h" || a == "--help" || a == "--version";
+      })) {
+    std::string names;
+    for (const auto& n : stages) names += (names.empty() ? "" : ", ") + n;
+    std::cerr << "downscale: error: no stage given: downscale <stage> --config FILE, the stages are " << names
+              << " (see downscale --help)" << std::endl;
+    return ds::kExitUsage;
+  }
   try {
     std::vector<std::string> reversed(arranged.args.rbegin(), arranged.args.rend());
     app.parse(reversed);  // CLI11 takes the arguments in reverse order
@@ -132,7 +151,8 @@ int main(int argc, char** argv) {
     // --help and --version are "errors" with exit code 0 that CLI11 prints itself; a real parse
     // error becomes one line and the usage exit code.
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::cerr << "downscale: error: " << e.what() << " (see downscale --help)" << std::endl;
+    std::cerr << "downscale: error: " << e.what() << " (see downscale " << (given_stage.empty() ? "" : given_stage + " ")
+              << "--help)" << std::endl;
     return ds::kExitUsage;
   }
 

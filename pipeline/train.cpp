@@ -20,7 +20,7 @@ int run_train(const Config& cfg, const StageOptions& opt) {
   const RunPaths paths = RunPaths::of(cfg);
   // Before MPI_Init: a batch script runs this once, before it launches any rank.
   if (opt.check) {
-    std::fputs(check_training(cfg, paths.store(), paths.model_dir(), opt.resume).c_str(), stdout);
+    std::fputs(check_training(cfg, paths.store(), paths.model_dir(), opt.resume, opt.resume_auto).c_str(), stdout);
     std::puts("train --check: ok (nothing written)");
     return 0;
   }
@@ -46,7 +46,13 @@ int run_train(const Config& cfg, const StageOptions& opt) {
     comm->barrier("creating the output folder");
     // Requeued after SIGUSR1 (or a node failure): the checkpoint is there, unless the first run
     // stopped before writing one. Every rank sees the same shared folder.
-    const bool resume = opt.resume || (opt.resume_auto && path_exists(paths.model_dir() + "/checkpoint_last.h5"));
+    const std::string last = paths.model_dir() + "/checkpoint_last.h5";
+    const bool resume = opt.resume || (opt.resume_auto && path_exists(last));
+    // Rerunning after Ctrl-C without --resume starts from scratch and overwrites the interrupted
+    // run's checkpoint at its first epoch: say so while the user can still stop and resume.
+    if (comm->is_root() && !resume && path_exists(last))
+      spdlog::warn("{} exists: this run starts afresh and replaces it (to continue that run instead, stop this one "
+                   "and pass --resume)", last);
     train_model(cfg, paths.store(), paths.model_dir(), resume, {}, comm.get(), opt.timeline);
   });
   if (comm->is_root()) spdlog::info("wrote {}/checkpoint_best.h5 and checkpoint_last.h5", paths.model_dir());

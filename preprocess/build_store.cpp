@@ -121,6 +121,37 @@ void embed(const std::vector<float>& in, size_t nt, const Grid& obs, const Outpu
 
 }  // namespace
 
+// A split's years the fetched data does not hold: none of them is an error naming the key (a
+// test split of 2005 from data ending in 2004 would otherwise be an empty split that predict
+// trips over later); some of them, a warning (the split is smaller than the config says).
+static void check_split_years(const SplitYears& splits, const SampleDates& dates, const std::string& fetch_dir) {
+  static const char* const keys[] = {"preprocess.train_years", "preprocess.validation_years", "preprocess.test_years"};
+  std::set<int> held;  // the (season-)years of the dates common to every file
+  for (const auto& days : dates.split_days)
+    for (int64_t d : days) held.insert(splits.year_of(d));
+  for (int64_t d : dates.outside_splits) held.insert(splits.year_of(d));
+  const std::string covered = held.empty() ? std::string("no year")
+                                           : std::to_string(*held.begin()) + ".." + std::to_string(*held.rbegin());
+  for (int k = 0; k < 3; ++k) {
+    const YearRange& r = splits.years[k];
+    if (r.empty()) continue;
+    std::string missing;
+    for (int y = r.first; y <= r.last; ++y) {
+      if (held.count(y)) continue;
+      int last = y;
+      while (last < r.last && !held.count(last + 1)) ++last;
+      missing += (missing.empty() ? "" : ", ") + std::to_string(y) + (last > y ? ".." + std::to_string(last) : "");
+      y = last;
+    }
+    if (missing.empty()) continue;
+    const std::string what = std::string(keys[k]) + " [" + std::to_string(r.first) + ", " + std::to_string(r.last) +
+                             "]: the fetched data (" + fetch_dir + ") holds no day of " + missing + "; it covers " +
+                             covered + (splits.season_years() ? " (season-years)" : "");
+    if (dates.split_days[k].empty()) throw InputError(what);
+    spdlog::warn("{}", what);
+  }
+}
+
 StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const std::string& store_path) {
   const auto& pp = cfg.preprocess;
   const FetchManifest manifest = FetchManifest::read(fetch_dir + "/manifest.json");
@@ -194,6 +225,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
   const SampleDates dates = plan_sample_dates(splits, names, days);
   for (const auto& line : dates.report()) spdlog::info("{}", line);
   if (dates.total() == 0) throw InputError(fetch_dir + ": no dates common to all variables within the split years");
+  check_split_years(splits, dates, fetch_dir);
   std::vector<size_t> obs_index[3];
   for (int s = 0; s < 3; ++s) {
     for (auto& ch : channels) ch.index[s] = indices_of(ch.file->days(), dates.split_days[s]);

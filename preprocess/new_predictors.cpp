@@ -202,12 +202,27 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
     in_ref[i] = ref.contains(y);
     if (in_ref[i]) year_seen[y - ref.first] = true;
   }
+  // The missing years as runs (1983..2002, not twenty numbers), and what the predictors do hold,
+  // so that the message says what to put in reference_years.
   std::string missing;
-  for (int y = ref.first; y <= ref.last; ++y)
-    if (!year_seen[y - ref.first]) missing += (missing.empty() ? "" : ", ") + std::to_string(y);
-  if (!missing.empty())
+  for (int y = ref.first; y <= ref.last; ++y) {
+    if (year_seen[y - ref.first]) continue;
+    int last = y;
+    while (last < ref.last && !year_seen[last + 1 - ref.first]) ++last;
+    missing += (missing.empty() ? "" : ", ") + std::to_string(y) + (last > y ? ".." + std::to_string(last) : "");
+    y = last;
+  }
+  if (!missing.empty()) {
+    std::string held = "no day";
+    if (!days_.empty()) {
+      const int first = date_from_days(days_.front(), cal).year, last = date_from_days(days_.back(), cal).year;
+      held = "days of " + std::to_string(first) + (last > first ? ".." + std::to_string(last) : "");
+    }
     throw InputError(fetch_dir + ": predict.reference_years [" + std::to_string(ref.first) + ", " + std::to_string(ref.last) +
-                     "] for predict.standardize: own, but the new predictors hold no day of " + missing);
+                     "] for predict.standardize: own, but the new predictors hold no day of " + missing + " (they hold " +
+                     held + "; a scenario takes its climatology from its model's historical run: "
+                     "predict.reference_predictors)");
+  }
   const bool per_field = meta.standardize == "field";
   constexpr size_t kBlock = 128;
   std::vector<float> block, picked;

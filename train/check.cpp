@@ -27,7 +27,8 @@ model::ModelSpec model_spec_for(const Config& cfg, const StoreMeta& meta) {
   return spec;
 }
 
-std::string check_training(const Config& cfg, const std::string& store_path, const std::string& model_dir, bool resume) {
+std::string check_training(const Config& cfg, const std::string& store_path, const std::string& model_dir, bool resume,
+                           bool resume_auto) {
   std::ostringstream out;
   out << "config " << cfg.file << ": every key known and in range\n";
 
@@ -74,6 +75,12 @@ std::string check_training(const Config& cfg, const std::string& store_path, con
     struct stat st {};
     if (::stat(last.c_str(), &st) != 0) throw InputError(last + ": no checkpoint to resume from");
     out << "resume from " << last << "\n";
+  } else if (struct stat st {}; ::stat((model_dir + "/checkpoint_last.h5").c_str(), &st) == 0) {
+    if (resume_auto)  // a requeued Slurm job
+      out << "resume from " << model_dir << "/checkpoint_last.h5 (--resume-auto)\n";
+    else  // as train itself warns: the earlier run's checkpoint goes at the first epoch
+      out << "note: " << model_dir << "/checkpoint_last.h5 exists: train starts afresh and replaces it (--resume "
+          << "continues it)\n";
   }
   return out.str();
 }

@@ -15,8 +15,10 @@ model::ModelSpec model_spec_for(const Config& cfg, const StoreMeta& meta);
 
 // Opens the store (read only), checks its splits, the loss against its predictand, builds the
 // net on the CPU and checks its output grid against the store's, and with `resume` that the
-// checkpoint to resume from exists. Throws UsageError (the config is wrong) or InputError (the
+// checkpoint to resume from exists; without it, an existing checkpoint_last.h5 is noted as
+// resumed (`resume_auto`) or replaced. Throws UsageError (the config is wrong) or InputError (the
 // store or checkpoint is); returns a few lines of summary.
-std::string check_training(const Config& cfg, const std::string& store_path, const std::string& model_dir, bool resume);
+std::string check_training(const Config& cfg, const std::string& store_path, const std::string& model_dir, bool resume,
+                           bool resume_auto = false);
 
 }  // namespace ds

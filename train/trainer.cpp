@@ -295,6 +295,9 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   spdlog::info("{} training and {} validation samples, batch {}, {} epochs, loss {}, optimizer {}, learning rate {}",
                n_train, n_val, tc.batch_size, tc.epochs, tc.loss, optimizer->name(),
                schedule ? std::string("from the schedule hook") : fmt::format("{:g}", tc.learning_rate));
+  if (n_val == 0)
+    spdlog::info("no validation split (preprocess.validation_years is empty): checkpoint_best.h5{} follows the "
+                 "training loss, and metrics.csv's val_loss repeats it", tc.patience > 0 ? " (and early stopping)" : "");
   if (distributed)
     spdlog::info("data parallel over {} ranks ({} on this node, local rank {}): global batch {}, learning rate x{} "
                  "after {:g} warmup epochs, gradients averaged in {} allreduce bucket(s) of up to {:g} MB overlapping "
@@ -528,8 +531,12 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       events->epoch(epoch, train_loss, val_loss, lr, secs, n_train / secs);
       timeline.add("checkpoint", Timeline::kStep, t_checkpoint, Clock::now(), last_step, epoch);
     }
-    spdlog::info("epoch {}/{}: train loss {:.4f}, validation loss {:.4f}{}, {:.1f} s", epoch, tc.epochs, train_loss,
-                 val_loss, improved ? " (best)" : "", secs);
+    if (n_val)
+      spdlog::info("epoch {}/{}: train loss {:.4f}, validation loss {:.4f}{}, {:.1f} s", epoch, tc.epochs, train_loss,
+                   val_loss, improved ? " (best)" : "", secs);
+    else  // no validation loss to show: the training loss stands in for it (said once at the start)
+      spdlog::info("epoch {}/{}: train loss {:.4f}{}, {:.1f} s", epoch, tc.epochs, train_loss,
+                   improved ? " (best)" : "", secs);
     if (tc.patience > 0 && state.epochs_without_improvement >= tc.patience) {
       spdlog::info("early stopping: no improvement of the validation loss for {} epochs", tc.patience);
       break;

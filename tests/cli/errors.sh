@@ -37,11 +37,24 @@ run="--set run.dir=$work/run"
 # A mistyped config key: exit 2, names the file and the key.
 expect 2 "typo.yaml: unknown key 'train.epoch' (did you mean 'train.epochs'?)" -- train --config "$work/typo.yaml" $run
 expect 2 "--set train.epocs=3: unknown key 'train.epocs'" -- train --config "$work/good.yaml" $run --set train.epocs=3
+# A mistyped section: the suggestion covers sections too.
+sed 's/^train:/trian:/' "$src/configs/demo.yaml" > "$work/section.yaml"
+expect 2 "section.yaml: unknown key 'trian' (did you mean 'train'?)" -- train --config "$work/section.yaml" $run
+# A value of the wrong type says what the key takes.
+expect 2 "--set train.epochs=1.5: key 'train.epochs' has a value of the wrong type: 1.5 (expected a whole number)" -- \
+  train --config "$work/good.yaml" $run --set train.epochs=1.5
+expect 2 "key 'fetch.years' has a value of the wrong type: 2000 (expected a list of whole numbers" -- \
+  fetch --config "$work/good.yaml" $run --set fetch.years=2000
 # A missing config file and a missing subcommand: exit 2.
 expect 2 "nope.yaml" -- fetch --config "$work/nope.yaml"
 # A mistyped stage: a suggestion, not CLI11's "A subcommand is required"; exit 2.
 expect 2 "unknown stage 'trian' (did you mean 'train'?)" -- trian --config "$work/good.yaml"
 expect 2 "unknown stage 'frobnicate'; the stages are synth, fetch" -- frobnicate
+# No stage at all: what a call looks like, not CLI11's "A subcommand is required"; a stage's own
+# parse error points at that stage's --help.
+expect 2 "no stage given: downscale <stage> --config FILE, the stages are synth, fetch" --
+expect 2 "no stage given" -- -v
+expect 2 "--config is required (see downscale train --help)" -- train
 # --verbose and --quiet together: exit 2.
 expect 2 "--verbose and --quiet together" -- synth -v -q --config "$work/good.yaml" $run
 # The common options may come before the stage (as git's): --set there is applied...
@@ -66,6 +79,50 @@ fi
 expect 3 "$work/absent.nc: no such file" -- fetch --config "$work/good.yaml" $run --set fetch.predictors.source=$work/absent.nc
 # The stage before not run: names the manifest it needs.
 expect 3 "$work/run/fetch/manifest.json: no such file" -- preprocess --config "$work/good.yaml" $run
+expect 3 "$work/run/preprocess/store.h5: no such file (run \`downscale preprocess\` first)" -- train --config "$work/good.yaml" $run
+expect 3 "$work/run/preprocess/store.h5: no such file (run \`downscale preprocess\` first)" -- train --check --config "$work/good.yaml" $run
+
+# A store without a validation split: the log says that the training loss chooses
+# checkpoint_best.h5, and a rerun without --resume (after a Ctrl-C, say) warns that it replaces
+# the earlier run's checkpoint_last.h5 (train --check notes it too); the default train.precision (tf32) on the CPU is explained,
+# not "ignored". Two synthetic years, one epoch: a few seconds.
+nv=(--config "$work/good.yaml" --set run.dir=runs/nv --set run.threads=1 --set run.device=cpu --set fetch.years=[2000,2001] --set train.epochs=1
+    --set preprocess.train_years=[2000,2000] --set preprocess.validation_years=[] --set preprocess.test_years=[2001,2001])
+first=$(cd "$work" && "$bin" fetch -q "${nv[@]}" && "$bin" preprocess -q "${nv[@]}" && "$bin" train "${nv[@]}" 2>&1) || first="exit $?: $first"
+check=$(cd "$work" && "$bin" train --check "${nv[@]}" 2>&1; "$bin" train --check --resume-auto "${nv[@]}" 2>&1)
+second=$(cd "$work" && "$bin" train -q "${nv[@]}" 2>&1) || second="exit $?: $second"
+if [[ $first == *"no validation split (preprocess.validation_years is empty): checkpoint_best.h5 follows the training loss"* &&
+      $first != *"validation loss"* && $first != *"exists: this run starts afresh"* && $first != *"ignored"* &&
+      $first == *"train.precision tf32 is a GPU tensor-core mode: the cpu"* &&
+      $check == *"note: runs/nv/train/checkpoint_last.h5 exists: train starts afresh and replaces it"* &&
+      $check == *"resume from runs/nv/train/checkpoint_last.h5 (--resume-auto)"* &&
+      $second == *"] warning: runs/nv/train/checkpoint_last.h5 exists: this run starts afresh and replaces it"*"--resume"* ]]; then
+  echo "ok: no validation split said once; tf32 on the CPU explained; a rerun without --resume warns"
+else
+  echo "FAIL: train without a validation split, then again:"; echo "$first"; echo "$check"; echo "$second"; failures=$((failures+1))
+fi
+
+# evaluate under a config that predicts new predictors (a GCM run) says that it scores the test
+# split, which has observations, and not those.
+scored=$(cd "$work" && "$bin" predict -q "${nv[@]}" && "$bin" evaluate "${nv[@]}" --set predict.predictors=runs/gcm/fetch 2>&1) ||
+  scored="exit $?: $scored"
+if [[ $scored == *"scoring the test split's prediction against its observations; predict.predictors (runs/gcm/fetch) has no observations"* ]]; then
+  echo "ok: evaluate says which prediction it scores"
+else
+  echo "FAIL: evaluate with predict.predictors set:"; echo "$scored"; failures=$((failures+1))
+fi
+
+# Split years outside the fetched data (2000..2001): none of them is exit 3 naming the key and
+# what the data covers; some of them, a warning (in a log without colours too: "warning:").
+expect 3 "preprocess.test_years [2005, 2005]: the fetched data ($work/runs/nv/fetch) holds no day of 2005; it covers 2000..2001" -- \
+  preprocess --config "$work/good.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}" --set preprocess.test_years=[2005,2005]
+partial=$(cd "$work" && "$bin" preprocess "${nv[@]}" --set preprocess.train_years=[1995,2000] 2>&1) || partial="exit $?: $partial"
+if [[ $partial == *"] warning: preprocess.train_years [1995, 2000]: the fetched data (runs/nv/fetch) holds no day of 1995..1999; it covers 2000..2001"* &&
+      $partial == *"wrote runs/nv/preprocess/store.h5"* ]]; then
+  echo "ok: split years partly outside the data: a warning"
+else
+  echo "FAIL: preprocess.train_years partly outside the data:"; echo "$partial"; failures=$((failures+1))
+fi
 
 # A wrong variable name in a real source: exit 3, names the file, the variable and what exists.
 cat > "$work/mk.cdl" <<'CDL'
@@ -92,9 +149,14 @@ if [[ -e "$work/run/fetch/manifest.json" || -e "$work/run/preprocess/store.h5" ]
   echo "FAIL: partial stage output left"; failures=$((failures+1))
 fi
 # --help works on the command and every stage.
-for s in "" synth fetch preprocess train predict; do
+for s in "" synth fetch preprocess train predict evaluate benchmark; do
   "$bin" $s --help >/dev/null || { echo "FAIL: downscale $s --help"; failures=$((failures+1)); }
 done
+# The command's help says how a stage is called and what the exit codes mean.
+help=$("$bin" --help)
+if [[ $help != *"downscale <stage> --config FILE"* || $help != *"3 bad input data"* ]]; then
+  echo "FAIL: downscale --help lacks the stage usage or the exit codes"; failures=$((failures+1))
+fi
 
 echo "cli errors: $failures failures"
 [[ $failures -eq 0 ]]

@@ -181,6 +181,10 @@ TEST(NewPredictors, OwnClimatologyNeedsTheReferenceYearsInTheData) {
   const std::string msg = message_of([&] { NewPredictors p(d / "gcm", meta, {"own", YearRange{1999, 2001}}); });
   EXPECT_NE(msg.find("1999, 2001"), std::string::npos) << msg;
   EXPECT_NE(msg.find("reference_years"), std::string::npos) << msg;
+  // Missing years as runs, and the years the predictors do hold (a GCM scenario standardized
+  // against the historical period's years would otherwise list twenty of them).
+  const std::string runs = message_of([&] { NewPredictors p(d / "gcm", meta, {"own", YearRange{1990, 2003}}); });
+  EXPECT_NE(runs.find("hold no day of 1990..1999, 2001..2003 (they hold days of 2000; "), std::string::npos) << runs;
 }
 
 TEST(NewPredictors, RealCmip5FilesOnTheIberiaGridWithOwnClimatology) {
