@@ -14,9 +14,9 @@ struct FetchedFile {
   std::string source;    // where it came from (credentials removed)
   size_t ntime = 0, nlat = 0, nlon = 0;
   double missing_share = 0;
-  std::string units;     // of the variable in the file (the dataset's standard units)
+  std::string units{};   // of the variable in the file (the dataset's standard units)
   int level = 0;         // hPa; 0 for a single-level field
-  std::string native;    // the variable's name in the source (e.g. "Z500")
+  std::string native{};  // the variable's name in the source (e.g. "Z500")
   size_t chunks = 0;     // season-year chunks it was joined from (fetch/chunks/ledger.json)
   std::string calendar = "standard";  // CF name of the time axis' calendar (absent in old manifests)
   // Plausible values in `units` (fetch/plausible_ranges.h); NaN when none is known (a variable

@@ -9,7 +9,7 @@
 namespace ds {
 
 int run_preprocess(const Config& cfg) {
-  const RunPaths paths{cfg.run.dir};
+  const RunPaths paths = RunPaths::of(cfg);
   // One preprocess per run folder; then whatever a killed one left (a full-size store.h5.tmp-PID).
   const std::string dir = cfg.run.dir + "/preprocess";
   RunLock lock(dir, "preprocess");

@@ -28,7 +28,7 @@ class FetchedField;
 struct NewPredictorOptions {
   std::string standardize = "training";  // training | own
   YearRange reference_years;             // own: the years of the new predictors the climatology spans
-  std::string reference_dir;             // own: another fetch folder holding those years (the
+  std::string reference_dir{};           // own: another fetch folder holding those years (the
                                          // historical run of a scenario's model); empty: this one
 };
 

@@ -196,7 +196,9 @@ TEST(PredictStage, TwoNamedModelsOfATemperatureStoreArePredictedAndEvaluated) {
         for (int c = 0; c < kCols; ++c) {
           const float v = p.mean[(t * kRows + r) * kCols + c];
           EXPECT_EQ(std::isfinite(v), c != 0) << name << " " << r << " " << c;  // NaN on the sea column only
-          if (!p.sd.empty() && c != 0) EXPECT_GT(p.sd[(t * kRows + r) * kCols + c], 0.0f);
+          if (!p.sd.empty() && c != 0) {
+            EXPECT_GT(p.sd[(t * kRows + r) * kCols + c], 0.0f);
+          }
         }
     NcFile f = NcFile::open(nc);
     EXPECT_EQ(f.att_text(f.var_id("tas"), "standard_name"), "air_temperature");

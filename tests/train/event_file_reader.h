@@ -59,7 +59,7 @@ inline std::vector<std::string> read_records(const std::string& path) {
 struct Field {
   int number, type;
   uint64_t varint = 0;  // types 0, 1 (raw bits), 5 (raw bits)
-  std::string bytes;    // type 2
+  std::string bytes{};  // type 2
 };
 inline std::vector<Field> decode(const std::string& m) {
   std::vector<Field> out;
