@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -38,6 +39,29 @@ std::string hint(int status) {
     default:
       return "";
   }
+}
+
+// A relative path is read from the working folder (as run.dir is): the error names that folder,
+// so a definition's `url: tests/data/...` run from elsewhere says where it looked.
+std::string working_folder_note(const std::string& path) {
+  if (path.empty() || path.front() == '/') return "";
+  std::error_code ec;
+  const std::string cwd = std::filesystem::current_path(ec).string();
+  return ec ? "" : " (a relative path, read from the working folder " + cwd + ")";
+}
+
+// The host of a URL, without credentials (user:password@) or path.
+std::string url_host(const std::string& url) {
+  const size_t from = url.find("://") + 3, to = url.find('/', from);
+  std::string host = url.substr(from, to == std::string::npos ? std::string::npos : to - from);
+  if (const size_t at = host.rfind('@'); at != std::string::npos) host.erase(0, at + 1);
+  return host;
+}
+
+std::string network_hint(const std::string& url) {
+  return " (host " + url_host(url) +
+         " unreachable? This node may have no network: compute nodes often have none, run fetch on a login node. "
+         "Credentials go in ~/.netrc, named by HTTP.NETRC in ~/.dodsrc)";
 }
 
 // The output file's header; the caller writes the coordinates and values.
@@ -208,8 +232,16 @@ NcFile open_source(const std::string& url) {
     StderrWatch quiet;
     st = nc_open(url.c_str(), NC_NOWRITE, &id);
   }
+  const bool remote = url.find("://") != std::string::npos;
+  if ((st == ENOENT || st == NC_ENOTFOUND) && !remote) throw InputError(url + ": no such file" + working_folder_note(url));
   if (st == ENOENT) throw InputError(redact_credentials(url) + ": no such file");
-  if (st == NC_ENOTFOUND && url.find("://") == std::string::npos) throw InputError(url + ": no such file");
+  // A URL that fails to open for another reason than 404 or 401/403 (which say so): most often
+  // no route to the server. Name the host and the usual causes on the same line.
+  if (st != NC_NOERR && remote && st != NC_ENOTFOUND && st != NC_EACCESS && st != NC_EAUTH) {
+    const std::string msg = redact_credentials(url) + ": " + nc_strerror(st) + network_hint(url);
+    if (transient(st)) throw TransientError(msg);
+    throw InputError(msg);
+  }
   source_check(st, redact_credentials(url));
   return NcFile::adopt(id, redact_credentials(url));
 }

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -88,14 +89,40 @@ std::string find_definition(const std::string& name_or_path, const std::string& 
   }
   const fs::path cfg_dir = fs::path(config_file).parent_path();
   // Beside the run config, then under the working folder, then the shipped ones (a config
-  // copied elsewhere still finds them).
-  const std::vector<fs::path> tried = {cfg_dir / "datasets" / (name_or_path + ".yaml"),
-                                       fs::path("configs") / "datasets" / (name_or_path + ".yaml"),
-                                       fs::path(DOWNSCALE_DATASETS_DIR) / (name_or_path + ".yaml")};
-  for (const auto& p : tried)
+  // copied elsewhere still finds them). A config in configs/ makes the first two one folder:
+  // each is looked in, and named in the error, once.
+  std::vector<fs::path> folders;
+  for (const fs::path& dir : {cfg_dir / "datasets", fs::path("configs") / "datasets", fs::path(DOWNSCALE_DATASETS_DIR)}) {
+    const auto same = [&](const fs::path& seen) {
+      std::error_code ec;
+      return fs::weakly_canonical(seen, ec) == fs::weakly_canonical(dir, ec) && !ec;
+    };
+    if (std::none_of(folders.begin(), folders.end(), same)) folders.push_back(dir);
+  }
+  std::string looked;
+  for (size_t i = 0; i < folders.size(); ++i) {
+    const fs::path p = folders[i] / (name_or_path + ".yaml");
     if (fs::exists(p)) return p.string();
-  throw UsageError(config_file + ": no dataset definition '" + name_or_path + "' (looked for " + tried[0].string() +
-                   ", " + tried[1].string() + " and " + tried[2].string() + ")");
+    looked += (i == 0 ? "" : i + 1 == folders.size() ? " and " : ", ") + folders[i].lexically_normal().string();
+  }
+  throw UsageError(config_file + ": no dataset definition '" + name_or_path + "' (looked for " + name_or_path +
+                   ".yaml in " + looked + ")");
+}
+
+// The dataset's url with its placeholders filled: {definition_dir}, the folder of the definition
+// file (for data that ships beside it, whatever the working folder), and {synth.dir}, the run
+// config's synth.dir (where `downscale synth` wrote the synthetic sources). A relative path
+// otherwise stays relative to the working folder, as run.dir and fetch.<side>.source are.
+std::string fill_url(const std::string& url, const std::string& file, const std::string& synth_dir) {
+  std::string out = url;
+  const fs::path dir = fs::path(file).parent_path();
+  replace_all(out, "{definition_dir}", dir.empty() ? "." : dir.string());
+  replace_all(out, "{synth.dir}", synth_dir);
+  if (const auto open = out.find('{'); open != std::string::npos)
+    throw UsageError(file + ": key 'url' has the unknown placeholder '" + out.substr(open, out.find('}', open) + 1 - open) +
+                     "' (known: {definition_dir}, {synth.dir})");
+  if (out != url && out.find("://") == std::string::npos) out = fs::path(out).lexically_normal().string();
+  return out;
 }
 
 template <class T>
@@ -117,7 +144,7 @@ void check_keys(const YAML::Node& n, const std::set<std::string>& known, const s
 
 }  // namespace
 
-Dataset load_dataset(const std::string& name_or_path, const std::string& config_file) {
+Dataset load_dataset(const std::string& name_or_path, const std::string& config_file, const std::string& synth_dir) {
   Dataset d;
   d.file = find_definition(name_or_path, config_file);
   YAML::Node root;
@@ -129,7 +156,9 @@ Dataset load_dataset(const std::string& name_or_path, const std::string& config_
   if (!root.IsMap()) throw UsageError(d.file + ": a dataset definition is a mapping (name, url, time_step, variables)");
   check_keys(root, {"name", "url", "time_step", "variables", "ranges"}, d.file);
   d.name = get<std::string>(root, "name", d.file, name_or_path);
-  d.url = get<std::string>(root, "url", d.file, "");
+  const std::string url = get<std::string>(root, "url", d.file, "");
+  d.synthetic = url.find("{synth.dir}") != std::string::npos;
+  d.url = fill_url(url, d.file, synth_dir);
   d.time_step = get<std::string>(root, "time_step", d.file, "day");
   if (d.time_step != "day")
     throw UsageError(d.file + ": key 'time_step' is '" + d.time_step + "'; fetch reads daily data only (day)");

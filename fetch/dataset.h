@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "io/config.h"
+
 namespace ds {
 
 // The standard units `fetch` writes for the standard variables (climate4R's vocabulary):
@@ -64,6 +66,8 @@ struct Dataset {
   std::string name;          // for messages
   std::string file;          // the definition's path ("" for the built-in pass-through)
   std::string url;           // OPeNDAP URL or local path; with per-variable urls, their base
+                             // (placeholders filled; a relative path is read from the working folder)
+  bool synthetic = false;    // url is below synth.dir: `downscale synth` writes the source
   std::string time_step = "day";
   std::map<std::string, DatasetVariable> variables;
 
@@ -74,9 +78,12 @@ struct Dataset {
 };
 
 // Loads a dataset definition given by name (looked up as <config folder>/datasets/<name>.yaml,
-// then configs/datasets/<name>.yaml under the working folder) or by path. Errors (UsageError)
-// name the file and key; unknown keys are errors, as in the run config.
-Dataset load_dataset(const std::string& name_or_path, const std::string& config_file);
+// then configs/datasets/<name>.yaml under the working folder, then the shipped ones) or by path.
+// Its url's placeholders are filled: {definition_dir} (the definition file's folder) and
+// {synth.dir} (`synth_dir`, the run config's synth.dir). Errors (UsageError) name the file and
+// key; unknown keys are errors, as in the run config.
+Dataset load_dataset(const std::string& name_or_path, const std::string& config_file,
+                     const std::string& synth_dir = Config::Synth().dir);
 
 // The pass-through dataset used when the run config names only a source: every variable under
 // its own name, no unit check, no conversion.

@@ -57,8 +57,8 @@ Dataset dataset_of(const Config& cfg, const std::string& dataset, const std::str
     if (source.empty()) throw UsageError(cfg.file + ": key 'fetch." + key + ".dataset' (or '.source') is required");
     return passthrough_dataset(source);
   }
-  Dataset d = load_dataset(dataset, cfg.file);
-  if (!source.empty()) d.url = source;  // the server moved, or a local copy
+  Dataset d = load_dataset(dataset, cfg.file, cfg.synth.dir);
+  if (!source.empty()) d.url = source, d.synthetic = false;  // the server moved, or a local copy
   if (d.url.empty()) throw UsageError(d.file + ": key 'url' is empty and 'fetch." + key + ".source' is not set");
   return d;
 }
@@ -67,8 +67,14 @@ Dataset dataset_of(const Config& cfg, const std::string& dataset, const std::str
 // predictand in one file share it too) and plans the fields, retrying transient failures like
 // the chunks do.
 // A server that stops answering ends the fetch after fetch.timeout_s (RequestWatch).
-void plan_with_retries(const SourceRequest& s, const Config::Fetch& f, std::map<std::string, NcFile>& opened,
-                       FetchPlan& plan) {
+// A dry run tries once: it is a check someone waits for, and a node without network would
+// otherwise wait through every retry (8 doubling delays: over 20 minutes) to say so.
+void plan_with_retries(const SourceRequest& s, const Config::Fetch& f, bool dry_run,
+                       std::map<std::string, NcFile>& opened, FetchPlan& plan) {
+  const int attempts = dry_run ? 1 : f.attempts;
+  // The synthetic sources exist once `downscale synth` wrote them into synth.dir.
+  if (s.dataset.synthetic && !path_exists(s.url))
+    throw InputError(s.url + ": no such file (run `downscale synth` first: it writes the synthetic sources into synth.dir)");
   RequestWatch watch(f.timeout_s);
   for (int attempt = 1;; ++attempt) {
     try {
@@ -91,9 +97,13 @@ void plan_with_retries(const SourceRequest& s, const Config::Fetch& f, std::map<
     } catch (const TransientError& e) {
       watch.end();
       opened.clear();  // a retry opens afresh
-      if (attempt >= f.attempts) throw Error(std::string(e.what()) + " (gave up after " + std::to_string(attempt) + " attempts)");
+      if (attempt >= attempts)
+        throw Error(std::string(e.what()) +
+                    (dry_run         ? " (a dry run tries once)"
+                     : attempts == 1 ? ""
+                                     : " (gave up after " + std::to_string(attempt) + " attempts)"));
       const double delay = std::min(300.0, f.retry_delay * std::pow(2.0, attempt - 1));
-      spdlog::warn("{}; attempt {} of {} failed, retrying in {:.1f} s", e.what(), attempt, f.attempts, delay);
+      spdlog::warn("{}; attempt {} of {} failed, retrying in {:.1f} s", e.what(), attempt, attempts, delay);
       // In slices, so that SIGINT/SIGTERM stop the wait.
       for (const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(delay);
            std::chrono::steady_clock::now() < until;) {
@@ -154,8 +164,8 @@ int run_fetch(const Config& cfg, bool dry_run) {
   FetchPlan plan;
   {
     std::map<std::string, NcFile> opened;  // closed before the workers start
-    plan_with_retries(pred, f, opened, plan);
-    if (with_predictand) plan_with_retries(obs, f, opened, plan);
+    plan_with_retries(pred, f, dry_run, opened, plan);
+    if (with_predictand) plan_with_retries(obs, f, dry_run, opened, plan);
   }
   const size_t n_predictor_fields = plan.fields.size() - (with_predictand ? 1 : 0);
   // The predictand's chunks in a folder of their own: it may have a predictor's name (tas

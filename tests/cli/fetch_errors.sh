@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Where `downscale fetch` reads its sources from, and what it says when it cannot: the config's
+# synth.dir for the synthetic datasets (and "run `downscale synth` first" before it exists), the
+# shipped Iberia definitions from any working folder ({definition_dir}), a relative url missing
+# (the error names the working folder it was read from), a server that cannot be reached (a dry
+# run tries once; every failed open names the host, the no-network case and where credentials
+# go), and a dataset name found nowhere (each folder searched named once). A few seconds.
+#   usage: fetch_errors.sh <downscale binary> <source dir>
+set -uo pipefail
+bin=$1
+src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures+1)); }
+ok() { echo "ok: $*"; }
+cd "$work"
+cp "$src/configs/demo.yaml" demo.yaml
+one=(--config demo.yaml --set run.dir=runs/x --set fetch.years=[2000,2000] --set synth.years=[2000,2000])
+
+# synth.dir elsewhere: fetch reads it there, not data/synth (made stale-looking, and empty).
+mkdir -p data/synth
+out=$("$bin" fetch --dry-run "${one[@]}" --set synth.dir=alt 2>&1); rc=$?
+[[ $rc -eq 3 && $out == *'alt/era_interim_synth.nc: no such file (run `downscale synth` first'* ]] &&
+  ok "synthetic sources missing: run synth first" || fail "fetch before synth: exit $rc: $out"
+"$bin" synth -q "${one[@]}" --set synth.dir=alt || fail "synth into alt"
+out=$("$bin" fetch --dry-run "${one[@]}" --set synth.dir=alt 2>&1); rc=$?
+[[ $rc -eq 0 && $out == *"ta@500: alt/era_interim_synth.nc variable 'ta'"* && $out == *"pr: alt/ewembi_synth.nc variable 'pr'"* ]] &&
+  ok "synth.dir read by fetch" || fail "fetch with synth.dir=alt: exit $rc: $out"
+
+# The shipped Iberia definitions, run from a folder other than the source tree's root.
+out=$("$bin" fetch --dry-run --config "$src/configs/iberia_tas.yaml" --set run.dir=runs/iberia --set fetch.years=[1983,1983] 2>&1); rc=$?
+[[ $rc -eq 0 && $out == *"psl: $src/tests/data/iberia/NCEP_Iberia_psl.nc variable 'psl'"* ]] &&
+  ok "iberia definitions from another folder" || fail "iberia dry run from $work: exit $rc: $out"
+
+# A relative url that is not there: the error names the working folder it was read from.
+mkdir -p cfg/datasets
+cp demo.yaml cfg/demo.yaml
+printf 'name: relative\nurl: nowhere/x.nc\nvariables:\n  z: {native: z}\n' > cfg/datasets/relative.yaml
+out=$("$bin" fetch --dry-run --config cfg/demo.yaml --set fetch.predictors.dataset=relative 2>&1); rc=$?
+[[ $rc -eq 3 && $out == *"nowhere/x.nc: no such file (a relative path, read from the working folder $work)"* ]] &&
+  ok "relative url: names the working folder" || fail "relative url: exit $rc: $out"
+
+# A server that cannot be reached (a closed local port): the dry run tries once, whatever
+# fetch.attempts says (8 tries from 5 s would wait over 10 minutes), and names the host.
+port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+url=http://127.0.0.1:$port/x.nc
+hint="(host 127.0.0.1:$port unreachable? This node may have no network: compute nodes often have none, run fetch on a login node. Credentials go in ~/.netrc, named by HTTP.NETRC in ~/.dodsrc)"
+unreachable=(--config demo.yaml --set run.dir=runs/net --set fetch.predictors.dataset= --set fetch.predictors.source=$url
+             --set fetch.predictand=null --set fetch.attempts=8 --set fetch.retry_delay=5)
+start=$SECONDS
+out=$(timeout 60 "$bin" fetch --dry-run "${unreachable[@]}" 2>&1); rc=$?
+[[ $rc -eq 1 && $((SECONDS - start)) -le 10 && $out == *"$url: NetCDF: I/O failure $hint (a dry run tries once)"* &&
+   $(grep -c error <<<"$out") -eq 1 ]] &&
+  ok "unreachable server, dry run: one try, $((SECONDS - start)) s" || fail "unreachable dry run: exit $rc after $((SECONDS - start)) s: $out"
+out=$("$bin" fetch "${unreachable[@]}" --set fetch.attempts=2 --set fetch.retry_delay=0.1 2>&1); rc=$?
+[[ $rc -eq 1 && $out == *"$hint (gave up after 2 attempts)"* && $out == *"$hint; attempt 1 of 2 failed"* ]] &&
+  ok "unreachable server: the hint on every try" || fail "unreachable fetch: exit $rc: $out"
+
+# A dataset found nowhere: each folder searched is named once (a config in configs/ makes the
+# folder beside it and configs/datasets under the working folder the same one).
+out=$(cd "$src" && "$bin" fetch --dry-run --config configs/demo.yaml --set fetch.predictors.dataset=nope 2>&1); rc=$?
+[[ $rc -eq 2 && $out == *"configs/demo.yaml: no dataset definition 'nope' (looked for nope.yaml in configs/datasets)"* ]] &&
+  ok "no dataset definition: folders once" || fail "no dataset definition: exit $rc: $out"
+
+echo "fetch errors: $failures failures"
+[[ $failures -eq 0 ]]
