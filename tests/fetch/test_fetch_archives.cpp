@@ -187,8 +187,10 @@ TEST(FetchArchives, TheShippedDefinitionsForRealArchivesLoad) {
                            "iberia_cnrm_cm5_historical", "iberia_cnrm_cm5_rcp85"})
     EXPECT_NO_THROW(load_dataset(name, cfg)) << name;
   const Dataset ncep = load_dataset("iberia_ncep", cfg);
-  EXPECT_EQ(ncep.url, "tests/data/iberia");
-  EXPECT_EQ(ncep.variable("hus").url_for(ncep.url, "hus", 850, 0), "tests/data/iberia/NCEP_Iberia_hus850.nc");
+  // {definition_dir}/../../tests/data/iberia: the source tree's folder, whatever the working folder.
+  const std::string iberia = test::source_dir() + "/tests/data/iberia";
+  EXPECT_EQ(ncep.url, iberia);
+  EXPECT_EQ(ncep.variable("hus").url_for(ncep.url, "hus", 850, 0), iberia + "/NCEP_Iberia_hus850.nc");
   EXPECT_EQ(ncep.variable("tas").std_units, "K");  // Celsius in the file, K written
   const Dataset eobs = load_dataset("iberia_eobs", cfg);
   EXPECT_EQ(eobs.variable("tas").native, "tg");

@@ -2,6 +2,7 @@
 // dataset definitions, credentials kept out of what is printed.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "io/error.h"
@@ -77,7 +78,11 @@ TEST(FetchPlan, ShippedDatasetDefinitionsLoad) {
   const Dataset synth = load_dataset("synth_era_interim", cfg);
   EXPECT_EQ(synth.variable("hus").native_name(850), "hus");
   EXPECT_FALSE(synth.variable("hus").level_in_name());
+  // The synthetic sources are where the run config's synth.dir says `downscale synth` wrote them.
   EXPECT_EQ(load_dataset("synth_ewembi", cfg).url, "data/synth/ewembi_synth.nc");
+  EXPECT_TRUE(load_dataset("synth_ewembi", cfg).synthetic);
+  EXPECT_EQ(load_dataset("synth_ewembi", cfg, "/scratch/synth").url, "/scratch/synth/ewembi_synth.nc");
+  EXPECT_FALSE(ewembi.synthetic);
   // A variable the dataset does not define: the error names the definition file.
   try {
     era.variable("tas");
@@ -101,4 +106,46 @@ TEST(FetchPlan, DatasetDefinitionErrorsNameFileAndKey) {
   std::ofstream(d / "hourly.yaml") << "name: x\nurl: a.nc\ntime_step: 6h\nvariables:\n  z: {native: z}\n";
   EXPECT_THROW(load_dataset(d / "hourly.yaml", d / "run.yaml"), UsageError);
   EXPECT_THROW(load_dataset("no_such_dataset", d / "run.yaml"), UsageError);
+}
+
+TEST(FetchPlan, DatasetUrlPlaceholders) {
+  test::TempDir d;
+  std::filesystem::create_directories(d / "defs");
+  // {definition_dir}: the definition's own folder, so data shipped beside it is found from any
+  // working folder; a plain relative url stays relative to the working folder.
+  std::ofstream(d / "defs/here.yaml") << "name: x\nurl: \"{definition_dir}/../data\"\nvariables:\n  z: {native: z}\n";
+  EXPECT_EQ(load_dataset(d / "defs/here.yaml", d / "run.yaml").url, d / "data");
+  std::ofstream(d / "defs/plain.yaml") << "name: x\nurl: data/a.nc\nvariables:\n  z: {native: z}\n";
+  EXPECT_EQ(load_dataset(d / "defs/plain.yaml", d / "run.yaml").url, "data/a.nc");
+  std::ofstream(d / "defs/synth.yaml") << "name: x\nurl: \"{synth.dir}/a.nc\"\nvariables:\n  z: {native: z}\n";
+  EXPECT_EQ(load_dataset(d / "defs/synth.yaml", d / "run.yaml", "out/synth").url, "out/synth/a.nc");
+  // A misspelt placeholder is a definition error naming the file and the placeholder.
+  std::ofstream(d / "defs/typo.yaml") << "name: x\nurl: \"{synth_dir}/a.nc\"\nvariables:\n  z: {native: z}\n";
+  try {
+    load_dataset(d / "defs/typo.yaml", d / "run.yaml");
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("typo.yaml: key 'url' has the unknown placeholder '{synth_dir}'"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(FetchPlan, MissingDefinitionNamesEachFolderOnce) {
+  // A run config in a folder named configs: its datasets/ and the working folder's
+  // configs/datasets are one folder when run from the folder above.
+  test::TempDir d;
+  std::filesystem::create_directories(d / "configs/datasets");
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(d.path());
+  std::string what;
+  try {
+    load_dataset("nope", "configs/run.yaml");
+  } catch (const UsageError& e) {
+    what = e.what();
+  }
+  std::filesystem::current_path(cwd);
+  EXPECT_NE(what.find("configs/run.yaml: no dataset definition 'nope' (looked for nope.yaml in configs/datasets and "),
+            std::string::npos)
+      << what;
+  EXPECT_EQ(what.find("configs/datasets and configs/datasets"), std::string::npos) << what;
 }
