@@ -58,12 +58,6 @@ std::string url_host(const std::string& url) {
   return host;
 }
 
-std::string network_hint(const std::string& url) {
-  return " (host " + url_host(url) +
-         " unreachable? This node may have no network: compute nodes often have none, run fetch on a login node. "
-         "Credentials go in ~/.netrc, named by HTTP.NETRC in ~/.dodsrc)";
-}
-
 // The output file's header; the caller writes the coordinates and values.
 struct FieldFile {
   NcFile nc;
@@ -221,6 +215,12 @@ void source_check(int status, const std::string& where) {
   const std::string msg = where + ": " + nc_strerror(status) + hint(status);
   if (transient(status)) throw TransientError(msg);
   throw InputError(msg);
+}
+
+std::string network_hint(const std::string& url) {
+  return " (host " + url_host(url) +
+         " unreachable? This node may have no network: compute nodes often have none, run fetch on a login node. "
+         "Credentials go in ~/.netrc, named by HTTP.NETRC in ~/.dodsrc)";
 }
 
 NcFile open_source(const std::string& url) {

@@ -35,8 +35,11 @@ class TransientError : public Error {
 // InputError (exit 3) for permanent ones (404, 401/403, no such variable, bad constraint), with
 // `where` (which must already be free of credentials) and a hint for the HTTP ones.
 void source_check(int status, const std::string& where);
-// Opens a source (path or URL) with failures classified as above.
+// Opens a source (path or URL) with failures classified as above. A URL that fails for another
+// reason than 404 or 401/403 gets network_hint(url).
 NcFile open_source(const std::string& url);
+// " (host H unreachable? ...)": the host, that the node may have no network, where credentials go.
+std::string network_hint(const std::string& url);
 
 struct ChunkResult {
   size_t ntime = 0;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "fetch/chunk.h"
 #include "io/error.h"
 
 namespace ds {
@@ -55,8 +56,10 @@ void RequestWatch::run() {
       char secs[32];
       std::snprintf(secs, sizeof secs, "%g", timeout_s_);
       spdlog::default_logger()->flush();
+      // A hang on a URL is how a node whose packets are dropped (no route out) looks too.
+      const bool remote = what_.find("://") != std::string::npos;
       say("downscale fetch: error: timed out after " + std::string(secs) + " s waiting for " + what_ +
-          " (fetch.timeout_s); nothing was written\n");
+          " (fetch.timeout_s); nothing was written" + (remote ? network_hint(what_) : "") + "\n");
       _exit(kExitFailure);  // the request cannot be unwound; the lock goes with the process
     }
     if (note_every_s_ > 0 && waited >= next_note) {

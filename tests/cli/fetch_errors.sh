@@ -3,14 +3,16 @@
 # synth.dir for the synthetic datasets (and "run `downscale synth` first" before it exists), the
 # shipped Iberia definitions from any working folder ({definition_dir}), a relative url missing
 # (the error names the working folder it was read from), a server that cannot be reached (a dry
-# run tries once; every failed open names the host, the no-network case and where credentials
-# go), and a dataset name found nowhere (each folder searched named once). A few seconds.
+# run tries once; every failed open, and a time-out, names the host, the no-network case and
+# where credentials go), and a dataset name found nowhere (each folder searched named once).
+# A few seconds.
 #   usage: fetch_errors.sh <downscale binary> <source dir>
 set -uo pipefail
 bin=$1
 src=$2
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+silent_pid=
+trap '[[ -n $silent_pid ]] && kill $silent_pid 2>/dev/null; rm -rf "$work"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures+1)); }
 ok() { echo "ok: $*"; }
@@ -56,6 +58,18 @@ out=$(timeout 60 "$bin" fetch --dry-run "${unreachable[@]}" 2>&1); rc=$?
 out=$("$bin" fetch "${unreachable[@]}" --set fetch.attempts=2 --set fetch.retry_delay=0.1 2>&1); rc=$?
 [[ $rc -eq 1 && $out == *"$hint (gave up after 2 attempts)"* && $out == *"$hint; attempt 1 of 2 failed"* ]] &&
   ok "unreachable server: the hint on every try" || fail "unreachable fetch: exit $rc: $out"
+
+# A server that takes the connection and never answers (how dropped packets look too): the
+# time-out names the host the same way.
+/usr/bin/python3 -c 'import socket, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8); print(s.getsockname()[1], flush=True); time.sleep(60)' > silent.port &
+silent_pid=$!
+for _ in $(seq 50); do [[ -s silent.port ]] && break; sleep 0.1; done
+silent=$(cat silent.port)
+out=$("$bin" fetch --dry-run "${unreachable[@]}" --set fetch.predictors.source=http://127.0.0.1:$silent/x.nc --set fetch.timeout_s=1 2>&1); rc=$?
+kill "$silent_pid" 2>/dev/null; silent_pid=
+[[ $rc -eq 1 && $out == *"timed out after 1 s waiting for http://127.0.0.1:$silent/x.nc (fetch.timeout_s); nothing was written (host 127.0.0.1:$silent unreachable?"* ]] &&
+  ok "silent server: the time-out names the host" || fail "silent server: exit $rc: $out"
 
 # A dataset found nowhere: each folder searched is named once (a config in configs/ makes the
 # folder beside it and configs/datasets under the working folder the same one).
