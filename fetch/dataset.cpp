@@ -94,8 +94,9 @@ std::string find_definition(const std::string& name_or_path, const std::string& 
   std::vector<fs::path> folders;
   for (const fs::path& dir : {cfg_dir / "datasets", fs::path("configs") / "datasets", fs::path(DOWNSCALE_DATASETS_DIR)}) {
     const auto same = [&](const fs::path& seen) {
-      std::error_code ec;
-      return fs::weakly_canonical(seen, ec) == fs::weakly_canonical(dir, ec) && !ec;
+      std::error_code ec1, ec2;
+      const fs::path a = fs::weakly_canonical(seen, ec1), b = fs::weakly_canonical(dir, ec2);
+      return !ec1 && !ec2 && a == b;
     };
     if (std::none_of(folders.begin(), folders.end(), same)) folders.push_back(dir);
   }
