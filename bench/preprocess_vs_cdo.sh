@@ -25,8 +25,7 @@ cfg=configs/north_america.yaml
 echo "== preparing one synthetic year over North America (synth, fetch; not timed)"
 "$bin" synth --config $cfg "${set_year[@]}"
 "$bin" fetch --config $cfg "${set_year[@]}" \
-  --set fetch.predictors.dataset=synth_era_interim --set fetch.predictors.source=data/synth_north_america/era_interim_synth.nc \
-  --set fetch.predictand.dataset=synth_ewembi --set fetch.predictand.source=data/synth_north_america/ewembi_synth.nc
+  --set fetch.predictors.dataset=synth_era_interim --set fetch.predictand.dataset=synth_ewembi  # they read synth.dir
 fetch=runs/north_america/fetch
 
 # The target grids as CDO grid descriptions, from the same config values.
