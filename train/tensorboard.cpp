@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 
 #include "io/error.h"
@@ -88,7 +89,7 @@ TrainingEvents::TrainingEvents(const std::string& out_dir, bool fresh)
 void TrainingEvents::epoch(int epoch, double train_loss, double validation_loss, double learning_rate,
                            double seconds, double samples_per_second) {
   train_.add_scalar("loss", train_loss, epoch);
-  validation_.add_scalar("loss", validation_loss, epoch);
+  if (!std::isnan(validation_loss)) validation_.add_scalar("loss", validation_loss, epoch);  // NaN: no split
   train_.add_scalar("learning_rate", learning_rate, epoch);  // of the epoch's last step
   train_.add_scalar("epoch_seconds", seconds, epoch);
   train_.add_scalar("samples_per_second", samples_per_second, epoch);

@@ -40,6 +40,7 @@ class EventWriter {
 class TrainingEvents {
  public:
   TrainingEvents(const std::string& out_dir, bool fresh);
+  // validation_loss NaN: there is no validation split, and the validation run gets no point.
   void epoch(int epoch, double train_loss, double validation_loss, double learning_rate, double seconds,
              double samples_per_second);
   std::string folder() const { return folder_; }

@@ -297,7 +297,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                schedule ? std::string("from the schedule hook") : fmt::format("{:g}", tc.learning_rate));
   if (n_val == 0)
     spdlog::info("no validation split (preprocess.validation_years is empty): checkpoint_best.h5{} follows the "
-                 "training loss, and metrics.csv's val_loss repeats it", tc.patience > 0 ? " (and early stopping)" : "");
+                 "training loss; metrics.csv's val_loss stays empty", tc.patience > 0 ? " (and early stopping)" : "");
   if (distributed)
     spdlog::info("data parallel over {} ranks ({} on this node, local rank {}): global batch {}, learning rate x{} "
                  "after {:g} warmup epochs, gradients averaged in {} allreduce bucket(s) of up to {:g} MB overlapping "
@@ -526,9 +526,14 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       if (improved) save_checkpoint(best_path, net, optimizer.get(), state);
       save_checkpoint(last_path, net, optimizer.get(), state);
       std::ostringstream line;
-      line << epoch << "," << train_loss << "," << val_loss << "," << secs << "," << n_train / secs << "\n";
+      // Without a validation split val_loss is left empty (Keras writes no val_loss then) and
+      // TensorBoard's validation run gets no point: a copy of the training loss there would read
+      // as a validation curve.
+      line << epoch << "," << train_loss << ",";
+      if (n_val) line << val_loss;
+      line << "," << secs << "," << n_train / secs << "\n";
       csv.append(line.str());
-      events->epoch(epoch, train_loss, val_loss, lr, secs, n_train / secs);
+      events->epoch(epoch, train_loss, n_val ? val_loss : std::nan(""), lr, secs, n_train / secs);
       timeline.add("checkpoint", Timeline::kStep, t_checkpoint, Clock::now(), last_step, epoch);
     }
     if (n_val)

@@ -83,7 +83,7 @@ expect 3 "$work/run/preprocess/store.h5: no such file (run \`downscale preproces
 expect 3 "$work/run/preprocess/store.h5: no such file (run \`downscale preprocess\` first)" -- train --check --config "$work/good.yaml" $run
 
 # A store without a validation split: the log says that the training loss chooses
-# checkpoint_best.h5, and a rerun without --resume (after a Ctrl-C, say) warns that it replaces
+# checkpoint_best.h5 and metrics.csv leaves val_loss empty, and a rerun without --resume (after a Ctrl-C, say) warns that it replaces
 # the earlier run's checkpoint_last.h5 (train --check notes it too); the default train.precision (tf32) on the CPU is explained,
 # not "ignored". Two synthetic years, one epoch: a few seconds.
 nv=(--config "$work/good.yaml" --set run.dir=runs/nv --set run.threads=1 --set run.device=cpu --set fetch.years=[2000,2001] --set train.epochs=1
@@ -96,10 +96,12 @@ if [[ $first == *"no validation split (preprocess.validation_years is empty): ch
       $first == *"train.precision tf32 is a GPU tensor-core mode: the cpu"* &&
       $check == *"note: runs/nv/train/checkpoint_last.h5 exists: train starts afresh and replaces it"* &&
       $check == *"resume from runs/nv/train/checkpoint_last.h5 (--resume-auto)"* &&
-      $second == *"] warning: runs/nv/train/checkpoint_last.h5 exists: this run starts afresh and replaces it"*"--resume"* ]]; then
-  echo "ok: no validation split said once; tf32 on the CPU explained; a rerun without --resume warns"
+      $second == *"] warning: runs/nv/train/checkpoint_last.h5 exists: this run starts afresh and replaces it"*"--resume"* &&
+      $(sed -n 2p "$work/runs/nv/train/metrics.csv") =~ ^1,[0-9.e+-]+,,[0-9.e+-]+,[0-9.e+-]+$ ]]; then
+  echo "ok: no validation split said once, metrics.csv's val_loss empty; tf32 on the CPU explained; a rerun without --resume warns"
 else
-  echo "FAIL: train without a validation split, then again:"; echo "$first"; echo "$check"; echo "$second"; failures=$((failures+1))
+  echo "FAIL: train without a validation split, then again:"; echo "$first"; echo "$check"; echo "$second"
+  cat "$work/runs/nv/train/metrics.csv"; failures=$((failures+1))
 fi
 
 # evaluate under a config that predicts new predictors (a GCM run) says that it scores the test

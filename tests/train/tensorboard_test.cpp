@@ -2,6 +2,7 @@
 // with the independent reader of event_file_reader.h.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <random>
 
@@ -98,8 +99,14 @@ TEST(TensorBoard, TrainingEventsAreTwoRunsWithOneLossTag) {
   EXPECT_EQ(losses, 2);
   EXPECT_EQ(throughput, 2);
 
-  { TrainingEvents resumed(d.path(), false); }  // --resume: a second file beside the first
-  EXPECT_EQ(event_files(train).size(), 2u);
+  {  // no validation split (NaN): the training run gets its point, the validation run none
+    TrainingEvents resumed(d.path(), false);
+    resumed.epoch(3, 1.0, std::nan(""), 1e-3, 2.0, 120.0);
+  }
+  for (const auto& f : event_files(validation))
+    for (const auto& s : scalars(read_records(f), &version)) EXPECT_LT(s.step, 3) << f;
+
+  EXPECT_EQ(event_files(train).size(), 2u);  // --resume: a second file beside the first
   { TrainingEvents fresh(d.path(), true); }  // a new training: only its own file remains
   EXPECT_EQ(event_files(train).size(), 1u);
   EXPECT_EQ(event_files(validation).size(), 1u);
