@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
   app.footer("Each stage: downscale <stage> --config FILE [--set key=value ...] [-v | -q]; these options may also "
              "come before the stage. `downscale <stage> --help` lists a stage's own options.\n"
              "Exit codes: 0 success, 1 failure during the work, 2 bad command line or configuration, 3 bad input "
-             "data, 130/143 interrupted (SIGINT/SIGTERM).");
+             "data, 128 + N stopped by signal N (130 SIGINT, 143 SIGTERM, 138 SIGUSR1), 75 train stopped by SIGUSR1 "
+             "(checkpoint written; rerun with --resume-auto).");
   app.name("downscale");
   app.set_version_flag("--version", std::string("downscale ") + DOWNSCALE_VERSION);
   app.require_subcommand(1);
