@@ -23,11 +23,12 @@ int main(int argc, char** argv) {
   CLI::App app{"downscale: from reanalysis predictors (local files or OPeNDAP) to high-resolution daily "
                "precipitation, or another observed variable such as tas.\n"
                "Stages, in order: synth (optional demo data), fetch, preprocess, train, predict, evaluate."};
+  const std::string exit_codes =
+      "Exit codes: 0 success, 1 failure during the work, 2 bad command line or configuration, 3 bad input "
+      "data, 128 + N stopped by signal N (130 SIGINT, 143 SIGTERM, 138 SIGUSR1), 75 train stopped by SIGUSR1 "
+      "(checkpoint written; rerun with --resume-auto).";
   app.footer("Each stage: downscale <stage> --config FILE [--set key=value ...] [-v | -q]; these options may also "
-             "come before the stage. `downscale <stage> --help` lists a stage's own options.\n"
-             "Exit codes: 0 success, 1 failure during the work, 2 bad command line or configuration, 3 bad input "
-             "data, 128 + N stopped by signal N (130 SIGINT, 143 SIGTERM, 138 SIGUSR1), 75 train stopped by SIGUSR1 "
-             "(checkpoint written; rerun with --resume-auto).");
+             "come before the stage. `downscale <stage> --help` lists a stage's own options.\n" + exit_codes);
   app.name("downscale");
   app.set_version_flag("--version", std::string("downscale ") + DOWNSCALE_VERSION);
   app.require_subcommand(1);
@@ -95,6 +96,7 @@ int main(int argc, char** argv) {
       "train ResNet50, ResNet101 or InceptionV3 on random images with SGD and print img/sec per GPU (or CPU "
       "rank) as Horovod's synthetic benchmark does; under mpirun/srun every rank trains its own batch and "
       "gradients are averaged as in `downscale train`. No config file.");
+  bsub->footer(exit_codes);  // not the stages' "--config FILE" line it would inherit
   bsub->add_option("--model", bench.model, "resnet50, resnet101 or inception_v3")->capture_default_str();
   bsub->add_option("--batch-size", bench.batch_size, "images per step on each rank")->capture_default_str();
   bsub->add_option("--num-warmup-batches", bench.warmup_batches, "untimed steps first")->capture_default_str();
