@@ -33,8 +33,8 @@
 # (Slurm would otherwise truncate them, and with them why the job stopped and requeued).
 # Exit code: the training's (0 success, 1 failure, 2 bad command line or configuration, 3 bad
 # input data, 143 stopped by SIGTERM), or 2 when this script finds something wrong before
-# launching. `downscale train --check` runs first (once, no MPI): a bad config or store ends the
-# job with its exit code before any rank starts.
+# launching (also run.device cuda in a job without GPUs). `downscale train --check` runs first
+# (once, no MPI): a bad config or store ends the job with its exit code before any rank starts.
 #
 # Time limit: 120 s before it Slurm sends this script SIGUSR1 (--signal=B:USR1@120), which it
 # forwards to the ranks: they finish the step, write checkpoint_last.h5 and exit 75; the script
@@ -207,6 +207,12 @@ model_dir=$(sed -n 's/^output folder //p' "$tmpdir/check.out")
 if ((rc != 0)); then
   echo "== downscale train --check failed with exit code $rc: nothing launched ($(printf '%q ' "${check[@]}"))"
   exit "$rc"
+fi
+# run.device cuda where no GPU can be: every rank would fail on its own after the launch. No GPUs
+# given by Slurm and no NVIDIA driver on this node; GPUs a cluster hands out without GRES (the
+# driver's /dev/nvidiactl present) pass, and the ranks say what they find.
+if [[ $(sed -n 's/^device \([a-z]*\) (run.device)$/\1/p' "$tmpdir/check.out") == cuda && -z $gpus && ! -e /dev/nvidiactl ]]; then
+  die "run.device is cuda but this job has no GPU (no CUDA_VISIBLE_DEVICES or SLURM_JOB_GPUS, no NVIDIA driver on $(hostname -s)): submit with --gres=gpu:N to a GPU partition, or --set run.device=auto to train on the CPU"
 fi
 
 cmd=("${launch[@]}" "${rank_cmd[@]}" "${train_args[@]}")

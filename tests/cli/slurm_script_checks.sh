@@ -7,6 +7,8 @@
 #  2. the requeue path: the training exits 75 (SIGUSR1), the script runs `scontrol requeue`, which
 #     sends the script SIGTERM (as Slurm does): the job exits 75, and no "TERM received: passing
 #     it to the training" line for a training that has already ended.
+#  3. run.device cuda in a job without GPUs on a node without the NVIDIA driver: exit 2 before
+#     srun, one line naming run.device and --gres; with GPUs it launches.
 #   usage: slurm_script_checks.sh <source dir>
 set -euo pipefail
 src=$(realpath "$1")
@@ -19,12 +21,12 @@ touch configs/c.yaml
 # downscale: --check names the output folder; a training exits $FAKE_RC and, on 0, writes its report.
 cat >fake/downscale <<'SH'
 #!/usr/bin/env bash
-[[ $2 == --check ]] && { echo "output folder out"; exit 0; }
+[[ $2 == --check ]] && { echo "device ${FAKE_DEVICE:-auto} (run.device)"; echo "output folder out"; exit 0; }
 [[ ${FAKE_RC:-0} -eq 0 ]] && touch out/train_report.json
 exit "${FAKE_RC:-0}"
 SH
 # srun: drops its options, runs the command once.
-printf '%s\n' '#!/usr/bin/env bash' 'while [[ $1 == -* ]]; do shift; done' 'exec "$@"' >fake/srun
+printf '%s\n' '#!/usr/bin/env bash' 'echo "srun $*" >>srun.log' 'while [[ $1 == -* ]]; do shift; done' 'exec "$@"' >fake/srun
 # scontrol requeue: Slurm ends the batch script with SIGTERM.
 printf '%s\n' '#!/usr/bin/env bash' 'echo "scontrol $*" >>scontrol.log' 'kill -TERM $PPID' >fake/scontrol
 chmod +x fake/*
@@ -55,4 +57,18 @@ FAKE_RC=75 job 4 "" || rc=$?
 grep -q "^scontrol requeue 7$" scontrol.log || fail "scontrol requeue 7 was not run"
 grep -q "requeued job 7" job.out || { cat job.out; fail "no 'requeued job 7' line"; }
 grep -q "TERM received" job.out && { cat job.out; fail "the requeue's SIGTERM was reported as passed to an ended training"; }
+
+echo "== 3. run.device cuda without GPUs"
+if [[ -e /dev/nvidiactl ]]; then
+  echo "skipped: this node has the NVIDIA driver (/dev/nvidiactl), where the script launches and the ranks decide"
+else
+  rm -f srun.log
+  rc=0
+  FAKE_DEVICE=cuda job 2 "" || rc=$?
+  [[ $rc -eq 2 ]] || { cat job.out job.err; fail "run.device cuda without GPUs: exit $rc, expected 2"; }
+  grep -q "train_forhlr2.sh: run.device is cuda but this job has no GPU .*--gres=gpu:N" job.err || { cat job.err; fail "no message naming run.device and --gres"; }
+  [[ -e srun.log ]] && fail "srun ran despite run.device cuda without GPUs"
+  FAKE_DEVICE=cuda job 2 0,1 || fail "run.device cuda with GPUs 0,1: exit $?"
+  grep -q "srun " srun.log || fail "srun did not run with GPUs"
+fi
 echo "ok"
