@@ -9,6 +9,9 @@
 #     it to the training" line for a training that has already ended.
 #  3. run.device cuda in a job without GPUs on a node without the NVIDIA driver: exit 2 before
 #     srun, one line naming run.device and --gres; with GPUs it launches.
+#  4. slurm/benchmark.sh when downscale benchmark refuses its options (exit 2, a model name):
+#     the job stops at the first run with exit 2, not one failure per model and rank count; -m two
+#     models without -b: each at the reference's batch (it stopped on the three default batches).
 #   usage: slurm_script_checks.sh <source dir>
 set -euo pipefail
 src=$(realpath "$1")
@@ -71,4 +74,13 @@ else
   FAKE_DEVICE=cuda job 2 0,1 || fail "run.device cuda with GPUs 0,1: exit $?"
   grep -q "srun " srun.log || fail "srun did not run with GPUs"
 fi
+
+echo "== 4. benchmark.sh: a usage error stops at the first run"
+rm -f srun.log
+rc=0
+FAKE_RC=2 bash "$src/slurm/benchmark.sh" --cpu -m resnet5,resnet101 -r 1,2 >bench.out 2>bench.err || rc=$?
+[[ $rc -eq 2 ]] || { cat bench.out bench.err; fail "benchmark.sh after downscale's exit 2: exit $rc, expected 2"; }
+[[ $(grep -c . srun.log) -eq 1 ]] || { cat bench.err srun.log; fail "benchmark.sh went on after a usage error"; }
+grep -q -- "--model resnet5 --batch-size 256 " srun.log || { cat srun.log; fail "-m without -b: not the reference's batch 256"; }
+grep -q "rejected its options (exit 2)" bench.err || { cat bench.err; fail "no line saying why benchmark.sh stopped"; }
 echo "ok"
