@@ -120,7 +120,7 @@ case $container in
       else bin=$(pwd)/build/pipeline/downscale; fi
     fi
     command -v "$bin" >/dev/null ||
-      die "downscale binary '$bin' not found or not executable: set DOWNSCALE_BIN (or build with scripts/build.sh)"
+      die "downscale binary '$bin' not found or not executable: set DOWNSCALE_BIN, build with scripts/build.sh, or submit a bundle's through its bin/env.sh sbatch ..."
     rank_cmd=("$bin")
     ;;
   apptainer:* | singularity:*)
