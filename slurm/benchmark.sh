@@ -86,6 +86,8 @@ if [[ -n $modules ]]; then
   fi
   if type module &>/dev/null; then
     for m in $modules; do module load "$m" || die "module load $m failed: set DOWNSCALE_MODULES (or \"\")"; done
+  else
+    echo "no module system here: using the environment as it is (DOWNSCALE_MODULES ignored)"
   fi
   set -u
 fi
