@@ -17,6 +17,8 @@
 #   share/natural_earth/ (coastlines and borders for the maps)
 #   configs/, tests/cli/, scripts/demo.sh, tests/data/           the demo and the CLI tests
 #   scripts/gpu_check.sh, bench/*.sh, bench/*.py                 the GPU check and its benchmarks
+#   slurm/              the batch scripts: bin/env.sh sbatch slurm/train_forhlr2.sh ... (docs/bundle.md)
+#   README.md           docs/bundle.md
 # Not bundled: glibc (libc, libm, libpthread, libdl, librt, ld-linux, ...: the host's), and the
 # CUDA/NVIDIA libraries (driver, cudart, cuBLAS, cuDNN, NCCL): the GPU machine provides them, and
 # bin/env.sh finds a PyTorch installation's copies (site-packages/nvidia/*/lib).
@@ -114,6 +116,10 @@ cp "$src/scripts/demo.sh" "$root/scripts/" 2>/dev/null || true
 cp "$src/scripts/gpu_check.sh" "$root/scripts/"
 mkdir -p "$root/bench"
 cp "$src"/bench/*.sh "$src"/bench/*.py "$root/bench/"
+# The Slurm batch scripts: submitted through bin/env.sh, the jobs run the bundle's downscale.
+cp -r "$src/slurm" "$root/"
+# How to use it, unpacked (bin/env.sh, a GPU machine, Slurm) without the checkout's docs/.
+cp "$src/docs/bundle.md" "$root/README.md"
 cp "$src/scripts/bundle_env.sh" "$root/bin/env.sh"
 chmod +x "$root/bin/env.sh"
 

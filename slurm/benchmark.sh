@@ -6,8 +6,8 @@
 # usage: sbatch [sbatch options] slurm/benchmark.sh [options] [-- downscale benchmark options...]
 #        bash slurm/benchmark.sh --help
 #   -m, --models LIST      models, comma-separated (default resnet50,resnet101,inception_v3)
-#   -b, --batch-sizes LIST per-rank batch of each model, in the same order (default 256,256,128,
-#                          the reference's; one value: every model)
+#   -b, --batch-sizes LIST per-rank batch of each model, in the same order (default the reference's:
+#                          256 for the ResNets, 128 for inception_v3; one value: every model)
 #   -r, --ranks LIST       rank counts (default 1..SLURM_NTASKS); none may exceed the job's tasks
 #   -o, --out DIR          results folder (default benchmark-<job id>): benchmark.jsonl (appended,
 #                          so reruns add to it), benchmark.png, benchmark.md, logs/<model>-<N>.log
@@ -20,7 +20,8 @@
 # Environment: as slurm/train_forhlr2.sh: DOWNSCALE_BIN, DOWNSCALE_CONTAINER (apptainer:IMAGE,
 # singularity:IMAGE, udocker:NAME), DOWNSCALE_CONTAINER_ARGS, DOWNSCALE_SRUN_MPI (default pmix),
 # DOWNSCALE_LAUNCHER_ARGS, DOWNSCALE_MODULES.
-# Exit code: 0 every run completed; 1 a run failed (the others still run; see logs/); 2 bad usage.
+# Exit code: 0 every run completed; 1 a run failed (the others still run; see logs/); 2 bad usage
+# (ours, or downscale benchmark's: an unknown model or option stops the job at the first run).
 #
 #SBATCH --job-name=downscale-benchmark
 #SBATCH --partition=visu
@@ -38,7 +39,7 @@ if [[ ${1-} == -h || ${1-} == --help ]]; then usage; exit 0; fi
 [[ -n ${SLURM_JOB_ID-} ]] || die "not inside a Slurm job (SLURM_JOB_ID is unset): submit with sbatch; --help for usage"
 
 models="resnet50,resnet101,inception_v3"
-batches="256,256,128"
+batches=""
 ntasks=${SLURM_NTASKS:-${SLURM_NPROCS:-1}}
 ranks=$(seq -s, 1 "$ntasks")
 out=""
@@ -58,6 +59,11 @@ while [[ $# -gt 0 ]]; do
 done
 extra=("$@")
 IFS=, read -r -a model_list <<<"$models"
+# Without -b each model gets the reference's batch (inception_v3 128, the ResNets 256), whichever
+# models -m names.
+if [[ -z $batches ]]; then
+  for m in "${model_list[@]}"; do [[ $m == inception_v3 ]] && batches+=${batches:+,}128 || batches+=${batches:+,}256; done
+fi
 IFS=, read -r -a batch_list <<<"$batches"
 IFS=, read -r -a rank_list <<<"$ranks"
 ((${#batch_list[@]} == 1 || ${#batch_list[@]} == ${#model_list[@]})) ||
@@ -80,6 +86,8 @@ if [[ -n $modules ]]; then
   fi
   if type module &>/dev/null; then
     for m in $modules; do module load "$m" || die "module load $m failed: set DOWNSCALE_MODULES (or \"\")"; done
+  else
+    echo "no module system here: using the environment as it is (DOWNSCALE_MODULES ignored)"
   fi
   set -u
 fi
@@ -121,14 +129,22 @@ for i in "${!model_list[@]}"; do
     log=$out/logs/$m-$n.log
     echo "== $m, batch $b per rank, $n rank(s)"
     # A step of n of the job's tasks; --kill-on-bad-exit: a rank that dies ends the step.
-    if srun "--mpi=${DOWNSCALE_SRUN_MPI:-pmix}" --ntasks="$n" --kill-on-bad-exit=1 ${launcher_args[@]+"${launcher_args[@]}"} \
-        "${rank_cmd[@]}" benchmark --model "$m" --batch-size "$b" --device "$device" --json "$jsonl" \
-        ${extra[@]+"${extra[@]}"} >"$log" 2>&1; then
+    step_rc=0
+    srun "--mpi=${DOWNSCALE_SRUN_MPI:-pmix}" --ntasks="$n" --kill-on-bad-exit=1 ${launcher_args[@]+"${launcher_args[@]}"} \
+      "${rank_cmd[@]}" benchmark --model "$m" --batch-size "$b" --device "$device" --json "$jsonl" \
+      ${extra[@]+"${extra[@]}"} >"$log" 2>&1 || step_rc=$?
+    if ((step_rc == 0)); then
       grep -E '^(Img/sec|Total img/sec|Scaling efficiency)' "$log" || true
     else
       rc=1
-      echo "benchmark.sh: $m on $n rank(s) failed; last lines of $log:" >&2
+      echo "benchmark.sh: $m on $n rank(s) failed (exit $step_rc); last lines of $log:" >&2
       tail -5 "$log" >&2
+      # 2: downscale benchmark refused its command line (a model name, an option after --): every
+      # other run would too, so stop here with the usage code rather than fail each in turn.
+      if ((step_rc == 2)); then
+        echo "benchmark.sh: downscale benchmark rejected its options (exit 2): stopping; see the line above" >&2
+        exit 2
+      fi
     fi
   done
 done

@@ -11,6 +11,7 @@
 #   sbatch options on the command line win over the #SBATCH lines below, e.g. 2 GPUs:
 #              sbatch --ntasks-per-node=2 --gres=gpu:2 slurm/train_forhlr2.sh ...
 #            or on CPUs only:  sbatch --ntasks-per-node=2 --gres=none slurm/train_forhlr2.sh ...
+#            (one task per GPU: other counts run, with a warning line in the .out and .err)
 #
 # Environment (sbatch passes the submitting shell's environment to the job):
 #   DOWNSCALE_BIN        the binary (default: `downscale` on PATH, else build/pipeline/downscale
@@ -28,10 +29,12 @@
 # Logs: <job name>-<job id>.out (this script's header and summary) and .err (the ranks' log
 # lines, each prefixed "[train rank N]") in the submit folder; Slurm does not create folders for
 # them, so an --output/--error into a folder needs that folder to exist before submitting.
+# --open-mode=append: a requeued job writes to the same files, after its earlier runs' lines
+# (Slurm would otherwise truncate them, and with them why the job stopped and requeued).
 # Exit code: the training's (0 success, 1 failure, 2 bad command line or configuration, 3 bad
 # input data, 143 stopped by SIGTERM), or 2 when this script finds something wrong before
-# launching. `downscale train --check` runs first (once, no MPI): a bad config or store ends the
-# job with its exit code before any rank starts.
+# launching (also run.device cuda in a job without GPUs). `downscale train --check` runs first
+# (once, no MPI): a bad config or store ends the job with its exit code before any rank starts.
 #
 # Time limit: 120 s before it Slurm sends this script SIGUSR1 (--signal=B:USR1@120), which it
 # forwards to the ranks: they finish the step, write checkpoint_last.h5 and exit 75; the script
@@ -46,6 +49,7 @@
 #SBATCH --time=02:00:00
 #SBATCH --output=%x-%j.out
 #SBATCH --error=%x-%j.err
+#SBATCH --open-mode=append
 #SBATCH --signal=B:USR1@120
 #SBATCH --requeue
 set -euo pipefail
@@ -116,7 +120,7 @@ case $container in
       else bin=$(pwd)/build/pipeline/downscale; fi
     fi
     command -v "$bin" >/dev/null ||
-      die "downscale binary '$bin' not found or not executable: set DOWNSCALE_BIN (or build with scripts/build.sh)"
+      die "downscale binary '$bin' not found or not executable: set DOWNSCALE_BIN, build with scripts/build.sh, or submit a bundle's through its bin/env.sh sbatch ..."
     rank_cmd=("$bin")
     ;;
   apptainer:* | singularity:*)
@@ -172,6 +176,20 @@ case ${DOWNSCALE_LAUNCHER:-srun} in
     ;;
   *) die "DOWNSCALE_LAUNCHER='$DOWNSCALE_LAUNCHER': expected srun or mpirun" ;;
 esac
+# One rank per GPU: with more tasks on a node than GPUs, ranks share a GPU (local rank mod GPUs:
+# slower, and the GPU's memory split); with fewer, GPUs sit idle. Allowed (MPS, a deliberate
+# choice), so a warning, not an error. SLURM_TASKS_PER_NODE reads "4", "2(x3)" or "3,1".
+if [[ -n $gpus ]]; then
+  ngpus=$(tr ',' '\n' <<<"$gpus" | grep -c .)
+  per_node=0
+  for t in ${SLURM_TASKS_PER_NODE//,/ }; do t=${t%%(*}; [[ $t =~ ^[0-9]+$ ]] && ((t > per_node)) && per_node=$t; done
+  if ((per_node > ngpus)); then
+    warn="warning: $per_node tasks on a node but $ngpus GPU(s) ($gpus): ranks share GPUs; ask for --gres=gpu:$per_node, or --ntasks-per-node=$ngpus"
+  elif ((per_node > 0 && per_node < ngpus)); then
+    warn="warning: $per_node task(s) on a node but $ngpus GPUs ($gpus): $((ngpus - per_node)) GPU(s) idle; ask for --ntasks-per-node=$ngpus, or --gres=gpu:$per_node"
+  fi
+  [[ -z ${warn-} ]] || { echo "train_forhlr2.sh: $warn" >&2; echo "== $warn"; }
+fi
 if [[ $(id -u) -eq 0 ]]; then
   # Under srun too, the ranks' Open MPI checks for root at MPI_Init.
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -190,9 +208,15 @@ if ((rc != 0)); then
   echo "== downscale train --check failed with exit code $rc: nothing launched ($(printf '%q ' "${check[@]}"))"
   exit "$rc"
 fi
+# run.device cuda where no GPU can be: every rank would fail on its own after the launch. No GPUs
+# given by Slurm and no NVIDIA driver on this node; GPUs a cluster hands out without GRES (the
+# driver's /dev/nvidiactl present) pass, and the ranks say what they find.
+if [[ $(sed -n 's/^device \([a-z]*\) (run.device)$/\1/p' "$tmpdir/check.out") == cuda && -z $gpus && ! -e /dev/nvidiactl ]]; then
+  die "run.device is cuda but this job has no GPU (no CUDA_VISIBLE_DEVICES or SLURM_JOB_GPUS, no NVIDIA driver on $(hostname -s)): submit with --gres=gpu:N to a GPU partition, or --set run.device=auto to train on the CPU"
+fi
 
 cmd=("${launch[@]}" "${rank_cmd[@]}" "${train_args[@]}")
-echo "== downscale train: job ${SLURM_JOB_ID} (${SLURM_JOB_NAME-}) on ${SLURM_JOB_NODELIST-?}"
+echo "== downscale train: job ${SLURM_JOB_ID} (${SLURM_JOB_NAME-}) on ${SLURM_JOB_NODELIST-?}, run $(( ${SLURM_RESTART_COUNT:-0} + 1 ))"
 echo "   nodes ${SLURM_JOB_NUM_NODES:-${SLURM_NNODES-?}}, tasks ${ntasks} (${SLURM_TASKS_PER_NODE-?} per node)," \
      "GPUs ${gpus:-none}, container ${container:-none}"
 echo "   folder $(pwd)"
@@ -204,6 +228,8 @@ start=$(date +%s)
 child=$!
 forwarded=0
 forward() {
+  # `scontrol requeue` below sends this script SIGTERM after the training has ended: nothing to pass on.
+  kill -0 "$child" 2>/dev/null || return 0
   echo "== $1 received: passing it to the training, which writes checkpoint_last.h5 and stops"
   forwarded=1
   kill -"$1" "$child" 2>/dev/null || true

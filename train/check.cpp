@@ -68,7 +68,9 @@ std::string check_training(const Config& cfg, const std::string& store_path, con
     out << "note: the train split (" << n_train << " days) is smaller than one batch per rank (" << cfg.train.batch_size
         << ")\n";
 
-  // The batch script reads this line to find the report a finished training leaves there.
+  // The batch script reads these lines: the device, to stop a cuda run in a job without GPUs before
+  // launching it, and the folder, to find the report a finished training leaves there.
+  out << "device " << cfg.run.device << " (run.device)\n";
   out << "output folder " << model_dir << "\n";
   if (resume) {
     const std::string last = model_dir + "/checkpoint_last.h5";

@@ -13,7 +13,8 @@
 #     143 when srun ended a rank first);
 #  3. kill -9 of rank 1: srun --kill-on-bad-exit ends the step (FAILED) within 30 s; SIGUSR1 to
 #     the batch shell (as --signal=B:USR1@120 at the limit): the ranks checkpoint mid-epoch, exit 75,
-#     the script requeues the job, which resumes from the checkpoint by itself and completes;
+#     the script requeues the job, which resumes from the checkpoint by itself and completes, both
+#     runs' lines in the same .out/.err (--open-mode=append);
 #  4. slurm/scaling.sh for 1 and 2 ranks: the table has both runs, COMPLETED, speed-up 1.00 for 1.
 #  5. slurm/benchmark.sh on CPU ranks (1, 2) for two models at batch 2 and 32x32 images: COMPLETED,
 #     the JSON lines with efficiency, the table and the plot; scaling.sh's plot from 4.
@@ -345,6 +346,10 @@ scontrol show job -o "$job" | grep -q 'Restarts=1' || fail "job $job was not req
 grep -q 'rank 0\] resuming from runs/requeue/train/checkpoint_last.h5 at epoch 1, step 3 of' "downscale-train-$job.err" ||
   { cat "downscale-train-$job.out" "downscale-train-$job.err"; fail "the requeued job did not resume at epoch 1 step 3"; }
 grep -q '^2,' runs/requeue/train/metrics.csv || fail "runs/requeue/train/metrics.csv lacks epoch 2"
+# --open-mode=append: the requeued run's lines follow the first run's in the same files.
+grep -q "job $job .*, run 1$" "downscale-train-$job.out" && grep -q "training exited with code 75" "downscale-train-$job.out" &&
+  grep -q "job $job .*, run 2$" "downscale-train-$job.out" && grep -q "interrupted by SIGUSR1" "downscale-train-$job.err" ||
+  { cat "downscale-train-$job.out"; fail "job $job: the first run's lines are not kept in the .out/.err after the requeue"; }
 
 echo "== 4. scaling.sh, 1 and 2 ranks"
 rc=0

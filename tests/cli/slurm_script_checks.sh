@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# slurm/train_forhlr2.sh's own decisions, without Slurm (a second each; slurm_e2e.sh runs it under
+# a real Slurm): the script is run as a batch step would run it, with the SLURM_* variables set by
+# hand and stand-ins for srun, scontrol and downscale on PATH.
+#  1. more tasks on a node than GPUs (ranks share a GPU) or fewer (GPUs idle): a warning line
+#     naming both counts in .err and .out; one task per GPU: none;
+#  2. the requeue path: the training exits 75 (SIGUSR1), the script runs `scontrol requeue`, which
+#     sends the script SIGTERM (as Slurm does): the job exits 75, and no "TERM received: passing
+#     it to the training" line for a training that has already ended.
+#  3. run.device cuda in a job without GPUs on a node without the NVIDIA driver: exit 2 before
+#     srun, one line naming run.device and --gres; with GPUs it launches.
+#  4. slurm/benchmark.sh when downscale benchmark refuses its options (exit 2, a model name):
+#     the job stops at the first run with exit 2, not one failure per model and rank count; -m two
+#     models without -b: each at the reference's batch (it stopped on the three default batches).
+#   usage: slurm_script_checks.sh <source dir>
+set -euo pipefail
+src=$(realpath "$1")
+fail() { echo "FAIL: $*" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+mkdir -p fake configs out
+touch configs/c.yaml
+# downscale: --check names the output folder; a training exits $FAKE_RC and, on 0, writes its report.
+cat >fake/downscale <<'SH'
+#!/usr/bin/env bash
+[[ $2 == --check ]] && { echo "device ${FAKE_DEVICE:-auto} (run.device)"; echo "output folder out"; exit 0; }
+[[ ${FAKE_RC:-0} -eq 0 ]] && touch out/train_report.json
+exit "${FAKE_RC:-0}"
+SH
+# srun: drops its options, runs the command once.
+printf '%s\n' '#!/usr/bin/env bash' 'echo "srun $*" >>srun.log' 'while [[ $1 == -* ]]; do shift; done' 'exec "$@"' >fake/srun
+# scontrol requeue: Slurm ends the batch script with SIGTERM.
+printf '%s\n' '#!/usr/bin/env bash' 'echo "scontrol $*" >>scontrol.log' 'kill -TERM $PPID' >fake/scontrol
+chmod +x fake/*
+for v in $(compgen -e | grep -E '^(SLURM_|DOWNSCALE_|CUDA_VISIBLE)' || true); do unset "$v"; done
+export PATH=$work/fake:$PATH DOWNSCALE_MODULES="" SLURM_JOB_ID=7 SLURM_NTASKS=4
+
+# job <tasks per node> <GPUs>: runs the script, .out and .err in job.out / job.err; its exit code.
+job() {
+  local rc=0
+  SLURM_TASKS_PER_NODE=$1 CUDA_VISIBLE_DEVICES=$2 bash "$src/slurm/train_forhlr2.sh" configs/c.yaml >job.out 2>job.err || rc=$?
+  return $rc
+}
+echo "== 1. tasks against GPUs"
+job 4 0,1 || fail "4 tasks, 2 GPUs: exit $?, expected 0 (a warning only)"
+grep -q "warning: 4 tasks on a node but 2 GPU(s) (0,1): ranks share GPUs" job.err || { cat job.err; fail "no warning for 4 tasks on 2 GPUs"; }
+grep -q "warning: 4 tasks" job.out || fail "the warning is not in the .out"
+job '2(x2)' 0,1,2,3 || fail "2 tasks, 4 GPUs: exit $?"
+grep -q "warning: 2 task(s) on a node but 4 GPUs (0,1,2,3): 2 GPU(s) idle" job.err || { cat job.err; fail "no warning for idle GPUs"; }
+job 4 0,1,2,3 || fail "4 tasks, 4 GPUs: exit $?"
+grep -q warning job.err job.out && { cat job.err; fail "a warning for one task per GPU"; }
+job 4 "" || fail "no GPUs: exit $?"
+grep -q warning job.err job.out && { cat job.err; fail "a warning without GPUs"; }
+
+echo "== 2. exit 75: requeue, then Slurm's SIGTERM"
+rc=0
+FAKE_RC=75 job 4 "" || rc=$?
+[[ $rc -eq 75 ]] || { cat job.out job.err; fail "exit $rc after the requeue, expected 75"; }
+grep -q "^scontrol requeue 7$" scontrol.log || fail "scontrol requeue 7 was not run"
+grep -q "requeued job 7" job.out || { cat job.out; fail "no 'requeued job 7' line"; }
+grep -q "TERM received" job.out && { cat job.out; fail "the requeue's SIGTERM was reported as passed to an ended training"; }
+
+echo "== 3. run.device cuda without GPUs"
+if [[ -e /dev/nvidiactl ]]; then
+  echo "skipped: this node has the NVIDIA driver (/dev/nvidiactl), where the script launches and the ranks decide"
+else
+  rm -f srun.log
+  rc=0
+  FAKE_DEVICE=cuda job 2 "" || rc=$?
+  [[ $rc -eq 2 ]] || { cat job.out job.err; fail "run.device cuda without GPUs: exit $rc, expected 2"; }
+  grep -q "train_forhlr2.sh: run.device is cuda but this job has no GPU .*--gres=gpu:N" job.err || { cat job.err; fail "no message naming run.device and --gres"; }
+  [[ -e srun.log ]] && fail "srun ran despite run.device cuda without GPUs"
+  FAKE_DEVICE=cuda job 2 0,1 || fail "run.device cuda with GPUs 0,1: exit $?"
+  grep -q "srun " srun.log || fail "srun did not run with GPUs"
+fi
+
+echo "== 4. benchmark.sh: a usage error stops at the first run"
+rm -f srun.log
+rc=0
+FAKE_RC=2 bash "$src/slurm/benchmark.sh" --cpu -m resnet5,resnet101 -r 1,2 >bench.out 2>bench.err || rc=$?
+[[ $rc -eq 2 ]] || { cat bench.out bench.err; fail "benchmark.sh after downscale's exit 2: exit $rc, expected 2"; }
+[[ $(grep -c . srun.log) -eq 1 ]] || { cat bench.err srun.log; fail "benchmark.sh went on after a usage error"; }
+grep -q -- "--model resnet5 --batch-size 256 " srun.log || { cat srun.log; fail "-m without -b: not the reference's batch 256"; }
+grep -q "rejected its options (exit 2)" bench.err || { cat bench.err; fail "no line saying why benchmark.sh stopped"; }
+echo "ok"
