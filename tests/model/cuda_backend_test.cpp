@@ -93,6 +93,19 @@ class ModelCuda : public ::testing::Test {
     }
   }
 
+  // Pooling forward and backward on both backends from the same random input and gradient.
+  // Selecting or averaging the same floats (random data: no ties): 1e-5.
+  void expect_pool_matches_cpu(const PoolDesc& d, const std::string& what) {
+    Pair x = random_pair(d.in, 1), y = random_pair(d.out(), 2), dy = random_pair(d.out(), 3),
+         dx = random_pair(d.in, 4);
+    cpu_->pool2d_forward(d, x.cpu.data(), y.cpu.data());
+    gpu_->pool2d_forward(d, x.gpu.data(), y.gpu.data());
+    expect_close(y, 1e-5, what + " forward");
+    cpu_->pool2d_backward(d, x.cpu.data(), dy.cpu.data(), dx.cpu.data());
+    gpu_->pool2d_backward(d, x.gpu.data(), dy.gpu.data(), dx.gpu.data());
+    expect_close(dx, 1e-5, what + " backward");
+  }
+
   std::unique_ptr<Backend> cpu_, gpu_;
 };
 
@@ -266,14 +279,7 @@ TEST_F(ModelCuda, Pooling) {
       d.kind = kind;
       const std::string what = std::string(kind == PoolKind::kMax ? "max" : "avg") + " pool " + std::to_string(k) +
                                "/" + std::to_string(stride);
-      Pair x = random_pair(d.in, 1), y = random_pair(d.out(), 2), dy = random_pair(d.out(), 3),
-           dx = random_pair(d.in, 4);
-      cpu_->pool2d_forward(d, x.cpu.data(), y.cpu.data());
-      gpu_->pool2d_forward(d, x.gpu.data(), y.gpu.data());
-      expect_close(y, 1e-5, what + " forward");
-      cpu_->pool2d_backward(d, x.cpu.data(), dy.cpu.data(), dx.cpu.data());
-      gpu_->pool2d_backward(d, x.gpu.data(), dy.gpu.data(), dx.gpu.data());
-      expect_close(dx, 1e-5, what + " backward");
+      expect_pool_matches_cpu(d, what);
     }
 }
 
@@ -807,14 +813,7 @@ TEST_F(ModelCuda, PaddedPooling) {
         d.pad_bottom = d.pad_right = after;
         const std::string what = std::string(kind == PoolKind::kMax ? "max" : "avg") + " pool 3/" +
                                  std::to_string(stride) + " pad " + std::to_string(before) + std::to_string(after);
-        Pair x = random_pair(d.in, 1), y = random_pair(d.out(), 2), dy = random_pair(d.out(), 3),
-             dx = random_pair(d.in, 4);
-        cpu_->pool2d_forward(d, x.cpu.data(), y.cpu.data());
-        gpu_->pool2d_forward(d, x.gpu.data(), y.gpu.data());
-        expect_close(y, 1e-5, what + " forward");
-        cpu_->pool2d_backward(d, x.cpu.data(), dy.cpu.data(), dx.cpu.data());
-        gpu_->pool2d_backward(d, x.gpu.data(), dy.gpu.data(), dx.gpu.data());
-        expect_close(dx, 1e-5, what + " backward");
+        expect_pool_matches_cpu(d, what);
       }
 }
 
