@@ -19,7 +19,7 @@
 #   sbatch --ntasks-per-node=8 --gres=none slurm/benchmark.sh --cpu -r 1,2,4,8 -b 32
 # Environment: as slurm/train_forhlr2.sh: DOWNSCALE_BIN, DOWNSCALE_CONTAINER (apptainer:IMAGE,
 # singularity:IMAGE, udocker:NAME), DOWNSCALE_CONTAINER_ARGS, DOWNSCALE_SRUN_MPI (default pmix),
-# DOWNSCALE_LAUNCHER_ARGS, DOWNSCALE_MODULES.
+# DOWNSCALE_LAUNCHER_ARGS, DOWNSCALE_MODULES, DOWNSCALE_HOME.
 # Exit code: 0 every run completed; 1 a run failed (the others still run; see logs/); 2 bad usage
 # (ours, or downscale benchmark's: an unknown model or option stops the job at the first run).
 #
@@ -75,46 +75,16 @@ done
 out=${out:-benchmark-$SLURM_JOB_ID}
 mkdir -p "$out/logs"
 
-# Modules and the per-rank command, as slurm/train_forhlr2.sh.
-modules=${DOWNSCALE_MODULES-compiler/gnu mpi/openmpi devel/cuda}
-if [[ -n $modules ]]; then
-  set +u
-  if ! type module &>/dev/null; then
-    for init in "${MODULESHOME-}/init/bash" /etc/profile.d/lmod.sh /etc/profile.d/modules.sh; do
-      [[ -f $init ]] && { source "$init"; break; }
-    done
-  fi
-  if type module &>/dev/null; then
-    for m in $modules; do module load "$m" || die "module load $m failed: set DOWNSCALE_MODULES (or \"\")"; done
-  else
-    echo "no module system here: using the environment as it is (DOWNSCALE_MODULES ignored)"
-  fi
-  set -u
-fi
-container=${DOWNSCALE_CONTAINER-}
-read -r -a container_args <<<"${DOWNSCALE_CONTAINER_ARGS-}"
-nv=()
-[[ $device != cpu && -n ${CUDA_VISIBLE_DEVICES:-${SLURM_JOB_GPUS:-}} ]] && nv=(--nv)
-case $container in
-  "")
-    bin=${DOWNSCALE_BIN-}
-    [[ -n $bin ]] || { command -v downscale >/dev/null && bin=downscale || bin=$(pwd)/build/pipeline/downscale; }
-    command -v "$bin" >/dev/null || die "downscale binary '$bin' not found: set DOWNSCALE_BIN"
-    rank_cmd=("$bin") ;;
-  apptainer:* | singularity:*)
-    image=${container#*:}
-    [[ -f $image ]] || die "container image '$image' (DOWNSCALE_CONTAINER=$container) not found"
-    runtime=${container%%:*}
-    command -v "$runtime" >/dev/null || runtime=apptainer
-    command -v "$runtime" >/dev/null || runtime=singularity
-    command -v "$runtime" >/dev/null || die "DOWNSCALE_CONTAINER=$container but neither apptainer nor singularity is on PATH"
-    rank_cmd=("$runtime" exec ${nv[@]+"${nv[@]}"} ${container_args[@]+"${container_args[@]}"} "$image" "${DOWNSCALE_BIN:-downscale}") ;;
-  udocker:*)
-    command -v udocker >/dev/null || die "DOWNSCALE_CONTAINER=$container but udocker is not on PATH"
-    rank_cmd=(udocker run --hostenv --nometa --volume="$(pwd)" --workdir="$(pwd)" ${container_args[@]+"${container_args[@]}"}
-              "${container#udocker:}" "${DOWNSCALE_BIN:-/usr/local/bin/downscale}") ;;
-  *) die "DOWNSCALE_CONTAINER='$container': expected empty, apptainer:IMAGE, singularity:IMAGE or udocker:NAME" ;;
-esac
+# Modules and the per-rank command: slurm/rank_command.sh, found as train_forhlr2.sh finds it
+# (sbatch runs a copy of this script from its spool folder, not next to its siblings).
+lib=""  # the first of these folders that has it
+for d in "$(dirname "${BASH_SOURCE[0]}")" ${DOWNSCALE_HOME:+"$DOWNSCALE_HOME/slurm"} ${DOWNSCALE_BUNDLE:+"$DOWNSCALE_BUNDLE/slurm"} "${SLURM_SUBMIT_DIR:-$(pwd)}/slurm"; do
+  [[ -f $d/rank_command.sh ]] && { lib=$d/rank_command.sh; break; }; done
+[[ -n $lib ]] || die "slurm/rank_command.sh not found (not in DOWNSCALE_HOME '${DOWNSCALE_HOME-}', DOWNSCALE_BUNDLE '${DOWNSCALE_BUNDLE-}' nor the submit folder ${SLURM_SUBMIT_DIR:-$(pwd)}): submit from the checkout, through a bundle's bin/env.sh, or set DOWNSCALE_HOME to the checkout"
+source "$lib"
+gpus=""
+[[ $device != cpu ]] && gpus=${CUDA_VISIBLE_DEVICES:-${SLURM_JOB_GPUS:-}}
+rank_command "$gpus"
 read -r -a launcher_args <<<"${DOWNSCALE_LAUNCHER_ARGS-}"
 [[ $(id -u) -eq 0 ]] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 

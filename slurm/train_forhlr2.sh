@@ -25,6 +25,8 @@
 #   DOWNSCALE_LAUNCHER_ARGS  extra arguments for srun / mpirun
 #   DOWNSCALE_MODULES    environment modules to load where a module system exists (default:
 #                        "compiler/gnu mpi/openmpi devel/cuda", the bwHPC names; "" loads none)
+#   DOWNSCALE_HOME       the checkout (or bundle) whose slurm/rank_command.sh this script sources
+#                        (default: the bundle's under bin/env.sh, else the submit folder)
 #
 # Logs: <job name>-<job id>.out (this script's header and summary) and .err (the ranks' log
 # lines, each prefixed "[train rank N]") in the submit folder; Slurm does not create folders for
@@ -89,66 +91,17 @@ if [[ ${SLURM_RESTART_COUNT:-0} -gt 0 ]]; then
   ((resume_given)) || train_args+=(--resume-auto)
 fi
 
-# --- modules, where a module system exists (none on a plain Debian machine, nor in CI) ---
-modules=${DOWNSCALE_MODULES-compiler/gnu mpi/openmpi devel/cuda}
-if [[ -n $modules ]]; then
-  set +u  # module init scripts read unset variables
-  if ! type module &>/dev/null; then
-    for init in "${MODULESHOME-}/init/bash" /etc/profile.d/lmod.sh /etc/profile.d/modules.sh; do
-      [[ -f $init ]] && { source "$init"; break; }
-    done
-  fi
-  if type module &>/dev/null; then
-    for m in $modules; do
-      module load "$m" || die "module load $m failed: set DOWNSCALE_MODULES to this cluster's module names (or \"\")"
-    done
-  else
-    echo "no module system here: using the environment as it is (DOWNSCALE_MODULES ignored)"
-  fi
-  set -u
-fi
-
-# --- what runs on each rank: the binary, natively or in a container ---
-container=${DOWNSCALE_CONTAINER-}
-read -r -a container_args <<<"${DOWNSCALE_CONTAINER_ARGS-}"
+# --- modules, and what runs on each rank (the binary, natively or in a container) ---
+# Shared with benchmark.sh in slurm/rank_command.sh. sbatch runs a copy of this script from its
+# spool folder, so that file is looked for as the binary is: next to this script when run with
+# bash, then DOWNSCALE_HOME, the bundle (DOWNSCALE_BUNDLE, set by bin/env.sh), the submit folder.
+lib=""  # the first of these folders that has it
+for d in "$(dirname "${BASH_SOURCE[0]}")" ${DOWNSCALE_HOME:+"$DOWNSCALE_HOME/slurm"} ${DOWNSCALE_BUNDLE:+"$DOWNSCALE_BUNDLE/slurm"} "${SLURM_SUBMIT_DIR:-$(pwd)}/slurm"; do
+  [[ -f $d/rank_command.sh ]] && { lib=$d/rank_command.sh; break; }; done
+[[ -n $lib ]] || die "slurm/rank_command.sh not found (not in DOWNSCALE_HOME '${DOWNSCALE_HOME-}', DOWNSCALE_BUNDLE '${DOWNSCALE_BUNDLE-}' nor the submit folder ${SLURM_SUBMIT_DIR:-$(pwd)}): submit from the checkout, through a bundle's bin/env.sh, or set DOWNSCALE_HOME to the checkout"
+source "$lib"
 gpus=${CUDA_VISIBLE_DEVICES:-${SLURM_JOB_GPUS:-${SLURM_STEP_GPUS:-}}}
-case $container in
-  "")
-    bin=${DOWNSCALE_BIN-}
-    if [[ -z $bin ]]; then
-      if command -v downscale >/dev/null; then bin=downscale
-      else bin=$(pwd)/build/pipeline/downscale; fi
-    fi
-    command -v "$bin" >/dev/null ||
-      die "downscale binary '$bin' not found or not executable: set DOWNSCALE_BIN, build with scripts/build.sh, or submit a bundle's through its bin/env.sh sbatch ..."
-    rank_cmd=("$bin")
-    ;;
-  apptainer:* | singularity:*)
-    image=${container#*:}
-    [[ -f $image ]] || die "container image '$image' (DOWNSCALE_CONTAINER=$container) not found"
-    runtime=${container%%:*}
-    command -v "$runtime" >/dev/null || runtime=apptainer
-    command -v "$runtime" >/dev/null || runtime=singularity
-    command -v "$runtime" >/dev/null || die "DOWNSCALE_CONTAINER=$container but neither apptainer nor singularity is on PATH"
-    # --nv maps the host's NVIDIA driver into the container when the job has GPUs. The submit
-    # folder (the current one) is bound by default, so relative config and run paths work.
-    nv=()
-    [[ -n $gpus ]] && nv=(--nv)
-    rank_cmd=("$runtime" exec ${nv[@]+"${nv[@]}"} ${container_args[@]+"${container_args[@]}"} "$image" "${DOWNSCALE_BIN:-downscale}")
-    ;;
-  udocker:*)
-    name=${container#udocker:}
-    [[ -n $name ]] || die "DOWNSCALE_CONTAINER=udocker: needs a container name (udocker:NAME)"
-    command -v udocker >/dev/null || die "DOWNSCALE_CONTAINER=$container but udocker is not on PATH"
-    # --hostenv carries the launcher's rank variables (PMIx, SLURM_*, OMPI_*) into the
-    # container; --nometa ignores the image's ENTRYPOINT (downscale), which would otherwise come
-    # before the command; the submit folder is mounted at the same path and is the working
-    # folder. GPUs: run `udocker setup --nvidia NAME` once beforehand.
-    rank_cmd=(udocker run --hostenv --nometa --volume="$(pwd)" --workdir="$(pwd)" ${container_args[@]+"${container_args[@]}"}
-              "$name" "${DOWNSCALE_BIN:-/usr/local/bin/downscale}")
-    ;;
-  *) die "DOWNSCALE_CONTAINER='$container': expected empty, apptainer:IMAGE, singularity:IMAGE or udocker:NAME" ;;
-esac
+rank_command "$gpus"
 
 # --- the launcher: one rank per task of the allocation ---
 ntasks=${SLURM_NTASKS:-${SLURM_NPROCS:-1}}
@@ -218,7 +171,7 @@ fi
 cmd=("${launch[@]}" "${rank_cmd[@]}" "${train_args[@]}")
 echo "== downscale train: job ${SLURM_JOB_ID} (${SLURM_JOB_NAME-}) on ${SLURM_JOB_NODELIST-?}, run $(( ${SLURM_RESTART_COUNT:-0} + 1 ))"
 echo "   nodes ${SLURM_JOB_NUM_NODES:-${SLURM_NNODES-?}}, tasks ${ntasks} (${SLURM_TASKS_PER_NODE-?} per node)," \
-     "GPUs ${gpus:-none}, container ${container:-none}"
+     "GPUs ${gpus:-none}, container ${DOWNSCALE_CONTAINER:-none}"
 echo "   folder $(pwd)"
 echo "   command: $(printf '%q ' "${cmd[@]}")"
 start=$(date +%s)

@@ -28,7 +28,7 @@ if [[ -z ${DS_BUNDLE_NS:-} ]]; then
   if readelf -d "$root/bin/downscale" "$root/bin/test_model" | grep -E 'NEEDED.*lib(cuda|cudnn|cublas|nccl)'; then
     echo "a program links a CUDA library"; exit 1
   fi
-  for f in bin/env.sh lib/libstdc++.so.6 lib/libmpi.so.40 share/udunits/udunits2.xml share/openmpi slurm/train_forhlr2.sh README.md; do
+  for f in bin/env.sh lib/libstdc++.so.6 lib/libmpi.so.40 share/udunits/udunits2.xml share/openmpi slurm/train_forhlr2.sh slurm/rank_command.sh README.md; do
     [[ -e $root/$f ]] || { echo "missing from the bundle: $f"; exit 1; }
   done
   if [[ -e $(dirname "$bin")/../lib/libdownscale_cuda.so && ! -e $root/lib/libdownscale_cuda.so ]]; then

@@ -184,7 +184,7 @@ done
 common=("${years[@]}" --set run.threads=1 --set train.epochs=2 --set train.warmup_epochs=0)
 
 # What the jobs inherit: this binary, no modules, and temporary files (Open MPI's) in our folder.
-export DOWNSCALE_BIN=$bin DOWNSCALE_MODULES="" TMPDIR=$work/tmp
+export DOWNSCALE_BIN=$bin DOWNSCALE_HOME=$src DOWNSCALE_MODULES="" TMPDIR=$work/tmp
 ranks=2
 script=$src/slurm/train_forhlr2.sh
 

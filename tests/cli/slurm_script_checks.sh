@@ -12,6 +12,9 @@
 #  4. slurm/benchmark.sh when downscale benchmark refuses its options (exit 2, a model name):
 #     the job stops at the first run with exit 2, not one failure per model and rank count; -m two
 #     models without -b: each at the reference's batch (it stopped on the three default batches).
+#  5. both scripts copied alone into a spool folder, as sbatch runs them: without
+#     slurm/rank_command.sh in DOWNSCALE_HOME, DOWNSCALE_BUNDLE or the submit folder, exit 2 with
+#     one line naming it; with it in any of the three, the job launches.
 #   usage: slurm_script_checks.sh <source dir>
 set -euo pipefail
 src=$(realpath "$1")
@@ -83,4 +86,23 @@ FAKE_RC=2 bash "$src/slurm/benchmark.sh" --cpu -m resnet5,resnet101 -r 1,2 >benc
 [[ $(grep -c . srun.log) -eq 1 ]] || { cat bench.err srun.log; fail "benchmark.sh went on after a usage error"; }
 grep -q -- "--model resnet5 --batch-size 256 " srun.log || { cat srun.log; fail "-m without -b: not the reference's batch 256"; }
 grep -q "rejected its options (exit 2)" bench.err || { cat bench.err; fail "no line saying why benchmark.sh stopped"; }
+echo "== 5. a copy in sbatch's spool folder finds slurm/rank_command.sh as it finds the binary"
+# sbatch runs a copy of the script (slurm_script) from its spool folder: nothing next to it.
+mkdir -p spool
+cp "$src/slurm/train_forhlr2.sh" spool/slurm_script
+cp "$src/slurm/benchmark.sh" spool/bench_script
+rc=0
+SLURM_TASKS_PER_NODE=4 bash spool/slurm_script configs/c.yaml >job.out 2>job.err || rc=$?
+[[ $rc -eq 2 ]] || { cat job.out job.err; fail "no slurm/rank_command.sh anywhere: exit $rc, expected 2"; }
+[[ $(grep -c . job.err) -eq 1 ]] && grep -q "^train_forhlr2.sh: slurm/rank_command.sh not found .*DOWNSCALE_HOME" job.err ||
+  { cat job.err; fail "not one line naming slurm/rank_command.sh and DOWNSCALE_HOME"; }
+rc=0
+bash spool/bench_script --cpu -r 1 >bench.out 2>bench.err || rc=$?
+[[ $rc -eq 2 ]] && grep -q "^benchmark.sh: slurm/rank_command.sh not found" bench.err || { cat bench.err; fail "benchmark.sh without slurm/rank_command.sh: exit $rc"; }
+for where in DOWNSCALE_HOME DOWNSCALE_BUNDLE SLURM_SUBMIT_DIR; do
+  rm -f srun.log
+  env "$where=$src" SLURM_TASKS_PER_NODE=4 bash spool/slurm_script configs/c.yaml >job.out 2>job.err ||
+    { cat job.err; fail "$where=$src: exit $?"; }
+  grep -q "srun " srun.log || fail "$where=$src: srun did not run"
+done
 echo "ok"
