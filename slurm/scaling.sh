@@ -22,12 +22,19 @@
 #                          a neighbour on the node would distort its throughput)
 #   --script FILE          the batch script (default: train_forhlr2.sh next to this script)
 #   --poll SECONDS         how often to ask Slurm about the jobs (default 5)
-#   --timeout SECONDS      stop waiting after this long, cancel what is left (default: none)
+#   --timeout SECONDS      stop waiting after this long, cancel what is left (default
+#                          $DOWNSCALE_SCALING_TIMEOUT, else 86400: a day; 0: wait for ever)
 #   --collect              submit nothing: wait for and tabulate the jobs already in --out's jobs.tsv
 #   -h, --help
 # Everything after CONFIG goes to `downscale train` in every job, then --set run.dir=<out>/runs/
 # ranks-N (last, so it wins). The environment reaches the jobs (DOWNSCALE_BIN, _CONTAINER, ...:
 # see train_forhlr2.sh). Interrupting the wait (Ctrl-C) cancels the jobs not yet finished.
+# A job that can never start is cancelled with one line naming it and its reason (squeue %r):
+# pending for PartitionConfig, PartitionNodeLimit, PartitionTimeLimit, BadConstraints,
+# DependencyNeverSatisfied, InvalidAccount, InvalidQOS or a per-job QOS/association limit (more
+# nodes, GPUs or time than it may ever have) at once; for ReqNodeNotAvail (nodes down or
+# reserved: an administrator may bring them back) once it has stayed so for
+# $DOWNSCALE_SCALING_NODE_WAIT seconds (default 600). The others still run; the table shows it.
 # Exit code: 0 every job COMPLETED with a report; 1 a job did not complete; 3 a job completed
 # without writing its report; 2 bad usage.
 set -euo pipefail
@@ -43,7 +50,8 @@ cpu=0
 exclusive=1
 script="$here/train_forhlr2.sh"
 poll=5
-timeout=0
+timeout=${DOWNSCALE_SCALING_TIMEOUT:-86400}
+node_wait=${DOWNSCALE_SCALING_NODE_WAIT:-600}
 collect=0
 extra=()
 while [[ $# -gt 0 ]]; do
@@ -76,7 +84,8 @@ done
 command -v python3 >/dev/null || die "python3 is needed to read the reports (standard library only)"
 command -v scontrol >/dev/null || die "scontrol not found: is this a Slurm login node (a module to load)?"
 [[ $poll =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--poll '$poll': expected seconds"
-[[ $timeout =~ ^[0-9]+$ ]] || die "--timeout '$timeout': expected whole seconds"
+[[ $timeout =~ ^[0-9]+$ ]] || die "--timeout '$timeout' (or DOWNSCALE_SCALING_TIMEOUT): expected whole seconds"
+[[ $node_wait =~ ^[0-9]+$ ]] || die "DOWNSCALE_SCALING_NODE_WAIT '$node_wait': expected whole seconds"
 
 if ((collect)); then
   [[ -n $out && -f $out/jobs.tsv ]] || die "--collect needs --out DIR with the jobs.tsv of an earlier study"
@@ -134,7 +143,7 @@ fi
 
 # --- wait: scontrol every --poll seconds (sbatch --wait polls at growing intervals, up to a minute) ---
 mapfile -t jobs < <(tail -n +2 "$out/jobs.tsv" | cut -f2)
-declare -A state
+declare -A state why node_since
 job_state() {  # the job's state; "" once Slurm has forgotten it (MinJobAge)
   local s
   s=$(scontrol show job -o "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2) || true
@@ -142,6 +151,22 @@ job_state() {  # the job's state; "" once Slurm has forgotten it (MinJobAge)
     s=$(sacct -n -X -P -j "$1" -o State 2>/dev/null | head -1 | cut -d' ' -f1) || true
   fi
   echo "$s"
+}
+# never_starts <job>: sets why[job] to the squeue reason of a PENDING job that can never start
+# (not in a subshell: node_since must persist from one poll to the next).
+never_starts() {
+  local reason
+  reason=$(squeue -h -j "$1" -o %r 2>/dev/null | head -1) || true
+  case $reason in
+    PartitionConfig* | PartitionNodeLimit* | PartitionTimeLimit* | BadConstraints* | DependencyNeverSatisfied* | \
+      InvalidAccount* | InvalidQOS* | QOSMax*PerJob* | AssocMax*PerJob*)
+      why[$1]=$reason ;;
+    ReqNodeNotAvail*)
+      node_since[$1]=${node_since[$1]:-$(date +%s)}
+      (($(date +%s) - node_since[$1] >= node_wait)) && why[$1]="$reason (for more than $node_wait s)" ;;
+    *) unset "node_since[$1]" ;;
+  esac
+  return 0
 }
 finished() { [[ $1 =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|PREEMPTED|BOOT_FAIL|DEADLINE|)$ ]]; }
 cancel_left() {
@@ -159,11 +184,19 @@ while :; do
   for j in "${jobs[@]}"; do
     finished "${state[$j]-PENDING}" && [[ -n ${state[$j]+x} ]] && continue
     state[$j]=$(job_state "$j")
+    if [[ ${state[$j]} == PENDING ]] && command -v squeue >/dev/null; then
+      never_starts "$j"
+      if [[ -n ${why[$j]-} ]]; then
+        echo "scaling.sh: job $j ($(awk -F'\t' -v j="$j" '$2 == j {print $1}' "$out/jobs.tsv") rank(s)) can never start: pending with reason ${why[$j]}; cancelling it" >&2
+        scancel "$j" || true
+        state[$j]=CANCELLED
+      fi
+    fi
     finished "${state[$j]}" || pending=$((pending + 1))
   done
   ((pending)) || break
   if ((timeout && $(date +%s) - start > timeout)); then
-    echo "scaling.sh: $pending job(s) still not finished after $timeout s" >&2
+    echo "scaling.sh: $pending job(s) still not finished after $timeout s (--timeout, DOWNSCALE_SCALING_TIMEOUT)" >&2
     cancel_left
     break
   fi
@@ -176,7 +209,7 @@ states=$out/states.tsv
 : >"$states"
 for j in "${jobs[@]}"; do
   exit_code=$(scontrol show job -o "$j" 2>/dev/null | grep -o ' ExitCode=[0-9:]*' | cut -d= -f2) || true
-  printf '%s\t%s\t%s\n' "$j" "${state[$j]:-UNKNOWN}" "${exit_code:-?}" >>"$states"
+  printf '%s\t%s\t%s\n' "$j" "${state[$j]:-UNKNOWN}${why[$j]:+ (${why[$j]%%[ ,]*})}" "${exit_code:-?}" >>"$states"
 done
 rc=0
 python3 - "$out" <<'PY' || rc=$?

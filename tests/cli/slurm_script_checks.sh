@@ -15,6 +15,10 @@
 #  5. both scripts copied alone into a spool folder, as sbatch runs them: without
 #     slurm/rank_command.sh in DOWNSCALE_HOME, DOWNSCALE_BUNDLE or the submit folder, exit 2 with
 #     one line naming it; with it in any of the three, the job launches.
+#  6. slurm/scaling.sh (stand-ins for sbatch, scontrol, squeue, scancel): a job pending for
+#     PartitionConfig is cancelled at once with one line naming it and the reason, exit 1;
+#     ReqNodeNotAvail once it lasts DOWNSCALE_SCALING_NODE_WAIT; a clearing reason (Priority) is
+#     waited for until the default time-out (DOWNSCALE_SCALING_TIMEOUT).
 #   usage: slurm_script_checks.sh <source dir>
 set -euo pipefail
 src=$(realpath "$1")
@@ -105,4 +109,46 @@ for where in DOWNSCALE_HOME DOWNSCALE_BUNDLE SLURM_SUBMIT_DIR; do
     { cat job.err; fail "$where=$src: exit $?"; }
   grep -q "srun " srun.log || fail "$where=$src: srun did not run"
 done
+echo "== 6. scaling.sh: a job that can never start is cancelled, not waited for"
+# Stand-ins: sbatch numbers jobs from 101; a job with --ntasks-per-node in $FAKE_STUCK stays
+# PENDING with squeue reason $FAKE_REASON, the others are COMPLETED; scancel marks CANCELLED.
+mkdir -p fake6 && touch store.h5
+cat >fake6/sbatch <<'SH'
+#!/usr/bin/env bash
+n=$(( $(cat jobid 2>/dev/null || echo 100) + 1 )); echo $n >jobid
+for a; do [[ $a == --ntasks-per-node=* ]] && r=${a#*=}; done
+[[ " $FAKE_STUCK " == *" $r "* ]] && echo PENDING >state.$n || echo COMPLETED >state.$n
+echo $n
+SH
+printf '%s\n' '#!/usr/bin/env bash' 'echo "JobId=$4 JobState=$(cat state.$4) ExitCode=0:0"' >fake6/scontrol
+printf '%s\n' '#!/usr/bin/env bash' 'echo "$FAKE_REASON"' >fake6/squeue
+printf '%s\n' '#!/usr/bin/env bash' 'for j; do echo CANCELLED >state.$j; echo "scancel $j" >>scancel.log; done' >fake6/scancel
+chmod +x fake6/*
+# scaling <ranks> <out>: scaling.sh with the stand-ins; its exit code, stderr in <out>.err.
+scaling() {
+  local rc=0
+  rm -f scancel.log
+  PATH=$work/fake6:$PATH bash "$src/slurm/scaling.sh" --ranks "$1" --cpu --poll 0.1 --store store.h5 --out "$2" \
+    configs/c.yaml >"$2.out" 2>"$2.err" || rc=$?
+  return $rc
+}
+rc=0
+FAKE_STUCK=4 FAKE_REASON=PartitionConfig scaling 1,4 s1 || rc=$?
+[[ $rc -eq 1 ]] || { cat s1.out s1.err; fail "a job pending for PartitionConfig: exit $rc, expected 1"; }
+grep -q "^scaling.sh: job 102 (4 rank(s)) can never start: pending with reason PartitionConfig; cancelling it$" s1.err ||
+  { cat s1.err; fail "no line naming job 102 and PartitionConfig"; }
+grep -qx "scancel 102" scancel.log || fail "job 102 was not cancelled"
+grep -q "| 4 | 102 | CANCELLED (PartitionConfig) (no report) |" s1/scaling.md || { cat s1/scaling.md; fail "the table does not say why job 102 was cancelled"; }
+# ReqNodeNotAvail may clear (nodes back from maintenance): cancelled only once it lasts NODE_WAIT.
+rc=0
+FAKE_STUCK=1 FAKE_REASON="ReqNodeNotAvail, UnavailableNodes:n1" DOWNSCALE_SCALING_NODE_WAIT=1 scaling 1 s2 || rc=$?
+[[ $rc -eq 1 ]] && grep -q "^scaling.sh: job 103 (1 rank(s)) can never start: pending with reason ReqNodeNotAvail, UnavailableNodes:n1 (for more than 1 s)" s2.err ||
+  { cat s2.err; fail "ReqNodeNotAvail for more than DOWNSCALE_SCALING_NODE_WAIT: exit $rc"; }
+# A reason that clears (Priority): waited for until the default time-out, here 1 s.
+rc=0
+FAKE_STUCK=1 FAKE_REASON=Priority DOWNSCALE_SCALING_TIMEOUT=1 scaling 1 s3 || rc=$?
+[[ $rc -eq 1 ]] && grep -q "1 job(s) still not finished after 1 s (--timeout, DOWNSCALE_SCALING_TIMEOUT)" s3.err ||
+  { cat s3.err; fail "DOWNSCALE_SCALING_TIMEOUT=1: exit $rc"; }
+grep -q "can never start" s3.err && fail "a job pending for Priority was taken for one that can never start"
+grep -q "^scancel " scancel.log || fail "the timed-out job was not cancelled"
 echo "ok"
