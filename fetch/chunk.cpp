@@ -50,14 +50,6 @@ std::string working_folder_note(const std::string& path) {
   return ec ? "" : " (a relative path, read from the working folder " + cwd + ")";
 }
 
-// The host of a URL, without credentials (user:password@) or path.
-std::string url_host(const std::string& url) {
-  const size_t from = url.find("://") + 3, to = url.find('/', from);
-  std::string host = url.substr(from, to == std::string::npos ? std::string::npos : to - from);
-  if (const size_t at = host.rfind('@'); at != std::string::npos) host.erase(0, at + 1);
-  return host;
-}
-
 // The output file's header; the caller writes the coordinates and values.
 struct FieldFile {
   NcFile nc;
@@ -209,6 +201,13 @@ class StderrWatch {
 };
 
 }  // namespace
+
+std::string url_host(const std::string& url) {
+  const size_t from = url.find("://") + 3, to = url.find('/', from);
+  std::string host = url.substr(from, to == std::string::npos ? std::string::npos : to - from);
+  if (const size_t at = host.rfind('@'); at != std::string::npos) host.erase(0, at + 1);
+  return host;
+}
 
 void source_check(int status, const std::string& where) {
   if (status == NC_NOERR) return;

@@ -40,6 +40,8 @@ void source_check(int status, const std::string& where);
 NcFile open_source(const std::string& url);
 // " (host H unreachable? ...)": the host, that the node may have no network, where credentials go.
 std::string network_hint(const std::string& url);
+// The host of a URL ("host" or "host:port"), without credentials (user:password@) or path.
+std::string url_host(const std::string& url);
 
 struct ChunkResult {
   size_t ntime = 0;

@@ -3,18 +3,23 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <utility>
 
 #include "fetch/chunk.h"
+#include "fetch/server_probe.h"
 #include "io/error.h"
 
 namespace ds {
 
+double dry_run_timeout(double timeout_s) { return timeout_s > 0 ? std::min(timeout_s, kDryRunWaitS) : kDryRunWaitS; }
+
 // open_source sends stderr to a pipe while netCDF-C opens a source (fetch/chunk.cpp), exactly
 // when a hung open must be reported: write to a copy of the real stderr taken beforehand.
-RequestWatch::RequestWatch(double timeout_s, double note_every_s)
-    : timeout_s_(timeout_s), note_every_s_(note_every_s), err_fd_(::dup(STDERR_FILENO)), thread_([this] { run(); }) {}
+RequestWatch::RequestWatch(double timeout_s, std::string setting, double note_every_s)
+    : timeout_s_(timeout_s), setting_(std::move(setting)), note_every_s_(note_every_s), err_fd_(::dup(STDERR_FILENO)), thread_([this] { run(); }) {}
 
 void RequestWatch::say(const std::string& line) const {
   const int fd = err_fd_ >= 0 ? err_fd_ : STDERR_FILENO;
@@ -56,10 +61,16 @@ void RequestWatch::run() {
       char secs[32];
       std::snprintf(secs, sizeof secs, "%g", timeout_s_);
       spdlog::default_logger()->flush();
-      // A hang on a URL is how a node whose packets are dropped (no route out) looks too.
-      const bool remote = what_.find("://") != std::string::npos;
-      say("downscale fetch: error: timed out after " + std::string(secs) + " s waiting for " + what_ +
-          " (fetch.timeout_s); nothing was written" + (remote ? network_hint(what_) : "") + "\n");
+      // A hang on a URL is how a node whose packets are dropped (no route out) looks too: a
+      // connection the server still accepts (within 2 s) tells a silent server from that.
+      std::string why;
+      if (what_.find("://") != std::string::npos)
+        why = probe_server(what_, 2) == ServerProbe::accepts
+                  ? " (host " + url_host(what_) +
+                        " accepted the connection but did not answer: the server is hung or overloaded; try again later)"
+                  : network_hint(what_);
+      say("downscale fetch: error: timed out after " + std::string(secs) + " s waiting for " + what_ + " (" + setting_ +
+          "); nothing was written" + why + "\n");
       _exit(kExitFailure);  // the request cannot be unwound; the lock goes with the process
     }
     if (note_every_s_ > 0 && waited >= next_note) {

@@ -68,14 +68,17 @@ Dataset dataset_of(const Config& cfg, const std::string& dataset, const std::str
 // the chunks do.
 // A server that stops answering ends the fetch after fetch.timeout_s (RequestWatch).
 // A dry run tries once: it is a check someone waits for, and a node without network would
-// otherwise wait through every retry (8 doubling delays: over 20 minutes) to say so.
+// otherwise wait through every retry (8 doubling delays: over 20 minutes) to say so. For the same
+// reason it waits for a request at most kDryRunWaitS (20 s), not fetch.timeout_s (300 s).
 void plan_with_retries(const SourceRequest& s, const Config::Fetch& f, bool dry_run,
                        std::map<std::string, NcFile>& opened, FetchPlan& plan) {
   const int attempts = dry_run ? 1 : f.attempts;
   // The synthetic sources exist once `downscale synth` wrote them into synth.dir.
   if (s.dataset.synthetic && !path_exists(s.url))
     throw InputError(s.url + ": no such file (run `downscale synth` first: it writes the synthetic sources into synth.dir)");
-  RequestWatch watch(f.timeout_s);
+  RequestWatch watch(dry_run ? dry_run_timeout(f.timeout_s) : f.timeout_s,
+                     dry_run ? fmt::format("fetch.timeout_s; a dry run waits at most {:g} s", kDryRunWaitS)
+                             : "fetch.timeout_s");
   for (int attempt = 1;; ++attempt) {
     try {
       const SourceOpener open = [&](const std::string& url) -> const NcFile& {
