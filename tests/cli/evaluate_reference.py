@@ -30,10 +30,15 @@ from pr.nc too. The linear baseline (principal components of the store's predict
 domain numbers are checked against its own per-box fields in scores.nc (the aggregation only).
 
 usage: evaluate_reference.py RUN_DIR FIRST_TRAIN_YEAR LAST_TRAIN_YEAR
+       evaluate_reference.py --continuous VAR PREDICT_DIR EVALUATE_DIR OBS_FILE FIRST LAST [MONTHS]
+The second form checks a continuous predictand (tas): bias = mean(pred) - mean(obs), RMSE, Pearson
+correlation and sd(pred) / sd(obs) (n - 1 both) per box, for the CNN and climatology; MONTHS (e.g.
+12,1,2) are the season, whose December belongs to the next season-year as in preprocess.
 Exit 0 when everything agrees within the stated tolerances, 1 otherwise (each difference printed).
 """
 import json
 import sys
+import warnings
 
 import netCDF4
 import numpy as np
@@ -332,5 +337,67 @@ def main():
     return 1 if fail.count else 0
 
 
+def continuous(var, pdir, edir, obs_path, y0, y1, months):
+    pred = netCDF4.Dataset(f"{pdir}/{var}.nc")
+    obsf = netCDF4.Dataset(obs_path)
+    nc = netCDF4.Dataset(f"{edir}/scores.nc")
+    report = json.load(open(f"{edir}/scores.json"))
+    pdates, odates = dates_of(pred), dates_of(obsf)
+    where = {d: i for i, d in enumerate(odates)}
+    tsel = np.array([where[d] for d in pdates])
+    plat, plon = pred.variables["lat"][:], pred.variables["lon"][:]
+    olat, olon = obsf.variables["lat"][:], obsf.variables["lon"][:]
+    rsel = np.array([np.flatnonzero(np.abs(olat - y) < 1e-6)[0] for y in plat])
+    csel = np.array([np.flatnonzero(np.abs(olon - x) < 1e-6)[0] for x in plon])
+    allobs = read_var(obsf, var)[:, rsel][:, :, csel]
+    nt, npts = len(pdates), plat.size * plon.size
+    obs = allobs[tsel].reshape(nt, npts).astype(np.float64)
+    x = read_var(pred, var).reshape(nt, npts)
+    land = np.isfinite(x).any(axis=0)
+    obs[:, ~land] = np.nan
+    # Climatology over the training season-years (December counts towards the next year).
+    sy = np.array([d[0] + (1 if d[1] == 12 and 12 in months and 1 in months else 0) for d in odates])
+    train = np.array([d[1] in months for d in odates]) & (sy >= y0) & (sy <= y1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        clim = np.nanmean(allobs[train].reshape(train.sum(), npts).astype(np.float64), axis=0).astype(np.float32)
+    methods = {"cnn": x, "climatology": np.broadcast_to(np.where(land, clim, np.nan), (nt, npts)).astype(np.float32)}
+    obs_mean, obs_sd = np.full(npts, np.nan), np.full(npts, np.nan)
+    for k in np.flatnonzero(land):
+        o = obs[np.isfinite(obs[:, k]), k]
+        obs_mean[k], obs_sd[k] = o.mean(), o.std(ddof=1)
+    compare_field("mean_observed", obs_mean, nc)
+    compare_field("sd_observed", obs_sd, nc)
+    for k, v in (("mean", obs_mean), ("sd", obs_sd)):
+        ok, _ = close(domain(v)[0], report["observed"][k], RTOL_JSON)
+        if not ok:
+            fail(f"scores.json observed {k}: reference {domain(v)[0]!r}, evaluate {report['observed'][k]!r}")
+    for name, series in methods.items():
+        r = {n: np.full(npts, np.nan) for n in ("mean", "bias", "rmse", "pearson", "sd_ratio")}
+        for k in np.flatnonzero(land):
+            ok = np.isfinite(obs[:, k]) & np.isfinite(series[:, k])
+            o, p = obs[ok, k], series[ok, k].astype(np.float64)
+            so, sp = o.std(ddof=1), p.std(ddof=1)
+            r["mean"][k], r["bias"][k] = p.mean(), p.mean() - o.mean()
+            r["rmse"][k] = np.sqrt(np.mean((p - o) ** 2))
+            r["pearson"][k] = np.corrcoef(o, p)[0, 1] if so > 0 and sp > 0 else np.nan
+            r["sd_ratio"][k] = sp / so if so > 0 else np.nan
+        for n, v in r.items():
+            compare_field(f"{n}_{name}", v, nc)
+        ref = {"bias": domain(r["bias"]), "RMSE": domain(r["rmse"]), "Pearson": domain(r["pearson"]),
+               "sd_ratio": domain(r["sd_ratio"])}
+        compare_json(name, ref, report["methods"][name])
+    for k in sorted(largest):
+        d, rel = largest[k]
+        print(f"  largest difference {k:<28} {d:.3g} (relative {rel:.2g})")
+    print(f"evaluate reference ({var}): {nt} days, {int(land.sum())} boxes, cnn and climatology recomputed: "
+          f"{fail.count} mismatches")
+    return 1 if fail.count else 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "--continuous":
+        a = sys.argv[2:]
+        months = [int(m) for m in a[6].split(",")] if len(a) > 6 else list(range(1, 13))
+        sys.exit(continuous(a[0], a[1], a[2], a[3], int(a[4]), int(a[5]), months))
     sys.exit(main())
