@@ -50,10 +50,27 @@ std::vector<double> absolute_bias(const std::vector<double>& pred, const std::ve
   return b;
 }
 
-void accumulate(std::vector<double>& acc, const std::vector<double>& v, int m) {
-  if (acc.empty()) acc.assign(v.size(), 0.0);
-  for (size_t k = 0; k < v.size(); ++k) acc[k] += (v[k] - acc[k]) / (m + 1);  // running mean
-}
+// The mean over members of a per-point value, over the members where it is defined: a member
+// without a wet day at a box (SDII) or constant there (Spearman) does not void the others, as
+// R.VALUE's wrapperFUN averages members with mean(..., na.rm = TRUE).
+class MemberMean {
+ public:
+  void add(const std::vector<double>& v) {
+    if (sum_.empty()) sum_.assign(v.size(), 0.0), n_.assign(v.size(), 0);
+    for (size_t k = 0; k < v.size(); ++k)
+      if (std::isfinite(v[k])) sum_[k] += v[k], ++n_[k];
+  }
+  std::vector<double> mean() const {
+    std::vector<double> m(sum_.size(), NAN);
+    for (size_t k = 0; k < m.size(); ++k)
+      if (n_[k]) m[k] = sum_[k] / n_[k];
+    return m;
+  }
+
+ private:
+  std::vector<double> sum_;
+  std::vector<int> n_;
+};
 
 }  // namespace
 
@@ -74,13 +91,14 @@ Evaluation evaluate_methods(const std::vector<float>& obs, size_t np, const std:
     ms.members = static_cast<int>(m.members.size());
     // A line every ~5 s naming the method: the stochastic members of a large domain take minutes.
     Progress progress("scoring " + m.name + " (boxes x members)", int64_t(np) * ms.members);
+    MemberMean mean, r01, sdii, p98, rmse_all, rmse_wet_days, spear, roc_ss;
     for (int i = 0; i < ms.members; ++i) {
       const auto& x = m.members[i];
       const PointIndices pi = indices_of(obs, x, np, mask);
-      accumulate(ms.indices.mean, pi.mean, i);
-      accumulate(ms.indices.r01, pi.r01, i);
-      accumulate(ms.indices.sdii, pi.sdii, i);
-      accumulate(ms.indices.p98, pi.p98, i);
+      mean.add(pi.mean);
+      r01.add(pi.r01);
+      sdii.add(pi.sdii);
+      p98.add(pi.p98);
       std::vector<double> rm(np, NAN), rw(np, NAN), sp(np, NAN), roc(np, NAN);
       const auto& score = m.wet_score.empty() ? x : m.wet_score;
       for (size_t k = 0; k < np; ++k) {
@@ -93,11 +111,16 @@ Evaluation evaluate_methods(const std::vector<float>& obs, size_t np, const std:
         const Series sc = pair_series(obs, score, np, k);
         roc[k] = roc_skill_score(sc.obs, sc.pred);
       }
-      accumulate(ms.rmse, rm, i);
-      accumulate(ms.rmse_wet, rw, i);
-      accumulate(ms.spearman, sp, i);
-      accumulate(ms.rocss, roc, i);
+      rmse_all.add(rm);
+      rmse_wet_days.add(rw);
+      spear.add(sp);
+      roc_ss.add(roc);
     }
+    ms.indices = {mean.mean(), r01.mean(), sdii.mean(), p98.mean()};
+    ms.rmse = rmse_all.mean();
+    ms.rmse_wet = rmse_wet_days.mean();
+    ms.spearman = spear.mean();
+    ms.rocss = roc_ss.mean();
     progress.done();
     // Per-box values of each score; the report gives their mean and median over the boxes (a
     // median is robust to the few boxes with an extreme relative bias where it hardly rains).

@@ -24,8 +24,8 @@ struct PointIndices {
 struct MethodScores {
   std::string name;
   int members = 1;
-  PointIndices indices;                                // averaged over members
-  std::vector<double> rmse, rmse_wet, spearman, rocss;  // per point, averaged over members
+  PointIndices indices;                                // averaged over the members where defined
+  std::vector<double> rmse, rmse_wet, spearman, rocss;  // per point, the same member mean
   std::map<std::string, double> domain;                // land-box averages, see scores.cpp
   std::map<std::string, double> median;                // land-box medians of the same scores
 };

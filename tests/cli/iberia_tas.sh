@@ -32,6 +32,12 @@ for m in deepesd demo; do
   ds predict --set train.name=$m
   ds evaluate --set train.name=$m
 done
+# Both evaluations against the numpy reference (bias, RMSE, Pearson, sd ratio per box and over
+# the domain; climatology of the DJF season-years 1983..1997 as configs/iberia_tas.yaml says).
+for m in deepesd demo; do
+  /usr/bin/python3 "$src/tests/cli/evaluate_reference.py" --continuous tas runs/iberia_tas/predict/$m \
+    runs/iberia_tas/evaluate/$m runs/iberia_tas/fetch/predictand/tas.nc 1983 1997 12,1,2
+done
 # The continuous predictand's outputs pass the CF check too (tas in degC is air_temperature,
 # whose K udunits2 converts), scores.nc included.
 /usr/bin/python3 "$src/tests/cli/cf_check.py" runs/iberia_tas/fetch/predictand/*.nc runs/iberia_tas/fetch/predictors/*.nc \

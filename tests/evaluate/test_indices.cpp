@@ -78,3 +78,21 @@ TEST(Scores, DomainAveragesOverLandAndMembers) {
   EXPECT_NEAR(e.methods[2].domain.at("RMSE"), std::sqrt(11.0 / 3), 1e-12);
   EXPECT_NE(evaluation_csv(e).find("twice,1,1,0,1,"), std::string::npos) << evaluation_csv(e);
 }
+
+TEST(Scores, MemberMeanSkipsMembersWhereAnIndexIsUndefined) {
+  // One box, four days. Member "dry" never reaches 1 mm and is constant, so its SDII and Spearman
+  // are undefined; R.VALUE averages members with na.rm = TRUE, so the box takes member "wet"'s
+  // values instead of NaN: SDII (2 + 6) / 2 = 4, Spearman 1 (same order as the observations).
+  const std::vector<float> obs{0, 2, 4, 6};
+  Method ens{"ens", {{0, 0, 2, 6}, {0.5, 0.5, 0.5, 0.5}}, {}};
+  const Evaluation e = evaluate_methods(obs, 1, {1}, {ens});
+  const MethodScores& m = e.methods[0];
+  EXPECT_NEAR(m.indices.sdii[0], 4.0, 1e-12);
+  // Ranks obs 1 2 3 4, member "wet" 1.5 1.5 3 4: Pearson 0.9486832980505138 (as ErrorsAndCorrelation).
+  EXPECT_NEAR(m.spearman[0], 0.9486832980505138, 1e-12);
+  // Defined for both members: the plain mean. R01 (1/2 + 0) / 2; mean (2 + 0.5) / 2.
+  EXPECT_NEAR(m.indices.r01[0], 0.25, 1e-12);
+  EXPECT_NEAR(m.indices.mean[0], 1.25, 1e-12);
+  // SDII relative bias over the one box: observed SDII (2 + 4 + 6) / 3 = 4 -> 0.
+  EXPECT_NEAR(m.domain.at("SDII_relative_bias"), 0.0, 1e-12);
+}
