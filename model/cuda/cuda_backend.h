@@ -147,6 +147,7 @@ class CudaBackend : public Backend {
   // The geometry (12 ints), the math mode and the 16-bit layout (NHWC 1, NCHW 0): a plan's
   // algorithms were chosen for one mode and layout.
   using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int>;
+  ConvKey conv_key(const ConvDesc& d) const;
   ConvPlan& conv_plan(const ConvDesc& d);
   const float* conv_input(const ConvPlan& p, const ConvDesc& d, const float* x);
   std::string conv_context(const ConvDesc& d) const;

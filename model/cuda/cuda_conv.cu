@@ -118,16 +118,36 @@ void CudaBackend::half16_pass(const Shape& as, const float* a, const Shape& bs, 
 
 // What a failing convolution was, appended to its error: cuDNN may lack a 16-bit kernel for one
 // layout or shape, and the one line must say which (mode, layout, geometry).
+// With the plan's choices when it exists (algorithm, math type and workspace per pass, and whether
+// cudnnFind* or the heuristic chose them), so a failure on a GPU says what ran without a rerun.
 std::string CudaBackend::conv_context(const ConvDesc& d) const {
   static const char* const modes[] = {"tf32", "fp32", "bf16", "fp16"};
+  std::string plan;
+  const auto it = plans_.find(conv_key(d));
+  if (it != plans_.end()) {
+    const ConvPlan& p = *it->second;
+    const auto pass = [](const char* name, int algo, int math, size_t ws) {
+      return std::string(name) + " algo " + std::to_string(algo) + " math " + std::to_string(math) + " ws " +
+             std::to_string(ws);
+    };
+    plan = "; " + pass("fwd", p.fwd_algo, p.fwd_math, p.fwd_ws) + ", " +
+           pass("data", p.bwd_data_algo, p.bwd_data_math, p.bwd_data_ws) + ", " +
+           pass("filter", p.bwd_filter_algo, p.bwd_filter_math, p.bwd_filter_ws) +
+           (p.timed ? " (cudnnFind)" : " (heuristic)") + (p.explicit_pad ? ", explicit padding" : "");
+  }
   return std::string(" [convolution ") + d.in.str() + " -> " + std::to_string(d.out_c) + " channels, " +
          std::to_string(d.kh) + "x" + std::to_string(d.kw) + ", train.precision " + modes[int(math_)] +
-         (half16() ? std::string(", DOWNSCALE_CUDA_LAYOUT ") + (nhwc_ ? "nhwc" : "nchw") : std::string()) + "]";
+         (half16() ? std::string(", DOWNSCALE_CUDA_LAYOUT ") + (nhwc_ ? "nhwc" : "nchw") : std::string()) + plan + "]";
+}
+
+CudaBackend::ConvKey CudaBackend::conv_key(const ConvDesc& d) const {
+  return ConvKey{d.in.n,    d.in.c,       d.in.h,     d.in.w,      d.out_c,    d.kh,
+                 d.kw,      d.stride,     d.pad_top,  d.pad_bottom, d.pad_left, d.pad_right,
+                 int(math_), half16() && nhwc_ ? 1 : 0};
 }
 
 CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
-  ConvKey key{d.in.n, d.in.c, d.in.h, d.in.w, d.out_c, d.kh, d.kw, d.stride,
-              d.pad_top, d.pad_bottom, d.pad_left, d.pad_right, int(math_), half16() && nhwc_ ? 1 : 0};
+  const ConvKey key = conv_key(d);
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
 
