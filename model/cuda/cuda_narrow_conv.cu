@@ -35,10 +35,6 @@ using kernels::NarrowConv;
 // Packed weights go to shared memory up to the default dynamic limit (no opt-in attribute, which
 // would also cut the blocks resident per SM).
 constexpr size_t kNarrowSharedBytes = size_t(48) << 10;
-// Blocks per SM for the shared-weight kernels, at most: enough to hide latency, few enough that the
-// per-block weight copy (33 KB for the head) stays a small fraction of the traffic. Fewer where
-// the shared memory does not hold that many at once (narrow_grid).
-constexpr int kNarrowBlocksPerSm = 8;
 
 // The weights the bodies read: a copy in shared memory (kShared) or the packed global buffer.
 // n4: the packed weights' length in float4s.
@@ -145,20 +141,13 @@ float* CudaBackend::narrow_pack(const kernels::NarrowConv& g, const float* w) {
   return wp;
 }
 
-// Grid of a kernel over n threads. With `bytes` of packed weights in shared memory: at most the
-// blocks that are resident at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor, capped at
-// kNarrowBlocksPerSm per SM), so the grid-stride loop runs as one wave. A fixed 8 per SM would be
-// two: the head's 33 KB (+1 KB the runtime reserves per block) fit 6 times in an H100 SM's 228 KB,
-// so 2 of every 8 blocks would run alone after the others, about 1.5x the pass's time.
+// Grid of a kernel over n threads; with `bytes` of packed weights in shared memory, no more blocks
+// than are resident at once (kernels::narrow_shared_grid says why).
 int CudaBackend::narrow_grid(int64_t n, const void* kernel, size_t bytes) {
-  const int blocks = blocks_for(n);
-  if (bytes == 0) return blocks;
+  if (bytes == 0) return blocks_for(n);
   int per_sm = 0;
   DS_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, bytes));
-  if (per_sm > kNarrowBlocksPerSm) per_sm = kNarrowBlocksPerSm;
-  if (per_sm < 1) per_sm = 1;  // the launch itself then says why it cannot run
-  const int cap = sm_count() * per_sm;
-  return blocks < cap ? blocks : cap;
+  return kernels::narrow_shared_grid(blocks_for(n), sm_count(), per_sm);
 }
 
 void CudaBackend::narrow_conv_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
