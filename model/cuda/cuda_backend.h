@@ -147,6 +147,7 @@ class CudaBackend : public Backend {
   // The geometry (12 ints), the math mode and the 16-bit layout (NHWC 1, NCHW 0): a plan's
   // algorithms were chosen for one mode and layout.
   using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int>;
+  ConvKey conv_key(const ConvDesc& d) const;
   ConvPlan& conv_plan(const ConvDesc& d);
   const float* conv_input(const ConvPlan& p, const ConvDesc& d, const float* x);
   std::string conv_context(const ConvDesc& d) const;
@@ -163,7 +164,8 @@ class CudaBackend : public Backend {
   void narrow_conv_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx);
   void narrow_conv_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db);
   float* narrow_pack(const kernels::NarrowConv& g, const float* w);
-  int narrow_grid(int64_t n, bool shared);
+  // Blocks for n threads of `kernel`; with `bytes` of dynamic shared memory, no more than fit at once.
+  int narrow_grid(int64_t n, const void* kernel, size_t bytes);
   int sm_count();
   // Scratch buffers that only grow; safe to share because every op runs on the one stream.
   void* workspace(size_t bytes);

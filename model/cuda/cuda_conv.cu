@@ -43,12 +43,14 @@ constexpr size_t kFindWorkspace = size_t(512) << 20;
 
 // The first usable entry of a ranked list (cuDNN's heuristic, or cudnnFind*'s fastest first), or
 // nullptr. In FP32 mode only FMA-math algorithms are usable (the descriptor asks for FMA math, so
-// this only guards against a list that ranks a tensor-core variant first).
+// this only guards against a list that ranks a tensor-core variant first). Never
+// CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: each pass now runs under its entry's math type, and on
+// FP32 operands that one may round them to FP16, beyond TF32 (see docs/gpu.md, math mode).
 template <typename Perf>
 const Perf* first_usable(const Perf* perf, int n, bool fma_only, size_t max_workspace) {
   for (int i = 0; i < n; ++i)
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= max_workspace &&
-        (!fma_only || perf[i].mathType == CUDNN_FMA_MATH))
+        perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && (!fma_only || perf[i].mathType == CUDNN_FMA_MATH))
       return &perf[i];
   return nullptr;
 }
@@ -59,6 +61,14 @@ const Perf& pick(const Perf* perf, int n, const char* what, bool prefer_fma) {
   for (bool fma_only : {prefer_fma, false})
     if (const Perf* p = first_usable(perf, n, fma_only, kMaxWorkspace)) return *p;
   throw Error(std::string("cuDNN found no usable ") + what + " algorithm");
+}
+
+// A pass's workspace: what its ranked entry said, or more if cuDNN asks more for the algorithm
+// under the math type the descriptor now has (cudnnFind* measured each algorithm per math type;
+// an algorithm run with less workspace than its math type needs fails, as PyTorch issue 9486 and
+// OneFlow PR 3460 describe). A failing query changes nothing: the call itself then reports.
+size_t workspace_needed(size_t ranked, cudnnStatus_t query, size_t asked) {
+  return query == CUDNN_STATUS_SUCCESS && asked > ranked ? asked : ranked;
 }
 
 __global__ void cast_to_half16_kernel(int64_t n, kernels::Half16 k, int c, int h, int w, bool nhwc, const float* x,
@@ -108,16 +118,36 @@ void CudaBackend::half16_pass(const Shape& as, const float* a, const Shape& bs, 
 
 // What a failing convolution was, appended to its error: cuDNN may lack a 16-bit kernel for one
 // layout or shape, and the one line must say which (mode, layout, geometry).
+// With the plan's choices when it exists (algorithm, math type and workspace per pass, and whether
+// cudnnFind* or the heuristic chose them), so a failure on a GPU says what ran without a rerun.
 std::string CudaBackend::conv_context(const ConvDesc& d) const {
   static const char* const modes[] = {"tf32", "fp32", "bf16", "fp16"};
+  std::string plan;
+  const auto it = plans_.find(conv_key(d));
+  if (it != plans_.end()) {
+    const ConvPlan& p = *it->second;
+    const auto pass = [](const char* name, int algo, int math, size_t ws) {
+      return std::string(name) + " algo " + std::to_string(algo) + " math " + std::to_string(math) + " ws " +
+             std::to_string(ws);
+    };
+    plan = "; " + pass("fwd", p.fwd_algo, p.fwd_math, p.fwd_ws) + ", " +
+           pass("data", p.bwd_data_algo, p.bwd_data_math, p.bwd_data_ws) + ", " +
+           pass("filter", p.bwd_filter_algo, p.bwd_filter_math, p.bwd_filter_ws) +
+           (p.timed ? " (cudnnFind)" : " (heuristic)") + (p.explicit_pad ? ", explicit padding" : "");
+  }
   return std::string(" [convolution ") + d.in.str() + " -> " + std::to_string(d.out_c) + " channels, " +
          std::to_string(d.kh) + "x" + std::to_string(d.kw) + ", train.precision " + modes[int(math_)] +
-         (half16() ? std::string(", DOWNSCALE_CUDA_LAYOUT ") + (nhwc_ ? "nhwc" : "nchw") : std::string()) + "]";
+         (half16() ? std::string(", DOWNSCALE_CUDA_LAYOUT ") + (nhwc_ ? "nhwc" : "nchw") : std::string()) + plan + "]";
+}
+
+CudaBackend::ConvKey CudaBackend::conv_key(const ConvDesc& d) const {
+  return ConvKey{d.in.n,    d.in.c,       d.in.h,     d.in.w,      d.out_c,    d.kh,
+                 d.kw,      d.stride,     d.pad_top,  d.pad_bottom, d.pad_left, d.pad_right,
+                 int(math_), half16() && nhwc_ ? 1 : 0};
 }
 
 CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
-  ConvKey key{d.in.n, d.in.c, d.in.h, d.in.w, d.out_c, d.kh, d.kw, d.stride,
-              d.pad_top, d.pad_bottom, d.pad_left, d.pad_right, int(math_), half16() && nhwc_ ? 1 : 0};
+  const ConvKey key = conv_key(d);
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
 
@@ -196,6 +226,15 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   DS_CUDNN(cudnnSetConvolutionMathType(p->conv, math_of(p->fwd_math)));
   DS_CUDNN(cudnnSetConvolutionMathType(p->conv_bwd_data, math_of(p->bwd_data_math)));
   DS_CUDNN(cudnnSetConvolutionMathType(p->conv_bwd_filter, math_of(p->bwd_filter_math)));
+  size_t asked = 0;
+  cudnnStatus_t query = cudnnGetConvolutionForwardWorkspaceSize(cudnn_, p->x, p->w, p->conv, p->y, p->fwd_algo, &asked);
+  p->fwd_ws = workspace_needed(p->fwd_ws, query, asked);
+  query = cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn_, p->w, p->y, p->conv_bwd_data, p->x, p->bwd_data_algo,
+                                                       &asked);
+  p->bwd_data_ws = workspace_needed(p->bwd_data_ws, query, asked);
+  query = cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnn_, p->x, p->y, p->conv_bwd_filter, p->w,
+                                                         p->bwd_filter_algo, &asked);
+  p->bwd_filter_ws = workspace_needed(p->bwd_filter_ws, query, asked);
 
   auto& ref = *p;
   plans_.emplace(key, std::move(p));

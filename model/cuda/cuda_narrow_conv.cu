@@ -5,7 +5,7 @@
 // - forward and backward data: one thread per output pixel (all O outputs) or per input pixel and
 //   group of 8 channels; the packed weights (C x kh x kw x 4 floats, 33 KB for the head) are
 //   copied into shared memory per block where they fit in 48 KB, else read from global memory;
-//   grids are capped at a few blocks per SM so few blocks copy them.
+//   grids are capped at the blocks resident at once (at most 8 per SM) so few blocks copy them.
 // - backward weights: one warp per (chunk of rows, channel group, tap), its lanes over columns;
 //   each warp's 32 sums reduce by __shfl_down_sync (offsets 16..1, the order
 //   narrow_lane_tree_sum writes down) into a partials buffer, then one thread per weight sums the
@@ -35,9 +35,6 @@ using kernels::NarrowConv;
 // Packed weights go to shared memory up to the default dynamic limit (no opt-in attribute, which
 // would also cut the blocks resident per SM).
 constexpr size_t kNarrowSharedBytes = size_t(48) << 10;
-// Blocks per SM for the shared-weight kernels: enough to hide latency, few enough that the
-// per-block weight copy (33 KB for the head) stays a small fraction of the traffic.
-constexpr int kNarrowBlocksPerSm = 8;
 
 // The weights the bodies read: a copy in shared memory (kShared) or the packed global buffer.
 // n4: the packed weights' length in float4s.
@@ -144,12 +141,13 @@ float* CudaBackend::narrow_pack(const kernels::NarrowConv& g, const float* w) {
   return wp;
 }
 
-// Grid of a shared-weight kernel over n threads: at most kNarrowBlocksPerSm blocks per SM.
-int CudaBackend::narrow_grid(int64_t n, bool shared) {
-  const int blocks = blocks_for(n);
-  if (!shared) return blocks;
-  const int cap = sm_count() * kNarrowBlocksPerSm;
-  return blocks < cap ? blocks : cap;
+// Grid of a kernel over n threads; with `bytes` of packed weights in shared memory, no more blocks
+// than are resident at once (kernels::narrow_shared_grid says why).
+int CudaBackend::narrow_grid(int64_t n, const void* kernel, size_t bytes) {
+  if (bytes == 0) return blocks_for(n);
+  int per_sm = 0;
+  DS_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, bytes));
+  return kernels::narrow_shared_grid(blocks_for(n), sm_count(), per_sm);
 }
 
 void CudaBackend::narrow_conv_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
@@ -160,10 +158,13 @@ void CudaBackend::narrow_conv_forward(const ConvDesc& d, const float* x, const f
   const bool shared = bytes <= kNarrowSharedBytes;
   with_out_channels(g.o, [&](auto o) {
     constexpr int O = decltype(o)::value;
-    if (shared)
-      narrow_forward_kernel<O, true><<<narrow_grid(n, true), kThreads, bytes, stream_>>>(n, g, n4, x, wp, b, y);
-    else
-      narrow_forward_kernel<O, false><<<narrow_grid(n, false), kThreads, 0, stream_>>>(n, g, n4, x, wp, b, y);
+    if (shared) {
+      const auto kernel = narrow_forward_kernel<O, true>;
+      kernel<<<narrow_grid(n, reinterpret_cast<const void*>(kernel), bytes), kThreads, bytes, stream_>>>(n, g, n4, x,
+                                                                                                        wp, b, y);
+    } else {
+      narrow_forward_kernel<O, false><<<blocks_for(n), kThreads, 0, stream_>>>(n, g, n4, x, wp, b, y);
+    }
   });
   DS_CUDA_LAUNCHED();
   cache_.release(wp);  // reused only by work queued after this
@@ -177,10 +178,13 @@ void CudaBackend::narrow_conv_backward_data(const ConvDesc& d, const float* dy, 
   const bool shared = bytes <= kNarrowSharedBytes;
   with_out_channels(g.o, [&](auto o) {
     constexpr int O = decltype(o)::value;
-    if (shared)
-      narrow_backward_data_kernel<O, true><<<narrow_grid(n, true), kThreads, bytes, stream_>>>(n, g, n4, dy, wp, dx);
-    else
-      narrow_backward_data_kernel<O, false><<<narrow_grid(n, false), kThreads, 0, stream_>>>(n, g, n4, dy, wp, dx);
+    if (shared) {
+      const auto kernel = narrow_backward_data_kernel<O, true>;
+      kernel<<<narrow_grid(n, reinterpret_cast<const void*>(kernel), bytes), kThreads, bytes, stream_>>>(n, g, n4, dy,
+                                                                                                        wp, dx);
+    } else {
+      narrow_backward_data_kernel<O, false><<<blocks_for(n), kThreads, 0, stream_>>>(n, g, n4, dy, wp, dx);
+    }
   });
   DS_CUDA_LAUNCHED();
   cache_.release(wp);

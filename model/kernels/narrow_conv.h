@@ -37,6 +37,23 @@ constexpr int kNarrowBiasChunkRows = 16;
 // so the summation order is the same on every GPU.
 constexpr int64_t kNarrowTargetWarps = 16384;
 
+// Blocks per SM for the kernels that copy the packed weights into shared memory, at most: enough
+// to hide latency, few enough that the per-block copy (33 KB for the head) stays a small part of
+// the traffic.
+constexpr int kNarrowBlocksPerSm = 8;
+
+// Grid of such a kernel: `blocks` (one per kThreads threads, from blocks_for) capped at the blocks
+// resident at once, sm_count x resident_per_sm (cudaOccupancyMaxActiveBlocksPerMultiprocessor,
+// at most kNarrowBlocksPerSm), so its grid-stride loop runs as one wave. A fixed 8 per SM would be
+// two: the head's 33 KB (+1 KB the runtime reserves per block) fit 6 times in an H100 SM's 228 KB,
+// so 2 of every 8 blocks would run alone after the others (about 1.5x the pass's time).
+inline int narrow_shared_grid(int blocks, int sm_count, int resident_per_sm) {
+  int per_sm = resident_per_sm < kNarrowBlocksPerSm ? resident_per_sm : kNarrowBlocksPerSm;
+  if (per_sm < 1) per_sm = 1;  // none fits: the launch itself then says why
+  const int cap = sm_count * per_sm;
+  return blocks < cap ? blocks : cap;
+}
+
 // One narrow convolution's geometry and its weight-gradient chunking.
 struct NarrowConv {
   int n = 0, c = 0, h = 0, w = 0;  // input

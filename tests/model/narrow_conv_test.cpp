@@ -211,5 +211,15 @@ TEST(NarrowConvTree, SumsAllLanesInTreeOrder) {
   EXPECT_EQ(k::narrow_lane_tree_sum(w.data()), 0.0f);
 }
 
+// The shared-weight grids run as one wave: capped at the blocks resident at once, never more than
+// kNarrowBlocksPerSm per SM, at least one per SM.
+TEST(NarrowConvGrid, CapsAtTheBlocksResidentAtOnce) {
+  // MNN's head on an H100: 6 blocks of 34 KB per SM, 132 SMs; a fixed 8 per SM gave 1056 (two waves).
+  EXPECT_EQ(k::narrow_shared_grid(4000, 132, 6), 792);
+  EXPECT_EQ(k::narrow_shared_grid(4000, 132, 16), 132 * k::kNarrowBlocksPerSm);
+  EXPECT_EQ(k::narrow_shared_grid(4000, 132, 0), 132);
+  EXPECT_EQ(k::narrow_shared_grid(100, 132, 6), 100);  // small passes keep one block per 256 threads
+}
+
 }  // namespace
 }  // namespace ds::model
