@@ -47,8 +47,10 @@ REHEARSAL=${GPU_CHECK_REHEARSAL:-0}
 # The rehearsal's tiny sizes: defaults only, so a rehearsal can still be given any of them.
 if [[ $REHEARSAL == 1 ]]; then
   : "${BATCH:=2}" "${GRID:=8x12}" "${ROUNDS:=1}" "${STEPS:=1}" "${WARMUP:=0}" "${CURVE_STEPS:=3}" "${CPU_CURVE_STEPS:=2}"
+  : "${IMAGENET_MODELS:=resnet50}"
+  [[ $IMAGENET_MODELS == *inception* ]] && : "${IMAGENET_IMAGE:=75}"  # Keras' InceptionV3 minimum
   : "${PARITY_FILTER:=KernelBodies.GatherRows*:ModelCuda.BatchNorm}" "${IMAGENET_BATCH:=2}" "${IMAGENET_IMAGE:=32}"
-  : "${IMAGENET_MODELS:=resnet50}" "${IMAGENET_MATHS:=tf32}" "${IMAGENET_ITERS:=1}" "${IMAGENET_WARMUP:=1}"
+  : "${IMAGENET_MATHS:=tf32}" "${IMAGENET_ITERS:=1}" "${IMAGENET_WARMUP:=1}"
   : "${IMAGENET_PER_ITER:=1}" "${E2E_CONFIG:=configs/demo.yaml}" "${E2E_EPOCHS:=1}" "${MATHS:=tf32}" "${PY:=/usr/bin/python3}"
 fi
 PY=${PY:-python3} BATCH=${BATCH:-32} ROUNDS=${ROUNDS:-3} STEPS=${STEPS:-10} WARMUP=${WARMUP:-3} GRID=${GRID:-30x53}
@@ -353,7 +355,7 @@ section_imagenet() {
     fi
     grep -E "^(resnet|inception)|ours|peer|Total" "$work/imagenet_$math" > "$work/imagenet_$math.tail" ||
       tail -12 "$work/imagenet_$math" > "$work/imagenet_$math.tail"
-    block "$work/imagenet_$math.tail"
+    say "$math, batch $batch:"; block "$work/imagenet_$math.tail"
   done
   [[ $REHEARSAL == 1 ]] && comm=mpi
   if run "$downscale" benchmark --device "$dev" --model resnet50 --batch-size "${IMAGENET_NCCL_BATCH:-64}" --image-size "$image" \
