@@ -6,6 +6,8 @@
 #
 #   bench/train_step.sh [BUILD_DIR]      (default: build)
 #   env: BATCH=4 THREADS=2 STEPS=3 WARMUP=1 ROUNDS=3 DEVICE=cpu (or cuda) PY=/usr/bin/python3
+#        GRID=30x53 (the input grid HxW: 30x53 is North America; the PyTorch peer takes the shapes
+#        from the dump; smaller grids for quick runs, e.g. scripts/gpu_check.sh's rehearsal)
 #        MATH=tf32 (or fp32: both peers in plain FP32 on a GPU; the CPU is FP32 either way; bf16 or
 #        fp16: ours with train.precision bf16/fp16, PyTorch under torch.autocast(dtype), fp16 with
 #        GradScaler on both sides)
@@ -17,7 +19,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../build}
 BATCH=${BATCH:-4} THREADS=${THREADS:-2} STEPS=${STEPS:-3} WARMUP=${WARMUP:-1} ROUNDS=${ROUNDS:-3}
-DEVICE=${DEVICE:-cpu} COMPILE=${COMPILE:-auto} MATH=${MATH:-tf32}
+DEVICE=${DEVICE:-cpu} COMPILE=${COMPILE:-auto} MATH=${MATH:-tf32} GRID=${GRID:-30x53}
 ours=$build/bench/bench_train_step
 [[ -x $ours ]] || ours=$build/bin/bench_train_step  # the bundle's layout (scripts/bundle.sh)
 py=${PY:-/usr/bin/python3}  # Debian's interpreter: the one python3-torch belongs to
@@ -38,7 +40,7 @@ tmath=(--math "$MATH")
 [[ $COMPILE == 1 ]] && peers+=(compiled)
 for r in $(seq 1 "$ROUNDS"); do
   # Round 1 writes the weights and batch that the PyTorch peers load.
-  "$ours" "${common[@]}" --math "$MATH" --batch "$BATCH" $([[ $r == 1 ]] && echo --dump "$work/dump.bin") > "$work/ours.$r"
+  "$ours" "${common[@]}" --math "$MATH" --batch "$BATCH" --grid "$GRID" $([[ $r == 1 ]] && echo --dump "$work/dump.bin") > "$work/ours.$r"
   # NCHW is PyTorch's default layout, channels_last (NHWC) its fast one for oneDNN and for
   # cuDNN's tensor cores; torch.compile (on channels_last) is the second peer where available.
   $py "$here/train_step_torch.py" "${common[@]}" ${tmath[@]+"${tmath[@]}"} --layout nchw --load "$work/dump.bin" > "$work/nchw.$r"
@@ -70,7 +72,7 @@ nt=$(med nchw train_samples_per_s) nf=$(med nchw forward_samples_per_s)
 ct=$(med cl train_samples_per_s) cf=$(med cl forward_samples_per_s)
 tt=$(max "$nt" "$ct") tf=$(max "$nf" "$cf")  # the peer per measure: the faster eager layout
 echo
-echo "MNN, input 20x30x53 -> 3x117x209, batch $BATCH, device $DEVICE, $THREADS threads, $(lscpu | sed -n 's/^Model name: *//p')"
+echo "MNN, input 20x$GRID -> 3x$((4 * ${GRID%x*} - 3))x$((4 * ${GRID#*x} - 3)), batch $BATCH, device $DEVICE, $THREADS threads, $(lscpu | sed -n 's/^Model name: *//p')"
 echo "ours:  $(sed -n 's/^backend //p' "$work/ours.1")"
 echo "peer:  $(sed -n 's/^backend //p' "$work/cl.1" | sed 's/, layout [a-z_]*//')"
 echo "GFLOP per sample (convolutions): forward $gf, training step $gt"

@@ -1,58 +1,112 @@
 #!/usr/bin/env bash
 # The GPU check (issue 13): on a machine with an NVIDIA GPU, from the unpacked bundle
-# (scripts/bundle.sh) or a build tree, runs
-#   1. the CUDA parity tests with skipping turned into failure (DOWNSCALE_REQUIRE_GPU=1):
-#      the CUDA backend against the CPU one, the plugin, GPU predict against CPU predict;
-#   2. 20 MNN training steps at batch 32 on the North America shapes (20 x 30 x 53 -> 117 x 209)
-#      on the GPU (FP32 and TF32) and on the CPU from the same weights and batch: the loss curves
-#      side by side;
-#   1b. training through NCCL on one GPU (tests/cli/train_nccl.sh) and bench_train_ddp over MPI/NCCL;
-#   3. the training-step and forward (predict) benchmark against PyTorch on the same GPU, weights
-#      and batch: PyTorch eager NCHW and channels_last with cudnn.benchmark and TF32, and
-#      torch.compile as a second peer (bench/train_step.sh), in TF32 and in FP32;
-#   4. the scaling model's per-layer profile (bench_train_step --profile-layers, TF32) and its
-#      predicted table on NVLink4/NDR and PCIe5/one NIC per node (docs/scaling.md); the same
-#      profile in PROFILE_MATHS (default bf16) beside it;
-#   5. downscale train end to end on the North America shapes (E2E=0 skips it);
-#   6. downscale benchmark (ResNet50/101, InceptionV3) against torchvision eager and compiled,
-#      and over NCCL with 16-bit gradients (IMAGENET=0 skips it; IMAGENET_MODELS, _BATCH,
-#      _MATHS, _ITERS);
+# (scripts/bundle.sh) or a build tree, runs these sections (SECTIONS picks them and their order;
+# the default puts what the next GPU session most needs first, docs/gpu.md has the two-call plan):
+#   parity (1): the CUDA parity tests with skipping turned into failure (DOWNSCALE_REQUIRE_GPU=1):
+#      the CUDA backend against the CPU one (the narrow head included), the plugin, the batch-norm
+#      kernels, GPU predict against CPU predict;
+#   bench (3): the training-step and forward (predict) benchmark against PyTorch on the same GPU,
+#      weights and batch: PyTorch eager NCHW and channels_last with cudnn.benchmark and TF32, and
+#      torch.compile as a second peer (bench/train_step.sh), in each of MATHS;
+#   profile (4): the scaling model's per-layer profile (bench_train_step --profile-layers, TF32)
+#      and its predicted table on NVLink4/NDR and PCIe5/one NIC per node (docs/scaling.md); the
+#      same profile in PROFILE_MATHS (default bf16) beside it, per layer (bench/profile_compare.py);
+#   curves (2): CURVE_STEPS MNN training steps at batch BATCH on the North America shapes
+#      (20 x 30 x 53 -> 117 x 209) on the GPU in each of CURVE_MATHS and on the CPU from the same
+#      weights and batch: the loss curves side by side;
+#   nccl (1b): training through NCCL on one GPU (tests/cli/train_nccl.sh) and bench_train_ddp over
+#      MPI/NCCL;
+#   e2e (5): downscale train end to end on the North America shapes;
+#   imagenet (6): downscale benchmark (ResNet50/101, InceptionV3) against torchvision eager and
+#      compiled, and over NCCL with 16-bit gradients (IMAGENET_MODELS, _BATCH, _MATHS, _ITERS);
 # and writes one report (Markdown) with the device's name: gpu_check_report.md, or $REPORT.
 #
 #   scripts/gpu_check.sh [ROOT]     ROOT: the bundle's folder, or the source tree (build/ in it)
-#   env: REPORT=FILE PY=python3 (the PyTorch peer's interpreter) BATCH=32 ROUNDS=3 STEPS=10
+#   env: REPORT=FILE PY=python3 (the PyTorch peer's interpreter) BATCH=32 ROUNDS=3 STEPS=10 WARMUP=3
+#        SECTIONS="parity bench profile curves nccl e2e imagenet" (which, in that order)
+#        BUDGET=0 (seconds for the whole script, 0: none; a step gets at most what is left, a
+#        section that would start after it is reported as not run, so the report is complete and
+#        back before a device call's limit)
 #        CURVE_STEPS=20 CPU_CURVE=1 (0 skips the CPU loss curve, minutes on few cores)
 #        MATHS="tf32 fp32" (the precisions benchmarked against PyTorch) CURVE_MATHS="fp32 tf32"
-#        (the GPU precisions whose loss curves are compared with the CPU's)
+#        (the GPU precisions whose loss curves are compared with the CPU's) PROFILE_MATHS=bf16
 #        CPU_CURVE_STEPS=20 (the CPU's curve is that long; compared on the steps both have)
-#        E2E=1 (section 5: downscale train end to end on the North America shapes; 0 skips it)
+#        COMPILE=auto (the torch.compile peers; 0 leaves them out: about a minute each)
+#        E2E=1, IMAGENET=1 (0 drops the section from SECTIONS) E2E_CONFIG=configs/bench_na.yaml
 #        LOGS=DIR (keeps every step's full log there) STEP_TIMEOUT=300 (seconds per step: a hung
 #        step is a failure, and the rest still runs inside a device call's time limit)
-# Exit 0 when every check passed, 1 when one failed (the report says which), 2 without a GPU.
+#        GPU_CHECK_REHEARSAL=1: no GPU needed: the CPU backend at tiny sizes, what needs CUDA
+#        skipped, so the script's own parsing and report run on a CPU-only machine
+#        (tests/cli/gpu_check_rehearsal.sh)
+# Exit 0 when every check passed, 1 when one failed or did not run (the report says which), 2
+# without a GPU.
 set -uo pipefail
 root=$(readlink -f "${1:-$(dirname "$0")/..}")
 REPORT=$(readlink -f "${REPORT:-gpu_check_report.md}")
-PY=${PY:-python3} BATCH=${BATCH:-32} ROUNDS=${ROUNDS:-3} STEPS=${STEPS:-10} CURVE_STEPS=${CURVE_STEPS:-20}
-CPU_CURVE=${CPU_CURVE:-1} CPU_CURVE_STEPS=${CPU_CURVE_STEPS:-20} E2E=${E2E:-1} MATHS=${MATHS:-tf32 fp32} CURVE_MATHS=${CURVE_MATHS:-fp32 tf32} STEP_TIMEOUT=${STEP_TIMEOUT:-300} LOGS=${LOGS:-}
+REHEARSAL=${GPU_CHECK_REHEARSAL:-0}
+# The rehearsal's tiny sizes: defaults only, so a rehearsal can still be given any of them.
+if [[ $REHEARSAL == 1 ]]; then
+  : "${BATCH:=2}" "${GRID:=8x12}" "${ROUNDS:=1}" "${STEPS:=1}" "${WARMUP:=0}" "${CURVE_STEPS:=3}" "${CPU_CURVE_STEPS:=2}"
+  : "${IMAGENET_MODELS:=resnet50}"
+  [[ $IMAGENET_MODELS == *inception* ]] && : "${IMAGENET_IMAGE:=75}"  # Keras' InceptionV3 minimum
+  : "${PARITY_FILTER:=KernelBodies.GatherRows*:ModelCuda.BatchNorm}" "${IMAGENET_BATCH:=2}" "${IMAGENET_IMAGE:=32}"
+  : "${IMAGENET_MATHS:=tf32}" "${IMAGENET_ITERS:=1}" "${IMAGENET_WARMUP:=1}"
+  : "${IMAGENET_PER_ITER:=1}" "${E2E_CONFIG:=configs/demo.yaml}" "${E2E_EPOCHS:=1}" "${MATHS:=tf32}" "${PY:=/usr/bin/python3}"
+fi
+PY=${PY:-python3} BATCH=${BATCH:-32} ROUNDS=${ROUNDS:-3} STEPS=${STEPS:-10} WARMUP=${WARMUP:-3} GRID=${GRID:-30x53}
+CURVE_STEPS=${CURVE_STEPS:-20} CPU_CURVE=${CPU_CURVE:-1} CPU_CURVE_STEPS=${CPU_CURVE_STEPS:-20} E2E=${E2E:-1}
+MATHS=${MATHS:-tf32 fp32} CURVE_MATHS=${CURVE_MATHS:-fp32 tf32} PROFILE_MATHS=${PROFILE_MATHS:-bf16}
+STEP_TIMEOUT=${STEP_TIMEOUT:-300} LOGS=${LOGS:-} BUDGET=${BUDGET:-0} COMPILE=${COMPILE:-auto}
+SECTIONS=${SECTIONS:-parity bench profile curves nccl e2e imagenet}
+[[ $E2E == 1 ]] || SECTIONS=${SECTIONS//e2e/}
+[[ ${IMAGENET:-1} == 1 ]] || SECTIONS=${SECTIONS//imagenet/}
+for s in $SECTIONS; do
+  case $s in parity | bench | profile | curves | nccl | e2e | imagenet) ;;
+    *) echo "gpu_check.sh: SECTIONS: unknown section '$s' (parity bench profile curves nccl e2e imagenet)" >&2; exit 2 ;;
+  esac
+done
+[[ $BUDGET =~ ^[0-9]+$ && $STEP_TIMEOUT =~ ^[0-9]+$ ]] ||
+  { echo "gpu_check.sh: BUDGET and STEP_TIMEOUT are whole seconds (got '$BUDGET', '$STEP_TIMEOUT')" >&2; exit 2; }
+# The device the GPU sections run on: the rehearsal takes the CPU backend.
+dev=cuda
+[[ $REHEARSAL == 1 ]] && dev=cpu
 
-# A program of the bundle (bin/) or of a build tree (build/<folder>/).
+# A program of the bundle (bin/) or of a build tree (build/<folder>/). Called as p=$(find_prog X)
+# || exit 2: its exit alone leaves only the command substitution.
 find_prog() {
   local p
   for p in "$root/bin/$1" "$root/build/pipeline/$1" "$root/build/tests/$1" "$root/build/bench/$1"; do
     [[ -x $p ]] && { echo "$p"; return; }
   done
   echo "gpu_check.sh: $1 not found under $root/bin or $root/build" >&2
-  exit 2
+  return 2
 }
 # bin/env.sh (the bundle) sets the library paths, Open MPI's and udunits' folders; a build tree
 # needs none of it.
 envsh=()
 [[ -x $root/bin/env.sh ]] && envsh=("$root/bin/env.sh")
-run() { timeout -k 10 "$STEP_TIMEOUT" "${envsh[@]}" "$@"; }
+# A step: at most STEP_TIMEOUT seconds, and at most what is left of BUDGET.
+start=$SECONDS
+left() { echo $((BUDGET > 0 ? BUDGET - (SECONDS - start) : STEP_TIMEOUT)); }
+run() {
+  local limit=$STEP_TIMEOUT l
+  l=$(left)
+  ((l < limit)) && limit=$l
+  ((limit > 0)) || { echo "gpu_check.sh: BUDGET of $BUDGET s spent, not run: $*"; return 124; }
+  timeout -k 10 "$limit" "${envsh[@]}" "$@"
+}
 
-command -v nvidia-smi >/dev/null && gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1)
-[[ -n ${gpu:-} ]] || { echo "gpu_check.sh: no NVIDIA GPU (nvidia-smi found none)" >&2; exit 2; }
-downscale=$(find_prog downscale) test_model=$(find_prog test_model) bench=$(find_prog bench_train_step)
+if [[ $REHEARSAL == 1 ]]; then
+  gpu="rehearsal on the CPU (GPU_CHECK_REHEARSAL=1): no GPU used, tiny sizes"
+else
+  command -v nvidia-smi >/dev/null && gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1)
+  [[ -n ${gpu:-} ]] || { echo "gpu_check.sh: no NVIDIA GPU (nvidia-smi found none)" >&2; exit 2; }
+fi
+downscale=$(find_prog downscale) || exit 2
+test_model=$(find_prog test_model) || exit 2
+bench=$(find_prog bench_train_step) || exit 2
+# bench/*.sh take the folder that holds bench/bench_train_step (a build tree) or bin/ (the bundle).
+if [[ -x $root/build/bench/bench_train_step ]]; then build_dir=$root/build; else build_dir=$root; fi
 # With LOGS the step logs are written there directly, so they survive even a kill from outside.
 if [[ -n $LOGS ]]; then
   mkdir -p "$LOGS" && work=$(readlink -f "$LOGS")
@@ -60,166 +114,199 @@ else
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
 fi
-failed=()
+failed=() notrun=()
 exec 3>"$REPORT.tmp"
 say() { echo "$*" >&3; echo "$*"; }
 block() { echo '```' >&3; cat "$1" >&3; echo '```' >&3; }
+# A CLI test's outcome, said: 0 passed, 77 skipped (no GPU: the rehearsal; with
+# DOWNSCALE_REQUIRE_GPU=1 the tests exit 1 instead), anything else failed. Not in $(...): failed+=
+# there would be lost with the subshell.
+outcome() {  # rc what name
+  case $1 in 0) say "$2: passed" ;; 77) say "$2: skipped (no GPU)" ;; *) failed+=("$3"); say "$2: FAILED (exit $1)" ;; esac
+}
 
 say "# GPU check: $gpu"
 say ""
 say "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPU cores ($(lscpu | sed -n 's/^Model name: *//p')), bundle/tree $root ($("${envsh[@]}" "$downscale" --version 2>/dev/null | head -1))"
+say "sections: $SECTIONS; BUDGET ${BUDGET} s, STEP_TIMEOUT $STEP_TIMEOUT s"
 say ""
+# A skip of a GPU test is a failure here, except in the rehearsal (no GPU by design).
+[[ $REHEARSAL == 1 ]] || export DOWNSCALE_REQUIRE_GPU=1
 
 # --- 1. parity tests, skips are failures ---
-say "## 1. CUDA parity tests (DOWNSCALE_REQUIRE_GPU=1)"
-export DOWNSCALE_REQUIRE_GPU=1
-if run "$test_model" --gtest_filter="${PARITY_FILTER:-*Cuda*:*Nccl*:KernelBodies*}" > "$work/parity" 2>&1; then
-  say "passed: $(grep -c '^\[       OK \]' "$work/parity") tests"
-else
-  failed+=("parity tests"); say "FAILED"; tail -40 "$work/parity" > "$work/parity.tail"; block "$work/parity.tail"
-fi
-# The hand-written batch-norm kernels, cuDNN's fallback (model/cuda/cuda_batch_norm.cu).
-if DOWNSCALE_CUDA_BN=kernels run "$test_model" --gtest_filter='ModelCuda.BatchNorm:ModelCuda.AddGlobalAveragePool*' \
-     > "$work/parity_bn" 2>&1; then
-  say "batch norm with DOWNSCALE_CUDA_BN=kernels: passed"
-else
-  failed+=("batch-norm kernels"); say "batch norm with DOWNSCALE_CUDA_BN=kernels: FAILED"
-  tail -20 "$work/parity_bn" > "$work/parity_bn.tail"; block "$work/parity_bn.tail"
-fi
-if [[ -f $root/tests/cli/predict_gpu.sh ]]; then
-  if (cd "$work" && run bash "$root/tests/cli/predict_gpu.sh" "$downscale" "$root") > "$work/predict" 2>&1; then
-    say "GPU predict against CPU predict: passed"
+section_parity() {
+  say "## 1. CUDA parity tests (DOWNSCALE_REQUIRE_GPU=1)"
+  if run "$test_model" --gtest_filter="${PARITY_FILTER:-*Cuda*:*Nccl*:KernelBodies*}" > "$work/parity" 2>&1; then
+    say "passed: $(grep -c '^\[       OK \]' "$work/parity") tests, skipped: $(grep -cE '^\[  SKIPPED \] .* \([0-9]+ ms\)$' "$work/parity")"
   else
-    failed+=("predict_gpu"); say "GPU predict against CPU predict: FAILED"
+    failed+=("parity tests"); say "FAILED"
+    tail -40 "$work/parity" > "$work/parity.tail"; block "$work/parity.tail"
   fi
-  tail -15 "$work/predict" > "$work/predict.tail"; block "$work/predict.tail"
-fi
-# Issue 14: training through NCCL on this GPU (one rank): device buckets, fp32 and bf16 on the
-# wire, against the plain GPU run (tests/cli/train_nccl.sh); then the data-parallel step
-# (bench_train_ddp, MNN at batch 32) with the MPI path (one rank: no collective) and with NCCL.
-if [[ -f $root/tests/cli/train_nccl.sh ]]; then
-  if (cd "$work" && run bash "$root/tests/cli/train_nccl.sh" "$downscale" "$root") > "$work/nccl" 2>&1; then
-    say "training through NCCL (run.communicator nccl): passed"
+  # Whatever the outcome: the skips, failures and the narrow head's lines (which passes left
+  # cuDNN, with both timings).
+  grep -E '^\[  (FAILED|SKIPPED) \] .* \([0-9]+ ms\)$|^cuda: conv .*narrow' "$work/parity" | sort -u | head -30 > "$work/parity.lines"
+  [[ -s $work/parity.lines ]] && block "$work/parity.lines"
+  # The hand-written batch-norm kernels, cuDNN's fallback (model/cuda/cuda_batch_norm.cu).
+  if DOWNSCALE_CUDA_BN=kernels run "$test_model" --gtest_filter='ModelCuda.BatchNorm:ModelCuda.AddGlobalAveragePool*' \
+       > "$work/parity_bn" 2>&1; then
+    say "batch norm with DOWNSCALE_CUDA_BN=kernels: passed"
   else
-    failed+=("train_nccl"); say "training through NCCL (run.communicator nccl): FAILED"
+    failed+=("batch-norm kernels"); say "batch norm with DOWNSCALE_CUDA_BN=kernels: FAILED"
+    tail -20 "$work/parity_bn" > "$work/parity_bn.tail"; block "$work/parity_bn.tail"
   fi
-  grep -vE '^\[' "$work/nccl" | tail -15 > "$work/nccl.tail"; block "$work/nccl.tail"
-  ddp=$(find_prog bench_train_ddp)
-  for c in "mpi fp32" "nccl fp32" "nccl bf16"; do
+  if [[ -f $root/tests/cli/predict_gpu.sh ]]; then
+    (cd "$work" && run bash "$root/tests/cli/predict_gpu.sh" "$downscale" "$root") > "$work/predict" 2>&1
+    outcome $? "GPU predict against CPU predict" predict_gpu
+    tail -15 "$work/predict" > "$work/predict.tail"; block "$work/predict.tail"
+  fi
+  say ""
+}
+
+# --- 1b. Issue 14: training through NCCL on this GPU (one rank) ---
+# Device buckets, fp32 and bf16 on the wire, against the plain GPU run (tests/cli/train_nccl.sh);
+# then the data-parallel step (bench_train_ddp, MNN at batch 32) with the MPI path (one rank: no
+# collective) and with NCCL.
+section_nccl() {
+  say "## 1b. Training through NCCL on one GPU"
+  if [[ -f $root/tests/cli/train_nccl.sh ]]; then
+    (cd "$work" && run bash "$root/tests/cli/train_nccl.sh" "$downscale" "$root") > "$work/nccl" 2>&1
+    outcome $? "training through NCCL (run.communicator nccl)" train_nccl
+    grep -vE '^\[' "$work/nccl" | tail -15 > "$work/nccl.tail"; block "$work/nccl.tail"
+  fi
+  local ddp c comms=("mpi fp32" "nccl fp32" "nccl bf16")
+  ddp=$(find_prog bench_train_ddp) || { failed+=("bench_train_ddp missing"); say ""; return; }
+  [[ $REHEARSAL == 1 ]] && comms=("mpi fp32")  # NCCL needs a GPU
+  for c in "${comms[@]}"; do
     set -- $c
-    if run "$ddp" --device cuda --communicator "$1" --allreduce-dtype "$2" --batch "$BATCH" --grid 30x53 --steps "$STEPS" \
-        --warmup 3 > "$work/ddp_$1_$2" 2>&1; then
+    if run "$ddp" --device "$dev" --communicator "$1" --allreduce-dtype "$2" --batch "$BATCH" --grid "$GRID" --steps "$STEPS" \
+        --warmup "$WARMUP" > "$work/ddp_$1_$2" 2>&1; then
       say "bench_train_ddp --communicator $1 --allreduce-dtype $2: $(grep -E '^(step_s|samples_per_s|wait_s|loss1) ' "$work/ddp_$1_$2" | tr '\n' ' ')"
     else
       failed+=("bench_train_ddp $1 $2"); say "bench_train_ddp --communicator $1 --allreduce-dtype $2: FAILED"
       tail -5 "$work/ddp_$1_$2" > "$work/ddp.tail"; block "$work/ddp.tail"
     fi
   done
-fi
-say ""
+  say ""
+}
 
 # --- 2. loss curves: the GPU in each precision against the CPU, same weights and batch ---
-say "## 2. MNN, $CURVE_STEPS training steps at batch $BATCH on the North America shapes (the CPU: $CPU_CURVE_STEPS)"
-curve() {  # device math out [steps]
-  run "$bench" --device "$1" --math "$2" --threads 0 --batch "$BATCH" --loss-curve "${4:-$CURVE_STEPS}" \
-    --steps 1 --warmup 0 --measure train > "$3" 2>&1
-}
-cols=()
-for m in $CURVE_MATHS; do
-  if curve cuda "$m" "$work/c_$m"; then cols+=("$m"); else failed+=("GPU $m training"); fi
-done
-if [[ $CPU_CURVE == 1 ]]; then
-  if curve cpu fp32 "$work/c_cpu" "$CPU_CURVE_STEPS"; then cols+=(cpu); else failed+=("CPU training"); fi
-fi
-{
-  printf "| step |"; for c in "${cols[@]}"; do printf " %s |" "$([[ $c == cpu ]] && echo "CPU FP32 (oneDNN)" || echo "GPU ${c^^}")"; done; echo
-  printf "| --- |"; for c in "${cols[@]}"; do printf " --- |"; done; echo
-  for ((i = 0; i < CURVE_STEPS; i++)); do
-    printf "| %d |" "$i"
-    for c in "${cols[@]}"; do printf " %s |" "$(awk -v k="loss_$i" '$1 == k {print $2}' "$work/c_$c")"; done
-    echo
+section_curves() {
+  say "## 2. MNN, $CURVE_STEPS training steps at batch $BATCH on the North America shapes (the CPU: $CPU_CURVE_STEPS)"
+  curve() {  # device math out [steps]
+    run "$bench" --device "$1" --math "$2" --threads 0 --batch "$BATCH" --grid "$GRID" --loss-curve "${4:-$CURVE_STEPS}" \
+      --steps 1 --warmup 0 --measure train > "$3" 2>&1
+  }
+  local cols=() m c i w lim
+  for m in $CURVE_MATHS; do
+    if curve "$dev" "$m" "$work/c_$m"; then cols+=("$m"); else failed+=("GPU $m training"); fi
   done
-} > "$work/curves"
-cat "$work/curves" >&3; cat "$work/curves"
-# Each GPU precision against the CPU: the same arithmetic in another order; after 20 Adam steps
-# FP32 agrees to 1e-3 relative (float rounding, amplified by the updates: the parity tests hold
-# single ops to 1e-4). TF32 (10-bit mantissa) and FP16 (10 bits, inside the convolutions) are held
-# to 2e-2, BF16 (7 bits) to 5e-2.
-if [[ -f $work/c_cpu ]]; then
-  worst() { paste <(awk '/^loss_/ {print $2}' "$1") <(awk '/^loss_/ {print $2}' "$2") |
-            awk 'BEGIN {m = 0} NF == 2 {d = ($1 - $2) / ($2 == 0 ? 1 : $2); d = d < 0 ? -d : d; if (d > m) m = d} END {print m}'; }
+  if [[ $CPU_CURVE == 1 ]]; then
+    if curve cpu fp32 "$work/c_cpu" "$CPU_CURVE_STEPS"; then cols+=(cpu); else failed+=("CPU training"); fi
+  fi
+  {
+    printf "| step |"; for c in "${cols[@]}"; do printf " %s |" "$([[ $c == cpu ]] && echo "CPU FP32 (oneDNN)" || echo "GPU ${c^^}")"; done; echo
+    printf "| --- |"; for c in "${cols[@]}"; do printf " --- |"; done; echo
+    for ((i = 0; i < CURVE_STEPS; i++)); do
+      printf "| %d |" "$i"
+      for c in "${cols[@]}"; do printf " %s |" "$(awk -v k="loss_$i" '$1 == k {print $2}' "$work/c_$c")"; done
+      echo
+    done
+  } > "$work/curves"
+  cat "$work/curves" >&3; cat "$work/curves"
+  # Each GPU precision against the CPU: the same arithmetic in another order; after 20 Adam steps
+  # FP32 agrees to 1e-3 relative (float rounding, amplified by the updates: the parity tests hold
+  # single ops to 1e-4). TF32 (10-bit mantissa) and FP16 (10 bits, inside the convolutions) are
+  # held to 2e-2, BF16 (7 bits) to 5e-2.
+  if [[ -f $work/c_cpu ]]; then
+    worst() { paste <(awk '/^loss_/ {print $2}' "$1") <(awk '/^loss_/ {print $2}' "$2") |
+              awk 'BEGIN {m = 0} NF == 2 {d = ($1 - $2) / ($2 == 0 ? 1 : $2); d = d < 0 ? -d : d; if (d > m) m = d} END {print m}'; }
+    say ""
+    for c in "${cols[@]}"; do
+      [[ $c == cpu ]] && continue
+      case $c in fp32) lim=1e-3 ;; bf16) lim=5e-2 ;; *) lim=2e-2 ;; esac
+      w=$(worst "$work/c_$c" "$work/c_cpu")
+      say "largest relative difference from the CPU: GPU ${c^^} $w (limit $lim)"
+      awk -v a="$w" -v l="$lim" 'BEGIN {exit !(a <= l)}' || failed+=("${c^^} loss curve vs CPU ($w)")
+    done
+  fi
   say ""
-  for c in "${cols[@]}"; do
-    [[ $c == cpu ]] && continue
-    case $c in fp32) lim=1e-3 ;; bf16) lim=5e-2 ;; *) lim=2e-2 ;; esac
-    w=$(worst "$work/c_$c" "$work/c_cpu")
-    say "largest relative difference from the CPU: GPU ${c^^} $w (limit $lim)"
-    awk -v a="$w" -v l="$lim" 'BEGIN {exit !(a <= l)}' || failed+=("${c^^} loss curve vs CPU ($w)")
-  done
-fi
-say ""
+}
 
 # --- 3. against PyTorch on the same GPU ---
-for math in $MATHS; do
-  say "## 3. Training step and forward against PyTorch, batch $BATCH, $math"
-  if DEVICE=cuda MATH=$math BATCH=$BATCH ROUNDS=$ROUNDS STEPS=$STEPS WARMUP=3 PY=$PY THREADS=$(nproc) \
-     run bash "$root/bench/train_step.sh" "$root/build" > "$work/bench_$math" 2>&1 ||
-     DEVICE=cuda MATH=$math BATCH=$BATCH ROUNDS=$ROUNDS STEPS=$STEPS WARMUP=3 PY=$PY THREADS=$(nproc) \
-     run bash "$root/bench/train_step.sh" "$root" > "$work/bench_$math" 2>&1; then
-    :
-  else
-    failed+=("benchmark $math")
-  fi
-  block "$work/bench_$math"; cat "$work/bench_$math"
-  sps=$(awk '$1 == "downscale" {print $2}' "$work/bench_$math")
-  if [[ -n $sps && $math == tf32 ]]; then
-    # The reference experiment: 1979-2002 training years, about 8,766 days an epoch.
+section_bench() {
+  local math sps
+  for math in $MATHS; do
+    say "## 3. Training step and forward against PyTorch, batch $BATCH, $math"
+    DEVICE=$dev MATH=$math BATCH=$BATCH GRID=$GRID ROUNDS=$ROUNDS STEPS=$STEPS WARMUP=$WARMUP PY=$PY THREADS=$(nproc) COMPILE=$COMPILE \
+      run bash "$root/bench/train_step.sh" "$build_dir" > "$work/bench_$math" 2>&1 || failed+=("benchmark $math")
+    block "$work/bench_$math"; cat "$work/bench_$math"
+    sps=$(awk '$1 == "downscale" {print $2}' "$work/bench_$math")
+    if [[ -n $sps && $math == tf32 ]]; then
+      # The reference experiment: 1979-2002 training years, about 8,766 days an epoch.
+      say ""
+      say "200 North America epochs (8,766 samples each) at $sps samples/s: $(awk -v s="$sps" 'BEGIN {printf "%.1f", 200 * 8766 / s / 60}') minutes (target: under 15)"
+    fi
     say ""
-    say "200 North America epochs (8,766 samples each) at $sps samples/s: $(awk -v s="$sps" 'BEGIN {printf "%.1f", 200 * 8766 / s / 60}') minutes (target: under 15)"
+  done
+}
+
+# --- 4. the scaling model's layer profile on this GPU (docs/scaling.md) ---
+# The profiles are kept beside the report (<report>_profile.json, <report>_profile_<math>.json)
+# for later runs of the model.
+section_profile() {
+  say "## 4. Scaling model: layer profile (TF32, batch $BATCH) and the predicted table"
+  local profile="${REPORT%.md}_profile.json" math profiles=()
+  rm -f "$work/scaling" "$work/scaling_pcie"
+  if run "$bench" --device "$dev" --math tf32 --batch "$BATCH" --grid "$GRID" --steps "$STEPS" --warmup "$WARMUP" \
+       --profile-layers --out "$profile" > "$work/profile.json" 2> "$work/profile.log" &&
+     run "$downscale" train --config "$root/configs/north_america.yaml" --predict-scaling --profile "$profile" \
+       --link nvlink4 --network ib-ndr > "$work/scaling" 2>&1 &&
+     run "$downscale" train --config "$root/configs/north_america.yaml" --predict-scaling --profile "$profile" \
+       --link pcie5 --network ib-ndr --nic per-node --allreduce-dtype bf16 > "$work/scaling_pcie" 2>&1; then
+    cat "$work/profile.log" "$work/scaling" "$work/scaling_pcie" > "$work/scaling_all"
+    say "profile: $profile"
+    profiles+=("$profile")
+  else
+    failed+=("scaling profile"); say "FAILED"
+    cat "$work/profile.log" "$work/scaling" "$work/scaling_pcie" 2>/dev/null | tail -30 > "$work/scaling_all"
+  fi
+  block "$work/scaling_all"
+  # The same profile in the 16-bit modes (PROFILE_MATHS, default bf16): per layer, where 16 bits
+  # gain over TF32 and where the casts around each convolution eat the gain (issue 14).
+  for math in $PROFILE_MATHS; do
+    if run "$bench" --device "$dev" --math "$math" --batch "$BATCH" --grid "$GRID" --steps "$STEPS" --warmup "$WARMUP" \
+         --profile-layers --out "${REPORT%.md}_profile_$math.json" > /dev/null 2> "$work/profile_$math.log"; then
+      say "profile ($math): ${REPORT%.md}_profile_$math.json"
+      block "$work/profile_$math.log"
+      profiles+=("${REPORT%.md}_profile_$math.json")
+    else
+      failed+=("layer profile ($math)"); say "layer profile ($math): FAILED"
+      tail -5 "$work/profile_$math.log" > "$work/profile_$math.tail"; block "$work/profile_$math.tail"
+    fi
+  done
+  # Side by side, per layer (milliseconds, and each column's ratio to TF32's).
+  if ((${#profiles[@]} > 1)); then
+    say ""
+    if "$PY" "$root/bench/profile_compare.py" "${profiles[@]}" > "$work/profile_compare" 2>&1; then
+      cat "$work/profile_compare" >&3; cat "$work/profile_compare"
+    else
+      failed+=("profile comparison"); block "$work/profile_compare"
+    fi
   fi
   say ""
-done
-# --- 4. the scaling model's layer profile on this GPU (docs/scaling.md) ---
-# The profile is kept beside the report (<report>_profile.json) for later runs of the model.
-say "## 4. Scaling model: layer profile (TF32, batch $BATCH) and the predicted table"
-profile="${REPORT%.md}_profile.json"
-if run "$bench" --device cuda --math tf32 --batch "$BATCH" --steps "$STEPS" --warmup 3 --profile-layers \
-     --out "$profile" > "$work/profile.json" 2> "$work/profile.log" &&
-   run "$downscale" train --config "$root/configs/north_america.yaml" --predict-scaling --profile "$profile" \
-     --link nvlink4 --network ib-ndr > "$work/scaling" 2>&1 &&
-   run "$downscale" train --config "$root/configs/north_america.yaml" --predict-scaling --profile "$profile" \
-     --link pcie5 --network ib-ndr --nic per-node --allreduce-dtype bf16 > "$work/scaling_pcie" 2>&1; then
-  cat "$work/profile.log" "$work/scaling" "$work/scaling_pcie" > "$work/scaling_all"
-  say "profile: $profile"
-else
-  failed+=("scaling profile"); say "FAILED"
-  cat "$work/profile.log" "$work/scaling" "$work/scaling_pcie" 2>/dev/null | tail -30 > "$work/scaling_all"
-fi
-block "$work/scaling_all"
-# The same profile in the 16-bit modes (PROFILE_MATHS, default bf16): per layer, where 16 bits
-# gain over TF32 and where the casts around each convolution eat the gain (issue 14).
-for math in ${PROFILE_MATHS:-bf16}; do
-  if run "$bench" --device cuda --math "$math" --batch "$BATCH" --steps "$STEPS" --warmup 3 --profile-layers \
-       --out "${REPORT%.md}_profile_$math.json" > /dev/null 2> "$work/profile_$math.log"; then
-    say "profile ($math): ${REPORT%.md}_profile_$math.json"
-    block "$work/profile_$math.log"
-  else
-    failed+=("layer profile ($math)"); say "layer profile ($math): FAILED"
-    tail -5 "$work/profile_$math.log" > "$work/profile_$math.tail"; block "$work/profile_$math.tail"
-  fi
-done
-say ""
+}
+
 # --- 5. downscale train end to end on the North America shapes (synthetic data) ---
 # The whole trainer (data path, loss, optimizer, validation) against bench_train_step's pure step:
 # training set resident on the GPU (train.data_on_device true) or read from the store each step.
-if [[ $E2E == 1 ]]; then
-  say "## 5. downscale train end to end, North America shapes (configs/bench_na.yaml), batch 32, TF32"
-  na=$work/na
+section_e2e() {
+  local config=${E2E_CONFIG:-configs/bench_na.yaml} na=$work/na dod
+  say "## 5. downscale train end to end ($config), TF32"
   mkdir -p "$na" && cp -r "$root/configs" "$na/"
-  if (cd "$na" && for st in synth fetch preprocess; do run "$downscale" $st --config configs/bench_na.yaml || exit 1; done) \
+  if (cd "$na" && for st in synth fetch preprocess; do run "$downscale" $st --config "$config" || exit 1; done) \
        > "$work/na_prep" 2>&1; then
     for dod in true false; do
-      if (cd "$na" && run "$downscale" train --config configs/bench_na.yaml --set run.device=cuda \
+      if (cd "$na" && run "$downscale" train --config "$config" --set run.device="$dev" \
             --set train.epochs="${E2E_EPOCHS:-3}" --set train.data_on_device=$dod --set train.name=dod_$dod) \
            > "$work/na_train_$dod" 2>&1; then
         say "train.data_on_device $dod: $(grep -oE 'training data in .*|batches read from the store.*' "$work/na_train_$dod" | head -1)"
@@ -230,54 +317,75 @@ if [[ $E2E == 1 ]]; then
         tail -8 "$work/na_train_$dod" > "$work/na.tail"; block "$work/na.tail"
       fi
     done
-    grep -hE 'bias\+ReLU|narrow FP32' "$work"/na_train_* | sort | uniq -c | head -20 > "$work/na_fuse"; block "$work/na_fuse"
+    # The fused bias+ReLU and narrow-head lines (one per convolution shape), counted over both runs.
+    grep -hE 'bias\+ReLU|narrow FP32' "$work"/na_train_* | sort | uniq -c | head -20 > "$work/na_fuse"
+    [[ -s $work/na_fuse ]] && block "$work/na_fuse"
   else
-    failed+=("North America data"); say "synth/fetch/preprocess of configs/bench_na.yaml: FAILED"
+    failed+=("North America data"); say "synth/fetch/preprocess of $config: FAILED"
     tail -8 "$work/na_prep" > "$work/na.tail"; block "$work/na.tail"
   fi
   say ""
-fi
+}
+
 # --- 6. the image nets (issue 15): downscale benchmark against torchvision on this GPU ---
 # Horovod's synthetic benchmark at its batch sizes (ResNets 256 per GPU would need 30-46 GB of
 # activations: fine on an H100/H200), ours against torchvision eager (channels_last,
 # cudnn.benchmark, TF32 or autocast) and torch.compile, one process; then NCCL on one rank with
-# 16-bit gradients on the wire. IMAGENET=0 skips the section.
-if [[ ${IMAGENET:-1} == 1 ]]; then
+# 16-bit gradients on the wire (the rehearsal: MPI, one rank).
+section_imagenet() {
   say "## 6. downscale benchmark (ResNet50/101, InceptionV3) against torchvision on this GPU"
-  imagenet_build=$root/build
-  [[ -x $imagenet_build/pipeline/downscale ]] || imagenet_build=$root  # the bundle: bin/downscale
-  has_tv=1
-  $PY -c 'import torch, torchvision' 2>/dev/null || has_tv=0
+  local has_tv=1 math m comm=nccl
+  "$PY" -c 'import torch, torchvision' 2>/dev/null || has_tv=0
   [[ $has_tv == 1 ]] || say "($PY has no torchvision: downscale alone, no PyTorch peer)"
+  local models=${IMAGENET_MODELS:-resnet50 resnet101 inception_v3} batch=${IMAGENET_BATCH:-128}
+  local image=${IMAGENET_IMAGE:-0} iters=${IMAGENET_ITERS:-5} warm=${IMAGENET_WARMUP:-5} per_iter=${IMAGENET_PER_ITER:-5}
   for math in ${IMAGENET_MATHS:-tf32 bf16}; do
     if [[ $has_tv == 0 ]]; then
-      (for m in ${IMAGENET_MODELS:-resnet50 resnet101 inception_v3}; do
-        run "$downscale" benchmark --device cuda --precision "$math" --model "$m" --batch-size "${IMAGENET_BATCH:-128}" \
-          --num-warmup-batches 5 --num-batches-per-iter 5 --num-iters "${IMAGENET_ITERS:-5}" || exit 1
-      done) > "$work/imagenet_$math" 2>&1 || failed+=("image nets $math")
+      for m in $models; do
+        run "$downscale" benchmark --device "$dev" --precision "$math" --model "$m" --batch-size "$batch" --image-size "$image" \
+          --num-warmup-batches "$warm" --num-batches-per-iter "$per_iter" --num-iters "$iters" || failed+=("image nets $m $math")
+      done > "$work/imagenet_$math" 2>&1
     else
       # One model per call: each gets STEP_TIMEOUT (torch.compile alone takes a minute or more).
-      for m in ${IMAGENET_MODELS:-resnet50 resnet101 inception_v3}; do
-        DEVICE=cuda PRECISION=$math MODELS=$m BATCH=${IMAGENET_BATCH:-128} THREADS=$(nproc) WARMUP=5 PER_ITER=5 \
-          ITERS=${IMAGENET_ITERS:-5} ROUNDS=1 COMPILE=auto PY=$PY run bash "$root/bench/benchmark_models.sh" \
-          "$imagenet_build" || failed+=("image nets $m $math")
+      for m in $models; do
+        DEVICE=$dev PRECISION=$math MODELS=$m BATCH=$batch IMAGE=$image THREADS=$(nproc) WARMUP=$warm PER_ITER=$per_iter \
+          ITERS=$iters ROUNDS=1 COMPILE=$COMPILE PY=$PY run bash "$root/bench/benchmark_models.sh" \
+          "$build_dir" || failed+=("image nets $m $math")
       done > "$work/imagenet_$math" 2>&1
     fi
-    grep -E "^(resnet|inception)|ours|peer|Total" "$work/imagenet_$math" > "$work/imagenet_$math.tail" || tail -12 "$work/imagenet_$math" > "$work/imagenet_$math.tail"; block "$work/imagenet_$math.tail"
+    grep -E "^(resnet|inception)|ours|peer|Total" "$work/imagenet_$math" > "$work/imagenet_$math.tail" ||
+      tail -12 "$work/imagenet_$math" > "$work/imagenet_$math.tail"
+    say "$math, batch $batch:"; block "$work/imagenet_$math.tail"
   done
-  if run "$downscale" benchmark --device cuda --model resnet50 --batch-size 64 --num-warmup-batches 3 \
-       --num-batches-per-iter 5 --num-iters 3 --communicator nccl --fp16-allreduce > "$work/imagenet_nccl" 2>&1; then
+  [[ $REHEARSAL == 1 ]] && comm=mpi
+  if run "$downscale" benchmark --device "$dev" --model resnet50 --batch-size "${IMAGENET_NCCL_BATCH:-64}" --image-size "$image" \
+       --num-warmup-batches 3 --num-batches-per-iter 5 --num-iters 3 --communicator "$comm" --fp16-allreduce > "$work/imagenet_nccl" 2>&1; then
     grep -E '^(Img/sec|Total)' "$work/imagenet_nccl" > "$work/imagenet_nccl.tail"
   else
     failed+=("benchmark over NCCL"); tail -8 "$work/imagenet_nccl" > "$work/imagenet_nccl.tail"
   fi
-  say "NCCL, one rank, --fp16-allreduce, ResNet50 batch 64:"; block "$work/imagenet_nccl.tail"
+  say "$comm, one rank, --fp16-allreduce, ResNet50 batch ${IMAGENET_NCCL_BATCH:-64}:"; block "$work/imagenet_nccl.tail"
   say ""
-fi
+}
+
+# The sections in SECTIONS' order; one that would start with less than a minute of BUDGET left is
+# not run (and said so), so the report still comes back whole inside a device call's limit.
+for s in $SECTIONS; do
+  if ((BUDGET > 0 && $(left) < 60)); then
+    notrun+=("$s"); say "## $s: not run ($(left) s of BUDGET=$BUDGET left)"; say ""; continue
+  fi
+  t0=$SECONDS
+  "section_$s"
+  echo "gpu_check.sh: section $s took $((SECONDS - t0)) s" >&2
+  say "(section $s: $((SECONDS - t0)) s)"
+  say ""
+done
 say "Peak for comparison: H100 SXM dense TF32 about 495 TFLOP/s, FP32 about 67 TFLOP/s (NVIDIA's data sheet);"
 say "the GFLOP/s columns count MNN's convolution FLOPs (bench/flop_count.h) per second."
 say ""
+((${#notrun[@]})) && failed+=("not run for lack of BUDGET: ${notrun[*]}")
 if ((${#failed[@]})); then say "**Result: FAILED** (${failed[*]})"; else say "**Result: passed**"; fi
+say "(whole check: $((SECONDS - start)) s)"
 exec 3>&-
 mv "$REPORT.tmp" "$REPORT"
 echo "report: $REPORT"
