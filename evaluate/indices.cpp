@@ -12,6 +12,7 @@ Series pair_series(const std::vector<float>& obs, const std::vector<float>& pred
     if (std::isfinite(obs[i]) && std::isfinite(pred[i])) {
       s.obs.push_back(obs[i]);
       s.pred.push_back(pred[i]);
+      s.time.push_back(i / np);
     }
   return s;
 }
@@ -40,6 +41,38 @@ double percentile(std::vector<double> x, double q) {
   const size_t lo = static_cast<size_t>(std::floor(h));
   const size_t hi = std::min(lo + 1, x.size() - 1);
   return x[lo] + (h - lo) * (x[hi] - x[lo]);
+}
+
+double wet_percentile(const std::vector<double>& x, double q) {
+  std::vector<double> wet;
+  for (double v : x)
+    if (v >= kWetDay) wet.push_back(v);
+  return percentile(std::move(wet), q);
+}
+
+TestDays test_days(const std::vector<int64_t>& numbers, Calendar calendar) {
+  TestDays d;
+  d.number = numbers;
+  for (int64_t n : numbers) d.year.push_back(date_from_days(n, calendar).year);
+  return d;
+}
+
+double annual_max_spell(const std::vector<double>& x, const std::vector<size_t>& time, const TestDays& days,
+                        Spell kind) {
+  std::vector<double> annual_max;  // one per year, in the order of the days
+  int run = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t t = time[i];
+    const bool new_year = i == 0 || days.year[t] != days.year[time[i - 1]];
+    // The day before is missing (or of a gap between seasons): the spell ends there.
+    const bool follows = !new_year && days.number[t] == days.number[time[i - 1]] + 1;
+    if (new_year) annual_max.push_back(0);
+    if (!follows) run = 0;
+    const bool in_spell = kind == Spell::wet ? x[i] >= kWetDay : x[i] < kWetDay;
+    run = in_spell ? run + 1 : 0;
+    annual_max.back() = std::max(annual_max.back(), double(run));
+  }
+  return percentile(std::move(annual_max), 0.5);
 }
 
 double domain_median(const std::vector<double>& v) {

@@ -419,7 +419,10 @@ void write_figure_png(const std::string& path, const std::string& title, const s
 
 void write_table_png(const std::string& path, const std::string& title, const std::vector<std::string>& cols,
                      const std::vector<TableRow>& rows, const std::string& footer) {
-  const int name_w = 190, col_w = 130, row_h = 24, top = 56;
+  // Columns as wide as the longest heading needs (11 pt bold: under 8 px a character), at least 130.
+  size_t longest = 0;
+  for (const auto& c : cols) longest = std::max(longest, c.size());
+  const int name_w = 190, col_w = std::max(130, 8 * static_cast<int>(longest) + 12), row_h = 24, top = 56;
   const int W = name_w + col_w * static_cast<int>(cols.size()) + 20, H = top + row_h * (1 + int(rows.size())) + 30;
   cairo_surface_t* s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
   cairo_t* cr = cairo_create(s);

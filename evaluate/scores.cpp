@@ -7,6 +7,7 @@
 
 #include "evaluate/domain_table.h"
 #include "evaluate/indices.h"
+#include "io/error.h"
 #include "io/log.h"
 #include "io/stop_signal.h"
 
@@ -15,7 +16,7 @@ namespace ds {
 namespace {
 
 PointIndices indices_of(const std::vector<float>& obs, const std::vector<float>& x, size_t np,
-                        const std::vector<uint8_t>& mask) {
+                        const std::vector<uint8_t>& mask, const TestDays& days) {
   PointIndices r;
   for (size_t k = 0; k < np; ++k) {
     const Series s = mask[k] ? pair_series(obs, x, np, k) : Series{};
@@ -23,6 +24,9 @@ PointIndices indices_of(const std::vector<float>& obs, const std::vector<float>&
     r.r01.push_back(wet_day_frequency(s.pred));
     r.sdii.push_back(sdii(s.pred));
     r.p98.push_back(percentile(s.pred, 0.98));
+    r.p98_wet.push_back(wet_percentile(s.pred, 0.98));
+    r.wet_spell.push_back(annual_max_spell(s.pred, s.time, days, Spell::wet));
+    r.dry_spell.push_back(annual_max_spell(s.pred, s.time, days, Spell::dry));
   }
   return r;
 }
@@ -75,15 +79,21 @@ class MemberMean {
 }  // namespace
 
 Evaluation evaluate_methods(const std::vector<float>& obs, size_t np, const std::vector<uint8_t>& mask,
-                            const std::vector<Method>& methods) {
+                            const TestDays& days, const std::vector<Method>& methods) {
   Evaluation e;
   e.npoints = np;
   e.ndays = np ? obs.size() / np : 0;
-  e.observed = indices_of(obs, obs, np, mask);
+  if (days.number.size() != e.ndays || days.year.size() != e.ndays)
+    throw Error("evaluate: " + std::to_string(days.number.size()) + " test days for " + std::to_string(e.ndays) +
+                " time steps of observations");
+  e.observed = indices_of(obs, obs, np, mask, days);
   e.observed_domain = {{"mean", domain_mean(e.observed.mean)},
                        {"R01", domain_mean(e.observed.r01)},
                        {"SDII", domain_mean(e.observed.sdii)},
-                       {"P98", domain_mean(e.observed.p98)}};
+                       {"P98", domain_mean(e.observed.p98)},
+                       {"P98Wet", domain_mean(e.observed.p98_wet)},
+                       {"WetAnnualMaxSpell", domain_mean(e.observed.wet_spell)},
+                       {"DryAnnualMaxSpell", domain_mean(e.observed.dry_spell)}};
   for (const Method& m : methods) {
     throw_if_stop_requested("scoring " + m.name + "; nothing written");
     MethodScores ms;
@@ -91,14 +101,17 @@ Evaluation evaluate_methods(const std::vector<float>& obs, size_t np, const std:
     ms.members = static_cast<int>(m.members.size());
     // A line every ~5 s naming the method: the stochastic members of a large domain take minutes.
     Progress progress("scoring " + m.name + " (boxes x members)", int64_t(np) * ms.members);
-    MemberMean mean, r01, sdii, p98, rmse_all, rmse_wet_days, spear, roc_ss;
+    MemberMean mean, r01, sdii, p98, p98_wet, wet_spell, dry_spell, rmse_all, rmse_wet_days, spear, roc_ss;
     for (int i = 0; i < ms.members; ++i) {
       const auto& x = m.members[i];
-      const PointIndices pi = indices_of(obs, x, np, mask);
+      const PointIndices pi = indices_of(obs, x, np, mask, days);
       mean.add(pi.mean);
       r01.add(pi.r01);
       sdii.add(pi.sdii);
       p98.add(pi.p98);
+      p98_wet.add(pi.p98_wet);
+      wet_spell.add(pi.wet_spell);
+      dry_spell.add(pi.dry_spell);
       std::vector<double> rm(np, NAN), rw(np, NAN), sp(np, NAN), roc(np, NAN);
       const auto& score = m.wet_score.empty() ? x : m.wet_score;
       for (size_t k = 0; k < np; ++k) {
@@ -116,7 +129,7 @@ Evaluation evaluate_methods(const std::vector<float>& obs, size_t np, const std:
       spear.add(sp);
       roc_ss.add(roc);
     }
-    ms.indices = {mean.mean(), r01.mean(), sdii.mean(), p98.mean()};
+    ms.indices = {mean.mean(), r01.mean(), sdii.mean(), p98.mean(), p98_wet.mean(), wet_spell.mean(), dry_spell.mean()};
     ms.rmse = rmse_all.mean();
     ms.rmse_wet = rmse_wet_days.mean();
     ms.spearman = spear.mean();
@@ -129,6 +142,11 @@ Evaluation evaluate_methods(const std::vector<float>& obs, size_t np, const std:
         {"R01_bias", absolute_bias(ms.indices.r01, e.observed.r01)},
         {"SDII_relative_bias", relative_bias(ms.indices.sdii, e.observed.sdii)},
         {"P98_relative_bias", relative_bias(ms.indices.p98, e.observed.p98)},
+        // Relative for the amount, absolute (days) for the spells, as Bano-Medina et al. (2020)
+        // score them (climate4R.value measures biasRel for P98, bias for the annual max spells).
+        {"P98Wet_relative_bias", relative_bias(ms.indices.p98_wet, e.observed.p98_wet)},
+        {"WetAnnualMaxSpell_bias", absolute_bias(ms.indices.wet_spell, e.observed.wet_spell)},
+        {"DryAnnualMaxSpell_bias", absolute_bias(ms.indices.dry_spell, e.observed.dry_spell)},
         {"RMSE", ms.rmse},
         {"RMSE_wet", ms.rmse_wet},
         {"Spearman", ms.spearman},
@@ -143,8 +161,11 @@ Evaluation evaluate_methods(const std::vector<float>& obs, size_t np, const std:
 }
 
 const std::vector<std::string>& score_names() {
-  static const std::vector<std::string> names{"mean_relative_bias", "R01_bias", "SDII_relative_bias", "P98_relative_bias",
-                                              "RMSE", "RMSE_wet", "Spearman", "ROCSS"};
+  static const std::vector<std::string> names{"mean_relative_bias",   "R01_bias",     "SDII_relative_bias",
+                                              "P98_relative_bias",    "P98Wet_relative_bias",
+                                              "WetAnnualMaxSpell_bias", "DryAnnualMaxSpell_bias",
+                                              "RMSE",                 "RMSE_wet",     "Spearman",
+                                              "ROCSS"};
   return names;
 }
 
@@ -167,6 +188,11 @@ std::string evaluation_json(const Evaluation& e) {
       {"R01_bias", "land-box mean of predicted - observed wet-day (>= 1 mm) frequency"},
       {"SDII_relative_bias", "relative bias of the mean wet-day (>= 1 mm) amount"},
       {"P98_relative_bias", "relative bias of the 98th percentile of all days"},
+      {"P98Wet_relative_bias", "relative bias of the 98th percentile of the wet (>= 1 mm) days"},
+      {"WetAnnualMaxSpell_bias",
+       "land-box mean of predicted - observed median over the years of the annual longest wet (>= 1 mm) spell (days)"},
+      {"DryAnnualMaxSpell_bias",
+       "land-box mean of predicted - observed median over the years of the annual longest dry (< 1 mm) spell (days)"},
       {"RMSE", "land-box mean of the root mean squared error (mm/day)"},
       {"RMSE_wet", "RMSE over observed wet days (mm/day)"},
       {"Spearman", "land-box mean of the Spearman rank correlation of the daily series"},

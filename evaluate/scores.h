@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "evaluate/indices.h"
+
 namespace ds {
 
 struct Method {
@@ -16,9 +18,10 @@ struct Method {
   std::vector<float> wet_score;             // (time, point) score for the ROC; empty: members[0]
 };
 
-// Per-point values of the four indices; NaN where undefined (ocean, no wet day).
+// Per-point values of the indices (evaluate/indices.h); NaN where undefined (ocean, no wet day).
+// The spells are in days.
 struct PointIndices {
-  std::vector<double> mean, r01, sdii, p98;
+  std::vector<double> mean, r01, sdii, p98, p98_wet, wet_spell, dry_spell;
 };
 
 struct MethodScores {
@@ -37,9 +40,9 @@ struct Evaluation {
   std::vector<MethodScores> methods;
 };
 
-// obs: (time, point) mm/day, NaN over the ocean; mask: 1 on land.
+// obs: (time, point) mm/day, NaN over the ocean; mask: 1 on land; days: the time steps' days.
 Evaluation evaluate_methods(const std::vector<float>& obs, size_t npoints, const std::vector<uint8_t>& mask,
-                            const std::vector<Method>& methods);
+                            const TestDays& days, const std::vector<Method>& methods);
 
 // The names of MethodScores::domain in the order reports show them.
 const std::vector<std::string>& score_names();

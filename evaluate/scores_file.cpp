@@ -32,6 +32,14 @@ void add_precipitation_indices(std::vector<ScoreField>& out, const PointIndices&
                  "kg m-2 s-1", "", "", scaled(p.sdii, kFluxPerMmDay)});
   out.push_back({"p98", method, "98th percentile of daily precipitation, " + who, "kg m-2 s-1", "", "",
                  scaled(p.p98, kFluxPerMmDay)});
+  out.push_back({"p98wet", method, "98th percentile of the days with at least 1 mm, " + who, "kg m-2 s-1", "", "",
+                 scaled(p.p98_wet, kFluxPerMmDay)});
+  out.push_back({"wetmaxspell", method,
+                 "median over the years of the longest annual spell of days with at least 1 mm, " + who, "day", "", "",
+                 p.wet_spell});
+  out.push_back({"drymaxspell", method,
+                 "median over the years of the longest annual spell of days with less than 1 mm, " + who, "day", "",
+                 "", p.dry_spell});
 }
 
 }  // namespace

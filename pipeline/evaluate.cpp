@@ -202,7 +202,8 @@ int run_evaluate(const Config& cfg) {
   methods.push_back(
       {"linear_pcs", {crop_to_window(linear_baseline(store, "test", {cfg.evaluate.pcs, cfg.evaluate.ridge}), win)}, {}});
 
-  const Evaluation e = evaluate_methods(obs, np, mask, methods);
+  const Evaluation e =
+      evaluate_methods(obs, np, mask, test_days(pred.days, parse_calendar(pred.calendar, pred_path)), methods);
   const std::string dir = paths.evaluate_dir();
   make_dirs(dir);
   write_text(dir + "/scores.json", evaluation_json(e));
@@ -232,13 +233,16 @@ int run_evaluate(const Config& cfg) {
   write_figure_png(dir + "/summary.png", "downscale evaluate: " + cfg.file, {observed, predicted, bias_map, rocss}, basemap);
   write_table_png(dir + "/scores_table.png", e, "downscale evaluate: " + cfg.file);
 
-  spdlog::info("{:<18} {:>10} {:>8} {:>10} {:>10} {:>7} {:>9} {:>9} {:>7}", "method", "mean bias", "R01 bias",
-               "SDII bias", "P98 bias", "RMSE", "RMSE wet", "Spearman", "ROCSS");
+  spdlog::info("{:<18} {:>10} {:>8} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7}", "method", "mean bias",
+               "R01 bias", "SDII bias", "P98 bias", "P98Wet bias", "wet spell", "dry spell", "RMSE", "RMSE wet",
+               "Spearman", "ROCSS");
   for (const auto& m : e.methods) {
     const auto& d = m.domain;
-    spdlog::info("{:<18} {:>9.1f}% {:>8.3f} {:>9.1f}% {:>9.1f}% {:>7.2f} {:>9.2f} {:>9.3f} {:>7.3f}", m.name,
-                 100 * d.at("mean_relative_bias"), d.at("R01_bias"), 100 * d.at("SDII_relative_bias"),
-                 100 * d.at("P98_relative_bias"), d.at("RMSE"), d.at("RMSE_wet"), d.at("Spearman"), d.at("ROCSS"));
+    spdlog::info("{:<18} {:>9.1f}% {:>8.3f} {:>9.1f}% {:>9.1f}% {:>10.1f}% {:>8.2f}d {:>8.2f}d {:>7.2f} {:>9.2f} "
+                 "{:>9.3f} {:>7.3f}",
+                 m.name, 100 * d.at("mean_relative_bias"), d.at("R01_bias"), 100 * d.at("SDII_relative_bias"),
+                 100 * d.at("P98_relative_bias"), 100 * d.at("P98Wet_relative_bias"), d.at("WetAnnualMaxSpell_bias"),
+                 d.at("DryAnnualMaxSpell_bias"), d.at("RMSE"), d.at("RMSE_wet"), d.at("Spearman"), d.at("ROCSS"));
   }
   spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png, maps and summary.png", dir);
   return 0;

@@ -13,13 +13,19 @@ Definitions (VALUE: Maraun et al. 2015, Gutierrez et al. 2019; the R package R.V
   SDII        mean amount of the wet days (undefined without a wet day)
   P98         98th percentile of all days, R's default quantile (type 7, linear between order
               statistics, as R.VALUE's index.prcXXth)
+  P98Wet      the same of the wet days only (index.prcXXth(prob = 0.98, threshold = 1))
+  Wet/DryAnnualMaxSpell
+              median (type 7) over the calendar years of each year's longest run of wet / dry
+              (< 1 mm) days (index.spellmax.annual.prcXXth, prob 0.5): runs are cut at 1 January
+              and wherever two kept days are not one calendar day apart (a missing day, a gap);
+              a year without such a day has 0; computed here from the dates of the time axis
   RMSE        sqrt(mean((pred - obs)^2)) (R.VALUE measure.rmse); RMSE_wet the same on observed wet days
   Spearman    Pearson correlation of the ranks, ties given their average rank
   ROCSS       2 AUC - 1, AUC the probability that a random observed wet day scores higher than a
               random observed dry day, ties one half (computed here from the pairs themselves,
               not from a rank sum); the score is p_wet for the CNN's outputs, the amount otherwise
   relative bias  (index_pred - index_obs) / index_obs on boxes where index_obs > 0
-  R01_bias    R01_pred - R01_obs
+  R01_bias    R01_pred - R01_obs; the spells' biases likewise pred - obs (days)
   members     indices and scores per member, then the member mean (R.VALUE's wrapperFUN:
               mean(..., na.rm = TRUE)); relative biases of the member-mean index
   domain      mean and median over the land boxes where the per-box value is defined
@@ -75,6 +81,33 @@ def dates_of(ds):
     return [(x.year, x.month, x.day) for x in d]
 
 
+def year_and_follows(ds):
+    """Each day's year, and whether it is the calendar day after the day before it (cftime arithmetic)."""
+    t = ds.variables["time"]
+    d = netCDF4.num2date(t[:], t.units, getattr(t, "calendar", "standard"))
+    follows = np.array([False] + [(b - a).days == 1 and (b - a).seconds == 0 for a, b in zip(d[:-1], d[1:])])
+    return np.array([x.year for x in d]), follows
+
+
+def annual_max_spell(state, years, follows):
+    """Median over years of each year's longest run of True in state (the kept days, in order)."""
+    if state.size == 0:
+        return np.nan
+    # A new segment where the year changes or the day is not the one after the previous kept day.
+    start = np.ones(state.size, bool)
+    start[1:] = (years[1:] != years[:-1]) | ~follows[1:]
+    longest = {}
+    seg = np.cumsum(start)
+    for s_ in np.unique(seg):
+        sel = seg == s_
+        v = np.concatenate([[0], state[sel].astype(np.int8), [0]])
+        edges = np.flatnonzero(np.diff(v))  # run starts and ends alternate
+        run = (edges[1::2] - edges[0::2]).max() if edges.size else 0
+        y = years[sel][0]
+        longest[y] = max(longest.get(y, 0), run)
+    return np.median(np.array(list(longest.values()), dtype=np.float64))
+
+
 def average_ranks(x):
     """Ranks 1..n, ties sharing their average rank (from the counts of each distinct value)."""
     uniq, inv, counts = np.unique(x, return_inverse=True, return_counts=True)
@@ -95,12 +128,14 @@ def auc_pairs(wet_scores, dry_scores):
     return (gt + 0.5 * eq) / (wet_scores.size * dry_scores.size)
 
 
-def box_indices(x):
-    """mean, R01, SDII, P98 of one box's series (finite values only)."""
+def box_indices(x, years, follows):
+    """mean, R01, SDII, P98, P98Wet, wet and dry spell of one box's series (the kept days)."""
     if x.size == 0:
-        return [np.nan] * 4
+        return [np.nan] * 7
     wet = x[x >= WET]
-    return [x.mean(), wet.size / x.size, wet.mean() if wet.size else np.nan, np.percentile(x, 98)]
+    return [x.mean(), wet.size / x.size, wet.mean() if wet.size else np.nan, np.percentile(x, 98),
+            np.percentile(wet, 98) if wet.size else np.nan,
+            annual_max_spell(x >= WET, years, follows), annual_max_spell(x < WET, years, follows)]
 
 
 def box_scores(o, p, s):
@@ -117,15 +152,19 @@ def box_scores(o, p, s):
 roc_cache = {}
 
 
-def evaluate_method(obs, members, score, land):
+def evaluate_method(obs, members, score, land, calendar):
     """Per-box member-mean indices and scores: dict name -> (npoints,) array."""
+    years, follows = calendar
     npts = obs.shape[1]
-    idx = np.full((len(members), 4, npts), np.nan)
+    idx = np.full((len(members), 7, npts), np.nan)
     sc = np.full((len(members), 4, npts), np.nan)
     for m, x in enumerate(members):
         for k in np.flatnonzero(land):
             ok = np.isfinite(obs[:, k]) & np.isfinite(x[:, k])
-            idx[m, :, k] = box_indices(x[ok, k].astype(np.float64))
+            # A dropped day breaks a run: the kept day after it does not follow its predecessor.
+            kept = np.flatnonzero(ok)
+            fol = follows[kept] & np.concatenate([[False], np.diff(kept) == 1])
+            idx[m, :, k] = box_indices(x[ok, k].astype(np.float64), years[kept], fol)
             oks = np.isfinite(obs[:, k]) & np.isfinite(score[:, k])
             o = obs[ok, k].astype(np.float64)
             rm, rw, sp, _ = box_scores(o, x[ok, k].astype(np.float64), o)
@@ -140,7 +179,7 @@ def evaluate_method(obs, members, score, land):
             warnings.simplefilter("ignore", RuntimeWarning)
             idx = np.nanmean(idx, axis=0)  # R.VALUE: mean(aux, na.rm = TRUE) over members
             sc = np.nanmean(sc, axis=0)
-    names_i = ["mean", "r01", "sdii", "p98"]
+    names_i = ["mean", "r01", "sdii", "p98", "p98wet", "wetmaxspell", "drymaxspell"]
     names_s = ["rmse", "rmse_wet", "spearman", "rocss"]
     out = {n: idx[i] for i, n in enumerate(names_i)}
     out.update({n: sc[i] for i, n in enumerate(names_s)})
@@ -158,12 +197,15 @@ def relative_bias(pred, obs):
 
 
 def domain_scores(r, o):
-    """The eight domain scores of scores.json from per-box fields r (method) and o (observed)."""
+    """The eleven domain scores of scores.json from per-box fields r (method) and o (observed)."""
     boxes = {
         "mean_relative_bias": relative_bias(r["mean"], o["mean"]),
         "R01_bias": r["r01"] - o["r01"],
         "SDII_relative_bias": relative_bias(r["sdii"], o["sdii"]),
         "P98_relative_bias": relative_bias(r["p98"], o["p98"]),
+        "P98Wet_relative_bias": relative_bias(r["p98wet"], o["p98wet"]),
+        "WetAnnualMaxSpell_bias": r["wetmaxspell"] - o["wetmaxspell"],
+        "DryAnnualMaxSpell_bias": r["drymaxspell"] - o["drymaxspell"],
         "RMSE": r["rmse"],
         "RMSE_wet": r["rmse_wet"],
         "Spearman": r["spearman"],
@@ -268,8 +310,11 @@ def main():
     methods["climatology"] = ([cser], cser)
 
     obs_land = np.where(land, obs, np.nan)
-    observed = evaluate_method(obs_land, [obs_land], obs_land, land)
-    ref_obs_domain = {"mean": observed["mean"], "R01": observed["r01"], "SDII": observed["sdii"], "P98": observed["p98"]}
+    calendar = year_and_follows(pred)
+    observed = evaluate_method(obs_land, [obs_land], obs_land, land, calendar)
+    ref_obs_domain = {"mean": observed["mean"], "R01": observed["r01"], "SDII": observed["sdii"], "P98": observed["p98"],
+                      "P98Wet": observed["p98wet"], "WetAnnualMaxSpell": observed["wetmaxspell"],
+                      "DryAnnualMaxSpell": observed["drymaxspell"]}
 
     if report["test_days"] != nt:
         fail(f"scores.json test_days {report['test_days']}, the prediction has {nt}")
@@ -278,9 +323,10 @@ def main():
         if not ok:
             fail(f"scores.json observed {k}: reference {domain(v)[0]!r}, evaluate {report['observed'][k]!r}")
     flux = 1.0 / SECONDS_PER_DAY
-    for n in ("mean", "sdii", "p98"):
+    for n in ("mean", "sdii", "p98", "p98wet"):
         compare_field(f"{n}_observed", observed[n] * flux, nc)
-    compare_field("r01_observed", observed["r01"], nc)
+    for n in ("r01", "wetmaxspell", "drymaxspell"):
+        compare_field(f"{n}_observed", observed[n], nc)
 
     if set(report["methods"]) != set(methods) | {"linear_pcs"}:
         fail(f"scores.json methods {sorted(report['methods'])}, expected {sorted(set(methods) | {'linear_pcs'})}")
@@ -293,7 +339,7 @@ def main():
             csv[f[0]] = dict(zip(header, f))
 
     for name, (members, score) in methods.items():
-        r = evaluate_method(obs_land, members, score, land)
+        r = evaluate_method(obs_land, members, score, land, calendar)
         got = report["methods"].get(name, {})
         if got.get("members") != len(members):
             fail(f"scores.json {name}: members {got.get('members')}, the product has {len(members)}")
@@ -305,20 +351,21 @@ def main():
                 ok, _ = close(a, b, 1e-5)  # printed with 6 significant digits
                 if not ok:
                     fail(f"scores.csv {name} {col}: reference {a!r}, file {b!r}")
-        for n in ("mean", "sdii", "p98", "rmse", "rmse_wet"):
+        for n in ("mean", "sdii", "p98", "p98wet", "rmse", "rmse_wet"):
             compare_field(f"{n}_{name}", r[n] * flux, nc)
         compare_field(f"bias_{name}", (r["mean"] - observed["mean"]) * flux, nc)
-        for n in ("r01", "spearman", "rocss"):
+        for n in ("r01", "wetmaxspell", "drymaxspell", "spearman", "rocss"):
             compare_field(f"{n}_{name}", r[n], nc)
 
     # linear_pcs: its domain scores from its own per-box fields in scores.nc (the aggregation),
     # amounts back to mm/day.
     def field(n):
         v = read_var(nc, n)[0].ravel().astype(np.float64)
-        return v * SECONDS_PER_DAY if n.split("_")[0] in ("mean", "sdii", "p98", "rmse") else v
+        return v * SECONDS_PER_DAY if n.split("_")[0] in ("mean", "sdii", "p98", "p98wet", "rmse") else v
 
-    lin = {n: field(f"{n}_linear_pcs") for n in ("mean", "r01", "sdii", "p98", "rmse", "rmse_wet", "spearman", "rocss")}
-    obs_nc = {n: field(f"{n}_observed") for n in ("mean", "r01", "sdii", "p98")}
+    indices = ("mean", "r01", "sdii", "p98", "p98wet", "wetmaxspell", "drymaxspell")
+    lin = {n: field(f"{n}_linear_pcs") for n in indices + ("rmse", "rmse_wet", "spearman", "rocss")}
+    obs_nc = {n: field(f"{n}_observed") for n in indices}
     got = report["methods"]["linear_pcs"]
     for k, (mean, med) in domain_scores(lin, obs_nc).items():
         for label, a, b in (("mean", mean, got[k]), ("median", med, got["median"][k])):

@@ -9,6 +9,15 @@
 
 using namespace ds;
 
+namespace {
+// n consecutive days of one year: spells that neither a year's end nor a gap cuts.
+TestDays consecutive_days(size_t n) {
+  TestDays d;
+  for (size_t i = 0; i < n; ++i) d.number.push_back(static_cast<int64_t>(i)), d.year.push_back(2000);
+  return d;
+}
+}  // namespace
+
 TEST(Indices, MeanFrequencyIntensityPercentile) {
   const std::vector<double> x{0, 0.5, 1, 3, 10, 0, 2};
   EXPECT_NEAR(mean(x), 16.5 / 7, 1e-12);
@@ -65,7 +74,7 @@ TEST(Scores, DomainAveragesOverLandAndMembers) {
   Method twice{"twice", {{4, NAN, 0, NAN, 8, NAN}}, {}};
   // Two members whose means are 1 and 3 mm/day: member-averaged mean 2 = observed -> bias 0.
   Method ens{"ens", {{1, NAN, 1, NAN, 1, NAN}, {3, NAN, 3, NAN, 3, NAN}}, {}};
-  const Evaluation e = evaluate_methods(obs, 2, {1, 0}, {perfect, twice, ens});
+  const Evaluation e = evaluate_methods(obs, 2, {1, 0}, consecutive_days(3), {perfect, twice, ens});
   EXPECT_NEAR(e.observed_domain.at("mean"), 2.0, 1e-12);
   EXPECT_NEAR(e.methods[0].domain.at("RMSE"), 0.0, 1e-12);
   EXPECT_NEAR(e.methods[0].domain.at("mean_relative_bias"), 0.0, 1e-12);
@@ -85,7 +94,7 @@ TEST(Scores, MemberMeanSkipsMembersWhereAnIndexIsUndefined) {
   // values instead of NaN: SDII (2 + 6) / 2 = 4, Spearman 1 (same order as the observations).
   const std::vector<float> obs{0, 2, 4, 6};
   Method ens{"ens", {{0, 0, 2, 6}, {0.5, 0.5, 0.5, 0.5}}, {}};
-  const Evaluation e = evaluate_methods(obs, 1, {1}, {ens});
+  const Evaluation e = evaluate_methods(obs, 1, {1}, consecutive_days(4), {ens});
   const MethodScores& m = e.methods[0];
   EXPECT_NEAR(m.indices.sdii[0], 4.0, 1e-12);
   // Ranks obs 1 2 3 4, member "wet" 1.5 1.5 3 4: Pearson 0.9486832980505138 (as ErrorsAndCorrelation).
@@ -95,4 +104,76 @@ TEST(Scores, MemberMeanSkipsMembersWhereAnIndexIsUndefined) {
   EXPECT_NEAR(m.indices.mean[0], 1.25, 1e-12);
   // SDII relative bias over the one box: observed SDII (2 + 4 + 6) / 3 = 4 -> 0.
   EXPECT_NEAR(m.domain.at("SDII_relative_bias"), 0.0, 1e-12);
+}
+
+TEST(Indices, WetDayPercentile) {
+  // Wet days of the series of MeanFrequencyIntensityPercentile, sorted: 1 2 3 10;
+  // h = 3 * 0.98 = 2.94 -> 3 + 0.94 * (10 - 3) = 9.58 (R type 7 on the wet days only).
+  EXPECT_NEAR(wet_percentile({0, 0.5, 1, 3, 10, 0, 2}, 0.98), 9.58, 1e-12);
+  EXPECT_TRUE(std::isnan(wet_percentile({0, 0.9}, 0.98)));
+}
+
+namespace {
+// The spell of days[i] = date i of `dates`, all present.
+double spell(const std::vector<double>& x, const std::vector<Date>& dates, Spell kind) {
+  std::vector<int64_t> numbers;
+  for (const Date& d : dates) numbers.push_back(days_from_date(d, Calendar::standard));
+  std::vector<size_t> time(x.size());
+  for (size_t i = 0; i < time.size(); ++i) time[i] = i;
+  return annual_max_spell(x, time, test_days(numbers, Calendar::standard), kind);
+}
+}  // namespace
+
+TEST(Indices, AnnualMaxSpellEndsAtTheYearsEnd) {
+  // 29 Dec 2000 .. 3 Jan 2001: 0 2 3 | 4 0 0 0. The wet run 2 3 4 crosses 1 January: 2000's
+  // longest wet spell is 2 days, 2001's 1 (not 3); median of {2, 1} = 1.5. Dry: {1, 3} -> 2.
+  const std::vector<Date> d{{2000, 12, 29}, {2000, 12, 30}, {2000, 12, 31}, {2001, 1, 1},
+                            {2001, 1, 2},   {2001, 1, 3},   {2001, 1, 4}};
+  const std::vector<double> x{0, 2, 3, 4, 0, 0, 0};
+  EXPECT_EQ(spell(x, d, Spell::wet), 1.5);
+  EXPECT_EQ(spell(x, d, Spell::dry), 2.0);
+}
+
+TEST(Indices, AnnualMaxSpellOfAYearWithoutWetDays) {
+  // 2003: 2 2 0 (wet 2, dry 1); 2004: 0 0 0 (wet 0, dry 3). Median of {2, 0} = 1, of {1, 3} = 2.
+  // (R.VALUE's max() of no spell would be -Inf and void the median.)
+  const std::vector<Date> d{{2003, 6, 1}, {2003, 6, 2}, {2003, 6, 3}, {2004, 6, 1}, {2004, 6, 2}, {2004, 6, 3}};
+  const std::vector<double> x{2, 2, 0, 0, 0.5, 0.9};
+  EXPECT_EQ(spell(x, d, Spell::wet), 1.0);
+  EXPECT_EQ(spell(x, d, Spell::dry), 2.0);
+  // Three years: the middle one. No day at all: undefined.
+  EXPECT_EQ(spell({2, 0, 5, 5, 5}, {{2001, 1, 1}, {2002, 1, 1}, {2003, 1, 1}, {2003, 1, 2}, {2003, 1, 3}}, Spell::wet),
+            1.0);
+  EXPECT_TRUE(std::isnan(annual_max_spell({}, {}, TestDays{}, Spell::wet)));
+}
+
+TEST(Indices, AnnualMaxSpellEndsAtAMissingDay) {
+  // Six consecutive wet days, the third unobserved: pair_series drops it, leaving runs of 2 and 3
+  // days (not 5). A gap in the day numbers (between two seasons) cuts the same way.
+  const std::vector<float> obs{2, 2, NAN, 2, 2, 2};
+  const Series s = pair_series(obs, obs, 1, 0);
+  EXPECT_EQ(s.time, (std::vector<size_t>{0, 1, 3, 4, 5}));
+  const TestDays days{{0, 1, 2, 3, 4, 5}, {2000, 2000, 2000, 2000, 2000, 2000}};
+  EXPECT_EQ(annual_max_spell(s.pred, s.time, days, Spell::wet), 3.0);
+  EXPECT_EQ(annual_max_spell(s.pred, s.time, days, Spell::dry), 0.0);
+  const TestDays seasons{{0, 1, 90, 91, 92, 93}, {2000, 2000, 2000, 2000, 2000, 2000}};
+  EXPECT_EQ(annual_max_spell({2, 2, 2, 2, 2, 2}, {0, 1, 2, 3, 4, 5}, seasons, Spell::wet), 4.0);
+}
+
+TEST(Scores, WetPercentileAndSpellBiases) {
+  // One box, four days of one year. Observed 2 2 0 0: P98Wet 2, wet spell 2, dry spell 2.
+  // "alternate" 2 0 2 0: P98Wet 2 (bias 0), spells 1 and 1 (biases -1 day each).
+  // "twice" 4 4 0 0: P98Wet 4 (relative bias 1), spells as observed (biases 0).
+  const std::vector<float> obs{2, 2, 0, 0};
+  const Evaluation e = evaluate_methods(obs, 1, {1}, consecutive_days(4),
+                                        {{"alternate", {{2, 0, 2, 0}}, {}}, {"twice", {{4, 4, 0, 0}}, {}}});
+  EXPECT_EQ(e.observed_domain.at("P98Wet"), 2.0);
+  EXPECT_EQ(e.observed_domain.at("WetAnnualMaxSpell"), 2.0);
+  EXPECT_EQ(e.observed_domain.at("DryAnnualMaxSpell"), 2.0);
+  EXPECT_NEAR(e.methods[0].domain.at("P98Wet_relative_bias"), 0.0, 1e-12);
+  EXPECT_EQ(e.methods[0].domain.at("WetAnnualMaxSpell_bias"), -1.0);
+  EXPECT_EQ(e.methods[0].domain.at("DryAnnualMaxSpell_bias"), -1.0);
+  EXPECT_NEAR(e.methods[1].domain.at("P98Wet_relative_bias"), 1.0, 1e-12);
+  EXPECT_EQ(e.methods[1].domain.at("WetAnnualMaxSpell_bias"), 0.0);
+  EXPECT_EQ(e.methods[1].median.at("DryAnnualMaxSpell_bias"), 0.0);
 }

@@ -22,7 +22,7 @@ namespace {
 Evaluation small_evaluation() {
   const std::vector<float> obs{2, 4, NAN, 6, 8, NAN};
   Method twice{"twice", {{4, 8, NAN, 12, 16, NAN}}, {}};
-  return evaluate_methods(obs, 3, {1, 1, 0}, {twice});
+  return evaluate_methods(obs, 3, {1, 1, 0}, {{12418, 12419}, {2004, 2004}}, {twice});
 }
 
 }  // namespace
@@ -53,9 +53,11 @@ TEST(ScoresFile, EveryIndexOfEveryMethodWithUnitsPeriodAndFill) {
   write_scores_file(d / "scores.nc", f);
 
   NcFile nc = NcFile::open(d / "scores.nc");
-  // Four indices of the observations; four indices and five scores per method.
-  EXPECT_EQ(f.fields.size(), 4u + 9u);
-  for (const char* v : {"mean_observed", "r01_observed", "sdii_observed", "p98_observed", "mean_twice", "bias_twice",
+  // Seven indices of the observations; seven indices and five scores per method.
+  EXPECT_EQ(f.fields.size(), 7u + 12u);
+  for (const char* v : {"mean_observed", "r01_observed", "sdii_observed", "p98_observed", "p98wet_observed",
+                        "wetmaxspell_observed", "drymaxspell_observed", "p98wet_twice", "wetmaxspell_twice",
+                        "drymaxspell_twice", "mean_twice", "bias_twice",
                         "rmse_twice", "rmse_wet_twice", "spearman_twice", "rocss_twice"})
     EXPECT_TRUE(nc.has_var(v)) << v;
   const int vm = nc.var_id("mean_twice");
