@@ -55,10 +55,10 @@ std::string seasonal_cell_methods(const std::string& annual, const std::string& 
 
 // Defines one field's variable on time dimension dt; its id.
 int define_field(NcFile& nc, const ScoreField& s, const std::string& name, int dt, int dy, int dx,
-                 const std::string& cell_methods, const std::string& standard_name) {
+                 const std::string& cell_methods, const std::string& standard_name, const std::string& long_name) {
   const int id = nc.def_var(name, NC_FLOAT, {dt, dy, dx}, 4);
   if (!standard_name.empty()) nc.put_att(id, "standard_name", standard_name);
-  nc.put_att(id, "long_name", s.long_name);
+  nc.put_att(id, "long_name", long_name);
   nc.put_att(id, "units", s.units);
   if (!cell_methods.empty()) nc.put_att(id, "cell_methods", cell_methods);
   nc.put_att(id, "_FillValue", kFill, NC_FLOAT);
@@ -158,7 +158,8 @@ void write_scores_file(const std::string& path, const ScoresFile& f) {
   std::vector<int> ids;
   std::vector<const ScoreField*> fields;
   for (const auto& s : f.fields) {
-    ids.push_back(define_field(nc, s, s.index + "_" + s.method, dt, dy, dx, s.cell_methods, s.standard_name));
+    ids.push_back(
+        define_field(nc, s, s.index + "_" + s.method, dt, dy, dx, s.cell_methods, s.standard_name, s.long_name));
     fields.push_back(&s);
   }
   // Each season: its climatological time axis, then its fields.
@@ -175,7 +176,8 @@ void write_scores_file(const std::string& path, const ScoresFile& f) {
       const std::string cm = seasonal_cell_methods(s.cell_methods, t);
       // A standard name whose statistic cell_methods said (a standard deviation) goes with it.
       const std::string sn = s.cell_methods.empty() || !cm.empty() ? s.standard_name : "";
-      const int id = define_field(nc, s, s.index + "_" + s.method + "_" + season.season, dts, dy, dx, cm, sn);
+      const int id = define_field(nc, s, s.index + "_" + s.method + "_" + season.season, dts, dy, dx, cm, sn,
+                                  s.long_name + ", " + season.season + " days");
       nc.put_att(id, "season", season.season);
       ids.push_back(id);
       fields.push_back(&s);

@@ -7,6 +7,7 @@
 #include "evaluate/indices.h"
 #include "evaluate/scores.h"
 #include "evaluate/seasons.h"
+#include "io/error.h"
 
 using namespace ds;
 
