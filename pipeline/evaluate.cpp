@@ -3,7 +3,8 @@
 // predictors' principal components), over the observation window and the modelled boxes only.
 // Precipitation: the VALUE indices and scores; any other predictand (tas, ...): bias, RMSE,
 // Pearson correlation and ratio of standard deviations. Writes evaluate/scores.json,
-// scores.csv, scores.nc (per box), maps (PNG), a multi-panel summary.png and the score table (PNG).
+// scores.csv, scores.nc (per box), maps (PNG), a multi-panel summary.png and the score table (PNG);
+// with evaluate.seasons, each season's figures besides (evaluate/seasons.h; JSON, CSV, NetCDF, log).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
