@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "evaluate/domain_table.h"
+
 namespace ds {
 
 struct ContinuousMethod {
@@ -42,7 +44,9 @@ ContinuousEvaluation evaluate_continuous(const std::vector<float>& obs, size_t n
                                          const std::string& units);
 
 const std::vector<std::string>& continuous_score_names();  // bias, RMSE, Pearson, sd_ratio
-std::string continuous_json(const ContinuousEvaluation& e);
-std::string continuous_csv(const ContinuousEvaluation& e);
+// With seasons: as evaluation_json / evaluation_csv (evaluate/scores.h).
+using ContinuousSeason = SeasonOf<ContinuousEvaluation>;
+std::string continuous_json(const ContinuousEvaluation& e, const std::vector<ContinuousSeason>& seasons = {});
+std::string continuous_csv(const ContinuousEvaluation& e, const std::vector<ContinuousSeason>& seasons = {});
 
 }  // namespace ds

@@ -32,4 +32,17 @@ std::string domain_scores_csv(const std::vector<std::string>& names, const std::
   return s.str();
 }
 
+std::string csv_with_season_column(const std::vector<std::pair<std::string, std::string>>& csv_by_season) {
+  std::ostringstream out;
+  for (size_t i = 0; i < csv_by_season.size(); ++i) {
+    std::istringstream lines(csv_by_season[i].second);
+    std::string line;
+    for (bool header = true; std::getline(lines, line); header = false) {
+      if (header && i == 0) out << "season," << line << "\n";
+      if (!header && !line.empty()) out << csv_by_season[i].first << "," << line << "\n";
+    }
+  }
+  return out.str();
+}
+
 }  // namespace ds

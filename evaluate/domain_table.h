@@ -23,4 +23,18 @@ void add_domain_methods(nlohmann::json& j, const std::vector<DomainRow>& rows);
 // "method,members,<score>...,<score>_median..." then one line per row, scores in `names` order.
 std::string domain_scores_csv(const std::vector<std::string>& names, const std::vector<DomainRow>& rows);
 
+// One season's evaluation (evaluate/seasons.h) besides the annual one: E is Evaluation or
+// ContinuousEvaluation, computed on the season's test days only.
+template <class E>
+struct SeasonOf {
+  std::string season;       // DJF, MAM, JJA, SON
+  std::vector<int> months;  // its calendar months
+  E evaluation;
+};
+// scores.csv with seasons: one table in long form, a leading `season` column ("annual" first,
+// then each season's rows), from each season's domain_scores_csv text (all of one header).
+// One file rather than scores_<season>.csv siblings: pandas.read_csv / R read.csv give one data
+// frame to filter or facet by season (df[df.season == "DJF"], subset(d, season == "DJF")).
+std::string csv_with_season_column(const std::vector<std::pair<std::string, std::string>>& csv_by_season);
+
 }  // namespace ds

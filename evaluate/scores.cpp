@@ -178,7 +178,7 @@ std::vector<DomainRow> domain_rows(const Evaluation& e) {
 }
 }  // namespace
 
-std::string evaluation_json(const Evaluation& e) {
+std::string evaluation_json(const Evaluation& e, const std::vector<SeasonEvaluation>& seasons) {
   nlohmann::json j;
   j["test_days"] = e.ndays;
   j["wet_day_threshold_mm"] = kWetDay;
@@ -199,9 +199,24 @@ std::string evaluation_json(const Evaluation& e) {
       {"ROCSS", "ROC skill score (2 AUC - 1) of the wet-day probability or amount for observed wet days"}};
   for (const auto& [k, v] : e.observed_domain) j["observed"][k] = json_number(v);
   add_domain_methods(j, domain_rows(e));
+  for (const SeasonEvaluation& s : seasons) {
+    nlohmann::json sj;
+    sj["months"] = s.months;
+    sj["test_days"] = s.evaluation.ndays;
+    for (const auto& [k, v] : s.evaluation.observed_domain) sj["observed"][k] = json_number(v);
+    add_domain_methods(sj, domain_rows(s.evaluation));
+    j["seasons"][s.season] = sj;
+  }
   return j.dump(2) + "\n";
 }
 
-std::string evaluation_csv(const Evaluation& e) { return domain_scores_csv(score_names(), domain_rows(e)); }
+std::string evaluation_csv(const Evaluation& e, const std::vector<SeasonEvaluation>& seasons) {
+  const std::string annual = domain_scores_csv(score_names(), domain_rows(e));
+  if (seasons.empty()) return annual;
+  std::vector<std::pair<std::string, std::string>> by_season{{"annual", annual}};
+  for (const SeasonEvaluation& s : seasons)
+    by_season.push_back({s.season, domain_scores_csv(score_names(), domain_rows(s.evaluation))});
+  return csv_with_season_column(by_season);
+}
 
 }  // namespace ds

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "evaluate/domain_table.h"
 #include "evaluate/indices.h"
 
 namespace ds {
@@ -48,7 +49,10 @@ Evaluation evaluate_methods(const std::vector<float>& obs, size_t npoints, const
 const std::vector<std::string>& score_names();
 
 // The report as JSON, and as CSV with one row per method and one column per domain score.
-std::string evaluation_json(const Evaluation& e);
-std::string evaluation_csv(const Evaluation& e);
+// With seasons: scores.json gains "seasons": {name: {months, test_days, observed, methods}} next
+// to the annual figures (which stay where they are), scores.csv a leading `season` column.
+using SeasonEvaluation = SeasonOf<Evaluation>;
+std::string evaluation_json(const Evaluation& e, const std::vector<SeasonEvaluation>& seasons = {});
+std::string evaluation_csv(const Evaluation& e, const std::vector<SeasonEvaluation>& seasons = {});
 
 }  // namespace ds

@@ -42,6 +42,51 @@ void add_precipitation_indices(std::vector<ScoreField>& out, const PointIndices&
                  "", p.dry_spell});
 }
 
+// A season's cell_methods from the annual field's: a climatological statistic (CF 7.4) for a
+// mean or root mean square over the season's days (the same statistic of each year's season and
+// over the years, as each year gives the season's days equal weight). Empty for any other: a
+// standard deviation of pooled days is not "within years ... over years" of anything.
+std::string seasonal_cell_methods(const std::string& annual, const std::string& time) {
+  for (const char* m : {"mean", "root_mean_square"})
+    if (annual == std::string("time: ") + m)
+      return time + ": " + m + " within years " + time + ": " + m + " over years";
+  return "";
+}
+
+// Defines one field's variable on time dimension dt; its id.
+int define_field(NcFile& nc, const ScoreField& s, const std::string& name, int dt, int dy, int dx,
+                 const std::string& cell_methods, const std::string& standard_name, const std::string& long_name) {
+  const int id = nc.def_var(name, NC_FLOAT, {dt, dy, dx}, 4);
+  if (!standard_name.empty()) nc.put_att(id, "standard_name", standard_name);
+  nc.put_att(id, "long_name", long_name);
+  nc.put_att(id, "units", s.units);
+  if (!cell_methods.empty()) nc.put_att(id, "cell_methods", cell_methods);
+  nc.put_att(id, "_FillValue", kFill, NC_FLOAT);
+  nc.put_att(id, "index", s.index);
+  nc.put_att(id, "method", s.method);
+  return id;
+}
+
+// Defines a time coordinate `name` of one step: its id and its bounds' (period or climatology).
+std::pair<int, int> define_time(NcFile& nc, const std::string& name, const std::string& bounds_attribute,
+                                const std::string& bounds_name, const std::string& calendar, int dt, int db) {
+  const int vt = nc.def_var(name, NC_DOUBLE, {dt});
+  nc.put_att(vt, "standard_name", "time");
+  nc.put_att(vt, "long_name", "time");
+  nc.put_att(vt, "units", "days since 1970-01-01 00:00:00");
+  nc.put_att(vt, "calendar", calendar);
+  nc.put_att(vt, bounds_attribute, bounds_name);
+  nc.put_att(vt, "axis", "T");
+  return {vt, nc.def_var(bounds_name, NC_DOUBLE, {dt, db})};
+}
+
+void write_period(NcFile& nc, std::pair<int, int> time, const std::vector<int64_t>& days) {
+  const double t0 = static_cast<double>(days.front()), t1 = static_cast<double>(days.back() + 1);
+  const double mid = 0.5 * (t0 + t1), bnds[2] = {t0, t1};
+  nc.write(time.first, {0}, {1}, &mid);
+  nc.write(time.second, {0, 0}, {1, 2}, bnds);
+}
+
 }  // namespace
 
 std::vector<ScoreField> precipitation_score_fields(const Evaluation& e) {
@@ -109,25 +154,34 @@ void write_scores_file(const std::string& path, const ScoresFile& f) {
   nc.put_att(vlon, "units", "degrees_east");
   nc.put_att(vlon, "axis", "X");
   // The period the statistics are over: one time step with bounds.
-  const int vt = nc.def_var("time", NC_DOUBLE, {dt});
-  nc.put_att(vt, "standard_name", "time");
-  nc.put_att(vt, "long_name", "time");
-  nc.put_att(vt, "units", "days since 1970-01-01 00:00:00");
-  nc.put_att(vt, "calendar", f.calendar);
-  nc.put_att(vt, "bounds", "time_bnds");
-  nc.put_att(vt, "axis", "T");
-  const int vtb = nc.def_var("time_bnds", NC_DOUBLE, {dt, db});
+  const auto time = define_time(nc, "time", "bounds", "time_bnds", f.calendar, dt, db);
   std::vector<int> ids;
+  std::vector<const ScoreField*> fields;
   for (const auto& s : f.fields) {
-    const int id = nc.def_var(s.index + "_" + s.method, NC_FLOAT, {dt, dy, dx}, 4);
-    if (!s.standard_name.empty()) nc.put_att(id, "standard_name", s.standard_name);
-    nc.put_att(id, "long_name", s.long_name);
-    nc.put_att(id, "units", s.units);
-    if (!s.cell_methods.empty()) nc.put_att(id, "cell_methods", s.cell_methods);
-    nc.put_att(id, "_FillValue", kFill, NC_FLOAT);
-    nc.put_att(id, "index", s.index);
-    nc.put_att(id, "method", s.method);
-    ids.push_back(id);
+    ids.push_back(
+        define_field(nc, s, s.index + "_" + s.method, dt, dy, dx, s.cell_methods, s.standard_name, s.long_name));
+    fields.push_back(&s);
+  }
+  // Each season: its climatological time axis, then its fields.
+  std::vector<std::pair<int, int>> season_times;
+  for (const SeasonFields& season : f.seasons) {
+    if (season.days.empty()) throw Error(path + ": season " + season.season + " has no test day");
+    const std::string t = "time_" + season.season;
+    const int dts = nc.def_dim(t, 1);
+    season_times.push_back(define_time(nc, t, "climatology", "climatology_bnds_" + season.season, f.calendar, dts, db));
+    for (const auto& s : season.fields) {
+      if (s.values.size() != ny * nx)
+        throw Error(path + ": variable " + s.index + "_" + s.method + "_" + season.season + " has " +
+                    std::to_string(s.values.size()) + " values, the grid " + std::to_string(ny * nx));
+      const std::string cm = seasonal_cell_methods(s.cell_methods, t);
+      // A standard name whose statistic cell_methods said (a standard deviation) goes with it.
+      const std::string sn = s.cell_methods.empty() || !cm.empty() ? s.standard_name : "";
+      const int id = define_field(nc, s, s.index + "_" + s.method + "_" + season.season, dts, dy, dx, cm, sn,
+                                  s.long_name + ", " + season.season + " days");
+      nc.put_att(id, "season", season.season);
+      ids.push_back(id);
+      fields.push_back(&s);
+    }
   }
   const Calendar cal = parse_calendar(f.calendar, path + ": calendar");
   nc.put_att(NC_GLOBAL, "Conventions", "CF-1.8");
@@ -139,17 +193,20 @@ void write_scores_file(const std::string& path, const ScoresFile& f) {
   nc.put_att(NC_GLOBAL, "test_period_end", to_string(date_from_days(f.days.back(), cal)));
   nc.put_att(NC_GLOBAL, "test_days", static_cast<double>(f.days.size()), NC_INT);
   for (const auto& [k, v] : f.attributes) nc.put_att(NC_GLOBAL, k, v);
+  if (!f.seasons.empty()) {
+    std::string names;
+    for (const SeasonFields& season : f.seasons) names += (names.empty() ? "" : " ") + season.season;
+    nc.put_att(NC_GLOBAL, "seasons", names);
+  }
   nc.end_define();
 
   nc.write(vlat, f.lat.data());
   nc.write(vlon, f.lon.data());
-  const double t0 = static_cast<double>(f.days.front()), t1 = static_cast<double>(f.days.back() + 1);
-  const double mid = 0.5 * (t0 + t1), bnds[2] = {t0, t1};
-  nc.write(vt, {0}, {1}, &mid);
-  nc.write(vtb, {0, 0}, {1, 2}, bnds);
+  write_period(nc, time, f.days);
+  for (size_t i = 0; i < f.seasons.size(); ++i) write_period(nc, season_times[i], f.seasons[i].days);
   std::vector<float> buf(ny * nx);
   for (size_t i = 0; i < ids.size(); ++i) {
-    const auto& v = f.fields[i].values;
+    const auto& v = fields[i]->values;
     for (size_t k = 0; k < v.size(); ++k) buf[k] = std::isfinite(v[k]) ? static_cast<float>(v[k]) : kFill;
     if (!buf.empty()) nc.write(ids[i], {0, 0, 0}, {1, ny, nx}, buf.data());
   }

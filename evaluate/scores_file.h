@@ -31,6 +31,19 @@ struct ScoreField {
   std::vector<double> values;                                   // (lat, lon); NaN: _FillValue
 };
 
+// One season's per-box fields (evaluate/seasons.h), written besides the annual ones as variables
+// <index>_<method>_<season> ("rmse_cnn_expected_DJF", attribute season = "DJF"), each season on
+// its own climatological time axis time_<season> of one step (CF-1.8 section 7.4: the
+// `climatology` attribute names climatology_bnds_<season>, [first day of the season in the test
+// period, day after its last]; cell_methods "time_DJF: mean within years time_DJF: mean over
+// years" where the annual field has "time: mean"). One variable per season rather than a
+// season dimension, as the annual ones are per method: `cdo selname,rmse_cnn_expected_DJF`.
+struct SeasonFields {
+  std::string season;         // DJF, MAM, JJA, SON
+  std::vector<int64_t> days;  // the season's test days, ascending
+  std::vector<ScoreField> fields;
+};
+
 struct ScoresFile {
   std::vector<double> lat, lon;         // the prediction's cell centres
   std::vector<int64_t> days;            // the test days (days since 1970-01-01 in `calendar`)
@@ -38,6 +51,7 @@ struct ScoresFile {
   std::string title, history, source;   // history: the command line (stamped with the time)
   std::map<std::string, std::string> attributes;  // further global attributes
   std::vector<ScoreField> fields;
+  std::vector<SeasonFields> seasons;    // besides annual; none: the file is as before seasons
 };
 
 // The per-box fields of a precipitation evaluation: amounts in kg m-2 s-1 as the prediction's

@@ -349,6 +349,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("predict.reference_predictors", c.predict.reference_predictors);
   r.get("evaluate.pcs", c.evaluate.pcs);
   r.get("evaluate.ridge", c.evaluate.ridge);
+  r.get("evaluate.seasons", c.evaluate.seasons);
 
   r.check_unknown();
   // Every value in range before any stage starts (and before MPI starts any rank).

@@ -151,6 +151,9 @@ struct Config {
   struct Evaluate {
     int pcs = 20;                     // principal components of the linear baseline
     double ridge = 1.0;               // its ridge penalty
+    // The seasons scored (evaluate/seasons.h): annual, DJF, MAM, JJA, SON. The annual figures are
+    // always written; each other season adds its own (scores.json "seasons", scores.csv rows, ...).
+    std::vector<std::string> seasons{"annual"};
   } evaluate;
 };
 

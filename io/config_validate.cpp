@@ -182,6 +182,14 @@ void check_config(const Config& c, const KeyOrigin& origin) {
   // evaluate
   k.range("evaluate.pcs", c.evaluate.pcs, 1, 10000, "principal components");
   k.range("evaluate.ridge", c.evaluate.ridge, 0, 1e12, "ridge penalty");
+  // The names of evaluate/seasons.h (io cannot link evaluate): VALUE's four seasons and annual.
+  if (c.evaluate.seasons.empty()) k.fail("evaluate.seasons", "is empty; list annual, DJF, MAM, JJA or SON");
+  for (size_t i = 0; i < c.evaluate.seasons.size(); ++i) {
+    k.one_of("evaluate.seasons", c.evaluate.seasons[i], {"annual", "DJF", "MAM", "JJA", "SON"});
+    for (size_t j = 0; j < i; ++j)
+      if (c.evaluate.seasons[j] == c.evaluate.seasons[i])
+        k.fail("evaluate.seasons", "lists " + c.evaluate.seasons[i] + " twice");
+  }
 }
 
 }  // namespace ds

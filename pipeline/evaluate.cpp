@@ -3,9 +3,11 @@
 // predictors' principal components), over the observation window and the modelled boxes only.
 // Precipitation: the VALUE indices and scores; any other predictand (tas, ...): bias, RMSE,
 // Pearson correlation and ratio of standard deviations. Writes evaluate/scores.json,
-// scores.csv, scores.nc (per box), maps (PNG), a multi-panel summary.png and the score table (PNG).
+// scores.csv, scores.nc (per box), maps (PNG), a multi-panel summary.png and the score table (PNG);
+// with evaluate.seasons, each season's figures besides (evaluate/seasons.h; JSON, CSV, NetCDF, log).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -14,6 +16,7 @@
 #include "evaluate/maps.h"
 #include "evaluate/scores.h"
 #include "evaluate/scores_file.h"
+#include "evaluate/seasons.h"
 #include "io/atomic_file.h"
 #include "io/calendar.h"
 #include "io/command_line.h"
@@ -35,7 +38,8 @@ void write_text(const std::string& path, const std::string& text) { write_file_a
 // evaluate/scores.nc: the per-box fields behind the report, on the prediction's grid and days.
 void write_scores_nc(const std::string& dir, const std::string& pred_path, const std::vector<double>& lat,
                      const std::vector<double>& lon, const std::vector<int64_t>& days, const std::string& calendar,
-                     std::vector<ScoreField> fields, const std::map<std::string, std::string>& extra) {
+                     std::vector<ScoreField> fields, const std::map<std::string, std::string>& extra,
+                     std::vector<SeasonFields> seasons) {
   ScoresFile f;
   f.lat = lat;
   f.lon = lon;
@@ -46,6 +50,7 @@ void write_scores_nc(const std::string& dir, const std::string& pred_path, const
   f.history = command_line();
   f.attributes = extra;
   f.fields = std::move(fields);
+  f.seasons = std::move(seasons);
   write_scores_file(dir + "/scores.nc", f);
 }
 
@@ -64,6 +69,45 @@ void check_matches(const std::string& pred_path, const StoreReader& store, const
   // Compared as calendars, so "gregorian" in one and "standard" in the other agree.
   if (cf_name(parse_calendar(calendar, pred_path)) != cf_name(parse_calendar(store.meta().calendar, store.path())))
     throw InputError(pred_path + ": its calendar " + calendar + " is not the store's " + store.meta().calendar);
+}
+
+// A season of evaluate.seasons besides annual and its time steps among the test days.
+struct SeasonSteps {
+  std::string season;
+  std::vector<int> months;
+  std::vector<size_t> steps;
+};
+std::string months_text(const std::vector<int>& months) {
+  std::string t;
+  for (int m : months) t += (t.empty() ? "" : ", ") + std::to_string(m);
+  return t;
+}
+// Checked before any scoring: a season without a test day (fetch.season cut its months out, or
+// a test split of a few months) is a usage error naming the months the test split has.
+std::vector<SeasonSteps> season_steps(const Config& cfg, const std::vector<int64_t>& days, Calendar calendar,
+                                      const std::string& store) {
+  const std::vector<int> month = months_of(days, calendar);
+  std::vector<SeasonSteps> out;
+  for (const std::string& season : cfg.evaluate.seasons) {
+    if (season == "annual") continue;  // the annual figures are always computed
+    SeasonSteps s{season, season_months(season), {}};
+    s.steps = steps_in_months(month, s.months);
+    if (s.steps.empty()) {
+      std::vector<int> present;
+      for (int m = 1; m <= 12; ++m)
+        if (std::find(month.begin(), month.end(), m) != month.end()) present.push_back(m);
+      throw UsageError(cfg.file + ": key 'evaluate.seasons' lists " + season + " (months " + months_text(s.months) +
+                       "), but the test split of " + store + " has no day in them; its months: " +
+                       months_text(present) + " (fetch.season)");
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+std::vector<int64_t> days_of(const std::vector<int64_t>& days, const std::vector<size_t>& steps) {
+  std::vector<int64_t> d;
+  for (size_t t : steps) d.push_back(days[t]);
+  return d;
 }
 
 // The test split's observations and land mask on the observation window, once the prediction
@@ -99,6 +143,8 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   const size_t np = test.points;
   const std::vector<float>& obs = test.obs;
   const std::vector<uint8_t>& mask = test.mask;
+  const std::vector<SeasonSteps> seasons =
+      season_steps(cfg, pred.days, parse_calendar(pred.calendar, pred_path), store.path());
 
   std::vector<ContinuousMethod> methods;
   methods.push_back({"cnn", pred.mean});
@@ -109,13 +155,26 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   spdlog::info("baseline: linear model on {} principal components", cfg.evaluate.pcs);
   methods.push_back({"linear_pcs", crop_to_window(linear_baseline(store, "test", {cfg.evaluate.pcs, cfg.evaluate.ridge}), win)});
   const ContinuousEvaluation e = evaluate_continuous(obs, np, mask, methods, meta.predictand, meta.predictand_units);
+  // Each season: the same scores on its days only (the baselines as computed for the whole test).
+  std::vector<ContinuousSeason> seasonal;
+  std::vector<SeasonFields> season_fields;
+  for (const SeasonSteps& s : seasons) {
+    spdlog::info("season {}: {} test days", s.season, s.steps.size());
+    std::vector<ContinuousMethod> in_season;
+    for (const auto& m : methods) in_season.push_back({m.name, select_steps(m.values, np, s.steps)});
+    seasonal.push_back({s.season, s.months,
+                        evaluate_continuous(select_steps(obs, np, s.steps), np, mask, in_season, meta.predictand,
+                                            meta.predictand_units)});
+    season_fields.push_back({s.season, days_of(pred.days, s.steps),
+                             continuous_score_fields(seasonal.back().evaluation, cf_standard_name(meta.predictand))});
+  }
 
   const std::string dir = paths.evaluate_dir();
   make_dirs(dir);
-  write_text(dir + "/scores.json", continuous_json(e));
-  write_text(dir + "/scores.csv", continuous_csv(e));
+  write_text(dir + "/scores.json", continuous_json(e, seasonal));
+  write_text(dir + "/scores.csv", continuous_csv(e, seasonal));
   write_scores_nc(dir, pred_path, pred.lat, pred.lon, pred.days, pred.calendar,
-                  continuous_score_fields(e, cf_standard_name(meta.predictand)), {});
+                  continuous_score_fields(e, cf_standard_name(meta.predictand)), {}, std::move(season_fields));
   const std::string& v = meta.predictand;
   const std::string& units = meta.predictand_units;
   // Maps: observed and predicted mean on one scale; the same panels again in summary.png.
@@ -148,11 +207,20 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
                   continuous_score_names(), rows,
                   "averages over modelled boxes, " + std::to_string(e.ndays) + " test days; see scores.json for definitions");
 
-  spdlog::info("{:<12} {:>10} {:>8} {:>8} {:>8}", "method", "bias", "RMSE", "Pearson", "sd ratio");
-  for (const auto& m : e.methods) {
-    const auto& d = m.domain;
-    spdlog::info("{:<12} {:>10.3f} {:>8.3f} {:>8.3f} {:>8.3f}", m.name, d.at("bias"), d.at("RMSE"), d.at("Pearson"),
-                 d.at("sd_ratio"));
+  // The log table: the annual block, then one per season.
+  auto log_table = [](const ContinuousEvaluation& x) {
+    spdlog::info("{:<12} {:>10} {:>8} {:>8} {:>8}", "method", "bias", "RMSE", "Pearson", "sd ratio");
+    for (const auto& m : x.methods) {
+      const auto& d = m.domain;
+      spdlog::info("{:<12} {:>10.3f} {:>8.3f} {:>8.3f} {:>8.3f}", m.name, d.at("bias"), d.at("RMSE"), d.at("Pearson"),
+                   d.at("sd_ratio"));
+    }
+  };
+  if (!seasonal.empty()) spdlog::info("annual ({} test days)", e.ndays);
+  log_table(e);
+  for (const auto& s : seasonal) {
+    spdlog::info("{} (months {}; {} test days)", s.season, months_text(s.months), s.evaluation.ndays);
+    log_table(s.evaluation);
   }
   spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png, maps and summary.png ({} in {})", dir,
                v, units);
@@ -184,6 +252,8 @@ int run_evaluate(const Config& cfg) {
   const size_t n = test.days, np = test.points;
   const std::vector<float>& obs = test.obs;
   const std::vector<uint8_t>& mask = test.mask;
+  const Calendar calendar = parse_calendar(pred.calendar, pred_path);
+  const std::vector<SeasonSteps> seasons = season_steps(cfg, pred.days, calendar, store.path());
 
   std::vector<Method> methods;
   methods.push_back({"cnn_deterministic", {pred.pr}, pred.p_wet});
@@ -202,14 +272,30 @@ int run_evaluate(const Config& cfg) {
   methods.push_back(
       {"linear_pcs", {crop_to_window(linear_baseline(store, "test", {cfg.evaluate.pcs, cfg.evaluate.ridge}), win)}, {}});
 
-  const Evaluation e =
-      evaluate_methods(obs, np, mask, test_days(pred.days, parse_calendar(pred.calendar, pred_path)), methods);
+  const TestDays days = test_days(pred.days, calendar);
+  const Evaluation e = evaluate_methods(obs, np, mask, days, methods);
+  // Each season: the same indices and scores on its days only; the days keep their numbers, so
+  // the gap between two seasons' days ends a spell (evaluate/seasons.h).
+  std::vector<SeasonEvaluation> seasonal;
+  std::vector<SeasonFields> season_fields;
+  for (const SeasonSteps& s : seasons) {
+    spdlog::info("season {}: {} test days", s.season, s.steps.size());
+    std::vector<Method> in_season;
+    for (const Method& m : methods) {
+      Method x{m.name, {}, m.wet_score.empty() ? std::vector<float>{} : select_steps(m.wet_score, np, s.steps)};
+      for (const auto& member : m.members) x.members.push_back(select_steps(member, np, s.steps));
+      in_season.push_back(std::move(x));
+    }
+    seasonal.push_back({s.season, s.months,
+                        evaluate_methods(select_steps(obs, np, s.steps), np, mask, select_days(days, s.steps), in_season)});
+    season_fields.push_back({s.season, days_of(pred.days, s.steps), precipitation_score_fields(seasonal.back().evaluation)});
+  }
   const std::string dir = paths.evaluate_dir();
   make_dirs(dir);
-  write_text(dir + "/scores.json", evaluation_json(e));
-  write_text(dir + "/scores.csv", evaluation_csv(e));
+  write_text(dir + "/scores.json", evaluation_json(e, seasonal));
+  write_text(dir + "/scores.csv", evaluation_csv(e, seasonal));
   write_scores_nc(dir, pred_path, pred.lat, pred.lon, pred.days, pred.calendar, precipitation_score_fields(e),
-                  {{"wet_day_threshold", "1 mm/day"}});
+                  {{"wet_day_threshold", "1 mm/day"}}, std::move(season_fields));
 
   // Maps: observed and predicted mean on one scale, the bias brown (drier) to green (wetter);
   // the same panels again in summary.png.
@@ -233,16 +319,26 @@ int run_evaluate(const Config& cfg) {
   write_figure_png(dir + "/summary.png", "downscale evaluate: " + cfg.file, {observed, predicted, bias_map, rocss}, basemap);
   write_table_png(dir + "/scores_table.png", e, "downscale evaluate: " + cfg.file);
 
-  spdlog::info("{:<18} {:>10} {:>8} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7}", "method", "mean bias",
-               "R01 bias", "SDII bias", "P98 bias", "P98Wet bias", "wet spell", "dry spell", "RMSE", "RMSE wet",
-               "Spearman", "ROCSS");
-  for (const auto& m : e.methods) {
-    const auto& d = m.domain;
-    spdlog::info("{:<18} {:>9.1f}% {:>8.3f} {:>9.1f}% {:>9.1f}% {:>10.1f}% {:>8.2f}d {:>8.2f}d {:>7.2f} {:>9.2f} "
-                 "{:>9.3f} {:>7.3f}",
-                 m.name, 100 * d.at("mean_relative_bias"), d.at("R01_bias"), 100 * d.at("SDII_relative_bias"),
-                 100 * d.at("P98_relative_bias"), 100 * d.at("P98Wet_relative_bias"), d.at("WetAnnualMaxSpell_bias"),
-                 d.at("DryAnnualMaxSpell_bias"), d.at("RMSE"), d.at("RMSE_wet"), d.at("Spearman"), d.at("ROCSS"));
+  // The log table: the annual block, then one per season.
+  auto log_table = [](const Evaluation& x) {
+    spdlog::info("{:<18} {:>10} {:>8} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7}", "method",
+                 "mean bias", "R01 bias", "SDII bias", "P98 bias", "P98Wet bias", "wet spell", "dry spell", "RMSE",
+                 "RMSE wet", "Spearman", "ROCSS");
+    for (const auto& m : x.methods) {
+      const auto& d = m.domain;
+      spdlog::info("{:<18} {:>9.1f}% {:>8.3f} {:>9.1f}% {:>9.1f}% {:>10.1f}% {:>8.2f}d {:>8.2f}d {:>7.2f} {:>9.2f} "
+                   "{:>9.3f} {:>7.3f}",
+                   m.name, 100 * d.at("mean_relative_bias"), d.at("R01_bias"), 100 * d.at("SDII_relative_bias"),
+                   100 * d.at("P98_relative_bias"), 100 * d.at("P98Wet_relative_bias"),
+                   d.at("WetAnnualMaxSpell_bias"), d.at("DryAnnualMaxSpell_bias"), d.at("RMSE"), d.at("RMSE_wet"),
+                   d.at("Spearman"), d.at("ROCSS"));
+    }
+  };
+  if (!seasonal.empty()) spdlog::info("annual ({} test days)", e.ndays);
+  log_table(e);
+  for (const auto& s : seasonal) {
+    spdlog::info("{} (months {}; {} test days)", s.season, months_text(s.months), s.evaluation.ndays);
+    log_table(s.evaluation);
   }
   spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png, maps and summary.png", dir);
   return 0;

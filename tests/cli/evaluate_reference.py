@@ -35,7 +35,10 @@ The climatology baseline (each box's mean over the training years, every test da
 from pr.nc too. The linear baseline (principal components of the store's predictors) is not: its
 domain numbers are checked against its own per-box fields in scores.nc (the aggregation only).
 
-usage: evaluate_reference.py RUN_DIR FIRST_TRAIN_YEAR LAST_TRAIN_YEAR
+usage: evaluate_reference.py RUN_DIR FIRST_TRAIN_YEAR LAST_TRAIN_YEAR [SEASONS]
+SEASONS (e.g. DJF,JJA: what evaluate.seasons listed besides annual): each season's figures too,
+recomputed on the test days of its calendar months (scores.json "seasons", the scores.csv rows of
+its `season` column, the scores.nc fields <index>_<method>_<season>).
        evaluate_reference.py --continuous VAR PREDICT_DIR EVALUATE_DIR OBS_FILE FIRST LAST [MONTHS]
 The second form checks a continuous predictand (tas): bias = mean(pred) - mean(obs), RMSE, Pearson
 correlation and sd(pred) / sd(obs) (n - 1 both) per box, for the CNN and climatology; MONTHS (e.g.
@@ -79,6 +82,14 @@ def dates_of(ds):
     t = ds.variables["time"]
     d = netCDF4.num2date(t[:], t.units, getattr(t, "calendar", "standard"))
     return [(x.year, x.month, x.day) for x in d]
+
+
+SEASONS = {"DJF": (12, 1, 2), "MAM": (3, 4, 5), "JJA": (6, 7, 8), "SON": (9, 10, 11)}
+
+
+def all_dates(ds):
+    t = ds.variables["time"]
+    return netCDF4.num2date(t[:], t.units, getattr(t, "calendar", "standard"))
 
 
 def year_and_follows(ds):
@@ -263,8 +274,71 @@ def compare_field(name, ref, nc, scale=1.0):
         fail(f"scores.nc {name}: box {np.flatnonzero(ok)[i]} reference {ref[ok][i]!r}, file {got[i]!r}")
 
 
+def check_period(where, sfx, report, csv, nc, obs_land, methods, land, calendar, nt):
+    """Recomputes one period's figures (annual, or a season: its days only) and compares them with
+    report (scores.json's top level or its season), the CSV rows of `where` and the scores.nc
+    fields with suffix sfx ("" or "_DJF")."""
+    observed = evaluate_method(obs_land, [obs_land], obs_land, land, calendar)
+    ref_obs_domain = {"mean": observed["mean"], "R01": observed["r01"], "SDII": observed["sdii"], "P98": observed["p98"],
+                      "P98Wet": observed["p98wet"], "WetAnnualMaxSpell": observed["wetmaxspell"],
+                      "DryAnnualMaxSpell": observed["drymaxspell"]}
+
+    if report["test_days"] != nt:
+        fail(f"scores.json {where} test_days {report['test_days']}, the reference has {nt}")
+    for k, v in ref_obs_domain.items():
+        ok, d = close(domain(v)[0], report["observed"][k], RTOL_JSON)
+        if not ok:
+            fail(f"scores.json {where} observed {k}: reference {domain(v)[0]!r}, evaluate {report['observed'][k]!r}")
+    flux = 1.0 / SECONDS_PER_DAY
+    for n in ("mean", "sdii", "p98", "p98wet"):
+        compare_field(f"{n}_observed{sfx}", observed[n] * flux, nc)
+    for n in ("r01", "wetmaxspell", "drymaxspell"):
+        compare_field(f"{n}_observed{sfx}", observed[n], nc)
+
+    if set(report["methods"]) != set(methods) | {"linear_pcs"}:
+        fail(f"scores.json {where} methods {sorted(report['methods'])}, expected {sorted(set(methods) | {'linear_pcs'})}")
+
+    for name, (members, score) in methods.items():
+        r = evaluate_method(obs_land, members, score, land, calendar)
+        got = report["methods"].get(name, {})
+        if got.get("members") != len(members):
+            fail(f"scores.json {where} {name}: members {got.get('members')}, the product has {len(members)}")
+        ref = domain_scores(r, observed)
+        compare_json(f"{where} {name}", ref, got)
+        for k, (mean, med) in ref.items():  # the CSV: the same numbers as text
+            for col, a in ((k, mean), (k + "_median", med)):
+                b = float(csv[(where, name)][col])
+                ok, _ = close(a, b, 1e-5)  # printed with 6 significant digits
+                if not ok:
+                    fail(f"scores.csv {where} {name} {col}: reference {a!r}, file {b!r}")
+        for n in ("mean", "sdii", "p98", "p98wet", "rmse", "rmse_wet"):
+            compare_field(f"{n}_{name}{sfx}", r[n] * flux, nc)
+        compare_field(f"bias_{name}{sfx}", (r["mean"] - observed["mean"]) * flux, nc)
+        for n in ("r01", "wetmaxspell", "drymaxspell", "spearman", "rocss"):
+            compare_field(f"{n}_{name}{sfx}", r[n], nc)
+
+    # linear_pcs: its domain scores from its own per-box fields in scores.nc (the aggregation),
+    # amounts back to mm/day.
+    def field(n):
+        v = read_var(nc, n)[0].ravel().astype(np.float64)
+        return v * SECONDS_PER_DAY if n.split("_")[0] in ("mean", "sdii", "p98", "p98wet", "rmse") else v
+
+    indices = ("mean", "r01", "sdii", "p98", "p98wet", "wetmaxspell", "drymaxspell")
+    lin = {n: field(f"{n}_linear_pcs{sfx}") for n in indices + ("rmse", "rmse_wet", "spearman", "rocss")}
+    obs_nc = {n: field(f"{n}_observed{sfx}") for n in indices}
+    got = report["methods"]["linear_pcs"]
+    for k, (mean, med) in domain_scores(lin, obs_nc).items():
+        for label, a, b in (("mean", mean, got[k]), ("median", med, got["median"][k])):
+            # From float32 fields: each per-box value within 6e-8 relative, a relative bias
+            # (two of them) within 1.2e-7 of its ratio; 1e-6 of max(|value|, 1) bounds both.
+            ok, _ = close(a, b, 1e-6, scale=1.0)
+            if not ok:
+                fail(f"scores.json {where} linear_pcs {k} ({label}): from scores.nc {a!r}, evaluate {b!r}")
+
+
 def main():
     run, y0, y1 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    wanted_seasons = sys.argv[4].split(",") if len(sys.argv) > 4 else []
     pred = netCDF4.Dataset(f"{run}/predict/precipitation.nc")
     obsf = netCDF4.Dataset(f"{run}/fetch/predictand/pr.nc")
     nc = netCDF4.Dataset(f"{run}/evaluate/scores.nc")
@@ -311,69 +385,42 @@ def main():
 
     obs_land = np.where(land, obs, np.nan)
     calendar = year_and_follows(pred)
-    observed = evaluate_method(obs_land, [obs_land], obs_land, land, calendar)
-    ref_obs_domain = {"mean": observed["mean"], "R01": observed["r01"], "SDII": observed["sdii"], "P98": observed["p98"],
-                      "P98Wet": observed["p98wet"], "WetAnnualMaxSpell": observed["wetmaxspell"],
-                      "DryAnnualMaxSpell": observed["drymaxspell"]}
-
-    if report["test_days"] != nt:
-        fail(f"scores.json test_days {report['test_days']}, the prediction has {nt}")
-    for k, v in ref_obs_domain.items():
-        ok, d = close(domain(v)[0], report["observed"][k], RTOL_JSON)
-        if not ok:
-            fail(f"scores.json observed {k}: reference {domain(v)[0]!r}, evaluate {report['observed'][k]!r}")
-    flux = 1.0 / SECONDS_PER_DAY
-    for n in ("mean", "sdii", "p98", "p98wet"):
-        compare_field(f"{n}_observed", observed[n] * flux, nc)
-    for n in ("r01", "wetmaxspell", "drymaxspell"):
-        compare_field(f"{n}_observed", observed[n], nc)
-
-    if set(report["methods"]) != set(methods) | {"linear_pcs"}:
-        fail(f"scores.json methods {sorted(report['methods'])}, expected {sorted(set(methods) | {'linear_pcs'})}")
     csv = {}
     lines = open(f"{run}/evaluate/scores.csv").read().split("\n")
     header = lines[0].split(",")
+    seasonal = header[0] == "season"
+    if seasonal != bool(wanted_seasons):
+        fail(f"scores.csv: season column {'present' if seasonal else 'absent'}, seasons asked: {wanted_seasons}")
     for line in lines[1:]:
         if line:
-            f = line.split(",")
-            csv[f[0]] = dict(zip(header, f))
+            f = dict(zip(header, line.split(",")))
+            csv[(f.get("season", "annual"), f["method"])] = f
+    check_period("annual", "", report, csv, nc, obs_land, methods, land, calendar, nt)
 
-    for name, (members, score) in methods.items():
-        r = evaluate_method(obs_land, members, score, land, calendar)
-        got = report["methods"].get(name, {})
-        if got.get("members") != len(members):
-            fail(f"scores.json {name}: members {got.get('members')}, the product has {len(members)}")
-        ref = domain_scores(r, observed)
-        compare_json(name, ref, got)
-        for k, (mean, med) in ref.items():  # the CSV: the same numbers as text
-            for col, a in ((k, mean), (k + "_median", med)):
-                b = float(csv[name][col])
-                ok, _ = close(a, b, 1e-5)  # printed with 6 significant digits
-                if not ok:
-                    fail(f"scores.csv {name} {col}: reference {a!r}, file {b!r}")
-        for n in ("mean", "sdii", "p98", "p98wet", "rmse", "rmse_wet"):
-            compare_field(f"{n}_{name}", r[n] * flux, nc)
-        compare_field(f"bias_{name}", (r["mean"] - observed["mean"]) * flux, nc)
-        for n in ("r01", "wetmaxspell", "drymaxspell", "spearman", "rocss"):
-            compare_field(f"{n}_{name}", r[n], nc)
-
-    # linear_pcs: its domain scores from its own per-box fields in scores.nc (the aggregation),
-    # amounts back to mm/day.
-    def field(n):
-        v = read_var(nc, n)[0].ravel().astype(np.float64)
-        return v * SECONDS_PER_DAY if n.split("_")[0] in ("mean", "sdii", "p98", "p98wet", "rmse") else v
-
-    indices = ("mean", "r01", "sdii", "p98", "p98wet", "wetmaxspell", "drymaxspell")
-    lin = {n: field(f"{n}_linear_pcs") for n in indices + ("rmse", "rmse_wet", "spearman", "rocss")}
-    obs_nc = {n: field(f"{n}_observed") for n in indices}
-    got = report["methods"]["linear_pcs"]
-    for k, (mean, med) in domain_scores(lin, obs_nc).items():
-        for label, a, b in (("mean", mean, got[k]), ("median", med, got["median"][k])):
-            # From float32 fields: each per-box value within 6e-8 relative, a relative bias
-            # (two of them) within 1.2e-7 of its ratio; 1e-6 of max(|value|, 1) bounds both.
-            ok, _ = close(a, b, 1e-6, scale=1.0)
-            if not ok:
-                fail(f"scores.json linear_pcs {k} ({label}): from scores.nc {a!r}, evaluate {b!r}")
+    # Each season: the test days of its calendar months (DJF: December with January and February
+    # of the test period), the same figures recomputed on them; runs cut where two kept days are
+    # not one calendar day apart (the end of February to 1 December is a gap).
+    if set(report.get("seasons", {})) != set(wanted_seasons):
+        fail(f"scores.json seasons {sorted(report.get('seasons', {}))}, asked {sorted(wanted_seasons)}")
+    cal_dates = all_dates(pred)
+    years = calendar[0]
+    for season in wanted_seasons:
+        if season not in report.get("seasons", {}):
+            continue
+        months = SEASONS[season]
+        steps = np.array([i for i, d in enumerate(pdates) if d[1] in months])
+        fol = np.array([False] + [(cal_dates[b] - cal_dates[a]).days == 1 for a, b in zip(steps[:-1], steps[1:])])
+        sub, scores = {}, {}  # the CNN's outputs share p_wet: one subset of it, one ROC per box
+        for name, (members, score) in methods.items():
+            sm = [x[steps] for x in members]
+            if score is not members[0] and id(score) not in scores:
+                scores[id(score)] = score[steps]
+            sub[name] = (sm, sm[0] if score is members[0] else scores[id(score)])
+        roc_cache.clear()  # keyed by id(): the season's arrays are new objects
+        check_period(season, "_" + season, report["seasons"][season], csv, nc, obs_land[steps], sub, land,
+                     (years[steps], fol), len(steps))
+        roc_cache.clear()
+        print(f"  season {season}: {len(steps)} days recomputed")
 
     for k in sorted(largest):
         d, rel = largest[k]

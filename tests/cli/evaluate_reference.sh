@@ -2,7 +2,8 @@
 # `downscale evaluate` against an independent reference (tests/cli/evaluate_reference.py: numpy on
 # fetch/predictand/pr.nc and predict/precipitation.nc, the VALUE definitions): every per-box field
 # of scores.nc, every domain mean and median of scores.json and scores.csv, for the CNN's three
-# outputs (two stochastic members) and the climatology baseline; linear_pcs's aggregation.
+# outputs (two stochastic members) and the climatology baseline; linear_pcs's aggregation; the
+# same for the seasons DJF and JJA (evaluate.seasons).
 # A tiny demo run of its own (1 epoch) so that no other test's run folder is needed. About 15 s.
 #   usage: evaluate_reference.sh <downscale binary> <source dir>
 set -euo pipefail
@@ -16,8 +17,13 @@ for stage in synth fetch preprocess train predict evaluate; do
   extra=(--set run.threads=1)  # one thread: the suite runs tests side by side
   [[ $stage == train ]] && extra+=(--set train.epochs=1)
   [[ $stage == predict ]] && extra+=(--set predict.members=2)
+  # Two seasons besides annual: DJF crosses the year's ends (January, February and December of
+  # the demo's one test year, 2004), JJA does not.
+  [[ $stage == evaluate ]] && extra+=(--set "evaluate.seasons=[annual, DJF, JJA]")
   "$bin" "$stage" --config configs/demo.yaml "${extra[@]}" > "$stage.log" 2>&1 ||
     { cat "$stage.log"; echo "downscale $stage failed"; exit 1; }
 done
 # The demo's training years (configs/demo.yaml: preprocess.train_years) for the climatology.
-/usr/bin/python3 "$src/tests/cli/evaluate_reference.py" runs/demo 2000 2002
+/usr/bin/python3 "$src/tests/cli/evaluate_reference.py" runs/demo 2000 2002 DJF,JJA
+# The seasonal fields are CF too (climatological time axes, CF 7.4).
+/usr/bin/python3 "$src/tests/cli/cf_check.py" runs/demo/evaluate/scores.nc

@@ -30,8 +30,20 @@ ds preprocess
 for m in deepesd demo; do
   ds train --set train.name=$m --set model.name=$m
   ds predict --set train.name=$m
-  ds evaluate --set train.name=$m
+  # deepesd also per season (evaluate.seasons): of a DJF-only split, DJF is every test day.
+  seasons=(); [[ $m == deepesd ]] && seasons=(--set "evaluate.seasons=[annual, DJF]")
+  ds evaluate --set train.name=$m "${seasons[@]}"
 done
+/usr/bin/python3 - runs/iberia_tas/evaluate/deepesd/scores.json <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["seasons"]["DJF"]["methods"] == j["methods"], "DJF of a DJF-only test split differs from annual"
+assert j["seasons"]["DJF"]["test_days"] == j["test_days"]
+PY
+# A season the test split has no day of is a usage error (exit 2) naming the months it has.
+rc=0; out=$(ds evaluate --set train.name=demo --set "evaluate.seasons=[annual, JJA]") || rc=$?
+[[ $rc -eq 2 ]] && grep -qF "lists JJA (months 6, 7, 8), but the test split" <<<"$out" && grep -qF "its months: 1, 2, 12" <<<"$out" ||
+  { echo "evaluate.seasons=[JJA] of a DJF split: exit $rc, $out"; exit 1; }
 # Both evaluations against the numpy reference (bias, RMSE, Pearson, sd ratio per box and over
 # the domain; climatology of the DJF season-years 1983..1997 as configs/iberia_tas.yaml says).
 for m in deepesd demo; do

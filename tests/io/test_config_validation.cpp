@@ -133,3 +133,16 @@ TEST(ConfigValidation, SetErrorsQuoteTheSet) {
   EXPECT_TRUE(has(msg, "--set preprocess.predictor_grid={lon: [0, 10], lat: [0, 10], step: 0}: key "
                        "'preprocess.predictor_grid.step'")) << msg;
 }
+
+TEST(ConfigValidation, EvaluateSeasons) {
+  ds::test::TempDir d;
+  EXPECT_EQ(load_config(write(d, kRun)).evaluate.seasons, (std::vector<std::string>{"annual"}));
+  EXPECT_EQ(load_config(write(d, kRun + "evaluate: {seasons: [annual, DJF, JJA]}\n")).evaluate.seasons,
+            (std::vector<std::string>{"annual", "DJF", "JJA"}));
+  // An unknown name lists the known ones; a repeated or empty list is refused too.
+  const std::string unknown = error_of(kRun + "evaluate: {seasons: [annual, winter]}\n");
+  EXPECT_TRUE(has(unknown, "evaluate.seasons") && has(unknown, "'winter'") && has(unknown, "DJF, MAM, JJA or SON"))
+      << unknown;
+  EXPECT_TRUE(has(error_of(kRun, {"evaluate.seasons=[DJF, DJF]"}), "lists DJF twice"));
+  EXPECT_TRUE(has(error_of(kRun, {"evaluate.seasons=[]"}), "is empty"));
+}
