@@ -197,15 +197,19 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   write_map_png(dir + "/pearson.png", pearson, basemap);
   write_figure_png(dir + "/summary.png", "downscale evaluate (" + v + "): " + cfg.file,
                    {observed, predicted, bias, pearson}, basemap);
-  std::vector<TableRow> rows;
-  for (const auto& m : e.methods) {
-    TableRow r{m.name, {}};
-    for (const auto& c : continuous_score_names()) r.values.push_back(m.domain.at(c));
-    rows.push_back(std::move(r));
-  }
-  write_table_png(dir + "/scores_table.png", "downscale evaluate (" + v + ", " + units + "): " + cfg.file,
-                  continuous_score_names(), rows,
-                  "averages over modelled boxes, " + std::to_string(e.ndays) + " test days; see scores.json for definitions");
+  // The score table, annual, then scores_table_<season>.png for each season.
+  auto table = [&](const std::string& path, const ContinuousEvaluation& x, const std::string& when) {
+    std::vector<TableRow> rows;
+    for (const auto& m : x.methods) {
+      TableRow r{m.name, {}};
+      for (const auto& c : continuous_score_names()) r.values.push_back(m.domain.at(c));
+      rows.push_back(std::move(r));
+    }
+    write_table_png(path, "downscale evaluate (" + v + ", " + units + when + "): " + cfg.file, continuous_score_names(),
+                    rows, "averages over modelled boxes, " + std::to_string(x.ndays) + " test days; see scores.json for definitions");
+  };
+  table(dir + "/scores_table.png", e, "");
+  for (const auto& s : seasonal) table(dir + "/scores_table_" + s.season + ".png", s.evaluation, ", " + s.season);
 
   // The log table: the annual block, then one per season.
   auto log_table = [](const ContinuousEvaluation& x) {
@@ -222,8 +226,8 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
     spdlog::info("{} (months {}; {} test days)", s.season, months_text(s.months), s.evaluation.ndays);
     log_table(s.evaluation);
   }
-  spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png, maps and summary.png ({} in {})", dir,
-               v, units);
+  spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png{}, maps and summary.png ({} in {})", dir,
+               seasonal.empty() ? "" : " (and one per season)", v, units);
   return 0;
 }
 
@@ -318,6 +322,9 @@ int run_evaluate(const Config& cfg) {
   write_map_png(dir + "/rocss.png", rocss, basemap);
   write_figure_png(dir + "/summary.png", "downscale evaluate: " + cfg.file, {observed, predicted, bias_map, rocss}, basemap);
   write_table_png(dir + "/scores_table.png", e, "downscale evaluate: " + cfg.file);
+  for (const auto& s : seasonal)
+    write_table_png(dir + "/scores_table_" + s.season + ".png", s.evaluation,
+                    "downscale evaluate, " + s.season + " (" + std::to_string(s.evaluation.ndays) + " test days): " + cfg.file);
 
   // The log table: the annual block, then one per season.
   auto log_table = [](const Evaluation& x) {
@@ -340,7 +347,8 @@ int run_evaluate(const Config& cfg) {
     spdlog::info("{} (months {}; {} test days)", s.season, months_text(s.months), s.evaluation.ndays);
     log_table(s.evaluation);
   }
-  spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png, maps and summary.png", dir);
+  spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png{}, maps and summary.png", dir,
+               seasonal.empty() ? "" : " (and one per season)");
   return 0;
 }
 

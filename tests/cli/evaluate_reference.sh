@@ -25,5 +25,10 @@ for stage in synth fetch preprocess train predict evaluate; do
 done
 # The demo's training years (configs/demo.yaml: preprocess.train_years) for the climatology.
 /usr/bin/python3 "$src/tests/cli/evaluate_reference.py" runs/demo 2000 2002 DJF,JJA
+# Each season's score table beside the annual one.
+for season in DJF JJA; do
+  [[ -s runs/demo/evaluate/scores_table_$season.png ]] || { echo "no scores_table_$season.png"; exit 1; }
+done
+[[ ! -e runs/demo/evaluate/scores_table_MAM.png ]] || { echo "scores_table_MAM.png written for a season not asked"; exit 1; }
 # The seasonal fields are CF too (climatological time axes, CF 7.4).
 /usr/bin/python3 "$src/tests/cli/cf_check.py" runs/demo/evaluate/scores.nc
