@@ -126,6 +126,13 @@ case ${DOWNSCALE_LAUNCHER:-srun} in
     if [[ -z ${OMPI_MCA_plm_rsh_agent-} ]] && ! command -v ssh >/dev/null && ! command -v rsh >/dev/null; then
       export OMPI_MCA_plm_rsh_agent=false
     fi
+    # A bundle's bin/env.sh sets OMPI_MCA_plm=isolated (ranks on this machine only) where it finds
+    # no ssh/rsh outside a job, and sbatch passes the submit shell's environment on: inside the
+    # allocation that would put every rank on the first node. Open MPI's Slurm launcher is right here.
+    if [[ ${OMPI_MCA_plm-} == isolated ]]; then
+      echo "train_forhlr2.sh: OMPI_MCA_plm=isolated came from the submit shell (bin/env.sh): unset, so mpirun launches over the allocation's nodes"
+      unset OMPI_MCA_plm
+    fi
     ;;
   *) die "DOWNSCALE_LAUNCHER='$DOWNSCALE_LAUNCHER': expected srun or mpirun" ;;
 esac

@@ -19,6 +19,8 @@
 #     PartitionConfig is cancelled at once with one line naming it and the reason, exit 1;
 #     ReqNodeNotAvail once it lasts DOWNSCALE_SCALING_NODE_WAIT; a clearing reason (Priority) is
 #     waited for until the default time-out (DOWNSCALE_SCALING_TIMEOUT).
+#  7. DOWNSCALE_LAUNCHER=mpirun with OMPI_MCA_plm=isolated inherited from the submit shell (a
+#     bundle's bin/env.sh on a login node without ssh): unset before mpirun, with a line saying so.
 #   usage: slurm_script_checks.sh <source dir>
 set -euo pipefail
 src=$(realpath "$1")
@@ -151,4 +153,12 @@ FAKE_STUCK=1 FAKE_REASON=Priority DOWNSCALE_SCALING_TIMEOUT=1 scaling 1 s3 || rc
   { cat s3.err; fail "DOWNSCALE_SCALING_TIMEOUT=1: exit $rc"; }
 grep -q "can never start" s3.err && fail "a job pending for Priority was taken for one that can never start"
 grep -q "^scancel " scancel.log || fail "the timed-out job was not cancelled"
+echo "== 7. OMPI_MCA_plm=isolated from the submit shell does not reach mpirun"
+printf '%s\n' '#!/usr/bin/env bash' 'echo "mpirun plm=${OMPI_MCA_plm-unset}" >>mpirun.log' 'shift 2; exec "$@"' >fake/mpirun
+chmod +x fake/mpirun
+rm -f mpirun.log
+OMPI_MCA_plm=isolated DOWNSCALE_LAUNCHER=mpirun SLURM_TASKS_PER_NODE=4 bash "$src/slurm/train_forhlr2.sh" configs/c.yaml \
+  >job.out 2>job.err || { cat job.err; fail "mpirun launch: exit $?"; }
+grep -qx "mpirun plm=unset" mpirun.log || { cat mpirun.log; fail "OMPI_MCA_plm=isolated reached mpirun"; }
+grep -q "OMPI_MCA_plm=isolated came from the submit shell" job.out || fail "no line saying OMPI_MCA_plm was unset"
 echo "ok"
