@@ -122,26 +122,14 @@ std::string continuous_json(const ContinuousEvaluation& e, const std::vector<Con
       {"RMSE", "mean over modelled boxes of the root mean squared error of the daily values (" + e.units + ")"},
       {"Pearson", "mean over modelled boxes of the Pearson correlation of the daily series"},
       {"sd_ratio", "mean over modelled boxes of sd(predicted) / sd(observed) of the daily series"}};
-  for (const auto& [k, v] : e.observed_domain) j["observed"][k] = json_number(v);
-  add_domain_methods(j, domain_rows(e));
-  for (const ContinuousSeason& s : seasons) {
-    nlohmann::json sj;
-    sj["months"] = s.months;
-    sj["test_days"] = s.evaluation.ndays;
-    for (const auto& [k, v] : s.evaluation.observed_domain) sj["observed"][k] = json_number(v);
-    add_domain_methods(sj, domain_rows(s.evaluation));
-    j["seasons"][s.season] = sj;
-  }
+  const auto rows = [](const ContinuousEvaluation& x) { return domain_rows(x); };
+  add_domain_scores(j, e, rows);
+  add_seasons_json(j, seasons, rows);
   return j.dump(2) + "\n";
 }
 
 std::string continuous_csv(const ContinuousEvaluation& e, const std::vector<ContinuousSeason>& seasons) {
-  const std::string annual = domain_scores_csv(continuous_score_names(), domain_rows(e));
-  if (seasons.empty()) return annual;
-  std::vector<std::pair<std::string, std::string>> by_season{{"annual", annual}};
-  for (const ContinuousSeason& s : seasons)
-    by_season.push_back({s.season, domain_scores_csv(continuous_score_names(), domain_rows(s.evaluation))});
-  return csv_with_season_column(by_season);
+  return domain_csv(continuous_score_names(), e, seasons, [](const ContinuousEvaluation& x) { return domain_rows(x); });
 }
 
 }  // namespace ds

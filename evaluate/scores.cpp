@@ -197,26 +197,14 @@ std::string evaluation_json(const Evaluation& e, const std::vector<SeasonEvaluat
       {"RMSE_wet", "RMSE over observed wet days (mm/day)"},
       {"Spearman", "land-box mean of the Spearman rank correlation of the daily series"},
       {"ROCSS", "ROC skill score (2 AUC - 1) of the wet-day probability or amount for observed wet days"}};
-  for (const auto& [k, v] : e.observed_domain) j["observed"][k] = json_number(v);
-  add_domain_methods(j, domain_rows(e));
-  for (const SeasonEvaluation& s : seasons) {
-    nlohmann::json sj;
-    sj["months"] = s.months;
-    sj["test_days"] = s.evaluation.ndays;
-    for (const auto& [k, v] : s.evaluation.observed_domain) sj["observed"][k] = json_number(v);
-    add_domain_methods(sj, domain_rows(s.evaluation));
-    j["seasons"][s.season] = sj;
-  }
+  const auto rows = [](const Evaluation& x) { return domain_rows(x); };
+  add_domain_scores(j, e, rows);
+  add_seasons_json(j, seasons, rows);
   return j.dump(2) + "\n";
 }
 
 std::string evaluation_csv(const Evaluation& e, const std::vector<SeasonEvaluation>& seasons) {
-  const std::string annual = domain_scores_csv(score_names(), domain_rows(e));
-  if (seasons.empty()) return annual;
-  std::vector<std::pair<std::string, std::string>> by_season{{"annual", annual}};
-  for (const SeasonEvaluation& s : seasons)
-    by_season.push_back({s.season, domain_scores_csv(score_names(), domain_rows(s.evaluation))});
-  return csv_with_season_column(by_season);
+  return domain_csv(score_names(), e, seasons, [](const Evaluation& x) { return domain_rows(x); });
 }
 
 }  // namespace ds
