@@ -336,6 +336,20 @@ def check_period(where, sfx, report, csv, nc, obs_land, methods, land, calendar,
                 fail(f"scores.json {where} linear_pcs {k} ({label}): from scores.nc {a!r}, evaluate {b!r}")
 
 
+def observations_of(pred, obsf, var):
+    """The observations on the prediction's boxes: the prediction's and the observation file's
+    dates, the observation rows of the prediction's days, the number of boxes, and every
+    observed day of `var` cut to the prediction's grid."""
+    pdates, odates = dates_of(pred), dates_of(obsf)
+    where = {d: i for i, d in enumerate(odates)}
+    tsel = np.array([where[d] for d in pdates])
+    plat, plon = pred.variables["lat"][:], pred.variables["lon"][:]
+    olat, olon = obsf.variables["lat"][:], obsf.variables["lon"][:]
+    rsel = np.array([np.flatnonzero(np.abs(olat - y) < 1e-6)[0] for y in plat])
+    csel = np.array([np.flatnonzero(np.abs(olon - x) < 1e-6)[0] for x in plon])
+    return pdates, odates, tsel, plat.size * plon.size, read_var(obsf, var)[:, rsel][:, :, csel]
+
+
 def main():
     run, y0, y1 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     wanted_seasons = sys.argv[4].split(",") if len(sys.argv) > 4 else []
@@ -345,16 +359,9 @@ def main():
     report = json.load(open(f"{run}/evaluate/scores.json"))
 
     # The observations of the prediction's days and boxes (pr.nc is mm/day).
-    pdates, odates = dates_of(pred), dates_of(obsf)
-    where = {d: i for i, d in enumerate(odates)}
-    tsel = np.array([where[d] for d in pdates])
-    plat, plon = pred.variables["lat"][:], pred.variables["lon"][:]
-    olat, olon = obsf.variables["lat"][:], obsf.variables["lon"][:]
-    rsel = np.array([np.flatnonzero(np.abs(olat - y) < 1e-6)[0] for y in plat])
-    csel = np.array([np.flatnonzero(np.abs(olon - x) < 1e-6)[0] for x in plon])
     assert obsf.variables["pr"].units == "mm/day", obsf.variables["pr"].units
-    allobs = read_var(obsf, "pr")[:, rsel][:, :, csel]
-    nt, npts = len(pdates), plat.size * plon.size
+    pdates, odates, tsel, npts, allobs = observations_of(pred, obsf, "pr")
+    nt = len(pdates)
     obs = allobs[tsel].reshape(nt, npts)
 
     # The product in mm/day: kg m-2 s-1 x 86400 in float32, as xarray users compute it (the product
@@ -436,15 +443,8 @@ def continuous(var, pdir, edir, obs_path, y0, y1, months):
     obsf = netCDF4.Dataset(obs_path)
     nc = netCDF4.Dataset(f"{edir}/scores.nc")
     report = json.load(open(f"{edir}/scores.json"))
-    pdates, odates = dates_of(pred), dates_of(obsf)
-    where = {d: i for i, d in enumerate(odates)}
-    tsel = np.array([where[d] for d in pdates])
-    plat, plon = pred.variables["lat"][:], pred.variables["lon"][:]
-    olat, olon = obsf.variables["lat"][:], obsf.variables["lon"][:]
-    rsel = np.array([np.flatnonzero(np.abs(olat - y) < 1e-6)[0] for y in plat])
-    csel = np.array([np.flatnonzero(np.abs(olon - x) < 1e-6)[0] for x in plon])
-    allobs = read_var(obsf, var)[:, rsel][:, :, csel]
-    nt, npts = len(pdates), plat.size * plon.size
+    pdates, odates, tsel, npts, allobs = observations_of(pred, obsf, var)
+    nt = len(pdates)
     obs = allobs[tsel].reshape(nt, npts).astype(np.float64)
     x = read_var(pred, var).reshape(nt, npts)
     land = np.isfinite(x).any(axis=0)
