@@ -8,9 +8,12 @@
 #   bench (3): the training-step and forward (predict) benchmark against PyTorch on the same GPU,
 #      weights and batch: PyTorch eager NCHW and channels_last with cudnn.benchmark and TF32, and
 #      torch.compile as a second peer (bench/train_step.sh), in each of MATHS;
+#   variants (3b): our training step alone under each CUDA backend switch (DOWNSCALE_CUDA_NARROW,
+#      _FUSE, _LAYOUT, DOWNSCALE_FUSE_LAYERS) in each of MATHS: which default is the faster;
 #   profile (4): the scaling model's per-layer profile (bench_train_step --profile-layers, TF32)
 #      and its predicted table on NVLink4/NDR and PCIe5/one NIC per node (docs/scaling.md); the
 #      same profile in PROFILE_MATHS (default bf16) beside it, per layer (bench/profile_compare.py);
+#      per convolution pass, GPU time whole and in the cuDNN call (DOWNSCALE_CUDA_PASS_TIMES=1);
 #   curves (2): CURVE_STEPS MNN training steps at batch BATCH on the North America shapes
 #      (20 x 30 x 53 -> 117 x 209) on the GPU in each of CURVE_MATHS and on the CPU from the same
 #      weights and batch: the loss curves side by side;
@@ -23,7 +26,7 @@
 #
 #   scripts/gpu_check.sh [ROOT]     ROOT: the bundle's folder, or the source tree (build/ in it)
 #   env: REPORT=FILE PY=python3 (the PyTorch peer's interpreter) BATCH=32 ROUNDS=3 STEPS=10 WARMUP=3
-#        SECTIONS="parity bench profile curves nccl e2e imagenet" (which, in that order)
+#        SECTIONS="parity bench profile curves nccl e2e imagenet variants" (which, in that order)
 #        BUDGET=0 (seconds for the whole script, 0: none; a step gets at most what is left, a
 #        section that would start after it is reported as not run, so the report is complete and
 #        back before a device call's limit)
@@ -57,12 +60,12 @@ PY=${PY:-python3} BATCH=${BATCH:-32} ROUNDS=${ROUNDS:-3} STEPS=${STEPS:-10} WARM
 CURVE_STEPS=${CURVE_STEPS:-20} CPU_CURVE=${CPU_CURVE:-1} CPU_CURVE_STEPS=${CPU_CURVE_STEPS:-20} E2E=${E2E:-1}
 MATHS=${MATHS:-tf32 fp32} CURVE_MATHS=${CURVE_MATHS:-fp32 tf32} PROFILE_MATHS=${PROFILE_MATHS:-bf16}
 STEP_TIMEOUT=${STEP_TIMEOUT:-300} LOGS=${LOGS:-} BUDGET=${BUDGET:-0} COMPILE=${COMPILE:-auto}
-SECTIONS=${SECTIONS:-parity bench profile curves nccl e2e imagenet}
+SECTIONS=${SECTIONS:-parity bench profile curves nccl e2e imagenet variants}
 [[ $E2E == 1 ]] || SECTIONS=${SECTIONS//e2e/}
 [[ ${IMAGENET:-1} == 1 ]] || SECTIONS=${SECTIONS//imagenet/}
 for s in $SECTIONS; do
-  case $s in parity | bench | profile | curves | nccl | e2e | imagenet) ;;
-    *) echo "gpu_check.sh: SECTIONS: unknown section '$s' (parity bench profile curves nccl e2e imagenet)" >&2; exit 2 ;;
+  case $s in parity | bench | profile | curves | nccl | e2e | imagenet | variants) ;;
+    *) echo "gpu_check.sh: SECTIONS: unknown section '$s' (parity bench profile curves nccl e2e imagenet variants)" >&2; exit 2 ;;
   esac
 done
 [[ $BUDGET =~ ^[0-9]+$ && $STEP_TIMEOUT =~ ^[0-9]+$ ]] ||
@@ -250,6 +253,36 @@ section_bench() {
   done
 }
 
+# --- 3b. our training step alone under the CUDA backend's switches (docs/gpu.md) ---
+# No PyTorch: bench_train_step in each of MATHS with one switch set at a time, so the next
+# defaults are chosen from one table. NHWC only for bf16 (cuDNN refused fp16 backward data in
+# NHWC), the bias+ReLU fusion only where it exists (FP32/TF32).
+section_variants() {
+  say "## 3b. Training step under the CUDA backend's switches, batch $BATCH (ours alone, samples/s)"
+  local math v envv
+  printf '%-6s %-28s %10s %10s\n' math switch train forward > "$work/variants"
+  for math in $MATHS; do
+    for v in default DOWNSCALE_CUDA_NARROW=0 DOWNSCALE_CUDA_NARROW=1 DOWNSCALE_CUDA_FUSE=0 DOWNSCALE_FUSE_LAYERS=0 \
+             DOWNSCALE_CUDA_LAYOUT=nhwc; do
+      [[ $v == DOWNSCALE_CUDA_LAYOUT=nhwc && $math != bf16 ]] && continue
+      [[ $v == DOWNSCALE_CUDA_FUSE=0 && ($math == bf16 || $math == fp16) ]] && continue
+      envv=()
+      [[ $v == default ]] || envv=("$v")
+      if run env ${envv[@]+"${envv[@]}"} "$bench" --device "$dev" --math "$math" --batch "$BATCH" --grid "$GRID" \
+           --steps "$STEPS" --warmup "$WARMUP" > "$work/variant.out" 2> "$work/variant.err"; then
+        printf '%-6s %-28s %10s %10s\n' "$math" "$v" "$(awk '$1 == "train_samples_per_s" {print $2}' "$work/variant.out")" \
+          "$(awk '$1 == "forward_samples_per_s" {print $2}' "$work/variant.out")" >> "$work/variants"
+      else
+        printf '%-6s %-28s %10s\n' "$math" "$v" FAILED >> "$work/variants"
+        tail -3 "$work/variant.err" >> "$work/variants"
+        failed+=("variant $math $v")
+      fi
+    done
+  done
+  block "$work/variants"; cat "$work/variants"
+  say ""
+}
+
 # --- 4. the scaling model's layer profile on this GPU (docs/scaling.md) ---
 # The profiles are kept beside the report (<report>_profile.json, <report>_profile_<math>.json)
 # for later runs of the model.
@@ -282,6 +315,21 @@ section_profile() {
     else
       failed+=("layer profile ($math)"); say "layer profile ($math): FAILED"
       tail -5 "$work/profile_$math.log" > "$work/profile_$math.tail"; block "$work/profile_$math.tail"
+    fi
+  done
+  # Per convolution pass (issue 14: what the 16-bit casts and padding copies around each call
+  # cost, and which algorithm ran), in TF32 and PROFILE_MATHS: DOWNSCALE_CUDA_PASS_TIMES=1 waits
+  # on an event after each pass, so these runs are not throughput figures.
+  for math in tf32 $PROFILE_MATHS; do
+    if run env DOWNSCALE_CUDA_PASS_TIMES=1 "$bench" --device "$dev" --math "$math" --batch "$BATCH" --grid "$GRID" \
+         --steps 3 --warmup 1 --measure train > /dev/null 2> "$work/passes_$math.log"; then
+      grep -E '^(cuda pass times|  conv |cuda: conv .* refused)' "$work/passes_$math.log" > "$work/passes_$math" || true
+      [[ -s $work/passes_$math ]] || echo "(no per-pass times: the $dev backend has none)" > "$work/passes_$math"
+      say "convolution passes ($math):"
+      block "$work/passes_$math"
+    else
+      failed+=("pass times ($math)"); say "convolution passes ($math): FAILED"
+      tail -5 "$work/passes_$math.log" > "$work/passes_$math.tail"; block "$work/passes_$math.tail"
     fi
   done
   # Side by side, per layer (milliseconds, and each column's ratio to TF32's).

@@ -35,6 +35,7 @@ CudaBackend::CudaBackend(int device)
       throw Error("DOWNSCALE_CUDA_NARROW is '" + v + "', expected 0 (never), 1 (always) or unset (by timing)");
     if (!v.empty()) narrow_mode_ = v == "1" ? 1 : 0;
   }
+  if (const char* t = std::getenv("DOWNSCALE_CUDA_PASS_TIMES")) pass_times_ = std::string(t) == "1";
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     cudaGetLastError();  // clear the sticky error so later CUDA calls are not blamed for it
@@ -52,6 +53,9 @@ CudaBackend::CudaBackend(int device)
 
 CudaBackend::~CudaBackend() {
   // No throwing from a destructor: errors here mean the context is already gone.
+  if (pass_times_) report_pass_times();
+  for (cudaEvent_t e : pass_ev_)
+    if (e) cudaEventDestroy(e);
   plans_.clear();
   bn_plans_.clear();
   if (cublas_) cublasDestroy(cublas_);

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <vector>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -12,6 +13,7 @@
 
 #include "model/backend.h"
 #include "model/caching_allocator.h"
+#include "model/cuda/conv_choices.h"
 #include "model/kernels/narrow_conv.h"
 #include "model/kernels/polyphase.h"
 
@@ -108,31 +110,40 @@ class CudaBackend : public Backend {
   void queue_masked_loss_sum(int kind, const Shape& s, const float* out, const float* y, const float* mask,
                              float* d_out, double* total);
   // One convolution geometry's cuDNN descriptors and chosen algorithms (built in cuda_conv.cu).
+  // A plan's passes: the index of its per-pass arrays.
+  enum ConvPass { kFwdPass = 0, kDataPass = 1, kFilterPass = 2 };
   struct ConvPlan {
+    ConvDesc desc;  // the geometry, for the messages and the pass-time report
     bool explicit_pad = false;
     Shape x_shape;  // what cuDNN sees as input: the padded copy when explicit_pad
     // x, y, w: what the convolutions see (BF16/FP16 in the 16-bit modes, NHWC or NCHW); y32 and b:
     // the FP32 NCHW output and bias, for the bias add and its gradient (always FP32).
     cudnnTensorDescriptor_t x = nullptr, y = nullptr, y32 = nullptr, b = nullptr;
     cudnnFilterDescriptor_t w = nullptr;
-    // One convolution descriptor per pass, each set to the math type cuDNN reported with that
-    // pass's chosen algorithm (cudnnFind* ranks algorithm + math type pairs; running an algorithm
-    // under another math type than it was found with can fail with CUDNN_STATUS_BAD_PARAM, as a
-    // BF16 9x9 forward did on an H100). conv: forward (and the Find calls, in the requested mode).
-    cudnnConvolutionDescriptor_t conv = nullptr, conv_bwd_data = nullptr, conv_bwd_filter = nullptr;
-    cudnnMathType_t fwd_math{}, bwd_data_math{}, bwd_filter_math{};
-    cudnnConvolutionFwdAlgo_t fwd_algo{};
-    cudnnConvolutionBwdDataAlgo_t bwd_data_algo{};
-    cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo{};
-    size_t fwd_ws = 0, bwd_data_ws = 0, bwd_filter_ws = 0;
+    // One convolution descriptor per pass (ConvPass), each set to the math type cuDNN reported
+    // with that pass's algorithm (cudnnFind* ranks algorithm + math type pairs; running an
+    // algorithm under another math type than it was found with can fail with
+    // CUDNN_STATUS_BAD_PARAM). conv[kFwdPass] also serves the Find calls, in the requested mode.
+    cudnnConvolutionDescriptor_t conv[3] = {};
+    // Per pass: the algorithm in use (with the math type and the workspace it runs with), and the
+    // candidates not yet tried, in order (conv_choices.h). One that cuDNN refuses when training
+    // calls it is replaced by the next for good (run_conv_pass).
+    ConvChoice use[3];
+    std::vector<ConvChoice> untried[3];
     bool timed = false;  // algorithms from cudnnFind* (else cuDNN's heuristic)
     bool fuse_reported = false;  // the one stderr line (bias+ReLU fused or not, narrow passes)
+    bool fuse_refused = false;   // cuDNN refused the fused bias+ReLU call once: separate from then on
     // The narrow path (cuda_narrow_conv.cu, stride 1 and out_c <= 4): which passes run there
     // instead of cuDNN, chosen by choose_narrow; the timings behind the choice (ms per pass,
     // forward / backward data / backward weights; negative when not timed).
     bool narrow_applies = false, narrow_fwd = false, narrow_bwd_data = false, narrow_bwd_weights = false;
     bool narrow_timing = false;  // choose_narrow is running the passes: no report yet
     float narrow_ms[3] = {-1, -1, -1}, cudnn_ms[3] = {-1, -1, -1};
+    // DOWNSCALE_CUDA_PASS_TIMES=1 (pass_times_): per pass, the calls timed and their GPU
+    // milliseconds in all, whole (padding copies, 16-bit casts, bias included) and in the
+    // convolution call alone (cuDNN's, or the narrow kernel's).
+    int64_t timed_calls[3] = {};
+    double whole_ms[3] = {}, library_ms[3] = {};
 
     ~ConvPlan() {
       if (x) cudnnDestroyTensorDescriptor(x);
@@ -140,7 +151,7 @@ class CudaBackend : public Backend {
       if (y32) cudnnDestroyTensorDescriptor(y32);
       if (b) cudnnDestroyTensorDescriptor(b);
       if (w) cudnnDestroyFilterDescriptor(w);
-      for (cudnnConvolutionDescriptor_t c : {conv, conv_bwd_data, conv_bwd_filter})
+      for (cudnnConvolutionDescriptor_t c : conv)
         if (c) cudnnDestroyConvolutionDescriptor(c);
     }
   };
@@ -153,7 +164,25 @@ class CudaBackend : public Backend {
   std::string conv_context(const ConvDesc& d) const;
   // cudnnFind*: times the algorithms on scratch buffers; false when cuDNN could not (the caller
   // then keeps the heuristic's choice).
-  bool find_algorithms(const ConvDesc& d, ConvPlan& p);
+  // The usable entries of each pass (found[ConvPass]), fastest first; false, with the lists left
+  // empty, when any of the three Find calls failed.
+  bool find_algorithms(const ConvDesc& d, ConvPlan& p, std::vector<ConvChoice> found[3]);
+  // Makes choice c pass k's algorithm: its descriptor's math type (FMA in FP32 mode) and the
+  // workspace cuDNN asks for it under that math type, if more than the ranked figure.
+  void adopt_choice(ConvPlan& p, int k, const ConvChoice& c);
+  // Runs pass k's convolution call, call(algorithm, workspace, bytes), with the plan's algorithm;
+  // when cuDNN refuses it before launching anything (conv_choices.h), adopts the next candidate
+  // with one stderr line and calls again. Any other failure, or no candidate left, throws.
+  void run_conv_pass(ConvPlan& p, int k, const char* what,
+                     const std::function<cudnnStatus_t(int algo, void* ws, size_t bytes)>& call);
+  // DOWNSCALE_CUDA_PASS_TIMES=1: events around each pass (whole) and its convolution call
+  // (library); each timed pass waits for its stop event, so the step runs slower, but every
+  // figure is the GPU's own time for that pass. The table goes to stderr when the backend ends.
+  bool pass_times_ = false;
+  cudaEvent_t pass_ev_[4] = {};
+  void pass_clock_start(int which);                 // 0: whole pass, 1: the library call
+  float pass_clock_stop(ConvPlan& p, int k, int which);  // the ms it measured
+  void report_pass_times() const;
   // The narrow path for a plan: by DOWNSCALE_CUDA_NARROW (narrow_mode_), else by timing each
   // pass both ways on scratch tensors (cuda_conv.cu).
   void choose_narrow(const ConvDesc& d, ConvPlan& p);

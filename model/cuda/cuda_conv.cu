@@ -41,27 +41,35 @@ constexpr size_t kMaxWorkspace = size_t(2) << 30;
 // to it right after): algorithms needing more are not timed, so not chosen.
 constexpr size_t kFindWorkspace = size_t(512) << 20;
 
-// The first usable entry of a ranked list (cuDNN's heuristic, or cudnnFind*'s fastest first), or
-// nullptr. In FP32 mode only FMA-math algorithms are usable (the descriptor asks for FMA math, so
-// this only guards against a list that ranks a tensor-core variant first). Never
-// CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: each pass now runs under its entry's math type, and on
-// FP32 operands that one may round them to FP16, beyond TF32 (see docs/gpu.md, math mode).
+// A ranked list's usable entries, in its order (cuDNN's heuristic, or cudnnFind*'s fastest
+// first): succeeded, within max_workspace, and never CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION (each
+// pass runs under its entry's math type, and on FP32 operands that one may round them to FP16,
+// beyond TF32: see docs/gpu.md, math mode). fma_first (FP32 mode) puts FMA-math entries before
+// the others (the descriptor asks for FMA math anyway; this keeps a list that ranks a tensor-core
+// variant first from choosing an algorithm for it); fma_only drops the others (Find in FP32 mode).
 template <typename Perf>
-const Perf* first_usable(const Perf* perf, int n, bool fma_only, size_t max_workspace) {
-  for (int i = 0; i < n; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= max_workspace &&
-        perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && (!fma_only || perf[i].mathType == CUDNN_FMA_MATH))
-      return &perf[i];
-  return nullptr;
+std::vector<ConvChoice> usable_choices(const Perf* perf, int n, bool fma_first, bool fma_only, size_t max_workspace,
+                                       bool timed) {
+  std::vector<ConvChoice> first, rest;  // FP32 mode: FMA math, then the others; else one list
+  for (int i = 0; i < n; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > max_workspace ||
+        perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+      continue;
+    const bool later = (fma_first || fma_only) && perf[i].mathType != CUDNN_FMA_MATH;
+    (later ? rest : first).push_back(ConvChoice{int(perf[i].algo), int(perf[i].mathType), perf[i].memory, timed});
+  }
+  if (!fma_only) first.insert(first.end(), rest.begin(), rest.end());
+  return first;
 }
 
-// The heuristic's choice: in FP32 mode FMA-math algorithms first, then any; in TF32 mode its first.
-template <typename Perf>
-const Perf& pick(const Perf* perf, int n, const char* what, bool prefer_fma) {
-  for (bool fma_only : {prefer_fma, false})
-    if (const Perf* p = first_usable(perf, n, fma_only, kMaxWorkspace)) return *p;
-  throw Error(std::string("cuDNN found no usable ") + what + " algorithm");
-}
+// conv_choices.h names cuDNN's statuses by number: the categories it relies on.
+static_assert(CUDNN_STATUS_BAD_PARAM == 2000 && CUDNN_STATUS_NOT_SUPPORTED == 3000 &&
+                  CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER == 3005 &&
+                  CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART == 3006 && CUDNN_STATUS_INTERNAL_ERROR == 4000 &&
+                  CUDNN_STATUS_EXECUTION_FAILED == 5000,
+              "cuDNN's status numbering changed: update model/cuda/conv_choices.h");
+
+const char* const kPassNames[3] = {"forward", "backward data", "backward filter"};
 
 // A pass's workspace: what its ranked entry said, or more if cuDNN asks more for the algorithm
 // under the math type the descriptor now has (cudnnFind* measured each algorithm per math type;
@@ -130,9 +138,9 @@ std::string CudaBackend::conv_context(const ConvDesc& d) const {
       return std::string(name) + " algo " + std::to_string(algo) + " math " + std::to_string(math) + " ws " +
              std::to_string(ws);
     };
-    plan = "; " + pass("fwd", p.fwd_algo, p.fwd_math, p.fwd_ws) + ", " +
-           pass("data", p.bwd_data_algo, p.bwd_data_math, p.bwd_data_ws) + ", " +
-           pass("filter", p.bwd_filter_algo, p.bwd_filter_math, p.bwd_filter_ws) +
+    plan = "; " + pass("fwd", p.use[kFwdPass].algo, p.use[kFwdPass].math, p.use[kFwdPass].workspace) + ", " +
+           pass("data", p.use[kDataPass].algo, p.use[kDataPass].math, p.use[kDataPass].workspace) + ", " +
+           pass("filter", p.use[kFilterPass].algo, p.use[kFilterPass].math, p.use[kFilterPass].workspace) +
            (p.timed ? " (cudnnFind)" : " (heuristic)") + (p.explicit_pad ? ", explicit padding" : "");
   }
   return std::string(" [convolution ") + d.in.str() + " -> " + std::to_string(d.out_c) + " channels, " +
@@ -166,8 +174,7 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   DS_CUDNN(cudnnCreateTensorDescriptor(&p->y32));
   DS_CUDNN(cudnnCreateTensorDescriptor(&p->b));
   DS_CUDNN(cudnnCreateFilterDescriptor(&p->w));
-  for (cudnnConvolutionDescriptor_t* c : {&p->conv, &p->conv_bwd_data, &p->conv_bwd_filter})
-    DS_CUDNN(cudnnCreateConvolutionDescriptor(c));
+  for (cudnnConvolutionDescriptor_t& c : p->conv) DS_CUDNN(cudnnCreateConvolutionDescriptor(&c));
   // The convolution operands: FP32 NCHW, or in the 16-bit modes BF16/FP16 in the chosen layout.
   const bool h16 = half16();
   const cudnnDataType_t dt = !h16 ? CUDNN_DATA_FLOAT : math_ == MathMode::kBf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
@@ -180,61 +187,45 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   // Cross-correlation, as Keras and oneDNN compute it (CUDNN_CONVOLUTION would flip the kernel).
   // Compute type FP32 in every mode: 16-bit products accumulate in FP32.
   const bool tf32 = math_ == MathMode::kTf32;
-  for (cudnnConvolutionDescriptor_t c : {p->conv, p->conv_bwd_data, p->conv_bwd_filter}) {
+  for (cudnnConvolutionDescriptor_t c : p->conv) {
     DS_CUDNN(cudnnSetConvolution2dDescriptor(c, pad_h, pad_w, d.stride, d.stride, 1, 1, CUDNN_CROSS_CORRELATION,
                                              CUDNN_DATA_FLOAT));
     DS_CUDNN(cudnnSetConvolutionMathType(c, h16 ? CUDNN_TENSOR_OP_MATH : tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   }
 
   int n = 0, c = 0, h = 0, w = 0;
-  DS_CUDNN(cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &n, &c, &h, &w));
+  DS_CUDNN(cudnnGetConvolution2dForwardOutputDim(p->conv[kFwdPass], p->x, p->w, &n, &c, &h, &w));
   if (Shape{n, c, h, w} != out)
     throw Error("cuDNN convolution output " + Shape{n, c, h, w}.str() + " differs from expected " + out.str());
 
+  // cuDNN's heuristic ranking of each pass: the fallback after cudnnFind*'s timed entries, and
+  // the whole list when timing fails (no memory for the scratch buffers, a cuDNN error).
+  const bool fp32 = math_ == MathMode::kFp32;
+  std::vector<ConvChoice> heuristic[3];
   int got = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  DS_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p->x, p->w, p->conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                  &got, fwd));
-  const bool fp32 = math_ == MathMode::kFp32;
-  const auto& f = pick(fwd, got, "forward", fp32);
-  p->fwd_algo = f.algo;
-  p->fwd_ws = f.memory;
-  p->fwd_math = f.mathType;
-
+  DS_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p->x, p->w, p->conv[kFwdPass], p->y,
+                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd));
+  heuristic[kFwdPass] = usable_choices(fwd, got, fp32, false, kMaxWorkspace, false);
   cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-  DS_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, p->w, p->y, p->conv, p->x,
+  DS_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, p->w, p->y, p->conv[kFwdPass], p->x,
                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd));
-  const auto& fd = pick(bd, got, "backward-data", fp32);
-  p->bwd_data_algo = fd.algo;
-  p->bwd_data_ws = fd.memory;
-  p->bwd_data_math = fd.mathType;
-
+  heuristic[kDataPass] = usable_choices(bd, got, fp32, false, kMaxWorkspace, false);
   cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  DS_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, p->x, p->y, p->conv, p->w,
+  DS_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, p->x, p->y, p->conv[kFwdPass], p->w,
                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf));
-  const auto& ff = pick(bf, got, "backward-filter", fp32);
-  p->bwd_filter_algo = ff.algo;
-  p->bwd_filter_ws = ff.memory;
-  p->bwd_filter_math = ff.mathType;
+  heuristic[kFilterPass] = usable_choices(bf, got, fp32, false, kMaxWorkspace, false);
 
-  // The heuristic's choices above stand when timing them fails (no memory for the scratch
-  // buffers, a cuDNN error); the plan is cached either way, so this runs once per shape and mode.
-  find_algorithms(d, *p);
-  // Each pass runs under the math type its algorithm was ranked with; FP32 mode keeps FMA math
-  // whatever the list said (no tensor-core rounding where the parity tests pin plain FP32).
-  const auto math_of = [&](cudnnMathType_t m) { return fp32 ? CUDNN_FMA_MATH : m; };
-  DS_CUDNN(cudnnSetConvolutionMathType(p->conv, math_of(p->fwd_math)));
-  DS_CUDNN(cudnnSetConvolutionMathType(p->conv_bwd_data, math_of(p->bwd_data_math)));
-  DS_CUDNN(cudnnSetConvolutionMathType(p->conv_bwd_filter, math_of(p->bwd_filter_math)));
-  size_t asked = 0;
-  cudnnStatus_t query = cudnnGetConvolutionForwardWorkspaceSize(cudnn_, p->x, p->w, p->conv, p->y, p->fwd_algo, &asked);
-  p->fwd_ws = workspace_needed(p->fwd_ws, query, asked);
-  query = cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn_, p->w, p->y, p->conv_bwd_data, p->x, p->bwd_data_algo,
-                                                       &asked);
-  p->bwd_data_ws = workspace_needed(p->bwd_data_ws, query, asked);
-  query = cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnn_, p->x, p->y, p->conv_bwd_filter, p->w,
-                                                         p->bwd_filter_algo, &asked);
-  p->bwd_filter_ws = workspace_needed(p->bwd_filter_ws, query, asked);
+  // The plan is cached either way, so Find runs once per shape and mode.
+  std::vector<ConvChoice> found[3];
+  p->timed = find_algorithms(d, *p, found);
+  for (int k = 0; k < 3; ++k) {
+    std::vector<ConvChoice> all = merge_choices(found[k], heuristic[k]);
+    if (all.empty()) throw Error(std::string("cuDNN found no usable ") + kPassNames[k] + " algorithm" + conv_context(d));
+    adopt_choice(*p, k, all.front());
+    p->untried[k].assign(all.begin() + 1, all.end());
+  }
+  p->desc = d;
 
   auto& ref = *p;
   plans_.emplace(key, std::move(p));
@@ -321,9 +312,10 @@ std::string CudaBackend::narrow_summary(const ConvPlan& p) const {
 
 // Times every algorithm of the three passes once on scratch tensors of the plan's shapes (the
 // backward passes write their outputs, so the caller's buffers are never used), as PyTorch's
-// cudnn.benchmark does, and keeps the fastest of each. Scratch comes from the caching allocator
-// and goes back to it, so the next tensors of these sizes reuse it.
-bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p) {
+// cudnn.benchmark does; found[k] gets pass k's usable entries, fastest first. All three or none,
+// so a plan's first choices come from one method. Scratch comes from the caching allocator and
+// goes back to it, so the next tensors of these sizes reuse it.
+bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p, std::vector<ConvChoice> found[3]) {
   const bool fma_only = math_ == MathMode::kFp32;
   const int64_t nx = p.x_shape.size(), nw = int64_t(d.out_c) * d.in.c * d.kh * d.kw, ny = d.out().size();
   float *x = nullptr, *w = nullptr, *y = nullptr;
@@ -342,42 +334,81 @@ bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p) {
     cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    const cudnnConvolutionFwdAlgoPerf_t* f = nullptr;
-    const cudnnConvolutionBwdDataAlgoPerf_t* fd = nullptr;
-    const cudnnConvolutionBwdFilterAlgoPerf_t* ff = nullptr;
-    if (cudnnFindConvolutionForwardAlgorithmEx(cudnn_, p.x, x, p.w, w, p.conv, p.y, y,
-                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd, ws,
-                                               kFindWorkspace) == CUDNN_STATUS_SUCCESS)
-      f = first_usable(fwd, got, fma_only, kFindWorkspace);
-    if (f && cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn_, p.w, w, p.y, y, p.conv, p.x, x,
-                                                         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd, ws,
-                                                         kFindWorkspace) == CUDNN_STATUS_SUCCESS)
-      fd = first_usable(bd, got, fma_only, kFindWorkspace);
-    if (fd && cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn_, p.x, x, p.y, y, p.conv, p.w, w,
-                                                            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf, ws,
-                                                            kFindWorkspace) == CUDNN_STATUS_SUCCESS)
-      ff = first_usable(bf, got, fma_only, kFindWorkspace);
-    if (f && fd && ff) {  // all three or none: the plan stays consistent with one method
-      p.fwd_algo = f->algo;
-      p.fwd_ws = f->memory;
-      p.fwd_math = f->mathType;
-      p.bwd_data_algo = fd->algo;
-      p.bwd_data_ws = fd->memory;
-      p.bwd_data_math = fd->mathType;
-      p.bwd_filter_algo = ff->algo;
-      p.bwd_filter_ws = ff->memory;
-      p.bwd_filter_math = ff->mathType;
-      p.timed = true;
-      ok = true;
-    }
+    cudnnConvolutionDescriptor_t conv = p.conv[kFwdPass];  // the requested mode's math type
+    if (cudnnFindConvolutionForwardAlgorithmEx(cudnn_, p.x, x, p.w, w, conv, p.y, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                               &got, fwd, ws, kFindWorkspace) == CUDNN_STATUS_SUCCESS)
+      found[kFwdPass] = usable_choices(fwd, got, fma_only, fma_only, kFindWorkspace, true);
+    if (!found[kFwdPass].empty() &&
+        cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn_, p.w, w, p.y, y, conv, p.x, x,
+                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd, ws,
+                                                    kFindWorkspace) == CUDNN_STATUS_SUCCESS)
+      found[kDataPass] = usable_choices(bd, got, fma_only, fma_only, kFindWorkspace, true);
+    if (!found[kDataPass].empty() &&
+        cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn_, p.x, x, p.y, y, conv, p.w, w,
+                                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf, ws,
+                                                      kFindWorkspace) == CUDNN_STATUS_SUCCESS)
+      found[kFilterPass] = usable_choices(bf, got, fma_only, fma_only, kFindWorkspace, true);
+    ok = !found[kFwdPass].empty() && !found[kDataPass].empty() && !found[kFilterPass].empty();
   } catch (const Error&) {
-    ok = false;  // out of memory for the scratch: the heuristic's choice stands
+    ok = false;  // out of memory for the scratch: the heuristic's ranking stands
   }
+  if (!ok)
+    for (int k = 0; k < 3; ++k) found[k].clear();
   cudaGetLastError();  // a failed Find leaves no error for the next check to misreport
   for (float* b : {x, w, y})
     if (b) release(b);
   if (ws) cache_.release(ws);
   return ok;
+}
+
+// Pass k's algorithm becomes c. It runs under the math type it was ranked with; FP32 mode keeps
+// FMA math whatever the list said (no tensor-core rounding where the parity tests pin plain
+// FP32). The workspace is asked again under that math type (an algorithm ranked with 0 bytes
+// under one math type may need more under another: PyTorch issue 9486, OneFlow PR 3460); the
+// larger figure is kept. A failing query changes nothing: the call itself then reports.
+void CudaBackend::adopt_choice(ConvPlan& p, int k, const ConvChoice& c) {
+  const cudnnMathType_t math = math_ == MathMode::kFp32 ? CUDNN_FMA_MATH : cudnnMathType_t(c.math);
+  DS_CUDNN(cudnnSetConvolutionMathType(p.conv[k], math));
+  size_t asked = 0;
+  cudnnStatus_t query = CUDNN_STATUS_SUCCESS;
+  if (k == kFwdPass)
+    query = cudnnGetConvolutionForwardWorkspaceSize(cudnn_, p.x, p.w, p.conv[k], p.y,
+                                                    cudnnConvolutionFwdAlgo_t(c.algo), &asked);
+  else if (k == kDataPass)
+    query = cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn_, p.w, p.y, p.conv[k], p.x,
+                                                         cudnnConvolutionBwdDataAlgo_t(c.algo), &asked);
+  else
+    query = cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnn_, p.x, p.y, p.conv[k], p.w,
+                                                           cudnnConvolutionBwdFilterAlgo_t(c.algo), &asked);
+  p.use[k] = c;
+  p.use[k].math = int(math);
+  p.use[k].workspace = workspace_needed(c.workspace, query, asked);
+}
+
+void CudaBackend::run_conv_pass(ConvPlan& p, int k, const char* what,
+                                const std::function<cudnnStatus_t(int algo, void* ws, size_t bytes)>& call) {
+  for (;;) {
+    const ConvChoice c = p.use[k];
+    void* ws = c.workspace ? workspace(c.workspace) : nullptr;
+    const bool clock = pass_times_ && !p.narrow_timing;  // no waits inside choose_narrow's timing
+    if (clock) pass_clock_start(1);
+    const cudnnStatus_t st = call(c.algo, ws, c.workspace);
+    if (st == CUDNN_STATUS_SUCCESS) {
+      if (clock) pass_clock_stop(p, k, 1);
+      return;
+    }
+    if (!refused_before_launch(int(st)) || p.untried[k].empty())
+      throw Error(std::string("cuDNN error in ") + what + ": " + cudnnGetErrorString(st) +
+                  (refused_before_launch(int(st)) ? " (no other algorithm left to try)" : ""));
+    const ConvChoice next = p.untried[k].front();
+    p.untried[k].erase(p.untried[k].begin());
+    std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: %s algorithm %d (math %d, %s) refused: %s; trying %d (math %d, %s)\n",
+                 p.desc.in.c, p.desc.in.h, p.desc.in.w, p.desc.kh, p.desc.out_c, kPassNames[k], c.algo, c.math,
+                 c.timed ? "cudnnFind" : "heuristic", cudnnGetErrorString(st), next.algo, next.math,
+                 next.timed ? "cudnnFind" : "heuristic");
+    cudaGetLastError();  // a refusal leaves nothing for the next check to misreport
+    adopt_choice(p, k, next);
+  }
 }
 
 // x as cuDNN sees it: the zero-padded copy when the padding is one cuDNN cannot express
@@ -399,20 +430,25 @@ void CudaBackend::conv2d_forward(const ConvDesc& d, const float* x, const float*
       std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: %s\n", d.in.c, d.in.h, d.in.w, d.kh, d.out_c,
                    narrow_summary(p).c_str());
     }
-    if (p.narrow_fwd) return narrow_conv_forward(d, x, w, b, y);
-    const float one = 1.0f, zero = 0.0f;
-    const float* src = conv_input(p, d, x);
-    void* ws = p.fwd_ws ? workspace(p.fwd_ws) : nullptr;
-    if (half16()) {
-      const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw};
-      half16_pass(p.x_shape, src, w_shape, w, d.out(), y, [&](const void* xh, const void* wh, void* yh) {
-        DS_CUDNN(cudnnConvolutionForward(cudnn_, &one, p.x, xh, p.w, wh, p.conv, p.fwd_algo, ws, p.fwd_ws, &zero,
-                                         p.y, yh));
-      });
+    if (pass_times_ && !p.narrow_timing) pass_clock_start(0);
+    if (p.narrow_fwd) {
+      narrow_conv_forward(d, x, w, b, y);
     } else {
-      DS_CUDNN(cudnnConvolutionForward(cudnn_, &one, p.x, src, p.w, w, p.conv, p.fwd_algo, ws, p.fwd_ws, &zero, p.y, y));
+      const float one = 1.0f, zero = 0.0f;
+      const float* src = conv_input(p, d, x);
+      const auto forward = [&](const void* xs, const void* ws_, void* ys) {
+        run_conv_pass(p, kFwdPass, "cudnnConvolutionForward", [&](int algo, void* ws, size_t bytes) {
+          return cudnnConvolutionForward(cudnn_, &one, p.x, xs, p.w, ws_, p.conv[kFwdPass],
+                                         cudnnConvolutionFwdAlgo_t(algo), ws, bytes, &zero, p.y, ys);
+        });
+      };
+      if (half16())
+        half16_pass(p.x_shape, src, Shape{d.out_c, d.in.c, d.kh, d.kw}, w, d.out(), y, forward);
+      else
+        forward(src, w, y);
+      if (b) DS_CUDNN(cudnnAddTensor(cudnn_, &one, p.b, b, &one, p.y32, y));
     }
-    if (b) DS_CUDNN(cudnnAddTensor(cudnn_, &one, p.b, b, &one, p.y32, y));
+    if (pass_times_ && !p.narrow_timing) pass_clock_stop(p, kFwdPass, 0);
   } catch (const Error& e) {
     throw Error(e.what() + conv_context(d), e.code());
   }
@@ -429,8 +465,8 @@ void CudaBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const f
   // cuDNN refuses the fused call on those descriptors (CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE on an
   // H100, cuDNN 9.19).
   // The narrow forward is not cuDNN's: its bias and ReLU stay separate.
-  const bool fused = enabled && !half16() && b && !p.explicit_pad && !p.narrow_fwd &&
-                     p.fwd_algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  const bool fused = enabled && !half16() && b && !p.explicit_pad && !p.narrow_fwd && !p.fuse_refused &&
+                     p.use[kFwdPass].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   if (!p.fuse_reported) {
     p.fuse_reported = true;
     const std::string narrow = narrow_summary(p);
@@ -440,45 +476,64 @@ void CudaBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const f
                  : !enabled ? "separate (DOWNSCALE_CUDA_FUSE=0)"
                  : half16()  ? "separate (16-bit precision)"
                  : p.narrow_fwd ? "separate (narrow forward)"
-                            : ("separate (algorithm " + std::to_string(int(p.fwd_algo)) +
+                            : ("separate (algorithm " + std::to_string(p.use[kFwdPass].algo) +
                                (p.explicit_pad ? ", explicit padding" : "") + ")").c_str(),
                  narrow.empty() ? "" : "; ", narrow.c_str());
   }
-  if (!fused) {
-    conv2d_forward(d, x, w, b, y);
-    relu_forward(d.out().size(), y, y);
-    return;
+  if (fused) {
+    if (!relu_) {
+      DS_CUDNN(cudnnCreateActivationDescriptor(&relu_));
+      DS_CUDNN(cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+    }
+    const float one = 1.0f, zero = 0.0f;
+    const ConvChoice& c = p.use[kFwdPass];
+    void* ws = c.workspace ? workspace(c.workspace) : nullptr;
+    if (pass_times_) pass_clock_start(0);
+    // y = relu(conv(x) + 0 * z + b), with z = y (alpha2 0: its values do not matter).
+    const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
+        cudnn_, &one, p.x, x, p.w, w, p.conv[kFwdPass], cudnnConvolutionFwdAlgo_t(c.algo), ws, c.workspace, &zero, p.y,
+        y, p.b, b, relu_, p.y, y);
+    if (st == CUDNN_STATUS_SUCCESS) {
+      // The fused call is the convolution call: its bias and ReLU count with it.
+      if (pass_times_) p.library_ms[kFwdPass] += pass_clock_stop(p, kFwdPass, 0);
+      return;
+    }
+    if (!refused_before_launch(int(st)))
+      throw Error(std::string("cuDNN error in cudnnConvolutionBiasActivationForward: ") + cudnnGetErrorString(st) +
+                  conv_context(d));
+    // Refused (nothing ran): the separate conv and ReLU from now on, said once.
+    cudaGetLastError();
+    p.fuse_refused = true;
+    std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: fused bias+ReLU refused (%s); separate from now on\n",
+                 d.in.c, d.in.h, d.in.w, d.kh, d.out_c, cudnnGetErrorString(st));
   }
-  if (!relu_) {
-    DS_CUDNN(cudnnCreateActivationDescriptor(&relu_));
-    DS_CUDNN(cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
-  }
-  const float one = 1.0f, zero = 0.0f;
-  void* ws = p.fwd_ws ? workspace(p.fwd_ws) : nullptr;
-  // y = relu(conv(x) + 0 * z + b), with z = y (alpha2 0: its values do not matter).
-  DS_CUDNN(cudnnConvolutionBiasActivationForward(cudnn_, &one, p.x, x, p.w, w, p.conv, p.fwd_algo, ws, p.fwd_ws,
-                                                 &zero, p.y, y, p.b, b, relu_, p.y, y));
+  conv2d_forward(d, x, w, b, y);
+  relu_forward(d.out().size(), y, y);
 }
 
 void CudaBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) {
   try {
     ConvPlan& p = conv_plan(d);
-    if (p.narrow_bwd_data) return narrow_conv_backward_data(d, dy, w, dx);
-    const float one = 1.0f, zero = 0.0f;
-    float* dst = p.explicit_pad ? pad_buffer(p.x_shape.size()) : dx;
-    void* ws = p.bwd_data_ws ? workspace(p.bwd_data_ws) : nullptr;
-    if (half16()) {
-      const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw};
-      half16_pass(d.out(), dy, w_shape, w, p.x_shape, dst, [&](const void* dyh, const void* wh, void* dxh) {
-        DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, wh, p.y, dyh, p.conv_bwd_data, p.bwd_data_algo, ws,
-                                              p.bwd_data_ws, &zero, p.x, dxh));
-      });
+    if (pass_times_ && !p.narrow_timing) pass_clock_start(0);
+    if (p.narrow_bwd_data) {
+      narrow_conv_backward_data(d, dy, w, dx);
     } else {
-      DS_CUDNN(cudnnConvolutionBackwardData(cudnn_, &one, p.w, w, p.y, dy, p.conv_bwd_data, p.bwd_data_algo, ws,
-                                            p.bwd_data_ws, &zero, p.x, dst));
+      const float one = 1.0f, zero = 0.0f;
+      float* dst = p.explicit_pad ? pad_buffer(p.x_shape.size()) : dx;
+      const auto data = [&](const void* dys, const void* ws_, void* dxs) {
+        run_conv_pass(p, kDataPass, "cudnnConvolutionBackwardData", [&](int algo, void* ws, size_t bytes) {
+          return cudnnConvolutionBackwardData(cudnn_, &one, p.w, ws_, p.y, dys, p.conv[kDataPass],
+                                              cudnnConvolutionBwdDataAlgo_t(algo), ws, bytes, &zero, p.x, dxs);
+        });
+      };
+      if (half16())
+        half16_pass(d.out(), dy, Shape{d.out_c, d.in.c, d.kh, d.kw}, w, p.x_shape, dst, data);
+      else
+        data(dy, w, dst);
+      // The padded border's gradient belongs to zeros that are not inputs: dropped by the crop.
+      if (p.explicit_pad) crop_nchw(stream_, p.x_shape, d.pad_top, d.pad_left, d.in, dst, dx);
     }
-    // The padded border's gradient belongs to zeros that are not inputs: dropped by the crop.
-    if (p.explicit_pad) crop_nchw(stream_, p.x_shape, d.pad_top, d.pad_left, d.in, dst, dx);
+    if (pass_times_ && !p.narrow_timing) pass_clock_stop(p, kDataPass, 0);
   } catch (const Error& e) {
     throw Error(e.what() + conv_context(d), e.code());
   }
@@ -487,25 +542,88 @@ void CudaBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const
 void CudaBackend::conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) {
   try {
     ConvPlan& p = conv_plan(d);
-    if (p.narrow_bwd_weights) return narrow_conv_backward_weights(d, x, dy, dw, db);
-    const float one = 1.0f, zero = 0.0f;
-    // Padded again rather than kept from forward: a cheap copy instead of a buffer per layer.
-    const float* src = conv_input(p, d, x);
-    void* ws = p.bwd_filter_ws ? workspace(p.bwd_filter_ws) : nullptr;
-    if (half16()) {
-      const Shape w_shape{d.out_c, d.in.c, d.kh, d.kw};
-      half16_pass(p.x_shape, src, d.out(), dy, w_shape, dw, [&](const void* xh, const void* dyh, void* dwh) {
-        DS_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, xh, p.y, dyh, p.conv_bwd_filter, p.bwd_filter_algo,
-                                                ws, p.bwd_filter_ws, &zero, p.w, dwh));
-      });
+    if (pass_times_ && !p.narrow_timing) pass_clock_start(0);
+    if (p.narrow_bwd_weights) {
+      narrow_conv_backward_weights(d, x, dy, dw, db);
     } else {
-      DS_CUDNN(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, src, p.y, dy, p.conv_bwd_filter, p.bwd_filter_algo, ws,
-                                              p.bwd_filter_ws, &zero, p.w, dw));
+      const float one = 1.0f, zero = 0.0f;
+      // Padded again rather than kept from forward: a cheap copy instead of a buffer per layer.
+      const float* src = conv_input(p, d, x);
+      const auto filter = [&](const void* xs, const void* dys, void* dws) {
+        run_conv_pass(p, kFilterPass, "cudnnConvolutionBackwardFilter", [&](int algo, void* ws, size_t bytes) {
+          return cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, xs, p.y, dys, p.conv[kFilterPass],
+                                                cudnnConvolutionBwdFilterAlgo_t(algo), ws, bytes, &zero, p.w, dws);
+        });
+      };
+      if (half16())
+        half16_pass(p.x_shape, src, d.out(), dy, Shape{d.out_c, d.in.c, d.kh, d.kw}, dw, filter);
+      else
+        filter(src, dy, dw);
+      if (db) DS_CUDNN(cudnnConvolutionBackwardBias(cudnn_, &one, p.y32, dy, &zero, p.b, db));
     }
-    if (db) DS_CUDNN(cudnnConvolutionBackwardBias(cudnn_, &one, p.y32, dy, &zero, p.b, db));
+    if (pass_times_ && !p.narrow_timing) pass_clock_stop(p, kFilterPass, 0);
   } catch (const Error& e) {
     throw Error(e.what() + conv_context(d), e.code());
   }
+}
+
+// --- DOWNSCALE_CUDA_PASS_TIMES=1 ---
+// Events 0/1 bracket a whole pass, 2/3 its convolution call. Whole passes do not nest (the
+// polyphase and narrow paths call conv2d_* once per pass), so four events suffice.
+void CudaBackend::pass_clock_start(int which) {
+  cudaEvent_t& e = pass_ev_[2 * which];
+  if (!e) DS_CUDA(cudaEventCreate(&e));
+  if (!pass_ev_[2 * which + 1]) DS_CUDA(cudaEventCreate(&pass_ev_[2 * which + 1]));
+  DS_CUDA(cudaEventRecord(e, stream_));
+}
+
+float CudaBackend::pass_clock_stop(ConvPlan& p, int k, int which) {
+  cudaEvent_t start = pass_ev_[2 * which], stop = pass_ev_[2 * which + 1];
+  DS_CUDA(cudaEventRecord(stop, stream_));
+  DS_CUDA(cudaEventSynchronize(stop));
+  float ms = 0;
+  DS_CUDA(cudaEventElapsedTime(&ms, start, stop));
+  if (which == 0) {
+    p.whole_ms[k] += ms;
+    ++p.timed_calls[k];
+  } else {
+    p.library_ms[k] += ms;
+  }
+  return ms;
+}
+
+// One line per plan and pass: calls, ms per call whole and in the convolution call, and what ran
+// (algorithm, math type, workspace; or the narrow kernels); then the totals, and the share of the
+// convolution passes' time spent outside the convolution calls (16-bit casts, padding copies,
+// bias): how much 16-bit activations between layers could save (issue 14).
+void CudaBackend::report_pass_times() const {
+  static const char* const modes[] = {"tf32", "fp32", "bf16", "fp16"};
+  double whole = 0, library = 0;
+  bool any = false;
+  for (const auto& [key, plan] : plans_) {
+    const ConvPlan& p = *plan;
+    for (int k = 0; k < 3; ++k) {
+      if (p.timed_calls[k] == 0) continue;
+      if (!any)
+        std::fprintf(stderr, "cuda pass times (DOWNSCALE_CUDA_PASS_TIMES=1, train.precision %s; ms per call, GPU "
+                             "time; whole = casts, padding and bias included):\n", modes[int(math_)]);
+      any = true;
+      const bool narrow = k == kFwdPass ? p.narrow_fwd : k == kDataPass ? p.narrow_bwd_data : p.narrow_bwd_weights;
+      const double n = double(p.timed_calls[k]);
+      std::fprintf(stderr, "  conv %s -> %d, %dx%d, %-15s %6lld calls  whole %8.3f  conv %8.3f  %s\n",
+                   p.desc.in.str().c_str(), p.desc.out_c, p.desc.kh, p.desc.kw, kPassNames[k],
+                   static_cast<long long>(p.timed_calls[k]), p.whole_ms[k] / n, p.library_ms[k] / n,
+                   narrow ? "narrow kernels"
+                          : ("algo " + std::to_string(p.use[k].algo) + " math " + std::to_string(p.use[k].math) +
+                             " ws " + std::to_string(p.use[k].workspace >> 20) + " MiB" +
+                             (p.use[k].timed ? " (cudnnFind)" : " (heuristic)")).c_str());
+      whole += p.whole_ms[k];
+      library += narrow ? p.whole_ms[k] : p.library_ms[k];
+    }
+  }
+  if (any)
+    std::fprintf(stderr, "cuda pass times: all convolution passes %.3f ms, of which %.3f ms (%.1f %%) outside the "
+                         "convolution calls\n", whole, whole - library, whole > 0 ? 100.0 * (whole - library) / whole : 0.0);
 }
 
 }  // namespace ds::model

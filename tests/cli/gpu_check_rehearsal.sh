@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh rehearsed without a GPU (GPU_CHECK_REHEARSAL=1: the CPU backend at tiny
 # sizes), so a bash or parsing slip in it shows here and not in a GPU session's one device call.
-#  1. sections parity, profile, curves and nccl: exit 0 and a report whose every parsed line has
-#     its values: the parity count, the TF32/BF16 profile side by side (bench/profile_compare.py),
-#     the scaling table, the loss-curve table and its comparison, bench_train_ddp's figures;
+#  1. sections parity, profile, curves, nccl and variants: exit 0 and a report whose every parsed
+#     line has its values: the parity count, the TF32/BF16 profile side by side
+#     (bench/profile_compare.py), the per-pass block (empty on the CPU, said so), the scaling
+#     table, the loss-curve table and its comparison, bench_train_ddp's figures, the switch table;
 #  2. BUDGET spent before the first section: every section reported as not run, exit 1, the report
 #     still written.
 #  3. an unknown section: exit 2 before any work.
@@ -24,13 +25,17 @@ export GPU_CHECK_REHEARSAL=1 PY=${PY:-/usr/bin/python3}
 
 # 1. the sections that run in seconds here
 rc=0
-SECTIONS="parity profile curves nccl" REPORT=$work/report.md bash root/scripts/gpu_check.sh root > out.txt 2>&1 || rc=$?
+SECTIONS="parity profile curves nccl variants" REPORT=$work/report.md bash root/scripts/gpu_check.sh root > out.txt 2>&1 || rc=$?
 [[ $rc == 0 ]] || { cat out.txt; fail "exit $rc, expected 0"; }
 r=report.md
 grep -q '^# GPU check: rehearsal on the CPU' $r || fail "no title"
 grep -qE '^passed: [1-9][0-9]* tests, skipped: [0-9]+$' $r || fail "no parity count"
 grep -qE '^\| backward head \(ms\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' $r || fail "no TF32/BF16 profile table"
 grep -q 'nodes  gpus  ranks' $r || fail "no scaling table"
+grep -q '^convolution passes (bf16):$' $r && grep -q '^(no per-pass times: the cpu backend has none)$' $r ||
+  fail "no per-pass block"
+grep -qE '^tf32 +default +[0-9.]+ +[0-9.]+$' $r && grep -qE '^tf32 +DOWNSCALE_FUSE_LAYERS=0 +[0-9.]+ +[0-9.]+$' $r ||
+  fail "no switch table"
 [[ -s report_profile.json && -s report_profile_bf16.json ]] || fail "profiles not kept beside the report"
 grep -qE '^\| 0 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' $r || fail "loss-curve table has an empty cell in step 0"
 grep -qE '^largest relative difference from the CPU: GPU FP32 [0-9.e+-]+ \(limit 1e-3\)$' $r || fail "no FP32 comparison"

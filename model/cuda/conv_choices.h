@@ -1,0 +1,49 @@
+// The candidate algorithms of one convolution pass, in the order the CUDA backend tries them, and
+// which cuDNN failures let it try the next one. Plain C++ (no cuDNN types: algorithms, math types
+// and statuses as ints) so the CPU tests check the ordering (tests/model/conv_choices_test.cpp);
+// model/cuda/cuda_conv.cu fills and uses the lists.
+//
+// Why a list rather than one choice: cudnnFind* ranks (algorithm, math type) pairs on scratch
+// tensors, and an entry it reports as successful can still be refused when training calls it
+// (on an H100, cuDNN 9.19: CUDNN_STATUS_BAD_PARAM for a BF16 9x9 forward at batch 4 with the
+// algorithm Find chose). A refusal is a parameter check before any kernel is queued, so the next
+// candidate can run the same call; the plan then keeps it for good.
+#pragma once
+#include <cstddef>
+#include <vector>
+
+namespace ds::model {
+
+struct ConvChoice {
+  int algo = 0;       // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
+  int math = 0;       // cudnnMathType_t the entry was ranked with
+  size_t workspace = 0;
+  bool timed = false;  // from cudnnFind* (else cuDNN's heuristic)
+};
+
+// cudnnFind*'s usable entries first (fastest first), then the heuristic's usable entries that
+// Find did not list with the same math type, in the heuristic's order: the timed choice when
+// there is one, cuDNN's recommendation as the fallback.
+inline std::vector<ConvChoice> merge_choices(const std::vector<ConvChoice>& found,
+                                             const std::vector<ConvChoice>& heuristic) {
+  std::vector<ConvChoice> all;
+  for (const auto& list : {found, heuristic})
+    for (const ConvChoice& c : list) {
+      bool seen = false;
+      for (const ConvChoice& a : all) seen = seen || (a.algo == c.algo && a.math == c.math);
+      if (!seen) all.push_back(c);
+    }
+  return all;
+}
+
+// cuDNN 9 statuses by category (cudnn_graph.h: 2000-2999 BAD_PARAM*, 3000-3999 NOT_SUPPORTED*):
+// the call was refused while checking its arguments, before anything ran on the stream, so
+// nothing is half-written and another algorithm may be tried. Everything else (execution
+// failures, allocation failures, internal errors) is final. NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER
+// and _CUDART (3005, 3006) are final too: no algorithm runs on that installation.
+inline bool refused_before_launch(int status) {
+  if (status == 3005 || status == 3006) return false;
+  return status / 1000 == 2 || status / 1000 == 3;
+}
+
+}  // namespace ds::model

@@ -1,0 +1,59 @@
+// The CUDA backend's per-pass candidate list (model/cuda/conv_choices.h): the order in which it
+// tries cuDNN algorithms when one is refused at run time, and which statuses allow a retry. The
+// retry itself runs only on a GPU (ModelCuda.* through cuda_conv.cu).
+#include <gtest/gtest.h>
+
+#include "model/cuda/conv_choices.h"
+
+namespace ds::model {
+namespace {
+
+ConvChoice choice(int algo, int math, size_t ws, bool timed) { return ConvChoice{algo, math, ws, timed}; }
+
+TEST(ConvChoices, FoundFirstThenHeuristicWithoutRepeats) {
+  const std::vector<ConvChoice> found = {choice(1, 1, 0, true), choice(6, 1, 1024, true), choice(1, 0, 0, true)};
+  const std::vector<ConvChoice> heuristic = {choice(6, 1, 2048, false), choice(0, 1, 0, false), choice(1, 2, 0, false),
+                                             choice(0, 1, 0, false)};
+  const auto all = merge_choices(found, heuristic);
+  ASSERT_EQ(all.size(), 5u);
+  // Find's order and workspace figures stand for the pairs it timed.
+  EXPECT_EQ(all[0].algo, 1);
+  EXPECT_EQ(all[0].math, 1);
+  EXPECT_EQ(all[1].algo, 6);
+  EXPECT_EQ(all[1].workspace, 1024u);
+  EXPECT_TRUE(all[1].timed);
+  EXPECT_EQ(all[2].algo, 1);
+  EXPECT_EQ(all[2].math, 0);
+  // The heuristic adds only pairs Find did not list: algorithm 1 under another math type counts.
+  EXPECT_EQ(all[3].algo, 0);
+  EXPECT_FALSE(all[3].timed);
+  EXPECT_EQ(all[4].algo, 1);
+  EXPECT_EQ(all[4].math, 2);
+}
+
+TEST(ConvChoices, WithoutFindTheHeuristicOrderStands) {
+  const auto all = merge_choices({}, {choice(2, 0, 8, false), choice(0, 0, 0, false)});
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].algo, 2);
+  EXPECT_EQ(all[1].algo, 0);
+  EXPECT_TRUE(merge_choices({}, {}).empty());
+}
+
+TEST(ConvChoices, OnlyArgumentRefusalsAllowAnotherAlgorithm) {
+  // cuDNN 9's numbering (cudnn_graph.h); the CUDA backend static_asserts the same values.
+  EXPECT_TRUE(refused_before_launch(2000));   // BAD_PARAM
+  EXPECT_TRUE(refused_before_launch(2008));   // BAD_PARAM_SHAPE_MISMATCH
+  EXPECT_TRUE(refused_before_launch(3000));   // NOT_SUPPORTED
+  EXPECT_TRUE(refused_before_launch(3003));   // NOT_SUPPORTED_DATA_TYPE
+  EXPECT_TRUE(refused_before_launch(3010));   // NOT_SUPPORTED_SHARED_MEMORY_INSUFFICIENT
+  EXPECT_FALSE(refused_before_launch(0));     // SUCCESS
+  EXPECT_FALSE(refused_before_launch(1001));  // NOT_INITIALIZED
+  EXPECT_FALSE(refused_before_launch(3005));  // NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER: no algorithm runs
+  EXPECT_FALSE(refused_before_launch(3006));  // NOT_SUPPORTED_INCOMPATIBLE_CUDART
+  EXPECT_FALSE(refused_before_launch(4000));  // INTERNAL_ERROR
+  EXPECT_FALSE(refused_before_launch(4004));  // device allocation failed
+  EXPECT_FALSE(refused_before_launch(5000));  // EXECUTION_FAILED: work may have run
+}
+
+}  // namespace
+}  // namespace ds::model
