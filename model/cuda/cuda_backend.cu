@@ -36,6 +36,7 @@ CudaBackend::CudaBackend(int device)
     if (!v.empty()) narrow_mode_ = v == "1" ? 1 : 0;
   }
   if (const char* t = std::getenv("DOWNSCALE_CUDA_PASS_TIMES")) pass_times_ = std::string(t) == "1";
+  if (const char* t = std::getenv("DOWNSCALE_CUDA_TEST_REFUSE")) test_refuse_ = std::string(t) == "1";
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     cudaGetLastError();  // clear the sticky error so later CUDA calls are not blamed for it

@@ -133,6 +133,7 @@ class CudaBackend : public Backend {
     bool timed = false;  // algorithms from cudnnFind* (else cuDNN's heuristic)
     bool fuse_reported = false;  // the one stderr line (bias+ReLU fused or not, narrow passes)
     bool fuse_refused = false;   // cuDNN refused the fused bias+ReLU call once: separate from then on
+    bool test_refused[3] = {};   // DOWNSCALE_CUDA_TEST_REFUSE: this pass's first call was refused
     // The narrow path (cuda_narrow_conv.cu, stride 1 and out_c <= 4): which passes run there
     // instead of cuDNN, chosen by choose_narrow; the timings behind the choice (ms per pass,
     // forward / backward data / backward weights; negative when not timed).
@@ -179,6 +180,10 @@ class CudaBackend : public Backend {
   // (library); each timed pass waits for its stop event, so the step runs slower, but every
   // figure is the GPU's own time for that pass. The table goes to stderr when the backend ends.
   bool pass_times_ = false;
+  // Env DOWNSCALE_CUDA_TEST_REFUSE=1 (tests only): each plan's first call of each pass is
+  // answered as if cuDNN had refused it (BAD_PARAM), so ModelCuda.RefusedAlgorithmIsReplaced
+  // runs the fallback on any GPU, not only where cuDNN really refuses one.
+  bool test_refuse_ = false;
   cudaEvent_t pass_ev_[4] = {};
   void pass_clock_start(int which);                 // 0: whole pass, 1: the library call
   float pass_clock_stop(ConvPlan& p, int k, int which);  // the ms it measured

@@ -392,7 +392,9 @@ void CudaBackend::run_conv_pass(ConvPlan& p, int k, const char* what,
     void* ws = c.workspace ? workspace(c.workspace) : nullptr;
     const bool clock = pass_times_ && !p.narrow_timing;  // no waits inside choose_narrow's timing
     if (clock) pass_clock_start(1);
-    const cudnnStatus_t st = call(c.algo, ws, c.workspace);
+    const bool inject = test_refuse_ && !p.test_refused[k] && !p.narrow_timing;
+    if (inject) p.test_refused[k] = true;
+    const cudnnStatus_t st = inject ? CUDNN_STATUS_BAD_PARAM : call(c.algo, ws, c.workspace);
     if (st == CUDNN_STATUS_SUCCESS) {
       if (clock) pass_clock_stop(p, k, 1);
       return;

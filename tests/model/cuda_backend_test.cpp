@@ -158,6 +158,47 @@ TEST_F(ModelCuda, Convolutions) {
   }
 }
 
+// A pass's algorithm that cuDNN refuses when training calls it (a BAD_PARAM at run time, as a BF16
+// 9x9 forward got on an H100) is replaced by the next of that pass's ranked list, with one stderr
+// line, and the result is still right. DOWNSCALE_CUDA_TEST_REFUSE=1 refuses each plan's first call
+// of each pass, so this runs the fallback on any GPU. Tolerance as ModelCuda.Convolutions.
+TEST_F(ModelCuda, RefusedAlgorithmIsReplacedByTheNext) {
+  setenv("DOWNSCALE_CUDA_TEST_REFUSE", "1", 1);
+  auto gpu = make_cuda_backend(0);
+  unsetenv("DOWNSCALE_CUDA_TEST_REFUSE");
+  ASSERT_TRUE(gpu->set_math(MathMode::kFp32));
+  ConvDesc d;  // 5 output channels: cuDNN's path, not the narrow kernels (out_c <= 4)
+  d.in = Shape{3, 4, 9, 11};
+  d.out_c = 5;
+  d.kh = d.kw = 3;
+  d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 1;
+  const Shape ws{5, 4, 3, 3}, bs{1, 5, 1, 1}, o = d.out();
+  auto both = [&](Shape s, uint64_t seed) {
+    const auto v = random_values(size_t(s.size()), seed, -1.0f, 1.0f);
+    Pair p{Tensor(*cpu_, s), Tensor(*gpu, s)};
+    p.cpu.upload(v.data());
+    p.gpu.upload(v.data());
+    return p;
+  };
+  Pair x = both(d.in, 1), w = both(ws, 2), b = both(bs, 3), y = both(o, 4), dy = both(o, 5), dx = both(d.in, 6);
+  Pair dw = both(ws, 7), db = both(bs, 8);
+  testing::internal::CaptureStderr();
+  cpu_->conv2d_forward(d, x.cpu.data(), w.cpu.data(), b.cpu.data(), y.cpu.data());
+  gpu->conv2d_forward(d, x.gpu.data(), w.gpu.data(), b.gpu.data(), y.gpu.data());
+  cpu_->conv2d_backward_data(d, dy.cpu.data(), w.cpu.data(), dx.cpu.data());
+  gpu->conv2d_backward_data(d, dy.gpu.data(), w.gpu.data(), dx.gpu.data());
+  cpu_->conv2d_backward_weights(d, x.cpu.data(), dy.cpu.data(), dw.cpu.data(), db.cpu.data());
+  gpu->conv2d_backward_weights(d, x.gpu.data(), dy.gpu.data(), dw.gpu.data(), db.gpu.data());
+  const std::string err = testing::internal::GetCapturedStderr();
+  expect_close(y, 1e-3, "forward after a refusal");
+  expect_close(dx, 1e-3, "backward data after a refusal");
+  expect_close(dw, 1e-3, "backward weights after a refusal");
+  expect_close(db, 1e-3, "backward bias after a refusal");
+  for (const char* pass : {"forward algorithm", "backward data algorithm", "backward filter algorithm"})
+    EXPECT_NE(err.find(std::string(pass)), std::string::npos) << "no refusal line for the " << pass << ":\n" << err;
+  EXPECT_NE(err.find("refused: "), std::string::npos) << err;
+}
+
 TEST_F(ModelCuda, ElementwiseOps) {
   const Shape s{3, 4, 5, 7};
   const int64_t n = s.size();
