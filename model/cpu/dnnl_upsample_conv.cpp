@@ -145,6 +145,19 @@ int64_t DnnlBackend::upsample_conv2d_scratch(const ConvDesc& d, int f) const {
 void DnnlBackend::upsample_conv2d_forward(const ConvDesc& d, int f, const float* x, const float* w, const float* b,
                                           float* y, float* scratch) {
   if (!applies(d, f)) return Backend::upsample_conv2d_forward(d, f, x, w, b, y, scratch);
+  polyphase_forward(d, f, x, w, b, y, false);
+}
+
+// ReLU is elementwise and comes after the bias, and the pixel shuffle only moves values, so the
+// small convolution's ReLU post-op (conv2d_relu_forward) gives exactly relu(y).
+void DnnlBackend::upsample_conv2d_relu_forward(const ConvDesc& d, int f, const float* x, const float* w,
+                                               const float* b, float* y, float* scratch) {
+  if (!applies(d, f)) return Backend::upsample_conv2d_relu_forward(d, f, x, w, b, y, scratch);
+  polyphase_forward(d, f, x, w, b, y, true);
+}
+
+void DnnlBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, const float* w, const float* b,
+                                    float* y, bool relu) {
   const Polyphase p = polyphase(d, f);
   float* ws = workspace(kUpW, p.small.out_c * int64_t(d.in.c) * p.small.kh * p.small.kw);
   fold_weights(p, w, ws);
@@ -155,7 +168,10 @@ void DnnlBackend::upsample_conv2d_forward(const ConvDesc& d, int f, const float*
       for (int k = 0; k < f * f; ++k) bs[int64_t(o) * f * f + k] = b[o];
   }
   float* ys = workspace(kUpY, p.small.out().size());
-  conv2d_forward(p.small, x, ws, bs, ys);
+  if (relu)
+    conv2d_relu_forward(p.small, x, ws, bs, ys);
+  else
+    conv2d_forward(p.small, x, ws, bs, ys);
   shuffle(p, true, ys, y);
 }
 
