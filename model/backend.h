@@ -112,8 +112,8 @@ class Backend {
   // Conv2D+ReLU does); y null means no ReLU. Writes dw, db (when non-null) and dx (when
   // non-null). scratch: upsample_conv2d_backward_scratch(d, factor, y != nullptr) floats. The
   // default masks into scratch (relu_backward) and runs the two calls above on the masked
-  // gradient; the CUDA backend masks and de-interleaves dy in one pass and runs both small
-  // convolutions' backward on that one copy with the weights folded once.
+  // gradient; the CPU and CUDA backends mask and de-interleave dy in one pass onto the small grid
+  // and run both small convolutions' backward on that one copy (no scratch).
   virtual int64_t upsample_conv2d_backward_scratch(const ConvDesc& d, int factor, bool relu) const;
   virtual void upsample_conv2d_backward(const ConvDesc& d, int factor, const float* x, const float* y, const float* dy,
                                         const float* w, float* dx, float* dw, float* db, float* scratch);
