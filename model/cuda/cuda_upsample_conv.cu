@@ -30,10 +30,6 @@ __global__ void unfold_bias_grad_kernel(int64_t n, int f, const float* dbs, floa
   DS_GRID_STRIDE(i, n) unfold_bias_grad_at(i, f, dbs, db);
 }
 
-__global__ void phase_interleave_kernel(int64_t n, Polyphase p, const float* small, float* big) {
-  DS_GRID_STRIDE(i, n) phase_interleave_at(i, p, small, big);
-}
-
 __global__ void phase_interleave_bias_relu_kernel(int64_t n, Polyphase p, const float* small, const float* b,
                                                   bool relu, float* big) {
   DS_GRID_STRIDE(i, n) phase_interleave_bias_relu_at(i, p, small, b, relu, big);
