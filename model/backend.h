@@ -100,6 +100,23 @@ class Backend {
                                              float* dx, float* scratch);
   virtual void upsample_conv2d_backward_weights(const ConvDesc& d, int factor, const float* x, const float* dy,
                                                 float* dw, float* db, float* scratch);
+  // The same with the ReLU after the convolution, as one op: MNN's upsampling convs, whose
+  // outputs are the biggest tensors of the network (32x132x120x212 floats at batch 32), so each
+  // pass saved over them counts. The default runs upsample_conv2d_forward then relu_forward in
+  // place; the CPU backend puts the ReLU in the small convolution as a post-op, the CUDA backend
+  // adds the bias and applies the ReLU in the phase interleave.
+  virtual void upsample_conv2d_relu_forward(const ConvDesc& d, int factor, const float* x, const float* w,
+                                            const float* b, float* y, float* scratch);
+  // The whole backward of upsample + conv (+ ReLU): with y (the forward output) non-null, dy is
+  // first masked by the ReLU's gradient [y > 0] (y > 0 exactly where the pre-activation is, as
+  // Conv2D+ReLU does); y null means no ReLU. Writes dw, db (when non-null) and dx (when
+  // non-null). scratch: upsample_conv2d_backward_scratch(d, factor, y != nullptr) floats. The
+  // default masks into scratch (relu_backward) and runs the two calls above on the masked
+  // gradient; the CPU and CUDA backends mask and de-interleave dy in one pass onto the small grid
+  // and run both small convolutions' backward on that one copy (no scratch).
+  virtual int64_t upsample_conv2d_backward_scratch(const ConvDesc& d, int factor, bool relu) const;
+  virtual void upsample_conv2d_backward(const ConvDesc& d, int factor, const float* x, const float* y, const float* dy,
+                                        const float* w, float* dx, float* dw, float* db, float* scratch);
   // Channel-range copy for concat: dst[:, offset:offset+src.c] = src (and the reverse for backward).
   virtual void copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) = 0;
   virtual void slice_channels(const Shape& dst, int offset, const Shape& src, const float* y, float* x) = 0;

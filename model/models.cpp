@@ -40,15 +40,27 @@ int GraphBuilder::add(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
   return int(nodes_.size()) - 1;
 }
 
+namespace {
+// Conv and ReLU as one layer (fused on the GPU) unless DOWNSCALE_FUSE_LAYERS=0 asks for the two
+// separate layers (the same numbers; for comparing).
+bool fuse_layers() {
+  const char* v = std::getenv("DOWNSCALE_FUSE_LAYERS");
+  return !(v && std::string(v) == "0");
+}
+}  // namespace
+
 int GraphBuilder::conv_relu(const std::string& name, int input, int out_c, int k, bool same) {
   const int in_c = shape(input).c;
-  // One layer (Conv2D with its ReLU, fused on the GPU) unless DOWNSCALE_FUSE_LAYERS=0 asks for the
-  // two separate layers (the same numbers; for comparing).
-  const char* v = std::getenv("DOWNSCALE_FUSE_LAYERS");
-  const bool one_layer = !(v && std::string(v) == "0");
+  const bool one_layer = fuse_layers();
   int c = add(std::make_unique<Conv2D>(name, be_, in_c, out_c, k, k, same ? Padding::kSame : Padding::kValid, 0,
                                        one_layer),
               {input});
+  return one_layer ? c : add(std::make_unique<ReLU>(name + "_relu"), {c});
+}
+
+int GraphBuilder::upsample_conv_relu(const std::string& name, int input, int factor, int out_c, int k) {
+  const bool one_layer = fuse_layers();
+  int c = add(std::make_unique<UpsampleConv2D>(name, be_, factor, shape(input).c, out_c, k, one_layer), {input});
   return one_layer ? c : add(std::make_unique<ReLU>(name + "_relu"), {c});
 }
 
@@ -98,13 +110,12 @@ std::vector<Node> build_mnn(const ModelSpec& s, Backend& be) {
     branches.push_back(x);
   }
   int x = g.add(std::make_unique<Concat>("concat"), branches);
-  // Each x2 upsampling is one layer with the conv after it (UpsampleConv2D: less work, same math).
-  x = g.add(std::make_unique<UpsampleConv2D>("up1_conv1", be, 2, 50, 50, 5), {x});
-  x = g.add(std::make_unique<ReLU>("up1_conv1_relu"), {x});
+  // Each x2 upsampling is one layer with the conv after it (UpsampleConv2D: less work, same math)
+  // and, as every conv here, its ReLU.
+  x = g.upsample_conv_relu("up1_conv1", x, 2, 50, 5);
   x = g.conv_relu("up1_conv2", x, 75, 5, true);
   x = g.conv_relu("up1_conv3", x, 100, 5, true);
-  x = g.add(std::make_unique<UpsampleConv2D>("up2_conv1", be, 2, 100, 132, 8), {x});
-  x = g.add(std::make_unique<ReLU>("up2_conv1_relu"), {x});
+  x = g.upsample_conv_relu("up2_conv1", x, 2, 132, 8);
   conv_head(g, x, parse_loss(s.loss, "model spec"));
   return g.take();
 }

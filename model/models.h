@@ -21,8 +21,11 @@ class GraphBuilder {
  public:
   GraphBuilder(Backend& be, Shape input);
   int add(std::unique_ptr<Layer> layer, std::vector<int> inputs);
-  // Conv2D followed by ReLU (named "<name>_relu"); returns the ReLU node.
+  // Conv2D followed by ReLU: one Conv2D+ReLU layer, or with DOWNSCALE_FUSE_LAYERS=0 the conv and
+  // a ReLU layer named "<name>_relu"; returns the last node.
   int conv_relu(const std::string& name, int input, int out_c, int k, bool same);
+  // UpsampleConv2D (x factor, then a 'same' k x k conv) followed by ReLU, the same way.
+  int upsample_conv_relu(const std::string& name, int input, int factor, int out_c, int k);
   const Shape& shape(int node) const { return nodes_[size_t(node)].shape; }
   Backend& backend() { return be_; }
   std::vector<Node> take() { return std::move(nodes_); }

@@ -1,5 +1,6 @@
 // Backend's default upsample_conv2d_*: the plain composition of nearest upsampling and the
-// convolution, through the caller's scratch buffer of the upsampled size. Any backend is correct
+// convolution, through the caller's scratch buffer of the upsampled size; the ReLU forms run the
+// plain ReLU ops around them. Any backend is correct
 // with these; the CPU backend overrides them with a single convolution on the small input
 // (cpu/dnnl_upsample_conv.cpp).
 #include "io/error.h"
@@ -35,6 +36,29 @@ void Backend::upsample_conv2d_backward_weights(const ConvDesc& d, int factor, co
                                                float* dw, float* db, float* scratch) {
   upsample_nearest_forward(small_input(d, factor), factor, x, scratch);
   conv2d_backward_weights(d, scratch, dy, dw, db);
+}
+
+void Backend::upsample_conv2d_relu_forward(const ConvDesc& d, int factor, const float* x, const float* w,
+                                           const float* b, float* y, float* scratch) {
+  upsample_conv2d_forward(d, factor, x, w, b, y, scratch);
+  relu_forward(d.out().size(), y, y);
+}
+
+// The masked gradient goes after the forward's scratch, which the two calls below use.
+int64_t Backend::upsample_conv2d_backward_scratch(const ConvDesc& d, int factor, bool relu) const {
+  return upsample_conv2d_scratch(d, factor) + (relu ? d.out().size() : 0);
+}
+
+void Backend::upsample_conv2d_backward(const ConvDesc& d, int factor, const float* x, const float* y,
+                                       const float* dy, const float* w, float* dx, float* dw, float* db,
+                                       float* scratch) {
+  if (y) {
+    float* masked = scratch + upsample_conv2d_scratch(d, factor);
+    relu_backward(d.out().size(), y, dy, masked);
+    dy = masked;
+  }
+  upsample_conv2d_backward_weights(d, factor, x, dy, dw, db, scratch);
+  if (dx) upsample_conv2d_backward_data(d, factor, dy, w, dx, scratch);
 }
 
 }  // namespace ds::model

@@ -54,6 +54,13 @@ class DnnlBackend : public Backend {
                                      float* scratch) override;
   void upsample_conv2d_backward_weights(const ConvDesc& d, int factor, const float* x, const float* dy, float* dw,
                                         float* db, float* scratch) override;
+  // The ReLU as the small convolution's post-op; backward masks and shuffles the gradient once
+  // for both gradients, no scratch.
+  void upsample_conv2d_relu_forward(const ConvDesc& d, int factor, const float* x, const float* w, const float* b,
+                                    float* y, float* scratch) override;
+  int64_t upsample_conv2d_backward_scratch(const ConvDesc& d, int factor, bool relu) const override;
+  void upsample_conv2d_backward(const ConvDesc& d, int factor, const float* x, const float* y, const float* dy,
+                                const float* w, float* dx, float* dw, float* db, float* scratch) override;
   void copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) override;
   void slice_channels(const Shape& dst, int offset, const Shape& src, const float* y, float* x) override;
   void accumulate(int64_t n, const float* x, float* acc) override;
@@ -123,6 +130,10 @@ class DnnlBackend : public Backend {
   enum { kA, kB, kC, kBias, kScratch, kUpW, kUpB, kUpY, kWorkspaces };
   HostBuffer conv_ws_[kWorkspaces];
   float* workspace(int slot, int64_t floats);
+  void polyphase_forward(const ConvDesc& d, int f, const float* x, const float* w, const float* b, float* y,
+                         bool relu);
+  void polyphase_weight_grads(const ConvDesc& d, int f, const float* x, const float* dys, float* dw, float* db);
+  void polyphase_data_grad(const ConvDesc& d, int f, const float* dys, const float* w, float* dx);
   std::map<int64_t, std::unique_ptr<ReluPrims>> relu_cache_;
   std::map<std::tuple<int, int, int, int, int>, std::unique_ptr<ResamplePrims>> resample_cache_;
   // Same once-per-geometry caching for the ops of dnnl_dense/pooling/batch_norm.cpp. shared_ptr,

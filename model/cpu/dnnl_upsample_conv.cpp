@@ -110,7 +110,9 @@ void unfold_weight_grads(const Polyphase& p, const float* dws, float* dw) {
 
 // Pixel shuffle between the small conv's (N, O*f*f, H, W) and the big (N, O, f*H, f*W):
 // big[n, o, f*h + py, f*w + px] = small[n, phase_channel(o, py, px), h, w]. to_big picks the way.
-void shuffle(const Polyphase& p, bool to_big, float* small, float* big) {
+// relu_y (only for the way back): the forward output on the big grid; the gradient is masked by
+// the ReLU's [y > 0] on its way (0 where y <= 0, as relu_backward).
+void shuffle(const Polyphase& p, bool to_big, float* small, float* big, const float* relu_y = nullptr) {
   const int f = p.f, O = p.d.out_c, N = p.d.in.n, H = p.small.in.h, W = p.small.in.w;
   const int64_t hw = int64_t(H) * W, big_w = int64_t(f) * W;
 #pragma omp parallel for collapse(2) schedule(static)
@@ -119,15 +121,17 @@ void shuffle(const Polyphase& p, bool to_big, float* small, float* big) {
       for (int py = 0; py < f; ++py)
         for (int px = 0; px < f; ++px) {
           float* s = small + (int64_t(n) * O * f * f + phase_channel(p, o, py, px)) * hw;
-          float* b = big + (int64_t(n) * O + o) * hw * f * f + int64_t(py) * big_w + px;
+          const int64_t at = (int64_t(n) * O + o) * hw * f * f + int64_t(py) * big_w + px;
+          float* b = big + at;
+          const float* m = relu_y ? relu_y + at : nullptr;
           for (int h = 0; h < H; ++h)
             for (int w = 0; w < W; ++w) {
-              float& bv = b[int64_t(h) * f * big_w + int64_t(w) * f];
+              const int64_t k = int64_t(h) * f * big_w + int64_t(w) * f;
               float& sv = s[int64_t(h) * W + w];
               if (to_big)
-                bv = sv;
+                b[k] = sv;
               else
-                sv = bv;
+                sv = (!m || m[k] > 0.0f) ? b[k] : 0.0f;
             }
         }
 }
@@ -145,6 +149,19 @@ int64_t DnnlBackend::upsample_conv2d_scratch(const ConvDesc& d, int f) const {
 void DnnlBackend::upsample_conv2d_forward(const ConvDesc& d, int f, const float* x, const float* w, const float* b,
                                           float* y, float* scratch) {
   if (!applies(d, f)) return Backend::upsample_conv2d_forward(d, f, x, w, b, y, scratch);
+  polyphase_forward(d, f, x, w, b, y, false);
+}
+
+// ReLU is elementwise and comes after the bias, and the pixel shuffle only moves values, so the
+// small convolution's ReLU post-op (conv2d_relu_forward) gives exactly relu(y).
+void DnnlBackend::upsample_conv2d_relu_forward(const ConvDesc& d, int f, const float* x, const float* w,
+                                               const float* b, float* y, float* scratch) {
+  if (!applies(d, f)) return Backend::upsample_conv2d_relu_forward(d, f, x, w, b, y, scratch);
+  polyphase_forward(d, f, x, w, b, y, true);
+}
+
+void DnnlBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, const float* w, const float* b,
+                                    float* y, bool relu) {
   const Polyphase p = polyphase(d, f);
   float* ws = workspace(kUpW, p.small.out_c * int64_t(d.in.c) * p.small.kh * p.small.kw);
   fold_weights(p, w, ws);
@@ -155,7 +172,10 @@ void DnnlBackend::upsample_conv2d_forward(const ConvDesc& d, int f, const float*
       for (int k = 0; k < f * f; ++k) bs[int64_t(o) * f * f + k] = b[o];
   }
   float* ys = workspace(kUpY, p.small.out().size());
-  conv2d_forward(p.small, x, ws, bs, ys);
+  if (relu)
+    conv2d_relu_forward(p.small, x, ws, bs, ys);
+  else
+    conv2d_forward(p.small, x, ws, bs, ys);
   shuffle(p, true, ys, y);
 }
 
@@ -163,11 +183,9 @@ void DnnlBackend::upsample_conv2d_backward_data(const ConvDesc& d, int f, const 
                                                 float* scratch) {
   if (!applies(d, f)) return Backend::upsample_conv2d_backward_data(d, f, dy, w, dx, scratch);
   const Polyphase p = polyphase(d, f);
-  float* ws = workspace(kUpW, p.small.out_c * int64_t(d.in.c) * p.small.kh * p.small.kw);
-  fold_weights(p, w, ws);
   float* dys = workspace(kUpY, p.small.out().size());
   shuffle(p, false, dys, const_cast<float*>(dy));  // reads dy only
-  conv2d_backward_data(p.small, dys, ws, dx);
+  polyphase_data_grad(d, f, dys, w, dx);
 }
 
 void DnnlBackend::upsample_conv2d_backward_weights(const ConvDesc& d, int f, const float* x, const float* dy,
@@ -176,6 +194,38 @@ void DnnlBackend::upsample_conv2d_backward_weights(const ConvDesc& d, int f, con
   const Polyphase p = polyphase(d, f);
   float* dys = workspace(kUpY, p.small.out().size());
   shuffle(p, false, dys, const_cast<float*>(dy));  // reads dy only
+  polyphase_weight_grads(d, f, x, dys, dw, db);
+}
+
+int64_t DnnlBackend::upsample_conv2d_backward_scratch(const ConvDesc& d, int f, bool relu) const {
+  return applies(d, f) ? 0 : Backend::upsample_conv2d_backward_scratch(d, f, relu);
+}
+
+// The gradient is masked and shuffled onto the small grid once, for both gradients (the default
+// would run relu_backward into scratch and shuffle twice). Masking commutes with the shuffle,
+// which only moves values, so the floats are those of the default.
+void DnnlBackend::upsample_conv2d_backward(const ConvDesc& d, int f, const float* x, const float* y,
+                                           const float* dy, const float* w, float* dx, float* dw, float* db,
+                                           float* scratch) {
+  if (!applies(d, f)) return Backend::upsample_conv2d_backward(d, f, x, y, dy, w, dx, dw, db, scratch);
+  const Polyphase p = polyphase(d, f);
+  float* dys = workspace(kUpY, p.small.out().size());
+  shuffle(p, false, dys, const_cast<float*>(dy), y);  // reads dy and y only
+  polyphase_weight_grads(d, f, x, dys, dw, db);
+  if (dx) polyphase_data_grad(d, f, dys, w, dx);
+}
+
+// dys: the small-grid output gradient (in the kUpY workspace).
+void DnnlBackend::polyphase_data_grad(const ConvDesc& d, int f, const float* dys, const float* w, float* dx) {
+  const Polyphase p = polyphase(d, f);
+  float* ws = workspace(kUpW, p.small.out_c * int64_t(d.in.c) * p.small.kh * p.small.kw);
+  fold_weights(p, w, ws);
+  conv2d_backward_data(p.small, dys, ws, dx);
+}
+
+void DnnlBackend::polyphase_weight_grads(const ConvDesc& d, int f, const float* x, const float* dys, float* dw,
+                                         float* db) {
+  const Polyphase p = polyphase(d, f);
   float* dws = workspace(kUpW, p.small.out_c * int64_t(d.in.c) * p.small.kh * p.small.kw);
   float* dbs = workspace(kUpB, p.small.out_c);
   conv2d_backward_weights(p.small, x, dys, dws, dbs);

@@ -62,6 +62,13 @@ class CudaBackend : public Backend {
                                      float* scratch) override;
   void upsample_conv2d_backward_weights(const ConvDesc& d, int factor, const float* x, const float* dy, float* dw,
                                         float* db, float* scratch) override;
+  // The bias (and ReLU) in the phase interleave; backward: one masked de-interleave for both
+  // small convolutions' backward, the weights folded once.
+  void upsample_conv2d_relu_forward(const ConvDesc& d, int factor, const float* x, const float* w, const float* b,
+                                    float* y, float* scratch) override;
+  int64_t upsample_conv2d_backward_scratch(const ConvDesc& d, int factor, bool relu) const override;
+  void upsample_conv2d_backward(const ConvDesc& d, int factor, const float* x, const float* y, const float* dy,
+                                const float* w, float* dx, float* dw, float* db, float* scratch) override;
   void copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) override;
   void slice_channels(const Shape& dst, int offset, const Shape& src, const float* y, float* x) override;
   void accumulate(int64_t n, const float* x, float* acc) override;
@@ -263,6 +270,8 @@ class CudaBackend : public Backend {
   cublasHandle_t cublas();
   void set_cublas_math();
   float* fold_weights(const kernels::Polyphase& p, const ConvDesc& small, const float* w);
+  void polyphase_forward(const ConvDesc& d, int f, const float* x, const float* w, const float* b, float* y,
+                         bool relu);
 };
 
 // Launch geometry shared by the kernels: grid-stride loops, so any n fits in a bounded grid.

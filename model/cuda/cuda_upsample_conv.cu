@@ -3,8 +3,10 @@
 // backend does it: model/cpu/dnnl_upsample_conv.cpp). For MNN's x2 then 8x8 that is 2.56x fewer
 // FLOPs, and the upsampled input (and, backward, its gradient) is never written. The folds and
 // the phase interleave are grid-stride loops around bodies from model/kernels/polyphase.h, which
-// the CPU tests run against the default upsample-then-convolve path. The folded weights, bias and
-// the small output come from the caching allocator and go back to it after the queued work.
+// the CPU tests run against the default upsample-then-convolve path. The bias and, for the
+// relu form, the ReLU are applied in the interleave, and backward masks and de-interleaves the
+// output gradient once for both gradients (model/kernels/polyphase.h). The folded weights and the
+// small output come from the caching allocator and go back to it after the queued work.
 #include "model/cuda/cuda_backend.h"
 #include "model/cuda/cuda_check.h"
 #include "model/cuda/grid_stride.h"
@@ -24,16 +26,18 @@ __global__ void unfold_weight_grads_kernel(int64_t n, Polyphase p, const float* 
   DS_GRID_STRIDE(i, n) unfold_weight_grads_at(i, p, dws, dw);
 }
 
-__global__ void fold_bias_kernel(int64_t n, int f, const float* b, float* bs) {
-  DS_GRID_STRIDE(i, n) fold_bias_at(i, f, b, bs);
-}
-
 __global__ void unfold_bias_grad_kernel(int64_t n, int f, const float* dbs, float* db) {
   DS_GRID_STRIDE(i, n) unfold_bias_grad_at(i, f, dbs, db);
 }
 
-__global__ void phase_interleave_kernel(int64_t n, Polyphase p, const float* small, float* big) {
-  DS_GRID_STRIDE(i, n) phase_interleave_at(i, p, small, big);
+__global__ void phase_interleave_bias_relu_kernel(int64_t n, Polyphase p, const float* small, const float* b,
+                                                  bool relu, float* big) {
+  DS_GRID_STRIDE(i, n) phase_interleave_bias_relu_at(i, p, small, b, relu, big);
+}
+
+__global__ void phase_deinterleave_relu_grad_kernel(int64_t n, Polyphase p, const float* y, const float* dy,
+                                                    float* dys) {
+  DS_GRID_STRIDE(i, n) phase_deinterleave_relu_grad_at(i, p, y, dy, dys);
 }
 
 __global__ void phase_deinterleave_kernel(int64_t n, Polyphase p, const float* big, float* small) {
@@ -60,23 +64,66 @@ float* CudaBackend::fold_weights(const Polyphase& p, const ConvDesc& small, cons
 void CudaBackend::upsample_conv2d_forward(const ConvDesc& d, int f, const float* x, const float* w, const float* b,
                                           float* y, float* scratch) {
   if (!polyphase_applies(d, f)) return Backend::upsample_conv2d_forward(d, f, x, w, b, y, scratch);
+  polyphase_forward(d, f, x, w, b, y, false);
+}
+
+void CudaBackend::upsample_conv2d_relu_forward(const ConvDesc& d, int f, const float* x, const float* w,
+                                               const float* b, float* y, float* scratch) {
+  if (!polyphase_applies(d, f)) return Backend::upsample_conv2d_relu_forward(d, f, x, w, b, y, scratch);
+  polyphase_forward(d, f, x, w, b, y, true);
+}
+
+// The small convolution without bias, then one pass that adds the bias (the same one addition
+// cudnnAddTensor made on the small grid) and applies the ReLU while writing the big grid: the
+// output is written once, where bias add, interleave and a ReLU layer made three passes over it.
+void CudaBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, const float* w, const float* b,
+                                    float* y, bool relu) {
   ConvDesc small;
   const Polyphase p = make_polyphase(d, f, small);
   float* ws = fold_weights(p, small, w);
-  float* bs = nullptr;
-  if (b) {
-    bs = allocate(small.out_c);
-    fold_bias_kernel<<<blocks_for(small.out_c), kThreads, 0, stream_>>>(small.out_c, f, b, bs);
-    DS_CUDA_LAUNCHED();
-  }
   const int64_t n_small = small.out().size(), n_big = d.out().size();
   float* ys = allocate(n_small);
-  conv2d_forward(small, x, ws, bs, ys);
-  phase_interleave_kernel<<<blocks_for(n_big), kThreads, 0, stream_>>>(n_big, p, ys, y);
+  conv2d_forward(small, x, ws, nullptr, ys);
+  phase_interleave_bias_relu_kernel<<<blocks_for(n_big), kThreads, 0, stream_>>>(n_big, p, ys, b, relu, y);
   DS_CUDA_LAUNCHED();
   release(ys);  // back to the cache; later work on the stream runs after the queued kernels
-  if (bs) release(bs);
   release(ws);
+}
+
+int64_t CudaBackend::upsample_conv2d_backward_scratch(const ConvDesc& d, int f, bool relu) const {
+  return polyphase_applies(d, f) ? 0 : Backend::upsample_conv2d_backward_scratch(d, f, relu);
+}
+
+// One pass over the big y and dy writes the masked small gradient dys; the weight and data
+// gradients both read that one copy (the separate ops de-interleaved dy once each, after a ReLU
+// layer's pass), and the weights are folded once, only when dx is wanted.
+void CudaBackend::upsample_conv2d_backward(const ConvDesc& d, int f, const float* x, const float* y,
+                                           const float* dy, const float* w, float* dx, float* dw, float* db,
+                                           float* scratch) {
+  if (!polyphase_applies(d, f)) return Backend::upsample_conv2d_backward(d, f, x, y, dy, w, dx, dw, db, scratch);
+  ConvDesc small;
+  const Polyphase p = make_polyphase(d, f, small);
+  const int64_t n_small = small.out().size(), n_ws = folded_weights(small), n_w = int64_t(d.out_c) * d.in.c * d.kh * d.kw;
+  float* dys = allocate(n_small);
+  phase_deinterleave_relu_grad_kernel<<<blocks_for(n_small), kThreads, 0, stream_>>>(n_small, p, y, dy, dys);
+  DS_CUDA_LAUNCHED();
+  float* dws = allocate(n_ws);
+  float* dbs = db ? allocate(small.out_c) : nullptr;
+  conv2d_backward_weights(small, x, dys, dws, dbs);
+  unfold_weight_grads_kernel<<<blocks_for(n_w), kThreads, 0, stream_>>>(n_w, p, dws, dw);
+  DS_CUDA_LAUNCHED();
+  if (db) {
+    unfold_bias_grad_kernel<<<blocks_for(d.out_c), kThreads, 0, stream_>>>(d.out_c, f, dbs, db);
+    DS_CUDA_LAUNCHED();
+    release(dbs);
+  }
+  release(dws);
+  if (dx) {
+    float* ws = fold_weights(p, small, w);
+    conv2d_backward_data(small, dys, ws, dx);  // lands on the small grid: the upsampling's backward included
+    release(ws);
+  }
+  release(dys);
 }
 
 void CudaBackend::upsample_conv2d_backward_data(const ConvDesc& d, int f, const float* dy, const float* w, float* dx,

@@ -2,7 +2,9 @@
 // (the polyphase form; model/cpu/dnnl_upsample_conv.cpp explains the algebra). The CUDA backend
 // runs the small convolution with cuDNN around these bodies: the weight fold (and its adjoint for
 // the weight gradient), the bias fold, and the phase interleave between the small convolution's
-// O*f*f channels and the big grid (and back for the gradients). Each body is a gather with a
+// O*f*f channels and the big grid (and back for the gradients); the interleave can add the bias
+// and apply the ReLU on its way, and the way back can apply the ReLU's gradient mask, so that the
+// big output and its gradient are each read or written once. Each body is a gather with a
 // fixed summation order, the same order as the CPU backend's loops. Tested on the CPU against the
 // default upsample-then-convolve path (tests/model/kernel_bodies_test.cpp).
 #pragma once
@@ -90,14 +92,43 @@ DS_HOST_DEVICE inline void phase_interleave_at(int64_t i, const Polyphase& p, co
   big[i] = small[phase_source(i, p)];
 }
 
-// Small element i of (N, O*f*f, H, W) from the big grid (the gradient's way back).
-DS_HOST_DEVICE inline void phase_deinterleave_at(int64_t i, const Polyphase& p, const float* big, float* small) {
+// The output channel of big element i.
+DS_HOST_DEVICE inline int phase_out_channel(int64_t i, const Polyphase& p) {
+  return int(i / (int64_t(p.f) * p.w * p.f * p.h) % p.o);
+}
+
+// The forward with the bias and the ReLU in the same pass (the small convolution then runs
+// without bias): big[i] = relu(small[phase_source(i)] + b[oc]). The same float operations as
+// the small convolution's bias add (one addition of b[oc], which is the folded bias of every
+// phase of oc) followed by relu_forward_at. b null: no bias.
+DS_HOST_DEVICE inline void phase_interleave_bias_relu_at(int64_t i, const Polyphase& p, const float* small,
+                                                         const float* b, bool relu, float* big) {
+  float v = small[phase_source(i, p)];
+  if (b) v += b[phase_out_channel(i, p)];
+  big[i] = relu ? (v > 0.0f ? v : 0.0f) : v;
+}
+
+// Big element index that small element i of (N, O*f*f, H, W) comes from (the gradient's way back).
+DS_HOST_DEVICE inline int64_t phase_target(int64_t i, const Polyphase& p) {
   const int x = int(i % p.w), y = int(i / p.w % p.h);
   const int64_t ch = i / (int64_t(p.w) * p.h) % (int64_t(p.o) * p.f * p.f);
   const int64_t n = i / (int64_t(p.w) * p.h * p.o * p.f * p.f);
   const int oc = int(ch / (p.f * p.f)), py = int(ch / p.f % p.f), px = int(ch % p.f);
   const int bw = p.f * p.w, bh = p.f * p.h;
-  small[i] = big[((n * p.o + oc) * bh + int64_t(p.f) * y + py) * bw + int64_t(p.f) * x + px];
+  return ((n * p.o + oc) * bh + int64_t(p.f) * y + py) * bw + int64_t(p.f) * x + px;
+}
+
+DS_HOST_DEVICE inline void phase_deinterleave_at(int64_t i, const Polyphase& p, const float* big, float* small) {
+  small[i] = big[phase_target(i, p)];
+}
+
+// The backward's one pass over the big grid: the output gradient masked by the ReLU's gradient
+// ([y > 0] from the forward output, as relu_backward_at) and de-interleaved onto the small grid,
+// which both small convolutions' backward then read. y null: no ReLU, a plain de-interleave.
+DS_HOST_DEVICE inline void phase_deinterleave_relu_grad_at(int64_t i, const Polyphase& p, const float* y,
+                                                           const float* dy, float* dys) {
+  const int64_t j = phase_target(i, p);
+  dys[i] = (!y || y[j] > 0.0f) ? dy[j] : 0.0f;
 }
 
 // Host side: the polyphase form applies to stride 1, an input that really is f times upsampled

@@ -38,6 +38,7 @@ class Conv2D : public Layer {
 
   Tensor& weights() { return w_; }
   Tensor& bias() { return b_; }  // empty (size 0) without a bias
+  bool relu() const { return relu_; }
   Tensor& weights_grad() { return dw_; }
   Tensor& bias_grad() { return db_; }
   ConvDesc desc(const Shape& in) const;

@@ -2,6 +2,9 @@
 // backend can run the pair as a single convolution on the small input (Backend::
 // upsample_conv2d_forward: the CPU backend does, with 2.5x fewer FLOPs for MNN's x2 then 8x8).
 // Weights, parameter names and initialisation are the Conv2D's: checkpoints are unchanged.
+// relu: the ReLU after the conv in this layer too (upsample_conv2d_relu_forward; backward masks
+// dout with the output inside upsample_conv2d_backward), as Conv2D's relu: one pass over the
+// biggest activations of MNN less each way, and no separate ReLU output to keep.
 #pragma once
 #include "model/layers/conv2d.h"
 
@@ -9,8 +12,8 @@ namespace ds::model {
 
 class UpsampleConv2D : public Conv2D {
  public:
-  UpsampleConv2D(std::string name, Backend& be, int factor, int in_c, int out_c, int k);
-  std::string type() const override { return "UpSampling2D+Conv2D"; }
+  UpsampleConv2D(std::string name, Backend& be, int factor, int in_c, int out_c, int k, bool relu = false);
+  std::string type() const override { return relu() ? "UpSampling2D+Conv2D+ReLU" : "UpSampling2D+Conv2D"; }
   Shape output_shape(const std::vector<Shape>& in) const override;
   void forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) override;
   void backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
@@ -20,9 +23,11 @@ class UpsampleConv2D : public Conv2D {
   int factor() const { return factor_; }
 
  private:
-  // The backend's scratch for the op (upsample_conv2d_scratch): the upsampled input where the
-  // backend composes upsample and conv, nothing on the CPU. Grown when needed, kept across calls.
-  float* scratch(Backend& be, const ConvDesc& d);
+  // The backend's scratch for the op (upsample_conv2d_scratch forward,
+  // upsample_conv2d_backward_scratch backward): the upsampled input where the backend composes
+  // upsample and conv, the masked gradient where it masks separately (the CPU with relu), nothing
+  // on the GPU. Grown to the larger of the two when needed, kept across calls.
+  float* scratch(int64_t floats);
   int factor_;
   Tensor scratch_;
 };

@@ -786,6 +786,68 @@ TEST_F(ModelCuda, ConvBiasReluForward) {
   }
 }
 
+// The fused upsample-conv forms (MNN's up1_conv1/up2_conv1 with their ReLU): the bias and ReLU in
+// the phase interleave, and the backward's one masked de-interleave shared by the weight and data
+// gradients (weights folded once), against the CPU backend. FP32 (set in SetUp); tolerance as
+// Convolutions, 1e-3 of the scale. Both backwards get the CPU's forward output as y, so the ReLU
+// masks are the same (an output within rounding of 0 may be cut on one side only). Without ReLU
+// (y null) and without dx (the first layer) too.
+TEST_F(ModelCuda, UpsampleConvReluForwardBackwardMatchesCpu) {
+  struct Case {
+    int f, k, in_c, out_c;
+  };
+  for (const Case& c : {Case{2, 8, 12, 20}, Case{2, 5, 10, 10}, Case{3, 3, 4, 6}}) {
+    ConvDesc d;
+    d.in = Shape{2, c.in_c, 5 * c.f, 7 * c.f};
+    d.out_c = c.out_c;
+    d.kh = d.kw = c.k;
+    same_padding(c.k, d.pad_top, d.pad_bottom);
+    same_padding(c.k, d.pad_left, d.pad_right);
+    const Shape small{2, c.in_c, 5, 7}, ws{c.out_c, c.in_c, c.k, c.k}, bs{1, c.out_c, 1, 1}, os = d.out();
+    for (bool relu : {true, false}) {
+      const std::string what = "x" + std::to_string(c.f) + " then " + std::to_string(c.k) + "x" + std::to_string(c.k) +
+                               (relu ? " +relu" : "");
+      Pair x = random_pair(small, 1), w = random_pair(ws, 2, -0.2f, 0.2f), b = random_pair(bs, 3),
+           y = random_pair(os, 4), dy = random_pair(os, 5), dx = random_pair(small, 6), dw = random_pair(ws, 7),
+           db = random_pair(bs, 8);
+      const int64_t sc = std::max(cpu_->upsample_conv2d_scratch(d, c.f), cpu_->upsample_conv2d_backward_scratch(d, c.f, relu));
+      const int64_t sg = std::max(gpu_->upsample_conv2d_scratch(d, c.f), gpu_->upsample_conv2d_backward_scratch(d, c.f, relu));
+      EXPECT_EQ(sg, 0) << what;  // the polyphase path takes its buffers from the caching allocator
+      Tensor scratch_c(*cpu_, {1, 1, 1, int(std::max<int64_t>(sc, 1))}), scratch_g(*gpu_, {1, 1, 1, 1});
+      if (relu) {
+        cpu_->upsample_conv2d_relu_forward(d, c.f, x.cpu.data(), w.cpu.data(), b.cpu.data(), y.cpu.data(), scratch_c.data());
+        gpu_->upsample_conv2d_relu_forward(d, c.f, x.gpu.data(), w.gpu.data(), b.gpu.data(), y.gpu.data(), scratch_g.data());
+      } else {
+        cpu_->upsample_conv2d_forward(d, c.f, x.cpu.data(), w.cpu.data(), b.cpu.data(), y.cpu.data(), scratch_c.data());
+        gpu_->upsample_conv2d_forward(d, c.f, x.gpu.data(), w.gpu.data(), b.gpu.data(), y.gpu.data(), scratch_g.data());
+      }
+      expect_close(y, 1e-3, what + " forward");
+      const auto y_cpu = y.cpu.to_host();
+      if (relu) {
+        int cut = 0;
+        for (float v : y_cpu) cut += v == 0.0f;
+        EXPECT_GT(cut, 0) << what;
+      }
+      y.gpu.upload(y_cpu.data());
+      const float* yc = relu ? y.cpu.data() : nullptr;
+      const float* yg = relu ? y.gpu.data() : nullptr;
+      cpu_->upsample_conv2d_backward(d, c.f, x.cpu.data(), yc, dy.cpu.data(), w.cpu.data(), dx.cpu.data(), dw.cpu.data(),
+                                     db.cpu.data(), scratch_c.data());
+      gpu_->upsample_conv2d_backward(d, c.f, x.gpu.data(), yg, dy.gpu.data(), w.gpu.data(), dx.gpu.data(), dw.gpu.data(),
+                                     db.gpu.data(), scratch_g.data());
+      expect_close(dx, 1e-3, what + " backward data");
+      expect_close(dw, 1e-3, what + " backward weights");
+      expect_close(db, 1e-3, what + " backward bias");
+      // Without dx: the same weight gradients, dx left alone.
+      const auto dx_before = dx.gpu.to_host();
+      gpu_->upsample_conv2d_backward(d, c.f, x.gpu.data(), yg, dy.gpu.data(), w.gpu.data(), nullptr, dw.gpu.data(),
+                                     db.gpu.data(), scratch_g.data());
+      EXPECT_EQ(dx.gpu.to_host(), dx_before) << what;
+      expect_close(dw, 1e-3, what + " backward weights without dx");
+    }
+  }
+}
+
 // --- the benchmark nets' ops (issue 15): strided, bias-free, non-square convolutions; padded
 // pooling; softmax cross-entropy; the Add, GlobalAveragePool and flagged BatchNorm layers ---
 

@@ -489,6 +489,93 @@ TEST_F(KernelBodies, PolyphaseUpsampleConvMatchesUpsampleThenConv) {
   }
 }
 
+// The CUDA backend's fused forms (upsample_conv2d_relu_forward, upsample_conv2d_backward): the
+// interleave that adds the bias and applies the ReLU, and the de-interleave that applies the
+// ReLU's gradient mask, each against today's bodies composed as the unfused path ran them (bias
+// added on the small grid as cuDNN's AddTensor does, interleave, ReLU; ReLU gradient on the big
+// grid, de-interleave): exact, the same float operations on the same values. Then the whole fused
+// path as the CUDA backend runs it (one masked de-interleave, both small backward convolutions on
+// it, weights folded once) against Backend's default on the CPU backend given the same output y
+// (so the masks agree): different summation orders, relative 1e-5 as above.
+TEST_F(KernelBodies, PolyphaseBiasReluFusionMatchesComposition) {
+  struct Case {
+    int f, k;
+  };
+  for (const Case& cs : {Case{2, 8}, Case{2, 5}, Case{3, 2}}) {
+    ConvDesc d;
+    d.in = Shape{2, 3, 5 * cs.f, 4 * cs.f};
+    d.out_c = 4;
+    d.kh = d.kw = cs.k;
+    same_padding(cs.k, d.pad_top, d.pad_bottom);
+    same_padding(cs.k, d.pad_left, d.pad_right);
+    ConvDesc small;
+    const k::Polyphase p = k::make_polyphase(d, cs.f, small);
+    const std::string what = "x" + std::to_string(cs.f) + " then " + std::to_string(cs.k) + "x" + std::to_string(cs.k);
+    const Shape xs{d.in.n, d.in.c, p.h, p.w}, ys = d.out(), ws_shape{small.out_c, d.in.c, small.kh, small.kw};
+    const int64_t n_big = ys.size(), n_small = small.out().size();
+    ASSERT_EQ(n_big, n_small) << what;  // the same values, in two layouts
+    const size_t nb = size_t(n_big), ns = size_t(n_small);
+    Tensor x = t(xs, 61), w = t(Shape{d.out_c, d.in.c, d.kh, d.kw}, 62), b = t(Shape{1, d.out_c, 1, 1}, 63);
+    Tensor dy = t(ys, 64), ws(*cpu_, ws_shape), bs(*cpu_, Shape{1, small.out_c, 1, 1});
+    Tensor y_small(*cpu_, small.out());
+    for_all(ws.size(), [&](int64_t i) { k::fold_weights_at(i, p, w.data(), ws.data()); });
+    for_all(small.out_c, [&](int64_t i) { k::fold_bias_at(i, cs.f, b.data(), bs.data()); });
+    cpu_->conv2d_forward(small, x.data(), ws.data(), nullptr, y_small.data());  // no bias: the fused pass adds it
+
+    // Forward: today's composition, step by step.
+    std::vector<float> biased = y_small.to_host(), interleaved(nb), want(nb);
+    const int64_t hw = int64_t(p.h) * p.w;
+    const std::vector<float> bsv = bs.to_host();
+    for (int64_t i = 0; i < n_small; ++i) biased[size_t(i)] = biased[size_t(i)] + bsv[size_t(i / hw % small.out_c)];
+    for_all(n_big, [&](int64_t i) { k::phase_interleave_at(i, p, biased.data(), interleaved.data()); });
+    for_all(n_big, [&](int64_t i) { k::relu_forward_at(i, interleaved.data(), want.data()); });
+    std::vector<float> got(nb), got_lin(nb), got_nobias(nb), plain(nb);
+    for_all(n_big, [&](int64_t i) { k::phase_interleave_bias_relu_at(i, p, y_small.data(), b.data(), true, got.data()); });
+    expect_exact(want, got, what + " interleave+bias+relu");
+    for_all(n_big, [&](int64_t i) { k::phase_interleave_bias_relu_at(i, p, y_small.data(), b.data(), false, got_lin.data()); });
+    expect_exact(interleaved, got_lin, what + " interleave+bias");
+    for_all(n_big, [&](int64_t i) { k::phase_interleave_bias_relu_at(i, p, y_small.data(), nullptr, false, got_nobias.data()); });
+    for_all(n_big, [&](int64_t i) { k::phase_interleave_at(i, p, y_small.data(), plain.data()); });
+    expect_exact(plain, got_nobias, what + " interleave, no bias");
+    int cut = 0;
+    for (float v : got) cut += v == 0.0f;
+    EXPECT_GT(cut, 0) << what;
+    EXPECT_LT(cut, n_big) << what;
+    // And what it all computes: Backend's default (upsample, big convolution, ReLU).
+    Tensor scratch(*cpu_, Shape{int(cpu_->Backend::upsample_conv2d_scratch(d, cs.f) + n_big), 1, 1, 1});
+    Tensor y_ref(*cpu_, ys);
+    cpu_->Backend::upsample_conv2d_forward(d, cs.f, x.data(), w.data(), b.data(), y_ref.data(), scratch.data());
+    cpu_->relu_forward(n_big, y_ref.data(), y_ref.data());
+    expect_close(y_ref.to_host(), got, 1e-5, what + " fused forward");
+
+    // Backward: ReLU gradient on the big grid then de-interleave, against the one masked pass.
+    std::vector<float> masked(nb), dys_want(ns), dys_plain(ns);
+    for_all(n_big, [&](int64_t i) { k::relu_backward_at(i, got.data(), dy.data(), masked.data()); });
+    for_all(n_small, [&](int64_t i) { k::phase_deinterleave_at(i, p, masked.data(), dys_want.data()); });
+    Tensor dys(*cpu_, small.out());
+    std::vector<float> dys_lin(ns);
+    for_all(n_small, [&](int64_t i) { k::phase_deinterleave_relu_grad_at(i, p, got.data(), dy.data(), dys.data()); });
+    expect_exact(dys_want, dys.to_host(), what + " masked de-interleave");
+    for_all(n_small, [&](int64_t i) { k::phase_deinterleave_relu_grad_at(i, p, nullptr, dy.data(), dys_lin.data()); });
+    for_all(n_small, [&](int64_t i) { k::phase_deinterleave_at(i, p, dy.data(), dys_plain.data()); });
+    expect_exact(dys_plain, dys_lin, what + " de-interleave without ReLU");
+
+    // The CUDA backend's fused backward on that one dys, against Backend's default given the same y.
+    Tensor dws(*cpu_, ws_shape), dbs(*cpu_, Shape{1, small.out_c, 1, 1}), dx(*cpu_, xs), dw(*cpu_, w.shape()),
+        db(*cpu_, b.shape());
+    cpu_->conv2d_backward_weights(small, x.data(), dys.data(), dws.data(), dbs.data());
+    for_all(dw.size(), [&](int64_t i) { k::unfold_weight_grads_at(i, p, dws.data(), dw.data()); });
+    for_all(d.out_c, [&](int64_t o) { k::unfold_bias_grad_at(o, cs.f, dbs.data(), db.data()); });
+    cpu_->conv2d_backward_data(small, dys.data(), ws.data(), dx.data());
+    Tensor y_used = t(ys, got), dx_ref(*cpu_, xs), dw_ref(*cpu_, w.shape()), db_ref(*cpu_, b.shape());
+    cpu_->Backend::upsample_conv2d_backward(d, cs.f, x.data(), y_used.data(), dy.data(), w.data(), dx_ref.data(),
+                                            dw_ref.data(), db_ref.data(), scratch.data());
+    expect_close(dx_ref.to_host(), dx.to_host(), 1e-5, what + " fused backward data");
+    expect_close(dw_ref.to_host(), dw.to_host(), 1e-5, what + " fused backward weights");
+    expect_close(db_ref.to_host(), db.to_host(), 1e-5, what + " fused backward bias");
+  }
+}
+
 // The 16-bit wire forms of compressed allreduce (train.allreduce_dtype): every 16-bit value comes
 // back exactly; a float goes to the nearest 16-bit value, ties to the even one (checked against
 // its two neighbours, and for IEEE half against the compiler's own _Float16 conversion); the

@@ -1,11 +1,18 @@
 // UpsampleConv2D and Backend::upsample_conv2d_*: nearest upsampling then a 'same' conv, which the
 // CPU backend runs as one polyphase convolution on the small input. Checked against the naive
 // loops on the upsampled input (forward, and backward through the upsampling's adjoint), for the
-// CPU override and Backend's plain default, and the layer against finite differences.
+// CPU override and Backend's plain default, and the layer against finite differences. The forms
+// with the ReLU inside (upsample_conv2d_relu_forward, upsample_conv2d_backward) against the same
+// backend's plain ops composed with its ReLU ops, and the relu layer against UpsampleConv2D then
+// ReLU and against finite differences.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include "conv_reference.h"
 #include "model/backend.h"
+#include "model/layers/relu.h"
 #include "model/layers/upsample_conv2d.h"
 #include "model_test_util.h"
 
@@ -77,6 +84,85 @@ TEST_P(ModelUpsampleConv2D, MatchesUpsampleThenNaiveConv) {
   expect_near(db.to_host(), want.db, 1e-6 * os.n * os.h * os.w + 1e-5, "db");
 }
 
+// The fused ops compute the same floats as the plain ones composed with the ReLU ops: the
+// default runs exactly those; the CPU's ReLU post-op on the small convolution is oneDNN's own
+// ReLU on the same values (max(v, 0)) and the shuffle only moves them; its backward masks while
+// shuffling, the same values as masking first. So equality is exact (-0 == +0). dx null (the
+// first layer) must leave dx alone.
+TEST_P(ModelUpsampleConv2D, ReluFormsEqualTheComposition) {
+  const auto [c, use_default] = GetParam();
+  auto be = make_cpu_backend(2);
+  Backend& be_ = *be;
+  const Shape small{c.n, c.in_c, c.h, c.w};
+  ConvDesc d;
+  d.in = Shape{c.n, c.in_c, c.h * c.factor, c.w * c.factor};
+  d.out_c = c.out_c;
+  d.kh = c.kh;
+  d.kw = c.kw;
+  if (c.same) {
+    same_padding(c.kh, d.pad_top, d.pad_bottom);
+    same_padding(c.kw, d.pad_left, d.pad_right);
+  }
+  const Shape os = d.out();
+  Tensor x = test::random_tensor(be_, small, 31), w = test::random_tensor(be_, Shape{c.out_c, c.in_c, c.kh, c.kw}, 32);
+  Tensor b = test::random_tensor(be_, Shape{1, c.out_c, 1, 1}, 33), dy = test::random_tensor(be_, os, 34);
+  // use_default: Backend's fused forms around this backend's plain ops (the virtual calls they
+  // make), which is how every backend without its own fused forms runs them.
+  const int64_t n_fwd = be->upsample_conv2d_scratch(d, c.factor);
+  const int64_t n_bwd = use_default ? be->Backend::upsample_conv2d_backward_scratch(d, c.factor, true)
+                                    : be->upsample_conv2d_backward_scratch(d, c.factor, true);
+  // The default keeps the masked gradient after the forward's scratch; the CPU's polyphase path
+  // masks on its way to the small grid and needs none.
+  EXPECT_EQ(n_bwd, use_default || !c.same ? n_fwd + os.size() : 0);
+  Tensor s(be_, Shape{1, 1, 1, int(std::max<int64_t>(1, n_bwd))});
+
+  // Plain: conv, ReLU, ReLU's gradient, the two backward ops.
+  Tensor y_conv(be_, os), y_plain(be_, os), d_pre(be_, os), dx_plain(be_, small), dw_plain(be_, w.shape()),
+      db_plain(be_, b.shape());
+  be->upsample_conv2d_forward(d, c.factor, x.data(), w.data(), b.data(), y_conv.data(), s.data());
+  be->relu_forward(os.size(), y_conv.data(), y_plain.data());
+  be->relu_backward(os.size(), y_conv.data(), dy.data(), d_pre.data());
+  be->upsample_conv2d_backward_weights(d, c.factor, x.data(), d_pre.data(), dw_plain.data(), db_plain.data(),
+                                       s.data());
+  be->upsample_conv2d_backward_data(d, c.factor, d_pre.data(), w.data(), dx_plain.data(), s.data());
+  int cut = 0;
+  for (float v : y_plain.to_host()) cut += v == 0.0f;
+  EXPECT_GT(cut, 0);  // the ReLU did cut something
+  EXPECT_LT(cut, os.size());
+
+  // Fused, dx wanted; then without dx (left as it was), then without ReLU (the plain gradients).
+  Tensor y(be_, os), dx(be_, small), dw(be_, w.shape()), db(be_, b.shape());
+  const std::vector<float> sentinel(size_t(small.size()), 7.0f);
+  if (use_default) {
+    be->Backend::upsample_conv2d_relu_forward(d, c.factor, x.data(), w.data(), b.data(), y.data(), s.data());
+    be->Backend::upsample_conv2d_backward(d, c.factor, x.data(), y.data(), dy.data(), w.data(), dx.data(), dw.data(),
+                                          db.data(), s.data());
+  } else {
+    be->upsample_conv2d_relu_forward(d, c.factor, x.data(), w.data(), b.data(), y.data(), s.data());
+    be->upsample_conv2d_backward(d, c.factor, x.data(), y.data(), dy.data(), w.data(), dx.data(), dw.data(),
+                                 db.data(), s.data());
+  }
+  EXPECT_EQ(y.to_host(), y_plain.to_host());
+  EXPECT_EQ(dx.to_host(), dx_plain.to_host());
+  EXPECT_EQ(dw.to_host(), dw_plain.to_host());
+  EXPECT_EQ(db.to_host(), db_plain.to_host());
+
+  dx.upload(sentinel.data());
+  be->upsample_conv2d_backward(d, c.factor, x.data(), y.data(), dy.data(), w.data(), nullptr, dw.data(), db.data(),
+                               s.data());
+  EXPECT_EQ(dx.to_host(), sentinel);
+  EXPECT_EQ(dw.to_host(), dw_plain.to_host());
+
+  Tensor dx_lin(be_, small), dw_lin(be_, w.shape()), db_lin(be_, b.shape());
+  be->upsample_conv2d_backward_weights(d, c.factor, x.data(), dy.data(), dw_lin.data(), db_lin.data(), s.data());
+  be->upsample_conv2d_backward_data(d, c.factor, dy.data(), w.data(), dx_lin.data(), s.data());
+  be->upsample_conv2d_backward(d, c.factor, x.data(), nullptr, dy.data(), w.data(), dx.data(), dw.data(), db.data(),
+                               s.data());
+  EXPECT_EQ(dx.to_host(), dx_lin.to_host());
+  EXPECT_EQ(dw.to_host(), dw_lin.to_host());
+  EXPECT_EQ(db.to_host(), db_lin.to_host());
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Model, ModelUpsampleConv2D,
     ::testing::Combine(::testing::Values(UpCase{2, 100, 4, 5, 132, 8, 8, 2, true},  // MNN's up2_conv1
@@ -99,6 +185,73 @@ TEST(ModelUpsampleConv2DLayer, ShapeAndGradients) {
   auto bv = random_values(4, 6);
   layer.bias().upload(bv.data());
   Tensor x = test::random_tensor(*be, Shape{2, 3, 3, 4}, 7);
+  test::check_layer_gradients(*be, layer, {&x});
+}
+
+// UpsampleConv2D with relu (MNN's up1_conv1/up2_conv1 unless DOWNSCALE_FUSE_LAYERS=0) computes
+// exactly what UpsampleConv2D then ReLU did: output, input and parameter gradients (exact: see
+// ReluFormsEqualTheComposition). Same parameter names: checkpoints load either way.
+TEST(ModelUpsampleConv2DLayer, ReluEqualsUpsampleConvThenRelu) {
+  auto be = make_cpu_backend(2);
+  const Shape in{2, 5, 3, 4};
+  UpsampleConv2D fused("up", *be, 2, 5, 6, 5, true), plain("up", *be, 2, 5, 6, 5);
+  EXPECT_EQ(fused.type(), "UpSampling2D+Conv2D+ReLU");
+  EXPECT_EQ(plain.type(), "UpSampling2D+Conv2D");
+  ASSERT_EQ(fused.params().size(), 2u);
+  EXPECT_EQ(fused.params()[0].name, "up/W");
+  EXPECT_EQ(fused.params()[1].name, "up/b");
+  std::mt19937_64 r1(5), r2(5);
+  fused.init(r1);
+  plain.init(r2);
+  const auto bv = random_values(6, 9);  // init zeroes the bias: make some outputs flip sign
+  fused.bias().upload(bv.data());
+  plain.bias().upload(bv.data());
+  Tensor x = test::random_tensor(*be, in, 1);
+  const Shape os = plain.output_shape({in});
+  Tensor y_fused(*be, os), y_conv(*be, os), y_plain(*be, os);
+  fused.forward(*be, {&x}, y_fused);
+  plain.forward(*be, {&x}, y_conv);
+  ReLU relu("r");
+  relu.forward(*be, {&y_conv}, y_plain);
+  EXPECT_EQ(y_fused.to_host(), y_plain.to_host());
+  int zeros = 0;
+  for (float v : y_plain.to_host()) zeros += v == 0.0f;
+  EXPECT_GT(zeros, 0);
+
+  Tensor dout = test::random_tensor(*be, os, 2), d_conv(*be, os), dx_fused(*be, in), dx_plain(*be, in);
+  fused.backward(*be, {&x}, y_fused, dout, {&dx_fused});
+  relu.backward(*be, {&y_conv}, y_plain, dout, {&d_conv});
+  plain.backward(*be, {&x}, y_conv, d_conv, {&dx_plain});
+  EXPECT_EQ(dx_fused.to_host(), dx_plain.to_host());
+  EXPECT_EQ(fused.weights_grad().to_host(), plain.weights_grad().to_host());
+  EXPECT_EQ(fused.bias_grad().to_host(), plain.bias_grad().to_host());
+}
+
+// The fused layer against finite differences (check_layer_gradients' eps 1e-2, tolerance 1e-2).
+// The ReLU's kink is at the pre-activation and finite differences across it are wrong, so the
+// input is redrawn until every pre-activation is at least 0.01 from 0, as for Conv2D+ReLU
+// (imagenet_layers_test.cpp): a step of 1e-2 in x moves one by at most 1e-2 * sum|w| over the
+// taps it feeds, and in w by 1e-2 * |x| < 1e-2.
+TEST(ModelUpsampleConv2DLayer, ReluGradients) {
+  auto be = make_cpu_backend(2);
+  const Shape in{1, 2, 2, 3};
+  UpsampleConv2D layer("up", *be, 2, 2, 2, 3, true);
+  std::mt19937_64 rng(5);
+  layer.init(rng);
+  const auto bv = random_values(2, 6, -0.3f, 0.3f);
+  layer.bias().upload(bv.data());
+  const ConvDesc d = layer.desc(layer.upsampled(in));
+  uint64_t seed = 7;
+  int cut = 0;
+  for (;; ++seed) {
+    ASSERT_LT(seed, 300u) << "no input without a pre-activation near 0";
+    const auto pre = test::naive_conv(d, test::upsample_nearest(in, 2, random_values(size_t(in.size()), seed)),
+                                      layer.weights().to_host(), bv);
+    if (!std::all_of(pre.begin(), pre.end(), [](double v) { return std::abs(v) >= 0.01; })) continue;
+    cut = int(std::count_if(pre.begin(), pre.end(), [](double v) { return v < 0; }));
+    if (cut > 0 && cut < int(pre.size())) break;  // both sides of the kink present
+  }
+  Tensor x = test::random_tensor(*be, in, seed);
   test::check_layer_gradients(*be, layer, {&x});
 }
 
