@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Layer profiles side by side (bench_train_step --profile-layers --out FILE), one column per file:
-forward, loss, backward and optimizer seconds, then each layer's backward in milliseconds and its
-ratio to the first file's. For scripts/gpu_check.sh section 4: per layer, where BF16 gains over
+forward, loss, backward and optimizer seconds, then each layer's backward (and, where the profile
+has it, forward) in milliseconds and its ratio to the first file's. For scripts/gpu_check.sh section 4: per layer, where BF16 gains over
 TF32 and where it does not (issue 14). Standard library only: the GPU machine's python3 has no
 numpy guarantee. Prints a Markdown table.
 
@@ -39,6 +39,13 @@ def main(paths):
     by_name = [{layer["name"]: float(layer["backward_s"]) for layer in p.get("layers", [])} for p in profiles]
     for layer in base.get("layers", []):
         row(f"backward {layer['name']} (ms)", [b.get(layer["name"], 0.0) for b in by_name])
+    # Forward per layer, where the profiles have it (written since 2026-11-23), in forward order.
+    fwd_by_name = [{layer["name"]: float(layer.get("forward_s", 0.0)) for layer in p.get("layers", [])}
+                   for p in profiles]
+    for layer in reversed(base.get("layers", [])):
+        values = [f.get(layer["name"], 0.0) for f in fwd_by_name]
+        if any(v > 0 for v in values):
+            row(f"forward {layer['name']} (ms)", values)
     return 0
 
 

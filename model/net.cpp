@@ -152,7 +152,7 @@ void Net::init(uint64_t seed) {
     if (n.layer) n.layer->init(rng);
 }
 
-const Tensor& Net::forward(const Tensor& x) {
+const Tensor& Net::forward(const Tensor& x, const std::function<void(const std::string& layer)>& layer_done) {
   Impl& m = *impl_;
   const Shape& want = m.nodes[0].shape;
   const Shape& got = x.shape();
@@ -180,6 +180,7 @@ const Tensor& Net::forward(const Tensor& x) {
     in.clear();
     for (int j : m.nodes[i].inputs) in.push_back(&m.value(j));
     m.nodes[i].layer->forward(m.be, in, *m.cur_out[i]);
+    if (layer_done) layer_done(m.nodes[i].layer->name());
   }
   return *m.cur_out.back();
 }

@@ -54,7 +54,9 @@ class Net {
   // x: (N, C, H, W) on the backend. Returns the loss's channels (loss.h) on the output grid:
   // (N, 3, 4H-3, 4W-3) for demo/mnn with Bernoulli-Gamma (channel 0 p after the sigmoid, 1
   // log(alpha), 2 log(beta)); (N, K, out_h, out_w) for deepesd. Owned by the net.
-  const Tensor& forward(const Tensor& x);
+  // layer_done, if set, is called after each layer's forward with the layer's name (a profiler's
+  // per-layer forward times; train/layer_profile.h).
+  const Tensor& forward(const Tensor& x, const std::function<void(const std::string& layer)>& layer_done = {});
   // d_out: gradient of the loss with respect to forward's output. Overwrites every param grad.
   // Reads the activations of the last forward, and its input x: keep x alive and unchanged.
   // layer_done, if set, is called after each layer's backward with that layer's params (maybe

@@ -56,7 +56,7 @@ std::string LayerProfile::to_json() const {
   j["parameter_floats"] = parameter_floats();
   auto& ls = j["layers"] = nlohmann::json::array();
   for (const auto& l : layers)
-    ls.push_back({{"name", l.name}, {"backward_s", l.backward_s}, {"param_floats", l.floats()},
+    ls.push_back({{"name", l.name}, {"backward_s", l.backward_s}, {"forward_s", l.forward_s}, {"param_floats", l.floats()},
                   {"params", l.params}, {"floats", l.param_floats}});
   return j.dump(1) + "\n";
 }
@@ -79,6 +79,7 @@ LayerProfile LayerProfile::from_json(const std::string& text, const std::string&
       LayerTime t;
       t.name = l.at("name").get<std::string>();
       t.backward_s = l.at("backward_s").get<double>();
+      t.forward_s = l.value("forward_s", 0.0);
       t.params = l.value("params", std::vector<std::string>());
       t.param_floats = l.value("floats", std::vector<int64_t>());
       if (t.param_floats.empty() && l.value("param_floats", int64_t(0)) > 0)
@@ -124,12 +125,20 @@ LayerProfile measure_layer_profile(model::Net& net, model::Backend& be, model::L
   std::vector<LayerTime> layers;
   std::vector<std::vector<double>> layer_s;
   std::vector<double> fwd, lss, bwd, opt;
+  // Forward per layer, by name (every layer also has a backward row, named the same).
+  std::map<std::string, std::vector<double>> forward_layer_s;
   auto step = [&](bool per_layer, bool record) {
     be.synchronize();
     auto t = Clock::now();
-    const model::Tensor& out = net.forward(x);
+    auto t_fwd = t;
+    auto forward_hook = [&](const std::string& name) {
+      be.synchronize();
+      if (record) forward_layer_s[name].push_back(since(t_fwd));
+      t_fwd = Clock::now();
+    };
+    const model::Tensor& out = per_layer ? net.forward(x, forward_hook) : net.forward(x);
     be.synchronize();
-    if (record) fwd.push_back(since(t));
+    if (record && !per_layer) fwd.push_back(since(t));  // whole, without the per-layer waits
     t = Clock::now();
     model::masked_loss_accumulate(be, loss, out, y, mask, valid, 1.0, 0, acc.data(), &d_out);
     be.synchronize();
@@ -179,6 +188,8 @@ LayerProfile measure_layer_profile(model::Net& net, model::Backend& be, model::L
   p.optimizer_s = median(opt);
   for (size_t k = 0; k < layers.size(); ++k) {
     layers[k].backward_s = median(layer_s[k]);
+    const auto f = forward_layer_s.find(layers[k].name);
+    if (f != forward_layer_s.end()) layers[k].forward_s = median(f->second);
     p.layers.push_back(layers[k]);
   }
   return p;

@@ -16,6 +16,7 @@ namespace ds {
 struct LayerTime {
   std::string name;
   double backward_s = 0;
+  double forward_s = 0;  // 0 in profiles written before forward was timed per layer
   // The gradients this layer's backward completes, in the order GradientBuckets meets them
   // (the reverse of Net::params()): floats of each.
   std::vector<std::string> params;

@@ -31,6 +31,7 @@ r=report.md
 grep -q '^# GPU check: rehearsal on the CPU' $r || fail "no title"
 grep -qE '^passed: [1-9][0-9]* tests, skipped: [0-9]+$' $r || fail "no parity count"
 grep -qE '^\| backward head \(ms\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' $r || fail "no TF32/BF16 profile table"
+grep -qE '^\| forward head \(ms\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' $r || fail "no per-layer forward rows"
 grep -q 'nodes  gpus  ranks' $r || fail "no scaling table"
 grep -q '^convolution passes (bf16):$' $r && grep -q '^(no per-pass times: the cpu backend has none)$' $r ||
   fail "no per-pass block"

@@ -80,6 +80,9 @@ TEST(ScalingModel, BucketScheduleIsTheTrainersCut) {
     const LayerProfile p =
         measure_layer_profile(net, *be, model::LossKind::kBernoulliGamma, x, y, mask, 0, 1, "fp32");
     ASSERT_EQ(p.parameter_floats(), net.parameter_count()) << name;
+    // Every layer is timed forward too (a layer's forward is never instantaneous on a clock that
+    // counts the wait for the backend).
+    for (const LayerTime& l : p.layers) EXPECT_GT(l.forward_s, 0.0) << name << " " << l.name;
     Idle comm;
     for (size_t bytes : {size_t(0), size_t(1), size_t(1024), size_t(20000), size_t(4) << 20}) {
       GradientBuckets buckets(net.params(), bytes, comm);
@@ -162,6 +165,7 @@ TEST(ScalingModel, PerLayerTimesAreScaledToTheUnsynchronizedBackward) {
 
 TEST(ScalingModel, ProfileJsonRoundTrip) {
   LayerProfile p = synthetic({{0.25, 0}, {0.5, 7}});
+  p.layers[1].forward_s = 0.125;
   p.layers[1].params = {"c/b", "c/W"};
   p.layers[1].param_floats = {3, 4};
   p.precision = "bf16";
@@ -171,6 +175,7 @@ TEST(ScalingModel, ProfileJsonRoundTrip) {
   ASSERT_EQ(q.layers.size(), 2u);
   EXPECT_EQ(q.layers[1].param_floats, (std::vector<int64_t>{3, 4}));
   EXPECT_DOUBLE_EQ(q.backward_s, p.backward_s);
+  EXPECT_DOUBLE_EQ(q.layers[1].forward_s, p.layers[1].forward_s);
   EXPECT_THROW(LayerProfile::from_json("{\"device\": 1}", "bad.json"), InputError);
   EXPECT_THROW(LayerProfile::from_json("not json", "bad.json"), InputError);
 }
