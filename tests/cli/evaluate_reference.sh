@@ -3,7 +3,7 @@
 # fetch/predictand/pr.nc and predict/precipitation.nc, the VALUE definitions): every per-box field
 # of scores.nc, every domain mean and median of scores.json and scores.csv, for the CNN's three
 # outputs (two stochastic members) and the climatology baseline; linear_pcs's aggregation; the
-# same for the seasons DJF and JJA (evaluate.seasons).
+# same for the seasons DJF and JJA (evaluate.seasons), whose maps are drawn too.
 # A tiny demo run of its own (1 epoch) so that no other test's run folder is needed. About 15 s.
 #   usage: evaluate_reference.sh <downscale binary> <source dir>
 set -euo pipefail
@@ -28,10 +28,12 @@ for stage in synth fetch preprocess train predict evaluate; do
 done
 # The demo's training years (configs/demo.yaml: preprocess.train_years) for the climatology.
 /usr/bin/python3 "$src/tests/cli/evaluate_reference.py" runs/demo 2000 2002 DJF,JJA
-# Each season's score table beside the annual one.
+# Each season's score table beside the annual one, and its maps and summary (PNGs of the annual
+# maps' size, not blank; none for a season not asked).
 for season in DJF JJA; do
   [[ -s runs/demo/evaluate/scores_table_$season.png ]] || { echo "no scores_table_$season.png"; exit 1; }
 done
 [[ ! -e runs/demo/evaluate/scores_table_MAM.png ]] || { echo "scores_table_MAM.png written for a season not asked"; exit 1; }
+/usr/bin/python3 "$src/tests/cli/season_maps_check.py" runs/demo/evaluate DJF,JJA
 # The seasonal fields are CF too (climatological time axes, CF 7.4).
 /usr/bin/python3 "$src/tests/cli/cf_check.py" runs/demo/evaluate/scores.nc
