@@ -29,7 +29,9 @@ Definitions (VALUE: Maraun et al. 2015, Gutierrez et al. 2019; the R package R.V
   members     indices and scores per member, then the member mean (R.VALUE's wrapperFUN:
               mean(..., na.rm = TRUE)); relative biases of the member-mean index
   domain      mean and median over the land boxes where the per-box value is defined
-Days where either series is missing are left out pairwise. Land: the boxes the product predicts.
+Days where either series is missing are left out pairwise (evaluate_reference.sh marks some
+observed days missing: whole days and single boxes, inside long spells and at 1 January). Land:
+the boxes the product predicts.
 
 The climatology baseline (each box's mean over the training years, every test day) is recomputed
 from pr.nc too. The linear baseline (principal components of the store's predictors) is not: its
