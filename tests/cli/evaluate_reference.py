@@ -273,7 +273,7 @@ def compare_field(name, ref, nc, scale=1.0):
     note("nc " + name.split("_")[0], d.max(), np.abs(ref[ok]).max())
     if (d > bound).any():
         i = np.argmax(d - bound)
-        fail(f"scores.nc {name}: box {np.flatnonzero(ok)[i]} reference {ref[ok][i]!r}, file {got[i]!r}")
+        fail(f"scores.nc {name}: box {np.flatnonzero(ok)[i]} reference {ref[ok][i]!r}, file {got[ok][i]!r}")
 
 
 def check_period(where, sfx, report, csv, nc, obs_land, methods, land, calendar, nt):
