@@ -1,6 +1,10 @@
 #include "evaluate/evaluation_maps.h"
 
+#include <algorithm>
+#include <filesystem>
+
 #include "evaluate/maps.h"
+#include "evaluate/seasons.h"
 
 namespace ds {
 
@@ -114,6 +118,20 @@ void write_continuous_maps(const std::string& dir, const MapGrid& grid, const st
   std::vector<PeriodMaps> periods{continuous_period(grid, config, "", annual)};
   for (const auto& s : seasons) periods.push_back(continuous_period(grid, config, s.season, s.evaluation));
   draw_maps(dir, grid, kinds, {0, 1, 2, 4}, std::move(periods));  // summary: means, bias, correlation
+}
+
+size_t remove_unlisted_season_figures(const std::string& dir, const std::vector<std::string>& seasons) {
+  static const char* const names[] = {"scores_table", "observed_mean", "predicted_mean", "bias", "rocss",
+                                      "rmse",         "pearson",       "summary"};
+  size_t removed = 0;
+  for (const std::string& season : season_names()) {
+    if (season == "annual" || std::find(seasons.begin(), seasons.end(), season) != seasons.end()) continue;
+    for (const char* name : names) {
+      std::error_code ec;  // absent: nothing to do
+      removed += std::filesystem::remove(dir + "/" + name + "_" + season + ".png", ec);
+    }
+  }
+  return removed;
 }
 
 }  // namespace ds

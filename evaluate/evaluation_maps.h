@@ -34,4 +34,9 @@ void write_precipitation_maps(const std::string& dir, const MapGrid& grid, const
 void write_continuous_maps(const std::string& dir, const MapGrid& grid, const std::string& config,
                            const ContinuousEvaluation& annual, const std::vector<ContinuousSeason>& seasons);
 
+// The figures of seasons not in `seasons` left by an earlier evaluate into dir (scores_table,
+// the maps and summary, <name>_<season>.png), removed so that the folder holds the figures of
+// this scores.json only. Returns how many were removed.
+size_t remove_unlisted_season_figures(const std::string& dir, const std::vector<std::string>& seasons);
+
 }  // namespace ds

@@ -112,6 +112,13 @@ std::vector<int64_t> days_of(const std::vector<int64_t>& days, const std::vector
   return d;
 }
 
+// Once this evaluate's figures are written: those of seasons an earlier evaluate listed and this
+// one does not go, so no DJF map outlives the scores.json it was drawn from.
+void remove_old_season_figures(const std::string& dir, const Config& cfg) {
+  if (const size_t n = remove_unlisted_season_figures(dir, cfg.evaluate.seasons))
+    spdlog::info("removed {} figures of seasons an earlier evaluate listed and evaluate.seasons does not", n);
+}
+
 // The test split's observations and land mask on the observation window, once the prediction
 // at pred_path (days, calendar, grid and store identity as read from it) is checked to be of them.
 struct TestObservations {
@@ -194,6 +201,7 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   };
   table(dir + "/scores_table.png", e, "");
   for (const auto& s : seasonal) table(dir + "/scores_table_" + s.season + ".png", s.evaluation, ", " + s.season);
+  remove_old_season_figures(dir, cfg);
 
   // The log table: the annual block, then one per season.
   auto log_table = [](const ContinuousEvaluation& x) {
@@ -291,6 +299,7 @@ int run_evaluate(const Config& cfg) {
   for (const auto& s : seasonal)
     write_table_png(dir + "/scores_table_" + s.season + ".png", s.evaluation,
                     "downscale evaluate, " + s.season + " (" + std::to_string(s.evaluation.ndays) + " test days): " + cfg.file);
+  remove_old_season_figures(dir, cfg);
 
   // The log table: the annual block, then one per season.
   auto log_table = [](const Evaluation& x) {
