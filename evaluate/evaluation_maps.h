@@ -2,17 +2,19 @@
 // each season of evaluate.seasons besides annual:
 //   precipitation  observed_mean, predicted_mean (CNN deterministic), bias (of the mean), rocss
 //   other (tas)    observed_mean, predicted_mean (CNN), bias, rmse, pearson
-// and summary.png, the first four of them as panels of one figure. A season's maps are the same
-// figures of its test days only, named <map>_<season>.png (as scores_table_<season>.png), with
-// the season in their titles.
+// and summary.png, four of them as panels of one figure (precipitation: all four; otherwise the
+// two means, the bias and the correlation). A season's maps are the same figures of its test
+// days only, named <map>_<season>.png (as scores_table_<season>.png), the season in the titles.
 // Colour scales: one per map kind (observed and predicted mean share one), computed from that
 // kind's fields of every period drawn (annual and each season) together, by colour_scale's rule
 // (2nd..98th percentile, round limits, centred palettes symmetric about 0). So a colour means the
 // same amount in the annual map and in every season's map of the run, and the seasons can be
-// compared by eye (a dry JJA reads as pale next to a wet DJF, as in the IPCC atlas's seasonal
-// panels) rather than each map stretching its own range. With evaluate.seasons [annual] (the
-// default) the fields pooled are the annual ones only: the maps are those drawn before seasons.
+// compared by eye (a dry JJA reads as pale next to a wet DJF) rather than each map stretching
+// its own range; a season's extremes beyond the shared limits get the colour bar's triangles.
+// With evaluate.seasons [annual] (the default) the fields pooled are the annual ones only: the
+// maps are those drawn before seasons existed, byte for byte.
 #pragma once
+#include <cstddef>
 #include <string>
 #include <vector>
 
