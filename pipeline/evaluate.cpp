@@ -4,7 +4,8 @@
 // Precipitation: the VALUE indices and scores; any other predictand (tas, ...): bias, RMSE,
 // Pearson correlation and ratio of standard deviations. Writes evaluate/scores.json,
 // scores.csv, scores.nc (per box), maps (PNG), a multi-panel summary.png and the score table (PNG);
-// with evaluate.seasons, each season's figures besides (evaluate/seasons.h; JSON, CSV, NetCDF, log).
+// with evaluate.seasons, each season's figures besides (evaluate/seasons.h; JSON, CSV, NetCDF, log,
+// its score table and maps, <name>_<season>.png: evaluate/evaluation_maps.h).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "evaluate/baselines.h"
 #include "evaluate/continuous_scores.h"
+#include "evaluate/evaluation_maps.h"
 #include "evaluate/maps.h"
 #include "evaluate/scores.h"
 #include "evaluate/scores_file.h"
@@ -110,6 +112,13 @@ std::vector<int64_t> days_of(const std::vector<int64_t>& days, const std::vector
   return d;
 }
 
+// Once this evaluate's figures are written: those of seasons an earlier evaluate listed and this
+// one does not go, so no DJF map outlives the scores.json it was drawn from.
+void remove_old_season_figures(const std::string& dir, const Config& cfg) {
+  if (const size_t n = remove_unlisted_season_figures(dir, cfg.evaluate.seasons))
+    spdlog::info("removed {} figures of seasons an earlier evaluate listed and evaluate.seasons does not", n);
+}
+
 // The test split's observations and land mask on the observation window, once the prediction
 // at pred_path (days, calendar, grid and store identity as read from it) is checked to be of them.
 struct TestObservations {
@@ -177,26 +186,8 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
                   continuous_score_fields(e, cf_standard_name(meta.predictand)), {}, std::move(season_fields));
   const std::string& v = meta.predictand;
   const std::string& units = meta.predictand_units;
-  // Maps: observed and predicted mean on one scale; the same panels again in summary.png.
-  const Basemap basemap = load_basemap(pred.lon, pred.lat);
-  const ContinuousScores& cnn = e.methods.front();
-  const ColourScale means = colour_scale({&e.observed_mean, &cnn.mean}, Palette::kViridis, false);
-  auto field = [&](const std::string& title, const std::string& u, const std::vector<double>& values, const ColourScale& s) {
-    return MapField{title, u, pred.lon, pred.lat, values, s};
-  };
-  const MapField observed = field("Observed mean " + v + ", test period", units, e.observed_mean, means);
-  const MapField predicted = field("CNN mean " + v + ", test period", units, cnn.mean, means);
-  const MapField bias = field("CNN bias of the mean " + v, units, cnn.bias, colour_scale({&cnn.bias}, Palette::kRdBu, true));
-  const MapField rmse = field("CNN RMSE of daily " + v, units, cnn.rmse, colour_scale({&cnn.rmse}, Palette::kViridis, false));
-  const MapField pearson = field("CNN Pearson correlation of daily " + v, "", cnn.pearson,
-                                 colour_scale({&cnn.pearson}, Palette::kViridis, false));
-  write_map_png(dir + "/observed_mean.png", observed, basemap);
-  write_map_png(dir + "/predicted_mean.png", predicted, basemap);
-  write_map_png(dir + "/bias.png", bias, basemap);
-  write_map_png(dir + "/rmse.png", rmse, basemap);
-  write_map_png(dir + "/pearson.png", pearson, basemap);
-  write_figure_png(dir + "/summary.png", "downscale evaluate (" + v + "): " + cfg.file,
-                   {observed, predicted, bias, pearson}, basemap);
+  // Maps and summary.png, annual and each season's (evaluate/evaluation_maps.h).
+  write_continuous_maps(dir, {pred.lon, pred.lat}, cfg.file, e, seasonal);
   // The score table, annual, then scores_table_<season>.png for each season.
   auto table = [&](const std::string& path, const ContinuousEvaluation& x, const std::string& when) {
     std::vector<TableRow> rows;
@@ -210,6 +201,7 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   };
   table(dir + "/scores_table.png", e, "");
   for (const auto& s : seasonal) table(dir + "/scores_table_" + s.season + ".png", s.evaluation, ", " + s.season);
+  remove_old_season_figures(dir, cfg);
 
   // The log table: the annual block, then one per season.
   auto log_table = [](const ContinuousEvaluation& x) {
@@ -226,8 +218,8 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
     spdlog::info("{} (months {}; {} test days)", s.season, months_text(s.months), s.evaluation.ndays);
     log_table(s.evaluation);
   }
-  spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png{}, maps and summary.png ({} in {})", dir,
-               seasonal.empty() ? "" : " (and one per season)", v, units);
+  spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png, maps and summary.png{} ({} in {})", dir,
+               seasonal.empty() ? "" : " (each table and map also per season)", v, units);
   return 0;
 }
 
@@ -301,30 +293,13 @@ int run_evaluate(const Config& cfg) {
   write_scores_nc(dir, pred_path, pred.lat, pred.lon, pred.days, pred.calendar, precipitation_score_fields(e),
                   {{"wet_day_threshold", "1 mm/day"}}, std::move(season_fields));
 
-  // Maps: observed and predicted mean on one scale, the bias brown (drier) to green (wetter);
-  // the same panels again in summary.png.
-  const Basemap basemap = load_basemap(pred.lon, pred.lat);
-  const MethodScores& cnn = e.methods.front();
-  std::vector<double> bias(np);
-  for (size_t k = 0; k < np; ++k) bias[k] = cnn.indices.mean[k] - e.observed.mean[k];
-  const ColourScale amounts = colour_scale({&e.observed.mean, &cnn.indices.mean}, Palette::kYlGnBu, false);
-  auto field = [&](const std::string& title, const std::string& units, const std::vector<double>& v, const ColourScale& s) {
-    return MapField{title, units, pred.lon, pred.lat, v, s};
-  };
-  const MapField observed = field("Observed mean precipitation, test period", "mm/day", e.observed.mean, amounts);
-  const MapField predicted = field("CNN (deterministic) mean precipitation", "mm/day", cnn.indices.mean, amounts);
-  const MapField bias_map = field("CNN (deterministic) bias of the mean precipitation", "mm/day", bias,
-                                  colour_scale({&bias}, Palette::kBrBG, true));
-  const MapField rocss = field("CNN ROC skill score of wet days", "", cnn.rocss, colour_scale({&cnn.rocss}, Palette::kPiYG, true));
-  write_map_png(dir + "/observed_mean.png", observed, basemap);
-  write_map_png(dir + "/predicted_mean.png", predicted, basemap);
-  write_map_png(dir + "/bias.png", bias_map, basemap);
-  write_map_png(dir + "/rocss.png", rocss, basemap);
-  write_figure_png(dir + "/summary.png", "downscale evaluate: " + cfg.file, {observed, predicted, bias_map, rocss}, basemap);
+  // Maps and summary.png, annual and each season's (evaluate/evaluation_maps.h).
+  write_precipitation_maps(dir, {pred.lon, pred.lat}, cfg.file, e, seasonal);
   write_table_png(dir + "/scores_table.png", e, "downscale evaluate: " + cfg.file);
   for (const auto& s : seasonal)
     write_table_png(dir + "/scores_table_" + s.season + ".png", s.evaluation,
                     "downscale evaluate, " + s.season + " (" + std::to_string(s.evaluation.ndays) + " test days): " + cfg.file);
+  remove_old_season_figures(dir, cfg);
 
   // The log table: the annual block, then one per season.
   auto log_table = [](const Evaluation& x) {
@@ -347,8 +322,8 @@ int run_evaluate(const Config& cfg) {
     spdlog::info("{} (months {}; {} test days)", s.season, months_text(s.months), s.evaluation.ndays);
     log_table(s.evaluation);
   }
-  spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png{}, maps and summary.png", dir,
-               seasonal.empty() ? "" : " (and one per season)");
+  spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png, maps and summary.png{}", dir,
+               seasonal.empty() ? "" : " (each table and map also per season)");
   return 0;
 }
 

@@ -29,7 +29,9 @@ Definitions (VALUE: Maraun et al. 2015, Gutierrez et al. 2019; the R package R.V
   members     indices and scores per member, then the member mean (R.VALUE's wrapperFUN:
               mean(..., na.rm = TRUE)); relative biases of the member-mean index
   domain      mean and median over the land boxes where the per-box value is defined
-Days where either series is missing are left out pairwise. Land: the boxes the product predicts.
+Days where either series is missing are left out pairwise (evaluate_reference.sh marks some
+observed days missing: whole days and single boxes, inside long spells and at 1 January). Land:
+the boxes the product predicts.
 
 The climatology baseline (each box's mean over the training years, every test day) is recomputed
 from pr.nc too. The linear baseline (principal components of the store's predictors) is not: its
@@ -271,7 +273,7 @@ def compare_field(name, ref, nc, scale=1.0):
     note("nc " + name.split("_")[0], d.max(), np.abs(ref[ok]).max())
     if (d > bound).any():
         i = np.argmax(d - bound)
-        fail(f"scores.nc {name}: box {np.flatnonzero(ok)[i]} reference {ref[ok][i]!r}, file {got[i]!r}")
+        fail(f"scores.nc {name}: box {np.flatnonzero(ok)[i]} reference {ref[ok][i]!r}, file {got[ok][i]!r}")
 
 
 def check_period(where, sfx, report, csv, nc, obs_land, methods, land, calendar, nt):

@@ -40,6 +40,8 @@ j = json.load(open(sys.argv[1]))
 assert j["seasons"]["DJF"]["methods"] == j["methods"], "DJF of a DJF-only test split differs from annual"
 assert j["seasons"]["DJF"]["test_days"] == j["test_days"]
 PY
+# Its DJF maps (observed and predicted mean, bias, RMSE, Pearson, summary) beside the annual ones.
+/usr/bin/python3 "$src/tests/cli/season_maps_check.py" runs/iberia_tas/evaluate/deepesd DJF continuous
 # A season the test split has no day of is a usage error (exit 2) naming the months it has.
 rc=0; out=$(ds evaluate --set train.name=demo --set "evaluate.seasons=[annual, JJA]") || rc=$?
 [[ $rc -eq 2 ]] && grep -qF "lists JJA (months 6, 7, 8), but the test split" <<<"$out" && grep -qF "its months: 1, 2, 12" <<<"$out" ||

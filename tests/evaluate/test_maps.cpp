@@ -1,13 +1,16 @@
 // The evaluation maps: colour scales (shared limits, extend decisions, BrBG centred at 0),
 // graticule ticks at true degrees (not at cell edges by accident), and the rendered PNG read
 // back: the bias palette's colours, and coastline pixels over Iberia (skipped without Natural
-// Earth data), drawn without a crash when the data is missing.
+// Earth data), drawn without a crash when the data is missing; a season's maps on the annual
+// map's colour scale.
 #include <cairo.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <cmath>
+#include <fstream>
 
+#include "evaluate/evaluation_maps.h"
 #include "evaluate/maps.h"
 #include "support/test_support.h"
 
@@ -224,4 +227,39 @@ TEST(Maps, ARegionalMapFallsBackToACoarserResolution) {
     setenv("DOWNSCALE_NATURAL_EARTH", saved.c_str(), 1);
   else
     unsetenv("DOWNSCALE_NATURAL_EARTH");
+}
+
+// evaluate.seasons: each season's maps beside the annual ones, every kind on one colour scale
+// over the periods (evaluate/evaluation_maps.h), so one amount is one colour in every map.
+TEST(Maps, SeasonMapsShareTheAnnualColourScale) {
+  TempDir dir;
+  // Open Atlantic (no coastline through the sampled cells): 3 x 2 boxes, the top row ocean.
+  const std::vector<double> lon{-40, -39, -38}, lat{40, 41};
+  auto evaluation = [](std::vector<double> mean) {
+    Evaluation e;
+    e.npoints = mean.size();
+    e.ndays = 90;
+    e.observed.mean = mean;
+    MethodScores cnn;
+    cnn.name = "cnn_deterministic";
+    cnn.indices.mean = mean;
+    cnn.rocss = std::vector<double>(mean.size(), 0.5);
+    e.methods.push_back(cnn);
+    return e;
+  };
+  // 3 mm/day is the wettest box of the year and the driest of DJF.
+  const Evaluation annual = evaluation({1, 2, 3, NAN, NAN, NAN});
+  const SeasonEvaluation djf{"DJF", {12, 1, 2}, evaluation({3, 4, 5, NAN, NAN, NAN})};
+  write_precipitation_maps(dir.path(), {lon, lat}, "test.yaml", annual, {djf});
+  for (const char* name : {"observed_mean", "predicted_mean", "bias", "rocss", "summary"}) {
+    EXPECT_TRUE(std::ifstream(dir.path() + "/" + name + "_DJF.png").good()) << name;
+    EXPECT_FALSE(std::ifstream(dir.path() + "/" + name + "_JJA.png").good()) << name;
+  }
+  const Image year = read_png(dir.path() + "/observed_mean.png"), winter = read_png(dir.path() + "/observed_mean_DJF.png");
+  ASSERT_EQ(year.w, winter.w);
+  ASSERT_EQ(year.h, winter.h);
+  const MapGeometry g = map_geometry(lon, lat, 62, 40, 560, 460);  // the panel's layout
+  auto at = [&](const Image& im, double lon, double lat) { return im.at(g.x(lon + 0.3), g.y(lat + 0.3)); };
+  EXPECT_EQ(at(year, -38, 40), at(winter, -40, 40)) << std::hex << at(year, -38, 40) << " " << at(winter, -40, 40);
+  EXPECT_NE(at(year, -40, 40), at(winter, -40, 40));  // 1 and 3 mm/day: not one colour
 }
