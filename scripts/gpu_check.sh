@@ -17,6 +17,7 @@
 #   curves (2): CURVE_STEPS MNN training steps at batch BATCH on the North America shapes
 #      (20 x 30 x 53 -> 117 x 209) on the GPU in each of CURVE_MATHS and on the CPU from the same
 #      weights and batch: the loss curves side by side;
+#   sanitize (1c): compute-sanitizer memcheck and racecheck over the CUDA tests of our kernels;
 #   nccl (1b): training through NCCL on one GPU (tests/cli/train_nccl.sh) and bench_train_ddp over
 #      MPI/NCCL;
 #   e2e (5): downscale train end to end on the North America shapes;
@@ -26,7 +27,7 @@
 #
 #   scripts/gpu_check.sh [ROOT]     ROOT: the bundle's folder, or the source tree (build/ in it)
 #   env: REPORT=FILE PY=python3 (the PyTorch peer's interpreter) BATCH=32 ROUNDS=3 STEPS=10 WARMUP=3
-#        SECTIONS="parity bench profile curves nccl e2e imagenet variants" (which, in that order)
+#        SECTIONS="parity bench profile curves nccl e2e imagenet variants sanitize" (which, in that order)
 #        BUDGET=0 (seconds for the whole script, 0: none; a step gets at most what is left, a
 #        section that would start after it is reported as not run, so the report is complete and
 #        back before a device call's limit)
@@ -60,12 +61,12 @@ PY=${PY:-python3} BATCH=${BATCH:-32} ROUNDS=${ROUNDS:-3} STEPS=${STEPS:-10} WARM
 CURVE_STEPS=${CURVE_STEPS:-20} CPU_CURVE=${CPU_CURVE:-1} CPU_CURVE_STEPS=${CPU_CURVE_STEPS:-20} E2E=${E2E:-1}
 MATHS=${MATHS:-tf32 fp32} CURVE_MATHS=${CURVE_MATHS:-fp32 tf32} PROFILE_MATHS=${PROFILE_MATHS:-bf16}
 STEP_TIMEOUT=${STEP_TIMEOUT:-300} LOGS=${LOGS:-} BUDGET=${BUDGET:-0} COMPILE=${COMPILE:-auto}
-SECTIONS=${SECTIONS:-parity bench profile curves nccl e2e imagenet variants}
+SECTIONS=${SECTIONS:-parity bench profile curves nccl e2e imagenet variants sanitize}
 [[ $E2E == 1 ]] || SECTIONS=${SECTIONS//e2e/}
 [[ ${IMAGENET:-1} == 1 ]] || SECTIONS=${SECTIONS//imagenet/}
 for s in $SECTIONS; do
-  case $s in parity | bench | profile | curves | nccl | e2e | imagenet | variants) ;;
-    *) echo "gpu_check.sh: SECTIONS: unknown section '$s' (parity bench profile curves nccl e2e imagenet variants)" >&2; exit 2 ;;
+  case $s in parity | bench | profile | curves | nccl | e2e | imagenet | variants | sanitize) ;;
+    *) echo "gpu_check.sh: SECTIONS: unknown section '$s' (parity bench profile curves nccl e2e imagenet variants sanitize)" >&2; exit 2 ;;
   esac
 done
 [[ $BUDGET =~ ^[0-9]+$ && $STEP_TIMEOUT =~ ^[0-9]+$ ]] ||
@@ -162,6 +163,34 @@ section_parity() {
     outcome $? "GPU predict against CPU predict" predict_gpu
     tail -15 "$work/predict" > "$work/predict.tail"; block "$work/predict.tail"
   fi
+  say ""
+}
+
+# --- 1c. compute-sanitizer over the hand-written kernels, most of them never run on a GPU ---
+# memcheck (out-of-bounds and misaligned accesses, bad frees) and racecheck (shared
+# memory: the narrow convolution's packed weights) on the CUDA tests of our own kernels, small
+# shapes; cuDNN's kernels run inside them too. SANITIZE_FILTER picks the tests.
+section_sanitize() {
+  say "## 1c. compute-sanitizer on the hand-written kernels"
+  local cs tool rc filter=${SANITIZE_FILTER:-ModelCuda.NarrowOutputConvolutionMatchesCpu:ModelCuda.UpsampleConvRelu*:ModelCuda.ElementwiseOps:ModelCuda.UpsampleAndChannels:ModelCuda.PaddedPooling:ModelCuda.SoftmaxCrossEntropy:ModelCuda.GatherRowsAndLossAccumulator:ModelCuda.BatchNorm:ModelCuda.RefusedAlgorithmIsReplacedByTheNext}
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  if [[ $REHEARSAL == 1 ]]; then
+    say "compute-sanitizer: skipped (rehearsal: no GPU)"; say ""; return
+  fi
+  [[ -n $cs ]] || { failed+=("compute-sanitizer missing"); say "compute-sanitizer: not found"; say ""; return; }
+  for tool in memcheck racecheck; do
+    run "$cs" --tool "$tool" --error-exitcode 99 --print-limit 20 "$test_model" --gtest_filter="$filter" \
+      > "$work/sanitize_$tool" 2>&1
+    rc=$?
+    if ((rc == 0)); then
+      say "$tool: clean ($(grep -c '^\[       OK \]' "$work/sanitize_$tool") tests)"
+    else
+      failed+=("compute-sanitizer $tool"); say "$tool: FAILED (exit $rc)"
+      grep -E '^========= |^\[  FAILED' "$work/sanitize_$tool" | head -40 > "$work/sanitize_$tool.tail"
+      [[ -s $work/sanitize_$tool.tail ]] || tail -20 "$work/sanitize_$tool" > "$work/sanitize_$tool.tail"
+      block "$work/sanitize_$tool.tail"
+    fi
+  done
   say ""
 }
 

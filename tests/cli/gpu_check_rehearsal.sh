@@ -25,7 +25,7 @@ export GPU_CHECK_REHEARSAL=1 PY=${PY:-/usr/bin/python3}
 
 # 1. the sections that run in seconds here
 rc=0
-SECTIONS="parity profile curves nccl variants" REPORT=$work/report.md bash root/scripts/gpu_check.sh root > out.txt 2>&1 || rc=$?
+SECTIONS="parity profile curves nccl variants sanitize" REPORT=$work/report.md bash root/scripts/gpu_check.sh root > out.txt 2>&1 || rc=$?
 [[ $rc == 0 ]] || { cat out.txt; fail "exit $rc, expected 0"; }
 r=report.md
 grep -q '^# GPU check: rehearsal on the CPU' $r || fail "no title"
@@ -43,6 +43,7 @@ grep -qE '^largest relative difference from the CPU: GPU FP32 [0-9.e+-]+ \(limit
 grep -qE '^bench_train_ddp --communicator mpi --allreduce-dtype fp32: .*step_s [0-9.]+ samples_per_s [0-9.]+' $r ||
   fail "no bench_train_ddp figures"
 grep -q 'training through NCCL (run.communicator nccl): skipped (no GPU)' $r || fail "train_nccl's skip not reported"
+grep -q '^compute-sanitizer: skipped (rehearsal: no GPU)$' $r || fail "no sanitize section"
 grep -q '^\*\*Result: passed\*\*$' $r || fail "no passed result"
 [[ ! -e report.md.tmp ]] || fail "report.md.tmp left behind"
 
