@@ -3,6 +3,7 @@
 // run in oneDNN's blocked layouts, are in dnnl_conv.cpp and dnnl_upsample_conv.cpp; the
 // elementwise loops in cpu_loops.cpp.
 #include "model/cpu/dnnl_backend.h"
+#include "model/cpu/host_memory.h"
 #include "model/cpu/dnnl_util.h"
 
 #include <sched.h>
@@ -90,14 +91,12 @@ bool DnnlBackend::set_math(MathMode mode) {
 // --- memory ---
 
 float* DnnlBackend::allocate(int64_t n) {
-  // 64-byte alignment: a cache line and an AVX-512 vector, which oneDNN's kernels prefer.
-  const size_t bytes = ((size_t(n) * sizeof(float) + 63) / 64) * 64;
-  void* p = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
+  void* p = host_allocate(size_t(n > 0 ? n : 0) * sizeof(float));  // model/cpu/host_memory.h
   if (!p) throw Error("out of host memory allocating " + std::to_string(n) + " floats");
   return static_cast<float*>(p);
 }
 
-void DnnlBackend::release(float* p) { std::free(p); }
+void DnnlBackend::release(float* p) { host_free(p); }
 
 void DnnlBackend::copy_from_host(float* dst, const float* host, int64_t n) { std::memcpy(dst, host, size_t(n) * 4); }
 void DnnlBackend::copy_to_host(float* host, const float* src, int64_t n) { std::memcpy(host, src, size_t(n) * 4); }

@@ -1,10 +1,11 @@
-// A grow-only, 64-byte aligned host buffer. The CPU backend keeps a few of these as workspaces
+// A grow-only, 64-byte aligned host buffer (huge pages when large: host_memory.h). The CPU backend keeps a few of these as workspaces
 // (blocked copies of conv operands, oneDNN's scratchpad): ops run one at a time, so every layer can
 // share them, and after the first step of a given batch size they never reallocate.
 #pragma once
 #include <cstddef>
-#include <cstdlib>
 #include <new>
+
+#include "model/cpu/host_memory.h"
 
 namespace ds::model {
 
@@ -13,14 +14,14 @@ class HostBuffer {
   HostBuffer() = default;
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;
-  ~HostBuffer() { std::free(p_); }
+  ~HostBuffer() { host_free(p_); }
 
   // At least `bytes` bytes; the old contents are not kept when it grows.
   void* reserve(size_t bytes) {
     if (bytes > size_) {
-      std::free(p_);
+      host_free(p_);
       size_ = (bytes + 63) / 64 * 64;
-      p_ = std::aligned_alloc(64, size_);
+      p_ = host_allocate(size_);
       if (!p_) {
         size_ = 0;
         throw std::bad_alloc();
