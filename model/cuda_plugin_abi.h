@@ -18,9 +18,11 @@ class Communicator;  // train/distributed.h
 // Bump when a member changes meaning or type. Appending members does not need a bump: the table
 // says its own size, and the loader uses a member only when the size covers it. The Backend
 // class (model/backend.h) crosses the boundary too: bump when its virtual functions change, or
-// an older plugin would be called through the wrong vtable slots. 2: softmax_cross_entropy and
-// all_finite over several buffers (2026-11-22).
-#define DS_CUDA_PLUGIN_ABI 2
+// an older plugin would be called through the wrong vtable slots (tests/model/plugin_abi_test.cpp
+// pins the virtuals to this number). 2: softmax_cross_entropy and all_finite over several buffers
+// (2026-11-22). 3: upsample_conv2d_relu_forward, upsample_conv2d_backward_scratch and
+// upsample_conv2d_backward, inserted before copy_channels (2026-11-23).
+#define DS_CUDA_PLUGIN_ABI 3
 #define DS_CUDA_PLUGIN_ENTRY "ds_cuda_plugin"
 
 namespace ds::model {

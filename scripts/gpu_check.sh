@@ -168,8 +168,10 @@ section_parity() {
 
 # --- 1c. compute-sanitizer over the hand-written kernels, most of them never run on a GPU ---
 # memcheck (out-of-bounds and misaligned accesses, bad frees) and racecheck (shared
-# memory: the narrow convolution's packed weights) on the CUDA tests of our own kernels, small
-# shapes; cuDNN's kernels run inside them too. SANITIZE_FILTER picks the tests.
+# memory: the narrow convolution's packed weights, the loss and batch-norm reductions) on the CUDA
+# tests of our own kernels, small shapes; cuDNN's kernels run inside them too. Batch norm through
+# our kernels (DOWNSCALE_CUDA_BN=kernels), since cuDNN's is the default and ModelCuda.BatchNorm
+# would otherwise check only cuDNN's. SANITIZE_FILTER picks the tests.
 section_sanitize() {
   say "## 1c. compute-sanitizer on the hand-written kernels"
   local cs tool rc filter=${SANITIZE_FILTER:-ModelCuda.NarrowOutputConvolutionMatchesCpu:ModelCuda.UpsampleConvRelu*:ModelCuda.ElementwiseOps:ModelCuda.UpsampleAndChannels:ModelCuda.PaddedPooling:ModelCuda.SoftmaxCrossEntropy:ModelCuda.GatherRowsAndLossAccumulator:ModelCuda.BatchNorm:ModelCuda.RefusedAlgorithmIsReplacedByTheNext}
@@ -179,7 +181,8 @@ section_sanitize() {
   fi
   [[ -n $cs ]] || { failed+=("compute-sanitizer missing"); say "compute-sanitizer: not found"; say ""; return; }
   for tool in memcheck racecheck; do
-    run "$cs" --tool "$tool" --error-exitcode 99 --print-limit 20 "$test_model" --gtest_filter="$filter" \
+    DOWNSCALE_CUDA_BN=kernels run "$cs" --tool "$tool" --error-exitcode 99 --print-limit 20 "$test_model" \
+      --gtest_filter="$filter" \
       > "$work/sanitize_$tool" 2>&1
     rc=$?
     if ((rc == 0)); then

@@ -24,11 +24,16 @@ struct ConvChoice {
 // cudnnFind*'s usable entries first (fastest first), then the heuristic's usable entries that
 // Find did not list with the same math type, in the heuristic's order: the timed choice when
 // there is one, cuDNN's recommendation as the fallback.
+// forced_math >= 0 (FP32 mode: CUDNN_FMA_MATH, which adopt_choice runs every entry under): each
+// entry takes that math type before the comparison, so an algorithm the heuristic ranked under a
+// tensor-core math type is not tried a second time under FMA after Find's FMA entry of it was
+// refused, and the stderr line names the math type that really runs.
 inline std::vector<ConvChoice> merge_choices(const std::vector<ConvChoice>& found,
-                                             const std::vector<ConvChoice>& heuristic) {
+                                             const std::vector<ConvChoice>& heuristic, int forced_math = -1) {
   std::vector<ConvChoice> all;
   for (const auto& list : {found, heuristic})
-    for (const ConvChoice& c : list) {
+    for (ConvChoice c : list) {
+      if (forced_math >= 0) c.math = forced_math;
       bool seen = false;
       for (const ConvChoice& a : all) seen = seen || (a.algo == c.algo && a.math == c.math);
       if (!seen) all.push_back(c);

@@ -220,7 +220,7 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   std::vector<ConvChoice> found[3];
   p->timed = find_algorithms(d, *p, found);
   for (int k = 0; k < 3; ++k) {
-    std::vector<ConvChoice> all = merge_choices(found[k], heuristic[k]);
+    std::vector<ConvChoice> all = merge_choices(found[k], heuristic[k], fp32 ? int(CUDNN_FMA_MATH) : -1);
     if (all.empty()) throw Error(std::string("cuDNN found no usable ") + kPassNames[k] + " algorithm" + conv_context(d));
     adopt_choice(*p, k, all.front());
     p->untried[k].assign(all.begin() + 1, all.end());

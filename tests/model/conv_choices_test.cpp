@@ -31,6 +31,23 @@ TEST(ConvChoices, FoundFirstThenHeuristicWithoutRepeats) {
   EXPECT_EQ(all[4].math, 2);
 }
 
+// FP32 mode runs every entry under FMA math (adopt_choice): the heuristic's tensor-core entry of an
+// algorithm Find timed under FMA is the same call, so it is not a second candidate, and the
+// entries carry the math type they run with (the refusal line prints it).
+TEST(ConvChoices, ForcedMathMergesEntriesThatRunTheSameCall) {
+  const int kFma = 3;  // CUDNN_FMA_MATH; the heuristic's others: 0 default, 1 tensor op
+  const std::vector<ConvChoice> found = {choice(1, kFma, 0, true), choice(0, kFma, 0, true)};
+  const std::vector<ConvChoice> heuristic = {choice(1, 1, 0, false), choice(6, 1, 4096, false), choice(0, 0, 0, false)};
+  const auto all = merge_choices(found, heuristic, kFma);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].algo, 1);
+  EXPECT_EQ(all[1].algo, 0);
+  EXPECT_EQ(all[2].algo, 6);
+  EXPECT_FALSE(all[2].timed);
+  for (const ConvChoice& c : all) EXPECT_EQ(c.math, kFma);
+  EXPECT_EQ(merge_choices(found, heuristic).size(), 5u);  // without forcing: each pair its own entry
+}
+
 TEST(ConvChoices, WithoutFindTheHeuristicOrderStands) {
   const auto all = merge_choices({}, {choice(2, 0, 8, false), choice(0, 0, 0, false)});
   ASSERT_EQ(all.size(), 2u);
