@@ -270,6 +270,10 @@ class CudaBackend : public Backend {
   cublasHandle_t cublas();
   void set_cublas_math();
   float* fold_weights(const kernels::Polyphase& p, const ConvDesc& small, const float* w);
+  // cuda_upsample_conv.cu: the three backward ops through one pass (y null: no ReLU mask; dw
+  // null: no weight and bias gradients; dx null: no data gradient).
+  void polyphase_backward(const ConvDesc& d, int f, const float* x, const float* y, const float* dy, const float* w,
+                          float* dx, float* dw, float* db);
   void polyphase_forward(const ConvDesc& d, int f, const float* x, const float* w, const float* b, float* y,
                          bool relu);
 };

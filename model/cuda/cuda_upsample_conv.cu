@@ -40,10 +40,6 @@ __global__ void phase_deinterleave_relu_grad_kernel(int64_t n, Polyphase p, cons
   DS_GRID_STRIDE(i, n) phase_deinterleave_relu_grad_at(i, p, y, dy, dys);
 }
 
-__global__ void phase_deinterleave_kernel(int64_t n, Polyphase p, const float* big, float* small) {
-  DS_GRID_STRIDE(i, n) phase_deinterleave_at(i, p, big, small);
-}
-
 int64_t folded_weights(const ConvDesc& small) { return int64_t(small.out_c) * small.in.c * small.kh * small.kw; }
 
 }  // namespace
@@ -101,66 +97,49 @@ void CudaBackend::upsample_conv2d_backward(const ConvDesc& d, int f, const float
                                            const float* dy, const float* w, float* dx, float* dw, float* db,
                                            float* scratch) {
   if (!polyphase_applies(d, f)) return Backend::upsample_conv2d_backward(d, f, x, y, dy, w, dx, dw, db, scratch);
+  polyphase_backward(d, f, x, y, dy, w, dx, dw, db);
+}
+
+void CudaBackend::upsample_conv2d_backward_data(const ConvDesc& d, int f, const float* dy, const float* w, float* dx,
+                                                float* scratch) {
+  if (!polyphase_applies(d, f)) return Backend::upsample_conv2d_backward_data(d, f, dy, w, dx, scratch);
+  polyphase_backward(d, f, nullptr, nullptr, dy, w, dx, nullptr, nullptr);
+}
+
+void CudaBackend::upsample_conv2d_backward_weights(const ConvDesc& d, int f, const float* x, const float* dy,
+                                                   float* dw, float* db, float* scratch) {
+  if (!polyphase_applies(d, f)) return Backend::upsample_conv2d_backward_weights(d, f, x, dy, dw, db, scratch);
+  polyphase_backward(d, f, x, nullptr, dy, nullptr, nullptr, dw, db);
+}
+
+// The polyphase backward: y null (no ReLU) is a plain de-interleave; dw null skips the weight
+// and bias gradients, dx null the data gradient.
+void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, const float* y, const float* dy,
+                                     const float* w, float* dx, float* dw, float* db) {
   ConvDesc small;
   const Polyphase p = make_polyphase(d, f, small);
   const int64_t n_small = small.out().size(), n_ws = folded_weights(small), n_w = int64_t(d.out_c) * d.in.c * d.kh * d.kw;
   float* dys = allocate(n_small);
   phase_deinterleave_relu_grad_kernel<<<blocks_for(n_small), kThreads, 0, stream_>>>(n_small, p, y, dy, dys);
   DS_CUDA_LAUNCHED();
-  float* dws = allocate(n_ws);
-  float* dbs = db ? allocate(small.out_c) : nullptr;
-  conv2d_backward_weights(small, x, dys, dws, dbs);
-  unfold_weight_grads_kernel<<<blocks_for(n_w), kThreads, 0, stream_>>>(n_w, p, dws, dw);
-  DS_CUDA_LAUNCHED();
-  if (db) {
-    unfold_bias_grad_kernel<<<blocks_for(d.out_c), kThreads, 0, stream_>>>(d.out_c, f, dbs, db);
+  if (dw) {
+    float* dws = allocate(n_ws);
+    float* dbs = db ? allocate(small.out_c) : nullptr;
+    conv2d_backward_weights(small, x, dys, dws, dbs);
+    unfold_weight_grads_kernel<<<blocks_for(n_w), kThreads, 0, stream_>>>(n_w, p, dws, dw);
     DS_CUDA_LAUNCHED();
-    release(dbs);
+    if (db) {
+      unfold_bias_grad_kernel<<<blocks_for(d.out_c), kThreads, 0, stream_>>>(d.out_c, f, dbs, db);
+      DS_CUDA_LAUNCHED();
+      release(dbs);
+    }
+    release(dws);
   }
-  release(dws);
   if (dx) {
     float* ws = fold_weights(p, small, w);
     conv2d_backward_data(small, dys, ws, dx);  // lands on the small grid: the upsampling's backward included
     release(ws);
   }
-  release(dys);
-}
-
-void CudaBackend::upsample_conv2d_backward_data(const ConvDesc& d, int f, const float* dy, const float* w, float* dx,
-                                                float* scratch) {
-  if (!polyphase_applies(d, f)) return Backend::upsample_conv2d_backward_data(d, f, dy, w, dx, scratch);
-  ConvDesc small;
-  const Polyphase p = make_polyphase(d, f, small);
-  float* ws = fold_weights(p, small, w);
-  const int64_t n_small = small.out().size();
-  float* dys = allocate(n_small);
-  phase_deinterleave_kernel<<<blocks_for(n_small), kThreads, 0, stream_>>>(n_small, p, dy, dys);
-  DS_CUDA_LAUNCHED();
-  conv2d_backward_data(small, dys, ws, dx);  // lands on the small grid: the upsampling's backward included
-  release(dys);
-  release(ws);
-}
-
-void CudaBackend::upsample_conv2d_backward_weights(const ConvDesc& d, int f, const float* x, const float* dy,
-                                                   float* dw, float* db, float* scratch) {
-  if (!polyphase_applies(d, f)) return Backend::upsample_conv2d_backward_weights(d, f, x, dy, dw, db, scratch);
-  ConvDesc small;
-  const Polyphase p = make_polyphase(d, f, small);
-  const int64_t n_small = small.out().size(), n_ws = folded_weights(small), n_w = int64_t(d.out_c) * d.in.c * d.kh * d.kw;
-  float* dys = allocate(n_small);
-  phase_deinterleave_kernel<<<blocks_for(n_small), kThreads, 0, stream_>>>(n_small, p, dy, dys);
-  DS_CUDA_LAUNCHED();
-  float* dws = allocate(n_ws);
-  float* dbs = db ? allocate(small.out_c) : nullptr;
-  conv2d_backward_weights(small, x, dys, dws, dbs);
-  unfold_weight_grads_kernel<<<blocks_for(n_w), kThreads, 0, stream_>>>(n_w, p, dws, dw);
-  DS_CUDA_LAUNCHED();
-  if (db) {
-    unfold_bias_grad_kernel<<<blocks_for(d.out_c), kThreads, 0, stream_>>>(d.out_c, f, dbs, db);
-    DS_CUDA_LAUNCHED();
-    release(dbs);
-  }
-  release(dws);
   release(dys);
 }
 
