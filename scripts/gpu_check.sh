@@ -350,8 +350,8 @@ section_profile() {
     fi
   done
   # Per convolution pass (issue 14: what the 16-bit casts and padding copies around each call
-  # cost, and which algorithm ran), in TF32 and PROFILE_MATHS: DOWNSCALE_CUDA_PASS_TIMES=1 waits
-  # on an event after each pass, so these runs are not throughput figures.
+  # cost, and which algorithm ran), in TF32 and PROFILE_MATHS: DOWNSCALE_CUDA_PASS_TIMES=1
+  # records events around each pass and reads them when the program ends.
   for math in tf32 $PROFILE_MATHS; do
     if run env DOWNSCALE_CUDA_PASS_TIMES=1 "$bench" --device "$dev" --math "$math" --batch "$BATCH" --grid "$GRID" \
          --steps 3 --warmup 1 --measure train > /dev/null 2> "$work/passes_$math.log"; then

@@ -55,8 +55,7 @@ CudaBackend::CudaBackend(int device)
 CudaBackend::~CudaBackend() {
   // No throwing from a destructor: errors here mean the context is already gone.
   if (pass_times_) report_pass_times();
-  for (cudaEvent_t e : pass_ev_)
-    if (e) cudaEventDestroy(e);
+  for (cudaEvent_t e : pass_events_) cudaEventDestroy(e);
   plans_.clear();
   bn_plans_.clear();
   if (cublas_) cublasDestroy(cublas_);

@@ -184,17 +184,27 @@ class CudaBackend : public Backend {
   void run_conv_pass(ConvPlan& p, int k, const char* what,
                      const std::function<cudnnStatus_t(int algo, void* ws, size_t bytes)>& call);
   // DOWNSCALE_CUDA_PASS_TIMES=1: events around each pass (whole) and its convolution call
-  // (library); each timed pass waits for its stop event, so the step runs slower, but every
-  // figure is the GPU's own time for that pass. The table goes to stderr when the backend ends.
+  // (library), recorded on the stream and read only when the backend ends, so timing adds no
+  // wait and every figure is the GPU's own time for that pass. The table goes to stderr then.
   bool pass_times_ = false;
   // Env DOWNSCALE_CUDA_TEST_REFUSE=1 (tests only): each plan's first call of each pass is
   // answered as if cuDNN had refused it (BAD_PARAM), so ModelCuda.RefusedAlgorithmIsReplaced
   // runs the fallback on any GPU, not only where cuDNN really refuses one.
   bool test_refuse_ = false;
-  cudaEvent_t pass_ev_[4] = {};
-  void pass_clock_start(int which);                 // 0: whole pass, 1: the library call
-  float pass_clock_stop(ConvPlan& p, int k, int which);  // the ms it measured
-  void report_pass_times() const;
+  // A recorded interval not yet read: which 0 whole pass, 1 the library call, 2 both (the fused
+  // bias+ReLU call is the convolution call).
+  struct PassInterval {
+    ConvPlan* plan;
+    int pass, which;
+    cudaEvent_t start, stop;
+  };
+  std::vector<PassInterval> pass_intervals_;
+  std::vector<cudaEvent_t> pass_events_;  // every event made, destroyed with the backend
+  cudaEvent_t pass_open_[2] = {};         // the start event of the interval in progress, per `which`
+  cudaEvent_t pass_event();
+  void pass_clock_start(int which);  // 0: whole pass, 1: the library call
+  void pass_clock_stop(ConvPlan& p, int k, int which);
+  void report_pass_times();  // reads the intervals (one wait), then prints
   // The narrow path for a plan: by DOWNSCALE_CUDA_NARROW (narrow_mode_), else by timing each
   // pass both ways on scratch tensors (cuda_conv.cu).
   void choose_narrow(const ConvDesc& d, ConvPlan& p);

@@ -497,7 +497,7 @@ void CudaBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const f
         y, p.b, b, relu_, p.y, y);
     if (st == CUDNN_STATUS_SUCCESS) {
       // The fused call is the convolution call: its bias and ReLU count with it.
-      if (pass_times_) p.library_ms[kFwdPass] += pass_clock_stop(p, kFwdPass, 0);
+      if (pass_times_) pass_clock_stop(p, kFwdPass, 2);
       return;
     }
     if (!refused_before_launch(int(st)))
@@ -570,36 +570,52 @@ void CudaBackend::conv2d_backward_weights(const ConvDesc& d, const float* x, con
 }
 
 // --- DOWNSCALE_CUDA_PASS_TIMES=1 ---
-// Events 0/1 bracket a whole pass, 2/3 its convolution call. Whole passes do not nest (the
-// polyphase and narrow paths call conv2d_* once per pass), so four events suffice.
-void CudaBackend::pass_clock_start(int which) {
-  cudaEvent_t& e = pass_ev_[2 * which];
-  if (!e) DS_CUDA(cudaEventCreate(&e));
-  if (!pass_ev_[2 * which + 1]) DS_CUDA(cudaEventCreate(&pass_ev_[2 * which + 1]));
-  DS_CUDA(cudaEventRecord(e, stream_));
+// Each interval gets two fresh events; whole passes do not nest (the polyphase and narrow paths
+// call conv2d_* once per pass), nor do library calls, so one open start per kind suffices. At
+// most kMaxIntervals are kept (a few thousand steps of MNN), then timing stops: bounded memory.
+constexpr size_t kMaxIntervals = size_t(1) << 18;
+
+cudaEvent_t CudaBackend::pass_event() {
+  cudaEvent_t e = nullptr;
+  DS_CUDA(cudaEventCreate(&e));
+  pass_events_.push_back(e);
+  return e;
 }
 
-float CudaBackend::pass_clock_stop(ConvPlan& p, int k, int which) {
-  cudaEvent_t start = pass_ev_[2 * which], stop = pass_ev_[2 * which + 1];
+void CudaBackend::pass_clock_start(int which) {
+  pass_open_[which] = nullptr;
+  if (pass_intervals_.size() >= kMaxIntervals) return;
+  pass_open_[which] = pass_event();
+  DS_CUDA(cudaEventRecord(pass_open_[which], stream_));
+}
+
+void CudaBackend::pass_clock_stop(ConvPlan& p, int k, int which) {
+  const int open = which == 1 ? 1 : 0;
+  if (!pass_open_[open]) return;
+  cudaEvent_t stop = pass_event();
   DS_CUDA(cudaEventRecord(stop, stream_));
-  DS_CUDA(cudaEventSynchronize(stop));
-  float ms = 0;
-  DS_CUDA(cudaEventElapsedTime(&ms, start, stop));
-  if (which == 0) {
-    p.whole_ms[k] += ms;
-    ++p.timed_calls[k];
-  } else {
-    p.library_ms[k] += ms;
-  }
-  return ms;
+  pass_intervals_.push_back(PassInterval{&p, k, which, pass_open_[open], stop});
+  pass_open_[open] = nullptr;
 }
 
 // One line per plan and pass: calls, ms per call whole and in the convolution call, and what ran
 // (algorithm, math type, workspace; or the narrow kernels); then the totals, and the share of the
 // convolution passes' time spent outside the convolution calls (16-bit casts, padding copies,
 // bias): how much 16-bit activations between layers could save (issue 14).
-void CudaBackend::report_pass_times() const {
+void CudaBackend::report_pass_times() {
   static const char* const modes[] = {"tf32", "fp32", "bf16", "fp16"};
+  // Every interval's events were recorded on the one stream: once it is idle, all can be read.
+  if (cudaStreamSynchronize(stream_) != cudaSuccess) return;  // the context is gone: nothing to say
+  for (const PassInterval& t : pass_intervals_) {
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, t.start, t.stop) != cudaSuccess) continue;
+    if (t.which != 1) {
+      t.plan->whole_ms[t.pass] += ms;
+      ++t.plan->timed_calls[t.pass];
+    }
+    if (t.which != 0) t.plan->library_ms[t.pass] += ms;
+  }
+  pass_intervals_.clear();
   double whole = 0, library = 0;
   bool any = false;
   for (const auto& [key, plan] : plans_) {
@@ -608,7 +624,8 @@ void CudaBackend::report_pass_times() const {
       if (p.timed_calls[k] == 0) continue;
       if (!any)
         std::fprintf(stderr, "cuda pass times (DOWNSCALE_CUDA_PASS_TIMES=1, train.precision %s; ms per call, GPU "
-                             "time; whole = casts, padding and bias included):\n", modes[int(math_)]);
+                             "time between events, warm-up calls included; whole = casts, padding and bias "
+                             "included):\n", modes[int(math_)]);
       any = true;
       const bool narrow = k == kFwdPass ? p.narrow_fwd : k == kDataPass ? p.narrow_bwd_data : p.narrow_bwd_weights;
       const double n = double(p.timed_calls[k]);
