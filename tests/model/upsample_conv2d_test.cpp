@@ -33,12 +33,8 @@ void PrintTo(const UpCase& c, std::ostream* os) {
 
 class ModelUpsampleConv2D : public ::testing::TestWithParam<std::tuple<UpCase, bool>> {};
 
-// Tolerance: as conv2d_test.cpp's layout test, 1e-6 per summed product; the folded kernel adds
-// up to f*f taps before multiplying, which changes only the rounding, not the count's order.
-TEST_P(ModelUpsampleConv2D, MatchesUpsampleThenNaiveConv) {
-  const auto [c, use_default] = GetParam();
-  auto be = make_cpu_backend(2);
-  const Shape small{c.n, c.in_c, c.h, c.w};
+// The convolution after the upsampling: its input is the upsampled shape.
+ConvDesc upsampled_desc(const UpCase& c) {
   ConvDesc d;
   d.in = Shape{c.n, c.in_c, c.h * c.factor, c.w * c.factor};
   d.out_c = c.out_c;
@@ -48,6 +44,16 @@ TEST_P(ModelUpsampleConv2D, MatchesUpsampleThenNaiveConv) {
     same_padding(c.kh, d.pad_top, d.pad_bottom);
     same_padding(c.kw, d.pad_left, d.pad_right);
   }
+  return d;
+}
+
+// Tolerance: as conv2d_test.cpp's layout test, 1e-6 per summed product; the folded kernel adds
+// up to f*f taps before multiplying, which changes only the rounding, not the count's order.
+TEST_P(ModelUpsampleConv2D, MatchesUpsampleThenNaiveConv) {
+  const auto [c, use_default] = GetParam();
+  auto be = make_cpu_backend(2);
+  const Shape small{c.n, c.in_c, c.h, c.w};
+  const ConvDesc d = upsampled_desc(c);
   const Shape os = d.out();
   const auto xv = random_values(size_t(small.size()), 21);
   const auto wv = random_values(size_t(c.out_c) * c.in_c * c.kh * c.kw, 22);
@@ -94,15 +100,7 @@ TEST_P(ModelUpsampleConv2D, ReluFormsEqualTheComposition) {
   auto be = make_cpu_backend(2);
   Backend& be_ = *be;
   const Shape small{c.n, c.in_c, c.h, c.w};
-  ConvDesc d;
-  d.in = Shape{c.n, c.in_c, c.h * c.factor, c.w * c.factor};
-  d.out_c = c.out_c;
-  d.kh = c.kh;
-  d.kw = c.kw;
-  if (c.same) {
-    same_padding(c.kh, d.pad_top, d.pad_bottom);
-    same_padding(c.kw, d.pad_left, d.pad_right);
-  }
+  const ConvDesc d = upsampled_desc(c);
   const Shape os = d.out();
   Tensor x = test::random_tensor(be_, small, 31), w = test::random_tensor(be_, Shape{c.out_c, c.in_c, c.kh, c.kw}, 32);
   Tensor b = test::random_tensor(be_, Shape{1, c.out_c, 1, 1}, 33), dy = test::random_tensor(be_, os, 34);
