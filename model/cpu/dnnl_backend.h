@@ -132,8 +132,10 @@ class DnnlBackend : public Backend {
   float* workspace(int slot, int64_t floats);
   void polyphase_forward(const ConvDesc& d, int f, const float* x, const float* w, const float* b, float* y,
                          bool relu);
-  void polyphase_weight_grads(const ConvDesc& d, int f, const float* x, const float* dys, float* dw, float* db);
-  void polyphase_data_grad(const ConvDesc& d, int f, const float* dys, const float* w, float* dx);
+  // The three backward ops in one (y null: no ReLU mask; dw null: no weight and bias gradients;
+  // dx null: no data gradient).
+  void polyphase_backward(const ConvDesc& d, int f, const float* x, const float* y, const float* dy, const float* w,
+                          float* dx, float* dw, float* db);
   std::map<int64_t, std::unique_ptr<ReluPrims>> relu_cache_;
   std::map<std::tuple<int, int, int, int, int>, std::unique_ptr<ResamplePrims>> resample_cache_;
   // Same once-per-geometry caching for the ops of dnnl_dense/pooling/batch_norm.cpp. shared_ptr,

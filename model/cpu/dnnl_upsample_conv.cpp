@@ -182,60 +182,54 @@ void DnnlBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, co
 void DnnlBackend::upsample_conv2d_backward_data(const ConvDesc& d, int f, const float* dy, const float* w, float* dx,
                                                 float* scratch) {
   if (!applies(d, f)) return Backend::upsample_conv2d_backward_data(d, f, dy, w, dx, scratch);
-  const Polyphase p = polyphase(d, f);
-  float* dys = workspace(kUpY, p.small.out().size());
-  shuffle(p, false, dys, const_cast<float*>(dy));  // reads dy only
-  polyphase_data_grad(d, f, dys, w, dx);
+  polyphase_backward(d, f, nullptr, nullptr, dy, w, dx, nullptr, nullptr);
 }
 
 void DnnlBackend::upsample_conv2d_backward_weights(const ConvDesc& d, int f, const float* x, const float* dy,
                                                    float* dw, float* db, float* scratch) {
   if (!applies(d, f)) return Backend::upsample_conv2d_backward_weights(d, f, x, dy, dw, db, scratch);
-  const Polyphase p = polyphase(d, f);
-  float* dys = workspace(kUpY, p.small.out().size());
-  shuffle(p, false, dys, const_cast<float*>(dy));  // reads dy only
-  polyphase_weight_grads(d, f, x, dys, dw, db);
+  polyphase_backward(d, f, x, nullptr, dy, nullptr, nullptr, dw, db);
 }
 
 int64_t DnnlBackend::upsample_conv2d_backward_scratch(const ConvDesc& d, int f, bool relu) const {
   return applies(d, f) ? 0 : Backend::upsample_conv2d_backward_scratch(d, f, relu);
 }
 
-// The gradient is masked and shuffled onto the small grid once, for both gradients (the default
-// would run relu_backward into scratch and shuffle twice). Masking commutes with the shuffle,
-// which only moves values, so the floats are those of the default.
 void DnnlBackend::upsample_conv2d_backward(const ConvDesc& d, int f, const float* x, const float* y,
                                            const float* dy, const float* w, float* dx, float* dw, float* db,
                                            float* scratch) {
   if (!applies(d, f)) return Backend::upsample_conv2d_backward(d, f, x, y, dy, w, dx, dw, db, scratch);
+  polyphase_backward(d, f, x, y, dy, w, dx, dw, db);
+}
+
+// The three backward ops through one shuffle: the gradient is masked (y non-null: the ReLU's
+// [y > 0]) and shuffled onto the small grid once, for both gradients (the default would run
+// relu_backward into scratch and shuffle twice). Masking commutes with the shuffle, which only
+// moves values, so the floats are those of the default. dw null skips the weight and bias
+// gradients, dx null the data gradient.
+void DnnlBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, const float* y, const float* dy,
+                                     const float* w, float* dx, float* dw, float* db) {
   const Polyphase p = polyphase(d, f);
+  const int64_t n_ws = p.small.out_c * int64_t(d.in.c) * p.small.kh * p.small.kw;
   float* dys = workspace(kUpY, p.small.out().size());
   shuffle(p, false, dys, const_cast<float*>(dy), y);  // reads dy and y only
-  polyphase_weight_grads(d, f, x, dys, dw, db);
-  if (dx) polyphase_data_grad(d, f, dys, w, dx);
-}
-
-// dys: the small-grid output gradient (in the kUpY workspace).
-void DnnlBackend::polyphase_data_grad(const ConvDesc& d, int f, const float* dys, const float* w, float* dx) {
-  const Polyphase p = polyphase(d, f);
-  float* ws = workspace(kUpW, p.small.out_c * int64_t(d.in.c) * p.small.kh * p.small.kw);
-  fold_weights(p, w, ws);
-  conv2d_backward_data(p.small, dys, ws, dx);
-}
-
-void DnnlBackend::polyphase_weight_grads(const ConvDesc& d, int f, const float* x, const float* dys, float* dw,
-                                         float* db) {
-  const Polyphase p = polyphase(d, f);
-  float* dws = workspace(kUpW, p.small.out_c * int64_t(d.in.c) * p.small.kh * p.small.kw);
-  float* dbs = workspace(kUpB, p.small.out_c);
-  conv2d_backward_weights(p.small, x, dys, dws, dbs);
-  unfold_weight_grads(p, dws, dw);
-  if (db)
-    for (int o = 0; o < d.out_c; ++o) {
-      float sum = 0;
-      for (int k = 0; k < f * f; ++k) sum += dbs[int64_t(o) * f * f + k];
-      db[o] = sum;
-    }
+  if (dw) {
+    float* dws = workspace(kUpW, n_ws);
+    float* dbs = workspace(kUpB, p.small.out_c);
+    conv2d_backward_weights(p.small, x, dys, dws, dbs);
+    unfold_weight_grads(p, dws, dw);
+    if (db)
+      for (int o = 0; o < d.out_c; ++o) {
+        float sum = 0;
+        for (int k = 0; k < f * f; ++k) sum += dbs[int64_t(o) * f * f + k];
+        db[o] = sum;
+      }
+  }
+  if (dx) {
+    float* ws = workspace(kUpW, n_ws);  // the weight gradient is already unfolded: the slot is free
+    fold_weights(p, w, ws);
+    conv2d_backward_data(p.small, dys, ws, dx);
+  }
 }
 
 }  // namespace ds::model
