@@ -9,6 +9,7 @@
 #include "model/layers/relu.h"
 #include "model/layers/sigmoid_channel.h"
 #include "model/layers/upsample_nearest.h"
+#include "fused_relu_check.h"
 #include "model_test_util.h"
 
 namespace ds::model {
@@ -105,31 +106,7 @@ TEST(ModelLayers, ConvWithReluEqualsConvThenRelu) {
   const Shape in{2, 3, 6, 7};
   Conv2D fused("c", *be, 3, 4, 3, 3, Padding::kSame, 0, true), plain("c", *be, 3, 4, 3, 3, Padding::kSame);
   EXPECT_EQ(fused.type(), "Conv2D+ReLU");
-  std::mt19937_64 r1(5), r2(5);
-  fused.init(r1);
-  plain.init(r2);
-  Tensor bias = random_tensor(*be, Shape{1, 4, 1, 1}, 9);  // init zeroes it: make some outputs flip sign
-  fused.bias().upload(bias.to_host().data());
-  plain.bias().upload(bias.to_host().data());
-  Tensor x = random_tensor(*be, in, 1);
-  const Shape os = plain.output_shape({in});
-  Tensor y_fused(*be, os), y_conv(*be, os), y_plain(*be, os);
-  fused.forward(*be, {&x}, y_fused);
-  plain.forward(*be, {&x}, y_conv);
-  ReLU relu("r");
-  relu.forward(*be, {&y_conv}, y_plain);
-  EXPECT_EQ(y_fused.to_host(), y_plain.to_host());
-  int zeros = 0;
-  for (float v : y_plain.to_host()) zeros += v == 0.0f;
-  EXPECT_GT(zeros, 0);  // the ReLU did cut something
-
-  Tensor dout = random_tensor(*be, os, 2), d_conv(*be, os), dx_fused(*be, in), dx_plain(*be, in);
-  fused.backward(*be, {&x}, y_fused, dout, {&dx_fused});
-  relu.backward(*be, {&y_conv}, y_plain, dout, {&d_conv});
-  plain.backward(*be, {&x}, y_conv, d_conv, {&dx_plain});
-  EXPECT_EQ(dx_fused.to_host(), dx_plain.to_host());
-  EXPECT_EQ(fused.weights_grad().to_host(), plain.weights_grad().to_host());
-  EXPECT_EQ(fused.bias_grad().to_host(), plain.bias_grad().to_host());
+  test::expect_fused_relu_equals_layer_then_relu(*be, fused, plain, in);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "model/backend.h"
 #include "model/layers/relu.h"
 #include "model/layers/upsample_conv2d.h"
+#include "fused_relu_check.h"
 #include "model_test_util.h"
 
 namespace ds::model {
@@ -198,31 +199,7 @@ TEST(ModelUpsampleConv2DLayer, ReluEqualsUpsampleConvThenRelu) {
   ASSERT_EQ(fused.params().size(), 2u);
   EXPECT_EQ(fused.params()[0].name, "up/W");
   EXPECT_EQ(fused.params()[1].name, "up/b");
-  std::mt19937_64 r1(5), r2(5);
-  fused.init(r1);
-  plain.init(r2);
-  const auto bv = random_values(6, 9);  // init zeroes the bias: make some outputs flip sign
-  fused.bias().upload(bv.data());
-  plain.bias().upload(bv.data());
-  Tensor x = test::random_tensor(*be, in, 1);
-  const Shape os = plain.output_shape({in});
-  Tensor y_fused(*be, os), y_conv(*be, os), y_plain(*be, os);
-  fused.forward(*be, {&x}, y_fused);
-  plain.forward(*be, {&x}, y_conv);
-  ReLU relu("r");
-  relu.forward(*be, {&y_conv}, y_plain);
-  EXPECT_EQ(y_fused.to_host(), y_plain.to_host());
-  int zeros = 0;
-  for (float v : y_plain.to_host()) zeros += v == 0.0f;
-  EXPECT_GT(zeros, 0);
-
-  Tensor dout = test::random_tensor(*be, os, 2), d_conv(*be, os), dx_fused(*be, in), dx_plain(*be, in);
-  fused.backward(*be, {&x}, y_fused, dout, {&dx_fused});
-  relu.backward(*be, {&y_conv}, y_plain, dout, {&d_conv});
-  plain.backward(*be, {&x}, y_conv, d_conv, {&dx_plain});
-  EXPECT_EQ(dx_fused.to_host(), dx_plain.to_host());
-  EXPECT_EQ(fused.weights_grad().to_host(), plain.weights_grad().to_host());
-  EXPECT_EQ(fused.bias_grad().to_host(), plain.bias_grad().to_host());
+  test::expect_fused_relu_equals_layer_then_relu(*be, fused, plain, in);
 }
 
 // The fused layer against finite differences (check_layer_gradients' eps 1e-2, tolerance 1e-2).
