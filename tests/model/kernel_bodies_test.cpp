@@ -425,6 +425,21 @@ TEST_F(KernelBodies, LossSums) {
   }
 }
 
+// The polyphase tests' geometry: x f upsampling of a 2 x 3 x 5 x 4 input, then a k x k 'same'
+// convolution to 4 channels.
+struct PolyCase {
+  int f, k;
+};
+ConvDesc upsampled_same_conv(int f, int k) {
+  ConvDesc d;
+  d.in = Shape{2, 3, 5 * f, 4 * f};
+  d.out_c = 4;
+  d.kh = d.kw = k;
+  same_padding(k, d.pad_top, d.pad_bottom);
+  same_padding(k, d.pad_left, d.pad_right);
+  return d;
+}
+
 // The CUDA backend's polyphase upsample+conv, step by step as it runs them (weight and bias fold,
 // the small convolution, the phase interleave; for the gradients the de-interleave, the small
 // convolution's backward and the unfold), with the CPU backend's convolutions standing in for
@@ -432,16 +447,8 @@ TEST_F(KernelBodies, LossSums) {
 // model/upsample_conv_default.cpp) run through the CPU backend. Different summation orders on
 // the two sides: relative 1e-5 of each result's scale.
 TEST_F(KernelBodies, PolyphaseUpsampleConvMatchesUpsampleThenConv) {
-  struct Case {
-    int f, k;
-  };
-  for (const Case& cs : {Case{2, 8}, Case{2, 3}, Case{2, 4}, Case{3, 5}, Case{3, 2}}) {
-    ConvDesc d;
-    d.in = Shape{2, 3, 5 * cs.f, 4 * cs.f};
-    d.out_c = 4;
-    d.kh = d.kw = cs.k;
-    same_padding(cs.k, d.pad_top, d.pad_bottom);
-    same_padding(cs.k, d.pad_left, d.pad_right);
+  for (const PolyCase& cs : {PolyCase{2, 8}, PolyCase{2, 3}, PolyCase{2, 4}, PolyCase{3, 5}, PolyCase{3, 2}}) {
+    const ConvDesc d = upsampled_same_conv(cs.f, cs.k);
     ASSERT_TRUE(k::polyphase_applies(d, cs.f));
     ConvDesc small;
     const k::Polyphase p = k::make_polyphase(d, cs.f, small);
@@ -498,16 +505,8 @@ TEST_F(KernelBodies, PolyphaseUpsampleConvMatchesUpsampleThenConv) {
 // it, weights folded once) against Backend's default on the CPU backend given the same output y
 // (so the masks agree): different summation orders, relative 1e-5 as above.
 TEST_F(KernelBodies, PolyphaseBiasReluFusionMatchesComposition) {
-  struct Case {
-    int f, k;
-  };
-  for (const Case& cs : {Case{2, 8}, Case{2, 5}, Case{3, 2}}) {
-    ConvDesc d;
-    d.in = Shape{2, 3, 5 * cs.f, 4 * cs.f};
-    d.out_c = 4;
-    d.kh = d.kw = cs.k;
-    same_padding(cs.k, d.pad_top, d.pad_bottom);
-    same_padding(cs.k, d.pad_left, d.pad_right);
+  for (const PolyCase& cs : {PolyCase{2, 8}, PolyCase{2, 5}, PolyCase{3, 2}}) {
+    const ConvDesc d = upsampled_same_conv(cs.f, cs.k);
     ConvDesc small;
     const k::Polyphase p = k::make_polyphase(d, cs.f, small);
     const std::string what = "x" + std::to_string(cs.f) + " then " + std::to_string(cs.k) + "x" + std::to_string(cs.k);
