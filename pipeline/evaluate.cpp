@@ -141,6 +141,18 @@ TestObservations read_test_observations(const std::string& pred_path, const Stor
   return t;
 }
 
+// The log's score tables: the annual block (headed by its day count when seasons follow), then
+// one block per season; log_table prints one evaluation's rows (precipitation or continuous).
+template <typename Annual, typename Seasonal, typename LogTable>
+void log_by_season(const Annual& annual, const std::vector<Seasonal>& seasonal, const LogTable& log_table) {
+  if (!seasonal.empty()) spdlog::info("annual ({} test days)", annual.ndays);
+  log_table(annual);
+  for (const auto& s : seasonal) {
+    spdlog::info("{} (months {}; {} test days)", s.season, months_text(s.months), s.evaluation.ndays);
+    log_table(s.evaluation);
+  }
+}
+
 int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, const StoreReader& store) {
   const StoreMeta& meta = store.meta();
   const std::string pred_path = paths.predict_dir() + "/" + meta.predictand + ".nc";
@@ -212,12 +224,7 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
                    d.at("sd_ratio"));
     }
   };
-  if (!seasonal.empty()) spdlog::info("annual ({} test days)", e.ndays);
-  log_table(e);
-  for (const auto& s : seasonal) {
-    spdlog::info("{} (months {}; {} test days)", s.season, months_text(s.months), s.evaluation.ndays);
-    log_table(s.evaluation);
-  }
+  log_by_season(e, seasonal, log_table);
   spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png, maps and summary.png{} ({} in {})", dir,
                seasonal.empty() ? "" : " (each table and map also per season)", v, units);
   return 0;
@@ -316,12 +323,7 @@ int run_evaluate(const Config& cfg) {
                    d.at("Spearman"), d.at("ROCSS"));
     }
   };
-  if (!seasonal.empty()) spdlog::info("annual ({} test days)", e.ndays);
-  log_table(e);
-  for (const auto& s : seasonal) {
-    spdlog::info("{} (months {}; {} test days)", s.season, months_text(s.months), s.evaluation.ndays);
-    log_table(s.evaluation);
-  }
+  log_by_season(e, seasonal, log_table);
   spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png, maps and summary.png{}", dir,
                seasonal.empty() ? "" : " (each table and map also per season)");
   return 0;
