@@ -134,14 +134,11 @@ std::string CudaBackend::conv_context(const ConvDesc& d) const {
   const auto it = plans_.find(conv_key(d));
   if (it != plans_.end()) {
     const ConvPlan& p = *it->second;
-    const auto pass = [](const char* name, int algo, int math, size_t ws) {
-      return std::string(name) + " algo " + std::to_string(algo) + " math " + std::to_string(math) + " ws " +
-             std::to_string(ws);
-    };
-    plan = "; " + pass("fwd", p.use[kFwdPass].algo, p.use[kFwdPass].math, p.use[kFwdPass].workspace) + ", " +
-           pass("data", p.use[kDataPass].algo, p.use[kDataPass].math, p.use[kDataPass].workspace) + ", " +
-           pass("filter", p.use[kFilterPass].algo, p.use[kFilterPass].math, p.use[kFilterPass].workspace) +
-           (p.timed ? " (cudnnFind)" : " (heuristic)") + (p.explicit_pad ? ", explicit padding" : "");
+    const char* const names[3] = {"fwd", "data", "filter"};  // indexed by ConvPass
+    for (int k = 0; k < 3; ++k)
+      plan += std::string(k ? ", " : "; ") + names[k] + " algo " + std::to_string(p.use[k].algo) + " math " +
+              std::to_string(p.use[k].math) + " ws " + std::to_string(p.use[k].workspace);
+    plan += std::string(p.timed ? " (cudnnFind)" : " (heuristic)") + (p.explicit_pad ? ", explicit padding" : "");
   }
   return std::string(" [convolution ") + d.in.str() + " -> " + std::to_string(d.out_c) + " channels, " +
          std::to_string(d.kh) + "x" + std::to_string(d.kw) + ", train.precision " + modes[int(math_)] +
