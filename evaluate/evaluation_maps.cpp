@@ -18,6 +18,24 @@ struct MapKind {
   bool centred;
   int scale;
 };
+// The maps of each evaluation, in the order its period's fields are made (precipitation_period,
+// continuous_period). Precipitation: amounts white-yellow (dry) to blue (wet); the bias brown
+// (drier) to green (wetter).
+const std::vector<MapKind>& precipitation_kinds() {
+  static const std::vector<MapKind> kinds{{"observed_mean", Palette::kYlGnBu, false, 0},
+                                          {"predicted_mean", Palette::kYlGnBu, false, 0},
+                                          {"bias", Palette::kBrBG, true, 1},
+                                          {"rocss", Palette::kPiYG, true, 2}};
+  return kinds;
+}
+const std::vector<MapKind>& continuous_kinds() {
+  static const std::vector<MapKind> kinds{{"observed_mean", Palette::kViridis, false, 0},
+                                          {"predicted_mean", Palette::kViridis, false, 0},
+                                          {"bias", Palette::kRdBu, true, 1},
+                                          {"rmse", Palette::kViridis, false, 2},
+                                          {"pearson", Palette::kViridis, false, 3}};
+  return kinds;
+}
 // One period's maps: annual (suffix "") or a season ("_DJF"), a field per kind, scales unset.
 struct PeriodMaps {
   std::string suffix, summary_title;
@@ -98,11 +116,7 @@ PeriodMaps continuous_period(const MapGrid& grid, const std::string& config, con
 
 void write_precipitation_maps(const std::string& dir, const MapGrid& grid, const std::string& config,
                               const Evaluation& annual, const std::vector<SeasonEvaluation>& seasons) {
-  // Amounts white-yellow (dry) to blue (wet); the bias brown (drier) to green (wetter).
-  const std::vector<MapKind> kinds{{"observed_mean", Palette::kYlGnBu, false, 0},
-                                   {"predicted_mean", Palette::kYlGnBu, false, 0},
-                                   {"bias", Palette::kBrBG, true, 1},
-                                   {"rocss", Palette::kPiYG, true, 2}};
+  const std::vector<MapKind>& kinds = precipitation_kinds();
   std::vector<PeriodMaps> periods{precipitation_period(grid, config, "", annual)};
   for (const auto& s : seasons) periods.push_back(precipitation_period(grid, config, s.season, s.evaluation));
   draw_maps(dir, grid, kinds, {0, 1, 2, 3}, std::move(periods));
@@ -110,23 +124,21 @@ void write_precipitation_maps(const std::string& dir, const MapGrid& grid, const
 
 void write_continuous_maps(const std::string& dir, const MapGrid& grid, const std::string& config,
                            const ContinuousEvaluation& annual, const std::vector<ContinuousSeason>& seasons) {
-  const std::vector<MapKind> kinds{{"observed_mean", Palette::kViridis, false, 0},
-                                   {"predicted_mean", Palette::kViridis, false, 0},
-                                   {"bias", Palette::kRdBu, true, 1},
-                                   {"rmse", Palette::kViridis, false, 2},
-                                   {"pearson", Palette::kViridis, false, 3}};
+  const std::vector<MapKind>& kinds = continuous_kinds();
   std::vector<PeriodMaps> periods{continuous_period(grid, config, "", annual)};
   for (const auto& s : seasons) periods.push_back(continuous_period(grid, config, s.season, s.evaluation));
   draw_maps(dir, grid, kinds, {0, 1, 2, 4}, std::move(periods));  // summary: means, bias, correlation
 }
 
 size_t remove_unlisted_season_figures(const std::string& dir, const std::vector<std::string>& seasons) {
-  static const char* const names[] = {"scores_table", "observed_mean", "predicted_mean", "bias", "rocss",
-                                      "rmse",         "pearson",       "summary"};
+  // Every figure a season gets: its score table, each kind's map of either evaluation, the summary.
+  std::vector<std::string> names{"scores_table", "summary"};
+  for (const auto* kinds : {&precipitation_kinds(), &continuous_kinds()})
+    for (const MapKind& k : *kinds) names.push_back(k.file);
   size_t removed = 0;
   for (const std::string& season : season_names()) {
     if (season == "annual" || std::find(seasons.begin(), seasons.end(), season) != seasons.end()) continue;
-    for (const char* name : names) {
+    for (const std::string& name : names) {
       std::error_code ec;  // absent: nothing to do
       removed += std::filesystem::remove(dir + "/" + name + "_" + season + ".png", ec);
     }
