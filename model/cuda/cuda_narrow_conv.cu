@@ -2,12 +2,15 @@
 // head, 132 -> 3 channels 4x4 'valid', cost 8.5 ms of a 27 ms backward pass under cuDNN on an
 // H100 for 1 % of the FLOPs) as hand-written kernels around model/kernels/narrow_conv.h.
 //
-// - forward and backward data: one thread per output pixel (all O outputs) or per input pixel and
-//   group of 8 channels; the packed weights (C x kh x kw x 4 floats, 33 KB for the head) are
+// - forward: for kernels up to 4x4 one thread per output column of 4 rows (the input rows under
+//   the taps loaded once per channel), else one per output pixel; backward data: one thread per
+//   input pixel and group of 8 channels; the packed weights (C x kh x kw x 4 floats, 33 KB for the head) are
 //   copied into shared memory per block where they fit in 48 KB, else read from global memory;
 //   grids are capped at the blocks resident at once (at most 8 per SM) so few blocks copy them.
-// - backward weights: one warp per (chunk of rows, channel group, tap), its lanes over columns;
-//   each warp's 32 sums reduce by __shfl_down_sync (offsets 16..1, the order
+// - backward weights: for kernels up to 4x4 (the head), one warp per (image, input channel, 32
+//   output columns), each lane walking down its column with the taps' inputs in registers; for
+//   larger kernels one warp per (chunk of rows, channel group, tap), its lanes over columns;
+//   each warp's sums reduce by __shfl_down_sync (offsets 16..1, the order
 //   narrow_lane_tree_sum writes down) into a partials buffer, then one thread per weight sums the
 //   chunks in order. The bias gradient likewise. No atomics: the result is the same run to run.
 //
@@ -62,6 +65,14 @@ __global__ void narrow_forward_kernel(int64_t n, NarrowConv g, int64_t n4, const
 }
 
 template <int O, bool kShared>
+__global__ void narrow_forward_window_kernel(int64_t n, NarrowConv g, int64_t n4, const float* x, const float* wp,
+                                             const float* b, float* y) {
+  extern __shared__ float4 narrow_shared[];
+  const float* w = narrow_weights<kShared>(wp, n4, narrow_shared);
+  DS_GRID_STRIDE(t, n) kernels::narrow_conv_forward_window_at<O>(t, g, x, w, b, y);
+}
+
+template <int O, bool kShared>
 __global__ void narrow_backward_data_kernel(int64_t n, NarrowConv g, int64_t n4, const float* dy, const float* wp,
                                             float* dx) {
   extern __shared__ float4 narrow_shared[];
@@ -93,6 +104,26 @@ __global__ void narrow_weight_partial_kernel(int64_t n, NarrowConv g, const floa
   }
 }
 
+// The window path (kh, kw <= 4): one warp per (image, input channel, block of 32 columns); only
+// the slots of real taps and output channels are summed and written (the conditions are the
+// same for the whole warp).
+template <int O>
+__global__ void narrow_weight_window_kernel(int64_t n, NarrowConv g, const float* x, const float* dy,
+                                            float* partial) {
+  constexpr int K = kernels::kNarrowWindow;
+  DS_GRID_STRIDE(t, n) {
+    float acc[kernels::kNarrowWindowSlots];
+    kernels::narrow_conv_weight_window_lane<O>(t, g, x, dy, acc);
+#pragma unroll
+    for (int s = 0; s < kernels::kNarrowWindowSlots; ++s) {
+      const int row = s / (K * kNarrowConvMaxOut), e = s / kNarrowConvMaxOut % K, oc = s % kNarrowConvMaxOut;
+      if (oc >= O || row < K - g.kh || e >= g.kw) continue;
+      const float v = narrow_warp_sum(acc[s]);
+      if (t % kNarrowLanes == 0) partial[t / kNarrowLanes * kernels::kNarrowWindowSlots + s] = v;
+    }
+  }
+}
+
 template <int O>
 __global__ void narrow_bias_partial_kernel(int64_t n, NarrowConv g, const float* dy, float* partial) {
   DS_GRID_STRIDE(t, n) {
@@ -107,7 +138,12 @@ __global__ void narrow_bias_partial_kernel(int64_t n, NarrowConv g, const float*
 }
 
 __global__ void narrow_weight_finish_kernel(int64_t n, NarrowConv g, const float* partial, float* dw) {
-  DS_GRID_STRIDE(i, n) kernels::narrow_conv_weight_finish_at(i, g, partial, dw);
+  DS_GRID_STRIDE(i, n) {
+    if (g.window)
+      kernels::narrow_conv_weight_window_finish_at(i, g, partial, dw);
+    else
+      kernels::narrow_conv_weight_finish_at(i, g, partial, dw);
+  }
 }
 
 __global__ void narrow_bias_finish_kernel(NarrowConv g, const float* partial, float* db) {
@@ -153,17 +189,20 @@ int CudaBackend::narrow_grid(int64_t n, const void* kernel, size_t bytes) {
 void CudaBackend::narrow_conv_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
   const NarrowConv g = kernels::make_narrow_conv(d);
   float* wp = narrow_pack(g, w);
-  const int64_t n4 = kernels::narrow_packed_weights(g) / 4, n = int64_t(g.n) * g.oh * g.ow;
+  // Kernels up to 4x4: one thread per column of kNarrowStripRows output rows, else per pixel.
+  const int64_t n4 = kernels::narrow_packed_weights(g) / 4,
+                n = g.window ? int64_t(g.n) * kernels::narrow_strips(g) * g.ow : int64_t(g.n) * g.oh * g.ow;
   const size_t bytes = size_t(n4) * sizeof(float4);
   const bool shared = bytes <= kNarrowSharedBytes;
   with_out_channels(g.o, [&](auto o) {
     constexpr int O = decltype(o)::value;
     if (shared) {
-      const auto kernel = narrow_forward_kernel<O, true>;
+      const auto kernel = g.window ? narrow_forward_window_kernel<O, true> : narrow_forward_kernel<O, true>;
       kernel<<<narrow_grid(n, reinterpret_cast<const void*>(kernel), bytes), kThreads, bytes, stream_>>>(n, g, n4, x,
                                                                                                         wp, b, y);
     } else {
-      narrow_forward_kernel<O, false><<<blocks_for(n), kThreads, 0, stream_>>>(n, g, n4, x, wp, b, y);
+      const auto kernel = g.window ? narrow_forward_window_kernel<O, false> : narrow_forward_kernel<O, false>;
+      kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, g, n4, x, wp, b, y);
     }
   });
   DS_CUDA_LAUNCHED();
@@ -195,11 +234,14 @@ void CudaBackend::narrow_conv_backward_weights(const ConvDesc& d, const float* x
   static_assert(kThreads % kNarrowLanes == 0, "a block must hold whole warps");
   const NarrowConv g = kernels::make_narrow_conv(d);
   auto* partial = static_cast<float*>(cache_.allocate(size_t(kernels::narrow_weight_partials(g)) * sizeof(float)));
-  const int64_t n = int64_t(g.chunks) * g.groups * g.kh * g.kw * kNarrowLanes;
+  const int64_t n = kernels::narrow_weight_warps(g) * kNarrowLanes;
   const int64_t nw = int64_t(g.o) * g.c * g.kh * g.kw;
   with_out_channels(g.o, [&](auto o) {
     constexpr int O = decltype(o)::value;
-    narrow_weight_partial_kernel<O><<<blocks_for(n), kThreads, 0, stream_>>>(n, g, x, dy, partial);
+    if (g.window)
+      narrow_weight_window_kernel<O><<<blocks_for(n), kThreads, 0, stream_>>>(n, g, x, dy, partial);
+    else
+      narrow_weight_partial_kernel<O><<<blocks_for(n), kThreads, 0, stream_>>>(n, g, x, dy, partial);
   });
   DS_CUDA_LAUNCHED();
   narrow_weight_finish_kernel<<<blocks_for(nw), kThreads, 0, stream_>>>(nw, g, partial, dw);

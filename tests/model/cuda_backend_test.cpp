@@ -463,8 +463,12 @@ TEST_F(ModelCuda, ReleasedBuffersAreReused) {
 // Tolerances against the CPU's FP32, as a fraction of the output's largest magnitude: rounding
 // each input to BF16 (8 significant bits) errs by up to 2^-9 relative, FP16 (11 bits) by 2^-12;
 // over K ~ 1600 random-signed products the error grows as sqrt(K) while the largest output grows
-// about as fast, so 1e-2 (bf16) and 2e-3 (fp16) of the scale hold with a wide margin. Both
-// layouts of the 16-bit scratch (DOWNSCALE_CUDA_LAYOUT) run in each test.
+// about as fast, so the inputs' rounding alone stays near 2^-9 ~ 2e-3 (bf16) of the scale.
+// Measured on an H100 (cuDNN 9.19, 2026-11-23): 3.5e-3 to 5.7e-3 for every bf16 pass but the
+// NCHW 4x4 backward data, 1.05e-2 (the algorithm cudnnFind picks there rounds partial sums to
+// BF16). Hence 2e-2 for bf16 (PyTorch's own bf16 default is rtol 1.6e-2), 2e-3 for fp16 (4.3e-4
+// at worst); a wrong tap, layout or padding is off by O(1) of the scale. Both layouts of the
+// 16-bit scratch (DOWNSCALE_CUDA_LAYOUT) run in each test.
 
 // |cpu - gpu| <= rel * max|cpu| everywhere.
 void expect_close_to_scale(const std::vector<float>& a, const std::vector<float>& b, double rel,
@@ -482,7 +486,7 @@ struct HalfMode {
   const char* name;
   double tol;
 };
-const HalfMode kHalfModes[] = {{MathMode::kBf16, "bf16", 1e-2}, {MathMode::kFp16, "fp16", 2e-3}};
+const HalfMode kHalfModes[] = {{MathMode::kBf16, "bf16", 2e-2}, {MathMode::kFp16, "fp16", 2e-3}};
 
 class LayoutEnv {  // DOWNSCALE_CUDA_LAYOUT for backends made in this scope
  public:

@@ -36,6 +36,11 @@ struct NarrowHost {
   }
   void forward(const float* x, const float* w, const float* b, float* y) const {
     const auto wp = pack(std::vector<float>(w, w + int64_t(g.o) * g.c * g.kh * g.kw));
+    if (g.window) {
+      for (int64_t t = 0; t < int64_t(g.n) * k::narrow_strips(g) * g.ow; ++t)
+        k::narrow_conv_forward_window_at<O>(t, g, x, wp.data(), b, y);
+      return;
+    }
     for (int64_t p = 0; p < int64_t(g.n) * g.oh * g.ow; ++p) k::narrow_conv_forward_at<O>(p, g, x, wp.data(), b, y);
   }
   void backward_data(const float* dy, const float* w, float* dx) const {
@@ -44,20 +49,32 @@ struct NarrowHost {
       k::narrow_conv_backward_data_at<O>(t, g, dy, wp.data(), dx);
   }
   void backward_weights(const float* x, const float* dy, float* dw, float* db) const {
-    constexpr int slots = k::kNarrowChannelGroup * k::kNarrowConvMaxOut;
-    std::vector<float> partial(size_t(k::narrow_weight_partials(g)));
-    const int64_t warps = int64_t(g.chunks) * g.groups * g.kh * g.kw;
+    // The window path's partials (64 slots) or the per-tap path's (8 channels x 4 outputs).
+    const int slots = g.window ? k::kNarrowWindowSlots : k::kNarrowChannelGroup * k::kNarrowConvMaxOut;
+    std::vector<float> partial(size_t(k::narrow_weight_partials(g)), std::nanf(""));
+    const int64_t warps = k::narrow_weight_warps(g);
+    ASSERT_EQ(int64_t(partial.size()), warps * slots);
     std::vector<float> lanes(size_t(k::kNarrowLanes) * slots), v(k::kNarrowLanes);
     for (int64_t u = 0; u < warps; ++u) {
-      for (int l = 0; l < k::kNarrowLanes; ++l)
-        k::narrow_conv_weight_lane<O>(u * k::kNarrowLanes + l, g, x, dy, &lanes[size_t(l) * slots]);
+      for (int l = 0; l < k::kNarrowLanes; ++l) {
+        float* acc = &lanes[size_t(l) * slots];
+        const int64_t t = u * k::kNarrowLanes + l;
+        if (g.window)
+          k::narrow_conv_weight_window_lane<O>(t, g, x, dy, acc);
+        else
+          k::narrow_conv_weight_lane<O>(t, g, x, dy, acc);
+      }
       for (int s = 0; s < slots; ++s) {
         for (int l = 0; l < k::kNarrowLanes; ++l) v[l] = lanes[size_t(l) * slots + s];
         partial[size_t(u * slots + s)] = k::narrow_lane_tree_sum(v.data());
       }
     }
-    for (int64_t i = 0; i < int64_t(g.o) * g.c * g.kh * g.kw; ++i)
-      k::narrow_conv_weight_finish_at(i, g, partial.data(), dw);
+    for (int64_t i = 0; i < int64_t(g.o) * g.c * g.kh * g.kw; ++i) {
+      if (g.window)
+        k::narrow_conv_weight_window_finish_at(i, g, partial.data(), dw);
+      else
+        k::narrow_conv_weight_finish_at(i, g, partial.data(), dw);
+    }
     std::vector<float> bias_partial(size_t(k::narrow_bias_partials(g)));
     std::vector<float> acc(size_t(k::kNarrowLanes) * k::kNarrowConvMaxOut);
     for (int64_t chunk = 0; chunk < g.bias_chunks; ++chunk) {
@@ -137,7 +154,10 @@ class NarrowConvBodies : public ::testing::Test {
     k::NarrowConv g3 = g;
     g3.chunk_rows = 3;
     g3.chunks = (g.n * g.oh + 2) / 3;
-    for (const auto& [geometry, tag] : {std::pair{g, ""}, std::pair{g3, ", 3-row chunks"}}) {
+    // Kernels up to 4x4 take the window path for the forward and the weight gradient; run the
+    // per-pixel and per-tap paths on them too (they stay the paths of larger kernels).
+    g3.window = false;
+    for (const auto& [geometry, tag] : {std::pair{g, ""}, std::pair{g3, ", 3-row chunks, per-pixel forward, per-tap weight gradient"}}) {
       const std::string what = std::string(cs.name) + " out_c " + std::to_string(cs.o) + tag;
       switch (cs.o) {
         case 1: check<1>(cs, geometry, what); break;
@@ -162,6 +182,9 @@ TEST_F(NarrowConvBodies, MatchCpuBackend) {
       {"2x2 same", 2, 9, 7, 8, 4, 2, 2, 0, 1, 0, 1},
       {"1x7 same", 2, 4, 6, 10, 1, 1, 7, 0, 0, 3, 3},
       {"5x3 pads 2,0,1,1", 2, 3, 8, 6, 2, 5, 3, 2, 0, 1, 1},
+      // Window path with kh != kw (unused leading window rows, unused columns) and padding.
+      {"4x2 pads 1,2,0,1", 2, 5, 9, 40, 3, 4, 2, 1, 2, 0, 1},
+      {"1x3 same", 2, 6, 5, 35, 2, 1, 3, 0, 0, 1, 1},
   };
   for (const Case& cs : cases) check_case(cs);
 }
@@ -182,10 +205,16 @@ TEST_F(NarrowConvBodies, HeadChunking) {
   const int64_t rows = int64_t(g.n) * g.oh;
   EXPECT_GE(int64_t(g.chunks) * g.chunk_rows, rows);
   EXPECT_LT(int64_t(g.chunks - 1) * g.chunk_rows, rows);
-  const int64_t warps = int64_t(g.chunks) * g.groups * g.kh * g.kw;
+  const int64_t warps = int64_t(g.chunks) * g.groups * g.kh * g.kw;  // the per-tap path's
   EXPECT_GE(warps, k::kNarrowTargetWarps / 2);
   EXPECT_LE(warps, k::kNarrowTargetWarps * 2);
   EXPECT_EQ(int64_t(g.bias_chunks) * k::kNarrowBiasChunkRows >= rows, true);
+  // The weight gradient by sliding window: 32 x 132 x 7 column blocks = 29,568 warps (about 3.5
+  // waves of an H100's 132 SMs x 64 warps), 7.6 MB of partials.
+  EXPECT_TRUE(g.window);
+  EXPECT_EQ(g.col_blocks, 7);
+  EXPECT_EQ(k::narrow_weight_warps(g), 29568);
+  EXPECT_EQ(k::narrow_weight_partials(g), 29568 * k::kNarrowWindowSlots);
   // Shared-memory packed weights: 132 x 16 taps x 4 floats = 33 KB, under the 48 KB default.
   EXPECT_EQ(k::narrow_packed_weights(g) * 4, 33792);
 
