@@ -16,7 +16,7 @@
 #   share/openmpi/ (Open MPI's help texts), share/udunits/ (the unit database),
 #   share/natural_earth/ (coastlines and borders for the maps)
 #   configs/, tests/cli/, scripts/demo.sh, tests/data/           the demo and the CLI tests
-#   scripts/gpu_check.sh, bench/*.sh, bench/*.py                 the GPU check and its benchmarks
+#   scripts/gpu_check.sh, scripts/racecheck_verdict.sh, bench/*.sh, bench/*.py   the GPU check and its benchmarks
 #   slurm/              the batch scripts: bin/env.sh sbatch slurm/train_forhlr2.sh ... (docs/bundle.md)
 #   README.md           docs/bundle.md
 # Not bundled: glibc (libc, libm, libpthread, libdl, librt, ld-linux, ...: the host's), and the
@@ -113,7 +113,7 @@ cp -r "$src/tests/cli" "$root/tests/"
 [[ -d $src/tests/dap_server ]] && cp -r "$src/tests/dap_server" "$root/tests/"
 cp "$src/scripts/demo.sh" "$root/scripts/" 2>/dev/null || true
 # The GPU check and the benchmarks it runs (against the GPU machine's PyTorch).
-cp "$src/scripts/gpu_check.sh" "$root/scripts/"
+cp "$src/scripts/gpu_check.sh" "$src/scripts/racecheck_verdict.sh" "$root/scripts/"
 mkdir -p "$root/bench"
 cp "$src"/bench/*.sh "$src"/bench/*.py "$root/bench/"
 # The Slurm batch scripts: submitted through bin/env.sh, the jobs run the bundle's downscale.
