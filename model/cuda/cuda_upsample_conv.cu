@@ -30,14 +30,39 @@ __global__ void unfold_bias_grad_kernel(int64_t n, int f, const float* dbs, floa
   DS_GRID_STRIDE(i, n) unfold_bias_grad_at(i, f, dbs, db);
 }
 
-__global__ void phase_interleave_bias_relu_kernel(int64_t n, Polyphase p, const float* small, const float* b,
+// The two big-grid passes in row form (model/kernels/polyphase.h says why): a block per big row
+// (grid-stride over rows), its threads over the row's f * W columns.
+__global__ void phase_interleave_bias_relu_kernel(int64_t rows, Polyphase p, const float* small, const float* b,
                                                   bool relu, float* big) {
-  DS_GRID_STRIDE(i, n) phase_interleave_bias_relu_at(i, p, small, b, relu, big);
+  const int cols = p.f * p.w;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const PhaseRow row = phase_row(r, p);
+    for (int x = threadIdx.x; x < cols; x += blockDim.x) phase_interleave_bias_relu_row_at(r, x, row, p, small, b, relu, big);
+  }
 }
 
-__global__ void phase_deinterleave_relu_grad_kernel(int64_t n, Polyphase p, const float* y, const float* dy,
+__global__ void phase_deinterleave_relu_grad_kernel(int64_t rows, Polyphase p, const float* y, const float* dy,
                                                     float* dys) {
-  DS_GRID_STRIDE(i, n) phase_deinterleave_relu_grad_at(i, p, y, dy, dys);
+  const int cols = p.f * p.w;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const PhaseRow row = phase_row(r, p);
+    for (int x = threadIdx.x; x < cols; x += blockDim.x) phase_deinterleave_relu_grad_row_at(r, x, row, p, y, dy, dys);
+  }
+}
+
+// Launch shape of a row-form pass: whole warps covering a row's f * W columns, at most kThreads
+// (MNN's 212 columns: 224 threads, one pass); one block per row up to 2^20 blocks, then a stride.
+struct RowLaunch {
+  int64_t rows;
+  int blocks, threads;
+};
+RowLaunch row_launch(const Polyphase& p) {
+  const int cols = p.f * p.w;
+  const int64_t rows = int64_t(p.n) * p.o * p.f * p.h;
+  int threads = (cols + 31) / 32 * 32;
+  if (threads > kThreads) threads = kThreads;
+  const int64_t cap = int64_t(1) << 20;
+  return RowLaunch{rows, int(rows < cap ? rows : cap), threads};
 }
 
 int64_t folded_weights(const ConvDesc& small) { return int64_t(small.out_c) * small.in.c * small.kh * small.kw; }
@@ -77,10 +102,11 @@ void CudaBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, co
   ConvDesc small;
   const Polyphase p = make_polyphase(d, f, small);
   float* ws = fold_weights(p, small, w);
-  const int64_t n_small = small.out().size(), n_big = d.out().size();
+  const int64_t n_small = small.out().size();
   float* ys = allocate(n_small);
   conv2d_forward(small, x, ws, nullptr, ys);
-  phase_interleave_bias_relu_kernel<<<blocks_for(n_big), kThreads, 0, stream_>>>(n_big, p, ys, b, relu, y);
+  const RowLaunch rl = row_launch(p);
+  phase_interleave_bias_relu_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, ys, b, relu, y);
   DS_CUDA_LAUNCHED();
   release(ys);  // back to the cache; later work on the stream runs after the queued kernels
   release(ws);
@@ -120,7 +146,8 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
   const Polyphase p = make_polyphase(d, f, small);
   const int64_t n_small = small.out().size(), n_ws = folded_weights(small), n_w = int64_t(d.out_c) * d.in.c * d.kh * d.kw;
   float* dys = allocate(n_small);
-  phase_deinterleave_relu_grad_kernel<<<blocks_for(n_small), kThreads, 0, stream_>>>(n_small, p, y, dy, dys);
+  const RowLaunch rl = row_launch(p);
+  phase_deinterleave_relu_grad_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, y, dy, dys);
   DS_CUDA_LAUNCHED();
   if (dw) {
     float* dws = allocate(n_ws);

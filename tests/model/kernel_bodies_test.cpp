@@ -559,6 +559,32 @@ TEST_F(KernelBodies, PolyphaseBiasReluFusionMatchesComposition) {
     for_all(n_small, [&](int64_t i) { k::phase_deinterleave_at(i, p, dy.data(), dys_plain.data()); });
     expect_exact(dys_plain, dys_lin, what + " de-interleave without ReLU");
 
+    // The row form the CUDA kernels run (one decode per big row), against the flat bodies:
+    // exact, and every element written (NaN-filled outputs).
+    const int64_t rows = n_big / (int64_t(cs.f) * p.w);
+    const auto for_rows = [&](const auto& f) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const k::PhaseRow row = k::phase_row(r, p);
+        for (int col = 0; col < cs.f * p.w; ++col) f(r, col, row);
+      }
+    };
+    for (const bool relu : {true, false}) {
+      std::vector<float> flat(nb), rowed(nb, std::nanf(""));
+      for_all(n_big, [&](int64_t i) { k::phase_interleave_bias_relu_at(i, p, y_small.data(), b.data(), relu, flat.data()); });
+      for_rows([&](int64_t r, int col, const k::PhaseRow& row) {
+        k::phase_interleave_bias_relu_row_at(r, col, row, p, y_small.data(), b.data(), relu, rowed.data());
+      });
+      expect_exact(flat, rowed, what + " interleave in row form" + (relu ? " (ReLU)" : ""));
+    }
+    for (const float* mask : {static_cast<const float*>(got.data()), static_cast<const float*>(nullptr)}) {
+      std::vector<float> flat(ns), rowed(ns, std::nanf(""));
+      for_all(n_small, [&](int64_t i) { k::phase_deinterleave_relu_grad_at(i, p, mask, dy.data(), flat.data()); });
+      for_rows([&](int64_t r, int col, const k::PhaseRow& row) {
+        k::phase_deinterleave_relu_grad_row_at(r, col, row, p, mask, dy.data(), rowed.data());
+      });
+      expect_exact(flat, rowed, what + " de-interleave in row form" + (mask ? " (ReLU mask)" : ""));
+    }
+
     // The CUDA backend's fused backward on that one dys, against Backend's default given the same y.
     Tensor dws(*cpu_, ws_shape), dbs(*cpu_, Shape{1, small.out_c, 1, 1}), dx(*cpu_, xs), dw(*cpu_, w.shape()),
         db(*cpu_, b.shape());
