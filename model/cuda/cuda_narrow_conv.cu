@@ -3,8 +3,9 @@
 // H100 for 1 % of the FLOPs) as hand-written kernels around model/kernels/narrow_conv.h.
 //
 // - forward: for kernels up to 4x4 one thread per output column of 4 rows (the input rows under
-//   the taps loaded once per channel), else one per output pixel; backward data: one thread per
-//   input pixel and group of 8 channels; the packed weights (C x kh x kw x 4 floats, 33 KB for the head) are
+//   the taps loaded once per channel), else one per output pixel; backward data likewise: for
+//   kernels up to 4x4 one thread per input column of 4 rows and 8 channels (the dy values under
+//   the taps loaded once per output channel), else one per input pixel and 8 channels; the packed weights (C x kh x kw x 4 floats, 33 KB for the head) are
 //   copied into shared memory per block where they fit in 48 KB, else read from global memory;
 //   grids are capped at the blocks resident at once (at most 8 per SM) so few blocks copy them.
 // - backward weights: for kernels up to 4x4 (the head), one warp per (image, input channel, 32
@@ -78,6 +79,14 @@ __global__ void narrow_backward_data_kernel(int64_t n, NarrowConv g, int64_t n4,
   extern __shared__ float4 narrow_shared[];
   const float* w = narrow_weights<kShared>(wp, n4, narrow_shared);
   DS_GRID_STRIDE(t, n) kernels::narrow_conv_backward_data_at<O>(t, g, dy, w, dx);
+}
+
+template <int O, bool kShared>
+__global__ void narrow_backward_data_window_kernel(int64_t n, NarrowConv g, int64_t n4, const float* dy,
+                                                   const float* wp, float* dx) {
+  extern __shared__ float4 narrow_shared[];
+  const float* w = narrow_weights<kShared>(wp, n4, narrow_shared);
+  DS_GRID_STRIDE(t, n) kernels::narrow_conv_backward_data_window_at<O>(t, g, dy, w, dx);
 }
 
 // The warp's tree (narrow_lane_tree_sum's order): lane l adds lane l + offset's value.
@@ -212,17 +221,20 @@ void CudaBackend::narrow_conv_forward(const ConvDesc& d, const float* x, const f
 void CudaBackend::narrow_conv_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) {
   const NarrowConv g = kernels::make_narrow_conv(d);
   float* wp = narrow_pack(g, w);
-  const int64_t n4 = kernels::narrow_packed_weights(g) / 4, n = int64_t(g.n) * g.groups * g.h * g.w;
+  // Kernels up to 4x4: one thread per input column of 4 rows and 8 channels, else per pixel.
+  const int64_t rows = g.window ? kernels::narrow_input_strips(g) : g.h;
+  const int64_t n4 = kernels::narrow_packed_weights(g) / 4, n = int64_t(g.n) * g.groups * rows * g.w;
   const size_t bytes = size_t(n4) * sizeof(float4);
   const bool shared = bytes <= kNarrowSharedBytes;
   with_out_channels(g.o, [&](auto o) {
     constexpr int O = decltype(o)::value;
     if (shared) {
-      const auto kernel = narrow_backward_data_kernel<O, true>;
+      const auto kernel = g.window ? narrow_backward_data_window_kernel<O, true> : narrow_backward_data_kernel<O, true>;
       kernel<<<narrow_grid(n, reinterpret_cast<const void*>(kernel), bytes), kThreads, bytes, stream_>>>(n, g, n4, dy,
                                                                                                         wp, dx);
     } else {
-      narrow_backward_data_kernel<O, false><<<blocks_for(n), kThreads, 0, stream_>>>(n, g, n4, dy, wp, dx);
+      const auto kernel = g.window ? narrow_backward_data_window_kernel<O, false> : narrow_backward_data_kernel<O, false>;
+      kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, g, n4, dy, wp, dx);
     }
   });
   DS_CUDA_LAUNCHED();

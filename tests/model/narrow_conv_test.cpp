@@ -45,6 +45,11 @@ struct NarrowHost {
   }
   void backward_data(const float* dy, const float* w, float* dx) const {
     const auto wp = pack(std::vector<float>(w, w + int64_t(g.o) * g.c * g.kh * g.kw));
+    if (g.window) {
+      for (int64_t t = 0; t < int64_t(g.n) * g.groups * k::narrow_input_strips(g) * g.w; ++t)
+        k::narrow_conv_backward_data_window_at<O>(t, g, dy, wp.data(), dx);
+      return;
+    }
     for (int64_t t = 0; t < int64_t(g.n) * g.groups * g.h * g.w; ++t)
       k::narrow_conv_backward_data_at<O>(t, g, dy, wp.data(), dx);
   }
@@ -154,10 +159,10 @@ class NarrowConvBodies : public ::testing::Test {
     k::NarrowConv g3 = g;
     g3.chunk_rows = 3;
     g3.chunks = (g.n * g.oh + 2) / 3;
-    // Kernels up to 4x4 take the window path for the forward and the weight gradient; run the
-    // per-pixel and per-tap paths on them too (they stay the paths of larger kernels).
+    // Kernels up to 4x4 take the window path for all three passes; run the per-pixel and per-tap
+    // paths on them too (they stay the paths of larger kernels).
     g3.window = false;
-    for (const auto& [geometry, tag] : {std::pair{g, ""}, std::pair{g3, ", 3-row chunks, per-pixel forward, per-tap weight gradient"}}) {
+    for (const auto& [geometry, tag] : {std::pair{g, ""}, std::pair{g3, ", 3-row chunks, per-pixel forward and data, per-tap weight gradient"}}) {
       const std::string what = std::string(cs.name) + " out_c " + std::to_string(cs.o) + tag;
       switch (cs.o) {
         case 1: check<1>(cs, geometry, what); break;
