@@ -40,8 +40,21 @@ namespace {
 constexpr size_t kMaxWorkspace = size_t(2) << 30;
 
 // The workspace cudnnFind* may give the candidates it times (from the caching allocator, returned
-// to it right after): algorithms needing more are not timed, so not chosen.
-constexpr size_t kFindWorkspace = size_t(512) << 20;
+// to it right after): algorithms needing more are not timed, so not chosen. It was a fixed 512 MiB
+// until an H100 run (2026-11-23) showed all three passes of MNN's largest convolution (the
+// 100 -> 528 channel polyphase 5x5, 11.5 ms of a 27.8 ms TF32 step) on algorithms using 492-500
+// MiB, right under it. Now kMaxWorkspace, or a quarter of the free device memory when that is
+// less, and never under kMinFindWorkspace (PyTorch's cudnn.benchmark offers what it can allocate).
+constexpr size_t kMinFindWorkspace = size_t(512) << 20;
+size_t find_workspace_bytes() {
+  size_t free_bytes = 0, total = 0;
+  if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+    cudaGetLastError();
+    return kMinFindWorkspace;
+  }
+  const size_t quarter = free_bytes / 4;
+  return quarter < kMinFindWorkspace ? kMinFindWorkspace : quarter > kMaxWorkspace ? kMaxWorkspace : quarter;
+}
 
 // A ranked list's usable entries, in its order (cuDNN's heuristic, or cudnnFind*'s fastest
 // first): succeeded, within max_workspace, and never CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION (each
@@ -320,11 +333,18 @@ bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p, std::vector<Co
   float *x = nullptr, *w = nullptr, *y = nullptr;
   void* ws = nullptr;
   bool ok = false;
+  size_t find_ws = find_workspace_bytes();
   try {
     x = allocate(nx);
     w = allocate(nw);
     y = allocate(ny);
-    ws = cache_.allocate(kFindWorkspace);
+    try {
+      ws = cache_.allocate(find_ws);
+    } catch (const Error&) {  // too large for what is left: time with the old, smaller offer
+      cudaGetLastError();
+      find_ws = kMinFindWorkspace;
+      ws = cache_.allocate(find_ws);
+    }
     // Zeros, not whatever the blocks held: NaN or denormal garbage could skew the timings.
     DS_CUDA(cudaMemsetAsync(x, 0, size_t(nx) * sizeof(float), stream_));
     DS_CUDA(cudaMemsetAsync(w, 0, size_t(nw) * sizeof(float), stream_));
@@ -335,18 +355,18 @@ bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p, std::vector<Co
     cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     cudnnConvolutionDescriptor_t conv = p.conv[kFwdPass];  // the requested mode's math type
     if (cudnnFindConvolutionForwardAlgorithmEx(cudnn_, p.x, x, p.w, w, conv, p.y, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                               &got, fwd, ws, kFindWorkspace) == CUDNN_STATUS_SUCCESS)
-      found[kFwdPass] = usable_choices(fwd, got, fma_only, fma_only, kFindWorkspace, true);
+                                               &got, fwd, ws, find_ws) == CUDNN_STATUS_SUCCESS)
+      found[kFwdPass] = usable_choices(fwd, got, fma_only, fma_only, find_ws, true);
     if (!found[kFwdPass].empty() &&
         cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn_, p.w, w, p.y, y, conv, p.x, x,
                                                     CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd, ws,
-                                                    kFindWorkspace) == CUDNN_STATUS_SUCCESS)
-      found[kDataPass] = usable_choices(bd, got, fma_only, fma_only, kFindWorkspace, true);
+                                                    find_ws) == CUDNN_STATUS_SUCCESS)
+      found[kDataPass] = usable_choices(bd, got, fma_only, fma_only, find_ws, true);
     if (!found[kDataPass].empty() &&
         cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn_, p.x, x, p.y, y, conv, p.w, w,
                                                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf, ws,
-                                                      kFindWorkspace) == CUDNN_STATUS_SUCCESS)
-      found[kFilterPass] = usable_choices(bf, got, fma_only, fma_only, kFindWorkspace, true);
+                                                      find_ws) == CUDNN_STATUS_SUCCESS)
+      found[kFilterPass] = usable_choices(bf, got, fma_only, fma_only, find_ws, true);
     ok = !found[kFwdPass].empty() && !found[kDataPass].empty() && !found[kFilterPass].empty();
   } catch (const Error&) {
     ok = false;  // out of memory for the scratch: the heuristic's ranking stands
