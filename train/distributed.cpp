@@ -2,12 +2,15 @@
 
 #include <mpi.h>
 #include <sched.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -281,7 +284,16 @@ class Mpi final : public Communicator {
   }
 
   [[noreturn]] void abort(const std::string& message, int code) override {
-    std::cerr << "rank " << rank_ << " failed: " << message << std::endl;
+    // One write() of the whole line: std::cerr is unbuffered, so each << was its own write, and
+    // under mpirun those pieces raced MPI_Abort's banner through Open MPI's output forwarding (a
+    // test once read " failed: injected failure ...", its "rank 1" lost elsewhere).
+    const std::string line = "rank " + std::to_string(rank_) + " failed: " + message + "\n";
+    std::cerr.flush();
+    for (size_t done = 0; done < line.size();) {
+      const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
+      if (n <= 0 && errno != EINTR) break;
+      if (n > 0) done += size_t(n);
+    }
     if (size_ == 1) {
       if (owns_) MPI_Finalize();
       std::exit(code);

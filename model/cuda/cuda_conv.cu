@@ -43,8 +43,11 @@ constexpr size_t kMaxWorkspace = size_t(2) << 30;
 // to it right after): algorithms needing more are not timed, so not chosen. It was a fixed 512 MiB
 // until an H100 run (2026-11-23) showed all three passes of MNN's largest convolution (the
 // 100 -> 528 channel polyphase 5x5, 11.5 ms of a 27.8 ms TF32 step) on algorithms using 492-500
-// MiB, right under it. Now kMaxWorkspace, or a quarter of the free device memory when that is
-// less, and never under kMinFindWorkspace (PyTorch's cudnn.benchmark offers what it can allocate).
+// MiB, right under it. Now the largest of kMaxWorkspace (2 GiB), 1 GiB and kMinFindWorkspace that
+// is at most a quarter of the free device memory (PyTorch's cudnn.benchmark offers what it can
+// allocate). Three sizes only: the block goes back to the caching allocator after each Find, and
+// the next plan's Find asks the same size again and reuses it, where a size following the free
+// memory would leave a new idle block in the cache each time.
 constexpr size_t kMinFindWorkspace = size_t(512) << 20;
 size_t find_workspace_bytes() {
   size_t free_bytes = 0, total = 0;
@@ -52,8 +55,9 @@ size_t find_workspace_bytes() {
     cudaGetLastError();
     return kMinFindWorkspace;
   }
-  const size_t quarter = free_bytes / 4;
-  return quarter < kMinFindWorkspace ? kMinFindWorkspace : quarter > kMaxWorkspace ? kMaxWorkspace : quarter;
+  for (size_t bytes = kMaxWorkspace; bytes > kMinFindWorkspace; bytes /= 2)
+    if (bytes <= free_bytes / 4) return bytes;
+  return kMinFindWorkspace;
 }
 
 // A ranked list's usable entries, in its order (cuDNN's heuristic, or cudnnFind*'s fastest
@@ -626,7 +630,8 @@ void CudaBackend::report_pass_times() {
   // Every interval's events were recorded on the one stream: once it is idle, all can be read.
   if (cudaStreamSynchronize(stream_) != cudaSuccess) return;  // the context is gone: nothing to say
   // Each pass's first call is left out: it carries one-time costs (on an H100 the net's first
-  // forward took 9.5 ms against 0.16 ms later, a third of all convolution time in a 3-step run).
+  // convolution's forward averaged 9.5 ms over 5 calls with its first and 0.24 ms over 4 without:
+  // the first call took about 47 ms, most of the outside-cuDNN share of a 3-step run).
   std::set<std::tuple<const ConvPlan*, int, int>> seen;
   for (const PassInterval& t : pass_intervals_) {
     if (seen.insert({t.plan, t.pass, t.which}).second) continue;

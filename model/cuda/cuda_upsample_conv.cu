@@ -106,8 +106,10 @@ void CudaBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, co
   float* ys = allocate(n_small);
   conv2d_forward(small, x, ws, nullptr, ys);
   const RowLaunch rl = row_launch(p);
-  phase_interleave_bias_relu_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, ys, b, relu, y);
-  DS_CUDA_LAUNCHED();
+  if (rl.rows > 0) {  // an empty batch: no grid of 0 blocks
+    phase_interleave_bias_relu_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, ys, b, relu, y);
+    DS_CUDA_LAUNCHED();
+  }
   release(ys);  // back to the cache; later work on the stream runs after the queued kernels
   release(ws);
 }
@@ -147,8 +149,10 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
   const int64_t n_small = small.out().size(), n_ws = folded_weights(small), n_w = int64_t(d.out_c) * d.in.c * d.kh * d.kw;
   float* dys = allocate(n_small);
   const RowLaunch rl = row_launch(p);
-  phase_deinterleave_relu_grad_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, y, dy, dys);
-  DS_CUDA_LAUNCHED();
+  if (rl.rows > 0) {
+    phase_deinterleave_relu_grad_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, y, dy, dys);
+    DS_CUDA_LAUNCHED();
+  }
   if (dw) {
     float* dws = allocate(n_ws);
     float* dbs = db ? allocate(small.out_c) : nullptr;

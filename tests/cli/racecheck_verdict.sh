@@ -25,6 +25,15 @@ expect_failure ours \
 expect_failure internal "========= Internal Sanitizer Error: The Sanitizer failed to handle a hardware exception."
 expect_failure test "[  FAILED  ] ModelCuda.NarrowOutputConvolutionMatchesCpu (1779 ms)"
 
+# A hazard report in a form the script does not read (the summary counts one more) and a
+# truncated log (no summary) must not pass as clean.
+sed 's/1 hazard displayed (1 error/2 hazards displayed (2 errors/' "$real" > "$tmp/unread.txt"
+echo "=========     Potential hazard in a form the script does not parse" >> "$tmp/unread.txt"
+if out=$(bash "$verdict" "$tmp/unread.txt"); then fail "a report the script cannot read was accepted: $out"; fi
+grep -q "summary says 2 hazard(s) displayed, 1 race report(s) read" <<<"$out" || fail "unread: $out"
+grep -v "RACECHECK SUMMARY" "$real" > "$tmp/truncated.txt"
+if out=$(bash "$verdict" "$tmp/truncated.txt"); then fail "a log without its summary was accepted: $out"; fi
+
 printf '%s\n' "========= COMPUTE-SANITIZER" "[  PASSED  ] 9 tests." "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)" > "$tmp/clean.txt"
 out=$(bash "$verdict" "$tmp/clean.txt") || fail "a clean report was rejected: $out"
 [[ $out == "racecheck: clean" ]] || fail "clean report: $out"
