@@ -9,7 +9,7 @@
 #      weights and batch: PyTorch eager NCHW and channels_last with cudnn.benchmark and TF32, and
 #      torch.compile as a second peer (bench/train_step.sh), in each of MATHS;
 #   variants (3b): our training step alone under each CUDA backend switch (DOWNSCALE_CUDA_NARROW,
-#      _FUSE, _LAYOUT, DOWNSCALE_FUSE_LAYERS) in each of MATHS: which default is the faster;
+#      _NARROW_WINDOW, _FUSE, _LAYOUT, DOWNSCALE_FUSE_LAYERS) in each of MATHS: which default is the faster;
 #   profile (4): the scaling model's per-layer profile (bench_train_step --profile-layers, TF32)
 #      and its predicted table on NVLink4/NDR and PCIe5/one NIC per node (docs/scaling.md); the
 #      same profile in PROFILE_MATHS (default bf16) beside it, per layer (bench/profile_compare.py);
@@ -303,9 +303,9 @@ section_bench() {
 section_variants() {
   say "## 3b. Training step under the CUDA backend's switches, batch $BATCH (ours alone, samples/s)"
   local math v envv
-  printf '%-6s %-28s %10s %10s\n' math switch train forward > "$work/variants"
+  printf '%-6s %-32s %10s %10s\n' math switch train forward > "$work/variants"
   for math in $MATHS; do
-    for v in default DOWNSCALE_CUDA_NARROW=0 DOWNSCALE_CUDA_NARROW=1 DOWNSCALE_CUDA_FUSE=0 DOWNSCALE_FUSE_LAYERS=0 \
+    for v in default DOWNSCALE_CUDA_NARROW=0 DOWNSCALE_CUDA_NARROW=1 DOWNSCALE_CUDA_NARROW_WINDOW=0 DOWNSCALE_CUDA_FUSE=0 DOWNSCALE_FUSE_LAYERS=0 \
              DOWNSCALE_CUDA_LAYOUT=nhwc; do
       [[ $v == DOWNSCALE_CUDA_LAYOUT=nhwc && $math != bf16 ]] && continue
       [[ $v == DOWNSCALE_CUDA_FUSE=0 && ($math == bf16 || $math == fp16) ]] && continue
@@ -313,10 +313,10 @@ section_variants() {
       [[ $v == default ]] || envv=("$v")
       if run env ${envv[@]+"${envv[@]}"} "$bench" --device "$dev" --math "$math" --batch "$BATCH" --grid "$GRID" \
            --steps "$STEPS" --warmup "$WARMUP" > "$work/variant.out" 2> "$work/variant.err"; then
-        printf '%-6s %-28s %10s %10s\n' "$math" "$v" "$(awk '$1 == "train_samples_per_s" {print $2}' "$work/variant.out")" \
+        printf '%-6s %-32s %10s %10s\n' "$math" "$v" "$(awk '$1 == "train_samples_per_s" {print $2}' "$work/variant.out")" \
           "$(awk '$1 == "forward_samples_per_s" {print $2}' "$work/variant.out")" >> "$work/variants"
       else
-        printf '%-6s %-28s %10s\n' "$math" "$v" FAILED >> "$work/variants"
+        printf '%-6s %-32s %10s\n' "$math" "$v" FAILED >> "$work/variants"
         tail -3 "$work/variant.err" >> "$work/variants"
         failed+=("variant $math $v")
       fi

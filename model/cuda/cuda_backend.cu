@@ -35,6 +35,12 @@ CudaBackend::CudaBackend(int device)
       throw Error("DOWNSCALE_CUDA_NARROW is '" + v + "', expected 0 (never), 1 (always) or unset (by timing)");
     if (!v.empty()) narrow_mode_ = v == "1" ? 1 : 0;
   }
+  if (const char* wnd = std::getenv("DOWNSCALE_CUDA_NARROW_WINDOW")) {
+    const std::string v = wnd;
+    if (v != "0" && v != "1" && !v.empty())
+      throw Error("DOWNSCALE_CUDA_NARROW_WINDOW is '" + v + "', expected 0 (per-pixel kernels), 1 or unset (window)");
+    narrow_window_ = v != "0";
+  }
   if (const char* t = std::getenv("DOWNSCALE_CUDA_PASS_TIMES")) pass_times_ = std::string(t) == "1";
   if (const char* t = std::getenv("DOWNSCALE_CUDA_TEST_REFUSE")) test_refuse_ = std::string(t) == "1";
   int count = 0;

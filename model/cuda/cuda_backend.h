@@ -215,6 +215,8 @@ class CudaBackend : public Backend {
   void narrow_conv_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx);
   void narrow_conv_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db);
   float* narrow_pack(const kernels::NarrowConv& g, const float* w);
+  // make_narrow_conv's geometry, with the window kernels off under DOWNSCALE_CUDA_NARROW_WINDOW=0.
+  kernels::NarrowConv narrow_geometry(const ConvDesc& d) const;
   // Blocks for n threads of `kernel`; with `bytes` of dynamic shared memory, no more than fit at once.
   int narrow_grid(int64_t n, const void* kernel, size_t bytes);
   int sm_count();
@@ -245,6 +247,7 @@ class CudaBackend : public Backend {
   // Env DOWNSCALE_CUDA_NARROW: 0 never uses the narrow convolution path, 1 always where it
   // applies (the parity tests), unset (-1) by timing per plan.
   int narrow_mode_ = -1;
+  bool narrow_window_ = true;  // DOWNSCALE_CUDA_NARROW_WINDOW=0: the per-pixel/per-tap narrow kernels
   int sm_count_ = 0;  // multiprocessors, asked on first use
   int* d_flag_ = nullptr;  // all_finite's answer
   cudaStream_t stream_ = nullptr;

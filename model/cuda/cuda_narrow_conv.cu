@@ -178,6 +178,14 @@ int CudaBackend::sm_count() {
   return sm_count_;
 }
 
+// The window kernels (kernels up to 4x4) are the default; DOWNSCALE_CUDA_NARROW_WINDOW=0 runs the
+// per-pixel and per-tap kernels they replaced, for measuring one against the other.
+NarrowConv CudaBackend::narrow_geometry(const ConvDesc& d) const {
+  NarrowConv g = kernels::make_narrow_conv(d);
+  g.window = g.window && narrow_window_;
+  return g;
+}
+
 float* CudaBackend::narrow_pack(const kernels::NarrowConv& g, const float* w) {
   const int64_t n = kernels::narrow_packed_weights(g);
   auto* wp = static_cast<float*>(cache_.allocate(size_t(n) * sizeof(float)));
@@ -196,7 +204,7 @@ int CudaBackend::narrow_grid(int64_t n, const void* kernel, size_t bytes) {
 }
 
 void CudaBackend::narrow_conv_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
-  const NarrowConv g = kernels::make_narrow_conv(d);
+  const NarrowConv g = narrow_geometry(d);
   float* wp = narrow_pack(g, w);
   // Kernels up to 4x4: one thread per column of kNarrowStripRows output rows, else per pixel.
   const int64_t n4 = kernels::narrow_packed_weights(g) / 4,
@@ -219,7 +227,7 @@ void CudaBackend::narrow_conv_forward(const ConvDesc& d, const float* x, const f
 }
 
 void CudaBackend::narrow_conv_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) {
-  const NarrowConv g = kernels::make_narrow_conv(d);
+  const NarrowConv g = narrow_geometry(d);
   float* wp = narrow_pack(g, w);
   // Kernels up to 4x4: one thread per input column of 4 rows and 8 channels, else per pixel.
   const int64_t rows = g.window ? kernels::narrow_input_strips(g) : g.h;
@@ -244,7 +252,7 @@ void CudaBackend::narrow_conv_backward_data(const ConvDesc& d, const float* dy, 
 void CudaBackend::narrow_conv_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw,
                                                float* db) {
   static_assert(kThreads % kNarrowLanes == 0, "a block must hold whole warps");
-  const NarrowConv g = kernels::make_narrow_conv(d);
+  const NarrowConv g = narrow_geometry(d);
   auto* partial = static_cast<float*>(cache_.allocate(size_t(kernels::narrow_weight_partials(g)) * sizeof(float)));
   const int64_t n = kernels::narrow_weight_warps(g) * kNarrowLanes;
   const int64_t nw = int64_t(g.o) * g.c * g.kh * g.kw;

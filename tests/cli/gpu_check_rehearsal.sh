@@ -35,7 +35,8 @@ grep -qE '^\| forward head \(ms\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' $r || fa
 grep -q 'nodes  gpus  ranks' $r || fail "no scaling table"
 grep -q '^convolution passes (bf16):$' $r && grep -q '^(no per-pass times: the cpu backend has none)$' $r ||
   fail "no per-pass block"
-grep -qE '^tf32 +default +[0-9.]+ +[0-9.]+$' $r && grep -qE '^tf32 +DOWNSCALE_FUSE_LAYERS=0 +[0-9.]+ +[0-9.]+$' $r ||
+grep -qE '^tf32 +default +[0-9.]+ +[0-9.]+$' $r && grep -qE '^tf32 +DOWNSCALE_FUSE_LAYERS=0 +[0-9.]+ +[0-9.]+$' $r &&
+  grep -qE '^tf32 +DOWNSCALE_CUDA_NARROW_WINDOW=0 +[0-9.]+ +[0-9.]+$' $r ||
   fail "no switch table"
 [[ -s report_profile.json && -s report_profile_bf16.json ]] || fail "profiles not kept beside the report"
 grep -qE '^\| 0 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' $r || fail "loss-curve table has an empty cell in step 0"
