@@ -5,8 +5,8 @@
 // - forward: for kernels up to 4x4 one thread per output column of 4 rows (the input rows under
 //   the taps loaded once per channel), else one per output pixel; backward data likewise: for
 //   kernels up to 4x4 one thread per input column of 4 rows and 8 channels (the dy values under
-//   the taps loaded once per output channel), else one per input pixel and 8 channels; the packed weights (C x kh x kw x 4 floats, 33 KB for the head) are
-//   copied into shared memory per block where they fit in 48 KB, else read from global memory;
+//   the taps loaded once per output channel), else one per input pixel and 8 channels. The
+//   packed weights (C x kh x kw x 4 floats, 33 KB for the head) are copied into shared memory per block where they fit in 48 KB, else read from global memory;
 //   grids are capped at the blocks resident at once (at most 8 per SM) so few blocks copy them.
 // - backward weights: for kernels up to 4x4 (the head), one warp per (image, input channel, 32
 //   output columns), each lane walking down its column with the taps' inputs in registers; for
@@ -119,14 +119,12 @@ __global__ void narrow_weight_partial_kernel(int64_t n, NarrowConv g, const floa
 template <int O>
 __global__ void narrow_weight_window_kernel(int64_t n, NarrowConv g, const float* x, const float* dy,
                                             float* partial) {
-  constexpr int K = kernels::kNarrowWindow;
   DS_GRID_STRIDE(t, n) {
     float acc[kernels::kNarrowWindowSlots];
     kernels::narrow_conv_weight_window_lane<O>(t, g, x, dy, acc);
 #pragma unroll
     for (int s = 0; s < kernels::kNarrowWindowSlots; ++s) {
-      const int row = s / (K * kNarrowConvMaxOut), e = s / kNarrowConvMaxOut % K, oc = s % kNarrowConvMaxOut;
-      if (oc >= O || row < K - g.kh || e >= g.kw) continue;
+      if (!kernels::narrow_window_slot_used(s, g)) continue;
       const float v = narrow_warp_sum(acc[s]);
       if (t % kNarrowLanes == 0) partial[t / kNarrowLanes * kernels::kNarrowWindowSlots + s] = v;
     }

@@ -38,10 +38,11 @@ constexpr int kNarrowBiasChunkRows = 16;
 // so the summation order is the same on every GPU.
 constexpr int64_t kNarrowTargetWarps = 16384;
 
-// The weight gradient of kernels up to kNarrowWindow x kNarrowWindow (MNN's head: 4x4) takes the
-// sliding-window path (narrow_conv_weight_window_lane); larger ones the per-tap path.
+// Kernels up to kNarrowWindow x kNarrowWindow (MNN's head: 4x4) take the sliding-window bodies
+// for all three passes (the *_window_* functions below); larger ones the per-pixel and per-tap
+// bodies.
 constexpr int kNarrowWindow = 4;
-// One window partial: taps (window row slot, column) x output channels.
+// One window weight-gradient partial: taps (window row slot, column) x output channels.
 constexpr int kNarrowWindowSlots = kNarrowWindow * kNarrowWindow * kNarrowConvMaxOut;
 
 // Blocks per SM for the kernels that copy the packed weights into shared memory, at most: enough
@@ -69,7 +70,7 @@ struct NarrowConv {
   int groups = 0;                  // channel groups: ceil(c / kNarrowChannelGroup)
   int chunk_rows = 1, chunks = 1;  // weight-gradient partials: rows (n, output row) per chunk
   int bias_chunks = 1;             // bias partials of kNarrowBiasChunkRows rows
-  bool window = false;             // weight gradient by sliding window (kh, kw <= kNarrowWindow)
+  bool window = false;             // the sliding-window bodies (kh, kw <= kNarrowWindow)
   int col_blocks = 1;              // the window path's blocks of 32 output columns: ceil(ow / 32)
 };
 
@@ -251,7 +252,7 @@ template <int O>
 DS_HOST_DEVICE inline void narrow_conv_backward_data_window_at(int64_t t, const NarrowConv& g, const float* dy,
                                                                const float* wp, float* dx) {
   constexpr int K = kNarrowWindow, R = kNarrowStripRows, RK = R + K - 1, G = kNarrowChannelGroup;
-  const int strips = (g.h + R - 1) / R;
+  const int strips = narrow_input_strips(g);
   const int j = int(t % g.w), i0 = int(t / g.w % strips) * R;
   const int group = int(t / (int64_t(g.w) * strips) % g.groups);
   const int64_t n = t / (int64_t(g.w) * strips * g.groups);
@@ -465,6 +466,13 @@ DS_HOST_DEVICE inline void narrow_conv_weight_window_lane(int64_t t, const Narro
       }
     }
   }
+}
+
+// Whether window partial slot s = (row slot * kNarrowWindow + e) * 4 + oc holds a real tap and
+// output channel: only those are summed over the lanes and written (the others are never read).
+DS_HOST_DEVICE inline bool narrow_window_slot_used(int s, const NarrowConv& g) {
+  const int row = s / (kNarrowWindow * kNarrowConvMaxOut), e = s / kNarrowConvMaxOut % kNarrowWindow;
+  return s % kNarrowConvMaxOut < g.o && row >= kNarrowWindow - g.kh && e < g.kw;
 }
 
 // dw[oc, c, a, e] (index i of O x C x kh x kw) on the window path: the partials of (n, column

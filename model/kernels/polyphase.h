@@ -92,22 +92,6 @@ DS_HOST_DEVICE inline void phase_interleave_at(int64_t i, const Polyphase& p, co
   big[i] = small[phase_source(i, p)];
 }
 
-// The output channel of big element i.
-DS_HOST_DEVICE inline int phase_out_channel(int64_t i, const Polyphase& p) {
-  return int(i / (int64_t(p.f) * p.w * p.f * p.h) % p.o);
-}
-
-// The forward with the bias and the ReLU in the same pass (the small convolution then runs
-// without bias): big[i] = relu(small[phase_source(i)] + b[oc]). The same float operations as
-// the small convolution's bias add (one addition of b[oc], which is the folded bias of every
-// phase of oc) followed by relu_forward_at. b null: no bias.
-DS_HOST_DEVICE inline void phase_interleave_bias_relu_at(int64_t i, const Polyphase& p, const float* small,
-                                                         const float* b, bool relu, float* big) {
-  float v = small[phase_source(i, p)];
-  if (b) v += b[phase_out_channel(i, p)];
-  big[i] = relu ? (v > 0.0f ? v : 0.0f) : v;
-}
-
 // Big element index that small element i of (N, O*f*f, H, W) comes from (the gradient's way back).
 DS_HOST_DEVICE inline int64_t phase_target(int64_t i, const Polyphase& p) {
   const int x = int(i % p.w), y = int(i / p.w % p.h);
@@ -122,21 +106,13 @@ DS_HOST_DEVICE inline void phase_deinterleave_at(int64_t i, const Polyphase& p, 
   small[i] = big[phase_target(i, p)];
 }
 
-// The backward's one pass over the big grid: the output gradient masked by the ReLU's gradient
-// ([y > 0] from the forward output, as relu_backward_at) and de-interleaved onto the small grid,
-// which both small convolutions' backward then read. y null: no ReLU, a plain de-interleave.
-DS_HOST_DEVICE inline void phase_deinterleave_relu_grad_at(int64_t i, const Polyphase& p, const float* y,
-                                                           const float* dy, float* dys) {
-  const int64_t j = phase_target(i, p);
-  dys[i] = (!y || y[j] > 0.0f) ? dy[j] : 0.0f;
-}
-
-// --- Row form of the two big-grid passes (what the CUDA kernels run) ---
-// The flat bodies above spend six 64-bit divisions per element on the index (phase_source,
-// phase_target), which on a GPU are emulated in software: tens of instructions each, over MNN's
-// 108 M big elements per pass against a memory-bound 0.3 ms. In row form a block takes a big row
-// r = (n * O + oc) * (f * H) + y, decodes it once (phase_row), and its threads walk the columns
-// x, where the source is row.base + (x % f) * H * W + x / f (32-bit, small divisor).
+// --- The two fused big-grid passes, in row form (what the CUDA kernels run) ---
+// Indexed flat, as phase_interleave_at and phase_deinterleave_at are, each element would spend six
+// 64-bit divisions on its index (phase_source, phase_target), which on a GPU are emulated in
+// software: tens of instructions each, over MNN's 108 M big elements per pass against a
+// memory-bound 0.3 ms. In row form a block takes a big row r = (n * O + oc) * (f * H) + y,
+// decodes it once (phase_row), and its threads walk the columns x, where the source is
+// row.base + (x % f) * H * W + x / f (32-bit, small divisor).
 struct PhaseRow {
   int64_t base = 0;  // small index of column 0's source (phase px = 0)
   int oc = 0;        // the row's output channel
@@ -156,7 +132,10 @@ DS_HOST_DEVICE inline int64_t phase_source_in_row(const PhaseRow& row, int x, co
   return row.base + int64_t(x % p.f) * p.h * p.w + x / p.f;
 }
 
-// phase_interleave_bias_relu_at(r * f * W + x, ...): the same operations.
+// The forward with the bias and the ReLU in the same pass (the small convolution then runs
+// without bias), at big element r * f * W + x: big = relu(small[phase_source] + b[oc]). The same
+// float operations as the small convolution's bias add (one addition of b[oc], which is the
+// folded bias of every phase of oc) followed by relu_forward_at. b null: no bias.
 DS_HOST_DEVICE inline void phase_interleave_bias_relu_row_at(int64_t r, int x, const PhaseRow& row,
                                                              const Polyphase& p, const float* small, const float* b,
                                                              bool relu, float* big) {
@@ -165,9 +144,12 @@ DS_HOST_DEVICE inline void phase_interleave_bias_relu_row_at(int64_t r, int x, c
   big[r * p.f * p.w + x] = relu ? (v > 0.0f ? v : 0.0f) : v;
 }
 
-// phase_deinterleave_relu_grad_at seen from the big grid: big element j = r * f * W + x goes to
-// small element phase_source(j) (the interleave is a one-to-one map between the two grids, so
-// every small element is written once). Reads y and dy along rows, as they lie.
+// The backward's one pass over the big grid: the output gradient masked by the ReLU's gradient
+// ([y > 0] from the forward output, as relu_backward_at) and de-interleaved onto the small grid,
+// which both small convolutions' backward then read. y null: no ReLU, a plain de-interleave.
+// Big element j = r * f * W + x goes to small element phase_source(j) (the interleave is a
+// one-to-one map between the two grids, so every small element is written once); y and dy are
+// read along rows, as they lie.
 DS_HOST_DEVICE inline void phase_deinterleave_relu_grad_row_at(int64_t r, int x, const PhaseRow& row,
                                                                const Polyphase& p, const float* y, const float* dy,
                                                                float* dys) {

@@ -496,9 +496,10 @@ TEST_F(KernelBodies, PolyphaseUpsampleConvMatchesUpsampleThenConv) {
   }
 }
 
-// The CUDA backend's fused forms (upsample_conv2d_relu_forward, upsample_conv2d_backward): the
-// interleave that adds the bias and applies the ReLU, and the de-interleave that applies the
-// ReLU's gradient mask, each against today's bodies composed as the unfused path ran them (bias
+// The CUDA backend's fused forms (upsample_conv2d_relu_forward, upsample_conv2d_backward), in the
+// row form its kernels run: the interleave that adds the bias and applies the ReLU, and the
+// de-interleave that applies the ReLU's gradient mask, each against today's bodies composed as
+// the unfused path ran them (bias
 // added on the small grid as cuDNN's AddTensor does, interleave, ReLU; ReLU gradient on the big
 // grid, de-interleave): exact, the same float operations on the same values. Then the whole fused
 // path as the CUDA backend runs it (one masked de-interleave, both small backward convolutions on
@@ -521,6 +522,25 @@ TEST_F(KernelBodies, PolyphaseBiasReluFusionMatchesComposition) {
     for_all(small.out_c, [&](int64_t i) { k::fold_bias_at(i, cs.f, b.data(), bs.data()); });
     cpu_->conv2d_forward(small, x.data(), ws.data(), nullptr, y_small.data());  // no bias: the fused pass adds it
 
+    // The fused passes as the CUDA kernels run them, a big row at a time.
+    const int64_t rows = n_big / (int64_t(cs.f) * p.w);
+    const auto for_rows = [&](const auto& f) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const k::PhaseRow row = k::phase_row(r, p);
+        for (int col = 0; col < cs.f * p.w; ++col) f(r, col, row);
+      }
+    };
+    const auto interleave_bias_relu = [&](const float* bias, bool relu, std::vector<float>& out) {
+      for_rows([&](int64_t r, int col, const k::PhaseRow& row) {
+        k::phase_interleave_bias_relu_row_at(r, col, row, p, y_small.data(), bias, relu, out.data());
+      });
+    };
+    const auto deinterleave_relu_grad = [&](const float* mask, float* out) {
+      for_rows([&](int64_t r, int col, const k::PhaseRow& row) {
+        k::phase_deinterleave_relu_grad_row_at(r, col, row, p, mask, dy.data(), out);
+      });
+    };
+
     // Forward: today's composition, step by step.
     std::vector<float> biased = y_small.to_host(), interleaved(nb), want(nb);
     const int64_t hw = int64_t(p.h) * p.w;
@@ -528,12 +548,13 @@ TEST_F(KernelBodies, PolyphaseBiasReluFusionMatchesComposition) {
     for (int64_t i = 0; i < n_small; ++i) biased[size_t(i)] = biased[size_t(i)] + bsv[size_t(i / hw % small.out_c)];
     for_all(n_big, [&](int64_t i) { k::phase_interleave_at(i, p, biased.data(), interleaved.data()); });
     for_all(n_big, [&](int64_t i) { k::relu_forward_at(i, interleaved.data(), want.data()); });
-    std::vector<float> got(nb), got_lin(nb), got_nobias(nb), plain(nb);
-    for_all(n_big, [&](int64_t i) { k::phase_interleave_bias_relu_at(i, p, y_small.data(), b.data(), true, got.data()); });
+    // NaN-filled outputs: an element the row form never writes fails the comparison.
+    std::vector<float> got(nb, std::nanf("")), got_lin(nb, std::nanf("")), got_nobias(nb, std::nanf("")), plain(nb);
+    interleave_bias_relu(b.data(), true, got);
     expect_exact(want, got, what + " interleave+bias+relu");
-    for_all(n_big, [&](int64_t i) { k::phase_interleave_bias_relu_at(i, p, y_small.data(), b.data(), false, got_lin.data()); });
+    interleave_bias_relu(b.data(), false, got_lin);
     expect_exact(interleaved, got_lin, what + " interleave+bias");
-    for_all(n_big, [&](int64_t i) { k::phase_interleave_bias_relu_at(i, p, y_small.data(), nullptr, false, got_nobias.data()); });
+    interleave_bias_relu(nullptr, false, got_nobias);
     for_all(n_big, [&](int64_t i) { k::phase_interleave_at(i, p, y_small.data(), plain.data()); });
     expect_exact(plain, got_nobias, what + " interleave, no bias");
     int cut = 0;
@@ -552,38 +573,13 @@ TEST_F(KernelBodies, PolyphaseBiasReluFusionMatchesComposition) {
     for_all(n_big, [&](int64_t i) { k::relu_backward_at(i, got.data(), dy.data(), masked.data()); });
     for_all(n_small, [&](int64_t i) { k::phase_deinterleave_at(i, p, masked.data(), dys_want.data()); });
     Tensor dys(*cpu_, small.out());
-    std::vector<float> dys_lin(ns);
-    for_all(n_small, [&](int64_t i) { k::phase_deinterleave_relu_grad_at(i, p, got.data(), dy.data(), dys.data()); });
+    dys.upload(std::vector<float>(ns, std::nanf("")).data());
+    std::vector<float> dys_lin(ns, std::nanf(""));
+    deinterleave_relu_grad(got.data(), dys.data());
     expect_exact(dys_want, dys.to_host(), what + " masked de-interleave");
-    for_all(n_small, [&](int64_t i) { k::phase_deinterleave_relu_grad_at(i, p, nullptr, dy.data(), dys_lin.data()); });
+    deinterleave_relu_grad(nullptr, dys_lin.data());
     for_all(n_small, [&](int64_t i) { k::phase_deinterleave_at(i, p, dy.data(), dys_plain.data()); });
     expect_exact(dys_plain, dys_lin, what + " de-interleave without ReLU");
-
-    // The row form the CUDA kernels run (one decode per big row), against the flat bodies:
-    // exact, and every element written (NaN-filled outputs).
-    const int64_t rows = n_big / (int64_t(cs.f) * p.w);
-    const auto for_rows = [&](const auto& f) {
-      for (int64_t r = 0; r < rows; ++r) {
-        const k::PhaseRow row = k::phase_row(r, p);
-        for (int col = 0; col < cs.f * p.w; ++col) f(r, col, row);
-      }
-    };
-    for (const bool relu : {true, false}) {
-      std::vector<float> flat(nb), rowed(nb, std::nanf(""));
-      for_all(n_big, [&](int64_t i) { k::phase_interleave_bias_relu_at(i, p, y_small.data(), b.data(), relu, flat.data()); });
-      for_rows([&](int64_t r, int col, const k::PhaseRow& row) {
-        k::phase_interleave_bias_relu_row_at(r, col, row, p, y_small.data(), b.data(), relu, rowed.data());
-      });
-      expect_exact(flat, rowed, what + " interleave in row form" + (relu ? " (ReLU)" : ""));
-    }
-    for (const float* mask : {static_cast<const float*>(got.data()), static_cast<const float*>(nullptr)}) {
-      std::vector<float> flat(ns), rowed(ns, std::nanf(""));
-      for_all(n_small, [&](int64_t i) { k::phase_deinterleave_relu_grad_at(i, p, mask, dy.data(), flat.data()); });
-      for_rows([&](int64_t r, int col, const k::PhaseRow& row) {
-        k::phase_deinterleave_relu_grad_row_at(r, col, row, p, mask, dy.data(), rowed.data());
-      });
-      expect_exact(flat, rowed, what + " de-interleave in row form" + (mask ? " (ReLU mask)" : ""));
-    }
 
     // The CUDA backend's fused backward on that one dys, against Backend's default given the same y.
     Tensor dws(*cpu_, ws_shape), dbs(*cpu_, Shape{1, small.out_c, 1, 1}), dx(*cpu_, xs), dw(*cpu_, w.shape()),

@@ -72,8 +72,7 @@ struct NarrowHost {
       for (int s = 0; s < slots; ++s) {
         // The window kernel writes only the slots of real taps and output channels; the others
         // stay NaN here, so a finish that read one would fail.
-        const int row = s / (k::kNarrowWindow * k::kNarrowConvMaxOut), e = s / k::kNarrowConvMaxOut % k::kNarrowWindow;
-        if (g.window && (s % k::kNarrowConvMaxOut >= O || row < k::kNarrowWindow - g.kh || e >= g.kw)) continue;
+        if (g.window && !k::narrow_window_slot_used(s, g)) continue;
         for (int l = 0; l < k::kNarrowLanes; ++l) v[l] = lanes[size_t(l) * slots + s];
         partial[size_t(u * slots + s)] = k::narrow_lane_tree_sum(v.data());
       }
