@@ -41,6 +41,18 @@ CudaBackend::CudaBackend(int device)
       throw Error("DOWNSCALE_CUDA_NARROW_WINDOW is '" + v + "', expected 0 (per-pixel kernels), 1 or unset (window)");
     narrow_window_ = v != "0";
   }
+  if (const char* bg = std::getenv("DOWNSCALE_CUDA_BIAS_GRAD")) {
+    const std::string v = bg;
+    if (v != "cudnn" && v != "kernel" && !v.empty())
+      throw Error("DOWNSCALE_CUDA_BIAS_GRAD is '" + v + "', expected cudnn or kernel (the default)");
+    cudnn_bias_grad_ = v == "cudnn";
+  }
+  if (const char* f16 = std::getenv("DOWNSCALE_CUDA_FUSE16")) {
+    const std::string v = f16;
+    if (v != "0" && v != "1" && !v.empty())
+      throw Error("DOWNSCALE_CUDA_FUSE16 is '" + v + "', expected 0 (separate 16-bit casts) or 1 (the default)");
+    fuse16_ = v != "0";
+  }
   if (const char* t = std::getenv("DOWNSCALE_CUDA_PASS_TIMES")) pass_times_ = std::string(t) == "1";
   if (const char* t = std::getenv("DOWNSCALE_CUDA_TEST_REFUSE")) test_refuse_ = std::string(t) == "1";
   int count = 0;

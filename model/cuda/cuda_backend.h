@@ -248,6 +248,11 @@ class CudaBackend : public Backend {
   // applies (the parity tests), unset (-1) by timing per plan.
   int narrow_mode_ = -1;
   bool narrow_window_ = true;  // DOWNSCALE_CUDA_NARROW_WINDOW=0: the per-pixel/per-tap narrow kernels
+  // DOWNSCALE_CUDA_BIAS_GRAD=cudnn: cudnnConvolutionBackwardBias instead of conv_bias_grad.
+  bool cudnn_bias_grad_ = false;
+  // DOWNSCALE_CUDA_FUSE16=0: the 16-bit paths cast each operand and result in a pass of its own
+  // (as before 2026-11-23's fusions) instead of inside the kernels around the convolution.
+  bool fuse16_ = true;
   int sm_count_ = 0;  // multiprocessors, asked on first use
   int* d_flag_ = nullptr;  // all_finite's answer
   cudaStream_t stream_ = nullptr;
@@ -282,6 +287,9 @@ class CudaBackend : public Backend {
   cublasHandle_t cublas_ = nullptr;
   cublasHandle_t cublas();
   void set_cublas_math();
+  // cuda_bias_grad.cu: db[c] = sum of dy over (n, h, w), dy NCHW of shape `out`, in a fixed
+  // order (model/kernels/bias_grad.h).
+  void conv_bias_grad(const Shape& out, const float* dy, float* db);
   float* fold_weights(const kernels::Polyphase& p, const ConvDesc& small, const float* w);
   // cuda_upsample_conv.cu: the three backward ops through one pass (y null: no ReLU mask; dw
   // null: no weight and bias gradients; dx null: no data gradient).

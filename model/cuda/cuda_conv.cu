@@ -584,7 +584,10 @@ void CudaBackend::conv2d_backward_weights(const ConvDesc& d, const float* x, con
         half16_pass(p.x_shape, src, d.out(), dy, Shape{d.out_c, d.in.c, d.kh, d.kw}, dw, filter);
       else
         filter(src, dy, dw);
-      if (db) DS_CUDNN(cudnnConvolutionBackwardBias(cudnn_, &one, p.y32, dy, &zero, p.b, db));
+      if (db && cudnn_bias_grad_)
+        DS_CUDNN(cudnnConvolutionBackwardBias(cudnn_, &one, p.y32, dy, &zero, p.b, db));
+      else if (db)
+        conv_bias_grad(d.out(), dy, db);
     }
     if (pass_times_ && !p.narrow_timing) pass_clock_stop(p, kFilterPass, 0);
   } catch (const Error& e) {

@@ -25,6 +25,7 @@
 #include "model/cuda/cuda_backend.h"
 #include "model/cuda/cuda_check.h"
 #include "model/cuda/grid_stride.h"
+#include "model/cuda/warp_tree.cuh"
 #include "model/kernels/narrow_conv.h"
 
 namespace ds::model {
@@ -90,10 +91,7 @@ __global__ void narrow_backward_data_window_kernel(int64_t n, NarrowConv g, int6
 }
 
 // The warp's tree (narrow_lane_tree_sum's order): lane l adds lane l + offset's value.
-__device__ float narrow_warp_sum(float v) {
-  for (int off = kNarrowLanes / 2; off > 0; off /= 2) v += __shfl_down_sync(0xffffffffu, v, off);
-  return v;
-}
+__device__ float narrow_warp_sum(float v) { return warp_tree_sum(v); }
 
 // n is a multiple of 32 and so are the block size and the grid stride: every warp is one
 // partial's 32 lanes, all active in every iteration (the shuffles need them).

@@ -16,6 +16,7 @@
 
 #include "model/backend.h"
 #include "model/host_device.h"
+#include "model/kernels/lane_tree.h"
 
 #ifdef __CUDACC__
 #define DS_NARROW_UNROLL _Pragma("unroll")
@@ -30,7 +31,7 @@ constexpr int kNarrowConvMaxOut = 4;  // output channels the narrow path takes
 // shared by these channels (8: 32 accumulators with 4 outputs, within a GPU thread's registers).
 constexpr int kNarrowChannelGroup = 8;
 // Threads that split one weight-gradient partial's columns (a warp): column j goes to lane j % 32.
-constexpr int kNarrowLanes = 32;
+constexpr int kNarrowLanes = kLanes;
 // Output rows per bias-gradient partial.
 constexpr int kNarrowBiasChunkRows = 16;
 // About how many warps the weight-gradient pass should have (two waves of an H100's 132 SMs x 64
@@ -350,11 +351,7 @@ DS_HOST_DEVICE inline void narrow_conv_backward_data_at(int64_t t, const NarrowC
 
 // Sums 32 lanes' values into lane 0 as a warp's shuffle-down tree does: offsets 16, 8, 4, 2, 1,
 // v[l] += v[l + offset]. The host form of the GPU reduction, for the tests.
-DS_HOST_DEVICE inline float narrow_lane_tree_sum(float* v) {
-  for (int off = kNarrowLanes / 2; off > 0; off /= 2)
-    for (int l = 0; l < off; ++l) v[l] += v[l + off];
-  return v[0];
-}
+DS_HOST_DEVICE inline float narrow_lane_tree_sum(float* v) { return lane_tree_sum(v); }
 
 // Weight-gradient partial, one lane's share. t = ((((chunk * groups + group) * kh + a) * kw + e)
 // * 32 + lane): for the tap (a, e), the group's channels cc and every output channel oc,
