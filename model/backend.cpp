@@ -19,6 +19,17 @@ void Backend::conv2d_relu_forward(const ConvDesc& d, const float* x, const float
   relu_forward(d.out().size(), y, y);
 }
 
+void Backend::conv2d_backward(const ConvDesc& d, const float* x, const float* y, const float* dy, const float* w,
+                              float* dx, float* dw, float* db, float* scratch) {
+  const float* g = dy;
+  if (y) {
+    relu_backward(d.out().size(), y, dy, scratch);
+    g = scratch;
+  }
+  if (dw) conv2d_backward_weights(d, x, g, dw, db);
+  if (dx) conv2d_backward_data(d, g, w, dx);
+}
+
 Shape ConvDesc::out() const {
   if (stride < 1 || kh < 1 || kw < 1) throw Error("bad convolution kernel/stride");
   const int oh = (in.h + pad_top + pad_bottom - kh) / stride + 1;

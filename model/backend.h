@@ -79,6 +79,14 @@ class Backend {
   // ConvolutionBiasActivationForward; DOWNSCALE_CUDA_FUSE=0 turns it off); the default runs the
   // two, the ReLU in place (backend.cpp).
   virtual void conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y);
+  // The whole backward of a convolution (+ ReLU), as one op where the backend can share work
+  // between its passes (the CUDA backend's 16-bit path rounds the output gradient once for both).
+  // y non-null: the layer had a ReLU and y is its output; dy is first masked by [y > 0] into
+  // scratch (d.out().size() floats, the caller's), as upsample_conv2d_backward does. Writes dw,
+  // db (when non-null) and dx (when non-null). The default (backend.cpp) runs relu_backward,
+  // conv2d_backward_weights and conv2d_backward_data.
+  virtual void conv2d_backward(const ConvDesc& d, const float* x, const float* y, const float* dy, const float* w,
+                               float* dx, float* dw, float* db, float* scratch);
   virtual void relu_forward(int64_t n, const float* x, float* y) = 0;
   virtual void relu_backward(int64_t n, const float* x, const float* dy, float* dx) = 0;
   // Sigmoid on channel `channel` only of an NCHW tensor, in place (the p head of Bernoulli-Gamma).

@@ -48,6 +48,10 @@ class CudaBackend : public Backend {
   // cuDNN's fused bias+ReLU when the plan's algorithm allows it (IMPLICIT_PRECOMP_GEMM, no
   // explicit padding) and DOWNSCALE_CUDA_FUSE is not 0; else conv2d_forward and relu_forward.
   void conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override;
+  // With the fused 16-bit casts (fused16()): the output gradient masked and rounded once for both
+  // passes; otherwise Backend's composition.
+  void conv2d_backward(const ConvDesc& d, const float* x, const float* y, const float* dy, const float* w, float* dx,
+                       float* dw, float* db, float* scratch) override;
   void relu_forward(int64_t n, const float* x, float* y) override;
   void relu_backward(int64_t n, const float* x, const float* dy, float* dx) override;
   void sigmoid_channel_forward(const Shape& s, int channel, float* y) override;
@@ -229,11 +233,25 @@ class CudaBackend : public Backend {
   void* to_half16(const Shape& s, const float* x);
   void* half16_scratch(const Shape& s);
   void from_half16(const Shape& s, const void* xh, float* x);
-  // One convolution pass in 16 bits: the FP32 operands a and b rounded into 16-bit scratch,
-  // run(a16, b16, out16) convolves into a 16-bit result, widened into out; the scratch goes back
-  // to the cache whether run succeeds or throws.
-  void half16_pass(const Shape& as, const float* a, const Shape& bs, const float* b, const Shape& out_shape,
-                   float* out, const std::function<void(const void*, const void*, void*)>& run);
+  kernels::Half16 half16_kind() const;
+  // The casts fused into the kernels around the convolutions (16-bit modes, NCHW layout, unless
+  // DOWNSCALE_CUDA_FUSE16=0): cuda_conv.cu's header says which.
+  bool fused16() const { return half16() && fuse16_ && !nhwc_; }
+  // One convolution pass in 16 bits: the FP32 operands a and b rounded into 16-bit scratch (or
+  // a16 / b16 when the caller has them rounded already), run(a16, b16, out16) convolves into a
+  // 16-bit result, widened into out, or with keep_out returned to the caller (who gives it back
+  // to the cache); what this call took from the cache goes back whether run succeeds or throws.
+  void* half16_pass(const Shape& as, const float* a, const void* a16, const Shape& bs, const float* b,
+                    const void* b16, const Shape& out_shape, float* out,
+                    const std::function<void(const void*, const void*, void*)>& run, bool keep_out = false);
+  // The three passes behind conv2d_*: relu applies the ReLU after the bias (in the 16-bit
+  // epilogue when fused16()); keep16 (fused16(), no bias, not a narrow forward) returns the 16-bit
+  // output instead of widening it into y; dy16 is dy already rounded (NCHW), not cast again.
+  void* conv_forward_pass(const ConvDesc& d, const float* x, const float* w, const float* b, float* y, bool relu,
+                          bool keep16);
+  void conv_backward_data_pass(const ConvDesc& d, const float* dy, const void* dy16, const float* w, float* dx);
+  void conv_backward_weights_pass(const ConvDesc& d, const float* x, const float* dy, const void* dy16, float* dw,
+                                  float* db);
 
   int device_;
   // Every device buffer (tensors, workspace, padding scratch): cudaMalloc only on a miss.

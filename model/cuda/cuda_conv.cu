@@ -16,6 +16,11 @@
 // type and CUDNN_TENSOR_OP_MATH, and widens the 16-bit result back into the FP32 NCHW output. The
 // bias add and the bias gradient stay FP32 (on y32). Backward-filter's weight gradient comes out
 // in 16 bits before widening, as under PyTorch's autocast; FP16 relies on loss scaling for range.
+// With the NCHW layout the casts are fused into their neighbours (fused16(); DOWNSCALE_CUDA_FUSE16=0
+// turns it off): the forward's widening, bias add and ReLU are one kernel; conv2d_backward rounds
+// the masked output gradient once for both backward passes; the polyphase path (cuda_upsample_conv.cu)
+// interleaves straight from the 16-bit small output and de-interleaves straight into 16 bits. On
+// an H100 (2026-11-23) BF16 spent 22.6 % of its convolution time outside the cuDNN calls.
 //
 // Narrow convolutions (stride 1, out_c <= 4: MNN's head) may run any of their three passes on the
 // hand-written FP32 kernels of cuda_narrow_conv.cu instead: choose_narrow times both per pass
@@ -108,7 +113,21 @@ __global__ void cast_from_half16_kernel(int64_t n, kernels::Half16 k, int c, int
   DS_GRID_STRIDE(i, n) kernels::cast_from_half16_at(i, k, c, h, w, nhwc, xh, x);
 }
 
+__global__ void cast_from_half16_bias_relu_kernel(int64_t n, kernels::Half16 k, int c, int h, int w, bool nhwc,
+                                                  const uint16_t* yh, const float* b, bool relu, float* y) {
+  DS_GRID_STRIDE(i, n) kernels::cast_from_half16_bias_relu_at(i, k, c, h, w, nhwc, yh, b, relu, y);
+}
+
+__global__ void relu_grad_to_half16_kernel(int64_t n, kernels::Half16 k, const float* y, const float* dy, float* g,
+                                           uint16_t* gh) {
+  DS_GRID_STRIDE(i, n) kernels::relu_grad_to_half16_at(i, k, y, dy, g, gh);
+}
+
 }  // namespace
+
+kernels::Half16 CudaBackend::half16_kind() const {
+  return math_ == MathMode::kBf16 ? kernels::Half16::kBf16 : kernels::Half16::kFp16;
+}
 
 void* CudaBackend::half16_scratch(const Shape& s) { return cache_.allocate(size_t(s.size()) * sizeof(uint16_t)); }
 
@@ -130,17 +149,24 @@ void CudaBackend::from_half16(const Shape& s, const void* xh, float* x) {
   DS_CUDA_LAUNCHED();
 }
 
-void CudaBackend::half16_pass(const Shape& as, const float* a, const Shape& bs, const float* b, const Shape& out_shape,
-                              float* out, const std::function<void(const void*, const void*, void*)>& run) {
-  void* h[3] = {to_half16(as, a), to_half16(bs, b), half16_scratch(out_shape)};
+void* CudaBackend::half16_pass(const Shape& as, const float* a, const void* a16, const Shape& bs, const float* b,
+                               const void* b16, const Shape& out_shape, float* out,
+                               const std::function<void(const void*, const void*, void*)>& run, bool keep_out) {
+  // Only what is cast here goes back to the cache here; a16/b16 are the caller's.
+  void* h[3] = {a16 ? nullptr : to_half16(as, a), b16 ? nullptr : to_half16(bs, b), half16_scratch(out_shape)};
   try {
-    run(h[0], h[1], h[2]);
+    run(a16 ? a16 : h[0], b16 ? b16 : h[1], h[2]);
   } catch (...) {
-    for (void* x : h) cache_.release(x);
+    for (void* x : h)
+      if (x) cache_.release(x);
     throw;
   }
+  for (int i = 0; i < 2; ++i)
+    if (h[i]) cache_.release(h[i]);  // reused only by work queued after this
+  if (keep_out) return h[2];
   from_half16(out_shape, h[2], out);
-  for (void* x : h) cache_.release(x);  // reused only by work queued after this
+  cache_.release(h[2]);
+  return nullptr;
 }
 
 // What a failing convolution was, appended to its error: cuDNN may lack a 16-bit kernel for one
@@ -446,6 +472,12 @@ const float* CudaBackend::conv_input(const ConvPlan& p, const ConvDesc& d, const
 }
 
 void CudaBackend::conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
+  conv_forward_pass(d, x, w, b, y, false, false);
+}
+
+void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const float* w, const float* b, float* y,
+                                     bool relu, bool keep16) {
+  void* kept = nullptr;
   try {
     ConvPlan& p = conv_plan(d);
     // A narrow convolution without ReLU says once which passes run where (with ReLU,
@@ -455,8 +487,10 @@ void CudaBackend::conv2d_forward(const ConvDesc& d, const float* x, const float*
       std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: %s\n", d.in.c, d.in.h, d.in.w, d.kh, d.out_c,
                    narrow_summary(p).c_str());
     }
+    bool relu_done = false;
     if (pass_times_ && !p.narrow_timing) pass_clock_start(0);
     if (p.narrow_fwd) {
+      if (keep16) throw Error("internal: a 16-bit output asked of a narrow forward");
       narrow_conv_forward(d, x, w, b, y);
     } else {
       const float one = 1.0f, zero = 0.0f;
@@ -467,16 +501,36 @@ void CudaBackend::conv2d_forward(const ConvDesc& d, const float* x, const float*
                                          cudnnConvolutionFwdAlgo_t(algo), ws, bytes, &zero, p.y, ys);
         });
       };
-      if (half16())
-        half16_pass(p.x_shape, src, Shape{d.out_c, d.in.c, d.kh, d.kw}, w, d.out(), y, forward);
-      else
-        forward(src, w, y);
-      if (b) DS_CUDNN(cudnnAddTensor(cudnn_, &one, p.b, b, &one, p.y32, y));
+      const Shape ws_shape{d.out_c, d.in.c, d.kh, d.kw};
+      if (half16() && fused16()) {
+        void* yh = half16_pass(p.x_shape, src, nullptr, ws_shape, w, nullptr, d.out(), nullptr, forward, true);
+        if (keep16) {
+          kept = yh;  // the caller widens it (the polyphase interleave) and releases it
+        } else {
+          const Shape o = d.out();
+          const int64_t n = o.size();
+          cast_from_half16_bias_relu_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(
+              n, half16_kind(), o.c, o.h, o.w, false, static_cast<const uint16_t*>(yh), b, relu, y);
+          DS_CUDA_LAUNCHED();
+          cache_.release(yh);
+          relu_done = true;
+        }
+      } else {
+        if (keep16) throw Error("internal: a 16-bit output asked outside the fused 16-bit path");
+        if (half16())
+          half16_pass(p.x_shape, src, nullptr, ws_shape, w, nullptr, d.out(), y, forward);
+        else
+          forward(src, w, y);
+        if (b) DS_CUDNN(cudnnAddTensor(cudnn_, &one, p.b, b, &one, p.y32, y));
+      }
     }
     if (pass_times_ && !p.narrow_timing) pass_clock_stop(p, kFwdPass, 0);
+    if (relu && !relu_done) relu_forward(d.out().size(), y, y);
   } catch (const Error& e) {
+    if (kept) cache_.release(kept);
     throw Error(e.what() + conv_context(d), e.code());
   }
+  return kept;
 }
 
 void CudaBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
@@ -532,11 +586,16 @@ void CudaBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const f
     std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: fused bias+ReLU refused (%s); separate from now on\n",
                  d.in.c, d.in.h, d.in.w, d.kh, d.out_c, cudnnGetErrorString(st));
   }
-  conv2d_forward(d, x, w, b, y);
-  relu_forward(d.out().size(), y, y);
+  // In the fused 16-bit path the ReLU is applied in the forward's epilogue (one pass over y).
+  conv_forward_pass(d, x, w, b, y, true, false);
 }
 
 void CudaBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) {
+  conv_backward_data_pass(d, dy, nullptr, w, dx);
+}
+
+void CudaBackend::conv_backward_data_pass(const ConvDesc& d, const float* dy, const void* dy16, const float* w,
+                                          float* dx) {
   try {
     ConvPlan& p = conv_plan(d);
     if (pass_times_ && !p.narrow_timing) pass_clock_start(0);
@@ -552,7 +611,7 @@ void CudaBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const
         });
       };
       if (half16())
-        half16_pass(d.out(), dy, Shape{d.out_c, d.in.c, d.kh, d.kw}, w, p.x_shape, dst, data);
+        half16_pass(d.out(), dy, dy16, Shape{d.out_c, d.in.c, d.kh, d.kw}, w, nullptr, p.x_shape, dst, data);
       else
         data(dy, w, dst);
       // The padded border's gradient belongs to zeros that are not inputs: dropped by the crop.
@@ -565,6 +624,11 @@ void CudaBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const
 }
 
 void CudaBackend::conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) {
+  conv_backward_weights_pass(d, x, dy, nullptr, dw, db);
+}
+
+void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, const float* dy, const void* dy16,
+                                             float* dw, float* db) {
   try {
     ConvPlan& p = conv_plan(d);
     if (pass_times_ && !p.narrow_timing) pass_clock_start(0);
@@ -581,7 +645,7 @@ void CudaBackend::conv2d_backward_weights(const ConvDesc& d, const float* x, con
         });
       };
       if (half16())
-        half16_pass(p.x_shape, src, d.out(), dy, Shape{d.out_c, d.in.c, d.kh, d.kw}, dw, filter);
+        half16_pass(p.x_shape, src, nullptr, d.out(), dy, dy16, Shape{d.out_c, d.in.c, d.kh, d.kw}, dw, filter);
       else
         filter(src, dy, dw);
       if (db && cudnn_bias_grad_)
@@ -593,6 +657,34 @@ void CudaBackend::conv2d_backward_weights(const ConvDesc& d, const float* x, con
   } catch (const Error& e) {
     throw Error(e.what() + conv_context(d), e.code());
   }
+}
+
+// The whole backward of a convolution (+ ReLU). In the fused 16-bit path the output gradient is
+// masked and rounded once (relu_grad_to_half16_at) and both cuDNN passes read that copy, where
+// the separate ops made the ReLU's gradient in one pass and each cast it again; the FP32 masked
+// gradient (scratch) is still written for the bias gradient. Passes on the narrow FP32 kernels
+// read the FP32 copy. Otherwise Backend's composition.
+void CudaBackend::conv2d_backward(const ConvDesc& d, const float* x, const float* y, const float* dy, const float* w,
+                                  float* dx, float* dw, float* db, float* scratch) {
+  if (!half16() || !fused16()) return Backend::conv2d_backward(d, x, y, dy, w, dx, dw, db, scratch);
+  const Shape o = d.out();
+  const int64_t n = o.size();
+  void* gh = half16_scratch(o);
+  float* g = y ? scratch : nullptr;
+  if (n > 0) {
+    relu_grad_to_half16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, half16_kind(), y, dy, g,
+                                                                        static_cast<uint16_t*>(gh));
+    DS_CUDA_LAUNCHED();
+  }
+  const float* gf = y ? scratch : dy;
+  try {
+    conv_backward_weights_pass(d, x, gf, gh, dw, db);
+    if (dx) conv_backward_data_pass(d, gf, gh, w, dx);
+  } catch (...) {
+    cache_.release(gh);
+    throw;
+  }
+  cache_.release(gh);
 }
 
 // --- DOWNSCALE_CUDA_PASS_TIMES=1 ---

@@ -41,6 +41,26 @@ __global__ void phase_interleave_bias_relu_kernel(int64_t rows, Polyphase p, con
   }
 }
 
+__global__ void phase_interleave_half16_bias_relu_kernel(int64_t rows, Polyphase p, Half16 k, const uint16_t* small,
+                                                         const float* b, bool relu, float* big) {
+  const int cols = p.f * p.w;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const PhaseRow row = phase_row(r, p);
+    for (int x = threadIdx.x; x < cols; x += blockDim.x)
+      phase_interleave_half16_bias_relu_row_at(r, x, row, p, k, small, b, relu, big);
+  }
+}
+
+__global__ void phase_deinterleave_relu_grad_half16_kernel(int64_t rows, Polyphase p, Half16 k, const float* y,
+                                                           const float* dy, float* dys, uint16_t* dysh) {
+  const int cols = p.f * p.w;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const PhaseRow row = phase_row(r, p);
+    for (int x = threadIdx.x; x < cols; x += blockDim.x)
+      phase_deinterleave_relu_grad_half16_row_at(r, x, row, p, k, y, dy, dys, dysh);
+  }
+}
+
 __global__ void phase_deinterleave_relu_grad_kernel(int64_t rows, Polyphase p, const float* y, const float* dy,
                                                     float* dys) {
   const int cols = p.f * p.w;
@@ -102,10 +122,28 @@ void CudaBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, co
   ConvDesc small;
   const Polyphase p = make_polyphase(d, f, small);
   float* ws = fold_weights(p, small, w);
+  const RowLaunch rl = row_launch(p);
+  // Fused 16-bit casts: the small output stays 16-bit and the interleave widens it as it reads.
+  if (fused16() && !conv_plan(small).narrow_fwd) {
+    void* ysh = nullptr;
+    try {
+      ysh = conv_forward_pass(small, x, ws, nullptr, nullptr, false, true);
+    } catch (...) {
+      release(ws);
+      throw;
+    }
+    if (rl.rows > 0) {  // an empty batch: no grid of 0 blocks
+      phase_interleave_half16_bias_relu_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(
+          rl.rows, p, half16_kind(), static_cast<const uint16_t*>(ysh), b, relu, y);
+      DS_CUDA_LAUNCHED();
+    }
+    cache_.release(ysh);
+    release(ws);
+    return;
+  }
   const int64_t n_small = small.out().size();
   float* ys = allocate(n_small);
   conv2d_forward(small, x, ws, nullptr, ys);
-  const RowLaunch rl = row_launch(p);
   if (rl.rows > 0) {  // an empty batch: no grid of 0 blocks
     phase_interleave_bias_relu_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, ys, b, relu, y);
     DS_CUDA_LAUNCHED();
@@ -149,14 +187,29 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
   const int64_t n_small = small.out().size(), n_ws = folded_weights(small), n_w = int64_t(d.out_c) * d.in.c * d.kh * d.kw;
   float* dys = allocate(n_small);
   const RowLaunch rl = row_launch(p);
-  if (rl.rows > 0) {
+  // Fused 16-bit casts: the de-interleave also writes the rounded copy both small passes read
+  // (they would each cast dys again); dys itself stays for the bias gradient and narrow passes.
+  void* dysh = fused16() ? half16_scratch(small.out()) : nullptr;
+  if (rl.rows > 0 && dysh) {
+    phase_deinterleave_relu_grad_half16_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(
+        rl.rows, p, half16_kind(), y, dy, dys, static_cast<uint16_t*>(dysh));
+    DS_CUDA_LAUNCHED();
+  } else if (rl.rows > 0) {
     phase_deinterleave_relu_grad_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, y, dy, dys);
     DS_CUDA_LAUNCHED();
   }
+  // Given back to the cache at the end, or if a pass throws (later work is queued after it).
+  struct Give {
+    CudaBackend* be;
+    void* h;
+    ~Give() {
+      if (h) be->cache_.release(h);
+    }
+  } give{this, dysh};
   if (dw) {
     float* dws = allocate(n_ws);
     float* dbs = db ? allocate(small.out_c) : nullptr;
-    conv2d_backward_weights(small, x, dys, dws, dbs);
+    conv_backward_weights_pass(small, x, dys, dysh, dws, dbs);
     unfold_weight_grads_kernel<<<blocks_for(n_w), kThreads, 0, stream_>>>(n_w, p, dws, dw);
     DS_CUDA_LAUNCHED();
     if (db) {
@@ -168,7 +221,7 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
   }
   if (dx) {
     float* ws = fold_weights(p, small, w);
-    conv2d_backward_data(small, dys, ws, dx);  // lands on the small grid: the upsampling's backward included
+    conv_backward_data_pass(small, dys, dysh, ws, dx);  // lands on the small grid: the upsampling's backward included
     release(ws);
   }
   release(dys);

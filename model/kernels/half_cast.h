@@ -105,4 +105,28 @@ DS_HOST_DEVICE inline void cast_from_half16_at(int64_t i, Half16 k, int c, int h
   y[nchw_index_of(i, c, h, w, nhwc)] = from_half16(k, yh[i]);
 }
 
+// --- The casts fused into their neighbours (DOWNSCALE_CUDA_FUSE16, on by default) ---
+// A 16-bit convolution's forward epilogue in one pass: cast_from_half16_at, then + b[channel]
+// (b null: none) and the ReLU when relu. The same float operations, in the same order, as the
+// separate widening, bias add (cudnnAddTensor: y = 1 * b + 1 * y) and relu_forward_at, so the
+// result is the same bit for bit; y is written once instead of three times.
+DS_HOST_DEVICE inline void cast_from_half16_bias_relu_at(int64_t i, Half16 k, int c, int h, int w, bool nhwc,
+                                                         const uint16_t* yh, const float* b, bool relu, float* y) {
+  const int64_t o = nchw_index_of(i, c, h, w, nhwc);
+  float v = from_half16(k, yh[i]);
+  if (b) v += b[o / (int64_t(h) * w) % c];
+  y[o] = relu ? (v > 0.0f ? v : 0.0f) : v;
+}
+
+// A convolution's output gradient before its two 16-bit backward passes, in one pass (NCHW):
+// g = [y > 0] dy (the ReLU's gradient, relu_backward_at; y null: no ReLU, g = dy) kept in FP32
+// when g is non-null (the bias gradient reads it) and rounded to 16 bits into gh, which the data
+// and the filter pass then both read (each cast it on its own before).
+DS_HOST_DEVICE inline void relu_grad_to_half16_at(int64_t i, Half16 k, const float* y, const float* dy, float* g,
+                                                  uint16_t* gh) {
+  const float v = (!y || y[i] > 0.0f) ? dy[i] : 0.0f;
+  if (g) g[i] = v;
+  gh[i] = to_half16(k, v);
+}
+
 }  // namespace ds::model::kernels

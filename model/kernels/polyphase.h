@@ -12,6 +12,7 @@
 
 #include "model/backend.h"
 #include "model/host_device.h"
+#include "model/kernels/half_cast.h"
 
 namespace ds::model::kernels {
 
@@ -155,6 +156,28 @@ DS_HOST_DEVICE inline void phase_deinterleave_relu_grad_row_at(int64_t r, int x,
                                                                float* dys) {
   const int64_t j = r * p.f * p.w + x;
   dys[phase_source_in_row(row, x, p)] = (!y || y[j] > 0.0f) ? dy[j] : 0.0f;
+}
+
+// The same two passes with the small grid in 16 bits (train.precision bf16|fp16, NCHW, the
+// fused casts on): the interleave widens the 16-bit small output as it reads it, and the
+// de-interleave writes the masked gradient both in FP32 (the bias gradient's input) and rounded
+// (what the two small convolutions read). Bit for bit the separate cast then the FP32 body.
+DS_HOST_DEVICE inline void phase_interleave_half16_bias_relu_row_at(int64_t r, int x, const PhaseRow& row,
+                                                                    const Polyphase& p, Half16 k,
+                                                                    const uint16_t* small, const float* b, bool relu,
+                                                                    float* big) {
+  float v = from_half16(k, small[phase_source_in_row(row, x, p)]);
+  if (b) v += b[row.oc];
+  big[r * p.f * p.w + x] = relu ? (v > 0.0f ? v : 0.0f) : v;
+}
+
+DS_HOST_DEVICE inline void phase_deinterleave_relu_grad_half16_row_at(int64_t r, int x, const PhaseRow& row,
+                                                                      const Polyphase& p, Half16 k, const float* y,
+                                                                      const float* dy, float* dys, uint16_t* dysh) {
+  const int64_t j = r * p.f * p.w + x, s = phase_source_in_row(row, x, p);
+  const float v = (!y || y[j] > 0.0f) ? dy[j] : 0.0f;
+  dys[s] = v;
+  dysh[s] = to_half16(k, v);
 }
 
 // Host side: the polyphase form applies to stride 1, an input that really is f times upsampled

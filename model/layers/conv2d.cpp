@@ -70,16 +70,11 @@ void Conv2D::forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& 
 
 void Conv2D::backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                       const std::vector<Tensor*>& din) {
-  const ConvDesc d = desc(in[0]->shape());
-  const float* dy = dout.data();
-  if (relu_) {
-    // y > 0 exactly where the pre-activation x > 0: the ReLU layer's gradient, from the output.
-    d_pre_.reshape(dout.shape());
-    be.relu_backward(dout.size(), out.data(), dout.data(), d_pre_.data());
-    dy = d_pre_.data();
-  }
-  be.conv2d_backward_weights(d, in[0]->data(), dy, dw_.data(), db_.data());
-  if (din[0]) be.conv2d_backward_data(d, dy, w_.data(), din[0]->data());
+  // With the ReLU, y > 0 exactly where the pre-activation is: its gradient masks dout (into
+  // d_pre_) from the output, inside the backend's one backward op.
+  if (relu_) d_pre_.reshape(dout.shape());
+  be.conv2d_backward(desc(in[0]->shape()), in[0]->data(), relu_ ? out.data() : nullptr, dout.data(), w_.data(),
+                     din[0] ? din[0]->data() : nullptr, dw_.data(), db_.data(), relu_ ? d_pre_.data() : nullptr);
 }
 
 std::vector<Param> Conv2D::params() {

@@ -127,7 +127,9 @@ TEST_F(ModelCuda, Convolutions) {
   };
   for (const Case& k : {Case{3, 9, 11, 5, 3, 3, 1, 1, 1, 1}, Case{4, 8, 7, 6, 2, 2, 0, 1, 0, 1},
                         Case{5, 12, 10, 4, 8, 8, 3, 4, 3, 4}, Case{6, 9, 9, 3, 4, 4, 0, 0, 0, 0},
-                        Case{20, 15, 26, 50, 9, 9, 4, 4, 4, 4}}) {
+                        Case{20, 15, 26, 50, 9, 9, 4, 4, 4, 4},
+                        // 7,000-pixel planes: the bias gradient's two chunks (model/kernels/bias_grad.h)
+                        Case{2, 70, 100, 6, 3, 3, 1, 1, 1, 1}}) {
     ConvDesc d;
     d.in = Shape{3, k.c, k.h, k.w};
     d.out_c = k.oc;
@@ -632,6 +634,81 @@ TEST_F(ModelCuda, Bf16Fp16UpsampleConvStaysWithinTolerance) {
       cpu_->upsample_conv2d_backward_weights(d, f, xc.data(), dyc.data(), dwc.data(), dbc.data(), scratch_c.data());
       gpu->upsample_conv2d_backward_weights(d, f, xg.data(), dyg.data(), dwg.data(), dbg.data(), scratch_g.data());
       expect_close_to_scale(dwc.to_host(), dwg.to_host(), m.tol, what + " backward weights");
+    }
+  }
+}
+
+// The 16-bit casts fused into their neighbours (DOWNSCALE_CUDA_FUSE16, on by default in NCHW):
+// conv+bias+ReLU's epilogue, conv2d_backward's one rounding of the masked gradient for both
+// passes, and the polyphase interleave/de-interleave straight from/into 16 bits, each with its
+// ReLU, against the CPU; and the same with the fusions off (the separate casts), so a difference
+// between the two paths beyond the 16-bit tolerance shows. Tolerances as the tests above; the
+// bias gradients are FP32 sums of FP32 gradients on both paths (1e-4).
+TEST_F(ModelCuda, Bf16Fp16FusedCastsWithReluMatchCpu) {
+  struct Fuse16Env {
+    explicit Fuse16Env(const char* v) { setenv("DOWNSCALE_CUDA_FUSE16", v, 1); }
+    ~Fuse16Env() { unsetenv("DOWNSCALE_CUDA_FUSE16"); }
+  };
+  for (const char* fuse : {"1", "0"}) {
+    Fuse16Env env(fuse);
+    auto gpu = make_cuda_backend(0);
+    for (const HalfMode& m : kHalfModes) {
+      ASSERT_TRUE(gpu->set_math(m.mode));
+      const std::string mode = std::string(m.name) + " FUSE16=" + fuse;
+      // (conv, factor): a 5x5 'same' conv with ReLU (MNN's branch), an even 2x2 one (explicit
+      // padding), and x2 then 8x8 (MNN's up2_conv1, polyphase).
+      for (const auto& [k, f] : {std::pair{5, 1}, std::pair{2, 1}, std::pair{8, 2}}) {
+        ConvDesc d;
+        d.in = f == 1 ? Shape{4, 12, 15, 26} : Shape{2, 10, 12, 14};
+        d.out_c = 20;
+        d.kh = d.kw = k;
+        same_padding(k, d.pad_top, d.pad_bottom);
+        same_padding(k, d.pad_left, d.pad_right);
+        const Shape xs = f == 1 ? d.in : Shape{d.in.n, d.in.c, d.in.h / f, d.in.w / f}, o = d.out();
+        const Shape ws{d.out_c, d.in.c, k, k}, bs{1, d.out_c, 1, 1};
+        const auto x = random_values(size_t(xs.size()), 1, -1, 1), w = random_values(size_t(ws.size()), 2, -0.2f, 0.2f),
+                   b = random_values(size_t(d.out_c), 3, -0.5f, 0.5f), dy = random_values(size_t(o.size()), 4, -1, 1);
+        Pair xp = pair(xs, x), wp = pair(ws, w), bp = pair(bs, b), dyp = pair(o, dy);
+        Pair y = random_pair(o, 5), dx = random_pair(xs, 6), dw = random_pair(ws, 7), db = random_pair(bs, 8);
+        Backend* bes[2] = {cpu_.get(), gpu.get()};
+        Tensor* ys[2] = {&y.cpu, &y.gpu};
+        const std::string what = mode + " " + std::to_string(k) + "x" + std::to_string(k) + (f > 1 ? " after x2" : "");
+        const int64_t scratch_n = std::max<int64_t>(
+            {o.size(), cpu_->upsample_conv2d_scratch(d, f), gpu->upsample_conv2d_scratch(d, f),
+             cpu_->upsample_conv2d_backward_scratch(d, f, true), gpu->upsample_conv2d_backward_scratch(d, f, true)});
+        const auto run = [&](int i, bool forward) {
+          Backend& be = *bes[i];
+          Tensor& X = i ? xp.gpu : xp.cpu;
+          Tensor& W = i ? wp.gpu : wp.cpu;
+          Tensor& B = i ? bp.gpu : bp.cpu;
+          Tensor& DY = i ? dyp.gpu : dyp.cpu;
+          Tensor scratch(be, Shape{1, 1, 1, int(scratch_n)});
+          if (forward && f == 1) be.conv2d_relu_forward(d, X.data(), W.data(), B.data(), ys[i]->data());
+          if (forward && f > 1)
+            be.upsample_conv2d_relu_forward(d, f, X.data(), W.data(), B.data(), ys[i]->data(), scratch.data());
+          if (forward) return;
+          float* DX = (i ? dx.gpu : dx.cpu).data();
+          float* DW = (i ? dw.gpu : dw.cpu).data();
+          float* DB = (i ? db.gpu : db.cpu).data();
+          if (f == 1)
+            be.conv2d_backward(d, X.data(), ys[i]->data(), DY.data(), W.data(), DX, DW, DB, scratch.data());
+          else
+            be.upsample_conv2d_backward(d, f, X.data(), ys[i]->data(), DY.data(), W.data(), DX, DW, DB,
+                                        scratch.data());
+        };
+        run(0, true);
+        run(1, true);
+        expect_close_to_scale(y.cpu.to_host(), y.gpu.to_host(), m.tol, what + " forward+ReLU");
+        // Backward from the GPU's y on both sides: the same ReLU mask (a pre-activation within
+        // rounding of 0 may be cut on one side only, and one such term moves a gradient by O(1)).
+        const std::vector<float> y_gpu = y.gpu.to_host();
+        y.cpu.upload(y_gpu.data());
+        run(0, false);
+        run(1, false);
+        expect_close_to_scale(dx.cpu.to_host(), dx.gpu.to_host(), m.tol, what + " backward data");
+        expect_close_to_scale(dw.cpu.to_host(), dw.gpu.to_host(), m.tol, what + " backward weights");
+        expect_close_to_scale(db.cpu.to_host(), db.gpu.to_host(), 1e-4, what + " bias gradient (FP32)");
+      }
     }
   }
 }

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "model/kernels/elementwise.h"
 #include "model/kernels/half_cast.h"
 
 namespace ds::model::kernels {
@@ -125,6 +126,72 @@ TEST(KernelBodiesHalfCast, NhwcTransposeRoundTrips) {
       EXPECT_EQ(back, x);
     }
   }
+}
+
+// The casts fused into their neighbours (DOWNSCALE_CUDA_FUSE16) against the separate bodies
+// they replace, composed: bit for bit, with NaN-filled outputs so an element the fused body
+// never writes fails, and with the special values (NaN, -0, +-inf, a tie) in the data.
+bool same_bits(float a, float b) { return float_bits(a) == float_bits(b); }
+
+std::vector<float> fused_probe(int64_t total, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  std::vector<float> v(static_cast<size_t>(total));
+  for (float& x : v) x = u(rng);
+  const float specials[] = {std::nanf(""), -0.0f, 0.0f, std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), bits_float(0x3f808000u)};  // a BF16 tie
+  for (size_t i = 0; i < sizeof specials / sizeof specials[0] && i < v.size(); ++i) v[i * 7 % v.size()] = specials[i];
+  return v;
+}
+
+TEST(KernelBodiesHalfCast, FusedForwardEpilogueIsWidenThenBiasThenRelu) {
+  const int n = 2, c = 3, h = 4, w = 5;
+  const int64_t total = int64_t(n) * c * h * w;
+  const std::vector<float> x = fused_probe(total, 3), bias = {0.5f, -0.25f, 1e-3f};
+  for (bool nhwc : {false, true})
+    for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
+      std::vector<uint16_t> yh(static_cast<size_t>(total));
+      for (int64_t i = 0; i < total; ++i) cast_to_half16_at(i, k, c, h, w, nhwc, x.data(), yh.data());
+      for (const float* b : {bias.data(), static_cast<const float*>(nullptr)})
+        for (bool relu : {false, true}) {
+          std::vector<float> want(static_cast<size_t>(total)), got(static_cast<size_t>(total), std::nanf(""));
+          for (int64_t i = 0; i < total; ++i) cast_from_half16_at(i, k, c, h, w, nhwc, yh.data(), want.data());
+          if (b)
+            for (int64_t i = 0; i < total; ++i) want[size_t(i)] = b[i / (h * w) % c] + want[size_t(i)];
+          if (relu)
+            for (int64_t i = 0; i < total; ++i) relu_forward_at(i, want.data(), want.data());
+          for (int64_t i = 0; i < total; ++i)
+            cast_from_half16_bias_relu_at(i, k, c, h, w, nhwc, yh.data(), b, relu, got.data());
+          for (int64_t i = 0; i < total; ++i)
+            ASSERT_TRUE(same_bits(want[size_t(i)], got[size_t(i)]))
+                << "element " << i << " nhwc " << nhwc << " bias " << (b != nullptr) << " relu " << relu << ": want "
+                << want[size_t(i)] << " got " << got[size_t(i)];
+        }
+    }
+}
+
+TEST(KernelBodiesHalfCast, FusedReluGradientRoundingIsMaskThenCast) {
+  const int64_t total = 2 * 3 * 4 * 5;
+  const std::vector<float> y = fused_probe(total, 5), dy = fused_probe(total, 6);
+  for (Half16 k : {Half16::kBf16, Half16::kFp16})
+    for (const float* mask : {y.data(), static_cast<const float*>(nullptr)}) {
+      std::vector<float> g_want(static_cast<size_t>(total)), g(static_cast<size_t>(total), std::nanf(""));
+      for (int64_t i = 0; i < total; ++i) {
+        if (mask)
+          relu_backward_at(i, mask, dy.data(), g_want.data());
+        else
+          g_want[size_t(i)] = dy[size_t(i)];
+      }
+      std::vector<uint16_t> gh_want(static_cast<size_t>(total)), gh(static_cast<size_t>(total), 0xffffu), gh_only(static_cast<size_t>(total), 0xffffu);
+      for (int64_t i = 0; i < total; ++i) cast_to_half16_at(i, k, 3, 4, 5, false, g_want.data(), gh_want.data());
+      for (int64_t i = 0; i < total; ++i) relu_grad_to_half16_at(i, k, mask, dy.data(), g.data(), gh.data());
+      for (int64_t i = 0; i < total; ++i) relu_grad_to_half16_at(i, k, mask, dy.data(), nullptr, gh_only.data());
+      for (int64_t i = 0; i < total; ++i) {
+        ASSERT_TRUE(same_bits(g_want[size_t(i)], g[size_t(i)])) << "element " << i;
+        ASSERT_EQ(gh_want[size_t(i)], gh[size_t(i)]) << "element " << i;
+        ASSERT_EQ(gh_want[size_t(i)], gh_only[size_t(i)]) << "element " << i;
+      }
+    }
 }
 
 }  // namespace

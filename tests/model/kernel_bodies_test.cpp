@@ -581,6 +581,33 @@ TEST_F(KernelBodies, PolyphaseBiasReluFusionMatchesComposition) {
     for_all(n_small, [&](int64_t i) { k::phase_deinterleave_at(i, p, dy.data(), dys_plain.data()); });
     expect_exact(dys_plain, dys_lin, what + " de-interleave without ReLU");
 
+    // The 16-bit forms (fused casts): the interleave from the rounded small output is the widening
+    // then the FP32 row body; the de-interleave's two outputs are the FP32 row body's and its
+    // rounding. Bit for bit.
+    for (k::Half16 h16 : {k::Half16::kBf16, k::Half16::kFp16}) {
+      const std::string hw16 = what + (h16 == k::Half16::kBf16 ? " bf16" : " fp16");
+      const std::vector<float> ysmall = y_small.to_host();
+      std::vector<uint16_t> ysh(ns);
+      std::vector<float> widened(ns), want16(nb, std::nanf("")), got16(nb, std::nanf(""));
+      for (int64_t i = 0; i < n_small; ++i) ysh[size_t(i)] = k::to_half16(h16, ysmall[size_t(i)]);
+      for (int64_t i = 0; i < n_small; ++i) widened[size_t(i)] = k::from_half16(h16, ysh[size_t(i)]);
+      for_rows([&](int64_t r, int col, const k::PhaseRow& row) {
+        k::phase_interleave_bias_relu_row_at(r, col, row, p, widened.data(), b.data(), true, want16.data());
+        k::phase_interleave_half16_bias_relu_row_at(r, col, row, p, h16, ysh.data(), b.data(), true, got16.data());
+      });
+      expect_exact(want16, got16, hw16 + " interleave from 16 bits");
+      std::vector<float> dys16(ns, std::nanf(""));
+      std::vector<uint16_t> dysh(ns, 0xffffu);
+      for_rows([&](int64_t r, int col, const k::PhaseRow& row) {
+        k::phase_deinterleave_relu_grad_half16_row_at(r, col, row, p, h16, got.data(), dy.data(), dys16.data(),
+                                                      dysh.data());
+      });
+      expect_exact(dys_want, dys16, hw16 + " masked de-interleave, FP32 copy");
+      int wrong = 0;
+      for (int64_t i = 0; i < n_small; ++i) wrong += dysh[size_t(i)] != k::to_half16(h16, dys_want[size_t(i)]);
+      EXPECT_EQ(wrong, 0) << hw16 << " masked de-interleave, 16-bit copy";
+    }
+
     // The CUDA backend's fused backward on that one dys, against Backend's default given the same y.
     Tensor dws(*cpu_, ws_shape), dbs(*cpu_, Shape{1, small.out_c, 1, 1}), dx(*cpu_, xs), dw(*cpu_, w.shape()),
         db(*cpu_, b.shape());
