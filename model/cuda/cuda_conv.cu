@@ -113,9 +113,15 @@ __global__ void cast_from_half16_kernel(int64_t n, kernels::Half16 k, int c, int
   DS_GRID_STRIDE(i, n) kernels::cast_from_half16_at(i, k, c, h, w, nhwc, xh, x);
 }
 
-__global__ void cast_from_half16_bias_relu_kernel(int64_t n, kernels::Half16 k, int c, int h, int w, bool nhwc,
+// A block per (sample, channel) plane (grid-stride over planes), its threads over the plane: the
+// channel comes from one division per plane, not two 64-bit ones per element.
+__global__ void cast_from_half16_bias_relu_kernel(int64_t planes, int c, int64_t hw, kernels::Half16 k,
                                                   const uint16_t* yh, const float* b, bool relu, float* y) {
-  DS_GRID_STRIDE(i, n) kernels::cast_from_half16_bias_relu_at(i, k, c, h, w, nhwc, yh, b, relu, y);
+  for (int64_t plane = blockIdx.x; plane < planes; plane += gridDim.x) {
+    const int ch = int(plane % c);
+    for (int64_t j = threadIdx.x; j < hw; j += blockDim.x)
+      kernels::cast_from_half16_bias_relu_at(plane * hw + j, ch, k, yh, b, relu, y);
+  }
 }
 
 __global__ void relu_grad_to_half16_kernel(int64_t n, kernels::Half16 k, const float* y, const float* dy, float* g,
@@ -478,6 +484,7 @@ void CudaBackend::conv2d_forward(const ConvDesc& d, const float* x, const float*
 void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const float* w, const float* b, float* y,
                                      bool relu, bool keep16) {
   void* kept = nullptr;
+  if (keep16 && (relu || b)) throw Error("internal: a kept 16-bit output takes no bias or ReLU" + conv_context(d));
   try {
     ConvPlan& p = conv_plan(d);
     // A narrow convolution without ReLU says once which passes run where (with ReLU,
@@ -508,11 +515,13 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
           kept = yh;  // the caller widens it (the polyphase interleave) and releases it
         } else {
           const Shape o = d.out();
-          const int64_t n = o.size();
-          cast_from_half16_bias_relu_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(
-              n, half16_kind(), o.c, o.h, o.w, false, static_cast<const uint16_t*>(yh), b, relu, y);
+          const int64_t planes = int64_t(o.n) * o.c, hw = int64_t(o.h) * o.w;
+          if (planes > 0 && hw > 0) {  // no grid of 0 blocks
+            cast_from_half16_bias_relu_kernel<<<int(planes < 65535 ? planes : 65535), kThreads, 0, stream_>>>(
+                planes, o.c, hw, half16_kind(), static_cast<const uint16_t*>(yh), b, relu, y);
+          }
+          cache_.release(yh);  // before the launch check: reused only by work queued after this
           DS_CUDA_LAUNCHED();
-          cache_.release(yh);
           relu_done = true;
         }
       } else {
@@ -667,18 +676,22 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
 void CudaBackend::conv2d_backward(const ConvDesc& d, const float* x, const float* y, const float* dy, const float* w,
                                   float* dx, float* dw, float* db, float* scratch) {
   if (!half16() || !fused16()) return Backend::conv2d_backward(d, x, y, dy, w, dx, dw, db, scratch);
+  // Both passes on the narrow FP32 kernels (MNN's head): nothing would read a rounded copy.
+  const ConvPlan& p = conv_plan(d);
+  if ((p.narrow_bwd_weights || !dw) && (p.narrow_bwd_data || !dx))
+    return Backend::conv2d_backward(d, x, y, dy, w, dx, dw, db, scratch);
   const Shape o = d.out();
   const int64_t n = o.size();
   void* gh = half16_scratch(o);
   float* g = y ? scratch : nullptr;
-  if (n > 0) {
-    relu_grad_to_half16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, half16_kind(), y, dy, g,
-                                                                        static_cast<uint16_t*>(gh));
-    DS_CUDA_LAUNCHED();
-  }
   const float* gf = y ? scratch : dy;
   try {
-    conv_backward_weights_pass(d, x, gf, gh, dw, db);
+    if (n > 0) {
+      relu_grad_to_half16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, half16_kind(), y, dy, g,
+                                                                          static_cast<uint16_t*>(gh));
+      DS_CUDA_LAUNCHED();
+    }
+    if (dw) conv_backward_weights_pass(d, x, gf, gh, dw, db);
     if (dx) conv_backward_data_pass(d, gf, gh, w, dx);
   } catch (...) {
     cache_.release(gh);

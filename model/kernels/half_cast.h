@@ -106,16 +106,16 @@ DS_HOST_DEVICE inline void cast_from_half16_at(int64_t i, Half16 k, int c, int h
 }
 
 // --- The casts fused into their neighbours (DOWNSCALE_CUDA_FUSE16, on by default) ---
-// A 16-bit convolution's forward epilogue in one pass: cast_from_half16_at, then + b[channel]
-// (b null: none) and the ReLU when relu. The same float operations, in the same order, as the
-// separate widening, bias add (cudnnAddTensor: y = 1 * b + 1 * y) and relu_forward_at, so the
-// result is the same bit for bit; y is written once instead of three times.
-DS_HOST_DEVICE inline void cast_from_half16_bias_relu_at(int64_t i, Half16 k, int c, int h, int w, bool nhwc,
-                                                         const uint16_t* yh, const float* b, bool relu, float* y) {
-  const int64_t o = nchw_index_of(i, c, h, w, nhwc);
+// A 16-bit convolution's forward epilogue in one pass (NCHW): element i of channel ch (the
+// caller's loop knows it: a block per (sample, channel) plane, so no per-element division) is
+// widened (from_half16), gets + b[ch] (b null: none) and the ReLU when relu. The same float
+// operations, in the same order, as the separate widening, bias add (cudnnAddTensor: y = 1 * b +
+// 1 * y) and relu_forward_at, so the result is the same bit for bit; y is written once, not thrice.
+DS_HOST_DEVICE inline void cast_from_half16_bias_relu_at(int64_t i, int ch, Half16 k, const uint16_t* yh,
+                                                         const float* b, bool relu, float* y) {
   float v = from_half16(k, yh[i]);
-  if (b) v += b[o / (int64_t(h) * w) % c];
-  y[o] = relu ? (v > 0.0f ? v : 0.0f) : v;
+  if (b) v += b[ch];
+  y[i] = relu ? (v > 0.0f ? v : 0.0f) : v;
 }
 
 // A convolution's output gradient before its two 16-bit backward passes, in one pass (NCHW):

@@ -655,24 +655,40 @@ TEST_F(ModelCuda, Bf16Fp16FusedCastsWithReluMatchCpu) {
     for (const HalfMode& m : kHalfModes) {
       ASSERT_TRUE(gpu->set_math(m.mode));
       const std::string mode = std::string(m.name) + " FUSE16=" + fuse;
-      // (conv, factor): a 5x5 'same' conv with ReLU (MNN's branch), an even 2x2 one (explicit
-      // padding), and x2 then 8x8 (MNN's up2_conv1, polyphase).
-      for (const auto& [k, f] : {std::pair{5, 1}, std::pair{2, 1}, std::pair{8, 2}}) {
+      // (kernel, factor, output channels): a 5x5 'same' conv with ReLU (MNN's branch), an even
+      // 2x2 one (explicit padding), x2 then 8x8 (MNN's up2_conv1, polyphase), and a 4x4 'valid'
+      // one to 3 channels (MNN's head shape, where the narrow FP32 kernels may take passes).
+      struct Geo {
+        int k, f, out_c;
+      };
+      for (const Geo& g : {Geo{5, 1, 20}, Geo{2, 1, 20}, Geo{8, 2, 20}, Geo{4, 1, 3}}) {
+        const int k = g.k, f = g.f;
         ConvDesc d;
         d.in = f == 1 ? Shape{4, 12, 15, 26} : Shape{2, 10, 12, 14};
-        d.out_c = 20;
+        d.out_c = g.out_c;
         d.kh = d.kw = k;
-        same_padding(k, d.pad_top, d.pad_bottom);
-        same_padding(k, d.pad_left, d.pad_right);
+        if (g.out_c > 4) {  // 'same'; the narrow case stays 'valid'
+          same_padding(k, d.pad_top, d.pad_bottom);
+          same_padding(k, d.pad_left, d.pad_right);
+        }
         const Shape xs = f == 1 ? d.in : Shape{d.in.n, d.in.c, d.in.h / f, d.in.w / f}, o = d.out();
         const Shape ws{d.out_c, d.in.c, k, k}, bs{1, d.out_c, 1, 1};
         const auto x = random_values(size_t(xs.size()), 1, -1, 1), w = random_values(size_t(ws.size()), 2, -0.2f, 0.2f),
                    b = random_values(size_t(d.out_c), 3, -0.5f, 0.5f), dy = random_values(size_t(o.size()), 4, -1, 1);
-        Pair xp = pair(xs, x), wp = pair(ws, w), bp = pair(bs, b), dyp = pair(o, dy);
-        Pair y = random_pair(o, 5), dx = random_pair(xs, 6), dw = random_pair(ws, 7), db = random_pair(bs, 8);
+        // On this test's backend `gpu` (its own stream), not the fixture's.
+        const auto both = [&](Shape sh, const std::vector<float>& v) {
+          Pair q{Tensor(*cpu_, sh), Tensor(*gpu, sh)};
+          q.cpu.upload(v.data());
+          q.gpu.upload(v.data());
+          return q;
+        };
+        Pair xp = both(xs, x), wp = both(ws, w), bp = both(bs, b), dyp = both(o, dy);
+        Pair y = both(o, random_values(size_t(o.size()), 5)), dx = both(xs, random_values(size_t(xs.size()), 6)),
+             dw = both(ws, random_values(size_t(ws.size()), 7)), db = both(bs, random_values(size_t(bs.size()), 8));
         Backend* bes[2] = {cpu_.get(), gpu.get()};
         Tensor* ys[2] = {&y.cpu, &y.gpu};
-        const std::string what = mode + " " + std::to_string(k) + "x" + std::to_string(k) + (f > 1 ? " after x2" : "");
+        const std::string what = mode + " " + std::to_string(k) + "x" + std::to_string(k) + " -> " +
+                                 std::to_string(g.out_c) + (f > 1 ? " after x2" : "");
         const int64_t scratch_n = std::max<int64_t>(
             {o.size(), cpu_->upsample_conv2d_scratch(d, f), gpu->upsample_conv2d_scratch(d, f),
              cpu_->upsample_conv2d_backward_scratch(d, f, true), gpu->upsample_conv2d_backward_scratch(d, f, true)});
