@@ -35,6 +35,7 @@
 #include "model/cuda/cuda_backend.h"
 #include "model/cuda/cuda_check.h"
 #include "model/cuda/grid_stride.h"
+#include "model/kernels/elementwise.h"
 #include "model/kernels/half_cast.h"
 
 namespace ds::model {
@@ -121,6 +122,14 @@ __global__ void cast_from_half16_bias_relu_kernel(int64_t planes, int c, int64_t
     const int ch = int(plane % c);
     for (int64_t j = threadIdx.x; j < hw; j += blockDim.x)
       kernels::cast_from_half16_bias_relu_at(plane * hw + j, ch, k, yh, b, relu, y);
+  }
+}
+
+// The FP32 epilogue (kernels::bias_relu_at), planes as above.
+__global__ void bias_relu_kernel(int64_t planes, int c, int64_t hw, const float* b, bool relu, float* y) {
+  for (int64_t plane = blockIdx.x; plane < planes; plane += gridDim.x) {
+    const int ch = int(plane % c);
+    for (int64_t j = threadIdx.x; j < hw; j += blockDim.x) kernels::bias_relu_at(plane * hw + j, ch, b, relu, y);
   }
 }
 
@@ -526,11 +535,21 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
         }
       } else {
         if (keep16) throw Error("internal: a 16-bit output asked outside the fused 16-bit path");
-        if (half16())
+        if (half16()) {  // the separate casts (NHWC, DOWNSCALE_CUDA_FUSE16=0): as before
           half16_pass(p.x_shape, src, nullptr, ws_shape, w, nullptr, d.out(), y, forward);
-        else
+          if (b) DS_CUDNN(cudnnAddTensor(cudnn_, &one, p.b, b, &one, p.y32, y));
+        } else {
           forward(src, w, y);
-        if (b) DS_CUDNN(cudnnAddTensor(cudnn_, &one, p.b, b, &one, p.y32, y));
+          // Bias and ReLU in one pass over y (cudnnAddTensor then a ReLU kernel made two).
+          const Shape o = d.out();
+          const int64_t planes = int64_t(o.n) * o.c, hw = int64_t(o.h) * o.w;
+          if ((b || relu) && planes > 0 && hw > 0) {
+            bias_relu_kernel<<<int(planes < 65535 ? planes : 65535), kThreads, 0, stream_>>>(planes, o.c, hw, b,
+                                                                                           relu, y);
+            DS_CUDA_LAUNCHED();
+          }
+          relu_done = relu;
+        }
       }
     }
     if (pass_times_ && !p.narrow_timing) pass_clock_stop(p, kFwdPass, 0);

@@ -26,6 +26,16 @@ DS_HOST_DEVICE inline void multiply_at(int64_t i, const float* a, const float* b
 
 DS_HOST_DEVICE inline void axpby_at(int64_t i, float a, const float* x, float b, float* y) { y[i] = a * x[i] + b * y[i]; }
 
+// A convolution's FP32 epilogue where cuDNN's fused bias+ReLU call does not run: element i (of
+// channel ch, which the caller's plane loop knows) gets + b[ch] (b null: none) and the ReLU when
+// relu, in place; one pass where cudnnAddTensor (y = 1 * b + 1 * y) and relu_forward_at made two,
+// with the same float operations: bit for bit.
+DS_HOST_DEVICE inline void bias_relu_at(int64_t i, int ch, const float* b, bool relu, float* y) {
+  float v = y[i];
+  if (b) v = b[ch] + v;
+  y[i] = relu ? (v > 0.0f ? v : 0.0f) : v;
+}
+
 // Dense: y (n, out) row-major gets b[o] added to column o.
 DS_HOST_DEVICE inline void add_bias_at(int64_t i, int out, const float* b, float* y) { y[i] += b[i % out]; }
 

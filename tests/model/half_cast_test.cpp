@@ -171,6 +171,27 @@ TEST(KernelBodiesHalfCast, FusedForwardEpilogueIsWidenThenBiasThenRelu) {
   }
 }
 
+// Its FP32 sibling (kernels::bias_relu_at, the TF32/FP32 epilogue when cuDNN's fused call does
+// not run) against cudnnAddTensor's y = 1 * b + 1 * y then relu_forward_at.
+TEST(KernelBodiesHalfCast, Fp32EpilogueIsBiasThenRelu) {
+  const int n = 2, c = 3, h = 4, w = 5;
+  const int64_t total = int64_t(n) * c * h * w, hw = int64_t(h) * w;
+  const std::vector<float> x = fused_probe(total, 4), bias = {0.5f, -0.25f, 1e-3f};
+  for (const float* b : {bias.data(), static_cast<const float*>(nullptr)})
+    for (bool relu : {false, true}) {
+      std::vector<float> want = x, got = x;
+      if (b)
+        for (int64_t i = 0; i < total; ++i) want[size_t(i)] = 1.0f * b[i / hw % c] + 1.0f * want[size_t(i)];
+      if (relu)
+        for (int64_t i = 0; i < total; ++i) relu_forward_at(i, want.data(), want.data());
+      for (int64_t plane = 0; plane < int64_t(n) * c; ++plane)
+        for (int64_t j = 0; j < hw; ++j) bias_relu_at(plane * hw + j, int(plane % c), b, relu, got.data());
+      for (int64_t i = 0; i < total; ++i)
+        ASSERT_TRUE(same_bits(want[size_t(i)], got[size_t(i)])) << "element " << i << " bias " << (b != nullptr)
+                                                                << " relu " << relu;
+    }
+}
+
 TEST(KernelBodiesHalfCast, FusedReluGradientRoundingIsMaskThenCast) {
   const int64_t total = 2 * 3 * 4 * 5;
   const std::vector<float> y = fused_probe(total, 5), dy = fused_probe(total, 6);
