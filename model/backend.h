@@ -203,6 +203,18 @@ class Backend {
   virtual void loss_sum_accumulate(int kind, const Shape& out_shape, const float* out, const float* y,
                                    const float* mask, float* d_out, int64_t valid, double weight, int64_t step,
                                    double* acc);
+
+  // --- lanes: independent layers side by side (MNN's five branches; net.cpp schedules them) ---
+  // How many lanes besides the main one (0) this backend runs concurrently: 0 means set_lane is
+  // ignored and everything stays in order (the CPU; the CUDA backend unless DOWNSCALE_CUDA_LANES=1).
+  virtual int lanes() const { return 0; }
+  // fork_lanes: work queued on any lane from now on runs after what the main lane queued so far.
+  // set_lane(k): the ops that follow are queued on lane k (1..lanes(), or 0 the main one).
+  // join_lanes: back on lane 0, whose later work runs after everything the lanes queued. Between
+  // a fork and its join, memory released may be reused only after the join.
+  virtual void fork_lanes() {}
+  virtual void set_lane(int /*lane*/) {}
+  virtual void join_lanes() {}
 };
 
 // The mean of softmax_cross_entropy's n per-row losses (kernels::softmax_cross_entropy_row's

@@ -5,7 +5,10 @@
 // cache); tests/model/caching_allocator_test.cpp drives it with a fake underlying allocator.
 //
 // Reuse is safe on the GPU because every op runs on the backend's one stream: work queued after a
-// release that reuses the block runs after the work queued before it.
+// release that reuses the block runs after the work queued before it. While the backend runs
+// independent layers on several streams (lanes: fork_lanes .. join_lanes), that no longer holds,
+// so releases are held back (hold_releases) and become reusable only at the join, after which the
+// main stream is ordered after every lane.
 #pragma once
 #include <cstddef>
 #include <functional>
@@ -13,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "io/error.h"
@@ -73,11 +77,24 @@ class CachingAllocator {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = live_.find(p);
     if (it == live_.end()) throw Error("caching allocator: release of a block it did not allocate");
-    cached_[it->second].push_back(p);
+    if (holding_)
+      held_.emplace_back(p, it->second);
+    else
+      cached_[it->second].push_back(p);
     cached_bytes_ += it->second;
     in_use_bytes_ -= it->second;
     live_.erase(it);
   }
+
+  // While on, released blocks are kept aside, not handed out again; off makes them reusable.
+  void hold_releases(bool on) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    holding_ = on;
+    if (on) return;
+    for (auto& [p, cls] : held_) cached_[cls].push_back(p);
+    held_.clear();
+  }
+  size_t held_blocks() const { return held_.size(); }
 
   // Returns the cached (free) blocks to the underlying allocator.
   void release_cached() {
@@ -89,6 +106,9 @@ class CachingAllocator {
   void free_all() {
     std::lock_guard<std::mutex> lock(mutex_);
     release_cached_locked();
+    for (auto& [p, cls] : held_) free_(p);
+    held_.clear();
+    cached_bytes_ = 0;
     for (auto& [p, cls] : live_) free_(p);
     live_.clear();
     in_use_bytes_ = 0;
@@ -99,11 +119,14 @@ class CachingAllocator {
   size_t raw_allocations() const { return raw_allocations_; }
 
  private:
+  // Held blocks stay: a lane may still be using them.
   void release_cached_locked() {
     for (auto& [cls, blocks] : cached_)
-      for (void* p : blocks) free_(p);
+      for (void* p : blocks) {
+        free_(p);
+        cached_bytes_ -= cls;
+      }
     cached_.clear();
-    cached_bytes_ = 0;
   }
 
   RawAlloc alloc_;
@@ -111,6 +134,8 @@ class CachingAllocator {
   std::mutex mutex_;
   std::unordered_map<void*, size_t> live_;        // block -> its class size
   std::map<size_t, std::vector<void*>> cached_;   // class size -> free blocks
+  std::vector<std::pair<void*, size_t>> held_;    // released while holding_ (block, class size)
+  bool holding_ = false;
   size_t in_use_bytes_ = 0, cached_bytes_ = 0, raw_allocations_ = 0;
 };
 

@@ -22,8 +22,8 @@ class Communicator;  // train/distributed.h
 // pins the virtuals to this number). 2: softmax_cross_entropy and all_finite over several buffers
 // (2026-11-22). 3: upsample_conv2d_relu_forward, upsample_conv2d_backward_scratch and
 // upsample_conv2d_backward, inserted before copy_channels (2026-11-23). 4: conv2d_backward, after
-// conv2d_relu_forward (2026-11-23).
-#define DS_CUDA_PLUGIN_ABI 4
+// conv2d_relu_forward (2026-11-23). 5: lanes, fork_lanes, set_lane, join_lanes at the end (2026-11-23).
+#define DS_CUDA_PLUGIN_ABI 5
 #define DS_CUDA_PLUGIN_ENTRY "ds_cuda_plugin"
 
 namespace ds::model {

@@ -36,6 +36,7 @@ int GraphBuilder::add(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
   n.shape = layer->output_shape(in);
   n.layer = std::move(layer);
   n.inputs = std::move(inputs);
+  n.lane = lane_;
   nodes_.push_back(std::move(n));
   return int(nodes_.size()) - 1;
 }
@@ -102,13 +103,17 @@ std::vector<Node> build_demo(const ModelSpec& s, Backend& be) {
 std::vector<Node> build_mnn(const ModelSpec& s, Backend& be) {
   GraphBuilder g(be, Shape{1, s.in_channels, s.in_h, s.in_w});
   std::vector<int> branches;
+  // The five branches are independent until the concat: one lane each, so a backend with lanes
+  // (the CUDA one with DOWNSCALE_CUDA_LANES=1) runs their small convolutions side by side.
   for (int k : {2, 3, 5, 7, 9}) {
     const std::string b = "branch" + std::to_string(k);
+    g.set_lane(int(branches.size()) + 1);
     int x = g.conv_relu(b + "_conv1", 0, 50, k, true);
     x = g.conv_relu(b + "_conv2", x, 25, k, true);
     x = g.conv_relu(b + "_conv3", x, 10, k, true);
     branches.push_back(x);
   }
+  g.set_lane(0);
   int x = g.add(std::make_unique<Concat>("concat"), branches);
   // Each x2 upsampling is one layer with the conv after it (UpsampleConv2D: less work, same math)
   // and, as every conv here, its ReLU.

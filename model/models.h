@@ -14,6 +14,9 @@ struct Node {
   std::unique_ptr<Layer> layer;
   std::vector<int> inputs;
   Shape shape;  // output shape for a batch of 1
+  // 0, or the lane (1, 2, ...) of a run of independent layers the backend may run side by side
+  // with the other lanes' (Backend::set_lane; net.cpp checks and schedules them).
+  int lane = 0;
 };
 
 // Appends layers, checking shapes as it goes.
@@ -27,12 +30,15 @@ class GraphBuilder {
   // UpsampleConv2D (x factor, then a 'same' k x k conv) followed by ReLU, the same way.
   int upsample_conv_relu(const std::string& name, int input, int factor, int out_c, int k);
   const Shape& shape(int node) const { return nodes_[size_t(node)].shape; }
+  // The lane of the layers added from now on (0: the main one).
+  void set_lane(int lane) { lane_ = lane; }
   Backend& backend() { return be_; }
   std::vector<Node> take() { return std::move(nodes_); }
 
  private:
   Backend& be_;
   std::vector<Node> nodes_;
+  int lane_ = 0;
 };
 
 // Throws ds::UsageError for an unknown name or a spec the architecture cannot take.

@@ -4,6 +4,12 @@
 // lives only from its first consumer's backward to its own; in inference (no backward follows)
 // activations share slots too, each freed after its last reader. Training keeps every activation:
 // the layers' backward reads their inputs and outputs.
+// Lanes: a run of consecutive nodes with lanes (MNN's branches, models.cpp) is a region the
+// backend may run side by side (Backend::fork_lanes, set_lane, join_lanes) when it has lanes and
+// set_lanes is on: forward forks before the region and joins after it; backward likewise in
+// reverse, and the layer_done hooks of the region's layers run after the join (their gradients
+// are final only then). Any buffer live during a region keeps its slot for the whole region, and
+// no region node may need its gradient accumulated from several readers (both checked in plan()).
 #include "model/net.h"
 
 #include <algorithm>
@@ -39,6 +45,10 @@ struct Net::Impl {
   bool acts_reused = false;       // the last forward reused activations: backward cannot run
   const Tensor* input = nullptr;  // forward's x, needed again by backward
   std::string backward_layer;     // the layer whose backward ran last (backward_layer())
+  bool lanes_on = true;           // set_lanes
+  // By node: the first and last node of its lane region (runs of consecutive nodes with lane > 0);
+  // -1 for nodes outside regions.
+  std::vector<int> region_first, region_last;
 
   Impl(const ModelSpec& s, Backend& b) : spec(s), be(b), nodes(build_model(s, b)) {
     const size_t count = nodes.size();
@@ -90,6 +100,34 @@ struct Net::Impl {
       if (t == "BatchNormalization" || t == "Add" || t == "Conv2D")
         in_place[i] = in_place[size_t(j)] >= 0 ? in_place[size_t(j)] : j;
     }
+    // Lane regions, and what they may contain: inputs from the network input, the same lane or
+    // nodes before the region; no gradient summed from several readers inside it.
+    region_first.assign(nodes.size(), -1);
+    region_last.assign(nodes.size(), -1);
+    for (size_t i = 1; i <= last;) {
+      if (nodes[i].lane <= 0) {
+        ++i;
+        continue;
+      }
+      size_t e = i;
+      while (e + 1 <= last && nodes[e + 1].lane > 0) ++e;
+      for (size_t k = i; k <= e; ++k) {
+        region_first[k] = int(i);
+        region_last[k] = int(e);
+        for (int j : nodes[k].inputs) {
+          const bool ok = j == 0 || size_t(j) < i || nodes[size_t(j)].lane == nodes[k].lane;
+          if (!ok)
+            throw Error("model '" + spec.name + "': layer " + nodes[k].layer->name() + " (lane " +
+                        std::to_string(nodes[k].lane) + ") reads " + nodes[size_t(j)].layer->name() +
+                        " of another lane");
+          if (j != 0 && readers[size_t(j)] > 1)
+            throw Error("model '" + spec.name + "': " + nodes[size_t(j)].layer->name() + ", read by " +
+                        std::to_string(readers[size_t(j)]) + " layers, feeds lane " + std::to_string(nodes[k].lane) +
+                        ": its gradient would be summed across lanes");
+        }
+      }
+      i = e + 1;
+    }
     std::vector<Lifetime> grads(nodes.size()), acts(nodes.size());
     for (size_t j = 1; j < last; ++j) {
       int first_consumer = -1;
@@ -101,6 +139,14 @@ struct Net::Impl {
     }
     for (size_t i = 1; i <= last; ++i)
       acts[i] = Lifetime{chw[i], int(i), i == last ? int(last) + 1 : std::max(last_reader[i], int(i))};
+    // A buffer live at any step of a region is kept for the whole region: its steps run side by
+    // side, in any order. Backward step k runs node last - k.
+    for (size_t i = 1; i <= last; ++i) {
+      if (region_first[i] != int(i)) continue;
+      const int f = region_first[i], l = region_last[i];
+      widen_over(acts, f, l);
+      widen_over(grads, int(last) - l, int(last) - f);
+    }
     grad_plan = plan_buffers(grads);
     act_plan = plan_buffers(acts);
     grad_slots.clear();
@@ -108,6 +154,17 @@ struct Net::Impl {
     for (size_t k = 0; k < grad_plan.slot_floats.size(); ++k) grad_slots.emplace_back(be, Shape{0, 0, 0, 0});
     for (size_t k = 0; k < act_plan.slot_floats.size(); ++k) act_slots.emplace_back(be, Shape{0, 0, 0, 0});
   }
+
+  static void widen_over(std::vector<Lifetime>& ls, int first, int last) {
+    for (Lifetime& t : ls)
+      if (t.first >= 0 && t.first <= last && t.last >= first) {
+        t.first = std::min(t.first, first);
+        t.last = std::max(t.last, last);
+      }
+  }
+
+  // The lane node i runs on (0 when lanes are off for this pass).
+  int lane_of(size_t i, bool use) const { return use ? nodes[i].lane : 0; }
 
   // Views of `slots` (grown for batch n) for each node `plan` gives a slot.
   void bind(const BufferPlan& p, std::vector<Tensor>& slots, std::vector<Tensor>& views, std::vector<Tensor*>& cur,
@@ -176,12 +233,21 @@ const Tensor& Net::forward(const Tensor& x, const std::function<void(const std::
     }
   }
   std::vector<const Tensor*> in;
+  // A per-layer hook (the layer profiler) times layers one after another: no lanes then.
+  const bool lanes = m.lanes_on && !layer_done && m.be.lanes() > 0;
+  bool forked = false;
   for (size_t i = 1; i < m.nodes.size(); ++i) {
+    const int lane = m.lane_of(i, lanes);
+    if (lane > 0 && !forked) m.be.fork_lanes();
+    if (lane == 0 && forked) m.be.join_lanes();
+    forked = lane > 0;
+    if (forked) m.be.set_lane(lane);
     in.clear();
     for (int j : m.nodes[i].inputs) in.push_back(&m.value(j));
     m.nodes[i].layer->forward(m.be, in, *m.cur_out[i]);
     if (layer_done) layer_done(m.nodes[i].layer->name());
   }
+  if (forked) m.be.join_lanes();
   return *m.cur_out.back();
 }
 
@@ -202,9 +268,29 @@ void Net::backward(const Tensor& d_out, const std::function<void(const std::vect
   std::vector<bool> written(m.nodes.size(), false);
   std::vector<const Tensor*> in;
   std::vector<Tensor*> din;
+  const bool lanes = m.lanes_on && m.be.lanes() > 0;
+  bool forked = false;
+  // The hooks of a region's layers, called after its join, in the order their backward ran.
+  std::vector<std::pair<std::string, std::vector<Param>>> deferred;
+  const auto join = [&] {
+    m.be.join_lanes();
+    forked = false;
+    for (auto& [name, ps] : deferred) {
+      m.backward_layer = name;
+      if (layer_done) layer_done(ps);
+    }
+    deferred.clear();
+  };
   for (size_t i = last; i >= 1; --i) {
     const Node& node = m.nodes[i];
     if (!m.reached[i]) continue;  // nothing downstream reads this node
+    const int lane = m.lane_of(i, lanes);
+    if (lane > 0 && !forked) {
+      m.be.fork_lanes();
+      forked = true;
+    }
+    if (lane == 0 && forked) join();
+    if (forked) m.be.set_lane(lane);
     const Tensor& dy = i == last ? d_out : *m.cur_grad[i];
     in.clear();
     din.clear();
@@ -231,9 +317,14 @@ void Net::backward(const Tensor& d_out, const std::function<void(const std::vect
     }
     node.layer->backward(m.be, in, *m.cur_out[i], dy, din);
     for (auto& [s, j] : to_add) m.be.accumulate(s->size(), s->data(), m.cur_grad[size_t(j)]->data());
+    if (forked) {
+      deferred.emplace_back(node.layer->name(), node.layer->params());
+      continue;
+    }
     m.backward_layer = node.layer->name();
     if (layer_done) layer_done(node.layer->params());
   }
+  if (forked) join();
   // Layers whose output no loss reads (InceptionV3's auxiliary head): zero gradients, so every
   // parameter gradient is still overwritten and reported.
   for (size_t i = last; i >= 1; --i) {
@@ -262,6 +353,8 @@ int64_t Net::activation_bytes(int n) const {
 }
 
 void Net::set_memory_reuse(bool on) { impl_->reuse = on; }
+
+void Net::set_lanes(bool on) { impl_->lanes_on = on; }
 
 const std::string& Net::backward_layer() const { return impl_->backward_layer; }
 

@@ -79,6 +79,9 @@ class Net {
   // On by default: gradients (and, in inference, activations) share buffers by liveness. Off
   // gives one buffer a node, as before; the results are the same bit for bit.
   void set_memory_reuse(bool on);
+  // On by default: layers marked as independent lanes (MNN's branches) run side by side where the
+  // backend can (Backend::lanes()); off runs every layer in list order. Results are the same.
+  void set_lanes(bool on);
   std::string summary() const;  // layers, output shapes and parameter counts, Keras-style
   const ModelSpec& spec() const;
 

@@ -128,6 +128,8 @@ LayerProfile measure_layer_profile(model::Net& net, model::Backend& be, model::L
   // Forward per layer, by name (every layer also has a backward row, named the same).
   std::map<std::string, std::vector<double>> forward_layer_s;
   auto step = [&](bool per_layer, bool record) {
+    // Per-layer times need the layers one after another (no lanes); whole steps run as training does.
+    net.set_lanes(!per_layer);
     be.synchronize();
     auto t = Clock::now();
     auto t_fwd = t;

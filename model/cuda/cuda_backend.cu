@@ -1,6 +1,7 @@
 // CudaBackend: device selection and memory (the plugin's entry point is cuda_plugin.cu).
 #include "model/cuda/cuda_backend.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -54,6 +55,18 @@ CudaBackend::CudaBackend(int device)
     fuse16_ = v != "0";
   }
   if (const char* t = std::getenv("DOWNSCALE_CUDA_PASS_TIMES")) pass_times_ = std::string(t) == "1";
+  if (const char* l = std::getenv("DOWNSCALE_CUDA_LANES")) {
+    const std::string v = l;
+    char* end = nullptr;
+    const long n = std::strtol(v.c_str(), &end, 10);
+    if (!v.empty() && (end == v.c_str() || *end != '\0' || n < 0 || n > 16))
+      throw Error("DOWNSCALE_CUDA_LANES is '" + v + "', expected 0 (off, the default) to 16 streams");
+    n_lanes_ = int(n);
+    if (n_lanes_ > 0 && pass_times_) {
+      std::fprintf(stderr, "cuda: DOWNSCALE_CUDA_LANES off: DOWNSCALE_CUDA_PASS_TIMES times one stream\n");
+      n_lanes_ = 0;
+    }
+  }
   if (const char* t = std::getenv("DOWNSCALE_CUDA_TEST_REFUSE")) test_refuse_ = std::string(t) == "1";
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -77,6 +90,7 @@ CudaBackend::~CudaBackend() {
   plans_.clear();
   bn_plans_.clear();
   if (cublas_) cublasDestroy(cublas_);
+  destroy_lanes();  // back on the main stream, every lane synchronized and gone
   if (stream_) cudaStreamSynchronize(stream_);  // nothing queued may still use a block freed below
   cache_.free_all();  // tensors, workspace and padding scratch
   if (d_sum_) cudaFree(d_sum_);
@@ -117,7 +131,11 @@ void CudaBackend::copy(float* dst, const float* src, int64_t n) {
   if (dst != src) DS_CUDA(cudaMemcpyAsync(dst, src, size_t(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
 }
 
-void CudaBackend::synchronize() { DS_CUDA(cudaStreamSynchronize(stream_)); }
+void CudaBackend::synchronize() {
+  DS_CUDA(cudaStreamSynchronize(stream_));
+  for (const Lane& l : lanes_)
+    if (l.stream && l.stream != stream_) DS_CUDA(cudaStreamSynchronize(l.stream));
+}
 
 void* CudaBackend::workspace(size_t bytes) {
   if (bytes > ws_bytes_) {

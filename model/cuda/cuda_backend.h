@@ -108,6 +108,14 @@ class CudaBackend : public Backend {
   void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr, float momentum) override;
   double softmax_cross_entropy(int n, int k, const float* logits, const float* labels, float* dlogits) override;
 
+  // cuda_lanes.cu: DOWNSCALE_CUDA_LANES=N (0, the default: off) runs the layers the Net marks as
+  // lanes (MNN's branches) on N more streams, each with its own cuDNN handle, workspace and
+  // padding buffer; fork/join are events; the caching allocator holds releases in between.
+  int lanes() const override { return n_lanes_; }
+  void fork_lanes() override;
+  void set_lane(int lane) override;
+  void join_lanes() override;
+
   // cuda_dataflow.cu: the training set on the GPU and the loss without a per-step wait.
   int64_t free_bytes() override;
   void gather_rows(int64_t rows, int64_t row_size, const float* index, const float* src, float* dst) override;
@@ -252,6 +260,26 @@ class CudaBackend : public Backend {
   void conv_backward_data_pass(const ConvDesc& d, const float* dy, const void* dy16, const float* w, float* dx);
   void conv_backward_weights_pass(const ConvDesc& d, const float* x, const float* dy, const void* dy16, float* dw,
                                   float* db);
+
+  // Lanes (cuda_lanes.cu). Lane 0 is the main stream; the members stream_, cudnn_, ws_,
+  // ws_bytes_, pad_ and pad_n_ always hold the current lane's, and Lane keeps the others'.
+  struct Lane {
+    cudaStream_t stream = nullptr;
+    cudnnHandle_t cudnn = nullptr;
+    void* ws = nullptr;
+    size_t ws_bytes = 0;
+    float* pad = nullptr;
+    int64_t pad_n = 0;
+    cudaEvent_t done = nullptr;  // recorded at the join: the main stream waits on it
+    bool used = false;           // since the fork: has waited on the fork event, joins
+  };
+  int n_lanes_ = 0;
+  int cur_lane_ = 0;
+  bool forked_ = false;
+  std::vector<Lane> lanes_;  // n_lanes_ + 1 entries once used; [0] is filled when left
+  cudaEvent_t fork_event_ = nullptr;
+  void switch_lane(int to);
+  void destroy_lanes();
 
   int device_;
   // Every device buffer (tensors, workspace, padding scratch): cudaMalloc only on a miss.

@@ -109,3 +109,44 @@ TEST(CachingAllocator, BlocksStillInUseAreFreedAtDestruction) {
 
 }  // namespace
 }  // namespace ds::model
+
+namespace ds::model {
+namespace {
+
+// Lanes (several streams between fork_lanes and join_lanes): a block released while releases are
+// held must not be handed out again until the hold ends, even for a request of its own class;
+// then it is, without the underlying allocator. Held blocks survive release_cached (a lane may
+// still use them) and are returned at destruction.
+TEST(CachingAllocator, HeldReleasesAreReusedOnlyAfterTheHoldEnds) {
+  FakeDevice dev;
+  {
+    CachingAllocator a(dev.alloc(), dev.free());
+    void* before = a.allocate(4096);
+    a.release(before);  // cached before the hold: reusable during it
+    a.hold_releases(true);
+    void* p = a.allocate(4096);
+    EXPECT_EQ(p, before);
+    a.release(p);
+    EXPECT_EQ(a.held_blocks(), 1u);
+    void* q = a.allocate(4096);
+    EXPECT_NE(q, p) << "a block released during the hold was handed out again during it";
+    EXPECT_EQ(dev.mallocs, 2);
+    a.release_cached();
+    EXPECT_EQ(dev.frees, 0) << "a held block was freed while a lane may use it";
+    a.release(q);
+    a.hold_releases(false);
+    EXPECT_EQ(a.held_blocks(), 0u);
+    void* r1 = a.allocate(4096);
+    void* r2 = a.allocate(4096);
+    EXPECT_EQ(std::set<void*>({r1, r2}), std::set<void*>({p, q}));
+    EXPECT_EQ(dev.mallocs, 2);
+    a.release(r1);
+    a.hold_releases(true);
+    a.release(r2);  // held at destruction: still returned
+  }
+  EXPECT_EQ(dev.frees, 2);
+  EXPECT_EQ(dev.used, 0u);
+}
+
+}  // namespace
+}  // namespace ds::model

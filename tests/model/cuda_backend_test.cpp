@@ -729,6 +729,50 @@ TEST_F(ModelCuda, Bf16Fp16FusedCastsWithReluMatchCpu) {
   }
 }
 
+// Lanes (DOWNSCALE_CUDA_LANES=5: MNN's five branches on five more streams, the allocator holding
+// releases between fork and join): the same backend, so the same cuDNN plans, with the Net's
+// lanes on and off. Where two runs without lanes agree bit for bit (deterministic algorithms),
+// the run with lanes must too: any difference is a missing wait (a race) or a shared buffer.
+// Where cuDNN picked algorithms that sum in a varying order, 1e-5 of the scale instead.
+TEST_F(ModelCuda, LanesGiveTheSameStepAsOneStream) {
+  setenv("DOWNSCALE_CUDA_LANES", "5", 1);
+  auto gpu = make_cuda_backend(0);
+  unsetenv("DOWNSCALE_CUDA_LANES");
+  ASSERT_EQ(gpu->lanes(), 5);
+  ASSERT_TRUE(gpu->set_math(MathMode::kFp32));
+  ModelSpec spec;
+  spec.name = "mnn";
+  spec.in_channels = 20;
+  spec.in_h = 30;
+  spec.in_w = 53;
+  Net net(spec, *gpu);
+  net.init(3);
+  const Shape in{4, 20, 30, 53};
+  Tensor x(*gpu, in), d(*gpu, net.output_shape(in.n));
+  const auto xv = random_values(size_t(in.size()), 1), dv = random_values(size_t(d.size()), 2);
+  x.upload(xv.data());
+  d.upload(dv.data());
+  const auto run = [&](bool lanes) {
+    net.set_lanes(lanes);
+    std::vector<std::vector<float>> r{net.forward(x).to_host()};
+    net.backward(d);
+    for (const Param& p : net.params()) r.push_back(p.grad->to_host());
+    return r;
+  };
+  const auto off1 = run(false), off2 = run(false), on = run(true), on2 = run(true);
+  const bool deterministic = off1 == off2;
+  std::printf("lanes: one-stream runs %s\n", deterministic ? "agree bit for bit" : "differ (cuDNN's order varies)");
+  const auto params = net.params();
+  for (const auto* got : {&on, &on2})
+    for (size_t i = 0; i < off1.size(); ++i) {
+      const std::string what = i == 0 ? "output" : params[i - 1].name;
+      if (deterministic)
+        EXPECT_EQ(off1[i], (*got)[i]) << what << " differs with lanes";
+      else
+        expect_close_to_scale(off1[i], (*got)[i], 1e-5, what + " with lanes");
+    }
+}
+
 // Dense through cublasGemmEx's FAST_16BF / FAST_16F compute types (300 products per output).
 TEST_F(ModelCuda, Bf16Fp16DenseStaysWithinTolerance) {
   const int n = 5, in = 300, out = 70;

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "model/adam.h"
+#include "model/cpu/dnnl_backend.h"
 #include "model/loss.h"
 #include "model/net.h"
 #include "model_test_util.h"
@@ -234,6 +235,121 @@ TEST(ModelNet, MnnFusedLayersMatchSeparateLayers) {
     EXPECT_EQ(g, pf[i].grad->to_host()) << ps[i].name;
     EXPECT_TRUE(std::any_of(g.begin(), g.end(), [](float v) { return v != 0.0f; })) << ps[i].name;
   }
+}
+
+// Lanes (MNN's five branches side by side, net.cpp): the CPU backend with lanes() > 0 that
+// records where each op was queued. What a backend with streams relies on: each branch's convs
+// on its own lane, forward and backward; a fork before the branches and a join before anything
+// of lane 0 (the concat); the branches' layer_done hooks only after the join; and no buffer one
+// lane writes in backward shared with one another lane reads or writes (the gradient slots are
+// kept for the whole region). The math is the CPU's, so lanes on and off agree bit for bit.
+class LaneRecorder : public DnnlBackend {
+ public:
+  LaneRecorder() : DnnlBackend(2) {}
+  int lanes() const override { return 2; }
+  void fork_lanes() override { trace.push_back("fork"); }
+  void set_lane(int lane) override { lane_ = lane; }
+  void join_lanes() override {
+    trace.push_back("join");
+    lane_ = 0;
+  }
+  void conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override {
+    trace.push_back("conv@" + std::to_string(lane_));
+    DnnlBackend::conv2d_relu_forward(d, x, w, b, y);
+  }
+  void copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) override {
+    trace.push_back("concat@" + std::to_string(lane_));
+    DnnlBackend::copy_channels(src, x, dst, offset, y);
+  }
+  void conv2d_backward(const ConvDesc& d, const float* x, const float* y, const float* dy, const float* w, float* dx,
+                       float* dw, float* db, float* scratch) override {
+    trace.push_back("dconv@" + std::to_string(lane_));
+    const int64_t no = d.out().size(), ni = d.in.size();
+    writes.push_back({lane_, {{dx, dx ? ni : 0}, {scratch, y ? no : 0}}});
+    reads.push_back({lane_, {{dy, no}, {x, ni}, {y, y ? no : 0}}});
+    Backend::conv2d_backward(d, x, y, dy, w, dx, dw, db, scratch);
+  }
+  struct Range {
+    const float* p;
+    int64_t n;
+  };
+  struct Access {
+    int lane;
+    std::vector<Range> ranges;
+  };
+  std::vector<std::string> trace;
+  std::vector<Access> writes, reads;
+
+ private:
+  int lane_ = 0;
+};
+
+bool overlap(const LaneRecorder::Range& a, const LaneRecorder::Range& b) {
+  return a.p && b.p && a.n > 0 && b.n > 0 && a.p < b.p + b.n && b.p < a.p + a.n;
+}
+
+TEST(ModelNet, MnnBranchesRunOnLanesWithTheirOwnBuffers) {
+  LaneRecorder be;
+  Net lanes(mnn_spec(2, 3, 4), be), plain(mnn_spec(2, 3, 4), be);
+  plain.set_lanes(false);
+  lanes.init(5);
+  plain.init(5);
+  Batch b = make_batch(be, lanes, 2, 3);
+  const Shape os = lanes.output_shape(2);
+  Tensor dl(be, os), dp(be, os);
+  const auto out_plain = plain.forward(b.x).to_host();
+  bernoulli_gamma_loss(be, plain.forward(b.x), b.y, b.mask, &dp);
+  plain.backward(dp);
+  be.trace.clear();
+  be.writes.clear();
+  be.reads.clear();
+
+  const Tensor& yl = lanes.forward(b.x);
+  EXPECT_EQ(yl.to_host(), out_plain);
+  bernoulli_gamma_loss(be, yl, b.y, b.mask, &dl);
+  // Forward: fork, 15 branch convs, three a lane in branch order, join, then the concat on lane 0.
+  std::vector<std::string> want = {"fork"};
+  for (int lane = 1; lane <= 5; ++lane)
+    for (int k = 0; k < 3; ++k) want.push_back("conv@" + std::to_string(lane));
+  want.push_back("join");
+  for (int k = 0; k < 5; ++k) want.push_back("concat@0");
+  ASSERT_GE(be.trace.size(), want.size());
+  EXPECT_EQ(std::vector<std::string>(be.trace.begin(), be.trace.begin() + long(want.size())), want);
+
+  be.trace.clear();
+  std::vector<std::string> hooks;
+  lanes.backward(dl, [&](const std::vector<Param>&) {
+    hooks.push_back(lanes.backward_layer());
+    be.trace.push_back("hook:" + lanes.backward_layer());
+  });
+  // Backward: the branches in reverse list order on their lanes, then the join, then their hooks.
+  const auto at = [&](const std::string& e) { return std::find(be.trace.begin(), be.trace.end(), e) - be.trace.begin(); };
+  const auto fork = at("fork"), join = at("join");
+  ASSERT_LT(fork, join);
+  int lane_convs = 0;
+  for (long i = fork + 1; i < join; ++i) {
+    EXPECT_EQ(be.trace[size_t(i)].rfind("dconv@", 0), 0u) << be.trace[size_t(i)] << ": only branch work between fork and join";
+    lane_convs += be.trace[size_t(i)] != "dconv@0";
+  }
+  EXPECT_EQ(lane_convs, 15);
+  EXPECT_LT(at("hook:concat"), fork);
+  EXPECT_GT(at("hook:branch2_conv1"), join);
+  EXPECT_GT(at("hook:branch9_conv3"), join);
+  EXPECT_LT(at("hook:branch9_conv3"), at("hook:branch2_conv1")) << "hooks keep the backward order";
+  EXPECT_EQ(std::count_if(hooks.begin(), hooks.end(), [](const std::string& h) { return h.rfind("branch", 0) == 0; }),
+            15)
+      << "one hook per branch layer";
+  // No lane writes what another lane reads or writes.
+  for (const auto& w : be.writes)
+    for (const auto* others : {&be.writes, &be.reads})
+      for (const auto& o : *others) {
+        if (w.lane == 0 || o.lane == 0 || w.lane == o.lane) continue;
+        for (const auto& rw : w.ranges)
+          for (const auto& ro : o.ranges)
+            EXPECT_FALSE(overlap(rw, ro)) << "lane " << w.lane << " writes a buffer lane " << o.lane << " uses";
+      }
+  for (size_t i = 0; i < plain.params().size(); ++i)
+    EXPECT_EQ(lanes.params()[i].grad->to_host(), plain.params()[i].grad->to_host()) << plain.params()[i].name;
 }
 
 // A smaller last batch reuses the buffers and primitives of a bigger one; sample results must
