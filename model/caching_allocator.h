@@ -75,15 +75,15 @@ class CachingAllocator {
   void release(void* p) {
     if (!p) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = live_.find(p);
-    if (it == live_.end()) throw Error("caching allocator: release of a block it did not allocate");
-    if (holding_)
-      held_.emplace_back(p, it->second);
-    else
-      cached_[it->second].push_back(p);
-    cached_bytes_ += it->second;
-    in_use_bytes_ -= it->second;
-    live_.erase(it);
+    release_locked(p, holding_);
+  }
+
+  // A release that bypasses the hold: for a block whose last use the caller has waited for
+  // (cudnnFind's scratch after a synchronisation), so a region does not pile such blocks up.
+  void release_now(void* p) {
+    if (!p) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    release_locked(p, false);
   }
 
   // While on, released blocks are kept aside, not handed out again; off makes them reusable.
@@ -119,6 +119,18 @@ class CachingAllocator {
   size_t raw_allocations() const { return raw_allocations_; }
 
  private:
+  void release_locked(void* p, bool hold) {
+    auto it = live_.find(p);
+    if (it == live_.end()) throw Error("caching allocator: release of a block it did not allocate");
+    if (hold)
+      held_.emplace_back(p, it->second);
+    else
+      cached_[it->second].push_back(p);
+    cached_bytes_ += it->second;
+    in_use_bytes_ -= it->second;
+    live_.erase(it);
+  }
+
   // Held blocks stay: a lane may still be using them.
   void release_cached_locked() {
     for (auto& [cls, blocks] : cached_)

@@ -163,6 +163,20 @@ struct Net::Impl {
       }
   }
 
+  // Joins the lanes if a layer throws between fork and join, so the backend is not left forked
+  // (holding every release) for whatever runs next; the error goes on.
+  struct LaneGuard {
+    Backend& be;
+    const bool& forked;
+    ~LaneGuard() {
+      if (!forked) return;
+      try {
+        be.join_lanes();
+      } catch (...) {
+      }
+    }
+  };
+
   // The lane node i runs on (0 when lanes are off for this pass).
   int lane_of(size_t i, bool use) const { return use ? nodes[i].lane : 0; }
 
@@ -236,6 +250,7 @@ const Tensor& Net::forward(const Tensor& x, const std::function<void(const std::
   // A per-layer hook (the layer profiler) times layers one after another: no lanes then.
   const bool lanes = m.lanes_on && !layer_done && m.be.lanes() > 0;
   bool forked = false;
+  const Impl::LaneGuard guard{m.be, forked};
   for (size_t i = 1; i < m.nodes.size(); ++i) {
     const int lane = m.lane_of(i, lanes);
     if (lane > 0 && !forked) m.be.fork_lanes();
@@ -248,6 +263,7 @@ const Tensor& Net::forward(const Tensor& x, const std::function<void(const std::
     if (layer_done) layer_done(m.nodes[i].layer->name());
   }
   if (forked) m.be.join_lanes();
+  forked = false;
   return *m.cur_out.back();
 }
 
@@ -270,6 +286,7 @@ void Net::backward(const Tensor& d_out, const std::function<void(const std::vect
   std::vector<Tensor*> din;
   const bool lanes = m.lanes_on && m.be.lanes() > 0;
   bool forked = false;
+  const Impl::LaneGuard guard{m.be, forked};
   // The hooks of a region's layers, called after its join, in the order their backward ran.
   std::vector<std::pair<std::string, std::vector<Param>>> deferred;
   const auto join = [&] {
@@ -283,13 +300,15 @@ void Net::backward(const Tensor& d_out, const std::function<void(const std::vect
   };
   for (size_t i = last; i >= 1; --i) {
     const Node& node = m.nodes[i];
-    if (!m.reached[i]) continue;  // nothing downstream reads this node
     const int lane = m.lane_of(i, lanes);
+    // A region ends at any lane-0 node, reached or not (an unreached one must still part two
+    // regions: their buffers were planned apart).
+    if (lane == 0 && forked) join();
+    if (!m.reached[i]) continue;  // nothing downstream reads this node
     if (lane > 0 && !forked) {
       m.be.fork_lanes();
       forked = true;
     }
-    if (lane == 0 && forked) join();
     if (forked) m.be.set_lane(lane);
     const Tensor& dy = i == last ? d_out : *m.cur_grad[i];
     in.clear();

@@ -112,8 +112,9 @@ float* CudaBackend::allocate(int64_t n) {
 }
 
 void CudaBackend::release(float* p) {
-  // Back to the cache, no synchronization: work queued later on the one stream that reuses the
-  // block runs after the work queued before this release.
+  // Back to the cache, no synchronization: work queued later on the stream that reuses the block
+  // runs after the work queued before this release (between fork_lanes and join_lanes the cache
+  // holds it until the join: cuda_lanes.cu).
   cache_.release(p);
 }
 

@@ -232,7 +232,8 @@ class CudaBackend : public Backend {
   // Blocks for n threads of `kernel`; with `bytes` of dynamic shared memory, no more than fit at once.
   int narrow_grid(int64_t n, const void* kernel, size_t bytes);
   int sm_count();
-  // Scratch buffers that only grow; safe to share because every op runs on the one stream.
+  // Scratch buffers that only grow; safe to share because the ops of a lane run in order on its
+  // stream (each lane has its own: cuda_lanes.cu).
   void* workspace(size_t bytes);
   float* pad_buffer(int64_t n);
   // 16-bit modes (cuda_conv.cu): an FP32 NCHW tensor of `s` rounded to BF16/FP16 in a scratch

@@ -378,6 +378,10 @@ bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p, std::vector<Co
   float *x = nullptr, *w = nullptr, *y = nullptr;
   void* ws = nullptr;
   bool ok = false;
+  // Inside a lane region (a plan's first use on a lane): the GPU idle, so the timings are not
+  // other lanes' kernels; the scratch waited for and released at once, or the allocator's hold
+  // would keep every plan's Find workspace (up to 2 GiB each) until the join.
+  if (forked_) DS_CUDA(cudaDeviceSynchronize());
   size_t find_ws = find_workspace_bytes();
   try {
     x = allocate(nx);
@@ -419,6 +423,12 @@ bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p, std::vector<Co
   if (!ok)
     for (int k = 0; k < 3; ++k) found[k].clear();
   cudaGetLastError();  // a failed Find leaves no error for the next check to misreport
+  if (forked_) {
+    cudaStreamSynchronize(stream_);
+    cudaGetLastError();
+    for (void* b : {static_cast<void*>(x), static_cast<void*>(w), static_cast<void*>(y), ws}) cache_.release_now(b);
+    return ok;
+  }
   for (float* b : {x, w, y})
     if (b) release(b);
   if (ws) cache_.release(ws);

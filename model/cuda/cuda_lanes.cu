@@ -30,9 +30,13 @@ void CudaBackend::switch_lane(int to) {
   from.pad = pad_;
   from.pad_n = pad_n_;
   Lane& l = lanes_[size_t(to)];
-  if (!l.stream) {  // first use: made once, kept until the backend ends
-    DS_CUDA(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
-    DS_CUDNN(cudnnCreate(&l.cudnn));
+  if (!l.stream || !l.cudnn) {  // first use: made once, kept until the backend ends
+    if (!l.stream) DS_CUDA(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
+    if (!l.cudnn) {
+      cudnnHandle_t h = nullptr;
+      DS_CUDNN(cudnnCreate(&h));
+      l.cudnn = h;
+    }
     DS_CUDNN(cudnnSetStream(l.cudnn, l.stream));
   }
   stream_ = l.stream;
@@ -70,14 +74,23 @@ void CudaBackend::set_lane(int lane) {
 
 void CudaBackend::join_lanes() {
   if (n_lanes_ == 0 || !forked_) return;
-  switch_lane(0);
-  for (size_t k = 1; k < lanes_.size(); ++k) {
-    Lane& l = lanes_[k];
-    if (!l.used) continue;
-    if (!l.done) DS_CUDA(cudaEventCreateWithFlags(&l.done, cudaEventDisableTiming));
-    DS_CUDA(cudaEventRecord(l.done, l.stream));
-    DS_CUDA(cudaStreamWaitEvent(stream_, l.done, 0));
-    l.used = false;
+  try {
+    switch_lane(0);
+    for (size_t k = 1; k < lanes_.size(); ++k) {
+      Lane& l = lanes_[k];
+      if (!l.used) continue;
+      if (!l.done) DS_CUDA(cudaEventCreateWithFlags(&l.done, cudaEventDisableTiming));
+      DS_CUDA(cudaEventRecord(l.done, l.stream));
+      DS_CUDA(cudaStreamWaitEvent(stream_, l.done, 0));
+      l.used = false;
+    }
+  } catch (...) {
+    // A CUDA error mid-join: wait for everything instead (best effort), so the state below is
+    // true, then report.
+    cudaDeviceSynchronize();
+    forked_ = false;
+    cache_.hold_releases(false);
+    throw;
   }
   forked_ = false;
   // Everything the lanes released is now ordered before the main stream's later work.

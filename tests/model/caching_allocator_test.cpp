@@ -142,6 +142,11 @@ TEST(CachingAllocator, HeldReleasesAreReusedOnlyAfterTheHoldEnds) {
     EXPECT_EQ(dev.mallocs, 2);
     a.release(r1);
     a.hold_releases(true);
+    void* found = a.allocate(4096);  // r1 again (cached before this hold)
+    EXPECT_EQ(found, r1);
+    a.release_now(found);  // waited for by the caller: reusable at once
+    EXPECT_EQ(a.allocate(4096), r1);
+    a.release(r1);
     a.release(r2);  // held at destruction: still returned
   }
   EXPECT_EQ(dev.frees, 2);
