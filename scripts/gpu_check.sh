@@ -175,7 +175,7 @@ section_parity() {
 # would otherwise check only cuDNN's. SANITIZE_FILTER picks the tests.
 section_sanitize() {
   say "## 1c. compute-sanitizer on the hand-written kernels"
-  local cs tool rc filter=${SANITIZE_FILTER:-ModelCuda.NarrowOutputConvolutionMatchesCpu:ModelCuda.UpsampleConvRelu*:ModelCuda.ElementwiseOps:ModelCuda.UpsampleAndChannels:ModelCuda.PaddedPooling:ModelCuda.SoftmaxCrossEntropy:ModelCuda.GatherRowsAndLossAccumulator:ModelCuda.BatchNorm:ModelCuda.RefusedAlgorithmIsReplacedByTheNext}
+  local cs tool rc filter=${SANITIZE_FILTER:-ModelCuda.NarrowOutputConvolutionMatchesCpu:ModelCuda.UpsampleConvRelu*:ModelCuda.ElementwiseOps:ModelCuda.UpsampleAndChannels:ModelCuda.PaddedPooling:ModelCuda.SoftmaxCrossEntropy:ModelCuda.GatherRowsAndLossAccumulator:ModelCuda.BatchNorm:ModelCuda.RefusedAlgorithmIsReplacedByTheNext:ModelCuda.Bf16Fp16FusedCastsWithReluMatchCpu}
   cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
   if [[ $REHEARSAL == 1 ]]; then
     say "compute-sanitizer: skipped (rehearsal: no GPU)"; say ""; return
