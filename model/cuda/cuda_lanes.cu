@@ -102,16 +102,10 @@ void CudaBackend::join_lanes() {
 void CudaBackend::destroy_lanes() {
   if (lanes_.empty()) return;
   if (cur_lane_ != 0) {
-    lanes_[size_t(cur_lane_)].stream = stream_;
-    lanes_[size_t(cur_lane_)].cudnn = cudnn_;
-    const Lane& main = lanes_[0];
-    stream_ = main.stream;
-    cudnn_ = main.cudnn;
-    ws_ = main.ws;
-    ws_bytes_ = main.ws_bytes;
-    pad_ = main.pad;
-    pad_n_ = main.pad_n;
-    cur_lane_ = 0;
+    try {
+      switch_lane(0);  // lane 0 exists: only cublasSetStream can fail, after the members are back
+    } catch (...) {
+    }
   }
   for (size_t k = 1; k < lanes_.size(); ++k) {
     Lane& l = lanes_[k];
