@@ -46,9 +46,6 @@ struct Net::Impl {
   const Tensor* input = nullptr;  // forward's x, needed again by backward
   std::string backward_layer;     // the layer whose backward ran last (backward_layer())
   bool lanes_on = true;           // set_lanes
-  // By node: the first and last node of its lane region (runs of consecutive nodes with lane > 0);
-  // -1 for nodes outside regions.
-  std::vector<int> region_first, region_last;
 
   Impl(const ModelSpec& s, Backend& b) : spec(s), be(b), nodes(build_model(s, b)) {
     const size_t count = nodes.size();
@@ -102,8 +99,7 @@ struct Net::Impl {
     }
     // Lane regions, and what they may contain: inputs from the network input, the same lane or
     // nodes before the region; no gradient summed from several readers inside it.
-    region_first.assign(nodes.size(), -1);
-    region_last.assign(nodes.size(), -1);
+    std::vector<std::pair<int, int>> regions;  // (first, last) node of each run of lane nodes
     for (size_t i = 1; i <= last;) {
       if (nodes[i].lane <= 0) {
         ++i;
@@ -111,9 +107,8 @@ struct Net::Impl {
       }
       size_t e = i;
       while (e + 1 <= last && nodes[e + 1].lane > 0) ++e;
+      regions.emplace_back(int(i), int(e));
       for (size_t k = i; k <= e; ++k) {
-        region_first[k] = int(i);
-        region_last[k] = int(e);
         for (int j : nodes[k].inputs) {
           const bool ok = j == 0 || size_t(j) < i || nodes[size_t(j)].lane == nodes[k].lane;
           if (!ok)
@@ -141,9 +136,7 @@ struct Net::Impl {
       acts[i] = Lifetime{chw[i], int(i), i == last ? int(last) + 1 : std::max(last_reader[i], int(i))};
     // A buffer live at any step of a region is kept for the whole region: its steps run side by
     // side, in any order. Backward step k runs node last - k.
-    for (size_t i = 1; i <= last; ++i) {
-      if (region_first[i] != int(i)) continue;
-      const int f = region_first[i], l = region_last[i];
+    for (const auto& [f, l] : regions) {
       widen_over(acts, f, l);
       widen_over(grads, int(last) - l, int(last) - f);
     }

@@ -133,6 +133,9 @@ __global__ void bias_relu_kernel(int64_t planes, int c, int64_t hw, const float*
   }
 }
 
+// Blocks for a plane kernel over `planes` planes (grid-stride beyond the cap).
+int plane_blocks(int64_t planes) { return int(planes < 65535 ? planes : 65535); }
+
 __global__ void relu_grad_to_half16_kernel(int64_t n, kernels::Half16 k, const float* y, const float* dy, float* g,
                                            uint16_t* gh) {
   DS_GRID_STRIDE(i, n) kernels::relu_grad_to_half16_at(i, k, y, dy, g, gh);
@@ -423,15 +426,12 @@ bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p, std::vector<Co
   if (!ok)
     for (int k = 0; k < 3; ++k) found[k].clear();
   cudaGetLastError();  // a failed Find leaves no error for the next check to misreport
-  if (forked_) {
+  if (forked_) {  // waited for: back at once (release() would hold them until the join)
     cudaStreamSynchronize(stream_);
     cudaGetLastError();
-    for (void* b : {static_cast<void*>(x), static_cast<void*>(w), static_cast<void*>(y), ws}) cache_.release_now(b);
-    return ok;
   }
-  for (float* b : {x, w, y})
-    if (b) release(b);
-  if (ws) cache_.release(ws);
+  for (void* b : {static_cast<void*>(x), static_cast<void*>(w), static_cast<void*>(y), ws})
+    forked_ ? cache_.release_now(b) : cache_.release(b);
   return ok;
 }
 
@@ -528,7 +528,7 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
         });
       };
       const Shape ws_shape{d.out_c, d.in.c, d.kh, d.kw};
-      if (half16() && fused16()) {
+      if (fused16()) {
         void* yh = half16_pass(p.x_shape, src, nullptr, ws_shape, w, nullptr, d.out(), nullptr, forward, true);
         if (keep16) {
           kept = yh;  // the caller widens it (the polyphase interleave) and releases it
@@ -536,7 +536,7 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
           const Shape o = d.out();
           const int64_t planes = int64_t(o.n) * o.c, hw = int64_t(o.h) * o.w;
           if (planes > 0 && hw > 0) {  // no grid of 0 blocks
-            cast_from_half16_bias_relu_kernel<<<int(planes < 65535 ? planes : 65535), kThreads, 0, stream_>>>(
+            cast_from_half16_bias_relu_kernel<<<plane_blocks(planes), kThreads, 0, stream_>>>(
                 planes, o.c, hw, half16_kind(), static_cast<const uint16_t*>(yh), b, relu, y);
           }
           cache_.release(yh);  // before the launch check: reused only by work queued after this
@@ -554,8 +554,7 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
           const Shape o = d.out();
           const int64_t planes = int64_t(o.n) * o.c, hw = int64_t(o.h) * o.w;
           if ((b || relu) && planes > 0 && hw > 0) {
-            bias_relu_kernel<<<int(planes < 65535 ? planes : 65535), kThreads, 0, stream_>>>(planes, o.c, hw, b,
-                                                                                           relu, y);
+            bias_relu_kernel<<<plane_blocks(planes), kThreads, 0, stream_>>>(planes, o.c, hw, b, relu, y);
             DS_CUDA_LAUNCHED();
           }
           relu_done = relu;
@@ -704,7 +703,7 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
 // read the FP32 copy. Otherwise Backend's composition.
 void CudaBackend::conv2d_backward(const ConvDesc& d, const float* x, const float* y, const float* dy, const float* w,
                                   float* dx, float* dw, float* db, float* scratch) {
-  if (!half16() || !fused16()) return Backend::conv2d_backward(d, x, y, dy, w, dx, dw, db, scratch);
+  if (!fused16()) return Backend::conv2d_backward(d, x, y, dy, w, dx, dw, db, scratch);
   // Both passes on the narrow FP32 kernels (MNN's head): nothing would read a rounded copy.
   const ConvPlan& p = conv_plan(d);
   if ((p.narrow_bwd_weights || !dw) && (p.narrow_bwd_data || !dx))

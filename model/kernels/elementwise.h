@@ -30,10 +30,12 @@ DS_HOST_DEVICE inline void axpby_at(int64_t i, float a, const float* x, float b,
 // channel ch, which the caller's plane loop knows) gets + b[ch] (b null: none) and the ReLU when
 // relu, in place; one pass where cudnnAddTensor (y = 1 * b + 1 * y) and relu_forward_at made two,
 // with the same float operations: bit for bit.
-DS_HOST_DEVICE inline void bias_relu_at(int64_t i, int ch, const float* b, bool relu, float* y) {
-  float v = y[i];
+DS_HOST_DEVICE inline float bias_relu_value(float v, const float* b, int ch, bool relu) {
   if (b) v = b[ch] + v;
-  y[i] = relu ? (v > 0.0f ? v : 0.0f) : v;
+  return relu ? (v > 0.0f ? v : 0.0f) : v;
+}
+DS_HOST_DEVICE inline void bias_relu_at(int64_t i, int ch, const float* b, bool relu, float* y) {
+  y[i] = bias_relu_value(y[i], b, ch, relu);
 }
 
 // Dense: y (n, out) row-major gets b[o] added to column o.

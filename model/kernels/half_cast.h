@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "model/host_device.h"
+#include "model/kernels/elementwise.h"
 
 namespace ds::model::kernels {
 
@@ -113,9 +114,7 @@ DS_HOST_DEVICE inline void cast_from_half16_at(int64_t i, Half16 k, int c, int h
 // 1 * y) and relu_forward_at, so the result is the same bit for bit; y is written once, not thrice.
 DS_HOST_DEVICE inline void cast_from_half16_bias_relu_at(int64_t i, int ch, Half16 k, const uint16_t* yh,
                                                          const float* b, bool relu, float* y) {
-  float v = from_half16(k, yh[i]);
-  if (b) v += b[ch];
-  y[i] = relu ? (v > 0.0f ? v : 0.0f) : v;
+  y[i] = bias_relu_value(from_half16(k, yh[i]), b, ch, relu);
 }
 
 // A convolution's output gradient before its two 16-bit backward passes, in one pass (NCHW):

@@ -140,9 +140,7 @@ DS_HOST_DEVICE inline int64_t phase_source_in_row(const PhaseRow& row, int x, co
 DS_HOST_DEVICE inline void phase_interleave_bias_relu_row_at(int64_t r, int x, const PhaseRow& row,
                                                              const Polyphase& p, const float* small, const float* b,
                                                              bool relu, float* big) {
-  float v = small[phase_source_in_row(row, x, p)];
-  if (b) v += b[row.oc];
-  big[r * p.f * p.w + x] = relu ? (v > 0.0f ? v : 0.0f) : v;
+  big[r * p.f * p.w + x] = bias_relu_value(small[phase_source_in_row(row, x, p)], b, row.oc, relu);
 }
 
 // The backward's one pass over the big grid: the output gradient masked by the ReLU's gradient
@@ -166,9 +164,7 @@ DS_HOST_DEVICE inline void phase_interleave_half16_bias_relu_row_at(int64_t r, i
                                                                     const Polyphase& p, Half16 k,
                                                                     const uint16_t* small, const float* b, bool relu,
                                                                     float* big) {
-  float v = from_half16(k, small[phase_source_in_row(row, x, p)]);
-  if (b) v += b[row.oc];
-  big[r * p.f * p.w + x] = relu ? (v > 0.0f ? v : 0.0f) : v;
+  big[r * p.f * p.w + x] = bias_relu_value(from_half16(k, small[phase_source_in_row(row, x, p)]), b, row.oc, relu);
 }
 
 DS_HOST_DEVICE inline void phase_deinterleave_relu_grad_half16_row_at(int64_t r, int x, const PhaseRow& row,
