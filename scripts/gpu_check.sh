@@ -175,7 +175,7 @@ section_parity() {
 # would otherwise check only cuDNN's. SANITIZE_FILTER picks the tests.
 section_sanitize() {
   say "## 1c. compute-sanitizer on the hand-written kernels"
-  local cs tool rc filter=${SANITIZE_FILTER:-ModelCuda.NarrowOutputConvolutionMatchesCpu:ModelCuda.UpsampleConvRelu*:ModelCuda.ElementwiseOps:ModelCuda.UpsampleAndChannels:ModelCuda.PaddedPooling:ModelCuda.SoftmaxCrossEntropy:ModelCuda.GatherRowsAndLossAccumulator:ModelCuda.BatchNorm:ModelCuda.RefusedAlgorithmIsReplacedByTheNext:ModelCuda.Bf16Fp16FusedCastsWithReluMatchCpu}
+  local cs tool rc filter=${SANITIZE_FILTER:-ModelCuda.NarrowOutputConvolutionMatchesCpu:ModelCuda.UpsampleConvRelu*:ModelCuda.ElementwiseOps:ModelCuda.UpsampleAndChannels:ModelCuda.PaddedPooling:ModelCuda.SoftmaxCrossEntropy:ModelCuda.GatherRowsAndLossAccumulator:ModelCuda.BatchNorm:ModelCuda.RefusedAlgorithmIsReplacedByTheNext:ModelCuda.Bf16Fp16FusedCastsWithReluMatchCpu:ModelCuda.WeightGradientByGemmMatchesCpu}
   cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
   if [[ $REHEARSAL == 1 ]]; then
     say "compute-sanitizer: skipped (rehearsal: no GPU)"; say ""; return
@@ -307,10 +307,12 @@ section_variants() {
   printf '%-6s %-32s %10s %10s\n' math switch train forward > "$work/variants"
   for math in $MATHS; do
     for v in default DOWNSCALE_CUDA_NARROW=0 DOWNSCALE_CUDA_NARROW=1 DOWNSCALE_CUDA_NARROW_WINDOW=0 DOWNSCALE_CUDA_FUSE=0 DOWNSCALE_FUSE_LAYERS=0 \
-             DOWNSCALE_CUDA_BIAS_GRAD=cudnn DOWNSCALE_CUDA_FUSE16=0 DOWNSCALE_CUDA_LANES=5 DOWNSCALE_CUDA_LAYOUT=nhwc; do
+             DOWNSCALE_CUDA_BIAS_GRAD=cudnn DOWNSCALE_CUDA_FUSE16=0 DOWNSCALE_CUDA_LANES=5 DOWNSCALE_CUDA_WGRAD_GEMM=0 \
+             DOWNSCALE_CUDA_WGRAD_GEMM=1 DOWNSCALE_CUDA_LAYOUT=nhwc; do
       [[ $v == DOWNSCALE_CUDA_LAYOUT=nhwc && $math != bf16 ]] && continue
       [[ $v == DOWNSCALE_CUDA_FUSE=0 && ($math == bf16 || $math == fp16) ]] && continue
       [[ $v == DOWNSCALE_CUDA_FUSE16=0 && $math != bf16 && $math != fp16 ]] && continue
+      [[ $v == DOWNSCALE_CUDA_WGRAD_GEMM=* && ($math == bf16 || $math == fp16) ]] && continue
       envv=()
       [[ $v == default ]] || envv=("$v")
       if run env ${envv[@]+"${envv[@]}"} "$bench" --device "$dev" --math "$math" --batch "$BATCH" --grid "$GRID" \
@@ -368,7 +370,7 @@ section_profile() {
   for math in tf32 $PROFILE_MATHS; do
     if run env DOWNSCALE_CUDA_PASS_TIMES=1 "$bench" --device "$dev" --math "$math" --batch "$BATCH" --grid "$GRID" \
          --steps 3 --warmup 1 --measure train > /dev/null 2> "$work/passes_$math.log"; then
-      grep -E '^(cuda pass times|  conv |cuda: conv .* refused)' "$work/passes_$math.log" > "$work/passes_$math" || true
+      grep -E '^(cuda pass times|  conv |cuda: conv .* (refused|weight gradient by))' "$work/passes_$math.log" > "$work/passes_$math" || true
       [[ -s $work/passes_$math ]] || echo "(no per-pass times: the $dev backend has none)" > "$work/passes_$math"
       say "convolution passes ($math):"
       block "$work/passes_$math"

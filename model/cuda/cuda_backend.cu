@@ -42,6 +42,19 @@ CudaBackend::CudaBackend(int device)
       throw Error("DOWNSCALE_CUDA_NARROW_WINDOW is '" + v + "', expected 0 (per-pixel kernels), 1 or unset (window)");
     narrow_window_ = v != "0";
   }
+  if (const char* wg = std::getenv("DOWNSCALE_CUDA_WGRAD_GEMM")) {
+    const std::string v = wg;
+    if (v != "0" && v != "1" && !v.empty())
+      throw Error("DOWNSCALE_CUDA_WGRAD_GEMM is '" + v + "', expected 0 (never), 1 (always) or unset (by timing)");
+    if (!v.empty()) wgrad_gemm_mode_ = v == "1" ? 1 : 0;
+  }
+  if (const char* mb = std::getenv("DOWNSCALE_CUDA_WGRAD_GEMM_MB")) {
+    char* end = nullptr;
+    const long long v = std::strtoll(mb, &end, 10);
+    if (!*mb || *end || v < 1 || v > (1LL << 20))
+      throw Error(std::string("DOWNSCALE_CUDA_WGRAD_GEMM_MB is '") + mb + "', expected MiB from 1 to 1048576");
+    wgrad_budget_floats_ = (int64_t(v) << 20) / 4;
+  }
   if (const char* bg = std::getenv("DOWNSCALE_CUDA_BIAS_GRAD")) {
     const std::string v = bg;
     if (v != "cudnn" && v != "kernel" && !v.empty())
@@ -89,8 +102,8 @@ CudaBackend::~CudaBackend() {
   for (cudaEvent_t e : pass_events_) cudaEventDestroy(e);
   plans_.clear();
   bn_plans_.clear();
-  if (cublas_) cublasDestroy(cublas_);
   destroy_lanes();  // back on the main stream, every lane synchronized and gone
+  if (cublas_) cublasDestroy(cublas_);  // the main lane's (the lanes' went with them)
   if (stream_) cudaStreamSynchronize(stream_);  // nothing queued may still use a block freed below
   cache_.free_all();  // tensors, workspace and padding scratch
   if (d_sum_) cudaFree(d_sum_);

@@ -157,8 +157,15 @@ class CudaBackend : public Backend {
     // instead of cuDNN, chosen by choose_narrow; the timings behind the choice (ms per pass,
     // forward / backward data / backward weights; negative when not timed).
     bool narrow_applies = false, narrow_fwd = false, narrow_bwd_data = false, narrow_bwd_weights = false;
-    bool narrow_timing = false;  // choose_narrow is running the passes: no report yet
+    // choose_narrow or choose_wgrad_gemm is running the passes on scratch: no pass clocks, no
+    // injected refusals, no report yet.
+    bool timing_paths = false;
     float narrow_ms[3] = {-1, -1, -1}, cudnn_ms[3] = {-1, -1, -1};
+    // The weight gradient as im2col + cuBLAS (cuda_wgrad_gemm.cu) instead of cuDNN's backward
+    // filter: where it applies (FP32 operands, not a narrow plan), whether it runs, and the two
+    // timings behind the choice (ms; negative when not timed).
+    bool gemm_applies = false, gemm_bwd_weights = false;
+    float gemm_ms = -1, cudnn_filter_ms = -1;
     // DOWNSCALE_CUDA_PASS_TIMES=1 (pass_times_): per pass, the calls timed and their GPU
     // milliseconds in all, whole (padding copies, 16-bit casts, bias included) and in the
     // convolution call alone (cuDNN's, or the narrow kernel's).
@@ -222,6 +229,14 @@ class CudaBackend : public Backend {
   void choose_narrow(const ConvDesc& d, ConvPlan& p);
   // What the plan's one stderr line says about the narrow path ("" when it does not apply).
   std::string narrow_summary(const ConvPlan& p) const;
+  // GPU milliseconds of one run(), the mean of `reps` runs between two events after one warm-up
+  // run (module loading, a library's first call): choose_narrow's and choose_wgrad_gemm's clock.
+  float time_runs(const std::function<void()>& run, int reps);
+  // cuda_wgrad_gemm.cu: the weight gradient as im2col + strided-batched cuBLAS GEMMs
+  // (model/kernels/wgrad_gemm.h), and the per-plan choice between it and cuDNN's backward filter
+  // pass: DOWNSCALE_CUDA_WGRAD_GEMM=0 never, 1 wherever it applies, unset by timing both once.
+  void choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p);
+  void gemm_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw);
   // cuda_narrow_conv.cu: the three passes in plain FP32 (any math mode).
   void narrow_conv_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y);
   void narrow_conv_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx);
@@ -262,11 +277,12 @@ class CudaBackend : public Backend {
   void conv_backward_weights_pass(const ConvDesc& d, const float* x, const float* dy, const void* dy16, float* dw,
                                   float* db);
 
-  // Lanes (cuda_lanes.cu). Lane 0 is the main stream; the members stream_, cudnn_, ws_,
+  // Lanes (cuda_lanes.cu). Lane 0 is the main stream; the members stream_, cudnn_, cublas_, ws_,
   // ws_bytes_, pad_ and pad_n_ always hold the current lane's, and Lane keeps the others'.
   struct Lane {
     cudaStream_t stream = nullptr;
     cudnnHandle_t cudnn = nullptr;
+    cublasHandle_t cublas = nullptr;  // made on the lane's first cuBLAS call (cublas())
     void* ws = nullptr;
     size_t ws_bytes = 0;
     float* pad = nullptr;
@@ -295,6 +311,11 @@ class CudaBackend : public Backend {
   // applies (the parity tests), unset (-1) by timing per plan.
   int narrow_mode_ = -1;
   bool narrow_window_ = true;  // DOWNSCALE_CUDA_NARROW_WINDOW=0: the per-pixel/per-tap narrow kernels
+  // DOWNSCALE_CUDA_WGRAD_GEMM: 0 never computes weight gradients by im2col + GEMM, 1 always where
+  // it applies, unset (-1) by timing per plan. DOWNSCALE_CUDA_WGRAD_GEMM_MB: the most one of its
+  // chunks may take beside the tensors (unrolled input and partial sums), 512 MiB by default.
+  int wgrad_gemm_mode_ = -1;
+  int64_t wgrad_budget_floats_ = (int64_t(512) << 20) / 4;
   // DOWNSCALE_CUDA_BIAS_GRAD=cudnn: cudnnConvolutionBackwardBias instead of conv_bias_grad.
   bool cudnn_bias_grad_ = false;
   // DOWNSCALE_CUDA_FUSE16=0: the 16-bit paths cast each operand and result in a pass of its own
@@ -330,10 +351,12 @@ class CudaBackend : public Backend {
                                     const float* mean, const float* var, float eps, float* y);
   void bn_kernels_backward(const Shape& s, const float* x, const float* dy, const float* gamma, const float* mean,
                            const float* var, float eps, float* dx, float* dgamma, float* dbeta);
-  // cuBLAS for the dense layer, created on first use on our stream (cuda_ops.cu).
+  // cuBLAS (the dense layer, the weight gradient by GEMM), created on first use on the current
+  // lane's stream (cuda_ops.cu); each lane has its own handle, so no two streams share one's
+  // workspace.
   cublasHandle_t cublas_ = nullptr;
   cublasHandle_t cublas();
-  void set_cublas_math();
+  void set_cublas_math(cublasHandle_t h);
   // cuda_bias_grad.cu: db[c] = sum of dy over (n, h, w), dy NCHW of shape `out`, in a fixed
   // order (model/kernels/bias_grad.h).
   void conv_bias_grad(const Shape& out, const float* dy, float* db);
@@ -352,6 +375,8 @@ inline int blocks_for(int64_t n) {
   const int64_t b = (n + kThreads - 1) / kThreads;
   return int(b < 1 ? 1 : (b > 65535 ? 65535 : b));
 }
+// Blocks for a kernel with a block per plane (grid-stride beyond the cap); planes > 0.
+inline int plane_blocks(int64_t planes) { return int(planes < 65535 ? planes : 65535); }
 
 // Zero-padding copy and its inverse for convolutions whose padding cuDNN cannot express.
 void pad_nchw(cudaStream_t s, const Shape& in, int top, int left, const Shape& padded, const float* x, float* xp);

@@ -24,7 +24,8 @@
 //
 // Narrow convolutions (stride 1, out_c <= 4: MNN's head) may run any of their three passes on the
 // hand-written FP32 kernels of cuda_narrow_conv.cu instead: choose_narrow times both per pass
-// once per plan, or DOWNSCALE_CUDA_NARROW=0|1 forces the choice.
+// once per plan, or DOWNSCALE_CUDA_NARROW=0|1 forces the choice. Other plans on FP32 operands
+// may compute the weight gradient by im2col + cuBLAS (cuda_wgrad_gemm.cu), chosen the same way.
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -133,9 +134,6 @@ __global__ void bias_relu_kernel(int64_t planes, int c, int64_t hw, const float*
   }
 }
 
-// Blocks for a plane kernel over `planes` planes (grid-stride beyond the cap).
-int plane_blocks(int64_t planes) { return int(planes < 65535 ? planes : 65535); }
-
 __global__ void relu_grad_to_half16_kernel(int64_t n, kernels::Half16 k, const float* y, const float* dy, float* g,
                                            uint16_t* gh) {
   DS_GRID_STRIDE(i, n) kernels::relu_grad_to_half16_at(i, k, y, dy, g, gh);
@@ -201,7 +199,8 @@ std::string CudaBackend::conv_context(const ConvDesc& d) const {
     for (int k = 0; k < 3; ++k)
       plan += std::string(k ? ", " : "; ") + names[k] + " algo " + std::to_string(p.use[k].algo) + " math " +
               std::to_string(p.use[k].math) + " ws " + std::to_string(p.use[k].workspace);
-    plan += std::string(p.timed ? " (cudnnFind)" : " (heuristic)") + (p.explicit_pad ? ", explicit padding" : "");
+    plan += std::string(p.timed ? " (cudnnFind)" : " (heuristic)") + (p.explicit_pad ? ", explicit padding" : "") +
+            (p.gemm_bwd_weights ? ", weight gradient by im2col + cuBLAS" : "");
   }
   return std::string(" [convolution ") + d.in.str() + " -> " + std::to_string(d.out_c) + " channels, " +
          std::to_string(d.kh) + "x" + std::to_string(d.kw) + ", train.precision " + modes[int(math_)] +
@@ -291,6 +290,7 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   plans_.emplace(key, std::move(p));
   // After the plan is cached: timing runs the passes through conv2d_*, which look it up.
   choose_narrow(d, ref);
+  choose_wgrad_gemm(d, ref);
   return ref;
 }
 
@@ -310,8 +310,7 @@ void CudaBackend::choose_narrow(const ConvDesc& d, ConvPlan& p) {
   const Shape out = d.out();
   const int64_t nx = d.in.size(), nw = int64_t(d.out_c) * d.in.c * d.kh * d.kw, ny = out.size();
   float *x = nullptr, *dx = nullptr, *w = nullptr, *dw = nullptr, *b = nullptr, *db = nullptr, *y = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  p.narrow_timing = true;
+  p.timing_paths = true;
   try {
     x = allocate(nx);
     dx = allocate(nx);
@@ -322,8 +321,6 @@ void CudaBackend::choose_narrow(const ConvDesc& d, ConvPlan& p) {
     y = allocate(ny);
     for (auto [buf, n] : {std::pair{x, nx}, {w, nw}, {b, int64_t(d.out_c)}, {y, ny}})
       DS_CUDA(cudaMemsetAsync(buf, 0, size_t(n) * sizeof(float), stream_));
-    DS_CUDA(cudaEventCreate(&start));
-    DS_CUDA(cudaEventCreate(&stop));
     const std::function<void()> passes[3] = {[&] { conv2d_forward(d, x, w, b, y); },
                                              [&] { conv2d_backward_data(d, y, w, dx); },
                                              [&] { conv2d_backward_weights(d, x, y, dw, db); }};
@@ -331,14 +328,7 @@ void CudaBackend::choose_narrow(const ConvDesc& d, ConvPlan& p) {
     for (int k = 0; k < 3; ++k) {
       for (bool narrow : {false, true}) {
         *flags[k] = narrow;
-        passes[k]();
-        DS_CUDA(cudaEventRecord(start, stream_));
-        for (int r = 0; r < kNarrowReps; ++r) passes[k]();
-        DS_CUDA(cudaEventRecord(stop, stream_));
-        DS_CUDA(cudaEventSynchronize(stop));
-        float ms = 0;
-        DS_CUDA(cudaEventElapsedTime(&ms, start, stop));
-        (narrow ? p.narrow_ms : p.cudnn_ms)[k] = ms / kNarrowReps;
+        (narrow ? p.narrow_ms : p.cudnn_ms)[k] = time_runs(passes[k], kNarrowReps);
       }
       *flags[k] = p.narrow_ms[k] < p.cudnn_ms[k];
     }
@@ -347,11 +337,31 @@ void CudaBackend::choose_narrow(const ConvDesc& d, ConvPlan& p) {
     for (int k = 0; k < 3; ++k) p.narrow_ms[k] = p.cudnn_ms[k] = -1;
   }
   cudaGetLastError();  // a failed call leaves no error for the next check to misreport
-  p.narrow_timing = false;
-  if (start) cudaEventDestroy(start);
-  if (stop) cudaEventDestroy(stop);
+  p.timing_paths = false;
   for (float* buf : {x, dx, w, dw, b, db, y})
     if (buf) release(buf);
+}
+
+float CudaBackend::time_runs(const std::function<void()>& run, int reps) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  float ms = 0;
+  try {
+    DS_CUDA(cudaEventCreate(&start));
+    DS_CUDA(cudaEventCreate(&stop));
+    run();
+    DS_CUDA(cudaEventRecord(start, stream_));
+    for (int r = 0; r < reps; ++r) run();
+    DS_CUDA(cudaEventRecord(stop, stream_));
+    DS_CUDA(cudaEventSynchronize(stop));
+    DS_CUDA(cudaEventElapsedTime(&ms, start, stop));
+  } catch (...) {
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+    throw;
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms / float(reps);
 }
 
 std::string CudaBackend::narrow_summary(const ConvPlan& p) const {
@@ -464,9 +474,9 @@ void CudaBackend::run_conv_pass(ConvPlan& p, int k, const char* what,
   for (;;) {
     const ConvChoice c = p.use[k];
     void* ws = c.workspace ? workspace(c.workspace) : nullptr;
-    const bool clock = pass_times_ && !p.narrow_timing;  // no waits inside choose_narrow's timing
+    const bool clock = pass_times_ && !p.timing_paths;  // no waits inside choose_narrow's timing
     if (clock) pass_clock_start(1);
-    const bool inject = test_refuse_ && !p.test_refused[k] && !p.narrow_timing;
+    const bool inject = test_refuse_ && !p.test_refused[k] && !p.timing_paths;
     if (inject) p.test_refused[k] = true;
     const cudnnStatus_t st = inject ? CUDNN_STATUS_BAD_PARAM : call(c.algo, ws, c.workspace);
     if (st == CUDNN_STATUS_SUCCESS) {
@@ -508,13 +518,13 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
     ConvPlan& p = conv_plan(d);
     // A narrow convolution without ReLU says once which passes run where (with ReLU,
     // conv2d_relu_forward's line says it).
-    if (p.narrow_applies && !p.fuse_reported && !p.narrow_timing) {
+    if (p.narrow_applies && !p.fuse_reported && !p.timing_paths) {
       p.fuse_reported = true;
       std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: %s\n", d.in.c, d.in.h, d.in.w, d.kh, d.out_c,
                    narrow_summary(p).c_str());
     }
     bool relu_done = false;
-    if (pass_times_ && !p.narrow_timing) pass_clock_start(0);
+    if (pass_times_ && !p.timing_paths) pass_clock_start(0);
     if (p.narrow_fwd) {
       if (keep16) throw Error("internal: a 16-bit output asked of a narrow forward");
       narrow_conv_forward(d, x, w, b, y);
@@ -561,7 +571,7 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
         }
       }
     }
-    if (pass_times_ && !p.narrow_timing) pass_clock_stop(p, kFwdPass, 0);
+    if (pass_times_ && !p.timing_paths) pass_clock_stop(p, kFwdPass, 0);
     if (relu && !relu_done) relu_forward(d.out().size(), y, y);
   } catch (const Error& e) {
     if (kept) cache_.release(kept);
@@ -635,7 +645,7 @@ void CudaBackend::conv_backward_data_pass(const ConvDesc& d, const float* dy, co
                                           float* dx) {
   try {
     ConvPlan& p = conv_plan(d);
-    if (pass_times_ && !p.narrow_timing) pass_clock_start(0);
+    if (pass_times_ && !p.timing_paths) pass_clock_start(0);
     if (p.narrow_bwd_data) {
       narrow_conv_backward_data(d, dy, w, dx);
     } else {
@@ -654,7 +664,7 @@ void CudaBackend::conv_backward_data_pass(const ConvDesc& d, const float* dy, co
       // The padded border's gradient belongs to zeros that are not inputs: dropped by the crop.
       if (p.explicit_pad) crop_nchw(stream_, p.x_shape, d.pad_top, d.pad_left, d.in, dst, dx);
     }
-    if (pass_times_ && !p.narrow_timing) pass_clock_stop(p, kDataPass, 0);
+    if (pass_times_ && !p.timing_paths) pass_clock_stop(p, kDataPass, 0);
   } catch (const Error& e) {
     throw Error(e.what() + conv_context(d), e.code());
   }
@@ -668,9 +678,11 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
                                              float* dw, float* db) {
   try {
     ConvPlan& p = conv_plan(d);
-    if (pass_times_ && !p.narrow_timing) pass_clock_start(0);
+    if (pass_times_ && !p.timing_paths) pass_clock_start(0);
     if (p.narrow_bwd_weights) {
       narrow_conv_backward_weights(d, x, dy, dw, db);
+    } else if (p.gemm_bwd_weights) {
+      gemm_backward_weights(d, x, dy, dw);  // reads x unpadded: the padding is in its unrolling
     } else {
       const float one = 1.0f, zero = 0.0f;
       // Padded again rather than kept from forward: a cheap copy instead of a buffer per layer.
@@ -685,12 +697,15 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
         half16_pass(p.x_shape, src, nullptr, d.out(), dy, dy16, Shape{d.out_c, d.in.c, d.kh, d.kw}, dw, filter);
       else
         filter(src, dy, dw);
-      if (db && cudnn_bias_grad_)
+    }
+    if (!p.narrow_bwd_weights && db) {  // the narrow kernels sum db with dw
+      const float one = 1.0f, zero = 0.0f;
+      if (cudnn_bias_grad_)
         DS_CUDNN(cudnnConvolutionBackwardBias(cudnn_, &one, p.y32, dy, &zero, p.b, db));
-      else if (db)
+      else
         conv_bias_grad(d.out(), dy, db);
     }
-    if (pass_times_ && !p.narrow_timing) pass_clock_stop(p, kFilterPass, 0);
+    if (pass_times_ && !p.timing_paths) pass_clock_stop(p, kFilterPass, 0);
   } catch (const Error& e) {
     throw Error(e.what() + conv_context(d), e.code());
   }
@@ -792,16 +807,18 @@ void CudaBackend::report_pass_times() {
                              "included):\n", modes[int(math_)]);
       any = true;
       const bool narrow = k == kFwdPass ? p.narrow_fwd : k == kDataPass ? p.narrow_bwd_data : p.narrow_bwd_weights;
+      const bool gemm = k == kFilterPass && p.gemm_bwd_weights;
       const double n = double(p.timed_calls[k]);
       std::fprintf(stderr, "  conv %s -> %d, %dx%d, %-15s %6lld calls  whole %8.3f  conv %8.3f  %s\n",
                    p.desc.in.str().c_str(), p.desc.out_c, p.desc.kh, p.desc.kw, kPassNames[k],
                    static_cast<long long>(p.timed_calls[k]), p.whole_ms[k] / n, p.library_ms[k] / n,
                    narrow ? "narrow kernels"
+                   : gemm ? "im2col + cuBLAS"
                           : ("algo " + std::to_string(p.use[k].algo) + " math " + std::to_string(p.use[k].math) +
                              " ws " + std::to_string(p.use[k].workspace >> 20) + " MiB" +
                              (p.use[k].timed ? " (cudnnFind)" : " (heuristic)")).c_str());
       whole += p.whole_ms[k];
-      library += narrow ? p.whole_ms[k] : p.library_ms[k];
+      library += narrow || gemm ? p.whole_ms[k] : p.library_ms[k];
     }
   }
   if (any)

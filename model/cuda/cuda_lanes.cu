@@ -3,9 +3,10 @@
 // queued on streams of their own, so their kernels can run side by side. DOWNSCALE_CUDA_LANES=N
 // turns it on with N streams besides the main one (lane k > 0 goes to stream (k - 1) % N + 1).
 //
-// What each lane needs of its own: a stream, a cuDNN handle on it, and the grow-only scratch
+// What each lane needs of its own: a stream, a cuDNN handle on it, a cuBLAS handle (made on its
+// first use: a handle's workspace must not serve two streams at once), and the grow-only scratch
 // buffers every op on one stream could share (the convolution workspace, the padding copy). The
-// backend's members stream_, cudnn_, ws_, ws_bytes_, pad_ and pad_n_ are the current lane's;
+// backend's members stream_, cudnn_, cublas_, ws_, ws_bytes_, pad_ and pad_n_ are the current lane's;
 // switch_lane stores them and loads another's, so every op queues on the current lane unchanged.
 // Ordering: fork_lanes records an event on the main stream that each lane waits on at its first
 // use; join_lanes makes the main stream wait on an event recorded on each lane used. Memory: a
@@ -25,6 +26,7 @@ void CudaBackend::switch_lane(int to) {
   Lane& from = lanes_[size_t(cur_lane_)];
   from.stream = stream_;
   from.cudnn = cudnn_;
+  from.cublas = cublas_;
   from.ws = ws_;
   from.ws_bytes = ws_bytes_;
   from.pad = pad_;
@@ -41,13 +43,12 @@ void CudaBackend::switch_lane(int to) {
   }
   stream_ = l.stream;
   cudnn_ = l.cudnn;
+  cublas_ = l.cublas;  // null until the lane's first cuBLAS call makes one on its stream
   ws_ = l.ws;
   ws_bytes_ = l.ws_bytes;
   pad_ = l.pad;
   pad_n_ = l.pad_n;
   cur_lane_ = to;
-  if (cublas_ && cublasSetStream(cublas_, stream_) != CUBLAS_STATUS_SUCCESS)
-    throw Error("cublasSetStream failed switching to lane " + std::to_string(to));
 }
 
 void CudaBackend::fork_lanes() {
@@ -103,7 +104,7 @@ void CudaBackend::destroy_lanes() {
   if (lanes_.empty()) return;
   if (cur_lane_ != 0) {
     try {
-      switch_lane(0);  // lane 0 exists: only cublasSetStream can fail, after the members are back
+      switch_lane(0);  // lane 0 exists: nothing is created, the members come back
     } catch (...) {
     }
   }
@@ -111,6 +112,7 @@ void CudaBackend::destroy_lanes() {
     Lane& l = lanes_[k];
     if (l.stream) cudaStreamSynchronize(l.stream);
     if (l.cudnn) cudnnDestroy(l.cudnn);
+    if (l.cublas) cublasDestroy(l.cublas);
     if (l.done) cudaEventDestroy(l.done);
     if (l.stream) cudaStreamDestroy(l.stream);
   }

@@ -22,13 +22,6 @@ namespace {
 
 using namespace kernels;
 
-void cublas_check(cublasStatus_t s, const char* what, const char* file, int line) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    throw Error(std::string("cuBLAS error in ") + what + " (" + file + ":" + std::to_string(line) +
-                "): status " + std::to_string(int(s)));
-}
-#define DS_CUBLAS(call) cublas_check((call), #call, __FILE__, __LINE__)
-
 // Sum of a block's doubles into partial[0]; every thread must call it.
 __device__ double block_sum(double v, double* partial) {
   partial[threadIdx.x] = v;
@@ -168,7 +161,7 @@ cublasHandle_t CudaBackend::cublas() {
   if (!cublas_) {
     DS_CUBLAS(cublasCreate(&cublas_));
     DS_CUBLAS(cublasSetStream(cublas_, stream_));
-    set_cublas_math();
+    set_cublas_math(cublas_);
   }
   return cublas_;
 }
@@ -176,8 +169,8 @@ cublasHandle_t CudaBackend::cublas() {
 // TF32 tensor cores for train.precision tf32; plain FP32 (CUBLAS_DEFAULT_MATH) for fp32, which
 // the parity tests pin (results then match the CPU's to float rounding). The 16-bit modes choose
 // per call through gemm()'s compute type, so the handle stays at the default there.
-void CudaBackend::set_cublas_math() {
-  DS_CUBLAS(cublasSetMathMode(cublas_, math_ == MathMode::kTf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+void CudaBackend::set_cublas_math(cublasHandle_t h) {
+  DS_CUBLAS(cublasSetMathMode(h, math_ == MathMode::kTf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 }
 
 namespace {
@@ -200,7 +193,9 @@ void gemm(cublasHandle_t h, MathMode math, cublasOperation_t ta, cublasOperation
 
 bool CudaBackend::set_math(MathMode mode) {
   math_ = mode;
-  if (cublas_) set_cublas_math();
+  if (cublas_) set_cublas_math(cublas_);
+  for (const Lane& l : lanes_)  // the other lanes' handles (the current one's is cublas_)
+    if (l.cublas && l.cublas != cublas_) set_cublas_math(l.cublas);
   return true;
 }
 

@@ -1,0 +1,130 @@
+// A convolution's weight gradient as im2col + strided-batched cuBLAS GEMMs, the alternative to
+// cuDNN's backward filter pass (model/kernels/wgrad_gemm.h has the algebra, the schedule and why).
+// choose_wgrad_gemm times both once per plan, as choose_narrow does for the narrow kernels, and
+// keeps the faster; DOWNSCALE_CUDA_WGRAD_GEMM=0|1 forces the choice. Only where the operands are
+// FP32 (tf32, fp32): the 16-bit modes round them for cuDNN, and their filter pass is fast there.
+#include <cstdio>
+
+#include "model/cuda/cuda_backend.h"
+#include "model/cuda/cuda_check.h"
+#include "model/cuda/grid_stride.h"
+#include "model/kernels/wgrad_gemm.h"
+
+namespace ds::model {
+
+namespace {
+
+// A block per (sample of the chunk, row of col) plane, grid-stride over planes; its threads over
+// the plane's pixels: the row's decoding is one per plane, the pixel's two 32-bit divisions.
+__global__ void im2col_kernel(int64_t planes, kernels::WgradGemm g, const float* x, float* col) {
+  for (int64_t plane = blockIdx.x; plane < planes; plane += gridDim.x) {
+    const int64_t sample = plane / g.rows, row = plane - sample * g.rows;
+    const kernels::Im2colRow r = kernels::im2col_row(g, row);
+    const float* xs = x + sample * g.c * int64_t(g.h) * g.w;
+    float* dst = col + plane * g.pixels;
+    for (int pix = threadIdx.x; pix < g.pixels; pix += blockDim.x) dst[pix] = kernels::im2col_value(g, xs, r, pix);
+  }
+}
+
+__global__ void sum_partials_kernel(int64_t n, int parts, int64_t stride, const float* partial, float* dw) {
+  DS_GRID_STRIDE(e, n) kernels::sum_partials_at(e, parts, stride, partial, dw);
+}
+
+}  // namespace
+
+void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw) {
+  const Shape o = d.out();
+  const kernels::WgradGemm g =
+      kernels::make_wgrad_gemm(d.in.n, d.in.c, d.in.h, d.in.w, d.kh, d.kw, d.stride, d.pad_top, d.pad_left, d.out_c,
+                               o.h, o.w, wgrad_budget_floats_);
+  const int64_t nw = g.rows * g.out_c;
+  if (nw == 0) return;
+  if (g.n == 0 || g.pixels == 0) {  // no terms: the gradient is 0 (no GEMM with k = 0)
+    fill(dw, nw, 0.0f);
+    return;
+  }
+  // The unrolled input lives in the lane's grow-only workspace (cuDNN's passes share it, in
+  // stream order); the partial sums come from the cache.
+  float* col = g.direct ? nullptr : static_cast<float*>(workspace(size_t(kernels::wgrad_col_floats(g)) * sizeof(float)));
+  const int64_t np = kernels::wgrad_partial_floats(g);
+  float* partial = np ? allocate(np) : nullptr;
+  try {
+    cublasHandle_t h = cublas();
+    // TF32 tensor cores in tf32 mode, as cuDNN's descriptor allows them; plain FP32 in fp32 mode.
+    const cublasComputeType_t ct = math_ == MathMode::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    const float one = 1.0f, zero = 0.0f;
+    for (int chunk = 0; chunk < g.chunks; ++chunk) {
+      const kernels::WgradGemmCall c = kernels::wgrad_gemm_call(g, chunk);
+      const float* a = x + c.a_offset;
+      if (!g.direct) {
+        const int64_t planes = int64_t(c.batch) * g.rows;
+        const float* xs = x + int64_t(chunk) * g.per_chunk * g.c * int64_t(g.h) * g.w;
+        im2col_kernel<<<plane_blocks(planes), kThreads, 0, stream_>>>(planes, g, xs, col);
+        DS_CUDA_LAUNCHED();
+        a = col;
+      }
+      DS_CUBLAS(cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, c.m, c.n, c.k, &one, a, CUDA_R_32F, c.lda,
+                                           c.stride_a, dy + c.b_offset, CUDA_R_32F, c.ldb, c.stride_b,
+                                           c.accumulate ? &one : &zero, partial ? partial : dw, CUDA_R_32F, c.ldc,
+                                           c.stride_c, c.batch, ct, CUBLAS_GEMM_DEFAULT));
+    }
+    if (partial) {
+      sum_partials_kernel<<<blocks_for(nw), kThreads, 0, stream_>>>(nw, g.per_chunk, nw, partial, dw);
+      DS_CUDA_LAUNCHED();
+    }
+  } catch (...) {
+    if (partial) release(partial);
+    throw;
+  }
+  if (partial) release(partial);  // reused only by work queued after this
+}
+
+// Both ways on zeroed scratch tensors of the plan's shapes (the bias gradient left out: the same
+// either way): a warm-up, then kReps runs between events; the faster stays. If anything fails,
+// cuDNN stays. Inside a lane region the GPU is first left idle (the timings are then not other
+// lanes' kernels) and the scratch goes straight back to the cache, as find_algorithms does.
+void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p) {
+  if (half16() || p.narrow_applies || wgrad_gemm_mode_ == 0) return;
+  const Shape o = d.out();
+  const int64_t rows = int64_t(d.in.c) * d.kh * d.kw, pixels = int64_t(o.h) * o.w;
+  if (rows > (int64_t(1) << 30) || pixels > (int64_t(1) << 30)) return;  // cuBLAS takes int sizes
+  p.gemm_applies = true;
+  if (wgrad_gemm_mode_ == 1) {
+    p.gemm_bwd_weights = true;
+    return;
+  }
+  constexpr int kReps = 2;
+  const int64_t nx = d.in.size(), ny = o.size(), nw = rows * d.out_c;
+  float *x = nullptr, *dy = nullptr, *dw = nullptr;
+  if (forked_) DS_CUDA(cudaDeviceSynchronize());
+  p.timing_paths = true;
+  try {
+    x = allocate(nx);
+    dy = allocate(ny);
+    dw = allocate(nw);
+    DS_CUDA(cudaMemsetAsync(x, 0, size_t(nx) * sizeof(float), stream_));
+    DS_CUDA(cudaMemsetAsync(dy, 0, size_t(ny) * sizeof(float), stream_));
+    const std::function<void()> pass = [&] { conv_backward_weights_pass(d, x, dy, nullptr, dw, nullptr); };
+    p.gemm_bwd_weights = false;
+    p.cudnn_filter_ms = time_runs(pass, kReps);
+    p.gemm_bwd_weights = true;
+    p.gemm_ms = time_runs(pass, kReps);
+    p.gemm_bwd_weights = p.gemm_ms < p.cudnn_filter_ms;
+  } catch (const Error&) {
+    p.gemm_bwd_weights = false;
+    p.gemm_ms = p.cudnn_filter_ms = -1;
+  }
+  cudaGetLastError();  // a failed call leaves no error for the next check to misreport
+  p.timing_paths = false;
+  if (forked_) {
+    cudaStreamSynchronize(stream_);
+    cudaGetLastError();
+  }
+  for (float* buf : {x, dy, dw})
+    if (buf) forked_ ? cache_.release_now(buf) : release(buf);
+  std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: weight gradient by %s (ms im2col+cuBLAS/cuDNN %.3f/%.3f)\n",
+               d.in.c, d.in.h, d.in.w, d.kh, d.out_c, p.gemm_bwd_weights ? "im2col + cuBLAS" : "cuDNN", p.gemm_ms,
+               p.cudnn_filter_ms);
+}
+
+}  // namespace ds::model

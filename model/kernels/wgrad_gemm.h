@@ -1,0 +1,128 @@
+// A convolution's weight gradient as matrix products (the CUDA backend's alternative to cuDNN's
+// backward-filter pass, model/cuda/cuda_wgrad_gemm.cu):
+//
+//   dW (O x K) = sum over samples n of dY_n (O x P) . col_n^T (P x K)
+//
+// with K = C * kh * kw (OIHW's row length, so dW is the weight layout itself), P = out_h * out_w,
+// dY_n the output gradient of sample n (NCHW: already O x P row-major) and col_n the input
+// unrolled (im2col): col_n[(c * kh + i) * kw + j][oy * out_w + ox] = x[n, c, oy*s + i - pad_top,
+// ox*s + j - pad_left], 0 outside the input. Why: on an H100 (2026-11-23) MNN's largest
+// convolution (the 100 -> 528 channel 5x5 polyphase on 60 x 106) spent 6.02 ms of a 27.8 ms TF32
+// step in cuDNN's backward filter, 89 TFLOP/s, against 2.83 ms for its forward; a TF32 GEMM of
+// those sizes runs nearer cuBLAS's peak, and the unrolled input costs one write and one read.
+//
+// Samples go in chunks of `per_chunk` (the unrolled input of a chunk must fit the budget): each
+// chunk is one strided-batched GEMM, sample j of a chunk accumulating into partial j (beta 1 after
+// the first chunk), then the partials are added in order (sum_partials_at). No atomics: the same
+// result every run. With one sample per chunk dW is accumulated directly. A 1x1 convolution with
+// stride 1 and no padding needs no unrolling: col_n is x_n itself.
+//
+// The schedule and the GEMM's arguments are computed here, once, for the CUDA launch and for
+// tests/model/wgrad_gemm_test.cpp, which runs the same schedule with a host GEMM of cuBLAS's
+// column-major semantics against the CPU backend's weight gradient.
+#pragma once
+#include <cstdint>
+
+#include "model/host_device.h"
+
+namespace ds::model::kernels {
+
+struct WgradGemm {
+  // Geometry: input (c, h, w) per sample, kernel kh x kw, stride, top/left padding, output plane.
+  int n = 0, c = 0, h = 0, w = 0, kh = 1, kw = 1, stride = 1, pad_top = 0, pad_left = 0;
+  int out_c = 0, out_h = 0, out_w = 0;
+  int64_t rows = 0;    // K = c * kh * kw
+  int64_t pixels = 0;  // P = out_h * out_w
+  bool direct = false;  // 1x1, stride 1, no padding: col_n = x_n, no unrolling
+  int per_chunk = 1;    // samples per GEMM call (and partials)
+  int chunks = 1;
+};
+
+// budget_floats bounds what one chunk needs besides dY and x: its unrolled input (unless direct)
+// and its partials (unless one sample a chunk).
+inline WgradGemm make_wgrad_gemm(int n, int c, int h, int w, int kh, int kw, int stride, int pad_top, int pad_left,
+                                 int out_c, int out_h, int out_w, int64_t budget_floats) {
+  WgradGemm g;
+  g.n = n, g.c = c, g.h = h, g.w = w, g.kh = kh, g.kw = kw, g.stride = stride;
+  g.pad_top = pad_top, g.pad_left = pad_left, g.out_c = out_c, g.out_h = out_h, g.out_w = out_w;
+  g.rows = int64_t(c) * kh * kw;
+  g.pixels = int64_t(out_h) * out_w;
+  g.direct = kh == 1 && kw == 1 && stride == 1 && pad_top == 0 && pad_left == 0 && out_h == h && out_w == w;
+  const int64_t per_sample = (g.direct ? 0 : g.rows * g.pixels) + g.rows * out_c;
+  int64_t per = per_sample > 0 ? budget_floats / per_sample : n;
+  if (per > n) per = n;
+  if (per < 1) per = 1;
+  g.per_chunk = int(per);
+  g.chunks = n > 0 ? int((n + per - 1) / per) : 0;
+  return g;
+}
+
+// Floats of the unrolled input of one chunk (0 when direct) and of the partials (0 with one
+// sample a chunk: dW is the accumulator).
+inline int64_t wgrad_col_floats(const WgradGemm& g) { return g.direct ? 0 : int64_t(g.per_chunk) * g.rows * g.pixels; }
+inline int64_t wgrad_partial_floats(const WgradGemm& g) {
+  return g.per_chunk > 1 ? int64_t(g.per_chunk) * g.rows * g.out_c : 0;
+}
+
+// One strided-batched GEMM in cuBLAS's column-major terms, C_b = A_b^T B_b + beta C_b for b <
+// batch: A_b (k x m, lda) is col_n read as the P x K column-major matrix it is in memory, B_b
+// (k x n, ldb) is dY_n as P x O column-major, C_b (m x n, ldc) is dW^T as K x O column-major,
+// which is dW row-major (O x K), the OIHW layout. Offsets in floats from the buffers named.
+struct WgradGemmCall {
+  int m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0, batch = 0;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  int64_t a_offset = 0;  // into col (or into x when direct)
+  int64_t b_offset = 0;  // into dY
+  bool accumulate = false;  // beta 1 (else 0)
+};
+
+inline WgradGemmCall wgrad_gemm_call(const WgradGemm& g, int chunk) {
+  WgradGemmCall call;
+  const int first = chunk * g.per_chunk;
+  const int left = g.n - first;
+  call.m = int(g.rows);
+  call.n = g.out_c;
+  call.k = int(g.pixels);
+  call.lda = int(g.pixels);
+  call.ldb = int(g.pixels);
+  call.ldc = int(g.rows);
+  call.batch = left < g.per_chunk ? left : g.per_chunk;
+  call.stride_a = g.rows * g.pixels;  // col_n, or x_n when direct (rows = c, pixels = h * w)
+  call.stride_b = int64_t(g.out_c) * g.pixels;
+  call.stride_c = g.per_chunk > 1 ? g.rows * g.out_c : 0;  // one sample a chunk: dW itself
+  call.a_offset = g.direct ? int64_t(first) * g.rows * g.pixels : 0;
+  call.b_offset = int64_t(first) * g.out_c * g.pixels;
+  call.accumulate = chunk > 0;
+  return call;
+}
+
+// Which input element row `row` of col reads at output pixel `pix` of a sample: its offset in
+// the sample's (c, h, w) block, or -1 where the window lies on the padding (the value is 0).
+struct Im2colRow {
+  int c = 0, i = 0, j = 0;
+};
+DS_HOST_DEVICE inline Im2colRow im2col_row(const WgradGemm& g, int64_t row) {
+  Im2colRow r;
+  const int taps = g.kh * g.kw;
+  r.c = int(row / taps);
+  const int t = int(row - int64_t(r.c) * taps);
+  r.i = t / g.kw;
+  r.j = t - r.i * g.kw;
+  return r;
+}
+
+DS_HOST_DEVICE inline float im2col_value(const WgradGemm& g, const float* x_sample, const Im2colRow& r, int pix) {
+  const int oy = pix / g.out_w, ox = pix - oy * g.out_w;
+  const int y = oy * g.stride + r.i - g.pad_top, x = ox * g.stride + r.j - g.pad_left;
+  if (y < 0 || y >= g.h || x < 0 || x >= g.w) return 0.0f;
+  return x_sample[(int64_t(r.c) * g.h + y) * g.w + x];
+}
+
+// dw[e] = partial 0 + partial 1 + ... in that order (each partial `stride` floats apart).
+DS_HOST_DEVICE inline void sum_partials_at(int64_t e, int parts, int64_t stride, const float* partial, float* dw) {
+  float s = 0.0f;
+  for (int j = 0; j < parts; ++j) s += partial[int64_t(j) * stride + e];
+  dw[e] = s;
+}
+
+}  // namespace ds::model::kernels
