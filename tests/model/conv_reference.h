@@ -11,6 +11,21 @@ struct ConvGrads {
   std::vector<double> dx, dw, db;
 };
 
+// A convolution's geometry in one expression (padding per side, as ConvDesc holds it).
+inline ConvDesc conv_desc(Shape in, int out_c, int kh, int kw, int stride, int top, int bottom, int left, int right) {
+  ConvDesc d;
+  d.in = in;
+  d.out_c = out_c;
+  d.kh = kh;
+  d.kw = kw;
+  d.stride = stride;
+  d.pad_top = top;
+  d.pad_bottom = bottom;
+  d.pad_left = left;
+  d.pad_right = right;
+  return d;
+}
+
 // Calls f(y_index, x_index, w_index) for every multiply-add of the convolution d, that is
 // y[y_index] += x[x_index] * w[w_index], taps outside x (the zero padding) skipped.
 template <class F>

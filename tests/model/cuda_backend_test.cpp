@@ -14,6 +14,7 @@
 #include <functional>
 #include <limits>
 
+#include "conv_reference.h"
 #include "model/adam.h"
 #include "model/layers/add.h"
 #include "model/layers/batch_norm.h"
@@ -480,16 +481,7 @@ TEST_F(ModelCuda, WeightGradientByGemmMatchesCpu) {
     for (const Case& k : {Case{3, 9, 11, 5, 3, 3, 1, 1, 1, 1, 1}, Case{8, 40, 40, 4, 3, 3, 1, 1, 1, 1, 1},
                           Case{20, 15, 26, 50, 9, 9, 1, 4, 4, 4, 4}, Case{6, 9, 9, 7, 1, 1, 1, 0, 0, 0, 0},
                           Case{5, 12, 13, 6, 3, 3, 2, 0, 1, 0, 1}, Case{4, 8, 7, 6, 2, 2, 1, 0, 1, 0, 1}}) {
-      ConvDesc d;
-      d.in = Shape{5, k.c, k.h, k.w};
-      d.out_c = k.oc;
-      d.kh = k.kh;
-      d.kw = k.kw;
-      d.stride = k.stride;
-      d.pad_top = k.pt;
-      d.pad_bottom = k.pb;
-      d.pad_left = k.pl;
-      d.pad_right = k.pr;
+      const ConvDesc d = test::conv_desc({5, k.c, k.h, k.w}, k.oc, k.kh, k.kw, k.stride, k.pt, k.pb, k.pl, k.pr);
       const std::string what = mode + "conv " + d.in.str() + " -> " + std::to_string(k.oc) + " " +
                                std::to_string(k.kh) + "x" + std::to_string(k.kw) + "/" + std::to_string(k.stride);
       Pair x = random_pair(d.in, 1), dy = random_pair(d.out(), 5);
@@ -1075,16 +1067,7 @@ TEST_F(ModelCuda, StridedBiasFreeNonSquareConvolutions) {
                         Case{6, 9, 8, 5, 1, 1, 2, 0, 0, 0, 0}, Case{4, 9, 11, 6, 1, 7, 1, 0, 0, 3, 3},
                         Case{4, 11, 9, 6, 7, 1, 1, 3, 3, 0, 0}, Case{5, 10, 10, 7, 3, 3, 2, 0, 1, 0, 1},
                         Case{5, 11, 11, 7, 3, 3, 2, 0, 0, 0, 0}}) {
-    ConvDesc d;
-    d.in = Shape{2, k.c, k.h, k.w};
-    d.out_c = k.oc;
-    d.kh = k.kh;
-    d.kw = k.kw;
-    d.stride = k.stride;
-    d.pad_top = k.pt;
-    d.pad_bottom = k.pb;
-    d.pad_left = k.pl;
-    d.pad_right = k.pr;
+    const ConvDesc d = test::conv_desc({2, k.c, k.h, k.w}, k.oc, k.kh, k.kw, k.stride, k.pt, k.pb, k.pl, k.pr);
     const Shape o = d.out();
     Pair x = random_pair(d.in, 1), w = random_pair(Shape{k.oc, k.c, k.kh, k.kw}, 2),
          b = random_pair(Shape{1, k.oc, 1, 1}, 3);

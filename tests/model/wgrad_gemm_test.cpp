@@ -72,30 +72,17 @@ std::vector<float> wgrad_on_host(const ConvDesc& d, const std::vector<float>& x,
   return dw;
 }
 
-ConvDesc conv(Shape in, int out_c, int kh, int kw, int stride, int top, int bottom, int left, int right) {
-  ConvDesc d;
-  d.in = in;
-  d.out_c = out_c;
-  d.kh = kh;
-  d.kw = kw;
-  d.stride = stride;
-  d.pad_top = top;
-  d.pad_bottom = bottom;
-  d.pad_left = left;
-  d.pad_right = right;
-  return d;
-}
-
 TEST(WgradGemm, MatchesTheDirectConvolutionForEveryScheduleAndGeometry) {
+  using test::conv_desc;
   const ConvDesc cases[] = {
-      conv({5, 3, 9, 11}, 4, 5, 5, 1, 2, 2, 2, 2),    // 'same', odd kernel (MNN's branches, the polyphase 5x5)
-      conv({5, 2, 8, 7}, 3, 4, 4, 1, 1, 2, 1, 2),     // Keras 'same' with an even kernel: one more bottom/right
-      conv({5, 3, 9, 10}, 2, 3, 3, 2, 1, 1, 1, 1),    // stride 2 (ResNet's downsampling 3x3)
-      conv({5, 2, 7, 9}, 3, 3, 3, 1, 0, 0, 0, 0),     // 'valid'
-      conv({5, 6, 5, 4}, 7, 1, 1, 1, 0, 0, 0, 0),     // 1x1: x is its own unrolling (direct)
-      conv({5, 4, 7, 8}, 3, 1, 1, 2, 0, 0, 0, 0),     // 1x1 with stride 2: unrolled
-      conv({5, 2, 6, 9}, 3, 1, 7, 1, 0, 0, 3, 3),     // Inception's 1x7
-      conv({5, 3, 4, 4}, 2, 7, 7, 2, 3, 3, 3, 3)};    // a kernel larger than the input, stride 2
+      conv_desc({5, 3, 9, 11}, 4, 5, 5, 1, 2, 2, 2, 2),    // 'same', odd kernel (MNN's branches, the polyphase 5x5)
+      conv_desc({5, 2, 8, 7}, 3, 4, 4, 1, 1, 2, 1, 2),     // Keras 'same' with an even kernel: one more bottom/right
+      conv_desc({5, 3, 9, 10}, 2, 3, 3, 2, 1, 1, 1, 1),    // stride 2 (ResNet's downsampling 3x3)
+      conv_desc({5, 2, 7, 9}, 3, 3, 3, 1, 0, 0, 0, 0),     // 'valid'
+      conv_desc({5, 6, 5, 4}, 7, 1, 1, 1, 0, 0, 0, 0),     // 1x1: x is its own unrolling (direct)
+      conv_desc({5, 4, 7, 8}, 3, 1, 1, 2, 0, 0, 0, 0),     // 1x1 with stride 2: unrolled
+      conv_desc({5, 2, 6, 9}, 3, 1, 7, 1, 0, 0, 3, 3),     // Inception's 1x7
+      conv_desc({5, 3, 4, 4}, 2, 7, 7, 2, 3, 3, 3, 3)};    // a kernel larger than the input, stride 2
   uint64_t seed = 11;
   for (const ConvDesc& d : cases) {
     const Shape o = d.out();
