@@ -164,7 +164,7 @@ class CudaBackend : public Backend {
     // The weight gradient as im2col + cuBLAS (cuda_wgrad_gemm.cu) instead of cuDNN's backward
     // filter: where it applies (FP32 operands, not a narrow plan), whether it runs, and the two
     // timings behind the choice (ms; negative when not timed).
-    bool gemm_applies = false, gemm_bwd_weights = false;
+    bool gemm_chosen = false, gemm_applies = false, gemm_bwd_weights = false;
     float gemm_ms = -1, cudnn_filter_ms = -1;
     // DOWNSCALE_CUDA_PASS_TIMES=1 (pass_times_): per pass, the calls timed and their GPU
     // milliseconds in all, whole (padding copies, 16-bit casts, bias included) and in the
@@ -234,8 +234,9 @@ class CudaBackend : public Backend {
   float time_runs(const std::function<void()>& run, int reps);
   // cuda_wgrad_gemm.cu: the weight gradient as im2col + strided-batched cuBLAS GEMMs
   // (model/kernels/wgrad_gemm.h), and the per-plan choice between it and cuDNN's backward filter
-  // pass: DOWNSCALE_CUDA_WGRAD_GEMM=0 never, 1 wherever it applies, unset by timing both once.
-  void choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p);
+  // pass, made at the plan's first weight gradient on that call's own x, dy and dw:
+  // DOWNSCALE_CUDA_WGRAD_GEMM=0 never, 1 wherever it applies, unset by timing both once.
+  void choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float* x, const float* dy, float* dw);
   void gemm_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw);
   // cuda_narrow_conv.cu: the three passes in plain FP32 (any math mode).
   void narrow_conv_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y);

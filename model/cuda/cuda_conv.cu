@@ -289,8 +289,7 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   auto& ref = *p;
   plans_.emplace(key, std::move(p));
   // After the plan is cached: timing runs the passes through conv2d_*, which look it up.
-  choose_narrow(d, ref);
-  choose_wgrad_gemm(d, ref);
+  choose_narrow(d, ref);  // choose_wgrad_gemm waits for the first weight gradient: predict never needs one
   return ref;
 }
 
@@ -678,6 +677,7 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
                                              float* dw, float* db) {
   try {
     ConvPlan& p = conv_plan(d);
+    if (!p.gemm_chosen && !p.timing_paths) choose_wgrad_gemm(d, p, x, dy, dw);
     if (pass_times_ && !p.timing_paths) pass_clock_start(0);
     if (p.narrow_bwd_weights) {
       narrow_conv_backward_weights(d, x, dy, dw, db);

@@ -1,7 +1,7 @@
 // A convolution's weight gradient as im2col + strided-batched cuBLAS GEMMs, the alternative to
 // cuDNN's backward filter pass (model/kernels/wgrad_gemm.h has the algebra, the schedule and why).
-// choose_wgrad_gemm times both once per plan, as choose_narrow does for the narrow kernels, and
-// keeps the faster; DOWNSCALE_CUDA_WGRAD_GEMM=0|1 forces the choice. Only where the operands are
+// choose_wgrad_gemm times both at a plan's first weight gradient, as choose_narrow does for the
+// narrow kernels, and keeps the faster; DOWNSCALE_CUDA_WGRAD_GEMM=0|1 forces the choice. Only where the operands are
 // FP32 (tf32, fp32): the 16-bit modes round them for cuDNN, and their filter pass is fast there.
 #include <cstdio>
 
@@ -79,11 +79,13 @@ void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const
   if (partial) release(partial);  // reused only by work queued after this
 }
 
-// Both ways on zeroed scratch tensors of the plan's shapes (the bias gradient left out: the same
-// either way): a warm-up, then kReps runs between events; the faster stays. If anything fails,
-// cuDNN stays. Inside a lane region the GPU is first left idle (the timings are then not other
-// lanes' kernels) and the scratch goes straight back to the cache, as find_algorithms does.
-void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p) {
+// Both ways on the first call's own x and dy, writing its dw (the call then writes it again;
+// the bias gradient is left out: the same either way), so nothing is allocated for the timing: a
+// warm-up, then kReps runs between events; the faster stays. If anything fails, cuDNN stays.
+// Inside a lane region the GPU is first left idle, so the timings are not other lanes' kernels
+// (as find_algorithms does).
+void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float* x, const float* dy, float* dw) {
+  p.gemm_chosen = true;
   if (half16() || p.narrow_applies || wgrad_gemm_mode_ == 0) return;
   const Shape o = d.out();
   const int64_t rows = int64_t(d.in.c) * d.kh * d.kw, pixels = int64_t(o.h) * o.w;
@@ -94,16 +96,9 @@ void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p) {
     return;
   }
   constexpr int kReps = 2;
-  const int64_t nx = d.in.size(), ny = o.size(), nw = rows * d.out_c;
-  float *x = nullptr, *dy = nullptr, *dw = nullptr;
   if (forked_) DS_CUDA(cudaDeviceSynchronize());
   p.timing_paths = true;
   try {
-    x = allocate(nx);
-    dy = allocate(ny);
-    dw = allocate(nw);
-    DS_CUDA(cudaMemsetAsync(x, 0, size_t(nx) * sizeof(float), stream_));
-    DS_CUDA(cudaMemsetAsync(dy, 0, size_t(ny) * sizeof(float), stream_));
     const std::function<void()> pass = [&] { conv_backward_weights_pass(d, x, dy, nullptr, dw, nullptr); };
     p.gemm_bwd_weights = false;
     p.cudnn_filter_ms = time_runs(pass, kReps);
@@ -116,12 +111,6 @@ void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p) {
   }
   cudaGetLastError();  // a failed call leaves no error for the next check to misreport
   p.timing_paths = false;
-  if (forked_) {
-    cudaStreamSynchronize(stream_);
-    cudaGetLastError();
-  }
-  for (float* buf : {x, dy, dw})
-    if (buf) forked_ ? cache_.release_now(buf) : release(buf);
   std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: weight gradient by %s (ms im2col+cuBLAS/cuDNN %.3f/%.3f)\n",
                d.in.c, d.in.h, d.in.w, d.kh, d.out_c, p.gemm_bwd_weights ? "im2col + cuBLAS" : "cuDNN", p.gemm_ms,
                p.cudnn_filter_ms);
