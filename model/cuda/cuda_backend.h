@@ -237,7 +237,10 @@ class CudaBackend : public Backend {
   // pass, made at the plan's first weight gradient on that call's own x, dy and dw:
   // DOWNSCALE_CUDA_WGRAD_GEMM=0 never, 1 wherever it applies, unset by timing both once.
   void choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float* x, const float* dy, float* dw);
-  void gemm_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw);
+  // timing: choose_wgrad_gemm's runs (scratch goes straight back to the cache inside a lane region).
+  void gemm_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, bool timing);
+  // The plan's GEMM, or false after turning the plan back to cuDNN when it fails (not timing).
+  bool gemm_weights_or_fall_back(const ConvDesc& d, ConvPlan& p, const float* x, const float* dy, float* dw);
   // cuda_narrow_conv.cu: the three passes in plain FP32 (any math mode).
   void narrow_conv_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y);
   void narrow_conv_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx);

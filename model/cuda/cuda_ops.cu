@@ -158,10 +158,17 @@ __global__ void masked_loss_kernel(int kind, int64_t n_hw, int64_t hw, int c, co
 }  // namespace
 
 cublasHandle_t CudaBackend::cublas() {
-  if (!cublas_) {
-    DS_CUBLAS(cublasCreate(&cublas_));
-    DS_CUBLAS(cublasSetStream(cublas_, stream_));
-    set_cublas_math(cublas_);
+  if (!cublas_) {  // kept only once set up: a half-made handle would run on the legacy stream
+    cublasHandle_t h = nullptr;
+    DS_CUBLAS(cublasCreate(&h));
+    try {
+      DS_CUBLAS(cublasSetStream(h, stream_));
+      set_cublas_math(h);
+    } catch (...) {
+      cublasDestroy(h);
+      throw;
+    }
+    cublas_ = h;
   }
   return cublas_;
 }

@@ -32,7 +32,7 @@ __global__ void sum_partials_kernel(int64_t n, int parts, int64_t stride, const 
 
 }  // namespace
 
-void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw) {
+void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, bool timing) {
   const Shape o = d.out();
   const kernels::WgradGemm g =
       kernels::make_wgrad_gemm(d.in.n, d.in.c, d.in.h, d.in.w, d.kh, d.kw, d.stride, d.pad_top, d.pad_left, d.out_c,
@@ -43,12 +43,23 @@ void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const
     fill(dw, nw, 0.0f);
     return;
   }
-  // The unrolled input lives in the lane's grow-only workspace (cuDNN's passes share it, in
-  // stream order); the partial sums come from the cache.
-  float* col = g.direct ? nullptr : static_cast<float*>(workspace(size_t(kernels::wgrad_col_floats(g)) * sizeof(float)));
-  const int64_t np = kernels::wgrad_partial_floats(g);
-  float* partial = np ? allocate(np) : nullptr;
+  // The unrolled input and the partial sums come from the cache and go back to it (not the
+  // lane's grow-only workspace: when cuDNN wins, up to 448 MiB per lane would stay there). While
+  // choose_wgrad_gemm times this inside a lane region, straight back: the device is idle but for
+  // this lane, whose later work is ordered after this; held until the join, every timed run
+  // would pay a fresh cudaMalloc.
+  const auto give_back = [&](float* b) {
+    if (!b) return;
+    if (timing && forked_)
+      cache_.release_now(b);
+    else
+      release(b);  // reused only by work queued after this
+  };
+  float* col = nullptr;
+  float* partial = nullptr;
   try {
+    if (!g.direct) col = allocate(kernels::wgrad_col_floats(g));
+    if (const int64_t np = kernels::wgrad_partial_floats(g)) partial = allocate(np);
     cublasHandle_t h = cublas();
     // TF32 tensor cores in tf32 mode, as cuDNN's descriptor allows them; plain FP32 in fp32 mode.
     const cublasComputeType_t ct = math_ == MathMode::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
@@ -73,10 +84,34 @@ void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const
       DS_CUDA_LAUNCHED();
     }
   } catch (...) {
-    if (partial) release(partial);
+    give_back(partial);
+    give_back(col);
     throw;
   }
-  if (partial) release(partial);  // reused only by work queued after this
+  give_back(partial);
+  give_back(col);
+}
+
+// The GEMM for a plan that chose it. Timing (choose_wgrad_gemm running it): errors go to the
+// chooser, which keeps cuDNN. Otherwise a failure (out of memory for the unrolled input, a
+// cuBLAS error) turns the plan back to cuDNN for good, with one line, as a refused cuDNN
+// algorithm is replaced; false then, and the caller runs cuDNN's pass, which writes all of dw.
+bool CudaBackend::gemm_weights_or_fall_back(const ConvDesc& d, ConvPlan& p, const float* x, const float* dy,
+                                            float* dw) {
+  if (p.timing_paths) {
+    gemm_backward_weights(d, x, dy, dw, true);
+    return true;
+  }
+  try {
+    gemm_backward_weights(d, x, dy, dw, false);
+    return true;
+  } catch (const Error& e) {
+    cudaGetLastError();
+    p.gemm_bwd_weights = false;
+    std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: weight gradient by im2col + cuBLAS failed (%s); "
+                         "cuDNN from now on\n", d.in.c, d.in.h, d.in.w, d.kh, d.out_c, e.what());
+    return false;
+  }
 }
 
 // Both ways on the first call's own x and dy, writing its dw (the call then writes it again;
@@ -93,6 +128,8 @@ void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float*
   p.gemm_applies = true;
   if (wgrad_gemm_mode_ == 1) {
     p.gemm_bwd_weights = true;
+    std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: weight gradient by im2col + cuBLAS "
+                         "(DOWNSCALE_CUDA_WGRAD_GEMM=1)\n", d.in.c, d.in.h, d.in.w, d.kh, d.out_c);
     return;
   }
   constexpr int kReps = 2;

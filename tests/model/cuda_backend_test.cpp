@@ -455,7 +455,7 @@ TEST_F(ModelCuda, Tf32ConvolutionsStayWithinTf32Tolerance) {
 // The weight gradient by im2col + cuBLAS (cuda_wgrad_gemm.cu), forced on every plan with
 // DOWNSCALE_CUDA_WGRAD_GEMM=1, and with DOWNSCALE_CUDA_WGRAD_GEMM_MB=1 (262,144 floats a chunk)
 // so the schedules run: all five samples in one chunk with partials (3x3 on 9 x 11), two a chunk
-// (2, 2, 1: 8 channels 3x3 on 40 x 40), one a chunk accumulating dW directly (the 9x9 branch
+// (2, 2, 1: 8 -> 5 channels 3x3 on 40 x 40), one a chunk accumulating dW directly (the 9x9 branch
 // shape), the 1x1 with no unrolling, stride 2, Keras' even-kernel padding, and the polyphase
 // upsample+conv whose small 5x5 convolution goes through it. FP32: 1e-3 of the scale, as
 // Convolutions; TF32 (CUBLAS_COMPUTE_32F_FAST_TF32): 1e-2, as Tf32ConvolutionsStayWithinTf32Tolerance.
@@ -478,7 +478,8 @@ TEST_F(ModelCuda, WeightGradientByGemmMatchesCpu) {
     ASSERT_TRUE(gpu_->set_math(math));
     const double tol = math == MathMode::kFp32 ? 1e-3 : 1e-2;
     const std::string mode = math == MathMode::kFp32 ? "fp32 " : "tf32 ";
-    for (const Case& k : {Case{3, 9, 11, 5, 3, 3, 1, 1, 1, 1, 1}, Case{8, 40, 40, 4, 3, 3, 1, 1, 1, 1, 1},
+    ::testing::internal::CaptureStderr();  // each plan's line says the GEMM took its weight gradient
+    for (const Case& k : {Case{3, 9, 11, 5, 3, 3, 1, 1, 1, 1, 1}, Case{8, 40, 40, 5, 3, 3, 1, 1, 1, 1, 1},
                           Case{20, 15, 26, 50, 9, 9, 1, 4, 4, 4, 4}, Case{6, 9, 9, 7, 1, 1, 1, 0, 0, 0, 0},
                           Case{5, 12, 13, 6, 3, 3, 2, 0, 1, 0, 1}, Case{4, 8, 7, 6, 2, 2, 1, 0, 1, 0, 1}}) {
       const ConvDesc d = test::conv_desc({5, k.c, k.h, k.w}, k.oc, k.kh, k.kw, k.stride, k.pt, k.pb, k.pl, k.pr);
@@ -510,6 +511,16 @@ TEST_F(ModelCuda, WeightGradientByGemmMatchesCpu) {
                                    dw.gpu.data(), db.gpu.data(), scratch_g.data());
     expect_close(dw, tol, mode + "x2 then 8x8 weights");
     expect_close(dx, tol, mode + "x2 then 8x8 data");
+    // Seven plans (the six convolutions, the polyphase's small one), each through the GEMM: out_c
+    // 5 or more, as out_c <= 4 would take the narrow kernels instead. None fell back to cuDNN.
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    int lines = 0;
+    for (size_t at = 0; (at = err.find("weight gradient by im2col + cuBLAS (DOWNSCALE_CUDA_WGRAD_GEMM=1)", at)) !=
+                        std::string::npos;
+         ++at)
+      ++lines;
+    EXPECT_EQ(lines, 7) << mode << err;
+    EXPECT_EQ(err.find("failed"), std::string::npos) << mode << err;
   }
 }
 
