@@ -1,7 +1,7 @@
 // The candidate algorithms of one convolution pass, in the order the CUDA backend tries them, and
 // which cuDNN failures let it try the next one. Plain C++ (no cuDNN types: algorithms, math types
 // and statuses as ints) so the CPU tests check the ordering (tests/model/conv_choices_test.cpp);
-// model/cuda/cuda_conv.cu fills and uses the lists.
+// model/cuda/cuda_conv_plan.cu fills and uses the lists.
 //
 // Why a list rather than one choice: cudnnFind* ranks (algorithm, math type) pairs on scratch
 // tensors, and an entry it reports as successful can still be refused when training calls it

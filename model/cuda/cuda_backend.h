@@ -128,9 +128,10 @@ class CudaBackend : public Backend {
                                  double* total);
   void queue_masked_loss_sum(int kind, const Shape& s, const float* out, const float* y, const float* mask,
                              float* d_out, double* total);
-  // One convolution geometry's cuDNN descriptors and chosen algorithms (built in cuda_conv.cu).
+  // One convolution geometry's cuDNN descriptors and chosen algorithms (built in cuda_conv_plan.cu).
   // A plan's passes: the index of its per-pass arrays.
   enum ConvPass { kFwdPass = 0, kDataPass = 1, kFilterPass = 2 };
+  static constexpr const char* kPassNames[3] = {"forward", "backward data", "backward filter"};
   struct ConvPlan {
     ConvDesc desc;  // the geometry, for the messages and the pass-time report
     bool explicit_pad = false;
@@ -225,7 +226,7 @@ class CudaBackend : public Backend {
   void pass_clock_stop(ConvPlan& p, int k, int which);
   void report_pass_times();  // reads the intervals (one wait), then prints
   // The narrow path for a plan: by DOWNSCALE_CUDA_NARROW (narrow_mode_), else by timing each
-  // pass both ways on scratch tensors (cuda_conv.cu).
+  // pass both ways on scratch tensors (cuda_narrow_conv.cu).
   void choose_narrow(const ConvDesc& d, ConvPlan& p);
   // What the plan's one stderr line says about the narrow path ("" when it does not apply).
   std::string narrow_summary(const ConvPlan& p) const;
@@ -255,7 +256,7 @@ class CudaBackend : public Backend {
   // stream (each lane has its own: cuda_lanes.cu).
   void* workspace(size_t bytes);
   float* pad_buffer(int64_t n);
-  // 16-bit modes (cuda_conv.cu): an FP32 NCHW tensor of `s` rounded to BF16/FP16 in a scratch
+  // 16-bit modes (cuda_half16.cu): an FP32 NCHW tensor of `s` rounded to BF16/FP16 in a scratch
   // block from the cache (NHWC when nhwc_), and a 16-bit result widened back into FP32 NCHW.
   bool half16() const { return math_ == MathMode::kBf16 || math_ == MathMode::kFp16; }
   void* to_half16(const Shape& s, const float* x);

@@ -17,7 +17,7 @@
 //
 // Plain FP32 in every precision mode (no TF32/BF16 rounding of the operands: more accurate than
 // the cuDNN path it replaces under tf32/bf16/fp16). Whether a pass runs here is decided per plan
-// in cuda_conv.cu (choose_narrow: timing, or DOWNSCALE_CUDA_NARROW). Scratch (packed weights,
+// here (choose_narrow, at the end: timing, or DOWNSCALE_CUDA_NARROW). Scratch (packed weights,
 // partials) comes from the caching allocator and goes back to it right after the launches.
 #include <string>
 #include <type_traits>
@@ -274,6 +274,70 @@ void CudaBackend::narrow_conv_backward_weights(const ConvDesc& d, const float* x
   narrow_bias_finish_kernel<<<1, kNarrowConvMaxOut, 0, stream_>>>(g, bias_partial, db);
   DS_CUDA_LAUNCHED();
   cache_.release(bias_partial);
+}
+
+// Per pass: the narrow kernels or cuDNN. Unless DOWNSCALE_CUDA_NARROW forces it, each pass runs
+// both ways on zeroed scratch tensors of the plan's shapes (from the caching allocator, so the
+// blocks find_algorithms just returned are reused): once to warm up (module loading, cuDNN's first
+// call), then kNarrowReps times between two events; the faster stays. The whole pass is timed
+// (padding copies, 16-bit casts, bias), as training runs it. If anything fails, cuDNN stays.
+void CudaBackend::choose_narrow(const ConvDesc& d, ConvPlan& p) {
+  if (!kernels::narrow_conv_applies(d)) return;
+  p.narrow_applies = true;
+  if (narrow_mode_ >= 0) {
+    p.narrow_fwd = p.narrow_bwd_data = p.narrow_bwd_weights = narrow_mode_ == 1;
+    return;
+  }
+  constexpr int kNarrowReps = 2;
+  const Shape out = d.out();
+  const int64_t nx = d.in.size(), nw = int64_t(d.out_c) * d.in.c * d.kh * d.kw, ny = out.size();
+  float *x = nullptr, *dx = nullptr, *w = nullptr, *dw = nullptr, *b = nullptr, *db = nullptr, *y = nullptr;
+  p.timing_paths = true;
+  try {
+    x = allocate(nx);
+    dx = allocate(nx);
+    w = allocate(nw);
+    dw = allocate(nw);
+    b = allocate(d.out_c);
+    db = allocate(d.out_c);
+    y = allocate(ny);
+    for (auto [buf, n] : {std::pair{x, nx}, {w, nw}, {b, int64_t(d.out_c)}, {y, ny}})
+      DS_CUDA(cudaMemsetAsync(buf, 0, size_t(n) * sizeof(float), stream_));
+    const std::function<void()> passes[3] = {[&] { conv2d_forward(d, x, w, b, y); },
+                                             [&] { conv2d_backward_data(d, y, w, dx); },
+                                             [&] { conv2d_backward_weights(d, x, y, dw, db); }};
+    bool* flags[3] = {&p.narrow_fwd, &p.narrow_bwd_data, &p.narrow_bwd_weights};
+    for (int k = 0; k < 3; ++k) {
+      for (bool narrow : {false, true}) {
+        *flags[k] = narrow;
+        (narrow ? p.narrow_ms : p.cudnn_ms)[k] = time_runs(passes[k], kNarrowReps);
+      }
+      *flags[k] = p.narrow_ms[k] < p.cudnn_ms[k];
+    }
+  } catch (const Error&) {
+    p.narrow_fwd = p.narrow_bwd_data = p.narrow_bwd_weights = false;  // cuDNN, as without this path
+    for (int k = 0; k < 3; ++k) p.narrow_ms[k] = p.cudnn_ms[k] = -1;
+  }
+  cudaGetLastError();  // a failed call leaves no error for the next check to misreport
+  p.timing_paths = false;
+  for (float* buf : {x, dx, w, dw, b, db, y})
+    if (buf) release(buf);
+}
+
+std::string CudaBackend::narrow_summary(const ConvPlan& p) const {
+  if (!p.narrow_applies) return "";
+  if (narrow_mode_ == 0) return "narrow FP32 kernels off (DOWNSCALE_CUDA_NARROW=0)";
+  if (narrow_mode_ == 1) return "narrow FP32 kernels for every pass (DOWNSCALE_CUDA_NARROW=1)";
+  if (p.narrow_ms[0] < 0) return "narrow FP32 kernels not used (timing them failed)";
+  std::string passes;
+  const char* const names[3] = {"forward", "backward data", "backward weights"};
+  const bool used[3] = {p.narrow_fwd, p.narrow_bwd_data, p.narrow_bwd_weights};
+  for (int k = 0; k < 3; ++k)
+    if (used[k]) passes += (passes.empty() ? "" : ", ") + std::string(names[k]);
+  char times[160];
+  std::snprintf(times, sizeof times, " (ms narrow/cuDNN: forward %.3f/%.3f, data %.3f/%.3f, weights %.3f/%.3f)",
+                p.narrow_ms[0], p.cudnn_ms[0], p.narrow_ms[1], p.cudnn_ms[1], p.narrow_ms[2], p.cudnn_ms[2]);
+  return "narrow FP32 kernels for " + (passes.empty() ? std::string("no pass") : passes) + times;
 }
 
 }  // namespace ds::model

@@ -1,0 +1,329 @@
+// A convolution geometry's plan (cuDNN descriptors and chosen algorithms, cached per shape, math
+// mode and 16-bit layout): cudnnFind* on scratch tensors, then cuDNN's heuristic list behind it
+// (conv_choices.h), the workspace each choice runs with, and the replacement of an algorithm
+// cuDNN refuses at call time by the next of its pass's list. The passes themselves are in
+// cuda_conv.cu; choose_narrow (cuda_narrow_conv.cu) and choose_wgrad_gemm (cuda_wgrad_gemm.cu)
+// time their alternatives with time_runs.
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/cuda/cuda_backend.h"
+#include "model/cuda/cuda_check.h"
+
+namespace ds::model {
+
+namespace {
+
+
+// Largest workspace an algorithm may ask for; beyond it the next-best algorithm is taken.
+constexpr size_t kMaxWorkspace = size_t(2) << 30;
+
+// The workspace cudnnFind* may give the candidates it times (from the caching allocator, returned
+// to it right after): algorithms needing more are not timed, so not chosen. It was a fixed 512 MiB
+// until an H100 run (2026-11-23) showed all three passes of MNN's largest convolution (the
+// 100 -> 528 channel polyphase 5x5, 11.5 ms of a 27.8 ms TF32 step) on algorithms using 492-500
+// MiB, right under it. Now the largest of kMaxWorkspace (2 GiB), 1 GiB and kMinFindWorkspace that
+// is at most a quarter of the free device memory (PyTorch's cudnn.benchmark offers what it can
+// allocate). Three sizes only: the block goes back to the caching allocator after each Find, and
+// the next plan's Find asks the same size again and reuses it, where a size following the free
+// memory would leave a new idle block in the cache each time.
+constexpr size_t kMinFindWorkspace = size_t(512) << 20;
+size_t find_workspace_bytes() {
+  size_t free_bytes = 0, total = 0;
+  if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+    cudaGetLastError();
+    return kMinFindWorkspace;
+  }
+  for (size_t bytes = kMaxWorkspace; bytes > kMinFindWorkspace; bytes /= 2)
+    if (bytes <= free_bytes / 4) return bytes;
+  return kMinFindWorkspace;
+}
+
+// A ranked list's usable entries, in its order (cuDNN's heuristic, or cudnnFind*'s fastest
+// first): succeeded, within max_workspace, and never CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION (each
+// pass runs under its entry's math type, and on FP32 operands that one may round them to FP16,
+// beyond TF32: see docs/gpu.md, math mode). fma_first (FP32 mode) puts FMA-math entries before
+// the others (the descriptor asks for FMA math anyway; this keeps a list that ranks a tensor-core
+// variant first from choosing an algorithm for it); fma_only drops the others (Find in FP32 mode).
+template <typename Perf>
+std::vector<ConvChoice> usable_choices(const Perf* perf, int n, bool fma_first, bool fma_only, size_t max_workspace,
+                                       bool timed) {
+  std::vector<ConvChoice> first, rest;  // FP32 mode: FMA math, then the others; else one list
+  for (int i = 0; i < n; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > max_workspace ||
+        perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+      continue;
+    const bool later = (fma_first || fma_only) && perf[i].mathType != CUDNN_FMA_MATH;
+    (later ? rest : first).push_back(ConvChoice{int(perf[i].algo), int(perf[i].mathType), perf[i].memory, timed});
+  }
+  if (!fma_only) first.insert(first.end(), rest.begin(), rest.end());
+  return first;
+}
+
+// conv_choices.h names cuDNN's statuses by number: the categories it relies on.
+static_assert(CUDNN_STATUS_BAD_PARAM == 2000 && CUDNN_STATUS_NOT_SUPPORTED == 3000 &&
+                  CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER == 3005 &&
+                  CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART == 3006 && CUDNN_STATUS_INTERNAL_ERROR == 4000 &&
+                  CUDNN_STATUS_EXECUTION_FAILED == 5000,
+              "cuDNN's status numbering changed: update model/cuda/conv_choices.h");
+
+// A pass's workspace: what its ranked entry said, or more if cuDNN asks more for the algorithm
+// under the math type the descriptor now has (cudnnFind* measured each algorithm per math type;
+// an algorithm run with less workspace than its math type needs fails, as PyTorch issue 9486 and
+// OneFlow PR 3460 describe). A failing query changes nothing: the call itself then reports.
+size_t workspace_needed(size_t ranked, cudnnStatus_t query, size_t asked) {
+  return query == CUDNN_STATUS_SUCCESS && asked > ranked ? asked : ranked;
+}
+
+}  // namespace
+
+// What a failing convolution was, appended to its error: cuDNN may lack a 16-bit kernel for one
+// layout or shape, and the one line must say which (mode, layout, geometry).
+// With the plan's choices when it exists (algorithm, math type and workspace per pass, and whether
+// cudnnFind* or the heuristic chose them), so a failure on a GPU says what ran without a rerun.
+std::string CudaBackend::conv_context(const ConvDesc& d) const {
+  static const char* const modes[] = {"tf32", "fp32", "bf16", "fp16"};
+  std::string plan;
+  const auto it = plans_.find(conv_key(d));
+  if (it != plans_.end()) {
+    const ConvPlan& p = *it->second;
+    const char* const names[3] = {"fwd", "data", "filter"};  // indexed by ConvPass
+    for (int k = 0; k < 3; ++k)
+      plan += std::string(k ? ", " : "; ") + names[k] + " algo " + std::to_string(p.use[k].algo) + " math " +
+              std::to_string(p.use[k].math) + " ws " + std::to_string(p.use[k].workspace);
+    plan += std::string(p.timed ? " (cudnnFind)" : " (heuristic)") + (p.explicit_pad ? ", explicit padding" : "") +
+            (p.gemm_bwd_weights ? ", weight gradient by im2col + cuBLAS" : "");
+  }
+  return std::string(" [convolution ") + d.in.str() + " -> " + std::to_string(d.out_c) + " channels, " +
+         std::to_string(d.kh) + "x" + std::to_string(d.kw) + ", train.precision " + modes[int(math_)] +
+         (half16() ? std::string(", DOWNSCALE_CUDA_LAYOUT ") + (nhwc_ ? "nhwc" : "nchw") : std::string()) + plan + "]";
+}
+
+CudaBackend::ConvKey CudaBackend::conv_key(const ConvDesc& d) const {
+  return ConvKey{d.in.n,    d.in.c,       d.in.h,     d.in.w,      d.out_c,    d.kh,
+                 d.kw,      d.stride,     d.pad_top,  d.pad_bottom, d.pad_left, d.pad_right,
+                 int(math_), half16() && nhwc_ ? 1 : 0};
+}
+
+CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
+  const ConvKey key = conv_key(d);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+
+  const Shape out = d.out();
+  auto p = std::make_unique<ConvPlan>();
+  p->explicit_pad = d.pad_top != d.pad_bottom || d.pad_left != d.pad_right;
+  p->x_shape = d.in;
+  int pad_h = d.pad_top, pad_w = d.pad_left;
+  if (p->explicit_pad) {
+    p->x_shape.h += d.pad_top + d.pad_bottom;
+    p->x_shape.w += d.pad_left + d.pad_right;
+    pad_h = pad_w = 0;
+  }
+  DS_CUDNN(cudnnCreateTensorDescriptor(&p->x));
+  DS_CUDNN(cudnnCreateTensorDescriptor(&p->y));
+  DS_CUDNN(cudnnCreateTensorDescriptor(&p->y32));
+  DS_CUDNN(cudnnCreateTensorDescriptor(&p->b));
+  DS_CUDNN(cudnnCreateFilterDescriptor(&p->w));
+  for (cudnnConvolutionDescriptor_t& c : p->conv) DS_CUDNN(cudnnCreateConvolutionDescriptor(&c));
+  // The convolution operands: FP32 NCHW, or in the 16-bit modes BF16/FP16 in the chosen layout.
+  const bool h16 = half16();
+  const cudnnDataType_t dt = !h16 ? CUDNN_DATA_FLOAT : math_ == MathMode::kBf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+  const cudnnTensorFormat_t fmt = h16 && nhwc_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  DS_CUDNN(cudnnSetTensor4dDescriptor(p->x, fmt, dt, p->x_shape.n, p->x_shape.c, p->x_shape.h, p->x_shape.w));
+  DS_CUDNN(cudnnSetTensor4dDescriptor(p->y, fmt, dt, out.n, out.c, out.h, out.w));
+  DS_CUDNN(cudnnSetTensor4dDescriptor(p->y32, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, out.n, out.c, out.h, out.w));
+  DS_CUDNN(cudnnSetTensor4dDescriptor(p->b, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, out.c, 1, 1));
+  DS_CUDNN(cudnnSetFilter4dDescriptor(p->w, dt, fmt, d.out_c, d.in.c, d.kh, d.kw));
+  // Cross-correlation, as Keras and oneDNN compute it (CUDNN_CONVOLUTION would flip the kernel).
+  // Compute type FP32 in every mode: 16-bit products accumulate in FP32.
+  const bool tf32 = math_ == MathMode::kTf32;
+  for (cudnnConvolutionDescriptor_t c : p->conv) {
+    DS_CUDNN(cudnnSetConvolution2dDescriptor(c, pad_h, pad_w, d.stride, d.stride, 1, 1, CUDNN_CROSS_CORRELATION,
+                                             CUDNN_DATA_FLOAT));
+    DS_CUDNN(cudnnSetConvolutionMathType(c, h16 ? CUDNN_TENSOR_OP_MATH : tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  }
+
+  int n = 0, c = 0, h = 0, w = 0;
+  DS_CUDNN(cudnnGetConvolution2dForwardOutputDim(p->conv[kFwdPass], p->x, p->w, &n, &c, &h, &w));
+  if (Shape{n, c, h, w} != out)
+    throw Error("cuDNN convolution output " + Shape{n, c, h, w}.str() + " differs from expected " + out.str());
+
+  // cuDNN's heuristic ranking of each pass: the fallback after cudnnFind*'s timed entries, and
+  // the whole list when timing fails (no memory for the scratch buffers, a cuDNN error).
+  const bool fp32 = math_ == MathMode::kFp32;
+  std::vector<ConvChoice> heuristic[3];
+  int got = 0;
+  cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  DS_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p->x, p->w, p->conv[kFwdPass], p->y,
+                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd));
+  heuristic[kFwdPass] = usable_choices(fwd, got, fp32, false, kMaxWorkspace, false);
+  cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  DS_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, p->w, p->y, p->conv[kFwdPass], p->x,
+                                                       CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd));
+  heuristic[kDataPass] = usable_choices(bd, got, fp32, false, kMaxWorkspace, false);
+  cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  DS_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, p->x, p->y, p->conv[kFwdPass], p->w,
+                                                         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf));
+  heuristic[kFilterPass] = usable_choices(bf, got, fp32, false, kMaxWorkspace, false);
+
+  // The plan is cached either way, so Find runs once per shape and mode.
+  std::vector<ConvChoice> found[3];
+  p->timed = find_algorithms(d, *p, found);
+  for (int k = 0; k < 3; ++k) {
+    std::vector<ConvChoice> all = merge_choices(found[k], heuristic[k], fp32 ? int(CUDNN_FMA_MATH) : -1);
+    if (all.empty()) throw Error(std::string("cuDNN found no usable ") + kPassNames[k] + " algorithm" + conv_context(d));
+    adopt_choice(*p, k, all.front());
+    p->untried[k].assign(all.begin() + 1, all.end());
+  }
+  p->desc = d;
+
+  auto& ref = *p;
+  plans_.emplace(key, std::move(p));
+  // After the plan is cached: timing runs the passes through conv2d_*, which look it up.
+  choose_narrow(d, ref);  // choose_wgrad_gemm waits for the first weight gradient: predict never needs one
+  return ref;
+}
+
+float CudaBackend::time_runs(const std::function<void()>& run, int reps) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  float ms = 0;
+  try {
+    DS_CUDA(cudaEventCreate(&start));
+    DS_CUDA(cudaEventCreate(&stop));
+    run();
+    DS_CUDA(cudaEventRecord(start, stream_));
+    for (int r = 0; r < reps; ++r) run();
+    DS_CUDA(cudaEventRecord(stop, stream_));
+    DS_CUDA(cudaEventSynchronize(stop));
+    DS_CUDA(cudaEventElapsedTime(&ms, start, stop));
+  } catch (...) {
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+    throw;
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms / float(reps);
+}
+
+// Times every algorithm of the three passes once on scratch tensors of the plan's shapes (the
+// backward passes write their outputs, so the caller's buffers are never used), as PyTorch's
+// cudnn.benchmark does; found[k] gets pass k's usable entries, fastest first. All three or none,
+// so a plan's first choices come from one method. Scratch comes from the caching allocator and
+// goes back to it, so the next tensors of these sizes reuse it.
+bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p, std::vector<ConvChoice> found[3]) {
+  const bool fma_only = math_ == MathMode::kFp32;
+  const int64_t nx = p.x_shape.size(), nw = int64_t(d.out_c) * d.in.c * d.kh * d.kw, ny = d.out().size();
+  float *x = nullptr, *w = nullptr, *y = nullptr;
+  void* ws = nullptr;
+  bool ok = false;
+  // Inside a lane region (a plan's first use on a lane): the GPU idle, so the timings are not
+  // other lanes' kernels; the scratch waited for and released at once, or the allocator's hold
+  // would keep every plan's Find workspace (up to 2 GiB each) until the join.
+  if (forked_) DS_CUDA(cudaDeviceSynchronize());
+  size_t find_ws = find_workspace_bytes();
+  try {
+    x = allocate(nx);
+    w = allocate(nw);
+    y = allocate(ny);
+    try {
+      ws = cache_.allocate(find_ws);
+    } catch (const Error&) {  // too large for what is left: time with the old, smaller offer
+      cudaGetLastError();
+      find_ws = kMinFindWorkspace;
+      ws = cache_.allocate(find_ws);
+    }
+    // Zeros, not whatever the blocks held: NaN or denormal garbage could skew the timings.
+    DS_CUDA(cudaMemsetAsync(x, 0, size_t(nx) * sizeof(float), stream_));
+    DS_CUDA(cudaMemsetAsync(w, 0, size_t(nw) * sizeof(float), stream_));
+    DS_CUDA(cudaMemsetAsync(y, 0, size_t(ny) * sizeof(float), stream_));
+    int got = 0;
+    cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    cudnnConvolutionDescriptor_t conv = p.conv[kFwdPass];  // the requested mode's math type
+    if (cudnnFindConvolutionForwardAlgorithmEx(cudnn_, p.x, x, p.w, w, conv, p.y, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                               &got, fwd, ws, find_ws) == CUDNN_STATUS_SUCCESS)
+      found[kFwdPass] = usable_choices(fwd, got, fma_only, fma_only, find_ws, true);
+    if (!found[kFwdPass].empty() &&
+        cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn_, p.w, w, p.y, y, conv, p.x, x,
+                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd, ws,
+                                                    find_ws) == CUDNN_STATUS_SUCCESS)
+      found[kDataPass] = usable_choices(bd, got, fma_only, fma_only, find_ws, true);
+    if (!found[kDataPass].empty() &&
+        cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn_, p.x, x, p.y, y, conv, p.w, w,
+                                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf, ws,
+                                                      find_ws) == CUDNN_STATUS_SUCCESS)
+      found[kFilterPass] = usable_choices(bf, got, fma_only, fma_only, find_ws, true);
+    ok = !found[kFwdPass].empty() && !found[kDataPass].empty() && !found[kFilterPass].empty();
+  } catch (const Error&) {
+    ok = false;  // out of memory for the scratch: the heuristic's ranking stands
+  }
+  if (!ok)
+    for (int k = 0; k < 3; ++k) found[k].clear();
+  cudaGetLastError();  // a failed Find leaves no error for the next check to misreport
+  if (forked_) {  // waited for: back at once (release() would hold them until the join)
+    cudaStreamSynchronize(stream_);
+    cudaGetLastError();
+  }
+  for (void* b : {static_cast<void*>(x), static_cast<void*>(w), static_cast<void*>(y), ws})
+    forked_ ? cache_.release_now(b) : cache_.release(b);
+  return ok;
+}
+
+// Pass k's algorithm becomes c. It runs under the math type it was ranked with; FP32 mode keeps
+// FMA math whatever the list said (no tensor-core rounding where the parity tests pin plain
+// FP32). The workspace is asked again under that math type (an algorithm ranked with 0 bytes
+// under one math type may need more under another: PyTorch issue 9486, OneFlow PR 3460); the
+// larger figure is kept. A failing query changes nothing: the call itself then reports.
+void CudaBackend::adopt_choice(ConvPlan& p, int k, const ConvChoice& c) {
+  const cudnnMathType_t math = math_ == MathMode::kFp32 ? CUDNN_FMA_MATH : cudnnMathType_t(c.math);
+  DS_CUDNN(cudnnSetConvolutionMathType(p.conv[k], math));
+  size_t asked = 0;
+  cudnnStatus_t query = CUDNN_STATUS_SUCCESS;
+  if (k == kFwdPass)
+    query = cudnnGetConvolutionForwardWorkspaceSize(cudnn_, p.x, p.w, p.conv[k], p.y,
+                                                    cudnnConvolutionFwdAlgo_t(c.algo), &asked);
+  else if (k == kDataPass)
+    query = cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn_, p.w, p.y, p.conv[k], p.x,
+                                                         cudnnConvolutionBwdDataAlgo_t(c.algo), &asked);
+  else
+    query = cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnn_, p.x, p.y, p.conv[k], p.w,
+                                                           cudnnConvolutionBwdFilterAlgo_t(c.algo), &asked);
+  p.use[k] = c;
+  p.use[k].math = int(math);
+  p.use[k].workspace = workspace_needed(c.workspace, query, asked);
+}
+
+void CudaBackend::run_conv_pass(ConvPlan& p, int k, const char* what,
+                                const std::function<cudnnStatus_t(int algo, void* ws, size_t bytes)>& call) {
+  for (;;) {
+    const ConvChoice c = p.use[k];
+    void* ws = c.workspace ? workspace(c.workspace) : nullptr;
+    const bool clock = pass_times_ && !p.timing_paths;  // no waits inside choose_narrow's timing
+    if (clock) pass_clock_start(1);
+    const bool inject = test_refuse_ && !p.test_refused[k] && !p.timing_paths;
+    if (inject) p.test_refused[k] = true;
+    const cudnnStatus_t st = inject ? CUDNN_STATUS_BAD_PARAM : call(c.algo, ws, c.workspace);
+    if (st == CUDNN_STATUS_SUCCESS) {
+      if (clock) pass_clock_stop(p, k, 1);
+      return;
+    }
+    if (!refused_before_launch(int(st)) || p.untried[k].empty())
+      throw Error(std::string("cuDNN error in ") + what + ": " + cudnnGetErrorString(st) +
+                  (refused_before_launch(int(st)) ? " (no other algorithm left to try)" : ""));
+    const ConvChoice next = p.untried[k].front();
+    p.untried[k].erase(p.untried[k].begin());
+    std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: %s algorithm %d (math %d, %s) refused: %s; trying %d (math %d, %s)\n",
+                 p.desc.in.c, p.desc.in.h, p.desc.in.w, p.desc.kh, p.desc.out_c, kPassNames[k], c.algo, c.math,
+                 c.timed ? "cudnnFind" : "heuristic", cudnnGetErrorString(st), next.algo, next.math,
+                 next.timed ? "cudnnFind" : "heuristic");
+    cudaGetLastError();  // a refusal leaves nothing for the next check to misreport
+    adopt_choice(p, k, next);
+  }
+}
+
+}  // namespace ds::model
