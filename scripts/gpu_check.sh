@@ -312,7 +312,6 @@ section_variants() {
       [[ $v == DOWNSCALE_CUDA_LAYOUT=nhwc && $math != bf16 ]] && continue
       [[ $v == DOWNSCALE_CUDA_FUSE=0 && ($math == bf16 || $math == fp16) ]] && continue
       [[ $v == DOWNSCALE_CUDA_FUSE16=0 && $math != bf16 && $math != fp16 ]] && continue
-      [[ $v == DOWNSCALE_CUDA_WGRAD_GEMM=* && ($math == bf16 || $math == fp16) ]] && continue
       envv=()
       [[ $v == default ]] || envv=("$v")
       if run env ${envv[@]+"${envv[@]}"} "$bench" --device "$dev" --math "$math" --batch "$BATCH" --grid "$GRID" \

@@ -53,7 +53,7 @@ CudaBackend::CudaBackend(int device)
     const long long v = std::strtoll(mb, &end, 10);
     if (!*mb || *end || v < 1 || v > (1LL << 20))
       throw Error(std::string("DOWNSCALE_CUDA_WGRAD_GEMM_MB is '") + mb + "', expected MiB from 1 to 1048576");
-    wgrad_budget_floats_ = (int64_t(v) << 20) / 4;
+    wgrad_budget_bytes_ = int64_t(v) << 20;
   }
   if (const char* bg = std::getenv("DOWNSCALE_CUDA_BIAS_GRAD")) {
     const std::string v = bg;

@@ -163,7 +163,7 @@ class CudaBackend : public Backend {
     bool timing_paths = false;
     float narrow_ms[3] = {-1, -1, -1}, cudnn_ms[3] = {-1, -1, -1};
     // The weight gradient as im2col + cuBLAS (cuda_wgrad_gemm.cu) instead of cuDNN's backward
-    // filter: where it applies (FP32 operands, not a narrow plan), whether it runs, and the two
+    // filter: where it applies (not a narrow plan; NCHW in 16 bits), whether it runs, and the two
     // timings behind the choice (ms; negative when not timed).
     bool gemm_chosen = false, gemm_applies = false, gemm_bwd_weights = false;
     float gemm_ms = -1, cudnn_filter_ms = -1;
@@ -237,11 +237,15 @@ class CudaBackend : public Backend {
   // (model/kernels/wgrad_gemm.h), and the per-plan choice between it and cuDNN's backward filter
   // pass, made at the plan's first weight gradient on that call's own x, dy and dw:
   // DOWNSCALE_CUDA_WGRAD_GEMM=0 never, 1 wherever it applies, unset by timing both once.
-  void choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float* x, const float* dy, float* dw);
+  void choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float* x, const float* dy, const void* dy16,
+                         float* dw);
+  // dy16: dy rounded to 16 bits (NCHW) when the caller has it (16-bit modes), else cast here.
   // timing: choose_wgrad_gemm's runs (scratch goes straight back to the cache inside a lane region).
-  void gemm_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, bool timing);
+  void gemm_backward_weights(const ConvDesc& d, const float* x, const float* dy, const void* dy16, float* dw,
+                             bool timing);
   // The plan's GEMM, or false after turning the plan back to cuDNN when it fails (not timing).
-  bool gemm_weights_or_fall_back(const ConvDesc& d, ConvPlan& p, const float* x, const float* dy, float* dw);
+  bool gemm_weights_or_fall_back(const ConvDesc& d, ConvPlan& p, const float* x, const float* dy, const void* dy16,
+                                 float* dw);
   // cuda_narrow_conv.cu: the three passes in plain FP32 (any math mode).
   void narrow_conv_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y);
   void narrow_conv_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx);
@@ -320,7 +324,7 @@ class CudaBackend : public Backend {
   // it applies, unset (-1) by timing per plan. DOWNSCALE_CUDA_WGRAD_GEMM_MB: the most one of its
   // chunks may take beside the tensors (unrolled input and partial sums), 512 MiB by default.
   int wgrad_gemm_mode_ = -1;
-  int64_t wgrad_budget_floats_ = (int64_t(512) << 20) / 4;
+  int64_t wgrad_budget_bytes_ = int64_t(512) << 20;
   // DOWNSCALE_CUDA_BIAS_GRAD=cudnn: cudnnConvolutionBackwardBias instead of conv_bias_grad.
   bool cudnn_bias_grad_ = false;
   // DOWNSCALE_CUDA_FUSE16=0: the 16-bit paths cast each operand and result in a pass of its own

@@ -251,11 +251,11 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
                                              float* dw, float* db) {
   try {
     ConvPlan& p = conv_plan(d);
-    if (!p.gemm_chosen && !p.timing_paths) choose_wgrad_gemm(d, p, x, dy, dw);
+    if (!p.gemm_chosen && !p.timing_paths) choose_wgrad_gemm(d, p, x, dy, dy16, dw);
     if (pass_times_ && !p.timing_paths) pass_clock_start(0);
     if (p.narrow_bwd_weights) {
       narrow_conv_backward_weights(d, x, dy, dw, db);
-    } else if (!(p.gemm_bwd_weights && gemm_weights_or_fall_back(d, p, x, dy, dw))) {
+    } else if (!(p.gemm_bwd_weights && gemm_weights_or_fall_back(d, p, x, dy, dy16, dw))) {
       const float one = 1.0f, zero = 0.0f;
       // Padded again rather than kept from forward: a cheap copy instead of a buffer per layer.
       const float* src = conv_input(p, d, x);

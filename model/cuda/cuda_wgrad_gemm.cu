@@ -1,13 +1,17 @@
 // A convolution's weight gradient as im2col + strided-batched cuBLAS GEMMs, the alternative to
 // cuDNN's backward filter pass (model/kernels/wgrad_gemm.h has the algebra, the schedule and why).
 // choose_wgrad_gemm times both at a plan's first weight gradient, as choose_narrow does for the
-// narrow kernels, and keeps the faster; DOWNSCALE_CUDA_WGRAD_GEMM=0|1 forces the choice. Only where the operands are
-// FP32 (tf32, fp32): the 16-bit modes round them for cuDNN, and their filter pass is fast there.
+// narrow kernels, and keeps the faster; DOWNSCALE_CUDA_WGRAD_GEMM=0|1 forces the choice. In every
+// math mode: TF32/FP32 operands, or in bf16/fp16 the unrolling rounds to 16 bits and the GEMM reads
+// the pass's rounded dY (NCHW layout only). On an H100 (2026-11-23) cuDNN's BF16 NCHW filter pass
+// of MNN's 7x7 and 9x9 branch convolutions took 0.32-0.38 ms, twice its TF32 one.
+#include <cstdint>
 #include <cstdio>
 
 #include "model/cuda/cuda_backend.h"
 #include "model/cuda/cuda_check.h"
 #include "model/cuda/grid_stride.h"
+#include "model/kernels/half_cast.h"
 #include "model/kernels/wgrad_gemm.h"
 
 namespace ds::model {
@@ -16,13 +20,25 @@ namespace {
 
 // A block per (sample of the chunk, row of col) plane, grid-stride over planes; its threads over
 // the plane's pixels: the row's decoding is one per plane, the pixel's two 32-bit divisions.
-__global__ void im2col_kernel(int64_t planes, kernels::WgradGemm g, const float* x, float* col) {
+// Store writes element i of col: FP32 as it is, or rounded to 16 bits.
+struct StoreF32 {
+  float* col;
+  __device__ void operator()(int64_t i, float v) const { col[i] = v; }
+};
+struct StoreHalf16 {
+  uint16_t* col;
+  kernels::Half16 kind;
+  __device__ void operator()(int64_t i, float v) const { col[i] = kernels::to_half16(kind, v); }
+};
+
+template <typename Store>
+__global__ void im2col_kernel(int64_t planes, kernels::WgradGemm g, const float* x, Store store) {
   for (int64_t plane = blockIdx.x; plane < planes; plane += gridDim.x) {
     const int64_t sample = plane / g.rows, row = plane - sample * g.rows;
     const kernels::Im2colRow r = kernels::im2col_row(g, row);
     const float* xs = x + sample * g.c * int64_t(g.h) * g.w;
-    float* dst = col + plane * g.pixels;
-    for (int pix = threadIdx.x; pix < g.pixels; pix += blockDim.x) dst[pix] = kernels::im2col_value(g, xs, r, pix);
+    for (int pix = threadIdx.x; pix < g.pixels; pix += blockDim.x)
+      store(plane * g.pixels + pix, kernels::im2col_value(g, xs, r, pix));
   }
 }
 
@@ -32,64 +48,78 @@ __global__ void sum_partials_kernel(int64_t n, int parts, int64_t stride, const 
 
 }  // namespace
 
-void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, bool timing) {
+void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const float* dy, const void* dy16,
+                                        float* dw, bool timing) {
   const Shape o = d.out();
+  const bool h16 = half16();
   const kernels::WgradGemm g =
       kernels::make_wgrad_gemm(d.in.n, d.in.c, d.in.h, d.in.w, d.kh, d.kw, d.stride, d.pad_top, d.pad_left, d.out_c,
-                               o.h, o.w, wgrad_budget_floats_);
+                               o.h, o.w, wgrad_budget_bytes_, h16 ? 2 : 4);
   const int64_t nw = g.rows * g.out_c;
   if (nw == 0) return;
   if (g.n == 0 || g.pixels == 0) {  // no terms: the gradient is 0 (no GEMM with k = 0)
     fill(dw, nw, 0.0f);
     return;
   }
-  // The unrolled input and the partial sums come from the cache and go back to it (not the
-  // lane's grow-only workspace: when cuDNN wins, up to 448 MiB per lane would stay there). While
-  // choose_wgrad_gemm times this inside a lane region, straight back: the device is idle but for
-  // this lane, whose later work is ordered after this; held until the join, every timed run
-  // would pay a fresh cudaMalloc.
-  const auto give_back = [&](float* b) {
-    if (!b) return;
-    if (timing && forked_)
-      cache_.release_now(b);
-    else
-      release(b);  // reused only by work queued after this
-  };
-  float* col = nullptr;
+  // The unrolled input, the partial sums and dY's rounded copy (16 bits, when the caller has none)
+  // come from the cache and go back to it (not the lane's grow-only workspace: when cuDNN wins, up
+  // to 448 MiB per lane would stay there). While choose_wgrad_gemm times this inside a lane
+  // region, straight back: the device is idle but for this lane, whose later work is ordered
+  // after this; held until the join, every timed run would pay a fresh cudaMalloc.
+  void* col = nullptr;
+  void* dy_cast = nullptr;
   float* partial = nullptr;
+  const auto give_back = [&] {
+    for (void* b : {col, dy_cast, static_cast<void*>(partial)}) {
+      if (!b) continue;
+      if (timing && forked_)
+        cache_.release_now(b);
+      else
+        cache_.release(b);  // reused only by work queued after this
+    }
+  };
   try {
-    if (!g.direct) col = allocate(kernels::wgrad_col_floats(g));
+    if (!g.direct) col = cache_.allocate(size_t(kernels::wgrad_col_elements(g)) * size_t(g.col_bytes));
     if (const int64_t np = kernels::wgrad_partial_floats(g)) partial = allocate(np);
+    const void* b = dy;
+    if (h16) b = dy16 ? dy16 : (dy_cast = to_half16(o, dy));  // NCHW: the GEMM's layout (nhwc_ is off here)
     cublasHandle_t h = cublas();
-    // TF32 tensor cores in tf32 mode, as cuDNN's descriptor allows them; plain FP32 in fp32 mode.
+    // TF32 tensor cores in tf32 mode, as cuDNN's descriptor allows them; plain FP32 in fp32 mode;
+    // 16-bit operands with FP32 sums in bf16/fp16, as cuDNN's 16-bit passes compute.
     const cublasComputeType_t ct = math_ == MathMode::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    const cudaDataType_t ab = !h16 ? CUDA_R_32F : math_ == MathMode::kBf16 ? CUDA_R_16BF : CUDA_R_16F;
+    const size_t elem = size_t(g.col_bytes);
     const float one = 1.0f, zero = 0.0f;
     for (int chunk = 0; chunk < g.chunks; ++chunk) {
       const kernels::WgradGemmCall c = kernels::wgrad_gemm_call(g, chunk);
-      const float* a = x + c.a_offset;
+      const void* a = x + c.a_offset;  // direct: FP32 only
       if (!g.direct) {
         const int64_t planes = int64_t(c.batch) * g.rows;
         const float* xs = x + int64_t(chunk) * g.per_chunk * g.c * int64_t(g.h) * g.w;
-        im2col_kernel<<<plane_blocks(planes), kThreads, 0, stream_>>>(planes, g, xs, col);
+        if (h16)
+          im2col_kernel<<<plane_blocks(planes), kThreads, 0, stream_>>>(
+              planes, g, xs, StoreHalf16{static_cast<uint16_t*>(col), half16_kind()});
+        else
+          im2col_kernel<<<plane_blocks(planes), kThreads, 0, stream_>>>(planes, g, xs,
+                                                                         StoreF32{static_cast<float*>(col)});
         DS_CUDA_LAUNCHED();
         a = col;
       }
-      DS_CUBLAS(cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, c.m, c.n, c.k, &one, a, CUDA_R_32F, c.lda,
-                                           c.stride_a, dy + c.b_offset, CUDA_R_32F, c.ldb, c.stride_b,
-                                           c.accumulate ? &one : &zero, partial ? partial : dw, CUDA_R_32F, c.ldc,
-                                           c.stride_c, c.batch, ct, CUBLAS_GEMM_DEFAULT));
+      const void* bc = static_cast<const char*>(b) + size_t(c.b_offset) * elem;
+      DS_CUBLAS(cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, c.m, c.n, c.k, &one, a, ab, c.lda, c.stride_a,
+                                           bc, ab, c.ldb, c.stride_b, c.accumulate ? &one : &zero,
+                                           partial ? partial : dw, CUDA_R_32F, c.ldc, c.stride_c, c.batch, ct,
+                                           CUBLAS_GEMM_DEFAULT));
     }
     if (partial) {
       sum_partials_kernel<<<blocks_for(nw), kThreads, 0, stream_>>>(nw, g.per_chunk, nw, partial, dw);
       DS_CUDA_LAUNCHED();
     }
   } catch (...) {
-    give_back(partial);
-    give_back(col);
+    give_back();
     throw;
   }
-  give_back(partial);
-  give_back(col);
+  give_back();
 }
 
 // The GEMM for a plan that chose it. Timing (choose_wgrad_gemm running it): errors go to the
@@ -97,13 +127,13 @@ void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const
 // cuBLAS error) turns the plan back to cuDNN for good, with one line, as a refused cuDNN
 // algorithm is replaced; false then, and the caller runs cuDNN's pass, which writes all of dw.
 bool CudaBackend::gemm_weights_or_fall_back(const ConvDesc& d, ConvPlan& p, const float* x, const float* dy,
-                                            float* dw) {
+                                            const void* dy16, float* dw) {
   if (p.timing_paths) {
-    gemm_backward_weights(d, x, dy, dw, true);
+    gemm_backward_weights(d, x, dy, dy16, dw, true);
     return true;
   }
   try {
-    gemm_backward_weights(d, x, dy, dw, false);
+    gemm_backward_weights(d, x, dy, dy16, dw, false);
     return true;
   } catch (const Error& e) {
     cudaGetLastError();
@@ -119,9 +149,11 @@ bool CudaBackend::gemm_weights_or_fall_back(const ConvDesc& d, ConvPlan& p, cons
 // warm-up, then kReps runs between events; the faster stays. If anything fails, cuDNN stays.
 // Inside a lane region the GPU is first left idle, so the timings are not other lanes' kernels
 // (as find_algorithms does).
-void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float* x, const float* dy, float* dw) {
+void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float* x, const float* dy,
+                                    const void* dy16, float* dw) {
   p.gemm_chosen = true;
-  if (half16() || p.narrow_applies || wgrad_gemm_mode_ == 0) return;
+  // The 16-bit GEMM reads NCHW operands (the NHWC scratch layout is cuDNN's alone).
+  if ((half16() && nhwc_) || p.narrow_applies || wgrad_gemm_mode_ == 0) return;
   const Shape o = d.out();
   const int64_t rows = int64_t(d.in.c) * d.kh * d.kw, pixels = int64_t(o.h) * o.w;
   if (rows > (int64_t(1) << 30) || pixels > (int64_t(1) << 30)) return;  // cuBLAS takes int sizes
@@ -136,7 +168,7 @@ void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float*
   if (forked_) DS_CUDA(cudaDeviceSynchronize());
   p.timing_paths = true;
   try {
-    const std::function<void()> pass = [&] { conv_backward_weights_pass(d, x, dy, nullptr, dw, nullptr); };
+    const std::function<void()> pass = [&] { conv_backward_weights_pass(d, x, dy, dy16, dw, nullptr); };
     p.gemm_bwd_weights = false;
     p.cudnn_filter_ms = time_runs(pass, kReps);
     p.gemm_bwd_weights = true;

@@ -11,6 +11,10 @@
 // step in cuDNN's backward filter, 89 TFLOP/s, against 2.83 ms for its forward; a TF32 GEMM of
 // those sizes runs nearer cuBLAS's peak, and the unrolled input costs one write and one read.
 //
+// In the 16-bit modes (bf16, fp16) the unrolling also rounds (col in 16 bits, half the bytes), dY
+// is the pass's rounded copy, and the GEMM multiplies 16-bit operands into FP32 sums, as cuDNN's
+// 16-bit filter pass does; the 1x1 case is unrolled too (x is FP32).
+//
 // Samples go in chunks of `per_chunk` (the unrolled input of a chunk must fit the budget): each
 // chunk is one strided-batched GEMM, sample j of a chunk accumulating into partial j (beta 1 after
 // the first chunk), then the partials are added in order (sum_partials_at). No atomics: the same
@@ -33,23 +37,26 @@ struct WgradGemm {
   int out_c = 0, out_h = 0, out_w = 0;
   int64_t rows = 0;    // K = c * kh * kw
   int64_t pixels = 0;  // P = out_h * out_w
-  bool direct = false;  // 1x1, stride 1, no padding: col_n = x_n, no unrolling
+  bool direct = false;  // 1x1, stride 1, no padding, FP32: col_n = x_n, no unrolling
+  int col_bytes = 4;    // bytes of an element of col (and of dY as the GEMM reads it): 4, or 2 in 16 bits
   int per_chunk = 1;    // samples per GEMM call (and partials)
   int chunks = 1;
 };
 
-// budget_floats bounds what one chunk needs besides dY and x: its unrolled input (unless direct)
-// and its partials (unless one sample a chunk).
+// budget_bytes bounds what one chunk needs besides dY and x: its unrolled input (unless direct)
+// and its FP32 partials (unless one sample a chunk). col_bytes: 4 (FP32 operands) or 2 (16-bit).
 inline WgradGemm make_wgrad_gemm(int n, int c, int h, int w, int kh, int kw, int stride, int pad_top, int pad_left,
-                                 int out_c, int out_h, int out_w, int64_t budget_floats) {
+                                 int out_c, int out_h, int out_w, int64_t budget_bytes, int col_bytes = 4) {
   WgradGemm g;
   g.n = n, g.c = c, g.h = h, g.w = w, g.kh = kh, g.kw = kw, g.stride = stride;
   g.pad_top = pad_top, g.pad_left = pad_left, g.out_c = out_c, g.out_h = out_h, g.out_w = out_w;
+  g.col_bytes = col_bytes;
   g.rows = int64_t(c) * kh * kw;
   g.pixels = int64_t(out_h) * out_w;
-  g.direct = kh == 1 && kw == 1 && stride == 1 && pad_top == 0 && pad_left == 0 && out_h == h && out_w == w;
-  const int64_t per_sample = (g.direct ? 0 : g.rows * g.pixels) + g.rows * out_c;
-  int64_t per = per_sample > 0 ? budget_floats / per_sample : n;
+  g.direct = col_bytes == 4 && kh == 1 && kw == 1 && stride == 1 && pad_top == 0 && pad_left == 0 && out_h == h &&
+             out_w == w;
+  const int64_t per_sample = (g.direct ? 0 : g.rows * g.pixels * col_bytes) + g.rows * out_c * 4;
+  int64_t per = per_sample > 0 ? budget_bytes / per_sample : n;
   if (per > n) per = n;
   if (per < 1) per = 1;
   g.per_chunk = int(per);
@@ -57,9 +64,11 @@ inline WgradGemm make_wgrad_gemm(int n, int c, int h, int w, int kh, int kw, int
   return g;
 }
 
-// Floats of the unrolled input of one chunk (0 when direct) and of the partials (0 with one
-// sample a chunk: dW is the accumulator).
-inline int64_t wgrad_col_floats(const WgradGemm& g) { return g.direct ? 0 : int64_t(g.per_chunk) * g.rows * g.pixels; }
+// Elements of the unrolled input of one chunk (0 when direct; col_bytes each) and floats of the
+// partials (0 with one sample a chunk: dW is the accumulator).
+inline int64_t wgrad_col_elements(const WgradGemm& g) {
+  return g.direct ? 0 : int64_t(g.per_chunk) * g.rows * g.pixels;
+}
 inline int64_t wgrad_partial_floats(const WgradGemm& g) {
   return g.per_chunk > 1 ? int64_t(g.per_chunk) * g.rows * g.out_c : 0;
 }
@@ -67,7 +76,7 @@ inline int64_t wgrad_partial_floats(const WgradGemm& g) {
 // One strided-batched GEMM in cuBLAS's column-major terms, C_b = A_b^T B_b + beta C_b for b <
 // batch: A_b (k x m, lda) is col_n read as the P x K column-major matrix it is in memory, B_b
 // (k x n, ldb) is dY_n as P x O column-major, C_b (m x n, ldc) is dW^T as K x O column-major,
-// which is dW row-major (O x K), the OIHW layout. Offsets in floats from the buffers named.
+// which is dW row-major (O x K), the OIHW layout. Offsets in elements from the buffers named.
 struct WgradGemmCall {
   int m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0, batch = 0;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;

@@ -452,78 +452,6 @@ TEST_F(ModelCuda, Tf32ConvolutionsStayWithinTf32Tolerance) {
   expect_close(y, 1e-3, "fp32 forward after tf32");
 }
 
-// The weight gradient by im2col + cuBLAS (cuda_wgrad_gemm.cu), forced on every plan with
-// DOWNSCALE_CUDA_WGRAD_GEMM=1, and with DOWNSCALE_CUDA_WGRAD_GEMM_MB=1 (262,144 floats a chunk)
-// so the schedules run: all five samples in one chunk with partials (3x3 on 9 x 11), two a chunk
-// (2, 2, 1: 8 -> 5 channels 3x3 on 40 x 40), one a chunk accumulating dW directly (the 9x9 branch
-// shape), the 1x1 with no unrolling, stride 2, Keras' even-kernel padding, and the polyphase
-// upsample+conv whose small 5x5 convolution goes through it. FP32: 1e-3 of the scale, as
-// Convolutions; TF32 (CUBLAS_COMPUTE_32F_FAST_TF32): 1e-2, as Tf32ConvolutionsStayWithinTf32Tolerance.
-TEST_F(ModelCuda, WeightGradientByGemmMatchesCpu) {
-  struct Env {
-    Env() {
-      setenv("DOWNSCALE_CUDA_WGRAD_GEMM", "1", 1);
-      setenv("DOWNSCALE_CUDA_WGRAD_GEMM_MB", "1", 1);
-    }
-    ~Env() {
-      unsetenv("DOWNSCALE_CUDA_WGRAD_GEMM");
-      unsetenv("DOWNSCALE_CUDA_WGRAD_GEMM_MB");
-    }
-  } env;
-  struct Case {
-    int c, h, w, oc, kh, kw, stride, pt, pb, pl, pr;
-  };
-  for (MathMode math : {MathMode::kFp32, MathMode::kTf32}) {
-    gpu_ = make_cuda_backend(0);  // reads the switches above
-    ASSERT_TRUE(gpu_->set_math(math));
-    const double tol = math == MathMode::kFp32 ? 1e-3 : 1e-2;
-    const std::string mode = math == MathMode::kFp32 ? "fp32 " : "tf32 ";
-    ::testing::internal::CaptureStderr();  // each plan's line says the GEMM took its weight gradient
-    for (const Case& k : {Case{3, 9, 11, 5, 3, 3, 1, 1, 1, 1, 1}, Case{8, 40, 40, 5, 3, 3, 1, 1, 1, 1, 1},
-                          Case{20, 15, 26, 50, 9, 9, 1, 4, 4, 4, 4}, Case{6, 9, 9, 7, 1, 1, 1, 0, 0, 0, 0},
-                          Case{5, 12, 13, 6, 3, 3, 2, 0, 1, 0, 1}, Case{4, 8, 7, 6, 2, 2, 1, 0, 1, 0, 1}}) {
-      const ConvDesc d = test::conv_desc({5, k.c, k.h, k.w}, k.oc, k.kh, k.kw, k.stride, k.pt, k.pb, k.pl, k.pr);
-      const std::string what = mode + "conv " + d.in.str() + " -> " + std::to_string(k.oc) + " " +
-                               std::to_string(k.kh) + "x" + std::to_string(k.kw) + "/" + std::to_string(k.stride);
-      Pair x = random_pair(d.in, 1), dy = random_pair(d.out(), 5);
-      Pair dw = random_pair(Shape{k.oc, k.c, k.kh, k.kw}, 7), db = random_pair(Shape{1, k.oc, 1, 1}, 8);
-      for (int rep = 0; rep < 2; ++rep) {  // the second run reuses the plan, the workspace and the cache
-        cpu_->conv2d_backward_weights(d, x.cpu.data(), dy.cpu.data(), dw.cpu.data(), db.cpu.data());
-        gpu_->conv2d_backward_weights(d, x.gpu.data(), dy.gpu.data(), dw.gpu.data(), db.gpu.data());
-        expect_close(dw, tol, what + " weights");
-        expect_close(db, 1e-3, what + " bias");
-      }
-    }
-    ConvDesc d;  // x2 then 8x8 'same' (MNN's up2_conv1): a 5x5 convolution on the small grid
-    d.in = Shape{3, 12, 10, 14};
-    d.out_c = 20;
-    d.kh = d.kw = 8;
-    same_padding(8, d.pad_top, d.pad_bottom);
-    same_padding(8, d.pad_left, d.pad_right);
-    const Shape small{3, 12, 5, 7}, ws{20, 12, 8, 8}, bs{1, 20, 1, 1};
-    Pair x = random_pair(small, 1), w = random_pair(ws, 2, -0.2f, 0.2f), dy = random_pair(d.out(), 5),
-         dx = random_pair(small, 6), dw = random_pair(ws, 7), db = random_pair(bs, 8);
-    Tensor scratch_c(*cpu_, {1, 1, 1, int(std::max<int64_t>(cpu_->upsample_conv2d_backward_scratch(d, 2, false), 1))});
-    Tensor scratch_g(*gpu_, {1, 1, 1, 1});
-    cpu_->upsample_conv2d_backward(d, 2, x.cpu.data(), nullptr, dy.cpu.data(), w.cpu.data(), dx.cpu.data(),
-                                   dw.cpu.data(), db.cpu.data(), scratch_c.data());
-    gpu_->upsample_conv2d_backward(d, 2, x.gpu.data(), nullptr, dy.gpu.data(), w.gpu.data(), dx.gpu.data(),
-                                   dw.gpu.data(), db.gpu.data(), scratch_g.data());
-    expect_close(dw, tol, mode + "x2 then 8x8 weights");
-    expect_close(dx, tol, mode + "x2 then 8x8 data");
-    // Seven plans (the six convolutions, the polyphase's small one), each through the GEMM: out_c
-    // 5 or more, as out_c <= 4 would take the narrow kernels instead. None fell back to cuDNN.
-    const std::string err = ::testing::internal::GetCapturedStderr();
-    int lines = 0;
-    for (size_t at = 0; (at = err.find("weight gradient by im2col + cuBLAS (DOWNSCALE_CUDA_WGRAD_GEMM=1)", at)) !=
-                        std::string::npos;
-         ++at)
-      ++lines;
-    EXPECT_EQ(lines, 7) << mode << err;
-    EXPECT_EQ(err.find("failed"), std::string::npos) << mode << err;
-  }
-}
-
 // The caching allocator under the backend: a released block of the same size class comes back.
 TEST_F(ModelCuda, ReleasedBuffersAreReused) {
   float* a = gpu_->allocate(1000);
@@ -1198,6 +1126,90 @@ TEST_F(ModelCuda, AddGlobalAveragePoolAndBatchNormFlags) {
     bn_c.forward(*cpu_, {&a.cpu}, y.cpu);
     bn_g.forward(*gpu_, {&a.gpu}, y.gpu);
     expect_close(y, 1e-4, what + " inference");
+  }
+}
+
+// The weight gradient by im2col + cuBLAS (cuda_wgrad_gemm.cu), forced on every plan with
+// DOWNSCALE_CUDA_WGRAD_GEMM=1, and with DOWNSCALE_CUDA_WGRAD_GEMM_MB=1 (262,144 floats a chunk)
+// so the schedules run: all five samples in one chunk with partials (3x3 on 9 x 11), two a chunk
+// (2, 2, 1: 8 -> 5 channels 3x3 on 40 x 40), one a chunk accumulating dW directly (the 9x9 branch
+// shape), the 1x1 with no unrolling, stride 2, Keras' even-kernel padding, and the polyphase
+// upsample+conv whose small 5x5 convolution goes through it. FP32: 1e-3 of the scale, as
+// Convolutions; TF32 (CUBLAS_COMPUTE_32F_FAST_TF32): 1e-2, as Tf32ConvolutionsStayWithinTf32Tolerance;
+// BF16 / FP16 (16-bit unrolling and dY, FP32 sums) against the CPU's FP32: 2e-2 / 2e-3 of the
+// largest magnitude, the 16-bit tolerances above.
+TEST_F(ModelCuda, WeightGradientByGemmMatchesCpu) {
+  struct Env {
+    Env() {
+      setenv("DOWNSCALE_CUDA_WGRAD_GEMM", "1", 1);
+      setenv("DOWNSCALE_CUDA_WGRAD_GEMM_MB", "1", 1);
+    }
+    ~Env() {
+      unsetenv("DOWNSCALE_CUDA_WGRAD_GEMM");
+      unsetenv("DOWNSCALE_CUDA_WGRAD_GEMM_MB");
+    }
+  } env;
+  struct Case {
+    int c, h, w, oc, kh, kw, stride, pt, pb, pl, pr;
+  };
+  for (MathMode math : {MathMode::kFp32, MathMode::kTf32, MathMode::kBf16, MathMode::kFp16}) {
+    gpu_ = make_cuda_backend(0);  // reads the switches above
+    ASSERT_TRUE(gpu_->set_math(math));
+    const bool h16 = math == MathMode::kBf16 || math == MathMode::kFp16;
+    const double tol = math == MathMode::kFp32 ? 1e-3 : math == MathMode::kTf32 ? 1e-2 : math == MathMode::kBf16 ? 2e-2 : 2e-3;
+    const std::string mode = std::string(math == MathMode::kFp32   ? "fp32 "
+                                         : math == MathMode::kTf32 ? "tf32 "
+                                         : math == MathMode::kBf16 ? "bf16 "
+                                                                   : "fp16 ");
+    const auto check = [&](const Pair& p, const std::string& what) {
+      if (h16)
+        expect_close_to_scale(p.cpu.to_host(), p.gpu.to_host(), tol, what);
+      else
+        expect_close(p, tol, what);
+    };
+    ::testing::internal::CaptureStderr();  // each plan's line says the GEMM took its weight gradient
+    for (const Case& k : {Case{3, 9, 11, 5, 3, 3, 1, 1, 1, 1, 1}, Case{8, 40, 40, 5, 3, 3, 1, 1, 1, 1, 1},
+                          Case{20, 15, 26, 50, 9, 9, 1, 4, 4, 4, 4}, Case{6, 9, 9, 7, 1, 1, 1, 0, 0, 0, 0},
+                          Case{5, 12, 13, 6, 3, 3, 2, 0, 1, 0, 1}, Case{4, 8, 7, 6, 2, 2, 1, 0, 1, 0, 1}}) {
+      const ConvDesc d = test::conv_desc({5, k.c, k.h, k.w}, k.oc, k.kh, k.kw, k.stride, k.pt, k.pb, k.pl, k.pr);
+      const std::string what = mode + "conv " + d.in.str() + " -> " + std::to_string(k.oc) + " " +
+                               std::to_string(k.kh) + "x" + std::to_string(k.kw) + "/" + std::to_string(k.stride);
+      Pair x = random_pair(d.in, 1), dy = random_pair(d.out(), 5);
+      Pair dw = random_pair(Shape{k.oc, k.c, k.kh, k.kw}, 7), db = random_pair(Shape{1, k.oc, 1, 1}, 8);
+      for (int rep = 0; rep < 2; ++rep) {  // the second run reuses the plan, the workspace and the cache
+        cpu_->conv2d_backward_weights(d, x.cpu.data(), dy.cpu.data(), dw.cpu.data(), db.cpu.data());
+        gpu_->conv2d_backward_weights(d, x.gpu.data(), dy.gpu.data(), dw.gpu.data(), db.gpu.data());
+        check(dw, what + " weights");
+        expect_close(db, 1e-3, what + " bias");  // FP32 in every mode
+      }
+    }
+    ConvDesc d;  // x2 then 8x8 'same' (MNN's up2_conv1): a 5x5 convolution on the small grid
+    d.in = Shape{3, 12, 10, 14};
+    d.out_c = 20;
+    d.kh = d.kw = 8;
+    same_padding(8, d.pad_top, d.pad_bottom);
+    same_padding(8, d.pad_left, d.pad_right);
+    const Shape small{3, 12, 5, 7}, ws{20, 12, 8, 8}, bs{1, 20, 1, 1};
+    Pair x = random_pair(small, 1), w = random_pair(ws, 2, -0.2f, 0.2f), dy = random_pair(d.out(), 5),
+         dx = random_pair(small, 6), dw = random_pair(ws, 7), db = random_pair(bs, 8);
+    Tensor scratch_c(*cpu_, {1, 1, 1, int(std::max<int64_t>(cpu_->upsample_conv2d_backward_scratch(d, 2, false), 1))});
+    Tensor scratch_g(*gpu_, {1, 1, 1, 1});
+    cpu_->upsample_conv2d_backward(d, 2, x.cpu.data(), nullptr, dy.cpu.data(), w.cpu.data(), dx.cpu.data(),
+                                   dw.cpu.data(), db.cpu.data(), scratch_c.data());
+    gpu_->upsample_conv2d_backward(d, 2, x.gpu.data(), nullptr, dy.gpu.data(), w.gpu.data(), dx.gpu.data(),
+                                   dw.gpu.data(), db.gpu.data(), scratch_g.data());
+    check(dw, mode + "x2 then 8x8 weights");
+    check(dx, mode + "x2 then 8x8 data");
+    // Seven plans (the six convolutions, the polyphase's small one), each through the GEMM: out_c
+    // 5 or more, as out_c <= 4 would take the narrow kernels instead. None fell back to cuDNN.
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    int lines = 0;
+    for (size_t at = 0; (at = err.find("weight gradient by im2col + cuBLAS (DOWNSCALE_CUDA_WGRAD_GEMM=1)", at)) !=
+                        std::string::npos;
+         ++at)
+      ++lines;
+    EXPECT_EQ(lines, 7) << mode << err;
+    EXPECT_EQ(err.find("failed"), std::string::npos) << mode << err;
   }
 }
 

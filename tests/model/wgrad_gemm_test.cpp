@@ -16,6 +16,7 @@
 
 #include "conv_reference.h"
 #include "model/backend.h"
+#include "model/kernels/half_cast.h"
 #include "model/kernels/wgrad_gemm.h"
 #include "model_test_util.h"
 
@@ -42,15 +43,20 @@ void host_gemm_tn(const k::WgradGemmCall& c, const float* a, const float* b, flo
 
 // dw as cuda_wgrad_gemm.cu computes it: per chunk, unroll (unless direct) and one batched GEMM;
 // then the partials summed.
-std::vector<float> wgrad_on_host(const ConvDesc& d, const std::vector<float>& x, const std::vector<float>& dy,
-                                 int64_t budget_floats, k::WgradGemm* schedule = nullptr) {
+// half: the 16-bit modes, where the unrolling rounds each value and the GEMM reads dY's rounded
+// copy (both held here as the floats the 16-bit values stand for).
+std::vector<float> wgrad_on_host(const ConvDesc& d, const std::vector<float>& x, std::vector<float> dy,
+                                 int64_t budget_bytes, k::WgradGemm* schedule = nullptr,
+                                 const k::Half16* half = nullptr) {
   const Shape o = d.out();
   const k::WgradGemm g = k::make_wgrad_gemm(d.in.n, d.in.c, d.in.h, d.in.w, d.kh, d.kw, d.stride, d.pad_top,
-                                            d.pad_left, d.out_c, o.h, o.w, budget_floats);
+                                            d.pad_left, d.out_c, o.h, o.w, budget_bytes, half ? 2 : 4);
+  const auto round = [&](float v) { return half ? k::from_half16(*half, k::to_half16(*half, v)) : v; };
+  for (float& v : dy) v = round(v);
   if (schedule) *schedule = g;
   const int64_t nw = g.rows * g.out_c;
   std::vector<float> dw(size_t(nw), std::nanf(""));
-  std::vector<float> col(size_t(k::wgrad_col_floats(g)), std::nanf(""));
+  std::vector<float> col(size_t(k::wgrad_col_elements(g)), std::nanf(""));
   std::vector<float> partial(size_t(k::wgrad_partial_floats(g)), std::nanf(""));
   for (int chunk = 0; chunk < g.chunks; ++chunk) {
     const k::WgradGemmCall c = k::wgrad_gemm_call(g, chunk);
@@ -61,7 +67,7 @@ std::vector<float> wgrad_on_host(const ConvDesc& d, const std::vector<float>& x,
         const int64_t sample = plane / g.rows;
         const k::Im2colRow r = k::im2col_row(g, plane - sample * g.rows);
         for (int pix = 0; pix < g.pixels; ++pix)
-          col[size_t(plane * g.pixels + pix)] = k::im2col_value(g, xs + sample * g.c * g.h * g.w, r, pix);
+          col[size_t(plane * g.pixels + pix)] = round(k::im2col_value(g, xs + sample * g.c * g.h * g.w, r, pix));
       }
       a = col.data();
     }
@@ -93,7 +99,7 @@ TEST(WgradGemm, MatchesTheDirectConvolutionForEveryScheduleAndGeometry) {
     const std::vector<float> wantf(want.begin(), want.end());
     const int64_t rows = int64_t(d.in.c) * d.kh * d.kw, pixels = int64_t(o.h) * o.w;
     const bool direct = d.kh == 1 && d.kw == 1 && d.stride == 1;
-    const int64_t per_sample = (direct ? 0 : rows * pixels) + rows * d.out_c;
+    const int64_t per_sample = 4 * ((direct ? 0 : rows * pixels) + rows * d.out_c);  // bytes
     // Budgets for all five samples in one chunk, two a chunk (2, 2, 1: the last chunk short) and
     // one a chunk (dW accumulated directly), and less than one sample's need (still one).
     const struct {
@@ -114,23 +120,54 @@ TEST(WgradGemm, MatchesTheDirectConvolutionForEveryScheduleAndGeometry) {
   }
 }
 
+// BF16 / FP16: the GEMM of the rounded operands is the convolution of the rounded x and dY, so
+// the same 1e-5 holds against the direct convolution of the rounded tensors; the 1x1 is unrolled
+// too (the unrolling does the rounding), and a chunk holds twice the samples for the same bytes.
+TEST(WgradGemm, SixteenBitOperandsGiveTheConvolutionOfTheRoundedTensors) {
+  using test::conv_desc;
+  const ConvDesc cases[] = {conv_desc({5, 3, 9, 11}, 4, 5, 5, 1, 2, 2, 2, 2),
+                            conv_desc({5, 2, 8, 7}, 3, 4, 4, 1, 1, 2, 1, 2),
+                            conv_desc({5, 6, 5, 4}, 7, 1, 1, 1, 0, 0, 0, 0)};
+  uint64_t seed = 41;
+  for (const k::Half16 half : {k::Half16::kBf16, k::Half16::kFp16}) {
+    for (const ConvDesc& d : cases) {
+      const Shape o = d.out();
+      std::vector<float> x = test::random_values(size_t(d.in.size()), seed++);
+      std::vector<float> dy = test::random_values(size_t(o.size()), seed++);
+      const int64_t rows = int64_t(d.in.c) * d.kh * d.kw, pixels = int64_t(o.h) * o.w;
+      const int64_t budget = 2 * (2 * rows * pixels + 4 * rows * d.out_c);  // two samples of 16-bit col
+      k::WgradGemm g;
+      const std::vector<float> got = wgrad_on_host(d, x, dy, budget, &g, &half);
+      const std::string what = std::string(half == k::Half16::kBf16 ? "bf16 " : "fp16 ") + d.in.str() + " " +
+                               std::to_string(d.kh) + "x" + std::to_string(d.kw);
+      EXPECT_FALSE(g.direct) << what;
+      EXPECT_EQ(g.per_chunk, 2) << what;
+      for (float& v : x) v = k::from_half16(half, k::to_half16(half, v));
+      for (float& v : dy) v = k::from_half16(half, k::to_half16(half, v));
+      const std::vector<double> want =
+          test::naive_conv_backward(d, x, std::vector<float>(size_t(d.out_c) * rows), dy).dw;
+      test::expect_close(std::vector<float>(want.begin(), want.end()), got, 1e-5, what);
+    }
+  }
+}
+
 TEST(WgradGemm, ScheduleSizesFollowTheBudget) {
   // MNN's polyphase 5x5 at batch 32 (100 -> 528 channels on 60 x 106) under the 512 MiB default:
   // 63.6 MB of unrolled input and 5.3 MB of partials a sample, so 7 samples a chunk, 5 chunks.
-  const k::WgradGemm g = k::make_wgrad_gemm(32, 100, 60, 106, 5, 5, 1, 2, 2, 528, 60, 106, (int64_t(512) << 20) / 4);
+  const k::WgradGemm g = k::make_wgrad_gemm(32, 100, 60, 106, 5, 5, 1, 2, 2, 528, 60, 106, int64_t(512) << 20);
   EXPECT_FALSE(g.direct);
   EXPECT_EQ(g.rows, 2500);
   EXPECT_EQ(g.pixels, 6360);
   EXPECT_EQ(g.per_chunk, 7);
   EXPECT_EQ(g.chunks, 5);
-  EXPECT_LE(k::wgrad_col_floats(g) + k::wgrad_partial_floats(g), (int64_t(512) << 20) / 4);
+  EXPECT_LE(4 * (k::wgrad_col_elements(g) + k::wgrad_partial_floats(g)), int64_t(512) << 20);
   const k::WgradGemmCall last = k::wgrad_gemm_call(g, 4);
   EXPECT_EQ(last.batch, 4);  // 32 = 4 * 7 + 4
   EXPECT_TRUE(last.accumulate);
   EXPECT_EQ(last.b_offset, int64_t(28) * 528 * 6360);
   EXPECT_FALSE(k::wgrad_gemm_call(g, 0).accumulate);
   // A batch of 0 has no chunk; one sample a chunk has no partials.
-  EXPECT_EQ(k::make_wgrad_gemm(0, 3, 4, 4, 3, 3, 1, 1, 1, 2, 4, 4, 1 << 20).chunks, 0);
+  EXPECT_EQ(k::make_wgrad_gemm(0, 3, 4, 4, 3, 3, 1, 1, 1, 2, 4, 4, 1 << 22).chunks, 0);
   EXPECT_EQ(k::wgrad_partial_floats(k::make_wgrad_gemm(4, 3, 4, 4, 3, 3, 1, 1, 1, 2, 4, 4, 1)), 0);
 }
 
