@@ -27,8 +27,8 @@
 //
 // Narrow convolutions (stride 1, out_c <= 4: MNN's head) may run any of their three passes on the
 // hand-written FP32 kernels of cuda_narrow_conv.cu instead: choose_narrow (there) times both per
-// pass once per plan, or DOWNSCALE_CUDA_NARROW=0|1 forces the choice. Other plans on FP32 operands
-// may compute the weight gradient by im2col + cuBLAS (cuda_wgrad_gemm.cu), chosen the same way.
+// pass once per plan, or DOWNSCALE_CUDA_NARROW=0|1 forces the choice. Other plans may compute the
+// weight gradient by im2col + cuBLAS (cuda_wgrad_gemm.cu; in 16 bits NCHW only), chosen the same way.
 #include <cstdio>
 #include <cstdlib>
 #include <functional>

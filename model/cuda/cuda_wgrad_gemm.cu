@@ -5,6 +5,9 @@
 // math mode: TF32/FP32 operands, or in bf16/fp16 the unrolling rounds to 16 bits and the GEMM reads
 // the pass's rounded dY (NCHW layout only). On an H100 (2026-11-23) cuDNN's BF16 NCHW filter pass
 // of MNN's 7x7 and 9x9 branch convolutions took 0.32-0.38 ms, twice its TF32 one.
+// The GEMM writes dW in FP32 where cuDNN's 16-bit pass rounds it to 16 bits before widening: on
+// purpose (the more accurate of the two; the master weights are FP32). As with cudnnFind's own
+// choices, which way a plan goes may differ between runs, and with it the last bits of dW.
 #include <cstdint>
 #include <cstdio>
 
@@ -52,6 +55,7 @@ void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const
                                         float* dw, bool timing) {
   const Shape o = d.out();
   const bool h16 = half16();
+  if (h16 && nhwc_) throw Error("internal: the 16-bit weight-gradient GEMM reads NCHW operands, not NHWC");
   const kernels::WgradGemm g =
       kernels::make_wgrad_gemm(d.in.n, d.in.c, d.in.h, d.in.w, d.kh, d.kw, d.stride, d.pad_top, d.pad_left, d.out_c,
                                o.h, o.w, wgrad_budget_bytes_, h16 ? 2 : 4);
@@ -62,15 +66,20 @@ void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const
     return;
   }
   // The unrolled input, the partial sums and dY's rounded copy (16 bits, when the caller has none)
-  // come from the cache and go back to it (not the lane's grow-only workspace: when cuDNN wins, up
-  // to 448 MiB per lane would stay there). While choose_wgrad_gemm times this inside a lane
+  // come from the cache and go back to it: not the lane's grow-only workspace, where, when cuDNN
+  // wins, up to 448 MiB per lane would stay. While choose_wgrad_gemm times this inside a lane
   // region, straight back: the device is idle but for this lane, whose later work is ordered
-  // after this; held until the join, every timed run would pay a fresh cudaMalloc.
+  // after this; held until the join, every timed run would pay a fresh cudaMalloc. A plan that
+  // chose the GEMM, run inside a lane region, unrolls into its lane's workspace instead: the
+  // cache holds releases until the join, so each of the region's GEMMs would take a block of its
+  // own (about 1 GB over MNN's branches at batch 32), where the lane's workspace is reused in
+  // stream order.
   void* col = nullptr;
+  bool col_in_workspace = false;
   void* dy_cast = nullptr;
   float* partial = nullptr;
   const auto give_back = [&] {
-    for (void* b : {col, dy_cast, static_cast<void*>(partial)}) {
+    for (void* b : {col_in_workspace ? nullptr : col, dy_cast, static_cast<void*>(partial)}) {
       if (!b) continue;
       if (timing && forked_)
         cache_.release_now(b);
@@ -79,7 +88,11 @@ void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const
     }
   };
   try {
-    if (!g.direct) col = cache_.allocate(size_t(kernels::wgrad_col_elements(g)) * size_t(g.col_bytes));
+    if (!g.direct) {
+      const size_t bytes = size_t(kernels::wgrad_col_elements(g)) * size_t(g.col_bytes);
+      col_in_workspace = forked_ && !timing;
+      col = col_in_workspace ? workspace(bytes) : cache_.allocate(bytes);
+    }
     if (const int64_t np = kernels::wgrad_partial_floats(g)) partial = allocate(np);
     const void* b = dy;
     if (h16) b = dy16 ? dy16 : (dy_cast = to_half16(o, dy));  // NCHW: the GEMM's layout (nhwc_ is off here)
@@ -152,8 +165,14 @@ bool CudaBackend::gemm_weights_or_fall_back(const ConvDesc& d, ConvPlan& p, cons
 void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float* x, const float* dy,
                                     const void* dy16, float* dw) {
   p.gemm_chosen = true;
-  // The 16-bit GEMM reads NCHW operands (the NHWC scratch layout is cuDNN's alone).
-  if ((half16() && nhwc_) || p.narrow_applies || wgrad_gemm_mode_ == 0) return;
+  if (p.narrow_applies || wgrad_gemm_mode_ == 0) return;
+  if (half16() && nhwc_) {  // the 16-bit GEMM reads NCHW operands (the NHWC scratch layout is cuDNN's alone)
+    if (wgrad_gemm_mode_ == 1)
+      std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: weight gradient by cuDNN "
+                           "(DOWNSCALE_CUDA_WGRAD_GEMM=1 does not apply to DOWNSCALE_CUDA_LAYOUT=nhwc)\n",
+                   d.in.c, d.in.h, d.in.w, d.kh, d.out_c);
+    return;
+  }
   const Shape o = d.out();
   const int64_t rows = int64_t(d.in.c) * d.kh * d.kw, pixels = int64_t(o.h) * o.w;
   if (rows > (int64_t(1) << 30) || pixels > (int64_t(1) << 30)) return;  // cuBLAS takes int sizes

@@ -1130,23 +1130,30 @@ TEST_F(ModelCuda, AddGlobalAveragePoolAndBatchNormFlags) {
 }
 
 // The weight gradient by im2col + cuBLAS (cuda_wgrad_gemm.cu), forced on every plan with
-// DOWNSCALE_CUDA_WGRAD_GEMM=1, and with DOWNSCALE_CUDA_WGRAD_GEMM_MB=1 (262,144 floats a chunk)
-// so the schedules run: all five samples in one chunk with partials (3x3 on 9 x 11), two a chunk
-// (2, 2, 1: 8 -> 5 channels 3x3 on 40 x 40), one a chunk accumulating dW directly (the 9x9 branch
-// shape), the 1x1 with no unrolling, stride 2, Keras' even-kernel padding, and the polyphase
-// upsample+conv whose small 5x5 convolution goes through it. FP32: 1e-3 of the scale, as
+// DOWNSCALE_CUDA_WGRAD_GEMM=1, and with DOWNSCALE_CUDA_WGRAD_GEMM_MB=1 (1 MiB a chunk) so the
+// schedules run; in FP32/TF32: all five samples in one chunk with partials (3x3 on 9 x 11), two a
+// chunk (2, 2, 1: 8 -> 5 channels 3x3 on 40 x 40), one a chunk accumulating dW directly (the 9x9
+// branch shape), the 1x1 with no unrolling (in 16 bits it is unrolled, and 16-bit chunks hold
+// twice the samples: 4 + 1 on 40 x 40); stride 2, Keras' even-kernel padding, the polyphase
+// upsample+conv whose small 5x5 convolution goes through it, and Conv2D+ReLU's whole backward
+// (conv2d_backward: the masked gradient, rounded once in 16 bits, read by the GEMM). FP32: 1e-3 of the scale, as
 // Convolutions; TF32 (CUBLAS_COMPUTE_32F_FAST_TF32): 1e-2, as Tf32ConvolutionsStayWithinTf32Tolerance;
 // BF16 / FP16 (16-bit unrolling and dY, FP32 sums) against the CPU's FP32: 2e-2 / 2e-3 of the
 // largest magnitude, the 16-bit tolerances above.
 TEST_F(ModelCuda, WeightGradientByGemmMatchesCpu) {
-  struct Env {
+  struct Env {  // the GEMM forced; NCHW whatever the caller's environment says (the GEMM's layout)
+    std::string layout;
+    bool had_layout = false;
     Env() {
+      if (const char* l = std::getenv("DOWNSCALE_CUDA_LAYOUT")) had_layout = true, layout = l;
+      unsetenv("DOWNSCALE_CUDA_LAYOUT");
       setenv("DOWNSCALE_CUDA_WGRAD_GEMM", "1", 1);
       setenv("DOWNSCALE_CUDA_WGRAD_GEMM_MB", "1", 1);
     }
     ~Env() {
       unsetenv("DOWNSCALE_CUDA_WGRAD_GEMM");
       unsetenv("DOWNSCALE_CUDA_WGRAD_GEMM_MB");
+      if (had_layout) setenv("DOWNSCALE_CUDA_LAYOUT", layout.c_str(), 1);
     }
   } env;
   struct Case {
@@ -1182,6 +1189,20 @@ TEST_F(ModelCuda, WeightGradientByGemmMatchesCpu) {
         check(dw, what + " weights");
         expect_close(db, 1e-3, what + " bias");  // FP32 in every mode
       }
+      if (k.kh != 3 || k.stride != 1 || k.c != 3) continue;
+      // Conv2D+ReLU's whole backward on the first geometry: dy masked by [y > 0] (a ReLU output
+      // with zeros), the mask and, in 16 bits, the rounding done once for both passes.
+      std::vector<float> yv = random_values(size_t(d.out().size()), 9);
+      for (float& v : yv) v = std::max(v, 0.0f);
+      Pair y = pair(d.out(), yv), w = random_pair(Shape{k.oc, k.c, k.kh, k.kw}, 2), dx = random_pair(d.in, 6);
+      Tensor sc(*cpu_, d.out()), sg(*gpu_, d.out());
+      cpu_->conv2d_backward(d, x.cpu.data(), y.cpu.data(), dy.cpu.data(), w.cpu.data(), dx.cpu.data(), dw.cpu.data(),
+                            db.cpu.data(), sc.data());
+      gpu_->conv2d_backward(d, x.gpu.data(), y.gpu.data(), dy.gpu.data(), w.gpu.data(), dx.gpu.data(), dw.gpu.data(),
+                            db.gpu.data(), sg.data());
+      check(dw, what + " +relu weights");
+      check(dx, what + " +relu data");
+      expect_close(db, 1e-3, what + " +relu bias");
     }
     ConvDesc d;  // x2 then 8x8 'same' (MNN's up2_conv1): a 5x5 convolution on the small grid
     d.in = Shape{3, 12, 10, 14};

@@ -166,6 +166,11 @@ TEST(WgradGemm, ScheduleSizesFollowTheBudget) {
   EXPECT_TRUE(last.accumulate);
   EXPECT_EQ(last.b_offset, int64_t(28) * 528 * 6360);
   EXPECT_FALSE(k::wgrad_gemm_call(g, 0).accumulate);
+  // In 16 bits the unrolled input takes half the bytes: 14 samples a chunk, 3 chunks.
+  const k::WgradGemm h = k::make_wgrad_gemm(32, 100, 60, 106, 5, 5, 1, 2, 2, 528, 60, 106, int64_t(512) << 20, 2);
+  EXPECT_EQ(h.per_chunk, 14);
+  EXPECT_EQ(h.chunks, 3);
+  EXPECT_EQ(k::wgrad_gemm_call(h, 2).batch, 4);
   // A batch of 0 has no chunk; one sample a chunk has no partials.
   EXPECT_EQ(k::make_wgrad_gemm(0, 3, 4, 4, 3, 3, 1, 1, 1, 2, 4, 4, 1 << 22).chunks, 0);
   EXPECT_EQ(k::wgrad_partial_floats(k::make_wgrad_gemm(4, 3, 4, 4, 3, 3, 1, 1, 1, 2, 4, 4, 1)), 0);
