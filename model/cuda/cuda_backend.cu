@@ -20,6 +20,16 @@ void* raw_cuda_malloc(size_t bytes) {
   }
   return p;
 }
+
+// A switch between a path and cuDNN that is otherwise chosen per plan by timing: env `name` 0
+// (never, 0), 1 (always, 1), or unset or empty (by timing, -1); anything else is an error naming it.
+int timed_switch(const char* name) {
+  const char* value = std::getenv(name);
+  const std::string v = value ? value : "";
+  if (v != "0" && v != "1" && !v.empty())
+    throw Error(std::string(name) + " is '" + v + "', expected 0 (never), 1 (always) or unset (by timing)");
+  return v.empty() ? -1 : v == "1" ? 1 : 0;
+}
 }  // namespace
 
 CudaBackend::CudaBackend(int device)
@@ -30,24 +40,14 @@ CudaBackend::CudaBackend(int device)
       throw Error("DOWNSCALE_CUDA_LAYOUT is '" + l + "', expected nhwc or nchw");
     nhwc_ = l == "nhwc";
   }
-  if (const char* narrow = std::getenv("DOWNSCALE_CUDA_NARROW")) {
-    const std::string v = narrow;
-    if (v != "0" && v != "1" && !v.empty())
-      throw Error("DOWNSCALE_CUDA_NARROW is '" + v + "', expected 0 (never), 1 (always) or unset (by timing)");
-    if (!v.empty()) narrow_mode_ = v == "1" ? 1 : 0;
-  }
+  narrow_mode_ = timed_switch("DOWNSCALE_CUDA_NARROW");
   if (const char* wnd = std::getenv("DOWNSCALE_CUDA_NARROW_WINDOW")) {
     const std::string v = wnd;
     if (v != "0" && v != "1" && !v.empty())
       throw Error("DOWNSCALE_CUDA_NARROW_WINDOW is '" + v + "', expected 0 (per-pixel kernels), 1 or unset (window)");
     narrow_window_ = v != "0";
   }
-  if (const char* wg = std::getenv("DOWNSCALE_CUDA_WGRAD_GEMM")) {
-    const std::string v = wg;
-    if (v != "0" && v != "1" && !v.empty())
-      throw Error("DOWNSCALE_CUDA_WGRAD_GEMM is '" + v + "', expected 0 (never), 1 (always) or unset (by timing)");
-    if (!v.empty()) wgrad_gemm_mode_ = v == "1" ? 1 : 0;
-  }
+  wgrad_gemm_mode_ = timed_switch("DOWNSCALE_CUDA_WGRAD_GEMM");
   if (const char* mb = std::getenv("DOWNSCALE_CUDA_WGRAD_GEMM_MB")) {
     char* end = nullptr;
     const long long v = std::strtoll(mb, &end, 10);

@@ -387,6 +387,10 @@ inline int blocks_for(int64_t n) {
 // Blocks for a kernel with a block per plane (grid-stride beyond the cap); planes > 0.
 inline int plane_blocks(int64_t planes) { return int(planes < 65535 ? planes : 65535); }
 
+// One stderr line about a convolution geometry: "cuda: conv CxHxWxK -> O channels: <what>", the
+// form gpu_check.sh reads back (which passes left cuDNN, refusals, the weight-gradient choice).
+void conv_note(const ConvDesc& d, const std::string& what);
+
 // Zero-padding copy and its inverse for convolutions whose padding cuDNN cannot express.
 void pad_nchw(cudaStream_t s, const Shape& in, int top, int left, const Shape& padded, const float* x, float* xp);
 void crop_nchw(cudaStream_t s, const Shape& padded, int top, int left, const Shape& out, const float* xp, float* x);

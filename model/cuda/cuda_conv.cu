@@ -93,8 +93,7 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
     // conv2d_relu_forward's line says it).
     if (p.narrow_applies && !p.fuse_reported && !p.timing_paths) {
       p.fuse_reported = true;
-      std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: %s\n", d.in.c, d.in.h, d.in.w, d.kh, d.out_c,
-                   narrow_summary(p).c_str());
+      conv_note(d, narrow_summary(p));
     }
     bool relu_done = false;
     if (pass_times_ && !p.timing_paths) pass_clock_start(0);
@@ -169,15 +168,14 @@ void CudaBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const f
   if (!p.fuse_reported) {
     p.fuse_reported = true;
     const std::string narrow = narrow_summary(p);
-    std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: bias+ReLU %s%s%s\n", d.in.c, d.in.h, d.in.w, d.kh,
-                 d.out_c,
-                 fused ? "fused (cudnnConvolutionBiasActivationForward)"
-                 : !enabled ? "separate (DOWNSCALE_CUDA_FUSE=0)"
-                 : half16()  ? "separate (16-bit precision)"
-                 : p.narrow_fwd ? "separate (narrow forward)"
-                            : ("separate (algorithm " + std::to_string(p.use[kFwdPass].algo) +
-                               (p.explicit_pad ? ", explicit padding" : "") + ")").c_str(),
-                 narrow.empty() ? "" : "; ", narrow.c_str());
+    conv_note(d, std::string("bias+ReLU ") +
+                     (fused       ? "fused (cudnnConvolutionBiasActivationForward)"
+                      : !enabled  ? "separate (DOWNSCALE_CUDA_FUSE=0)"
+                      : half16()  ? "separate (16-bit precision)"
+                      : p.narrow_fwd ? "separate (narrow forward)"
+                                     : "separate (algorithm " + std::to_string(p.use[kFwdPass].algo) +
+                                           (p.explicit_pad ? ", explicit padding" : "") + ")") +
+                     (narrow.empty() ? "" : "; ") + narrow);
   }
   if (fused) {
     if (!relu_) {
@@ -203,8 +201,7 @@ void CudaBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const f
     // Refused (nothing ran): the separate conv and ReLU from now on, said once.
     cudaGetLastError();
     p.fuse_refused = true;
-    std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: fused bias+ReLU refused (%s); separate from now on\n",
-                 d.in.c, d.in.h, d.in.w, d.kh, d.out_c, cudnnGetErrorString(st));
+    conv_note(d, std::string("fused bias+ReLU refused (") + cudnnGetErrorString(st) + "); separate from now on");
   }
   // In the fused 16-bit path the ReLU is applied in the forward's epilogue (one pass over y).
   conv_forward_pass(d, x, w, b, y, true, false);

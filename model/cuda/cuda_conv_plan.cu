@@ -79,6 +79,11 @@ size_t workspace_needed(size_t ranked, cudnnStatus_t query, size_t asked) {
 
 }  // namespace
 
+void conv_note(const ConvDesc& d, const std::string& what) {
+  std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: %s\n", d.in.c, d.in.h, d.in.w, d.kh, d.out_c,
+               what.c_str());
+}
+
 // What a failing convolution was, appended to its error: cuDNN may lack a 16-bit kernel for one
 // layout or shape, and the one line must say which (mode, layout, geometry).
 // With the plan's choices when it exists (algorithm, math type and workspace per pass, and whether
@@ -317,10 +322,12 @@ void CudaBackend::run_conv_pass(ConvPlan& p, int k, const char* what,
                   (refused_before_launch(int(st)) ? " (no other algorithm left to try)" : ""));
     const ConvChoice next = p.untried[k].front();
     p.untried[k].erase(p.untried[k].begin());
-    std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: %s algorithm %d (math %d, %s) refused: %s; trying %d (math %d, %s)\n",
-                 p.desc.in.c, p.desc.in.h, p.desc.in.w, p.desc.kh, p.desc.out_c, kPassNames[k], c.algo, c.math,
-                 c.timed ? "cudnnFind" : "heuristic", cudnnGetErrorString(st), next.algo, next.math,
-                 next.timed ? "cudnnFind" : "heuristic");
+    const auto choice = [](const ConvChoice& e) {
+      return std::to_string(e.algo) + " (math " + std::to_string(e.math) + ", " +
+             (e.timed ? "cudnnFind" : "heuristic") + ")";
+    };
+    conv_note(p.desc, std::string(kPassNames[k]) + " algorithm " + choice(c) + " refused: " + cudnnGetErrorString(st) +
+                          "; trying " + choice(next));
     cudaGetLastError();  // a refusal leaves nothing for the next check to misreport
     adopt_choice(p, k, next);
   }

@@ -151,8 +151,7 @@ bool CudaBackend::gemm_weights_or_fall_back(const ConvDesc& d, ConvPlan& p, cons
   } catch (const Error& e) {
     cudaGetLastError();
     p.gemm_bwd_weights = false;
-    std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: weight gradient by im2col + cuBLAS failed (%s); "
-                         "cuDNN from now on\n", d.in.c, d.in.h, d.in.w, d.kh, d.out_c, e.what());
+    conv_note(d, std::string("weight gradient by im2col + cuBLAS failed (") + e.what() + "); cuDNN from now on");
     return false;
   }
 }
@@ -168,9 +167,7 @@ void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float*
   if (p.narrow_applies || wgrad_gemm_mode_ == 0) return;
   if (half16() && nhwc_) {  // the 16-bit GEMM reads NCHW operands (the NHWC scratch layout is cuDNN's alone)
     if (wgrad_gemm_mode_ == 1)
-      std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: weight gradient by cuDNN "
-                           "(DOWNSCALE_CUDA_WGRAD_GEMM=1 does not apply to DOWNSCALE_CUDA_LAYOUT=nhwc)\n",
-                   d.in.c, d.in.h, d.in.w, d.kh, d.out_c);
+      conv_note(d, "weight gradient by cuDNN (DOWNSCALE_CUDA_WGRAD_GEMM=1 does not apply to DOWNSCALE_CUDA_LAYOUT=nhwc)");
     return;
   }
   const Shape o = d.out();
@@ -179,8 +176,7 @@ void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float*
   p.gemm_applies = true;
   if (wgrad_gemm_mode_ == 1) {
     p.gemm_bwd_weights = true;
-    std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: weight gradient by im2col + cuBLAS "
-                         "(DOWNSCALE_CUDA_WGRAD_GEMM=1)\n", d.in.c, d.in.h, d.in.w, d.kh, d.out_c);
+    conv_note(d, "weight gradient by im2col + cuBLAS (DOWNSCALE_CUDA_WGRAD_GEMM=1)");
     return;
   }
   constexpr int kReps = 2;
@@ -199,9 +195,9 @@ void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float*
   }
   cudaGetLastError();  // a failed call leaves no error for the next check to misreport
   p.timing_paths = false;
-  std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: weight gradient by %s (ms im2col+cuBLAS/cuDNN %.3f/%.3f)\n",
-               d.in.c, d.in.h, d.in.w, d.kh, d.out_c, p.gemm_bwd_weights ? "im2col + cuBLAS" : "cuDNN", p.gemm_ms,
-               p.cudnn_filter_ms);
+  char times[80];
+  std::snprintf(times, sizeof times, " (ms im2col+cuBLAS/cuDNN %.3f/%.3f)", p.gemm_ms, p.cudnn_filter_ms);
+  conv_note(d, std::string("weight gradient by ") + (p.gemm_bwd_weights ? "im2col + cuBLAS" : "cuDNN") + times);
 }
 
 }  // namespace ds::model

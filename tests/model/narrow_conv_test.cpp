@@ -13,6 +13,7 @@
 #include <cmath>
 #include <vector>
 
+#include "conv_reference.h"
 #include "model/kernels/narrow_conv.h"
 #include "model_test_util.h"
 
@@ -100,18 +101,7 @@ struct NarrowHost {
 struct Case {
   const char* name;
   int n, c, h, w, o, kh, kw, pt, pb, pl, pr;
-  ConvDesc desc() const {
-    ConvDesc d;
-    d.in = Shape{n, c, h, w};
-    d.out_c = o;
-    d.kh = kh;
-    d.kw = kw;
-    d.pad_top = pt;
-    d.pad_bottom = pb;
-    d.pad_left = pl;
-    d.pad_right = pr;
-    return d;
-  }
+  ConvDesc desc() const { return test::conv_desc({n, c, h, w}, o, kh, kw, 1, pt, pb, pl, pr); }
 };
 
 class NarrowConvBodies : public ::testing::Test {
