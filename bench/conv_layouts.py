@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""What cuDNN gives MNN's convolutions in each precision and layout, pass by pass (PyTorch's
+cuDNN path, cudnn.benchmark on): TF32 and BF16, NCHW and NHWC (channels_last). The question it
+answers (docs/gpu.md, "Next on a GPU" item 3): how much faster are 16-bit convolutions whose
+tensors are already 16-bit NHWC, as they would be with 16-bit NHWC activations between layers,
+than today's TF32 NCHW ones, layer by layer? PyTorch's own MNN step runs 1.57x faster in BF16
+channels_last than in TF32 on an H100; ours 1.06x. The shapes are MNN's at the North America
+grid, each convolution as the backend runs it: the five branches at 30 x 53, up1's polyphase
+small convolution (50 -> 4 x 50, 3x3 on 30 x 53), up1_conv2/3 at 60 x 106, up2's polyphase
+small convolution (100 -> 4 x 132, 5x5 on 60 x 106) and the 4x4 'valid' head at 120 x 212.
+Even kernels get Keras' padding (the extra row and column at the bottom/right) by padding the
+input once, outside the clock.
+
+  python3 bench/conv_layouts.py [--batch 32] [--device cuda] [--reps 10]
+prints one line per convolution and pass (ms, median of --reps after warm-up) and the totals,
+with each mode's total against TF32 NCHW. On a CPU (--device cpu) it runs as a smoke test at
+whatever batch it is given; there TF32 means FP32.
+"""
+import argparse
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+# (name, in channels, out channels, kernel, H, W, padding: 'same' or 'valid')
+SHAPES = [(f"branch{k}_conv{i + 1}", ci, co, k, 30, 53, "same")
+          for k in (2, 3, 5, 7, 9) for i, (ci, co) in enumerate([(20, 50), (50, 25), (25, 10)])]
+SHAPES += [
+    ("up1_conv1 (polyphase 50->200 3x3)", 50, 200, 3, 30, 53, "same"),
+    ("up1_conv2", 50, 75, 5, 60, 106, "same"),
+    ("up1_conv3", 75, 100, 5, 60, 106, "same"),
+    ("up2_conv1 (polyphase 100->528 5x5)", 100, 528, 5, 60, 106, "same"),
+    ("head (132->3 4x4 valid)", 132, 3, 4, 120, 212, "valid"),
+]
+MODES = [("tf32", "nchw"), ("tf32", "nhwc"), ("bf16", "nchw"), ("bf16", "nhwc")]
+
+
+def keras_pad(k):
+    """Keras 'same' for stride 1: k - 1 in all, the smaller half before."""
+    before = (k - 1) // 2
+    return before, k - 1 - before
+
+
+def clock(fn, device, reps):
+    fn()  # warm-up: cudnn.benchmark chooses its algorithm here
+    fn()
+    times = []
+    for _ in range(reps):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def passes(shape, batch, math, layout, device, reps):
+    _, ci, co, k, h, w, padding = shape
+    dtype = torch.bfloat16 if math == "bf16" else torch.float32
+    fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(batch, ci, h, w, generator=gen)
+    if padding == "same":
+        top, bottom = keras_pad(k)
+        x = F.pad(x, (top, bottom, top, bottom))  # (left, right, top, bottom): square kernels
+    x = x.to(device=device, dtype=dtype).contiguous(memory_format=fmt)
+    wt = (torch.randn(co, ci, k, k, generator=gen) * 0.05).to(device=device, dtype=dtype).contiguous(memory_format=fmt)
+    y = F.conv2d(x, wt)
+    dy = torch.randn(y.shape, generator=gen).to(device=device, dtype=dtype).contiguous(memory_format=fmt)
+    conv_backward = torch.ops.aten.convolution_backward
+
+    def backward(mask):
+        return conv_backward(dy, x, wt, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, mask)
+
+    return {
+        "forward": clock(lambda: F.conv2d(x, wt), device, reps),
+        "backward data": clock(lambda: backward([True, False, False]), device, reps),
+        "backward filter": clock(lambda: backward([False, True, False]), device, reps),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--only", default="", help="run only the shapes whose name contains this")
+    a = ap.parse_args()
+    if a.device == "cuda":
+        if not torch.cuda.is_available():
+            sys.exit("conv_layouts.py: --device cuda but torch sees no GPU")
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.allow_tf32 = True
+        torch.backends.cuda.matmul.allow_tf32 = True
+        print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}")
+    else:
+        print(f"device: cpu ({torch.get_num_threads()} threads), torch {torch.__version__}: a smoke test, TF32 is FP32")
+    print(f"batch {a.batch}, ms per call, median of {a.reps}")
+    names = [f"{m} {l}" for m, l in MODES]
+    print(f"{'convolution':38s} {'pass':16s} " + " ".join(f"{n:>10s}" for n in names))
+    totals = {n: 0.0 for n in names}
+    for shape in SHAPES:
+        if a.only and a.only not in shape[0]:
+            continue
+        res = {f"{m} {l}": passes(shape, a.batch, m, l, a.device, a.reps) for m, l in MODES}
+        for p in ("forward", "backward data", "backward filter"):
+            print(f"{shape[0]:38s} {p:16s} " + " ".join(f"{res[n][p]:10.3f}" for n in names))
+            for n in names:
+                totals[n] += res[n][p]
+    print(f"{'total':38s} {'':16s} " + " ".join(f"{totals[n]:10.3f}" for n in names))
+    base = totals[names[0]]
+    print(f"{'against tf32 nchw':38s} {'':16s} " + " ".join(f"{base / totals[n]:9.2f}x" for n in names))
+
+
+if __name__ == "__main__":
+    main()
