@@ -267,9 +267,16 @@ class CudaBackend : public Backend {
   void* half16_scratch(const Shape& s);
   void from_half16(const Shape& s, const void* xh, float* x);
   kernels::Half16 half16_kind() const;
-  // The casts fused into the kernels around the convolutions (16-bit modes, NCHW layout, unless
-  // DOWNSCALE_CUDA_FUSE16=0): cuda_conv.cu's header says which.
-  bool fused16() const { return half16() && fuse16_ && !nhwc_; }
+  // The NHWC scratch's casts as tiled transposes (model/kernels/nhwc_tile.h): FP32 NCHW x of shape
+  // s into 16-bit NHWC xh (with y: the ReLU's gradient [y > 0] x, also kept in FP32 in g when g
+  // is non-null), and 16-bit NHWC xh widened into FP32 NCHW y with + b and the ReLU on the way.
+  void nchw_to_nhwc16(const Shape& s, const float* x, const float* y, float* g, void* xh);
+  void nhwc16_to_nchw(const Shape& s, const void* xh, const float* b, bool relu, float* y);
+  // The casts fused into the kernels around the convolutions (16-bit modes, unless
+  // DOWNSCALE_CUDA_FUSE16=0): cuda_conv.cu's header says which. In either layout for plain
+  // convolutions; the polyphase path's interleave reads and writes 16-bit NCHW only.
+  bool fused16() const { return half16() && fuse16_; }
+  bool fused16_polyphase() const { return fused16() && !nhwc_; }
   // One convolution pass in 16 bits: the FP32 operands a and b rounded into 16-bit scratch (or
   // a16 / b16 when the caller has them rounded already), run(a16, b16, out16) convolves into a
   // 16-bit result, widened into out, or with keep_out returned to the caller (who gives it back
@@ -278,8 +285,9 @@ class CudaBackend : public Backend {
                     const void* b16, const Shape& out_shape, float* out,
                     const std::function<void(const void*, const void*, void*)>& run, bool keep_out = false);
   // The three passes behind conv2d_*: relu applies the ReLU after the bias (in the 16-bit
-  // epilogue when fused16()); keep16 (fused16(), no bias, not a narrow forward) returns the 16-bit
-  // output instead of widening it into y; dy16 is dy already rounded (NCHW), not cast again.
+  // epilogue when fused16()); keep16 (fused16_polyphase(), no bias, not a narrow forward) returns
+  // the 16-bit NCHW output instead of widening it into y; dy16 is dy already rounded (in the
+  // scratch layout), not cast again.
   void* conv_forward_pass(const ConvDesc& d, const float* x, const float* w, const float* b, float* y, bool relu,
                           bool keep16);
   void conv_backward_data_pass(const ConvDesc& d, const float* dy, const void* dy16, const float* w, float* dx);
@@ -315,6 +323,8 @@ class CudaBackend : public Backend {
   // NCHW by default: on an H100 (cuDNN 9.19) MNN trained faster with NCHW 16-bit scratch (bf16
   // 739 against 633 samples/s in NHWC, fp16 774), and cuDNN refused some fp16 backward-data
   // shapes in NHWC (CUDNN_STATUS_BAD_PARAM). DOWNSCALE_CUDA_LAYOUT=nhwc keeps the other to measure.
+  // Those NHWC figures had flat casts reading one side strided and no fused epilogue; its casts
+  // are tiled transposes with the epilogue fused since (nhwc_tile.h, never run on a GPU yet).
   bool nhwc_ = false;
   // Env DOWNSCALE_CUDA_NARROW: 0 never uses the narrow convolution path, 1 always where it
   // applies (the parity tests), unset (-1) by timing per plan.

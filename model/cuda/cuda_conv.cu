@@ -19,11 +19,15 @@
 // type and CUDNN_TENSOR_OP_MATH, and widens the 16-bit result back into the FP32 NCHW output. The
 // bias add and the bias gradient stay FP32 (on y32). Backward-filter's weight gradient comes out
 // in 16 bits before widening, as under PyTorch's autocast; FP16 relies on loss scaling for range.
-// With the NCHW layout the casts are fused into their neighbours (fused16(); DOWNSCALE_CUDA_FUSE16=0
-// turns it off): the forward's widening, bias add and ReLU are one kernel; conv2d_backward rounds
-// the masked output gradient once for both backward passes; the polyphase path (cuda_upsample_conv.cu)
-// interleaves straight from the 16-bit small output and de-interleaves straight into 16 bits. On
-// an H100 (2026-11-23) BF16 spent 22.6 % of its convolution time outside the cuDNN calls.
+// The casts are fused into their neighbours (fused16(); DOWNSCALE_CUDA_FUSE16=0 turns it off):
+// the forward's widening, bias add and ReLU are one kernel; conv2d_backward rounds the masked
+// output gradient once for both backward passes; with the NCHW layout the polyphase path
+// (cuda_upsample_conv.cu) interleaves straight from the 16-bit small output and de-interleaves
+// straight into 16 bits. In the NHWC layout every cast is a tiled transpose (cuda_half16.cu,
+// model/kernels/nhwc_tile.h) that reads and writes in order; the flat casts it replaced read one
+// side with a stride of HW or C elements. On an H100 (2026-11-23) BF16 spent 22.6 % of its
+// convolution time outside the cuDNN calls (NCHW, before the fusion), and NHWC trained at 870
+// samples/s against NCHW's 1,027 (with the strided casts and without the fusion).
 //
 // Narrow convolutions (stride 1, out_c <= 4: MNN's head) may run any of their three passes on the
 // hand-written FP32 kernels of cuda_narrow_conv.cu instead: choose_narrow (there) times both per
@@ -113,7 +117,20 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
       if (fused16()) {
         void* yh = half16_pass(p.x_shape, src, nullptr, ws_shape, w, nullptr, d.out(), nullptr, forward, true);
         if (keep16) {
+          if (nhwc_) {
+            cache_.release(yh);
+            throw Error("internal: a kept 16-bit output is NCHW (the polyphase interleave's), not NHWC");
+          }
           kept = yh;  // the caller widens it (the polyphase interleave) and releases it
+        } else if (nhwc_) {  // widened, bias and ReLU in the tiled transpose back to NCHW
+          try {
+            nhwc16_to_nchw(d.out(), yh, b, relu, y);
+          } catch (...) {
+            cache_.release(yh);
+            throw;
+          }
+          cache_.release(yh);
+          relu_done = true;
         } else {
           const Shape o = d.out();
           const int64_t planes = int64_t(o.n) * o.c, hw = int64_t(o.h) * o.w;
@@ -127,7 +144,7 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
         }
       } else {
         if (keep16) throw Error("internal: a 16-bit output asked outside the fused 16-bit path");
-        if (half16()) {  // the separate casts (NHWC, DOWNSCALE_CUDA_FUSE16=0): as before
+        if (half16()) {  // the separate casts (DOWNSCALE_CUDA_FUSE16=0): as before
           half16_pass(p.x_shape, src, nullptr, ws_shape, w, nullptr, d.out(), y, forward);
           if (b) DS_CUDNN(cudnnAddTensor(cudnn_, &one, p.b, b, &one, p.y32, y));
         } else {
@@ -298,7 +315,9 @@ void CudaBackend::conv2d_backward(const ConvDesc& d, const float* x, const float
   float* g = y ? scratch : nullptr;
   const float* gf = y ? scratch : dy;
   try {
-    if (n > 0) {
+    if (nhwc_) {
+      nchw_to_nhwc16(o, dy, y, g, gh);  // the same mask and rounding, transposed on the way
+    } else if (n > 0) {
       relu_grad_to_half16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, half16_kind(), y, dy, g,
                                                                           static_cast<uint16_t*>(gh));
       DS_CUDA_LAUNCHED();

@@ -1,7 +1,9 @@
 // The 16-bit modes' casts (train.precision bf16|fp16): FP32 NCHW tensors rounded into 16-bit
 // scratch blocks from the caching allocator (NHWC when DOWNSCALE_CUDA_LAYOUT=nhwc) and 16-bit
-// results widened back, around model/kernels/half_cast.h; half16_pass wraps one convolution pass
-// in them. The casts fused into the kernels around the convolutions are in cuda_conv.cu.
+// results widened back, around model/kernels/half_cast.h (NCHW) and model/kernels/nhwc_tile.h
+// (NHWC: tiled transposes, with the forward epilogue and the ReLU gradient's rounding fused in);
+// half16_pass wraps one convolution pass in them. The casts fused into the kernels around the
+// convolutions are in cuda_conv.cu.
 #include <cstdint>
 #include <functional>
 
@@ -9,6 +11,7 @@
 #include "model/cuda/cuda_check.h"
 #include "model/cuda/grid_stride.h"
 #include "model/kernels/half_cast.h"
+#include "model/kernels/nhwc_tile.h"
 
 namespace ds::model {
 
@@ -24,7 +27,56 @@ __global__ void cast_from_half16_kernel(int64_t n, kernels::Half16 k, int c, int
   DS_GRID_STRIDE(i, n) kernels::cast_from_half16_at(i, k, c, h, w, nhwc, xh, x);
 }
 
+// The NHWC transposes: a block per kTile x kTile tile (x: pixel tiles, y: channel tiles, z:
+// samples), kTile x kTileRows threads, the two phases of model/kernels/nhwc_tile.h around a barrier.
+__device__ inline kernels::TileAt tile_here(int c, int64_t hw) {
+  return {int64_t(blockIdx.z), int(blockIdx.y) * kernels::kTile, int64_t(blockIdx.x) * kernels::kTile, c, hw};
+}
+
+// FP32 NCHW x -> 16-bit NHWC xh; with y, the ReLU's gradient [y > 0] x rounded (and kept in FP32
+// in g when g is non-null).
+__global__ void nchw_to_nhwc16_kernel(int c, int64_t hw, kernels::Half16 k, const float* x, const float* y, float* g,
+                                      uint16_t* xh) {
+  __shared__ float t[kernels::kTile][kernels::kTile + 1];
+  const kernels::TileAt a = tile_here(c, hw);
+  kernels::load_nchw_tile(a, threadIdx.x, threadIdx.y, x, y, g, t);
+  __syncthreads();
+  kernels::store_nhwc16_tile(a, threadIdx.x, threadIdx.y, k, t, xh);
+}
+
+// 16-bit NHWC xh -> FP32 NCHW y, + b and the ReLU on the way (b null, relu false: the plain widening).
+__global__ void nhwc16_to_nchw_kernel(int c, int64_t hw, kernels::Half16 k, const uint16_t* xh, const float* b,
+                                      bool relu, float* y) {
+  __shared__ float t[kernels::kTile][kernels::kTile + 1];
+  const kernels::TileAt a = tile_here(c, hw);
+  kernels::load_nhwc16_tile(a, threadIdx.x, threadIdx.y, k, xh, t);
+  __syncthreads();
+  kernels::store_nchw_tile(a, threadIdx.x, threadIdx.y, t, b, relu, y);
+}
+
+dim3 tile_grid(const Shape& s) {
+  const int64_t hw = int64_t(s.h) * s.w;
+  return dim3(unsigned((hw + kernels::kTile - 1) / kernels::kTile), unsigned((s.c + kernels::kTile - 1) / kernels::kTile),
+              unsigned(s.n));
+}
+
 }  // namespace
+
+void CudaBackend::nchw_to_nhwc16(const Shape& s, const float* x, const float* y, float* g, void* xh) {
+  if (s.size() == 0) return;  // no grid of 0 blocks
+  if (s.n > 65535) throw Error("internal: the NHWC transpose takes at most 65535 samples, got " + s.str());
+  nchw_to_nhwc16_kernel<<<tile_grid(s), dim3(kernels::kTile, kernels::kTileRows), 0, stream_>>>(
+      s.c, int64_t(s.h) * s.w, half16_kind(), x, y, g, static_cast<uint16_t*>(xh));
+  DS_CUDA_LAUNCHED();
+}
+
+void CudaBackend::nhwc16_to_nchw(const Shape& s, const void* xh, const float* b, bool relu, float* y) {
+  if (s.size() == 0) return;
+  if (s.n > 65535) throw Error("internal: the NHWC transpose takes at most 65535 samples, got " + s.str());
+  nhwc16_to_nchw_kernel<<<tile_grid(s), dim3(kernels::kTile, kernels::kTileRows), 0, stream_>>>(
+      s.c, int64_t(s.h) * s.w, half16_kind(), static_cast<const uint16_t*>(xh), b, relu, y);
+  DS_CUDA_LAUNCHED();
+}
 
 kernels::Half16 CudaBackend::half16_kind() const {
   return math_ == MathMode::kBf16 ? kernels::Half16::kBf16 : kernels::Half16::kFp16;
@@ -34,18 +86,28 @@ void* CudaBackend::half16_scratch(const Shape& s) { return cache_.allocate(size_
 
 void* CudaBackend::to_half16(const Shape& s, const float* x) {
   void* xh = half16_scratch(s);
+  if (nhwc_) {
+    try {
+      nchw_to_nhwc16(s, x, nullptr, nullptr, xh);
+    } catch (...) {
+      cache_.release(xh);
+      throw;
+    }
+    return xh;
+  }
   const int64_t n = s.size();
   const auto k = math_ == MathMode::kBf16 ? kernels::Half16::kBf16 : kernels::Half16::kFp16;
-  cast_to_half16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, k, s.c, s.h, s.w, nhwc_, x,
+  cast_to_half16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, k, s.c, s.h, s.w, false, x,
                                                                  static_cast<uint16_t*>(xh));
   DS_CUDA_LAUNCHED();
   return xh;
 }
 
 void CudaBackend::from_half16(const Shape& s, const void* xh, float* x) {
+  if (nhwc_) return nhwc16_to_nchw(s, xh, nullptr, false, x);
   const int64_t n = s.size();
   const auto k = math_ == MathMode::kBf16 ? kernels::Half16::kBf16 : kernels::Half16::kFp16;
-  cast_from_half16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, k, s.c, s.h, s.w, nhwc_,
+  cast_from_half16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, k, s.c, s.h, s.w, false,
                                                                    static_cast<const uint16_t*>(xh), x);
   DS_CUDA_LAUNCHED();
 }

@@ -124,7 +124,7 @@ void CudaBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, co
   float* ws = fold_weights(p, small, w);
   const RowLaunch rl = row_launch(p);
   // Fused 16-bit casts: the small output stays 16-bit and the interleave widens it as it reads.
-  if (fused16() && !conv_plan(small).narrow_fwd) {
+  if (fused16_polyphase() && !conv_plan(small).narrow_fwd) {
     void* ysh = nullptr;
     try {
       ysh = conv_forward_pass(small, x, ws, nullptr, nullptr, false, true);
@@ -189,7 +189,7 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
   const RowLaunch rl = row_launch(p);
   // Fused 16-bit casts: the de-interleave also writes the rounded copy both small passes read
   // (they would each cast dys again); dys itself stays for the bias gradient and narrow passes.
-  void* dysh = fused16() ? half16_scratch(small.out()) : nullptr;
+  void* dysh = fused16_polyphase() ? half16_scratch(small.out()) : nullptr;
   if (rl.rows > 0 && dysh) {
     phase_deinterleave_relu_grad_half16_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(
         rl.rows, p, half16_kind(), y, dy, dys, static_cast<uint16_t*>(dysh));

@@ -639,7 +639,7 @@ TEST_F(ModelCuda, Bf16Fp16UpsampleConvStaysWithinTolerance) {
   }
 }
 
-// The 16-bit casts fused into their neighbours (DOWNSCALE_CUDA_FUSE16, on by default in NCHW):
+// The 16-bit casts fused into their neighbours (DOWNSCALE_CUDA_FUSE16, on by default):
 // conv+bias+ReLU's epilogue, conv2d_backward's one rounding of the masked gradient for both
 // passes, and the polyphase interleave/de-interleave straight from/into 16 bits, each with its
 // ReLU, against the CPU; and the same with the fusions off (the separate casts), so a difference
@@ -650,12 +650,16 @@ TEST_F(ModelCuda, Bf16Fp16FusedCastsWithReluMatchCpu) {
     explicit Fuse16Env(const char* v) { setenv("DOWNSCALE_CUDA_FUSE16", v, 1); }
     ~Fuse16Env() { unsetenv("DOWNSCALE_CUDA_FUSE16"); }
   };
+  // Both scratch layouts: in NHWC the casts are the tiled transposes (model/kernels/nhwc_tile.h),
+  // fused with the epilogue and the gradient's rounding too; the polyphase path fuses in NCHW only.
+  for (const char* layout : {"nchw", "nhwc"})
   for (const char* fuse : {"1", "0"}) {
+    LayoutEnv layout_env(layout);
     Fuse16Env env(fuse);
     auto gpu = make_cuda_backend(0);
     for (const HalfMode& m : kHalfModes) {
       ASSERT_TRUE(gpu->set_math(m.mode));
-      const std::string mode = std::string(m.name) + " FUSE16=" + fuse;
+      const std::string mode = std::string(m.name) + " " + layout + " FUSE16=" + fuse;
       // (kernel, factor, output channels): a 5x5 'same' conv with ReLU (MNN's branch), an even
       // 2x2 one (explicit padding), x2 then 8x8 (MNN's up2_conv1, polyphase), and a 4x4 'valid'
       // one to 3 channels (MNN's head shape, where the narrow FP32 kernels may take passes).

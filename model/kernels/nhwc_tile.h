@@ -1,0 +1,81 @@
+// The 16-bit NHWC scratch's casts as tiled transposes (DOWNSCALE_CUDA_LAYOUT=nhwc). One sample
+// of an NCHW tensor is a (C, HW) matrix and its NHWC form the (HW, C) transpose: the flat casts
+// (half_cast.h's cast_to_half16_at with nhwc) walk one side in order and the other with a stride
+// of HW or C elements, so a warp touches 32 memory sectors for 32 elements on that side. Here a
+// block moves a kTile x kTile tile through shared memory: it reads the tile along the source's
+// rows and writes it along the destination's, both in order (NVIDIA's transpose pattern).
+//
+// Each kernel is two phases over the block's threads (tx 0..kTile-1, ty 0..kTileRows-1; each
+// thread takes the rows ty, ty + kTileRows, ...), with a barrier between them: load_* fills the
+// tile from the source, store_* writes it to the destination. The tile is t[row][col] with a
+// padding column (kTile + 1) so that reading a column hits kTile banks. Tile (c0, p0) of sample
+// n covers channels c0..c0+kTile-1 and pixels p0..p0+kTile-1; the edges are cut to C and HW.
+// The host tests (tests/model/nhwc_tile_test.cpp) run both phases for every thread and compare
+// with the flat bodies, bit for bit: the values go through the same float operations.
+#pragma once
+#include <cstdint>
+
+#include "model/host_device.h"
+#include "model/kernels/elementwise.h"
+#include "model/kernels/half_cast.h"
+
+namespace ds::model::kernels {
+
+constexpr int kTile = 32, kTileRows = 8;  // a block of kTile x kTileRows threads
+using Tile = float[kTile][kTile + 1];
+
+// The tile's place: sample n, first channel c0, first pixel p0 of a tensor of c channels and hw
+// pixels per channel.
+struct TileAt {
+  int64_t n;
+  int c0;
+  int64_t p0;
+  int c;
+  int64_t hw;
+};
+
+// FP32 NCHW -> tile (channel rows, pixel columns): reads along pixels. With y (the ReLU's output)
+// the value is the masked gradient [y > 0] dy (relu_grad_to_half16_at's), written to g too when
+// g is non-null; without y, x itself.
+DS_HOST_DEVICE inline void load_nchw_tile(const TileAt& a, int tx, int ty, const float* x, const float* y, float* g,
+                                          Tile t) {
+  const int64_t p = a.p0 + tx;
+  if (p >= a.hw) return;
+  for (int r = ty; r < kTile && a.c0 + r < a.c; r += kTileRows) {
+    const int64_t i = (a.n * a.c + a.c0 + r) * a.hw + p;
+    float v = x[i];
+    if (y) {
+      v = y[i] > 0.0f ? v : 0.0f;
+      if (g) g[i] = v;
+    }
+    t[r][tx] = v;
+  }
+}
+
+// Tile (as load_nchw_tile left it) -> 16-bit NHWC: writes along channels.
+DS_HOST_DEVICE inline void store_nhwc16_tile(const TileAt& a, int tx, int ty, Half16 k, const Tile t, uint16_t* xh) {
+  if (a.c0 + tx >= a.c) return;
+  for (int r = ty; r < kTile && a.p0 + r < a.hw; r += kTileRows)
+    xh[(a.n * a.hw + a.p0 + r) * a.c + a.c0 + tx] = to_half16(k, t[tx][r]);
+}
+
+// 16-bit NHWC -> tile (pixel rows, channel columns), widened: reads along channels.
+DS_HOST_DEVICE inline void load_nhwc16_tile(const TileAt& a, int tx, int ty, Half16 k, const uint16_t* xh, Tile t) {
+  if (a.c0 + tx >= a.c) return;
+  for (int r = ty; r < kTile && a.p0 + r < a.hw; r += kTileRows)
+    t[r][tx] = from_half16(k, xh[(a.n * a.hw + a.p0 + r) * a.c + a.c0 + tx]);
+}
+
+// Tile (as load_nhwc16_tile left it) -> FP32 NCHW, + b[channel] (b null: none) and the ReLU when
+// relu (bias_relu_value: the forward epilogue of cast_from_half16_bias_relu_at): writes along pixels.
+DS_HOST_DEVICE inline void store_nchw_tile(const TileAt& a, int tx, int ty, const Tile t, const float* b, bool relu,
+                                           float* y) {
+  const int64_t p = a.p0 + tx;
+  if (p >= a.hw) return;
+  for (int r = ty; r < kTile && a.c0 + r < a.c; r += kTileRows) {
+    const int ch = a.c0 + r;
+    y[(a.n * a.c + ch) * a.hw + p] = bias_relu_value(t[tx][r], b, ch, relu);
+  }
+}
+
+}  // namespace ds::model::kernels

@@ -1,0 +1,134 @@
+// The tiled NHWC transposes of the 16-bit scratch (model/kernels/nhwc_tile.h), run on the host as
+// the GPU runs them: for every tile of the grid, every thread's load phase, then (after what is
+// the barrier there) every thread's store phase, into a tile poisoned with NaN so an entry no
+// load wrote shows up. Each is compared bit for bit with the flat bodies it replaces
+// (half_cast.h's cast_to_half16_at / cast_from_half16_at with nhwc, the forward epilogue
+// cast_from_half16_bias_relu_at, the ReLU gradient's rounding relu_grad_to_half16_at), on shapes
+// whose channels and pixels are not multiples of the tile (3, 50, 33 channels; 1,590 = MNN's
+// 30 x 53 pixels, 7) so the cut edges are read and written, and with NaN, +-0, +-inf and a BF16
+// tie in the data. Every output starts NaN (FP32) or 0xffff (16-bit): an element no store wrote fails.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "model/kernels/elementwise.h"
+#include "model/kernels/half_cast.h"
+#include "model/kernels/nhwc_tile.h"
+
+namespace ds::model::kernels {
+namespace {
+
+struct Geo {
+  int n, c, h, w;
+  int64_t size() const { return int64_t(n) * c * h * w; }
+  int64_t hw() const { return int64_t(h) * w; }
+};
+const Geo kGeos[] = {{2, 3, 4, 5}, {2, 50, 30, 53}, {1, 33, 1, 7}, {3, 32, 8, 4}, {1, 1, 1, 1}};
+
+std::vector<float> probe(int64_t total, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  std::vector<float> v(static_cast<size_t>(total));
+  for (float& x : v) x = u(rng);
+  const float specials[] = {std::nanf(""), -0.0f, 0.0f, std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), bits_float(0x3f808000u)};  // a BF16 tie
+  for (size_t i = 0; i < sizeof specials / sizeof specials[0] && i < v.size(); ++i) v[i * 7 % v.size()] = specials[i];
+  return v;
+}
+
+bool same_bits(float a, float b) { return float_bits(a) == float_bits(b); }
+
+// The grid of cuda_half16.cu's tile_grid, each block's two phases in turn.
+template <class Load, class Store>
+void run_tiles(const Geo& g, Load load, Store store) {
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int c0 = 0; c0 < g.c; c0 += kTile)
+      for (int64_t p0 = 0; p0 < g.hw(); p0 += kTile) {
+        const TileAt a{n, c0, p0, g.c, g.hw()};
+        Tile t;
+        for (auto& row : t)
+          for (float& v : row) v = std::nanf("");
+        for (int ty = 0; ty < kTileRows; ++ty)
+          for (int tx = 0; tx < kTile; ++tx) load(a, tx, ty, t);
+        for (int ty = 0; ty < kTileRows; ++ty)
+          for (int tx = 0; tx < kTile; ++tx) store(a, tx, ty, t);
+      }
+}
+
+TEST(NhwcTile, RoundingIntoNhwcIsTheFlatCast) {
+  for (const Geo& g : kGeos)
+    for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
+      const std::vector<float> x = probe(g.size(), 1);
+      std::vector<uint16_t> want(size_t(g.size())), got(size_t(g.size()), 0xffffu);
+      for (int64_t i = 0; i < g.size(); ++i) cast_to_half16_at(i, k, g.c, g.h, g.w, true, x.data(), want.data());
+      run_tiles(
+          g, [&](const TileAt& a, int tx, int ty, Tile t) { load_nchw_tile(a, tx, ty, x.data(), nullptr, nullptr, t); },
+          [&](const TileAt& a, int tx, int ty, Tile t) { store_nhwc16_tile(a, tx, ty, k, t, got.data()); });
+      for (int64_t i = 0; i < g.size(); ++i)
+        ASSERT_EQ(want[size_t(i)], got[size_t(i)]) << "NHWC element " << i << " of " << g.n << "x" << g.c << "x" << g.h
+                                                   << "x" << g.w;
+    }
+}
+
+TEST(NhwcTile, WideningFromNhwcIsTheFlatCastThenBiasThenRelu) {
+  for (const Geo& g : kGeos)
+    for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
+      const std::vector<float> x = probe(g.size(), 2), bias = probe(g.c, 3);
+      std::vector<uint16_t> xh(size_t(g.size()));
+      for (int64_t i = 0; i < g.size(); ++i) cast_to_half16_at(i, k, g.c, g.h, g.w, true, x.data(), xh.data());
+      for (const float* b : {bias.data(), static_cast<const float*>(nullptr)})
+        for (bool relu : {false, true}) {
+          // The flat path: widen into NCHW, then the epilogue of the NCHW fused kernel on it.
+          std::vector<float> widened(size_t(g.size())), want(size_t(g.size())),
+              got(size_t(g.size()), std::nanf(""));
+          for (int64_t i = 0; i < g.size(); ++i)
+            cast_from_half16_at(i, k, g.c, g.h, g.w, true, xh.data(), widened.data());
+          for (int64_t i = 0; i < g.size(); ++i)
+            want[size_t(i)] = bias_relu_value(widened[size_t(i)], b, int(i / g.hw() % g.c), relu);
+          run_tiles(
+              g, [&](const TileAt& a, int tx, int ty, Tile t) { load_nhwc16_tile(a, tx, ty, k, xh.data(), t); },
+              [&](const TileAt& a, int tx, int ty, Tile t) { store_nchw_tile(a, tx, ty, t, b, relu, got.data()); });
+          for (int64_t i = 0; i < g.size(); ++i)
+            ASSERT_TRUE(same_bits(want[size_t(i)], got[size_t(i)]))
+                << "NCHW element " << i << " bias " << (b != nullptr) << " relu " << relu << ": want "
+                << want[size_t(i)] << " got " << got[size_t(i)];
+        }
+    }
+}
+
+TEST(NhwcTile, ReluGradientRoundingIntoNhwcIsTheFlatOneTransposed) {
+  for (const Geo& g : kGeos)
+    for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
+      const std::vector<float> y = probe(g.size(), 4), dy = probe(g.size(), 5);
+      for (const float* mask : {y.data(), static_cast<const float*>(nullptr)})
+        for (bool keep_g : {true, false}) {
+          if (!mask && keep_g) continue;  // without a ReLU there is no masked copy to keep
+          // The flat body writes NCHW; its rounding of element i belongs at i's NHWC offset.
+          std::vector<float> g_want(size_t(g.size())), g_got(size_t(g.size()), std::nanf(""));
+          std::vector<uint16_t> gh_nchw(size_t(g.size())), gh_got(size_t(g.size()), 0xffffu);
+          for (int64_t i = 0; i < g.size(); ++i)
+            relu_grad_to_half16_at(i, k, mask, dy.data(), g_want.data(), gh_nchw.data());
+          float* g_out = keep_g ? g_got.data() : nullptr;
+          run_tiles(
+              g, [&](const TileAt& a, int tx, int ty, Tile t) { load_nchw_tile(a, tx, ty, dy.data(), mask, g_out, t); },
+              [&](const TileAt& a, int tx, int ty, Tile t) { store_nhwc16_tile(a, tx, ty, k, t, gh_got.data()); });
+          for (int64_t i = 0; i < g.size(); ++i) {  // i: the NHWC offset
+            const int64_t src = nchw_index_of(i, g.c, g.h, g.w, true);
+            ASSERT_EQ(gh_nchw[size_t(src)], gh_got[size_t(i)]) << "NHWC element " << i;
+            if (keep_g) {
+              ASSERT_TRUE(same_bits(g_want[size_t(src)], g_got[size_t(src)])) << "FP32 element " << src;
+            }
+          }
+          if (!keep_g) {  // nothing was written to a g it was not given
+            for (float v : g_got) ASSERT_TRUE(std::isnan(v));
+          }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace ds::model::kernels
