@@ -120,6 +120,11 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   bsub->add_option("--communicator", bench.communicator, "auto, mpi or nccl (run.communicator)")
       ->check(CLI::IsMember({"auto", "mpi", "nccl"}))->capture_default_str();
+  bsub->add_option("--profile-layers", bench.profile_layers,
+                   "instead of the timed iterations: time forward, loss, each layer's forward and backward "
+                   "(synchronized per layer) and the optimizer, medians of --num-iters steps after the warmup, and "
+                   "write them to FILE as JSON (bench/profile_compare.py reads two side by side); one rank")
+      ->type_name("FILE");
   bsub->add_option("--plot", plot, "draw nothing else: a PNG of img/sec against ranks, ideal line and efficiency, "
                    "from the JSON lines of earlier runs")->expected(2)->type_name("RESULTS.jsonl OUT.png");
   bsub->add_flag("-v,--verbose", verbose, "debug messages too");

@@ -23,7 +23,8 @@
 #      MPI/NCCL;
 #   e2e (5): downscale train end to end on the North America shapes;
 #   imagenet (6): downscale benchmark (ResNet50/101, InceptionV3) against torchvision eager and
-#      compiled, and over NCCL with 16-bit gradients (IMAGENET_MODELS, _BATCH, _MATHS, _ITERS);
+#      compiled, the first model's layer profile (--profile-layers; IMAGENET_PROFILE=0: none), and
+#      over NCCL with 16-bit gradients (IMAGENET_MODELS, _BATCH, _MATHS, _ITERS);
 # and writes one report (Markdown) with the device's name: gpu_check_report.md, or $REPORT.
 #
 #   scripts/gpu_check.sh [ROOT]     ROOT: the bundle's folder, or the source tree (build/ in it)
@@ -451,6 +452,21 @@ section_imagenet() {
       tail -12 "$work/imagenet_$math" > "$work/imagenet_$math.tail"
     say "$math, batch $batch:"; block "$work/imagenet_$math.tail"
   done
+  # Where our step goes, layer by layer, for the first model (the slowest layers; the JSON stays
+  # with the logs): what to read before making the image nets faster. IMAGENET_PROFILE=0: none.
+  if [[ ${IMAGENET_PROFILE:-1} == 1 ]]; then
+    m=${models%% *}
+    for math in ${IMAGENET_MATHS:-tf32 bf16}; do
+      if run "$downscale" benchmark --device "$dev" --precision "$math" --model "$m" --batch-size "$batch" \
+           --image-size "$image" --num-warmup-batches 2 --num-iters 3 --profile-layers "$work/profile_${m}_$math.json" \
+           > "$work/imagenet_profile_$math" 2>&1; then
+        sed -n '/^Step:/,/^Wrote/p' "$work/imagenet_profile_$math" | grep -v '^Wrote' > "$work/imagenet_profile_$math.tail"
+      else
+        failed+=("layer profile of $m $math"); tail -8 "$work/imagenet_profile_$math" > "$work/imagenet_profile_$math.tail"
+      fi
+      say "$m layer profile, $math, batch $batch:"; block "$work/imagenet_profile_$math.tail"
+    done
+  fi
   [[ $REHEARSAL == 1 ]] && comm=mpi
   if run "$downscale" benchmark --device "$dev" --model resnet50 --batch-size "${IMAGENET_NCCL_BATCH:-64}" --image-size "$image" \
        --num-warmup-batches 3 --num-batches-per-iter 5 --num-iters 3 --communicator "$comm" --fp16-allreduce > "$work/imagenet_nccl" 2>&1; then

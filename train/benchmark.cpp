@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include "train/benchmark_model.h"
 #include "train/device_communicator.h"
 #include "train/gradient_buckets.h"
+#include "train/layer_profile.h"
 #include "train/loss_scaler.h"
 
 namespace ds {
@@ -109,6 +111,34 @@ std::string benchmark_json_line(const BenchmarkOptions& opts, const BenchmarkRes
   return j.dump();
 }
 
+// --profile-layers: the layer profile instead of the timed iterations, written as JSON, and the
+// layers that take most of the step printed (forward + backward, each synchronized per layer).
+static void write_benchmark_profile(const BenchmarkOptions& opts, model::Net& net, model::Backend& be, const model::Tensor& x,
+                             const LossStep& loss, const std::function<void()>& optimizer_step, std::ostream& out) {
+  out << "Profiling layers (" << opts.iters << " steps after " << opts.warmup_batches << ")...\n" << std::flush;
+  const LayerProfile p = measure_layer_profile(net, be, x, loss, optimizer_step, opts.warmup_batches, opts.iters,
+                                               opts.precision);
+  write_file_atomically(opts.profile_layers, p.to_json());
+  std::vector<const LayerTime*> by_time;
+  for (const LayerTime& l : p.layers) by_time.push_back(&l);
+  std::stable_sort(by_time.begin(), by_time.end(), [](const LayerTime* a, const LayerTime* b) {
+    return a->forward_s + a->backward_s > b->forward_s + b->backward_s;
+  });
+  double layers_s = 0;
+  for (const LayerTime& l : p.layers) layers_s += l.forward_s + l.backward_s;
+  out << fmt::format("Step: forward {:.2f} ms, loss {:.2f} ms, backward {:.2f} ms, optimizer {:.2f} ms; {} layers, "
+                     "{:.2f} ms synchronized one by one\n",
+                     p.forward_s * 1e3, p.loss_s * 1e3, p.backward_s * 1e3, p.optimizer_s * 1e3, p.layers.size(),
+                     layers_s * 1e3);
+  out << "Slowest layers (forward + backward ms, share of the layers' sum):\n";
+  for (size_t i = 0; i < by_time.size() && i < 15; ++i) {
+    const LayerTime& l = *by_time[i];
+    out << fmt::format("  {:<28} {:8.3f} + {:8.3f}  {:5.1f}%\n", l.name, l.forward_s * 1e3, l.backward_s * 1e3,
+                       layers_s > 0 ? 100 * (l.forward_s + l.backward_s) / layers_s : 0.0);
+  }
+  out << "Wrote " << opts.profile_layers << "\n" << std::flush;
+}
+
 BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, std::ostream& out) {
   const bool root = host.is_root();
   BenchmarkResult r;
@@ -127,6 +157,9 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
   Communicator& comm = device_comm ? *device_comm : host;
   const bool distributed = comm.size() > 1 || comm.name() == "nccl";
   r.ranks = comm.size();
+  if (!opts.profile_layers.empty() && distributed)
+    throw UsageError("--profile-layers profiles one rank without communication; run it without mpirun/srun and "
+                     "without --communicator nccl");
 
   model::Net net(benchmark_spec(opts.model, r.image_size, opts.classes), *be);
   net.init(opts.seed);  // the same seed everywhere: every rank starts from the same weights
@@ -185,6 +218,13 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
     ++steps;
     throw_if_stop_requested("benchmark");
   };
+
+  if (!opts.profile_layers.empty()) {
+    write_benchmark_profile(opts, net, *be, x, [&](const model::Tensor& logits, model::Tensor& d) {
+      r.last_loss = benchmark_loss(*be, logits, y, &d);
+    }, [&] { sgd.step(0.01); }, out);
+    return r;
+  }
 
   if (root) out << "Running warmup...\n" << std::flush;
   for (int i = 0; i < opts.warmup_batches; ++i) step();

@@ -31,6 +31,9 @@ struct BenchmarkOptions {
   int threads = 0;                 // CPU threads per rank; 0: this rank's share of its cores
   double bucket_mb = 25;           // gradient bucket size (train.allreduce_bucket_mb)
   std::string communicator = "auto";  // run.communicator: auto | mpi | nccl
+  // Instead of the timed iterations: the layer profile (train/layer_profile.h) of iters steps
+  // after warmup_batches, written here as JSON and summarized (the slowest layers); one rank.
+  std::string profile_layers;
 };
 
 // What one run measured (on every rank; the same values everywhere).

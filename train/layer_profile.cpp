@@ -105,6 +105,21 @@ LayerProfile LayerProfile::load(const std::string& path) {
 LayerProfile measure_layer_profile(model::Net& net, model::Backend& be, model::LossKind loss, const model::Tensor& x,
                                    const model::Tensor& y, const model::Tensor& mask, int warmup, int steps,
                                    const std::string& precision) {
+  model::Adam adam(net.params(), be);
+  // The loss as the trainer takes it: valid points counted once on the host, the loss added in
+  // backend memory (no download of targets and mask, no wait for the sum, each step).
+  const int64_t hw = int64_t(y.shape().h) * y.shape().w;
+  const int64_t valid = model::count_valid_points(mask.to_host().data(), y.to_host().data(), y.shape().n, hw);
+  model::LossAccumulator acc(be);
+  const auto loss_fn = [&](const model::Tensor& out, model::Tensor& d_out) {
+    model::masked_loss_accumulate(be, loss, out, y, mask, valid, 1.0, 0, acc.data(), &d_out);
+  };
+  return measure_layer_profile(net, be, x, loss_fn, [&] { adam.step(1e-6); }, warmup, steps, precision);
+}
+
+LayerProfile measure_layer_profile(model::Net& net, model::Backend& be, const model::Tensor& x, const LossStep& loss,
+                                   const std::function<void()>& optimizer_step, int warmup, int steps,
+                                   const std::string& precision) {
   LayerProfile p;
   p.device = be.name();
   const auto& spec = net.spec();
@@ -113,13 +128,7 @@ LayerProfile measure_layer_profile(model::Net& net, model::Backend& be, model::L
   p.precision = precision;
   p.batch = x.shape().n;
   p.steps = steps;
-  model::Adam adam(net.params(), be);
   model::Tensor d_out(be, net.output_shape(p.batch));
-  // The loss as the trainer takes it: valid points counted once on the host, the loss added in
-  // backend memory (no download of targets and mask, no wait for the sum, each step).
-  const int64_t hw = int64_t(y.shape().h) * y.shape().w;
-  const int64_t valid = model::count_valid_points(mask.to_host().data(), y.to_host().data(), y.shape().n, hw);
-  model::LossAccumulator acc(be);
 
   // Per layer, in backward order: names, gradients and the per-step times.
   std::vector<LayerTime> layers;
@@ -142,7 +151,7 @@ LayerProfile measure_layer_profile(model::Net& net, model::Backend& be, model::L
     be.synchronize();
     if (record && !per_layer) fwd.push_back(since(t));  // whole, without the per-layer waits
     t = Clock::now();
-    model::masked_loss_accumulate(be, loss, out, y, mask, valid, 1.0, 0, acc.data(), &d_out);
+    loss(out, d_out);
     be.synchronize();
     if (record) lss.push_back(since(t));
     size_t k = 0;
@@ -173,7 +182,7 @@ LayerProfile measure_layer_profile(model::Net& net, model::Backend& be, model::L
     be.synchronize();
     if (record && !per_layer) bwd.push_back(since(t));
     t = Clock::now();
-    adam.step(1e-6);
+    optimizer_step();
     be.synchronize();
     if (record) opt.push_back(since(t));
   };

@@ -4,6 +4,7 @@
 // charged to the layer that queued it), the optimizer; medians over several steps after warm-up.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,14 @@ struct LayerProfile {
 // and returns the medians. `precision` is only recorded (the caller has set the backend's math).
 LayerProfile measure_layer_profile(model::Net& net, model::Backend& be, model::LossKind loss, const model::Tensor& x,
                                    const model::Tensor& y, const model::Tensor& mask, int warmup, int steps,
+                                   const std::string& precision);
+
+// The same for any loss and optimizer (the image nets' softmax cross-entropy and SGD in
+// `downscale benchmark --profile-layers`): loss(out, d_out) writes the output's gradient into
+// d_out (already shaped as out), optimizer_step() updates the weights from their gradients.
+using LossStep = std::function<void(const model::Tensor& out, model::Tensor& d_out)>;
+LayerProfile measure_layer_profile(model::Net& net, model::Backend& be, const model::Tensor& x, const LossStep& loss,
+                                   const std::function<void()>& optimizer_step, int warmup, int steps,
                                    const std::string& precision);
 
 }  // namespace ds

@@ -2,8 +2,8 @@
 # `downscale benchmark` (issue 15): one CPU run per model at a tiny batch and image size checks
 # the reference script's lines and the JSON line; a 2-rank `mpirun` run checks the total over
 # two CPUs and the efficiency against the 1-rank line of the same file; --plot writes a PNG;
-# an unknown model exits 2 naming the choices, --device cuda without a usable GPU exits 2 naming
-# --device.
+# --profile-layers writes the layer profile (and refuses 2 ranks); an unknown model exits 2 naming
+# the choices, --device cuda without a usable GPU exits 2 naming --device.
 #   usage: benchmark.sh <downscale binary> <source dir>
 set -euo pipefail
 bin=$1
@@ -54,6 +54,35 @@ expect = two["total"] / (2 * one["mean"])
 assert abs(two["efficiency"] - expect) < 1e-9 * expect, (two["efficiency"], expect)
 print("JSON lines ok:", [(l["model"], l["ranks"], round(l["total"], 2), l["efficiency"]) for l in lines])
 PY
+
+echo "== --profile-layers"
+# The layer profile instead of the timed iterations: every layer of the net named once, each with
+# a forward and a backward time, the step's parts positive; the summary names the slowest layer.
+"$bin" benchmark --model resnet50 --image-size 32 --no-cuda --threads 1 --batch-size 2 --num-warmup-batches 1 \
+  --num-iters 2 --profile-layers prof.json > prof.out
+cat prof.out
+grep -Eq '^Step: forward [0-9.]+ ms, loss [0-9.]+ ms, backward [0-9.]+ ms, optimizer [0-9.]+ ms; [0-9]+ layers' prof.out \
+  || { echo "no Step line"; exit 1; }
+grep -q '^Wrote prof.json$' prof.out && ! grep -q '^Iter #' prof.out || { echo "profile: no Wrote line, or iterations ran"; exit 1; }
+/usr/bin/python3 - <<'PY'
+import json, re
+p = json.load(open("prof.json"))
+assert p["model"] == "resnet50 3x32x32" and p["batch"] == 2 and p["steps"] == 2 and p["precision"] == "tf32", p
+names = [l["name"] for l in p["layers"]]
+assert len(names) == len(set(names)) and len(names) > 150, len(names)  # ResNet50: 174 layers
+assert "conv1_conv" in names and "predictions" in names, names[:5]
+assert all(l["forward_s"] > 0 and l["backward_s"] > 0 for l in p["layers"]), [l for l in p["layers"] if l["forward_s"] <= 0][:3]
+assert all(p[k] > 0 for k in ("forward_s", "loss_s", "backward_s", "optimizer_s")), p
+assert sum(l["param_floats"] for l in p["layers"]) == 25583592  # every gradient, once
+slowest = max(p["layers"], key=lambda l: l["forward_s"] + l["backward_s"])["name"]
+first = [l for l in open("prof.out") if l.startswith("  ")][0].split()[0]
+assert first == slowest, (first, slowest)
+print("profile ok:", len(names), "layers, slowest", slowest)
+PY
+rc=0; mpirun -np 2 --oversubscribe --bind-to none "$bin" benchmark --model resnet50 --image-size 32 "${tiny[@]}" \
+  --profile-layers two.json > two_prof.out 2>&1 || rc=$?
+[[ $rc -eq 2 ]] && grep -q -- '--profile-layers profiles one rank' two_prof.out && [[ ! -e two.json ]] \
+  || { echo "--profile-layers on 2 ranks: rc $rc"; cat two_prof.out; exit 1; }
 
 echo "== --plot"
 "$bin" benchmark --plot runs.jsonl scaling.png
