@@ -16,6 +16,7 @@
 #include "model/cuda/conv_choices.h"
 #include "model/kernels/narrow_conv.h"
 #include "model/kernels/polyphase.h"
+#include "model/kernels/polyphase_nhwc.h"
 
 namespace ds::model {
 
@@ -273,10 +274,12 @@ class CudaBackend : public Backend {
   void nchw_to_nhwc16(const Shape& s, const float* x, const float* y, float* g, void* xh);
   void nhwc16_to_nchw(const Shape& s, const void* xh, const float* b, bool relu, float* y);
   // The casts fused into the kernels around the convolutions (16-bit modes, unless
-  // DOWNSCALE_CUDA_FUSE16=0): cuda_conv.cu's header says which. In either layout for plain
-  // convolutions; the polyphase path's interleave reads and writes 16-bit NCHW only.
+  // DOWNSCALE_CUDA_FUSE16=0): cuda_conv.cu's header says which. In either layout; the polyphase
+  // interleave's NHWC tile holds up to kMaxPhaseF phases a side (beyond, the separate casts).
   bool fused16() const { return half16() && fuse16_; }
-  bool fused16_polyphase() const { return fused16() && !nhwc_; }
+  bool fused16_polyphase(const kernels::Polyphase& p) const {
+    return fused16() && (!nhwc_ || (p.f <= kernels::kMaxPhaseF && int64_t(p.n) * p.h <= 65535));
+  }
   // One convolution pass in 16 bits: the FP32 operands a and b rounded into 16-bit scratch (or
   // a16 / b16 when the caller has them rounded already), run(a16, b16, out16) convolves into a
   // 16-bit result, widened into out, or with keep_out returned to the caller (who gives it back
@@ -286,8 +289,8 @@ class CudaBackend : public Backend {
                     const std::function<void(const void*, const void*, void*)>& run, bool keep_out = false);
   // The three passes behind conv2d_*: relu applies the ReLU after the bias (in the 16-bit
   // epilogue when fused16()); keep16 (fused16_polyphase(), no bias, not a narrow forward) returns
-  // the 16-bit NCHW output instead of widening it into y; dy16 is dy already rounded (in the
-  // scratch layout), not cast again.
+  // the 16-bit output (in the scratch layout) instead of widening it into y; dy16 is dy already
+  // rounded (in the scratch layout), not cast again.
   void* conv_forward_pass(const ConvDesc& d, const float* x, const float* w, const float* b, float* y, bool relu,
                           bool keep16);
   void conv_backward_data_pass(const ConvDesc& d, const float* dy, const void* dy16, const float* w, float* dx);

@@ -21,11 +21,11 @@
 // in 16 bits before widening, as under PyTorch's autocast; FP16 relies on loss scaling for range.
 // The casts are fused into their neighbours (fused16(); DOWNSCALE_CUDA_FUSE16=0 turns it off):
 // the forward's widening, bias add and ReLU are one kernel; conv2d_backward rounds the masked
-// output gradient once for both backward passes; with the NCHW layout the polyphase path
-// (cuda_upsample_conv.cu) interleaves straight from the 16-bit small output and de-interleaves
-// straight into 16 bits. In the NHWC layout every cast is a tiled transpose (cuda_half16.cu,
-// model/kernels/nhwc_tile.h) that reads and writes in order; the flat casts it replaced read one
-// side with a stride of HW or C elements. On an H100 (2026-11-23) BF16 spent 22.6 % of its
+// output gradient once for both backward passes; the polyphase path (cuda_upsample_conv.cu)
+// interleaves straight from the 16-bit small output and de-interleaves straight into 16 bits.
+// In the NHWC layout every cast is a tiled transpose (cuda_half16.cu, model/kernels/nhwc_tile.h,
+// polyphase_nhwc.h) that reads and writes in order; the flat casts it replaced read one side
+// with a stride of HW or C elements. On an H100 (2026-11-23) BF16 spent 22.6 % of its
 // convolution time outside the cuDNN calls (NCHW, before the fusion), and NHWC trained at 870
 // samples/s against NCHW's 1,027 (with the strided casts and without the fusion).
 //
@@ -117,11 +117,7 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
       if (fused16()) {
         void* yh = half16_pass(p.x_shape, src, nullptr, ws_shape, w, nullptr, d.out(), nullptr, forward, true);
         if (keep16) {
-          if (nhwc_) {
-            cache_.release(yh);
-            throw Error("internal: a kept 16-bit output is NCHW (the polyphase interleave's), not NHWC");
-          }
-          kept = yh;  // the caller widens it (the polyphase interleave) and releases it
+          kept = yh;  // the caller widens it (the polyphase interleave, in either layout) and releases it
         } else if (nhwc_) {  // widened, bias and ReLU in the tiled transpose back to NCHW
           try {
             nhwc16_to_nchw(d.out(), yh, b, relu, y);

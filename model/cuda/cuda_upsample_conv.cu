@@ -11,6 +11,7 @@
 #include "model/cuda/cuda_check.h"
 #include "model/cuda/grid_stride.h"
 #include "model/kernels/polyphase.h"
+#include "model/kernels/polyphase_nhwc.h"
 
 namespace ds::model {
 
@@ -70,6 +71,36 @@ __global__ void phase_deinterleave_relu_grad_kernel(int64_t rows, Polyphase p, c
   }
 }
 
+// The same two passes with the 16-bit small grid in NHWC (DOWNSCALE_CUDA_LAYOUT=nhwc): a block per
+// tile of kTile columns w by kTile big rows r (x: w tiles, y: r tiles, z: n * H + h), the two
+// phases of model/kernels/polyphase_nhwc.h around a barrier.
+__device__ inline PhaseTileAt phase_tile_here(const Polyphase& p) {
+  return {int64_t(blockIdx.z) / p.h, int(blockIdx.z % unsigned(p.h)), int(blockIdx.x) * kTile, int(blockIdx.y) * kTile};
+}
+
+__global__ void phase_interleave_nhwc16_bias_relu_kernel(Polyphase p, Half16 k, const uint16_t* small, const float* b,
+                                                         bool relu, float* big) {
+  __shared__ PhaseTile t;
+  const PhaseTileAt a = phase_tile_here(p);
+  load_phase_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, small, t);
+  __syncthreads();
+  store_phase_big_tile(a, threadIdx.x, threadIdx.y, p, t, b, relu, big);
+}
+
+__global__ void phase_deinterleave_relu_grad_nhwc16_kernel(Polyphase p, Half16 k, const float* y, const float* dy,
+                                                           float* dys, uint16_t* dysh) {
+  __shared__ PhaseTile t;
+  const PhaseTileAt a = phase_tile_here(p);
+  load_big_relu_grad_tile(a, threadIdx.x, threadIdx.y, p, y, dy, dys, t);
+  __syncthreads();
+  store_phase_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, t, dysh);
+}
+
+dim3 phase_tile_grid(const Polyphase& p) {
+  return dim3(unsigned((p.w + kTile - 1) / kTile), unsigned((p.o * p.f + kTile - 1) / kTile), unsigned(p.n * p.h));
+}
+const dim3 kPhaseTileBlock(kTile, kTileRows);
+
 // Launch shape of a row-form pass: whole warps covering a row's f * W columns, at most kThreads
 // (MNN's 212 columns: 224 threads, one pass); one block per row up to 2^20 blocks, then a stride.
 struct RowLaunch {
@@ -123,8 +154,9 @@ void CudaBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, co
   const Polyphase p = make_polyphase(d, f, small);
   float* ws = fold_weights(p, small, w);
   const RowLaunch rl = row_launch(p);
-  // Fused 16-bit casts: the small output stays 16-bit and the interleave widens it as it reads.
-  if (fused16_polyphase() && !conv_plan(small).narrow_fwd) {
+  // Fused 16-bit casts: the small output stays 16-bit (in the scratch layout) and the interleave
+  // widens it as it reads.
+  if (fused16_polyphase(p) && !conv_plan(small).narrow_fwd) {
     void* ysh = nullptr;
     try {
       ysh = conv_forward_pass(small, x, ws, nullptr, nullptr, false, true);
@@ -132,12 +164,15 @@ void CudaBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, co
       release(ws);
       throw;
     }
-    if (rl.rows > 0) {  // an empty batch: no grid of 0 blocks
+    if (rl.rows > 0 && nhwc_) {  // an empty batch: no grid of 0 blocks
+      phase_interleave_nhwc16_bias_relu_kernel<<<phase_tile_grid(p), kPhaseTileBlock, 0, stream_>>>(
+          p, half16_kind(), static_cast<const uint16_t*>(ysh), b, relu, y);
+    } else if (rl.rows > 0) {
       phase_interleave_half16_bias_relu_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(
           rl.rows, p, half16_kind(), static_cast<const uint16_t*>(ysh), b, relu, y);
-      DS_CUDA_LAUNCHED();
     }
-    cache_.release(ysh);
+    cache_.release(ysh);  // before the launch check: reused only by work queued after this
+    if (rl.rows > 0) DS_CUDA_LAUNCHED();
     release(ws);
     return;
   }
@@ -189,8 +224,12 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
   const RowLaunch rl = row_launch(p);
   // Fused 16-bit casts: the de-interleave also writes the rounded copy both small passes read
   // (they would each cast dys again); dys itself stays for the bias gradient and narrow passes.
-  void* dysh = fused16_polyphase() ? half16_scratch(small.out()) : nullptr;
-  if (rl.rows > 0 && dysh) {
+  void* dysh = fused16_polyphase(p) ? half16_scratch(small.out()) : nullptr;
+  if (rl.rows > 0 && dysh && nhwc_) {
+    phase_deinterleave_relu_grad_nhwc16_kernel<<<phase_tile_grid(p), kPhaseTileBlock, 0, stream_>>>(
+        p, half16_kind(), y, dy, dys, static_cast<uint16_t*>(dysh));
+    DS_CUDA_LAUNCHED();
+  } else if (rl.rows > 0 && dysh) {
     phase_deinterleave_relu_grad_half16_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(
         rl.rows, p, half16_kind(), y, dy, dys, static_cast<uint16_t*>(dysh));
     DS_CUDA_LAUNCHED();

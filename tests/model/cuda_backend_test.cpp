@@ -651,7 +651,8 @@ TEST_F(ModelCuda, Bf16Fp16FusedCastsWithReluMatchCpu) {
     ~Fuse16Env() { unsetenv("DOWNSCALE_CUDA_FUSE16"); }
   };
   // Both scratch layouts: in NHWC the casts are the tiled transposes (model/kernels/nhwc_tile.h),
-  // fused with the epilogue and the gradient's rounding too; the polyphase path fuses in NCHW only.
+  // fused with the epilogue and the gradient's rounding, and the polyphase interleave's NHWC
+  // tiles (polyphase_nhwc.h).
   for (const char* layout : {"nchw", "nhwc"})
   for (const char* fuse : {"1", "0"}) {
     LayoutEnv layout_env(layout);

@@ -7,6 +7,9 @@
 // whose channels and pixels are not multiples of the tile (3, 50, 33 channels; 1,590 = MNN's
 // 30 x 53 pixels, 7) so the cut edges are read and written, and with NaN, +-0, +-inf and a BF16
 // tie in the data. Every output starts NaN (FP32) or 0xffff (16-bit): an element no store wrote fails.
+// The polyphase path's NHWC interleave and de-interleave (model/kernels/polyphase_nhwc.h) are held
+// the same way to the NCHW row-form bodies of polyphase.h, on geometries with several w and r
+// tiles, f = 2, 3 and 4.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,6 +21,8 @@
 #include "model/kernels/elementwise.h"
 #include "model/kernels/half_cast.h"
 #include "model/kernels/nhwc_tile.h"
+#include "model/kernels/polyphase.h"
+#include "model/kernels/polyphase_nhwc.h"
 
 namespace ds::model::kernels {
 namespace {
@@ -127,6 +132,108 @@ TEST(NhwcTile, ReluGradientRoundingIntoNhwcIsTheFlatOneTransposed) {
             for (float v : g_got) ASSERT_TRUE(std::isnan(v));
           }
         }
+    }
+}
+
+// --- the polyphase interleave from / de-interleave into the 16-bit NHWC small grid ---
+struct PolyGeo {
+  int n, o, f, h, w;
+};
+const PolyGeo kPolyGeos[] = {{2, 5, 2, 3, 35}, {1, 20, 2, 2, 7}, {2, 4, 3, 2, 5}, {1, 3, 4, 1, 40}, {1, 1, 2, 1, 1}};
+
+Polyphase poly(const PolyGeo& g) {
+  ConvDesc d;
+  d.in = Shape{g.n, 3, g.h * g.f, g.w * g.f};
+  d.out_c = g.o;
+  d.kh = d.kw = 3;
+  d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 1;
+  ConvDesc small;
+  return make_polyphase(d, g.f, small);
+}
+
+// The grid of cuda_upsample_conv.cu's phase tile kernels: (w tiles, r tiles, n * H).
+template <class Load, class Store>
+void run_phase_tiles(const Polyphase& p, Load load, Store store) {
+  for (int64_t n = 0; n < p.n; ++n)
+    for (int h = 0; h < p.h; ++h)
+      for (int w0 = 0; w0 < p.w; w0 += kTile)
+        for (int r0 = 0; r0 < p.o * p.f; r0 += kTile) {
+          const PhaseTileAt a{n, h, w0, r0};
+          PhaseTile t;
+          for (auto& row : t)
+            for (float& v : row) v = std::nanf("");
+          for (int ty = 0; ty < kTileRows; ++ty)
+            for (int tx = 0; tx < kTile; ++tx) load(a, tx, ty, t);
+          for (int ty = 0; ty < kTileRows; ++ty)
+            for (int tx = 0; tx < kTile; ++tx) store(a, tx, ty, t);
+        }
+}
+
+// NCHW offset of the small element at NHWC offset i (channels O * f * f).
+int64_t small_nchw_of_nhwc(const Polyphase& p, int64_t i) {
+  return nchw_index_of(i, p.o * p.f * p.f, p.h, p.w, true);
+}
+
+TEST(NhwcTile, PolyphaseInterleaveFromNhwcIsTheRowFormOne) {
+  for (const PolyGeo& g : kPolyGeos)
+    for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
+      const Polyphase p = poly(g);
+      const int64_t n_small = int64_t(p.n) * p.o * p.f * p.f * p.h * p.w, rows = int64_t(p.n) * p.o * p.f * p.h;
+      const std::vector<float> v = probe(n_small, 7), bias = probe(p.o, 8);
+      std::vector<uint16_t> small_nchw(static_cast<size_t>(n_small)), small_nhwc(static_cast<size_t>(n_small));
+      for (int64_t i = 0; i < n_small; ++i) small_nchw[size_t(i)] = to_half16(k, v[size_t(i)]);
+      for (int64_t i = 0; i < n_small; ++i) small_nhwc[size_t(i)] = small_nchw[size_t(small_nchw_of_nhwc(p, i))];
+      for (const float* b : {bias.data(), static_cast<const float*>(nullptr)})
+        for (bool relu : {false, true}) {
+          std::vector<float> want(size_t(n_small), std::nanf("")), got(size_t(n_small), std::nanf(""));
+          for (int64_t r = 0; r < rows; ++r) {
+            const PhaseRow row = phase_row(r, p);
+            for (int x = 0; x < p.f * p.w; ++x)
+              phase_interleave_half16_bias_relu_row_at(r, x, row, p, k, small_nchw.data(), b, relu, want.data());
+          }
+          run_phase_tiles(
+              p, [&](const PhaseTileAt& a, int tx, int ty, PhaseTile t) {
+                load_phase_nhwc16_tile(a, tx, ty, p, k, small_nhwc.data(), t);
+              },
+              [&](const PhaseTileAt& a, int tx, int ty, PhaseTile t) {
+                store_phase_big_tile(a, tx, ty, p, t, b, relu, got.data());
+              });
+          for (int64_t i = 0; i < n_small; ++i)
+            ASSERT_TRUE(same_bits(want[size_t(i)], got[size_t(i)]))
+                << "big element " << i << " f " << p.f << " o " << p.o << " bias " << (b != nullptr) << " relu "
+                << relu << ": want " << want[size_t(i)] << " got " << got[size_t(i)];
+        }
+    }
+}
+
+TEST(NhwcTile, PolyphaseDeinterleaveIntoNhwcIsTheRowFormOne) {
+  for (const PolyGeo& g : kPolyGeos)
+    for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
+      const Polyphase p = poly(g);
+      const int64_t n = int64_t(p.n) * p.o * p.f * p.f * p.h * p.w, rows = int64_t(p.n) * p.o * p.f * p.h;
+      const std::vector<float> y = probe(n, 9), dy = probe(n, 10);
+      for (const float* mask : {y.data(), static_cast<const float*>(nullptr)}) {
+        std::vector<float> dys_want(size_t(n), std::nanf("")), dys_got(size_t(n), std::nanf(""));
+        std::vector<uint16_t> dysh_nchw(size_t(n), 0xffffu), dysh_got(size_t(n), 0xffffu);
+        for (int64_t r = 0; r < rows; ++r) {
+          const PhaseRow row = phase_row(r, p);
+          for (int x = 0; x < p.f * p.w; ++x)
+            phase_deinterleave_relu_grad_half16_row_at(r, x, row, p, k, mask, dy.data(), dys_want.data(),
+                                                       dysh_nchw.data());
+        }
+        run_phase_tiles(
+            p, [&](const PhaseTileAt& a, int tx, int ty, PhaseTile t) {
+              load_big_relu_grad_tile(a, tx, ty, p, mask, dy.data(), dys_got.data(), t);
+            },
+            [&](const PhaseTileAt& a, int tx, int ty, PhaseTile t) {
+              store_phase_nhwc16_tile(a, tx, ty, p, k, t, dysh_got.data());
+            });
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_TRUE(same_bits(dys_want[size_t(i)], dys_got[size_t(i)])) << "FP32 small element " << i << " f " << p.f;
+          ASSERT_EQ(dysh_nchw[size_t(small_nchw_of_nhwc(p, i))], dysh_got[size_t(i)])
+              << "NHWC small element " << i << " f " << p.f << " o " << p.o;
+        }
+      }
     }
 }
 

@@ -1,0 +1,97 @@
+// The polyphase path's two big-grid passes when the small convolution's 16-bit scratch is NHWC
+// (DOWNSCALE_CUDA_LAYOUT=nhwc, the fused casts on): the interleave widens the small output
+// straight from NHWC, and the de-interleave writes the rounded gradient straight into NHWC, as
+// polyphase.h's *_half16_row_at bodies do for NCHW (bit for bit the same values).
+//
+// For one small row (sample n, row h) the NHWC small output is a (W, R * f) matrix, R = O * f
+// rows of the big grid (r = oc * f + py) and f phases px each; the big grid holds, for each r,
+// the row big[n, oc, f * h + py, :] of f * W columns (w * f + px). So the interleave is a
+// transpose of (w, r) with the f phases riding along: a block moves a tile of kTile w by kTile
+// r (by f phases) through shared memory, reading along (r, px) and writing along (w, px), both
+// in order, as nhwc_tile.h does for the plain casts. The tile is t[w - w0][(r - r0) * f + px].
+// Each kernel is two phases of every thread (tx 0..kTile-1, ty 0..kTileRows-1) around a barrier;
+// tests/model/nhwc_tile_test.cpp runs them on the host against the row-form bodies.
+#pragma once
+#include <cstdint>
+
+#include "model/host_device.h"
+#include "model/kernels/elementwise.h"
+#include "model/kernels/half_cast.h"
+#include "model/kernels/nhwc_tile.h"
+#include "model/kernels/polyphase.h"
+
+namespace ds::model::kernels {
+
+constexpr int kMaxPhaseF = 4;  // the tile holds kTile * f phases' columns; larger f: the unfused path
+using PhaseTile = float[kTile][kTile * kMaxPhaseF + 1];
+
+// The tile's place: small row (n, h), first column w0, first big row index r0 (of R = O * f).
+struct PhaseTileAt {
+  int64_t n;
+  int h, w0, r0;
+};
+
+// NHWC index of small channel ch at (n, h, w); the small output has O * f * f channels.
+DS_HOST_DEVICE inline int64_t small_nhwc_index(const Polyphase& p, int64_t n, int h, int w, int64_t ch) {
+  return ((n * p.h + h) * p.w + w) * (int64_t(p.o) * p.f * p.f) + ch;
+}
+
+// Big NCHW index of row r = oc * f + py of small row (n, h), column w * f + px.
+DS_HOST_DEVICE inline int64_t big_index(const Polyphase& p, int64_t n, int h, int r, int w, int px) {
+  const int oc = r / p.f, py = r % p.f;
+  return ((n * p.o + oc) * p.f * p.h + int64_t(p.f) * h + py) * int64_t(p.f) * p.w + int64_t(w) * p.f + px;
+}
+
+// Forward, phase 1: the 16-bit NHWC small output, widened, into the tile (reads along (r, px)).
+// Small channel r * f + px is phase_channel(oc, py, px) for r = oc * f + py.
+DS_HOST_DEVICE inline void load_phase_nhwc16_tile(const PhaseTileAt& a, int tx, int ty, const Polyphase& p, Half16 k,
+                                                  const uint16_t* small, PhaseTile t) {
+  const int span = kTile * p.f, rows = p.o * p.f;
+  for (int wl = ty; wl < kTile && a.w0 + wl < p.w; wl += kTileRows)
+    for (int j = tx; j < span && a.r0 + j / p.f < rows; j += kTile)
+      t[wl][j] = from_half16(k, small[small_nhwc_index(p, a.n, a.h, a.w0 + wl, int64_t(a.r0) * p.f + j)]);
+}
+
+// Forward, phase 2: the tile onto the big FP32 NCHW grid with + b[oc] and the ReLU (writes
+// along (w, px)): polyphase.h's phase_interleave_half16_bias_relu_row_at's value.
+DS_HOST_DEVICE inline void store_phase_big_tile(const PhaseTileAt& a, int tx, int ty, const Polyphase& p,
+                                                const PhaseTile t, const float* b, bool relu, float* big) {
+  const int span = kTile * p.f, rows = p.o * p.f;
+  for (int rl = ty; rl < kTile && a.r0 + rl < rows; rl += kTileRows) {
+    const int r = a.r0 + rl;
+    for (int j = tx; j < span && a.w0 + j / p.f < p.w; j += kTile) {
+      const int wl = j / p.f, px = j % p.f;
+      big[big_index(p, a.n, a.h, r, a.w0 + wl, px)] = bias_relu_value(t[wl][rl * p.f + px], b, r / p.f, relu);
+    }
+  }
+}
+
+// Backward, phase 1: the big output gradient masked by the ReLU's [y > 0] (y null: none) into
+// the tile and into the FP32 NCHW small gradient dys (the bias gradient's and the narrow passes'
+// input), reading y and dy along (w, px).
+DS_HOST_DEVICE inline void load_big_relu_grad_tile(const PhaseTileAt& a, int tx, int ty, const Polyphase& p,
+                                                   const float* y, const float* dy, float* dys, PhaseTile t) {
+  const int span = kTile * p.f, rows = p.o * p.f;
+  const int64_t channels = int64_t(p.o) * p.f * p.f;
+  for (int rl = ty; rl < kTile && a.r0 + rl < rows; rl += kTileRows) {
+    const int r = a.r0 + rl;
+    for (int j = tx; j < span && a.w0 + j / p.f < p.w; j += kTile) {
+      const int wl = j / p.f, px = j % p.f;
+      const int64_t i = big_index(p, a.n, a.h, r, a.w0 + wl, px);
+      const float v = (!y || y[i] > 0.0f) ? dy[i] : 0.0f;
+      dys[((a.n * channels + int64_t(r) * p.f + px) * p.h + a.h) * p.w + a.w0 + wl] = v;
+      t[wl][rl * p.f + px] = v;
+    }
+  }
+}
+
+// Backward, phase 2: the tile rounded into the 16-bit NHWC small gradient (writes along (r, px)).
+DS_HOST_DEVICE inline void store_phase_nhwc16_tile(const PhaseTileAt& a, int tx, int ty, const Polyphase& p, Half16 k,
+                                                   const PhaseTile t, uint16_t* dysh) {
+  const int span = kTile * p.f, rows = p.o * p.f;
+  for (int wl = ty; wl < kTile && a.w0 + wl < p.w; wl += kTileRows)
+    for (int j = tx; j < span && a.r0 + j / p.f < rows; j += kTile)
+      dysh[small_nhwc_index(p, a.n, a.h, a.w0 + wl, int64_t(a.r0) * p.f + j)] = to_half16(k, t[wl][j]);
+}
+
+}  // namespace ds::model::kernels
