@@ -280,7 +280,8 @@ void CudaBackend::narrow_conv_backward_weights(const ConvDesc& d, const float* x
 // both ways on zeroed scratch tensors of the plan's shapes (from the caching allocator, so the
 // blocks find_algorithms just returned are reused): once to warm up (module loading, cuDNN's first
 // call), then kNarrowReps times between two events; the faster stays. The whole pass is timed
-// (padding copies, 16-bit casts, bias), as training runs it. If anything fails, cuDNN stays.
+// (padding copies, 16-bit casts, bias), as training runs it. A side whose timing fails loses
+// its pass to the other; if the scratch cannot be had, cuDNN stays.
 void CudaBackend::choose_narrow(const ConvDesc& d, ConvPlan& p) {
   if (!kernels::narrow_conv_applies(d)) return;
   p.narrow_applies = true;
@@ -308,11 +309,19 @@ void CudaBackend::choose_narrow(const ConvDesc& d, ConvPlan& p) {
                                              [&] { conv2d_backward_weights(d, x, y, dw, db); }};
     bool* flags[3] = {&p.narrow_fwd, &p.narrow_bwd_data, &p.narrow_bwd_weights};
     for (int k = 0; k < 3; ++k) {
+      // Each side on its own: a side that fails (cuDNN refusing every algorithm for this shape
+      // and precision, say) loses the pass to the other, its time -1; both failing leaves cuDNN.
       for (bool narrow : {false, true}) {
         *flags[k] = narrow;
-        (narrow ? p.narrow_ms : p.cudnn_ms)[k] = time_runs(passes[k], kNarrowReps);
+        float& ms = (narrow ? p.narrow_ms : p.cudnn_ms)[k];
+        try {
+          ms = time_runs(passes[k], kNarrowReps);
+        } catch (const Error&) {
+          ms = -1;
+          cudaGetLastError();  // a failed call leaves no error for the next check to misreport
+        }
       }
-      *flags[k] = p.narrow_ms[k] < p.cudnn_ms[k];
+      *flags[k] = p.narrow_ms[k] >= 0 && (p.cudnn_ms[k] < 0 || p.narrow_ms[k] < p.cudnn_ms[k]);
     }
   } catch (const Error&) {
     p.narrow_fwd = p.narrow_bwd_data = p.narrow_bwd_weights = false;  // cuDNN, as without this path
@@ -328,14 +337,15 @@ std::string CudaBackend::narrow_summary(const ConvPlan& p) const {
   if (!p.narrow_applies) return "";
   if (narrow_mode_ == 0) return "narrow FP32 kernels off (DOWNSCALE_CUDA_NARROW=0)";
   if (narrow_mode_ == 1) return "narrow FP32 kernels for every pass (DOWNSCALE_CUDA_NARROW=1)";
-  if (p.narrow_ms[0] < 0) return "narrow FP32 kernels not used (timing them failed)";
+  if (p.narrow_ms[0] < 0 && p.narrow_ms[1] < 0 && p.narrow_ms[2] < 0)
+    return "narrow FP32 kernels not used (timing them failed)";
   std::string passes;
   const char* const names[3] = {"forward", "backward data", "backward weights"};
   const bool used[3] = {p.narrow_fwd, p.narrow_bwd_data, p.narrow_bwd_weights};
   for (int k = 0; k < 3; ++k)
     if (used[k]) passes += (passes.empty() ? "" : ", ") + std::string(names[k]);
   char times[160];
-  std::snprintf(times, sizeof times, " (ms narrow/cuDNN: forward %.3f/%.3f, data %.3f/%.3f, weights %.3f/%.3f)",
+  std::snprintf(times, sizeof times, " (ms narrow/cuDNN, -1 where it failed: forward %.3f/%.3f, data %.3f/%.3f, weights %.3f/%.3f)",
                 p.narrow_ms[0], p.cudnn_ms[0], p.narrow_ms[1], p.cudnn_ms[1], p.narrow_ms[2], p.cudnn_ms[2]);
   return "narrow FP32 kernels for " + (passes.empty() ? std::string("no pass") : passes) + times;
 }

@@ -129,6 +129,10 @@ void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const
       DS_CUDA_LAUNCHED();
     }
   } catch (...) {
+    // Timed inside a lane region the blocks go straight back (release_now): on success the
+    // timing's event wait comes before any other lane allocates, but a failure skips it, so wait
+    // here for what this call queued, or another lane's next block could be one still in use.
+    if (timing && forked_) cudaStreamSynchronize(stream_);
     give_back();
     throw;
   }

@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <string>
 
 #include "conv_reference.h"
 #include "model/adam.h"
@@ -28,6 +30,33 @@ namespace ds::model {
 namespace {
 
 using test::random_values;
+
+// An environment switch of the CUDA backend (read when a backend is made) set for this scope, and
+// the caller's value (or its absence) put back after it, so a switch given to the whole run
+// (gpu_check's variants, a user's environment) is neither lost nor leaked between tests.
+// value null: unset for the scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) had_ = true, old_ = old;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_.c_str(), old_.c_str(), 1);
+    else
+      unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
 
 class ModelCuda : public ::testing::Test {
  protected:
@@ -166,9 +195,14 @@ TEST_F(ModelCuda, Convolutions) {
 // line, and the result is still right. DOWNSCALE_CUDA_TEST_REFUSE=1 refuses each plan's first call
 // of each pass, so this runs the fallback on any GPU. Tolerance as ModelCuda.Convolutions.
 TEST_F(ModelCuda, RefusedAlgorithmIsReplacedByTheNext) {
-  setenv("DOWNSCALE_CUDA_TEST_REFUSE", "1", 1);
-  auto gpu = make_cuda_backend(0);
-  unsetenv("DOWNSCALE_CUDA_TEST_REFUSE");
+  // cuDNN's filter pass must run outside timing for its refusal to show: the weight gradient by
+  // GEMM, when its timing won, would take it instead (the timing runs are never refused).
+  ScopedEnv cudnn_filter("DOWNSCALE_CUDA_WGRAD_GEMM", "0");
+  std::unique_ptr<Backend> gpu;
+  {
+    ScopedEnv refuse("DOWNSCALE_CUDA_TEST_REFUSE", "1");
+    gpu = make_cuda_backend(0);
+  }
   ASSERT_TRUE(gpu->set_math(MathMode::kFp32));
   ConvDesc d;  // 5 output channels: cuDNN's path, not the narrow kernels (out_c <= 4)
   d.in = Shape{3, 4, 9, 11};
@@ -491,10 +525,9 @@ struct HalfMode {
 };
 const HalfMode kHalfModes[] = {{MathMode::kBf16, "bf16", 2e-2}, {MathMode::kFp16, "fp16", 2e-3}};
 
-class LayoutEnv {  // DOWNSCALE_CUDA_LAYOUT for backends made in this scope
+class LayoutEnv : public ScopedEnv {  // DOWNSCALE_CUDA_LAYOUT for backends made in this scope
  public:
-  explicit LayoutEnv(const char* l) { setenv("DOWNSCALE_CUDA_LAYOUT", l, 1); }
-  ~LayoutEnv() { unsetenv("DOWNSCALE_CUDA_LAYOUT"); }
+  explicit LayoutEnv(const char* l) : ScopedEnv("DOWNSCALE_CUDA_LAYOUT", l) {}
 };
 
 // The narrow convolution path (model/cuda/cuda_narrow_conv.cu, out_c <= 4 at stride 1), forced
@@ -505,10 +538,9 @@ class LayoutEnv {  // DOWNSCALE_CUDA_LAYOUT for backends made in this scope
 // 40 x 81 = 3,240 (forward) or 2 x 21 x 37 = 1,554 (weights) products: the bodies run on the host
 // in the GPU's order come to 1.6e-6 at worst) in fp32, and in tf32 and bf16 as well, where cuDNN
 // would be off by 1e-3 and more: a pass that silently fell back to cuDNN fails there.
-class NarrowEnv {  // DOWNSCALE_CUDA_NARROW for backends made in this scope
+class NarrowEnv : public ScopedEnv {  // DOWNSCALE_CUDA_NARROW for backends made in this scope
  public:
-  explicit NarrowEnv(const char* v) { setenv("DOWNSCALE_CUDA_NARROW", v, 1); }
-  ~NarrowEnv() { unsetenv("DOWNSCALE_CUDA_NARROW"); }
+  explicit NarrowEnv(const char* v) : ScopedEnv("DOWNSCALE_CUDA_NARROW", v) {}
 };
 
 TEST_F(ModelCuda, NarrowOutputConvolutionMatchesCpu) {
@@ -646,17 +678,13 @@ TEST_F(ModelCuda, Bf16Fp16UpsampleConvStaysWithinTolerance) {
 // between the two paths beyond the 16-bit tolerance shows. Tolerances as the tests above; the
 // bias gradients are FP32 sums of FP32 gradients on both paths (1e-4).
 TEST_F(ModelCuda, Bf16Fp16FusedCastsWithReluMatchCpu) {
-  struct Fuse16Env {
-    explicit Fuse16Env(const char* v) { setenv("DOWNSCALE_CUDA_FUSE16", v, 1); }
-    ~Fuse16Env() { unsetenv("DOWNSCALE_CUDA_FUSE16"); }
-  };
   // Both scratch layouts: in NHWC the casts are the tiled transposes (model/kernels/nhwc_tile.h),
   // fused with the epilogue and the gradient's rounding, and the polyphase interleave's NHWC
   // tiles (polyphase_nhwc.h).
   for (const char* layout : {"nchw", "nhwc"})
   for (const char* fuse : {"1", "0"}) {
     LayoutEnv layout_env(layout);
-    Fuse16Env env(fuse);
+    ScopedEnv env("DOWNSCALE_CUDA_FUSE16", fuse);
     auto gpu = make_cuda_backend(0);
     for (const HalfMode& m : kHalfModes) {
       // fp16 in NHWC: cuDNN refused some backward-data shapes (above); NHWC is measured in bf16.
@@ -743,9 +771,11 @@ TEST_F(ModelCuda, Bf16Fp16FusedCastsWithReluMatchCpu) {
 // the run with lanes must too: any difference is a missing wait (a race) or a shared buffer.
 // Where cuDNN picked algorithms that sum in a varying order, 1e-5 of the scale instead.
 TEST_F(ModelCuda, LanesGiveTheSameStepAsOneStream) {
-  setenv("DOWNSCALE_CUDA_LANES", "5", 1);
-  auto gpu = make_cuda_backend(0);
-  unsetenv("DOWNSCALE_CUDA_LANES");
+  std::unique_ptr<Backend> gpu;
+  {
+    ScopedEnv lanes("DOWNSCALE_CUDA_LANES", "5");
+    gpu = make_cuda_backend(0);
+  }
   ASSERT_EQ(gpu->lanes(), 5);
   ASSERT_TRUE(gpu->set_math(MathMode::kFp32));
   ModelSpec spec;
@@ -1148,21 +1178,9 @@ TEST_F(ModelCuda, AddGlobalAveragePoolAndBatchNormFlags) {
 // BF16 / FP16 (16-bit unrolling and dY, FP32 sums) against the CPU's FP32: 2e-2 / 2e-3 of the
 // largest magnitude, the 16-bit tolerances above.
 TEST_F(ModelCuda, WeightGradientByGemmMatchesCpu) {
-  struct Env {  // the GEMM forced; NCHW whatever the caller's environment says (the GEMM's layout)
-    std::string layout;
-    bool had_layout = false;
-    Env() {
-      if (const char* l = std::getenv("DOWNSCALE_CUDA_LAYOUT")) had_layout = true, layout = l;
-      unsetenv("DOWNSCALE_CUDA_LAYOUT");
-      setenv("DOWNSCALE_CUDA_WGRAD_GEMM", "1", 1);
-      setenv("DOWNSCALE_CUDA_WGRAD_GEMM_MB", "1", 1);
-    }
-    ~Env() {
-      unsetenv("DOWNSCALE_CUDA_WGRAD_GEMM");
-      unsetenv("DOWNSCALE_CUDA_WGRAD_GEMM_MB");
-      if (had_layout) setenv("DOWNSCALE_CUDA_LAYOUT", layout.c_str(), 1);
-    }
-  } env;
+  // The GEMM forced, in 1 MiB chunks; NCHW whatever the caller's environment says (the GEMM's layout).
+  ScopedEnv gemm("DOWNSCALE_CUDA_WGRAD_GEMM", "1"), chunk("DOWNSCALE_CUDA_WGRAD_GEMM_MB", "1"),
+      nchw("DOWNSCALE_CUDA_LAYOUT", nullptr);
   struct Case {
     int c, h, w, oc, kh, kw, stride, pt, pb, pl, pr;
   };
