@@ -27,54 +27,55 @@ __global__ void cast_from_half16_kernel(int64_t n, kernels::Half16 k, int c, int
   DS_GRID_STRIDE(i, n) kernels::cast_from_half16_at(i, k, c, h, w, nhwc, xh, x);
 }
 
-// The NHWC transposes: a block per kTile x kTile tile (x: pixel tiles, y: channel tiles, z:
-// samples), kTile x kTileRows threads, the two phases of model/kernels/nhwc_tile.h around a barrier.
-__device__ inline kernels::TileAt tile_here(int c, int64_t hw) {
-  return {int64_t(blockIdx.z), int(blockIdx.y) * kernels::kTile, int64_t(blockIdx.x) * kernels::kTile, c, hw};
-}
+// The NHWC transposes: a block per kTile x kTile tile (model/kernels/nhwc_tile.h's tile_at and
+// tile_blocks_*: x pixel tiles, y channel tiles, z samples, looping when there are more than
+// 65,535), kTile x kTileRows threads, the two phases around a barrier.
 
 // FP32 NCHW x -> 16-bit NHWC xh; with y, the ReLU's gradient [y > 0] x rounded (and kept in FP32
 // in g when g is non-null).
-__global__ void nchw_to_nhwc16_kernel(int c, int64_t hw, kernels::Half16 k, const float* x, const float* y, float* g,
-                                      uint16_t* xh) {
-  __shared__ float t[kernels::kTile][kernels::kTile + 1];
-  const kernels::TileAt a = tile_here(c, hw);
-  kernels::load_nchw_tile(a, threadIdx.x, threadIdx.y, x, y, g, t);
-  __syncthreads();
-  kernels::store_nhwc16_tile(a, threadIdx.x, threadIdx.y, k, t, xh);
+__global__ void nchw_to_nhwc16_kernel(int64_t samples, int c, int64_t hw, kernels::Half16 k, const float* x,
+                                      const float* y, float* g, uint16_t* xh) {
+  __shared__ kernels::Tile t;
+  for (int64_t n = blockIdx.z; n < samples; n += gridDim.z) {
+    const kernels::TileAt a = kernels::tile_at(c, hw, n, blockIdx.x, blockIdx.y);
+    kernels::load_nchw_tile(a, threadIdx.x, threadIdx.y, x, y, g, t);
+    __syncthreads();
+    kernels::store_nhwc16_tile(a, threadIdx.x, threadIdx.y, k, t, xh);
+    __syncthreads();  // the tile is refilled for the next sample
+  }
 }
 
 // 16-bit NHWC xh -> FP32 NCHW y, + b and the ReLU on the way (b null, relu false: the plain widening).
-__global__ void nhwc16_to_nchw_kernel(int c, int64_t hw, kernels::Half16 k, const uint16_t* xh, const float* b,
-                                      bool relu, float* y) {
-  __shared__ float t[kernels::kTile][kernels::kTile + 1];
-  const kernels::TileAt a = tile_here(c, hw);
-  kernels::load_nhwc16_tile(a, threadIdx.x, threadIdx.y, k, xh, t);
-  __syncthreads();
-  kernels::store_nchw_tile(a, threadIdx.x, threadIdx.y, t, b, relu, y);
+__global__ void nhwc16_to_nchw_kernel(int64_t samples, int c, int64_t hw, kernels::Half16 k, const uint16_t* xh,
+                                      const float* b, bool relu, float* y) {
+  __shared__ kernels::Tile t;
+  for (int64_t n = blockIdx.z; n < samples; n += gridDim.z) {
+    const kernels::TileAt a = kernels::tile_at(c, hw, n, blockIdx.x, blockIdx.y);
+    kernels::load_nhwc16_tile(a, threadIdx.x, threadIdx.y, k, xh, t);
+    __syncthreads();
+    kernels::store_nchw_tile(a, threadIdx.x, threadIdx.y, t, b, relu, y);
+    __syncthreads();
+  }
 }
 
 dim3 tile_grid(const Shape& s) {
   const int64_t hw = int64_t(s.h) * s.w;
-  return dim3(unsigned((hw + kernels::kTile - 1) / kernels::kTile), unsigned((s.c + kernels::kTile - 1) / kernels::kTile),
-              unsigned(s.n));
+  return dim3(kernels::tile_blocks_x(hw), kernels::tile_blocks_y(s.c), kernels::tile_blocks_z(s.n));
 }
 
 }  // namespace
 
 void CudaBackend::nchw_to_nhwc16(const Shape& s, const float* x, const float* y, float* g, void* xh) {
   if (s.size() == 0) return;  // no grid of 0 blocks
-  if (s.n > 65535) throw Error("internal: the NHWC transpose takes at most 65535 samples, got " + s.str());
   nchw_to_nhwc16_kernel<<<tile_grid(s), dim3(kernels::kTile, kernels::kTileRows), 0, stream_>>>(
-      s.c, int64_t(s.h) * s.w, half16_kind(), x, y, g, static_cast<uint16_t*>(xh));
+      s.n, s.c, int64_t(s.h) * s.w, half16_kind(), x, y, g, static_cast<uint16_t*>(xh));
   DS_CUDA_LAUNCHED();
 }
 
 void CudaBackend::nhwc16_to_nchw(const Shape& s, const void* xh, const float* b, bool relu, float* y) {
   if (s.size() == 0) return;
-  if (s.n > 65535) throw Error("internal: the NHWC transpose takes at most 65535 samples, got " + s.str());
   nhwc16_to_nchw_kernel<<<tile_grid(s), dim3(kernels::kTile, kernels::kTileRows), 0, stream_>>>(
-      s.c, int64_t(s.h) * s.w, half16_kind(), static_cast<const uint16_t*>(xh), b, relu, y);
+      s.n, s.c, int64_t(s.h) * s.w, half16_kind(), static_cast<const uint16_t*>(xh), b, relu, y);
   DS_CUDA_LAUNCHED();
 }
 
@@ -115,19 +116,22 @@ void CudaBackend::from_half16(const Shape& s, const void* xh, float* x) {
 void* CudaBackend::half16_pass(const Shape& as, const float* a, const void* a16, const Shape& bs, const float* b,
                                const void* b16, const Shape& out_shape, float* out,
                                const std::function<void(const void*, const void*, void*)>& run, bool keep_out) {
-  // Only what is cast here goes back to the cache here; a16/b16 are the caller's.
-  void* h[3] = {a16 ? nullptr : to_half16(as, a), b16 ? nullptr : to_half16(bs, b), half16_scratch(out_shape)};
+  // Only what is cast here goes back to the cache here, whatever throws; a16/b16 are the caller's.
+  void* h[3] = {nullptr, nullptr, nullptr};
   try {
+    if (!a16) h[0] = to_half16(as, a);
+    if (!b16) h[1] = to_half16(bs, b);
+    h[2] = half16_scratch(out_shape);
     run(a16 ? a16 : h[0], b16 ? b16 : h[1], h[2]);
+    for (int i = 0; i < 2; ++i)
+      if (h[i]) cache_.release(h[i]), h[i] = nullptr;  // reused only by work queued after this
+    if (keep_out) return h[2];
+    from_half16(out_shape, h[2], out);
   } catch (...) {
     for (void* x : h)
       if (x) cache_.release(x);
     throw;
   }
-  for (int i = 0; i < 2; ++i)
-    if (h[i]) cache_.release(h[i]);  // reused only by work queued after this
-  if (keep_out) return h[2];
-  from_half16(out_shape, h[2], out);
   cache_.release(h[2]);
   return nullptr;
 }

@@ -72,16 +72,12 @@ __global__ void phase_deinterleave_relu_grad_kernel(int64_t rows, Polyphase p, c
 }
 
 // The same two passes with the 16-bit small grid in NHWC (DOWNSCALE_CUDA_LAYOUT=nhwc): a block per
-// tile of kTile columns w by kTile big rows r (x: w tiles, y: r tiles, z: n * H + h), the two
-// phases of model/kernels/polyphase_nhwc.h around a barrier.
-__device__ inline PhaseTileAt phase_tile_here(const Polyphase& p) {
-  return {int64_t(blockIdx.z) / p.h, int(blockIdx.z % unsigned(p.h)), int(blockIdx.x) * kTile, int(blockIdx.y) * kTile};
-}
-
+// tile of kTile columns w by kTile big rows r (model/kernels/polyphase_nhwc.h's phase_tile_at and
+// phase_blocks_*), kTile x kTileRows threads, the two phases around a barrier.
 __global__ void phase_interleave_nhwc16_bias_relu_kernel(Polyphase p, Half16 k, const uint16_t* small, const float* b,
                                                          bool relu, float* big) {
   __shared__ PhaseTile t;
-  const PhaseTileAt a = phase_tile_here(p);
+  const PhaseTileAt a = phase_tile_at(p, blockIdx.x, blockIdx.y, blockIdx.z);
   load_phase_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, small, t);
   __syncthreads();
   store_phase_big_tile(a, threadIdx.x, threadIdx.y, p, t, b, relu, big);
@@ -90,15 +86,13 @@ __global__ void phase_interleave_nhwc16_bias_relu_kernel(Polyphase p, Half16 k, 
 __global__ void phase_deinterleave_relu_grad_nhwc16_kernel(Polyphase p, Half16 k, const float* y, const float* dy,
                                                            float* dys, uint16_t* dysh) {
   __shared__ PhaseTile t;
-  const PhaseTileAt a = phase_tile_here(p);
+  const PhaseTileAt a = phase_tile_at(p, blockIdx.x, blockIdx.y, blockIdx.z);
   load_big_relu_grad_tile(a, threadIdx.x, threadIdx.y, p, y, dy, dys, t);
   __syncthreads();
   store_phase_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, t, dysh);
 }
 
-dim3 phase_tile_grid(const Polyphase& p) {
-  return dim3(unsigned((p.w + kTile - 1) / kTile), unsigned((p.o * p.f + kTile - 1) / kTile), unsigned(p.n * p.h));
-}
+dim3 phase_tile_grid(const Polyphase& p) { return dim3(phase_blocks_x(p), phase_blocks_y(p), phase_blocks_z(p)); }
 const dim3 kPhaseTileBlock(kTile, kTileRows);
 
 // Launch shape of a row-form pass: whole warps covering a row's f * W columns, at most kThreads

@@ -34,6 +34,16 @@ struct TileAt {
   int64_t hw;
 };
 
+// The launch geometry (cuda_half16.cu), here so the host tests walk the same grid: blocks
+// (x: pixel tiles, y: channel tiles, z: samples, a grid-stride loop over samples beyond the grid's
+// 65,535), kTile x kTileRows threads. Block (bx, by) of sample n holds this tile:
+DS_HOST_DEVICE inline TileAt tile_at(int c, int64_t hw, int64_t n, unsigned bx, unsigned by) {
+  return {n, int(by) * kTile, int64_t(bx) * kTile, c, hw};
+}
+DS_HOST_DEVICE inline unsigned tile_blocks_x(int64_t hw) { return unsigned((hw + kTile - 1) / kTile); }
+DS_HOST_DEVICE inline unsigned tile_blocks_y(int c) { return unsigned((c + kTile - 1) / kTile); }
+DS_HOST_DEVICE inline unsigned tile_blocks_z(int64_t n) { return unsigned(n < 65535 ? n : 65535); }
+
 // FP32 NCHW -> tile (channel rows, pixel columns): reads along pixels. With y (the ReLU's output)
 // the value is the masked gradient [y > 0] dy (relu_grad_to_half16_at's), written to g too when
 // g is non-null; without y, x itself.

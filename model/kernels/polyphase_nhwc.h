@@ -8,7 +8,8 @@
 // the row big[n, oc, f * h + py, :] of f * W columns (w * f + px). So the interleave is a
 // transpose of (w, r) with the f phases riding along: a block moves a tile of kTile w by kTile
 // r (by f phases) through shared memory, reading along (r, px) and writing along (w, px), both
-// in order, as nhwc_tile.h does for the plain casts. The tile is t[w - w0][(r - r0) * f + px].
+// in order, as nhwc_tile.h does for the plain casts. The tile holds (w - w0, (r - r0) * f + px)
+// at phase_tile_index.
 // Each kernel is two phases of every thread (tx 0..kTile-1, ty 0..kTileRows-1) around a barrier;
 // tests/model/nhwc_tile_test.cpp runs them on the host against the row-form bodies.
 #pragma once
@@ -22,14 +23,28 @@
 
 namespace ds::model::kernels {
 
-constexpr int kMaxPhaseF = 4;  // the tile holds kTile * f phases' columns; larger f: the unfused path
-using PhaseTile = float[kTile][kTile * kMaxPhaseF + 1];
+// The tile: kTile rows (w) of kTile * f columns ((r, px)), each row (kTile + 1) * f floats apart:
+// that stride is f modulo 32 banks, so both phases' warps (columns in order; or rows, f columns
+// at a time) touch 32 different banks. Larger f than kMaxPhaseF: the unfused path.
+constexpr int kMaxPhaseF = 4;
+using PhaseTile = float[kTile * (kTile + 1) * kMaxPhaseF];
+DS_HOST_DEVICE inline int phase_tile_index(int wl, int col, int f) { return wl * (kTile + 1) * f + col; }
 
 // The tile's place: small row (n, h), first column w0, first big row index r0 (of R = O * f).
 struct PhaseTileAt {
   int64_t n;
   int h, w0, r0;
 };
+
+// The launch geometry (cuda_upsample_conv.cu), here so the host tests walk the same grid: blocks
+// (x: w tiles, y: big-row tiles, z: n * H + h; the caller keeps n * H within 65,535),
+// kTile x kTileRows threads. Block (bx, by, bz) holds this tile:
+DS_HOST_DEVICE inline PhaseTileAt phase_tile_at(const Polyphase& p, unsigned bx, unsigned by, unsigned bz) {
+  return {int64_t(bz) / p.h, int(bz % unsigned(p.h)), int(bx) * kTile, int(by) * kTile};
+}
+DS_HOST_DEVICE inline unsigned phase_blocks_x(const Polyphase& p) { return unsigned((p.w + kTile - 1) / kTile); }
+DS_HOST_DEVICE inline unsigned phase_blocks_y(const Polyphase& p) { return unsigned((p.o * p.f + kTile - 1) / kTile); }
+DS_HOST_DEVICE inline unsigned phase_blocks_z(const Polyphase& p) { return unsigned(int64_t(p.n) * p.h); }
 
 // NHWC index of small channel ch at (n, h, w); the small output has O * f * f channels.
 DS_HOST_DEVICE inline int64_t small_nhwc_index(const Polyphase& p, int64_t n, int h, int w, int64_t ch) {
@@ -49,7 +64,8 @@ DS_HOST_DEVICE inline void load_phase_nhwc16_tile(const PhaseTileAt& a, int tx, 
   const int span = kTile * p.f, rows = p.o * p.f;
   for (int wl = ty; wl < kTile && a.w0 + wl < p.w; wl += kTileRows)
     for (int j = tx; j < span && a.r0 + j / p.f < rows; j += kTile)
-      t[wl][j] = from_half16(k, small[small_nhwc_index(p, a.n, a.h, a.w0 + wl, int64_t(a.r0) * p.f + j)]);
+      t[phase_tile_index(wl, j, p.f)] =
+          from_half16(k, small[small_nhwc_index(p, a.n, a.h, a.w0 + wl, int64_t(a.r0) * p.f + j)]);
 }
 
 // Forward, phase 2: the tile onto the big FP32 NCHW grid with + b[oc] and the ReLU (writes
@@ -61,7 +77,8 @@ DS_HOST_DEVICE inline void store_phase_big_tile(const PhaseTileAt& a, int tx, in
     const int r = a.r0 + rl;
     for (int j = tx; j < span && a.w0 + j / p.f < p.w; j += kTile) {
       const int wl = j / p.f, px = j % p.f;
-      big[big_index(p, a.n, a.h, r, a.w0 + wl, px)] = bias_relu_value(t[wl][rl * p.f + px], b, r / p.f, relu);
+      big[big_index(p, a.n, a.h, r, a.w0 + wl, px)] =
+          bias_relu_value(t[phase_tile_index(wl, rl * p.f + px, p.f)], b, r / p.f, relu);
     }
   }
 }
@@ -80,7 +97,7 @@ DS_HOST_DEVICE inline void load_big_relu_grad_tile(const PhaseTileAt& a, int tx,
       const int64_t i = big_index(p, a.n, a.h, r, a.w0 + wl, px);
       const float v = (!y || y[i] > 0.0f) ? dy[i] : 0.0f;
       dys[((a.n * channels + int64_t(r) * p.f + px) * p.h + a.h) * p.w + a.w0 + wl] = v;
-      t[wl][rl * p.f + px] = v;
+      t[phase_tile_index(wl, rl * p.f + px, p.f)] = v;
     }
   }
 }
@@ -91,7 +108,8 @@ DS_HOST_DEVICE inline void store_phase_nhwc16_tile(const PhaseTileAt& a, int tx,
   const int span = kTile * p.f, rows = p.o * p.f;
   for (int wl = ty; wl < kTile && a.w0 + wl < p.w; wl += kTileRows)
     for (int j = tx; j < span && a.r0 + j / p.f < rows; j += kTile)
-      dysh[small_nhwc_index(p, a.n, a.h, a.w0 + wl, int64_t(a.r0) * p.f + j)] = to_half16(k, t[wl][j]);
+      dysh[small_nhwc_index(p, a.n, a.h, a.w0 + wl, int64_t(a.r0) * p.f + j)] =
+          to_half16(k, t[phase_tile_index(wl, j, p.f)]);
 }
 
 }  // namespace ds::model::kernels

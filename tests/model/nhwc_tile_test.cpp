@@ -47,13 +47,14 @@ std::vector<float> probe(int64_t total, uint32_t seed) {
 
 bool same_bits(float a, float b) { return float_bits(a) == float_bits(b); }
 
-// The grid of cuda_half16.cu's tile_grid, each block's two phases in turn.
+// The kernels' grid (nhwc_tile.h's tile_blocks_* and tile_at, as cuda_half16.cu launches them),
+// each block's two phases in turn.
 template <class Load, class Store>
 void run_tiles(const Geo& g, Load load, Store store) {
   for (int64_t n = 0; n < g.n; ++n)
-    for (int c0 = 0; c0 < g.c; c0 += kTile)
-      for (int64_t p0 = 0; p0 < g.hw(); p0 += kTile) {
-        const TileAt a{n, c0, p0, g.c, g.hw()};
+    for (unsigned by = 0; by < tile_blocks_y(g.c); ++by)
+      for (unsigned bx = 0; bx < tile_blocks_x(g.hw()); ++bx) {
+        const TileAt a = tile_at(g.c, g.hw(), n, bx, by);
         Tile t;
         for (auto& row : t)
           for (float& v : row) v = std::nanf("");
@@ -139,7 +140,8 @@ TEST(NhwcTile, ReluGradientRoundingIntoNhwcIsTheFlatOneTransposed) {
 struct PolyGeo {
   int n, o, f, h, w;
 };
-const PolyGeo kPolyGeos[] = {{2, 5, 2, 3, 35}, {1, 20, 2, 2, 7}, {2, 4, 3, 2, 5}, {1, 3, 4, 1, 40}, {1, 1, 2, 1, 1}};
+const PolyGeo kPolyGeos[] = {{2, 5, 2, 3, 35}, {1, 20, 2, 2, 7}, {2, 4, 3, 2, 5}, {1, 3, 4, 1, 40},
+                             {1, 12, 3, 2, 33}, {1, 9, 4, 1, 3}, {1, 1, 2, 1, 1}};
 
 Polyphase poly(const PolyGeo& g) {
   ConvDesc d;
@@ -151,22 +153,21 @@ Polyphase poly(const PolyGeo& g) {
   return make_polyphase(d, g.f, small);
 }
 
-// The grid of cuda_upsample_conv.cu's phase tile kernels: (w tiles, r tiles, n * H).
+// The kernels' grid (polyphase_nhwc.h's phase_blocks_* and phase_tile_at, as cuda_upsample_conv.cu
+// launches them), each block's two phases in turn.
 template <class Load, class Store>
 void run_phase_tiles(const Polyphase& p, Load load, Store store) {
-  for (int64_t n = 0; n < p.n; ++n)
-    for (int h = 0; h < p.h; ++h)
-      for (int w0 = 0; w0 < p.w; w0 += kTile)
-        for (int r0 = 0; r0 < p.o * p.f; r0 += kTile) {
-          const PhaseTileAt a{n, h, w0, r0};
-          PhaseTile t;
-          for (auto& row : t)
-            for (float& v : row) v = std::nanf("");
-          for (int ty = 0; ty < kTileRows; ++ty)
-            for (int tx = 0; tx < kTile; ++tx) load(a, tx, ty, t);
-          for (int ty = 0; ty < kTileRows; ++ty)
-            for (int tx = 0; tx < kTile; ++tx) store(a, tx, ty, t);
-        }
+  for (unsigned bz = 0; bz < phase_blocks_z(p); ++bz)
+    for (unsigned by = 0; by < phase_blocks_y(p); ++by)
+      for (unsigned bx = 0; bx < phase_blocks_x(p); ++bx) {
+        const PhaseTileAt a = phase_tile_at(p, bx, by, bz);
+        PhaseTile t;
+        for (float& v : t) v = std::nanf("");
+        for (int ty = 0; ty < kTileRows; ++ty)
+          for (int tx = 0; tx < kTile; ++tx) load(a, tx, ty, t);
+        for (int ty = 0; ty < kTileRows; ++ty)
+          for (int tx = 0; tx < kTile; ++tx) store(a, tx, ty, t);
+      }
 }
 
 // NCHW offset of the small element at NHWC offset i (channels O * f * f).
