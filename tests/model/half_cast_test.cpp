@@ -10,11 +10,15 @@
 #include <random>
 #include <vector>
 
+#include "bitwise_probe.h"
 #include "model/kernels/elementwise.h"
 #include "model/kernels/half_cast.h"
 
 namespace ds::model::kernels {
 namespace {
+
+using test::same_bits;
+using test::special_probe;
 
 // Floats over the whole range both formats care about: tiny (FP16 subnormals), ordinary, huge,
 // and the exact halfway points between neighbouring 16-bit values (where ties-to-even decides).
@@ -130,24 +134,12 @@ TEST(KernelBodiesHalfCast, NhwcTransposeRoundTrips) {
 
 // The casts fused into their neighbours (DOWNSCALE_CUDA_FUSE16) against the separate bodies
 // they replace, composed: bit for bit, with NaN-filled outputs so an element the fused body
-// never writes fails, and with the special values (NaN, -0, +-inf, a tie) in the data.
-bool same_bits(float a, float b) { return float_bits(a) == float_bits(b); }
-
-std::vector<float> fused_probe(int64_t total, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
-  std::vector<float> v(static_cast<size_t>(total));
-  for (float& x : v) x = u(rng);
-  const float specials[] = {std::nanf(""), -0.0f, 0.0f, std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(), bits_float(0x3f808000u)};  // a BF16 tie
-  for (size_t i = 0; i < sizeof specials / sizeof specials[0] && i < v.size(); ++i) v[i * 7 % v.size()] = specials[i];
-  return v;
-}
-
+// never writes fails, and with the special values (NaN, -0, +-inf, a tie) in the data
+// (bitwise_probe.h).
 TEST(KernelBodiesHalfCast, FusedForwardEpilogueIsWidenThenBiasThenRelu) {
   const int n = 2, c = 3, h = 4, w = 5;
   const int64_t total = int64_t(n) * c * h * w, hw = int64_t(h) * w;
-  const std::vector<float> x = fused_probe(total, 3), bias = {0.5f, -0.25f, 1e-3f};
+  const std::vector<float> x = special_probe(total, 3), bias = {0.5f, -0.25f, 1e-3f};
   for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
     std::vector<uint16_t> yh(static_cast<size_t>(total));
     for (int64_t i = 0; i < total; ++i) cast_to_half16_at(i, k, c, h, w, false, x.data(), yh.data());
@@ -176,7 +168,7 @@ TEST(KernelBodiesHalfCast, FusedForwardEpilogueIsWidenThenBiasThenRelu) {
 TEST(KernelBodiesHalfCast, Fp32EpilogueIsBiasThenRelu) {
   const int n = 2, c = 3, h = 4, w = 5;
   const int64_t total = int64_t(n) * c * h * w, hw = int64_t(h) * w;
-  const std::vector<float> x = fused_probe(total, 4), bias = {0.5f, -0.25f, 1e-3f};
+  const std::vector<float> x = special_probe(total, 4), bias = {0.5f, -0.25f, 1e-3f};
   for (const float* b : {bias.data(), static_cast<const float*>(nullptr)})
     for (bool relu : {false, true}) {
       std::vector<float> want = x, got = x;
@@ -194,7 +186,7 @@ TEST(KernelBodiesHalfCast, Fp32EpilogueIsBiasThenRelu) {
 
 TEST(KernelBodiesHalfCast, FusedReluGradientRoundingIsMaskThenCast) {
   const int64_t total = 2 * 3 * 4 * 5;
-  const std::vector<float> y = fused_probe(total, 5), dy = fused_probe(total, 6);
+  const std::vector<float> y = special_probe(total, 5), dy = special_probe(total, 6);
   for (Half16 k : {Half16::kBf16, Half16::kFp16})
     for (const float* mask : {y.data(), static_cast<const float*>(nullptr)}) {
       std::vector<float> g_want(static_cast<size_t>(total)), g(static_cast<size_t>(total), std::nanf(""));

@@ -18,6 +18,7 @@
 #include <random>
 #include <vector>
 
+#include "bitwise_probe.h"
 #include "model/kernels/elementwise.h"
 #include "model/kernels/half_cast.h"
 #include "model/kernels/nhwc_tile.h"
@@ -27,6 +28,9 @@
 namespace ds::model::kernels {
 namespace {
 
+using test::same_bits;
+using test::special_probe;
+
 struct Geo {
   int n, c, h, w;
   int64_t size() const { return int64_t(n) * c * h * w; }
@@ -34,18 +38,6 @@ struct Geo {
 };
 const Geo kGeos[] = {{2, 3, 4, 5}, {2, 50, 30, 53}, {1, 33, 1, 7}, {3, 32, 8, 4}, {1, 1, 1, 1}};
 
-std::vector<float> probe(int64_t total, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
-  std::vector<float> v(static_cast<size_t>(total));
-  for (float& x : v) x = u(rng);
-  const float specials[] = {std::nanf(""), -0.0f, 0.0f, std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(), bits_float(0x3f808000u)};  // a BF16 tie
-  for (size_t i = 0; i < sizeof specials / sizeof specials[0] && i < v.size(); ++i) v[i * 7 % v.size()] = specials[i];
-  return v;
-}
-
-bool same_bits(float a, float b) { return float_bits(a) == float_bits(b); }
 
 // The kernels' grid (nhwc_tile.h's tile_blocks_* and tile_at, as cuda_half16.cu launches them),
 // each block's two phases in turn.
@@ -68,7 +60,7 @@ void run_tiles(const Geo& g, Load load, Store store) {
 TEST(NhwcTile, RoundingIntoNhwcIsTheFlatCast) {
   for (const Geo& g : kGeos)
     for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
-      const std::vector<float> x = probe(g.size(), 1);
+      const std::vector<float> x = special_probe(g.size(), 1);
       std::vector<uint16_t> want(size_t(g.size())), got(size_t(g.size()), 0xffffu);
       for (int64_t i = 0; i < g.size(); ++i) cast_to_half16_at(i, k, g.c, g.h, g.w, true, x.data(), want.data());
       run_tiles(
@@ -83,7 +75,7 @@ TEST(NhwcTile, RoundingIntoNhwcIsTheFlatCast) {
 TEST(NhwcTile, WideningFromNhwcIsTheFlatCastThenBiasThenRelu) {
   for (const Geo& g : kGeos)
     for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
-      const std::vector<float> x = probe(g.size(), 2), bias = probe(g.c, 3);
+      const std::vector<float> x = special_probe(g.size(), 2), bias = special_probe(g.c, 3);
       std::vector<uint16_t> xh(size_t(g.size()));
       for (int64_t i = 0; i < g.size(); ++i) cast_to_half16_at(i, k, g.c, g.h, g.w, true, x.data(), xh.data());
       for (const float* b : {bias.data(), static_cast<const float*>(nullptr)})
@@ -109,7 +101,7 @@ TEST(NhwcTile, WideningFromNhwcIsTheFlatCastThenBiasThenRelu) {
 TEST(NhwcTile, ReluGradientRoundingIntoNhwcIsTheFlatOneTransposed) {
   for (const Geo& g : kGeos)
     for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
-      const std::vector<float> y = probe(g.size(), 4), dy = probe(g.size(), 5);
+      const std::vector<float> y = special_probe(g.size(), 4), dy = special_probe(g.size(), 5);
       for (const float* mask : {y.data(), static_cast<const float*>(nullptr)})
         for (bool keep_g : {true, false}) {
           if (!mask && keep_g) continue;  // without a ReLU there is no masked copy to keep
@@ -180,7 +172,7 @@ TEST(NhwcTile, PolyphaseInterleaveFromNhwcIsTheRowFormOne) {
     for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
       const Polyphase p = poly(g);
       const int64_t n_small = int64_t(p.n) * p.o * p.f * p.f * p.h * p.w, rows = int64_t(p.n) * p.o * p.f * p.h;
-      const std::vector<float> v = probe(n_small, 7), bias = probe(p.o, 8);
+      const std::vector<float> v = special_probe(n_small, 7), bias = special_probe(p.o, 8);
       std::vector<uint16_t> small_nchw(static_cast<size_t>(n_small)), small_nhwc(static_cast<size_t>(n_small));
       for (int64_t i = 0; i < n_small; ++i) small_nchw[size_t(i)] = to_half16(k, v[size_t(i)]);
       for (int64_t i = 0; i < n_small; ++i) small_nhwc[size_t(i)] = small_nchw[size_t(small_nchw_of_nhwc(p, i))];
@@ -212,7 +204,7 @@ TEST(NhwcTile, PolyphaseDeinterleaveIntoNhwcIsTheRowFormOne) {
     for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
       const Polyphase p = poly(g);
       const int64_t n = int64_t(p.n) * p.o * p.f * p.f * p.h * p.w, rows = int64_t(p.n) * p.o * p.f * p.h;
-      const std::vector<float> y = probe(n, 9), dy = probe(n, 10);
+      const std::vector<float> y = special_probe(n, 9), dy = special_probe(n, 10);
       for (const float* mask : {y.data(), static_cast<const float*>(nullptr)}) {
         std::vector<float> dys_want(size_t(n), std::nanf("")), dys_got(size_t(n), std::nanf(""));
         std::vector<uint16_t> dysh_nchw(size_t(n), 0xffffu), dysh_got(size_t(n), 0xffffu);
