@@ -113,8 +113,9 @@ std::string benchmark_json_line(const BenchmarkOptions& opts, const BenchmarkRes
 
 // --profile-layers: the layer profile instead of the timed iterations, written as JSON, and the
 // layers that take most of the step printed (forward + backward, each synchronized per layer).
-static void write_benchmark_profile(const BenchmarkOptions& opts, model::Net& net, model::Backend& be, const model::Tensor& x,
-                             const LossStep& loss, const std::function<void()>& optimizer_step, std::ostream& out) {
+static void write_benchmark_profile(const BenchmarkOptions& opts, model::Net& net, model::Backend& be,
+                                    const model::Tensor& x, const LossStep& loss,
+                                    const std::function<void()>& optimizer_step, std::ostream& out) {
   out << "Profiling layers (" << opts.iters << " steps after " << opts.warmup_batches << ")...\n" << std::flush;
   const LayerProfile p = measure_layer_profile(net, be, x, loss, optimizer_step, opts.warmup_batches, opts.iters,
                                                opts.precision);

@@ -275,7 +275,8 @@ class CudaBackend : public Backend {
   void nhwc16_to_nchw(const Shape& s, const void* xh, const float* b, bool relu, float* y);
   // The casts fused into the kernels around the convolutions (16-bit modes, unless
   // DOWNSCALE_CUDA_FUSE16=0): cuda_conv.cu's header says which. In either layout; the polyphase
-  // interleave's NHWC tile holds up to kMaxPhaseF phases a side (beyond, the separate casts).
+  // interleave's NHWC tile holds up to kMaxPhaseF phases a side and its grid up to 65,535 small
+  // rows (beyond, the separate casts).
   bool fused16() const { return half16() && fuse16_; }
   bool fused16_polyphase(const kernels::Polyphase& p) const {
     return fused16() && (!nhwc_ || (p.f <= kernels::kMaxPhaseF && int64_t(p.n) * p.h <= 65535));

@@ -17,14 +17,16 @@ namespace ds::model {
 
 namespace {
 
-__global__ void cast_to_half16_kernel(int64_t n, kernels::Half16 k, int c, int h, int w, bool nhwc, const float* x,
+// The NCHW casts: element i of the 16-bit buffer is element i of the FP32 tensor (the NHWC
+// layout takes the tiled transposes below).
+__global__ void cast_to_half16_kernel(int64_t n, kernels::Half16 k, int c, int h, int w, const float* x,
                                       uint16_t* xh) {
-  DS_GRID_STRIDE(i, n) kernels::cast_to_half16_at(i, k, c, h, w, nhwc, x, xh);
+  DS_GRID_STRIDE(i, n) kernels::cast_to_half16_at(i, k, c, h, w, false, x, xh);
 }
 
-__global__ void cast_from_half16_kernel(int64_t n, kernels::Half16 k, int c, int h, int w, bool nhwc,
-                                        const uint16_t* xh, float* x) {
-  DS_GRID_STRIDE(i, n) kernels::cast_from_half16_at(i, k, c, h, w, nhwc, xh, x);
+__global__ void cast_from_half16_kernel(int64_t n, kernels::Half16 k, int c, int h, int w, const uint16_t* xh,
+                                        float* x) {
+  DS_GRID_STRIDE(i, n) kernels::cast_from_half16_at(i, k, c, h, w, false, xh, x);
 }
 
 // The NHWC transposes: a block per kTile x kTile tile (model/kernels/nhwc_tile.h's tile_at and
@@ -97,8 +99,7 @@ void* CudaBackend::to_half16(const Shape& s, const float* x) {
     return xh;
   }
   const int64_t n = s.size();
-  const auto k = math_ == MathMode::kBf16 ? kernels::Half16::kBf16 : kernels::Half16::kFp16;
-  cast_to_half16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, k, s.c, s.h, s.w, false, x,
+  cast_to_half16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, half16_kind(), s.c, s.h, s.w, x,
                                                                  static_cast<uint16_t*>(xh));
   DS_CUDA_LAUNCHED();
   return xh;
@@ -107,8 +108,7 @@ void* CudaBackend::to_half16(const Shape& s, const float* x) {
 void CudaBackend::from_half16(const Shape& s, const void* xh, float* x) {
   if (nhwc_) return nhwc16_to_nchw(s, xh, nullptr, false, x);
   const int64_t n = s.size();
-  const auto k = math_ == MathMode::kBf16 ? kernels::Half16::kBf16 : kernels::Half16::kFp16;
-  cast_from_half16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, k, s.c, s.h, s.w, false,
+  cast_from_half16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, half16_kind(), s.c, s.h, s.w,
                                                                    static_cast<const uint16_t*>(xh), x);
   DS_CUDA_LAUNCHED();
 }
