@@ -125,7 +125,8 @@ struct Config {
     double stall_abort_seconds = 1800;  // ... and past this ends the job rather than burn the allocation; 0: never
     std::string name;                 // several models from one store: train/<name>, predict/<name>, evaluate/<name>
     // Arithmetic of convolutions and matrix products (model/math_mode.h), predict's too:
-    // tf32 | fp32 | bf16 | fp16. Tensors, weights, gradients and optimizer state stay FP32.
+    // tf32 | fp32 | bf16 | fp16. Weights, gradients and optimizer state stay FP32; activations
+    // between convolutions are stored in 16 bits where the backend can (Net::set_activations16).
     std::string precision = "tf32";
     // Loss scaling (train/loss_scaler.h): "dynamic" or a fixed number; empty: dynamic under fp16,
     // 1 (none) otherwise.

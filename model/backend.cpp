@@ -15,6 +15,7 @@ bool Backend::all_finite(const std::vector<FloatSpan>& buffers) {
 }
 
 void Backend::conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
+  if (d.y16) throw Error("the " + name() + " backend's conv2d_relu_forward has no 16-bit output (relu_forward is FP32)");
   conv2d_forward(d, x, w, b, y);
   relu_forward(d.out().size(), y, y);
 }
@@ -23,11 +24,22 @@ void Backend::conv2d_backward(const ConvDesc& d, const float* x, const float* y,
                               float* dx, float* dw, float* db, float* scratch) {
   const float* g = dy;
   if (y) {
-    relu_backward(d.out().size(), y, dy, scratch);
+    if (d.y16)
+      relu_backward16(d.out().size(), reinterpret_cast<const uint16_t*>(y), dy, scratch);
+    else
+      relu_backward(d.out().size(), y, dy, scratch);
     g = scratch;
   }
   if (dw) conv2d_backward_weights(d, x, g, dw, db);
   if (dx) conv2d_backward_data(d, g, w, dx);
+}
+
+void Backend::copy_channels16(const Shape&, const uint16_t*, const Shape&, int, uint16_t*) {
+  throw Error("the " + name() + " backend has no 16-bit activations (copy_channels16)");
+}
+
+void Backend::relu_backward16(int64_t, const uint16_t*, const float*, float*) {
+  throw Error("the " + name() + " backend has no 16-bit activations (relu_backward16)");
 }
 
 Shape ConvDesc::out() const {

@@ -18,6 +18,10 @@ struct ConvDesc {
   Shape in;                 // input shape (batch included)
   int out_c = 0, kh = 1, kw = 1, stride = 1;
   int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  // 16-bit activations (Backend::activation_dtype): the input x / the output y (forward's y, and
+  // backward's ReLU mask y) hold that type, packed, behind the float pointers. Gradients (dy, dx),
+  // weights and biases are FP32 always. Set by the layers from their tensors' dtype.
+  bool x16 = false, y16 = false;
   Shape out() const;
 };
 
@@ -41,8 +45,9 @@ struct PoolDesc {
 // and cuBLAS round their inputs to TF32 on tensor cores (10-bit mantissa: ~1e-3 relative per
 // product; PyTorch's default for convolutions); kFp32 keeps plain FP32 FMA (what the parity tests
 // pin). kBf16/kFp16 convert the inputs and weights of convolutions and matrix products to BF16
-// (8-bit mantissa) / FP16 (11-bit, range 6e-5..65504) and accumulate in FP32; tensors between
-// layers, weights, gradients and optimizer state stay FP32.
+// (8-bit mantissa) / FP16 (11-bit, range 6e-5..65504) and accumulate in FP32; weights,
+// gradients and optimizer state stay FP32, and so do the activations between layers except
+// where the backend reads and writes them in 16 bits itself (activation_dtype below).
 enum class MathMode { kTf32, kFp32, kBf16, kFp16 };
 
 class Backend {
@@ -52,6 +57,11 @@ class Backend {
   // Chooses the math mode for the ops queued after it; false when the backend has no such choice
   // (the CPU backend computes in FP32 whatever is asked).
   virtual bool set_math(MathMode) { return false; }
+  // The 16-bit type this backend's convolutions read and write directly under the current math
+  // mode, for the activations the Net keeps in 16 bits between such layers (half the memory and
+  // traffic, and no rounding pass of each input: it is rounded once, when written); kF32 when
+  // there is none (FP32/TF32 math, or a backend without 16-bit activations). See ConvDesc::x16.
+  virtual DType activation_dtype() const { return DType::kF32; }
 
   // --- memory and stream ---
   virtual float* allocate(int64_t n) = 0;
@@ -128,6 +138,14 @@ class Backend {
   // Channel-range copy for concat: dst[:, offset:offset+src.c] = src (and the reverse for backward).
   virtual void copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) = 0;
   virtual void slice_channels(const Shape& dst, int offset, const Shape& src, const float* y, float* x) = 0;
+  // copy_channels for 16-bit activations (any 16-bit type: values are moved, not converted). The
+  // default throws: only a backend with an activation_dtype() implements it.
+  virtual void copy_channels16(const Shape& src, const uint16_t* x, const Shape& dst, int offset, uint16_t* y);
+  // relu_backward with the ReLU's output in 16 bits (activation_dtype()): dx = dy where y > 0,
+  // else 0. A positive FP32 output of normal magnitude (>= 2^-126 for BF16; >= 2^-24 for FP16)
+  // never rounds to 0, so the mask is the FP32 one but for outputs below that (a BF16
+  // conversion may flush subnormals to zero, as avx512_bf16's does). The default throws.
+  virtual void relu_backward16(int64_t n, const uint16_t* y, const float* dy, float* dx);
   virtual void accumulate(int64_t n, const float* x, float* acc) = 0;  // acc += x
   virtual void scale(int64_t n, float alpha, float* x) = 0;             // x *= alpha
 

@@ -23,7 +23,9 @@ class Communicator;  // train/distributed.h
 // (2026-11-22). 3: upsample_conv2d_relu_forward, upsample_conv2d_backward_scratch and
 // upsample_conv2d_backward, inserted before copy_channels (2026-11-23). 4: conv2d_backward, after
 // conv2d_relu_forward (2026-11-23). 5: lanes, fork_lanes, set_lane, join_lanes at the end (2026-11-23).
-#define DS_CUDA_PLUGIN_ABI 5
+// 6: activation_dtype after set_math, copy_channels16 and relu_backward16 after slice_channels,
+// and Tensor's dtype (16-bit activations, 2026-11-23).
+#define DS_CUDA_PLUGIN_ABI 6
 #define DS_CUDA_PLUGIN_ENTRY "ds_cuda_plugin"
 
 namespace ds::model {

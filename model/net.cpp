@@ -10,10 +10,17 @@
 // reverse, and the layer_done hooks of the region's layers run after the join (their gradients
 // are final only then). Any buffer live during a region keeps its slot for the whole region, and
 // no region node may need its gradient accumulated from several readers (both checked in plan()).
+// 16-bit activations (set_activations16, on by default): when the backend computes its
+// convolutions in a 16-bit type it can also read and write (Backend::activation_dtype), a node's
+// output is stored in that type if its layer writes it and every reader reads it (Layer::
+// reads_16bit/writes_16bit; same_16bit: a Concat's inputs and output share one type), so MNN's
+// activations from the first convolution to the head's input are BF16 on the CPU. The network
+// input and output and every gradient stay FP32. Planned again whenever the backend's type changes.
 #include "model/net.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <sstream>
 
@@ -46,8 +53,15 @@ struct Net::Impl {
   const Tensor* input = nullptr;  // forward's x, needed again by backward
   std::string backward_layer;     // the layer whose backward ran last (backward_layer())
   bool lanes_on = true;           // set_lanes
+  bool act16_on = true;           // set_activations16
+  std::vector<DType> dtype;       // by node: its output's type (dtype[0]: the caller's FP32 input)
+  DType planned16 = DType::kF32;  // the 16-bit type `dtype` was planned for (kF32: none)
 
   Impl(const ModelSpec& s, Backend& b) : spec(s), be(b), nodes(build_model(s, b)) {
+    // DOWNSCALE_ACTIVATIONS16=0: FP32 activations whatever the math, for A/B runs of the same
+    // binary (bench_train_step, train, predict); set_activations16 overrides it.
+    const char* a16 = std::getenv("DOWNSCALE_ACTIVATIONS16");
+    act16_on = !(a16 && std::string(a16) == "0");
     const size_t count = nodes.size();
     for (size_t i = 0; i < count; ++i) {
       out.emplace_back(be, Shape{0, 0, 0, 0});
@@ -58,7 +72,51 @@ struct Net::Impl {
     }
     cur_out.assign(count, nullptr);
     cur_grad.assign(count, nullptr);
+    dtype.assign(count, DType::kF32);
     plan();
+  }
+
+  // Each node's output type when the backend's 16-bit activation type is t: t where the layer
+  // writes it and every reader reads it, FP32 elsewhere; demoting one node can make its inputs
+  // (a Concat's) or its readers' rules fail, so it repeats until nothing changes.
+  std::vector<DType> plan_dtypes(DType t) const {
+    std::vector<DType> d(nodes.size(), DType::kF32);
+    if (t == DType::kF32) return d;
+    const size_t last = nodes.size() - 1;
+    std::vector<std::vector<int>> readers(nodes.size());
+    for (size_t i = 1; i <= last; ++i)
+      for (int j : nodes[i].inputs) readers[size_t(j)].push_back(int(i));
+    for (size_t i = 1; i < last; ++i)
+      if (nodes[i].layer->writes_16bit()) d[i] = t;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t i = 1; i < last; ++i) {
+        if (d[i] == DType::kF32) continue;
+        bool ok = true;
+        if (nodes[i].layer->same_16bit())
+          for (int j : nodes[i].inputs) ok = ok && d[size_t(j)] == t;
+        for (int r : readers[i]) {
+          const Layer& reader = *nodes[size_t(r)].layer;
+          ok = ok && reader.reads_16bit() && (!reader.same_16bit() || d[size_t(r)] == t);
+        }
+        if (!ok) {
+          d[i] = DType::kF32;
+          changed = true;
+        }
+      }
+    }
+    return d;
+  }
+
+  // Plans the types for the backend's current math (forward calls it; cheap when unchanged).
+  void ensure_dtypes() {
+    const DType t = act16_on ? be.activation_dtype() : DType::kF32;
+    if (t == planned16) return;
+    dtype = plan_dtypes(t);
+    planned16 = t;
+    for (size_t i = 1; i < nodes.size(); ++i)
+      if (out[i].dtype() != dtype[i]) out[i] = Tensor(be, Shape{0, 0, 0, 0}, dtype[i]);
+    plan();  // the inference plan's slot sizes depend on the types
   }
   Shape batch_shape(size_t node, int n) const {
     Shape s = nodes[node].shape;
@@ -94,7 +152,8 @@ struct Net::Impl {
       const int j = nodes[i].inputs[0];
       if (j == 0 || readers[size_t(j)] != 1) continue;
       const std::string& t = nodes[size_t(j)].layer->type();
-      if (t == "BatchNormalization" || t == "Add" || t == "Conv2D")
+      // (The host is FP32: a ReLU reads no 16-bit input, so a node it reads is never planned 16-bit.)
+      if ((t == "BatchNormalization" || t == "Add" || t == "Conv2D") && dtype[size_t(j)] == DType::kF32)
         in_place[i] = in_place[size_t(j)] >= 0 ? in_place[size_t(j)] : j;
     }
     // Lane regions, and what they may contain: inputs from the network input, the same lane or
@@ -133,7 +192,8 @@ struct Net::Impl {
       if (reached[j] && first_consumer > 0) grads[j] = Lifetime{chw[j], int(last) - first_consumer, int(last - j)};
     }
     for (size_t i = 1; i <= last; ++i)
-      acts[i] = Lifetime{chw[i], int(i), i == last ? int(last) + 1 : std::max(last_reader[i], int(i))};
+      acts[i] = Lifetime{storage_floats(chw[i], dtype[i]), int(i),
+                         i == last ? int(last) + 1 : std::max(last_reader[i], int(i))};
     // A buffer live at any step of a region is kept for the whole region: its steps run side by
     // side, in any order. Backward step k runs node last - k.
     for (const auto& [f, l] : regions) {
@@ -173,14 +233,15 @@ struct Net::Impl {
   // The lane node i runs on (0 when lanes are off for this pass).
   int lane_of(size_t i, bool use) const { return use ? nodes[i].lane : 0; }
 
-  // Views of `slots` (grown for batch n) for each node `plan` gives a slot.
+  // Views of `slots` (grown for batch n) for each node `plan` gives a slot, of type types[node]
+  // (activations: `dtype`; gradients: FP32).
   void bind(const BufferPlan& p, std::vector<Tensor>& slots, std::vector<Tensor>& views, std::vector<Tensor*>& cur,
-            int n) {
+            int n, const std::vector<DType>& types) {
     for (size_t k = 0; k < slots.size(); ++k) slots[k].reshape(Shape{n, int(p.slot_floats[k]), 1, 1});
     for (size_t i = 1; i < nodes.size(); ++i) {
       const int s = p.slot[i];
       if (s < 0) continue;
-      views[i] = Tensor::view(be, batch_shape(i, n), slots[size_t(s)].data());
+      views[i] = Tensor::view(be, batch_shape(i, n), slots[size_t(s)].data(), types[i]);
       cur[i] = &views[i];
     }
   }
@@ -224,9 +285,10 @@ const Tensor& Net::forward(const Tensor& x, const std::function<void(const std::
     throw Error("model '" + m.spec.name + "' expects input (N, " + std::to_string(want.c) + ", " +
                 std::to_string(want.h) + ", " + std::to_string(want.w) + "), got " + got.str());
   m.input = &x;
+  m.ensure_dtypes();
   m.acts_reused = m.reuse && !m.training;
   if (m.acts_reused) {
-    m.bind(m.act_plan, m.act_slots, m.out_view, m.cur_out, got.n);
+    m.bind(m.act_plan, m.act_slots, m.out_view, m.cur_out, got.n, m.dtype);
   } else {
     for (size_t i = 1; i < m.nodes.size(); ++i) {
       const int host = m.reuse ? m.in_place[i] : -1;
@@ -271,7 +333,7 @@ void Net::backward(const Tensor& d_out, const std::function<void(const std::vect
   if (d_out.shape() != m.batch_shape(last, n))
     throw Error("Net::backward: gradient shape " + d_out.shape().str() + " does not match output " +
                 m.batch_shape(last, n).str());
-  if (m.reuse) m.bind(m.grad_plan, m.grad_slots, m.grad_view, m.cur_grad, n);
+  if (m.reuse) m.bind(m.grad_plan, m.grad_slots, m.grad_view, m.cur_grad, n, std::vector<DType>(m.nodes.size(), DType::kF32));
 
   // written[j]: grad[j] already holds one consumer's contribution, so the next one accumulates.
   std::vector<bool> written(m.nodes.size(), false);
@@ -351,9 +413,10 @@ void Net::backward(const Tensor& d_out, const std::function<void(const std::vect
 
 int64_t Net::activation_bytes(int n) const {
   const Impl& m = *impl_;
+  const std::vector<DType> types = m.plan_dtypes(m.act16_on ? m.be.activation_dtype() : DType::kF32);
   int64_t floats = 0;
   for (size_t i = 1; i < m.nodes.size(); ++i)  // training keeps every activation, but in-place ReLUs'
-    if (!m.reuse || m.in_place[i] < 0) floats += m.chw[i];
+    if (!m.reuse || m.in_place[i] < 0) floats += storage_floats(m.chw[i], types[i]);
   if (m.reuse) {
     floats += m.grad_plan.total_floats();
   } else {
@@ -367,6 +430,26 @@ int64_t Net::activation_bytes(int n) const {
 void Net::set_memory_reuse(bool on) { impl_->reuse = on; }
 
 void Net::set_lanes(bool on) { impl_->lanes_on = on; }
+
+void Net::set_activations16(bool on) { impl_->act16_on = on; }
+
+DType Net::activation_dtype(const std::string& layer) const {
+  const Impl& m = *impl_;
+  const std::vector<DType> types = m.plan_dtypes(m.act16_on ? m.be.activation_dtype() : DType::kF32);
+  for (size_t i = 1; i < m.nodes.size(); ++i)
+    if (m.nodes[i].layer->name() == layer) return m.cur_out[i] ? m.cur_out[i]->dtype() : types[i];
+  throw Error("model '" + m.spec.name + "' has no layer '" + layer + "'");
+}
+
+std::string Net::activations16_summary() const {
+  const Impl& m = *impl_;
+  const DType t = m.act16_on ? m.be.activation_dtype() : DType::kF32;
+  const std::vector<DType> types = m.plan_dtypes(t);
+  const auto n16 = std::count(types.begin(), types.end(), t);
+  if (t == DType::kF32 || n16 == 0) return {};
+  return "activations of " + std::to_string(n16) + " of " + std::to_string(m.nodes.size() - 1) + " layers stored in " +
+         dtype_name(t) + " between the layers that read and write it (DOWNSCALE_ACTIVATIONS16=0: FP32)";
+}
 
 const std::string& Net::backward_layer() const { return impl_->backward_layer; }
 

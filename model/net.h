@@ -82,6 +82,18 @@ class Net {
   // On by default: layers marked as independent lanes (MNN's branches) run side by side where the
   // backend can (Backend::lanes()); off runs every layer in list order. Results are the same.
   void set_lanes(bool on);
+  // On by default: where the backend computes convolutions in a 16-bit type it reads and writes
+  // (Backend::activation_dtype: BF16 on the CPU under train.precision bf16), the activations
+  // between such layers are stored in it (net.cpp): half their memory. The step is the same bit
+  // for bit either way on the CPU. Off keeps every activation FP32 (also the default with
+  // DOWNSCALE_ACTIVATIONS16=0 in the environment).
+  void set_activations16(bool on);
+  // The type layer `layer`'s output had in the last forward (before one: the plan for the
+  // backend's current math).
+  DType activation_dtype(const std::string& layer) const;
+  // One line for the logs when some activations are 16-bit under the backend's current math
+  // ("activations of 17 of 19 layers stored in bf16 ..."), else empty.
+  std::string activations16_summary() const;
   std::string summary() const;  // layers, output shapes and parameter counts, Keras-style
   const ModelSpec& spec() const;
 

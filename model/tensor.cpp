@@ -13,23 +13,43 @@ std::string Shape::str() const {
   return "(" + std::to_string(n) + ", " + std::to_string(c) + ", " + std::to_string(h) + ", " + std::to_string(w) + ")";
 }
 
-Tensor::Tensor(Backend& backend, Shape shape) : backend_(&backend) {
-  reshape(shape);
-  backend_->fill(data_, size(), 0.0f);
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::kF32: return "fp32";
+    case DType::kBf16: return "bf16";
+    case DType::kF16: return "fp16";
+  }
+  return "?";
 }
 
-Tensor Tensor::view(Backend& backend, Shape shape, float* data) {
+Tensor::Tensor(Backend& backend, Shape shape, DType dtype) : backend_(&backend), dtype_(dtype) {
+  reshape(shape);
+  backend_->fill(data_, storage_floats(size(), dtype_), 0.0f);  // zero bits are 0 in every type
+}
+
+Tensor Tensor::view(Backend& backend, Shape shape, float* data, DType dtype) {
   Tensor t;
   t.backend_ = &backend;
   t.shape_ = shape;
   t.data_ = data;
-  t.capacity_ = shape.size();
+  t.dtype_ = dtype;
+  t.capacity_ = storage_floats(shape.size(), dtype);
   t.owns_ = false;
   return t;
 }
 
+void Tensor::refuse_16bit(const char* what) const {
+  throw Error(std::string("tensor ") + shape_.str() + " holds " + dtype_name(dtype_) + " values: " + what +
+              " is for FP32 tensors (a 16-bit activation is read only by ops told its type)");
+}
+
 Tensor::Tensor(Tensor&& o) noexcept
-    : backend_(o.backend_), shape_(o.shape_), data_(o.data_), capacity_(o.capacity_), owns_(o.owns_) {
+    : backend_(o.backend_),
+      shape_(o.shape_),
+      data_(o.data_),
+      capacity_(o.capacity_),
+      owns_(o.owns_),
+      dtype_(o.dtype_) {
   o.owns_ = true;
   o.data_ = nullptr;
   o.capacity_ = 0;
@@ -44,6 +64,7 @@ Tensor& Tensor::operator=(Tensor&& o) noexcept {
     data_ = o.data_;
     capacity_ = o.capacity_;
     owns_ = o.owns_;
+    dtype_ = o.dtype_;
     o.owns_ = true;
     o.data_ = nullptr;
     o.capacity_ = 0;
@@ -61,22 +82,25 @@ void Tensor::reshape(Shape shape) {
   if (!backend_) throw Error("reshape of a tensor that has no backend");
   // Growing only: the last, smaller batch of an epoch reuses the big buffer instead of
   // reallocating twice per epoch. Contents are not preserved (every op overwrites its output).
-  if (shape.size() > capacity_) {
+  const int64_t floats = storage_floats(shape.size(), dtype_);
+  if (floats > capacity_) {
     if (!owns_) throw Error("a tensor view cannot grow to " + shape.str());
     if (data_) backend_->release(data_);
     data_ = nullptr;
     capacity_ = 0;
-    data_ = backend_->allocate(shape.size());
-    capacity_ = shape.size();
+    data_ = backend_->allocate(floats);
+    capacity_ = floats;
   }
   shape_ = shape;
 }
 
 void Tensor::upload(const float* host) {
+  if (is_16bit()) refuse_16bit("upload()");
   if (size() > 0) backend_->copy_from_host(data_, host, size());
 }
 
 void Tensor::download(float* host) const {
+  if (is_16bit()) refuse_16bit("download()");
   if (size() > 0) backend_->copy_to_host(host, data_, size());
 }
 

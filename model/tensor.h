@@ -9,6 +9,15 @@ namespace ds::model {
 
 class Backend;
 
+// What a tensor's elements are. FP32 everywhere but for the activations the Net stores in 16 bits
+// between the layers that read and write them directly (Backend::activation_dtype: a backend
+// computing its convolutions in BF16 or FP16). Storage is always allocated in floats: a 16-bit
+// tensor packs two elements a float (the last float half used when the size is odd).
+enum class DType : uint8_t { kF32, kBf16, kF16 };
+const char* dtype_name(DType t);  // "fp32", "bf16", "fp16"
+// Floats of storage that `n` elements of type t take.
+inline int64_t storage_floats(int64_t n, DType t) { return t == DType::kF32 ? n : (n + 1) / 2; }
+
 struct Shape {
   int n = 0, c = 0, h = 0, w = 0;
   int64_t size() const { return int64_t(n) * c * h * w; }
@@ -20,10 +29,11 @@ struct Shape {
 class Tensor {
  public:
   Tensor() = default;
-  Tensor(Backend& backend, Shape shape);  // zero-filled
-  // A tensor that borrows `data` (at least shape.size() floats another tensor owns) and never
-  // frees it: the Net's reused activation and gradient buffers (net.cpp). It cannot grow.
-  static Tensor view(Backend& backend, Shape shape, float* data);
+  Tensor(Backend& backend, Shape shape, DType dtype = DType::kF32);  // zero-filled
+  // A tensor that borrows `data` (at least storage_floats(shape.size(), dtype) floats another
+  // tensor owns) and never frees it: the Net's reused activation and gradient buffers (net.cpp).
+  // It cannot grow.
+  static Tensor view(Backend& backend, Shape shape, float* data, DType dtype = DType::kF32);
   Tensor(Tensor&& o) noexcept;
   Tensor& operator=(Tensor&& o) noexcept;
   Tensor(const Tensor&) = delete;
@@ -34,12 +44,27 @@ class Tensor {
   void reshape(Shape shape);
   const Shape& shape() const { return shape_; }
   int64_t size() const { return shape_.size(); }
-  float* data() { return data_; }
-  const float* data() const { return data_; }
+  DType dtype() const { return dtype_; }
+  bool is_16bit() const { return dtype_ != DType::kF32; }
+  // The FP32 elements. Throws for a 16-bit tensor, so that no op written for floats reads one by
+  // mistake: ops that take 16-bit data are told so (ConvDesc::x16, copy_channels16) and get
+  // storage().
+  float* data() {
+    if (dtype_ != DType::kF32) refuse_16bit("data()");
+    return data_;
+  }
+  const float* data() const {
+    if (dtype_ != DType::kF32) refuse_16bit("data()");
+    return data_;
+  }
+  // The buffer whatever the element type (16-bit elements packed two a float).
+  float* storage() { return data_; }
+  const float* storage() const { return data_; }
   Backend* backend() const { return backend_; }
 
-  void upload(const float* host);           // size() floats from host memory
-  void download(float* host) const;         // size() floats to host memory
+  // FP32 tensors only (a 16-bit one throws): size() floats from / to host memory.
+  void upload(const float* host);
+  void download(float* host) const;
   std::vector<float> to_host() const;
 
  private:
@@ -48,6 +73,8 @@ class Tensor {
   float* data_ = nullptr;
   int64_t capacity_ = 0;
   bool owns_ = true;  // false for a view
+  DType dtype_ = DType::kF32;
+  [[noreturn]] void refuse_16bit(const char* what) const;
 };
 
 }  // namespace ds::model

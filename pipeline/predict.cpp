@@ -182,6 +182,7 @@ int run_predict(const Config& cfg) {
   model::apply_math_mode(*be, cfg.train.precision, true);
   spdlog::info("predicting on {}", be->name());
   model::Net net(spec, *be);
+  if (!net.activations16_summary().empty()) spdlog::info("{}", net.activations16_summary());
   check_checkpoint_store(ckpt, load_checkpoint(ckpt, net, nullptr), meta, paths.store());
   net.set_mode({false, 0});  // inference: batch norm uses its running statistics, no dropout
 

@@ -251,6 +251,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   comm.set_stall_limits(cfg.train.stall_warning_seconds, cfg.train.stall_abort_seconds);
   const bool distributed = comm.size() > 1 || comm.name() == "nccl";
   model::Net net(spec, *be);
+  if (root && !net.activations16_summary().empty()) spdlog::info("{}", net.activations16_summary());
   const auto out_shape = net.output_shape(1);
   if (out_shape.h != meta.Hy() || out_shape.w != meta.Wy())
     throw InputError(store_path + ": the store's predictand grid is " + std::to_string(meta.Hy()) + " x " +

@@ -8,6 +8,7 @@
 #include "model/bernoulli_gamma_point.h"
 #include "model/loss_point_valid.h"
 #include "model/cpu/dnnl_backend.h"
+#include "model/kernels/half_cast.h"
 #include "model/kernels/softmax_cross_entropy.h"
 
 namespace ds::model {
@@ -47,6 +48,21 @@ void DnnlBackend::slice_channels(const Shape& dst, int offset, const Shape& src,
   const int64_t src_off = int64_t(offset) * src.h * src.w;
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < dst.n; ++n) copy(x + n * block, y + n * src_sample + src_off, block);
+}
+
+void DnnlBackend::copy_channels16(const Shape& src, const uint16_t* x, const Shape& dst, int offset, uint16_t* y) {
+  const int64_t block = int64_t(src.c) * src.h * src.w;
+  const int64_t dst_sample = int64_t(dst.c) * dst.h * dst.w;
+  const int64_t dst_off = int64_t(offset) * dst.h * dst.w;
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < src.n; ++n)
+    std::memcpy(y + n * dst_sample + dst_off, x + n * block, size_t(block) * sizeof(uint16_t));
+}
+
+void DnnlBackend::relu_backward16(int64_t n, const uint16_t* y, const float* dy, float* dx) {
+  // This backend's only 16-bit activation type is BF16 (activation_dtype).
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) kernels::relu_backward16_at(i, kernels::Half16::kBf16, y, dy, dx);
 }
 
 void DnnlBackend::accumulate(int64_t n, const float* x, float* acc) {

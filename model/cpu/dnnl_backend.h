@@ -25,6 +25,8 @@ class DnnlBackend : public Backend {
   bool set_math(MathMode mode) override;
   // Whether oneDNN may run bfloat16 convolutions here: avx512_core_bf16 or better (AMX).
   static bool cpu_has_bf16();
+  // BF16 under BF16 math: convolutions (plain and polyphase) read and write bfloat16 activations.
+  DType activation_dtype() const override { return bf16_ ? DType::kBf16 : DType::kF32; }
 
   float* allocate(int64_t n) override;
   void release(float* p) override;
@@ -63,6 +65,8 @@ class DnnlBackend : public Backend {
                                 const float* w, float* dx, float* dw, float* db, float* scratch) override;
   void copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) override;
   void slice_channels(const Shape& dst, int offset, const Shape& src, const float* y, float* x) override;
+  void copy_channels16(const Shape& src, const uint16_t* x, const Shape& dst, int offset, uint16_t* y) override;
+  void relu_backward16(int64_t n, const uint16_t* y, const float* dy, float* dx) override;
   void accumulate(int64_t n, const float* x, float* acc) override;
   void scale(int64_t n, float alpha, float* x) override;
   double bernoulli_gamma_sum(const Shape& out_shape, const float* out, const float* y, const float* mask,
@@ -104,8 +108,9 @@ class DnnlBackend : public Backend {
   // operand's plain layout to the chosen one, conv_in/conv_out move data between them.
   struct ConvPrims;
   struct ConvOperand;
-  // Geometry, then whether the inputs are bfloat16 (primitives of both modes coexist).
-  using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, bool>;
+  // Geometry, then whether the inputs are bfloat16 (primitives of both modes coexist), then
+  // whether x and y are 16-bit activations (ConvDesc::x16, y16).
+  using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, bool, bool, bool>;
   ConvPrims& conv_prims(const ConvDesc& d);
   void run_conv_forward(const ConvDesc& d, const ConvPrims& p, const dnnl::convolution_forward::primitive_desc& pd,
                         const dnnl::convolution_forward& fwd, const ConvOperand& src_op, const ConvOperand& wei_op,

@@ -15,9 +15,15 @@
 // layout, and what it writes (dst, diff_src, diff_weights, diff_bias) is FP32, accumulated in
 // FP32. The reorders above do the f32 -> bf16 conversion along with the blocking, so the
 // Backend's FP32 buffers are untouched and the conversion costs no extra pass.
+// 16-bit activations (ConvDesc::x16/y16, activation_dtype() bf16 under BF16 math): x is already
+// bfloat16 (its reorder only blocks it) and the forward writes y as bfloat16, rounded once by the
+// primitive after bias and ReLU; the gradients stay FP32. Rounding relu(acc + b) when it is
+// written, or when the next convolution's reorder reads it, gives the same bits (both round to
+// nearest even), so a step is the same with and without 16-bit activations (Model tests).
 #include <cstdlib>
 #include <cstring>
 
+#include "io/error.h"
 #include "model/cpu/dnnl_backend.h"
 #include "model/cpu/dnnl_util.h"
 
@@ -74,6 +80,8 @@ struct DnnlBackend::ConvPrims {
   // What oneDNN may choose from (any, or plain: see plain_layouts), for the operands the
   // primitives read (`in`: bf16 under BF16 math) and those they write (`out`: always f32).
   memory::desc src_in, wei_in, dst_in, src_out, wei_out, dst_out;
+  memory::desc dst_fwd;        // the forward's dst: dst_out, or bf16 for a 16-bit activation
+  memory::desc src_grad_user, dst_grad_user;  // plain FP32 dx and dy
   memory::desc bias;           // plain (x): every implementation takes it as is
   memory::dims strides, pad_l, pad_r;
   dnnl::convolution_forward::primitive_desc fwd_pd;
@@ -94,8 +102,10 @@ struct DnnlBackend::ConvPrims {
 };
 
 DnnlBackend::ConvPrims& DnnlBackend::conv_prims(const ConvDesc& d) {
+  if ((d.x16 || d.y16) && !bf16_)
+    throw Error("cpu backend: a 16-bit activation reached a convolution outside BF16 math");
   ConvKey key{d.in.n, d.in.c, d.in.h, d.in.w, d.out_c, d.kh, d.kw, d.stride,
-              d.pad_top, d.pad_bottom, d.pad_left, d.pad_right, bf16_};
+              d.pad_top, d.pad_bottom, d.pad_left, d.pad_right, bf16_, d.x16, d.y16};
   auto it = conv_cache_.find(key);
   if (it != conv_cache_.end()) return *it->second;
 
@@ -110,18 +120,22 @@ DnnlBackend::ConvPrims& DnnlBackend::conv_prims(const ConvDesc& d) {
   p->src_out = chosen(src, dt::f32, tag::nchw, plain);
   p->wei_out = chosen(wei, dt::f32, tag::oihw, plain);
   p->dst_out = chosen(dst, dt::f32, tag::nchw, plain);
+  p->dst_fwd = chosen(dst, d.y16 ? dt::bf16 : dt::f32, tag::nchw, plain);
   p->bias = memory::desc({d.out_c}, dt::f32, tag::x);
   p->strides = {d.stride, d.stride};
   // Explicit per-side padding is what lets oneDNN do Keras' asymmetric 'same' directly.
   p->pad_l = {d.pad_top, d.pad_left};
   p->pad_r = {d.pad_bottom, d.pad_right};
   dnnl::convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, p->src_in,
-                                     p->wei_in, p->bias, p->dst_out, p->strides, p->pad_l, p->pad_r);
+                                     p->wei_in, p->bias, p->dst_fwd, p->strides, p->pad_l, p->pad_r);
   p->fwd_pd = dnnl::convolution_forward::primitive_desc(fd, user_scratchpad(), engine_);
   p->fwd = dnnl::convolution_forward(p->fwd_pd);
-  p->fwd_src = ConvOperand(engine_, memory::desc(src, dt::f32, tag::nchw), p->fwd_pd.src_desc());
+  p->fwd_src = ConvOperand(engine_, memory::desc(src, d.x16 ? dt::bf16 : dt::f32, tag::nchw), p->fwd_pd.src_desc());
   p->fwd_wei = ConvOperand(engine_, memory::desc(wei, dt::f32, tag::oihw), p->fwd_pd.weights_desc());
-  p->fwd_dst = ConvOperand(engine_, memory::desc(dst, dt::f32, tag::nchw), p->fwd_pd.dst_desc());
+  p->fwd_dst = ConvOperand(engine_, memory::desc(dst, d.y16 ? dt::bf16 : dt::f32, tag::nchw), p->fwd_pd.dst_desc());
+  // The gradients' own plain layouts: FP32 whatever the activations are.
+  p->src_grad_user = memory::desc(src, dt::f32, tag::nchw);
+  p->dst_grad_user = memory::desc(dst, dt::f32, tag::nchw);
   auto& ref = *p;
   conv_cache_.emplace(key, std::move(p));
   return ref;
@@ -165,7 +179,7 @@ void DnnlBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const f
     dnnl::primitive_attr attr = user_scratchpad();
     attr.set_post_ops(ops);
     dnnl::convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, p.src_in, p.wei_in,
-                                       p.bias, p.dst_out, p.strides, p.pad_l, p.pad_r);
+                                       p.bias, p.dst_fwd, p.strides, p.pad_l, p.pad_r);
     p.fwd_relu_pd = std::make_unique<dnnl::convolution_forward::primitive_desc>(fd, attr, engine_);
     p.fwd_relu = std::make_unique<dnnl::convolution_forward>(*p.fwd_relu_pd);
     p.fr_src = ConvOperand(engine_, p.fwd_src.user, p.fwd_relu_pd->src_desc());
@@ -204,9 +218,9 @@ void DnnlBackend::conv2d_backward_data(const ConvDesc& d, const float* dy, const
     p.bwd_data_pd = std::make_unique<dnnl::convolution_backward_data::primitive_desc>(bd, user_scratchpad(), engine_,
                                                                                       p.fwd_pd);
     p.bwd_data = std::make_unique<dnnl::convolution_backward_data>(*p.bwd_data_pd);
-    p.bd_ddst = ConvOperand(engine_, p.fwd_dst.user, p.bwd_data_pd->diff_dst_desc());
+    p.bd_ddst = ConvOperand(engine_, p.dst_grad_user, p.bwd_data_pd->diff_dst_desc());
     p.bd_wei = ConvOperand(engine_, p.fwd_wei.user, p.bwd_data_pd->weights_desc());
-    p.bd_dsrc = ConvOperand(engine_, p.fwd_src.user, p.bwd_data_pd->diff_src_desc());
+    p.bd_dsrc = ConvOperand(engine_, p.src_grad_user, p.bwd_data_pd->diff_src_desc());
   }
   memory ddst = conv_in(p.bd_ddst, dy, conv_ws_[kA]), wei = conv_in(p.bd_wei, w, conv_ws_[kB]);
   memory dsrc = conv_out(p.bd_dsrc, dx, conv_ws_[kC]);
@@ -227,7 +241,7 @@ void DnnlBackend::conv2d_backward_weights(const ConvDesc& d, const float* x, con
                                                                                       p.fwd_pd);
     p.bwd_w = std::make_unique<dnnl::convolution_backward_weights>(*p.bwd_w_pd);
     p.bw_src = ConvOperand(engine_, p.fwd_src.user, p.bwd_w_pd->src_desc());
-    p.bw_ddst = ConvOperand(engine_, p.fwd_dst.user, p.bwd_w_pd->diff_dst_desc());
+    p.bw_ddst = ConvOperand(engine_, p.dst_grad_user, p.bwd_w_pd->diff_dst_desc());
     p.bw_dwei = ConvOperand(engine_, p.fwd_wei.user, p.bwd_w_pd->diff_weights_desc());
   }
   // No bias gradient wanted: it goes to a workspace and is dropped.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "model/cpu/dnnl_backend.h"
+#include "model/kernels/half_cast.h"
 
 namespace ds::model {
 
@@ -110,9 +111,14 @@ void unfold_weight_grads(const Polyphase& p, const float* dws, float* dw) {
 
 // Pixel shuffle between the small conv's (N, O*f*f, H, W) and the big (N, O, f*H, f*W):
 // big[n, o, f*h + py, f*w + px] = small[n, phase_channel(o, py, px), h, w]. to_big picks the way.
-// relu_y (only for the way back): the forward output on the big grid; the gradient is masked by
-// the ReLU's [y > 0] on its way (0 where y <= 0, as relu_backward).
-void shuffle(const Polyphase& p, bool to_big, float* small, float* big, const float* relu_y = nullptr) {
+// T: float, or uint16_t for a 16-bit activation (forward only: values are moved, not converted).
+// relu_y (only for the way back): the forward output on the big grid, FP32 or 16-bit (M); the
+// gradient is masked by the ReLU's [y > 0] on its way (0 where y <= 0, as relu_backward).
+bool positive(float v) { return v > 0.0f; }
+bool positive(uint16_t v) { return kernels::bf16_to_float(v) > 0.0f; }  // the CPU's 16-bit type
+
+template <typename T, typename M = float>
+void shuffle(const Polyphase& p, bool to_big, T* small, T* big, const M* relu_y = nullptr) {
   const int f = p.f, O = p.d.out_c, N = p.d.in.n, H = p.small.in.h, W = p.small.in.w;
   const int64_t hw = int64_t(H) * W, big_w = int64_t(f) * W;
 #pragma omp parallel for collapse(2) schedule(static)
@@ -120,18 +126,18 @@ void shuffle(const Polyphase& p, bool to_big, float* small, float* big, const fl
     for (int o = 0; o < O; ++o)
       for (int py = 0; py < f; ++py)
         for (int px = 0; px < f; ++px) {
-          float* s = small + (int64_t(n) * O * f * f + phase_channel(p, o, py, px)) * hw;
+          T* s = small + (int64_t(n) * O * f * f + phase_channel(p, o, py, px)) * hw;
           const int64_t at = (int64_t(n) * O + o) * hw * f * f + int64_t(py) * big_w + px;
-          float* b = big + at;
-          const float* m = relu_y ? relu_y + at : nullptr;
+          T* b = big + at;
+          const M* m = relu_y ? relu_y + at : nullptr;
           for (int h = 0; h < H; ++h)
             for (int w = 0; w < W; ++w) {
               const int64_t k = int64_t(h) * f * big_w + int64_t(w) * f;
-              float& sv = s[int64_t(h) * W + w];
+              T& sv = s[int64_t(h) * W + w];
               if (to_big)
                 b[k] = sv;
               else
-                sv = (!m || m[k] > 0.0f) ? b[k] : 0.0f;
+                sv = (!m || positive(m[k])) ? b[k] : T(0);
             }
         }
 }
@@ -171,12 +177,17 @@ void DnnlBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, co
     for (int o = 0; o < d.out_c; ++o)
       for (int k = 0; k < f * f; ++k) bs[int64_t(o) * f * f + k] = b[o];
   }
+  // With a 16-bit output (d.y16, copied into p.small) the small convolution writes bfloat16,
+  // rounded once after bias and ReLU, and the shuffle moves those values.
   float* ys = workspace(kUpY, p.small.out().size());
   if (relu)
     conv2d_relu_forward(p.small, x, ws, bs, ys);
   else
     conv2d_forward(p.small, x, ws, bs, ys);
-  shuffle(p, true, ys, y);
+  if (d.y16)
+    shuffle(p, true, reinterpret_cast<uint16_t*>(ys), reinterpret_cast<uint16_t*>(y));
+  else
+    shuffle(p, true, ys, y);
 }
 
 void DnnlBackend::upsample_conv2d_backward_data(const ConvDesc& d, int f, const float* dy, const float* w, float* dx,
@@ -212,7 +223,10 @@ void DnnlBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
   const Polyphase p = polyphase(d, f);
   const int64_t n_ws = p.small.out_c * int64_t(d.in.c) * p.small.kh * p.small.kw;
   float* dys = workspace(kUpY, p.small.out().size());
-  shuffle(p, false, dys, const_cast<float*>(dy), y);  // reads dy and y only
+  if (y && d.y16)  // reads dy and y only
+    shuffle(p, false, dys, const_cast<float*>(dy), reinterpret_cast<const uint16_t*>(y));
+  else
+    shuffle(p, false, dys, const_cast<float*>(dy), y);
   if (dw) {
     float* dws = workspace(kUpW, n_ws);
     float* dbs = workspace(kUpB, p.small.out_c);

@@ -107,6 +107,9 @@ std::string CudaBackend::conv_context(const ConvDesc& d) const {
 }
 
 CudaBackend::ConvKey CudaBackend::conv_key(const ConvDesc& d) const {
+  // Every convolution passes here first. This backend has no 16-bit activations yet
+  // (activation_dtype() is FP32, so the Net never plans one): refuse rather than misread one.
+  if (d.x16 || d.y16) throw Error("cuda backend: 16-bit activations are not implemented (" + d.in.str() + ")");
   return ConvKey{d.in.n,    d.in.c,       d.in.h,     d.in.w,      d.out_c,    d.kh,
                  d.kw,      d.stride,     d.pad_top,  d.pad_bottom, d.pad_left, d.pad_right,
                  int(math_), half16() && nhwc_ ? 1 : 0};

@@ -115,6 +115,7 @@ int64_t folded_weights(const ConvDesc& small) { return int64_t(small.out_c) * sm
 }  // namespace
 
 int64_t CudaBackend::upsample_conv2d_scratch(const ConvDesc& d, int f) const {
+  (void)conv_key(d);  // refuses 16-bit activations (none here yet) before any pass runs
   return polyphase_applies(d, f) ? 0 : Backend::upsample_conv2d_scratch(d, f);
 }
 
@@ -182,6 +183,7 @@ void CudaBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, co
 }
 
 int64_t CudaBackend::upsample_conv2d_backward_scratch(const ConvDesc& d, int f, bool relu) const {
+  (void)conv_key(d);  // as above
   return polyphase_applies(d, f) ? 0 : Backend::upsample_conv2d_backward_scratch(d, f, relu);
 }
 

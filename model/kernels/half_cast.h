@@ -128,4 +128,10 @@ DS_HOST_DEVICE inline void relu_grad_to_half16_at(int64_t i, Half16 k, const flo
   gh[i] = to_half16(k, v);
 }
 
+// The ReLU's gradient with its output stored in 16 bits (a 16-bit activation, Backend::
+// relu_backward16): dx = dy where the 16-bit y is > 0. NaN is not > 0, as in relu_backward_at.
+DS_HOST_DEVICE inline void relu_backward16_at(int64_t i, Half16 k, const uint16_t* y, const float* dy, float* dx) {
+  dx[i] = from_half16(k, y[i]) > 0.0f ? dy[i] : 0.0f;
+}
+
 }  // namespace ds::model::kernels

@@ -19,7 +19,15 @@ Shape Concat::output_shape(const std::vector<Shape>& in) const {
 void Concat::forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) {
   int offset = 0;
   for (const Tensor* t : in) {
-    be.copy_channels(t->shape(), t->data(), out.shape(), offset, out.data());
+    if (out.is_16bit()) {
+      if (t->dtype() != out.dtype())
+        throw Error("layer " + name() + ": cannot concatenate " + dtype_name(t->dtype()) + " into " +
+                    dtype_name(out.dtype()));
+      be.copy_channels16(t->shape(), reinterpret_cast<const uint16_t*>(t->storage()), out.shape(), offset,
+                         reinterpret_cast<uint16_t*>(out.storage()));
+    } else {
+      be.copy_channels(t->shape(), t->data(), out.shape(), offset, out.data());
+    }
     offset += t->shape().c;
   }
 }

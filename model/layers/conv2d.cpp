@@ -54,6 +54,13 @@ ConvDesc Conv2D::desc(const Shape& in) const {
   return d;
 }
 
+ConvDesc Conv2D::desc(const Shape& conv_in, const Tensor& x, const Tensor& y) const {
+  ConvDesc d = desc(conv_in);
+  d.x16 = x.is_16bit();
+  d.y16 = y.is_16bit();
+  return d;
+}
+
 Shape Conv2D::output_shape(const std::vector<Shape>& in) const {
   expect_inputs(*this, in.size(), 1);
   if (in[0].c != in_c_)
@@ -62,10 +69,11 @@ Shape Conv2D::output_shape(const std::vector<Shape>& in) const {
 }
 
 void Conv2D::forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) {
+  const ConvDesc d = desc(in[0]->shape(), *in[0], out);
   if (relu_)
-    be.conv2d_relu_forward(desc(in[0]->shape()), in[0]->data(), w_.data(), b_.data(), out.data());
+    be.conv2d_relu_forward(d, in[0]->storage(), w_.data(), b_.data(), out.storage());
   else
-    be.conv2d_forward(desc(in[0]->shape()), in[0]->data(), w_.data(), b_.data(), out.data());
+    be.conv2d_forward(d, in[0]->storage(), w_.data(), b_.data(), out.storage());
 }
 
 void Conv2D::backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
@@ -73,8 +81,9 @@ void Conv2D::backward(Backend& be, const std::vector<const Tensor*>& in, const T
   // With the ReLU, y > 0 exactly where the pre-activation is: its gradient masks dout (into
   // d_pre_) from the output, inside the backend's one backward op.
   if (relu_) d_pre_.reshape(dout.shape());
-  be.conv2d_backward(desc(in[0]->shape()), in[0]->data(), relu_ ? out.data() : nullptr, dout.data(), w_.data(),
-                     din[0] ? din[0]->data() : nullptr, dw_.data(), db_.data(), relu_ ? d_pre_.data() : nullptr);
+  be.conv2d_backward(desc(in[0]->shape(), *in[0], out), in[0]->storage(), relu_ ? out.storage() : nullptr,
+                     dout.data(), w_.data(), din[0] ? din[0]->data() : nullptr, dw_.data(), db_.data(),
+                     relu_ ? d_pre_.data() : nullptr);
 }
 
 std::vector<Param> Conv2D::params() {

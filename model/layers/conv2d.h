@@ -32,6 +32,9 @@ class Conv2D : public Layer {
   void forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) override;
   void backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                 const std::vector<Tensor*>& din) override;
+  // Through ConvDesc::x16/y16: the backend's convolution reads and writes them directly.
+  bool reads_16bit() const override { return true; }
+  bool writes_16bit() const override { return true; }
   std::vector<Param> params() override;
   int64_t parameter_count() const override;
   void init(std::mt19937_64& rng) override;
@@ -42,6 +45,8 @@ class Conv2D : public Layer {
   Tensor& weights_grad() { return dw_; }
   Tensor& bias_grad() { return db_; }
   ConvDesc desc(const Shape& in) const;
+  // desc(in's shape, upsampled as the subclass says) with x16/y16 from the tensors' types.
+  ConvDesc desc(const Shape& conv_in, const Tensor& x, const Tensor& y) const;
 
  private:
   int in_c_, out_c_, kh_, kw_;

@@ -29,6 +29,14 @@ class Layer {
   virtual void backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                         const std::vector<Tensor*>& din) = 0;
 
+  // 16-bit activations (Backend::activation_dtype; the Net decides which, net.cpp): whether
+  // forward and backward take a 16-bit input / write a 16-bit output when the Net hands them one.
+  // same_16bit: then every input and the output have one type (Concat moves values, never
+  // converts). Gradients stay FP32 either way.
+  virtual bool reads_16bit() const { return false; }
+  virtual bool writes_16bit() const { return false; }
+  virtual bool same_16bit() const { return false; }
+
   virtual std::vector<Param> params() { return {}; }
   virtual int64_t parameter_count() const { return 0; }
   virtual void init(std::mt19937_64& /*rng*/) {}

@@ -22,19 +22,19 @@ float* UpsampleConv2D::scratch(int64_t n) {
 }
 
 void UpsampleConv2D::forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) {
-  const ConvDesc d = desc(upsampled(in[0]->shape()));
+  const ConvDesc d = desc(upsampled(in[0]->shape()), *in[0], out);
   float* s = scratch(be.upsample_conv2d_scratch(d, factor_));
   if (relu())
-    be.upsample_conv2d_relu_forward(d, factor_, in[0]->data(), weights().data(), bias().data(), out.data(), s);
+    be.upsample_conv2d_relu_forward(d, factor_, in[0]->storage(), weights().data(), bias().data(), out.storage(), s);
   else
-    be.upsample_conv2d_forward(d, factor_, in[0]->data(), weights().data(), bias().data(), out.data(), s);
+    be.upsample_conv2d_forward(d, factor_, in[0]->storage(), weights().data(), bias().data(), out.storage(), s);
 }
 
 void UpsampleConv2D::backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& out,
                               const Tensor& dout, const std::vector<Tensor*>& din) {
-  const ConvDesc d = desc(upsampled(in[0]->shape()));
+  const ConvDesc d = desc(upsampled(in[0]->shape()), *in[0], out);
   float* s = scratch(be.upsample_conv2d_backward_scratch(d, factor_, relu()));
-  be.upsample_conv2d_backward(d, factor_, in[0]->data(), relu() ? out.data() : nullptr, dout.data(),
+  be.upsample_conv2d_backward(d, factor_, in[0]->storage(), relu() ? out.storage() : nullptr, dout.data(),
                               weights().data(), din[0] ? din[0]->data() : nullptr, weights_grad().data(),
                               bias_grad().data(), s);
 }

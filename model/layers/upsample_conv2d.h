@@ -21,6 +21,10 @@ class UpsampleConv2D : public Conv2D {
   // The input shape after upsampling, which the convolution sees.
   Shape upsampled(const Shape& in) const { return Shape{in.n, in.c, in.h * factor_, in.w * factor_}; }
   int factor() const { return factor_; }
+  // Only as one convolution on the small input (factor > 1): the plain composition upsamples
+  // and masks in FP32 (upsample_conv_default.cpp).
+  bool reads_16bit() const override { return factor_ > 1; }
+  bool writes_16bit() const override { return factor_ > 1; }
 
  private:
   // The backend's scratch for the op (upsample_conv2d_scratch forward,

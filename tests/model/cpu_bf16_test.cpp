@@ -42,15 +42,7 @@ bool cpuinfo_has_avx512_bf16() {
   return false;
 }
 
-// A CPU backend in BF16, or null with the skip reason set.
-std::unique_ptr<Backend> bf16_backend() {
-  auto be = make_cpu_backend(2);
-  if (!be->set_math(MathMode::kBf16)) return nullptr;
-  return be;
-}
-#define REQUIRE_BF16(be)                                                                      \
-  auto be = bf16_backend();                                                                   \
-  if (!be) GTEST_SKIP() << "the CPU has no avx512_bf16 (oneDNN ISA below avx512_core_bf16)"
+#define REQUIRE_BF16(be) REQUIRE_CPU_BF16(be)
 
 std::vector<float> absolute(std::vector<float> v) {
   for (float& x : v) x = std::fabs(x);

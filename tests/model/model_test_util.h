@@ -3,6 +3,8 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -118,6 +120,25 @@ inline void check_layer_gradients(Backend& be, Layer& layer, std::vector<Tensor*
 
   for (size_t k = 0; k < inputs.size(); ++k) check_tensor(*inputs[k], din[k].to_host(), "d input " + std::to_string(k));
   for (Param& p : layer.params()) check_tensor(*p.value, p.grad->to_host(), "d " + p.name);
+}
+
+// A CPU backend (2 threads) in BF16 math, or null where oneDNN cannot (no avx512_bf16).
+inline std::unique_ptr<Backend> cpu_bf16_backend() {
+  auto be = make_cpu_backend(2);
+  if (!be->set_math(MathMode::kBf16)) return nullptr;
+  return be;
+}
+#define REQUIRE_CPU_BF16(be)                            \
+  auto be = ::ds::model::test::cpu_bf16_backend();      \
+  if (!be) GTEST_SKIP() << "the CPU has no avx512_bf16 (oneDNN ISA below avx512_core_bf16)"
+
+// A coastline for land masks: land on the right part of each row, more of it further down.
+inline std::vector<uint8_t> coast_mask(int h, int w) {
+  std::vector<uint8_t> m(size_t(h) * w, 0);
+  for (int r = 0; r < h; ++r)
+    for (int c = w / 3 - r / 2; c < w; ++c)
+      if (c >= 0) m[size_t(r * w + c)] = 1;
+  return m;
 }
 
 }  // namespace ds::model::test

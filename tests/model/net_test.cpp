@@ -434,14 +434,7 @@ TEST(ModelNet, SpecJsonRoundTrip) {
 
 // --- DeepESD ---
 
-// A coastline: land on the right part of each row, more of it further down.
-std::vector<uint8_t> coast_mask(int h, int w) {
-  std::vector<uint8_t> m(size_t(h) * w, 0);
-  for (int r = 0; r < h; ++r)
-    for (int c = w / 3 - r / 2; c < w; ++c)
-      if (c >= 0) m[size_t(r * w + c)] = 1;
-  return m;
-}
+using test::coast_mask;
 
 ModelSpec deepesd_spec(int c, int h, int w, int oh, int ow, std::string loss = "bernoulli_gamma") {
   ModelSpec s = mnn_spec(c, h, w);

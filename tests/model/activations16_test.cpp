@@ -1,0 +1,225 @@
+// 16-bit activations between layers (Net::set_activations16, Backend::activation_dtype): which
+// nodes the Net stores in BF16, what that saves, and that the training step is the same bit for
+// bit as with FP32 activations on the CPU under BF16 math.
+//
+// Why bit for bit and not a tolerance: with FP32 activations every BF16 convolution rounds its
+// FP32 input to BF16 (round to nearest even) as oneDNN's reorder reads it; with 16-bit
+// activations the producing convolution rounds relu(acc + b) to BF16 (nearest even) as it writes
+// it. The same value is rounded the same way once, only earlier, and the ReLU mask [y > 0] is the
+// same for every output of normal magnitude (>= 2^-126; avx512_bf16's conversion flushes
+// subnormals, which these random weights and inputs do not produce). Concat moves values. So forward output, loss, every
+// parameter gradient and the next step after Adam must be identical; any difference is a wrong
+// operand type, layout or mask. Skipped, with the reason, on CPUs without avx512_bf16.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "io/error.h"
+#include "model/adam.h"
+#include "model/backend.h"
+#include "model/kernels/elementwise.h"
+#include "model/kernels/half_cast.h"
+#include "model/layers/concat.h"
+#include "model/loss.h"
+#include "model/net.h"
+#include "model_test_util.h"
+
+namespace ds::model {
+namespace {
+
+using test::make_tensor;
+using test::random_values;
+
+#define REQUIRE_BF16(be) REQUIRE_CPU_BF16(be)
+
+ModelSpec spec_for(const std::string& name) {
+  ModelSpec s;
+  s.name = name;
+  s.in_channels = 6;
+  s.in_h = 6;
+  s.in_w = 8;
+  if (name == "demo") s.filters = {8, 12, 10};
+  if (name == "deepesd") {
+    s.out_h = 9;
+    s.out_w = 11;
+    s.land_mask = test::coast_mask(9, 11);
+  }
+  return s;
+}
+
+// Two training steps (forward, loss, backward, Adam) at batch 3; everything a step produces, as
+// bits: the outputs, losses, parameter gradients, and the weights after the steps.
+std::vector<float> two_steps(const ModelSpec& spec, Backend& be, bool act16) {
+  Net net(spec, be);
+  net.init(7);
+  net.set_activations16(act16);
+  const int n = 3;
+  const Shape os = net.output_shape(n);
+  const size_t hw = size_t(os.h) * os.w;
+  std::vector<float> y(n * hw), mask(hw, 1.0f);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = i % 3 == 0 ? 0.0f : float(0.3 + (i % 11) * 0.4);
+  for (size_t i = 0; i < hw; i += 5) mask[i] = 0.0f;
+  Tensor x = make_tensor(be, Shape{n, spec.in_channels, spec.in_h, spec.in_w},
+                         random_values(size_t(n) * spec.in_channels * spec.in_h * spec.in_w, 11));
+  Tensor yt = make_tensor(be, Shape{n, 1, os.h, os.w}, y), mt = make_tensor(be, Shape{1, 1, os.h, os.w}, mask);
+  Adam adam(net.params(), be);
+  Tensor d(be, os);
+  std::vector<float> all;
+  const std::string first_conv = spec.name == "mnn" ? "branch2_conv1" : "conv1";
+  for (int step = 0; step < 2; ++step) {
+    const Tensor& out = net.forward(x);
+    // The forward really held the 16-bit tensor (or, off or under FP32 math, the FP32 one).
+    EXPECT_EQ(net.activation_dtype(first_conv), act16 ? be.activation_dtype() : DType::kF32) << spec.name;
+    const std::vector<float> o = out.to_host();
+    all.insert(all.end(), o.begin(), o.end());
+    all.push_back(float(bernoulli_gamma_loss(be, out, yt, mt, &d)));
+    net.backward(d);
+    for (const Param& p : net.params()) {
+      const std::vector<float> g = p.grad->to_host();
+      all.insert(all.end(), g.begin(), g.end());
+    }
+    adam.step(1e-3);
+  }
+  for (const Param& p : net.params()) {
+    const std::vector<float> w = p.value->to_host();
+    all.insert(all.end(), w.begin(), w.end());
+  }
+  // An inference forward too: it runs on the reused activation slots, planned with the types.
+  net.set_mode(ForwardMode{false, 0});
+  const std::vector<float> o = net.forward(x).to_host();
+  all.insert(all.end(), o.begin(), o.end());
+  return all;
+}
+
+void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  size_t differ = 0, first = a.size();
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0 && differ++ == 0) first = i;
+  EXPECT_EQ(differ, 0u) << what << ": " << differ << " of " << a.size() << " values differ, first at " << first
+                        << " (" << a[first] << " against " << b[first] << ")";
+}
+
+class Activations16Step : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Activations16Step, IsTheSameBitForBitAsFp32Activations) {
+  REQUIRE_BF16(be);
+  const ModelSpec spec = spec_for(GetParam());
+  const std::vector<float> with16 = two_steps(spec, *be, true), without = two_steps(spec, *be, false);
+  expect_same_bits(with16, without, GetParam());
+  // And BF16 math really ran (an FP32 backend's step differs).
+  auto fp32 = make_cpu_backend(2);
+  EXPECT_NE(two_steps(spec, *fp32, true), without) << "the bf16 path did not run";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Activations16Step, ::testing::Values("demo", "mnn", "deepesd"));
+
+// Which nodes are 16-bit: MNN's every convolution and the concat up to the head's input; the
+// head writes FP32 for the sigmoid and the loss. DeepESD's last conv feeds Flatten (an FP32
+// layer): FP32, the two before it BF16. Off, or under FP32 math: nothing.
+TEST(Activations16, TheNetStoresBf16BetweenLayersThatTakeIt) {
+  REQUIRE_BF16(be);
+  Net mnn(spec_for("mnn"), *be);
+  for (const char* layer : {"branch2_conv1", "branch9_conv3", "concat", "up1_conv1", "up1_conv3", "up2_conv1"})
+    EXPECT_EQ(mnn.activation_dtype(layer), DType::kBf16) << layer;
+  EXPECT_EQ(mnn.activation_dtype("head"), DType::kF32);
+  EXPECT_EQ(mnn.activation_dtype("head_p_sigmoid"), DType::kF32);
+  EXPECT_THROW(mnn.activation_dtype("no_such_layer"), Error);
+  Net esd(spec_for("deepesd"), *be);
+  EXPECT_EQ(esd.activation_dtype("conv1"), DType::kBf16);
+  EXPECT_EQ(esd.activation_dtype("conv2"), DType::kBf16);
+  EXPECT_EQ(esd.activation_dtype("conv3"), DType::kF32);
+  // 15 branch convolutions, the concat and the 4 upsampling-path convolutions; not the head or sigmoid.
+  EXPECT_EQ(mnn.activations16_summary(),
+            "activations of 20 of 22 layers stored in bf16 between the layers that read and write it "
+            "(DOWNSCALE_ACTIVATIONS16=0: FP32)");
+  mnn.set_activations16(false);
+  EXPECT_EQ(mnn.activation_dtype("up2_conv1"), DType::kF32);
+  // 15 branch convolutions, the concat and the 4 upsampling-path convolutions; not the head or sigmoid.
+  EXPECT_EQ(mnn.activations16_summary(), "");
+  auto fp32 = make_cpu_backend(1);
+  Net plain(spec_for("mnn"), *fp32);
+  EXPECT_EQ(plain.activation_dtype("up2_conv1"), DType::kF32);
+}
+
+// The saving is exactly half of each 16-bit activation (rounded up per sample): MNN at batch 32 on
+// the North America grid (20 x 30 x 53) with BF16 activations against FP32 ones.
+TEST(Activations16, HalveTheBf16ActivationsBytes) {
+  REQUIRE_BF16(be);
+  ModelSpec s;
+  s.name = "mnn";
+  s.in_channels = 20;
+  s.in_h = 30;
+  s.in_w = 53;
+  Net net(s, *be);
+  const int n = 32;
+  const int64_t with16 = net.activation_bytes(n);
+  net.set_activations16(false);
+  const int64_t without = net.activation_bytes(n);
+  // By hand: the 16-bit outputs' floats per sample (c h w), each kept whole in FP32 and half in BF16.
+  int64_t saved_per_sample = 0;
+  const auto half = [&](int64_t chw) { saved_per_sample += chw - (chw + 1) / 2; };
+  for (int k : {2, 3, 5, 7, 9}) {
+    (void)k;
+    half(50 * 30 * 53);
+    half(25 * 30 * 53);
+    half(10 * 30 * 53);
+  }
+  half(50 * 30 * 53);                        // concat: 5 x 10 channels
+  half(50 * 60 * 106);                       // up1_conv1
+  half(75 * 60 * 106);                       // up1_conv2
+  half(100 * 60 * 106);                      // up1_conv3
+  half(int64_t(132) * 120 * 212);            // up2_conv1
+  EXPECT_EQ(without - with16, saved_per_sample * n * int64_t(sizeof(float)));
+  std::printf("MNN activations and gradients at batch 32: %.0f MiB with BF16 activations, %.0f MiB with FP32\n",
+              with16 / 1048576.0, without / 1048576.0);
+}
+
+// The mask body against the FP32 one on the widened value, for every 16-bit pattern of both
+// types (NaN, infinities, zeros of both signs, subnormals included).
+TEST(Activations16, ReluBackward16IsTheFp32MaskOfTheWidenedValue) {
+  for (kernels::Half16 k : {kernels::Half16::kBf16, kernels::Half16::kFp16}) {
+    for (uint32_t bits = 0; bits <= 0xffffu; ++bits) {
+      const uint16_t h = uint16_t(bits);
+      const float wide = kernels::from_half16(k, h), dy = -2.5f;
+      float got = 7.0f, want = 7.0f;
+      kernels::relu_backward16_at(0, k, &h, &dy, &got);
+      kernels::relu_backward_at(0, &wide, &dy, &want);
+      ASSERT_EQ(std::memcmp(&got, &want, sizeof got), 0) << "pattern " << bits << (k == kernels::Half16::kBf16 ? " bf16" : " fp16");
+    }
+  }
+}
+
+TEST(Activations16, TensorsRefuseFloatAccessAndPackTwoAFloat) {
+  auto be = make_cpu_backend(1);
+  Tensor t(*be, Shape{1, 1, 1, 5}, DType::kBf16);
+  EXPECT_EQ(t.dtype(), DType::kBf16);
+  EXPECT_THROW(t.data(), Error);
+  EXPECT_THROW(t.to_host(), Error);
+  std::vector<float> host(5, 1.0f);
+  EXPECT_THROW(t.upload(host.data()), Error);
+  EXPECT_EQ(storage_floats(5, DType::kBf16), 3);
+  EXPECT_EQ(storage_floats(5, DType::kF32), 5);
+  // Zero-filled: the five 16-bit zeros, in the three floats' storage.
+  const auto* bits = reinterpret_cast<const uint16_t*>(t.storage());
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(bits[i], 0) << i;
+  Tensor storage(*be, Shape{1, 1, 1, 3});
+  Tensor v = Tensor::view(*be, Shape{1, 1, 1, 6}, storage.data(), DType::kF16);
+  EXPECT_EQ(v.storage(), storage.data());
+  EXPECT_THROW(v.reshape(Shape{1, 1, 1, 7}), Error) << "a view of 3 floats holds 6 halves, not 7";
+}
+
+// A Concat that writes BF16 refuses an input of another type rather than move its bytes.
+TEST(Activations16, ConcatRefusesMixedTypes) {
+  REQUIRE_BF16(be);
+  // Through the layer directly: the Net never plans this, the layer must still not misread it.
+  Tensor a(*be, Shape{1, 2, 3, 4}, DType::kBf16), b(*be, Shape{1, 2, 3, 4}), out(*be, Shape{1, 4, 3, 4}, DType::kBf16);
+  Concat concat("c");
+  EXPECT_THROW(concat.forward(*be, {&a, &b}, out), Error);
+  EXPECT_NO_THROW(concat.forward(*be, {&a, &a}, out));
+}
+
+}  // namespace
+}  // namespace ds::model
