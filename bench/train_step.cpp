@@ -119,6 +119,10 @@ static int run(int argc, char** argv) {
     return 0;
   }
   std::printf("backend %s, math %s\nbatch %d\n", be->name().c_str(), math.c_str(), batch);
+  // Which activations are 16-bit (Net::set_activations16): A/B runs say which side they measured.
+  const std::string act16 = net.activations16_summary();
+  std::printf("%s\nactivation_bytes %lld\n", act16.empty() ? "activations fp32" : act16.c_str(),
+              static_cast<long long>(net.activation_bytes(batch)));
   std::printf("gflop_forward_per_sample %.4f\ngflop_train_per_sample %.4f\n", flops.forward * 1e-9,
               flops.train() * 1e-9);
 

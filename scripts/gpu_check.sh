@@ -9,7 +9,7 @@
 #      weights and batch: PyTorch eager NCHW and channels_last with cudnn.benchmark and TF32, and
 #      torch.compile as a second peer (bench/train_step.sh), in each of MATHS;
 #   variants (3b): our training step alone under each CUDA backend switch (DOWNSCALE_CUDA_NARROW,
-#      _NARROW_WINDOW, _FUSE, _BIAS_GRAD, _FUSE16, _LANES, _LAYOUT, DOWNSCALE_FUSE_LAYERS) in each of MATHS:
+#      _NARROW_WINDOW, _FUSE, _BIAS_GRAD, _FUSE16, _LANES, _LAYOUT, _ACTIVATIONS16, DOWNSCALE_FUSE_LAYERS) in each of MATHS:
 #      which default is the faster;
 #   profile (4): the scaling model's per-layer profile (bench_train_step --profile-layers, TF32)
 #      and its predicted table on NVLink4/NDR and PCIe5/one NIC per node (docs/scaling.md); the
@@ -310,8 +310,9 @@ section_variants() {
   for math in $MATHS; do
     for v in default DOWNSCALE_CUDA_NARROW=0 DOWNSCALE_CUDA_NARROW=1 DOWNSCALE_CUDA_NARROW_WINDOW=0 DOWNSCALE_CUDA_FUSE=0 DOWNSCALE_FUSE_LAYERS=0 \
              DOWNSCALE_CUDA_BIAS_GRAD=cudnn DOWNSCALE_CUDA_FUSE16=0 DOWNSCALE_CUDA_LANES=5 DOWNSCALE_CUDA_WGRAD_GEMM=0 \
-             DOWNSCALE_CUDA_WGRAD_GEMM=1 DOWNSCALE_CUDA_LAYOUT=nhwc; do
+             DOWNSCALE_CUDA_WGRAD_GEMM=1 DOWNSCALE_CUDA_LAYOUT=nhwc DOWNSCALE_CUDA_ACTIVATIONS16=1; do
       [[ $v == DOWNSCALE_CUDA_LAYOUT=nhwc && $math != bf16 ]] && continue
+      [[ $v == DOWNSCALE_CUDA_ACTIVATIONS16=1 && $math != bf16 && $math != fp16 ]] && continue
       [[ $v == DOWNSCALE_CUDA_FUSE=0 && ($math == bf16 || $math == fp16) ]] && continue
       [[ $v == DOWNSCALE_CUDA_FUSE16=0 && $math != bf16 && $math != fp16 ]] && continue
       envv=()

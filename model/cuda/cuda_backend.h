@@ -28,6 +28,11 @@ class CudaBackend : public Backend {
   // TF32 (default), FP32, BF16 or FP16: the convolution plans are kept per mode (and 16-bit
   // layout), cuBLAS switches at once.
   bool set_math(MathMode mode) override;
+  // 16-bit activations (ConvDesc::x16/y16): the math's 16-bit type with DOWNSCALE_CUDA_ACTIVATIONS16=1
+  // under BF16/FP16 math with the fused casts in the NCHW scratch layout (the activations are
+  // then the cuDNN operands themselves); FP32 otherwise, and by default until a GPU run has
+  // checked it (docs/gpu.md).
+  DType activation_dtype() const override;
   // For the NCCL communicator (model/cuda/nccl_communicator.cu): its collectives are ordered
   // after the work queued on this stream, and this stream after them.
   cudaStream_t stream() const { return stream_; }
@@ -76,6 +81,8 @@ class CudaBackend : public Backend {
                                 const float* w, float* dx, float* dw, float* db, float* scratch) override;
   void copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) override;
   void slice_channels(const Shape& dst, int offset, const Shape& src, const float* y, float* x) override;
+  void copy_channels16(const Shape& src, const uint16_t* x, const Shape& dst, int offset, uint16_t* y) override;
+  void relu_backward16(int64_t n, const uint16_t* y, const float* dy, float* dx) override;
   void accumulate(int64_t n, const float* x, float* acc) override;
   void scale(int64_t n, float alpha, float* x) override;
   double bernoulli_gamma_sum(const Shape& out_shape, const float* out, const float* y, const float* mask,
@@ -186,8 +193,9 @@ class CudaBackend : public Backend {
   };
   // The geometry (12 ints), the math mode and the 16-bit layout (NHWC 1, NCHW 0): a plan's
   // algorithms were chosen for one mode and layout.
-  using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int>;
-  ConvKey conv_key(const ConvDesc& d) const;
+  using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int, int, int>;
+  ConvKey conv_key(const ConvDesc& d) const;  // plan_key, refusing a 16-bit activation outside the mode
+  ConvKey plan_key(const ConvDesc& d) const;
   ConvPlan& conv_plan(const ConvDesc& d);
   const float* conv_input(const ConvPlan& p, const ConvDesc& d, const float* x);
   std::string conv_context(const ConvDesc& d) const;
@@ -261,6 +269,11 @@ class CudaBackend : public Backend {
   // stream (each lane has its own: cuda_lanes.cu).
   void* workspace(size_t bytes);
   float* pad_buffer(int64_t n);
+  // 16-bit activations (cuda_conv.cu): x16 as cuDNN reads it (itself, or a zero-padded 16-bit
+  // copy from the cache when the padding is asymmetric: `owned`, for the caller to release), and
+  // x16 widened into an FP32 block from the cache for the FP32-only kernels (narrow passes).
+  const void* conv_input16(const ConvPlan& p, const ConvDesc& d, const float* x16, void*& owned);
+  float* widen_input(const ConvDesc& d, const float* x16);
   // 16-bit modes (cuda_half16.cu): an FP32 NCHW tensor of `s` rounded to BF16/FP16 in a scratch
   // block from the cache (NHWC when nhwc_), and a 16-bit result widened back into FP32 NCHW.
   bool half16() const { return math_ == MathMode::kBf16 || math_ == MathMode::kFp16; }
@@ -344,6 +357,7 @@ class CudaBackend : public Backend {
   // DOWNSCALE_CUDA_FUSE16=0: the 16-bit paths cast each operand and result in a pass of its own
   // (as before 2026-11-23's fusions) instead of inside the kernels around the convolution.
   bool fuse16_ = true;
+  bool act16_ = false;  // DOWNSCALE_CUDA_ACTIVATIONS16=1 (activation_dtype)
   int sm_count_ = 0;  // multiprocessors, asked on first use
   int* d_flag_ = nullptr;  // all_finite's answer
   cudaStream_t stream_ = nullptr;
@@ -407,6 +421,8 @@ void conv_note(const ConvDesc& d, const std::string& what);
 
 // Zero-padding copy and its inverse for convolutions whose padding cuDNN cannot express.
 void pad_nchw(cudaStream_t s, const Shape& in, int top, int left, const Shape& padded, const float* x, float* xp);
+void pad_nchw16(cudaStream_t s, const Shape& in, int top, int left, const Shape& padded, const uint16_t* x,
+                uint16_t* xp);
 void crop_nchw(cudaStream_t s, const Shape& padded, int top, int left, const Shape& out, const float* xp, float* x);
 
 }  // namespace ds::model

@@ -49,9 +49,11 @@ namespace ds::model {
 namespace {
 
 // A block per (sample, channel) plane (grid-stride over planes), its threads over the plane: the
-// channel comes from one division per plane, not two 64-bit ones per element.
+// channel comes from one division per plane, not two 64-bit ones per element. Y: float, or
+// uint16_t for a 16-bit activation output.
+template <typename Y>
 __global__ void cast_from_half16_bias_relu_kernel(int64_t planes, int c, int64_t hw, kernels::Half16 k,
-                                                  const uint16_t* yh, const float* b, bool relu, float* y) {
+                                                  const uint16_t* yh, const float* b, bool relu, Y* y) {
   for (int64_t plane = blockIdx.x; plane < planes; plane += gridDim.x) {
     const int ch = int(plane % c);
     for (int64_t j = threadIdx.x; j < hw; j += blockDim.x)
@@ -67,12 +69,42 @@ __global__ void bias_relu_kernel(int64_t planes, int c, int64_t hw, const float*
   }
 }
 
-__global__ void relu_grad_to_half16_kernel(int64_t n, kernels::Half16 k, const float* y, const float* dy, float* g,
+template <typename Y>
+__global__ void relu_grad_to_half16_kernel(int64_t n, kernels::Half16 k, const Y* y, const float* dy, float* g,
                                            uint16_t* gh) {
   DS_GRID_STRIDE(i, n) kernels::relu_grad_to_half16_at(i, k, y, dy, g, gh);
 }
 
+// The whole-pass guard for a block taken from the cache: given back when the pass ends or throws
+// (later work on the stream is queued after what used it).
+struct CacheBlock {
+  CachingAllocator& cache;
+  void* p = nullptr;
+  ~CacheBlock() {
+    if (p) cache.release(p);
+  }
+};
+
 }  // namespace
+
+const void* CudaBackend::conv_input16(const ConvPlan& p, const ConvDesc& d, const float* x16, void*& owned) {
+  if (!p.explicit_pad) return x16;
+  owned = half16_scratch(p.x_shape);
+  pad_nchw16(stream_, d.in, d.pad_top, d.pad_left, p.x_shape, reinterpret_cast<const uint16_t*>(x16),
+             static_cast<uint16_t*>(owned));
+  return owned;
+}
+
+float* CudaBackend::widen_input(const ConvDesc& d, const float* x16) {
+  auto* xf = static_cast<float*>(cache_.allocate(size_t(d.in.size()) * sizeof(float)));
+  try {
+    from_half16(d.in, x16, xf);  // NCHW: 16-bit activations exist only in that layout
+  } catch (...) {
+    cache_.release(xf);
+    throw;
+  }
+  return xf;
+}
 
 // x as cuDNN sees it: the zero-padded copy when the padding is one cuDNN cannot express
 // (asymmetric), else x itself.
@@ -103,10 +135,14 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
     if (pass_times_ && !p.timing_paths) pass_clock_start(0);
     if (p.narrow_fwd) {
       if (keep16) throw Error("internal: a 16-bit output asked of a narrow forward");
-      narrow_conv_forward(d, x, w, b, y);
+      const CacheBlock xf{cache_, d.x16 ? widen_input(d, x) : nullptr};  // the narrow kernels read FP32
+      narrow_conv_forward(d, xf.p ? static_cast<const float*>(xf.p) : x, w, b, y);
     } else {
       const float one = 1.0f, zero = 0.0f;
-      const float* src = conv_input(p, d, x);
+      // A 16-bit activation input is already the cuDNN operand (padded into 16 bits if need be).
+      CacheBlock padded16{cache_};
+      const float* src = d.x16 ? nullptr : conv_input(p, d, x);
+      const void* x16 = d.x16 ? conv_input16(p, d, x, padded16.p) : nullptr;
       const auto forward = [&](const void* xs, const void* ws_, void* ys) {
         run_conv_pass(p, kFwdPass, "cudnnConvolutionForward", [&](int algo, void* ws, size_t bytes) {
           return cudnnConvolutionForward(cudnn_, &one, p.x, xs, p.w, ws_, p.conv[kFwdPass],
@@ -115,8 +151,18 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
       };
       const Shape ws_shape{d.out_c, d.in.c, d.kh, d.kw};
       if (fused16()) {
-        void* yh = half16_pass(p.x_shape, src, nullptr, ws_shape, w, nullptr, d.out(), nullptr, forward, true);
-        if (keep16) {
+        void* yh = half16_pass(p.x_shape, src, x16, ws_shape, w, nullptr, d.out(), nullptr, forward, true);
+        if (d.y16 && !keep16) {  // a 16-bit activation output: bias and ReLU, rounded again, into y
+          const Shape o = d.out();
+          const int64_t planes = int64_t(o.n) * o.c, hw = int64_t(o.h) * o.w;
+          if (planes > 0 && hw > 0) {
+            cast_from_half16_bias_relu_kernel<<<plane_blocks(planes), kThreads, 0, stream_>>>(
+                planes, o.c, hw, half16_kind(), static_cast<const uint16_t*>(yh), b, relu, reinterpret_cast<uint16_t*>(y));
+          }
+          cache_.release(yh);
+          if (planes > 0 && hw > 0) DS_CUDA_LAUNCHED();
+          relu_done = true;
+        } else if (keep16) {
           kept = yh;  // the caller widens it (the polyphase interleave, in either layout) and releases it
         } else if (nhwc_) {  // widened, bias and ReLU in the tiled transpose back to NCHW
           try {
@@ -140,6 +186,7 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
         }
       } else {
         if (keep16) throw Error("internal: a 16-bit output asked outside the fused 16-bit path");
+        if (d.x16 || d.y16) throw Error("internal: a 16-bit activation outside the fused 16-bit path");
         if (half16()) {  // the separate casts (DOWNSCALE_CUDA_FUSE16=0): as before
           half16_pass(p.x_shape, src, nullptr, ws_shape, w, nullptr, d.out(), y, forward);
           if (b) DS_CUDNN(cudnnAddTensor(cudnn_, &one, p.b, b, &one, p.y32, y));
@@ -157,7 +204,10 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
       }
     }
     if (pass_times_ && !p.timing_paths) pass_clock_stop(p, kFwdPass, 0);
-    if (relu && !relu_done) relu_forward(d.out().size(), y, y);
+    if (relu && !relu_done) {
+      if (d.y16) throw Error("internal: an FP32 ReLU asked of a 16-bit activation");
+      relu_forward(d.out().size(), y, y);
+    }
   } catch (const Error& e) {
     if (kept) cache_.release(kept);
     throw Error(e.what() + conv_context(d), e.code());
@@ -264,11 +314,16 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
     if (!p.gemm_chosen && !p.timing_paths) choose_wgrad_gemm(d, p, x, dy, dy16, dw);
     if (pass_times_ && !p.timing_paths) pass_clock_start(0);
     if (p.narrow_bwd_weights) {
-      narrow_conv_backward_weights(d, x, dy, dw, db);
+      const CacheBlock xf{cache_, d.x16 ? widen_input(d, x) : nullptr};  // the narrow kernels read FP32
+      narrow_conv_backward_weights(d, xf.p ? static_cast<const float*>(xf.p) : x, dy, dw, db);
     } else if (!(p.gemm_bwd_weights && gemm_weights_or_fall_back(d, p, x, dy, dy16, dw))) {
       const float one = 1.0f, zero = 0.0f;
       // Padded again rather than kept from forward: a cheap copy instead of a buffer per layer.
-      const float* src = conv_input(p, d, x);
+      // A 16-bit activation input is the cuDNN operand itself (no GEMM plan takes one).
+      CacheBlock padded16{cache_};
+      const float* src = d.x16 ? nullptr : conv_input(p, d, x);
+      const void* x16 = d.x16 ? conv_input16(p, d, x, padded16.p) : nullptr;
+      if (x16 && !half16()) throw Error("internal: a 16-bit activation outside the 16-bit modes");
       const auto filter = [&](const void* xs, const void* dys, void* dws) {
         run_conv_pass(p, kFilterPass, "cudnnConvolutionBackwardFilter", [&](int algo, void* ws, size_t bytes) {
           return cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, xs, p.y, dys, p.conv[kFilterPass],
@@ -276,7 +331,7 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
         });
       };
       if (half16())
-        half16_pass(p.x_shape, src, nullptr, d.out(), dy, dy16, Shape{d.out_c, d.in.c, d.kh, d.kw}, dw, filter);
+        half16_pass(p.x_shape, src, x16, d.out(), dy, dy16, Shape{d.out_c, d.in.c, d.kh, d.kw}, dw, filter);
       else
         filter(src, dy, dw);
     }
@@ -312,7 +367,12 @@ void CudaBackend::conv2d_backward(const ConvDesc& d, const float* x, const float
   const float* gf = y ? scratch : dy;
   try {
     if (nhwc_) {
+      if (d.y16) throw Error("internal: a 16-bit activation in the NHWC scratch layout");
       nchw_to_nhwc16(o, dy, y, g, gh);  // the same mask and rounding, transposed on the way
+    } else if (n > 0 && d.y16) {  // the mask from the 16-bit activation output
+      relu_grad_to_half16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(
+          n, half16_kind(), reinterpret_cast<const uint16_t*>(y), dy, g, static_cast<uint16_t*>(gh));
+      DS_CUDA_LAUNCHED();
     } else if (n > 0) {
       relu_grad_to_half16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, half16_kind(), y, dy, g,
                                                                           static_cast<uint16_t*>(gh));

@@ -91,7 +91,7 @@ void conv_note(const ConvDesc& d, const std::string& what) {
 std::string CudaBackend::conv_context(const ConvDesc& d) const {
   static const char* const modes[] = {"tf32", "fp32", "bf16", "fp16"};
   std::string plan;
-  const auto it = plans_.find(conv_key(d));
+  const auto it = plans_.find(plan_key(d));  // not conv_key: an error's context must not throw
   if (it != plans_.end()) {
     const ConvPlan& p = *it->second;
     const char* const names[3] = {"fwd", "data", "filter"};  // indexed by ConvPass
@@ -107,12 +107,19 @@ std::string CudaBackend::conv_context(const ConvDesc& d) const {
 }
 
 CudaBackend::ConvKey CudaBackend::conv_key(const ConvDesc& d) const {
-  // Every convolution passes here first. This backend has no 16-bit activations yet
-  // (activation_dtype() is FP32, so the Net never plans one): refuse rather than misread one.
-  if (d.x16 || d.y16) throw Error("cuda backend: 16-bit activations are not implemented (" + d.in.str() + ")");
-  return ConvKey{d.in.n,    d.in.c,       d.in.h,     d.in.w,      d.out_c,    d.kh,
-                 d.kw,      d.stride,     d.pad_top,  d.pad_bottom, d.pad_left, d.pad_right,
-                 int(math_), half16() && nhwc_ ? 1 : 0};
+  // Every convolution passes here first: a 16-bit activation outside the mode that takes them
+  // (activation_dtype(); the Net plans none then) is refused rather than misread.
+  if ((d.x16 || d.y16) && activation_dtype() == DType::kF32)
+    throw Error("cuda backend: a 16-bit activation outside DOWNSCALE_CUDA_ACTIVATIONS16=1 with bf16/fp16, fused casts "
+                "and the NCHW layout (" + d.in.str() + ")");
+  return plan_key(d);
+}
+
+CudaBackend::ConvKey CudaBackend::plan_key(const ConvDesc& d) const {
+  // x16/y16 are part of the key: the narrow and GEMM choices differ (both take FP32 operands).
+  return ConvKey{d.in.n,     d.in.c,     d.in.h,    d.in.w,      d.out_c,    d.kh,
+                 d.kw,       d.stride,   d.pad_top, d.pad_bottom, d.pad_left, d.pad_right,
+                 int(math_), half16() && nhwc_ ? 1 : 0, d.x16 ? 1 : 0, d.y16 ? 1 : 0};
 }
 
 CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {

@@ -7,6 +7,7 @@
 #include "model/cuda/grid_stride.h"
 #include "model/kernels/copy.h"
 #include "model/kernels/elementwise.h"
+#include "model/kernels/half_cast.h"
 #include "model/kernels/loss.h"
 #include "model/kernels/optimizer.h"
 #include "model/kernels/sigmoid.h"
@@ -30,6 +31,10 @@ __global__ void relu_backward_kernel(int64_t n, const float* x, const float* dy,
   DS_GRID_STRIDE(i, n) relu_backward_at(i, x, dy, dx);
 }
 
+__global__ void relu_backward16_kernel(int64_t n, Half16 k, const uint16_t* y, const float* dy, float* dx) {
+  DS_GRID_STRIDE(i, n) relu_backward16_at(i, k, y, dy, dx);
+}
+
 // Over the N*HW elements of one channel.
 __global__ void sigmoid_channel_forward_kernel(int64_t n_hw, int64_t hw, int c, int channel, float* y) {
   DS_GRID_STRIDE(i, n_hw) sigmoid_channel_forward_at(i, hw, c, channel, y);
@@ -48,7 +53,8 @@ __global__ void upsample_backward_kernel(int64_t n_in, int h, int w, int f, cons
   DS_GRID_STRIDE(i, n_in) upsample_backward_at(i, h, w, f, dy, dx);
 }
 
-__global__ void strided_block_copy_kernel(int64_t total, int64_t block, const float* a, int64_t stride_a, float* b,
+template <typename T>
+__global__ void strided_block_copy_kernel(int64_t total, int64_t block, const T* a, int64_t stride_a, T* b,
                                           int64_t stride_b) {
   DS_GRID_STRIDE(i, total) strided_block_copy_at(i, block, a, stride_a, b, stride_b);
 }
@@ -82,8 +88,8 @@ __global__ void bernoulli_gamma_kernel(int64_t n_hw, int64_t hw, const float* ou
   if (threadIdx.x == 0) atomicAdd(total, partial[0]);
 }
 
-__global__ void pad_kernel(int64_t n_padded, int h, int w, int top, int left, int ph, int pw, const float* x,
-                           float* xp) {
+template <typename T>
+__global__ void pad_kernel(int64_t n_padded, int h, int w, int top, int left, int ph, int pw, const T* x, T* xp) {
   DS_GRID_STRIDE(i, n_padded) pad_at(i, h, w, top, left, ph, pw, x, xp);
 }
 
@@ -134,6 +140,12 @@ void CudaBackend::relu_backward(int64_t n, const float* x, const float* dy, floa
   DS_CUDA_LAUNCHED();
 }
 
+void CudaBackend::relu_backward16(int64_t n, const uint16_t* y, const float* dy, float* dx) {
+  if (n == 0) return;
+  relu_backward16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, half16_kind(), y, dy, dx);
+  DS_CUDA_LAUNCHED();
+}
+
 void CudaBackend::sigmoid_channel_forward(const Shape& s, int channel, float* y) {
   const int64_t hw = int64_t(s.h) * s.w, n = s.n * hw;
   if (n == 0) return;
@@ -162,12 +174,25 @@ void CudaBackend::upsample_nearest_backward(const Shape& in, int factor, const f
   DS_CUDA_LAUNCHED();
 }
 
-void CudaBackend::copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) {
+namespace {
+// dst[:, offset:offset + src.c] = src, for FP32 or 16-bit elements (T).
+template <typename T>
+void copy_channels_on(cudaStream_t stream, const Shape& src, const T* x, const Shape& dst, int offset, T* y) {
   const int64_t hw = int64_t(dst.h) * dst.w, block = src.c * hw, total = src.n * block;
   if (total == 0) return;
-  strided_block_copy_kernel<<<blocks_for(total), kThreads, 0, stream_>>>(total, block, x, block, y + offset * hw,
-                                                                         dst.c * hw);
+  strided_block_copy_kernel<<<blocks_for(total), kThreads, 0, stream>>>(total, block, x, block, y + offset * hw,
+                                                                        dst.c * hw);
   DS_CUDA_LAUNCHED();
+}
+}  // namespace
+
+void CudaBackend::copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) {
+  copy_channels_on(stream_, src, x, dst, offset, y);
+}
+
+// 16-bit activations: the same strided copy on 2-byte elements.
+void CudaBackend::copy_channels16(const Shape& src, const uint16_t* x, const Shape& dst, int offset, uint16_t* y) {
+  copy_channels_on(stream_, src, x, dst, offset, y);
 }
 
 void CudaBackend::slice_channels(const Shape& dst, int offset, const Shape& src, const float* y, float* x) {
@@ -219,6 +244,14 @@ void CudaBackend::adam_update(int64_t n, float* w, const float* g, float* m, flo
 }
 
 void pad_nchw(cudaStream_t s, const Shape& in, int top, int left, const Shape& padded, const float* x, float* xp) {
+  const int64_t n = padded.size();
+  if (n == 0) return;
+  pad_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, in.h, in.w, top, left, padded.h, padded.w, x, xp);
+  DS_CUDA_LAUNCHED();
+}
+
+void pad_nchw16(cudaStream_t s, const Shape& in, int top, int left, const Shape& padded, const uint16_t* x,
+                uint16_t* xp) {
   const int64_t n = padded.size();
   if (n == 0) return;
   pad_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, in.h, in.w, top, left, padded.h, padded.w, x, xp);

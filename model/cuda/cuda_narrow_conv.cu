@@ -283,7 +283,11 @@ void CudaBackend::narrow_conv_backward_weights(const ConvDesc& d, const float* x
 // (padding copies, 16-bit casts, bias), as training runs it. A side whose timing fails loses
 // its pass to the other; if the scratch cannot be had, cuDNN stays.
 void CudaBackend::choose_narrow(const ConvDesc& d, ConvPlan& p) {
-  if (!kernels::narrow_conv_applies(d)) return;
+  // The narrow kernels write FP32: a plan with a 16-bit output (a 16-bit activation) stays on
+  // cuDNN for all three passes, DOWNSCALE_CUDA_NARROW=1 included (MNN's head writes FP32). A
+  // 16-bit input is widened for them (widen_input); the timing below runs the passes with d's
+  // flags (its zeroed FP32 x reads as 16-bit zeros).
+  if (!kernels::narrow_conv_applies(d) || d.y16) return;
   p.narrow_applies = true;
   if (narrow_mode_ >= 0) {
     p.narrow_fwd = p.narrow_bwd_data = p.narrow_bwd_weights = narrow_mode_ == 1;

@@ -198,6 +198,11 @@ void gemm(cublasHandle_t h, MathMode math, cublasOperation_t ta, cublasOperation
 }
 }  // namespace
 
+DType CudaBackend::activation_dtype() const {
+  if (!act16_ || !fused16() || nhwc_) return DType::kF32;
+  return math_ == MathMode::kBf16 ? DType::kBf16 : DType::kF16;
+}
+
 bool CudaBackend::set_math(MathMode mode) {
   math_ = mode;
   if (cublas_) set_cublas_math(cublas_);

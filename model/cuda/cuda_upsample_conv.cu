@@ -42,8 +42,20 @@ __global__ void phase_interleave_bias_relu_kernel(int64_t rows, Polyphase p, con
   }
 }
 
+// An FP32 small output into a 16-bit activation output (rounded after bias and ReLU).
+__global__ void phase_interleave_bias_relu16_kernel(int64_t rows, Polyphase p, const float* small, const float* b,
+                                                    bool relu, Half16 k, uint16_t* big) {
+  const int cols = p.f * p.w;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const PhaseRow row = phase_row(r, p);
+    for (int x = threadIdx.x; x < cols; x += blockDim.x) phase_interleave_bias_relu_row_at(r, x, row, p, small, b, relu, k, big);
+  }
+}
+
+// Big: float, or uint16_t for a 16-bit activation output.
+template <typename Big>
 __global__ void phase_interleave_half16_bias_relu_kernel(int64_t rows, Polyphase p, Half16 k, const uint16_t* small,
-                                                         const float* b, bool relu, float* big) {
+                                                         const float* b, bool relu, Big* big) {
   const int cols = p.f * p.w;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const PhaseRow row = phase_row(r, p);
@@ -52,7 +64,9 @@ __global__ void phase_interleave_half16_bias_relu_kernel(int64_t rows, Polyphase
   }
 }
 
-__global__ void phase_deinterleave_relu_grad_half16_kernel(int64_t rows, Polyphase p, Half16 k, const float* y,
+// Y: the forward output's storage, float or uint16_t (a 16-bit activation).
+template <typename Y>
+__global__ void phase_deinterleave_relu_grad_half16_kernel(int64_t rows, Polyphase p, Half16 k, const Y* y,
                                                            const float* dy, float* dys, uint16_t* dysh) {
   const int cols = p.f * p.w;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -115,7 +129,7 @@ int64_t folded_weights(const ConvDesc& small) { return int64_t(small.out_c) * sm
 }  // namespace
 
 int64_t CudaBackend::upsample_conv2d_scratch(const ConvDesc& d, int f) const {
-  (void)conv_key(d);  // refuses 16-bit activations (none here yet) before any pass runs
+  (void)conv_key(d);  // refuses a 16-bit activation outside the mode that takes them, before any pass
   return polyphase_applies(d, f) ? 0 : Backend::upsample_conv2d_scratch(d, f);
 }
 
@@ -147,6 +161,9 @@ void CudaBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, co
                                     float* y, bool relu) {
   ConvDesc small;
   const Polyphase p = make_polyphase(d, f, small);
+  small.y16 = false;  // the small output is the kept 16-bit scratch, not an activation
+  if ((d.x16 || d.y16) && !(fused16_polyphase(p) && !nhwc_))
+    throw Error("internal: a 16-bit activation outside the fused NCHW polyphase path");
   float* ws = fold_weights(p, small, w);
   const RowLaunch rl = row_launch(p);
   // Fused 16-bit casts: the small output stays 16-bit (in the scratch layout) and the interleave
@@ -162,6 +179,9 @@ void CudaBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, co
     if (rl.rows > 0 && nhwc_) {  // an empty batch: no grid of 0 blocks
       phase_interleave_nhwc16_bias_relu_kernel<<<phase_tile_grid(p), kPhaseTileBlock, 0, stream_>>>(
           p, half16_kind(), static_cast<const uint16_t*>(ysh), b, relu, y);
+    } else if (rl.rows > 0 && d.y16) {  // the big output is a 16-bit activation: rounded after bias and ReLU
+      phase_interleave_half16_bias_relu_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(
+          rl.rows, p, half16_kind(), static_cast<const uint16_t*>(ysh), b, relu, reinterpret_cast<uint16_t*>(y));
     } else if (rl.rows > 0) {
       phase_interleave_half16_bias_relu_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(
           rl.rows, p, half16_kind(), static_cast<const uint16_t*>(ysh), b, relu, y);
@@ -171,10 +191,17 @@ void CudaBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, co
     release(ws);
     return;
   }
+  // The small convolution on the narrow FP32 kernels (out_c * f * f <= 4) or the separate casts:
+  // an FP32 small output (a 16-bit x is widened by the narrow forward), interleaved into y in its
+  // own type.
   const int64_t n_small = small.out().size();
   float* ys = allocate(n_small);
   conv2d_forward(small, x, ws, nullptr, ys);
-  if (rl.rows > 0) {  // an empty batch: no grid of 0 blocks
+  if (rl.rows > 0 && d.y16) {
+    phase_interleave_bias_relu16_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, ys, b, relu, half16_kind(),
+                                                                               reinterpret_cast<uint16_t*>(y));
+    DS_CUDA_LAUNCHED();
+  } else if (rl.rows > 0) {  // an empty batch: no grid of 0 blocks
     phase_interleave_bias_relu_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, ys, b, relu, y);
     DS_CUDA_LAUNCHED();
   }
@@ -215,6 +242,9 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
                                      const float* w, float* dx, float* dw, float* db) {
   ConvDesc small;
   const Polyphase p = make_polyphase(d, f, small);
+  small.y16 = false;  // as in polyphase_forward: the same plan
+  if ((d.x16 || d.y16) && !(fused16_polyphase(p) && !nhwc_))
+    throw Error("internal: a 16-bit activation outside the fused NCHW polyphase path");
   const int64_t n_small = small.out().size(), n_ws = folded_weights(small), n_w = int64_t(d.out_c) * d.in.c * d.kh * d.kw;
   float* dys = allocate(n_small);
   const RowLaunch rl = row_launch(p);
@@ -224,6 +254,10 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
   if (rl.rows > 0 && dysh && nhwc_) {
     phase_deinterleave_relu_grad_nhwc16_kernel<<<phase_tile_grid(p), kPhaseTileBlock, 0, stream_>>>(
         p, half16_kind(), y, dy, dys, static_cast<uint16_t*>(dysh));
+    DS_CUDA_LAUNCHED();
+  } else if (rl.rows > 0 && dysh && y && d.y16) {  // the mask from the 16-bit activation output
+    phase_deinterleave_relu_grad_half16_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(
+        rl.rows, p, half16_kind(), reinterpret_cast<const uint16_t*>(y), dy, dys, static_cast<uint16_t*>(dysh));
     DS_CUDA_LAUNCHED();
   } else if (rl.rows > 0 && dysh) {
     phase_deinterleave_relu_grad_half16_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(

@@ -169,6 +169,10 @@ void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float*
                                     const void* dy16, float* dw) {
   p.gemm_chosen = true;
   if (p.narrow_applies || wgrad_gemm_mode_ == 0) return;
+  if (d.x16) {  // the im2col reads FP32 x: a 16-bit activation input stays on cuDNN
+    if (wgrad_gemm_mode_ == 1) conv_note(d, "weight gradient by cuDNN (the GEMM does not read 16-bit activations)");
+    return;
+  }
   if (half16() && nhwc_) {  // the 16-bit GEMM reads NCHW operands (the NHWC scratch layout is cuDNN's alone)
     if (wgrad_gemm_mode_ == 1)
       conv_note(d, "weight gradient by cuDNN (DOWNSCALE_CUDA_WGRAD_GEMM=1 does not apply to DOWNSCALE_CUDA_LAYOUT=nhwc)");

@@ -8,19 +8,22 @@
 
 namespace ds::model::kernels {
 
-// Copies `block` floats per sample between buffers whose samples are stride_a / stride_b apart.
-DS_HOST_DEVICE inline void strided_block_copy_at(int64_t i, int64_t block, const float* a, int64_t stride_a, float* b,
+// Copies `block` elements (float, or uint16_t for 16-bit activations) per sample between buffers
+// whose samples are stride_a / stride_b apart.
+template <typename T>
+DS_HOST_DEVICE inline void strided_block_copy_at(int64_t i, int64_t block, const T* a, int64_t stride_a, T* b,
                                                  int64_t stride_b) {
   const int64_t s = i / block, k = i % block;
   b[s * stride_b + k] = a[s * stride_a + k];
 }
 
 // Element i of the padded (ph x pw) planes: the input pixel (r - top, c - left) or 0 outside.
-DS_HOST_DEVICE inline void pad_at(int64_t i, int h, int w, int top, int left, int ph, int pw, const float* x,
-                                  float* xp) {
+// T: float, or uint16_t for a 16-bit activation (a 16-bit zero is all zero bits, as FP32's).
+template <typename T>
+DS_HOST_DEVICE inline void pad_at(int64_t i, int h, int w, int top, int left, int ph, int pw, const T* x, T* xp) {
   const int64_t plane = i / (int64_t(ph) * pw);
   const int r = int(i / pw % ph) - top, c = int(i % pw) - left;
-  xp[i] = (r >= 0 && r < h && c >= 0 && c < w) ? x[(plane * h + r) * w + c] : 0.0f;
+  xp[i] = (r >= 0 && r < h && c >= 0 && c < w) ? x[(plane * h + r) * w + c] : T(0);
 }
 
 // Element i of the cropped (h x w) planes from the padded (ph x pw) ones.

@@ -86,6 +86,14 @@ DS_HOST_DEVICE inline float from_half16(Half16 k, uint16_t h) {
   return k == Half16::kBf16 ? bf16_to_float(h) : fp16_to_float(h);
 }
 
+// An activation element as FP32 whether it is stored in FP32 or in 16 bits (a 16-bit activation,
+// Backend::activation_dtype), and stored back the same way (rounded to nearest even when 16-bit):
+// what lets one body serve both storages.
+DS_HOST_DEVICE inline float load_act(Half16, const float* p, int64_t i) { return p[i]; }
+DS_HOST_DEVICE inline float load_act(Half16 k, const uint16_t* p, int64_t i) { return from_half16(k, p[i]); }
+DS_HOST_DEVICE inline void store_act(Half16, float v, float* p, int64_t i) { p[i] = v; }
+DS_HOST_DEVICE inline void store_act(Half16 k, float v, uint16_t* p, int64_t i) { p[i] = to_half16(k, v); }
+
 // Flat NCHW index of element i of an (n, c, h, w) tensor laid out NHWC when nhwc, else NCHW.
 DS_HOST_DEVICE inline int64_t nchw_index_of(int64_t i, int c, int h, int w, bool nhwc) {
   if (!nhwc) return i;
@@ -112,18 +120,24 @@ DS_HOST_DEVICE inline void cast_from_half16_at(int64_t i, Half16 k, int c, int h
 // widened (from_half16), gets + b[ch] (b null: none) and the ReLU when relu. The same float
 // operations, in the same order, as the separate widening, bias add (cudnnAddTensor: y = 1 * b +
 // 1 * y) and relu_forward_at, so the result is the same bit for bit; y is written once, not thrice.
+// Y: float, or uint16_t for a 16-bit activation output (then rounded once more, after bias and
+// ReLU; yh and y may then be the same buffer: each element is read before it is written).
+template <typename Y>
 DS_HOST_DEVICE inline void cast_from_half16_bias_relu_at(int64_t i, int ch, Half16 k, const uint16_t* yh,
-                                                         const float* b, bool relu, float* y) {
-  y[i] = bias_relu_value(from_half16(k, yh[i]), b, ch, relu);
+                                                         const float* b, bool relu, Y* y) {
+  store_act(k, bias_relu_value(from_half16(k, yh[i]), b, ch, relu), y, i);
 }
 
 // A convolution's output gradient before its two 16-bit backward passes, in one pass (NCHW):
 // g = [y > 0] dy (the ReLU's gradient, relu_backward_at; y null: no ReLU, g = dy) kept in FP32
 // when g is non-null (the bias gradient reads it) and rounded to 16 bits into gh, which the data
 // and the filter pass then both read (each cast it on its own before).
-DS_HOST_DEVICE inline void relu_grad_to_half16_at(int64_t i, Half16 k, const float* y, const float* dy, float* g,
+// Y: the forward output's storage, float or uint16_t (a 16-bit activation: the mask of its
+// widened value, as relu_backward16_at).
+template <typename Y>
+DS_HOST_DEVICE inline void relu_grad_to_half16_at(int64_t i, Half16 k, const Y* y, const float* dy, float* g,
                                                   uint16_t* gh) {
-  const float v = (!y || y[i] > 0.0f) ? dy[i] : 0.0f;
+  const float v = (!y || load_act(k, y, i) > 0.0f) ? dy[i] : 0.0f;
   if (g) g[i] = v;
   gh[i] = to_half16(k, v);
 }

@@ -143,6 +143,14 @@ DS_HOST_DEVICE inline void phase_interleave_bias_relu_row_at(int64_t r, int x, c
   big[r * p.f * p.w + x] = bias_relu_value(small[phase_source_in_row(row, x, p)], b, row.oc, relu);
 }
 
+// The same into a 16-bit activation output (k), rounded after bias and ReLU: the interleave of an
+// FP32 small output (a small convolution on the narrow FP32 kernels) for a 16-bit next layer.
+DS_HOST_DEVICE inline void phase_interleave_bias_relu_row_at(int64_t r, int x, const PhaseRow& row,
+                                                             const Polyphase& p, const float* small, const float* b,
+                                                             bool relu, Half16 k, uint16_t* big) {
+  big[r * p.f * p.w + x] = to_half16(k, bias_relu_value(small[phase_source_in_row(row, x, p)], b, row.oc, relu));
+}
+
 // The backward's one pass over the big grid: the output gradient masked by the ReLU's gradient
 // ([y > 0] from the forward output, as relu_backward_at) and de-interleaved onto the small grid,
 // which both small convolutions' backward then read. y null: no ReLU, a plain de-interleave.
@@ -160,18 +168,23 @@ DS_HOST_DEVICE inline void phase_deinterleave_relu_grad_row_at(int64_t r, int x,
 // fused casts on): the interleave widens the 16-bit small output as it reads it, and the
 // de-interleave writes the masked gradient both in FP32 (the bias gradient's input) and rounded
 // (what the two small convolutions read). Bit for bit the separate cast then the FP32 body.
+// Big: float, or uint16_t for a 16-bit activation output (rounded after bias and ReLU).
+template <typename Big>
 DS_HOST_DEVICE inline void phase_interleave_half16_bias_relu_row_at(int64_t r, int x, const PhaseRow& row,
                                                                     const Polyphase& p, Half16 k,
                                                                     const uint16_t* small, const float* b, bool relu,
-                                                                    float* big) {
-  big[r * p.f * p.w + x] = bias_relu_value(from_half16(k, small[phase_source_in_row(row, x, p)]), b, row.oc, relu);
+                                                                    Big* big) {
+  store_act(k, bias_relu_value(from_half16(k, small[phase_source_in_row(row, x, p)]), b, row.oc, relu), big,
+            r * p.f * p.w + x);
 }
 
+// Y: the forward output's storage, float or uint16_t (a 16-bit activation).
+template <typename Y>
 DS_HOST_DEVICE inline void phase_deinterleave_relu_grad_half16_row_at(int64_t r, int x, const PhaseRow& row,
-                                                                      const Polyphase& p, Half16 k, const float* y,
+                                                                      const Polyphase& p, Half16 k, const Y* y,
                                                                       const float* dy, float* dys, uint16_t* dysh) {
   const int64_t j = r * p.f * p.w + x, s = phase_source_in_row(row, x, p);
-  const float v = (!y || y[j] > 0.0f) ? dy[j] : 0.0f;
+  const float v = (!y || load_act(k, y, j) > 0.0f) ? dy[j] : 0.0f;
   dys[s] = v;
   dysh[s] = to_half16(k, v);
 }

@@ -12,6 +12,7 @@
 // operand type, layout or mask. Skipped, with the reason, on CPUs without avx512_bf16.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "io/error.h"
 #include "model/adam.h"
 #include "model/backend.h"
+#include "model/kernels/copy.h"
 #include "model/kernels/elementwise.h"
 #include "model/kernels/half_cast.h"
 #include "model/layers/concat.h"
@@ -189,6 +191,65 @@ TEST(Activations16, ReluBackward16IsTheFp32MaskOfTheWidenedValue) {
       kernels::relu_backward_at(0, &wide, &dy, &want);
       ASSERT_EQ(std::memcmp(&got, &want, sizeof got), 0) << "pattern " << bits << (k == kernels::Half16::kBf16 ? " bf16" : " fp16");
     }
+  }
+}
+
+// The CUDA kernels' bodies for 16-bit activations (DOWNSCALE_CUDA_ACTIVATIONS16), each against the
+// FP32 body it generalises, bit for bit, on values with every special case (NaN, infinities,
+// zeros of both signs, subnormals, ties): the fused epilogue writing 16 bits is the FP32 epilogue
+// rounded (also in place, yh and y one buffer); the output gradient's mask and rounding from a
+// 16-bit y is the FP32 body's given the widened y; the zero padding and the strided copy move
+// 16-bit values as the FP32 ones move floats.
+TEST(Activations16, CudaBodiesAreTheFp32BodiesOnWidenedValues) {
+  std::vector<float> v = random_values(4096, 17, -3.0f, 3.0f);
+  const float specials[] = {0.0f, -0.0f, std::nanf(""), INFINITY, -INFINITY, 1e-40f, -1e-40f, 6e-8f, 1.00390625f, 65520.0f};
+  for (size_t i = 0; i < sizeof specials / sizeof *specials; ++i) v[i * 37] = specials[i];
+  const int c = 8;
+  const int64_t n = int64_t(v.size()), hw = n / c / 2;  // 2 samples x 8 channels x 256
+  const std::vector<float> bias = random_values(c, 18), dy = random_values(v.size(), 19);
+  for (kernels::Half16 k : {kernels::Half16::kBf16, kernels::Half16::kFp16}) {
+    const char* name = k == kernels::Half16::kBf16 ? "bf16" : "fp16";
+    std::vector<uint16_t> yh(v.size());
+    for (size_t i = 0; i < v.size(); ++i) yh[i] = kernels::to_half16(k, v[i]);
+    for (bool relu : {false, true}) {
+      std::vector<float> want(v.size());
+      std::vector<uint16_t> got(v.size()), in_place = yh;
+      for (int64_t i = 0; i < n; ++i) {
+        const int ch = int(i / hw % c);
+        kernels::cast_from_half16_bias_relu_at(i, ch, k, yh.data(), bias.data(), relu, want.data());
+        kernels::cast_from_half16_bias_relu_at(i, ch, k, yh.data(), bias.data(), relu, got.data());
+        kernels::cast_from_half16_bias_relu_at(i, ch, k, in_place.data(), bias.data(), relu, in_place.data());
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(got[size_t(i)], kernels::to_half16(k, want[size_t(i)])) << name << " epilogue at " << i;
+        ASSERT_EQ(in_place[size_t(i)], got[size_t(i)]) << name << " in-place epilogue at " << i;
+      }
+    }
+    std::vector<float> wide(v.size()), g16(v.size()), gw(v.size());
+    std::vector<uint16_t> gh16(v.size()), ghw(v.size());
+    for (size_t i = 0; i < v.size(); ++i) wide[i] = kernels::from_half16(k, yh[i]);
+    for (int64_t i = 0; i < n; ++i) {
+      kernels::relu_grad_to_half16_at(i, k, yh.data(), dy.data(), g16.data(), gh16.data());
+      kernels::relu_grad_to_half16_at(i, k, wide.data(), dy.data(), gw.data(), ghw.data());
+    }
+    EXPECT_EQ(0, std::memcmp(g16.data(), gw.data(), g16.size() * sizeof(float))) << name << " masked gradient";
+    EXPECT_EQ(gh16, ghw) << name << " masked gradient, rounded";
+    // Padding (1 top, 2 left of 16 x 16 planes into 19 x 20) and the concat's strided copy.
+    const int h = 16, w = 16, ph = 19, pw = 20, planes = int(n / (h * w));
+    std::vector<uint16_t> padded16(size_t(planes) * ph * pw, 0xffffu);
+    std::vector<float> paddedf(padded16.size(), std::nanf(""));
+    for (int64_t i = 0; i < int64_t(padded16.size()); ++i) {
+      kernels::pad_at(i, h, w, 1, 2, ph, pw, yh.data(), padded16.data());
+      kernels::pad_at(i, h, w, 1, 2, ph, pw, wide.data(), paddedf.data());
+    }
+    for (size_t i = 0; i < padded16.size(); ++i) {
+      const float back = kernels::from_half16(k, padded16[i]);
+      ASSERT_EQ(0, std::memcmp(&back, &paddedf[i], sizeof back)) << name << " padding at " << i;
+    }
+    std::vector<uint16_t> cat(v.size() * 2, 0xffffu);
+    for (int64_t i = 0; i < n; ++i) kernels::strided_block_copy_at(i, n / 2, yh.data(), n / 2, cat.data() + 5, n);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(cat[size_t(i / (n / 2) * n + i % (n / 2) + 5)], yh[size_t(i)]) << name << " strided copy at " << i;
   }
 }
 

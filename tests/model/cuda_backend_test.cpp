@@ -18,6 +18,7 @@
 
 #include "conv_reference.h"
 #include "model/adam.h"
+#include "model/kernels/half_cast.h"
 #include "model/layers/add.h"
 #include "model/layers/batch_norm.h"
 #include "model/layers/global_average_pool.h"
@@ -900,6 +901,106 @@ TEST_F(ModelCuda, DemoNetLossCurvesBf16Fp16FollowFp32) {
     EXPECT_LE(worst, bound) << m.name;
     EXPECT_NEAR(c.front() - c.back(), fp32.front() - fp32.back(), 0.15 * (fp32.front() - fp32.back())) << m.name;
   }
+}
+
+// 16-bit activations on the GPU (DOWNSCALE_CUDA_ACTIVATIONS16=1, NCHW): MNN's two steps with its
+// activations held in BF16/FP16 from the first convolution to the head's input, against the same
+// backend with FP32 activations (Net::set_activations16(false)), then an inference forward (the
+// reused slots, as predict runs). The head both on the narrow FP32 kernels (its 16-bit input
+// widened) and on cuDNN (DOWNSCALE_CUDA_NARROW=1 / 0), and the branches on five streams. Not bit
+// for bit as on the CPU: the narrow head reads the widened input where it read the FP32 output,
+// and the 16-bit-input plans time their own algorithms (no GEMM weight gradient). So within the
+// mode's tolerance (kHalfModes: 2e-2 bf16, 2e-3 fp16 of each tensor's largest value). The update
+// is plain SGD: Adam's first step moves every weight by about the rate whatever the gradient's
+// size, so a near-zero gradient of the other sign would move a weight by twice the rate.
+// Also copy_channels16 (odd sizes and offset) and relu_backward16 (zeros, negatives, NaN,
+// subnormals) against the host bodies.
+TEST_F(ModelCuda, Activations16StepFollowsFp32Activations) {
+  const ScopedEnv on("DOWNSCALE_CUDA_ACTIVATIONS16", "1"), nchw("DOWNSCALE_CUDA_LAYOUT", "nchw"),
+      fused("DOWNSCALE_CUDA_FUSE16", nullptr);
+  ModelSpec spec;
+  spec.name = "mnn";
+  spec.in_channels = 6;
+  spec.in_h = 6;
+  spec.in_w = 8;
+  const int n = 3;
+  struct Setting {
+    const char* narrow;
+    const char* lanes;
+  };
+  for (const Setting& set : {Setting{"1", "0"}, Setting{"0", "0"}, Setting{nullptr, "5"}}) {
+    const ScopedEnv narrow("DOWNSCALE_CUDA_NARROW", set.narrow), lanes("DOWNSCALE_CUDA_LANES", set.lanes);
+    const std::string where = std::string("narrow ") + (set.narrow ? set.narrow : "timed") + ", lanes " + set.lanes;
+    auto be = make_cuda_backend(0);
+    EXPECT_EQ(be->activation_dtype(), DType::kF32) << "FP32/TF32 math has no 16-bit activations";
+    for (const HalfMode& m : kHalfModes) {
+      ASSERT_TRUE(be->set_math(m.mode));
+      const DType t = m.mode == MathMode::kBf16 ? DType::kBf16 : DType::kF16;
+      ASSERT_EQ(be->activation_dtype(), t) << m.name;
+      auto steps = [&](bool act16) {
+        Net net(spec, *be);
+        net.init(7);
+        net.set_activations16(act16);
+        const Shape os = net.output_shape(n);
+        auto yv = random_values(size_t(os.h) * os.w * n, 3, -4, 6);
+        for (float& v : yv) v = v < 0 ? 0.0f : v;
+        Tensor x(*be, Shape{n, 6, 6, 8}), y(*be, Shape{n, 1, os.h, os.w}), mask(*be, Shape{1, 1, os.h, os.w}),
+            d(*be, os);
+        x.upload(random_values(size_t(x.size()), 11).data());
+        y.upload(yv.data());
+        be->fill(mask.data(), mask.size(), 1.0f);
+        const float loss_scale = m.mode == MathMode::kFp16 ? 1024.0f : 1.0f;
+        std::vector<std::vector<float>> out;
+        for (int step = 0; step < 2; ++step) {
+          const Tensor& o = net.forward(x);
+          EXPECT_EQ(net.activation_dtype("up2_conv1"), act16 ? t : DType::kF32) << m.name << ", " << where;
+          out.push_back(o.to_host());
+          out.push_back({float(bernoulli_gamma_loss(*be, o, y, mask, &d))});
+          be->scale(d.size(), loss_scale, d.data());
+          net.backward(d);
+          for (const Param& p : net.params()) {
+            out.push_back(p.grad->to_host());
+            be->axpby(p.value->size(), -1e-3f / loss_scale, p.grad->data(), 1.0f, p.value->data());
+          }
+        }
+        net.set_mode(ForwardMode{false, 0});
+        out.push_back(net.forward(x).to_host());
+        return out;
+      };
+      const auto got = steps(true), want = steps(false);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        test::expect_close(want[i], got[i], m.tol, std::string(m.name) + ", " + where + ": tensor " + std::to_string(i));
+    }
+  }
+  // The two 16-bit ops on their own: 3 channels of 3 x 5 (odd) at channel offset 1 of 7.
+  auto be = make_cuda_backend(0);
+  ASSERT_TRUE(be->set_math(MathMode::kBf16));
+  const Shape a{2, 3, 3, 5}, cat{2, 7, 3, 5};
+  std::vector<uint16_t> av(size_t(a.size()) + 1);
+  const uint16_t specials[] = {0x0000, 0x8000, 0xbf80, 0x7fc0, 0x0001, 0x8001, 0x7f80, 0xff80};
+  for (size_t i = 0; i < size_t(a.size()); ++i) av[i] = i < 8 ? specials[i] : uint16_t(0x3f80u + i * 7 + (i % 3 ? 0x8000u : 0));
+  Tensor at(*be, a, DType::kBf16), ct(*be, cat, DType::kBf16);
+  be->copy_from_host(at.storage(), reinterpret_cast<const float*>(av.data()), storage_floats(a.size(), DType::kBf16));
+  be->copy_channels16(a, reinterpret_cast<const uint16_t*>(at.storage()), cat, 1,
+                      reinterpret_cast<uint16_t*>(ct.storage()));
+  std::vector<uint16_t> cv(size_t(cat.size()) + 1);
+  be->copy_to_host(reinterpret_cast<float*>(cv.data()), ct.storage(), storage_floats(cat.size(), DType::kBf16));
+  for (int s = 0; s < 2; ++s)
+    for (int k = 0; k < 45; ++k) ASSERT_EQ(cv[size_t(s * 105 + 15 + k)], av[size_t(s * 45 + k)]) << s << " " << k;
+  const auto dyv = random_values(size_t(a.size()), 5);
+  Tensor dy(*be, a), dx(*be, a);
+  dy.upload(dyv.data());
+  be->relu_backward16(a.size(), reinterpret_cast<const uint16_t*>(at.storage()), dy.data(), dx.data());
+  const auto dxv = dx.to_host();
+  int zeros = 0;
+  for (size_t i = 0; i < dxv.size(); ++i) {
+    float want = 0;
+    kernels::relu_backward16_at(0, kernels::Half16::kBf16, &av[i], &dyv[i], &want);
+    ASSERT_EQ(dxv[i], want) << i;
+    zeros += want == 0.0f;
+  }
+  EXPECT_GT(zeros, 8) << "the mask must have zeros for the comparison to mean something";
 }
 
 // Batches gathered from a split held on the GPU, and the loss added into a device accumulator

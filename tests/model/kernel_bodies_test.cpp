@@ -606,6 +606,34 @@ TEST_F(KernelBodies, PolyphaseBiasReluFusionMatchesComposition) {
       int wrong = 0;
       for (int64_t i = 0; i < n_small; ++i) wrong += dysh[size_t(i)] != k::to_half16(h16, dys_want[size_t(i)]);
       EXPECT_EQ(wrong, 0) << hw16 << " masked de-interleave, 16-bit copy";
+
+      // 16-bit activations (DOWNSCALE_CUDA_ACTIVATIONS16): the interleave writing a 16-bit big
+      // output is the FP32 one rounded; the de-interleave masking from a 16-bit y is the FP32 one
+      // given the widened y.
+      std::vector<uint16_t> big16(nb, 0xffffu);
+      for_rows([&](int64_t r, int col, const k::PhaseRow& row) {
+        k::phase_interleave_half16_bias_relu_row_at(r, col, row, p, h16, ysh.data(), b.data(), true, big16.data());
+      });
+      wrong = 0;
+      for (int64_t i = 0; i < int64_t(nb); ++i) wrong += big16[size_t(i)] != k::to_half16(h16, want16[size_t(i)]);
+      EXPECT_EQ(wrong, 0) << hw16 << " interleave into a 16-bit activation";
+      // From an FP32 small output (a narrow small convolution) into a 16-bit activation.
+      std::vector<uint16_t> big16f(nb, 0xffffu);
+      for_rows([&](int64_t r, int col, const k::PhaseRow& row) {
+        k::phase_interleave_bias_relu_row_at(r, col, row, p, widened.data(), b.data(), true, h16, big16f.data());
+      });
+      EXPECT_EQ(big16f, big16) << hw16 << " interleave of an FP32 small output into a 16-bit activation";
+      std::vector<float> big16_wide(nb), dys_m16(ns, std::nanf("")), dys_mw(ns, std::nanf(""));
+      std::vector<uint16_t> dysh_m16(ns, 0xffffu), dysh_mw(ns, 0xffffu);
+      for (size_t i = 0; i < nb; ++i) big16_wide[i] = k::from_half16(h16, big16[i]);
+      for_rows([&](int64_t r, int col, const k::PhaseRow& row) {
+        k::phase_deinterleave_relu_grad_half16_row_at(r, col, row, p, h16, big16.data(), dy.data(), dys_m16.data(),
+                                                      dysh_m16.data());
+        k::phase_deinterleave_relu_grad_half16_row_at(r, col, row, p, h16, big16_wide.data(), dy.data(),
+                                                      dys_mw.data(), dysh_mw.data());
+      });
+      expect_exact(dys_mw, dys_m16, hw16 + " de-interleave masked by a 16-bit y");
+      EXPECT_EQ(dysh_mw, dysh_m16) << hw16 << " de-interleave masked by a 16-bit y, 16-bit copy";
     }
 
     // The CUDA backend's fused backward on that one dys, against Backend's default given the same y.
