@@ -259,6 +259,12 @@ class CudaBackend : public Backend {
   void narrow_conv_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y);
   void narrow_conv_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx);
   void narrow_conv_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db);
+  // The two passes that read x, for x as float or as a 16-bit activation (uint16_t: d.x16),
+  // widened as the kernels load it (cuda_narrow_conv.cu).
+  template <typename X>
+  void narrow_conv_forward_as(const ConvDesc& d, const X* x, const float* w, const float* b, float* y);
+  template <typename X>
+  void narrow_conv_backward_weights_as(const ConvDesc& d, const X* x, const float* dy, float* dw, float* db);
   float* narrow_pack(const kernels::NarrowConv& g, const float* w);
   // make_narrow_conv's geometry, with the window kernels off under DOWNSCALE_CUDA_NARROW_WINDOW=0.
   kernels::NarrowConv narrow_geometry(const ConvDesc& d) const;
@@ -270,10 +276,9 @@ class CudaBackend : public Backend {
   void* workspace(size_t bytes);
   float* pad_buffer(int64_t n);
   // 16-bit activations (cuda_conv.cu): x16 as cuDNN reads it (itself, or a zero-padded 16-bit
-  // copy from the cache when the padding is asymmetric: `owned`, for the caller to release), and
-  // x16 widened into an FP32 block from the cache for the FP32-only kernels (narrow passes).
+  // copy from the cache when the padding is asymmetric: `owned`, for the caller to release). The
+  // narrow kernels widen a 16-bit x as they load it (narrow_conv_forward_as).
   const void* conv_input16(const ConvPlan& p, const ConvDesc& d, const float* x16, void*& owned);
-  float* widen_input(const ConvDesc& d, const float* x16);
   // 16-bit modes (cuda_half16.cu): an FP32 NCHW tensor of `s` rounded to BF16/FP16 in a scratch
   // block from the cache (NHWC when nhwc_), and a 16-bit result widened back into FP32 NCHW.
   bool half16() const { return math_ == MathMode::kBf16 || math_ == MathMode::kFp16; }

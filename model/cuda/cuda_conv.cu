@@ -95,17 +95,6 @@ const void* CudaBackend::conv_input16(const ConvPlan& p, const ConvDesc& d, cons
   return owned;
 }
 
-float* CudaBackend::widen_input(const ConvDesc& d, const float* x16) {
-  auto* xf = static_cast<float*>(cache_.allocate(size_t(d.in.size()) * sizeof(float)));
-  try {
-    from_half16(d.in, x16, xf);  // NCHW: 16-bit activations exist only in that layout
-  } catch (...) {
-    cache_.release(xf);
-    throw;
-  }
-  return xf;
-}
-
 // x as cuDNN sees it: the zero-padded copy when the padding is one cuDNN cannot express
 // (asymmetric), else x itself.
 const float* CudaBackend::conv_input(const ConvPlan& p, const ConvDesc& d, const float* x) {
@@ -135,8 +124,7 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
     if (pass_times_ && !p.timing_paths) pass_clock_start(0);
     if (p.narrow_fwd) {
       if (keep16) throw Error("internal: a 16-bit output asked of a narrow forward");
-      const CacheBlock xf{cache_, d.x16 ? widen_input(d, x) : nullptr};  // the narrow kernels read FP32
-      narrow_conv_forward(d, xf.p ? static_cast<const float*>(xf.p) : x, w, b, y);
+      narrow_conv_forward(d, x, w, b, y);  // a 16-bit x (d.x16) is widened as the kernels load it
     } else {
       const float one = 1.0f, zero = 0.0f;
       // A 16-bit activation input is already the cuDNN operand (padded into 16 bits if need be).
@@ -314,8 +302,7 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
     if (!p.gemm_chosen && !p.timing_paths) choose_wgrad_gemm(d, p, x, dy, dy16, dw);
     if (pass_times_ && !p.timing_paths) pass_clock_start(0);
     if (p.narrow_bwd_weights) {
-      const CacheBlock xf{cache_, d.x16 ? widen_input(d, x) : nullptr};  // the narrow kernels read FP32
-      narrow_conv_backward_weights(d, xf.p ? static_cast<const float*>(xf.p) : x, dy, dw, db);
+      narrow_conv_backward_weights(d, x, dy, dw, db);  // a 16-bit x is widened as the kernels load it
     } else if (!(p.gemm_bwd_weights && gemm_weights_or_fall_back(d, p, x, dy, dy16, dw))) {
       const float one = 1.0f, zero = 0.0f;
       // Padded again rather than kept from forward: a cheap copy instead of a buffer per layer.

@@ -58,16 +58,17 @@ __global__ void narrow_pack_kernel(int64_t n, NarrowConv g, const float* w, floa
   DS_GRID_STRIDE(i, n) kernels::narrow_pack_weights_at(i, g, w, wp);
 }
 
-template <int O, bool kShared>
-__global__ void narrow_forward_kernel(int64_t n, NarrowConv g, int64_t n4, const float* x, const float* wp,
+// X: float, or uint16_t for a 16-bit activation input (g.xk), widened as it is loaded.
+template <int O, bool kShared, typename X>
+__global__ void narrow_forward_kernel(int64_t n, NarrowConv g, int64_t n4, const X* x, const float* wp,
                                       const float* b, float* y) {
   extern __shared__ float4 narrow_shared[];
   const float* w = narrow_weights<kShared>(wp, n4, narrow_shared);
   DS_GRID_STRIDE(p, n) kernels::narrow_conv_forward_at<O>(p, g, x, w, b, y);
 }
 
-template <int O, bool kShared>
-__global__ void narrow_forward_window_kernel(int64_t n, NarrowConv g, int64_t n4, const float* x, const float* wp,
+template <int O, bool kShared, typename X>
+__global__ void narrow_forward_window_kernel(int64_t n, NarrowConv g, int64_t n4, const X* x, const float* wp,
                                              const float* b, float* y) {
   extern __shared__ float4 narrow_shared[];
   const float* w = narrow_weights<kShared>(wp, n4, narrow_shared);
@@ -95,8 +96,8 @@ __device__ float narrow_warp_sum(float v) { return warp_tree_sum(v); }
 
 // n is a multiple of 32 and so are the block size and the grid stride: every warp is one
 // partial's 32 lanes, all active in every iteration (the shuffles need them).
-template <int O>
-__global__ void narrow_weight_partial_kernel(int64_t n, NarrowConv g, const float* x, const float* dy,
+template <int O, typename X>
+__global__ void narrow_weight_partial_kernel(int64_t n, NarrowConv g, const X* x, const float* dy,
                                              float* partial) {
   constexpr int kSlots = kNarrowChannelGroup * kNarrowConvMaxOut;
   DS_GRID_STRIDE(t, n) {
@@ -114,8 +115,8 @@ __global__ void narrow_weight_partial_kernel(int64_t n, NarrowConv g, const floa
 // The window path (kh, kw <= 4): one warp per (image, input channel, block of 32 columns); only
 // the slots of real taps and output channels are summed and written (the conditions are the
 // same for the whole warp).
-template <int O>
-__global__ void narrow_weight_window_kernel(int64_t n, NarrowConv g, const float* x, const float* dy,
+template <int O, typename X>
+__global__ void narrow_weight_window_kernel(int64_t n, NarrowConv g, const X* x, const float* dy,
                                             float* partial) {
   DS_GRID_STRIDE(t, n) {
     float acc[kernels::kNarrowWindowSlots];
@@ -200,7 +201,14 @@ int CudaBackend::narrow_grid(int64_t n, const void* kernel, size_t bytes) {
 }
 
 void CudaBackend::narrow_conv_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
-  const NarrowConv g = narrow_geometry(d);
+  if (d.x16) return narrow_conv_forward_as(d, reinterpret_cast<const uint16_t*>(x), w, b, y);
+  narrow_conv_forward_as(d, x, w, b, y);
+}
+
+template <typename X>
+void CudaBackend::narrow_conv_forward_as(const ConvDesc& d, const X* x, const float* w, const float* b, float* y) {
+  NarrowConv g = narrow_geometry(d);
+  g.xk = half16_kind();  // read only for a 16-bit x
   float* wp = narrow_pack(g, w);
   // Kernels up to 4x4: one thread per column of kNarrowStripRows output rows, else per pixel.
   const int64_t n4 = kernels::narrow_packed_weights(g) / 4,
@@ -210,11 +218,11 @@ void CudaBackend::narrow_conv_forward(const ConvDesc& d, const float* x, const f
   with_out_channels(g.o, [&](auto o) {
     constexpr int O = decltype(o)::value;
     if (shared) {
-      const auto kernel = g.window ? narrow_forward_window_kernel<O, true> : narrow_forward_kernel<O, true>;
+      const auto kernel = g.window ? narrow_forward_window_kernel<O, true, X> : narrow_forward_kernel<O, true, X>;
       kernel<<<narrow_grid(n, reinterpret_cast<const void*>(kernel), bytes), kThreads, bytes, stream_>>>(n, g, n4, x,
                                                                                                         wp, b, y);
     } else {
-      const auto kernel = g.window ? narrow_forward_window_kernel<O, false> : narrow_forward_kernel<O, false>;
+      const auto kernel = g.window ? narrow_forward_window_kernel<O, false, X> : narrow_forward_kernel<O, false, X>;
       kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, g, n4, x, wp, b, y);
     }
   });
@@ -247,17 +255,25 @@ void CudaBackend::narrow_conv_backward_data(const ConvDesc& d, const float* dy, 
 
 void CudaBackend::narrow_conv_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw,
                                                float* db) {
+  if (d.x16) return narrow_conv_backward_weights_as(d, reinterpret_cast<const uint16_t*>(x), dy, dw, db);
+  narrow_conv_backward_weights_as(d, x, dy, dw, db);
+}
+
+template <typename X>
+void CudaBackend::narrow_conv_backward_weights_as(const ConvDesc& d, const X* x, const float* dy, float* dw,
+                                                  float* db) {
   static_assert(kThreads % kNarrowLanes == 0, "a block must hold whole warps");
-  const NarrowConv g = narrow_geometry(d);
+  NarrowConv g = narrow_geometry(d);
+  g.xk = half16_kind();  // read only for a 16-bit x
   auto* partial = static_cast<float*>(cache_.allocate(size_t(kernels::narrow_weight_partials(g)) * sizeof(float)));
   const int64_t n = kernels::narrow_weight_warps(g) * kNarrowLanes;
   const int64_t nw = int64_t(g.o) * g.c * g.kh * g.kw;
   with_out_channels(g.o, [&](auto o) {
     constexpr int O = decltype(o)::value;
     if (g.window)
-      narrow_weight_window_kernel<O><<<blocks_for(n), kThreads, 0, stream_>>>(n, g, x, dy, partial);
+      narrow_weight_window_kernel<O, X><<<blocks_for(n), kThreads, 0, stream_>>>(n, g, x, dy, partial);
     else
-      narrow_weight_partial_kernel<O><<<blocks_for(n), kThreads, 0, stream_>>>(n, g, x, dy, partial);
+      narrow_weight_partial_kernel<O, X><<<blocks_for(n), kThreads, 0, stream_>>>(n, g, x, dy, partial);
   });
   DS_CUDA_LAUNCHED();
   narrow_weight_finish_kernel<<<blocks_for(nw), kThreads, 0, stream_>>>(nw, g, partial, dw);
@@ -285,8 +301,8 @@ void CudaBackend::narrow_conv_backward_weights(const ConvDesc& d, const float* x
 void CudaBackend::choose_narrow(const ConvDesc& d, ConvPlan& p) {
   // The narrow kernels write FP32: a plan with a 16-bit output (a 16-bit activation) stays on
   // cuDNN for all three passes, DOWNSCALE_CUDA_NARROW=1 included (MNN's head writes FP32). A
-  // 16-bit input is widened for them (widen_input); the timing below runs the passes with d's
-  // flags (its zeroed FP32 x reads as 16-bit zeros).
+  // 16-bit input is widened as they load it (NarrowConv::xk); the timing below runs the passes
+  // with d's flags (its zeroed FP32 x reads as 16-bit zeros).
   if (!kernels::narrow_conv_applies(d) || d.y16) return;
   p.narrow_applies = true;
   if (narrow_mode_ >= 0) {

@@ -16,6 +16,7 @@
 
 #include "model/backend.h"
 #include "model/host_device.h"
+#include "model/kernels/half_cast.h"
 #include "model/kernels/lane_tree.h"
 
 #ifdef __CUDACC__
@@ -73,6 +74,10 @@ struct NarrowConv {
   int bias_chunks = 1;             // bias partials of kNarrowBiasChunkRows rows
   bool window = false;             // the sliding-window bodies (kh, kw <= kNarrowWindow)
   int col_blocks = 1;              // the window path's blocks of 32 output columns: ceil(ow / 32)
+  // The bodies that read x take it as float or, for a 16-bit activation input (X = uint16_t),
+  // as this 16-bit type, widened as it is loaded (load_act): the same FP32 arithmetic on the
+  // same values as an FP32 copy of the widened x.
+  Half16 xk = Half16::kBf16;
 };
 
 // The path applies to stride 1 and 1..kNarrowConvMaxOut output channels (any kernel, any padding).
@@ -145,8 +150,8 @@ DS_HOST_DEVICE inline void narrow_pack_weights_at(int64_t i, const NarrowConv& g
 // Forward at output pixel p = (n * oh + i) * ow + j, all O channels:
 // y[n, oc, i, j] = (sum over c, a, e ascending of x[n, c, i + a - top, j + e - left] *
 // w[oc, c, a, e]) + b[oc], taps in the zero padding skipped; b may be null.
-template <int O>
-DS_HOST_DEVICE inline void narrow_conv_forward_at(int64_t p, const NarrowConv& g, const float* x, const float* wp,
+template <int O, typename X = float>
+DS_HOST_DEVICE inline void narrow_conv_forward_at(int64_t p, const NarrowConv& g, const X* x, const float* wp,
                                                   const float* b, float* y) {
   const int j = int(p % g.ow), i = int(p / g.ow % g.oh);
   const int64_t n = p / (int64_t(g.ow) * g.oh);
@@ -154,7 +159,7 @@ DS_HOST_DEVICE inline void narrow_conv_forward_at(int64_t p, const NarrowConv& g
   DS_NARROW_UNROLL
   for (int oc = 0; oc < O; ++oc) acc[oc] = 0.0f;
   for (int c = 0; c < g.c; ++c) {
-    const float* xc = x + (n * g.c + c) * g.h * g.w;
+    const X* xc = x + (n * g.c + c) * g.h * g.w;
     for (int a = 0; a < g.kh; ++a) {
       const int r = i + a - g.pad_top;
       if (r < 0 || r >= g.h) continue;
@@ -162,7 +167,7 @@ DS_HOST_DEVICE inline void narrow_conv_forward_at(int64_t p, const NarrowConv& g
       for (int e = 0; e < g.kw; ++e) {
         const int q = j + e - g.pad_left;
         if (q < 0 || q >= g.w) continue;
-        const float xv = xc[int64_t(r) * g.w + q];
+        const float xv = load_act(g.xk, xc, int64_t(r) * g.w + q);
         float wv[4];
         narrow_load4(wr + e * kNarrowConvMaxOut, wv);
         DS_NARROW_UNROLL
@@ -177,12 +182,13 @@ DS_HOST_DEVICE inline void narrow_conv_forward_at(int64_t p, const NarrowConv& g
 
 // x row r of one channel plane xc at the window's columns j + e - left, e < kNarrowWindow: zero
 // in the padding and for e >= kw (such columns are never accumulated).
-DS_HOST_DEVICE inline void narrow_window_row(const float* xc, const NarrowConv& g, int r, int j, float* row) {
+template <typename X>
+DS_HOST_DEVICE inline void narrow_window_row(const X* xc, const NarrowConv& g, int r, int j, float* row) {
   const bool inside = r >= 0 && r < g.h;
   DS_NARROW_UNROLL
   for (int e = 0; e < kNarrowWindow; ++e) {
     const int q = j + e - g.pad_left;
-    row[e] = inside && e < g.kw && q >= 0 && q < g.w ? xc[int64_t(r) * g.w + q] : 0.0f;
+    row[e] = inside && e < g.kw && q >= 0 && q < g.w ? load_act(g.xk, xc, int64_t(r) * g.w + q) : 0.0f;
   }
 }
 
@@ -196,8 +202,8 @@ DS_HOST_DEVICE inline int narrow_strips(const NarrowConv& g) { return (g.oh + kN
 // under its taps once (kw values each) and reuses them for every row of the strip, where
 // narrow_conv_forward_at loads kh * kw values per output pixel (1.75 ms for the head at batch 32
 // on an H100, cuDNN 1.45 ms). Same sum as narrow_conv_forward_at: c, a, e ascending, then + b.
-template <int O>
-DS_HOST_DEVICE inline void narrow_conv_forward_window_at(int64_t t, const NarrowConv& g, const float* x,
+template <int O, typename X = float>
+DS_HOST_DEVICE inline void narrow_conv_forward_window_at(int64_t t, const NarrowConv& g, const X* x,
                                                          const float* wp, const float* b, float* y) {
   constexpr int K = kNarrowWindow, R = kNarrowStripRows, RK = R + K - 1;
   const int strips = narrow_strips(g);
@@ -207,7 +213,7 @@ DS_HOST_DEVICE inline void narrow_conv_forward_window_at(int64_t t, const Narrow
   DS_NARROW_UNROLL
   for (int k = 0; k < R * O; ++k) acc[k] = 0.0f;
   for (int c = 0; c < g.c; ++c) {
-    const float* xc = x + (n * g.c + c) * int64_t(g.h) * g.w;
+    const X* xc = x + (n * g.c + c) * int64_t(g.h) * g.w;
     float win[RK * K];  // win[s * K + e] = x[n, c, i0 + s - top, j + e - left]
     DS_NARROW_UNROLL
     for (int s = 0; s < RK; ++s) narrow_window_row(xc, g, i0 + s - g.pad_top, j, win + s * K);
@@ -360,8 +366,8 @@ DS_HOST_DEVICE inline float narrow_lane_tree_sum(float* v) { return lane_tree_su
 // The 32 lanes' values then sum by narrow_lane_tree_sum's tree into partial[u * 32 + cc * 4 + oc]
 // with u = t / 32 (8 channels x 4 outputs per partial); acc has kNarrowChannelGroup * 4 floats.
 // Warps of a block are consecutive taps of one (chunk, group): they read the same x rows and dy.
-template <int O>
-DS_HOST_DEVICE inline void narrow_conv_weight_lane(int64_t t, const NarrowConv& g, const float* x, const float* dy,
+template <int O, typename X = float>
+DS_HOST_DEVICE inline void narrow_conv_weight_lane(int64_t t, const NarrowConv& g, const X* x, const float* dy,
                                                    float* acc) {
   const int lane = int(t % kNarrowLanes);
   const int64_t u = t / kNarrowLanes;
@@ -388,7 +394,7 @@ DS_HOST_DEVICE inline void narrow_conv_weight_lane(int64_t t, const NarrowConv& 
       for (int cc = 0; cc < kNarrowChannelGroup; ++cc) {
         const int c = c0 + cc;
         if (c >= g.c) break;
-        const float xv = x[(n * g.c + c) * in_plane + int64_t(r) * g.w + q];
+        const float xv = load_act(g.xk, x, (n * g.c + c) * in_plane + int64_t(r) * g.w + q);
         DS_NARROW_UNROLL
         for (int oc = 0; oc < O; ++oc) acc[cc * kNarrowConvMaxOut + oc] += d[oc] * xv;
       }
@@ -422,8 +428,8 @@ DS_HOST_DEVICE inline void narrow_conv_weight_finish_at(int64_t i, const NarrowC
 // acc[(s * kNarrowWindow + e) * 4 + oc] = sum over output rows i ascending of dy[n, oc, i, j] *
 // x[n, ch, i + a - top, j + e - left] (zero in the padding; all zero for j >= ow). The 32 lanes
 // then sum by narrow_lane_tree_sum's tree into partial[u * kNarrowWindowSlots + slot], u = t / 32.
-template <int O>
-DS_HOST_DEVICE inline void narrow_conv_weight_window_lane(int64_t t, const NarrowConv& g, const float* x,
+template <int O, typename X = float>
+DS_HOST_DEVICE inline void narrow_conv_weight_window_lane(int64_t t, const NarrowConv& g, const X* x,
                                                           const float* dy, float* acc) {
   constexpr int K = kNarrowWindow;
   const int lane = int(t % kNarrowLanes);
@@ -434,7 +440,7 @@ DS_HOST_DEVICE inline void narrow_conv_weight_window_lane(int64_t t, const Narro
   for (int k = 0; k < kNarrowWindowSlots; ++k) acc[k] = 0.0f;
   const int j = cb * kNarrowLanes + lane;
   if (j >= g.ow) return;
-  const float* xc = x + (n * g.c + ch) * int64_t(g.h) * g.w;
+  const X* xc = x + (n * g.c + ch) * int64_t(g.h) * g.w;
   const int64_t plane = int64_t(g.oh) * g.ow;
   const float* dyj = dy + n * O * plane + j;
   const int unused = K - g.kh;  // leading slots no tap reads

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "conv_reference.h"
@@ -35,7 +36,8 @@ struct NarrowHost {
     for (int64_t i = 0; i < int64_t(wp.size()); ++i) k::narrow_pack_weights_at(i, g, w.data(), wp.data());
     return wp;
   }
-  void forward(const float* x, const float* w, const float* b, float* y) const {
+  template <typename X>
+  void forward(const X* x, const float* w, const float* b, float* y) const {
     const auto wp = pack(std::vector<float>(w, w + int64_t(g.o) * g.c * g.kh * g.kw));
     if (g.window) {
       for (int64_t t = 0; t < int64_t(g.n) * k::narrow_strips(g) * g.ow; ++t)
@@ -54,7 +56,8 @@ struct NarrowHost {
     for (int64_t t = 0; t < int64_t(g.n) * g.groups * g.h * g.w; ++t)
       k::narrow_conv_backward_data_at<O>(t, g, dy, wp.data(), dx);
   }
-  void backward_weights(const float* x, const float* dy, float* dw, float* db) const {
+  template <typename X>
+  void backward_weights(const X* x, const float* dy, float* dw, float* db) const {
     // The window path's partials (64 slots) or the per-tap path's (8 channels x 4 outputs).
     const int slots = g.window ? k::kNarrowWindowSlots : k::kNarrowChannelGroup * k::kNarrowConvMaxOut;
     std::vector<float> partial(size_t(k::narrow_weight_partials(g)), std::nanf(""));
@@ -141,6 +144,28 @@ class NarrowConvBodies : public ::testing::Test {
     host.backward_weights(x.to_host().data(), dy.to_host().data(), got.data(), got_db.data());
     expect_close(dw.to_host(), got, 1e-5, what + " backward weights");
     expect_close(db.to_host(), got_db, 1e-5, what + " backward bias");
+
+    // A 16-bit activation input (DOWNSCALE_CUDA_ACTIVATIONS16), widened as the bodies load it: the
+    // same floats, bit for bit, as the FP32 bodies on the widened x.
+    for (k::Half16 h : {k::Half16::kBf16, k::Half16::kFp16}) {
+      k::NarrowConv g16 = g;
+      g16.xk = h;
+      const NarrowHost<O> host16{g16};
+      const std::vector<float> xv = x.to_host();
+      std::vector<uint16_t> xh(xv.size());
+      std::vector<float> xw(xv.size());
+      for (size_t i = 0; i < xv.size(); ++i) xh[i] = k::to_half16(h, xv[i]), xw[i] = k::from_half16(h, xh[i]);
+      const std::string w16 = what + (h == k::Half16::kBf16 ? ", bf16 x" : ", fp16 x");
+      std::vector<float> y16(size_t(os.size()), std::nanf("")), yw(y16.size(), std::nanf(""));
+      host16.forward(xh.data(), w.to_host().data(), b.to_host().data(), y16.data());
+      host.forward(xw.data(), w.to_host().data(), b.to_host().data(), yw.data());
+      EXPECT_EQ(0, std::memcmp(y16.data(), yw.data(), y16.size() * sizeof(float))) << w16 << " forward";
+      std::vector<float> dw16(size_t(ws.size()), std::nanf("")), dww(dw16.size(), std::nanf(""));
+      std::vector<float> db16(size_t(cs.o)), dbw(size_t(cs.o));
+      host16.backward_weights(xh.data(), dy.to_host().data(), dw16.data(), db16.data());
+      host.backward_weights(xw.data(), dy.to_host().data(), dww.data(), dbw.data());
+      EXPECT_EQ(0, std::memcmp(dw16.data(), dww.data(), dw16.size() * sizeof(float))) << w16 << " backward weights";
+    }
   }
 
   void check_case(const Case& cs) {
