@@ -108,9 +108,12 @@ struct Net::Impl {
     return d;
   }
 
+  // The 16-bit type activations take now: the backend's, unless switched off (kF32: none).
+  DType wanted16() const { return act16_on ? be.activation_dtype() : DType::kF32; }
+
   // Plans the types for the backend's current math (forward calls it; cheap when unchanged).
   void ensure_dtypes() {
-    const DType t = act16_on ? be.activation_dtype() : DType::kF32;
+    const DType t = wanted16();
     if (t == planned16) return;
     dtype = plan_dtypes(t);
     planned16 = t;
@@ -234,14 +237,14 @@ struct Net::Impl {
   int lane_of(size_t i, bool use) const { return use ? nodes[i].lane : 0; }
 
   // Views of `slots` (grown for batch n) for each node `plan` gives a slot, of type types[node]
-  // (activations: `dtype`; gradients: FP32).
+  // (activations: `dtype`), or FP32 when types is null (gradients).
   void bind(const BufferPlan& p, std::vector<Tensor>& slots, std::vector<Tensor>& views, std::vector<Tensor*>& cur,
-            int n, const std::vector<DType>& types) {
+            int n, const std::vector<DType>* types) {
     for (size_t k = 0; k < slots.size(); ++k) slots[k].reshape(Shape{n, int(p.slot_floats[k]), 1, 1});
     for (size_t i = 1; i < nodes.size(); ++i) {
       const int s = p.slot[i];
       if (s < 0) continue;
-      views[i] = Tensor::view(be, batch_shape(i, n), slots[size_t(s)].data(), types[i]);
+      views[i] = Tensor::view(be, batch_shape(i, n), slots[size_t(s)].data(), types ? (*types)[i] : DType::kF32);
       cur[i] = &views[i];
     }
   }
@@ -288,7 +291,7 @@ const Tensor& Net::forward(const Tensor& x, const std::function<void(const std::
   m.ensure_dtypes();
   m.acts_reused = m.reuse && !m.training;
   if (m.acts_reused) {
-    m.bind(m.act_plan, m.act_slots, m.out_view, m.cur_out, got.n, m.dtype);
+    m.bind(m.act_plan, m.act_slots, m.out_view, m.cur_out, got.n, &m.dtype);
   } else {
     for (size_t i = 1; i < m.nodes.size(); ++i) {
       const int host = m.reuse ? m.in_place[i] : -1;
@@ -333,7 +336,7 @@ void Net::backward(const Tensor& d_out, const std::function<void(const std::vect
   if (d_out.shape() != m.batch_shape(last, n))
     throw Error("Net::backward: gradient shape " + d_out.shape().str() + " does not match output " +
                 m.batch_shape(last, n).str());
-  if (m.reuse) m.bind(m.grad_plan, m.grad_slots, m.grad_view, m.cur_grad, n, std::vector<DType>(m.nodes.size(), DType::kF32));
+  if (m.reuse) m.bind(m.grad_plan, m.grad_slots, m.grad_view, m.cur_grad, n, nullptr);
 
   // written[j]: grad[j] already holds one consumer's contribution, so the next one accumulates.
   std::vector<bool> written(m.nodes.size(), false);
@@ -413,7 +416,7 @@ void Net::backward(const Tensor& d_out, const std::function<void(const std::vect
 
 int64_t Net::activation_bytes(int n) const {
   const Impl& m = *impl_;
-  const std::vector<DType> types = m.plan_dtypes(m.act16_on ? m.be.activation_dtype() : DType::kF32);
+  const std::vector<DType> types = m.plan_dtypes(m.wanted16());
   int64_t floats = 0;
   for (size_t i = 1; i < m.nodes.size(); ++i)  // training keeps every activation, but in-place ReLUs'
     if (!m.reuse || m.in_place[i] < 0) floats += storage_floats(m.chw[i], types[i]);
@@ -435,15 +438,14 @@ void Net::set_activations16(bool on) { impl_->act16_on = on; }
 
 DType Net::activation_dtype(const std::string& layer) const {
   const Impl& m = *impl_;
-  const std::vector<DType> types = m.plan_dtypes(m.act16_on ? m.be.activation_dtype() : DType::kF32);
   for (size_t i = 1; i < m.nodes.size(); ++i)
-    if (m.nodes[i].layer->name() == layer) return m.cur_out[i] ? m.cur_out[i]->dtype() : types[i];
+    if (m.nodes[i].layer->name() == layer) return m.cur_out[i] ? m.cur_out[i]->dtype() : m.plan_dtypes(m.wanted16())[i];
   throw Error("model '" + m.spec.name + "' has no layer '" + layer + "'");
 }
 
 std::string Net::activations16_summary() const {
   const Impl& m = *impl_;
-  const DType t = m.act16_on ? m.be.activation_dtype() : DType::kF32;
+  const DType t = m.wanted16();
   const std::vector<DType> types = m.plan_dtypes(t);
   const auto n16 = std::count(types.begin(), types.end(), t);
   if (t == DType::kF32 || n16 == 0) return {};

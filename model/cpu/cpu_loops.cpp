@@ -32,13 +32,21 @@ void DnnlBackend::sigmoid_channel_backward(const Shape& s, int channel, const fl
   }
 }
 
-void DnnlBackend::copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) {
-  // Per sample, the src channels are one contiguous block of the dst sample: a memcpy each.
+namespace {
+// dst[:, offset:offset + src.c] = src for FP32 or 16-bit elements (T): per sample, the src
+// channels are one contiguous block of the dst sample, a memcpy each.
+template <typename T>
+void copy_channel_blocks(const Shape& src, const T* x, const Shape& dst, int offset, T* y) {
   const int64_t block = int64_t(src.c) * src.h * src.w;
   const int64_t dst_sample = int64_t(dst.c) * dst.h * dst.w;
   const int64_t dst_off = int64_t(offset) * dst.h * dst.w;
 #pragma omp parallel for schedule(static)
-  for (int n = 0; n < src.n; ++n) copy(y + n * dst_sample + dst_off, x + n * block, block);
+  for (int n = 0; n < src.n; ++n) std::memcpy(y + n * dst_sample + dst_off, x + n * block, size_t(block) * sizeof(T));
+}
+}  // namespace
+
+void DnnlBackend::copy_channels(const Shape& src, const float* x, const Shape& dst, int offset, float* y) {
+  copy_channel_blocks(src, x, dst, offset, y);
 }
 
 void DnnlBackend::slice_channels(const Shape& dst, int offset, const Shape& src, const float* y, float* x) {
@@ -51,12 +59,7 @@ void DnnlBackend::slice_channels(const Shape& dst, int offset, const Shape& src,
 }
 
 void DnnlBackend::copy_channels16(const Shape& src, const uint16_t* x, const Shape& dst, int offset, uint16_t* y) {
-  const int64_t block = int64_t(src.c) * src.h * src.w;
-  const int64_t dst_sample = int64_t(dst.c) * dst.h * dst.w;
-  const int64_t dst_off = int64_t(offset) * dst.h * dst.w;
-#pragma omp parallel for schedule(static)
-  for (int n = 0; n < src.n; ++n)
-    std::memcpy(y + n * dst_sample + dst_off, x + n * block, size_t(block) * sizeof(uint16_t));
+  copy_channel_blocks(src, x, dst, offset, y);
 }
 
 void DnnlBackend::relu_backward16(int64_t n, const uint16_t* y, const float* dy, float* dx) {

@@ -113,9 +113,8 @@ void unfold_weight_grads(const Polyphase& p, const float* dws, float* dw) {
 // big[n, o, f*h + py, f*w + px] = small[n, phase_channel(o, py, px), h, w]. to_big picks the way.
 // T: float, or uint16_t for a 16-bit activation (forward only: values are moved, not converted).
 // relu_y (only for the way back): the forward output on the big grid, FP32 or 16-bit (M); the
-// gradient is masked by the ReLU's [y > 0] on its way (0 where y <= 0, as relu_backward).
-bool positive(float v) { return v > 0.0f; }
-bool positive(uint16_t v) { return kernels::bf16_to_float(v) > 0.0f; }  // the CPU's 16-bit type
+// gradient is masked by the ReLU's [y > 0] on its way (0 where y <= 0, as relu_backward; a 16-bit
+// y is read as the CPU's one 16-bit type, BF16).
 
 template <typename T, typename M = float>
 void shuffle(const Polyphase& p, bool to_big, T* small, T* big, const M* relu_y = nullptr) {
@@ -137,7 +136,7 @@ void shuffle(const Polyphase& p, bool to_big, T* small, T* big, const M* relu_y 
               if (to_big)
                 b[k] = sv;
               else
-                sv = (!m || positive(m[k])) ? b[k] : T(0);
+                sv = (!m || kernels::load_act(kernels::Half16::kBf16, m, k) > 0.0f) ? b[k] : T(0);
             }
         }
 }
