@@ -333,6 +333,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("train.allreduce_bucket_mb", c.train.allreduce_bucket_mb);
   r.get("train.allreduce_dtype", c.train.allreduce_dtype);
   r.get("train.data_on_device", c.train.data_on_device);
+  r.get("train.device_check", c.train.device_check);
   r.get("train.stall_warning_seconds", c.train.stall_warning_seconds);
   r.get("train.stall_abort_seconds", c.train.stall_abort_seconds);
   r.get("train.name", c.train.name);

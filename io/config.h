@@ -121,6 +121,9 @@ struct Config {
     // The train and validation splits read once into the backend's memory (device memory on a GPU)
     // and batches gathered there: auto when they fit in a share of the free memory (train/device_batches.h).
     std::string data_on_device = "auto";  // auto | true | false
+    // One training step on the run's backend checked against the CPU's FP32 before training
+    // (train/device_check.h): auto on a GPU, true on any backend (a CPU run in bf16), false never.
+    std::string device_check = "auto";  // auto | true | false
     double stall_warning_seconds = 60;  // a rank waiting longer at a collective logs the missing ranks; 0: off
     double stall_abort_seconds = 1800;  // ... and past this ends the job rather than burn the allocation; 0: never
     std::string name;                 // several models from one store: train/<name>, predict/<name>, evaluate/<name>

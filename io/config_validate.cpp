@@ -155,6 +155,7 @@ void check_config(const Config& c, const KeyOrigin& origin) {
   k.range("train.allreduce_bucket_mb", c.train.allreduce_bucket_mb, 0, 65536, "0: one allreduce after backward");
   k.one_of("train.allreduce_dtype", c.train.allreduce_dtype, {"fp32", "bf16", "fp16"});
   k.one_of("train.data_on_device", c.train.data_on_device, {"auto", "true", "false"});
+  k.one_of("train.device_check", c.train.device_check, {"auto", "true", "false"});
   k.at_least("train.stall_warning_seconds", c.train.stall_warning_seconds, 0, "0: off");
   k.at_least("train.stall_abort_seconds", c.train.stall_abort_seconds, 0, "0: never");
   // The name becomes a folder under train/, predict/ and evaluate/: nothing that could climb out.

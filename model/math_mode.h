@@ -20,6 +20,17 @@ inline MathMode parse_math_mode(const std::string& precision) {
   throw UsageError("key 'train.precision' is '" + precision + "', expected tf32, fp32, bf16 or fp16");
 }
 
+// The train.precision value of a mode.
+inline const char* math_mode_name(MathMode m) {
+  switch (m) {
+    case MathMode::kTf32: return "tf32";
+    case MathMode::kFp32: return "fp32";
+    case MathMode::kBf16: return "bf16";
+    case MathMode::kFp16: return "fp16";
+  }
+  return "?";
+}
+
 inline const char* math_mode_meaning(MathMode m) {
   switch (m) {
     case MathMode::kTf32: return "TF32 on tensor cores";

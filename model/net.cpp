@@ -536,6 +536,22 @@ std::string Net::summary() const {
   return os.str();
 }
 
+std::vector<std::string> Net::layer_names() const {
+  std::vector<std::string> names;
+  for (size_t i = 1; i < impl_->nodes.size(); ++i) names.push_back(impl_->nodes[i].layer->name());
+  return names;
+}
+
+const Tensor& Net::layer_output(const std::string& layer) const {
+  const Impl& m = *impl_;
+  for (size_t i = 1; i < m.nodes.size(); ++i)
+    if (m.nodes[i].layer->name() == layer) {
+      if (!m.cur_out[i]) throw Error("model '" + m.spec.name + "': no forward has written layer '" + layer + "' yet");
+      return *m.cur_out[i];
+    }
+  throw Error("model '" + m.spec.name + "' has no layer '" + layer + "'");
+}
+
 const ModelSpec& Net::spec() const { return impl_->spec; }
 
 }  // namespace ds::model

@@ -94,6 +94,12 @@ class Net {
   // One line for the logs when some activations are 16-bit under the backend's current math
   // ("activations of 17 of 19 layers stored in bf16 ..."), else empty.
   std::string activations16_summary() const;
+  // The layers in forward order, and the output `layer` wrote in the last forward, which stays
+  // until the next one after a training forward with memory reuse off (train/device_check.h
+  // compares them layer by layer against another backend's; with reuse, an in-place ReLU's
+  // input holds its output, and an inference forward shares buffers).
+  std::vector<std::string> layer_names() const;
+  const Tensor& layer_output(const std::string& layer) const;
   std::string summary() const;  // layers, output shapes and parameter counts, Keras-style
   const ModelSpec& spec() const;
 

@@ -32,6 +32,7 @@
 #include "predict/window.h"
 #include "preprocess/new_predictors.h"
 #include "train/checkpoint.h"
+#include "train/device_check.h"
 
 namespace ds {
 
@@ -215,6 +216,23 @@ int run_predict(const Config& cfg) {
   const size_t hw = size_t(meta.Hy()) * meta.Wy();
   const int bs = cfg.train.batch_size;
   const Window win = observation_window(meta);
+  // train.device_check (train/device_check.h): the first batch's forward on this backend against
+  // the CPU's, before anything is predicted; auto: on a GPU.
+  const bool on_gpu = be->name().rfind("cuda", 0) == 0;
+  if (n > 0 && (cfg.train.device_check == "true" || (cfg.train.device_check == "auto" && on_gpu))) {
+    const size_t nb = std::min<size_t>(size_t(bs), n);
+    std::vector<float> first(nb * size_t(meta.C()) * meta.H() * meta.W());
+    read_inputs(0, nb, first.data());
+    model::Tensor x(*be, {int(nb), meta.C(), meta.H(), meta.W()});
+    x.upload(first.data());
+    const DeviceCheck c =
+        check_forward_against_cpu(net, *be, model::parse_math_mode(cfg.train.precision), x, cfg.run.threads);
+    const std::string line = device_check_line(c, be->name(), cfg.train.precision);
+    if (!c.passed())
+      throw Error(line + ". This backend computes the model wrongly here; nothing was written: report it with this "
+                  "log; run.device: cpu predicts correctly, train.device_check: false predicts anyway");
+    spdlog::info("{}", line);
+  }
   const std::vector<float> raw = run_network(net, *be, meta, n, channels, read_inputs, bs);
   check_finite(raw, channels, meta, days, calendar, "network's output");
   if (inputs) inputs->report_outliers();

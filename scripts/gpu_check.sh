@@ -110,6 +110,7 @@ else
 fi
 downscale=$(find_prog downscale) || exit 2
 test_model=$(find_prog test_model) || exit 2
+test_train=$(find_prog test_train) || exit 2
 bench=$(find_prog bench_train_step) || exit 2
 # bench/*.sh take the folder that holds bench/bench_train_step (a build tree) or bin/ (the bundle).
 if [[ -x $root/build/bench/bench_train_step ]]; then build_dir=$root/build; else build_dir=$root; fi
@@ -152,6 +153,16 @@ section_parity() {
   # cuDNN, with both timings).
   grep -E '^\[  (FAILED|SKIPPED) \] .* \([0-9]+ ms\)$|^cuda: conv .*narrow' "$work/parity" | sort -u | head -30 > "$work/parity.lines"
   [[ -s $work/parity.lines ]] && block "$work/parity.lines"
+  # train.device_check on the GPU: MNN's first step against the CPU's in every precision and
+  # with each switchable path forced (tests/train/test_device_check.cpp); one line each.
+  if run "$test_train" --gtest_filter='DeviceCheckCuda.*' > "$work/parity_device_check" 2>&1; then
+    say "device check (MNN, batch 32, every precision and path): passed"
+  else
+    failed+=("device check"); say "device check (MNN, batch 32, every precision and path): FAILED"
+  fi
+  grep -E 'device check (passed|failed)|^\[  (FAILED|SKIPPED) \]' "$work/parity_device_check" > "$work/parity_dc.lines" ||
+    tail -20 "$work/parity_device_check" > "$work/parity_dc.lines"
+  block "$work/parity_dc.lines"
   # The hand-written batch-norm kernels, cuDNN's fallback (model/cuda/cuda_batch_norm.cu).
   if DOWNSCALE_CUDA_BN=kernels run "$test_model" --gtest_filter='ModelCuda.BatchNorm:ModelCuda.AddGlobalAveragePool*' \
        > "$work/parity_bn" 2>&1; then
@@ -408,6 +419,7 @@ section_e2e() {
            > "$work/na_train_$dod" 2>&1; then
         say "train.data_on_device $dod: $(grep -oE 'training data in .*|batches read from the store.*' "$work/na_train_$dod" | head -1)"
         say "  $(grep -oE 'mean batch time .*' "$work/na_train_$dod" | tail -1)"
+        say "  $(grep -oE 'device check (passed|failed).*' "$work/na_train_$dod" | head -1)"
         grep -E 'epoch [0-9]+/' "$work/na_train_$dod" | sed 's/^/  /' > "$work/na_epochs_$dod"; block "$work/na_epochs_$dod"
       else
         failed+=("train end to end (data_on_device $dod)"); say "train.data_on_device $dod: FAILED"

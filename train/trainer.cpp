@@ -31,6 +31,7 @@
 #include "train/check.h"
 #include "train/checkpoint.h"
 #include "train/device_batches.h"
+#include "train/device_check.h"
 #include "train/device_communicator.h"
 #include "train/divergence.h"
 #include "train/fused_tensors.h"
@@ -203,6 +204,31 @@ void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, in
                    " (train.learning_rate is per rank, so scale it by the old ranks / the new), or train anew");
 }
 
+// train.device_check (train/device_check.h): one step of the run's first batch on this rank's
+// backend against the CPU's FP32 step, from the run's weights. Every rank checks its own device
+// and all learn whether any failed, so none waits at the barrier for a rank that stopped.
+void check_device_step(model::Net& net, model::Backend& be, const Config& cfg, const StoreReader& store,
+                       const model::Tensor& mask, model::LossKind loss_kind, int threads, const LossScaler& scaler,
+                       Communicator& comm) {
+  const auto& tc = cfg.train;
+  Batch first{model::Tensor(be, {1, 1, 1, 1}), model::Tensor(be, {1, 1, 1, 1})};
+  std::vector<size_t> rows(std::min<size_t>(store.count("train"), size_t(tc.batch_size)));
+  std::iota(rows.begin(), rows.end(), size_t(0));
+  read_batch(store, "train", rows, first);
+  const DeviceCheck c = check_step_against_cpu(net, be, model::parse_math_mode(tc.precision), first, mask, loss_kind,
+                                               threads, tc.seed, scaler.enabled() ? float(scaler.scale()) : 1.0f);
+  const std::string line = device_check_line(c, be.name(), tc.precision);
+  double failed = c.passed() ? 0 : 1;
+  comm.allreduce_sum(&failed, 1, "device check");
+  if (!c.passed())
+    throw Error(line + " (rank " + std::to_string(comm.rank()) + "). This backend computes the model wrongly here: " +
+                "report it with this log; run.device: cpu trains correctly, train.device_check: false trains anyway");
+  if (failed > 0)
+    throw Error("device check failed on " + std::to_string(int(failed)) + " rank(s) (their lines above name the " +
+                "tensor); rank " + std::to_string(comm.rank()) + " passed: " + line);
+  if (comm.is_root()) spdlog::info("{}", line);
+}
+
 }  // namespace
 
 TrainReport train_model(const Config& cfg, const std::string& store_path, const std::string& out_dir, bool resume,
@@ -342,6 +368,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     spdlog::info("loss scaling: {}", scaler.dynamic() ? fmt::format("dynamic from {:g}", scaler.scale())
                                                       : fmt::format("fixed at {:g}", scaler.scale()));
   std::vector<size_t> order(n_train);
+  if (tc.device_check == "true" || (tc.device_check == "auto" && on_gpu))
+    check_device_step(net, *be, cfg, store, mask, loss_kind, threads, scaler, comm);
 
   // Every rank leaves this barrier at about the same time: the timeline's common origin.
   Timeline timeline = timeline_path.empty() ? Timeline() : Timeline(timeline_path);

@@ -10,7 +10,7 @@
 #  3. an unknown section: exit 2 before any work.
 # The sections that need PyTorch or take minutes here (bench, e2e, imagenet) are rehearsed by hand:
 #   GPU_CHECK_REHEARSAL=1 REPORT=/tmp/r.md scripts/gpu_check.sh .     (about 3 minutes on 2 cores)
-#   usage: gpu_check_rehearsal.sh <source dir> <downscale> <test_model> <bench_train_step> <bench_train_ddp>
+#   usage: gpu_check_rehearsal.sh <source dir> <downscale> <test_model> <test_train> <bench_train_step> <bench_train_ddp>
 set -euo pipefail
 src=$1
 work=$(mktemp -d)
@@ -30,6 +30,8 @@ SECTIONS="parity profile curves nccl variants sanitize" REPORT=$work/report.md b
 r=report.md
 grep -q '^# GPU check: rehearsal on the CPU' $r || fail "no title"
 grep -qE '^passed: [1-9][0-9]* tests, skipped: [0-9]+$' $r || fail "no parity count"
+grep -q '^device check (MNN, batch 32, every precision and path): passed$' $r &&
+  grep -q 'SKIPPED.*DeviceCheckCuda.MnnStepPassesInEveryPrecisionAndPath' $r || fail "no device-check line"
 grep -qE '^\| backward head \(ms\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' $r || fail "no TF32/BF16 profile table"
 grep -qE '^\| forward head \(ms\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' $r || fail "no per-layer forward rows"
 grep -q 'nodes  gpus  ranks' $r || fail "no scaling table"

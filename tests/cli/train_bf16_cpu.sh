@@ -6,7 +6,11 @@
 #     activations): rounding a BF16 convolution's input when it is written or when it is read
 #     gives the same bits (tests/model/activations16_test.cpp has the argument);
 #  2. and differs from the FP32 run (the bf16 path ran);
-#  3. predict in bf16 writes finite, plausible downscaled precipitation.
+#  3. predict in bf16 writes finite, plausible downscaled precipitation;
+#  4. train.device_check=true checks the bf16 run's first step (and in fp32) against the CPU's
+#     FP32 step and says so, without changing the run: its weights are those of run 1's twin
+#     without the check (a check that stepped the run's net would change them); under auto, the
+#     CPU default, no check runs; predict checks its first batch's forward the same way.
 #   usage: train_bf16_cpu.sh <downscale binary> <source dir>   (exit 77: skipped, no avx512_bf16)
 set -euo pipefail
 bin=$1
@@ -29,14 +33,17 @@ done
 common=("${years[@]}" --set run.threads=2 --set train.epochs=1 --set train.batch_size=16)
 
 echo "== bf16, activations in bf16"
-"$bin" train --config configs/demo.yaml "${common[@]}" --set run.dir=runs/act16 --set train.precision=bf16 2>&1 |
-  tee act16.log
+"$bin" train --config configs/demo.yaml "${common[@]}" --set run.dir=runs/act16 --set train.precision=bf16 \
+  --set train.device_check=true 2>&1 | tee act16.log
+grep -q 'device check passed: a training step on cpu .* in bf16 and in fp32 against the CPU' act16.log ||
+  { echo "train.device_check=true did not report its check"; exit 1; }
 grep -q 'activations of [0-9]* of [0-9]* layers stored in bf16' act16.log ||
   { echo "train did not say it keeps activations in bf16"; exit 1; }
 echo "== bf16, activations in fp32"
 DOWNSCALE_ACTIVATIONS16=0 "$bin" train --config configs/demo.yaml "${common[@]}" --set run.dir=runs/act32 \
   --set train.precision=bf16 >act32.log 2>&1
 ! grep -q 'stored in bf16' act32.log || { echo "DOWNSCALE_ACTIVATIONS16=0 still stored activations in bf16"; exit 1; }
+! grep -q 'device check' act32.log || { echo "train.device_check auto ran a check on the CPU"; exit 1; }
 echo "== fp32"
 "$bin" train --config configs/demo.yaml "${common[@]}" --set run.dir=runs/fp32 --set train.precision=fp32 >/dev/null 2>&1
 sum() { /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['weights_checksum'])" "$1"; }
@@ -47,7 +54,9 @@ echo "weights checksums: bf16 with bf16 activations $a, with fp32 activations $b
 
 echo "== predict in bf16"
 "$bin" predict --config configs/demo.yaml "${years[@]}" --set run.dir=runs/act16 --set train.precision=bf16 \
-  --set run.threads=2 2>&1 | tail -3
+  --set run.threads=2 --set train.device_check=true 2>&1 | tee predict.log | tail -3
+grep -q 'device check passed: an inference forward on cpu .* in bf16 and in fp32 against the CPU' predict.log ||
+  { echo "predict with train.device_check=true did not report its check"; exit 1; }
 out=runs/act16/predict/precipitation.nc
 /usr/bin/python3 - "$out" <<'PY'
 import sys

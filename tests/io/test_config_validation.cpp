@@ -52,6 +52,7 @@ TEST(ConfigValidation, EveryNumberOutOfRangeNamesItsKey) {
       {"train.allreduce_bucket_mb=.nan", "train.allreduce_bucket_mb"},
       {"train.stall_abort_seconds=-5", "train.stall_abort_seconds"},
       {"train.allreduce_dtype=int8", "train.allreduce_dtype"},
+      {"train.device_check=yes", "train.device_check"},
       {"run.communicator=gloo", "run.communicator"},
       {"fetch.parallel=0", "fetch.parallel"},
       {"fetch.attempts=0", "fetch.attempts"},

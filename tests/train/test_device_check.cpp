@@ -1,0 +1,252 @@
+// train.device_check (train/device_check.h): the comparison, its tolerances measured on a real
+// reduced-precision step (oneDNN's BF16 on this CPU), and that it finds a wrong kernel: a CPU
+// backend with one convolution pass made wrong, as a GPU kernel with a bad tap or edge would be.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+#include "model/cpu/dnnl_backend.h"
+#include "model/math_mode.h"
+#include "model/model_test_util.h"
+#include "train/device_check.h"
+
+namespace ds {
+namespace {
+
+using model::Backend;
+using model::ConvDesc;
+using model::MathMode;
+using model::ModelSpec;
+using model::Net;
+using model::Shape;
+using model::Tensor;
+
+TEST(DeviceCheck, RelativeL2ClosedForms) {
+  EXPECT_EQ(relative_l2({}, {}), 0.0);
+  EXPECT_EQ(relative_l2({0, 0}, {0, 0}), 0.0);
+  EXPECT_EQ(relative_l2({1, 2, 3}, {1, 2, 3}), 0.0);
+  // ||(3,4) - (0,0)|| against a zero reference: infinitely far.
+  EXPECT_TRUE(std::isinf(relative_l2({3, 4}, {0, 0})));
+  // (3, 4) against (3, 4.5): 0.5 / 5.5220...
+  EXPECT_NEAR(relative_l2({3, 4}, {3, 4.5f}), 0.5 / std::sqrt(9.0 + 20.25), 1e-12);
+  // Scale invariance: the same relative error at 1e-20 and 1e20.
+  EXPECT_NEAR(relative_l2({1e-20f, 2e-20f}, {1.1e-20f, 2e-20f}), relative_l2({1e20f, 2e20f}, {1.1e20f, 2e20f}), 1e-6);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(std::isinf(relative_l2({nan, 1}, {1, 1})));  // NaN where the CPU has a number
+  EXPECT_TRUE(std::isinf(relative_l2({inf, 1}, {1, 1})));
+  EXPECT_TRUE(std::isinf(relative_l2({-inf, 1}, {inf, 1})));
+  EXPECT_TRUE(std::isinf(relative_l2({1, 1}, {nan, 1})));  // a number where the CPU has NaN
+  EXPECT_EQ(relative_l2({nan, 1}, {nan, 1}), 0.0);         // both NaN (a masked point): nothing
+  EXPECT_EQ(relative_l2({inf, 2}, {inf, 2}), 0.0);
+  EXPECT_THROW(relative_l2({1}, {1, 2}), Error);
+}
+
+TEST(DeviceCheck, TolerancesOrderedByUnitRoundoff) {
+  // FP32 differs in summation order only; TF32 and FP16 round to 11 significant bits, BF16 to 8.
+  EXPECT_LT(device_check_tolerance(MathMode::kFp32), device_check_tolerance(MathMode::kTf32));
+  EXPECT_EQ(device_check_tolerance(MathMode::kTf32), device_check_tolerance(MathMode::kFp16));
+  EXPECT_LT(device_check_tolerance(MathMode::kFp16), device_check_tolerance(MathMode::kBf16));
+  // FP32's well under a wrong one-pixel edge of MNN's 30 x 53 grid (device_check.cpp): 0.33.
+  EXPECT_LT(device_check_tolerance(MathMode::kFp32), 0.33 / 100);
+}
+
+// A batch of `n` for spec: x from a fixed generator, targets 0 on a third of the points, a coast
+// for the mask (the loss counts land only).
+struct CheckBatch {
+  Batch batch;
+  Tensor mask;
+};
+CheckBatch make_batch(Backend& be, const ModelSpec& spec, int n) {
+  Net probe(spec, be);
+  const Shape os = probe.output_shape(n);
+  const size_t hw = size_t(os.h) * os.w;
+  std::vector<float> y(size_t(n) * hw);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = i % 3 == 0 ? 0.0f : float(0.3 + (i % 11) * 0.4);
+  const std::vector<uint8_t> coast = model::test::coast_mask(os.h, os.w);
+  std::vector<float> mask(coast.begin(), coast.end());
+  Tensor x = model::test::make_tensor(be, Shape{n, spec.in_channels, spec.in_h, spec.in_w},
+                                      model::test::random_values(size_t(n) * spec.in_channels * spec.in_h * spec.in_w, 11));
+  Tensor yt = model::test::make_tensor(be, Shape{n, 1, os.h, os.w}, y);
+  Tensor mt = model::test::make_tensor(be, Shape{1, 1, os.h, os.w}, mask);
+  return CheckBatch{Batch{std::move(x), std::move(yt), 0}, std::move(mt)};
+}
+
+ModelSpec demo_spec() {
+  ModelSpec s;
+  s.name = "demo";
+  s.in_channels = 6;
+  s.in_h = 10;
+  s.in_w = 12;
+  s.filters = {8, 12, 10};
+  return s;
+}
+
+ModelSpec mnn_na_spec() {  // the reference experiment's shapes: 20 predictors on 30 x 53
+  ModelSpec s;
+  s.name = "mnn";
+  s.in_channels = 20;
+  s.in_h = 30;
+  s.in_w = 53;
+  return s;
+}
+
+DeviceCheck run_check(Backend& be, MathMode mode, const ModelSpec& spec, int n) {
+  Net run(spec, be);
+  run.init(5);
+  const CheckBatch b = make_batch(be, spec, n);
+  return check_step_against_cpu(run, be, mode, b.batch, b.mask, model::LossKind::kBernoulliGamma, 2, 9);
+}
+
+TEST(DeviceCheck, CpuFp32AgainstItselfAgreesToRounding) {
+  auto be = model::make_cpu_backend(2);
+  const DeviceCheck c = run_check(*be, MathMode::kFp32, demo_spec(), 4);
+  EXPECT_TRUE(c.passed()) << device_check_line(c, be->name(), "fp32");
+  for (const auto& e : c.entries) EXPECT_LT(e.error, 1e-5) << e.what;  // the same arithmetic
+  // One step (fp32 is the run's mode): every layer's output, the loss, W and b of every convolution.
+  Net n(demo_spec(), *be);
+  ASSERT_EQ(c.entries.size(), n.layer_names().size() + 1 + n.params().size());
+  EXPECT_EQ(c.entries.front().what, "fp32: layer 'conv1' output");
+  EXPECT_EQ(c.entries.back().what, "fp32: gradient of conv1/W");
+}
+
+// The figures device_check.cpp's BF16 tolerance rests on: oneDNN's BF16 convolutions (inputs and
+// weights rounded to 8 significant bits, FP32 sums, BF16 activations between layers) against
+// FP32, on MNN at the North America shapes, batch 8. Printed for the record; the worst must stay
+// under half the tolerance (the GPU's BF16 rounds the same operands, its sums in other orders).
+TEST(DeviceCheck, Bf16CpuStepIsWithinTolerance) {
+  REQUIRE_CPU_BF16(be);
+  const DeviceCheck c = run_check(*be, MathMode::kBf16, mnn_na_spec(), 8);
+  std::printf("%s\n", device_check_line(c, be->name(), "bf16").c_str());
+  double worst_bf16 = 0, worst_fp32 = 0;
+  for (const auto& e : c.entries) {
+    std::printf("  %-48s %.2e\n", e.what.c_str(), e.error);
+    (e.what.rfind("bf16:", 0) == 0 ? worst_bf16 : worst_fp32) =
+        std::max(e.what.rfind("bf16:", 0) == 0 ? worst_bf16 : worst_fp32, e.error);
+  }
+  EXPECT_TRUE(c.passed());
+  // Both steps ran, bf16 first, then the FP32 one, which on the CPU is the reference's arithmetic.
+  Net n(mnn_na_spec(), *be);
+  ASSERT_EQ(c.entries.size(), 2 * (n.layer_names().size() + 1 + n.params().size()));
+  EXPECT_LT(worst_bf16, device_check_tolerance(MathMode::kBf16) / 2);
+  EXPECT_GT(worst_bf16, 1e-3) << "bf16 really ran";
+  EXPECT_LT(worst_fp32, 1e-5);
+  EXPECT_EQ(be->activation_dtype(), model::DType::kBf16) << "the backend is back in the run's mode";
+}
+
+// A CPU backend with one pass made wrong, the kind of fault a GPU kernel has when a tap, an edge or
+// a layout is wrong: the forward's last output column, or the data gradient's first input column,
+// zeroed. Everything else is oneDNN's.
+class FaultyBackend : public model::DnnlBackend {
+ public:
+  enum class Fault { kForwardEdge, kDataGradientEdge };
+  FaultyBackend(Fault f) : DnnlBackend(2), fault_(f) {}
+  void conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override {
+    DnnlBackend::conv2d_forward(d, x, w, b, y);
+    if (fault_ == Fault::kForwardEdge) zero_column(d.out(), d.out().w - 1, y);
+  }
+  void conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override {
+    DnnlBackend::conv2d_relu_forward(d, x, w, b, y);
+    if (fault_ == Fault::kForwardEdge) zero_column(d.out(), d.out().w - 1, y);
+  }
+  void conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) override {
+    DnnlBackend::conv2d_backward_data(d, dy, w, dx);
+    if (fault_ == Fault::kDataGradientEdge) zero_column(d.in, 0, dx);
+  }
+
+ private:
+  static void zero_column(const Shape& s, int col, float* p) {
+    for (int64_t r = 0; r < int64_t(s.n) * s.c * s.h; ++r) p[r * s.w + col] = 0.0f;
+  }
+  Fault fault_;
+};
+
+TEST(DeviceCheck, AWrongForwardEdgeIsNamedByItsLayer) {
+  FaultyBackend be(FaultyBackend::Fault::kForwardEdge);
+  const DeviceCheck c = run_check(be, MathMode::kFp32, demo_spec(), 4);
+  ASSERT_FALSE(c.passed());
+  // The demo's first layer is its first convolution: the first tensor found wrong.
+  const auto& bad = c.entries[size_t(c.first_bad)];
+  EXPECT_EQ(bad.what, "fp32: layer 'conv1' output");
+  EXPECT_GT(bad.error, 0.1);  // one column of 12 zeroed: about sqrt(1/12) = 0.29
+  const std::string line = device_check_line(c, be.name(), "fp32");
+  EXPECT_NE(line.find("device check failed"), std::string::npos) << line;
+  EXPECT_NE(line.find(bad.what), std::string::npos) << line;
+}
+
+TEST(DeviceCheck, AWrongDataGradientEdgeIsFoundInTheGradients) {
+  FaultyBackend be(FaultyBackend::Fault::kDataGradientEdge);
+  const DeviceCheck c = run_check(be, MathMode::kFp32, demo_spec(), 4);
+  ASSERT_FALSE(c.passed());
+  // The forward is right: the first tensor off is a gradient, and the farthest is far.
+  const auto& bad = c.entries[size_t(c.first_bad)];
+  EXPECT_EQ(bad.what.rfind("fp32: gradient of ", 0), 0u) << bad.what;
+  EXPECT_GT(c.entries[size_t(c.worst)].error, 10 * device_check_tolerance(MathMode::kFp32))
+      << c.entries[size_t(c.worst)].what;
+}
+
+// On a GPU (scripts/gpu_check.sh's parity section; skipped here, a failure under
+// DOWNSCALE_REQUIRE_GPU=1): MNN's step at the reference batch on the North America shapes passes
+// the check in every precision, with the backend's defaults and with each path that has a switch
+// forced on: the hand-written kernels for every pass they apply to (narrow head, weight gradient
+// by im2col + cuBLAS), the branches on five streams, 16-bit activations, the NHWC 16-bit scratch,
+// and the older unfused casts and cuDNN's bias gradient. The same check as a run's first step.
+class EnvFor {
+ public:
+  explicit EnvFor(const std::vector<std::pair<std::string, std::string>>& vars) : vars_(vars) {
+    for (const auto& [k, v] : vars_) setenv(k.c_str(), v.c_str(), 1);
+  }
+  ~EnvFor() {
+    for (const auto& [k, v] : vars_) unsetenv(k.c_str());
+  }
+  EnvFor(const EnvFor&) = delete;
+  EnvFor& operator=(const EnvFor&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> vars_;
+};
+
+TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
+  if (!model::cuda_available()) {
+    const char* require = std::getenv("DOWNSCALE_REQUIRE_GPU");
+    if (require && std::string(require) == "1") FAIL() << "DOWNSCALE_REQUIRE_GPU=1 but " << model::cuda_probe().reason;
+    GTEST_SKIP() << "no GPU (" << model::cuda_probe().reason << "): the device check on a GPU skipped";
+  }
+  struct Variant {
+    std::string name;
+    std::vector<std::pair<std::string, std::string>> env;
+    std::vector<MathMode> modes;
+  };
+  const std::vector<Variant> variants = {
+      {"defaults", {}, {MathMode::kTf32, MathMode::kFp32, MathMode::kBf16, MathMode::kFp16}},
+      {"hand-written kernels forced, five lanes",
+       {{"DOWNSCALE_CUDA_NARROW", "1"}, {"DOWNSCALE_CUDA_WGRAD_GEMM", "1"}, {"DOWNSCALE_CUDA_LANES", "5"}},
+       {MathMode::kTf32, MathMode::kBf16}},
+      {"16-bit activations", {{"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}}, {MathMode::kBf16, MathMode::kFp16}},
+      {"NHWC 16-bit scratch", {{"DOWNSCALE_CUDA_LAYOUT", "nhwc"}}, {MathMode::kBf16}},
+      {"unfused casts, cuDNN bias gradient", {{"DOWNSCALE_CUDA_FUSE16", "0"}, {"DOWNSCALE_CUDA_BIAS_GRAD", "cudnn"}},
+       {MathMode::kBf16}},
+  };
+  for (const Variant& v : variants) {
+    const EnvFor env(v.env);
+    auto be = model::make_cuda_backend(0);
+    for (const MathMode m : v.modes) {
+      ASSERT_TRUE(be->set_math(m)) << model::math_mode_name(m);
+      Net run(mnn_na_spec(), *be);
+      run.init(5);
+      const CheckBatch b = make_batch(*be, mnn_na_spec(), 32);
+      // FP16 as the trainer runs it: the loss gradient x 65536 (LossScaler's first scale).
+      const DeviceCheck c = check_step_against_cpu(run, *be, m, b.batch, b.mask, model::LossKind::kBernoulliGamma, 0,
+                                                   9, m == MathMode::kFp16 ? 65536.0f : 1.0f);
+      const std::string line = v.name + ": " + device_check_line(c, be->name(), model::math_mode_name(m));
+      std::printf("%s\n", line.c_str());
+      EXPECT_TRUE(c.passed()) << line;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ds

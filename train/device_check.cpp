@@ -1,0 +1,222 @@
+#include "train/device_check.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <optional>
+
+#include "io/error.h"
+#include "model/kernels/half_cast.h"
+#include "model/math_mode.h"
+
+namespace ds {
+
+double relative_l2(const std::vector<float>& got, const std::vector<float>& ref) {
+  if (got.size() != ref.size())
+    throw Error("internal: comparing " + std::to_string(got.size()) + " values with " + std::to_string(ref.size()));
+  const double inf = std::numeric_limits<double>::infinity();
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float g = got[i], r = ref[i];
+    if (!std::isfinite(r) || !std::isfinite(g)) {
+      const bool same = (std::isnan(r) && std::isnan(g)) || (std::isinf(r) && g == r);
+      if (!same) return inf;
+      continue;
+    }
+    diff += (double(g) - r) * (double(g) - r);
+    norm += double(r) * r;
+  }
+  if (norm == 0) return diff == 0 ? 0 : inf;
+  return std::sqrt(diff / norm);
+}
+
+// Relative L2 of a whole tensor, not the largest element's error: rounding spreads over the
+// elements and shrinks in the norm, while a wrong kernel (a tap, a layout, a padding, a race)
+// moves a share of the tensor by its own size: the whole tensor (1) or, wrong at the edges only,
+// the edge's share (MNN's 30 x 53 grid: a one-pixel border is 11 % of the points, sqrt(0.11) =
+// 0.33; tests/train/test_device_check.cpp zeroes one column of the demo's 12 and finds 0.29).
+// What rounding alone gives, measured against the CPU's FP32 step on MNN at the North America
+// shapes (`DeviceCheck.Bf16CpuStepIsWithinTolerance` prints every tensor): oneDNN's BF16 step
+// (inputs and weights rounded to 8 significant bits, FP32 sums, as cuDNN's BF16 passes) differs
+// by 3e-3 to 7e-3 in every layer's output and in most gradients, but by 0.02 to 0.084 in the
+// weight gradients of the five first convolutions (0.055 at batch 32): sums over the batch and
+// grid of input x gradient, terms of both signs that mostly cancel, so each term's rounding
+// weighs more against the small sum. TF32 and FP16 round to 11 significant bits, 8x finer.
+// FP32 differs in summation order only (cuDNN's algorithms, the GEMM's split): 1e-5 in the CUDA
+// tests. The tolerances: FP32 1e-3 (100x over its figure, 300x under a wrong edge); TF32 and
+// FP16 0.05 (5x over BF16's worst scaled to 11 bits); BF16 0.3 (3.5x over its worst): in 16 bits
+// only a grossly wrong kernel shows, which is why a non-FP32 run is also checked in FP32.
+double device_check_tolerance(model::MathMode mode) {
+  switch (mode) {
+    case model::MathMode::kFp32: return 1e-3;
+    case model::MathMode::kTf32: return 5e-2;
+    case model::MathMode::kFp16: return 5e-2;
+    case model::MathMode::kBf16: return 0.3;
+  }
+  return 0.3;
+}
+
+std::vector<float> host_values(const model::Tensor& t) {
+  if (!t.is_16bit()) return t.to_host();
+  const int64_t n = t.size();
+  std::vector<float> raw(size_t(model::storage_floats(n, t.dtype())));
+  if (!raw.empty()) t.backend()->copy_to_host(raw.data(), t.storage(), int64_t(raw.size()));
+  const auto* bits = reinterpret_cast<const uint16_t*>(raw.data());
+  const auto kind = t.dtype() == model::DType::kBf16 ? model::kernels::Half16::kBf16 : model::kernels::Half16::kFp16;
+  std::vector<float> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[size_t(i)] = model::kernels::from_half16(kind, bits[i]);
+  return out;
+}
+
+namespace {
+
+void copy_params(std::vector<model::Param> from, std::vector<model::Param> to, const std::string& what) {
+  if (from.size() != to.size()) throw Error("internal: device check " + what + " counts differ");
+  for (size_t i = 0; i < from.size(); ++i) {
+    model::Tensor& dst = *to[i].value;
+    const model::Tensor& src = *from[i].value;
+    if (dst.size() != src.size()) throw Error("internal: device check " + what + " " + from[i].name + " sizes differ");
+    if (dst.backend() == src.backend())
+      dst.backend()->copy(dst.data(), src.data(), src.size());
+    else
+      dst.upload(src.to_host().data());
+  }
+}
+
+model::Tensor to_backend(model::Backend& be, const model::Tensor& t) {
+  model::Tensor out(be, t.shape());
+  out.upload(t.to_host().data());
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+// One step's tensors on the host: every layer's output, then, with a target (y non-null), the
+// loss and every gradient (backward order).
+struct StepValues {
+  std::vector<std::string> names;
+  std::vector<std::vector<float>> values;
+};
+
+StepValues run_step(model::Net& net, model::Backend& be, const model::Tensor& x, const model::Tensor* y,
+                    const model::Tensor* mask, model::LossKind kind, float loss_scale) {
+  StepValues v;
+  const model::Tensor& out = net.forward(x);
+  for (const std::string& layer : net.layer_names()) {
+    v.names.push_back("layer '" + layer + "' output");
+    v.values.push_back(host_values(net.layer_output(layer)));
+  }
+  if (!y) return v;
+  model::Tensor d(be, out.shape());
+  v.names.push_back("loss");
+  v.values.push_back({float(model::masked_loss(be, kind, out, *y, *mask, &d))});
+  if (loss_scale != 1.0f) be.scale(d.size(), loss_scale, d.data());
+  net.backward(d);
+  const auto ps = net.params();
+  for (size_t i = ps.size(); i-- > 0;) {
+    v.names.push_back("gradient of " + ps[i].name);
+    v.values.push_back(ps[i].grad->to_host());
+  }
+  return v;
+}
+
+// The CPU's FP32 step, then `be`'s under `mode` and (when that is not FP32) under FP32, each on a
+// net of its own with run's weights and buffers, compared tensor by tensor. y null: inference
+// forward only (predict), with no loss or backward.
+DeviceCheck compare_steps(model::Net& run, model::Backend& be, model::MathMode mode, const model::Tensor& x,
+                          const model::Tensor* y, const model::Tensor* mask, model::LossKind kind, int cpu_threads,
+                          const model::ForwardMode& fm, float loss_scale) {
+  const auto t0 = std::chrono::steady_clock::now();
+  DeviceCheck c;
+  c.what = y ? "a training step" : "an inference forward";
+  const auto cpu = model::make_cpu_backend(cpu_threads);
+  cpu->set_math(model::MathMode::kFp32);
+  const model::ModelSpec& spec = run.spec();
+  // Nets of their own: the run's is not stepped (its batch-norm statistics stay). On `be` the
+  // convolution plans are the backend's, per shape and math mode: those made here under the
+  // run's mode are the run's. Memory reuse off: every layer's output kept apart.
+  const auto net_on = [&](model::Backend& on) {
+    auto n = std::make_unique<model::Net>(spec, on);
+    n->set_memory_reuse(false);
+    copy_params(run.params(), n->params(), "parameter");
+    copy_params(run.buffers(), n->buffers(), "buffer");
+    n->set_mode(fm);
+    return n;
+  };
+  // The loss scale multiplies both sides' gradients: a power of two, exact in FP32, and the
+  // relative difference does not see it.
+  StepValues want;
+  {
+    const auto ref = net_on(*cpu);
+    const model::Tensor x_ref = to_backend(*cpu, x);
+    std::optional<model::Tensor> y_ref, mask_ref;
+    if (y) y_ref.emplace(to_backend(*cpu, *y)), mask_ref.emplace(to_backend(*cpu, *mask));
+    want = run_step(*ref, *cpu, x_ref, y ? &*y_ref : nullptr, y ? &*mask_ref : nullptr, kind, loss_scale);
+  }
+  std::vector<model::MathMode> modes{mode};
+  if (mode != model::MathMode::kFp32) modes.push_back(model::MathMode::kFp32);
+  try {
+    for (const model::MathMode m : modes) {
+      be.set_math(m);
+      const StepValues have = run_step(*net_on(be), be, x, y, mask, kind, loss_scale);
+      const double tol = device_check_tolerance(m);
+      for (size_t i = 0; i < have.names.size(); ++i) {
+        DeviceCheck::Entry e{std::string(model::math_mode_name(m)) + ": " + have.names[i],
+                             relative_l2(have.values[i], want.values[i]), tol};
+        const int at = int(c.entries.size());
+        if (c.first_bad < 0 && !(e.error <= tol)) c.first_bad = at;
+        if (c.worst < 0 || !(e.error / tol <= c.entries[size_t(c.worst)].error / c.entries[size_t(c.worst)].tolerance))
+          c.worst = at;
+        c.entries.push_back(std::move(e));
+      }
+    }
+  } catch (...) {
+    be.set_math(mode);
+    throw;
+  }
+  be.set_math(mode);
+  be.synchronize();
+  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return c;
+}
+
+}  // namespace
+
+DeviceCheck check_step_against_cpu(model::Net& run, model::Backend& be, model::MathMode mode, const Batch& batch,
+                                   const model::Tensor& mask, model::LossKind kind, int cpu_threads, uint64_t seed,
+                                   float loss_scale) {
+  return compare_steps(run, be, mode, batch.x, &batch.y, &mask, kind, cpu_threads, model::ForwardMode{true, seed},
+                       loss_scale);
+}
+
+DeviceCheck check_forward_against_cpu(model::Net& run, model::Backend& be, model::MathMode mode, const model::Tensor& x,
+                                      int cpu_threads) {
+  return compare_steps(run, be, mode, x, nullptr, nullptr, model::LossKind::kBernoulliGamma, cpu_threads,
+                       model::ForwardMode{false, 0}, 1.0f);
+}
+
+std::string device_check_line(const DeviceCheck& c, const std::string& backend, const std::string& precision) {
+  char buf[768];
+  const auto& w = c.entries.at(size_t(c.worst));
+  if (c.passed()) {
+    std::snprintf(buf, sizeof buf,
+                  "device check passed: %s on %s in %s%s against the CPU's FP32 one, %zu tensors, "
+                  "nearest its tolerance: %s, %.2e (relative L2; allowed %.0e) (%.1f s)",
+                  c.what.c_str(), backend.c_str(), precision.c_str(), precision == "fp32" ? "" : " and in fp32",
+                  c.entries.size(),
+                  w.what.c_str(), w.error, w.tolerance, c.seconds);
+  } else {
+    const auto& b = c.entries.at(size_t(c.first_bad));
+    std::snprintf(buf, sizeof buf,
+                  "device check failed: %s on %s against the CPU's FP32 one: %s differs by %.3g "
+                  "(relative L2) where %.0e is allowed (the farthest: %s, %.3g)",
+                  c.what.c_str(), backend.c_str(), b.what.c_str(), b.error, b.tolerance, w.what.c_str(), w.error);
+  }
+  return buf;
+}
+
+}  // namespace ds
