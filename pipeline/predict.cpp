@@ -225,8 +225,12 @@ int run_predict(const Config& cfg) {
     read_inputs(0, nb, first.data());
     model::Tensor x(*be, {int(nb), meta.C(), meta.H(), meta.W()});
     x.upload(first.data());
-    const DeviceCheck c =
-        check_forward_against_cpu(net, *be, model::parse_math_mode(cfg.train.precision), x, cfg.run.threads);
+    DeviceCheck c;
+    try {
+      c = check_forward_against_cpu(net, *be, model::parse_math_mode(cfg.train.precision), x, cfg.run.threads);
+    } catch (const Error& e) {
+      throw Error(std::string("device check (train.device_check; false skips it): ") + e.what(), e.code());
+    }
     const std::string line = device_check_line(c, be->name(), cfg.train.precision);
     if (!c.passed())
       throw Error(line + ". This backend computes the model wrongly here; nothing was written: report it with this "

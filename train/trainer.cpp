@@ -215,8 +215,13 @@ void check_device_step(model::Net& net, model::Backend& be, const Config& cfg, c
   std::vector<size_t> rows(std::min<size_t>(store.count("train"), size_t(tc.batch_size)));
   std::iota(rows.begin(), rows.end(), size_t(0));
   read_batch(store, "train", rows, first);
-  const DeviceCheck c = check_step_against_cpu(net, be, model::parse_math_mode(tc.precision), first, mask, loss_kind,
-                                               threads, tc.seed, scaler.enabled() ? float(scaler.scale()) : 1.0f);
+  DeviceCheck c;
+  try {
+    c = check_step_against_cpu(net, be, model::parse_math_mode(tc.precision), first, mask, loss_kind, threads, tc.seed,
+                               scaler.enabled() ? float(scaler.scale()) : 1.0f);
+  } catch (const Error& e) {  // out of memory for the check's nets, say: say what was running
+    throw Error(std::string("device check (train.device_check; false skips it): ") + e.what(), e.code());
+  }
   const std::string line = device_check_line(c, be.name(), tc.precision);
   double failed = c.passed() ? 0 : 1;
   comm.allreduce_sum(&failed, 1, "device check");
