@@ -63,7 +63,9 @@ std::vector<float> host_values(const model::Tensor& t);
 // be's math mode is `mode` again on return.
 // loss_scale: the run's (FP16's dynamic scale, else 1), applied to the loss gradient on both
 // sides as the run applies it (unscaled, FP16's backward would flush MNN's output gradients of
-// about 1e-6 to subnormals); a power of two, so the CPU's FP32 side is scaled exactly.
+// about 1e-6 to subnormals); a power of two, so the CPU's FP32 side is scaled exactly. Under FP16,
+// gradients that overflow (non-finite) are run again at half the scale, as the trainer's dynamic
+// scaling skips such a step and halves, and scaled back before the comparison.
 DeviceCheck check_step_against_cpu(model::Net& run, model::Backend& be, model::MathMode mode, const Batch& batch,
                                    const model::Tensor& mask, model::LossKind kind, int cpu_threads, uint64_t seed,
                                    float loss_scale = 1.0f);

@@ -188,6 +188,51 @@ TEST(DeviceCheck, AWrongDataGradientEdgeIsFoundInTheGradients) {
       << c.entries[size_t(c.worst)].what;
 }
 
+// FP16's range on a CPU backend: it says it computes in fp16, and a convolution's gradients
+// beyond FP16's largest finite value (65504) overflow to infinity, as a 16-bit backward pass
+// would. Under a loss scale of 2^30 the demo's gradients overflow: the check halves the scale
+// until they do not, as the trainer would, and scales them back: then it passes with FP32's
+// figures (a wrong factor would leave a relative error of at least 1/2).
+class Fp16RangeBackend : public model::DnnlBackend {
+ public:
+  Fp16RangeBackend() : DnnlBackend(2) {}
+  bool set_math(MathMode mode) override {
+    DnnlBackend::set_math(MathMode::kFp32);
+    fp16_ = mode == MathMode::kFp16;
+    return true;
+  }
+  void conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) override {
+    DnnlBackend::conv2d_backward_data(d, dy, w, dx);
+    overflow(d.in.size(), dx);
+  }
+  void conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) override {
+    DnnlBackend::conv2d_backward_weights(d, x, dy, dw, db);
+    overflow(int64_t(d.out_c) * d.in.c * d.kh * d.kw, dw);
+  }
+  int overflowed = 0;
+
+ private:
+  void overflow(int64_t n, float* p) {
+    if (!fp16_) return;
+    for (int64_t i = 0; i < n; ++i)
+      if (std::abs(p[i]) > 65504.0f) p[i] = std::copysign(std::numeric_limits<float>::infinity(), p[i]), ++overflowed;
+  }
+  bool fp16_ = false;
+};
+
+TEST(DeviceCheck, Fp16OverflowIsRunAgainAtHalfTheScale) {
+  Fp16RangeBackend be;
+  be.set_math(MathMode::kFp16);
+  Net run(demo_spec(), be);
+  run.init(5);
+  const CheckBatch b = make_batch(be, demo_spec(), 4);
+  const DeviceCheck c = check_step_against_cpu(run, be, MathMode::kFp16, b.batch, b.mask,
+                                               model::LossKind::kBernoulliGamma, 2, 9, 1073741824.0f);
+  EXPECT_GT(be.overflowed, 0) << "the scale of 2^30 did not overflow: the test tests nothing";
+  EXPECT_TRUE(c.passed()) << device_check_line(c, be.name(), "fp16");
+  for (const auto& e : c.entries) EXPECT_LT(e.error, 1e-5) << e.what;
+}
+
 // On a GPU (scripts/gpu_check.sh's parity section; skipped here, a failure under
 // DOWNSCALE_REQUIRE_GPU=1): MNN's step at the reference batch on the North America shapes passes
 // the check in every precision, with the backend's defaults and with each path that has a switch
