@@ -90,6 +90,33 @@ void check_finite(const std::vector<float>& values, int channels, const StoreMet
   }
 }
 
+// train.device_check (train/device_check.h): the forward of the first batch, and of the last
+// where it is smaller (plans are per shape), on this backend against the CPU's, before anything
+// is predicted; auto: on a GPU.
+void check_device_forward(model::Net& net, model::Backend& be, const Config& cfg, const StoreMeta& meta, size_t n,
+                          const ReadSamples& read) {
+  const size_t bs = size_t(cfg.train.batch_size);
+  std::vector<size_t> sizes{std::min(bs, n)};
+  if (n % bs != 0 && n > bs) sizes.push_back(n % bs);
+  for (const size_t nb : sizes) {
+    std::vector<float> host(nb * size_t(meta.C()) * meta.H() * meta.W());
+    read(0, nb, host.data());
+    model::Tensor x(be, {int(nb), meta.C(), meta.H(), meta.W()});
+    x.upload(host.data());
+    DeviceCheck c;
+    try {
+      c = check_forward_against_cpu(net, be, model::parse_math_mode(cfg.train.precision), x, cfg.run.threads);
+    } catch (const Error& e) {  // out of memory for the check's nets, say: say what was running
+      throw Error(std::string("device check (train.device_check; false skips it): ") + e.what(), e.code());
+    }
+    const std::string line = device_check_line(c, be.name(), cfg.train.precision) + " (batch of " + std::to_string(nb) + ")";
+    if (!c.passed())
+      throw Error(line + ". This backend computes the model wrongly here; nothing was written: report it with this "
+                  "log; run.device: cpu predicts correctly, train.device_check: false predicts anyway");
+    spdlog::info("{}", line);
+  }
+}
+
 // The network's p, alpha and beta for `n` samples, NaN over the ocean.
 BernoulliGammaParams bernoulli_gamma(const std::vector<float>& raw, size_t hw) {
   const size_t n = raw.size() / (3 * hw);
@@ -216,27 +243,9 @@ int run_predict(const Config& cfg) {
   const size_t hw = size_t(meta.Hy()) * meta.Wy();
   const int bs = cfg.train.batch_size;
   const Window win = observation_window(meta);
-  // train.device_check (train/device_check.h): the first batch's forward on this backend against
-  // the CPU's, before anything is predicted; auto: on a GPU.
   const bool on_gpu = be->name().rfind("cuda", 0) == 0;
-  if (n > 0 && (cfg.train.device_check == "true" || (cfg.train.device_check == "auto" && on_gpu))) {
-    const size_t nb = std::min<size_t>(size_t(bs), n);
-    std::vector<float> first(nb * size_t(meta.C()) * meta.H() * meta.W());
-    read_inputs(0, nb, first.data());
-    model::Tensor x(*be, {int(nb), meta.C(), meta.H(), meta.W()});
-    x.upload(first.data());
-    DeviceCheck c;
-    try {
-      c = check_forward_against_cpu(net, *be, model::parse_math_mode(cfg.train.precision), x, cfg.run.threads);
-    } catch (const Error& e) {
-      throw Error(std::string("device check (train.device_check; false skips it): ") + e.what(), e.code());
-    }
-    const std::string line = device_check_line(c, be->name(), cfg.train.precision);
-    if (!c.passed())
-      throw Error(line + ". This backend computes the model wrongly here; nothing was written: report it with this "
-                  "log; run.device: cpu predicts correctly, train.device_check: false predicts anyway");
-    spdlog::info("{}", line);
-  }
+  if (n > 0 && (cfg.train.device_check == "true" || (cfg.train.device_check == "auto" && on_gpu)))
+    check_device_forward(net, *be, cfg, meta, n, read_inputs);
   const std::vector<float> raw = run_network(net, *be, meta, n, channels, read_inputs, bs);
   check_finite(raw, channels, meta, days, calendar, "network's output");
   if (inputs) inputs->report_outliers();
