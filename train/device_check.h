@@ -49,6 +49,9 @@ double relative_l2(const std::vector<float>& got, const std::vector<float>& ref)
 // under `mode` (device_check.cpp says how each figure was measured and why it holds).
 double device_check_tolerance(model::MathMode mode);
 
+// The one-pixel border of each (sample, channel) plane of values shaped s, plane by plane.
+std::vector<float> border_ring(const std::vector<float>& values, const model::Shape& s);
+
 // A tensor's values as floats on the host, 16-bit activations widened.
 std::vector<float> host_values(const model::Tensor& t);
 
@@ -56,10 +59,12 @@ std::vector<float> host_values(const model::Tensor& t);
 // not FP32, once more under FP32, each against the CPU backend's FP32 step (`cpu_threads`
 // threads), from run's current weights and buffers (copied: run itself is not stepped) on `batch`
 // and `mask` (on be), in training mode with dropout seed `seed`. Compares every layer's output in
-// forward order, the loss, then every gradient in backward order. The run's mode checks the
-// kernels that mode runs, within its rounding; FP32 checks, within 1e-3, the kernels every mode
-// shares (the hand-written FP32 ones: narrow head, polyphase interleave, bias gradient, and
-// cuDNN's algorithms in FMA math), where a 16-bit tolerance would let a wrong edge through.
+// forward order (and each one's border), the loss, then every gradient in backward order. The run's
+// mode checks the kernels that mode runs, within its rounding; FP32 checks the hand-written FP32
+// kernels (narrow head, polyphase interleave, bias gradient, weight gradient by GEMM) and cuDNN's
+// FMA algorithms within a tighter tolerance. Plans are per mode, so the FP32 pass may time its
+// way to other kernels than the run's mode; the 16-bit-only kernels (fused casts, the 16-bit
+// interleave, NHWC tiles) are held to their mode's tolerance, their borders included.
 // be's math mode is `mode` again on return.
 // loss_scale: the run's (FP16's dynamic scale, else 1), applied to the loss gradient on both
 // sides as the run applies it (unscaled, FP16's backward would flush MNN's output gradients of

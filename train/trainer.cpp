@@ -208,11 +208,13 @@ void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, in
 // against the CPU's FP32 step, from the run's weights, and one of its last batch where an epoch
 // ends in a smaller one (8,766 North America days in batches of 32 end in 30): convolution plans
 // and the kernels chosen for them by timing are per shape, and both shapes run every epoch.
-// Every rank checks its own device and all learn whether any failed, so none waits at the
-// barrier for a rank that stopped.
+// Every rank calls this (unless the check is off) and votes, also a rank that does not check (a
+// CPU rank among GPU ranks under auto), so all learn whether any failed and none waits in
+// another collective for a rank that stopped; the failing rank logs its line before the vote,
+// as the job's abort may not let it print its error.
 void check_device_step(model::Net& net, model::Backend& be, const Config& cfg, const StoreReader& store,
                        const model::Tensor& mask, model::LossKind loss_kind, int threads, const LossScaler& scaler,
-                       Communicator& comm, int64_t global_batch) {
+                       Communicator& comm, int64_t global_batch, bool check_here) {
   const auto& tc = cfg.train;
   const size_t n_train = store.count("train"), global = size_t(global_batch);
   const auto my_share = [&](size_t n_global) {  // as rows_at cuts a global batch of n_global
@@ -224,7 +226,7 @@ void check_device_step(model::Net& net, model::Backend& be, const Config& cfg, c
   bool passed = true;
   std::vector<std::string> lines;
   for (const size_t n : sizes) {
-    if (n == 0) continue;
+    if (n == 0 || !check_here) continue;
     Batch batch{model::Tensor(be, {1, 1, 1, 1}), model::Tensor(be, {1, 1, 1, 1})};
     std::vector<size_t> rows(n);
     std::iota(rows.begin(), rows.end(), size_t(0));
@@ -242,6 +244,7 @@ void check_device_step(model::Net& net, model::Backend& be, const Config& cfg, c
       break;
     }
   }
+  if (!passed) spdlog::error("{} (rank {})", lines.back(), comm.rank());
   double failed = passed ? 0 : 1;
   comm.allreduce_sum(&failed, 1, "device check");
   if (!passed)
@@ -249,7 +252,8 @@ void check_device_step(model::Net& net, model::Backend& be, const Config& cfg, c
                 "here: report it with this log; run.device: cpu trains correctly, train.device_check: false trains anyway");
   if (failed > 0)
     throw Error("device check failed on " + std::to_string(int(failed)) + " rank(s) (their lines above name the " +
-                "tensor); rank " + std::to_string(comm.rank()) + " passed: " + lines.front());
+                "tensor); rank " + std::to_string(comm.rank()) +
+                (lines.empty() ? std::string(" did not check") : " passed: " + lines.front()));
   if (comm.is_root())
     for (const std::string& l : lines) spdlog::info("{}", l);
 }
@@ -393,8 +397,9 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     spdlog::info("loss scaling: {}", scaler.dynamic() ? fmt::format("dynamic from {:g}", scaler.scale())
                                                       : fmt::format("fixed at {:g}", scaler.scale()));
   std::vector<size_t> order(n_train);
-  if (tc.device_check == "true" || (tc.device_check == "auto" && on_gpu))
-    check_device_step(net, *be, cfg, store, mask, loss_kind, threads, scaler, comm, global_batch);
+  if (tc.device_check != "false")
+    check_device_step(net, *be, cfg, store, mask, loss_kind, threads, scaler, comm, global_batch,
+                      tc.device_check == "true" || on_gpu);
 
   // Every rank leaves this barrier at about the same time: the timeline's common origin.
   Timeline timeline = timeline_path.empty() ? Timeline() : Timeline(timeline_path);
