@@ -1,5 +1,6 @@
 #include "train/device_check.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -110,10 +111,6 @@ model::Tensor to_backend(model::Backend& be, const model::Tensor& t) {
   out.upload(t.to_host().data());
   return out;
 }
-
-}  // namespace
-
-namespace {
 
 // One step's tensors on the host: every layer's output, then, with a target (y non-null), the
 // loss and every gradient (backward order).
@@ -261,10 +258,25 @@ std::string device_check_line(const DeviceCheck& c, const std::string& backend, 
                   w.what.c_str(), w.error, w.tolerance, c.seconds);
   } else {
     const auto& b = c.entries.at(size_t(c.first_bad));
+    // Which tensors are off says which pass is: a forward layer, a border only, a mode only.
+    std::vector<const DeviceCheck::Entry*> over;
+    for (const auto& e : c.entries)
+      if (!(e.error <= e.tolerance)) over.push_back(&e);
+    std::stable_sort(over.begin(), over.end(), [](const DeviceCheck::Entry* x, const DeviceCheck::Entry* y) {
+      return x->error / x->tolerance > y->error / y->tolerance;  // non-finite errors first
+    });
+    std::string farthest;
+    for (size_t i = 0; i < over.size() && i < 3; ++i) {
+      char one[256];
+      std::snprintf(one, sizeof one, "%s%s %.3g", i ? "; " : "", over[i]->what.c_str(), over[i]->error);
+      farthest += one;
+    }
     std::snprintf(buf, sizeof buf,
-                  "device check failed: %s on %s against the CPU's FP32 one: %s differs by %.3g "
-                  "(relative L2) where %.0e is allowed (the farthest: %s, %.3g)",
-                  c.what.c_str(), backend.c_str(), b.what.c_str(), b.error, b.tolerance, w.what.c_str(), w.error);
+                  "device check failed: %s on %s against the CPU's FP32 one: %s differs by %.3g (relative L2) "
+                  "where %.0e is allowed; %zu of %zu tensors over their tolerance, the farthest: ",
+                  c.what.c_str(), backend.c_str(), b.what.c_str(), b.error, b.tolerance, over.size(),
+                  c.entries.size());
+    return buf + farthest;
   }
   return buf;
 }

@@ -188,6 +188,8 @@ TEST(DeviceCheck, AWrongForwardEdgeIsNamedByItsLayer) {
   const std::string line = device_check_line(c, be.name(), "fp32");
   EXPECT_NE(line.find("device check failed"), std::string::npos) << line;
   EXPECT_NE(line.find(bad.what), std::string::npos) << line;
+  EXPECT_NE(line.find("tensors over their tolerance, the farthest: "), std::string::npos) << line;
+  std::printf("%s\n", line.c_str());
 }
 
 // On a larger grid an edge fault is a small share of the tensor: under BF16's tolerance the whole
