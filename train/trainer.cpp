@@ -206,8 +206,9 @@ void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, in
 
 // train.device_check (train/device_check.h): a step of this rank's first batch on its backend
 // against the CPU's FP32 step, from the run's weights, and one of its last batch where an epoch
-// ends in a smaller one (8,766 North America days in batches of 32 end in 30): convolution plans
-// and the kernels chosen for them by timing are per shape, and both shapes run every epoch.
+// ends in a smaller one (8,766 North America days in batches of 32 end in 30), and the forward of
+// validation's batch sizes no step covers: convolution plans and the kernels chosen for them by
+// timing are per shape, and every one of these shapes runs every epoch.
 // Every rank calls this (unless the check is off) and votes, also a rank that does not check (a
 // CPU rank among GPU ranks under auto), so all learn whether any failed and none waits in
 // another collective for a rank that stopped; the failing rank logs its line before the vote,
@@ -220,25 +221,40 @@ void check_device_step(model::Net& net, model::Backend& be, const Config& cfg, c
   const auto my_share = [&](size_t n_global) {  // as rows_at cuts a global batch of n_global
     return n_global * size_t(comm.rank() + 1) / size_t(comm.size()) - n_global * size_t(comm.rank()) / size_t(comm.size());
   };
-  std::vector<size_t> sizes{my_share(std::min(n_train, global))};
+  // What to check: a step of each training batch size, and an inference forward of each
+  // validation batch size (evaluate: this rank's share in batches of batch_size) that no step
+  // has checked (the forward's plans are the step's for the same size).
+  struct Shape {
+    const char* split;
+    size_t n;
+    bool step;
+  };
+  std::vector<Shape> todo{{"train", my_share(std::min(n_train, global)), true}};
   const size_t last = my_share(n_train - (n_train - 1) / global * global);
-  if (last > 0 && last != sizes[0]) sizes.push_back(last);
+  if (last != todo[0].n) todo.push_back({"train", last, true});
+  const size_t bs = size_t(tc.batch_size), val_share = my_share(store.count("validation"));
+  for (const size_t v : {std::min(val_share, bs), val_share % bs})
+    if (std::none_of(todo.begin(), todo.end(), [&](const Shape& t) { return t.n == v; }))
+      todo.push_back({"validation", v, false});
   bool passed = true;
   std::vector<std::string> lines;
-  for (const size_t n : sizes) {
-    if (n == 0 || !check_here) continue;
+  for (const Shape& t : todo) {
+    if (t.n == 0 || !check_here) continue;
     Batch batch{model::Tensor(be, {1, 1, 1, 1}), model::Tensor(be, {1, 1, 1, 1})};
-    std::vector<size_t> rows(n);
+    std::vector<size_t> rows(t.n);
     std::iota(rows.begin(), rows.end(), size_t(0));
-    read_batch(store, "train", rows, batch);
+    read_batch(store, t.split, rows, batch);
+    const model::MathMode mode = model::parse_math_mode(tc.precision);
     DeviceCheck c;
     try {
-      c = check_step_against_cpu(net, be, model::parse_math_mode(tc.precision), batch, mask, loss_kind, threads,
-                                 tc.seed, scaler.enabled() ? float(scaler.scale()) : 1.0f);
+      c = t.step ? check_step_against_cpu(net, be, mode, batch, mask, loss_kind, threads, tc.seed,
+                                          scaler.enabled() ? float(scaler.scale()) : 1.0f)
+                 : check_forward_against_cpu(net, be, mode, batch.x, threads);
     } catch (const Error& e) {  // out of memory for the check's nets, say: say what was running
       throw Error(std::string("device check (train.device_check; false skips it): ") + e.what(), e.code());
     }
-    lines.push_back(device_check_line(c, be.name(), tc.precision) + " (batch of " + std::to_string(n) + ")");
+    lines.push_back(device_check_line(c, be.name(), tc.precision) + " (" + (t.step ? "" : "validation ") +
+                    "batch of " + std::to_string(t.n) + ")");
     if (!c.passed()) {
       passed = false;
       break;

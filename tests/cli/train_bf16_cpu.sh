@@ -8,7 +8,7 @@
 #  2. and differs from the FP32 run (the bf16 path ran);
 #  3. predict in bf16 writes finite, plausible downscaled precipitation;
 #  4. train.device_check=true checks the bf16 run's first step (and in fp32) against the CPU's
-#     FP32 step and says so, without changing the run: its weights are those of run 1's twin
+#     FP32 step, and the last batch's and validation's sizes, and says so, without changing the run: its weights are those of run 1's twin
 #     without the check (a check that stepped the run's net would change them); under auto, the
 #     CPU default, no check runs; predict checks its first batch's forward the same way.
 #   usage: train_bf16_cpu.sh <downscale binary> <source dir>   (exit 77: skipped, no avx512_bf16)
@@ -35,8 +35,12 @@ common=("${years[@]}" --set run.threads=2 --set train.epochs=1 --set train.batch
 echo "== bf16, activations in bf16"
 "$bin" train --config configs/demo.yaml "${common[@]}" --set run.dir=runs/act16 --set train.precision=bf16 \
   --set train.device_check=true 2>&1 | tee act16.log
-grep -q 'device check passed: a training step on cpu .* in bf16 and in fp32 against the CPU' act16.log ||
+grep -q 'device check passed: a training step on cpu .* in bf16 and in fp32 against the CPU.*(batch of 16)' act16.log ||
   { echo "train.device_check=true did not report its check"; exit 1; }
+# 366 training days in batches of 16 end in 14, 365 validation days in 13: each shape checked once.
+grep -q 'device check passed: a training step .*(batch of 14)' act16.log &&
+  grep -q 'device check passed: an inference forward .*(validation batch of 13)' act16.log ||
+  { echo "the last training batch's or validation's shapes were not checked"; exit 1; }
 grep -q 'activations of [0-9]* of [0-9]* layers stored in bf16' act16.log ||
   { echo "train did not say it keeps activations in bf16"; exit 1; }
 echo "== bf16, activations in fp32"
