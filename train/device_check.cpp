@@ -117,6 +117,7 @@ model::Tensor to_backend(model::Backend& be, const model::Tensor& t) {
 struct StepValues {
   std::vector<std::string> names;
   std::vector<std::vector<float>> values;
+  size_t first_gradient = 0;  // values[first_gradient..] are the gradients
 };
 
 StepValues run_step(model::Net& net, model::Backend& be, const model::Tensor& x, const model::Tensor* y,
@@ -134,12 +135,14 @@ StepValues run_step(model::Net& net, model::Backend& be, const model::Tensor& x,
       v.values.push_back(border_ring(v.values.back(), t.shape()));
     }
   }
+  v.first_gradient = v.values.size();
   if (!y) return v;
   model::Tensor d(be, out.shape());
   v.names.push_back("loss");
   v.values.push_back({float(model::masked_loss(be, kind, out, *y, *mask, &d))});
   if (loss_scale != 1.0f) be.scale(d.size(), loss_scale, d.data());
   net.backward(d);
+  v.first_gradient = v.values.size();
   const auto ps = net.params();
   for (size_t i = ps.size(); i-- > 0;) {
     v.names.push_back("gradient of " + ps[i].name);
@@ -149,17 +152,15 @@ StepValues run_step(model::Net& net, model::Backend& be, const model::Tensor& x,
 }
 
 bool gradients_finite(const StepValues& v) {
-  for (size_t i = 0; i < v.names.size(); ++i)
-    if (v.names[i].rfind("gradient of ", 0) == 0)
-      for (float g : v.values[i])
-        if (!std::isfinite(g)) return false;
+  for (size_t i = v.first_gradient; i < v.values.size(); ++i)
+    for (float g : v.values[i])
+      if (!std::isfinite(g)) return false;
   return true;
 }
 
 void rescale_gradients(StepValues& v, float factor) {
-  for (size_t i = 0; i < v.names.size(); ++i)
-    if (v.names[i].rfind("gradient of ", 0) == 0)
-      for (float& g : v.values[i]) g *= factor;
+  for (size_t i = v.first_gradient; i < v.values.size(); ++i)
+    for (float& g : v.values[i]) g *= factor;
 }
 
 // The CPU's FP32 step, then `be`'s under `mode` and (when that is not FP32) under FP32, each on a
@@ -231,19 +232,37 @@ DeviceCheck compare_steps(model::Net& run, model::Backend& be, model::MathMode m
   return c;
 }
 
+// An error inside the check (out of memory for its nets, say) names it, and how to skip it.
+template <class F>
+DeviceCheck in_context(const F& check) {
+  try {
+    return check();
+  } catch (const Error& e) {
+    throw Error(std::string("device check (train.device_check; false skips it): ") + e.what(), e.code());
+  }
+}
+
 }  // namespace
 
 DeviceCheck check_step_against_cpu(model::Net& run, model::Backend& be, model::MathMode mode, const Batch& batch,
                                    const model::Tensor& mask, model::LossKind kind, int cpu_threads, uint64_t seed,
                                    float loss_scale) {
-  return compare_steps(run, be, mode, batch.x, &batch.y, &mask, kind, cpu_threads, model::ForwardMode{true, seed},
-                       loss_scale);
+  return in_context([&] {
+    return compare_steps(run, be, mode, batch.x, &batch.y, &mask, kind, cpu_threads, model::ForwardMode{true, seed},
+                         loss_scale);
+  });
 }
 
 DeviceCheck check_forward_against_cpu(model::Net& run, model::Backend& be, model::MathMode mode, const model::Tensor& x,
                                       int cpu_threads) {
-  return compare_steps(run, be, mode, x, nullptr, nullptr, model::LossKind::kBernoulliGamma, cpu_threads,
-                       model::ForwardMode{false, 0}, 1.0f);
+  return in_context([&] {
+    return compare_steps(run, be, mode, x, nullptr, nullptr, model::LossKind::kBernoulliGamma, cpu_threads,
+                         model::ForwardMode{false, 0}, 1.0f);
+  });
+}
+
+bool device_check_applies(const std::string& setting, const model::Backend& be) {
+  return setting == "true" || (setting == "auto" && be.name().rfind("cuda", 0) == 0);
 }
 
 std::string device_check_line(const DeviceCheck& c, const std::string& backend, const std::string& precision) {

@@ -3,6 +3,7 @@
 // gradient, backward) on the run's first batch, from the run's initial weights, and so does the
 // CPU backend in plain FP32; every layer's output and every parameter's gradient must agree
 // within the precision's tolerance, or the run stops naming the first tensor that does not.
+// An error while checking (out of memory for the check's nets, say) says the check was running.
 //
 // Why: the GPU path is cuDNN plus hand-written kernels chosen per shape by timing (the narrow
 // head, the weight gradient by im2col + cuBLAS, the polyphase interleave, the bias gradient,
@@ -79,6 +80,9 @@ DeviceCheck check_step_against_cpu(model::Net& run, model::Backend& be, model::M
 // compared, under `mode` and FP32, against the CPU's. The same tolerances.
 DeviceCheck check_forward_against_cpu(model::Net& run, model::Backend& be, model::MathMode mode, const model::Tensor& x,
                                       int cpu_threads);
+
+// Whether train.device_check `setting` (auto | true | false) checks on `be`: true, or auto on a GPU.
+bool device_check_applies(const std::string& setting, const model::Backend& be);
 
 // One line: passed or not, the worst tensor, the tolerance, the time.
 std::string device_check_line(const DeviceCheck& c, const std::string& backend, const std::string& precision);

@@ -16,6 +16,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "io/atomic_file.h"
 #include "io/error.h"
@@ -52,11 +53,17 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // share of the split; the sums are added across ranks.
 // `resident`: the split in backend memory (train.data_on_device), else read from the store. The
 // batches' losses add up in backend memory (acc), read once at the end.
+// This rank's part [lo, hi) of n items split evenly over the ranks in rank order: a global
+// batch's rows (train), a split (evaluate), and the batch sizes the device check runs.
+std::pair<size_t, size_t> rank_slice(size_t n, const Communicator& comm) {
+  return {n * size_t(comm.rank()) / size_t(comm.size()), n * size_t(comm.rank() + 1) / size_t(comm.size())};
+}
+
 double evaluate(model::Net& net, model::Backend& be, model::LossKind loss, const StoreReader& store,
                 const std::string& split, const model::Tensor& mask, int batch_size, Batch& batch,
                 Communicator& comm, const DeviceSplit* resident, model::LossAccumulator& acc) {
   const size_t n = store.count(split);
-  const size_t lo = n * comm.rank() / comm.size(), hi = n * (comm.rank() + 1) / comm.size();
+  const auto [lo, hi] = rank_slice(n, comm);
   net.set_mode(model::ForwardMode{false, 0});
   acc.reset();
   for (size_t start = lo; start < hi; start += batch_size) {
@@ -218,8 +225,9 @@ void check_device_step(model::Net& net, model::Backend& be, const Config& cfg, c
                        Communicator& comm, int64_t global_batch, bool check_here) {
   const auto& tc = cfg.train;
   const size_t n_train = store.count("train"), global = size_t(global_batch);
-  const auto my_share = [&](size_t n_global) {  // as rows_at cuts a global batch of n_global
-    return n_global * size_t(comm.rank() + 1) / size_t(comm.size()) - n_global * size_t(comm.rank()) / size_t(comm.size());
+  const auto my_share = [&](size_t n) {
+    const auto [lo, hi] = rank_slice(n, comm);
+    return hi - lo;
   };
   // What to check: a step of each training batch size, and an inference forward of each
   // validation batch size (evaluate: this rank's share in batches of batch_size) that no step
@@ -236,6 +244,7 @@ void check_device_step(model::Net& net, model::Backend& be, const Config& cfg, c
   for (const size_t v : {std::min(val_share, bs), val_share % bs})
     if (std::none_of(todo.begin(), todo.end(), [&](const Shape& t) { return t.n == v; }))
       todo.push_back({"validation", v, false});
+  const model::MathMode mode = model::parse_math_mode(tc.precision);
   bool passed = true;
   std::vector<std::string> lines;
   for (const Shape& t : todo) {
@@ -244,15 +253,9 @@ void check_device_step(model::Net& net, model::Backend& be, const Config& cfg, c
     std::vector<size_t> rows(t.n);
     std::iota(rows.begin(), rows.end(), size_t(0));
     read_batch(store, t.split, rows, batch);
-    const model::MathMode mode = model::parse_math_mode(tc.precision);
-    DeviceCheck c;
-    try {
-      c = t.step ? check_step_against_cpu(net, be, mode, batch, mask, loss_kind, threads, tc.seed,
-                                          scaler.enabled() ? float(scaler.scale()) : 1.0f)
-                 : check_forward_against_cpu(net, be, mode, batch.x, threads);
-    } catch (const Error& e) {  // out of memory for the check's nets, say: say what was running
-      throw Error(std::string("device check (train.device_check; false skips it): ") + e.what(), e.code());
-    }
+    const DeviceCheck c = t.step ? check_step_against_cpu(net, be, mode, batch, mask, loss_kind, threads, tc.seed,
+                                                          scaler.enabled() ? float(scaler.scale()) : 1.0f)
+                                 : check_forward_against_cpu(net, be, mode, batch.x, threads);
     lines.push_back(device_check_line(c, be.name(), tc.precision) + " (" + (t.step ? "" : "validation ") +
                     "batch of " + std::to_string(t.n) + ")");
     if (!c.passed()) {
@@ -415,7 +418,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   std::vector<size_t> order(n_train);
   if (tc.device_check != "false")
     check_device_step(net, *be, cfg, store, mask, loss_kind, threads, scaler, comm, global_batch,
-                      tc.device_check == "true" || on_gpu);
+                      device_check_applies(tc.device_check, *be));
 
   // Every rank leaves this barrier at about the same time: the timeline's common origin.
   Timeline timeline = timeline_path.empty() ? Timeline() : Timeline(timeline_path);
@@ -457,9 +460,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     // This rank's rows of the global batch order[start, start + batch_size x size), split evenly across ranks.
     const auto rows_at = [&](size_t start) {
       const size_t n_global = std::min<size_t>(n_train - start, global_batch);
-      const size_t lo = start + n_global * comm.rank() / comm.size();
-      const size_t hi = start + n_global * (comm.rank() + 1) / comm.size();
-      std::vector<size_t> rows(order.begin() + lo, order.begin() + hi);
+      const auto [lo, hi] = rank_slice(n_global, comm);
+      std::vector<size_t> rows(order.begin() + start + lo, order.begin() + start + hi);
       std::sort(rows.begin(), rows.end());  // the order inside a batch does not matter; sorted reads are faster
       return rows;
     };
