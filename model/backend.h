@@ -86,8 +86,8 @@ class Backend {
   virtual void conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) = 0;
   virtual void conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) = 0;
   // conv2d_forward then ReLU as one op where the backend can fuse them (cuDNN's
-  // ConvolutionBiasActivationForward; DOWNSCALE_CUDA_FUSE=0 turns it off); the default runs the
-  // two, the ReLU in place (backend.cpp).
+  // ConvolutionBiasActivationForward where it times faster; DOWNSCALE_CUDA_FUSE=0/1 never/always);
+  // the default runs the two, the ReLU in place (backend.cpp).
   virtual void conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y);
   // The whole backward of a convolution (+ ReLU), as one op where the backend can share work
   // between its passes (the CUDA backend's 16-bit path rounds the output gradient once for both).

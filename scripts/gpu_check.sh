@@ -19,8 +19,8 @@
 #      (20 x 30 x 53 -> 117 x 209) on the GPU in each of CURVE_MATHS and on the CPU from the same
 #      weights and batch: the loss curves side by side;
 #   sanitize (1c): compute-sanitizer memcheck and racecheck over the CUDA tests of our kernels;
-#   nccl (1b): training through NCCL on one GPU (tests/cli/train_nccl.sh) and bench_train_ddp over
-#      MPI/NCCL;
+#   nccl (1b): training through NCCL on one GPU (tests/cli/train_nccl.sh), two ranks sharing the
+#      GPU through MPI and NCCL (tests/cli/train_gpu_ranks.sh) and bench_train_ddp over MPI/NCCL;
 #   e2e (5): downscale train end to end on the North America shapes;
 #   imagenet (6): downscale benchmark (ResNet50/101, InceptionV3) against torchvision eager and
 #      compiled, the first model's layer profile (--profile-layers; IMAGENET_PROFILE=0: none), and
@@ -223,6 +223,7 @@ section_sanitize() {
 
 # --- 1b. Issue 14: training through NCCL on this GPU (one rank) ---
 # Device buckets, fp32 and bf16 on the wire, against the plain GPU run (tests/cli/train_nccl.sh);
+# two ranks sharing the GPU through MPI and through NCCL (tests/cli/train_gpu_ranks.sh);
 # then the data-parallel step (bench_train_ddp, MNN at batch 32) with the MPI path (one rank: no
 # collective) and with NCCL.
 section_nccl() {
@@ -231,6 +232,12 @@ section_nccl() {
     (cd "$work" && run bash "$root/tests/cli/train_nccl.sh" "$downscale" "$root") > "$work/nccl" 2>&1
     outcome $? "training through NCCL (run.communicator nccl)" train_nccl
     grep -vE '^\[' "$work/nccl" | tail -15 > "$work/nccl.tail"; block "$work/nccl.tail"
+  fi
+  # Two ranks on this one GPU: through MPI, and through NCCL (refused cleanly, or a real two-rank run).
+  if [[ -f $root/tests/cli/train_gpu_ranks.sh ]]; then
+    (cd "$work" && run bash "$root/tests/cli/train_gpu_ranks.sh" "$downscale" "$root") > "$work/ranks" 2>&1
+    outcome $? "two ranks on one GPU (MPI; NCCL refused or trained)" train_gpu_ranks
+    grep -vE '^\[' "$work/ranks" | tail -12 > "$work/ranks.tail"; block "$work/ranks.tail"
   fi
   local ddp c comms=("mpi fp32" "nccl fp32" "nccl bf16")
   ddp=$(find_prog bench_train_ddp) || { failed+=("bench_train_ddp missing"); say ""; return; }
@@ -319,12 +326,12 @@ section_variants() {
   local math v envv
   printf '%-6s %-32s %10s %10s\n' math switch train forward > "$work/variants"
   for math in $MATHS; do
-    for v in default DOWNSCALE_CUDA_NARROW=0 DOWNSCALE_CUDA_NARROW=1 DOWNSCALE_CUDA_NARROW_WINDOW=0 DOWNSCALE_CUDA_FUSE=0 DOWNSCALE_FUSE_LAYERS=0 \
+    for v in default DOWNSCALE_CUDA_NARROW=0 DOWNSCALE_CUDA_NARROW=1 DOWNSCALE_CUDA_NARROW_WINDOW=0 DOWNSCALE_CUDA_FUSE=0 DOWNSCALE_CUDA_FUSE=1 DOWNSCALE_FUSE_LAYERS=0 \
              DOWNSCALE_CUDA_BIAS_GRAD=cudnn DOWNSCALE_CUDA_FUSE16=0 DOWNSCALE_CUDA_LANES=5 DOWNSCALE_CUDA_WGRAD_GEMM=0 \
              DOWNSCALE_CUDA_WGRAD_GEMM=1 DOWNSCALE_CUDA_LAYOUT=nhwc DOWNSCALE_CUDA_ACTIVATIONS16=1; do
       [[ $v == DOWNSCALE_CUDA_LAYOUT=nhwc && $math != bf16 ]] && continue
       [[ $v == DOWNSCALE_CUDA_ACTIVATIONS16=1 && $math != bf16 && $math != fp16 ]] && continue
-      [[ $v == DOWNSCALE_CUDA_FUSE=0 && ($math == bf16 || $math == fp16) ]] && continue
+      [[ $v == DOWNSCALE_CUDA_FUSE=[01] && ($math == bf16 || $math == fp16) ]] && continue
       [[ $v == DOWNSCALE_CUDA_FUSE16=0 && $math != bf16 && $math != fp16 ]] && continue
       envv=()
       [[ $v == default ]] || envv=("$v")

@@ -48,6 +48,7 @@ CudaBackend::CudaBackend(int device)
     narrow_window_ = v != "0";
   }
   wgrad_gemm_mode_ = timed_switch("DOWNSCALE_CUDA_WGRAD_GEMM");
+  fuse_mode_ = timed_switch("DOWNSCALE_CUDA_FUSE");
   if (const char* mb = std::getenv("DOWNSCALE_CUDA_WGRAD_GEMM_MB")) {
     char* end = nullptr;
     const long long v = std::strtoll(mb, &end, 10);

@@ -51,8 +51,10 @@ class CudaBackend : public Backend {
   void conv2d_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override;
   void conv2d_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx) override;
   void conv2d_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db) override;
-  // cuDNN's fused bias+ReLU when the plan's algorithm allows it (IMPLICIT_PRECOMP_GEMM, no
-  // explicit padding) and DOWNSCALE_CUDA_FUSE is not 0; else conv2d_forward and relu_forward.
+  // cuDNN's fused bias+ReLU where the plan's algorithm allows it (IMPLICIT_PRECOMP_GEMM, no
+  // explicit padding, FP32 tensors) and it timed faster than the separate passes
+  // (choose_fused_bias_relu; DOWNSCALE_CUDA_FUSE=1 always, 0 never); else the convolution, then
+  // bias and ReLU in one pass.
   void conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) override;
   // With the fused 16-bit casts (fused16()): the output gradient masked and rounded once for both
   // passes; otherwise Backend's composition.
@@ -161,13 +163,18 @@ class CudaBackend : public Backend {
     bool timed = false;  // algorithms from cudnnFind* (else cuDNN's heuristic)
     bool fuse_reported = false;  // the one stderr line (bias+ReLU fused or not, narrow passes)
     bool fuse_refused = false;   // cuDNN refused the fused bias+ReLU call once: separate from then on
+    // Whether cuDNN's fused bias+ReLU call beat the separate convolution, bias and ReLU when
+    // choose_fused_bias_relu timed both (ms each; negative when not timed).
+    bool fuse_chosen = false, fuse_faster = false;
+    float fused_ms = -1, separate_ms = -1;
     bool test_refused[3] = {};   // DOWNSCALE_CUDA_TEST_REFUSE: this pass's first call was refused
     // The narrow path (cuda_narrow_conv.cu, stride 1 and out_c <= 4): which passes run there
     // instead of cuDNN, chosen by choose_narrow; the timings behind the choice (ms per pass,
     // forward / backward data / backward weights; negative when not timed).
     bool narrow_applies = false, narrow_fwd = false, narrow_bwd_data = false, narrow_bwd_weights = false;
-    // choose_narrow or choose_wgrad_gemm is running the passes on scratch: no pass clocks, no
-    // injected refusals, no report yet.
+    // choose_narrow, choose_wgrad_gemm or choose_fused_bias_relu is running the passes (on
+    // scratch, or on the first call's own tensors): no pass clocks, no injected refusals, no
+    // report yet.
     bool timing_paths = false;
     float narrow_ms[3] = {-1, -1, -1}, cudnn_ms[3] = {-1, -1, -1};
     // The weight gradient as im2col + cuBLAS (cuda_wgrad_gemm.cu) instead of cuDNN's backward
@@ -240,7 +247,7 @@ class CudaBackend : public Backend {
   // What the plan's one stderr line says about the narrow path ("" when it does not apply).
   std::string narrow_summary(const ConvPlan& p) const;
   // GPU milliseconds of one run(), the mean of `reps` runs between two events after one warm-up
-  // run (module loading, a library's first call): choose_narrow's and choose_wgrad_gemm's clock.
+  // run (module loading, a library's first call): choose_narrow's, choose_wgrad_gemm's and choose_fused_bias_relu's clock.
   float time_runs(const std::function<void()>& run, int reps);
   // cuda_wgrad_gemm.cu: the weight gradient as im2col + strided-batched cuBLAS GEMMs
   // (model/kernels/wgrad_gemm.h), and the per-plan choice between it and cuDNN's backward filter
@@ -248,6 +255,12 @@ class CudaBackend : public Backend {
   // DOWNSCALE_CUDA_WGRAD_GEMM=0 never, 1 wherever it applies, unset by timing both once.
   void choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float* x, const float* dy, const void* dy16,
                          float* dw);
+  // cuDNN's fused conv+bias+ReLU call with the plan's forward algorithm, and the per-plan choice
+  // between it and the separate passes, made at the plan's first conv2d_relu_forward on that
+  // call's own tensors (cuda_conv.cu).
+  cudnnStatus_t fused_bias_relu_call(ConvPlan& p, const float* x, const float* w, const float* b, float* y);
+  void choose_fused_bias_relu(const ConvDesc& d, ConvPlan& p, const float* x, const float* w, const float* b,
+                              float* y);
   // dy16: dy rounded to 16 bits (NCHW) when the caller has it (16-bit modes), else cast here.
   // timing: choose_wgrad_gemm's runs (scratch goes straight back to the cache inside a lane region).
   void gemm_backward_weights(const ConvDesc& d, const float* x, const float* dy, const void* dy16, float* dw,
@@ -357,6 +370,9 @@ class CudaBackend : public Backend {
   // chunks may take beside the tensors (unrolled input and partial sums), 512 MiB by default.
   int wgrad_gemm_mode_ = -1;
   int64_t wgrad_budget_bytes_ = int64_t(512) << 20;
+  // DOWNSCALE_CUDA_FUSE: 0 never runs cuDNN's fused conv+bias+ReLU call, 1 always where it
+  // applies, unset (-1) by timing it against the separate passes per plan.
+  int fuse_mode_ = -1;
   // DOWNSCALE_CUDA_BIAS_GRAD=cudnn: cudnnConvolutionBackwardBias instead of conv_bias_grad.
   bool cudnn_bias_grad_ = false;
   // DOWNSCALE_CUDA_FUSE16=0: the 16-bit paths cast each operand and result in a pass of its own

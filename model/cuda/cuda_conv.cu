@@ -203,47 +203,92 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
   return kept;
 }
 
+// cuDNN's fused bias+ReLU call, y = relu(conv(x) + b): its status (refused or not) is the caller's.
+cudnnStatus_t CudaBackend::fused_bias_relu_call(ConvPlan& p, const float* x, const float* w, const float* b,
+                                                float* y) {
+  if (!relu_) {
+    DS_CUDNN(cudnnCreateActivationDescriptor(&relu_));
+    DS_CUDNN(cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+  }
+  const float one = 1.0f, zero = 0.0f;
+  const ConvChoice& c = p.use[kFwdPass];
+  void* ws = c.workspace ? workspace(c.workspace) : nullptr;
+  // y = relu(conv(x) + 0 * z + b), with z = y (alpha2 0: its values do not matter).
+  return cudnnConvolutionBiasActivationForward(cudnn_, &one, p.x, x, p.w, w, p.conv[kFwdPass],
+                                               cudnnConvolutionFwdAlgo_t(c.algo), ws, c.workspace, &zero, p.y, y,
+                                               p.b, b, relu_, p.y, y);
+}
+
+// Fused or separate, by timing both once on the first call's own x, w, b and y (both write the
+// same y; the call then writes it again): a warm-up, then kFuseReps runs between events. On an
+// H100 (cuDNN 9.19, TF32) the fused call took 0.37 and 0.77 ms for MNN's 20 -> 50 5x5 and 7x7
+// branch convolutions at batch 32, where the same algorithm found by cudnnFind, then bias and ReLU,
+// took about 0.18 (docs/gpu_runs/2026-11-23_call{1,3}*.md): cudnnFind times the plain
+// convolution, not the fused call, so "the algorithm allows it" is not "it pays". If the fused
+// call fails or is refused while timed, the separate path stays.
+void CudaBackend::choose_fused_bias_relu(const ConvDesc& d, ConvPlan& p, const float* x, const float* w,
+                                         const float* b, float* y) {
+  p.fuse_chosen = true;
+  if (fuse_mode_ == 1) {
+    p.fuse_faster = true;
+    return;
+  }
+  constexpr int kFuseReps = 2;
+  if (forked_) DS_CUDA(cudaDeviceSynchronize());  // inside a lane region: not other lanes' kernels
+  p.timing_paths = true;
+  try {
+    p.fused_ms = time_runs(
+        [&] {
+          const cudnnStatus_t st = fused_bias_relu_call(p, x, w, b, y);
+          if (st != CUDNN_STATUS_SUCCESS)
+            throw Error(std::string("cudnnConvolutionBiasActivationForward: ") + cudnnGetErrorString(st));
+        },
+        kFuseReps);
+    p.separate_ms = time_runs([&] { conv_forward_pass(d, x, w, b, y, true, false); }, kFuseReps);
+    p.fuse_faster = p.fused_ms < p.separate_ms;
+  } catch (const Error&) {
+    p.fuse_faster = false;
+    p.fused_ms = p.separate_ms = -1;
+  }
+  cudaGetLastError();  // a failed call leaves no error for the next check to misreport
+  p.timing_paths = false;
+}
+
 void CudaBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {
   ConvPlan& p = conv_plan(d);
-  static const bool enabled = [] {
-    const char* v = std::getenv("DOWNSCALE_CUDA_FUSE");
-    return !(v && std::string(v) == "0");
-  }();
   // cuDNN fuses ReLU only with IMPLICIT_PRECOMP_GEMM; the explicit padding path keeps its copy.
   // Only on FP32 tensors: the 16-bit path's output is the FP32 widening of a 16-bit result, and
   // cuDNN refuses the fused call on those descriptors (CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE on an
   // H100, cuDNN 9.19).
   // The narrow forward is not cuDNN's: its bias and ReLU stay separate.
-  const bool fused = enabled && !half16() && b && !p.explicit_pad && !p.narrow_fwd && !p.fuse_refused &&
-                     p.use[kFwdPass].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-  if (!p.fuse_reported) {
+  const bool can_fuse = fuse_mode_ != 0 && !half16() && b && !p.explicit_pad && !p.narrow_fwd && !p.fuse_refused &&
+                        p.use[kFwdPass].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  if (can_fuse && !p.fuse_chosen && !p.timing_paths) choose_fused_bias_relu(d, p, x, w, b, y);
+  const bool fused = can_fuse && p.fuse_faster;
+  if (!p.fuse_reported && !p.timing_paths) {
     p.fuse_reported = true;
     const std::string narrow = narrow_summary(p);
+    char times[64] = "";
+    if (can_fuse && fuse_mode_ < 0)
+      std::snprintf(times, sizeof times, " (ms fused/separate %.3f/%.3f)", p.fused_ms, p.separate_ms);
     conv_note(d, std::string("bias+ReLU ") +
-                     (fused       ? "fused (cudnnConvolutionBiasActivationForward)"
-                      : !enabled  ? "separate (DOWNSCALE_CUDA_FUSE=0)"
-                      : half16()  ? "separate (16-bit precision)"
-                      : p.narrow_fwd ? "separate (narrow forward)"
+                     (fused       ? std::string("fused (cudnnConvolutionBiasActivationForward") +
+                                  (fuse_mode_ == 1 ? ", DOWNSCALE_CUDA_FUSE=1)" : ")") + times
+                      : can_fuse && p.fused_ms < 0 ? std::string("separate (cuDNN's fused call failed when timed)")
+                      : can_fuse  ? std::string("separate (faster than cuDNN's fused call)") + times
+                      : fuse_mode_ == 0 ? std::string("separate (DOWNSCALE_CUDA_FUSE=0)")
+                      : half16()  ? std::string("separate (16-bit precision)")
+                      : p.narrow_fwd ? std::string("separate (narrow forward)")
                                      : "separate (algorithm " + std::to_string(p.use[kFwdPass].algo) +
                                            (p.explicit_pad ? ", explicit padding" : "") + ")") +
                      (narrow.empty() ? "" : "; ") + narrow);
   }
   if (fused) {
-    if (!relu_) {
-      DS_CUDNN(cudnnCreateActivationDescriptor(&relu_));
-      DS_CUDNN(cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
-    }
-    const float one = 1.0f, zero = 0.0f;
-    const ConvChoice& c = p.use[kFwdPass];
-    void* ws = c.workspace ? workspace(c.workspace) : nullptr;
-    if (pass_times_) pass_clock_start(0);
-    // y = relu(conv(x) + 0 * z + b), with z = y (alpha2 0: its values do not matter).
-    const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
-        cudnn_, &one, p.x, x, p.w, w, p.conv[kFwdPass], cudnnConvolutionFwdAlgo_t(c.algo), ws, c.workspace, &zero, p.y,
-        y, p.b, b, relu_, p.y, y);
+    if (pass_times_ && !p.timing_paths) pass_clock_start(0);
+    const cudnnStatus_t st = fused_bias_relu_call(p, x, w, b, y);
     if (st == CUDNN_STATUS_SUCCESS) {
       // The fused call is the convolution call: its bias and ReLU count with it.
-      if (pass_times_) pass_clock_stop(p, kFwdPass, 2);
+      if (pass_times_ && !p.timing_paths) pass_clock_stop(p, kFwdPass, 2);
       return;
     }
     if (!refused_before_launch(int(st)))
