@@ -249,6 +249,9 @@ class CudaBackend : public Backend {
   // GPU milliseconds of one run(), the mean of `reps` runs between two events after one warm-up
   // run (module loading, a library's first call): choose_narrow's, choose_wgrad_gemm's and choose_fused_bias_relu's clock.
   float time_runs(const std::function<void()>& run, int reps);
+  // a then b through time_runs on a first call's own tensors, the plan marked as timing; {-1, -1}
+  // when either fails (cuda_conv_plan.cu).
+  std::pair<float, float> time_two_ways(ConvPlan& p, const std::function<void()>& a, const std::function<void()>& b);
   // cuda_wgrad_gemm.cu: the weight gradient as im2col + strided-batched cuBLAS GEMMs
   // (model/kernels/wgrad_gemm.h), and the per-plan choice between it and cuDNN's backward filter
   // pass, made at the plan's first weight gradient on that call's own x, dy and dw:

@@ -220,7 +220,7 @@ cudnnStatus_t CudaBackend::fused_bias_relu_call(ConvPlan& p, const float* x, con
 }
 
 // Fused or separate, by timing both once on the first call's own x, w, b and y (both write the
-// same y; the call then writes it again): a warm-up, then kFuseReps runs between events. On an
+// same y; the call then writes it again; time_two_ways). On an
 // H100 (cuDNN 9.19, TF32) the fused call took 0.37 and 0.77 ms for MNN's 20 -> 50 5x5 and 7x7
 // branch convolutions at batch 32, where the same algorithm found by cudnnFind, then bias and ReLU,
 // took about 0.18 (docs/gpu_runs/2026-11-23_call{1,3}*.md): cudnnFind times the plain
@@ -233,25 +233,17 @@ void CudaBackend::choose_fused_bias_relu(const ConvDesc& d, ConvPlan& p, const f
     p.fuse_faster = true;
     return;
   }
-  constexpr int kFuseReps = 2;
-  if (forked_) DS_CUDA(cudaDeviceSynchronize());  // inside a lane region: not other lanes' kernels
-  p.timing_paths = true;
-  try {
-    p.fused_ms = time_runs(
-        [&] {
-          const cudnnStatus_t st = fused_bias_relu_call(p, x, w, b, y);
-          if (st != CUDNN_STATUS_SUCCESS)
-            throw Error(std::string("cudnnConvolutionBiasActivationForward: ") + cudnnGetErrorString(st));
-        },
-        kFuseReps);
-    p.separate_ms = time_runs([&] { conv_forward_pass(d, x, w, b, y, true, false); }, kFuseReps);
-    p.fuse_faster = p.fused_ms < p.separate_ms;
-  } catch (const Error&) {
-    p.fuse_faster = false;
-    p.fused_ms = p.separate_ms = -1;
-  }
-  cudaGetLastError();  // a failed call leaves no error for the next check to misreport
-  p.timing_paths = false;
+  const auto [fused_ms, separate_ms] = time_two_ways(
+      p,
+      [&] {
+        const cudnnStatus_t st = fused_bias_relu_call(p, x, w, b, y);
+        if (st != CUDNN_STATUS_SUCCESS)
+          throw Error(std::string("cudnnConvolutionBiasActivationForward: ") + cudnnGetErrorString(st));
+      },
+      [&] { conv_forward_pass(d, x, w, b, y, true, false); });
+  p.fused_ms = fused_ms;
+  p.separate_ms = separate_ms;
+  p.fuse_faster = fused_ms >= 0 && fused_ms < separate_ms;
 }
 
 void CudaBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y) {

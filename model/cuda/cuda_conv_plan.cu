@@ -224,6 +224,28 @@ float CudaBackend::time_runs(const std::function<void()>& run, int reps) {
   return ms / float(reps);
 }
 
+// For the per-plan choices made on a first call's own tensors (choose_wgrad_gemm,
+// choose_fused_bias_relu): a then b, each a warm-up then two runs between events, with the plan
+// marked as timing (no pass clocks, no injected refusals). Inside a lane region the GPU is first
+// left idle, so the timings are not other lanes' kernels (as find_algorithms does). {-1, -1} if
+// either throws ds::Error (the caller keeps its default), with no CUDA error left behind.
+std::pair<float, float> CudaBackend::time_two_ways(ConvPlan& p, const std::function<void()>& a,
+                                                   const std::function<void()>& b) {
+  constexpr int kReps = 2;
+  if (forked_) DS_CUDA(cudaDeviceSynchronize());
+  p.timing_paths = true;
+  std::pair<float, float> ms{-1, -1};
+  try {
+    const float first = time_runs(a, kReps);
+    ms = {first, time_runs(b, kReps)};
+  } catch (const Error&) {
+    ms = {-1, -1};
+  }
+  cudaGetLastError();  // a failed call leaves no error for the next check to misreport
+  p.timing_paths = false;
+  return ms;
+}
+
 // Times every algorithm of the three passes once on scratch tensors of the plan's shapes (the
 // backward passes write their outputs, so the caller's buffers are never used), as PyTorch's
 // cudnn.benchmark does; found[k] gets pass k's usable entries, fastest first. All three or none,

@@ -161,10 +161,8 @@ bool CudaBackend::gemm_weights_or_fall_back(const ConvDesc& d, ConvPlan& p, cons
 }
 
 // Both ways on the first call's own x and dy, writing its dw (the call then writes it again;
-// the bias gradient is left out: the same either way), so nothing is allocated for the timing: a
-// warm-up, then kReps runs between events; the faster stays. If anything fails, cuDNN stays.
-// Inside a lane region the GPU is first left idle, so the timings are not other lanes' kernels
-// (as find_algorithms does).
+// the bias gradient is left out: the same either way), so nothing is allocated for the timing
+// (time_two_ways); the faster stays. If anything fails, cuDNN stays.
 void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float* x, const float* dy,
                                     const void* dy16, float* dw) {
   p.gemm_chosen = true;
@@ -187,22 +185,20 @@ void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float*
     conv_note(d, "weight gradient by im2col + cuBLAS (DOWNSCALE_CUDA_WGRAD_GEMM=1)");
     return;
   }
-  constexpr int kReps = 2;
-  if (forked_) DS_CUDA(cudaDeviceSynchronize());
-  p.timing_paths = true;
-  try {
-    const std::function<void()> pass = [&] { conv_backward_weights_pass(d, x, dy, dy16, dw, nullptr); };
-    p.gemm_bwd_weights = false;
-    p.cudnn_filter_ms = time_runs(pass, kReps);
-    p.gemm_bwd_weights = true;
-    p.gemm_ms = time_runs(pass, kReps);
-    p.gemm_bwd_weights = p.gemm_ms < p.cudnn_filter_ms;
-  } catch (const Error&) {
-    p.gemm_bwd_weights = false;
-    p.gemm_ms = p.cudnn_filter_ms = -1;
-  }
-  cudaGetLastError();  // a failed call leaves no error for the next check to misreport
-  p.timing_paths = false;
+  const std::function<void()> pass = [&] { conv_backward_weights_pass(d, x, dy, dy16, dw, nullptr); };
+  const auto [cudnn_ms, gemm_ms] = time_two_ways(
+      p,
+      [&] {
+        p.gemm_bwd_weights = false;
+        pass();
+      },
+      [&] {
+        p.gemm_bwd_weights = true;
+        pass();
+      });
+  p.cudnn_filter_ms = cudnn_ms;
+  p.gemm_ms = gemm_ms;
+  p.gemm_bwd_weights = gemm_ms >= 0 && gemm_ms < cudnn_ms;
   char times[80];
   std::snprintf(times, sizeof times, " (ms im2col+cuBLAS/cuDNN %.3f/%.3f)", p.gemm_ms, p.cudnn_filter_ms);
   conv_note(d, std::string("weight gradient by ") + (p.gemm_bwd_weights ? "im2col + cuBLAS" : "cuDNN") + times);

@@ -26,6 +26,17 @@ inline ConvDesc conv_desc(Shape in, int out_c, int kh, int kw, int stride, int t
   return d;
 }
 
+// A k x k stride-1 convolution with Keras 'same' padding (the extra row/column bottom/right).
+inline ConvDesc same_conv(Shape in, int out_c, int k) {
+  ConvDesc d;
+  d.in = in;
+  d.out_c = out_c;
+  d.kh = d.kw = k;
+  same_padding(k, d.pad_top, d.pad_bottom);
+  same_padding(k, d.pad_left, d.pad_right);
+  return d;
+}
+
 // Calls f(y_index, x_index, w_index) for every multiply-add of the convolution d, that is
 // y[y_index] += x[x_index] * w[w_index], taps outside x (the zero padding) skipped.
 template <class F>

@@ -31,6 +31,7 @@ namespace ds::model {
 namespace {
 
 using test::random_values;
+using test::same_conv;
 
 // An environment switch of the CUDA backend (read when a backend is made) set for this scope, and
 // the caller's value (or its absence) put back after it, so a switch given to the whole run
@@ -599,12 +600,7 @@ TEST_F(ModelCuda, Bf16Fp16ConvolutionsStayWithinTolerance) {
       if (std::string(layout) == "nhwc" && m.mode == MathMode::kFp16) continue;
       ASSERT_TRUE(gpu->set_math(m.mode));
       for (int k : {9, 4}) {
-        ConvDesc d;
-        d.in = Shape{4, 20, 15, 26};
-        d.out_c = 50;
-        d.kh = d.kw = k;
-        same_padding(k, d.pad_top, d.pad_bottom);
-        same_padding(k, d.pad_left, d.pad_right);
+        const ConvDesc d = same_conv(Shape{4, 20, 15, 26}, 50, k);
         const Shape ws{50, 20, k, k};
         const auto x = random_values(size_t(d.in.size()), 1, -1, 1), w = random_values(size_t(ws.size()), 2, -1, 1),
                    b = random_values(50, 3, -1, 1), dy = random_values(size_t(d.out().size()), 5, -1, 1);
@@ -1061,12 +1057,7 @@ TEST_F(ModelCuda, ConvBiasReluForward) {
     gpu_ = make_cuda_backend(0);
     ASSERT_TRUE(gpu_->set_math(MathMode::kFp32));
     for (int k : {3, 4, 5}) {
-      ConvDesc d;
-      d.in = Shape{2, 8, 12, 13};
-      d.out_c = 16;
-      d.kh = d.kw = k;
-      same_padding(k, d.pad_top, d.pad_bottom);
-      same_padding(k, d.pad_left, d.pad_right);
+      const ConvDesc d = same_conv(Shape{2, 8, 12, 13}, 16, k);
       Pair x = random_pair(d.in, 1), w = random_pair(Shape{16, 8, k, k}, 2, -0.2f, 0.2f),
            b = random_pair(Shape{1, 16, 1, 1}, 3), y = random_pair(d.out(), 4);
       const std::string what = "conv+bias+relu " + std::to_string(k) + "x" + std::to_string(k) +

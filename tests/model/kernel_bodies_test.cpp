@@ -17,6 +17,7 @@
 #include <cstring>
 #include <limits>
 
+#include "conv_reference.h"
 #include "model/kernels/batch_norm.h"
 #include "model/kernels/copy.h"
 #include "model/kernels/dropout.h"
@@ -36,6 +37,7 @@ namespace ds::model {
 namespace {
 
 using test::random_values;
+using test::same_conv;
 namespace k = kernels;
 
 // What a grid-stride launch does, on one thread: the body at every index of [0, n).
@@ -431,13 +433,7 @@ struct PolyCase {
   int f, k;
 };
 ConvDesc upsampled_same_conv(int f, int k) {
-  ConvDesc d;
-  d.in = Shape{2, 3, 5 * f, 4 * f};
-  d.out_c = 4;
-  d.kh = d.kw = k;
-  same_padding(k, d.pad_top, d.pad_bottom);
-  same_padding(k, d.pad_left, d.pad_right);
-  return d;
+  return same_conv(Shape{2, 3, 5 * f, 4 * f}, 4, k);
 }
 
 // The CUDA backend's polyphase upsample+conv, step by step as it runs them (weight and bias fold,
