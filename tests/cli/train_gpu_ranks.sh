@@ -14,11 +14,17 @@
 #     Should a NCCL accept it, the run is checked as 1 instead (a real two-rank NCCL run). The
 #     log says which happened.
 # Exit 77 (skipped) without a GPU, unless DOWNSCALE_REQUIRE_GPU=1.
-#   usage: train_gpu_ranks.sh <downscale binary> <source dir>
+# RANKS_DEVICE=cpu (ctest train_gpu_ranks_cpu): the same script on the CPU, so CI keeps its
+# parsing of the logs true between the rare GPU sessions: 1 without the GPU's own lines (the
+# sharing warning, the device check), and in 2 the CPU's refusal of nccl (exit 2 naming
+# run.communicator) in place of NCCL's.
+#   usage: [RANKS_DEVICE=cpu] train_gpu_ranks.sh <downscale binary> <source dir>
 set -euo pipefail
 bin=$1
 src=$2
-source "$(dirname "${BASH_SOURCE[0]}")/require_gpu.sh"
+device=${RANKS_DEVICE:-cuda}
+where=$([[ $device == cuda ]] && echo "both on the one GPU" || echo "on the CPU")
+[[ $device == cuda ]] && source "$(dirname "${BASH_SOURCE[0]}")/require_gpu.sh"
 command -v mpirun >/dev/null || { echo "no mpirun on PATH (the bundle's bin/env.sh puts its own there)"; exit 1; }
 
 work=$(mktemp -d)
@@ -34,10 +40,10 @@ for run in one mpi2 nccl2; do
   mkdir -p runs/$run/preprocess
   ln -s "$work/runs/demo/preprocess/store.h5" runs/$run/preprocess/store.h5
 done
-common=("${years[@]}" --set run.device=cuda --set train.precision=fp32 --set train.epochs=2 --set train.warmup_epochs=0)
+common=("${years[@]}" --set run.device=$device --set train.precision=fp32 --set train.epochs=2 --set train.warmup_epochs=0)
 two=(--set train.batch_size=8 --set train.learning_rate=1e-3)
 
-echo "== 1 rank x 16 on the GPU"
+echo "== 1 rank x 16 ($device)"
 "$bin" train --config configs/demo.yaml "${common[@]}" --set run.dir=runs/one --set train.batch_size=16 \
   --set train.learning_rate=2e-3 > one.log 2>&1 || { tail -20 one.log; exit 1; }
 
@@ -48,8 +54,10 @@ check_two() {  # run log
   sums=$(grep -o 'final weights checksum [0-9a-f]*' "$log" | sort -u | wc -l)
   [[ $(grep -c 'final weights checksum' "$log") -eq 2 && $sums -eq 1 ]] ||
     { echo "$run: the ranks end with different weights:"; grep 'final weights checksum' "$log"; return 1; }
-  grep -q 'ranks on this node share 1 GPUs' "$log" || { echo "$run: no warning that two ranks share the GPU"; return 1; }
-  grep -q 'device check passed' "$log" || { echo "$run: no device check line"; return 1; }
+  if [[ $device == cuda ]]; then
+    grep -q 'ranks on this node share 1 GPUs' "$log" || { echo "$run: no warning that two ranks share the GPU"; return 1; }
+    grep -q 'device check passed' "$log" || { echo "$run: no device check line"; return 1; }
+  fi
   RUN=$run python3 - <<'PY'
 import json, os
 TOL = 1e-3
@@ -64,12 +72,12 @@ assert rel <= TOL, rel
 PY
 }
 
-echo "== 2 ranks x 8 on the one GPU, run.communicator mpi"
+echo "== 2 ranks x 8 ($where), run.communicator mpi"
 "${mpi[@]}" "$bin" train --config configs/demo.yaml "${common[@]}" "${two[@]}" --set run.dir=runs/mpi2 \
   --set run.communicator=mpi > mpi2.log 2>&1 || { echo "two ranks through MPI on one GPU failed:"; tail -30 mpi2.log; exit 1; }
 check_two mpi2 mpi2.log
 
-echo "== 2 ranks x 8 on the one GPU, run.communicator nccl"
+echo "== 2 ranks x 8 ($where), run.communicator nccl"
 set +e
 start=$SECONDS
 timeout -k 10 180 "${mpi[@]}" "$bin" train --config configs/demo.yaml "${common[@]}" "${two[@]}" --set run.dir=runs/nccl2 \
@@ -77,7 +85,11 @@ timeout -k 10 180 "${mpi[@]}" "$bin" train --config configs/demo.yaml "${common[
 rc=$?
 set -e
 took=$((SECONDS - start))
-if [[ $rc -eq 0 ]]; then
+if [[ $device == cpu ]]; then
+  [[ $rc -eq 2 ]] && grep -q "run.communicator' is nccl" nccl2.log ||
+    { echo "expected exit 2 naming run.communicator on the CPU, got $rc:"; tail -20 nccl2.log; exit 1; }
+  echo "the CPU refused nccl on two ranks: exit 2 after ${took} s"
+elif [[ $rc -eq 0 ]]; then
   echo "NCCL accepted two ranks on one GPU (${took} s): checked as a two-rank run"
   check_two nccl2 nccl2.log
 elif [[ $rc -eq 124 || $rc -eq 137 ]]; then
