@@ -11,7 +11,7 @@ trap 'rm -f "$log"' EXIT
 rc=0
 ctest --output-on-failure -j "${JOBS:-$(nproc)}" "$@" | tee "$log" || rc=$?
 # ctest hides a skipped test's own output; say here why the GPU tests did not run.
-skipped=$(grep -c 'Cuda.*(Skipped)' "$log" || true)
+skipped=$(grep -cE '(Cuda|_gpu|gpu_|_nccl).*\(Skipped\)' "$log" || true)  # gtests and the CLI tests that need a GPU
 if [[ $skipped -gt 0 ]]; then
   echo "GPU tests: $skipped skipped (no GPU on this machine; the CUDA backend was compiled and linked)"
 fi
