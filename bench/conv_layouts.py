@@ -11,10 +11,19 @@ small convolution (100 -> 4 x 132, 5x5 on 60 x 106) and the 4x4 'valid' head at 
 Even kernels get Keras' padding (the extra row and column at the bottom/right) by padding the
 input once, outside the clock.
 
-  python3 bench/conv_layouts.py [--batch 32] [--device cuda] [--reps 10]
+The two "gemm" columns (since 2026-11-24) answer the other question for the larger convolutions
+(60 x 106 and the polyphase ones): what would each pass take as im2col + batched GEMM on cuBLAS,
+NCHW, the way the backend's weight gradient by GEMM already runs (model/kernels/wgrad_gemm.h)?
+Forward: unfold x, then W (O x K) times each sample's columns; backward data: W^T times dY, then
+fold (col2im, summing the overlapping windows); backward filter: unfold x, dY times the columns'
+transpose per sample, summed over the batch. PyTorch's unfold/fold stand in for our im2col
+kernels. If these beat cuDNN's NCHW passes of up2_conv1 (11.5 ms of the TF32 step on an H100,
+forward 2.83, data 2.65, filter 6.02), the forward and data passes by GEMM are worth building.
+
+  python3 bench/conv_layouts.py [--batch 32] [--device cuda] [--reps 10] [--no-gemm]
 prints one line per convolution and pass (ms, median of --reps after warm-up) and the totals,
-with each mode's total against TF32 NCHW. On a CPU (--device cpu) it runs as a smoke test at
-whatever batch it is given; there TF32 means FP32.
+with each mode's total against TF32 NCHW (the gemm columns: totals over their shapes only). On a
+CPU (--device cpu) it runs as a smoke test at whatever batch it is given; there TF32 means FP32.
 """
 import argparse
 import statistics
@@ -35,6 +44,13 @@ SHAPES += [
     ("head (132->3 4x4 valid)", 132, 3, 4, 120, 212, "valid"),
 ]
 MODES = [("tf32", "nchw"), ("tf32", "nhwc"), ("bf16", "nchw"), ("bf16", "nhwc")]
+GEMM_MODES = [("tf32", "gemm"), ("bf16", "gemm")]
+
+
+def has_gemm_column(shape):
+    """The convolutions where a GEMM form could matter: the 60 x 106 ones and the polyphase ones."""
+    name, _, _, _, h, _, _ = shape
+    return h >= 60 and "head" not in name or "polyphase" in name
 
 
 def keras_pad(k):
@@ -58,7 +74,40 @@ def clock(fn, device, reps):
     return statistics.median(times) * 1e3
 
 
+def gemm_passes(shape, batch, math, device, reps):
+    """im2col + batched GEMM (cuBLAS through torch.matmul), NCHW, each pass as the docstring says."""
+    _, ci, co, k, h, w, padding = shape
+    dtype = torch.bfloat16 if math == "bf16" else torch.float32
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(batch, ci, h, w, generator=gen)
+    if padding == "same":
+        top, bottom = keras_pad(k)
+        x = F.pad(x, (top, bottom, top, bottom))
+    x = x.to(device=device, dtype=dtype).contiguous()
+    hp, wp = x.shape[2], x.shape[3]
+    oh, ow = hp - k + 1, wp - k + 1
+    wt = (torch.randn(co, ci * k * k, generator=gen) * 0.05).to(device=device, dtype=dtype)
+    dy = torch.randn(batch, co, oh * ow, generator=gen).to(device=device, dtype=dtype)
+
+    def forward():
+        return torch.matmul(wt, F.unfold(x, k))  # (O x K) (N, K, P) -> (N, O, P)
+
+    def backward_data():
+        return F.fold(torch.matmul(wt.t(), dy), (hp, wp), k)  # (K x O) (N, O, P), then col2im
+
+    def backward_filter():
+        return torch.matmul(dy, F.unfold(x, k).transpose(1, 2)).sum(0)  # per sample (O x K), summed
+
+    return {
+        "forward": clock(forward, device, reps),
+        "backward data": clock(backward_data, device, reps),
+        "backward filter": clock(backward_filter, device, reps),
+    }
+
+
 def passes(shape, batch, math, layout, device, reps):
+    if layout == "gemm":
+        return gemm_passes(shape, batch, math, device, reps)
     _, ci, co, k, h, w, padding = shape
     dtype = torch.bfloat16 if math == "bf16" else torch.float32
     fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
@@ -89,6 +138,7 @@ def main():
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--only", default="", help="run only the shapes whose name contains this")
+    ap.add_argument("--no-gemm", action="store_true", help="leave out the im2col + GEMM columns")
     a = ap.parse_args()
     if a.device == "cuda":
         if not torch.cuda.is_available():
@@ -100,20 +150,33 @@ def main():
     else:
         print(f"device: cpu ({torch.get_num_threads()} threads), torch {torch.__version__}: a smoke test, TF32 is FP32")
     print(f"batch {a.batch}, ms per call, median of {a.reps}")
-    names = [f"{m} {l}" for m, l in MODES]
+    modes = MODES + ([] if a.no_gemm else GEMM_MODES)
+    names = [f"{m} {l}" for m, l in modes]
     print(f"{'convolution':38s} {'pass':16s} " + " ".join(f"{n:>10s}" for n in names))
     totals = {n: 0.0 for n in names}
+    gemm_totals = {n: 0.0 for n in names}  # over the shapes that have the gemm columns
     for shape in SHAPES:
         if a.only and a.only not in shape[0]:
             continue
-        res = {f"{m} {l}": passes(shape, a.batch, m, l, a.device, a.reps) for m, l in MODES}
+        gemm = has_gemm_column(shape)
+        res = {f"{m} {l}": passes(shape, a.batch, m, l, a.device, a.reps) for m, l in modes if l != "gemm" or gemm}
         for p in ("forward", "backward data", "backward filter"):
-            print(f"{shape[0]:38s} {p:16s} " + " ".join(f"{res[n][p]:10.3f}" for n in names))
-            for n in names:
-                totals[n] += res[n][p]
-    print(f"{'total':38s} {'':16s} " + " ".join(f"{totals[n]:10.3f}" for n in names))
+            print(f"{shape[0]:38s} {p:16s} " +
+                  " ".join(f"{res[n][p]:10.3f}" if n in res else f"{'-':>10s}" for n in names))
+            for n in res:
+                if not n.endswith("gemm"):
+                    totals[n] += res[n][p]
+                if gemm:
+                    gemm_totals[n] += res[n][p]
+    cudnn = [n for n in names if not n.endswith("gemm")]
+    print(f"{'total':38s} {'':16s} " + " ".join(f"{totals[n]:10.3f}" if n in cudnn else f"{'-':>10s}" for n in names))
     base = totals[names[0]]
-    print(f"{'against tf32 nchw':38s} {'':16s} " + " ".join(f"{base / totals[n]:9.2f}x" for n in names))
+    print(f"{'against tf32 nchw':38s} {'':16s} " +
+          " ".join(f"{base / totals[n]:9.2f}x" if n in cudnn else f"{'-':>10s}" for n in names))
+    if len(cudnn) < len(names) and gemm_totals[names[0]] > 0:
+        print(f"{'total, shapes with gemm columns':38s} {'':16s} " + " ".join(f"{gemm_totals[n]:10.3f}" for n in names))
+        gbase = gemm_totals[names[0]]
+        print(f"{'against tf32 nchw there':38s} {'':16s} " + " ".join(f"{gbase / gemm_totals[n]:9.2f}x" for n in names))
 
 
 if __name__ == "__main__":
