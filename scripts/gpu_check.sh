@@ -434,7 +434,9 @@ section_e2e() {
       fi
     done
     # The fused bias+ReLU and narrow-head lines (one per convolution shape), counted over both runs.
-    grep -hE 'bias\+ReLU|narrow FP32' "$work"/na_train_* | sort | uniq -c | head -20 > "$work/na_fuse"
+    # The per-run timings (ms ...) left out of the count, so both runs' lines of a shape merge.
+    grep -hE 'bias\+ReLU|narrow FP32' "$work"/na_train_* | sed -E 's/ \(ms [^)]*\)//g' | sort | uniq -c | head -20 > "$work/na_fuse"
+    grep -hE 'ms fused/separate' "$work/na_train_true" 2>/dev/null | sort -u | head -10 >> "$work/na_fuse" || true
     [[ -s $work/na_fuse ]] && block "$work/na_fuse"
   else
     failed+=("North America data"); say "synth/fetch/preprocess of $config: FAILED"

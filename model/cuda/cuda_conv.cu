@@ -266,7 +266,7 @@ void CudaBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const f
     conv_note(d, std::string("bias+ReLU ") +
                      (fused       ? std::string("fused (cudnnConvolutionBiasActivationForward") +
                                   (fuse_mode_ == 1 ? ", DOWNSCALE_CUDA_FUSE=1)" : ")") + times
-                      : can_fuse && p.fused_ms < 0 ? std::string("separate (cuDNN's fused call failed when timed)")
+                      : can_fuse && p.fused_ms < 0 ? std::string("separate (timing it against cuDNN's fused call failed)")
                       : can_fuse  ? std::string("separate (faster than cuDNN's fused call)") + times
                       : fuse_mode_ == 0 ? std::string("separate (DOWNSCALE_CUDA_FUSE=0)")
                       : half16()  ? std::string("separate (16-bit precision)")

@@ -228,7 +228,8 @@ float CudaBackend::time_runs(const std::function<void()>& run, int reps) {
 // choose_fused_bias_relu): a then b, each a warm-up then two runs between events, with the plan
 // marked as timing (no pass clocks, no injected refusals). Inside a lane region the GPU is first
 // left idle, so the timings are not other lanes' kernels (as find_algorithms does). {-1, -1} if
-// either throws ds::Error (the caller keeps its default), with no CUDA error left behind.
+// either throws ds::Error (the caller keeps its default), with no CUDA error left behind; any
+// other exception passes through with the mark undone.
 std::pair<float, float> CudaBackend::time_two_ways(ConvPlan& p, const std::function<void()>& a,
                                                    const std::function<void()>& b) {
   constexpr int kReps = 2;
@@ -240,6 +241,9 @@ std::pair<float, float> CudaBackend::time_two_ways(ConvPlan& p, const std::funct
     ms = {first, time_runs(b, kReps)};
   } catch (const Error&) {
     ms = {-1, -1};
+  } catch (...) {  // not a CUDA or cuDNN failure (out of host memory): the plan's mark undone, passed on
+    p.timing_paths = false;
+    throw;
   }
   cudaGetLastError();  // a failed call leaves no error for the next check to misreport
   p.timing_paths = false;

@@ -1044,10 +1044,9 @@ TEST_F(ModelCuda, GatherRowsAndLossAccumulator) {
   EXPECT_GT(gpu_->free_bytes(), int64_t(1) << 20);
 }
 
-// Convolution with bias and ReLU as one op (cuDNN's fused call where the algorithm allows, else
-// the two): the CPU's conv then ReLU, for a 3x3 'same' (cuDNN padding) and a 4x4 'same'
-// (explicit padding: never fused).
-// Each way the forward may run a conv+bias+ReLU: cuDNN's fused call wherever the algorithm allows
+// Convolution with bias and ReLU as one op against the CPU's conv then ReLU: 3x3 and 5x5 'same'
+// (cuDNN's own padding, where the fused call may run) and 4x4 'same' (explicit padding: never
+// fused). Each way the forward may run a conv+bias+ReLU: cuDNN's fused call wherever the algorithm allows
 // it (DOWNSCALE_CUDA_FUSE=1), never (0), and by timing both on the first call (unset, the
 // default; that call's y is written by both during the timing, then again). A fresh backend per
 // setting: the switch is read when the backend is made, the choice when its plan is.
