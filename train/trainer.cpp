@@ -48,17 +48,17 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Mean loss over a whole split, in order, in inference mode (batch norm's running statistics,
-// no dropout), without touching the gradients' consumers. Each rank evaluates its contiguous
-// share of the split; the sums are added across ranks.
-// `resident`: the split in backend memory (train.data_on_device), else read from the store. The
-// batches' losses add up in backend memory (acc), read once at the end.
 // This rank's part [lo, hi) of n items split evenly over the ranks in rank order: a global
 // batch's rows (train), a split (evaluate), and the batch sizes the device check runs.
 std::pair<size_t, size_t> rank_slice(size_t n, const Communicator& comm) {
   return {n * size_t(comm.rank()) / size_t(comm.size()), n * size_t(comm.rank() + 1) / size_t(comm.size())};
 }
 
+// Mean loss over a whole split, in order, in inference mode (batch norm's running statistics,
+// no dropout), without touching the gradients' consumers. Each rank evaluates its contiguous
+// share of the split; the sums are added across ranks.
+// `resident`: the split in backend memory (train.data_on_device), else read from the store. The
+// batches' losses add up in backend memory (acc), read once at the end.
 double evaluate(model::Net& net, model::Backend& be, model::LossKind loss, const StoreReader& store,
                 const std::string& split, const model::Tensor& mask, int batch_size, Batch& batch,
                 Communicator& comm, const DeviceSplit* resident, model::LossAccumulator& acc) {
