@@ -34,19 +34,10 @@ if [[ $device == cuda ]]; then
 fi
 command -v mpirun >/dev/null || { echo "no mpirun on PATH (the bundle's bin/env.sh puts its own there)"; exit 1; }
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-cp -r "$src/configs" .
+source "$(dirname "${BASH_SOURCE[0]}")/demo_store.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false
 mpi=(mpirun -np 2 --oversubscribe --bind-to none)
-years=(--set "synth.years=[2000,2002]" --set "fetch.years=[2000,2002]" --set "preprocess.train_years=[2000,2000]"
-       --set "preprocess.validation_years=[2001,2001]" --set "preprocess.test_years=[2002,2002]")
-for stage in synth fetch preprocess; do "$bin" $stage --config configs/demo.yaml "${years[@]}" --set run.device=cpu 2>/dev/null; done
-for run in one mpi2 nccl2; do
-  mkdir -p runs/$run/preprocess
-  ln -s "$work/runs/demo/preprocess/store.h5" runs/$run/preprocess/store.h5
-done
+demo_store "$bin" "$src" one mpi2 nccl2
 common=("${years[@]}" --set run.device=$device --set train.precision=fp32 --set train.epochs=2 --set train.warmup_epochs=0)
 two=(--set train.batch_size=8 --set train.learning_rate=1e-3)
 

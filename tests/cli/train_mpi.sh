@@ -19,21 +19,10 @@
 set -euo pipefail
 bin=$1
 src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-cp -r "$src/configs" .
+source "$(dirname "${BASH_SOURCE[0]}")/demo_store.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false
 mpi=(mpirun -np 2 --oversubscribe --bind-to none)
-years=(--set "synth.years=[2000,2002]" --set "fetch.years=[2000,2002]" --set "preprocess.train_years=[2000,2000]"
-       --set "preprocess.validation_years=[2001,2001]" --set "preprocess.test_years=[2002,2002]")
-"$bin" synth --config configs/demo.yaml "${years[@]}" 2>/dev/null
-"$bin" fetch --config configs/demo.yaml "${years[@]}" 2>/dev/null
-"$bin" preprocess --config configs/demo.yaml "${years[@]}" 2>/dev/null
-for run in one two buckets bf16 resume stall stuck fail kill; do
-  mkdir -p runs/$run/preprocess
-  ln -s "$work/runs/demo/preprocess/store.h5" runs/$run/preprocess/store.h5
-done
+demo_store "$bin" "$src" one two buckets bf16 resume stall stuck fail kill
 common=("${years[@]}" --set run.threads=1 --set train.epochs=2 --set train.warmup_epochs=0)
 
 echo "== 1 rank x 16"

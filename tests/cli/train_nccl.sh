@@ -20,20 +20,11 @@ bin=$1
 src=$2
 source "$(dirname "${BASH_SOURCE[0]}")/require_gpu.sh"
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-cp -r "$src/configs" .
+source "$(dirname "${BASH_SOURCE[0]}")/demo_store.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false
 export OMPI_MCA_ess_singleton_isolated=1
-years=(--set "synth.years=[2000,2002]" --set "fetch.years=[2000,2002]" --set "preprocess.train_years=[2000,2000]"
-       --set "preprocess.validation_years=[2001,2001]" --set "preprocess.test_years=[2002,2002]")
-for stage in synth fetch preprocess; do "$bin" $stage --config configs/demo.yaml "${years[@]}" --set run.device=cpu 2>/dev/null; done
 runs=(plain1 plain2 nccl bf16)
-for run in "${runs[@]}" cpu; do
-  mkdir -p runs/$run/preprocess
-  ln -s "$work/runs/demo/preprocess/store.h5" runs/$run/preprocess/store.h5
-done
+demo_store "$bin" "$src" "${runs[@]}" cpu
 # Small buckets: several allreduces started during backward.
 common=("${years[@]}" --set run.device=cuda --set train.precision=fp32 --set train.epochs=2 --set train.batch_size=16
         --set train.allreduce_bucket_mb=0.004)
