@@ -1,4 +1,4 @@
-# Sourced by the multi-rank training tests (train_mpi.sh, train_nccl.sh, train_gpu_ranks.sh):
+# Sourced by training tests (train_mpi.sh, train_nccl.sh, train_gpu_ranks.sh, train_bf16_cpu.sh):
 # a fresh working folder (removed on exit) holding configs/ and a three-year demo store made by
 # the real stages (synth -> fetch -> preprocess on configs/demo.yaml, on the CPU: 2000 trains,
 # 2001 validates, 2002 tests), and run folders that share that store.

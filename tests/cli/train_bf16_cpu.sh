@@ -17,19 +17,8 @@ bin=$1
 src=$2
 grep -qw avx512_bf16 /proc/cpuinfo || { echo "skipped: this CPU has no avx512_bf16"; exit 77; }
 [[ -z ${ONEDNN_MAX_CPU_ISA:-}${DNNL_MAX_CPU_ISA:-} ]] || { echo "skipped: oneDNN's ISA is capped"; exit 77; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-cp -r "$src/configs" .
-years=(--set "synth.years=[2000,2002]" --set "fetch.years=[2000,2002]" --set "preprocess.train_years=[2000,2000]"
-       --set "preprocess.validation_years=[2001,2001]" --set "preprocess.test_years=[2002,2002]")
-"$bin" synth --config configs/demo.yaml "${years[@]}" 2>/dev/null
-"$bin" fetch --config configs/demo.yaml "${years[@]}" 2>/dev/null
-"$bin" preprocess --config configs/demo.yaml "${years[@]}" 2>/dev/null
-for run in act16 act32 fp32; do
-  mkdir -p runs/$run/preprocess
-  ln -s "$work/runs/demo/preprocess/store.h5" runs/$run/preprocess/store.h5
-done
+source "$(dirname "${BASH_SOURCE[0]}")/demo_store.sh"
+demo_store "$bin" "$src" act16 act32 fp32
 common=("${years[@]}" --set run.threads=2 --set train.epochs=1 --set train.batch_size=16)
 
 echo "== bf16, activations in bf16"
