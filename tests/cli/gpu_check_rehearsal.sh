@@ -4,10 +4,12 @@
 #  1. sections parity, profile, curves, nccl and variants: exit 0 and a report whose every parsed
 #     line has its values: the parity count, the TF32/BF16 profile side by side
 #     (bench/profile_compare.py), the per-pass block (empty on the CPU, said so), the scaling
-#     table, the loss-curve table and its comparison, bench_train_ddp's figures, the switch table;
+#     table, the loss-curve table (a precision+act16 column too) and its comparisons with the CPU
+#     and with FP32 over every step, bench_train_ddp's figures, the switch table;
 #  2. BUDGET spent before the first section: every section reported as not run, exit 1, the report
 #     still written.
-#  3. an unknown section: exit 2 before any work.
+#  3. an unknown section: exit 2 before any work;
+#  4. a precision whose loss curve strays from FP32's (a wrapped bench_train_step): exit 1, named.
 # The sections that need PyTorch or take minutes here (bench, e2e, imagenet) are rehearsed by hand:
 #   GPU_CHECK_REHEARSAL=1 REPORT=/tmp/r.md scripts/gpu_check.sh .     (about 3 minutes on 2 cores)
 #   usage: gpu_check_rehearsal.sh <source dir> <downscale> <test_model> <test_train> <bench_train_step> <bench_train_ddp>
@@ -25,7 +27,7 @@ export GPU_CHECK_REHEARSAL=1 PY=${PY:-/usr/bin/python3}
 
 # 1. the sections that run in seconds here
 rc=0
-SECTIONS="parity profile curves nccl variants sanitize" REPORT=$work/report.md bash root/scripts/gpu_check.sh root > out.txt 2>&1 || rc=$?
+SECTIONS="parity profile curves nccl variants sanitize" CURVE_MATHS="fp32 tf32 tf32+act16" REPORT=$work/report.md bash root/scripts/gpu_check.sh root > out.txt 2>&1 || rc=$?
 [[ $rc == 0 ]] || { cat out.txt; fail "exit $rc, expected 0"; }
 r=report.md
 grep -q '^# GPU check: rehearsal on the CPU' $r || fail "no title"
@@ -41,8 +43,14 @@ grep -qE '^tf32 +default +[0-9.]+ +[0-9.]+$' $r && grep -qE '^tf32 +DOWNSCALE_FU
   grep -qE '^tf32 +DOWNSCALE_CUDA_NARROW_WINDOW=0 +[0-9.]+ +[0-9.]+$' $r ||
   fail "no switch table"
 [[ -s report_profile.json && -s report_profile_bf16.json ]] || fail "profiles not kept beside the report"
-grep -qE '^\| 0 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' $r || fail "loss-curve table has an empty cell in step 0"
+grep -qE '^\| step \| GPU FP32 \| GPU TF32 \| GPU TF32\+ACT16 \| CPU FP32 \(oneDNN\) \|$' $r &&
+  grep -qE '^\| 0 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' $r || fail "loss-curve table has an empty cell in step 0"
 grep -qE '^largest relative difference from the CPU: GPU FP32 [0-9.e+-]+ \(limit 1e-3\)$' $r || fail "no FP32 comparison"
+# Every step of each precision against FP32 (the CPU computes tf32 in FP32: the same curve, 0).
+for c in TF32 'TF32\+ACT16'; do
+  grep -qE "^against the GPU's FP32 over 3 steps: GPU $c worst step 0 \(limit 2e-2\), loss [0-9.]+ -> [0-9.]+ against [0-9.]+ -> [0-9.]+ \(fall off by 0 of FP32's, limit 0.15\)$" $r ||
+    fail "no comparison of $c with FP32 over every step"
+done
 grep -qE '^bench_train_ddp --communicator mpi --allreduce-dtype fp32: .*step_s [0-9.]+ samples_per_s [0-9.]+' $r ||
   fail "no bench_train_ddp figures"
 grep -q 'training through NCCL (run.communicator nccl): skipped (no GPU)' $r || fail "train_nccl's skip not reported"
@@ -62,4 +70,24 @@ rc=0
 SECTIONS="parity curvse" REPORT=$work/typo.md bash root/scripts/gpu_check.sh root > out.txt 2>&1 || rc=$?
 [[ $rc == 2 ]] && grep -q "unknown section 'curvse'" out.txt || { cat out.txt; fail "SECTIONS typo: exit $rc"; }
 [[ ! -e typo.md && ! -e typo.md.tmp ]] || fail "SECTIONS typo still wrote a report"
+# 4. a precision whose curve strays from FP32's fails the check: a bench_train_step whose tf32
+#    losses after the first are 10 % higher (as a 16-bit kernel that computes wrong gradients)
+mkdir -p root2/bin
+for p in root/bin/*; do [[ ${p##*/} == bench_train_step ]] || ln -s "$(readlink -f "$p")" root2/bin/; done
+for d in scripts configs bench tests; do ln -s "$(readlink -f "root/$d")" root2/$d; done
+real=$(readlink -f root/bin/bench_train_step)
+cat > root2/bin/bench_train_step <<STRAY
+#!/usr/bin/env bash
+if [[ " \$* " == *" --math tf32 "* ]]; then
+  "$real" "\$@" | awk '/^loss_/ && \$1 != "loss_0" {\$2 = \$2 * 1.1} {print}'
+  exit \${PIPESTATUS[0]}
+fi
+exec "$real" "\$@"
+STRAY
+chmod +x root2/bin/bench_train_step
+rc=0
+SECTIONS=curves CPU_CURVE=0 CURVE_MATHS="fp32 tf32" REPORT=$work/stray.md bash root/scripts/gpu_check.sh root2 > out.txt 2>&1 || rc=$?
+[[ $rc == 1 ]] || { cat out.txt; fail "a straying TF32 curve: exit $rc, expected 1"; }
+grep -qE "^against the GPU's FP32 over 3 steps: GPU TF32 worst step 0.1[0-9]* \(limit 2e-2\)" stray.md &&
+  grep -qF 'Result: FAILED** (TF32 loss curve vs GPU FP32' stray.md || { cat stray.md; fail "a straying TF32 curve not reported"; }
 echo "gpu_check rehearsal: passed"
