@@ -175,6 +175,10 @@ int NcFile::def_var(const std::string& name, nc_type type, const std::vector<int
   return v;
 }
 
+void NcFile::def_chunks(int varid, const std::vector<size_t>& chunks) {
+  nc_check_write(nc_def_var_chunking(id_, varid, NC_CHUNKED, chunks.data()), where(varid) + ": chunking");
+}
+
 void NcFile::put_att(int varid, const std::string& name, const std::string& text) {
   nc_check_write(nc_put_att_text(id_, varid, name.c_str(), text.size(), text.c_str()), where(varid) + ": attribute " + name);
 }

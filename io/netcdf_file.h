@@ -45,6 +45,8 @@ class NcFile {
   // --- writing (define mode until end_define) ---
   int def_dim(const std::string& name, size_t len);  // len 0: unlimited
   int def_var(const std::string& name, nc_type type, const std::vector<int>& dims, int deflate = 0);
+  // HDF5 chunk shape of a variable (one length per dimension), before end_define().
+  void def_chunks(int varid, const std::vector<size_t>& chunks);
   void put_att(int varid, const std::string& name, const std::string& text);
   void put_att(int varid, const std::string& name, double value, nc_type type = NC_DOUBLE);
   void end_define();

@@ -2,11 +2,13 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "io/atomic_file.h"
 #include "io/cf_axes.h"
 #include "io/error.h"
 #include "io/netcdf_file.h"
+#include "io/stop_signal.h"
 
 namespace ds {
 
@@ -79,6 +81,10 @@ void write_precipitation(const std::string& path, const PrecipitationOutput& o) 
                         "stochastic daily precipitation: wet with probability p_wet, amount drawn from the gamma",
                         "kg m-2 s-1", true},
                    {dt, dm, dy, dx});  // time first: CDO (and CF tools) expect it
+    // A chunk per day and member: each member is written (and read back) as its own series, and
+    // netCDF's default chunks span several members, so writing member by member decompressed
+    // and recompressed every chunk once per member (40 members: 49 s instead of about 2).
+    nc.def_chunks(vm, {1, 1, ny, nx});
   }
   put_prediction_globals(nc, "downscaled daily precipitation",
                          "downscale " DOWNSCALE_VERSION ": CNN with a Bernoulli-Gamma output", o.history, o.checkpoint,
@@ -97,10 +103,15 @@ void write_precipitation(const std::string& path, const PrecipitationOutput& o) 
       std::vector<double> ids(o.members);
       for (int m = 0; m < o.members; ++m) ids[m] = m;
       nc.write(vmc, {0}, {size_t(o.members)}, ids.data());
-      // Held as (member, time, lat, lon), stored as (time, member, lat, lon): one member a write.
-      const std::vector<float> all = to_file(o.pr_members, flux);
-      for (int m = 0; m < o.members; ++m)
-        nc.write(vm, {0, size_t(m), 0, 0}, {nt, 1, ny, nx}, all.data() + size_t(m) * plane);
+      // Held as (member, time, lat, lon), stored as (time, member, lat, lon): one member a write,
+      // a stop request (Ctrl-C, Slurm's SIGTERM) honoured between them; the file is then removed.
+      for (int m = 0; m < o.members; ++m) {
+        throw_if_stop_requested("writing stochastic member " + std::to_string(m + 1) + " of " +
+                                std::to_string(o.members) + " to " + path);
+        const auto first = o.pr_members.begin() + std::ptrdiff_t(size_t(m) * plane);
+        const std::vector<float> member = to_file(std::vector<float>(first, first + std::ptrdiff_t(plane)), flux);
+        nc.write(vm, {0, size_t(m), 0, 0}, {nt, 1, ny, nx}, member.data());
+      }
     }
   }
   nc.close();

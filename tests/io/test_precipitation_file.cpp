@@ -1,15 +1,23 @@
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cmath>
+#include <filesystem>
+#include <vector>
+
+#include <netcdf.h>
 
 #include "io/netcdf_file.h"
 #include "io/precipitation_file.h"
+#include "io/stop_signal.h"
 #include "support/test_support.h"
 
 using namespace ds;
 
-TEST(PrecipitationFile, RoundTripWithMembersFillAndUnits) {
-  test::TempDir d;
+namespace {
+
+// Two days on a 2 x 3 grid, every fifth value missing; member 0 is pr, member 1 twice pr.
+PrecipitationOutput two_day_output() {
   PrecipitationOutput o;
   o.lon = {-110, -109.5, -109};
   o.lat = {30, 30.5};
@@ -25,9 +33,18 @@ TEST(PrecipitationFile, RoundTripWithMembersFillAndUnits) {
   }
   o.members = 2;
   o.pr_members = o.pr;
-  o.pr_members.insert(o.pr_members.end(), o.pr.begin(), o.pr.end());
+  for (float v : o.pr) o.pr_members.push_back(2 * v);
   o.occurrence_rule = "test rule";
   o.history = "test";
+  return o;
+}
+
+}  // namespace
+
+TEST(PrecipitationFile, RoundTripWithMembersFillAndUnits) {
+  test::TempDir d;
+  const PrecipitationOutput o = two_day_output();
+  const size_t n = o.pr.size();
   write_precipitation(d / "p.nc", o);
 
   // On disk: a flux in kg m-2 s-1, the fill value over NaN, CF attributes.
@@ -49,6 +66,13 @@ TEST(PrecipitationFile, RoundTripWithMembersFillAndUnits) {
   f.read(v, {0, 0, 0}, {1, 1, 2}, raw);
   EXPECT_EQ(raw[0], 1e20f);
   EXPECT_NEAR(raw[1], 1.0 / 86400, 1e-12);
+  // A chunk per day and member: members are written and read one at a time, and chunks that
+  // spanned several were decompressed and recompressed once per member (quadratic in members).
+  int storage = -1;
+  size_t chunks[4] = {0, 0, 0, 0};
+  ASSERT_EQ(nc_inq_var_chunking(f.id(), f.var_id("pr_stochastic"), &storage, chunks), NC_NOERR);
+  EXPECT_EQ(storage, NC_CHUNKED);
+  EXPECT_EQ(std::vector<size_t>(chunks, chunks + 4), (std::vector<size_t>{1, 1, 2, 3}));
   double bnds[2];
   f.read(f.var_id("time_bnds"), {1, 0}, {1, 2}, bnds);
   EXPECT_EQ(bnds[0], 12001);
@@ -66,7 +90,24 @@ TEST(PrecipitationFile, RoundTripWithMembersFillAndUnits) {
     }
     // float32 on disk in kg m-2 s-1 and back: relative 1e-6.
     EXPECT_NEAR(back.pr[i], o.pr[i], 1e-6 * o.pr[i] + 1e-9);
-    EXPECT_NEAR(back.pr_members[n + i], o.pr[i], 1e-6 * o.pr[i] + 1e-9);
+    EXPECT_NEAR(back.pr_members[i], o.pr[i], 1e-6 * o.pr[i] + 1e-9);
+    EXPECT_NEAR(back.pr_members[n + i], 2 * o.pr[i], 2e-6 * o.pr[i] + 1e-9);
     EXPECT_NEAR(back.gamma_scale[i], 4.0f, 4e-6f);  // through kg m-2 s-1 in float32
   }
+}
+
+// Ctrl-C or Slurm's SIGTERM while the members are written: Interrupted naming the member, and
+// neither the file nor its temporary left behind.
+TEST(PrecipitationFile, StopRequestWhileWritingMembersLeavesNothing) {
+  test::TempDir d;
+  set_stop_request(SIGTERM);
+  try {
+    write_precipitation(d / "p.nc", two_day_output());
+    ADD_FAILURE() << "no Interrupted";
+  } catch (const Interrupted& e) {
+    EXPECT_NE(std::string(e.what()).find("writing stochastic member 1 of 2 to "), std::string::npos) << e.what();
+    EXPECT_EQ(e.signal_number(), SIGTERM);
+  }
+  set_stop_request(0);
+  EXPECT_TRUE(std::filesystem::is_empty(d.path())) << "left behind in " << d.path();
 }
