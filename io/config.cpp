@@ -222,7 +222,8 @@ void check_duplicate_keys(const YAML::Node& n, const std::string& prefix, const 
   }
 }
 
-void apply_override(YAML::Node& root, const std::string& assignment, std::map<std::string, std::string>& keys) {
+void apply_override(YAML::Node& root, const std::string& assignment, std::map<std::string, std::string>& keys,
+                    std::vector<std::string>& replaced) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     throw UsageError("--set " + assignment + ": expected key=value");
@@ -243,6 +244,10 @@ void apply_override(YAML::Node& root, const std::string& assignment, std::map<st
     set(n[parts[i]], i + 1);
   };
   set(root, 0);
+  // The last --set of a key wins, so that a wrapper's default (slurm/train_forhlr2.sh's
+  // run.threads) yields to the user's own; said, since it may also be a slip.
+  if (const auto it = keys.find(key); it != keys.end())
+    replaced.push_back("--set " + assignment + " replaces --set " + it->second + " (the last --set of a key wins)");
   keys[key] = assignment;
 }
 
@@ -263,11 +268,13 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   if (!root.IsMap()) throw UsageError(path + ": the config must be a mapping of sections");
   check_duplicate_keys(root, "", path);  // before the overrides, which replace the first of two
   std::map<std::string, std::string> overridden;
-  for (const auto& o : overrides) apply_override(root, o, overridden);
+  std::vector<std::string> replaced;
+  for (const auto& o : overrides) apply_override(root, o, overridden, replaced);
 
   Config c;
   c.file = path;
   c.overrides = overridden;
+  c.replaced_overrides = replaced;
   Reader r(root, path, overridden);
 
   r.get("run.dir", c.run.dir);

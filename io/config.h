@@ -36,6 +36,8 @@ struct GridSpec {
 struct Config {
   std::string file;  // where it was read from, for messages
   std::map<std::string, std::string> overrides;  // key -> "key=value" as given to --set
+  // "--set k=2 replaces --set k=1 (...)" for each key set more than once: the stage warns.
+  std::vector<std::string> replaced_overrides;
   // Where the value of `key` came from, for messages: "--set key=value" (an override of the key
   // or of a section above it) or the config file.
   std::string origin(const std::string& key) const;

@@ -182,6 +182,7 @@ int main(int argc, char** argv) {
     ds::setup_logging(stage, cfg.run.log_level);
     spdlog::debug("downscale {} {}: config {}, {} --set override(s), log level {}", DOWNSCALE_VERSION, stage,
                   config_path, overrides.size(), cfg.run.log_level);
+    for (const auto& r : cfg.replaced_overrides) spdlog::warn("{}", r);
     if (stage == "synth") return ds::run_synth(cfg);
     if (stage == "fetch") return ds::run_fetch(cfg, options.dry_run);
     if (stage == "preprocess") return ds::run_preprocess(cfg);

@@ -124,6 +124,17 @@ TEST(ConfigValidation, DuplicateKeyNamesKeyAndLines) {
   EXPECT_TRUE(has(msg, "key 'run' is given twice")) << msg;
 }
 
+// On the command line the last --set of a key wins (a wrapper script's default yields to the
+// user's own), and the config says so for the stage to warn.
+TEST(ConfigValidation, LastSetOfAKeyWinsAndIsSaid) {
+  ds::test::TempDir d;
+  const auto c = load_config(write(d, kRun), {"train.epochs=2", "train.batch_size=4", "train.epochs=3"});
+  EXPECT_EQ(c.train.epochs, 3);
+  ASSERT_EQ(c.replaced_overrides.size(), 1u);
+  EXPECT_EQ(c.replaced_overrides[0], "--set train.epochs=3 replaces --set train.epochs=2 (the last --set of a key wins)");
+  EXPECT_TRUE(load_config(write(d, kRun), {"train.epochs=2", "train.batch_size=4"}).replaced_overrides.empty());
+}
+
 TEST(ConfigValidation, SetErrorsQuoteTheSet) {
   auto msg = error_of(kRun, {"train.epocs=3"});
   EXPECT_TRUE(has(msg, "--set train.epocs=3: unknown key 'train.epocs'")) << msg;
