@@ -182,7 +182,15 @@ int run_predict(const Config& cfg) {
   RunLock lock(paths.predict_dir(), "predict");
   remove_stale_temps(paths.predict_dir());
   const std::string ckpt = checkpoint_path(cfg);
-  if (!path_exists(ckpt)) throw InputError(ckpt + ": no such checkpoint (run `downscale train` first)");
+  if (!path_exists(ckpt)) {
+    const std::string& c = cfg.predict.checkpoint;
+    if (c == "best" || c == "last")
+      throw InputError(ckpt + ": no such checkpoint (predict.checkpoint " + c + "): run `downscale train` first");
+    // Any other value is a path: a misspelt `best` would otherwise read as a missing training.
+    throw InputError(ckpt + ": no such checkpoint file (" + cfg.origin("predict.checkpoint") +
+                     ": predict.checkpoint is `best`, `last` (the checkpoints in " + paths.model_dir() +
+                     ") or the path of a checkpoint file)");
+  }
   StoreReader store(paths.store());
   const StoreMeta& meta = store.meta();
   const model::ModelSpec spec = read_checkpoint_spec(ckpt);

@@ -114,6 +114,10 @@ else
   echo "FAIL: evaluate with predict.predictors set:"; echo "$scored"; failures=$((failures+1))
 fi
 
+# A misspelt `best` is a path that does not exist: the message says what the key takes.
+expect 3 "bset: no such checkpoint file (--set predict.checkpoint=bset: predict.checkpoint is \`best\`, \`last\` (the checkpoints in $work/runs/nv/train) or the path of a checkpoint file)" -- \
+  predict --config "$work/good.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}" --set predict.checkpoint=bset
+
 # Split years outside the fetched data (2000..2001): none of them is exit 3 naming the key and
 # what the data covers; some of them, a warning (in a log without colours too: "warning:").
 expect 3 "preprocess.test_years [2005, 2005]: the fetched data ($work/runs/nv/fetch) holds no day of 2005; it covers 2000..2001" -- \
