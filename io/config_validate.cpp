@@ -97,6 +97,8 @@ void check_config(const Config& c, const KeyOrigin& origin) {
   k.range("synth.lat", c.synth.lat_max, -90, 90, "degrees north");
 
   // fetch
+  // Every stage: preprocess splits season-years by it too.
+  if (c.fetch.season.empty()) k.fail("fetch.season", "lists no month");
   for (int m : c.fetch.season)
     if (m < 1 || m > 12) k.fail("fetch.season", "holds month " + std::to_string(m) + ", not 1..12");
   for (size_t i = 0; i < c.fetch.season.size(); ++i)

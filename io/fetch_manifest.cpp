@@ -47,6 +47,7 @@ void FetchManifest::write(const std::string& path) const {
   for (const auto& p : predictors) j["predictors"].push_back(to_json(p));
   // No predictand (predictors alone): null, read back as a FetchedFile without a name.
   j["predictand"] = predictand.name.empty() ? nlohmann::json(nullptr) : to_json(predictand);
+  if (!season.empty()) j["season"] = season;
   write_file_atomically(path, j.dump(2) + "\n");
 }
 
@@ -58,6 +59,7 @@ FetchManifest FetchManifest::read(const std::string& path) {
     const auto j = nlohmann::json::parse(f);
     for (const auto& p : j.at("predictors")) m.predictors.push_back(from_json(p));
     if (!j.at("predictand").is_null()) m.predictand = from_json(j.at("predictand"));
+    if (j.contains("season")) m.season = j.at("season").get<std::vector<int>>();
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path + ": not a fetch manifest: " + e.what());
   }

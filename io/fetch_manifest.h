@@ -27,6 +27,9 @@ struct FetchedFile {
 struct FetchManifest {
   std::vector<FetchedFile> predictors;
   FetchedFile predictand;  // name "" when the fetch had no predictand (a GCM run's predictors)
+  // The months fetch cut (fetch.season, in its order): preprocess splits season-years by what was
+  // fetched, not by a config edited since. Empty in manifests written before it was recorded.
+  std::vector<int> season;
   std::string dir;  // folder of the manifest (set on read)
 
   void write(const std::string& path) const;  // atomically

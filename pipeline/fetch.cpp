@@ -144,7 +144,6 @@ int run_fetch(const Config& cfg, bool dry_run) {
   const auto& f = cfg.fetch;
   if (f.predictors.empty()) throw UsageError(cfg.file + ": key 'fetch.predictors.fields' lists no predictor");
   if (f.years.empty()) throw UsageError(cfg.file + ": key 'fetch.years' is required");
-  if (f.season.empty()) throw UsageError(cfg.file + ": key 'fetch.season' lists no month");
   for (double lon : {f.lon_min, f.lon_max})
     if (lon < -180 || lon > 180) throw UsageError(cfg.file + ": key 'fetch.lon' must lie in -180..180 (degrees east)");
 
@@ -339,6 +338,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
     else manifest.predictand = out;
   }
   if (!with_predictand) spdlog::info("no predictand in the config: fetched the predictors alone");
+  manifest.season = f.season;
   manifest.write(dir + "/manifest.json");
   spdlog::info("wrote {}", dir + "/manifest.json");
   return 0;

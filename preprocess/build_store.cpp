@@ -124,6 +124,13 @@ void embed(const std::vector<float>& in, size_t nt, const Grid& obs, const Outpu
 // A split's years the fetched data does not hold: none of them is an error naming the key (a
 // test split of 2005 from data ending in 2004 would otherwise be an empty split that predict
 // trips over later); some of them, a warning (the split is smaller than the config says).
+// [12, 1, 2] as "[12, 1, 2]", for messages.
+static std::string months_text(const std::vector<int>& months) {
+  std::string out = "[";
+  for (size_t i = 0; i < months.size(); ++i) out += (i ? ", " : "") + std::to_string(months[i]);
+  return out + "]";
+}
+
 static void check_split_years(const SplitYears& splits, const SampleDates& dates, const std::string& fetch_dir) {
   static const char* const keys[] = {"preprocess.train_years", "preprocess.validation_years", "preprocess.test_years"};
   std::set<int> held;  // the (season-)years of the dates common to every file
@@ -221,7 +228,15 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
   std::vector<const std::vector<int64_t>*> days;
   for (const auto& ch : channels) names.push_back(ch.name), days.push_back(&ch.file->days());
   names.push_back(predictand), days.push_back(&obs_file.days());
-  const SplitYears splits = SplitYears::from(cfg, calendar);
+  SplitYears splits = SplitYears::from(cfg, calendar);
+  // Season-years follow what fetch cut: a config whose fetch.season changed since would split
+  // DJF data by calendar years (or drop a December) without a word.
+  if (!manifest.season.empty() && manifest.season != splits.season) {
+    spdlog::warn("{}: fetch.season is {} but the fetch in {} cut {}: splitting by the fetched season (fetch again "
+                 "for the config's)", cfg.origin("fetch.season"), months_text(splits.season), fetch_dir,
+                 months_text(manifest.season));
+    splits.season = manifest.season;
+  }
   const SampleDates dates = plan_sample_dates(splits, names, days);
   for (const auto& line : dates.report()) spdlog::info("{}", line);
   if (dates.total() == 0) throw InputError(fetch_dir + ": no dates common to all variables within the split years");

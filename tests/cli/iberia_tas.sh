@@ -27,6 +27,12 @@ ds() { echo "== downscale $*"; "$bin" "$@" --config "$cfg" 2>&1 | tail -8; retur
 ds fetch --set fetch.predictors.source="$base" --set fetch.predictand.source="$base"
 grep -q 'GET /NCEP_Iberia_psl.nc.dods' server.log || { echo "fetch did not go through the OPeNDAP server"; exit 1; }
 ds preprocess
+# A config whose fetch.season changed after the fetch: the split follows what fetch cut (the
+# manifest's season), and says so; [6, 7, 8] would otherwise drop December 1982 and split the
+# winters by calendar year.
+out=$("$bin" preprocess --config "$cfg" --set 'fetch.season=[6,7,8]' 2>&1) || { echo "$out"; exit 1; }
+grep -qF "fetch.season is [6, 7, 8] but the fetch in" <<<"$out" && grep -qF "cut [12, 1, 2]: splitting by the fetched season" <<<"$out" &&
+  grep -qF "1354 train, 0 validation, 451 test days" <<<"$out" || { echo "preprocess after fetch.season changed: $out"; exit 1; }
 for m in deepesd demo; do
   ds train --set train.name=$m --set model.name=$m
   ds predict --set train.name=$m

@@ -38,6 +38,7 @@ TEST(ConfigValidation, EveryNumberOutOfRangeNamesItsKey) {
   // One value out of range at a time; each message names the key.
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"run.threads=100000", "run.threads"},
+      {"fetch.season=[]", "fetch.season"},
       {"run.threads=-1", "run.threads"},
       {"train.epochs=0", "train.epochs"},
       {"train.epochs=-3", "train.epochs"},
