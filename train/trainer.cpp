@@ -158,6 +158,7 @@ void write_report(const std::string& path, const TrainReport& r, const std::vect
   j["batch_size_per_rank"] = batch;
   j["global_batch"] = batch * int64_t(per_rank.size());
   j["samples_per_second"] = r.total_samples_per_s;
+  j["samples_per_second_whole_run"] = r.run_samples_per_s;
   j["samples_per_second_per_rank"] = per_rank;
   const bool ref = reference > 0;
   j["reference_samples_per_second"] = ref ? nlohmann::json(reference) : nlohmann::json(nullptr);
@@ -636,6 +637,9 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   per_rank[comm.rank()] = report.samples_per_s;
   comm.allreduce_sum(per_rank.data(), per_rank.size(), "throughput report");
   report.total_samples_per_s = std::accumulate(per_rank.begin(), per_rank.end(), 0.0);
+  double all_samples = double(samples);
+  comm.allreduce_sum(&all_samples, 1, "sample count");
+  report.run_samples_per_s = report.total_s > 0 ? all_samples / report.total_s : 0;
   double nodes = comm.local_rank() == 0 ? 1 : 0;  // one local rank 0 per node
   comm.allreduce_sum(&nodes, 1, "node count");
   const auto backends = comm.gather(be->name(), 0);
@@ -646,8 +650,9 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   if (distributed) spdlog::info("final weights checksum {:016x}", report.weights_checksum);
   if (root) {
     spdlog::info("mean batch time {:.4f} s, mean epoch time {:.2f} s, total time {:.1f} s, final loss {:.4f}, "
-                 "{:.1f} samples/s", report.mean_batch_s, report.mean_epoch_s, report.total_s, report.final_train_loss,
-                 report.total_samples_per_s);
+                 "{:.1f} samples/s in the training steps, {:.1f} over the whole run (validation, checkpoints and "
+                 "start-up included)", report.mean_batch_s, report.mean_epoch_s, report.total_s,
+                 report.final_train_loss, report.total_samples_per_s, report.run_samples_per_s);
     if (distributed) {
       std::string list;
       for (size_t r = 0; r < per_rank.size(); ++r) list += fmt::format("{}{:.1f}", r ? ", " : "", per_rank[r]);

@@ -17,6 +17,9 @@ struct TrainReport {
   double final_train_loss = 0, best_val_loss = 0;
   double mean_batch_s = 0, mean_epoch_s = 0, total_s = 0, samples_per_s = 0;  // samples_per_s: this rank's
   double total_samples_per_s = 0;  // all ranks together (= samples_per_s on one rank)
+  // All ranks' training samples over total_s: what the user gets, with validation, checkpoints
+  // and the start (data loading, the device check) included; the steps' rate above excludes them.
+  double run_samples_per_s = 0;
   uint64_t weights_checksum = 0;   // FNV-1a of the final parameters' bits: equal on every rank
   int64_t skipped_steps = 0;       // loss scaling: steps skipped for non-finite gradients
   double loss_scale = 1;           // loss scaling: the scale at the end (1: off)

@@ -101,6 +101,8 @@ print(f"timeline: {len(ev)} events, every phase of every step on both ranks")
 r = json.load(open("runs/buckets/train/train_report.json"))
 assert r["ranks"] == 2 and r["nodes"] == 1 and len(r["samples_per_second_per_rank"]) == 2, r
 assert abs(sum(r["samples_per_second_per_rank"]) - r["samples_per_second"]) < 1e-6 * r["samples_per_second"], r
+# The whole run (both ranks' samples over its wall time) is slower than its steps alone.
+assert 0 < r["samples_per_second_whole_run"] < r["samples_per_second"], r
 print(f"report: {r['samples_per_second']:.1f} samples/s over {r['ranks']} ranks")
 PY
 

@@ -394,6 +394,10 @@ TEST(Trainer, DynamicLossScalingSkipsOverflowingStepsAndHalvesTheScale) {
   std::ifstream in(d / "a/train_report.json");
   const std::string report((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(report.find("\"skipped_steps\": 2"), std::string::npos) << report;
+  // The whole run's rate (validation, checkpoints, start-up included) is below the steps' own.
+  EXPECT_GT(r.run_samples_per_s, 0);
+  EXPECT_LT(r.run_samples_per_s, r.total_samples_per_s);
+  EXPECT_NE(report.find("\"samples_per_second_whole_run\": "), std::string::npos) << report;
 }
 
 // Every step of an epoch overflows: the weights are the initial ones (those of a run at learning
