@@ -70,8 +70,9 @@ static int run(int argc, char** argv) {
                  "dynamic loss scaling, as the trainer does)")
       ->check(CLI::IsMember({"tf32", "fp32", "bf16", "fp16"}));
   app.add_option("--loss-curve", curve,
-                 "first train this many steps on the batch and print each loss (loss_<i> lines), to compare "
-                 "devices or peers step by step; the timings then start from the trained weights");
+                 "first train this many steps on the batch and print each loss (loss_<i> lines, and skip_<i> "
+                 "after a step that fp16's loss scaling skipped), to compare devices or peers step by step; the "
+                 "timings then start from the trained weights");
   app.add_flag("--profile-layers", profile_layers,
                "instead: time forward, loss, each layer's backward (synchronized per layer) and the optimizer, "
                "medians of --steps after --warmup, for the scaling model (docs/scaling.md); prints it as JSON");
@@ -150,8 +151,12 @@ static int run(int argc, char** argv) {
   };
   for (int i = 0; i < curve; ++i) {
     acc.reset();
+    const int64_t skipped = scaler.skipped_total();
     train_step();
     std::printf("loss_%d %.7g\n", i, acc.read()[0]);
+    // FP16's dynamic scaling skips a step whose gradients overflow: the weights stay, so the
+    // next loss belongs to as many updates as this one's (scripts/gpu_check.sh aligns on it).
+    if (scaler.skipped_total() > skipped) std::printf("skip_%d\n", i);
   }
   if (curve && scaler.enabled())
     std::printf("skipped_steps %lld\nloss_scale %g\n", (long long)scaler.skipped_total(), scaler.scale());

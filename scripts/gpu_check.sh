@@ -290,9 +290,22 @@ section_curves() {
   # FP32 agrees to 1e-3 relative (float rounding, amplified by the updates: the parity tests hold
   # single ops to 1e-4). TF32 (10-bit mantissa) and FP16 (10 bits, inside the convolutions) are
   # held to 2e-2, BF16 (7 bits) to 5e-2.
-  # The largest relative difference of curve $1 from curve $2 over the steps both have.
-  worst() { paste <(awk '/^loss_/ {print $2}' "$1") <(awk '/^loss_/ {print $2}' "$2") |
-            awk 'BEGIN {m = 0} NF == 2 {d = ($1 - $2) / ($2 == 0 ? 1 : $2); d = d < 0 ? -d : d; if (d > m) m = d} END {print m}'; }
+  # Curve $1 against curve $2 at the same number of optimizer updates: a step that FP16's loss
+  # scaling skipped (skip_<i>) leaves the weights, so the next loss is compared with the same
+  # reference step again (without skips, step i with step i). Prints the largest relative
+  # difference over the steps both have, then $1's first and last loss and $2's at the same two
+  # update counts (the fall compared below).
+  aligned() {
+    awk 'FNR == NR { if ($1 ~ /^loss_/) ref[substr($1, 6) + 0] = $2; next }
+         $1 ~ /^loss_/ { loss[n++] = $2 }
+         $1 ~ /^skip_/ { skip[substr($1, 6) + 0] = 1 }
+         END { m = 0; u = 0
+               for (i = 0; i < n; i++) {
+                 if (u in ref) { d = (loss[i] - ref[u]) / (ref[u] == 0 ? 1 : ref[u]); d = d < 0 ? -d : d; if (d > m) m = d }
+                 last = u; if (!(i in skip)) u++ }
+               print m, loss[0], loss[n - 1], ref[0], ref[last] }' "$2" "$1"
+  }
+  worst() { aligned "$1" "$2" | awk '{print $1}'; }
   if [[ -f $work/c_cpu ]]; then
     say ""
     for c in "${cols[@]}"; do
@@ -311,18 +324,16 @@ section_curves() {
   # steps on the H100: 3.9e-4) and Adam's trajectories drift apart slowly, hence bounds well above
   # the per-step error; a broken 16-bit kernel shows as a curve that stalls or jumps.
   if [[ -f $work/c_fp32 ]] && grep -q '^loss_' "$work/c_fp32"; then
-    ends() { awk '/^loss_/ {if (!n++) f = $2; l = $2} END {print f, l}' "$1"; }
     local f0 f1 c0 c1 fall
-    read -r f0 f1 < <(ends "$work/c_fp32")
+    read -r _ _ _ f0 f1 < <(aligned "$work/c_fp32" "$work/c_fp32")
     say ""
     if awk -v a="$f0" -v b="$f1" 'BEGIN {exit !(b < a)}'; then
       for c in "${cols[@]}"; do
         [[ $c == cpu || $c == fp32 ]] && continue
         case $c in bf16*) lim=8e-2 ;; fp16*) lim=4e-2 ;; *) lim=2e-2 ;; esac
-        w=$(worst "$work/c_$c" "$work/c_fp32")
-        read -r c0 c1 < <(ends "$work/c_$c")
+        read -r w c0 c1 f0 f1 < <(aligned "$work/c_$c" "$work/c_fp32")
         fall=$(awk -v a="$f0" -v b="$f1" -v c="$c0" -v d="$c1" 'BEGIN {e = (c - d) - (a - b); e = e < 0 ? -e : e;
-          printf "%.3g", e / (a - b)}')
+          printf "%.3g", (a - b > 0 ? e / (a - b) : 1e9)}')
         say "against the GPU's FP32 over $CURVE_STEPS steps: GPU ${c^^} worst step $w (limit $lim), loss $c0 -> $c1" \
           "against $f0 -> $f1 (fall off by $fall of FP32's, limit 0.15)$(sed -n 's/^skipped_steps \([1-9].*\)/, \1 steps skipped/p' "$work/c_$c")"
         awk -v a="$w" -v l="$lim" -v f="$fall" 'BEGIN {exit !(a <= l && f <= 0.15)}' ||

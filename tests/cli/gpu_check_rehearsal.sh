@@ -9,7 +9,8 @@
 #  2. BUDGET spent before the first section: every section reported as not run, exit 1, the report
 #     still written.
 #  3. an unknown section: exit 2 before any work;
-#  4. a precision whose loss curve strays from FP32's (a wrapped bench_train_step): exit 1, named.
+#  4. a precision whose loss curve strays from FP32's (a wrapped bench_train_step): exit 1, named;
+#  5. a skipped step (FP16's loss scaling) in a curve: compared at the same number of updates.
 # The sections that need PyTorch or take minutes here (bench, e2e, imagenet) are rehearsed by hand:
 #   GPU_CHECK_REHEARSAL=1 REPORT=/tmp/r.md scripts/gpu_check.sh .     (about 3 minutes on 2 cores)
 #   usage: gpu_check_rehearsal.sh <source dir> <downscale> <test_model> <test_train> <bench_train_step> <bench_train_ddp>
@@ -70,24 +71,34 @@ rc=0
 SECTIONS="parity curvse" REPORT=$work/typo.md bash root/scripts/gpu_check.sh root > out.txt 2>&1 || rc=$?
 [[ $rc == 2 ]] && grep -q "unknown section 'curvse'" out.txt || { cat out.txt; fail "SECTIONS typo: exit $rc"; }
 [[ ! -e typo.md && ! -e typo.md.tmp ]] || fail "SECTIONS typo still wrote a report"
-# 4. a precision whose curve strays from FP32's fails the check: a bench_train_step whose tf32
-#    losses after the first are 10 % higher (as a 16-bit kernel that computes wrong gradients)
+# 4. and 5. a bench_train_step whose tf32 curve is edited (CURVE_EDIT), standing in for a GPU:
+#  4. scale: the losses after the first 10 % higher (a 16-bit kernel that computes wrong
+#     gradients): the check fails, naming the precision;
+#  5. skip: step 0 skipped as FP16's loss scaling skips an overflowing step (skip_0; the weights
+#     stay, so each later loss is FP32's one step earlier): aligned on updates, it passes.
 mkdir -p root2/bin
 for p in root/bin/*; do [[ ${p##*/} == bench_train_step ]] || ln -s "$(readlink -f "$p")" root2/bin/; done
 for d in scripts configs bench tests; do ln -s "$(readlink -f "root/$d")" root2/$d; done
 real=$(readlink -f root/bin/bench_train_step)
-cat > root2/bin/bench_train_step <<STRAY
+cat > root2/bin/bench_train_step <<EDIT
 #!/usr/bin/env bash
-if [[ " \$* " == *" --math tf32 "* ]]; then
-  "$real" "\$@" | awk '/^loss_/ && \$1 != "loss_0" {\$2 = \$2 * 1.1} {print}'
-  exit \${PIPESTATUS[0]}
-fi
-exec "$real" "\$@"
-STRAY
+[[ " \$* " == *" --math tf32 "* ]] || exec "$real" "\$@"
+"$real" "\$@" | awk -v edit="\$CURVE_EDIT" '
+  edit == "scale" && /^loss_/ && \$1 != "loss_0" { \$2 = \$2 * 1.1 }
+  edit == "skip" && /^loss_/ { i = substr(\$1, 6) + 0; l[i] = \$2
+                               if (i == 0) print \$0 "\\nskip_0"; else print "loss_" i, l[i - 1]; next }
+  { print }'
+exit \${PIPESTATUS[0]}
+EDIT
 chmod +x root2/bin/bench_train_step
 rc=0
-SECTIONS=curves CPU_CURVE=0 CURVE_MATHS="fp32 tf32" REPORT=$work/stray.md bash root/scripts/gpu_check.sh root2 > out.txt 2>&1 || rc=$?
+CURVE_EDIT=scale SECTIONS=curves CPU_CURVE=0 CURVE_MATHS="fp32 tf32" REPORT=$work/stray.md bash root/scripts/gpu_check.sh root2 > out.txt 2>&1 || rc=$?
 [[ $rc == 1 ]] || { cat out.txt; fail "a straying TF32 curve: exit $rc, expected 1"; }
 grep -qE "^against the GPU's FP32 over 3 steps: GPU TF32 worst step 0.1[0-9]* \(limit 2e-2\)" stray.md &&
   grep -qF 'Result: FAILED** (TF32 loss curve vs GPU FP32' stray.md || { cat stray.md; fail "a straying TF32 curve not reported"; }
+rc=0
+CURVE_EDIT=skip SECTIONS=curves CURVE_MATHS="fp32 tf32" REPORT=$work/skip.md bash root/scripts/gpu_check.sh root2 > out.txt 2>&1 || rc=$?
+[[ $rc == 0 ]] && grep -qE "^largest relative difference from the CPU: GPU TF32 0 \(limit 2e-2\)$" skip.md &&
+  grep -qE "^against the GPU's FP32 over 3 steps: GPU TF32 worst step 0 \(limit 2e-2\), loss ([0-9.]+) -> ([0-9.]+) against \1 -> \2 " skip.md ||
+  { cat out.txt skip.md; fail "a skipped step not aligned on the updates (exit $rc)"; }
 echo "gpu_check rehearsal: passed"
