@@ -91,7 +91,9 @@ std::vector<IndexRun> lon_selection(const std::vector<double>& lon, double lo, d
   const double tol = 1e-6;
   std::vector<std::pair<double, size_t>> in;  // (normalized lon, index)
   for (size_t i = 0; i < lon.size(); ++i) {
-    const double x = normalize_lon(lon[i]);
+    double x = normalize_lon(lon[i]);
+    // 180 degrees east normalizes to -180: a domain that ends at 180 takes that column there.
+    if (x < lo - tol && x + 360.0 <= hi + tol) x += 360.0;
     if (x >= lo - tol && x <= hi + tol) in.emplace_back(x, i);
   }
   if (in.empty()) {

@@ -48,10 +48,25 @@ TEST(FetchPlan, LongitudesAcrossTheSeamOfA0To360SourceComeInTwoRunsInOrder) {
   EXPECT_EQ(sel.front(), -120);
   EXPECT_EQ(sel.back(), -100);
 
+  // A domain that ends at 180: the source's 180 column is its last (it normalizes to -180), in
+  // a 0..360 source and in a -180..175 one; and a domain of that meridian alone.
+  const auto east = lon_selection(lon, 170, 180, "src", sel);
+  EXPECT_EQ(sel, (std::vector<double>{170, 175, 180}));
+  ASSERT_EQ(east.size(), 1u);
+  EXPECT_EQ(east[0].start, 34u);
+  EXPECT_EQ(east[0].count, 3u);
+  lon_selection(lon, 180, 180, "src", sel);
+  EXPECT_EQ(sel, (std::vector<double>{180}));
+
   // A -180..180 source needs no seam.
   std::vector<double> lon180;
   for (int i = 0; i < 72; ++i) lon180.push_back(-180.0 + 5.0 * i);
   EXPECT_EQ(lon_selection(lon180, -10, 10, "src", sel).size(), 1u);
+  const auto edge = lon_selection(lon180, 170, 180, "src", sel);  // -180 read as 180, after 175
+  EXPECT_EQ(sel, (std::vector<double>{170, 175, 180}));
+  ASSERT_EQ(edge.size(), 2u);
+  EXPECT_EQ(edge[0].start, 70u);
+  EXPECT_EQ(edge[1].start, 0u);
 
   // Nothing inside: the error names the source and what it covers.
   try {
