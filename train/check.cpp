@@ -2,11 +2,13 @@
 
 #include <sys/stat.h>
 
+#include <memory>
 #include <sstream>
 
 #include "io/error.h"
 #include "model/backend.h"
 #include "model/loss.h"
+#include "model/math_mode.h"
 
 namespace ds {
 
@@ -67,6 +69,21 @@ std::string check_training(const Config& cfg, const std::string& store_path, con
   if (n_train < size_t(cfg.train.batch_size))
     out << "note: the train split (" << n_train << " days) is smaller than one batch per rank (" << cfg.train.batch_size
         << ")\n";
+
+  // train.precision on the backend this node trains on: a CPU without FP16 (or without
+  // avx512_bf16 for bf16) would otherwise be train's exit 2 after the ranks were launched. A
+  // cuda run checked where there is no GPU (a login node) is a note: the job's nodes have one.
+  std::unique_ptr<model::Backend> run_be;
+  try {
+    run_be = model::make_backend(cfg.run.device, 1, 0, "run.device");
+  } catch (const Error& e) {
+    if (cfg.run.device != "cuda") throw;
+    out << "note: run.device cuda, but not on this node: " << e.what() << "\n";
+  }
+  if (run_be) {
+    model::apply_math_mode(*run_be, cfg.train.precision, false);
+    out << "backend " << run_be->name() << " computes train.precision " << cfg.train.precision << "\n";
+  }
 
   // The batch script reads these lines: the device, to stop a cuda run in a job without GPUs before
   // launching it, and the folder, to find the report a finished training leaves there.

@@ -114,6 +114,11 @@ else
   echo "FAIL: evaluate with predict.predictors set:"; echo "$scored"; failures=$((failures+1))
 fi
 
+# train --check builds the backend train would: a precision the CPU cannot compute in is exit 2
+# there, before a batch script launches its ranks (fp16: no CPU has it in this build).
+expect 2 "key 'train.precision' is 'fp16' but the cpu" -- \
+  train --check --config "$work/good.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}" --set train.precision=fp16
+
 # A misspelt `best` is a path that does not exist: the message says what the key takes.
 expect 3 "bset: no such checkpoint file (--set predict.checkpoint=bset: predict.checkpoint is \`best\`, \`last\` (the checkpoints in $work/runs/nv/train) or the path of a checkpoint file)" -- \
   predict --config "$work/good.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}" --set predict.checkpoint=bset
