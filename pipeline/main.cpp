@@ -104,9 +104,9 @@ int main(int argc, char** argv) {
   bsub->add_option("--num-iters", bench.iters, "timed iterations (mean and 1.96 x std over them)")->capture_default_str();
   bsub->add_flag("--fp16-allreduce", bench.fp16_allreduce,
                  "gradients in FP16 between ranks (train.allreduce_dtype fp16)");
-  bsub->add_flag("--no-cuda", no_cuda, "train on the CPU (= --device cpu)");
+  auto* no_cuda_flag = bsub->add_flag("--no-cuda", no_cuda, "train on the CPU (= --device cpu)");
   bsub->add_option("--device", bench.device, "auto (a GPU when one is visible), cpu or cuda (GPU local rank)")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str()->excludes(no_cuda_flag);
   bsub->add_option("--precision", bench.precision, "tf32, fp32, bf16 or fp16 (train.precision; the CPU computes in FP32)")
       ->check(CLI::IsMember({"tf32", "fp32", "bf16", "fp16"}))->capture_default_str();
   bsub->add_option("--image-size", bench.image_size, "square input side in pixels; 0: the model's (224 ResNet, 299 InceptionV3)")
@@ -114,10 +114,11 @@ int main(int argc, char** argv) {
   bsub->add_option("--json", bench.json, "append one JSON line per run (model, batch, ranks, nodes, device, precision, "
                    "mean, ci95, total, efficiency against the file's 1-rank line)")->type_name("FILE");
   bsub->add_option("--seed", bench.seed, "weights, images and labels (each rank its own batch)")->capture_default_str();
+  // The bounds of run.threads and train.allreduce_bucket_mb (io/config_validate.cpp).
   bsub->add_option("--threads", bench.threads, "CPU threads per rank; 0: this rank's share of the cores it may use")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(CLI::Range(0, 1024))->capture_default_str();
   bsub->add_option("--bucket-mb", bench.bucket_mb, "gradient allreduce bucket size in MB (train.allreduce_bucket_mb)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(CLI::Range(0.0, 65536.0))->capture_default_str();
   bsub->add_option("--communicator", bench.communicator, "auto, mpi or nccl (run.communicator)")
       ->check(CLI::IsMember({"auto", "mpi", "nccl"}))->capture_default_str();
   bsub->add_option("--profile-layers", bench.profile_layers,

@@ -217,7 +217,7 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
     if (distributed) buckets->finish("gradients of step " + std::to_string(steps));
     if (scaler.unscale_or_skip(*be, net.params())) sgd.step(0.01);
     ++steps;
-    throw_if_stop_requested("benchmark");
+    throw_if_stop_requested("benchmarking (step " + std::to_string(steps) + ")");
   };
 
   if (!opts.profile_layers.empty()) {

@@ -94,6 +94,13 @@ rc=0; "$bin" benchmark --plot bad.jsonl bad.png 2> bad.err || rc=$?
 echo "== errors"
 rc=0; "$bin" benchmark --model vgg16 2> err.txt || rc=$?
 [[ $rc -eq 2 ]] && grep -q 'resnet50, resnet101, inception_v3' err.txt || { echo "unknown model: rc $rc"; cat err.txt; exit 1; }
+# Contradictory or out-of-range options are exit 2 at once, with run.threads' bounds (5000
+# threads ran, oneDNN stuck in its warmup, and --no-cuda silently beat --device cuda).
+for bad in "--no-cuda --device cuda:--no-cuda excludes --device" "--threads 5000:not in range 0 to 1024" \
+           "--bucket-mb -1:--bucket-mb: Value -1 not in range"; do
+  rc=0; "$bin" benchmark ${bad%%:*} 2> err.txt || rc=$?
+  [[ $rc -eq 2 ]] && grep -q -- "${bad#*:}" err.txt || { echo "benchmark ${bad%%:*}: rc $rc"; cat err.txt; exit 1; }
+done
 # --device cuda where no GPU can be used (a plugin path that does not exist, so a GPU machine too):
 # exit 2 naming the option typed, not train's config key run.device.
 rc=0; DOWNSCALE_CUDA_PLUGIN=$work/no-such-plugin.so "$bin" benchmark --device cuda --model resnet50 --image-size 32 2> err.txt || rc=$?
