@@ -100,6 +100,9 @@ else
   read -r -a rank_list <<<"${ranks//,/ }"
   ((${#rank_list[@]})) || die "--ranks '$ranks': no rank counts"
   for n in "${rank_list[@]}"; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "--ranks '$ranks': '$n' is not a positive whole number"; done
+  # One run folder per rank count (runs/ranks-N): the same count twice would train twice into it.
+  dup=$(printf '%s\n' "${rank_list[@]}" | sort | uniq -d | head -1)
+  [[ -z $dup ]] || die "--ranks '$ranks': $dup is given twice"
 
   # The store: every run reads the same one, through a link in its own run folder.
   if [[ -z $store ]]; then
@@ -143,6 +146,7 @@ fi
 
 # --- wait: scontrol every --poll seconds (sbatch --wait polls at growing intervals, up to a minute) ---
 mapfile -t jobs < <(tail -n +2 "$out/jobs.tsv" | cut -f2)
+((${#jobs[@]})) || die "$out/jobs.tsv lists no job (every sbatch failed?): nothing to collect"
 declare -A state why node_since
 job_state() {  # the job's state; "" once Slurm has forgotten it (MinJobAge)
   local s
@@ -213,7 +217,7 @@ for j in "${jobs[@]}"; do
 done
 rc=0
 python3 - "$out" <<'PY' || rc=$?
-import csv, json, os, sys
+import csv, glob, json, os, sys
 
 out = sys.argv[1]
 states = {}
@@ -225,12 +229,15 @@ with open(os.path.join(out, "jobs.tsv")) as f:
     for r in csv.DictReader(f, delimiter="\t"):
         state, code = states.get(r["job"], ("UNKNOWN", "?"))
         report = None
-        path = os.path.join(r["run_dir"], "train", "train_report.json")
-        try:
-            with open(path) as g:
-                report = json.load(g)
-        except (OSError, ValueError):
-            pass
+        # train/train_report.json, or train/<name>/ under train.name (one name per study).
+        train = os.path.join(r["run_dir"], "train")
+        for path in [os.path.join(train, "train_report.json")] + sorted(glob.glob(os.path.join(train, "*", "train_report.json"))):
+            try:
+                with open(path) as g:
+                    report = json.load(g)
+                break
+            except (OSError, ValueError):
+                pass
         rows.append(dict(ranks=int(r["ranks"]), job=r["job"], state=state, exit=code, report=report))
 rows.sort(key=lambda r: r["ranks"])
 

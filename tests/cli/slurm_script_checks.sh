@@ -126,12 +126,12 @@ printf '%s\n' '#!/usr/bin/env bash' 'echo "JobId=$4 JobState=$(cat state.$4) Exi
 printf '%s\n' '#!/usr/bin/env bash' 'echo "$FAKE_REASON"' >fake6/squeue
 printf '%s\n' '#!/usr/bin/env bash' 'for j; do echo CANCELLED >state.$j; echo "scancel $j" >>scancel.log; done' >fake6/scancel
 chmod +x fake6/*
-# scaling <ranks> <out>: scaling.sh with the stand-ins; its exit code, stderr in <out>.err.
+# scaling <ranks> <out> [train args]: scaling.sh with the stand-ins; its exit code, stderr in <out>.err.
 scaling() {
   local rc=0
   rm -f scancel.log
   PATH=$work/fake6:$PATH bash "$src/slurm/scaling.sh" --ranks "$1" --cpu --poll 0.1 --store store.h5 --out "$2" \
-    configs/c.yaml >"$2.out" 2>"$2.err" || rc=$?
+    configs/c.yaml "${@:3}" >"$2.out" 2>"$2.err" || rc=$?
   return $rc
 }
 rc=0
@@ -153,6 +153,21 @@ FAKE_STUCK=1 FAKE_REASON=Priority DOWNSCALE_SCALING_TIMEOUT=1 scaling 1 s3 || rc
   { cat s3.err; fail "DOWNSCALE_SCALING_TIMEOUT=1: exit $rc"; }
 grep -q "can never start" s3.err && fail "a job pending for Priority was taken for one that can never start"
 grep -q "^scancel " scancel.log || fail "the timed-out job was not cancelled"
+# One run folder per rank count: a count given twice is refused before any submission.
+rc=0
+scaling 1,2,1 s4 || rc=$?
+[[ $rc -eq 2 ]] && grep -q "^scaling.sh: --ranks '1,2,1': 1 is given twice$" s4.err && [[ ! -e s4/jobs.tsv ]] ||
+  { cat s4.err; fail "--ranks 1,2,1: exit $rc"; }
+# Under train.name the report is in train/<name>/: --collect finds it there.
+rc=0
+FAKE_STUCK= scaling 1 s5 --set train.name=mnn || rc=$?
+grep -q "| 1 | [0-9]* | COMPLETED (no report) |" s5/scaling.md || { cat s5.out s5.err; fail "a completed job without its report yet"; }
+mkdir -p s5/runs/ranks-1/train/mnn
+printf '%s' '{"ranks": 1, "nodes": 1, "samples_per_second": 12.5, "samples_per_second_per_rank": [12.5],
+  "total_seconds": 9.0, "final_train_loss": 1.25}' >s5/runs/ranks-1/train/mnn/train_report.json
+rc=0
+PATH=$work/fake6:$PATH bash "$src/slurm/scaling.sh" --collect --out s5 --poll 0.1 >s5c.out 2>s5c.err || rc=$?
+grep -q "| 1 | [0-9]* | COMPLETED | .* | 12.5 |" s5/scaling.md || { cat s5c.out s5c.err s5/scaling.md; fail "the report under train/mnn/ not collected (exit $rc)"; }
 echo "== 7. OMPI_MCA_plm=isolated from the submit shell does not reach mpirun"
 printf '%s\n' '#!/usr/bin/env bash' 'echo "mpirun plm=${OMPI_MCA_plm-unset}" >>mpirun.log' 'shift 2; exec "$@"' >fake/mpirun
 chmod +x fake/mpirun
