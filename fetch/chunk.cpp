@@ -1,4 +1,5 @@
 #include "fetch/chunk.h"
+#include "fetch/server_probe.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -220,6 +221,15 @@ std::string network_hint(const std::string& url) {
   return " (host " + url_host(url) +
          " unreachable? This node may have no network: compute nodes often have none, run fetch on a login node. "
          "Credentials go in ~/.netrc, named by HTTP.NETRC in ~/.dodsrc)";
+}
+
+std::string timeout_hint(const std::string& url) {
+  // A hang on a URL is how a node whose packets are dropped (no route out) looks too: a
+  // connection the server still accepts (within 2 s) tells a silent server from that.
+  if (probe_server(url, 2) == ServerProbe::accepts)
+    return " (host " + url_host(url) +
+           " accepted the connection but did not answer: the server is hung or overloaded; try again later)";
+  return network_hint(url);
 }
 
 NcFile open_source(const std::string& url) {

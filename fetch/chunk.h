@@ -40,6 +40,9 @@ void source_check(int status, const std::string& where);
 NcFile open_source(const std::string& url);
 // " (host H unreachable? ...)": the host, that the node may have no network, where credentials go.
 std::string network_hint(const std::string& url);
+// After a request to `url` timed out: " (host H accepted the connection but did not answer: ...)"
+// when the server still takes a connection (probed for up to 2 s), else network_hint(url).
+std::string timeout_hint(const std::string& url);
 // The host of a URL ("host" or "host:port"), without credentials (user:password@) or path.
 std::string url_host(const std::string& url);
 

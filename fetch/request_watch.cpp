@@ -61,14 +61,7 @@ void RequestWatch::run() {
       char secs[32];
       std::snprintf(secs, sizeof secs, "%g", timeout_s_);
       spdlog::default_logger()->flush();
-      // A hang on a URL is how a node whose packets are dropped (no route out) looks too: a
-      // connection the server still accepts (within 2 s) tells a silent server from that.
-      std::string why;
-      if (what_.find("://") != std::string::npos)
-        why = probe_server(what_, 2) == ServerProbe::accepts
-                  ? " (host " + url_host(what_) +
-                        " accepted the connection but did not answer: the server is hung or overloaded; try again later)"
-                  : network_hint(what_);
+      const std::string why = what_.find("://") != std::string::npos ? timeout_hint(what_) : "";
       say("downscale fetch: error: timed out after " + std::string(secs) + " s waiting for " + what_ + " (" + setting_ +
           "); nothing was written" + why + "\n");
       _exit(kExitFailure);  // the request cannot be unwound; the lock goes with the process

@@ -336,7 +336,10 @@ void run_in_processes(const std::vector<size_t>& jobs, int parallel, const Retry
       const std::string what = hooks.describe ? hooks.describe(done.job) : "job " + std::to_string(done.job);
       char secs[32];
       std::snprintf(secs, sizeof secs, "%g", retry.timeout_s);
-      job_failed(done, pid, "timed out after " + std::string(secs) + " s waiting for " + what + " (fetch.timeout_s)", true);
+      const bool last = attempts[done.job] >= retry.attempts;
+      job_failed(done, pid, "timed out after " + std::string(secs) + " s waiting for " + what + " (fetch.timeout_s)" +
+                                (last && hooks.timeout_hint ? hooks.timeout_hint(done.job) : ""),
+                 true);
     }
   }
   // All done: the idle workers were told to go; collect them.

@@ -46,6 +46,9 @@ struct WorkerHooks {
   std::function<void(size_t i, double seconds)> on_waiting;
   // What job i waits for, for the time-out's message ("http://host/file.nc").
   std::function<std::string(size_t i)> describe;
+  // Appended to job i's last time-out, when the job is given up: whether its server still takes
+  // connections (fetch's timeout_hint), the advice that differs for a hung server and no network.
+  std::function<std::string(size_t i)> timeout_hint;
   // Job i's worker `pid` was stopped or failed (another job failed for good, a signal, its own
   // failure): remove what it left.
   std::function<void(size_t i, pid_t pid)> on_abandon;

@@ -271,6 +271,11 @@ int run_fetch(const Config& cfg, bool dry_run) {
   };
   // What a chunk waits for, in messages: its source files (one, or two for a season across
   // the new year in yearly files), without credentials.
+  hooks.timeout_hint = [&](size_t i) {
+    const ChunkPlan& c = plan.chunks[i];
+    const FieldPlan& fp = plan.fields[c.field];
+    return timeout_hint(c.time_runs.empty() ? fp.url : fp.urls[c.time_runs.front().source]);
+  };
   hooks.describe = [&](size_t i) {
     const ChunkPlan& c = plan.chunks[i];
     const FieldPlan& fp = plan.fields[c.field];

@@ -62,6 +62,9 @@ echo "exit $rc after $took s"
 [[ $rc -eq 1 ]] || fail "a hung server: exit $rc, expected 1"
 grep -q "error: .*timed out after 6 s waiting for $base/faults/hang=99+id=1/udg_like.nc" <<<"$out" ||
   fail "no 'timed out ... waiting for <url>' error: $out"
+# The job given up says what the hang means: the server still takes connections (hung), not no network.
+grep -q "error: .*timed out after 6 s .*(host ${base#http://} accepted the connection but did not answer: the server is hung" <<<"$out" ||
+  fail "the last time-out gives no host hint: $out"
 grep -q "waiting for $base/.*udg_like.nc.*(5 s)" <<<"$out" || fail "no 'waiting for <url> (5 s)' line"
 /usr/bin/python3 -c "import sys; sys.exit(0 if $took < 20 else 1)" || fail "took $took s for a 6 s time-out"
 find runs/hang -name '*.tmp-*' | grep -q . && fail "temporary files left: $(find runs/hang -name '*.tmp-*')"
