@@ -40,11 +40,12 @@ int def_field(NcFile& nc, const VarSpec& v, const std::vector<int>& dims) {
 }
 
 // Values to file units with the fill value: `scale` converts mm/day to kg m-2 s-1.
-std::vector<float> to_file(const std::vector<float>& v, double scale) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = std::isfinite(v[i]) ? static_cast<float>(v[i] * scale) : kFill;
+std::vector<float> to_file(const float* v, size_t n, double scale) {
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = std::isfinite(v[i]) ? static_cast<float>(v[i] * scale) : kFill;
   return out;
 }
+std::vector<float> to_file(const std::vector<float>& v, double scale) { return to_file(v.data(), v.size(), scale); }
 
 }  // namespace
 
@@ -108,8 +109,7 @@ void write_precipitation(const std::string& path, const PrecipitationOutput& o) 
       for (int m = 0; m < o.members; ++m) {
         throw_if_stop_requested("writing stochastic member " + std::to_string(m + 1) + " of " +
                                 std::to_string(o.members) + " to " + path);
-        const auto first = o.pr_members.begin() + std::ptrdiff_t(size_t(m) * plane);
-        const std::vector<float> member = to_file(std::vector<float>(first, first + std::ptrdiff_t(plane)), flux);
+        const std::vector<float> member = to_file(o.pr_members.data() + size_t(m) * plane, plane, flux);
         nc.write(vm, {0, size_t(m), 0, 0}, {nt, 1, ny, nx}, member.data());
       }
     }

@@ -271,11 +271,6 @@ int run_fetch(const Config& cfg, bool dry_run) {
   };
   // What a chunk waits for, in messages: its source files (one, or two for a season across
   // the new year in yearly files), without credentials.
-  hooks.timeout_hint = [&](size_t i) {
-    const ChunkPlan& c = plan.chunks[i];
-    const FieldPlan& fp = plan.fields[c.field];
-    return timeout_hint(c.time_runs.empty() ? fp.url : fp.urls[c.time_runs.front().source]);
-  };
   hooks.describe = [&](size_t i) {
     const ChunkPlan& c = plan.chunks[i];
     const FieldPlan& fp = plan.fields[c.field];
@@ -287,6 +282,12 @@ int run_fetch(const Config& cfg, bool dry_run) {
       urls += (urls.empty() ? "" : " and ") + redact_credentials(fp.urls[tr.source]);
     }
     return (urls.empty() ? fp.redacted() : urls) + " (chunk " + c.label(fp) + ")";
+  };
+  // A chunk given up after its last time-out: whether its (first) server still takes connections.
+  hooks.timeout_hint = [&](size_t i) {
+    const ChunkPlan& c = plan.chunks[i];
+    const FieldPlan& fp = plan.fields[c.field];
+    return timeout_hint(c.time_runs.empty() ? fp.url : fp.urls[c.time_runs.front().source]);
   };
   hooks.on_waiting = [&](size_t i, double seconds) {
     progress.clear_line();

@@ -121,9 +121,6 @@ void embed(const std::vector<float>& in, size_t nt, const Grid& obs, const Outpu
 
 }  // namespace
 
-// A split's years the fetched data does not hold: none of them is an error naming the key (a
-// test split of 2005 from data ending in 2004 would otherwise be an empty split that predict
-// trips over later); some of them, a warning (the split is smaller than the config says).
 // [12, 1, 2] as "[12, 1, 2]", for messages.
 static std::string months_text(const std::vector<int>& months) {
   std::string out = "[";
@@ -131,6 +128,9 @@ static std::string months_text(const std::vector<int>& months) {
   return out + "]";
 }
 
+// A split's years the fetched data does not hold: none of them is an error naming the key (a
+// test split of 2005 from data ending in 2004 would otherwise be an empty split that predict
+// trips over later); some of them, a warning (the split is smaller than the config says).
 static void check_split_years(const SplitYears& splits, const SampleDates& dates, const std::string& fetch_dir) {
   static const char* const keys[] = {"preprocess.train_years", "preprocess.validation_years", "preprocess.test_years"};
   std::set<int> held;  // the (season-)years of the dates common to every file
