@@ -285,7 +285,8 @@ ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const SourceOpen
                                     "downscale fetch " + c.label(f) + " from " + f.redacted());
   write_daily_times(out, 0, c.days);
 
-  const std::string file_where = file.temp_path() + " (chunk " + c.label(f) + ")";
+  // The chunk's own name, not its temporary one, and where its values came from.
+  const std::string file_where = out_path + " (chunk " + c.label(f) + " of " + f.redacted() + ")";
   const size_t ny = f.lat.size(), nx = f.lon.size(), plane = ny * nx;
   const size_t rows = std::max<size_t>(1, piece_bytes / (plane * sizeof(float)));
   // Uninitialized buffers (every element is written before it is read): zero-filling a year of
@@ -297,6 +298,7 @@ ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const SourceOpen
   const bool identity =
       f.pack_scale == 1 && f.pack_offset == 0 && f.convert.identity() && f.def.scale == 1 && f.def.offset == 0;
   size_t t_out = 0, missing = 0;
+  std::string first_missing;  // "on 1983-12-11 at lon -4.22, lat 38.5", for the message
   for (const TimeRun& tr : c.time_runs) {
     // The run's file (a field kept in yearly files reads two for a season across the new year).
     const std::string where = redact_credentials(f.urls[tr.source]) + where0;
@@ -331,7 +333,7 @@ ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const SourceOpen
                 if (!std::isfinite(y))
                   throw InputError(file_where + ": check failed: non-finite value on " + f.date(c.days[t_out + k]));
               }
-              missing += y == kFetchFill;
+              if (y == kFetchFill && !missing++) first_missing = missing_point(f, c.days[t_out + k], j, x_out + i);
               o[i] = y;
             }
           }
@@ -351,7 +353,7 @@ ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const SourceOpen
     NcFile nc = NcFile::open(file.temp_path());
     check_chunk_layout(nc, file_where, f, c);
   }
-  res.missing_share = check_missing_share(missing, file_where, f, c);
+  res.missing_share = check_missing_share(missing, file_where, f, c, first_missing);
   res.crc32 = file_crc32(file.temp_path(), &res.bytes);
   file.commit();
   return res;
@@ -381,14 +383,22 @@ void check_chunk_layout(const NcFile& nc, const std::string& where, const FieldP
     fail("units '" + nc.att_text(v, "units") + "', expected '" + f.out_units() + "'");
 }
 
-double check_missing_share(size_t missing, const std::string& where, const FieldPlan& f, const ChunkPlan& c) {
-  const double share =
-      c.days.empty() ? 0.0 : static_cast<double>(missing) / static_cast<double>(c.days.size() * f.plane());
+std::string missing_point(const FieldPlan& f, int64_t day, size_t row, size_t col) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, " at lon %g, lat %g", f.lon[col], f.lat[row]);
+  return "on " + f.date(day) + buf;
+}
+
+double check_missing_share(size_t missing, const std::string& where, const FieldPlan& f, const ChunkPlan& c,
+                          const std::string& first) {
+  const size_t total = c.days.size() * f.plane();
+  const double share = total ? static_cast<double>(missing) / static_cast<double>(total) : 0.0;
   if (share > f.def.max_missing + 1e-12) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%.1f%% of the values are missing, more than the %.1f%% allowed (max_missing)",
-                  100 * share, 100 * f.def.max_missing);
-    throw InputError(where + ": check failed: " + buf);
+    // %.3g: one value in a year of a field is 0.0144 %, which %.1f printed as 0.0 %.
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "%zu of %zu values are missing (%.3g%%), more than the %.3g%% allowed (max_missing)",
+                  missing, total, 100 * share, 100 * f.def.max_missing);
+    throw InputError(where + ": check failed: " + buf + (first.empty() ? "" : "; the first " + first));
   }
   return share;
 }
@@ -402,15 +412,18 @@ double validate_chunk(const std::string& path, const FieldPlan& f, const ChunkPl
   const size_t plane = f.plane();
   std::vector<float> day(plane);
   size_t missing = 0;
+  std::string first;
   for (size_t t = 0; t < c.days.size(); ++t) {
     nc.read(v, {t, 0, 0}, {1, f.lat.size(), f.lon.size()}, day.data());
-    for (float x : day) {
-      if (x == kFetchFill) ++missing;
-      else if (!std::isfinite(x))
+    for (size_t k = 0; k < plane; ++k) {
+      if (day[k] == kFetchFill) {
+        if (!missing++) first = missing_point(f, c.days[t], k / f.lon.size(), k % f.lon.size());
+      } else if (!std::isfinite(day[k])) {
         throw InputError(where + ": check failed: non-finite value on " + f.date(c.days[t]));
+      }
     }
   }
-  return check_missing_share(missing, where, f, c);
+  return check_missing_share(missing, where, f, c, first);
 }
 
 std::string file_crc32(const std::string& path, uint64_t* size) {

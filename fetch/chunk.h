@@ -76,7 +76,10 @@ double validate_chunk(const std::string& path, const FieldPlan& f, const ChunkPl
 // Its two halves: the metadata checks on an open chunk file, and the missing share (`missing`
 // values of the chunk equal to kFetchFill) against max_missing; `where` names the chunk.
 void check_chunk_layout(const NcFile& nc, const std::string& where, const FieldPlan& f, const ChunkPlan& c);
-double check_missing_share(size_t missing, const std::string& where, const FieldPlan& f, const ChunkPlan& c);
+double check_missing_share(size_t missing, const std::string& where, const FieldPlan& f, const ChunkPlan& c,
+                          const std::string& first = "");
+// " on 1983-12-11 at lon -4.22, lat 38.5": where a missing value sits, for check messages.
+std::string missing_point(const FieldPlan& f, int64_t day, size_t row, size_t col);
 
 // The CRC-32 (zlib) of a file's bytes as 8 hex digits, and its size; Error naming the file.
 std::string file_crc32(const std::string& path, uint64_t* size = nullptr);

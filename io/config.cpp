@@ -355,6 +355,8 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("predict.standardize", c.predict.standardize);
   r.get_years("predict.reference_years", c.predict.reference_years);
   r.get("predict.reference_predictors", c.predict.reference_predictors);
+  r.get("predict.fill", c.predict.fill);
+  r.get("predict.label", c.predict.label);
   r.get("evaluate.pcs", c.evaluate.pcs);
   r.get("evaluate.ridge", c.evaluate.ridge);
   r.get("evaluate.seasons", c.evaluate.seasons);

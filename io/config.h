@@ -152,6 +152,12 @@ struct Config {
     // empty: the predictors themselves. A scenario run (RCP8.5, 2081-2100) names its model's
     // historical run here: standardized against its own future climate, the warming would vanish.
     std::string reference_predictors;
+    // New predictors' missing values: none | nearest_time | climatology (preprocess/fill.h);
+    // empty: the store's preprocess.fill. A GCM run may have a gap the reanalysis had not.
+    std::string fill;
+    // New predictors are written to predict/<var>_<label>.nc; empty: the fetch run's folder name,
+    // with _own under standardize: own (tas_cmip5_rcp85_own.nc).
+    std::string label;
   } predict;
 
   struct Evaluate {

@@ -98,7 +98,7 @@ std::vector<SeasonSteps> season_steps(const Config& cfg, const std::vector<int64
       std::vector<int> present;
       for (int m = 1; m <= 12; ++m)
         if (std::find(month.begin(), month.end(), m) != month.end()) present.push_back(m);
-      throw UsageError(cfg.file + ": key 'evaluate.seasons' lists " + season + " (months " + months_text(s.months) +
+      throw UsageError(cfg.origin("evaluate.seasons") + ": key 'evaluate.seasons' lists " + season + " (months " + months_text(s.months) +
                        "), but the test split of " + store + " has no day in them; its months: " +
                        months_text(present) + " (fetch.season)");
     }

@@ -142,10 +142,10 @@ void print_dry_run(const FetchPlan& plan, const std::vector<bool>& have) {
 
 int run_fetch(const Config& cfg, bool dry_run) {
   const auto& f = cfg.fetch;
-  if (f.predictors.empty()) throw UsageError(cfg.file + ": key 'fetch.predictors.fields' lists no predictor");
-  if (f.years.empty()) throw UsageError(cfg.file + ": key 'fetch.years' is required");
+  if (f.predictors.empty()) throw UsageError(cfg.origin("fetch.predictors.fields") + ": key 'fetch.predictors.fields' lists no predictor");
+  if (f.years.empty()) throw UsageError(cfg.origin("fetch.years") + ": key 'fetch.years' is required");
   for (double lon : {f.lon_min, f.lon_max})
-    if (lon < -180 || lon > 180) throw UsageError(cfg.file + ": key 'fetch.lon' must lie in -180..180 (degrees east)");
+    if (lon < -180 || lon > 180) throw UsageError(cfg.origin("fetch.lon") + ": key 'fetch.lon' must lie in -180..180 (degrees east)");
 
   SourceRequest pred{dataset_of(cfg, f.predictors_dataset, f.predictors_source, "predictors"), "", {}};
   pred.url = pred.dataset.url;

@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
                     "write a Chrome-trace JSON (chrome://tracing, ui.perfetto.dev) of every step's phases per rank")
       ->type_name("FILE");
   auto& sc = options.scaling;
-  train->add_flag("--predict-scaling", sc.on,
+  CLI::Option* scaling_flag = train->add_flag("--predict-scaling", sc.on,
                   "print the scaling model's step time, efficiency and images/s on 1-4 GPUs and 2-64 nodes "
                   "(docs/scaling.md); trains nothing, writes nothing but --out");
   train->add_option("--profile", sc.profile,
@@ -83,7 +83,15 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   train->add_option("--profile-steps", sc.steps, "--predict-scaling: timed steps when measuring the profile")
       ->check(CLI::PositiveNumber);
+  CLI::Option* busbw = nullptr;
   train->add_option("--out", sc.out, "--predict-scaling: also write the table as JSON")->type_name("FILE.json");
+  // Without --predict-scaling these would be ignored while a whole training runs: an error instead.
+  for (CLI::Option* o : train->get_options())
+    if (o->get_description().rfind("--predict-scaling:", 0) == 0) {
+      o->needs(scaling_flag);
+      if (o->get_name() == "--busbw") busbw = o;
+    }
+  train->get_option("--latency-us")->needs(busbw);
   add_stage("predict", "write the daily predictand of the test years (or of new predictors: predict.predictors, e.g. a GCM run) as CF NetCDF; scores the test years");
   add_stage("evaluate", "VALUE indices and scores of the prediction next to baselines; JSON, CSV, PNG maps");
 

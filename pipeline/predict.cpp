@@ -5,19 +5,23 @@
 // models): the predicted value and, from a Gaussian model, its standard deviation.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <set>
 
 #include "evaluate/baselines.h"
 #include "io/atomic_file.h"
 #include "io/calendar.h"
 #include "io/command_line.h"
 #include "io/error.h"
+#include "io/fetch_manifest.h"
 #include "io/log.h"
+#include "io/netcdf_file.h"
 #include "io/precipitation_file.h"
 #include "io/predictand_file.h"
 #include "io/run_lock.h"
@@ -31,6 +35,7 @@
 #include "predict/precipitation.h"
 #include "predict/window.h"
 #include "preprocess/new_predictors.h"
+#include "preprocess/sample_dates.h"
 #include "train/checkpoint.h"
 #include "train/device_check.h"
 
@@ -42,7 +47,12 @@ std::string checkpoint_path(const Config& cfg) {
   const RunPaths paths = RunPaths::of(cfg);
   if (cfg.predict.checkpoint == "best") return paths.model_dir() + "/checkpoint_best.h5";
   if (cfg.predict.checkpoint == "last") return paths.model_dir() + "/checkpoint_last.h5";
-  return cfg.predict.checkpoint;
+  // A bare file name is in the model's folder (checkpoint_last.h5, a copy kept beside it) unless
+  // the working folder holds it; any other path is taken as given.
+  const std::string& c = cfg.predict.checkpoint;
+  if (c.find('/') == std::string::npos && !path_exists(c) && path_exists(paths.model_dir() + "/" + c))
+    return paths.model_dir() + "/" + c;
+  return c;
 }
 
 // Standardized samples [first, first + n) into x (n x C x H x W): from a split of the store or
@@ -133,13 +143,88 @@ BernoulliGammaParams bernoulli_gamma(const std::vector<float>& raw, size_t hw) {
 
 // New inputs get their own file, named after the run folder they were fetched into, so the
 // test-split prediction that `evaluate` reads is not overwritten.
-std::string product_path(const RunPaths& paths, const std::string& base, const std::string& predictors) {
-  if (predictors.empty()) return paths.predict_dir() + "/" + base + ".nc";
-  const auto fetch_dir = std::filesystem::path(predictors).lexically_normal();
-  const auto run_name = (fetch_dir.filename() == "fetch" || fetch_dir.filename().empty())
-                            ? fetch_dir.parent_path().filename().string()
-                            : fetch_dir.filename().string();
-  return paths.predict_dir() + "/" + base + "_" + run_name + ".nc";
+// The output of the test split is predict/<base>.nc; of new predictors predict/<base>_<label>.nc,
+// the label being predict.label, or else the fetch run's folder name (the folder above fetch/,
+// else the folder itself; a trailing slash does not count) with _own under standardize: own, so
+// that a run's two standardizations do not replace each other.
+std::string product_path(const RunPaths& paths, const std::string& base, const Config::Predict& p) {
+  if (p.predictors.empty()) return paths.predict_dir() + "/" + base + ".nc";
+  if (!p.label.empty()) return paths.predict_dir() + "/" + base + "_" + p.label + ".nc";
+  auto fetch_dir = std::filesystem::path(p.predictors).lexically_normal();
+  if (fetch_dir.filename().empty()) fetch_dir = fetch_dir.parent_path();  // "runs/x/fetch/"
+  const auto run_name =
+      fetch_dir.filename() == "fetch" ? fetch_dir.parent_path().filename().string() : fetch_dir.filename().string();
+  return paths.predict_dir() + "/" + base + "_" + run_name + (p.standardize == "own" ? "_own" : "") + ".nc";
+}
+
+// The folder new predictors were read from as the output's `predictors` attribute records it:
+// absolute, so that two runs' folders of one name (runs/a/historical, runs/b/historical) differ.
+std::string predictors_folder(const std::string& dir) {
+  std::error_code ec;
+  const auto abs = std::filesystem::weakly_canonical(std::filesystem::absolute(dir), ec);
+  return ec ? dir : abs.string();
+}
+
+// Refuses to replace the prediction of other predictors: two GCMs' `historical` folders give
+// one file name, and the second would silently take the first's place. A rerun from the same
+// folder (other reference years, a newer checkpoint) replaces its own output, as the test split's.
+void check_not_replacing_other_run(const std::string& nc_path, const Config& cfg) {
+  if (cfg.predict.predictors.empty() || !path_exists(nc_path)) return;
+  std::string held;
+  try {
+    held = NcFile::open(nc_path).att_text(NC_GLOBAL, "predictors");
+  } catch (const std::exception&) {
+    return;  // not a prediction it can read: replaced, as a file left by a crash would be
+  }
+  if (held.empty() || predictors_folder(held) == predictors_folder(cfg.predict.predictors)) return;
+  throw UsageError(nc_path + " holds the prediction from " + held + ", not from " + cfg.predict.predictors +
+                   " (" + cfg.origin("predict.predictors") + "): set predict.label to name this output " +
+                   "(predict/<variable>_<label>.nc), or move that file away to replace it");
+}
+
+// Warnings for new predictors unlike the training data in ways no unit or range check sees:
+// months the model never trained on (a DJF model fed a summer run), and standardization against
+// the predictors' own period far from the training years, which removes a scenario's change
+// against the training climate (its warming) from its predictors.
+void warn_unlike_training(const StoreReader& store, const NewPredictors& in, const Config& cfg, const RunPaths& paths) {
+  const std::vector<int64_t> train = store.read_time("train");
+  if (train.empty()) return;
+  const Calendar store_cal = parse_calendar(store.meta().calendar, "store calendar");
+  const Calendar cal = parse_calendar(in.calendar(), cfg.predict.predictors);
+  std::set<int> trained, fed;
+  for (int64_t d : train) trained.insert(date_from_days(d, store_cal).month);
+  for (int64_t d : in.days()) fed.insert(date_from_days(d, cal).month);
+  auto text = [](const std::set<int>& m) {
+    std::string t;
+    for (int x : m) t += (t.empty() ? "" : ", ") + std::to_string(x);
+    return "[" + t + "]";
+  };
+  std::set<int> unseen;
+  for (int m : fed)
+    if (!trained.count(m)) unseen.insert(m);
+  if (!unseen.empty())
+    spdlog::warn("{}: the predictors hold days of months {}, which the model never saw: it was trained on months {} "
+                 "(fetch.season of the training run); its output for those months is an extrapolation",
+                 cfg.predict.predictors, text(unseen), text(trained));
+
+  const YearRange& ref = cfg.predict.reference_years;
+  if (cfg.predict.standardize != "own" || !cfg.predict.reference_predictors.empty() || ref.empty()) return;
+  // The training years as the store's splits count them: season-years by the season the
+  // training run's fetch cut (its manifest), else calendar years.
+  SplitYears rule;
+  rule.calendar = store_cal;
+  try {
+    rule.season = FetchManifest::read(paths.fetch_dir() + "/manifest.json").season;
+  } catch (const std::exception&) {
+  }
+  const auto [lo, hi] = std::minmax_element(train.begin(), train.end());
+  const int first = rule.year_of(*lo), last = rule.year_of(*hi);
+  // Ten years on either side of the training years is the same climate for this purpose.
+  if (ref.last < first - 10 || ref.first > last + 10)
+    spdlog::warn("predict.standardize: own over {}-{} of these predictors, years far from the training years {}-{}: "
+                 "standardized against its own period, a scenario loses its change against the training climate "
+                 "(its warming); a scenario takes its model's historical run as predict.reference_predictors",
+                 ref.first, ref.last, first, last);
 }
 
 struct TestScore {
@@ -208,6 +293,13 @@ int run_predict(const Config& cfg) {
     throw InputError(ckpt + ": the model was trained with the bernoulli_gamma loss, but the predictand of " +
                      paths.store() + " is " + meta.predictand + ", not precipitation (train it with train.loss: gaussian or mse)");
   const int channels = model::loss_channels(loss);
+  const std::string nc_path =
+      product_path(paths, meta.is_precipitation() ? "precipitation" : meta.predictand, cfg.predict);
+  check_not_replacing_other_run(nc_path, cfg);
+  if (cfg.predict.members > 0 && !meta.is_precipitation())
+    spdlog::warn("predict.members: {} is for precipitation models (stochastic Bernoulli-Gamma draws); this {} "
+                 "model writes its mean{} only, no members",
+                 cfg.predict.members, meta.predictand, loss == model::LossKind::kGaussian ? " and standard deviation" : "");
   // run.device as in train: a GPU when one is visible (auto) or asked for (cuda), else the CPU.
   // One process, so GPU 0 of those visible (CUDA_VISIBLE_DEVICES picks another).
   auto be = model::make_backend(cfg.run.device, cfg.run.threads, 0, "run.device");
@@ -227,7 +319,8 @@ int run_predict(const Config& cfg) {
   if (new_inputs) {
     inputs = std::make_unique<NewPredictors>(cfg.predict.predictors, meta,
                                              NewPredictorOptions{cfg.predict.standardize, cfg.predict.reference_years,
-                                                                 cfg.predict.reference_predictors});
+                                                                 cfg.predict.reference_predictors, cfg.predict.fill});
+    warn_unlike_training(store, *inputs, cfg, paths);
     days = inputs->days();
     calendar = inputs->calendar();
     standardization = inputs->standardization();
@@ -236,7 +329,7 @@ int run_predict(const Config& cfg) {
                  standardization);
   } else {
     if (cfg.predict.standardize != "training")
-      throw UsageError(cfg.file + ": predict.standardize: own applies to new predictors (predict.predictors); the "
+      throw UsageError(cfg.origin("predict.standardize") + ": predict.standardize: own applies to new predictors (predict.predictors); the "
                        "test split is standardized with the training statistics");
     days = store.read_time("test");
     if (days.empty()) throw UsageError(cfg.file + ": preprocess.test_years gave no test days; nothing to predict");
@@ -252,7 +345,7 @@ int run_predict(const Config& cfg) {
   check_finite(raw, channels, meta, days, calendar, "network's output");
   if (inputs) inputs->report_outliers();
   const std::map<std::string, std::string> attributes{
-      {"predictors", new_inputs ? cfg.predict.predictors : paths.store() + " (test split)"},
+      {"predictors", new_inputs ? predictors_folder(cfg.predict.predictors) : paths.store() + " (test split)"},
       {"predictor_standardization", standardization},
       {"model", paths.model_dir()},
       {"store_identity", store.identity()}};  // evaluate scores it against this store only
@@ -274,7 +367,6 @@ int run_predict(const Config& cfg) {
     out.checkpoint = ckpt;
     out.config_file = cfg.file;
     out.attributes = attributes;
-    const std::string nc_path = product_path(paths, meta.predictand, cfg.predict.predictors);
     write_predictand(nc_path, out);
     if (new_inputs) {
       spdlog::info("wrote {} ({} days); no observations for these days, so no score", nc_path, n);
@@ -340,7 +432,6 @@ int run_predict(const Config& cfg) {
   out.checkpoint = ckpt;
   out.config_file = cfg.file;
   out.attributes = attributes;
-  const std::string nc_path = product_path(paths, "precipitation", cfg.predict.predictors);
   write_precipitation(nc_path, out);
   if (new_inputs) {
     spdlog::info("wrote {} ({} days); no observations for these days, so no score", nc_path, n);

@@ -9,6 +9,7 @@
 #include "io/log.h"
 #include "io/run_lock.h"
 #include "io/stop_signal.h"
+#include "io/training_store.h"
 #include "pipeline/stages.h"
 #include "train/check.h"
 #include "train/distributed.h"
@@ -31,10 +32,14 @@ int run_train(const Config& cfg, const StageOptions& opt) {
   // the barrier below; if the lock is taken, rank 0's error ends them (MPI_Abort) rather than
   // leaving them there.
   std::optional<RunLock> lock;
+  bool done = false;  // a finished run resumed: nothing was trained or written
   // An Interrupted passes through: every rank agreed to stop at the same step (the trainer's
   // stop vote) and rank 0 wrote the checkpoint, so each leaves normally, through MPI_Finalize,
   // with the signal's exit code.
   run_or_abort_job(*comm, [&] {
+    // A loss the predictand cannot take is the config's fault: refused before the model's folder
+    // is made (train_model checks it again for its other callers).
+    check_loss_fits_predictand(cfg, StoreReader(paths.store()).meta(), paths.store());
     if (comm->is_root()) {
       lock.emplace(paths.model_dir(), "train");
       remove_stale_temps(paths.model_dir());  // a killed run's checkpoint_*.h5.tmp-PID
@@ -53,9 +58,9 @@ int run_train(const Config& cfg, const StageOptions& opt) {
     if (comm->is_root() && !resume && path_exists(last))
       spdlog::warn("{} exists: this run starts afresh and replaces it (to continue that run instead, stop this one "
                    "and pass --resume)", last);
-    train_model(cfg, paths.store(), paths.model_dir(), resume, {}, comm.get(), opt.timeline);
+    done = train_model(cfg, paths.store(), paths.model_dir(), resume, {}, comm.get(), opt.timeline).already_done;
   });
-  if (comm->is_root()) spdlog::info("wrote {}/checkpoint_best.h5 and checkpoint_last.h5", paths.model_dir());
+  if (comm->is_root() && !done) spdlog::info("wrote {}/checkpoint_best.h5 and checkpoint_last.h5", paths.model_dir());
   return 0;
 }
 

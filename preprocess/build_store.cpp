@@ -57,7 +57,7 @@ class RegridChoice {
       auto it = cfg_.preprocess.regrid.find(key);
       if (it == cfg_.preprocess.regrid.end()) continue;
       used_.insert(key);
-      return parse_regrid_method(it->second, cfg_.file + ": preprocess.regrid." + key);
+      return parse_regrid_method(it->second, cfg_.origin("preprocess.regrid." + key) + ": preprocess.regrid." + key);
     }
     return RegridMethod::bilinear;
   }
@@ -65,7 +65,7 @@ class RegridChoice {
   void check_all_used(const std::string& fields) const {
     for (const auto& [key, method] : cfg_.preprocess.regrid)
       if (key != "default" && !used_.count(key))
-        throw UsageError(cfg_.file + ": key 'preprocess.regrid." + key + "' names no field in the fetch manifest (" + fields + ")");
+        throw UsageError(cfg_.origin("preprocess.regrid." + key) + ": key 'preprocess.regrid." + key + "' names no field in the fetch manifest (" + fields + ")");
   }
 
  private:
@@ -208,7 +208,10 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
   // The observation grid: preprocess.predictand_grid (the predictand regridded onto it), or the
   // fetched grid as it is.
   const Grid ogrid = pp.has_predictand_grid ? Grid::from_spec(pp.predictand_grid) : obs_file.grid();
-  const OutputGrid ygrid = output_grid(cfg.model.name, xgrid, ogrid, cfg.file);
+  // The message names what set the grids: a --set of the predictor grid or of the model, else the file.
+  const std::string grid_origin = cfg.origin("preprocess.predictor_grid");
+  const OutputGrid ygrid =
+      output_grid(cfg.model.name, xgrid, ogrid, grid_origin != cfg.file ? grid_origin : cfg.origin("model.name"));
   std::unique_ptr<Regridder> obs_regrid;
   if (pp.has_predictand_grid) {
     const RegridMethod m = choice.of(predictand, manifest.predictand.variable);

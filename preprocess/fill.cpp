@@ -12,10 +12,11 @@ FillPolicy parse_fill_policy(const std::string& name) {
   if (name == "none") return FillPolicy::none;
   if (name == "nearest_time") return FillPolicy::nearest_time;
   if (name == "climatology") return FillPolicy::climatology;
-  throw UsageError("preprocess.fill is '" + name + "', expected none, nearest_time or climatology");
+  throw UsageError("fill policy '" + name + "': expected none, nearest_time or climatology");
 }
 
-size_t fill_missing(const FetchedField& f, const std::vector<size_t>& idx, std::vector<float>& block, FillPolicy policy) {
+size_t fill_missing(const FetchedField& f, const std::vector<size_t>& idx, std::vector<float>& block, FillPolicy policy,
+                    const std::string& key) {
   const size_t fs = f.grid().size();
   const auto& days = f.days();
   size_t missing = 0;
@@ -38,7 +39,7 @@ size_t fill_missing(const FetchedField& f, const std::vector<size_t>& idx, std::
       const double lon = f.grid().lon[k % f.grid().lon.size()], lat = f.grid().lat[k / f.grid().lon.size()];
       if (policy == FillPolicy::none)
         throw InputError(f.where() + ": missing value on " + date + " at lon " + std::to_string(lon) + ", lat " +
-                         std::to_string(lat) + " (set preprocess.fill to nearest_time or climatology to fill gaps)");
+                         std::to_string(lat) + " (set " + key + " to nearest_time or climatology to fill gaps)");
       if (policy == FillPolicy::climatology) continue;
       bool found = false;
       for (int d = 1; d <= kMaxFillDays && !found; ++d)
@@ -52,7 +53,7 @@ size_t fill_missing(const FetchedField& f, const std::vector<size_t>& idx, std::
       if (!found)
         throw InputError(f.where() + ": missing value on " + date + " at lon " + std::to_string(lon) + ", lat " +
                          std::to_string(lat) + " with no value within " + std::to_string(kMaxFillDays) +
-                         " days to fill it from (preprocess.fill: nearest_time)");
+                         " days to fill it from (" + key + ": nearest_time)");
     }
   return missing;
 }

@@ -22,7 +22,9 @@ FillPolicy parse_fill_policy(const std::string& name);  // UsageError if unknown
 constexpr int kMaxFillDays = 15;
 
 // Applies the policy to `block`: the time steps `idx` of `f`, on f's grid. Returns how many
-// values were missing.
-size_t fill_missing(const FetchedField& f, const std::vector<size_t>& idx, std::vector<float>& block, FillPolicy policy);
+// values were missing. `key` is the config key that set the policy (preprocess.fill, or
+// predict.fill for new predictors): the error for a gap names it.
+size_t fill_missing(const FetchedField& f, const std::vector<size_t>& idx, std::vector<float>& block, FillPolicy policy,
+                    const std::string& key = "preprocess.fill");
 
 }  // namespace ds

@@ -12,6 +12,7 @@
 #include "io/netcdf_file.h"
 #include "preprocess/fetched_field.h"
 #include "preprocess/fill.h"
+#include "preprocess/sample_dates.h"
 #include "preprocess/standardize.h"
 
 namespace ds {
@@ -67,6 +68,13 @@ std::vector<double> extend_axis(const std::vector<double>& c, double lo, double 
 std::string file_calendar(const std::string& path) {
   const NcFile nc = NcFile::open(path);
   return cf_name(parse_calendar(nc.att_text(nc.var_id("time"), "calendar"), path + ": time"));
+}
+
+// Whether day numbers of the two calendars (CF names) mean the same dates: equal, or standard
+// and proleptic_gregorian, which differ only before 1582 (a model's historical and scenario
+// files are published under either name).
+bool same_days(const std::string& a, const std::string& b) {
+  return same_days_after_1582(parse_calendar(a, "calendar"), parse_calendar(b, "calendar"));
 }
 
 }  // namespace
@@ -136,8 +144,9 @@ CoverageRegrid regrid_covering(RegridMethod m, const Grid& src, const Grid& dst,
 }
 
 NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta, const NewPredictorOptions& opt)
-    : meta_(meta), fill_(static_cast<int>(parse_fill_policy(meta.fill))) {
+    : meta_(meta), fill_(static_cast<int>(parse_fill_policy(opt.fill.empty() ? meta.fill : opt.fill))) {
   const FetchManifest manifest = FetchManifest::read(fetch_dir + "/manifest.json");
+  season_ = manifest.season;
   const Grid xgrid = Grid::from_coords(meta.predictor_lon, meta.predictor_lat, "store predictor grid");
   const size_t HW = xgrid.size();
   std::string first_file;
@@ -152,7 +161,7 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
     // Every channel on one calendar: a day number means the same date in all of them.
     const std::string cal = file_calendar(path);
     if (c == 0) calendar_ = cal, first_file = path;
-    else if (cal != calendar_)
+    else if (!same_days(cal, calendar_))
       throw InputError(path + ": time calendar " + cal + " differs from " + calendar_ + " of " + first_file);
     ch.file = std::make_unique<FetchedField>(path, it->variable);
     ch.file->set_valid_range(it->valid_min, it->valid_max);
@@ -181,24 +190,37 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
   // A scenario takes its climatology from its model's historical run: the same channels, regridded
   // the same way, over the reference years of that folder.
   if (!opt.reference_dir.empty()) {
-    const NewPredictors reference(opt.reference_dir, meta, {"own", opt.reference_years, ""});
-    if (reference.calendar() != calendar_)
+    const NewPredictors reference(opt.reference_dir, meta,
+                                  {"own", opt.reference_years, "", opt.fill,
+                                   "the reference predictors (predict.reference_predictors)"});
+    if (!same_days(reference.calendar(), calendar_))
       throw InputError(opt.reference_dir + ": predict.reference_predictors are on the " + reference.calendar() +
                        " calendar but " + fetch_dir + " on the " + calendar_ + " calendar (not one model's runs)");
+    // One model's historical and scenario runs share its grid; another grid is another model
+    // (or a reanalysis), whose climatology would carry its own biases into these predictors.
+    for (size_t c = 0; c < channels_.size(); ++c) {
+      const Grid &a = channels_[c].file->grid(), &b = reference.channels_[c].file->grid();
+      if (a.lon != b.lon || a.lat != b.lat) {
+        spdlog::warn("{}: predictor {} is on grid {} but its reference predictors ({}) on {}: the climatology of "
+                     "another model or of a different fetch box standardizes these predictors (a scenario takes "
+                     "its own model's historical run, fetched over the same box)",
+                     fetch_dir, meta.channels[c], a.describe(), opt.reference_dir, b.describe());
+        break;
+      }
+    }
     for (size_t c = 0; c < channels_.size(); ++c) channels_[c].stats = reference.channels_[c].stats;
     description_ = "own: each predictor standardized with the mean and standard deviation (" + meta.standardize + ") of " +
-                   opt.reference_dir + " over " + std::to_string(opt.reference_years.first) + "-" +
-                   std::to_string(opt.reference_years.last);
+                   opt.reference_dir + " over " + reference.reference_years_text(opt.reference_years);
     return;
   }
   // Own climatology: each channel's statistics over the reference years of these predictors,
   // computed on the model grid after regridding and filling, as the store's were.
   const YearRange& ref = opt.reference_years;
-  const Calendar cal = parse_calendar(calendar_, fetch_dir);
+  const SplitYears rule = season_rule();
   std::vector<bool> in_ref(days_.size());
   std::vector<bool> year_seen(ref.count(), false);
   for (size_t i = 0; i < days_.size(); ++i) {
-    const int y = date_from_days(days_[i], cal).year;
+    const int y = rule.year_of(days_[i]);
     in_ref[i] = ref.contains(y);
     if (in_ref[i]) year_seen[y - ref.first] = true;
   }
@@ -215,13 +237,17 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
   if (!missing.empty()) {
     std::string held = "no day";
     if (!days_.empty()) {
-      const int first = date_from_days(days_.front(), cal).year, last = date_from_days(days_.back(), cal).year;
-      held = "days of " + std::to_string(first) + (last > first ? ".." + std::to_string(last) : "");
+      const int first = rule.year_of(days_.front()), last = rule.year_of(days_.back());
+      held = "days of " + std::to_string(first) + (last > first ? ".." + std::to_string(last) : "") +
+             (rule.season_years() ? " as season-years" : "");
     }
+    const bool reference = opt.role != NewPredictorOptions{}.role;
     throw InputError(fetch_dir + ": predict.reference_years [" + std::to_string(ref.first) + ", " + std::to_string(ref.last) +
-                     "] for predict.standardize: own, but the new predictors hold no day of " + missing + " (they hold " +
-                     held + "; a scenario takes its climatology from its model's historical run: "
-                     "predict.reference_predictors)");
+                     "] for predict.standardize: own, but " + opt.role + " hold no day of " + missing + " (they hold " +
+                     held +
+                     (reference ? ")"
+                                : "; a scenario takes its climatology from its model's historical run: "
+                                  "predict.reference_predictors)"));
   }
   const bool per_field = meta.standardize == "field";
   constexpr size_t kBlock = 128;
@@ -239,23 +265,37 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
     channels_[c].stats = stats.finish(per_field, fetch_dir + ": predictor " + meta.channels[c] + " over predict.reference_years");
   }
   description_ = "own: each predictor standardized with its own mean and standard deviation (" + meta.standardize +
-                 ") over " + std::to_string(ref.first) + "-" + std::to_string(ref.last) + " of these predictors";
+                 ") over " + reference_years_text(ref) + " of these predictors";
 }
 
 NewPredictors::~NewPredictors() = default;
+
+SplitYears NewPredictors::season_rule() const {
+  SplitYears rule;
+  rule.season = season_;
+  rule.calendar = parse_calendar(calendar_, "new predictors");
+  return rule;
+}
+
+std::string NewPredictors::reference_years_text(const YearRange& years) const {
+  const SplitYears rule = season_rule();
+  const std::string text = std::to_string(years.first) + "-" + std::to_string(years.last);
+  return rule.season_years() ? text + " (season-years: " + rule.season_year_example(years.first) + ")" : text;
+}
 
 void NewPredictors::read_raw(size_t c, size_t first, size_t n, std::vector<float>& out) const {
   const Channel& ch = channels_[c];
   const std::vector<size_t> idx(ch.index.begin() + first, ch.index.begin() + first + n);
   std::vector<float> src(n * ch.file->grid().size());
   ch.file->read(idx, src.data());
-  fill_missing(*ch.file, idx, src, static_cast<FillPolicy>(fill_));
+  fill_missing(*ch.file, idx, src, static_cast<FillPolicy>(fill_), "predict.fill");
   apply_weights(ch.regrid.weights, src, n, out, ch.regrid.renormalize);
 }
 
 void NewPredictors::read(size_t first, size_t n, float* x) const {
   const size_t C = channels_.size(), HW = meta_.predictor_lon.size() * meta_.predictor_lat.size();
   std::vector<float> out;
+  z_sum_.resize(C), z_count_.resize(C);
   for (size_t c = 0; c < C; ++c) {
     read_raw(c, first, n, out);
     apply_standardization(channels_[c].stats, out);
@@ -264,6 +304,7 @@ void NewPredictors::read(size_t first, size_t n, float* x) const {
         const float v = out[t * HW + k];
         // Left missing only by the climatology policy: the training mean, 0 once standardized.
         x[(t * C + c) * HW + k] = std::isfinite(v) ? v : 0.0f;
+        if (std::isfinite(v)) z_sum_[c] += v, ++z_count_[c];
         if (std::fabs(v) > kFarOutside) {
           ++outliers_.count;
           if (std::fabs(v) > std::fabs(outliers_.worst)) outliers_ = {outliers_.count, v, c, k, days_[first + t]};
@@ -273,6 +314,15 @@ void NewPredictors::read(size_t first, size_t n, float* x) const {
 }
 
 void NewPredictors::report_outliers() const {
+  for (size_t c = 0; c < z_sum_.size(); ++c) {
+    if (!z_count_[c]) continue;
+    const double mean = z_sum_[c] / static_cast<double>(z_count_[c]);
+    if (std::fabs(mean) > kFarMean)
+      spdlog::warn("predictor {} averages {:+.1f} standard deviations from the training mean over the {} days "
+                   "predicted (more than {:g}): check that its file holds that variable at that level, in the units "
+                   "it says; a climate this far from the training period's is outside what the model learned",
+                   meta_.channels.at(c), mean, days_.size(), kFarMean);
+  }
   if (!outliers_.count) return;
   const size_t W = meta_.predictor_lon.size();
   spdlog::warn("{} standardized predictor values sit more than {:g} standard deviations from the training mean; the "

@@ -20,6 +20,7 @@
 #include "io/config.h"
 #include "io/training_store.h"
 #include "preprocess/regrid.h"
+#include "preprocess/sample_dates.h"
 
 namespace ds {
 
@@ -28,8 +29,14 @@ class FetchedField;
 struct NewPredictorOptions {
   std::string standardize = "training";  // training | own
   YearRange reference_years;             // own: the years of the new predictors the climatology spans
+                                         // (season-years when the fetch's season crosses the new
+                                         // year, as the store's splits: DJF 1983 is Dec 1982 to Feb 1983)
   std::string reference_dir{};           // own: another fetch folder holding those years (the
                                          // historical run of a scenario's model); empty: this one
+  std::string fill{};                    // none | nearest_time | climatology (predict.fill); empty:
+                                         // the store's preprocess.fill
+  // What these predictors are in messages, and the key that names their folder.
+  std::string role = "the new predictors (predict.predictors)";
 };
 
 // Weights from `src` to `dst` for new predictors (see above); `renormalize` tells apply_weights
@@ -58,14 +65,25 @@ class NewPredictors {
   void read(size_t first, size_t n, float* x) const;
   // Logs a warning with the count and the worst point of the standardized values read so far
   // that sit far outside the training range (|z| > kFarOutside): a GCM far from the training
-  // climate, or a unit the ranges did not catch. Nothing when there are none.
+  // climate, or a unit the ranges did not catch. And one per channel whose values read so far
+  // average more than kFarMean training standard deviations from the training mean: a whole
+  // field shifted (another variable or level under the channel's name, an offset unit) that
+  // stays inside the plausible ranges. RCP8.5's warming by 2100 moves temperatures at 850 hPa
+  // over Iberia by about 1.3 winter standard deviations, so 3 leaves room for real change.
+  // Nothing when there are none.
   static constexpr float kFarOutside = 10;
+  static constexpr double kFarMean = 3;
   void report_outliers() const;
 
  private:
   struct Channel;
   // Channel c's regridded, filled but not standardized fields of days_[first, first + n).
   void read_raw(size_t c, size_t first, size_t n, std::vector<float>& out) const;
+  // Which year a day counts in: its season-year when the fetch's season crosses the new year
+  // (preprocess/sample_dates.h), else its calendar year.
+  SplitYears season_rule() const;
+  // "1983-2002", with what a season-year is when the years are season-years.
+  std::string reference_years_text(const YearRange& years) const;
   struct Outliers {
     size_t count = 0;
     float worst = 0;
@@ -73,11 +91,14 @@ class NewPredictors {
     int64_t day = 0;
   };
   mutable Outliers outliers_;
+  mutable std::vector<double> z_sum_;   // per channel: the sum of the finite standardized values read
+  mutable std::vector<size_t> z_count_;
   std::vector<Channel> channels_;
   std::vector<int64_t> days_;
   std::string calendar_ = "standard", description_;
   const StoreMeta& meta_;
   int fill_;
+  std::vector<int> season_;  // the months the fetch cut, in its order (empty: an older manifest)
 };
 
 }  // namespace ds

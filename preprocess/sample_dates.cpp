@@ -58,15 +58,16 @@ std::string SplitYears::describe() const {
     out += years[k].empty() ? std::string("none")
                             : std::to_string(years[k].first) + ".." + std::to_string(years[k].last);
   }
-  if (season_years()) {
-    std::string months;
-    for (int m : season) months += kMonthAbbrev[m - 1][0];
-    const int y = years[0].empty() ? 2000 : years[0].first;
-    out += " (season-years, as fetch cuts them: " + months + " " + std::to_string(y) + " is " +
-           kMonthAbbrev[season.front() - 1] + " " + std::to_string(y - 1) + " to " + kMonthAbbrev[season.back() - 1] +
-           " " + std::to_string(y) + ")";
-  }
+  if (season_years())
+    out += " (season-years, as fetch cuts them: " + season_year_example(years[0].empty() ? 2000 : years[0].first) + ")";
   return out;
+}
+
+std::string SplitYears::season_year_example(int y) const {
+  std::string months;
+  for (int m : season) months += kMonthAbbrev[m - 1][0];
+  return months + " " + std::to_string(y) + " is " + kMonthAbbrev[season.front() - 1] + " " + std::to_string(y - 1) +
+         " to " + kMonthAbbrev[season.back() - 1] + " " + std::to_string(y);
 }
 
 SampleDates plan_sample_dates(const SplitYears& splits, const std::vector<std::string>& names,

@@ -26,6 +26,8 @@ struct SplitYears {
   bool season_years() const;
   // The (season-)year a day belongs to.
   int year_of(int64_t day) const;
+  // "DJF 1998 is Dec 1997 to Feb 1998": what season-year y holds (with season_years()).
+  std::string season_year_example(int y) const;
   // 0 train, 1 validation, 2 test, -1 in no split.
   int split_of(int64_t day) const;
   // "train 1983..1997, validation none, test 1998..2002 (season-years: DJF 1998 is Dec 1997 to Feb 1998)"

@@ -9,6 +9,7 @@
 #include "model/backend.h"
 #include "model/loss.h"
 #include "model/math_mode.h"
+#include "train/device_communicator.h"
 
 namespace ds {
 
@@ -29,6 +30,16 @@ model::ModelSpec model_spec_for(const Config& cfg, const StoreMeta& meta) {
   return spec;
 }
 
+void check_loss_fits_predictand(const Config& cfg, const StoreMeta& meta, const std::string& store_path) {
+  const model::LossKind loss = model::parse_loss(cfg.train.loss, cfg.file + ": key 'train.loss'");
+  if (meta.is_precipitation() && loss != model::LossKind::kBernoulliGamma)
+    throw UsageError(cfg.origin("train.loss") + ": key 'train.loss' is " + cfg.train.loss + ", but " + store_path +
+                     " holds precipitation, which needs bernoulli_gamma");
+  if (!meta.is_precipitation() && loss == model::LossKind::kBernoulliGamma)
+    throw UsageError(cfg.origin("train.loss") + ": key 'train.loss' is bernoulli_gamma, but the predictand of " +
+                     store_path + " is " + meta.predictand + ", not precipitation (gaussian or mse)");
+}
+
 std::string check_training(const Config& cfg, const std::string& store_path, const std::string& model_dir, bool resume,
                            bool resume_auto) {
   std::ostringstream out;
@@ -44,15 +55,7 @@ std::string check_training(const Config& cfg, const std::string& store_path, con
       << meta.predictand << " on " << meta.Hy() << " x " << meta.Wy() << "; train " << n_train << ", validation "
       << n_val << ", test " << n_test << " days\n";
 
-  // Precipitation is a Bernoulli-Gamma mixture; a continuous variable a Gaussian (or its mean):
-  // predict refuses the other pairings, so training them would waste the allocation.
-  const model::LossKind loss = model::parse_loss(cfg.train.loss, cfg.file + ": key 'train.loss'");
-  if (meta.is_precipitation() && loss != model::LossKind::kBernoulliGamma)
-    throw UsageError(cfg.origin("train.loss") + ": key 'train.loss' is " + cfg.train.loss + ", but " + store_path +
-                     " holds precipitation, which needs bernoulli_gamma");
-  if (!meta.is_precipitation() && loss == model::LossKind::kBernoulliGamma)
-    throw UsageError(cfg.origin("train.loss") + ": key 'train.loss' is bernoulli_gamma, but the predictand of " + store_path + " is " +
-                     meta.predictand + ", not precipitation (gaussian or mse)");
+  check_loss_fits_predictand(cfg, meta, store_path);
 
   // The net as train builds it, on one CPU thread: its shapes, not its speed.
   const model::ModelSpec spec = model_spec_for(cfg, meta);
@@ -83,6 +86,7 @@ std::string check_training(const Config& cfg, const std::string& store_path, con
   if (run_be) {
     model::apply_math_mode(*run_be, cfg.train.precision, false);
     out << "backend " << run_be->name() << " computes train.precision " << cfg.train.precision << "\n";
+    check_communicator_choice(cfg.run.communicator, *run_be);  // nccl on a CPU backend: exit 2, as train
   }
 
   // The batch script reads these lines: the device, to stop a cuda run in a job without GPUs before

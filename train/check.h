@@ -13,6 +13,11 @@ namespace ds {
 // The model the config asks for, on the store's grids (shared with train_model).
 model::ModelSpec model_spec_for(const Config& cfg, const StoreMeta& meta);
 
+// Precipitation is a Bernoulli-Gamma mixture, any other predictand a Gaussian (or its mean):
+// UsageError naming train.loss for another pairing, which predict would refuse after the whole
+// allocation was spent training it.
+void check_loss_fits_predictand(const Config& cfg, const StoreMeta& meta, const std::string& store_path);
+
 // Opens the store (read only), checks its splits, the loss against its predictand, builds the
 // net on the CPU and checks its output grid against the store's, and with `resume` that the
 // checkpoint to resume from exists; without it, an existing checkpoint_last.h5 is noted as

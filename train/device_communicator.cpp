@@ -7,20 +7,22 @@
 
 namespace ds {
 
+void check_communicator_choice(const std::string& choice, const model::Backend& be) {
+  if (choice != "auto" && choice != "nccl" && choice != "mpi")
+    throw UsageError("key 'run.communicator' is '" + choice + "', expected auto, mpi or nccl");
+  if (choice != "nccl") return;
+  if (be.name().rfind("cuda", 0) != 0)
+    throw UsageError("key 'run.communicator' is nccl but training runs on " + be.name() + " (NCCL needs run.device cuda)");
+  const std::string why_not = model::nccl_unavailable_reason();
+  if (!why_not.empty()) throw UsageError("key 'run.communicator' is nccl but NCCL cannot be used: " + why_not);
+}
+
 std::unique_ptr<Communicator> make_training_communicator(const std::string& choice, Communicator& host,
                                                          model::Backend& be, bool log) {
+  check_communicator_choice(choice, be);
   if (choice == "mpi") return nullptr;
-  if (choice != "auto" && choice != "nccl")
-    throw UsageError("key 'run.communicator' is '" + choice + "', expected auto, mpi or nccl");
   const bool on_gpu = be.name().rfind("cuda", 0) == 0;
-  if (choice == "nccl") {
-    if (!on_gpu)
-      throw UsageError("key 'run.communicator' is nccl but training runs on " + be.name() +
-                       " (NCCL needs run.device cuda)");
-    const std::string why_not = model::nccl_unavailable_reason();
-    if (!why_not.empty()) throw UsageError("key 'run.communicator' is nccl but NCCL cannot be used: " + why_not);
-    return model::make_nccl_communicator(host, be);
-  }
+  if (choice == "nccl") return model::make_nccl_communicator(host, be);
   if (host.size() < 2) return nullptr;
   // Every rank must choose the same (a rank on the CPU among GPU ranks included): NCCL only if it
   // can be used on all of them.

@@ -13,6 +13,11 @@
 
 namespace ds {
 
+// The checks of `choice` that need no collective (train --check makes them too): UsageError
+// for a value other than auto, mpi or nccl, for nccl on a backend that is not a GPU's, and for
+// nccl where NCCL cannot be used.
+void check_communicator_choice(const std::string& choice, const model::Backend& be);
+
 // nullptr: train with `host` itself. Collective over host's ranks. nccl where it cannot be used
 // (the CPU backend, no libnccl, an old plugin) is a UsageError naming the key and the reason.
 std::unique_ptr<Communicator> make_training_communicator(const std::string& choice, Communicator& host,

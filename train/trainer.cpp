@@ -294,6 +294,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   if (n_train == 0) throw InputError(store_path + ": the train split is empty");
   const auto& tc = cfg.train;
 
+  check_loss_fits_predictand(cfg, meta, store_path);
   const model::ModelSpec spec = model_spec_for(cfg, meta);
   const model::LossKind loss_kind = model::parse_loss(tc.loss, cfg.file + ": key 'train.loss'");
   const int64_t global_batch = int64_t(tc.batch_size) * host.size();
@@ -349,6 +350,18 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                    state.epoch + 1, state.step_in_epoch, steps_per_epoch);
     else
       spdlog::info("resuming from {} after epoch {}", last_path, state.epoch);
+    // A finished run resumed (a requeued job that had ended, --resume by hand): training on would
+    // rewrite its report with a run of no steps (0 samples/s) and append nothing to its metrics.
+    if (state.epoch >= tc.epochs && state.step_in_epoch == 0) {
+      if (root)
+        spdlog::info("{} holds all {} epochs of train.epochs {}: nothing to train; its checkpoints, metrics.csv and "
+                     "train_report.json are kept (raise train.epochs to train on)",
+                     last_path, state.epoch, tc.epochs);
+      TrainReport finished;
+      finished.already_done = true;
+      finished.epochs = state.epoch;
+      return finished;
+    }
   }
   // A checkpoint written mid-epoch: that epoch goes on from its next step, with the loss of the
   // steps done (the rng is the one before its shuffle, so the same order comes out).

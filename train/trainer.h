@@ -14,6 +14,9 @@ namespace ds {
 
 struct TrainReport {
   int epochs = 0;
+  // Resumed from a checkpoint that already holds every epoch of train.epochs: nothing trained,
+  // nothing written (the finished run's checkpoints, metrics and train_report.json stay).
+  bool already_done = false;
   double final_train_loss = 0, best_val_loss = 0;
   double mean_batch_s = 0, mean_epoch_s = 0, total_s = 0, samples_per_s = 0;  // samples_per_s: this rank's
   double total_samples_per_s = 0;  // all ranks together (= samples_per_s on one rank)

@@ -126,6 +126,10 @@ expect 2 "--set train.learning_rate=-0.001: key 'train.learning_rate'" -- train 
 expect 2 "key 'train' is given twice" -- train --check --config dup.yaml "${common[@]}"
 expect 3 "nowhere/preprocess/store.h5" -- train --check --config configs/demo.yaml "${common[@]}" --set run.dir=nowhere
 expect 2 "key 'train.loss' is gaussian" -- train --check --config configs/demo.yaml "${common[@]}" --set train.loss=gaussian
+# train itself refuses what --check refuses: the same loss, and NCCL on a CPU run.
+expect 2 "key 'train.loss' is gaussian" -- train --config configs/demo.yaml "${common[@]}" --set train.loss=gaussian
+expect 2 "NCCL needs run.device cuda" -- train --check --config configs/demo.yaml "${common[@]}" \
+  --set run.communicator=nccl --set run.device=cpu
 
 echo "== 5. absurd thread counts and epochs 0 in train itself"
 expect 2 "--set run.threads=100000: key 'run.threads'" -- train --config configs/demo.yaml "${common[@]}" \

@@ -77,12 +77,12 @@ out=runs/iberia_tas/predict/deepesd
 ds predict --set train.name=deepesd --set predict.predictors=runs/cmip5_historical/fetch
 mv $out/tas_cmip5_historical.nc hist_training.nc
 ds predict --set train.name=deepesd --set predict.predictors=runs/cmip5_historical/fetch --set predict.standardize=own
-mv $out/tas_cmip5_historical.nc hist_own.nc
+mv $out/tas_cmip5_historical_own.nc hist_own.nc
 ds predict --set train.name=deepesd --set predict.predictors=runs/cmip5_rcp85/fetch
 mv $out/tas_cmip5_rcp85.nc rcp85_training.nc
 ds predict --set train.name=deepesd --set predict.predictors=runs/cmip5_rcp85/fetch --set predict.standardize=own \
   --set predict.reference_predictors=runs/cmip5_historical/fetch
-mv $out/tas_cmip5_rcp85.nc rcp85_own.nc
+mv $out/tas_cmip5_rcp85_own.nc rcp85_own.nc
 
 /usr/bin/python3 - "$src/tests/data/iberia/EOBS_Iberia_tas.nc" <<'PY'
 import json, sys

@@ -4,8 +4,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <numeric>
 #include <functional>
 
+#include "io/calendar.h"
 #include "io/error.h"
 #include "io/fetch_manifest.h"
 #include "io/netcdf_file.h"
@@ -39,13 +41,13 @@ std::string message_of(const std::function<void()>& f) {
 
 // A fetched field as fetch writes it: (time, lat, lon), days since 1970-01-01, standard calendar.
 void write_fetched(const std::string& path, const std::string& var, const Grid& g, const std::vector<int64_t>& days,
-                   const std::function<float(size_t t, size_t k)>& value) {
+                   const std::function<float(size_t t, size_t k)>& value, const std::string& calendar = "standard") {
   fs::create_directories(fs::path(path).parent_path());
   NcFile nc = NcFile::create(path);
   const int dt = nc.def_dim("time", 0), dy = nc.def_dim("lat", g.lat.size()), dx = nc.def_dim("lon", g.lon.size());
   const int vt = nc.def_var("time", NC_DOUBLE, {dt});
   nc.put_att(vt, "units", "days since 1970-01-01");
-  nc.put_att(vt, "calendar", "standard");
+  nc.put_att(vt, "calendar", calendar);
   const int vy = nc.def_var("lat", NC_DOUBLE, {dy}), vx = nc.def_var("lon", NC_DOUBLE, {dx});
   const int vv = nc.def_var(var, NC_FLOAT, {dt, dy, dx});
   nc.put_att(vv, "units", "Pa");
@@ -64,9 +66,11 @@ void write_fetched(const std::string& path, const std::string& var, const Grid& 
 
 // A predictors-only fetch folder (predictand empty) with one surface field `psl`.
 void write_fetch_dir(const std::string& dir, const Grid& g, const std::vector<int64_t>& days,
-                     const std::function<float(size_t, size_t)>& value) {
-  write_fetched(dir + "/predictors/psl.nc", "psl", g, days, value);
+                     const std::function<float(size_t, size_t)>& value, const std::vector<int>& season = {},
+                     const std::string& calendar = "standard") {
+  write_fetched(dir + "/predictors/psl.nc", "psl", g, days, value, calendar);
   FetchManifest m;
+  m.season = season;
   FetchedFile f;
   f.name = "psl";
   f.variable = "psl";
@@ -185,6 +189,81 @@ TEST(NewPredictors, OwnClimatologyNeedsTheReferenceYearsInTheData) {
   // against the historical period's years would otherwise list twenty of them).
   const std::string runs = message_of([&] { NewPredictors p(d / "gcm", meta, {"own", YearRange{1990, 2003}}); });
   EXPECT_NE(runs.find("hold no day of 1990..1999, 2001..2003 (they hold days of 2000; "), std::string::npos) << runs;
+}
+
+// Winters fetched as DJF count in season-years for predict.reference_years, as for the store's
+// splits: [2001, 2001] is December 2000 to February 2001, not January, February and December
+// 2001. The value is 10 in December 2000 only, with a day-to-day wiggle, so the two readings
+// give different means.
+TEST(NewPredictors, ReferenceYearsOfAWinterRunAreSeasonYears) {
+  test::TempDir d;
+  const Grid g = Grid::from_spec(GridSpec{-10, -4, 36, 40, 2.0});
+  std::vector<int64_t> days;
+  for (const auto& [y, m] : std::vector<std::pair<int, int>>{{2000, 12}, {2001, 1}, {2001, 2}, {2001, 12}, {2002, 1}, {2002, 2}})
+    for (int day = 1; day <= days_in_month(y, m, Calendar::standard); ++day)
+      days.push_back(days_from_date({y, m, day}, Calendar::standard));
+  auto value = [&](size_t t) {
+    const Date dt = date_from_days(days[t], Calendar::standard);
+    return (dt.year == 2000 ? 10.0f : 0.0f) + static_cast<float>(t % 3);
+  };
+  write_fetch_dir(d / "gcm", g, days, [&](size_t t, size_t) { return value(t); }, {12, 1, 2});
+  const StoreMeta meta = meta_on(g, "nearest");
+  const NewPredictors own(d / "gcm", meta, {"own", YearRange{2001, 2001}});
+  // The expected statistics: the 90 days of season-year 2001, standard deviation with n - 1.
+  std::vector<double> ref;
+  for (size_t t = 0; t < 90; ++t) ref.push_back(value(t));
+  const double mean = std::accumulate(ref.begin(), ref.end(), 0.0) / ref.size();
+  double ss = 0;
+  for (double v : ref) ss += (v - mean) * (v - mean);
+  const double sd = std::sqrt(ss / (ref.size() - 1));
+  std::vector<float> x(days.size() * g.size());
+  own.read(0, days.size(), x.data());
+  for (size_t t : {size_t(0), size_t(40), size_t(100)})
+    EXPECT_NEAR(x[t * g.size()], (value(t) - mean) / sd, 1e-4) << t;  // float statistics: 1e-4 of a z
+  EXPECT_NE(own.standardization().find("season-years: DJF 2001 is Dec 2000 to Feb 2001"), std::string::npos)
+      << own.standardization();
+  // A year the run does not hold is named as a season-year.
+  const std::string msg = message_of([&] { NewPredictors p(d / "gcm", meta, {"own", YearRange{2003, 2003}}); });
+  EXPECT_NE(msg.find("they hold days of 2001..2002 as season-years"), std::string::npos) << msg;
+}
+
+// A scenario and its reference (the historical run) published as standard and
+// proleptic_gregorian: the same dates after 1582, so the pair is accepted; 360_day is not.
+TEST(NewPredictors, ReferencePredictorsOnTheOtherGregorianCalendarAreAccepted) {
+  test::TempDir d;
+  const Grid g = Grid::from_spec(GridSpec{-10, -4, 36, 40, 2.0});
+  std::vector<int64_t> days;
+  for (int64_t t = 10957; t < 10957 + 366; ++t) days.push_back(t);  // 2000
+  auto wiggle = [](size_t t, size_t k) { return static_cast<float>(1000 + k + (t % 5)); };
+  write_fetch_dir(d / "scenario", g, days, wiggle);
+  write_fetch_dir(d / "historical", g, days, wiggle, {}, "proleptic_gregorian");
+  write_fetch_dir(d / "other", g, days, wiggle, {}, "360_day");
+  const StoreMeta meta = meta_on(g, "nearest");
+  const NewPredictors p(d / "scenario", meta, {"own", YearRange{2000, 2000}, d / "historical"});
+  EXPECT_NE(p.standardization().find("historical"), std::string::npos);
+  const std::string msg = message_of([&] { NewPredictors q(d / "scenario", meta, {"own", YearRange{2000, 2000}, d / "other"}); });
+  EXPECT_NE(msg.find("360_day calendar"), std::string::npos) << msg;
+}
+
+// A gap in new predictors is filled by predict.fill, the store's policy when it is unset; the
+// message for a gap names predict.fill, the key that fills it, not preprocess.fill.
+TEST(NewPredictors, AGapIsFilledByPredictFillAndTheMessageNamesIt) {
+  test::TempDir d;
+  const Grid g = Grid::from_spec(GridSpec{-10, -4, 36, 40, 2.0});
+  std::vector<int64_t> days;
+  for (int64_t t = 10957; t < 10957 + 30; ++t) days.push_back(t);
+  write_fetch_dir(d / "gcm", g, days, [](size_t t, size_t k) { return t == 10 && k == 2 ? 1e20f : float(t); });
+  const StoreMeta meta = meta_on(g, "nearest");  // preprocess.fill: none
+  std::vector<float> x(days.size() * g.size());
+  const NewPredictors strict(d / "gcm", meta);
+  const std::string msg = message_of([&] { strict.read(0, days.size(), x.data()); });
+  EXPECT_NE(msg.find("missing value on 2000-01-11"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("set predict.fill to nearest_time or climatology"), std::string::npos) << msg;
+  NewPredictorOptions opt;
+  opt.fill = "nearest_time";
+  const NewPredictors filled(d / "gcm", meta, opt);
+  filled.read(0, days.size(), x.data());
+  EXPECT_FLOAT_EQ(x[10 * g.size() + 2], 9.0f);  // the earlier neighbour on a tie; mean 0, sd 1
 }
 
 TEST(NewPredictors, RealCmip5FilesOnTheIberiaGridWithOwnClimatology) {

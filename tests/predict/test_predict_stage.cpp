@@ -220,24 +220,45 @@ TEST(PredictStage, TwoNamedModelsOfATemperatureStoreArePredictedAndEvaluated) {
   }
 
   // GCM predictors on their own grid, standardized against their own 2001-2002 climatology:
-  // tas_<run>.nc with the GCM's days and calendar, and the standardization in the attributes.
+  // tas_<run>_own.nc with the GCM's days and calendar, and the standardization in the attributes.
   write_gcm_fetch(d / "gcm/fetch");
   const std::string gcm = base + " --set train.name=gauss --set predict.predictors=" + (d / "gcm/fetch");
   ASSERT_EQ(run("predict " + gcm + " --set predict.standardize=own --set predict.reference_years=[2001,2002]"), 0);
   {
-    const PredictandOutput p = read_predictand(d / "run/predict/gauss/tas_gcm.nc", "tas");
+    const PredictandOutput p = read_predictand(d / "run/predict/gauss/tas_gcm_own.nc", "tas");
     EXPECT_EQ(p.days.size(), 730u);
     EXPECT_EQ(p.calendar, "standard");
     EXPECT_EQ(p.lat.size(), size_t(kRows));
-    NcFile f = NcFile::open(d / "run/predict/gauss/tas_gcm.nc");
+    NcFile f = NcFile::open(d / "run/predict/gauss/tas_gcm_own.nc");
     EXPECT_NE(f.att_text(NC_GLOBAL, "predictor_standardization").find("own"), std::string::npos);
+    EXPECT_EQ(f.att_text(NC_GLOBAL, "predictors"), fs::weakly_canonical(d / "gcm/fetch").string());
   }
+  // The training standardization beside it, under its own name; a trailing slash names the same
+  // file, and a rerun from the same folder replaces it.
+  ASSERT_EQ(run("predict " + gcm + "/"), 0);
+  ASSERT_TRUE(fs::exists(d / "run/predict/gauss/tas_gcm.nc"));
+  EXPECT_TRUE(fs::exists(d / "run/predict/gauss/tas_gcm_own.nc"));
+  ASSERT_EQ(run("predict " + gcm), 0);
+  // Another model's run in a folder of the same name would take that file's place: refused
+  // (exit 2) unless predict.label names it apart.
+  fs::create_directories(d / "other");
+  fs::copy(d / "gcm", d / "other/gcm", fs::copy_options::recursive);
+  const std::string other = base + " --set train.name=gauss --set predict.predictors=" + (d / "other/gcm/fetch");
+  EXPECT_EQ(run("predict " + other), 2);
+  EXPECT_EQ(NcFile::open(d / "run/predict/gauss/tas_gcm.nc").att_text(NC_GLOBAL, "predictors"),
+            fs::weakly_canonical(d / "gcm/fetch").string());
+  ASSERT_EQ(run("predict " + other + " --set predict.label=other_gcm"), 0);
+  EXPECT_TRUE(fs::exists(d / "run/predict/gauss/tas_other_gcm.nc"));
+  // predict.label and predict.fill belong to new predictors: for the test split, exit 2.
+  EXPECT_EQ(run("predict " + base + " --set train.name=gauss --set predict.label=x"), 2);
+  EXPECT_EQ(run("predict " + base + " --set train.name=gauss --set predict.fill=nearest_time"), 2);
   // Reference years the GCM run does not hold: bad input, naming them.
   EXPECT_EQ(run("predict " + gcm + " --set predict.standardize=own --set predict.reference_years=[1990,2001]"), 3);
 
-  // A model whose loss does not fit the predictand is refused (bad input, exit 3).
-  ASSERT_EQ(run("train " + base + " --set train.name=bg --set train.epochs=1 --set train.loss=bernoulli_gamma"), 0);
-  EXPECT_EQ(run("predict " + base + " --set train.name=bg"), 3);
+  // A loss that does not fit the predictand is refused by train itself (exit 2, as train
+  // --check), before the allocation is spent on a model predict could not use.
+  EXPECT_EQ(run("train " + base + " --set train.name=bg --set train.epochs=1 --set train.loss=bernoulli_gamma"), 2);
+  EXPECT_FALSE(fs::exists(d / "run/train/bg/checkpoint_last.h5"));
   // A name that is no folder name is a configuration error.
   EXPECT_EQ(run("train " + base + " --set train.name=../x"), 2);
 }

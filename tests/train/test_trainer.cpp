@@ -21,9 +21,13 @@ using namespace ds;
 namespace {
 
 // A tiny store: 2 channels on 4 x 5, output 13 x 17, where rain falls where channel 0 is
-// positive (upsampled), so a small CNN can learn it. 96 train, 32 validation samples.
-std::string write_tiny_store(const test::TempDir& d) {
+// positive (upsampled), so a small CNN can learn it. 96 train, 32 validation samples. Another
+// `predictand` than pr labels the same values as a continuous variable (in degC), for the
+// Gaussian and MSE losses, which train accepts for such a predictand only.
+std::string write_tiny_store(const test::TempDir& d, const std::string& predictand = "pr") {
   StoreMeta m;
+  m.predictand = predictand;
+  if (predictand != "pr") m.predictand_units = "degC";
   m.channels = {"z@500", "hus@850"};
   for (int i = 0; i < 5; ++i) m.predictor_lon.push_back(-110 + 2 * i);
   for (int j = 0; j < 4; ++j) m.predictor_lat.push_back(30 + 2 * j);
@@ -49,7 +53,7 @@ std::string write_tiny_store(const test::TempDir& d) {
       t.push_back(static_cast<int64_t>(t.size()));
     }
   };
-  const std::string path = d / "store.h5";
+  const std::string path = d / (predictand == "pr" ? "store.h5" : "store_" + predictand + ".h5");
   StoreWriter w(path, m);
   std::vector<float> x, y, pr;
   std::vector<int64_t> t;
@@ -154,6 +158,37 @@ TEST(Trainer, ResumeIsBitIdentical) {
   EXPECT_EQ(csv_lines(d / "split/metrics.csv").size(), 7u);  // header + 6 epochs, none twice
 }
 
+// Resuming a run that already holds every epoch (a requeued job that had finished) trains
+// nothing and keeps its report, metrics and checkpoints as they were; a loss that does not fit
+// the predictand is refused before anything is written.
+TEST(Trainer, ResumingAFinishedRunKeepsItsReportAndAWrongLossIsRefused) {
+  test::TempDir d;
+  const auto store = write_tiny_store(d);
+  std::filesystem::create_directories(d / "run");
+  const TrainReport first = train_model(tiny_config(d / "c.yaml", 2), store, d / "run", false);
+  EXPECT_FALSE(first.already_done);
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string report = read(d / "run/train_report.json"), metrics = read(d / "run/metrics.csv");
+  std::filesystem::copy_file(d / "run/checkpoint_last.h5", d / "kept.h5");
+  const TrainReport again = train_model(tiny_config(d / "c.yaml", 2), store, d / "run", true);
+  EXPECT_TRUE(again.already_done);
+  EXPECT_EQ(read(d / "run/train_report.json"), report);
+  EXPECT_EQ(read(d / "run/metrics.csv"), metrics);
+  expect_same_checkpoints(d / "kept.h5", d / "run/checkpoint_last.h5");
+  // One epoch more trains that epoch.
+  EXPECT_FALSE(train_model(tiny_config(d / "c.yaml", 3), store, d / "run", true).already_done);
+  EXPECT_EQ(csv_lines(d / "run/metrics.csv").size(), 4u);
+
+  Config gaussian = tiny_config(d / "c.yaml", 1);
+  gaussian.train.loss = "gaussian";
+  std::filesystem::create_directories(d / "wrong");
+  EXPECT_THROW(train_model(gaussian, store, d / "wrong", false), UsageError);
+  EXPECT_FALSE(std::filesystem::exists(d / "wrong/checkpoint_last.h5"));
+}
+
 // train.data_on_device: the splits held in backend memory and batches gathered there give the
 // very batches read from the store each step: same weights, same losses, bit for bit.
 TEST(Trainer, DataOnDeviceIsBitIdenticalToPerStepReads) {
@@ -240,8 +275,9 @@ TEST(Trainer, LearningRateScheduleHookIsUsedEveryStep) {
 // rebuild the net (land mask in the spec), and the loss curves reach TensorBoard's file.
 TEST(Trainer, TrainsDeepEsdAndOtherLosses) {
   test::TempDir d;
-  const auto store = write_tiny_store(d);
+  const auto pr_store = write_tiny_store(d), tas_store = write_tiny_store(d, "tas");
   for (const std::string loss : {"bernoulli_gamma", "gaussian", "mse"}) {
+    const std::string& store = loss == "bernoulli_gamma" ? pr_store : tas_store;
     const std::string out = d / ("deepesd_" + loss);
     std::filesystem::create_directories(out);
     Config c = tiny_config(d / "c.yaml", 4);
