@@ -113,6 +113,8 @@ CoverageRegrid regrid_covering(RegridMethod m, const Grid& src, const Grid& dst,
   const RegridWeights cover = conservative ? RegridWeights() : conservative_weights(ext, dst, where);
   std::vector<Eigen::Triplet<double>> t;
   std::vector<std::string> uncovered;
+  size_t partial = 0;
+  double least = 1;
   auto real = [&](long col, int& j, int& i) {
     j = static_cast<int>(col / ext.nlon()) - slat, i = static_cast<int>(col % ext.nlon()) - wlon;
     return j >= 0 && j < src.nlat() && i >= 0 && i < src.nlon();
@@ -126,6 +128,7 @@ CoverageRegrid regrid_covering(RegridMethod m, const Grid& src, const Grid& dst,
       uncovered.push_back(point(dst.lon[row % dst.nlon()], dst.lat[row / dst.nlon()]));
       continue;
     }
+    if (covered < 1 - 1e-6) ++partial, least = std::min(least, covered);
     for (RegridWeights::InnerIterator it(we, row); it; ++it) {
       if (!real(it.col(), j, i)) {
         if (conservative) continue;
@@ -140,7 +143,7 @@ CoverageRegrid regrid_covering(RegridMethod m, const Grid& src, const Grid& dst,
                      " regridding)");
   RegridWeights w(static_cast<long>(dst.size()), static_cast<long>(src.size()));
   w.setFromTriplets(t.begin(), t.end());
-  return {std::move(w), conservative};
+  return {std::move(w), conservative, partial, least};
 }
 
 NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta, const NewPredictorOptions& opt)
@@ -150,6 +153,7 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
   const Grid xgrid = Grid::from_coords(meta.predictor_lon, meta.predictor_lat, "store predictor grid");
   const size_t HW = xgrid.size();
   std::string first_file;
+  bool partial_said = false;
   for (size_t c = 0; c < meta.channels.size(); ++c) {
     const std::string& name = meta.channels[c];
     const auto it = std::find_if(manifest.predictors.begin(), manifest.predictors.end(),
@@ -166,6 +170,15 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
     ch.file = std::make_unique<FetchedField>(path, it->variable);
     ch.file->set_valid_range(it->valid_min, it->valid_max);
     ch.regrid = regrid_covering(store_method(meta, name), ch.file->grid(), xgrid, ch.file->where() + " (predictor " + name + ")");
+    // Said once, for the first field it applies to (a run's fields share a grid): edge cells
+    // computed from part of their area differ from the training data's, which covered them.
+    if (ch.regrid.partial && !partial_said) {
+      partial_said = true;
+      spdlog::info("{}: {} of {} predictor-grid cells are only partly covered by the source grid {} (the least {:.0f} "
+                   "%): their values come from the covered part; a fetch box one source cell wider brings in the "
+                   "rest where the source has it",
+                   path, ch.regrid.partial, HW, ch.file->grid().describe(), 100 * ch.regrid.least_covered);
+    }
     ch.stats.mean.assign(meta.mean.begin() + c * HW, meta.mean.begin() + (c + 1) * HW);
     ch.stats.sd.assign(meta.sd.begin() + c * HW, meta.sd.begin() + (c + 1) * HW);
     channels_.push_back(std::move(ch));

@@ -44,6 +44,8 @@ struct NewPredictorOptions {
 struct CoverageRegrid {
   RegridWeights weights;
   bool renormalize = false;
+  size_t partial = 0;        // target cells the source covers only in part
+  double least_covered = 1;  // the smallest covered share of a target cell's area
 };
 CoverageRegrid regrid_covering(RegridMethod m, const Grid& src, const Grid& dst, const std::string& where);
 
