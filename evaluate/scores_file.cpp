@@ -6,6 +6,7 @@
 #include "io/calendar.h"
 #include "io/cf_axes.h"
 #include "io/error.h"
+#include "io/stop_signal.h"
 #include "io/netcdf_file.h"
 
 namespace ds {
@@ -211,6 +212,9 @@ void write_scores_file(const std::string& path, const ScoresFile& f) {
     if (!buf.empty()) nc.write(ids[i], {0, 0, 0}, {1, ny, nx}, buf.data());
   }
   nc.close();
+  // A stop request (Ctrl-C, Slurm's SIGTERM) that came while the file was written: the previous
+  // output stays, the new one is removed, and the stage exits 128 + the signal.
+  throw_if_stop_requested("writing " + path + "; the previous file is kept");
   file.commit();
 }
 

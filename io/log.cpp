@@ -47,7 +47,12 @@ void Progress::advance(int64_t n) {
   if (std::chrono::duration<double>(now - last_).count() < interval_ || done_ >= total_) return;
   last_ = now;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
-  const double left = done_ > 0 ? elapsed * (total_ - done_) / done_ : 0;
+  // Below 2 % done the rate is mostly start-up (the first box, the first batch): no estimate yet.
+  if (done_ * 50 < total_) {
+    spdlog::info("{}: {}/{} ({:.1f}%)", what_, done_, total_, 100.0 * done_ / total_);
+    return;
+  }
+  const double left = elapsed * (total_ - done_) / done_;
   spdlog::info("{}: {}/{} ({:.0f}%), {:.0f} s left", what_, done_, total_, 100.0 * done_ / total_, left);
 }
 

@@ -115,6 +115,9 @@ void write_precipitation(const std::string& path, const PrecipitationOutput& o) 
     }
   }
   nc.close();
+  // A stop request (Ctrl-C, Slurm's SIGTERM) that came while the file was written: the previous
+  // output stays, the new one is removed, and the stage exits 128 + the signal.
+  throw_if_stop_requested("writing " + path + "; the previous file is kept");
   file.commit();
 }
 

@@ -6,6 +6,7 @@
 #include "io/atomic_file.h"
 #include "io/cf_axes.h"
 #include "io/error.h"
+#include "io/stop_signal.h"
 #include "io/netcdf_file.h"
 
 namespace ds {
@@ -79,6 +80,9 @@ void write_predictand(const std::string& path, const PredictandOutput& o) {
     if (vs >= 0) nc.write(vs, {0, 0, 0}, {nt, ny, nx}, to_file(o.sd).data());
   }
   nc.close();
+  // A stop request (Ctrl-C, Slurm's SIGTERM) that came while the file was written: the previous
+  // output stays, the new one is removed, and the stage exits 128 + the signal.
+  throw_if_stop_requested("writing " + path + "; the previous file is kept");
   file.commit();
 }
 

@@ -37,6 +37,10 @@ namespace {
 
 void write_text(const std::string& path, const std::string& text) { write_file_atomically(path, text); }
 
+// A stop between the score files and the figures: say which outputs are this run's.
+constexpr const char* kMapsStopNote =
+    "drawing the figures; scores.json, scores.csv and scores.nc are written, the figures are an earlier run's";
+
 // evaluate/scores.nc: the per-box fields behind the report, on the prediction's grid and days.
 void write_scores_nc(const std::string& dir, const std::string& pred_path, const std::vector<double>& lat,
                      const std::vector<double>& lon, const std::vector<int64_t>& days, const std::string& calendar,
@@ -193,10 +197,14 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
 
   const std::string dir = paths.evaluate_dir();
   make_dirs(dir);
-  write_text(dir + "/scores.json", continuous_json(e, seasonal));
-  write_text(dir + "/scores.csv", continuous_csv(e, seasonal));
+  // scores.nc first (the long write, checked for a stop before it is renamed), then the small
+  // files: a stop before the maps leaves the three score files of this run together.
+  throw_if_stop_requested("scoring; nothing written");
   write_scores_nc(dir, pred_path, pred.lat, pred.lon, pred.days, pred.calendar,
                   continuous_score_fields(e, cf_standard_name(meta.predictand)), {}, std::move(season_fields));
+  write_text(dir + "/scores.json", continuous_json(e, seasonal));
+  write_text(dir + "/scores.csv", continuous_csv(e, seasonal));
+  throw_if_stop_requested(kMapsStopNote);
   const std::string& v = meta.predictand;
   const std::string& units = meta.predictand_units;
   // Maps and summary.png, annual and each season's (evaluate/evaluation_maps.h).
@@ -297,10 +305,12 @@ int run_evaluate(const Config& cfg) {
   }
   const std::string dir = paths.evaluate_dir();
   make_dirs(dir);
-  write_text(dir + "/scores.json", evaluation_json(e, seasonal));
-  write_text(dir + "/scores.csv", evaluation_csv(e, seasonal));
+  throw_if_stop_requested("scoring; nothing written");
   write_scores_nc(dir, pred_path, pred.lat, pred.lon, pred.days, pred.calendar, precipitation_score_fields(e),
                   {{"wet_day_threshold", "1 mm/day"}}, std::move(season_fields));
+  write_text(dir + "/scores.json", evaluation_json(e, seasonal));
+  write_text(dir + "/scores.csv", evaluation_csv(e, seasonal));
+  throw_if_stop_requested(kMapsStopNote);
 
   // Maps and summary.png, annual and each season's (evaluate/evaluation_maps.h).
   write_precipitation_maps(dir, {pred.lon, pred.lat}, cfg.file, e, seasonal);

@@ -61,13 +61,13 @@ using ReadSamples = std::function<void(size_t first, size_t n, float* x)>;
 
 // The network's output for `n` samples: (n, channels, H' x W'), NaN where the mask is 0.
 std::vector<float> run_network(model::Net& net, model::Backend& be, const StoreMeta& meta, size_t n, int channels,
-                               const ReadSamples& read, int batch_size) {
+                               const ReadSamples& read, int batch_size, const std::string& what = "predicted days") {
   const size_t hw = size_t(meta.Hy()) * meta.Wy(), xs = size_t(meta.C()) * meta.H() * meta.W();
   std::vector<float> out(n * channels * hw);
   model::Tensor x(be, {1, 1, 1, 1});
   std::vector<float> host_x;
   // A line every few seconds on long predictions (decades of GCM days on a CPU node).
-  Progress progress("predicted days", int64_t(n));
+  Progress progress(what, int64_t(n));
   for (size_t start = 0; start < n; start += batch_size) {
     throw_if_stop_requested("predicting day " + std::to_string(start) + " of " + std::to_string(n) +
                             "; nothing written");
@@ -367,6 +367,7 @@ int run_predict(const Config& cfg) {
     out.checkpoint = ckpt;
     out.config_file = cfg.file;
     out.attributes = attributes;
+    spdlog::info("writing {} ({} days)", nc_path, n);
     write_predictand(nc_path, out);
     if (new_inputs) {
       spdlog::info("wrote {} ({} days); no observations for these days, so no score", nc_path, n);
@@ -402,7 +403,9 @@ int run_predict(const Config& cfg) {
   if (cfg.predict.occurrence == "frequency") {
     const size_t nt = store.count("train");
     const BernoulliGammaParams train = bernoulli_gamma(
-        run_network(net, *be, meta, nt, 3, [&](size_t a, size_t k, float* x) { store.read_x("train", a, k, x); }, bs), hw);
+        run_network(net, *be, meta, nt, 3, [&](size_t a, size_t k, float* x) { store.read_x("train", a, k, x); }, bs,
+                    "training days, for the wet-day thresholds (predict.occurrence: frequency)"),
+        hw);
     std::vector<float> target(nt * hw);
     store.read_y("train", 0, nt, target.data());
     for (size_t i = 0; i < target.size(); ++i)
@@ -432,6 +435,8 @@ int run_predict(const Config& cfg) {
   out.checkpoint = ckpt;
   out.config_file = cfg.file;
   out.attributes = attributes;
+  spdlog::info("writing {} ({} days{})", nc_path, n,
+               out.members > 0 ? ", " + std::to_string(out.members) + " members" : std::string());
   write_precipitation(nc_path, out);
   if (new_inputs) {
     spdlog::info("wrote {} ({} days); no observations for these days, so no score", nc_path, n);
