@@ -60,10 +60,14 @@ std::string checkpoint_path(const Config& cfg) {
 using ReadSamples = std::function<void(size_t first, size_t n, float* x)>;
 
 // The network's output for `n` samples: (n, channels, H' x W'), NaN where the mask is 0.
+// `keep` >= 0 keeps that output channel only, (n, 1, H' x W'): the training pass of
+// occurrence: frequency needs p alone, a third of the memory (North America: 0.9 of 2.6 GB).
 std::vector<float> run_network(model::Net& net, model::Backend& be, const StoreMeta& meta, size_t n, int channels,
-                               const ReadSamples& read, int batch_size, const std::string& what = "predicted days") {
+                               const ReadSamples& read, int batch_size, const std::string& what = "predicted days",
+                               int keep = -1) {
   const size_t hw = size_t(meta.Hy()) * meta.Wy(), xs = size_t(meta.C()) * meta.H() * meta.W();
-  std::vector<float> out(n * channels * hw);
+  const size_t kept = keep < 0 ? size_t(channels) : 1;
+  std::vector<float> out(n * kept * hw);
   model::Tensor x(be, {1, 1, 1, 1});
   std::vector<float> host_x;
   // A line every few seconds on long predictions (decades of GCM days on a CPU node).
@@ -77,8 +81,12 @@ std::vector<float> run_network(model::Net& net, model::Backend& be, const StoreM
     x.reshape({static_cast<int>(nb), meta.C(), meta.H(), meta.W()});
     x.upload(host_x.data());
     const auto host = net.forward(x).to_host();
-    for (size_t i = 0; i < nb * channels; ++i)
-      for (size_t k = 0; k < hw; ++k) out[(start * channels + i) * hw + k] = meta.mask[k] ? host[i * hw + k] : NAN;
+    for (size_t i = 0; i < nb * channels; ++i) {
+      const size_t sample = start + i / channels, c = i % channels;
+      if (keep >= 0 && c != size_t(keep)) continue;
+      float* o = &out[(sample * kept + (keep < 0 ? c : 0)) * hw];
+      for (size_t k = 0; k < hw; ++k) o[k] = meta.mask[k] ? host[i * hw + k] : NAN;
+    }
     progress.advance(int64_t(nb));
   }
   return out;
@@ -141,8 +149,6 @@ BernoulliGammaParams bernoulli_gamma(const std::vector<float>& raw, size_t hw) {
   return b;
 }
 
-// New inputs get their own file, named after the run folder they were fetched into, so the
-// test-split prediction that `evaluate` reads is not overwritten.
 // The output of the test split is predict/<base>.nc; of new predictors predict/<base>_<label>.nc,
 // the label being predict.label, or else the fetch run's folder name (the folder above fetch/,
 // else the folder itself; a trailing slash does not count) with _own under standardize: own, so
@@ -341,7 +347,7 @@ int run_predict(const Config& cfg) {
   const int bs = cfg.train.batch_size;
   const Window win = observation_window(meta);
   if (n > 0 && device_check_applies(cfg.train.device_check, *be)) check_device_forward(net, *be, cfg, meta, n, read_inputs);
-  const std::vector<float> raw = run_network(net, *be, meta, n, channels, read_inputs, bs);
+  std::vector<float> raw = run_network(net, *be, meta, n, channels, read_inputs, bs);
   check_finite(raw, channels, meta, days, calendar, "network's output");
   if (inputs) inputs->report_outliers();
   const std::map<std::string, std::string> attributes{
@@ -395,6 +401,7 @@ int run_predict(const Config& cfg) {
   }
 
   const BernoulliGammaParams test = bernoulli_gamma(raw, hw);
+  std::vector<float>().swap(raw);  // its values are in `test` now
   const double shift = meta.wet_threshold;
   // Wet-day rule: p >= 0.5, or climate4R's per-box threshold that reproduces the training
   // period's observed wet-day frequency.
@@ -402,10 +409,10 @@ int run_predict(const Config& cfg) {
   std::string rule = "wet where p_wet >= 0.5, amount gamma_shape * gamma_scale + threshold";
   if (cfg.predict.occurrence == "frequency") {
     const size_t nt = store.count("train");
-    const BernoulliGammaParams train = bernoulli_gamma(
-        run_network(net, *be, meta, nt, 3, [&](size_t a, size_t k, float* x) { store.read_x("train", a, k, x); }, bs,
-                    "training days, for the wet-day thresholds (predict.occurrence: frequency)"),
-        hw);
+    BernoulliGammaParams train;  // p alone: the thresholds need no amounts
+    train.npoints = hw;
+    train.p = run_network(net, *be, meta, nt, 3, [&](size_t a, size_t k, float* x) { store.read_x("train", a, k, x); },
+                          bs, "training days, for the wet-day thresholds (predict.occurrence: frequency)", 0);
     std::vector<float> target(nt * hw);
     store.read_y("train", 0, nt, target.data());
     for (size_t i = 0; i < target.size(); ++i)
