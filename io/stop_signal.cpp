@@ -1,6 +1,7 @@
 #include "io/stop_signal.h"
 
 #include <signal.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -21,7 +22,15 @@ static_assert(std::atomic<int>::is_always_lock_free);
 
 void on_stop_signal(int signo) {
   int none = 0;
-  if (!g_signal.compare_exchange_strong(none, signo) && signo == SIGINT) {
+  if (g_signal.compare_exchange_strong(none, signo)) {
+    // Said at once (write(2) is async-signal-safe; the logger is not): a training step on a CPU
+    // can take half a minute, and a Ctrl-C that nothing acknowledges gets pressed again.
+    static const char kInt[] = "\ndownscale: SIGINT: stopping at the next safe point (Ctrl-C again quits at once)\n";
+    static const char kOther[] = "\ndownscale: stop signal received: stopping at the next safe point\n";
+    const bool interrupt = signo == SIGINT;
+    const ssize_t ignored = write(STDERR_FILENO, interrupt ? kInt : kOther, interrupt ? sizeof kInt - 1 : sizeof kOther - 1);
+    (void)ignored;
+  } else if (signo == SIGINT) {
     // Ctrl-C a second time: the user does not want to wait for the safe point.
     signal(SIGINT, SIG_DFL);
     raise(SIGINT);
