@@ -1,6 +1,7 @@
 #include "io/store_identity.h"
 
 #include <algorithm>
+#include <functional>
 #include <sstream>
 
 #include "io/sha256.h"
@@ -36,6 +37,36 @@ std::string store_identity(const StoreMeta& meta) {
   const int window[4] = {meta.obs_row0, meta.obs_col0, meta.obs_rows, meta.obs_cols};
   h.update(window, sizeof window);
   return h.hex();
+}
+
+std::string identity_parts(const StoreMeta& meta) {
+  auto part = [](const std::string& name, const std::function<void(Sha256&)>& add) {
+    Sha256 h;
+    add(h);
+    return name + "=" + h.hex().substr(0, 16);
+  };
+  const int window[4] = {meta.obs_row0, meta.obs_col0, meta.obs_rows, meta.obs_cols};
+  return join_commas({
+      part("channels", [&](Sha256& h) { h.update(join_commas(meta.channels)); }),
+      part("grids", [&](Sha256& h) {
+        h.update(meta.predictor_lon).update(meta.predictor_lat).update(meta.predictand_lon).update(meta.predictand_lat);
+      }),
+      part("statistics", [&](Sha256& h) { h.update(meta.mean).update(meta.sd); }),
+      part("mask", [&](Sha256& h) { h.update(meta.mask); }),
+      part("predictand and units", [&](Sha256& h) { h.update(meta.predictand).update(meta.predictand_units); }),
+      part("calendar", [&](Sha256& h) { h.update(meta.calendar); }),
+      part("observation window", [&](Sha256& h) { h.update(window, sizeof window); }),
+  });
+}
+
+std::vector<std::string> changed_identity_parts(const std::string& recorded, const std::string& now) {
+  std::vector<std::string> changed;
+  const auto was = split_commas(recorded), is = split_commas(now);
+  for (const std::string& item : is) {
+    if (std::find(was.begin(), was.end(), item) != was.end()) continue;
+    changed.push_back(item.substr(0, item.find('=')));
+  }
+  return changed;
 }
 
 StoreProvenance provenance_of(const StoreMeta& meta) {

@@ -21,6 +21,12 @@ struct StoreProvenance {
 };
 
 std::string store_identity(const StoreMeta& meta);
+// The identity's parts, each hashed on its own ("channels=1f2e...,grids=...,statistics=...,mask=...,
+// predictand=...,calendar=...,window=..."): the store's `identity_parts` attribute, so that a
+// store edited after preprocess is refused naming what was changed.
+std::string identity_parts(const StoreMeta& meta);
+// The names of the parts whose hash differs between two identity_parts texts ("calendar").
+std::vector<std::string> changed_identity_parts(const std::string& recorded, const std::string& now);
 std::string statistics_hash(const StoreMeta& meta);  // of /stats/mean and /stats/sd
 StoreProvenance provenance_of(const StoreMeta& meta);
 

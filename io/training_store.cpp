@@ -72,6 +72,7 @@ StoreWriter::StoreWriter(const std::string& path, const StoreMeta& meta, int def
   write_coordinates("/");
   attach_root_coordinates();
   file_.set_attr("/", "identity", store_identity(meta_));
+  file_.set_attr("/", "identity_parts", identity_parts(meta_));
 }
 
 // Named dimensions with coordinates for netCDF-4 and xarray (`xarray.open_dataset(store,
@@ -288,9 +289,21 @@ void StoreReader::check_consistency() const {
     expect(g + "/y", {n, Hy, Wy}, "/grid and " + g + "/time");
     expect(g + "/obs", {n, Hy, Wy}, "/grid and " + g + "/time");
   }
-  if (store_identity(meta_) != identity_)
-    throw InputError(path + ": its channels, grids, statistics or mask are not those its identity attribute was "
-                     "computed from (changed after preprocess?); rebuild it with `downscale preprocess`");
+  if (store_identity(meta_) != identity_) {
+    // What changed, where the store records its parts (stores written before 2026-11-24 do not).
+    std::string what = "its channels, grids, statistics or mask are";
+    if (file_.has_attr("/", "identity_parts")) {
+      const auto changed = changed_identity_parts(file_.attr_string("/", "identity_parts"), identity_parts(meta_));
+      if (!changed.empty()) {
+        what = "its";
+        for (size_t i = 0; i < changed.size(); ++i)
+          what += (i == 0 ? " " : i + 1 == changed.size() ? " and " : ", ") + changed[i];
+        what += changed.size() > 1 ? " are" : " is";
+      }
+    }
+    throw InputError(path + ": " + what + " not what its identity attribute was computed from (changed after "
+                     "preprocess?); rebuild it with `downscale preprocess`");
+  }
 }
 
 size_t StoreReader::count(const std::string& split) const {

@@ -6,8 +6,8 @@
 //                       "degC", ...), calendar (CF name of the day numbers' calendar),
 //                       obs_window (row0, col0, rows, cols), identity (SHA-256 of channels,
 //                       grids, statistics, mask, predictand, units, calendar and window:
-//                       io/store_identity.h), content_hash (SHA-256 of every split's x, y, obs
-//                       and time)
+//                       io/store_identity.h), identity_parts (each of those hashed alone, so an
+//                       edit is named), content_hash (SHA-256 of every split's x, y, obs and time)
 //   /grid/predictor_lon (W), /grid/predictor_lat (H): the model's input grid
 //   /grid/predictand_lon (W'), /grid/predictand_lat (H'): the model's output grid; the observation
 //                       grid sits in it at obs_window, the rest is padding the model's output rule

@@ -60,6 +60,13 @@ void set_root_attr(const std::string& path, const std::string& name, const std::
   H5Aclose(a), H5Sclose(space), H5Tclose(type), H5Fclose(f);
 }
 
+void remove_root_attr(const std::string& path, const std::string& name) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  H5Adelete(f, name.c_str());
+  H5Fclose(f);
+}
+
 std::string refusal(const std::string& path) {
   try {
     StoreReader r(path);
@@ -141,7 +148,19 @@ TEST(StoreReaderChecks, EditedMetadataBreaksTheIdentity) {
   test::TempDir d;
   const std::string path = write_store(d / "a.h5", small_meta(), 6);
   set_root_attr(path, "channels", "ta@850,z@500,hus@850");  // same count, another order
-  EXPECT_NE(refusal(path).find("not those its identity attribute was computed from"), std::string::npos);
+  std::string msg = refusal(path);
+  EXPECT_NE(msg.find(": its channels is not what its identity attribute was computed from"), std::string::npos) << msg;
+  // Each edit is named by what it changed (the store records its identity's parts).
+  const std::string other = write_store(d / "b.h5", small_meta(), 6);
+  set_root_attr(other, "predictand_units", "mm/h");
+  set_root_attr(other, "calendar", "noleap");
+  msg = refusal(other);
+  EXPECT_NE(msg.find(": its predictand and units and calendar are not what"), std::string::npos) << msg;
+  // A store written before the parts were recorded: the general message.
+  const std::string old = write_store(d / "c.h5", small_meta(), 6);
+  remove_root_attr(old, "identity_parts");
+  set_root_attr(old, "calendar", "noleap");
+  EXPECT_NE(refusal(old).find("its channels, grids, statistics or mask are not what"), std::string::npos);
 }
 
 TEST(StoreReaderChecks, ObservationWindowOutsideTheGridRefused) {
