@@ -182,11 +182,8 @@ void check_config(const Config& c, const KeyOrigin& origin) {
   if (c.predict.standardize != "own" && !c.predict.reference_predictors.empty())
     k.fail("predict.reference_predictors", "is only used with predict.standardize: own");
   if (!c.predict.fill.empty()) k.one_of("predict.fill", c.predict.fill, {"none", "nearest_time", "climatology"});
-  // The test split was filled by preprocess and is written to predict/<var>.nc.
-  if (c.predict.predictors.empty() && !c.predict.fill.empty())
-    k.fail("predict.fill", "applies to new predictors (predict.predictors); the test split was filled by preprocess.fill");
-  if (c.predict.predictors.empty() && !c.predict.label.empty())
-    k.fail("predict.label", "names the output of new predictors (predict.predictors); the test split's is <var>.nc");
+  // That both apply to new predictors only is predict's check (a config kept for GCM work names
+  // them while its other stages run).
   for (char ch : c.predict.label)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.')
       k.fail("predict.label", "is '" + c.predict.label + "': only letters, digits, '-', '_' and '.' (it names a file)");

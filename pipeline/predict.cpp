@@ -151,16 +151,17 @@ BernoulliGammaParams bernoulli_gamma(const std::vector<float>& raw, size_t hw) {
 
 // The output of the test split is predict/<base>.nc; of new predictors predict/<base>_<label>.nc,
 // the label being predict.label, or else the fetch run's folder name (the folder above fetch/,
-// else the folder itself; a trailing slash does not count) with _own under standardize: own, so
-// that a run's two standardizations do not replace each other.
+// else the folder itself; a trailing slash does not count), with _own after it under standardize:
+// own, so that a run's two standardizations do not replace each other.
 std::string product_path(const RunPaths& paths, const std::string& base, const Config::Predict& p) {
   if (p.predictors.empty()) return paths.predict_dir() + "/" + base + ".nc";
-  if (!p.label.empty()) return paths.predict_dir() + "/" + base + "_" + p.label + ".nc";
+  const std::string own = p.standardize == "own" ? "_own" : "";
+  if (!p.label.empty()) return paths.predict_dir() + "/" + base + "_" + p.label + own + ".nc";
   auto fetch_dir = std::filesystem::path(p.predictors).lexically_normal();
   if (fetch_dir.filename().empty()) fetch_dir = fetch_dir.parent_path();  // "runs/x/fetch/"
   const auto run_name =
       fetch_dir.filename() == "fetch" ? fetch_dir.parent_path().filename().string() : fetch_dir.filename().string();
-  return paths.predict_dir() + "/" + base + "_" + run_name + (p.standardize == "own" ? "_own" : "") + ".nc";
+  return paths.predict_dir() + "/" + base + "_" + run_name + own + ".nc";
 }
 
 // The folder new predictors were read from as the output's `predictors` attribute records it:
@@ -184,8 +185,10 @@ void check_not_replacing_other_run(const std::string& nc_path, const Config& cfg
   }
   if (held.empty() || predictors_folder(held) == predictors_folder(cfg.predict.predictors)) return;
   throw UsageError(nc_path + " holds the prediction from " + held + ", not from " + cfg.predict.predictors +
-                   " (" + cfg.origin("predict.predictors") + "): set predict.label to name this output " +
-                   "(predict/<variable>_<label>.nc), or move that file away to replace it");
+                   " (" + cfg.origin("predict.predictors") + "): " +
+                   (cfg.predict.label.empty() ? "set predict.label to name this output (predict/<variable>_<label>.nc)"
+                                              : "choose another predict.label than " + cfg.predict.label) +
+                   ", or move that file away to replace it");
 }
 
 // Warnings for new predictors unlike the training data in ways no unit or range check sees:
@@ -334,11 +337,18 @@ int run_predict(const Config& cfg) {
     spdlog::info("predicting {} days ({} calendar) from {}; {}", days.size(), calendar, cfg.predict.predictors,
                  standardization);
   } else {
+    // The test split was filled by preprocess and is written to predict/<var>.nc.
+    for (const auto& [key, value] : {std::pair<std::string, std::string>{"predict.fill", cfg.predict.fill},
+                                     {"predict.label", cfg.predict.label}})
+      if (!value.empty())
+        throw UsageError(cfg.origin(key) + ": " + key + " applies to new predictors (predict.predictors); the test "
+                         "split was filled by preprocess.fill and is written to predict/<variable>.nc");
     if (cfg.predict.standardize != "training")
       throw UsageError(cfg.origin("predict.standardize") + ": predict.standardize: own applies to new predictors (predict.predictors); the "
                        "test split is standardized with the training statistics");
     days = store.read_time("test");
-    if (days.empty()) throw UsageError(cfg.file + ": preprocess.test_years gave no test days; nothing to predict");
+    if (days.empty())
+      throw UsageError(cfg.origin("preprocess.test_years") + ": preprocess.test_years gave no test days; nothing to predict");
     read_inputs = [&](size_t a, size_t k, float* x) { store.read_x("test", a, k, x); };
     standardization = "training: the store's test split, standardized with the training statistics";
   }

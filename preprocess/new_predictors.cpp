@@ -175,8 +175,8 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
     if (ch.regrid.partial && !partial_said) {
       partial_said = true;
       spdlog::info("{}: {} of {} predictor-grid cells are only partly covered by the source grid {} (the least {:.0f} "
-                   "%): their values come from the covered part; a fetch box one source cell wider brings in the "
-                   "rest where the source has it",
+                   "%): their values come from the covered part (nearest: from the source cell at the edge); a fetch "
+                   "box one source cell wider brings in the rest where the source has it",
                    path, ch.regrid.partial, HW, ch.file->grid().describe(), 100 * ch.regrid.least_covered);
     }
     ch.stats.mean.assign(meta.mean.begin() + c * HW, meta.mean.begin() + (c + 1) * HW);
@@ -213,7 +213,13 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
     // (or a reanalysis), whose climatology would carry its own biases into these predictors.
     for (size_t c = 0; c < channels_.size(); ++c) {
       const Grid &a = channels_[c].file->grid(), &b = reference.channels_[c].file->grid();
-      if (a.lon != b.lon || a.lat != b.lat) {
+      auto same = [](const std::vector<double>& x, const std::vector<double>& y) {
+        if (x.size() != y.size()) return false;
+        for (size_t i = 0; i < x.size(); ++i)
+          if (std::fabs(x[i] - y[i]) > 1e-6) return false;  // float and double copies of one axis
+        return true;
+      };
+      if (!same(a.lon, b.lon) || !same(a.lat, b.lat)) {
         spdlog::warn("{}: predictor {} is on grid {} but its reference predictors ({}) on {}: the climatology of "
                      "another model or of a different fetch box standardizes these predictors (a scenario takes "
                      "its own model's historical run, fetched over the same box)",
@@ -331,9 +337,10 @@ void NewPredictors::report_outliers() const {
     if (!z_count_[c]) continue;
     const double mean = z_sum_[c] / static_cast<double>(z_count_[c]);
     if (std::fabs(mean) > kFarMean)
-      spdlog::warn("predictor {} averages {:+.1f} standard deviations from the training mean over the {} days "
-                   "predicted (more than {:g}): check that its file holds that variable at that level, in the units "
-                   "it says; a climate this far from the training period's is outside what the model learned",
+      spdlog::warn("predictor {} averages {:+.1f} standard deviations from the mean it is standardized with over "
+                   "the {} days predicted (more than {:g}): check that its file holds that variable at that level, "
+                   "in the units it says, and that its months are the training's; a climate this far from the "
+                   "training period's is outside what the model learned",
                    meta_.channels.at(c), mean, days_.size(), kFarMean);
   }
   if (!outliers_.count) return;

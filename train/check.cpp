@@ -31,7 +31,7 @@ model::ModelSpec model_spec_for(const Config& cfg, const StoreMeta& meta) {
 }
 
 void check_loss_fits_predictand(const Config& cfg, const StoreMeta& meta, const std::string& store_path) {
-  const model::LossKind loss = model::parse_loss(cfg.train.loss, cfg.file + ": key 'train.loss'");
+  const model::LossKind loss = model::parse_loss(cfg.train.loss, cfg.origin("train.loss") + ": key 'train.loss'");
   if (meta.is_precipitation() && loss != model::LossKind::kBernoulliGamma)
     throw UsageError(cfg.origin("train.loss") + ": key 'train.loss' is " + cfg.train.loss + ", but " + store_path +
                      " holds precipitation, which needs bernoulli_gamma");
@@ -86,7 +86,12 @@ std::string check_training(const Config& cfg, const std::string& store_path, con
   if (run_be) {
     model::apply_math_mode(*run_be, cfg.train.precision, false);
     out << "backend " << run_be->name() << " computes train.precision " << cfg.train.precision << "\n";
-    check_communicator_choice(cfg.run.communicator, *run_be);  // nccl on a CPU backend: exit 2, as train
+    // nccl on a CPU backend: exit 2, as train; but auto on a node without a GPU (a login node)
+    // says nothing of the job's nodes: a note.
+    if (cfg.run.communicator == "nccl" && cfg.run.device == "auto" && run_be->name().rfind("cuda", 0) != 0)
+      out << "note: run.communicator nccl needs GPUs, and run.device auto found none on this node\n";
+    else
+      check_communicator_choice(cfg.run.communicator, *run_be);
   }
 
   // The batch script reads these lines: the device, to stop a cuda run in a job without GPUs before

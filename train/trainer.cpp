@@ -296,7 +296,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
 
   check_loss_fits_predictand(cfg, meta, store_path);
   const model::ModelSpec spec = model_spec_for(cfg, meta);
-  const model::LossKind loss_kind = model::parse_loss(tc.loss, cfg.file + ": key 'train.loss'");
+  const model::LossKind loss_kind = model::parse_loss(tc.loss, cfg.origin("train.loss") + ": key 'train.loss'");
   const int64_t global_batch = int64_t(tc.batch_size) * host.size();
   const int64_t steps_per_epoch = (int64_t(n_train) + global_batch - 1) / global_batch;
   const LearningRateSchedule lr_at = scaled_learning_rate(
@@ -352,11 +352,19 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       spdlog::info("resuming from {} after epoch {}", last_path, state.epoch);
     // A finished run resumed (a requeued job that had ended, --resume by hand): training on would
     // rewrite its report with a run of no steps (0 samples/s) and append nothing to its metrics.
-    if (state.epoch >= tc.epochs && state.step_in_epoch == 0) {
+    // An early-stopped run is finished too (its patience ran out), unless patience was raised.
+    const bool all_epochs = state.epoch >= tc.epochs;
+    const bool stopped_early = tc.patience > 0 && state.epochs_without_improvement >= tc.patience;
+    if ((all_epochs || stopped_early) && state.step_in_epoch == 0) {
       if (root)
-        spdlog::info("{} holds all {} epochs of train.epochs {}: nothing to train; its checkpoints, metrics.csv and "
-                     "train_report.json are kept (raise train.epochs to train on)",
-                     last_path, state.epoch, tc.epochs);
+        spdlog::info("{} {}: nothing to train; its checkpoints, metrics.csv and train_report.json are kept (raise {} "
+                     "to train on)",
+                     last_path,
+                     all_epochs ? fmt::format("holds all {} epochs of train.epochs {}", state.epoch, tc.epochs)
+                                : fmt::format("stopped early after epoch {} (no improvement for train.patience {} "
+                                              "epochs)",
+                                              state.epoch, tc.patience),
+                     all_epochs ? "train.epochs" : "train.patience");
       TrainReport finished;
       finished.already_done = true;
       finished.epochs = state.epoch;

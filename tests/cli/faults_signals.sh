@@ -177,26 +177,31 @@ fi
 
 # A stop that arrives while an output is written (the last safe point is just before its rename):
 # the previous output stays as it was, nothing new is renamed into place, and the exit says so.
+# A replaced file is renamed into place: a new inode (two runs may write the same bytes).
+inode() { stat -c %i "$1"; }
 echo "== predict: SIGTERM while precipitation.nc is written; the previous file stays"
-before=$(md5sum <runs/full/predict/precipitation.nc)
+before=$(inode runs/full/predict/precipitation.nc)
 if start_waiting predict3.log "writing runs/full/predict/precipitation.nc; " ds predict --set run.dir=runs/full; then
   kill -TERM $pid; finish $pid
   expect_interrupted "predict while writing" predict3.log 143 SIGTERM runs/full/predict
-  [[ $(md5sum <runs/full/predict/precipitation.nc) == "$before" ]] || fail "predict: the previous precipitation.nc was replaced"
+  [[ $(inode runs/full/predict/precipitation.nc) == "$before" ]] || fail "predict: the previous precipitation.nc was replaced"
 fi
 
 echo "== evaluate: SIGTERM after scoring, and between the score files and the figures"
 ds evaluate --set run.dir=runs/full >evaluate2.log 2>&1 || { cat evaluate2.log; exit 1; }
-before=$(md5sum <runs/full/evaluate/scores.json)
+before=$(inode runs/full/evaluate/scores.json)
 if start_waiting evaluate3.log "scoring; nothing written" ds evaluate --set run.dir=runs/full; then
   kill -TERM $pid; finish $pid
   expect_interrupted "evaluate after scoring" evaluate3.log 143 SIGTERM runs/full/evaluate
-  [[ $(md5sum <runs/full/evaluate/scores.json) == "$before" ]] || fail "evaluate: scores.json was replaced"
+  [[ $(inode runs/full/evaluate/scores.json) == "$before" ]] || fail "evaluate: scores.json was replaced"
 fi
+scores=$(inode runs/full/evaluate/scores.nc) summary=$(inode runs/full/evaluate/summary.png)
 if start_waiting evaluate4.log "drawing the figures" ds evaluate --set run.dir=runs/full; then
   kill -TERM $pid; finish $pid
   expect_interrupted "evaluate before the figures" evaluate4.log 143 SIGTERM runs/full/evaluate
   grep -q "scores.json, scores.csv and scores.nc are written" evaluate4.log || fail "evaluate: the stop does not say what was written"
+  [[ $(inode runs/full/evaluate/scores.nc) != "$scores" ]] || fail "evaluate: scores.nc was not written before the figures"
+  [[ $(inode runs/full/evaluate/summary.png) == "$summary" ]] || fail "evaluate: summary.png was replaced after the stop"
 fi
 
 [[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }

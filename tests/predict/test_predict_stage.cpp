@@ -249,16 +249,22 @@ TEST(PredictStage, TwoNamedModelsOfATemperatureStoreArePredictedAndEvaluated) {
             fs::weakly_canonical(d / "gcm/fetch").string());
   ASSERT_EQ(run("predict " + other + " --set predict.label=other_gcm"), 0);
   EXPECT_TRUE(fs::exists(d / "run/predict/gauss/tas_other_gcm.nc"));
+  // Under a label too, the two standardizations keep apart (_own after the label).
+  ASSERT_EQ(run("predict " + other + " --set predict.label=other_gcm --set predict.standardize=own "
+                "--set predict.reference_years=[2001,2002]"), 0);
+  EXPECT_TRUE(fs::exists(d / "run/predict/gauss/tas_other_gcm_own.nc"));
   // predict.label and predict.fill belong to new predictors: for the test split, exit 2.
   EXPECT_EQ(run("predict " + base + " --set train.name=gauss --set predict.label=x"), 2);
   EXPECT_EQ(run("predict " + base + " --set train.name=gauss --set predict.fill=nearest_time"), 2);
+  // A config kept for GCM work names them while its other stages run: no error there.
+  EXPECT_EQ(run("evaluate " + base + " --set train.name=gauss --set predict.fill=nearest_time --set predict.label=x"), 0);
   // Reference years the GCM run does not hold: bad input, naming them.
   EXPECT_EQ(run("predict " + gcm + " --set predict.standardize=own --set predict.reference_years=[1990,2001]"), 3);
 
   // A loss that does not fit the predictand is refused by train itself (exit 2, as train
   // --check), before the allocation is spent on a model predict could not use.
   EXPECT_EQ(run("train " + base + " --set train.name=bg --set train.epochs=1 --set train.loss=bernoulli_gamma"), 2);
-  EXPECT_FALSE(fs::exists(d / "run/train/bg/checkpoint_last.h5"));
+  EXPECT_FALSE(fs::exists(d / "run/train/bg"));
   // A name that is no folder name is a configuration error.
   EXPECT_EQ(run("train " + base + " --set train.name=../x"), 2);
 }

@@ -182,6 +182,16 @@ TEST(Trainer, ResumingAFinishedRunKeepsItsReportAndAWrongLossIsRefused) {
   EXPECT_FALSE(train_model(tiny_config(d / "c.yaml", 3), store, d / "run", true).already_done);
   EXPECT_EQ(csv_lines(d / "run/metrics.csv").size(), 4u);
 
+  // A run early stopping ended is finished too: resumed with the same patience, nothing is trained.
+  Config patient = tiny_config(d / "c.yaml", 40);
+  patient.train.patience = 1;
+  std::filesystem::create_directories(d / "early");
+  train_model(patient, store, d / "early", false);
+  const size_t epochs_run = csv_lines(d / "early/metrics.csv").size() - 1;
+  ASSERT_LT(epochs_run, 40u) << "no early stop: the test needs one";
+  EXPECT_TRUE(train_model(patient, store, d / "early", true).already_done);
+  EXPECT_EQ(csv_lines(d / "early/metrics.csv").size() - 1, epochs_run);
+
   Config gaussian = tiny_config(d / "c.yaml", 1);
   gaussian.train.loss = "gaussian";
   std::filesystem::create_directories(d / "wrong");
