@@ -295,9 +295,11 @@ section_curves() {
   # reference step again (without skips, step i with step i). Prints the largest relative
   # difference over the steps both have, then $1's first and last loss and $2's at the same two
   # update counts (the fall compared below).
+  # Only loss_<step> lines: FP16's curve also ends with loss_scale (2026-11-24 on an H100 that
+  # line was read as the last step's loss, 65536, and failed a curve that matched FP32's).
   aligned() {
-    awk 'FNR == NR { if ($1 ~ /^loss_/) ref[substr($1, 6) + 0] = $2; next }
-         $1 ~ /^loss_/ { loss[n++] = $2 }
+    awk 'FNR == NR { if ($1 ~ /^loss_[0-9]+$/) ref[substr($1, 6) + 0] = $2; next }
+         $1 ~ /^loss_[0-9]+$/ { loss[n++] = $2 }
          $1 ~ /^skip_/ { skip[substr($1, 6) + 0] = 1 }
          END { m = 0; u = 0
                for (i = 0; i < n; i++) {

@@ -47,13 +47,36 @@ size_t find_workspace_bytes() {
 // beyond TF32: see docs/gpu.md, math mode). fma_first (FP32 mode) puts FMA-math entries before
 // the others (the descriptor asks for FMA math anyway; this keeps a list that ranks a tensor-core
 // variant first from choosing an algorithm for it); fma_only drops the others (Find in FP32 mode).
+//
+// FP32 mode also drops the algorithms that convolve in a transformed domain (FFT, FFT tiling,
+// Winograd): they round in the transform, not as FP32 products and sums do. Measured on an H100
+// (cuDNN 9.19, 2026-11-24): with them, MNN's FP32 step at batch 32 on the North America shapes
+// differed from the CPU's FP32 one by 1.1e-2 to 1.3e-2 (relative L2) in the first convolutions'
+// weight gradients (sums over batch and grid whose terms mostly cancel, so the transforms' error
+// of about 1e-4 weighs a hundred times more), against 3.5e-3 with the weight gradient alone by
+// cuBLAS; train.precision fp32 promises plain FP32, and the device check's FP32 rerun relies on it.
+// TF32 and the 16-bit modes keep every algorithm: their own rounding is larger than the transforms'.
+bool transform_algorithm(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool transform_algorithm(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool transform_algorithm(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
 template <typename Perf>
 std::vector<ConvChoice> usable_choices(const Perf* perf, int n, bool fma_first, bool fma_only, size_t max_workspace,
                                        bool timed) {
   std::vector<ConvChoice> first, rest;  // FP32 mode: FMA math, then the others; else one list
+  const bool fp32 = fma_first || fma_only;
   for (int i = 0; i < n; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > max_workspace ||
-        perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+        perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION || (fp32 && transform_algorithm(perf[i].algo)))
       continue;
     const bool later = (fma_first || fma_only) && perf[i].mathType != CUDNN_FMA_MATH;
     (later ? rest : first).push_back(ConvChoice{int(perf[i].algo), int(perf[i].mathType), perf[i].memory, timed});

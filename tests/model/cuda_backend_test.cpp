@@ -900,17 +900,21 @@ TEST_F(ModelCuda, DemoNetLossCurvesBf16Fp16FollowFp32) {
 }
 
 // 16-bit activations on the GPU (DOWNSCALE_CUDA_ACTIVATIONS16=1, NCHW): MNN's two steps with its
-// activations held in BF16/FP16 from the first convolution to the head's input, against the same
-// backend with FP32 activations (Net::set_activations16(false)), then an inference forward (the
-// reused slots, as predict runs). The head both on the narrow FP32 kernels (its 16-bit input
-// widened) and on cuDNN (DOWNSCALE_CUDA_NARROW=1 / 0), and the branches on five streams. Not bit
-// for bit as on the CPU: the narrow head reads the widened input where it read the FP32 output,
-// and the 16-bit-input plans time their own algorithms (no GEMM weight gradient). So within the
-// mode's tolerance (kHalfModes: 2e-2 bf16, 2e-3 fp16 of each tensor's largest value). The update
-// is plain SGD: Adam's first step moves every weight by about the rate whatever the gradient's
-// size, so a near-zero gradient of the other sign would move a weight by twice the rate.
-// Also copy_channels16 (odd sizes and offset) and relu_backward16 (zeros, negatives, NaN,
-// subnormals) against the host bodies.
+// activations held in BF16/FP16 from the first convolution to the head's input (A), against the
+// same 16-bit math with FP32 activations (B, Net::set_activations16(false)) and against FP32 math
+// (R), then an inference forward (the reused slots, as predict runs). The head both on the narrow
+// FP32 kernels (its 16-bit input widened) and on cuDNN (DOWNSCALE_CUDA_NARROW=1 / 0), and the
+// branches on five streams. The update is plain SGD: Adam's first step moves every weight by about
+// the rate whatever the gradient's size.
+// Not element by element against B: on an H100 (2026-11-24) A and B differed by up to 5 % of a
+// tensor's largest value in the weight gradients, in every setting. Both round to 16 bits, at
+// different places (B's narrow head reads the FP32 output A stores rounded; B's 16-bit-input
+// plans cast where A's read; their cuDNN algorithms are timed apart), and the weight gradient of
+// a first convolution is a sum whose terms mostly cancel, so one rounding's difference weighs
+// tens of times more there (train/device_check.cpp measured the same on MNN). What 16-bit
+// activations must not do is add error of their own: each tensor of A stays as close to R (FP32
+// math) as B does, relative L2 within 2 x B's distance plus the mode's unit roundoff x 4
+// (bf16 2^-9 x 4 = 7.8e-3, fp16 2^-12 x 4 = 9.8e-4), and within the device check's tolerance of R.
 TEST_F(ModelCuda, Activations16StepFollowsFp32Activations) {
   const ScopedEnv on("DOWNSCALE_CUDA_ACTIVATIONS16", "1"), nchw("DOWNSCALE_CUDA_LAYOUT", "nchw"),
       fused("DOWNSCALE_CUDA_FUSE16", nullptr);
@@ -924,16 +928,24 @@ TEST_F(ModelCuda, Activations16StepFollowsFp32Activations) {
     const char* narrow;
     const char* lanes;
   };
+  const auto rel_l2 = [](const std::vector<float>& got, const std::vector<float>& ref) {
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      diff += (double(got[i]) - ref[i]) * (double(got[i]) - ref[i]);
+      norm += double(ref[i]) * ref[i];
+    }
+    return norm > 0 ? std::sqrt(diff / norm) : (diff > 0 ? 1.0 : 0.0);
+  };
   for (const Setting& set : {Setting{"1", "0"}, Setting{"0", "0"}, Setting{nullptr, "5"}}) {
     const ScopedEnv narrow("DOWNSCALE_CUDA_NARROW", set.narrow), lanes("DOWNSCALE_CUDA_LANES", set.lanes);
     const std::string where = std::string("narrow ") + (set.narrow ? set.narrow : "timed") + ", lanes " + set.lanes;
     auto be = make_cuda_backend(0);
     EXPECT_EQ(be->activation_dtype(), DType::kF32) << "FP32/TF32 math has no 16-bit activations";
     for (const HalfMode& m : kHalfModes) {
-      ASSERT_TRUE(be->set_math(m.mode));
       const DType t = m.mode == MathMode::kBf16 ? DType::kBf16 : DType::kF16;
-      ASSERT_EQ(be->activation_dtype(), t) << m.name;
-      auto steps = [&](bool act16) {
+      const float loss_scale = m.mode == MathMode::kFp16 ? 1024.0f : 1.0f;  // R too: the same scaled gradients
+      auto steps = [&](MathMode mode, bool act16) {
+        EXPECT_TRUE(be->set_math(mode));
         Net net(spec, *be);
         net.init(7);
         net.set_activations16(act16);
@@ -945,11 +957,11 @@ TEST_F(ModelCuda, Activations16StepFollowsFp32Activations) {
         x.upload(random_values(size_t(x.size()), 11).data());
         y.upload(yv.data());
         be->fill(mask.data(), mask.size(), 1.0f);
-        const float loss_scale = m.mode == MathMode::kFp16 ? 1024.0f : 1.0f;
         std::vector<std::vector<float>> out;
         for (int step = 0; step < 2; ++step) {
           const Tensor& o = net.forward(x);
-          EXPECT_EQ(net.activation_dtype("up2_conv1"), act16 ? t : DType::kF32) << m.name << ", " << where;
+          EXPECT_EQ(net.activation_dtype("up2_conv1"), act16 && mode == m.mode ? t : DType::kF32)
+              << m.name << ", " << where;
           out.push_back(o.to_host());
           out.push_back({float(bernoulli_gamma_loss(*be, o, y, mask, &d))});
           be->scale(d.size(), loss_scale, d.data());
@@ -963,10 +975,24 @@ TEST_F(ModelCuda, Activations16StepFollowsFp32Activations) {
         out.push_back(net.forward(x).to_host());
         return out;
       };
-      const auto got = steps(true), want = steps(false);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i)
-        test::expect_close(want[i], got[i], m.tol, std::string(m.name) + ", " + where + ": tensor " + std::to_string(i));
+      const auto a = steps(m.mode, true), b = steps(m.mode, false), r = steps(MathMode::kFp32, false);
+      ASSERT_EQ(a.size(), b.size());
+      ASSERT_EQ(a.size(), r.size());
+      const double unit = m.mode == MathMode::kBf16 ? 1.0 / 512 : 1.0 / 4096;
+      const double check_tol = m.mode == MathMode::kBf16 ? 0.3 : 0.1;  // train/device_check.cpp's
+      double worst_a = 0, worst_b = 0, worst_ab = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        const double ar = rel_l2(a[i], r[i]), br = rel_l2(b[i], r[i]);
+        worst_a = std::max(worst_a, ar);
+        worst_b = std::max(worst_b, br);
+        worst_ab = std::max(worst_ab, rel_l2(a[i], b[i]));
+        EXPECT_LE(ar, 2 * br + 4 * unit) << m.name << ", " << where << ": tensor " << i << " (A-R " << ar << ", B-R "
+                                         << br << ")";
+        EXPECT_LE(ar, check_tol) << m.name << ", " << where << ": tensor " << i;
+      }
+      std::printf("%s, %s: relative L2 against FP32 math, worst tensor: 16-bit activations %.3g, FP32 activations "
+                  "%.3g; between the two %.3g\n",
+                  m.name, where.c_str(), worst_a, worst_b, worst_ab);
     }
   }
   // The two 16-bit ops on their own: 3 channels of 3 x 5 (odd) at channel offset 1 of 7.
