@@ -477,6 +477,13 @@ section_e2e() {
            > "$work/na_train_$dod" 2>&1; then
         say "train.data_on_device $dod: $(grep -oE 'training data in .*|batches read from the store.*' "$work/na_train_$dod" | head -1)"
         say "  $(grep -oE 'mean batch time .*' "$work/na_train_$dod" | tail -1)"
+        # The issue's target from the trainer's own step rate (it queues steps without a
+        # synchronization between them, as bench_train_step's timed calls have: on an H100 on
+        # 2026-11-24, 1832 samples/s here against the benchmark's 1463).
+        local sps
+        sps=$(grep -oE '[0-9.]+ samples/s in the training steps' "$work/na_train_$dod" | tail -1 | cut -d' ' -f1)
+        [[ -n $sps ]] && say "  200 North America epochs (8,766 samples each) at this run's $sps samples/s: $(awk -v s="$sps" \
+          'BEGIN {printf "%.1f", 200 * 8766 / s / 60}') minutes of training steps (validation and checkpoints not counted; target: under 15)"
         say "  $(grep -oE 'device check (passed|failed).*' "$work/na_train_$dod" | head -1)"
         grep -E 'epoch [0-9]+/' "$work/na_train_$dod" | sed 's/^/  /' > "$work/na_epochs_$dod"; block "$work/na_epochs_$dod"
       else
