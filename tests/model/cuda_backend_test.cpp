@@ -913,8 +913,12 @@ TEST_F(ModelCuda, DemoNetLossCurvesBf16Fp16FollowFp32) {
 // a first convolution is a sum whose terms mostly cancel, so one rounding's difference weighs
 // tens of times more there (train/device_check.cpp measured the same on MNN). What 16-bit
 // activations must not do is add error of their own: each tensor of A stays as close to R (FP32
-// math) as B does, relative L2 within 2 x B's distance plus the mode's unit roundoff x 4
-// (bf16 2^-9 x 4 = 7.8e-3, fp16 2^-12 x 4 = 9.8e-4), and within the device check's tolerance of R.
+// math) as B does, relative L2 within 2 x B's distance plus twice the mode's unit roundoff
+// (bf16 2 x 2^-8 = 7.8e-3, fp16 2 x 2^-11 = 9.8e-4), and within the device check's tolerance of R.
+// Measured there: the worst tensor (a first convolution's weight gradient) 0.138-0.145 from R on
+// both paths in BF16, 0.048-0.054 in FP16; so in those few gradients the bound lets a fault double
+// the error, while the tensors close to R (the outputs and the loss) are held
+// tightly.
 TEST_F(ModelCuda, Activations16StepFollowsFp32Activations) {
   const ScopedEnv on("DOWNSCALE_CUDA_ACTIVATIONS16", "1"), nchw("DOWNSCALE_CUDA_LAYOUT", "nchw"),
       fused("DOWNSCALE_CUDA_FUSE16", nullptr);
@@ -978,7 +982,7 @@ TEST_F(ModelCuda, Activations16StepFollowsFp32Activations) {
       const auto a = steps(m.mode, true), b = steps(m.mode, false), r = steps(MathMode::kFp32, false);
       ASSERT_EQ(a.size(), b.size());
       ASSERT_EQ(a.size(), r.size());
-      const double unit = m.mode == MathMode::kBf16 ? 1.0 / 512 : 1.0 / 4096;
+      const double unit = m.mode == MathMode::kBf16 ? 1.0 / 256 : 1.0 / 2048;  // unit roundoff
       const double check_tol = m.mode == MathMode::kBf16 ? 0.3 : 0.1;  // train/device_check.cpp's
       double worst_a = 0, worst_b = 0, worst_ab = 0;
       for (size_t i = 0; i < a.size(); ++i) {
@@ -986,7 +990,7 @@ TEST_F(ModelCuda, Activations16StepFollowsFp32Activations) {
         worst_a = std::max(worst_a, ar);
         worst_b = std::max(worst_b, br);
         worst_ab = std::max(worst_ab, rel_l2(a[i], b[i]));
-        EXPECT_LE(ar, 2 * br + 4 * unit) << m.name << ", " << where << ": tensor " << i << " (A-R " << ar << ", B-R "
+        EXPECT_LE(ar, 2 * br + 2 * unit) << m.name << ", " << where << ": tensor " << i << " (A-R " << ar << ", B-R "
                                          << br << ")";
         EXPECT_LE(ar, check_tol) << m.name << ", " << where << ": tensor " << i;
       }
