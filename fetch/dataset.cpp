@@ -89,10 +89,16 @@ std::string find_definition(const std::string& name_or_path, const std::string& 
   }
   const fs::path cfg_dir = fs::path(config_file).parent_path();
   // Beside the run config, then under the working folder, then the shipped ones (a config
-  // copied elsewhere still finds them). A config in configs/ makes the first two one folder:
-  // each is looked in, and named in the error, once.
+  // copied elsewhere still finds them): the bundle's configs/datasets beside its bin/ (a bundle
+  // runs where the build's source folder does not exist), then the source folder's. A config in
+  // configs/ makes the first two one folder: each is looked in, and named in the error, once.
+  std::vector<fs::path> candidates{cfg_dir / "datasets", fs::path("configs") / "datasets"};
+  std::error_code ec;
+  const fs::path beside = fs::read_symlink("/proc/self/exe", ec).parent_path().parent_path() / "configs" / "datasets";
+  if (!ec && fs::is_directory(beside, ec)) candidates.push_back(beside);
+  candidates.push_back(fs::path(DOWNSCALE_DATASETS_DIR));
   std::vector<fs::path> folders;
-  for (const fs::path& dir : {cfg_dir / "datasets", fs::path("configs") / "datasets", fs::path(DOWNSCALE_DATASETS_DIR)}) {
+  for (const fs::path& dir : candidates) {
     const auto same = [&](const fs::path& seen) {
       std::error_code ec1, ec2;
       const fs::path a = fs::weakly_canonical(seen, ec1), b = fs::weakly_canonical(dir, ec2);

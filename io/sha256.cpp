@@ -2,6 +2,9 @@
 
 #include <openssl/evp.h>
 
+#include <fstream>
+#include <vector>
+
 #include "io/error.h"
 
 namespace ds {
@@ -31,6 +34,19 @@ std::string Sha256::hex() {
   std::string out;
   for (unsigned i = 0; i < len; ++i) out += digits[md[i] >> 4], out += digits[md[i] & 15];
   return out;
+}
+
+std::string file_sha256(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot be read");
+  Sha256 h;
+  std::vector<char> buf(size_t(1) << 20);
+  while (in) {
+    in.read(buf.data(), std::streamsize(buf.size()));
+    if (in.gcount() > 0) h.update(buf.data(), size_t(in.gcount()));
+  }
+  if (in.bad()) throw InputError(path + ": read error");
+  return h.hex();
 }
 
 }  // namespace ds

@@ -29,4 +29,7 @@ class Sha256 {
   evp_md_ctx_st* ctx_ = nullptr;
 };
 
+// The SHA-256 of a file's bytes (hex); throws InputError naming the file when it cannot be read.
+std::string file_sha256(const std::string& path);
+
 }  // namespace ds

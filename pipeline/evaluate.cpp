@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "evaluate/baselines.h"
+#include "io/sha256.h"
 #include "evaluate/continuous_scores.h"
 #include "evaluate/evaluation_maps.h"
 #include "evaluate/maps.h"
@@ -63,7 +64,14 @@ void write_scores_nc(const std::string& dir, const std::string& pred_path, const
 // The prediction must be of the store's test split on its observation window.
 void check_matches(const std::string& pred_path, const StoreReader& store, const std::vector<int64_t>& days,
                    const std::string& calendar, size_t nlat, size_t nlon, const Window& win,
-                   const std::map<std::string, std::string>& attributes) {
+                   const std::map<std::string, std::string>& attributes, const std::string& checkpoint) {
+  // Predicted from the checkpoint as it is now (older files record no checksum; a checkpoint no
+  // longer there, its run folder moved, is not held against the prediction).
+  const auto sum = attributes.find("checkpoint_sha256");
+  if (sum != attributes.end() && !checkpoint.empty() && path_exists(checkpoint) && file_sha256(checkpoint) != sum->second)
+    throw InputError(pred_path + ": predicted from " + checkpoint + " as it was before it was rewritten (trained " +
+                     "again into its folder?): its scores would be the new model's in name only; run `downscale " +
+                     "predict` again");
   // Predicted from this store's model and test split: the identity predict wrote (older files have none).
   const auto id = attributes.find("store_identity");
   if (id != attributes.end() && id->second != store.identity())
@@ -133,8 +141,9 @@ struct TestObservations {
 TestObservations read_test_observations(const std::string& pred_path, const StoreReader& store,
                                         const std::vector<int64_t>& days, const std::string& calendar, size_t nlat,
                                         size_t nlon, const Window& win,
-                                        const std::map<std::string, std::string>& attributes) {
-  check_matches(pred_path, store, days, calendar, nlat, nlon, win, attributes);
+                                        const std::map<std::string, std::string>& attributes,
+                                        const std::string& checkpoint) {
+  check_matches(pred_path, store, days, calendar, nlat, nlon, win, attributes, checkpoint);
   TestObservations t;
   t.days = store.count("test");
   t.points = win.size();
@@ -165,7 +174,8 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   throw_if_stop_requested("reading " + pred_path + "; nothing written");  // members make it long
   const Window win = observation_window(meta);
   const TestObservations test = read_test_observations(pred_path, store, pred.days, pred.calendar, pred.lat.size(),
-                                                       pred.lon.size(), win, pred.attributes);
+                                                       pred.lon.size(), win, pred.attributes,
+                                                       pred.checkpoint);
   const size_t np = test.points;
   const std::vector<float>& obs = test.obs;
   const std::vector<uint8_t>& mask = test.mask;
@@ -261,7 +271,8 @@ int run_evaluate(const Config& cfg) {
   throw_if_stop_requested("reading " + pred_path + "; nothing written");  // members make it long
   const Window win = observation_window(meta);
   const TestObservations test = read_test_observations(pred_path, store, pred.days, pred.calendar, pred.lat.size(),
-                                                       pred.lon.size(), win, pred.attributes);
+                                                       pred.lon.size(), win, pred.attributes,
+                                                       pred.checkpoint);
   const size_t n = test.days, np = test.points;
   const std::vector<float>& obs = test.obs;
   const std::vector<uint8_t>& mask = test.mask;

@@ -25,6 +25,7 @@
 #include "io/precipitation_file.h"
 #include "io/predictand_file.h"
 #include "io/run_lock.h"
+#include "io/sha256.h"
 #include "io/stop_signal.h"
 #include "io/training_store.h"
 #include "model/loss.h"
@@ -364,7 +365,10 @@ int run_predict(const Config& cfg) {
       {"predictors", new_inputs ? predictors_folder(cfg.predict.predictors) : paths.store() + " (test split)"},
       {"predictor_standardization", standardization},
       {"model", paths.model_dir()},
-      {"store_identity", store.identity()}};  // evaluate scores it against this store only
+      {"store_identity", store.identity()},  // evaluate scores it against this store only
+      // ... and against this checkpoint as it is now: a training rerun into the same folder
+      // rewrites it, and the old prediction would be scored as the new model's.
+      {"checkpoint_sha256", file_sha256(ckpt)}};
   make_dirs(paths.predict_dir());
 
   if (!meta.is_precipitation()) {

@@ -92,7 +92,12 @@ while ((${#queue[@]})); do
   done < <(ldd "$f" 2>/dev/null || true)
 done
 
-# --- RUNPATHs: programs look in ../lib, libraries beside themselves, MPI components two up ---
+# --- RPATHs: programs look in ../lib, libraries beside themselves, MPI components two up ---
+# DT_RPATH, not DT_RUNPATH (patchelf's default): the loader searches an RPATH before
+# LD_LIBRARY_PATH, a RUNPATH after it, and a cluster's loaded modules put their own libstdc++,
+# HDF5 or netCDF on LD_LIBRARY_PATH (a user's gcc module made the bundle fail to start with
+# "GLIBCXX_3.4.29 not found"). Libraries the bundle lacks (CUDA's, from PyTorch's folders that
+# bin/env.sh adds) are still found through LD_LIBRARY_PATH.
 for f in "${elves[@]}" "$root"/lib/*.so*; do
   [[ -f $f && ! -L $f ]] || continue
   case $f in
@@ -101,7 +106,7 @@ for f in "${elves[@]}" "$root"/lib/*.so*; do
     *) rp='$ORIGIN' ;;
   esac
   chmod u+w "$f"
-  patchelf --set-rpath "$rp" "$f"
+  patchelf --force-rpath --set-rpath "$rp" "$f"
 done
 strip --strip-unneeded "$root"/bin/test_* "$root"/bin/bench_* 2>/dev/null || true
 
@@ -111,7 +116,8 @@ cp -r "$src/configs" "$root/"
 cp -r "$src/tests/cli" "$root/tests/"
 [[ -d $src/tests/data ]] && cp -r "$src/tests/data" "$root/tests/"
 [[ -d $src/tests/dap_server ]] && cp -r "$src/tests/dap_server" "$root/tests/"
-cp "$src/scripts/demo.sh" "$root/scripts/" 2>/dev/null || true
+# The demo, run from the bundle: nothing to install or build (scripts/demo.sh of a checkout does both).
+cp "$src/scripts/bundle_demo.sh" "$root/scripts/demo.sh"
 # The GPU check and the benchmarks it runs (against the GPU machine's PyTorch).
 cp "$src/scripts/gpu_check.sh" "$src/scripts/racecheck_verdict.sh" "$root/scripts/"
 mkdir -p "$root/bench"

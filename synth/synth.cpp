@@ -6,6 +6,7 @@
 #include "io/calendar.h"
 #include "io/error.h"
 #include "io/log.h"
+#include "io/stop_signal.h"
 #include "synth/grid.h"
 #include "synth/land_mask.h"
 #include "synth/large_scale.h"
@@ -88,8 +89,11 @@ SynthFiles write_synthetic_dataset(const Config::Synth& cfg) {
     }
     pred.write_block(t0, nt, block);
     prw.write_block(t0, nt, pr);
+    // Ctrl-C or a job's SIGTERM: the temporary files go (AtomicFile), the earlier ones stay.
+    throw_if_stop_requested("writing the synthetic dataset; nothing replaced");
   }
   progress.done();
+  throw_if_stop_requested("writing the synthetic dataset; nothing replaced");
 
   pred.close();
   prw.close();

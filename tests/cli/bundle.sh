@@ -24,7 +24,11 @@ if [[ -z ${DS_BUNDLE_NS:-} ]]; then
   tar -C "$work" -xf "$archive"
   root=$(echo "$work"/downscale-*/)
   root=${root%/}
-  readelf -d "$root/bin/downscale" | grep -q 'RUNPATH.*\[\$ORIGIN/../lib\]' || { echo "bin/downscale: no RUNPATH \$ORIGIN/../lib"; exit 1; }
+  # DT_RPATH (searched before LD_LIBRARY_PATH), never DT_RUNPATH (after it): checked below too.
+  readelf -d "$root/bin/downscale" | grep -q '(RPATH).*\[\$ORIGIN/../lib\]' || { echo "bin/downscale: no RPATH \$ORIGIN/../lib"; exit 1; }
+  if readelf -d "$root/bin/downscale" "$root"/lib/*.so* 2>/dev/null | grep -q '(RUNPATH)'; then
+    echo "a bundled program or library has a RUNPATH, which LD_LIBRARY_PATH overrides"; exit 1
+  fi
   if readelf -d "$root/bin/downscale" "$root/bin/test_model" | grep -E 'NEEDED.*lib(cuda|cudnn|cublas|nccl)'; then
     echo "a program links a CUDA library"; exit 1
   fi
@@ -39,6 +43,23 @@ if [[ -z ${DS_BUNDLE_NS:-} ]]; then
   ldpath=$(PYTHONPATH=$work/site DOWNSCALE_PYTHON=/usr/bin/python3 "$root/bin/env.sh" sh -c 'echo "$LD_LIBRARY_PATH"')
   [[ $ldpath == *"$work/site/nvidia/cublas/lib"*"$work/site/nvidia/cudnn/lib"* ]] ||
     { echo "bin/env.sh did not find the nvidia/*/lib folders: LD_LIBRARY_PATH=$ldpath"; exit 1; }
+  # bin/env.sh through a symlink finds the bundle; sourced, it says so and leaves the shell alive.
+  ln -s "$root/bin/env.sh" "$work/ds-env"
+  got=$("$work/ds-env" sh -c 'echo "$DOWNSCALE_BUNDLE"')
+  [[ $got == "$(readlink -f "$root")" ]] || { echo "bin/env.sh through a symlink: DOWNSCALE_BUNDLE=$got"; exit 1; }
+  for sh in bash dash; do
+    out=$($sh -c '. "$1" 2>&1; echo "alive $?"' sh "$root/bin/env.sh")
+    [[ $out == *"is run, not sourced"*"alive 2" ]] || { echo "$sh, bin/env.sh sourced: $out"; exit 1; }
+  done
+  # The bundle's demo script: no install, no build, in a folder of its own.
+  "$root/scripts/demo.sh" "$work/demo_sh" --set train.epochs=1 --set run.device=cpu > "$work/demo_sh.log" 2>&1 ||
+    { cat "$work/demo_sh.log"; echo "the bundle's scripts/demo.sh failed"; exit 1; }
+  [[ -s $work/demo_sh/runs/demo/evaluate/scores.json ]] || { cat "$work/demo_sh.log"; echo "scripts/demo.sh: no scores"; exit 1; }
+  # For inside: a config copied alone (its dataset definitions from the bundle), and a library on
+  # LD_LIBRARY_PATH that is not the libstdc++ it is named (a cluster module's older one).
+  mkdir "$work/alone" "$work/bogus"
+  cp "$root/configs/demo.yaml" "$work/alone/"
+  cp "$(ls "$root"/lib/libz.so* | head -1)" "$work/bogus/libstdc++.so.6"
   # glibc, and nothing else, for the namespace's /usr/lib/x86_64-linux-gnu.
   mkdir "$work/glibc"
   dpkg -L libc6 | grep -E "^(/usr)?/lib/x86_64-linux-gnu/[^/]+$" | xargs -I{} cp -a {} "$work/glibc/"
@@ -51,7 +72,8 @@ if [[ -z ${DS_BUNDLE_NS:-} ]]; then
 fi
 
 # --- inside the namespace: only bash builtins and the bundle's programs from here on ---
-for d in /usr/local/cuda /usr/local/cuda-* /usr/share/openmpi /usr/share/xml/udunits /etc/openmpi; do
+# ... and the build's own dataset definitions (the source folder a bundle's user does not have).
+for d in /usr/local/cuda /usr/local/cuda-* /usr/share/openmpi /usr/share/xml/udunits /etc/openmpi "$src/configs/datasets"; do
   [[ -d $d ]] && mount -t tmpfs none "$d"
 done
 mount --bind "$DS_WORK/glibc" $libdir
@@ -68,16 +90,18 @@ run() {  # run LOG COMMAND...: through bin/env.sh; the log is shown on failure
 }
 cd "$DS_WORK/run"
 run help.log "$DS_ROOT/bin/downscale" --help
+LD_LIBRARY_PATH=$DS_WORK/bogus run ldpath.log "$DS_ROOT/bin/downscale" --help
+(cd "$DS_WORK/alone" && for stage in synth fetch; do run "$DS_WORK/alone_$stage.log" "$DS_ROOT/bin/downscale" $stage --config demo.yaml; done)
 for stage in synth fetch preprocess train predict evaluate; do
   echo "== bundle: downscale $stage"
   run "$stage.log" "$DS_ROOT/bin/downscale" "$stage" --config configs/demo.yaml --set run.device=auto --set train.epochs=1
 done
 [[ -s runs/demo/evaluate/scores.json ]] || { echo "evaluate wrote no scores.json"; exit 1; }
 [[ $(<train.log) == *"running on the CPU: "* ]] || { show train.log; echo "no line saying why the CPU"; exit 1; }
-run cuda_tests.log "$DS_ROOT/bin/test_model" --gtest_filter='ModelCuda.*'
+run cuda_tests.log "$DS_ROOT/bin/test_model" --gtest_filter='ModelCuda*'
 [[ $(<cuda_tests.log) == *"SKIPPED"* ]] || { show cuda_tests.log; echo "the CUDA tests did not report skipped"; exit 1; }
 # Two ranks through the bundle's own mpirun (its daemons, components and help texts).
 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 run mpi.log mpirun -np 2 "$DS_ROOT/bin/downscale" train \
   --config configs/demo.yaml --set train.epochs=1
 [[ $(<mpi.log) == *"data parallel over 2 ranks"* ]] || { show mpi.log; echo "mpirun did not start 2 ranks"; exit 1; }
-echo "bundle: --help, the demo, 2 MPI ranks and the CUDA tests (skipped) ran with glibc alone"
+echo "bundle: --help (also past a foreign libstdc++ on LD_LIBRARY_PATH), the demo, a config copied alone, 2 MPI ranks and the CUDA tests (skipped) ran with glibc alone"

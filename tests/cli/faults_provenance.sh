@@ -13,7 +13,8 @@
 #      learning rate names epoch and step;
 #   5. a checkpoint of `mpirun -np 2` resumed on one rank: refused (exit 2) naming both global
 #      batches;
-#   6. new predictors far outside the training range: predicted, with a warning (count, worst).
+#   6. new predictors far outside the training range: predicted, with a warning (count, worst);
+#   7. a prediction made before the checkpoint was trained again: evaluate exit 3, until predicted again.
 #   usage: faults_provenance.sh <downscale binary> <source dir>
 set -euo pipefail
 bin=$1
@@ -149,4 +150,12 @@ import netCDF4
 with netCDF4.Dataset('runs/far/fetch/predictors/ua@850.nc', 'a') as d: d['ua'][:] = d['ua'][:] + 100"
 expect 0 "standardized predictor values sit more than 10 standard deviations" \
   ds predict --set predict.predictors=runs/far/fetch
+echo "== 7. a prediction older than its checkpoint"
+# Trained again into the same folder (another seed): the prediction of the first model must not be
+# scored as the second's; predicted again, it is.
+ds train --set train.seed=7 2>/dev/null
+expect 3 "as it was before it was rewritten" ds evaluate
+ds predict 2>/dev/null
+expect 0 "wrote runs/demo/evaluate/scores.json" ds evaluate
+
 echo "faults_provenance: ok"

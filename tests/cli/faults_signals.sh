@@ -204,5 +204,13 @@ if start_waiting evaluate4.log "drawing the figures" ds evaluate --set run.dir=r
   [[ $(inode runs/full/evaluate/summary.png) == "$summary" ]] || fail "evaluate: summary.png was replaced after the stop"
 fi
 
+echo "== synth: SIGTERM while writing; nothing written, exit 143"
+if start_waiting synth.log "writing the synthetic dataset" ds synth --set synth.dir=data/synth_stop; then
+  kill -TERM $pid; finish $pid
+  mkdir -p data/synth_stop
+  expect_interrupted "synth while writing" synth.log 143 SIGTERM data/synth_stop
+  if find data/synth_stop -name '*.nc' | grep -q .; then fail "synth: an interrupted run wrote $(find data/synth_stop -name '*.nc')"; fi
+fi
+
 [[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }
 echo "faults signals: ok"
