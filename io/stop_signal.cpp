@@ -26,9 +26,15 @@ void on_stop_signal(int signo) {
     // Said at once (write(2) is async-signal-safe; the logger is not): a training step on a CPU
     // can take half a minute, and a Ctrl-C that nothing acknowledges gets pressed again.
     static const char kInt[] = "\ndownscale: SIGINT: stopping at the next safe point (Ctrl-C again quits at once)\n";
+    static const char kTerm[] = "\ndownscale: SIGTERM: stopping at the next safe point\n";
+    static const char kUsr1[] = "\ndownscale: SIGUSR1: stopping at the next safe point (exit 75, to be requeued)\n";
     static const char kOther[] = "\ndownscale: stop signal received: stopping at the next safe point\n";
-    const bool interrupt = signo == SIGINT;
-    const ssize_t ignored = write(STDERR_FILENO, interrupt ? kInt : kOther, interrupt ? sizeof kInt - 1 : sizeof kOther - 1);
+    const char* text = kOther;
+    size_t len = sizeof kOther - 1;
+    if (signo == SIGINT) text = kInt, len = sizeof kInt - 1;
+    if (signo == SIGTERM) text = kTerm, len = sizeof kTerm - 1;
+    if (signo == SIGUSR1) text = kUsr1, len = sizeof kUsr1 - 1;
+    const ssize_t ignored = write(STDERR_FILENO, text, len);
     (void)ignored;
   } else if (signo == SIGINT) {
     // Ctrl-C a second time: the user does not want to wait for the safe point.

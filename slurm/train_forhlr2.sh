@@ -34,7 +34,8 @@
 # --open-mode=append: a requeued job writes to the same files, after its earlier runs' lines
 # (Slurm would otherwise truncate them, and with them why the job stopped and requeued).
 # Exit code: the training's (0 success, 1 failure, 2 bad command line or configuration, 3 bad
-# input data, 143 stopped by SIGTERM), or 2 when this script finds something wrong before
+# input data, 143 stopped by SIGTERM: with srun, the default launcher, after writing
+# checkpoint_last.h5), or 2 when this script finds something wrong before
 # launching (also run.device cuda in a job without GPUs). `downscale train --check` runs first
 # (once, no MPI): a bad config or store ends the job with its exit code before any rank starts.
 #
@@ -190,8 +191,22 @@ forwarded=0
 forward() {
   # `scontrol requeue` below sends this script SIGTERM after the training has ended: nothing to pass on.
   kill -0 "$child" 2>/dev/null || return 0
-  echo "== $1 received: passing it to the training, which writes checkpoint_last.h5 and stops"
   forwarded=1
+  if [[ $1 == TERM && ${DOWNSCALE_LAUNCHER:-srun} == srun && -n ${SLURM_JOB_ID-} ]]; then
+    # srun passes SIGUSR1 on, but on SIGTERM it ends its step (the tasks SIGKILLed after KillWait,
+    # no checkpoint, exit 137): Slurm signals the step's tasks themselves instead (not this batch
+    # step), and srun waits for them as for any exit.
+    echo "== TERM received: sending it to the ranks (scancel --signal=TERM), which write checkpoint_last.h5 and stop"
+    scancel --signal=TERM "$SLURM_JOB_ID" 2>/dev/null || kill -TERM "$child" 2>/dev/null || true
+    return 0
+  fi
+  if [[ $1 == TERM ]]; then
+    # mpirun ends the job on SIGTERM, its ranks killed soon after they receive it: the last
+    # checkpoint is the last epoch's (or SIGUSR1's).
+    echo "== TERM received: passing it to mpirun, which ends the ranks; the last checkpoint written stays"
+  else
+    echo "== $1 received: passing it to the training, which writes checkpoint_last.h5 and stops"
+  fi
   kill -"$1" "$child" 2>/dev/null || true
 }
 trap 'forward USR1' USR1

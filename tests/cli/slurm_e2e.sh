@@ -14,7 +14,8 @@
 #  3. kill -9 of rank 1: srun --kill-on-bad-exit ends the step (FAILED) within 30 s; SIGUSR1 to
 #     the batch shell (as --signal=B:USR1@120 at the limit): the ranks checkpoint mid-epoch, exit 75,
 #     the script requeues the job, which resumes from the checkpoint by itself and completes, both
-#     runs' lines in the same .out/.err (--open-mode=append);
+#     runs' lines in the same .out/.err (--open-mode=append); SIGTERM to the batch shell (scancel,
+#     a time limit without --signal): the ranks checkpoint mid-epoch, the job exits 143;
 #  4. slurm/scaling.sh for 1 and 2 ranks: the table has both runs, COMPLETED, speed-up 1.00 for 1.
 #  5. slurm/benchmark.sh on CPU ranks (1, 2) for two models at batch 2 and 32x32 images: COMPLETED,
 #     the JSON lines with efficiency, the table and the plot; scaling.sh's plot from 4.
@@ -177,7 +178,7 @@ years=(--set "synth.years=[2000,2002]" --set "fetch.years=[2000,2002]" --set "pr
 "$bin" synth --config configs/demo.yaml "${years[@]}" 2>/dev/null
 "$bin" fetch --config configs/demo.yaml "${years[@]}" 2>/dev/null
 "$bin" preprocess --config configs/demo.yaml "${years[@]}" 2>/dev/null
-for run in e2e mpirun container bad kill requeue; do
+for run in e2e mpirun container bad kill requeue term; do
   mkdir -p runs/$run/preprocess
   ln -s "$work/runs/demo/preprocess/store.h5" runs/$run/preprocess/store.h5
 done
@@ -350,6 +351,28 @@ grep -q '^2,' runs/requeue/train/metrics.csv || fail "runs/requeue/train/metrics
 grep -q "job $job .*, run 1$" "downscale-train-$job.out" && grep -q "training exited with code 75" "downscale-train-$job.out" &&
   grep -q "job $job .*, run 2$" "downscale-train-$job.out" && grep -q "interrupted by SIGUSR1" "downscale-train-$job.err" ||
   { cat "downscale-train-$job.out"; fail "job $job: the first run's lines are not kept in the .out/.err after the requeue"; }
+
+echo "== 3c. SIGTERM to the batch shell (scancel, a time limit without --signal): checkpoint, exit 143"
+# srun would end its step on SIGTERM (tasks killed after KillWait, no checkpoint): the script has
+# Slurm signal the ranks instead, and they stop at a step as on SIGUSR1.
+job=$(DOWNSCALE_TEST_WAIT_AT="epoch 1 step 3 " DOWNSCALE_TEST_WAIT_RANK=1 sbatch --parsable --no-requeue \
+  --ntasks-per-node=$ranks --gres=none "$script" configs/demo.yaml "${common[@]}" --set run.dir=runs/term)
+
+for _ in $(seq 600); do
+  grep -q 'waiting for a signal' "downscale-train-$job.err" 2>/dev/null && break
+  sleep 0.1
+done
+grep -q 'waiting for a signal' "downscale-train-$job.err" ||
+  { scontrol show job -o "$job"; cat "downscale-train-$job.out" "downscale-train-$job.err"; fail "job $job did not reach epoch 1 step 3"; }
+scancel --signal=TERM --batch "$job"
+result=$(wait_job "$job" 60)
+echo "job $job: $result"
+[[ $result == *"ExitCode=143:0"* ]] ||
+  { cat "downscale-train-$job.out" "downscale-train-$job.err"; fail "job $job: $result, expected exit 143"; }
+grep -q "training exited with code 143" "downscale-train-$job.out" ||
+  { cat "downscale-train-$job.out"; fail "job $job: the training did not exit 143"; }
+grep -q "interrupted by SIGTERM at epoch 1 step 3 of .*; wrote runs/term/train/checkpoint_last.h5" "downscale-train-$job.err" ||
+  { cat "downscale-train-$job.err"; fail "job $job: no mid-epoch checkpoint on SIGTERM"; }
 
 echo "== 4. scaling.sh, 1 and 2 ranks"
 rc=0
