@@ -73,16 +73,18 @@ int main(int argc, char** argv) {
   train->add_option("--network", sc.network, "--predict-scaling: link between nodes (ib-hdr, ib-ndr)");
   train->add_option("--nic", sc.nic, "--predict-scaling: per-gpu or per-node")
       ->check(CLI::IsMember({"per-gpu", "per-node"}));
-  train->add_option("--allreduce-dtype", sc.allreduce_dtype, "--predict-scaling: gradient dtype on the wire")
+  train->add_option("--allreduce-dtype", sc.allreduce_dtype, "--predict-scaling: gradient dtype on the wire "
+                    "(default: train.allreduce_dtype)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  // Explicit ranges: CLI::PositiveNumber's message quotes the largest double (300 digits) as its bound.
   train->add_option("--gpus-per-node", sc.gpus_per_node, "--predict-scaling: GPUs per node in the multi-node rows")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1024));
   train->add_option("--busbw", sc.busbw_gbs, "--predict-scaling: a measured intra-node allreduce busbw in GB/s "
-                    "(replaces --link)")->check(CLI::PositiveNumber);
+                    "(replaces --link)")->check(CLI::Range(0.001, 100000.0));
   train->add_option("--latency-us", sc.latency_us, "--predict-scaling: with --busbw, its allreduce latency")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0.0, 1000000.0));
   train->add_option("--profile-steps", sc.steps, "--predict-scaling: timed steps when measuring the profile")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 100000));
   CLI::Option* busbw = nullptr;
   train->add_option("--out", sc.out, "--predict-scaling: also write the table as JSON")->type_name("FILE.json");
   // Without --predict-scaling these would be ignored while a whole training runs: an error instead.

@@ -59,7 +59,8 @@ int run_predict_scaling(const Config& cfg, const ScalingRequest& req) {
   opt.nic_per_gpu = req.nic == "per-gpu";
   opt.gpus_per_node = req.gpus_per_node;
   opt.bucket_bytes = size_t(cfg.train.allreduce_bucket_mb * 1024 * 1024);
-  opt.allreduce_dtype = req.allreduce_dtype;
+  // What the training would send: the config's unless the command line says otherwise.
+  opt.allreduce_dtype = req.allreduce_dtype.empty() ? cfg.train.allreduce_dtype : req.allreduce_dtype;
   const LayerProfile profile = req.profile.empty() ? measure_here(cfg, req.steps) : LayerProfile::load(req.profile);
   const auto rows = predict_scaling(profile, opt);
   std::fputs(scaling_report(profile, opt, rows, req.profile.empty() ? "measured now" : req.profile).c_str(), stdout);

@@ -31,7 +31,7 @@ struct ScalingRequest {
   std::string link = "nvlink4";   // inside a node
   std::string network = "ib-ndr"; // between nodes
   std::string nic = "per-gpu";    // per-gpu | per-node
-  std::string allreduce_dtype = "fp32";
+  std::string allreduce_dtype;  // empty: the config's train.allreduce_dtype
   int gpus_per_node = 4;
   double busbw_gbs = 0;           // > 0: a measured intra-node link replacing --link
   double latency_us = 30;         // with busbw_gbs

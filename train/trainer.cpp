@@ -630,9 +630,11 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       // as a validation curve.
       line << epoch << "," << train_loss << ",";
       if (n_val) line << val_loss;
-      line << "," << secs << "," << n_train / secs << "\n";
+      // The samples this run trained in the epoch: a resumed epoch's earlier steps ran before it.
+      const double rate = double(n_train - first_start) / secs;
+      line << "," << secs << "," << rate << "\n";
       csv.append(line.str());
-      events->epoch(epoch, train_loss, n_val ? val_loss : std::nan(""), lr, secs, n_train / secs);
+      events->epoch(epoch, train_loss, n_val ? val_loss : std::nan(""), lr, secs, rate);
       timeline.add("checkpoint", Timeline::kStep, t_checkpoint, Clock::now(), last_step, epoch);
     }
     if (n_val)

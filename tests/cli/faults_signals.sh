@@ -119,6 +119,18 @@ if start_waiting sig.log "epoch 2 step 5 " ds train --set run.dir=runs/sig; then
     fail "resumed weights $got differ from the uninterrupted run's $want"
   cmp -s <(cut -d, -f1-3 runs/full/train/metrics.csv) <(cut -d, -f1-3 runs/sig/train/metrics.csv) ||
     fail "metrics.csv of the resumed run differs: $(cat runs/sig/train/metrics.csv)"
+  # The resumed epoch's samples/s counts the samples this run trained (seconds x rate): 5 batches
+  # fewer than the uninterrupted run's epoch 2, not the whole epoch over the shorter time.
+  batch=$(sed -n 's/^ *batch_size: *\([0-9]*\).*/\1/p' configs/demo.yaml | head -1)
+  /usr/bin/python3 - runs/full/train/metrics.csv runs/sig/train/metrics.csv "$batch" <<'PY' || fail "the resumed epoch's samples/s"
+import csv, sys
+def trained(path):
+    r = {row["epoch"]: row for row in csv.DictReader(open(path))}["2"]
+    return float(r["epoch_seconds"]) * float(r["samples_per_second"])
+full, resumed, batch = trained(sys.argv[1]), trained(sys.argv[2]), int(sys.argv[3])
+print("epoch 2 samples: uninterrupted %.1f, resumed run %.1f (5 batches of %d fewer expected)" % (full, resumed, batch))
+assert abs(full - resumed - 5 * batch) < 0.01 * full, (full, resumed, batch)
+PY
 fi
 
 echo "== train: SIGUSR1 (Slurm's warning before the time limit)"

@@ -39,6 +39,18 @@ assert j['parameter_floats'] == sum(l['param_floats'] for l in j['layers']) > 0
 assert all(l['backward_s'] >= 0 for l in j['layers']) and j['layers'][-1]['param_floats'] > 0, j"
 fi
 
+# The gradients' dtype comes from the config when --allreduce-dtype is not given.
+"$bin" train --config demo.yaml --predict-scaling --profile t.json --set train.allreduce_dtype=fp16 >cfg.txt ||
+  fail "train.allreduce_dtype from the config"
+grep -q 'fp16 (2 bytes' cfg.txt || fail "train.allreduce_dtype fp16 not in the report: $(grep -i dtype cfg.txt)"
+# A range error states the range readably (not the largest double).
+set +e
+"$bin" train --config demo.yaml --predict-scaling --profile t.json --gpus-per-node 0 2>err.txt
+rc=$?
+set -e
+[[ $rc == 2 ]] || fail "--gpus-per-node 0: exit $rc, want 2"
+grep -q 'not in range 1 to 1024' err.txt || fail "--gpus-per-node 0 message: $(cat err.txt)"
+
 echo '{"device": "x"}' >bad.json
 set +e
 "$bin" train --config demo.yaml --predict-scaling --profile bad.json 2>err.txt
