@@ -27,7 +27,7 @@ void on_stop_signal(int signo) {
     // can take half a minute, and a Ctrl-C that nothing acknowledges gets pressed again.
     static const char kInt[] = "\ndownscale: SIGINT: stopping at the next safe point (Ctrl-C again quits at once)\n";
     static const char kTerm[] = "\ndownscale: SIGTERM: stopping at the next safe point\n";
-    static const char kUsr1[] = "\ndownscale: SIGUSR1: stopping at the next safe point (exit 75, to be requeued)\n";
+    static const char kUsr1[] = "\ndownscale: SIGUSR1: stopping at the next safe point (train: checkpoint, exit 75 to be requeued)\n";
     static const char kOther[] = "\ndownscale: stop signal received: stopping at the next safe point\n";
     const char* text = kOther;
     size_t len = sizeof kOther - 1;

@@ -288,6 +288,9 @@ int run_predict(const Config& cfg) {
   }
   StoreReader store(paths.store());
   const StoreMeta& meta = store.meta();
+  // Hashed before it is read: a training writing into the folder meanwhile must not get its
+  // newer checkpoint's hash recorded for the weights used here.
+  const std::string checkpoint_sum = file_sha256(ckpt);
   const model::ModelSpec spec = read_checkpoint_spec(ckpt);
   if (spec.in_channels != meta.C() || spec.in_h != meta.H() || spec.in_w != meta.W())
     throw InputError(ckpt + ": the model takes " + std::to_string(spec.in_channels) + "x" + std::to_string(spec.in_h) +
@@ -366,9 +369,9 @@ int run_predict(const Config& cfg) {
       {"predictor_standardization", standardization},
       {"model", paths.model_dir()},
       {"store_identity", store.identity()},  // evaluate scores it against this store only
-      // ... and against this checkpoint as it is now: a training rerun into the same folder
+      // ... and against this checkpoint as it was loaded: a training rerun into the same folder
       // rewrites it, and the old prediction would be scored as the new model's.
-      {"checkpoint_sha256", file_sha256(ckpt)}};
+      {"checkpoint_sha256", checkpoint_sum}};
   make_dirs(paths.predict_dir());
 
   if (!meta.is_precipitation()) {

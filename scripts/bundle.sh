@@ -9,9 +9,9 @@
 # zstd -6; the test's choice: if that is under 60 MB, -9 is too).
 #
 # Layout (unpacked):   downscale-<version>-linux-x86_64/
-#   bin/downscale, bin/test_*, bin/bench_*, bin/mpirun, bin/orted   RUNPATH $ORIGIN/../lib
+#   bin/downscale, bin/test_*, bin/bench_*, bin/mpirun, bin/orted   RPATH $ORIGIN/../lib
 #   bin/env.sh          sets OPAL_PREFIX, UDUNITS2_XML_PATH and the CUDA library path, then runs its arguments
-#   lib/libdownscale_cuda.so and every runtime library Debian provides  RUNPATH $ORIGIN
+#   lib/libdownscale_cuda.so and every runtime library Debian provides  RPATH $ORIGIN
 #   lib/x86_64-linux-gnu/openmpi/lib/openmpi3/   Open MPI's components (where OPAL_PREFIX points it)
 #   share/openmpi/ (Open MPI's help texts), share/udunits/ (the unit database),
 #   share/natural_earth/ (coastlines and borders for the maps)

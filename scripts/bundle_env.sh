@@ -15,7 +15,13 @@ self=$0
 # Through a symlink (~/bin/ds-env -> bundle/bin/env.sh) the bundle is where the link points.
 if [ -L "$self" ] && command -v readlink >/dev/null 2>&1; then self=$(readlink -f "$self"); fi
 case $self in */*) here=${self%/*} ;; *) here=. ;; esac
-DOWNSCALE_BUNDLE=$(cd "$here/.." && pwd -P) || exit 1
+DOWNSCALE_BUNDLE=$(cd -P "$here/.." && pwd -P) || exit 1
+# Sourced from zsh ($0 is then this file) the bundle is found; sourced from a script ($0 is that
+# script) it is not: no bin/downscale there, so say how to use it rather than export wrong paths.
+if [ ! -x "$DOWNSCALE_BUNDLE/bin/downscale" ]; then
+  echo "bin/env.sh: no bin/downscale in $DOWNSCALE_BUNDLE: run it as .../bin/env.sh COMMAND [ARGS...], not sourced from elsewhere" >&2
+  return 2 2>/dev/null || exit 2
+fi
 export DOWNSCALE_BUNDLE
 # Open MPI finds its components and help texts below the bundle, not /usr.
 export OPAL_PREFIX="$DOWNSCALE_BUNDLE"
@@ -39,5 +45,6 @@ print(":".join(sorted(d for r in nvidia.__path__ for d in glob.glob(os.path.join
     export LD_LIBRARY_PATH
   fi
 fi
-[ $# -gt 0 ] || { echo "usage: bin/env.sh COMMAND [ARGS...]" >&2; exit 2; }
+# (Sourced from zsh with no command: the environment is set; return, not exit, keeps the shell.)
+[ $# -gt 0 ] || { echo "usage: bin/env.sh COMMAND [ARGS...]" >&2; return 2 2>/dev/null || exit 2; }
 exec "$@"

@@ -28,7 +28,7 @@ test_packages=(
   python3-netcdf4 python3-numpy                 # the test OPeNDAP server (tests/dap_server), for /usr/bin/python3
   python3-netcdf4 python3-xarray                # the product opens in the Python tools users have
   python3-pil                                   # the demo test reads the maps back (coastline pixels)
-  patchelf xz-utils                        # scripts/bundle.sh (tests/cli/bundle.sh): RUNPATH, the archive
+  patchelf xz-utils                        # scripts/bundle.sh (tests/cli/bundle.sh): RPATH, the archive
   nco udunits-bin cmor-tables libeccodes-data   # tests/cli/check_outputs.sh: ncks -m; the CF check's units (udunits2) and standard names
 )
 

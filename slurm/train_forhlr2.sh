@@ -34,8 +34,10 @@
 # --open-mode=append: a requeued job writes to the same files, after its earlier runs' lines
 # (Slurm would otherwise truncate them, and with them why the job stopped and requeued).
 # Exit code: the training's (0 success, 1 failure, 2 bad command line or configuration, 3 bad
-# input data, 143 stopped by SIGTERM: with srun, the default launcher, after writing
-# checkpoint_last.h5), or 2 when this script finds something wrong before
+# input data, 143 stopped by SIGTERM: a SIGTERM to this script alone (scancel --signal=TERM
+# --batch) reaches the ranks, which write checkpoint_last.h5 first, under srun, the default
+# launcher; a plain scancel or the time limit signals srun too, which kills the ranks at once,
+# so only SIGUSR1 below checkpoints at the limit), or 2 when this script finds something wrong before
 # launching (also run.device cuda in a job without GPUs). `downscale train --check` runs first
 # (once, no MPI): a bad config or store ends the job with its exit code before any rank starts.
 #
@@ -193,11 +195,18 @@ forward() {
   kill -0 "$child" 2>/dev/null || return 0
   forwarded=1
   if [[ $1 == TERM && ${DOWNSCALE_LAUNCHER:-srun} == srun && -n ${SLURM_JOB_ID-} ]]; then
-    # srun passes SIGUSR1 on, but on SIGTERM it ends its step (the tasks SIGKILLed after KillWait,
-    # no checkpoint, exit 137): Slurm signals the step's tasks themselves instead (not this batch
-    # step), and srun waits for them as for any exit.
-    echo "== TERM received: sending it to the ranks (scancel --signal=TERM), which write checkpoint_last.h5 and stop"
-    scancel --signal=TERM "$SLURM_JOB_ID" 2>/dev/null || kill -TERM "$child" 2>/dev/null || true
+    # srun passes SIGUSR1 on, but answers SIGTERM by killing its tasks (no checkpoint, exit 137):
+    # Slurm signals the training step's tasks themselves instead (this script's only srun step;
+    # not the batch or extern steps), and srun waits for them as for any exit.
+    local steps
+    steps=$(squeue -h -s -j "$SLURM_JOB_ID" -o %i 2>/dev/null | grep -E "^$SLURM_JOB_ID\.[0-9]+$" || true)
+    if [[ -n $steps ]]; then
+      echo "== TERM received: sending it to the ranks (scancel --signal=TERM $(echo $steps)), which write checkpoint_last.h5 and stop"
+      # shellcheck disable=SC2086
+      scancel --signal=TERM $steps 2>/dev/null && return 0
+    fi
+    echo "== TERM received: no training step found to signal; passing it to srun, which ends the ranks"
+    kill -TERM "$child" 2>/dev/null || true
     return 0
   fi
   if [[ $1 == TERM ]]; then

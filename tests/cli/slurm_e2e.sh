@@ -14,8 +14,8 @@
 #  3. kill -9 of rank 1: srun --kill-on-bad-exit ends the step (FAILED) within 30 s; SIGUSR1 to
 #     the batch shell (as --signal=B:USR1@120 at the limit): the ranks checkpoint mid-epoch, exit 75,
 #     the script requeues the job, which resumes from the checkpoint by itself and completes, both
-#     runs' lines in the same .out/.err (--open-mode=append); SIGTERM to the batch shell (scancel,
-#     a time limit without --signal): the ranks checkpoint mid-epoch, the job exits 143;
+#     runs' lines in the same .out/.err (--open-mode=append); SIGTERM to the batch shell alone
+#     (scancel --signal=TERM --batch): the ranks checkpoint mid-epoch, the job exits 143;
 #  4. slurm/scaling.sh for 1 and 2 ranks: the table has both runs, COMPLETED, speed-up 1.00 for 1.
 #  5. slurm/benchmark.sh on CPU ranks (1, 2) for two models at batch 2 and 32x32 images: COMPLETED,
 #     the JSON lines with efficiency, the table and the plot; scaling.sh's plot from 4.
@@ -352,7 +352,7 @@ grep -q "job $job .*, run 1$" "downscale-train-$job.out" && grep -q "training ex
   grep -q "job $job .*, run 2$" "downscale-train-$job.out" && grep -q "interrupted by SIGUSR1" "downscale-train-$job.err" ||
   { cat "downscale-train-$job.out"; fail "job $job: the first run's lines are not kept in the .out/.err after the requeue"; }
 
-echo "== 3c. SIGTERM to the batch shell (scancel, a time limit without --signal): checkpoint, exit 143"
+echo "== 3c. SIGTERM to the batch shell alone (scancel --signal=TERM --batch): checkpoint, exit 143"
 # srun would end its step on SIGTERM (tasks killed after KillWait, no checkpoint): the script has
 # Slurm signal the ranks instead, and they stop at a step as on SIGUSR1.
 job=$(DOWNSCALE_TEST_WAIT_AT="epoch 1 step 3 " DOWNSCALE_TEST_WAIT_RANK=1 sbatch --parsable --no-requeue \

@@ -44,6 +44,9 @@ std::string cuda_library_missing() {
   const bool missing = why.find("the CUDA plugin does not load") != std::string::npos &&
                        why.find("cannot open shared object file") != std::string::npos &&
                        std::regex_search(why, std::regex("lib(cu|nccl|nvidia)"));
+  // gpu_check.sh (DOWNSCALE_REQUIRE_GPU=1) wants the plugin loaded: no skip there.
+  const char* require = std::getenv("DOWNSCALE_REQUIRE_GPU");
+  if (require && std::string(require) == "1") return "";
   return missing ? why : "";
 }
 
