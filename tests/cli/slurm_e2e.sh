@@ -200,6 +200,16 @@ wait_job() {
   echo "$(grep -o 'JobState=[A-Z_]*' <<<"$line") $(grep -o ' ExitCode=[0-9:]*' <<<"$line" | tr -d ' ')"
 }
 
+# wait_at_hook JOB: until the job's rank waits at its DOWNSCALE_TEST_WAIT_AT safe point (60 s at most).
+wait_at_hook() {
+  for _ in $(seq 600); do
+    grep -q 'waiting for a signal' "downscale-train-$1.err" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  scontrol show job -o "$1"; cat "downscale-train-$1.out" "downscale-train-$1.err"
+  fail "job $1 did not reach epoch 1 step 3"
+}
+
 echo "== 1. sbatch train_forhlr2.sh, $ranks ranks"
 job=$(sbatch --parsable --ntasks-per-node=$ranks --gres=none "$script" configs/demo.yaml "${common[@]}" \
   --set run.dir=runs/e2e)
@@ -320,12 +330,7 @@ echo "== 3b. SIGUSR1 before the time limit: checkpoint, exit 75, requeue, the jo
 # Rank 1 waits for it at epoch 1 step 3 (io/stop_signal.h's test hook), rank 0 at the next allreduce.
 job=$(DOWNSCALE_TEST_WAIT_AT="epoch 1 step 3 " DOWNSCALE_TEST_WAIT_RANK=1 sbatch --parsable \
   --ntasks-per-node=$ranks --gres=none "$script" configs/demo.yaml "${common[@]}" --set run.dir=runs/requeue)
-for _ in $(seq 600); do
-  grep -q 'waiting for a signal' "downscale-train-$job.err" 2>/dev/null && break
-  sleep 0.1
-done
-grep -q 'waiting for a signal' "downscale-train-$job.err" ||
-  { cat "downscale-train-$job.err"; fail "job $job did not reach epoch 1 step 3"; }
+wait_at_hook "$job"
 scancel --signal=USR1 --batch "$job"
 # Requeued: pending again, after its first run wrote the checkpoint and exited 75. Slurm holds a
 # requeued job back for cred_expire + 1 s (BeginTime; 11 s with this slurm.conf), then starts it.
@@ -353,17 +358,11 @@ grep -q "job $job .*, run 1$" "downscale-train-$job.out" && grep -q "training ex
   { cat "downscale-train-$job.out"; fail "job $job: the first run's lines are not kept in the .out/.err after the requeue"; }
 
 echo "== 3c. SIGTERM to the batch shell alone (scancel --signal=TERM --batch): checkpoint, exit 143"
-# srun would end its step on SIGTERM (tasks killed after KillWait, no checkpoint): the script has
-# Slurm signal the ranks instead, and they stop at a step as on SIGUSR1.
+# srun, signalled, kills its tasks (no checkpoint, exit 137): the script has Slurm signal the
+# training step's ranks instead, and they stop at a step as on SIGUSR1.
 job=$(DOWNSCALE_TEST_WAIT_AT="epoch 1 step 3 " DOWNSCALE_TEST_WAIT_RANK=1 sbatch --parsable --no-requeue \
   --ntasks-per-node=$ranks --gres=none "$script" configs/demo.yaml "${common[@]}" --set run.dir=runs/term)
-
-for _ in $(seq 600); do
-  grep -q 'waiting for a signal' "downscale-train-$job.err" 2>/dev/null && break
-  sleep 0.1
-done
-grep -q 'waiting for a signal' "downscale-train-$job.err" ||
-  { scontrol show job -o "$job"; cat "downscale-train-$job.out" "downscale-train-$job.err"; fail "job $job did not reach epoch 1 step 3"; }
+wait_at_hook "$job"
 scancel --signal=TERM --batch "$job"
 result=$(wait_job "$job" 60)
 echo "job $job: $result"
