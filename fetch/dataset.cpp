@@ -8,6 +8,7 @@
 
 #include "fetch/units.h"
 #include "io/error.h"
+#include "io/executable_dir.h"
 
 namespace ds {
 
@@ -93,9 +94,11 @@ std::string find_definition(const std::string& name_or_path, const std::string& 
   // runs where the build's source folder does not exist), then the source folder's. A config in
   // configs/ makes the first two one folder: each is looked in, and named in the error, once.
   std::vector<fs::path> candidates{cfg_dir / "datasets", fs::path("configs") / "datasets"};
-  std::error_code ec;
-  const fs::path beside = fs::read_symlink("/proc/self/exe", ec).parent_path().parent_path() / "configs" / "datasets";
-  if (!ec && fs::is_directory(beside, ec)) candidates.push_back(beside);
+  if (const std::string bin = executable_dir(); !bin.empty()) {
+    const fs::path beside = fs::path(bin).parent_path() / "configs" / "datasets";
+    std::error_code ec;
+    if (fs::is_directory(beside, ec)) candidates.push_back(beside);
+  }
   candidates.push_back(fs::path(DOWNSCALE_DATASETS_DIR));
   std::vector<fs::path> folders;
   for (const fs::path& dir : candidates) {

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "io/error.h"
+#include "io/executable_dir.h"
 #include "model/backend.h"
 #include "model/cuda_plugin_abi.h"
 #include "model/nccl_plugin.h"
@@ -22,15 +23,6 @@ namespace ds::model {
 namespace {
 
 constexpr const char* kPluginName = "libdownscale_cuda.so";
-
-std::string executable_dir() {
-  std::vector<char> buf(4096);
-  const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
-  if (n <= 0) return ".";
-  std::string path(buf.data(), size_t(n));
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
 
 struct Plugin {
   const CudaPluginApi* api = nullptr;
@@ -48,7 +40,7 @@ Plugin load_plugin() {
   if (env && *env) {
     candidates.push_back(env);
   } else {
-    const std::string dir = executable_dir();
+    const std::string found = executable_dir(), dir = found.empty() ? "." : found;
     candidates = {dir + "/" + kPluginName, dir + "/../lib/" + kPluginName};
   }
   for (const auto& c : candidates) {
