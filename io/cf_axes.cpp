@@ -81,4 +81,9 @@ void put_prediction_globals(NcFile& nc, const std::string& title, const std::str
   for (const auto& [k, v] : extra) nc.put_att(NC_GLOBAL, k, v);
 }
 
+void get_prediction_checks(const NcFile& nc, std::map<std::string, std::string>& attributes) {
+  for (const char* key : {"store_identity", "checkpoint_sha256"})
+    if (nc.has_att(NC_GLOBAL, key)) attributes[key] = nc.att_text(NC_GLOBAL, key);
+}
+
 }  // namespace ds

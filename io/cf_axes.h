@@ -33,4 +33,8 @@ void put_prediction_globals(NcFile& nc, const std::string& title, const std::str
                             const std::string& history, const std::string& checkpoint, const std::string& config,
                             const std::map<std::string, std::string>& extra);
 
+// Back into `attributes`: those of put_prediction_globals' `extra` that evaluate checks a
+// prediction against (store_identity, checkpoint_sha256), where the file has them (older ones lack them).
+void get_prediction_checks(const NcFile& nc, std::map<std::string, std::string>& attributes);
+
 }  // namespace ds

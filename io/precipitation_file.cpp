@@ -155,9 +155,7 @@ PrecipitationOutput read_precipitation(const std::string& path) {
   o.wet_threshold = nc.att_double(nc.var_id("pr"), "wet_day_threshold_mm", 0.99);
   o.history = nc.att_text(NC_GLOBAL, "history");
   o.checkpoint = nc.att_text(NC_GLOBAL, "checkpoint");
-  // What evaluate checks the prediction against (predict wrote them; older files lack them).
-  for (const char* key : {"store_identity", "checkpoint_sha256"})
-    if (nc.has_att(NC_GLOBAL, key)) o.attributes[key] = nc.att_text(NC_GLOBAL, key);
+  get_prediction_checks(nc, o.attributes);
   o.config_file = nc.att_text(NC_GLOBAL, "config");
   return o;
 }

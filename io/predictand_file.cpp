@@ -108,9 +108,7 @@ PredictandOutput read_predictand(const std::string& path, const std::string& var
   o.units = nc.att_text(vm, "units");
   o.history = nc.att_text(NC_GLOBAL, "history");
   o.checkpoint = nc.att_text(NC_GLOBAL, "checkpoint");
-  // What evaluate checks the prediction against (predict wrote them; older files lack them).
-  for (const char* key : {"store_identity", "checkpoint_sha256"})
-    if (nc.has_att(NC_GLOBAL, key)) o.attributes[key] = nc.att_text(NC_GLOBAL, key);
+  get_prediction_checks(nc, o.attributes);
   o.config_file = nc.att_text(NC_GLOBAL, "config");
   return o;
 }

@@ -13,7 +13,6 @@
 #include <fstream>
 
 #include "evaluate/baselines.h"
-#include "io/sha256.h"
 #include "evaluate/continuous_scores.h"
 #include "evaluate/evaluation_maps.h"
 #include "evaluate/maps.h"
@@ -27,6 +26,7 @@
 #include "io/precipitation_file.h"
 #include "io/predictand_file.h"
 #include "io/run_lock.h"
+#include "io/sha256.h"
 #include "io/stop_signal.h"
 #include "io/training_store.h"
 #include "pipeline/stages.h"
