@@ -215,7 +215,9 @@ section_sanitize() {
     else
       failed+=("compute-sanitizer $tool"); say "$tool: FAILED (exit $rc)"
       { [[ $tool == racecheck ]] && ((rc == 99)) && bash "$root/scripts/racecheck_verdict.sh" "$work/sanitize_$tool" 2>&1
-        grep -E '^========= |^\[  FAILED' "$work/sanitize_$tool" | head -40; } > "$work/sanitize_$tool.tail"
+        grep -E '^========= |^\[  FAILED' "$work/sanitize_$tool" | head -40
+        # A test failing under the sanitizer only: its assertion (which tensor, how far off).
+        grep -E -A3 ': Failure$' "$work/sanitize_$tool" | head -40; } > "$work/sanitize_$tool.tail"
       [[ -s $work/sanitize_$tool.tail ]] || tail -20 "$work/sanitize_$tool" > "$work/sanitize_$tool.tail"
       block "$work/sanitize_$tool.tail"
     fi
