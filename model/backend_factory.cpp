@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "io/bundle_environment.h"
 #include "io/error.h"
 #include "io/executable_dir.h"
 #include "model/backend.h"
@@ -51,6 +52,10 @@ Plugin load_plugin() {
     if (!h) {
       const char* e = dlerror();
       p.why_not = "the CUDA plugin does not load (" + std::string(e ? e : c) + ")";
+      // bin/env.sh adds a PyTorch installation's CUDA libraries to the library path; a process
+      // cannot add them to its own.
+      if (bundle_without_env_sh())
+        p.why_not += "; run it through the bundle's bin/env.sh, which finds the CUDA libraries of a PyTorch installation";
       return p;
     }
     auto entry = reinterpret_cast<DsCudaPluginEntry>(dlsym(h, DS_CUDA_PLUGIN_ENTRY));

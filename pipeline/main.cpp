@@ -10,6 +10,7 @@
 #include <functional>
 #include <iostream>
 
+#include "io/bundle_environment.h"
 #include "io/command_line.h"
 #include "io/error.h"
 #include "io/log.h"
@@ -19,6 +20,7 @@
 #include "train/benchmark.h"
 
 int main(int argc, char** argv) {
+  ds::adopt_bundle_environment();  // a bundle run without bin/env.sh: its unit database and Open MPI
   ds::record_command_line(argc, argv);  // for the history attribute of the files we write
   CLI::App app{"downscale: from reanalysis predictors (local files or OPeNDAP) to high-resolution daily "
                "precipitation, or another observed variable such as tas.\n"

@@ -98,10 +98,18 @@ for stage in synth fetch preprocess train predict evaluate; do
 done
 [[ -s runs/demo/evaluate/scores.json ]] || { echo "evaluate wrote no scores.json"; exit 1; }
 [[ $(<train.log) == *"running on the CPU: "* ]] || { show train.log; echo "no line saying why the CPU"; exit 1; }
+# Without bin/env.sh: the program takes the bundle's unit database (fetch's unit conversion) and
+# Open MPI (train's MPI_Init) from beside itself, and the CPU line says what env.sh would add.
+for stage in fetch train; do
+  "$DS_ROOT/bin/downscale" "$stage" --config configs/demo.yaml --set run.device=auto --set train.epochs=1 \
+    >"noenv_$stage.log" 2>&1 || { show "noenv_$stage.log"; echo "downscale $stage without bin/env.sh failed"; exit 1; }
+done
+[[ $(<noenv_train.log) == *"through the bundle's bin/env.sh"* ]] ||
+  { show noenv_train.log; echo "without bin/env.sh, the CPU line does not point to it"; exit 1; }
 run cuda_tests.log "$DS_ROOT/bin/test_model" --gtest_filter='ModelCuda*'
 [[ $(<cuda_tests.log) == *"SKIPPED"* ]] || { show cuda_tests.log; echo "the CUDA tests did not report skipped"; exit 1; }
 # Two ranks through the bundle's own mpirun (its daemons, components and help texts).
 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 run mpi.log mpirun -np 2 "$DS_ROOT/bin/downscale" train \
   --config configs/demo.yaml --set train.epochs=1
 [[ $(<mpi.log) == *"data parallel over 2 ranks"* ]] || { show mpi.log; echo "mpirun did not start 2 ranks"; exit 1; }
-echo "bundle: --help (also past a foreign libstdc++ on LD_LIBRARY_PATH), the demo, a config copied alone, 2 MPI ranks and the CUDA tests (skipped) ran with glibc alone"
+echo "bundle: --help (also past a foreign libstdc++ on LD_LIBRARY_PATH), the demo, a config copied alone, fetch and train without bin/env.sh, 2 MPI ranks and the CUDA tests (skipped) ran with glibc alone"
