@@ -53,9 +53,9 @@ int run_predict_scaling(const Config& cfg, const ScalingRequest& req) {
     opt.intra = Link{"measured", "--busbw " + std::to_string(req.busbw_gbs) + " GB/s", req.latency_us * 1e-6,
                      req.busbw_gbs * 1e9, "given on the command line (--busbw, --latency-us)", true};
   } else {
-    opt.intra = find_link(req.link, "--link");
+    opt.intra = find_link(req.link, "--link", false);
   }
-  opt.inter = find_link(req.network, "--network");
+  opt.inter = find_link(req.network, "--network", true);
   opt.nic_per_gpu = req.nic == "per-gpu";
   opt.gpus_per_node = req.gpus_per_node;
   opt.bucket_bytes = size_t(cfg.train.allreduce_bucket_mb * 1024 * 1024);

@@ -36,11 +36,11 @@ const std::vector<Link>& link_table() {
       {"ib-hdr", "InfiniBand HDR 200 Gb/s, per NIC", 30 * us, 23 * GB,
        "200 Gb/s = 25 GB/s per NIC (NVIDIA ConnectX-6, https://www.nvidia.com/en-us/networking/infiniband-adapters/); "
        "~23 GB/s busbw per NIC in multi-node nccl-tests",
-       false},
+      false, true},
       {"ib-ndr", "InfiniBand NDR 400 Gb/s, per NIC", 30 * us, 46 * GB,
        "400 Gb/s = 50 GB/s per NIC (NVIDIA ConnectX-7, https://www.nvidia.com/en-us/networking/infiniband-adapters/); "
        "~46 GB/s busbw per NIC in multi-node nccl-tests",
-       false},
+      false, true},
       // bench/scaling_check.sh measures it again on each run and passes its own figure.
       {"shm-mpi", "MPI over shared memory, 2 ranks on the 2-core dev machine", 30 * us, 2.0 * GB,
        "measured by bench/allreduce_bw (bench/scaling_check.sh) on the project's Debian 12 dev machine, 2026-11-22",
@@ -49,12 +49,20 @@ const std::vector<Link>& link_table() {
   return links;
 }
 
-const Link& find_link(const std::string& key, const std::string& what) {
+const Link& find_link(const std::string& key, const std::string& what, bool between_nodes) {
   std::string keys;
+  const Link* other = nullptr;  // the key names a link of the other kind
   for (const auto& l : link_table()) {
+    if (l.between_nodes != between_nodes) {
+      if (l.key == key) other = &l;
+      continue;
+    }
     if (l.key == key) return l;
     keys += (keys.empty() ? "" : ", ") + l.key;
   }
+  if (other)
+    throw UsageError(what + ": '" + key + "' is a link " + (between_nodes ? "inside a node" : "between nodes") +
+                     " (" + other->name + "); " + what + " takes one of " + keys);
   throw UsageError(what + ": unknown link '" + key + "' (one of " + keys + ")");
 }
 

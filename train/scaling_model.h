@@ -27,11 +27,14 @@ struct Link {
   double busbw = 0;  // bytes/s, nccl-tests' busbw (= algbw * 2(P-1)/P for allreduce)
   std::string source;
   bool measured = false;  // measured on a machine (else a published figure)
+  bool between_nodes = false;  // a network between nodes (--network), else a link inside one (--link)
 };
 // nvlink4, nvlink3, pcie4, pcie5 (inside a node); ib-hdr, ib-ndr (between nodes); shm-mpi
 // (MPI through shared memory on this project's 2-core machine, measured by bench/scaling_check.sh).
 const std::vector<Link>& link_table();
-const Link& find_link(const std::string& key, const std::string& what);  // UsageError listing the keys
+// UsageError listing the keys of the kind asked for (between_nodes: --network's, else --link's),
+// also for a known link of the other kind.
+const Link& find_link(const std::string& key, const std::string& what, bool between_nodes);
 
 // The trainer's buckets (train/gradient_buckets.h): gradients in backward order, a new bucket
 // when the current one holds >= bucket_bytes of FP32 (bucket_bytes 0: a single bucket).

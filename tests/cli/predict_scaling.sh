@@ -64,4 +64,10 @@ rc=$?
 set -e
 [[ $rc == 2 ]] || fail "unknown link: exit $rc, want 2"
 grep -q "unknown link 'carrier-pigeon'" err.txt || fail "unknown link message: $(cat err.txt)"
+set +e
+"$bin" train --config demo.yaml --predict-scaling --profile t.json --network nvlink4 2>err.txt
+rc=$?
+set -e
+[[ $rc == 2 ]] || fail "NVLink between nodes: exit $rc, want 2"
+grep -q "'nvlink4' is a link inside a node" err.txt || fail "NVLink between nodes message: $(cat err.txt)"
 echo "predict_scaling: ok"

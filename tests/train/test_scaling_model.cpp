@@ -107,14 +107,18 @@ TEST(ScalingModel, RingAllreduceFormula) {
   Topology m;
   m.nodes = 4;
   m.gpus_per_node = 4;
-  m.intra = find_link("nvlink4", "test");
-  m.inter = find_link("ib-ndr", "test");
+  m.intra = find_link("nvlink4", "test", false);
+  m.inter = find_link("ib-ndr", "test", true);
   m.nics_per_node = 4;
   EXPECT_DOUBLE_EQ(m.busbw(), 4 * m.inter.busbw);
   m.nics_per_node = 1;
   EXPECT_DOUBLE_EQ(m.busbw(), m.inter.busbw);
   EXPECT_DOUBLE_EQ(m.latency_s(), m.inter.latency_s * 3);
-  EXPECT_THROW(find_link("carrier-pigeon", "--link"), UsageError);
+  EXPECT_THROW(find_link("carrier-pigeon", "--link", false), UsageError);
+  // A link of the other kind: NVLink is no network between nodes, InfiniBand no link inside one.
+  EXPECT_THROW(find_link("nvlink4", "--network", true), UsageError);
+  EXPECT_THROW(find_link("ib-ndr", "--link", false), UsageError);
+  EXPECT_NO_THROW(find_link("shm-mpi", "--link", false));
   EXPECT_THROW(gradient_bytes("fp8"), UsageError);
 }
 
@@ -183,8 +187,8 @@ TEST(ScalingModel, ProfileJsonRoundTrip) {
 TEST(ScalingModel, TableRowsAndReportNameTheirSources) {
   const LayerProfile p = synthetic({{0.1, 1 << 20}, {0.1, 1 << 20}});
   ScalingOptions opt;
-  opt.intra = find_link("nvlink4", "t");
-  opt.inter = find_link("ib-ndr", "t");
+  opt.intra = find_link("nvlink4", "t", false);
+  opt.inter = find_link("ib-ndr", "t", true);
   const auto rows = predict_scaling(p, opt);
   ASSERT_EQ(rows.size(), 10u);  // 1-4 GPUs, then 2..64 nodes of 4
   EXPECT_EQ(rows[0].ranks, 1);
