@@ -58,9 +58,13 @@ int main(int argc, char** argv) {
   train->add_flag("--resume", options.resume, "continue from the run's checkpoint_last.h5 (also written when a run is interrupted)");
   train->add_flag("--resume-auto", options.resume_auto,
                   "continue from the last checkpoint when there is one, else start (a requeued Slurm job)");
-  train->add_flag("--check", options.check,
+  CLI::Option* check_flag = train->add_flag("--check", options.check,
                   "check the config, the store and the model, print a summary and exit (0 ok, 2 bad config, 3 bad "
                   "store); starts no MPI and writes nothing (slurm/train_forhlr2.sh runs it before srun)");
+  train->add_option("--ranks", options.check_ranks,
+                    "--check: the rank count the job will launch; a checkpoint to resume must have been trained "
+                    "with this many times train.batch_size per step (slurm/train_forhlr2.sh passes its tasks)")
+      ->check(CLI::Range(1, 1000000))->needs(check_flag);
   train->add_option("--timeline", options.timeline,
                     "write a Chrome-trace JSON (chrome://tracing, ui.perfetto.dev) of every step's phases per rank")
       ->type_name("FILE");

@@ -44,6 +44,7 @@ struct StageOptions {
   bool resume_auto = false;  // train: resume when checkpoint_last.h5 exists, else start (slurm/train_forhlr2.sh on requeue)
   std::string timeline;  // train: write a Chrome trace of each step's phases per rank here
   bool check = false;    // train: validate config, store and model, print a summary; no MPI, nothing written
+  int check_ranks = 0;   // train --check --ranks: the job's rank count, for the resumed checkpoint's global batch
   ScalingRequest scaling;  // train --predict-scaling: print the scaling model's table, train nothing
   bool dry_run = false;  // fetch: list the chunks, their sizes and what is already complete; fetch nothing
 };

@@ -21,7 +21,7 @@ int run_train(const Config& cfg, const StageOptions& opt) {
   const RunPaths paths = RunPaths::of(cfg);
   // Before MPI_Init: a batch script runs this once, before it launches any rank.
   if (opt.check) {
-    std::fputs(check_training(cfg, paths.store(), paths.model_dir(), opt.resume, opt.resume_auto).c_str(), stdout);
+    std::fputs(check_training(cfg, paths.store(), paths.model_dir(), opt.resume, opt.resume_auto, opt.check_ranks).c_str(), stdout);
     std::puts("train --check: ok (nothing written)");
     return 0;
   }

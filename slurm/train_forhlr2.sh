@@ -162,7 +162,7 @@ fi
 # rank would fail on its own and srun would end the others first (the job then reports 143).
 tmpdir=$(mktemp -d)
 trap 'rm -rf "$tmpdir"' EXIT
-check=("${rank_cmd[@]}" train --check "${train_args[@]:1}")
+check=("${rank_cmd[@]}" train --check --ranks "$ntasks" "${train_args[@]:1}")
 rc=0
 "${check[@]}" > "$tmpdir/check.out" || rc=$?
 cat "$tmpdir/check.out"

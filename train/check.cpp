@@ -9,6 +9,7 @@
 #include "model/backend.h"
 #include "model/loss.h"
 #include "model/math_mode.h"
+#include "train/checkpoint.h"
 #include "train/device_communicator.h"
 
 namespace ds {
@@ -40,8 +41,25 @@ void check_loss_fits_predictand(const Config& cfg, const StoreMeta& meta, const 
                      store_path + " is " + meta.predictand + ", not precipitation (gaussian or mse)");
 }
 
+namespace {
+
+// The global batch of the checkpoint to resume against this job's (ranks x train.batch_size), when
+// the launch's rank count is known; else what it needs, as a note.
+void check_resume_ranks(const Config& cfg, const std::string& checkpoint, int ranks, std::ostream& out) {
+  const int64_t saved = read_checkpoint_global_batch(checkpoint);
+  if (ranks > 0) {
+    check_resumed_global_batch(checkpoint, saved, int64_t(cfg.train.batch_size) * ranks, cfg.train.batch_size, ranks);
+    out << "resumed by " << ranks << " rank(s): the checkpoint's global batch\n";
+  } else if (saved > 0) {
+    out << "note: " << checkpoint << " was trained with a global batch of " << saved
+        << " (train.batch_size x ranks): launch it with that product (--ranks N checks it here)\n";
+  }
+}
+
+}  // namespace
+
 std::string check_training(const Config& cfg, const std::string& store_path, const std::string& model_dir, bool resume,
-                           bool resume_auto) {
+                           bool resume_auto, int ranks) {
   std::ostringstream out;
   out << "config " << cfg.file << ": every key known and in range\n";
 
@@ -103,10 +121,12 @@ std::string check_training(const Config& cfg, const std::string& store_path, con
     struct stat st {};
     if (::stat(last.c_str(), &st) != 0) throw InputError(last + ": no checkpoint to resume from");
     out << "resume from " << last << "\n";
+    check_resume_ranks(cfg, last, ranks, out);
   } else if (struct stat st {}; ::stat((model_dir + "/checkpoint_last.h5").c_str(), &st) == 0) {
-    if (resume_auto)  // a requeued Slurm job
+    if (resume_auto) {  // a requeued Slurm job
       out << "resume from " << model_dir << "/checkpoint_last.h5 (--resume-auto)\n";
-    else  // as train itself warns: the earlier run's checkpoint goes at the first epoch
+      check_resume_ranks(cfg, model_dir + "/checkpoint_last.h5", ranks, out);
+    } else  // as train itself warns: the earlier run's checkpoint goes at the first epoch
       out << "note: " << model_dir << "/checkpoint_last.h5 exists: train starts afresh and replaces it (--resume "
           << "continues it)\n";
   }

@@ -21,9 +21,11 @@ void check_loss_fits_predictand(const Config& cfg, const StoreMeta& meta, const 
 // Opens the store (read only), checks its splits, the loss against its predictand, builds the
 // net on the CPU and checks its output grid against the store's, and with `resume` that the
 // checkpoint to resume from exists; without it, an existing checkpoint_last.h5 is noted as
-// resumed (`resume_auto`) or replaced. Throws UsageError (the config is wrong) or InputError (the
-// store or checkpoint is); returns a few lines of summary.
+// resumed (`resume_auto`) or replaced. A checkpoint to be resumed by `ranks` ranks (0: not
+// known, as outside a batch job) must have been trained with that global batch (every rank would
+// refuse it once launched). Throws UsageError (the config is wrong) or InputError (the store or
+// checkpoint is); returns a few lines of summary.
 std::string check_training(const Config& cfg, const std::string& store_path, const std::string& model_dir, bool resume,
-                           bool resume_auto = false);
+                           bool resume_auto = false, int ranks = 0);
 
 }  // namespace ds

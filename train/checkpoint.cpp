@@ -126,4 +126,19 @@ void check_checkpoint_store(const std::string& checkpoint_path, const TrainState
                      " (checkpoint vs store); predict and resume only with the store it was trained on, or train anew");
 }
 
+int64_t read_checkpoint_global_batch(const std::string& path) {
+  H5File f = H5File::open(path);
+  return f.has_attr("/", "global_batch") ? f.attr_int("/", "global_batch") : 0;
+}
+
+void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, int64_t now, int batch_size, int ranks) {
+  if (saved == 0 || saved == now) return;
+  std::string keep = "resume with a rank count and train.batch_size whose product is " + std::to_string(saved);
+  if (saved % batch_size == 0) keep = "resume on " + std::to_string(saved / batch_size) + " rank(s), or " + keep;
+  throw UsageError(checkpoint + ": trained with a global batch of " + std::to_string(saved) +
+                   " samples per step; this run's is " + std::to_string(now) + " (train.batch_size " +
+                   std::to_string(batch_size) + " x " + std::to_string(ranks) + " rank(s)): " + keep +
+                   " (train.learning_rate is per rank, so scale it by the old ranks / the new), or train anew");
+}
+
 }  // namespace ds

@@ -10,6 +10,7 @@
 //          store_statistics (hash), global_batch (batch_size x ranks)
 // Written to a temporary name and renamed, so a crash mid-write leaves the previous one intact.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "io/store_identity.h"
@@ -41,6 +42,14 @@ struct TrainState {
 // differs; a checkpoint without provenance (older versions) is accepted with a warning.
 void check_checkpoint_store(const std::string& checkpoint_path, const TrainState& state, const StoreMeta& meta,
                             const std::string& store_path);
+
+// The global batch is part of the optimization (the step count per epoch, the learning rate's
+// scaling with the ranks, batch norm): a resume on another rank count would silently change it,
+// so it is refused (UsageError), saying how to keep it. saved 0: not recorded (an older checkpoint).
+void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, int64_t now, int batch_size, int ranks);
+
+// A checkpoint's global_batch attribute alone (0 when it has none), for train --check.
+int64_t read_checkpoint_global_batch(const std::string& path);
 
 void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer* optimizer, const TrainState& state);
 

@@ -199,19 +199,6 @@ std::string rng_to_string(const std::mt19937_64& rng) {
   return s.str();
 }
 
-// The global batch is part of the optimization (the step count per epoch, the learning rate's
-// scaling with the ranks, batch norm): a resume on another rank count would silently change it,
-// so it is refused, saying how to keep it.
-void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, int64_t now, int batch_size, int ranks) {
-  if (saved == 0 || saved == now) return;
-  std::string keep = "resume with a rank count and train.batch_size whose product is " + std::to_string(saved);
-  if (saved % batch_size == 0) keep = "resume on " + std::to_string(saved / batch_size) + " rank(s), or " + keep;
-  throw UsageError(checkpoint + ": trained with a global batch of " + std::to_string(saved) +
-                   " samples per step; this run's is " + std::to_string(now) + " (train.batch_size " +
-                   std::to_string(batch_size) + " x " + std::to_string(ranks) + " rank(s)): " + keep +
-                   " (train.learning_rate is per rank, so scale it by the old ranks / the new), or train anew");
-}
-
 // train.device_check (train/device_check.h): a step of this rank's first batch on its backend
 // against the CPU's FP32 step, from the run's weights, and one of its last batch where an epoch
 // ends in a smaller one (8,766 North America days in batches of 32 end in 30), and the forward of
