@@ -175,6 +175,12 @@ std::string to_string(const Date& d) {
   return buf;
 }
 
+std::string months_text(const std::vector<int>& months) {
+  std::string t;
+  for (int m : months) t += (t.empty() ? "" : ", ") + std::to_string(m);
+  return t;
+}
+
 bool is_leap_year(int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 int days_in_year(int y) { return is_leap_year(y) ? 366 : 365; }
 

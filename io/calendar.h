@@ -17,6 +17,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ds {
 
@@ -53,6 +54,7 @@ Date date_from_days(int64_t days, Calendar c);
 int64_t days_from_civil(const Date& d);
 Date civil_from_days(int64_t days);
 std::string to_string(const Date& d);  // YYYY-MM-DD
+std::string months_text(const std::vector<int>& months);  // {12, 1, 2} as "12, 1, 2", for messages
 bool is_leap_year(int year);           // Gregorian rule
 int days_in_year(int year);            // Gregorian
 

@@ -91,11 +91,6 @@ struct SeasonSteps {
   std::vector<int> months;
   std::vector<size_t> steps;
 };
-std::string months_text(const std::vector<int>& months) {
-  std::string t;
-  for (int m : months) t += (t.empty() ? "" : ", ") + std::to_string(m);
-  return t;
-}
 // Checked before any scoring: a season without a test day (fetch.season cut its months out, or
 // a test split of a few months) is a usage error naming the months the test split has.
 std::vector<SeasonSteps> season_steps(const Config& cfg, const std::vector<int64_t>& days, Calendar calendar,

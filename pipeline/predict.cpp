@@ -204,11 +204,7 @@ void warn_unlike_training(const StoreReader& store, const NewPredictors& in, con
   std::set<int> trained, fed;
   for (int64_t d : train) trained.insert(date_from_days(d, store_cal).month);
   for (int64_t d : in.days()) fed.insert(date_from_days(d, cal).month);
-  auto text = [](const std::set<int>& m) {
-    std::string t;
-    for (int x : m) t += (t.empty() ? "" : ", ") + std::to_string(x);
-    return "[" + t + "]";
-  };
+  auto text = [](const std::set<int>& m) { return "[" + months_text({m.begin(), m.end()}) + "]"; };
   std::set<int> unseen;
   for (int m : fed)
     if (!trained.count(m)) unseen.insert(m);

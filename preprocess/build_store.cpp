@@ -121,13 +121,6 @@ void embed(const std::vector<float>& in, size_t nt, const Grid& obs, const Outpu
 
 }  // namespace
 
-// [12, 1, 2] as "[12, 1, 2]", for messages.
-static std::string months_text(const std::vector<int>& months) {
-  std::string out = "[";
-  for (size_t i = 0; i < months.size(); ++i) out += (i ? ", " : "") + std::to_string(months[i]);
-  return out + "]";
-}
-
 // A split's years the fetched data does not hold: none of them is an error naming the key (a
 // test split of 2005 from data ending in 2004 would otherwise be an empty split that predict
 // trips over later); some of them, a warning (the split is smaller than the config says).
@@ -235,8 +228,8 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
   // Season-years follow what fetch cut: a config whose fetch.season changed since would split
   // DJF data by calendar years (or drop a December) without a word.
   if (!manifest.season.empty() && manifest.season != splits.season) {
-    spdlog::warn("{}: fetch.season is {} but the fetch in {} cut {}: splitting by the fetched season (fetch again "
-                 "for the config's)", cfg.origin("fetch.season"), months_text(splits.season), fetch_dir,
+    spdlog::warn("{}: fetch.season is [{}] but the fetch in {} cut [{}]: splitting by the fetched season (fetch "
+                 "again for the config's)", cfg.origin("fetch.season"), months_text(splits.season), fetch_dir,
                  months_text(manifest.season));
     splits.season = manifest.season;
   }
