@@ -479,9 +479,11 @@ section_e2e() {
            > "$work/na_train_$dod" 2>&1; then
         say "train.data_on_device $dod: $(grep -oE 'training data in .*|batches read from the store.*' "$work/na_train_$dod" | head -1)"
         say "  $(grep -oE 'mean batch time .*' "$work/na_train_$dod" | tail -1)"
-        # The issue's target from the trainer's own step rate (it queues steps without a
-        # synchronization between them, as bench_train_step's timed calls have: on an H100 on
-        # 2026-11-24, 1832 samples/s here against the benchmark's 1463).
+        # The issue's target from the trainer's own step rate: no synchronization between steps
+        # (bench_train_step's timed calls have one each), measured from each epoch's start until
+        # the device has done its last step. (Until 2026-11-24 this rate was the host's time per
+        # step, which leaves out the steps still queued on the GPU at an epoch's end: 1832
+        # samples/s on an H100 with 12-step epochs, an overestimate.)
         local sps
         sps=$(grep -oE '[0-9.]+ samples/s in the training steps' "$work/na_train_$dod" | tail -1 | cut -d' ' -f1)
         [[ -n $sps ]] && say "  200 North America epochs (8,766 samples each) at this run's $sps samples/s: $(awk -v s="$sps" \
