@@ -144,7 +144,7 @@ TestObservations read_test_observations(const std::string& pred_path, const Stor
   t.points = win.size();
   std::vector<float> all(t.days * win.out_size());
   store.read_obs("test", 0, t.days, all.data());
-  t.obs = crop_to_window(all, win);
+  t.obs = crop_to_window(std::move(all), win);
   t.mask = crop_to_window(store.meta().mask, win);
   return t;
 }

@@ -413,7 +413,7 @@ int run_predict(const Config& cfg) {
     return 0;
   }
 
-  const BernoulliGammaParams test = bernoulli_gamma(raw, hw);
+  BernoulliGammaParams test = bernoulli_gamma(raw, hw);
   std::vector<float>().swap(raw);  // its values are in `test` now
   const double shift = meta.wet_threshold;
   // Wet-day rule: p >= 0.5, or climate4R's per-box threshold that reproduces the training
@@ -443,12 +443,13 @@ int run_predict(const Config& cfg) {
   out.days = days;
   out.calendar = calendar;
   out.pr = crop_to_window(deterministic_precipitation(test, threshold, shift), win);
-  out.pr_expected = crop_to_window(expected, win);
-  out.p_wet = crop_to_window(test.p, win);
-  out.gamma_shape = crop_to_window(test.alpha, win);
-  out.gamma_scale = crop_to_window(test.beta, win);
+  out.pr_expected = crop_to_window(expected, win);  // a copy: the score below reads `expected`
   out.members = cfg.predict.members;
   if (out.members > 0) out.pr_members = crop_to_window(stochastic_precipitation(test, out.members, cfg.predict.seed, shift), win);
+  // The parameters last, moved: nothing reads `test` after this.
+  out.p_wet = crop_to_window(std::move(test.p), win);
+  out.gamma_shape = crop_to_window(std::move(test.alpha), win);
+  out.gamma_scale = crop_to_window(std::move(test.beta), win);
   out.occurrence_rule = rule;
   out.wet_threshold = shift;
   out.history = command_line();
