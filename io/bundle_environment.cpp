@@ -20,8 +20,10 @@ std::string bundle_root() {
   return realpath((bin + "/..").c_str(), resolved) ? std::string(resolved) : "";
 }
 
+// As env.sh's ${NAME:-value}: an empty value counts as unset (udunits would fail on "").
 void set_if_unset(const char* name, const std::string& value) {
-  if (!getenv(name)) setenv(name, value.c_str(), 0);
+  const char* now = getenv(name);
+  if (!now || !*now) setenv(name, value.c_str(), 1);
 }
 
 }  // namespace
@@ -34,7 +36,9 @@ void adopt_bundle_environment() {
   const auto has = [&](const char* relative) { return access((root + relative).c_str(), F_OK) == 0; };
   if (has("/share/udunits/udunits2.xml")) set_if_unset("UDUNITS2_XML_PATH", root + "/share/udunits/udunits2.xml");
   if (has("/lib/x86_64-linux-gnu/openmpi/lib/openmpi3")) {
-    set_if_unset("OPAL_PREFIX", root);
+    // Always, as env.sh: the libmpi loaded is the bundle's (RPATH), and a site module's
+    // OPAL_PREFIX (NVHPC, HPC-X) would send it to another Open MPI's components.
+    setenv("OPAL_PREFIX", root.c_str(), 1);
     set_if_unset("OMPI_MCA_ess_singleton_isolated", "1");
   }
   if (has("/share/natural_earth")) set_if_unset("DOWNSCALE_NATURAL_EARTH", root + "/share/natural_earth");

@@ -6,10 +6,10 @@
 
 namespace ds {
 
-// Sets UDUNITS2_XML_PATH, OPAL_PREFIX (with OMPI_MCA_ess_singleton_isolated=1: a rank started
-// alone needs no daemon) and DOWNSCALE_NATURAL_EARTH to the bundle's copies, each only where the
-// variable is unset and the bundle's file is there: a build tree or a Debian install is left as
-// it is. Call before anything reads them (MPI_Init included). What env.sh adds to the library path
+// Sets UDUNITS2_XML_PATH, OMPI_MCA_ess_singleton_isolated=1 (a rank started alone needs no
+// daemon) and DOWNSCALE_NATURAL_EARTH to the bundle's copies where the variable is unset or
+// empty, and OPAL_PREFIX to the bundle always, as env.sh does; each only where the bundle's file
+// is there: a build tree or a Debian install is left as it is. Call before anything reads them (MPI_Init included). What env.sh adds to the library path
 // (a PyTorch installation's CUDA libraries) cannot be added from inside the process.
 void adopt_bundle_environment();
 

@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
                   "continue from the last checkpoint when there is one, else start (a requeued Slurm job)");
   CLI::Option* check_flag = train->add_flag("--check", options.check,
                   "check the config, the store and the model, print a summary and exit (0 ok, 2 bad config, 3 bad "
-                  "store); starts no MPI and writes nothing (slurm/train_forhlr2.sh runs it before srun)");
+                  "store); starts no MPI and writes nothing (slurm/train_forhlr2.sh runs it before launching the ranks)");
   train->add_option("--ranks", options.check_ranks,
                     "--check: the rank count the job will launch; a checkpoint to resume must have been trained "
                     "with this many times train.batch_size per step (slurm/train_forhlr2.sh passes its tasks)")

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "io/training_store.h"
@@ -25,10 +26,9 @@ inline Window observation_window(const StoreMeta& m) {
   return w;
 }
 
-// (n, H', W') -> (n, rows, cols). Taken by value: a whole window hands back what was moved in,
-// no copy (a GCM run's 30 years of North America are about 1 GB a field).
+// (n, H', W') -> (n, rows, cols).
 template <class T>
-std::vector<T> crop_to_window(std::vector<T> v, const Window& w) {
+std::vector<T> crop_to_window(const std::vector<T>& v, const Window& w) {
   if (w.whole()) return v;
   const size_t n = w.out_size() ? v.size() / w.out_size() : 0;
   std::vector<T> out(n * w.size());
@@ -37,6 +37,13 @@ std::vector<T> crop_to_window(std::vector<T> v, const Window& w) {
       for (int c = 0; c < w.cols; ++c)
         out[(t * w.rows + r) * w.cols + c] = v[(t * w.out_rows + w.row0 + r) * w.out_cols + w.col0 + c];
   return out;
+}
+// A field moved in: a whole window hands it back without a copy (a GCM run's 30 years of North
+// America are about 1 GB a field).
+template <class T>
+std::vector<T> crop_to_window(std::vector<T>&& v, const Window& w) {
+  if (w.whole()) return std::move(v);
+  return crop_to_window(static_cast<const std::vector<T>&>(v), w);
 }
 
 // The window's coordinates: the store's obs grid, or the output grid's rows and columns.

@@ -160,6 +160,8 @@ fi
 
 # A bad config, store or model fails here, once, with its own exit code (2 or 3): launched, each
 # rank would fail on its own and srun would end the others first (the job then reports 143).
+# --ranks: the tasks launched below, against the global batch of a checkpoint to resume (a count
+# given in DOWNSCALE_LAUNCHER_ARGS instead is not seen here; the ranks then check it themselves).
 tmpdir=$(mktemp -d)
 trap 'rm -rf "$tmpdir"' EXIT
 check=("${rank_cmd[@]}" train --check --ranks "$ntasks" "${train_args[@]:1}")

@@ -47,9 +47,13 @@ namespace {
 // the launch's rank count is known; else what it needs, as a note.
 void check_resume_ranks(const Config& cfg, const std::string& checkpoint, int ranks, std::ostream& out) {
   const int64_t saved = read_checkpoint_global_batch(checkpoint);
-  if (ranks > 0) {
+  if (ranks > 0 && saved > 0) {
     check_resumed_global_batch(checkpoint, saved, int64_t(cfg.train.batch_size) * ranks, cfg.train.batch_size, ranks);
-    out << "resumed by " << ranks << " rank(s): the checkpoint's global batch\n";
+    out << "global batch " << cfg.train.batch_size << " x " << ranks << " rank(s) = " << saved
+        << ", as the checkpoint was trained\n";
+  } else if (ranks > 0) {
+    out << "note: " << checkpoint << " records no global batch (an older version): not checked against " << ranks
+        << " rank(s)\n";
   } else if (saved > 0) {
     out << "note: " << checkpoint << " was trained with a global batch of " << saved
         << " (train.batch_size x ranks): launch it with that product (--ranks N checks it here)\n";

@@ -36,11 +36,11 @@ const std::vector<Link>& link_table() {
       {"ib-hdr", "InfiniBand HDR 200 Gb/s, per NIC", 30 * us, 23 * GB,
        "200 Gb/s = 25 GB/s per NIC (NVIDIA ConnectX-6, https://www.nvidia.com/en-us/networking/infiniband-adapters/); "
        "~23 GB/s busbw per NIC in multi-node nccl-tests",
-      false, true},
+       false, true},
       {"ib-ndr", "InfiniBand NDR 400 Gb/s, per NIC", 30 * us, 46 * GB,
        "400 Gb/s = 50 GB/s per NIC (NVIDIA ConnectX-7, https://www.nvidia.com/en-us/networking/infiniband-adapters/); "
        "~46 GB/s busbw per NIC in multi-node nccl-tests",
-      false, true},
+       false, true},
       // bench/scaling_check.sh measures it again on each run and passes its own figure.
       {"shm-mpi", "MPI over shared memory, 2 ranks on the 2-core dev machine", 30 * us, 2.0 * GB,
        "measured by bench/allreduce_bw (bench/scaling_check.sh) on the project's Debian 12 dev machine, 2026-11-22",

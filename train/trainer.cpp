@@ -579,9 +579,9 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                           requeue ? kExitRequeue : 0);
       }
     }
-    const auto t_validation = Clock::now();
     loss_sum = check_loss(optimizer->steps() - 1)[0];  // waits for the epoch's last step on the device
     train_seconds += seconds_since(t_epoch);
+    const auto t_validation = Clock::now();
     comm.allreduce_sum(&loss_sum, 1, "training loss of epoch " + std::to_string(epoch));
     if (distributed) average_buffers(net, comm);
     const double train_loss = loss_sum / static_cast<double>(n_train);

@@ -77,7 +77,7 @@ for d in /usr/local/cuda /usr/local/cuda-* /usr/share/openmpi /usr/share/xml/udu
   [[ -d $d ]] && mount -t tmpfs none "$d"
 done
 mount --bind "$DS_WORK/glibc" $libdir
-unset LD_LIBRARY_PATH OPAL_PREFIX UDUNITS2_XML_PATH DOWNSCALE_CUDA_PLUGIN
+unset LD_LIBRARY_PATH OPAL_PREFIX UDUNITS2_XML_PATH DOWNSCALE_CUDA_PLUGIN DOWNSCALE_BUNDLE DOWNSCALE_NATURAL_EARTH
 export PATH=/nonexistent  # no tool of the host's by accident
 if "$bin" --help >/dev/null 2>&1; then echo "the namespace still holds the Debian libraries"; exit 1; fi
 
@@ -104,8 +104,10 @@ for stage in fetch train; do
   "$DS_ROOT/bin/downscale" "$stage" --config configs/demo.yaml --set run.device=auto --set train.epochs=1 \
     >"noenv_$stage.log" 2>&1 || { show "noenv_$stage.log"; echo "downscale $stage without bin/env.sh failed"; exit 1; }
 done
-[[ $(<noenv_train.log) == *"through the bundle's bin/env.sh"* ]] ||
-  { show noenv_train.log; echo "without bin/env.sh, the CPU line does not point to it"; exit 1; }
+# (The hint is for a plugin that is there but finds no CUDA libraries: a build without CUDA has none.)
+if [[ -f $DS_ROOT/lib/libdownscale_cuda.so && $(<noenv_train.log) != *"through the bundle's bin/env.sh"* ]]; then
+  show noenv_train.log; echo "without bin/env.sh, the CPU line does not point to it"; exit 1
+fi
 run cuda_tests.log "$DS_ROOT/bin/test_model" --gtest_filter='ModelCuda*'
 [[ $(<cuda_tests.log) == *"SKIPPED"* ]] || { show cuda_tests.log; echo "the CUDA tests did not report skipped"; exit 1; }
 # Two ranks through the bundle's own mpirun (its daemons, components and help texts).

@@ -143,7 +143,7 @@ if command -v mpirun >/dev/null; then
   expect 2 "global batch of 32 samples per step; this run's is 48 (train.batch_size 16 x 3 rank(s))" \
     ds train --check --ranks 3 --resume --set run.dir=runs/ranks --set train.batch_size=16 --set train.epochs=2
   ds train --check --ranks 2 --resume-auto --set run.dir=runs/ranks --set train.batch_size=16 --set train.epochs=2 \
-    | grep -q "resumed by 2 rank(s)" || { echo "train --check --ranks 2 did not accept the 2-rank checkpoint"; exit 1; }
+    | grep -q "global batch 16 x 2 rank(s) = 32, as the checkpoint was trained" || { echo "train --check --ranks 2 did not accept the 2-rank checkpoint"; exit 1; }
   ds train --check --resume --set run.dir=runs/ranks --set train.batch_size=16 --set train.epochs=2 \
     | grep -q "trained with a global batch of 32" || { echo "train --check without --ranks: no note of the global batch"; exit 1; }
 else
