@@ -38,6 +38,7 @@
 #include "preprocess/new_predictors.h"
 #include "preprocess/sample_dates.h"
 #include "train/checkpoint.h"
+#include "train/climatology_start.h"
 #include "train/device_check.h"
 
 namespace ds {
@@ -372,6 +373,21 @@ int run_predict(const Config& cfg) {
 
   if (!meta.is_precipitation()) {
     const ContinuousPrediction pred = continuous_prediction(raw, channels, hw, meta.mask);
+    {
+      // Never a file of values the model could not have meant (continuous.h, kImplausibleSd).
+      const TargetClimatology clim = training_climatology(store);
+      const double sd = std::sqrt(clim.domain_var);
+      double predicted = NAN;
+      const double away = departure_in_sd(pred, clim.domain_mean, sd, &predicted);
+      if (!(away <= kImplausibleSd))
+        throw Error(fmt::format(
+            "{}: the predicted {} averages {:.4g} {} over the modelled boxes and days, the training observations "
+            "{:.4g} {} (sd {:.3g}): {:.0f} standard deviations apart (more than {:g}). The model does not reproduce the "
+            "predictand's level: see its training loss (metrics.csv beside the checkpoint) and whether these "
+            "predictors are the training ones; nothing written",
+            ckpt, meta.predictand, predicted, meta.predictand_units, clim.domain_mean, meta.predictand_units, sd, away,
+            kImplausibleSd));
+    }
     PredictandOutput out;
     out.variable = meta.predictand;
     out.units = meta.predictand_units;
@@ -389,7 +405,7 @@ int run_predict(const Config& cfg) {
     spdlog::info("writing {} ({} days)", nc_path, n);
     write_predictand(nc_path, out);
     if (new_inputs) {
-      spdlog::info("wrote {} ({} days); no observations for these days, so no score", nc_path, n);
+      spdlog::info("wrote {} ({} days); not scored: predict scores the store's test split only", nc_path, n);
       return 0;
     }
     const TestScore s = score_test(store, pred.mean);
@@ -460,7 +476,7 @@ int run_predict(const Config& cfg) {
                out.members > 0 ? ", " + std::to_string(out.members) + " members" : std::string());
   write_precipitation(nc_path, out);
   if (new_inputs) {
-    spdlog::info("wrote {} ({} days); no observations for these days, so no score", nc_path, n);
+    spdlog::info("wrote {} ({} days); not scored: predict scores the store's test split only", nc_path, n);
     return 0;
   }
 

@@ -1,5 +1,6 @@
 #include "predict/continuous.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -19,6 +20,15 @@ ContinuousPrediction continuous_prediction(const std::vector<float>& raw, size_t
       if (channels == 2) r.sd[t * np + k] = static_cast<float>(std::exp(0.5 * double(raw[(t * channels + 1) * np + k])));
     }
   return r;
+}
+
+double departure_in_sd(const ContinuousPrediction& p, double observed_mean, double observed_sd, double* predicted_mean) {
+  double sum = 0, n = 0;
+  for (float v : p.mean)
+    if (std::isfinite(v)) sum += v, ++n;
+  const double mean = n > 0 ? sum / n : NAN;
+  if (predicted_mean) *predicted_mean = mean;
+  return std::abs(mean - observed_mean) / std::max(observed_sd, 1e-30);
 }
 
 }  // namespace ds

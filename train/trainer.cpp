@@ -31,6 +31,7 @@
 #include "train/batches.h"
 #include "train/check.h"
 #include "train/checkpoint.h"
+#include "train/climatology_start.h"
 #include "train/device_batches.h"
 #include "train/device_check.h"
 #include "train/device_communicator.h"
@@ -321,6 +322,11 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                      std::to_string(meta.Wy()) + " but model '" + spec.name + "' outputs " +
                      std::to_string(out_shape.h) + " x " + std::to_string(out_shape.w));
   net.init(tc.seed);
+  if (!resume && loss_kind != model::LossKind::kBernoulliGamma) {  // a resumed run loads its biases
+    const std::string line =
+        start_from_climatology(net, loss_kind, training_climatology(store), meta.predictand_units);
+    if (root) spdlog::info("{}", line);
+  }
   auto optimizer = model::make_optimizer(model::OptimizerSpec{tc.optimizer, tc.momentum}, net.params(), *be);
   const std::string last_path = out_dir + "/checkpoint_last.h5", best_path = out_dir + "/checkpoint_best.h5";
 

@@ -113,3 +113,28 @@ for name in ("hist_training", "hist_own", "rcp85_training", "rcp85_own"):
 assert abs(hist_own) < abs(hist_training) + 0.05, (hist_own, hist_training)
 assert rcp85_own > hist_own + 1.0, ("the scenario's warming survives own standardization", rcp85_own, hist_own)
 PY
+
+# A predictand in K (NCEP's own 2 m temperature as the target, on its T62 grid) trains as one in
+# degC does: the output starts at the training climatology (train/climatology_start.h); started
+# at zero biases, deepesd ended 40 epochs at a test RMSE of 255 K (user test, 2026-11-24).
+k=(--set run.dir=runs/kelvin --set fetch.predictand.dataset=iberia_ncep --set fetch.predictors.source="$base"
+   --set fetch.predictand.source="$base" --set train.name=deepesd --set model.name=deepesd)
+ds fetch "${k[@]}"
+ds preprocess "${k[@]}"
+ds train "${k[@]}" --set train.epochs=10
+out=$(ds predict "${k[@]}") || { echo "$out"; exit 1; }
+grep -qE "test RMSE of tas [0-9.]+ K vs climatology [0-9.]+ K: MSE skill score 0\.[3-9][0-9]* \(beats climatology\)" <<<"$out" ||
+  { echo "a predictand in K: $out"; exit 1; }
+# A model that does not reproduce the predictand's level (its mean biases 273.15 off, as one that
+# never learned them) is refused: exit 1, its prediction named, the previous file left as it was.
+/usr/bin/python3 - runs/kelvin/train/deepesd/checkpoint_best.h5 off.h5 <<'PY'
+import shutil, sys, h5py
+shutil.copy(sys.argv[1], sys.argv[2])
+with h5py.File(sys.argv[2], "r+") as f:
+    b = f["weights/heads/b"]; v = b[...]; v[: v.size // 2] -= 273.15; b[...] = v
+PY
+before=$(sha256sum runs/kelvin/predict/deepesd/tas.nc)
+rc=0; out=$(ds predict "${k[@]}" --set predict.checkpoint=off.h5) || rc=$?
+[[ $rc -eq 1 ]] && grep -qE "off.h5: the predicted tas averages -?[0-9.]+ K .* training observations 28[0-9.]+ K .* standard deviations apart.*nothing written" <<<"$out" &&
+  [[ $(sha256sum runs/kelvin/predict/deepesd/tas.nc) == "$before" ]] || { echo "an implausible prediction: exit $rc, $out"; exit 1; }
+echo "iberia_tas: OK"
