@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "io/atomic_file.h"
 #include "io/error.h"
@@ -34,6 +35,12 @@ std::string holder(int fd) {
 }  // namespace
 
 RunLock::RunLock(const std::string& dir, const std::string& stage) : path_(dir + "/.downscale-" + stage + ".lock") {
+  std::error_code ec;
+  for (std::filesystem::path p = std::filesystem::absolute(dir, ec); !ec && !p.empty() && !std::filesystem::exists(p, ec);
+       p = p.parent_path()) {
+    created_.push_back(p.string());
+    if (p == p.parent_path()) break;
+  }
   make_dirs(dir);
   fd_ = ::open(path_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
   if (fd_ < 0) throw Error("cannot open the lock file " + path_ + ": " + std::strerror(errno));
@@ -52,7 +59,20 @@ RunLock::RunLock(const std::string& dir, const std::string& stage) : path_(dir +
 }
 
 RunLock::~RunLock() {
-  if (fd_ >= 0) ::close(fd_);  // releases the flock
+  if (fd_ < 0) return;
+  // Still holding the lock: a folder this lock made that holds only its file is removed (rmdir
+  // fails on any folder with something else in it, so a stage's outputs always stay).
+  if (!created_.empty()) {
+    std::error_code ec;
+    const auto parent = std::filesystem::path(path_).parent_path();
+    bool only_lock = true;
+    for (const auto& e : std::filesystem::directory_iterator(parent, ec))
+      if (e.path().filename() != std::filesystem::path(path_).filename()) only_lock = false;
+    if (!ec && only_lock && ::unlink(path_.c_str()) == 0)
+      for (const auto& d : created_)
+        if (::rmdir(d.c_str()) != 0) break;
+  }
+  ::close(fd_);  // releases the flock
 }
 
 }  // namespace ds

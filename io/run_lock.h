@@ -4,8 +4,12 @@
 // folder) and writes "pid host" into it, so the second job's error names the first. The kernel
 // drops the lock when the process ends however it ends (kill -9 included): a stale lock file is
 // harmless. Under MPI only rank 0 takes it, before the other ranks start work (train's driver).
+// A stage refused before it wrote anything (a usage error, a missing input) leaves nothing
+// behind: the folders the lock created are removed again with its file while they hold nothing
+// else.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace ds {
 
@@ -21,6 +25,7 @@ class RunLock {
 
  private:
   std::string path_;
+  std::vector<std::string> created_;  // the folders make_dirs made for it, deepest first
   int fd_ = -1;
 };
 

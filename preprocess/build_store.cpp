@@ -23,6 +23,7 @@
 #include "preprocess/grid.h"
 #include "preprocess/output_grid.h"
 #include "preprocess/regrid.h"
+#include "preprocess/regrid_covering.h"
 #include "preprocess/sample_dates.h"
 #include "preprocess/standardize.h"
 #include "preprocess/target.h"
@@ -193,9 +194,21 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
   }
   const Calendar calendar = common_calendar(obs_file, channels);
   field_names += ", " + predictand;
+  bool partial_said = false;
   for (auto& ch : channels) {
     const RegridMethod m = choice.of(ch.name, ch.var);
-    ch.regrid = std::make_unique<Regridder>(m, ch.file->grid(), xgrid, ch.file->where());
+    // Edge cells the source covers in part are taken from that part, as predict does for a GCM's
+    // grid (regrid_covering.h): NCEP's T62 grid ends 0.3 degrees short of a 2-degree grid's edges.
+    CoverageRegrid cov = regrid_covering(m, ch.file->grid(), xgrid, ch.file->where());
+    if (cov.partial && !partial_said) {
+      partial_said = true;
+      spdlog::warn("{}: {} of {} predictor-grid cells ({}) are only partly covered by its grid {} (the least {:.0f} %): "
+                   "their values come from the covered part{}; a fetch box one source cell wider brings in the rest "
+                   "where the source has it",
+                   ch.file->where(), cov.partial, xgrid.size(), xgrid.describe(), ch.file->grid().describe(),
+                   100 * cov.least_covered, m == RegridMethod::nearest ? " (nearest: the source cell at the edge)" : "");
+    }
+    ch.regrid = std::make_unique<Regridder>(m, std::move(cov.weights));
     regrid_attr += ch.name + ":" + to_string(m) + ",";
   }
   // The observation grid: preprocess.predictand_grid (the predictand regridded onto it), or the

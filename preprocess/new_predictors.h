@@ -20,6 +20,7 @@
 #include "io/config.h"
 #include "io/training_store.h"
 #include "preprocess/regrid.h"
+#include "preprocess/regrid_covering.h"
 #include "preprocess/sample_dates.h"
 
 namespace ds {
@@ -38,16 +39,6 @@ struct NewPredictorOptions {
   // What these predictors are in messages, and the key that names their folder.
   std::string role = "the new predictors (predict.predictors)";
 };
-
-// Weights from `src` to `dst` for new predictors (see above); `renormalize` tells apply_weights
-// to divide by the valid (covered) weight. InputError naming `where` and the uncovered cells.
-struct CoverageRegrid {
-  RegridWeights weights;
-  bool renormalize = false;
-  size_t partial = 0;        // target cells the source covers only in part
-  double least_covered = 1;  // the smallest covered share of a target cell's area
-};
-CoverageRegrid regrid_covering(RegridMethod m, const Grid& src, const Grid& dst, const std::string& where);
 
 class NewPredictors {
  public:

@@ -47,6 +47,7 @@ void apply_weights(const RegridWeights& w, const std::vector<float>& src, size_t
 class Regridder {
  public:
   Regridder(RegridMethod m, const Grid& src, const Grid& dst, const std::string& where);
+  Regridder(RegridMethod m, RegridWeights w) : method_(m), w_(std::move(w)) {}  // regrid_covering.h's
   RegridMethod method() const { return method_; }
   // `ntime` source fields -> `ntime` target fields.
   std::vector<float> apply(const std::vector<float>& src, size_t ntime) const;

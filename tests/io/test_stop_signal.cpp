@@ -72,6 +72,26 @@ TEST(StopSignal, StaleTempsOfDeadProcessesGoLiveOnesStay) {
   fs::remove_all(d);
 }
 
+// A stage refused before it wrote anything leaves no folder behind (user test: `predict` of a
+// model never trained left predict/<name>/ holding only its lock); one that wrote keeps it all,
+// and a folder that was there before stays.
+TEST(RunLock, FoldersItMadeAreRemovedWhenNothingElseWasWritten) {
+  const fs::path base = fresh_dir("ds-lock-empty");
+  { RunLock lock((base / "run/predict/mnn").string(), "predict"); }
+  EXPECT_FALSE(fs::exists(base / "run")) << "an empty run/predict/mnn left behind";
+  EXPECT_TRUE(fs::exists(base));
+  {
+    RunLock lock((base / "run/predict/mnn").string(), "predict");
+    std::ofstream(base / "run/predict/mnn/out.nc") << "x";
+  }
+  EXPECT_TRUE(fs::exists(base / "run/predict/mnn/out.nc"));
+  EXPECT_TRUE(fs::exists(base / "run/predict/mnn/.downscale-predict.lock"));
+  fs::create_directories(base / "kept");
+  { RunLock lock((base / "kept").string(), "train"); }
+  EXPECT_TRUE(fs::exists(base / "kept"));
+  fs::remove_all(base);
+}
+
 TEST(RunLock, ASecondLockOnTheSameFolderAndStageNamesTheFirst) {
   const fs::path d = fresh_dir("ds-lock") / "train";
   {

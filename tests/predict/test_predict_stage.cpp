@@ -52,8 +52,12 @@ Synthetic write_tas_store(const std::string& path) {
   for (int j = 0; j < kHy; ++j)
     for (int i = 0; i < kWy; ++i) m.mask[j * kWy + i] = in_window(j, i) && i != kCol0;  // the window's first column: sea
   m.regrid = "psl:nearest,ta@850:conservative";
-  m.mean.assign(2 * kH * kW, 0);
-  m.sd.assign(2 * kH * kW, 1);
+  // The training statistics of the GCM's fields below (psl 101000 Pa, ta 270 K, sd 5 as their
+  // sine): standardized with them, the GCM's predictors look like the training ones, and the
+  // prediction is plausible (predict refuses one far from the observations, continuous.h).
+  m.mean.assign(2 * kH * kW, 101000.0f);
+  std::fill(m.mean.begin() + kH * kW, m.mean.end(), 270.0f);
+  m.sd.assign(2 * kH * kW, 5.0f);
   Synthetic s;
   s.mask = m.mask;
   std::mt19937_64 rng(11);

@@ -271,6 +271,35 @@ TEST(BuildStore, UncoveredGridAndUnknownRegridKeyAreErrors) {
 }
 
 // A file that breaks fetch's contract (here: latitude descending) is refused by name.
+// A predictor grid whose western cells reach past the source's (NCEP's T62 grid under a
+// 2-degree grid does so): preprocess takes them from the part the source covers, as predict does
+// for a GCM's grid (preprocess/regrid_covering.h). The cell at -111 ([-112, -110]) overlaps only the
+// source cell at -110, so its column is that source column standardized: correlation 1 with it
+// (the next column, half -110 and half -108, is not).
+TEST(BuildStore, PartlyCoveredEdgeCellsComeFromTheCoveredPart) {
+  TinyRun run;
+  run.cfg.preprocess.predictor_grid = {-111, -105, 30, 34, 2};
+  run.cfg.preprocess.regrid = {{"default", "conservative"}};  // bilinear needs the centres inside
+  ASSERT_NO_THROW(build_store(run.cfg, run.dir / "run/fetch", run.dir / "run/store.h5"));
+  StoreReader store(run.dir / "run/store.h5");
+  const size_t n = store.count("train");
+  const auto& m = store.meta();
+  ASSERT_EQ(m.W(), 4);
+  std::vector<float> x(n * 2 * 12);
+  store.read_x("train", 0, n, x.data());
+  const auto correlation = [&](int col) {  // z@500 at row 0 against the source's lon -110 (i = 0)
+    double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+    for (size_t t = 0; t < n; ++t) {
+      const double a = x[t * 24 + col], b = std::sin(t * 0.1);
+      sa += a, sb += b, saa += a * a, sbb += b * b, sab += a * b;
+    }
+    const double cov = sab / n - sa / n * sb / n;
+    return cov / std::sqrt((saa / n - sa / n * sa / n) * (sbb / n - sb / n * sb / n));
+  };
+  EXPECT_NEAR(correlation(0), 1.0, 1e-6);  // float standardized values: about 1e-7 apart
+  EXPECT_LT(correlation(1), 0.99);
+}
+
 TEST(BuildStore, NonMonotonicCoordinatesAreAnError) {
   TinyRun run;
   test::SourceSpec bad;
