@@ -57,6 +57,29 @@ std::string checkpoint_path(const Config& cfg) {
   return c;
 }
 
+// A checkpoint from another model's folder of this run (predict.checkpoint naming
+// train/mnn/checkpoint_best.h5 while train.name is deepesd) would be written to deepesd's predict
+// folder and evaluated as deepesd's: refused, naming the train.name it belongs to. A checkpoint
+// from anywhere else (a colleague's copy) is filed under train.name, as asked.
+void check_checkpoint_of_this_model(const std::string& ckpt, const RunPaths& paths, const Config& cfg) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path folder = fs::weakly_canonical(fs::path(ckpt), ec).parent_path();
+  const fs::path train_root = fs::weakly_canonical(fs::path(paths.root) / "train", ec);
+  const fs::path mine = fs::weakly_canonical(fs::path(paths.model_dir()), ec);
+  if (ec || folder == mine) return;
+  std::string owner;
+  if (folder == train_root) owner = "the unnamed model's";
+  else if (folder.parent_path() == train_root) owner = "model '" + folder.filename().string() + "''s";
+  else return;
+  const std::string fix = folder == train_root ? "leave train.name unset" : "--set train.name=" + folder.filename().string();
+  throw UsageError(cfg.origin("predict.checkpoint") + ": predict.checkpoint " + ckpt + " is in " + owner + " folder (" +
+                   folder.string() + "), but train.name is " +
+                   (paths.name.empty() ? std::string("unset") : "'" + paths.name + "'") +
+                   ": its prediction would be written to " + paths.predict_dir() + " and evaluated as that model's (" +
+                   fix + ")");
+}
+
 // Standardized samples [first, first + n) into x (n x C x H x W): from a split of the store or
 // from new predictor files.
 using ReadSamples = std::function<void(size_t first, size_t n, float* x)>;
@@ -274,6 +297,7 @@ int run_predict(const Config& cfg) {
   RunLock lock(paths.predict_dir(), "predict");
   remove_stale_temps(paths.predict_dir());
   const std::string ckpt = checkpoint_path(cfg);
+  check_checkpoint_of_this_model(ckpt, paths, cfg);
   if (!path_exists(ckpt)) {
     const std::string& c = cfg.predict.checkpoint;
     if (c == "best" || c == "last")

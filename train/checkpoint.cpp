@@ -7,6 +7,7 @@
 #include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/hdf5_file.h"
+#include "model/imagenet_models.h"
 
 namespace ds {
 
@@ -73,6 +74,27 @@ model::ModelSpec read_checkpoint_spec(const std::string& path) {
 
 TrainState load_checkpoint(const std::string& path, model::Net& net, model::Optimizer* optimizer) {
   H5File f = H5File::open(path);
+  // Another model's checkpoint (a resume after model.name or train.loss changed) is named as such,
+  // not by the first weight whose shape differs.
+  if (f.has_attr("/", "model_spec")) {
+    const model::ModelSpec saved = model::ModelSpec::from_json(f.attr_string("/", "model_spec"));
+    const model::ModelSpec& want = net.spec();
+    const auto refuse = [&](const std::string& what, const std::string& a, const std::string& b, const std::string& key) {
+      throw InputError(path + ": the checkpoint holds " + what + " " + a + ", the configuration asks for " + b + " (" +
+                       key + "): use the checkpoint's, or train into another folder (train.name)");
+    };
+    if (saved.name != want.name) refuse("model", "'" + saved.name + "'", "'" + want.name + "'", "model.name");
+    if (saved.loss != want.loss && !model::is_image_classifier(want.name))
+      refuse("a model trained with the loss", saved.loss, want.loss, "train.loss");
+    if (want.name == "demo" && saved.filters != want.filters) {  // the only model that reads them
+      const auto list = [](const std::vector<int>& v) {
+        std::string t;
+        for (int x : v) t += (t.empty() ? "" : ", ") + std::to_string(x);
+        return "[" + t + "]";
+      };
+      refuse("filters", list(saved.filters), list(want.filters), "model.filters");
+    }
+  }
   const auto params = net.params();
   for (const auto& p : params) load_tensor(f, "/weights/" + p.name, *p.value);
   for (const auto& b : net.buffers()) load_tensor(f, "/buffers/" + b.name, *b.value);

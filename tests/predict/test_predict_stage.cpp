@@ -262,6 +262,14 @@ TEST(PredictStage, TwoNamedModelsOfATemperatureStoreArePredictedAndEvaluated) {
   EXPECT_EQ(run("predict " + base + " --set train.name=gauss --set predict.fill=nearest_time"), 2);
   // A config kept for GCM work names them while its other stages run: no error there.
   EXPECT_EQ(run("evaluate " + base + " --set train.name=gauss --set predict.fill=nearest_time --set predict.label=x"), 0);
+  // Another model's checkpoint of this run under train.name gauss would be filed and evaluated as
+  // gauss's: exit 2, and no predict/other folder is left (a checkpoint elsewhere is fine).
+  EXPECT_EQ(run("predict " + base + " --set train.name=other --set predict.checkpoint=" +
+                (d / "run/train/plain/checkpoint_best.h5")), 2);
+  EXPECT_FALSE(fs::exists(d / "run/predict/other"));
+  fs::copy_file(d / "run/train/plain/checkpoint_best.h5", d / "plain_copy.h5");
+  EXPECT_EQ(run("predict " + base + " --set train.name=other --set predict.checkpoint=" + (d / "plain_copy.h5")), 0);
+  EXPECT_TRUE(fs::exists(d / "run/predict/other/tas.nc"));
   // Reference years the GCM run does not hold: bad input, naming them.
   EXPECT_EQ(run("predict " + gcm + " --set predict.standardize=own --set predict.reference_years=[1990,2001]"), 3);
 

@@ -419,6 +419,37 @@ TEST(Trainer, AConstantOffsetOfAContinuousPredictandChangesNothing) {
     }
 }
 
+// Resuming with another model, loss or demo filters names what differs, not the first weight
+// whose shape does (user test: "/weights/conv1/W has a different shape than the model's").
+TEST(Trainer, ResumingWithAnotherModelNamesIt) {
+  test::TempDir d;
+  const auto store = write_tas_store(d);
+  const std::string out = d / "run";
+  std::filesystem::create_directories(out);
+  Config c = tiny_config(d / "c.yaml", 1);
+  c.train.loss = "gaussian";
+  train_model(c, store, out, false);
+  const auto message = [&](Config other) {
+    other.train.epochs = 2;
+    try {
+      train_model(other, store, out, true);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  Config deepesd = c, mse = c, filters = c;
+  deepesd.model.name = "deepesd";
+  mse.train.loss = "mse";
+  filters.model.filters = {8, 8, 16};
+  EXPECT_NE(message(deepesd).find("checkpoint_last.h5: the checkpoint holds model 'demo', the configuration asks for "
+                                  "'deepesd' (model.name)"), std::string::npos) << message(deepesd);
+  EXPECT_NE(message(mse).find("loss gaussian, the configuration asks for mse (train.loss)"), std::string::npos)
+      << message(mse);
+  EXPECT_NE(message(filters).find("filters [8, 8, 8], the configuration asks for [8, 8, 16] (model.filters)"),
+            std::string::npos) << message(filters);
+}
+
 // The climatology the biases start from: per modelled box and over the domain, missing days
 // skipped, against sums written out here (tolerance 1e-9: both in double from the same floats).
 TEST(Trainer, TrainingClimatologyIsThePerBoxMeanAndVariance) {
