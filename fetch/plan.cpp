@@ -262,6 +262,17 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
   for (size_t j = 0; j < f.lat_run.count; ++j)
     f.lat.push_back(lat[f.lat_run.start + (f.lat_descending ? f.lat_run.count - 1 - j : j)]);
 
+  // A source grid that ends inside the box (a regional file, a limited-area model) delivers less
+  // than asked: its outermost centre then lies more than one grid step inside that side.
+  const auto step = [](const std::vector<double>& c) { return c.size() > 1 ? std::abs(c[1] - c[0]) : 0.0; };
+  const double dx = step(lon), dy = step(lat);
+  std::vector<std::string> short_of;
+  if (dx > 0 && f.lon.front() - req.lon_min > dx + 1e-6) short_of.push_back("west (from " + num(f.lon.front()) + ")");
+  if (dx > 0 && req.lon_max - f.lon.back() > dx + 1e-6) short_of.push_back("east (to " + num(f.lon.back()) + ")");
+  if (dy > 0 && f.lat.front() - req.lat_min > dy + 1e-6) short_of.push_back("south (from " + num(f.lat.front()) + ")");
+  if (dy > 0 && req.lat_max - f.lat.back() > dy + 1e-6) short_of.push_back("north (to " + num(f.lat.back()) + ")");
+  for (const auto& side : short_of) f.box_shortfall += (f.box_shortfall.empty() ? "" : ", ") + side;
+
   f.pack_scale = src.att_double(v, "scale_factor", 1.0);
   f.pack_offset = src.att_double(v, "add_offset", 0.0);
   f.has_fill = src.has_att(v, "_FillValue");

@@ -64,6 +64,10 @@ struct FieldPlan {
   IndexRun lat_run;
   bool lat_descending = false;
   std::vector<double> lon, lat;    // output coordinates (ascending)
+  // The sides of the requested box the source's grid stops short of (its outermost centre more
+  // than one grid step inside them), e.g. "west (from -9.375), north (to 44.76)"; empty when it
+  // reaches every side. fetch then delivers what the source has and says so.
+  std::string box_shortfall;
 
   // Packing in the source (values are unpacked, then converted with def.scale/def.offset).
   double pack_scale = 1, pack_offset = 0;

@@ -176,6 +176,25 @@ int run_fetch(const Config& cfg, bool dry_run) {
     if (c.field >= n_predictor_fields)
       c.file = "chunks/predictand/" + plan.fields[c.field].name + "/" + std::to_string(c.year) + ".nc";
 
+  // Sources that end inside the requested box: one warning per shortfall, naming its fields
+  // (a later preprocess would otherwise first hear of it as a grid that does not cover its target).
+  {
+    std::map<std::string, std::string> fields_short;  // shortfall -> "z@500, ta@850"
+    for (size_t k = 0; k < n_predictor_fields; ++k) {
+      const auto& fp = plan.fields[k];
+      if (!fp.box_shortfall.empty())
+        fields_short[fp.box_shortfall] += (fields_short[fp.box_shortfall].empty() ? "" : ", ") + fp.name;
+    }
+    for (const auto& [sides, names] : fields_short)
+      spdlog::warn("{}: the source's grid ends inside the requested box (fetch.lon [{:g}, {:g}], fetch.lat [{:g}, {:g}]) "
+                   "on the {}: fetched what it has; preprocess.predictor_grid must lie inside it",
+                   names, f.lon_min, f.lon_max, f.lat_min, f.lat_max, sides);
+    // The observations' grid is what it is (land only, a regional product): said, not warned.
+    if (with_predictand && !plan.fields.back().box_shortfall.empty())
+      spdlog::info("{} (predictand): the source's grid ends inside the requested box on the {}: the observation grid is "
+                   "what it has", plan.fields.back().name, plan.fields.back().box_shortfall);
+  }
+
   // Temporary files of an earlier run that was killed (its workers' chunks, its joins).
   for (const char* sub : {"/chunks", "/predictors", "/predictand"}) remove_stale_temps(dir + sub, true);
   const std::string ledger_path = dir + "/chunks/ledger.json";

@@ -176,5 +176,17 @@ print(cal, "ok")
 EOF2
 done
 
+# The box the shipped config asks for: the NCEP grids reach every side (no warning); E-OBS ends
+# inside it, said as an info line about the observation grid.
+grep -q "warning" ncep.log && fail "fetch of the config's box warned: $(grep warning ncep.log)"
+grep -qF "tas (predictand): the source's grid ends inside the requested box on the east (to 4.25), north (to 44.25)" ncep.log ||
+  fail "no info line on E-OBS ending inside the box: $(cat ncep.log)"
+# A box far wider than the files: fetched (exit 0) with a warning naming the fields and the sides
+# they stop short of, instead of silently less than asked.
+out=$("$bin" fetch --config ncep.yaml --set run.dir=runs/wide --set 'fetch.lon=[-30,5]' --set 'fetch.lat=[20,60]' 2>&1) ||
+  fail "fetch of a wide box: $out"
+grep -qF "hus@850, psl, ta@850: the source's grid ends inside the requested box (fetch.lon [-30, 5], fetch.lat [20, 60]) on the west (from -10), south (from 35), north (to 45)" <<<"$out" ||
+  fail "no warning on a box wider than the source: $out"
+
 echo "fetch of the Iberia files: $failures failures"
 [[ $failures -eq 0 ]]
