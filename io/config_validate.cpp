@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <tuple>
 #include <cstdlib>
 #include <iomanip>
 #include <sstream>
@@ -124,6 +125,18 @@ void check_config(const Config& c, const KeyOrigin& origin) {
     k.range(key + ".lat", g->lat_last, -90, 90, "degrees north");
     k.range(key + ".lon", g->lon_first, -360, 360, "degrees east");
     k.range(key + ".lon", g->lon_last, -360, 360, "degrees east");
+    // The grid's points are first + i * step: a last value off that lattice would silently move
+    // to the nearest point on it (lon [-10, 5] with step 2 ended at 6, which messages then named).
+    for (const auto& [axis, first, last] : {std::tuple<std::string, double, double>{"lon", g->lon_first, g->lon_last},
+                                            {"lat", g->lat_first, g->lat_last}}) {
+      const double steps = (last - first) / g->step;
+      if (std::abs(steps - std::round(steps)) > 1e-6) {
+        const double below = first + std::floor(steps) * g->step, above = first + std::ceil(steps) * g->step;
+        k.fail(key + "." + axis, "is [" + num(first) + ", " + num(last) + "], " + num(steps) + " steps of " + num(g->step) +
+                                     ": the last value must be a whole number of steps from the first (" + num(below) +
+                                     " or " + num(above) + ")");
+      }
+    }
   }
   k.disjoint({{"preprocess.train_years", c.preprocess.train_years},
               {"preprocess.validation_years", c.preprocess.validation_years},

@@ -54,3 +54,18 @@ TEST(Config, LossScaleIsDynamicOrAPositiveNumber) {
         << e;
   }
 }
+
+// A grid's last value off the lattice first + i * step is refused, naming the two values on it
+// (user test: lon [-10, 5] with step 2 silently became -10..6, and the messages named 6).
+TEST(Config, GridEndsMustBeAWholeNumberOfStepsFromTheStart) {
+  ds::test::TempDir d;
+  const std::string e =
+      usage_error(d, "run: {dir: x}\npreprocess: {predictor_grid: {lon: [-10, 5], lat: [35, 45], step: 2.0}}\n");
+  EXPECT_NE(e.find("key 'preprocess.predictor_grid.lon' is [-10, 5], 7.5 steps of 2: the last value must be a whole "
+                   "number of steps from the first (4 or 6)"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(usage_error(d, "run: {dir: x}\npreprocess: {predictand_grid: {lon: [-164.75, -60.75], lat: [11.75, 69.75], "
+                           "step: 0.5}}\n"),
+            "");
+}
