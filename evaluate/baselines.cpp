@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -57,8 +58,11 @@ std::vector<float> linear_baseline(const StoreReader& store, const std::string& 
   const Eigen::MatrixXf yt = read_observed(store, "train");    // (P, Nt)
   const Eigen::Index F = xt.rows(), Nt = xt.cols(), P = yt.rows();
   throw_if_stop_requested(stop_note);
-  spdlog::info("linear baseline: {} principal components of {} predictor values, then a ridge fit per box ({} boxes)",
-               std::min<Eigen::Index>(opt.components, std::min(F, Nt - 1)), F, P);
+  const auto& mask = store.meta().mask;
+  spdlog::info("linear baseline: {} principal components of {} predictor values, then a ridge fit per modelled box "
+               "({} of the grid's {})",
+               std::min<Eigen::Index>(opt.components, std::min(F, Nt - 1)), F,
+               std::count_if(mask.begin(), mask.end(), [](uint8_t m) { return m != 0; }), P);
   const int K = static_cast<int>(std::min<Eigen::Index>(opt.components, std::min(F, Nt - 1)));
   if (K < 1) throw InputError(store.path() + ": too few training days for the linear baseline");
 

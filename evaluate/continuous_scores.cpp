@@ -73,7 +73,7 @@ ContinuousEvaluation evaluate_continuous(const std::vector<float>& obs, size_t n
     ContinuousScores s;
     s.name = method.name;
     for (auto* v : {&s.mean, &s.bias, &s.rmse, &s.pearson, &s.sd_ratio}) v->assign(np, NAN);
-    Progress progress("scoring " + method.name + " (boxes)", int64_t(np));  // a line every ~5 s
+    Progress progress("scoring " + method.name + " (grid boxes)", int64_t(np));  // a line every ~5 s
     for (size_t k = 0; k < np; ++k) {
       progress.advance();
       if (!mask[k]) continue;

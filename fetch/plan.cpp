@@ -329,10 +329,20 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
         while (i < sd.size() && sd[i] < d) ++i;
         if (i == sd.size() || sd[i] != d) {
           const bool outside = d < sd.front() || d > sd.back();
+          std::string why = outside ? " (the time axis covers " + f.date(sd.front()) + ".." + f.date(sd.back()) + ")"
+                                    : ": the time axis has a gap";
+          if (!outside) {  // a file of one season (DJF) asked for another: no gap, another season
+            std::set<int> months;
+            for (int64_t day : sd) months.insert(date_from_days(day, f.calendar).month);
+            if (!months.count(mm)) {
+              std::string list;
+              for (int m : months) list += (list.empty() ? "" : ", ") + std::to_string(m);
+              why = ": the file holds no day of month " + std::to_string(mm) + " (its months: " + list +
+                    "), which fetch.season lists";
+            }
+          }
           throw InputError(redact_credentials(f.urls[k]) + ": variable '" + f.native + "': no data for " + f.date(d) +
-                           " (season year " + std::to_string(y) + ")" +
-                           (outside ? " (the time axis covers " + f.date(sd.front()) + ".." + f.date(sd.back()) + ")"
-                                    : ": the time axis has a gap"));
+                           " (season year " + std::to_string(y) + ")" + why);
         }
         c.days.push_back(d);
         TimeRun* last = c.time_runs.empty() ? nullptr : &c.time_runs.back();

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <memory>
+#include <regex>
 #include <sstream>
 
 #include "io/error.h"
@@ -107,7 +108,9 @@ std::string check_training(const Config& cfg, const std::string& store_path, con
   }
   if (run_be) {
     model::apply_math_mode(*run_be, cfg.train.precision, false);
-    out << "backend " << run_be->name() << " computes train.precision " << cfg.train.precision << "\n";
+    // Built here on one thread: its thread count is not the run's (run.threads, or the cores each rank may use).
+    const std::string kind = std::regex_replace(run_be->name(), std::regex(", [0-9]+ threads?\\)"), ")");
+    out << "backend " << kind << " computes train.precision " << cfg.train.precision << "\n";
     // nccl on a CPU backend: exit 2, as train; but auto on a node without a GPU (a login node)
     // says nothing of the job's nodes: a note.
     if (cfg.run.communicator == "nccl" && cfg.run.device == "auto" && run_be->name().rfind("cuda", 0) != 0)

@@ -188,5 +188,11 @@ out=$("$bin" fetch --config ncep.yaml --set run.dir=runs/wide --set 'fetch.lon=[
 grep -qF "hus@850, psl, ta@850: the source's grid ends inside the requested box (fetch.lon [-30, 5], fetch.lat [20, 60]) on the west (from -10), south (from 35), north (to 45)" <<<"$out" ||
   fail "no warning on a box wider than the source: $out"
 
+# A season the winter files do not hold is named as such, not as a gap in the time axis.
+rc=0; out=$("$bin" fetch --config ncep.yaml --set run.dir=runs/jja --set 'fetch.season=[6,7,8]' 2>&1) || rc=$?
+[[ $rc -eq 3 ]] && grep -qF "no data for 1983-06-01 (season year 1983): the file holds no day of month 6 (its months: 1, 2, 12), which fetch.season lists" <<<"$out" ||
+  fail "a season the files lack: exit $rc, $out"
+[[ -e runs/jja ]] && fail "a refused fetch left runs/jja behind"
+
 echo "fetch of the Iberia files: $failures failures"
 [[ $failures -eq 0 ]]

@@ -108,5 +108,5 @@ TEST(ScoresFile, ScoringLogsTheMethodItScores) {
       std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
   small_evaluation();
   spdlog::set_default_logger(previous);
-  EXPECT_NE(log.str().find("scoring twice (boxes x members): 3/3 done"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("scoring twice (grid boxes x members): 3/3 done"), std::string::npos) << log.str();
 }
