@@ -284,6 +284,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("run.communicator", c.run.communicator);
   r.renamed("run.math", "train.precision");
 
+  c.synth.present = root["synth"].IsDefined() && !root["synth"].IsNull();
   r.get("synth.dir", c.synth.dir);
   r.get_years("synth.years", c.synth.years);
   r.get_pair("synth.lon", c.synth.lon_min, c.synth.lon_max);

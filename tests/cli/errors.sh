@@ -75,6 +75,15 @@ if [[ $loud == *"log level debug"* && $plain != *"log level"* ]]; then
 else
   echo "FAIL: synth -v shows no debug line, or one shows without -v"; failures=$((failures+1))
 fi
+# A config of real data has no synth section: synth refuses (exit 2) instead of writing the
+# defaults' synthetic North America, and leaves no data/ folder behind.
+mkdir -p "$work/nosynth"
+out=$(cd "$work/nosynth" && "$bin" synth --config "$src/configs/iberia_tas.yaml" 2>&1) && rc=0 || rc=$?
+if [[ $rc -eq 2 && $out == *"no synth section"* && -z $(ls -A "$work/nosynth") ]]; then
+  echo "ok: synth without a synth section -> exit 2, nothing written"
+else
+  echo "FAIL: synth --config iberia_tas.yaml: exit $rc, '$out', left: $(ls -A "$work/nosynth")"; failures=$((failures+1))
+fi
 # A missing input file: exit 3, names the file.
 expect 3 "$work/absent.nc: no such file" -- fetch --config "$work/good.yaml" $run --set fetch.predictors.source=$work/absent.nc
 # The stage before not run: names the manifest it needs.
