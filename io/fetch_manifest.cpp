@@ -48,6 +48,9 @@ void FetchManifest::write(const std::string& path) const {
   // No predictand (predictors alone): null, read back as a FetchedFile without a name.
   j["predictand"] = predictand.name.empty() ? nlohmann::json(nullptr) : to_json(predictand);
   if (!season.empty()) j["season"] = season;
+  if (request.present)
+    j["request"] = {{"lon", {request.lon_min, request.lon_max}}, {"lat", {request.lat_min, request.lat_max}},
+                    {"years", {request.first_year, request.last_year}}};
   write_file_atomically(path, j.dump(2) + "\n");
 }
 
@@ -60,6 +63,16 @@ FetchManifest FetchManifest::read(const std::string& path) {
     for (const auto& p : j.at("predictors")) m.predictors.push_back(from_json(p));
     if (!j.at("predictand").is_null()) m.predictand = from_json(j.at("predictand"));
     if (j.contains("season")) m.season = j.at("season").get<std::vector<int>>();
+    if (j.contains("request")) {
+      const auto& q = j.at("request");
+      m.request.present = true;
+      m.request.lon_min = q.at("lon").at(0);
+      m.request.lon_max = q.at("lon").at(1);
+      m.request.lat_min = q.at("lat").at(0);
+      m.request.lat_max = q.at("lat").at(1);
+      m.request.first_year = q.at("years").at(0);
+      m.request.last_year = q.at("years").at(1);
+    }
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path + ": not a fetch manifest: " + e.what());
   }

@@ -30,6 +30,14 @@ struct FetchManifest {
   // The months fetch cut (fetch.season, in its order): preprocess splits season-years by what was
   // fetched, not by a config edited since. Empty in manifests written before it was recorded.
   std::vector<int> season;
+  // The box and years the config asked fetch for (fetch.lon, fetch.lat, fetch.years): a config
+  // edited since the fetch is then told, not silently preprocessed from the older cut. Absent
+  // (present = false) in manifests written before it was recorded.
+  struct Request {
+    bool present = false;
+    double lon_min = 0, lon_max = 0, lat_min = 0, lat_max = 0;
+    int first_year = 0, last_year = 0;
+  } request;
   std::string dir;  // folder of the manifest (set on read)
 
   void write(const std::string& path) const;  // atomically

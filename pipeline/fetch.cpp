@@ -187,7 +187,8 @@ int run_fetch(const Config& cfg, bool dry_run) {
     }
     for (const auto& [sides, names] : fields_short)
       spdlog::warn("{}: the source's grid ends inside the requested box (fetch.lon [{:g}, {:g}], fetch.lat [{:g}, {:g}]) "
-                   "on the {}: fetched what it has; preprocess.predictor_grid must lie inside it",
+                   "on the {}: fetched what it has; every preprocess.predictor_grid cell must overlap it (cells it covers in "
+                   "part are taken from the covered part)",
                    names, f.lon_min, f.lon_max, f.lat_min, f.lat_max, sides);
     // The observations' grid is what it is (land only, a regional product): said, not warned.
     if (with_predictand && !plan.fields.back().box_shortfall.empty())
@@ -364,6 +365,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
   }
   if (!with_predictand) spdlog::info("no predictand in the config: fetched the predictors alone");
   manifest.season = f.season;
+  manifest.request = {true, f.lon_min, f.lon_max, f.lat_min, f.lat_max, f.years.first, f.years.last};
   manifest.write(dir + "/manifest.json");
   spdlog::info("wrote {}", dir + "/manifest.json");
   return 0;

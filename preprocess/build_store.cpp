@@ -18,6 +18,7 @@
 #include "io/log.h"
 #include "io/stop_signal.h"
 #include "io/training_store.h"
+#include "preprocess/fetch_request.h"
 #include "preprocess/fetched_field.h"
 #include "preprocess/fill.h"
 #include "preprocess/grid.h"
@@ -160,6 +161,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
   if (manifest.predictand.name.empty())
     throw InputError(fetch_dir + "/manifest.json: no predictand (a fetch of predictors alone); preprocess needs the "
                      "observed predictand to train on: add fetch.predictand to the config and fetch again");
+  if (const std::string changed = fetch_request_change(manifest, cfg.fetch); !changed.empty()) spdlog::warn("{}", changed);
   const Grid xgrid = Grid::from_spec(pp.predictor_grid);
   const FillPolicy fill = parse_fill_policy(pp.fill);
   const bool per_field = pp.standardize == "field";

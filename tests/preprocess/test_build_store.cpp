@@ -3,12 +3,17 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "io/calendar.h"
 #include "io/error.h"
 #include "io/fetch_manifest.h"
 #include "io/training_store.h"
 #include "preprocess/build_store.h"
+#include "preprocess/fetch_request.h"
 #include "preprocess/units.h"
 #include "support/fetch_support.h"
 #include "support/test_support.h"
@@ -270,7 +275,6 @@ TEST(BuildStore, UncoveredGridAndUnknownRegridKeyAreErrors) {
   }
 }
 
-// A file that breaks fetch's contract (here: latitude descending) is refused by name.
 // A predictor grid whose western cells reach past the source's (NCEP's T62 grid under a
 // 2-degree grid does so): preprocess takes them from the part the source covers, as predict does
 // for a GCM's grid (preprocess/regrid_covering.h). The cell at -111 ([-112, -110]) overlaps only the
@@ -300,6 +304,7 @@ TEST(BuildStore, PartlyCoveredEdgeCellsComeFromTheCoveredPart) {
   EXPECT_LT(correlation(1), 0.99);
 }
 
+// A file that breaks fetch's contract (here: latitude descending) is refused by name.
 TEST(BuildStore, NonMonotonicCoordinatesAreAnError) {
   TinyRun run;
   test::SourceSpec bad;
@@ -316,4 +321,53 @@ TEST(BuildStore, NonMonotonicCoordinatesAreAnError) {
     EXPECT_TRUE(has(e.what(), "z@500.nc: variable 'z': latitude is not strictly ascending at index 1")) << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(run.dir / "run/store.h5"));
+}
+
+// The box and years fetch was asked for travel in the manifest; preprocess names a config
+// edited since (a warning: what was fetched is still preprocessed), and says nothing when the
+// config matches or the manifest predates the record.
+TEST(BuildStore, AConfigEditedSinceTheFetchIsNamed) {
+  test::TempDir d;
+  FetchManifest m;
+  m.predictors.push_back({"z@500", "z", "z@500.nc", "z.nc"});
+  m.request = {true, -10, 4, 35.5, 44, 1979, 2008};
+  m.write(d / "manifest.json");
+  const FetchManifest back = FetchManifest::read(d / "manifest.json");
+  ASSERT_TRUE(back.request.present);
+  Config::Fetch asked;
+  asked.lon_min = -10, asked.lon_max = 4, asked.lat_min = 35.5, asked.lat_max = 44, asked.years = {1979, 2008};
+  EXPECT_EQ(fetch_request_change(back, asked), "");
+  asked.lat_max = 45;
+  const std::string lat = fetch_request_change(back, asked);
+  EXPECT_TRUE(has(lat, "manifest.json was fetched for lon [-10, 4], lat [35.5, 44], years [1979, 2008]")) << lat;
+  EXPECT_TRUE(has(lat, "now asks for lon [-10, 4], lat [35.5, 45], years [1979, 2008]")) << lat;
+  asked.lat_max = 44;
+  asked.years.last = 2010;
+  EXPECT_TRUE(has(fetch_request_change(back, asked), "years [1979, 2010]"));
+  // A manifest written before the request was recorded: nothing to compare.
+  std::ofstream(d / "old.json") << R"({"format": "downscale-fetch-1", "predictors": [{"name": "z@500", "variable": "z",
+    "file": "z@500.nc"}], "predictand": null})";
+  EXPECT_EQ(fetch_request_change(FetchManifest::read(d / "old.json"), asked), "");
+
+  // build_store says it (and still builds the store from what was fetched).
+  TinyRun run;
+  FetchManifest tiny = FetchManifest::read(run.dir / "run/fetch/manifest.json");
+  tiny.request = {true, -110, -103.5, 29.5, 34, 2000, 2002};
+  tiny.write(run.dir / "run/fetch/manifest.json");
+  run.cfg.fetch.lon_min = -110, run.cfg.fetch.lon_max = -103.5, run.cfg.fetch.lat_min = 29.5;
+  run.cfg.fetch.lat_max = 36, run.cfg.fetch.years = {2000, 2002};
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  try {
+    build_store(run.cfg, run.dir / "run/fetch", run.dir / "run/store.h5");
+  } catch (...) {
+    spdlog::set_default_logger(previous);
+    throw;
+  }
+  spdlog::set_default_logger(previous);
+  EXPECT_TRUE(has(log.str(), "lat [29.5, 34], years [2000, 2002] but the config's fetch now asks for lon [-110, -103.5], "
+                             "lat [29.5, 36]")) << log.str();
+  EXPECT_TRUE(std::filesystem::exists(run.dir / "run/store.h5"));
 }
