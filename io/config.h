@@ -145,6 +145,10 @@ struct Config {
     std::string occurrence = "frequency";  // frequency (climate4R's adapted threshold) | p50
     int members = 0;                  // stochastic realizations written besides the deterministic one
     uint64_t seed = 1;                // for the stochastic members
+    // A continuous predictand's prediction whose mean lies further than this many training standard
+    // deviations from the training observations' is refused (predict/continuous.h); 0: unchecked,
+    // for a scenario far outside the training climate on purpose.
+    double plausible_sd = 5;
     // New predictors standardized with the store's training statistics (`training`) or each field
     // against its own climatology over reference_years (`own`), as climate4R's scaleGrid offers.
     std::string standardize = "training";

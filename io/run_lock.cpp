@@ -66,8 +66,9 @@ RunLock::~RunLock() {
     std::error_code ec;
     const auto parent = std::filesystem::path(path_).parent_path();
     bool only_lock = true;
-    for (const auto& e : std::filesystem::directory_iterator(parent, ec))
-      if (e.path().filename() != std::filesystem::path(path_).filename()) only_lock = false;
+    // increment(ec), not ++: a readdir error in a destructor must not throw.
+    for (std::filesystem::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec))
+      if (it->path().filename() != std::filesystem::path(path_).filename()) only_lock = false;
     if (!ec && only_lock && ::unlink(path_.c_str()) == 0)
       for (const auto& d : created_)
         if (::rmdir(d.c_str()) != 0) break;

@@ -63,17 +63,17 @@ std::string checkpoint_path(const Config& cfg) {
 // from anywhere else (a colleague's copy) is filed under train.name, as asked.
 void check_checkpoint_of_this_model(const std::string& ckpt, const RunPaths& paths, const Config& cfg) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path folder = fs::weakly_canonical(fs::path(ckpt), ec).parent_path();
-  const fs::path train_root = fs::weakly_canonical(fs::path(paths.root) / "train", ec);
-  const fs::path mine = fs::weakly_canonical(fs::path(paths.model_dir()), ec);
-  if (ec || folder == mine) return;
+  std::error_code e1, e2, e3;  // one each: a later call's success clears the code
+  const fs::path folder = fs::weakly_canonical(fs::path(ckpt), e1).parent_path();
+  const fs::path train_root = fs::weakly_canonical(fs::path(paths.root) / "train", e2);
+  const fs::path mine = fs::weakly_canonical(fs::path(paths.model_dir()), e3);
+  if (e1 || e2 || e3 || folder == mine) return;
   std::string owner;
-  if (folder == train_root) owner = "the unnamed model's";
-  else if (folder.parent_path() == train_root) owner = "model '" + folder.filename().string() + "''s";
+  if (folder == train_root) owner = "the unnamed model's folder";
+  else if (folder.parent_path() == train_root) owner = "the folder of model '" + folder.filename().string() + "'";
   else return;
   const std::string fix = folder == train_root ? "leave train.name unset" : "--set train.name=" + folder.filename().string();
-  throw UsageError(cfg.origin("predict.checkpoint") + ": predict.checkpoint " + ckpt + " is in " + owner + " folder (" +
+  throw UsageError(cfg.origin("predict.checkpoint") + ": predict.checkpoint " + ckpt + " is in " + owner + " (" +
                    folder.string() + "), but train.name is " +
                    (paths.name.empty() ? std::string("unset") : "'" + paths.name + "'") +
                    ": its prediction would be written to " + paths.predict_dir() + " and evaluated as that model's (" +
@@ -398,19 +398,21 @@ int run_predict(const Config& cfg) {
   if (!meta.is_precipitation()) {
     const ContinuousPrediction pred = continuous_prediction(raw, channels, hw, meta.mask);
     {
-      // Never a file of values the model could not have meant (continuous.h, kImplausibleSd).
+      // Never a file of values the model could not have meant (continuous.h, predict.plausible_sd).
+      const double limit = cfg.predict.plausible_sd;
       const TargetClimatology clim = training_climatology(store);
       const double sd = std::sqrt(clim.domain_var);
       double predicted = NAN;
       const double away = departure_in_sd(pred, clim.domain_mean, sd, &predicted);
-      if (!(away <= kImplausibleSd))
+      if (limit > 0 && !(away <= limit))
         throw Error(fmt::format(
             "{}: the predicted {} averages {:.4g} {} over the modelled boxes and days, the training observations "
-            "{:.4g} {} (sd {:.3g}): {:.0f} standard deviations apart (more than {:g}). The model does not reproduce the "
-            "predictand's level: see its training loss (metrics.csv beside the checkpoint) and whether these "
-            "predictors are the training ones; nothing written",
+            "{:.4g} {} (sd {:.3g}): {:.0f} standard deviations apart (more than {:g}, predict.plausible_sd). The model "
+            "does not reproduce the predictand's level: see its training loss (metrics.csv beside the checkpoint) and "
+            "whether these predictors are the training ones; a scenario meant to lie this far out: raise "
+            "predict.plausible_sd (0: unchecked); nothing written",
             ckpt, meta.predictand, predicted, meta.predictand_units, clim.domain_mean, meta.predictand_units, sd, away,
-            kImplausibleSd));
+            limit));
     }
     PredictandOutput out;
     out.variable = meta.predictand;

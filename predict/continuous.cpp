@@ -28,7 +28,9 @@ double departure_in_sd(const ContinuousPrediction& p, double observed_mean, doub
     if (std::isfinite(v)) sum += v, ++n;
   const double mean = n > 0 ? sum / n : NAN;
   if (predicted_mean) *predicted_mean = mean;
-  return std::abs(mean - observed_mean) / std::max(observed_sd, 1e-30);
+  const double off = std::abs(mean - observed_mean);
+  if (observed_sd > 0) return off / observed_sd;
+  return off == 0 ? 0.0 : off > 0 ? INFINITY : NAN;
 }
 
 }  // namespace ds

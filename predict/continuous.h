@@ -23,8 +23,8 @@ ContinuousPrediction continuous_prediction(const std::vector<float>& raw, size_t
 // in those standard deviations. A model that never learned the predictand's level (tas in K from a
 // network started at 0: 25 K against 281 K, 80 sd) is far outside anything a climate change
 // signal does: a GCM's end-of-century warming is a few K, against a spread of days and boxes of
-// several K. predict refuses a prediction more than kImplausibleSd away.
-constexpr double kImplausibleSd = 5.0;
+// several K. predict refuses a prediction more than predict.plausible_sd (5) away. A constant
+// training predictand (sd 0) gives 0 for a prediction at its value, infinity otherwise.
 double departure_in_sd(const ContinuousPrediction& p, double observed_mean, double observed_sd, double* predicted_mean);
 
 }  // namespace ds

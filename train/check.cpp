@@ -44,9 +44,13 @@ void check_loss_fits_predictand(const Config& cfg, const StoreMeta& meta, const 
 
 namespace {
 
-// The global batch of the checkpoint to resume against this job's (ranks x train.batch_size), when
-// the launch's rank count is known; else what it needs, as a note.
-void check_resume_ranks(const Config& cfg, const std::string& checkpoint, int ranks, std::ostream& out) {
+// The checkpoint to resume: its model, loss and filters against the config's, and its global batch
+// against this job's (ranks x train.batch_size) when the launch's rank count is known; else what
+// it needs, as a note. Each refusal is exit 2 here, before the ranks are launched.
+void check_resume(const Config& cfg, const model::ModelSpec& spec, const std::string& checkpoint, int ranks,
+                  std::ostream& out) {
+  check_checkpoint_model(checkpoint, spec);  // another model, loss or filters: exit 2 before launch
+  out << "checkpoint " << checkpoint << ": model " << spec.name << ", loss " << spec.loss << ", as configured\n";
   const int64_t saved = read_checkpoint_global_batch(checkpoint);
   if (ranks > 0 && saved > 0) {
     check_resumed_global_batch(checkpoint, saved, int64_t(cfg.train.batch_size) * ranks, cfg.train.batch_size, ranks);
@@ -128,11 +132,11 @@ std::string check_training(const Config& cfg, const std::string& store_path, con
     struct stat st {};
     if (::stat(last.c_str(), &st) != 0) throw InputError(last + ": no checkpoint to resume from");
     out << "resume from " << last << "\n";
-    check_resume_ranks(cfg, last, ranks, out);
+    check_resume(cfg, spec, last, ranks, out);
   } else if (struct stat st {}; ::stat((model_dir + "/checkpoint_last.h5").c_str(), &st) == 0) {
     if (resume_auto) {  // a requeued Slurm job
       out << "resume from " << model_dir << "/checkpoint_last.h5 (--resume-auto)\n";
-      check_resume_ranks(cfg, model_dir + "/checkpoint_last.h5", ranks, out);
+      check_resume(cfg, spec, model_dir + "/checkpoint_last.h5", ranks, out);
     } else  // as train itself warns: the earlier run's checkpoint goes at the first epoch
       out << "note: " << model_dir << "/checkpoint_last.h5 exists: train starts afresh and replaces it (--resume "
           << "continues it)\n";

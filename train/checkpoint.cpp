@@ -72,29 +72,39 @@ model::ModelSpec read_checkpoint_spec(const std::string& path) {
   return model::ModelSpec::from_json(f.attr_string("/", "model_spec"));
 }
 
+namespace {
+void check_saved_model(const std::string& path, const model::ModelSpec& saved, const model::ModelSpec& want) {
+  // A configuration that does not fit the checkpoint (as a global batch that does not): exit 2.
+  const auto refuse = [&](const std::string& what, const std::string& a, const std::string& b, const std::string& key) {
+    throw UsageError(path + ": the checkpoint holds " + what + " " + a + ", the configuration asks for " + b + " (" + key +
+                     "): use the checkpoint's, or train into another folder (train.name)");
+  };
+  if (saved.name != want.name) refuse("model", "'" + saved.name + "'", "'" + want.name + "'", "model.name");
+  if (saved.loss != want.loss && !model::is_image_classifier(want.name))
+    refuse("a model trained with the loss", saved.loss, want.loss, "train.loss");
+  if (want.name == "demo" && saved.filters != want.filters) {  // the only model that reads them
+    const auto list = [](const std::vector<int>& v) {
+      std::string t;
+      for (int x : v) t += (t.empty() ? "" : ", ") + std::to_string(x);
+      return "[" + t + "]";
+    };
+    refuse("filters", list(saved.filters), list(want.filters), "model.filters");
+  }
+}
+}  // namespace
+
+void check_checkpoint_model(const std::string& path, const model::ModelSpec& want) {
+  H5File f = H5File::open(path);
+  if (f.has_attr("/", "model_spec"))  // absent in checkpoints of older versions
+    check_saved_model(path, model::ModelSpec::from_json(f.attr_string("/", "model_spec")), want);
+}
+
 TrainState load_checkpoint(const std::string& path, model::Net& net, model::Optimizer* optimizer) {
   H5File f = H5File::open(path);
   // Another model's checkpoint (a resume after model.name or train.loss changed) is named as such,
   // not by the first weight whose shape differs.
-  if (f.has_attr("/", "model_spec")) {
-    const model::ModelSpec saved = model::ModelSpec::from_json(f.attr_string("/", "model_spec"));
-    const model::ModelSpec& want = net.spec();
-    const auto refuse = [&](const std::string& what, const std::string& a, const std::string& b, const std::string& key) {
-      throw InputError(path + ": the checkpoint holds " + what + " " + a + ", the configuration asks for " + b + " (" +
-                       key + "): use the checkpoint's, or train into another folder (train.name)");
-    };
-    if (saved.name != want.name) refuse("model", "'" + saved.name + "'", "'" + want.name + "'", "model.name");
-    if (saved.loss != want.loss && !model::is_image_classifier(want.name))
-      refuse("a model trained with the loss", saved.loss, want.loss, "train.loss");
-    if (want.name == "demo" && saved.filters != want.filters) {  // the only model that reads them
-      const auto list = [](const std::vector<int>& v) {
-        std::string t;
-        for (int x : v) t += (t.empty() ? "" : ", ") + std::to_string(x);
-        return "[" + t + "]";
-      };
-      refuse("filters", list(saved.filters), list(want.filters), "model.filters");
-    }
-  }
+  if (f.has_attr("/", "model_spec"))
+    check_saved_model(path, model::ModelSpec::from_json(f.attr_string("/", "model_spec")), net.spec());
   const auto params = net.params();
   for (const auto& p : params) load_tensor(f, "/weights/" + p.name, *p.value);
   for (const auto& b : net.buffers()) load_tensor(f, "/buffers/" + b.name, *b.value);

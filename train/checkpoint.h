@@ -56,6 +56,10 @@ void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer*
 // The model spec stored in a checkpoint (to build the Net before loading weights).
 model::ModelSpec read_checkpoint_spec(const std::string& path);
 
+// Refuses (UsageError, exit 2) a checkpoint of another model, loss or demo filters than `want`,
+// naming both and the key; train --check runs it before launch, load_checkpoint before loading.
+void check_checkpoint_model(const std::string& path, const model::ModelSpec& want);
+
 // Loads weights and buffers (and, if optimizer is non-null, its state, which must come from the
 // same kind of optimizer); returns the training state. Throws InputError naming the file and
 // parameter on any mismatch of names, shapes or optimizer.

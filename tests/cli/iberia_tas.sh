@@ -137,4 +137,7 @@ before=$(sha256sum runs/kelvin/predict/deepesd/tas.nc)
 rc=0; out=$(ds predict "${k[@]}" --set predict.checkpoint=off.h5) || rc=$?
 [[ $rc -eq 1 ]] && grep -qE "off.h5: the predicted tas averages -?[0-9.]+ K .* training observations 28[0-9.]+ K .* standard deviations apart.*nothing written" <<<"$out" &&
   [[ $(sha256sum runs/kelvin/predict/deepesd/tas.nc) == "$before" ]] || { echo "an implausible prediction: exit $rc, $out"; exit 1; }
+# ... unless the user says the scenario lies that far out on purpose: predict.plausible_sd 0.
+out=$(ds predict "${k[@]}" --set predict.checkpoint=off.h5 --set predict.plausible_sd=0) &&
+  [[ $(sha256sum runs/kelvin/predict/deepesd/tas.nc) != "$before" ]] || { echo "predict.plausible_sd=0: $out"; exit 1; }
 echo "iberia_tas: OK"

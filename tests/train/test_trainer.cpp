@@ -14,6 +14,7 @@
 #include "io/training_store.h"
 #include "event_file_reader.h"
 #include "support/test_support.h"
+#include "train/check.h"
 #include "train/climatology_start.h"
 #include "train/trainer.h"
 
@@ -433,7 +434,7 @@ TEST(Trainer, ResumingWithAnotherModelNamesIt) {
     other.train.epochs = 2;
     try {
       train_model(other, store, out, true);
-    } catch (const InputError& e) {
+    } catch (const UsageError& e) {  // a configuration that does not fit the checkpoint: exit 2
       return std::string(e.what());
     }
     return std::string("no error");
@@ -448,6 +449,15 @@ TEST(Trainer, ResumingWithAnotherModelNamesIt) {
       << message(mse);
   EXPECT_NE(message(filters).find("filters [8, 8, 8], the configuration asks for [8, 8, 16] (model.filters)"),
             std::string::npos) << message(filters);
+  // train --check --resume refuses it before the ranks are launched, and passes the config it fits.
+  try {
+    check_training(deepesd, store, out, true, false, 1);
+    ADD_FAILURE() << "train --check --resume passed another model's checkpoint";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("asks for 'deepesd' (model.name)"), std::string::npos) << e.what();
+  }
+  EXPECT_NE(check_training(c, store, out, true, false, 1).find("model demo, loss gaussian, as configured"),
+            std::string::npos);
 }
 
 // The climatology the biases start from: per modelled box and over the domain, missing days
