@@ -73,8 +73,10 @@ model::ModelSpec read_checkpoint_spec(const std::string& path) {
 }
 
 namespace {
-void check_saved_model(const std::string& path, const model::ModelSpec& saved, const model::ModelSpec& want) {
-  // A configuration that does not fit the checkpoint (as a global batch that does not): exit 2.
+// A configuration that does not fit the checkpoint (as a global batch that does not): exit 2.
+void check_saved_model(const H5File& f, const std::string& path, const model::ModelSpec& want) {
+  if (!f.has_attr("/", "model_spec")) return;  // absent in checkpoints of older versions
+  const model::ModelSpec saved = model::ModelSpec::from_json(f.attr_string("/", "model_spec"));
   const auto refuse = [&](const std::string& what, const std::string& a, const std::string& b, const std::string& key) {
     throw UsageError(path + ": the checkpoint holds " + what + " " + a + ", the configuration asks for " + b + " (" + key +
                      "): use the checkpoint's, or train into another folder (train.name)");
@@ -95,16 +97,14 @@ void check_saved_model(const std::string& path, const model::ModelSpec& saved, c
 
 void check_checkpoint_model(const std::string& path, const model::ModelSpec& want) {
   H5File f = H5File::open(path);
-  if (f.has_attr("/", "model_spec"))  // absent in checkpoints of older versions
-    check_saved_model(path, model::ModelSpec::from_json(f.attr_string("/", "model_spec")), want);
+  check_saved_model(f, path, want);
 }
 
 TrainState load_checkpoint(const std::string& path, model::Net& net, model::Optimizer* optimizer) {
   H5File f = H5File::open(path);
   // Another model's checkpoint (a resume after model.name or train.loss changed) is named as such,
   // not by the first weight whose shape differs.
-  if (f.has_attr("/", "model_spec"))
-    check_saved_model(path, model::ModelSpec::from_json(f.attr_string("/", "model_spec")), net.spec());
+  check_saved_model(f, path, net.spec());
   const auto params = net.params();
   for (const auto& p : params) load_tensor(f, "/weights/" + p.name, *p.value);
   for (const auto& b : net.buffers()) load_tensor(f, "/buffers/" + b.name, *b.value);

@@ -4,14 +4,12 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
-#include <sstream>
 
 #include "evaluate/indices.h"
 #include "evaluate/scores.h"
 #include "evaluate/scores_file.h"
 #include "io/netcdf_file.h"
+#include "support/log_capture.h"
 #include "support/test_support.h"
 
 using namespace ds;
@@ -102,11 +100,7 @@ TEST(ScoresFile, ContinuousFieldsCarryThePredictandsStandardName) {
 
 // Scoring names the method in its progress lines (every ~5 s, and once when a method is done).
 TEST(ScoresFile, ScoringLogsTheMethodItScores) {
-  std::ostringstream log;
-  auto previous = spdlog::default_logger();
-  spdlog::set_default_logger(
-      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  test::LogCapture log;
   small_evaluation();
-  spdlog::set_default_logger(previous);
   EXPECT_NE(log.str().find("scoring twice (grid boxes x members): 3/3 done"), std::string::npos) << log.str();
 }

@@ -3,10 +3,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 
 #include "io/calendar.h"
 #include "io/error.h"
@@ -16,6 +12,7 @@
 #include "preprocess/fetch_request.h"
 #include "preprocess/units.h"
 #include "support/fetch_support.h"
+#include "support/log_capture.h"
 #include "support/test_support.h"
 
 using namespace ds;
@@ -356,17 +353,8 @@ TEST(BuildStore, AConfigEditedSinceTheFetchIsNamed) {
   tiny.write(run.dir / "run/fetch/manifest.json");
   run.cfg.fetch.lon_min = -110, run.cfg.fetch.lon_max = -103.5, run.cfg.fetch.lat_min = 29.5;
   run.cfg.fetch.lat_max = 36, run.cfg.fetch.years = {2000, 2002};
-  std::ostringstream log;
-  auto previous = spdlog::default_logger();
-  spdlog::set_default_logger(
-      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
-  try {
-    build_store(run.cfg, run.dir / "run/fetch", run.dir / "run/store.h5");
-  } catch (...) {
-    spdlog::set_default_logger(previous);
-    throw;
-  }
-  spdlog::set_default_logger(previous);
+  test::LogCapture log;
+  build_store(run.cfg, run.dir / "run/fetch", run.dir / "run/store.h5");
   EXPECT_TRUE(has(log.str(), "lat [29.5, 34], years [2000, 2002] but the config's fetch now asks for lon [-110, -103.5], "
                              "lat [29.5, 36]")) << log.str();
   EXPECT_TRUE(std::filesystem::exists(run.dir / "run/store.h5"));
