@@ -34,18 +34,31 @@ Eigen::MatrixXf read_observed(const StoreReader& store, const std::string& split
 
 }  // namespace
 
-std::vector<float> climatology_baseline(const StoreReader& store, const std::string& split) {
-  const Eigen::MatrixXf obs = read_observed(store, "train");
-  const size_t np = obs.rows(), n = store.count(split);
-  std::vector<float> out(n * np);
-  for (size_t k = 0; k < np; ++k) {
-    double sum = 0;
-    size_t c = 0;
-    for (Eigen::Index t = 0; t < obs.cols(); ++t)
-      if (std::isfinite(obs(k, t))) sum += obs(k, t), ++c;
-    const float clim = c ? static_cast<float>(sum / c) : NAN;
-    for (size_t t = 0; t < n; ++t) out[t * np + k] = clim;
+std::vector<float> training_box_means(const StoreReader& store) {
+  const auto& m = store.meta();
+  const size_t n = store.count("train"), np = size_t(m.Hy()) * m.Wy();
+  const size_t rows = std::max<size_t>(1, (size_t(64) << 20) / (np * sizeof(float)));  // about 64 MiB a read
+  std::vector<double> sum(np, 0.0);
+  std::vector<size_t> count(np, 0);
+  std::vector<float> obs;
+  for (size_t first = 0; first < n; first += rows) {
+    const size_t r = std::min(rows, n - first);
+    obs.resize(r * np);
+    store.read_obs("train", first, r, obs.data());
+    for (size_t t = 0; t < r; ++t)
+      for (size_t k = 0; k < np; ++k)
+        if (std::isfinite(obs[t * np + k])) sum[k] += obs[t * np + k], ++count[k];
   }
+  std::vector<float> mean(np);
+  for (size_t k = 0; k < np; ++k) mean[k] = count[k] ? static_cast<float>(sum[k] / count[k]) : NAN;
+  return mean;
+}
+
+std::vector<float> climatology_baseline(const StoreReader& store, const std::string& split) {
+  const std::vector<float> mean = training_box_means(store);
+  const size_t np = mean.size(), n = store.count(split);
+  std::vector<float> out(n * np);
+  for (size_t t = 0; t < n; ++t) std::copy(mean.begin(), mean.end(), out.begin() + t * np);
   return out;
 }
 

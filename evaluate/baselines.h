@@ -12,7 +12,12 @@
 
 namespace ds {
 
-// (time, point) in predictand_units for the days of `split`; NaN on boxes never observed.
+// Each grid box's mean of the observations over the training days (point), in predictand_units;
+// NaN on boxes never observed. Read a block of days at a time: North America's 8766 training
+// days are 0.86 GB.
+std::vector<float> training_box_means(const StoreReader& store);
+
+// (time, point) in predictand_units for the days of `split`: training_box_means every day.
 std::vector<float> climatology_baseline(const StoreReader& store, const std::string& split);
 
 struct LinearBaselineOptions {

@@ -354,6 +354,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("predict.members", c.predict.members);
   r.get("predict.seed", c.predict.seed);
   r.get("predict.plausible_sd", c.predict.plausible_sd);
+  r.get("predict.block_days", c.predict.block_days);
   r.get("predict.standardize", c.predict.standardize);
   r.get_years("predict.reference_years", c.predict.reference_years);
   r.get("predict.reference_predictors", c.predict.reference_predictors);

@@ -149,6 +149,10 @@ struct Config {
     // deviations from the training observations' is refused (predict/continuous.h); 0: unchecked,
     // for a scenario far outside the training climate on purpose.
     double plausible_sd = 5;
+    // Days predicted and written at a time, rounded up to whole batches (memory bound: a 30-year
+    // run is never in memory whole); 0: about 32 MiB of network output a channel (North America:
+    // 352 days). The output does not depend on it.
+    int block_days = 0;
     // New predictors standardized with the store's training statistics (`training`) or each field
     // against its own climatology over reference_years (`own`), as climate4R's scaleGrid offers.
     std::string standardize = "training";

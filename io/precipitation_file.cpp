@@ -45,80 +45,126 @@ std::vector<float> to_file(const float* v, size_t n, double scale) {
   for (size_t i = 0; i < n; ++i) out[i] = std::isfinite(v[i]) ? static_cast<float>(v[i] * scale) : kFill;
   return out;
 }
-std::vector<float> to_file(const std::vector<float>& v, double scale) { return to_file(v.data(), v.size(), scale); }
 
 }  // namespace
 
-void write_precipitation(const std::string& path, const PrecipitationOutput& o) {
-  const size_t nt = o.days.size(), ny = o.lat.size(), nx = o.lon.size(), plane = nt * ny * nx;
-  for (const auto* v : {&o.pr, &o.pr_expected, &o.p_wet, &o.gamma_shape, &o.gamma_scale})
-    if (v->size() != plane) throw Error(path + ": prediction arrays do not match time x lat x lon");
-  if (o.pr_members.size() != size_t(o.members) * plane) throw Error(path + ": member array has the wrong size");
+struct PrecipitationWriter::Impl {
+  AtomicFile file;
+  NcFile nc;
+  size_t nt, ny, nx;
+  int members;
+  int vpr = -1, vex = -1, vp = -1, va = -1, vs = -1, vm = -1;
+  size_t written = 0;
+  Impl(const std::string& path) : file(path), nc(NcFile::create(file.temp_path())) {}
+};
 
-  AtomicFile file(path);
-  NcFile nc = NcFile::create(file.temp_path());
+PrecipitationWriter::PrecipitationWriter(const std::string& path, const PrecipitationOutput& o)
+    : impl_(std::make_unique<Impl>(path)) {
+  Impl& w = *impl_;
+  NcFile& nc = w.nc;
+  w.nt = o.days.size(), w.ny = o.lat.size(), w.nx = o.lon.size(), w.members = o.members;
+  const size_t ny = w.ny, nx = w.nx;
   const CfAxes ax = define_cf_axes(nc, ny, nx, o.calendar);
   const int dt = ax.time_dim, dy = ax.lat_dim, dx = ax.lon_dim;
   const std::vector<int> field{dt, dy, dx};
   // A short long_name (plots use it as the label); how wet days are decided goes in `comment`.
-  const int vpr = def_field(nc, {"pr", "precipitation_flux", "downscaled daily precipitation", "kg m-2 s-1", true}, field);
-  if (!o.occurrence_rule.empty()) nc.put_att(vpr, "comment", "wet days: " + o.occurrence_rule);
-  const int vex = def_field(nc, {"pr_expected", "precipitation_flux",
-                                 "expected daily precipitation: p_wet * (gamma_shape * gamma_scale + wet-day threshold)",
-                                 "kg m-2 s-1", true},
-                            field);
-  const int vp = def_field(nc, {"p_wet", "", "probability of a wet day (precipitation at or above the wet-day threshold)", "1"}, field);
-  const int va = def_field(nc, {"gamma_shape", "", "shape of the gamma distribution of wet-day amounts above the threshold", "1"}, field);
+  w.vpr = def_field(nc, {"pr", "precipitation_flux", "downscaled daily precipitation", "kg m-2 s-1", true}, field);
+  if (!o.occurrence_rule.empty()) nc.put_att(w.vpr, "comment", "wet days: " + o.occurrence_rule);
+  w.vex = def_field(nc, {"pr_expected", "precipitation_flux",
+                         "expected daily precipitation: p_wet * (gamma_shape * gamma_scale + wet-day threshold)",
+                         "kg m-2 s-1", true},
+                    field);
+  w.vp = def_field(nc, {"p_wet", "", "probability of a wet day (precipitation at or above the wet-day threshold)", "1"}, field);
+  w.va = def_field(nc, {"gamma_shape", "", "shape of the gamma distribution of wet-day amounts above the threshold", "1"}, field);
   // In pr's units, so that gamma_shape * gamma_scale compares with pr directly.
-  const int vs = def_field(nc, {"gamma_scale", "", "scale of the gamma distribution of wet-day amounts above the threshold", "kg m-2 s-1"}, field);
-  for (int v : {vpr, vex, vp, va, vs}) nc.put_att(v, "wet_day_threshold_mm", o.wet_threshold);
-  int vm = -1, vmc = -1;
+  w.vs = def_field(nc, {"gamma_scale", "", "scale of the gamma distribution of wet-day amounts above the threshold", "kg m-2 s-1"}, field);
+  for (int v : {w.vpr, w.vex, w.vp, w.va, w.vs}) nc.put_att(v, "wet_day_threshold_mm", o.wet_threshold);
+  int vmc = -1;
   if (o.members > 0) {
     const int dm = nc.def_dim("member", o.members);
     vmc = nc.def_var("member", NC_INT, {dm});
     nc.put_att(vmc, "standard_name", "realization");
     nc.put_att(vmc, "long_name", "stochastic realization");
-    vm = def_field(nc, {"pr_stochastic", "precipitation_flux",
-                        "stochastic daily precipitation: wet with probability p_wet, amount drawn from the gamma",
-                        "kg m-2 s-1", true},
-                   {dt, dm, dy, dx});  // time first: CDO (and CF tools) expect it
+    w.vm = def_field(nc, {"pr_stochastic", "precipitation_flux",
+                          "stochastic daily precipitation: wet with probability p_wet, amount drawn from the gamma",
+                          "kg m-2 s-1", true},
+                     {dt, dm, dy, dx});  // time first: CDO (and CF tools) expect it
     // A chunk per day and member: each member is written (and read back) as its own series, and
     // netCDF's default chunks span several members, so writing member by member decompressed
     // and recompressed every chunk once per member (40 members: 49 s instead of about 2).
-    nc.def_chunks(vm, {1, 1, ny, nx});
+    nc.def_chunks(w.vm, {1, 1, ny, nx});
   }
+  // A chunk per day for the fields too (netCDF's default along an unlimited time, set here
+  // because the blocks of days written rely on it: a block never splits a chunk, so no
+  // compressed chunk is read back and rewritten).
+  for (int v : {w.vpr, w.vex, w.vp, w.va, w.vs}) nc.def_chunks(v, {1, ny, nx});
   put_prediction_globals(nc, "downscaled daily precipitation",
                          "downscale " DOWNSCALE_VERSION ": CNN with a Bernoulli-Gamma output", o.history, o.checkpoint,
                          o.config_file, o.attributes);
   nc.end_define();
-
   write_cf_axes(nc, ax, o.days, o.lat, o.lon);
-  if (nt) {
-    const double flux = 1.0 / kSecondsPerDay;
-    nc.write(vpr, {0, 0, 0}, {nt, ny, nx}, to_file(o.pr, flux).data());
-    nc.write(vex, {0, 0, 0}, {nt, ny, nx}, to_file(o.pr_expected, flux).data());
-    nc.write(vp, {0, 0, 0}, {nt, ny, nx}, to_file(o.p_wet, 1).data());
-    nc.write(va, {0, 0, 0}, {nt, ny, nx}, to_file(o.gamma_shape, 1).data());
-    nc.write(vs, {0, 0, 0}, {nt, ny, nx}, to_file(o.gamma_scale, flux).data());
-    if (o.members > 0) {
-      std::vector<double> ids(o.members);
-      for (int m = 0; m < o.members; ++m) ids[m] = m;
-      nc.write(vmc, {0}, {size_t(o.members)}, ids.data());
-      // Held as (member, time, lat, lon), stored as (time, member, lat, lon): one member a write,
-      // a stop request (Ctrl-C, Slurm's SIGTERM) honoured between them; the file is then removed.
-      for (int m = 0; m < o.members; ++m) {
-        throw_if_stop_requested("writing stochastic member " + std::to_string(m + 1) + " of " +
-                                std::to_string(o.members) + " to " + path);
-        const std::vector<float> member = to_file(o.pr_members.data() + size_t(m) * plane, plane, flux);
-        nc.write(vm, {0, size_t(m), 0, 0}, {nt, 1, ny, nx}, member.data());
-      }
-    }
+  if (o.members > 0) {
+    std::vector<double> ids(o.members);
+    for (int m = 0; m < o.members; ++m) ids[m] = m;
+    nc.write(vmc, {0}, {size_t(o.members)}, ids.data());
   }
-  nc.close();
+}
+
+PrecipitationWriter::~PrecipitationWriter() = default;
+
+size_t PrecipitationWriter::days_written() const { return impl_->written; }
+
+void PrecipitationWriter::write(const PrecipitationDays& b) {
+  Impl& w = *impl_;
+  const std::string& path = w.file.final_path();
+  if (b.days == 0) return;
+  if (w.written + b.days > w.nt)
+    throw Error(path + ": days " + std::to_string(w.written) + ".." + std::to_string(w.written + b.days - 1) +
+                " written to a file of " + std::to_string(w.nt) + " days");
+  for (const float* f : {b.pr, b.pr_expected, b.p_wet, b.gamma_shape, b.gamma_scale})
+    if (!f) throw Error(path + ": a block of days without one of its fields");
+  if ((w.members > 0) != (b.pr_members != nullptr)) throw Error(path + ": a block of days without its members");
+  const size_t t0 = w.written, nd = b.days, plane = nd * w.ny * w.nx;
+  const std::vector<size_t> start{t0, 0, 0}, count{nd, w.ny, w.nx};
+  const double flux = 1.0 / kSecondsPerDay;
+  w.nc.write(w.vpr, start, count, to_file(b.pr, plane, flux).data());
+  w.nc.write(w.vex, start, count, to_file(b.pr_expected, plane, flux).data());
+  w.nc.write(w.vp, start, count, to_file(b.p_wet, plane, 1).data());
+  w.nc.write(w.va, start, count, to_file(b.gamma_shape, plane, 1).data());
+  w.nc.write(w.vs, start, count, to_file(b.gamma_scale, plane, flux).data());
+  // Held as (member, time, lat, lon), stored as (time, member, lat, lon): one member a write,
+  // a stop request (Ctrl-C, Slurm's SIGTERM) honoured between them; the file is then removed.
+  for (int m = 0; m < w.members; ++m) {
+    throw_if_stop_requested("writing stochastic member " + std::to_string(m + 1) + " of " +
+                            std::to_string(w.members) + " to " + path);
+    const std::vector<float> member = to_file(b.pr_members + size_t(m) * plane, plane, flux);
+    w.nc.write(w.vm, {t0, size_t(m), 0, 0}, {nd, 1, w.ny, w.nx}, member.data());
+  }
+  w.written += nd;
+}
+
+void PrecipitationWriter::commit() {
+  Impl& w = *impl_;
+  const std::string& path = w.file.final_path();
+  if (w.written != w.nt)
+    throw Error(path + ": " + std::to_string(w.written) + " of " + std::to_string(w.nt) +
+                " days written; the file is not complete");
+  w.nc.close();
   // A stop request (Ctrl-C, Slurm's SIGTERM) that came while the file was written: the previous
   // output stays, the new one is removed, and the stage exits 128 + the signal.
   throw_if_stop_requested("writing " + path + "; the previous file is kept");
-  file.commit();
+  w.file.commit();
+}
+
+void write_precipitation(const std::string& path, const PrecipitationOutput& o) {
+  const size_t nt = o.days.size(), plane = nt * o.lat.size() * o.lon.size();
+  for (const auto* v : {&o.pr, &o.pr_expected, &o.p_wet, &o.gamma_shape, &o.gamma_scale})
+    if (v->size() != plane) throw Error(path + ": prediction arrays do not match time x lat x lon");
+  if (o.pr_members.size() != size_t(o.members) * plane) throw Error(path + ": member array has the wrong size");
+  PrecipitationWriter w(path, o);
+  w.write({nt, o.pr.data(), o.pr_expected.data(), o.p_wet.data(), o.gamma_shape.data(), o.gamma_scale.data(),
+           o.members > 0 ? o.pr_members.data() : nullptr});
+  w.commit();
 }
 
 PrecipitationOutput read_precipitation(const std::string& path) {

@@ -15,9 +15,9 @@ namespace {
 
 constexpr float kFill = 1.0e20f;
 
-std::vector<float> to_file(const std::vector<float>& v) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = std::isfinite(v[i]) ? v[i] : kFill;
+std::vector<float> to_file(const float* v, size_t n) {
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = std::isfinite(v[i]) ? v[i] : kFill;
   return out;
 }
 
@@ -37,18 +37,24 @@ std::string cf_standard_name(const std::string& v) {
   return it == names.end() ? "" : it->second;
 }
 
-void write_predictand(const std::string& path, const PredictandOutput& o) {
-  const size_t nt = o.days.size(), ny = o.lat.size(), nx = o.lon.size(), plane = nt * ny * nx;
-  if (o.mean.size() != plane || (!o.sd.empty() && o.sd.size() != plane))
-    throw Error(path + ": prediction arrays do not match time x lat x lon");
+struct PredictandWriter::Impl {
+  AtomicFile file;
+  NcFile nc;
+  size_t nt = 0, ny = 0, nx = 0, written = 0;
+  int vm = -1, vs = -1;
+  explicit Impl(const std::string& path) : file(path), nc(NcFile::create(file.temp_path())) {}
+};
+
+PredictandWriter::PredictandWriter(const std::string& path, const PredictandOutput& o, bool with_sd) {
   if (o.variable.empty()) throw Error(path + ": no variable name for the prediction");
+  impl_ = std::make_unique<Impl>(path);
+  Impl& w = *impl_;
+  NcFile& nc = w.nc;
+  w.nt = o.days.size(), w.ny = o.lat.size(), w.nx = o.lon.size();
   // tasmax is the daily maximum of the air temperature: CF says so in cell_methods.
   const std::string cell = o.variable == "tasmax" ? "time: maximum" : o.variable == "tasmin" ? "time: minimum" : "time: mean";
   const std::string standard = cf_standard_name(o.variable);
-
-  AtomicFile file(path);
-  NcFile nc = NcFile::create(file.temp_path());
-  const CfAxes ax = define_cf_axes(nc, ny, nx, o.calendar);
+  const CfAxes ax = define_cf_axes(nc, w.ny, w.nx, o.calendar);
   const std::vector<int> dims{ax.time_dim, ax.lat_dim, ax.lon_dim};
   auto def = [&](const std::string& name, const std::string& long_name) {
     const int id = nc.def_var(name, NC_FLOAT, dims, 4);
@@ -59,31 +65,63 @@ void write_predictand(const std::string& path, const PredictandOutput& o) {
     nc.put_att(id, "missing_value", kFill, NC_FLOAT);
     nc.put_att(id, "cell_methods", cell);
     nc.put_att(id, "coordinates", "lat lon");
+    // A chunk per day (netCDF's default along an unlimited time, stated because the blocks of
+    // days rely on it: a block never splits a compressed chunk).
+    nc.def_chunks(id, {1, w.ny, w.nx});
     return id;
   };
-  const int vm = def(o.variable, "downscaled daily " + o.variable + (o.method.empty() ? "" : " (" + o.method + ")"));
-  int vs = -1;
-  if (!o.sd.empty()) {
-    vs = def(o.variable + "_sd", "standard deviation of the predicted distribution of daily " + o.variable);
+  w.vm = def(o.variable, "downscaled daily " + o.variable + (o.method.empty() ? "" : " (" + o.method + ")"));
+  if (with_sd) {
+    w.vs = def(o.variable + "_sd", "standard deviation of the predicted distribution of daily " + o.variable);
     // The spread of the prediction, not the variable itself: CF's standard_name modifier.
-    if (!standard.empty()) nc.put_att(vs, "standard_name", standard + " standard_error");
+    if (!standard.empty()) nc.put_att(w.vs, "standard_name", standard + " standard_error");
   }
   put_prediction_globals(nc, "downscaled daily " + o.variable,
                          std::string("downscale " DOWNSCALE_VERSION ": CNN, ") +
-                             (o.sd.empty() ? "mean squared error" : "Gaussian (mean, log variance) output"),
+                             (with_sd ? "Gaussian (mean, log variance) output" : "mean squared error"),
                          o.history, o.checkpoint, o.config_file, o.attributes);
   nc.end_define();
-
   write_cf_axes(nc, ax, o.days, o.lat, o.lon);
-  if (nt) {
-    nc.write(vm, {0, 0, 0}, {nt, ny, nx}, to_file(o.mean).data());
-    if (vs >= 0) nc.write(vs, {0, 0, 0}, {nt, ny, nx}, to_file(o.sd).data());
-  }
-  nc.close();
+}
+
+PredictandWriter::~PredictandWriter() = default;
+
+size_t PredictandWriter::days_written() const { return impl_->written; }
+
+void PredictandWriter::write(size_t days, const float* mean, const float* sd) {
+  Impl& w = *impl_;
+  const std::string& path = w.file.final_path();
+  if (days == 0) return;
+  if (w.written + days > w.nt)
+    throw Error(path + ": days " + std::to_string(w.written) + ".." + std::to_string(w.written + days - 1) +
+                " written to a file of " + std::to_string(w.nt) + " days");
+  if (!mean || (w.vs >= 0) != (sd != nullptr)) throw Error(path + ": a block of days without its fields");
+  const size_t plane = days * w.ny * w.nx;
+  w.nc.write(w.vm, {w.written, 0, 0}, {days, w.ny, w.nx}, to_file(mean, plane).data());
+  if (w.vs >= 0) w.nc.write(w.vs, {w.written, 0, 0}, {days, w.ny, w.nx}, to_file(sd, plane).data());
+  w.written += days;
+}
+
+void PredictandWriter::commit() {
+  Impl& w = *impl_;
+  const std::string& path = w.file.final_path();
+  if (w.written != w.nt)
+    throw Error(path + ": " + std::to_string(w.written) + " of " + std::to_string(w.nt) +
+                " days written; the file is not complete");
+  w.nc.close();
   // A stop request (Ctrl-C, Slurm's SIGTERM) that came while the file was written: the previous
   // output stays, the new one is removed, and the stage exits 128 + the signal.
   throw_if_stop_requested("writing " + path + "; the previous file is kept");
-  file.commit();
+  w.file.commit();
+}
+
+void write_predictand(const std::string& path, const PredictandOutput& o) {
+  const size_t nt = o.days.size(), plane = nt * o.lat.size() * o.lon.size();
+  if (o.mean.size() != plane || (!o.sd.empty() && o.sd.size() != plane))
+    throw Error(path + ": prediction arrays do not match time x lat x lon");
+  PredictandWriter w(path, o, !o.sd.empty());
+  w.write(nt, o.mean.data(), o.sd.empty() ? nullptr : o.sd.data());
+  w.commit();
 }
 
 PredictandOutput read_predictand(const std::string& path, const std::string& variable) {

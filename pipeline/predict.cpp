@@ -84,25 +84,22 @@ void check_checkpoint_of_this_model(const std::string& ckpt, const RunPaths& pat
 // from new predictor files.
 using ReadSamples = std::function<void(size_t first, size_t n, float* x)>;
 
-// The network's output for `n` samples: (n, channels, H' x W'), NaN where the mask is 0.
-// `keep` >= 0 keeps that output channel only, (n, 1, H' x W'): the training pass of
+// The network's output for samples [first, first + n): (n, channels, H' x W'), NaN where the
+// mask is 0. `keep` >= 0 keeps that output channel only, (n, 1, H' x W'): the training pass of
 // occurrence: frequency needs p alone, a third of the memory (North America: 0.9 of 2.6 GB).
-std::vector<float> run_network(model::Net& net, model::Backend& be, const StoreMeta& meta, size_t n, int channels,
-                               const ReadSamples& read, int batch_size, const std::string& what = "predicted days",
+std::vector<float> run_network(model::Net& net, model::Backend& be, const StoreMeta& meta, size_t first, size_t n,
+                               int channels, const ReadSamples& read, int batch_size, Progress& progress,
                                int keep = -1) {
   const size_t hw = size_t(meta.Hy()) * meta.Wy(), xs = size_t(meta.C()) * meta.H() * meta.W();
   const size_t kept = keep < 0 ? size_t(channels) : 1;
   std::vector<float> out(n * kept * hw);
   model::Tensor x(be, {1, 1, 1, 1});
   std::vector<float> host_x;
-  // A line every few seconds on long predictions (decades of GCM days on a CPU node).
-  Progress progress(what, int64_t(n));
   for (size_t start = 0; start < n; start += batch_size) {
-    throw_if_stop_requested("predicting day " + std::to_string(start) + " of " + std::to_string(n) +
-                            "; nothing written");
+    throw_if_stop_requested("predicting day " + std::to_string(first + start) + "; nothing written");
     const size_t nb = std::min<size_t>(batch_size, n - start);
     host_x.resize(nb * xs);
-    read(start, nb, host_x.data());
+    read(first + start, nb, host_x.data());
     x.reshape({static_cast<int>(nb), meta.C(), meta.H(), meta.W()});
     x.upload(host_x.data());
     const auto host = net.forward(x).to_host();
@@ -117,16 +114,28 @@ std::vector<float> run_network(model::Net& net, model::Backend& be, const StoreM
   return out;
 }
 
+// Days predicted, checked, scored and written a block at a time, so that memory stays bounded
+// by a block whatever the length of the run (30 years of North America are about 1 GB a field,
+// and a precipitation file has five fields and its members): predict.block_days, else about
+// 32 MiB of network output a channel. A whole number of batches, so that every batch is the one
+// a single block would give and the output does not depend on the block size.
+size_t days_per_block(const Config& cfg, size_t hw) {
+  const size_t bs = size_t(cfg.train.batch_size);
+  const size_t want = cfg.predict.block_days > 0 ? size_t(cfg.predict.block_days)
+                                                 : std::max<size_t>(1, (size_t(32) << 20) / (hw * sizeof(float)));
+  return std::max<size_t>(1, (want + bs - 1) / bs) * bs;
+}
+
 // A non-finite output over a modelled box would be written as a missing value and scored as if
 // the box were not there: an error naming the date and point instead. values: (n, channels, hw).
 void check_finite(const std::vector<float>& values, int channels, const StoreMeta& meta, const std::vector<int64_t>& days,
-                  const std::string& calendar, const std::string& what) {
+                  size_t first, const std::string& calendar, const std::string& what) {
   const size_t hw = size_t(meta.Hy()) * meta.Wy();
   for (size_t i = 0; i < values.size(); ++i) {
     const size_t k = i % hw, t = i / hw / channels;
     if (!meta.mask[k] || std::isfinite(values[i])) continue;
     throw Error("predict: the " + what + " is " + std::to_string(values[i]) + " on " +
-                to_string(date_from_days(days.at(t), parse_calendar(calendar, "predict"))) + " at lat " +
+                to_string(date_from_days(days.at(first + t), parse_calendar(calendar, "predict"))) + " at lat " +
                 fmt::format("{:g}", meta.predictand_lat[k / meta.Wy()]) + ", lon " +
                 fmt::format("{:g}", meta.predictand_lon[k % meta.Wy()]) +
                 " (a modelled box): the inputs or the weights are not sane; nothing was written");
@@ -262,27 +271,25 @@ struct TestScore {
   size_t count = 0;
 };
 
-// The prediction against the observations and each box's training climatology (evaluate's
-// baseline) over the modelled boxes, skipping days not observed.
-TestScore score_test(const StoreReader& store, const std::vector<float>& pred) {
+// Adds days [first, first + n) of a prediction (pred: (n, H' x W')) against the observations and
+// each box's training mean (evaluate's climatology baseline; clim: H' x W') over the modelled
+// boxes, skipping days not observed.
+void add_test_scores(const StoreReader& store, const std::vector<float>& clim, size_t first, size_t n,
+                     const std::vector<float>& pred, TestScore& s) {
   const StoreMeta& meta = store.meta();
-  const size_t hw = size_t(meta.Hy()) * meta.Wy(), n = store.count("test");
-  const std::vector<float> clim = climatology_baseline(store, "test");
-  TestScore s;
-  std::vector<float> obs(hw);
-  for (size_t t = 0; t < n; ++t) {
-    store.read_obs("test", t, 1, obs.data());
+  const size_t hw = size_t(meta.Hy()) * meta.Wy();
+  std::vector<float> obs(n * hw);
+  if (n) store.read_obs("test", first, n, obs.data());
+  for (size_t t = 0; t < n; ++t)
     for (size_t k = 0; k < hw; ++k) {
-      const double o = obs[k], p = pred[t * hw + k];
+      const double o = obs[t * hw + k], p = pred[t * hw + k], c = clim[k];
       if (!meta.mask[k] || !std::isfinite(o) || !std::isfinite(p)) continue;
       s.se_model += (p - o) * (p - o);
-      s.se_clim += (clim[t * hw + k] - o) * (clim[t * hw + k] - o);
+      s.se_clim += (c - o) * (c - o);
       s.sum_obs += o;
       s.sum_pred += p;
       ++s.count;
     }
-  }
-  return s;
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) {
@@ -381,10 +388,8 @@ int run_predict(const Config& cfg) {
   const size_t hw = size_t(meta.Hy()) * meta.Wy();
   const int bs = cfg.train.batch_size;
   const Window win = observation_window(meta);
+  const size_t block = days_per_block(cfg, hw);
   if (n > 0 && device_check_applies(cfg.train.device_check, *be)) check_device_forward(net, *be, cfg, meta, n, read_inputs);
-  std::vector<float> raw = run_network(net, *be, meta, n, channels, read_inputs, bs);
-  check_finite(raw, channels, meta, days, calendar, "network's output");
-  if (inputs) inputs->report_outliers();
   const std::map<std::string, std::string> attributes{
       {"predictors", new_inputs ? predictors_folder(cfg.predict.predictors) : paths.store() + " (test split)"},
       {"predictor_standardization", standardization},
@@ -394,16 +399,58 @@ int run_predict(const Config& cfg) {
       // rewrites it, and the old prediction would be scored as the new model's.
       {"checkpoint_sha256", checkpoint_sum}};
   make_dirs(paths.predict_dir());
+  // The first score, on the test split only, against each box's training mean (evaluate's
+  // climatology baseline); new predictors are not scored.
+  const std::vector<float> box_means = new_inputs ? std::vector<float>() : training_box_means(store);
+  TestScore score;
+  // The network over every day, block by block (days_per_block): `use(first, count, raw)` gets
+  // each block's checked output, which it may take apart.
+  Progress progress("predicted days", int64_t(n));
+  auto for_each_block = [&](const std::function<void(size_t, size_t, std::vector<float>&)>& use) {
+    for (size_t first = 0; first < n; first += block) {
+      const size_t nb = std::min(block, n - first);
+      std::vector<float> raw = run_network(net, *be, meta, first, nb, channels, read_inputs, bs, progress);
+      check_finite(raw, channels, meta, days, first, calendar, "network's output");
+      use(first, nb, raw);
+    }
+  };
 
   if (!meta.is_precipitation()) {
-    const ContinuousPrediction pred = continuous_prediction(raw, channels, hw, meta.mask);
+    const bool gaussian = channels == 2;
+    PredictandOutput header;
+    header.variable = meta.predictand;
+    header.units = meta.predictand_units;
+    header.lon = window_lon(meta, win);
+    header.lat = window_lat(meta, win);
+    header.days = days;
+    header.calendar = calendar;
+    header.method = gaussian ? "mean of the predicted Gaussian" : "network trained with the mean squared error";
+    header.history = command_line();
+    header.checkpoint = ckpt;
+    header.config_file = cfg.file;
+    header.attributes = attributes;
+    spdlog::info("writing {} ({} days, {} a block)", nc_path, n, std::min(n, block));
+    PredictandWriter writer(nc_path, header, gaussian);
+    double sum = 0, values = 0;  // over the modelled boxes and days, for the plausibility check
+    for_each_block([&](size_t first, size_t nb, std::vector<float>& raw) {
+      ContinuousPrediction pred = continuous_prediction(raw, size_t(channels), hw, meta.mask);
+      std::vector<float>().swap(raw);
+      for (float v : pred.mean)
+        if (std::isfinite(v)) sum += v, ++values;
+      if (!new_inputs) add_test_scores(store, box_means, first, nb, pred.mean, score);
+      const std::vector<float> mean = crop_to_window(std::move(pred.mean), win);
+      const std::vector<float> sd = gaussian ? crop_to_window(std::move(pred.sd), win) : std::vector<float>();
+      writer.write(nb, mean.data(), gaussian ? sd.data() : nullptr);
+    });
+    if (inputs) inputs->report_outliers();
     {
-      // Never a file of values the model could not have meant (continuous.h, predict.plausible_sd).
+      // Never a file of values the model could not have meant (continuous.h, predict.plausible_sd):
+      // refused before the file is renamed into place, so nothing is written.
       const double limit = cfg.predict.plausible_sd;
       const TargetClimatology clim = training_climatology(store);
       const double sd = std::sqrt(clim.domain_var);
-      double predicted = NAN;
-      const double away = departure_in_sd(pred, clim.domain_mean, sd, &predicted);
+      const double predicted = values > 0 ? sum / values : NAN;
+      const double away = departure_in_sd(predicted, clim.domain_mean, sd);
       if (limit > 0 && !(away <= limit))
         throw Error(fmt::format(
             "{}: the predicted {} averages {:.4g} {} over the modelled boxes and days, the training observations "
@@ -414,27 +461,12 @@ int run_predict(const Config& cfg) {
             ckpt, meta.predictand, predicted, meta.predictand_units, clim.domain_mean, meta.predictand_units, sd, away,
             limit));
     }
-    PredictandOutput out;
-    out.variable = meta.predictand;
-    out.units = meta.predictand_units;
-    out.lon = window_lon(meta, win);
-    out.lat = window_lat(meta, win);
-    out.days = days;
-    out.calendar = calendar;
-    out.mean = crop_to_window(pred.mean, win);
-    if (!pred.sd.empty()) out.sd = crop_to_window(pred.sd, win);
-    out.method = pred.sd.empty() ? "network trained with the mean squared error" : "mean of the predicted Gaussian";
-    out.history = command_line();
-    out.checkpoint = ckpt;
-    out.config_file = cfg.file;
-    out.attributes = attributes;
-    spdlog::info("writing {} ({} days)", nc_path, n);
-    write_predictand(nc_path, out);
+    writer.commit();
     if (new_inputs) {
       spdlog::info("wrote {} ({} days); not scored: predict scores the store's test split only", nc_path, n);
       return 0;
     }
-    const TestScore s = score_test(store, pred.mean);
+    const TestScore& s = score;
     if (!s.count) throw InputError(paths.store() + ": no observed value on a modelled box in the test split");
     const double rmse = std::sqrt(s.se_model / s.count), rmse_clim = std::sqrt(s.se_clim / s.count);
     const double skill = 1.0 - s.se_model / s.se_clim;
@@ -455,8 +487,6 @@ int run_predict(const Config& cfg) {
     return 0;
   }
 
-  BernoulliGammaParams test = bernoulli_gamma(raw, hw);
-  std::vector<float>().swap(raw);  // its values are in `test` now
   const double shift = meta.wet_threshold;
   // Wet-day rule: p >= 0.5, or climate4R's per-box threshold that reproduces the training
   // period's observed wet-day frequency.
@@ -466,8 +496,9 @@ int run_predict(const Config& cfg) {
     const size_t nt = store.count("train");
     BernoulliGammaParams train;  // p alone: the thresholds need no amounts
     train.npoints = hw;
-    train.p = run_network(net, *be, meta, nt, 3, [&](size_t a, size_t k, float* x) { store.read_x("train", a, k, x); },
-                          bs, "training days, for the wet-day thresholds (predict.occurrence: frequency)", 0);
+    Progress train_progress("training days, for the wet-day thresholds (predict.occurrence: frequency)", int64_t(nt));
+    train.p = run_network(net, *be, meta, 0, nt, 3,
+                          [&](size_t a, size_t k, float* x) { store.read_x("train", a, k, x); }, bs, train_progress, 0);
     std::vector<float> target(nt * hw);
     store.read_y("train", 0, nt, target.data());
     for (size_t i = 0; i < target.size(); ++i)
@@ -477,38 +508,49 @@ int run_predict(const Config& cfg) {
            "amount gamma_shape * gamma_scale + threshold";
   }
 
-  const std::vector<float> expected = expected_precipitation(test, shift);
-  check_finite(expected, 1, meta, days, calendar, "expected precipitation");
-  PrecipitationOutput out;
-  out.lon = window_lon(meta, win);
-  out.lat = window_lat(meta, win);
-  out.days = days;
-  out.calendar = calendar;
-  out.pr = crop_to_window(deterministic_precipitation(test, threshold, shift), win);
-  out.pr_expected = crop_to_window(expected, win);  // a copy: the score below reads `expected`
-  out.members = cfg.predict.members;
-  if (out.members > 0) out.pr_members = crop_to_window(stochastic_precipitation(test, out.members, cfg.predict.seed, shift), win);
-  // The parameters last, moved: nothing reads `test` after this.
-  out.p_wet = crop_to_window(std::move(test.p), win);
-  out.gamma_shape = crop_to_window(std::move(test.alpha), win);
-  out.gamma_scale = crop_to_window(std::move(test.beta), win);
-  out.occurrence_rule = rule;
-  out.wet_threshold = shift;
-  out.history = command_line();
-  out.checkpoint = ckpt;
-  out.config_file = cfg.file;
-  out.attributes = attributes;
-  spdlog::info("writing {} ({} days{})", nc_path, n,
-               out.members > 0 ? ", " + std::to_string(out.members) + " members" : std::string());
-  write_precipitation(nc_path, out);
+  PrecipitationOutput header;
+  header.lon = window_lon(meta, win);
+  header.lat = window_lat(meta, win);
+  header.days = days;
+  header.calendar = calendar;
+  header.members = cfg.predict.members;
+  header.occurrence_rule = rule;
+  header.wet_threshold = shift;
+  header.history = command_line();
+  header.checkpoint = ckpt;
+  header.config_file = cfg.file;
+  header.attributes = attributes;
+  const int members = header.members;
+  spdlog::info("writing {} ({} days{}, {} a block)", nc_path, n,
+               members > 0 ? ", " + std::to_string(members) + " members" : std::string(), std::min(n, block));
+  PrecipitationWriter writer(nc_path, header);
+  StochasticPrecipitation draws(members, cfg.predict.seed, shift);
+  for_each_block([&](size_t first, size_t nb, std::vector<float>& raw) {
+    BernoulliGammaParams b = bernoulli_gamma(raw, hw);
+    std::vector<float>().swap(raw);  // its values are in `b` now
+    const std::vector<float> expected = expected_precipitation(b, shift);
+    check_finite(expected, 1, meta, days, first, calendar, "expected precipitation");
+    // A first score on the test period: the expected precipitation (the mean squared error's
+    // optimum) against each grid box's training climatology. `downscale evaluate` gives the rest.
+    if (!new_inputs) add_test_scores(store, box_means, first, nb, expected, score);
+    const std::vector<float> pr = crop_to_window(deterministic_precipitation(b, threshold, shift), win);
+    const std::vector<float> pr_expected = crop_to_window(expected, win);
+    const std::vector<float> pr_members = members > 0 ? crop_to_window(draws.next(b), win) : std::vector<float>();
+    // The parameters last, moved: nothing reads `b` after this.
+    const std::vector<float> p_wet = crop_to_window(std::move(b.p), win);
+    const std::vector<float> shape = crop_to_window(std::move(b.alpha), win);
+    const std::vector<float> scale = crop_to_window(std::move(b.beta), win);
+    writer.write({nb, pr.data(), pr_expected.data(), p_wet.data(), shape.data(), scale.data(),
+                  members > 0 ? pr_members.data() : nullptr});
+  });
+  if (inputs) inputs->report_outliers();
+  writer.commit();
   if (new_inputs) {
     spdlog::info("wrote {} ({} days); not scored: predict scores the store's test split only", nc_path, n);
     return 0;
   }
 
-  // A first score on the test period: the expected precipitation (the mean squared error's
-  // optimum) against each grid box's training climatology. `downscale evaluate` gives the rest.
-  const TestScore s = score_test(store, expected);
+  const TestScore& s = score;
   if (!s.count) throw InputError(paths.store() + ": no observed value on a modelled box in the test split");
   const double rmse = std::sqrt(s.se_model / s.count), rmse_clim = std::sqrt(s.se_clim / s.count);
   const double skill = 1.0 - s.se_model / s.se_clim;
@@ -520,8 +562,7 @@ int run_predict(const Config& cfg) {
                                                     {"mean_observed_mm_day", s.sum_obs / s.count},
                                                     {"mean_predicted_mm_day", s.sum_pred / s.count},
                                                     {"checkpoint", ckpt}});
-  spdlog::info("wrote {} ({} days{})", nc_path, n,
-               out.members ? ", " + std::to_string(out.members) + " stochastic members" : "");
+  spdlog::info("wrote {} ({} days{})", nc_path, n, members ? ", " + std::to_string(members) + " stochastic members" : "");
   spdlog::info("test RMSE of the expected precipitation {:.3f} mm/day vs climatology {:.3f} mm/day: MSE skill "
                "score {:.3f} ({})",
                rmse, rmse_clim, skill, skill > 0 ? "beats climatology" : "does NOT beat climatology");

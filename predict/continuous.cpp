@@ -22,13 +22,8 @@ ContinuousPrediction continuous_prediction(const std::vector<float>& raw, size_t
   return r;
 }
 
-double departure_in_sd(const ContinuousPrediction& p, double observed_mean, double observed_sd, double* predicted_mean) {
-  double sum = 0, n = 0;
-  for (float v : p.mean)
-    if (std::isfinite(v)) sum += v, ++n;
-  const double mean = n > 0 ? sum / n : NAN;
-  if (predicted_mean) *predicted_mean = mean;
-  const double off = std::abs(mean - observed_mean);
+double departure_in_sd(double predicted_mean, double observed_mean, double observed_sd) {
+  const double off = std::abs(predicted_mean - observed_mean);
   if (observed_sd > 0) return off / observed_sd;
   return off == 0 ? 0.0 : off > 0 ? INFINITY : NAN;
 }

@@ -18,13 +18,14 @@ struct ContinuousPrediction {
 ContinuousPrediction continuous_prediction(const std::vector<float>& raw, size_t channels, size_t npoints,
                                            const std::vector<uint8_t>& mask);
 
-// How far the prediction's mean over its modelled boxes and days lies from the training
+// How far the prediction's mean over its modelled boxes and days (`predicted_mean`) lies from the training
 // observations' (`observed_mean`, with `observed_sd` their standard deviation over boxes and days),
 // in those standard deviations. A model that never learned the predictand's level (tas in K from a
 // network started at 0: 25 K against 281 K, 80 sd) is far outside anything a climate change
 // signal does: a GCM's end-of-century warming is a few K, against a spread of days and boxes of
 // several K. predict refuses a prediction more than predict.plausible_sd (5) away. A constant
 // training predictand (sd 0) gives 0 for a prediction at its value, infinity otherwise.
-double departure_in_sd(const ContinuousPrediction& p, double observed_mean, double observed_sd, double* predicted_mean);
+// `predicted_mean` NaN (no modelled value) gives NaN.
+double departure_in_sd(double predicted_mean, double observed_mean, double observed_sd);
 
 }  // namespace ds

@@ -47,25 +47,36 @@ std::vector<float> expected_precipitation(const BernoulliGammaParams& b, double 
   return pr;
 }
 
-std::vector<float> stochastic_precipitation(const BernoulliGammaParams& b, int members, uint64_t seed, double shift) {
-  const size_t n = b.p.size();
-  std::vector<float> out(static_cast<size_t>(members) * n);
+StochasticPrecipitation::StochasticPrecipitation(int members, uint64_t seed, double shift) : shift_(shift) {
   for (int m = 0; m < members; ++m) {
     std::seed_seq seq{seed, static_cast<uint64_t>(m)};
-    std::mt19937_64 rng(seq);
+    rngs_.emplace_back(seq);
+  }
+}
+
+std::vector<float> StochasticPrecipitation::next(const BernoulliGammaParams& b) {
+  const size_t n = b.p.size();
+  std::vector<float> out(rngs_.size() * n);
+  for (size_t m = 0; m < rngs_.size(); ++m) {
+    std::mt19937_64& rng = rngs_[m];
     std::uniform_real_distribution<double> u(0.0, 1.0);
     for (size_t i = 0; i < n; ++i) {
       float& o = out[m * n + i];
       if (!std::isfinite(b.p[i])) { o = NAN; continue; }
       // Both numbers are drawn for every point, dry or wet, in a fixed order: the same seed
-      // gives the same member on every run.
+      // gives the same member on every run. The distributions are made here, per point: only
+      // the generator carries over from one block to the next.
       const double draw = u(rng);
       std::gamma_distribution<double> g(b.alpha[i], b.beta[i]);
       const double amount = g(rng);
-      o = draw < b.p[i] ? static_cast<float>(amount + shift) : 0.0f;
+      o = draw < b.p[i] ? static_cast<float>(amount + shift_) : 0.0f;
     }
   }
   return out;
+}
+
+std::vector<float> stochastic_precipitation(const BernoulliGammaParams& b, int members, uint64_t seed, double shift) {
+  return StochasticPrecipitation(members, seed, shift).next(b);
 }
 
 }  // namespace ds

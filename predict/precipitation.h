@@ -8,6 +8,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 namespace ds {
@@ -33,5 +34,19 @@ std::vector<float> expected_precipitation(const BernoulliGammaParams& b, double 
 // from Gamma(shape alpha, scale beta) plus shift. Reproducible: member m uses a generator
 // seeded from (seed, m), so adding members leaves the earlier ones unchanged.
 std::vector<float> stochastic_precipitation(const BernoulliGammaParams& b, int members, uint64_t seed, double shift);
+
+// The same realizations a block of days at a time (predict writes decades that way): each
+// member's generator goes on from where the previous block left it, so consecutive blocks give
+// exactly what one call over all their days gives.
+class StochasticPrecipitation {
+ public:
+  StochasticPrecipitation(int members, uint64_t seed, double shift);
+  // The next days' realizations (member, time, point) of the days in `b`.
+  std::vector<float> next(const BernoulliGammaParams& b);
+
+ private:
+  std::vector<std::mt19937_64> rngs_;  // one per member
+  double shift_;
+};
 
 }  // namespace ds

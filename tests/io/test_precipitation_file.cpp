@@ -111,3 +111,64 @@ TEST(PrecipitationFile, StopRequestWhileWritingMembersLeavesNothing) {
   set_stop_request(0);
   EXPECT_TRUE(std::filesystem::is_empty(d.path())) << "left behind in " << d.path();
 }
+
+// predict writes a long run a block of days at a time: blocks of one day each give the file of
+// one write (every variable, the members included, equal as floats), and a file not given all
+// its days is never renamed into place: commit() names the file and the days, and the previous
+// output stays as it was, without a temporary beside it.
+TEST(PrecipitationFile, BlocksOfDaysGiveTheFileOfOneWriteAndAnIncompleteFileIsNotCommitted) {
+  test::TempDir d;
+  const PrecipitationOutput o = two_day_output();
+  write_precipitation(d / "whole.nc", o);
+  const size_t plane = o.lat.size() * o.lon.size();
+  {
+    PrecipitationWriter w(d / "blocks.nc", o);
+    for (size_t t = 0; t < o.days.size(); ++t) {
+      std::vector<float> members;
+      for (int m = 0; m < o.members; ++m)
+        members.insert(members.end(), o.pr_members.begin() + (m * o.days.size() + t) * plane,
+                       o.pr_members.begin() + (m * o.days.size() + t + 1) * plane);
+      const size_t at = t * plane;
+      w.write({1, o.pr.data() + at, o.pr_expected.data() + at, o.p_wet.data() + at, o.gamma_shape.data() + at,
+               o.gamma_scale.data() + at, members.data()});
+      EXPECT_EQ(w.days_written(), t + 1);
+    }
+    w.commit();
+  }
+  const PrecipitationOutput a = read_precipitation(d / "whole.nc"), b = read_precipitation(d / "blocks.nc");
+  auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (!(x[i] == y[i] || (std::isnan(x[i]) && std::isnan(y[i])))) return false;
+    return true;
+  };
+  EXPECT_EQ(a.days, b.days);
+  for (const auto& [x, y] : {std::pair{&a.pr, &b.pr}, {&a.pr_expected, &b.pr_expected}, {&a.p_wet, &b.p_wet},
+                             {&a.gamma_shape, &b.gamma_shape}, {&a.gamma_scale, &b.gamma_scale},
+                             {&a.pr_members, &b.pr_members}})
+    EXPECT_TRUE(same(*x, *y));
+
+  // One day of two, then commit: an Error naming the file and the count; blocks.nc unchanged.
+  const auto before = std::filesystem::last_write_time(d / "blocks.nc");
+  try {
+    PrecipitationWriter w(d / "blocks.nc", o);
+    std::vector<float> members(o.members * plane, 0.0f);
+    w.write({1, o.pr.data(), o.pr_expected.data(), o.p_wet.data(), o.gamma_shape.data(), o.gamma_scale.data(),
+             members.data()});
+    w.commit();
+    ADD_FAILURE() << "an incomplete file was committed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("blocks.nc: 1 of 2 days written"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(std::filesystem::last_write_time(d / "blocks.nc"), before);
+  EXPECT_EQ(read_precipitation(d / "blocks.nc").pr_members.size(), b.pr_members.size());
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(d.path())) files += e.is_regular_file();
+  EXPECT_EQ(files, 2u) << "a temporary file was left in " << d.path();
+  // More days than the file holds, or a block without its members: Error, nothing written.
+  PrecipitationWriter w(d / "more.nc", o);
+  std::vector<float> three(3 * plane, 1.0f), members(o.members * 3 * plane, 1.0f);
+  EXPECT_THROW(w.write({3, three.data(), three.data(), three.data(), three.data(), three.data(), members.data()}), Error);
+  EXPECT_THROW(w.write({1, three.data(), three.data(), three.data(), three.data(), three.data(), nullptr}), Error);
+  EXPECT_EQ(w.days_written(), 0u);
+}

@@ -65,3 +65,52 @@ TEST(Precipitation, StochasticMembersFollowTheDistributionAndAreReproducible) {
   EXPECT_TRUE(std::equal(one.begin(), one.end(), m.begin()));
   EXPECT_NE(stochastic_precipitation(b, 1, 43, 0.99), one);
 }
+
+// predict draws the members a block of days at a time: blocks of 1, 2 and the rest give exactly
+// the members of one call over all the days (each member's generator carries over), with ocean
+// points (NaN p) among them that draw nothing.
+TEST(Precipitation, StochasticMembersDrawnInBlocksOfDaysEqualOneDraw) {
+  BernoulliGammaParams b;
+  b.npoints = 3;
+  const size_t days = 7;
+  for (size_t t = 0; t < days; ++t)
+    for (size_t k = 0; k < b.npoints; ++k) {
+      b.p.push_back(k == 1 ? NAN : 0.2f + 0.1f * t);
+      b.alpha.push_back(k == 1 ? NAN : 0.5f + 0.2f * k);
+      b.beta.push_back(k == 1 ? NAN : 2.0f + t);
+    }
+  const int members = 3;
+  const std::vector<float> whole = stochastic_precipitation(b, members, 7, 0.99);
+  StochasticPrecipitation draws(members, 7, 0.99);
+  std::vector<std::vector<float>> blocks;
+  for (const auto& [first, n] : {std::pair<size_t, size_t>{0, 1}, {1, 2}, {3, 4}}) {
+    BernoulliGammaParams part;
+    part.npoints = b.npoints;
+    const size_t a = first * b.npoints, e = (first + n) * b.npoints;
+    part.p.assign(b.p.begin() + a, b.p.begin() + e);
+    part.alpha.assign(b.alpha.begin() + a, b.alpha.begin() + e);
+    part.beta.assign(b.beta.begin() + a, b.beta.begin() + e);
+    blocks.push_back(draws.next(part));
+    ASSERT_EQ(blocks.back().size(), members * n * b.npoints);
+  }
+  const size_t per_member = days * b.npoints;
+  size_t wet = 0;
+  for (int m = 0; m < members; ++m) {
+    size_t t0 = 0;
+    for (const auto& blk : blocks) {
+      const size_t n = blk.size() / members;
+      for (size_t i = 0; i < n; ++i) {
+        const float x = whole[m * per_member + t0 + i], y = blk[m * n + i];
+        if (std::isnan(x)) {
+          EXPECT_TRUE(std::isnan(y));
+        } else {
+          EXPECT_EQ(x, y) << "member " << m << " value " << t0 + i;
+          wet += x > 0;
+        }
+      }
+      t0 += n;
+    }
+  }
+  EXPECT_GT(wet, 0u);  // the comparison covers wet amounts, not only zeros
+}
+

@@ -223,6 +223,28 @@ TEST(PredictStage, TwoNamedModelsOfATemperatureStoreArePredictedAndEvaluated) {
       EXPECT_TRUE(fs::exists(d / ("run/evaluate/" + name + "/" + png))) << png;
   }
 
+  // Predicted a block of days at a time (predict.block_days 16: the 40 test days as 16 + 16 + 8;
+  // the default here is one block): the same values and the same first score, to the bit (every
+  // batch is the same batch).
+  {
+    const std::string gauss = base + " --set train.name=gauss";
+    const PredictandOutput whole = read_predictand(d / "run/predict/gauss/tas.nc", "tas");
+    auto scores_json = [&] { return nlohmann::json::parse(std::ifstream(d / "run/predict/gauss/scores.json")); };
+    const nlohmann::json scores = scores_json();
+    ASSERT_EQ(run("predict " + gauss + " --set predict.block_days=16"), 0);
+    const PredictandOutput blocks = read_predictand(d / "run/predict/gauss/tas.nc", "tas");
+    EXPECT_EQ(blocks.days, whole.days);
+    ASSERT_EQ(blocks.mean.size(), whole.mean.size());
+    ASSERT_EQ(blocks.sd.size(), whole.sd.size());
+    for (size_t i = 0; i < whole.mean.size(); ++i) {
+      ASSERT_EQ(std::isnan(blocks.mean[i]), std::isnan(whole.mean[i])) << i;
+      if (std::isnan(whole.mean[i])) continue;
+      ASSERT_EQ(blocks.mean[i], whole.mean[i]) << i;
+      ASSERT_EQ(blocks.sd[i], whole.sd[i]) << i;
+    }
+    EXPECT_EQ(scores_json(), scores);
+  }
+
   // GCM predictors on their own grid, standardized against their own 2001-2002 climatology:
   // tas_<run>_own.nc with the GCM's days and calendar, and the standardization in the attributes.
   write_gcm_fetch(d / "gcm/fetch");
