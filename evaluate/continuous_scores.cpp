@@ -73,7 +73,7 @@ ContinuousEvaluation evaluate_continuous(const std::vector<float>& obs, size_t n
     ContinuousScores s;
     s.name = method.name;
     for (auto* v : {&s.mean, &s.bias, &s.rmse, &s.pearson, &s.sd_ratio}) v->assign(np, NAN);
-    Progress progress("scoring " + method.name + " (grid boxes)", int64_t(np));  // a line every ~5 s
+    Progress progress("scoring " + method.name + " (boxes of the observation grid)", int64_t(np));  // a line every ~5 s
     for (size_t k = 0; k < np; ++k) {
       progress.advance();
       if (!mask[k]) continue;
@@ -111,8 +111,10 @@ std::vector<DomainRow> domain_rows(const ContinuousEvaluation& e) {
 }
 }  // namespace
 
-std::string continuous_json(const ContinuousEvaluation& e, const std::vector<ContinuousSeason>& seasons) {
+std::string continuous_json(const ContinuousEvaluation& e, const std::vector<ContinuousSeason>& seasons,
+                            const std::map<std::string, std::string>& about) {
   nlohmann::json j;
+  for (const auto& [k, v] : about) j[k] = v;
   j["test_days"] = e.ndays;
   j["predictand"] = e.variable;
   j["units"] = e.units;

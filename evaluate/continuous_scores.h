@@ -46,7 +46,9 @@ ContinuousEvaluation evaluate_continuous(const std::vector<float>& obs, size_t n
 const std::vector<std::string>& continuous_score_names();  // bias, RMSE, Pearson, sd_ratio
 // With seasons: as evaluation_json / evaluation_csv (evaluate/scores.h).
 using ContinuousSeason = SeasonOf<ContinuousEvaluation>;
-std::string continuous_json(const ContinuousEvaluation& e, const std::vector<ContinuousSeason>& seasons = {});
+// `about`: what was scored against what (prediction, checkpoint, store, test period), as top-level keys.
+std::string continuous_json(const ContinuousEvaluation& e, const std::vector<ContinuousSeason>& seasons = {},
+                            const std::map<std::string, std::string>& about = {});
 std::string continuous_csv(const ContinuousEvaluation& e, const std::vector<ContinuousSeason>& seasons = {});
 
 }  // namespace ds

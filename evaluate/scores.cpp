@@ -100,7 +100,7 @@ Evaluation evaluate_methods(const std::vector<float>& obs, size_t np, const std:
     ms.name = m.name;
     ms.members = static_cast<int>(m.members.size());
     // A line every ~5 s naming the method: the stochastic members of a large domain take minutes.
-    Progress progress("scoring " + m.name + " (grid boxes x members)", int64_t(np) * ms.members);
+    Progress progress("scoring " + m.name + " (boxes of the observation grid x members)", int64_t(np) * ms.members);
     MemberMean mean, r01, sdii, p98, p98_wet, wet_spell, dry_spell, rmse_all, rmse_wet_days, spear, roc_ss;
     for (int i = 0; i < ms.members; ++i) {
       const auto& x = m.members[i];
@@ -178,8 +178,10 @@ std::vector<DomainRow> domain_rows(const Evaluation& e) {
 }
 }  // namespace
 
-std::string evaluation_json(const Evaluation& e, const std::vector<SeasonEvaluation>& seasons) {
+std::string evaluation_json(const Evaluation& e, const std::vector<SeasonEvaluation>& seasons,
+                            const std::map<std::string, std::string>& about) {
   nlohmann::json j;
+  for (const auto& [k, v] : about) j[k] = v;
   j["test_days"] = e.ndays;
   j["wet_day_threshold_mm"] = kWetDay;
   j["medians"] = "each method's \"median\": the median over land boxes of the same per-box score";

@@ -52,7 +52,9 @@ const std::vector<std::string>& score_names();
 // With seasons: scores.json gains "seasons": {name: {months, test_days, observed, methods}} next
 // to the annual figures (which stay where they are), scores.csv a leading `season` column.
 using SeasonEvaluation = SeasonOf<Evaluation>;
-std::string evaluation_json(const Evaluation& e, const std::vector<SeasonEvaluation>& seasons = {});
+// `about`: what was scored against what (prediction, checkpoint, store, test period), as top-level keys.
+std::string evaluation_json(const Evaluation& e, const std::vector<SeasonEvaluation>& seasons = {},
+                            const std::map<std::string, std::string>& about = {});
 std::string evaluation_csv(const Evaluation& e, const std::vector<SeasonEvaluation>& seasons = {});
 
 }  // namespace ds

@@ -99,7 +99,8 @@ std::string provenance_difference(const StoreProvenance& a, const StoreProvenanc
   }
   if (!std::equal(a.grid, a.grid + 4, b.grid)) return "other grid sizes (" + a.grid_text() + " vs " + b.grid_text() + ")";
   if (a.statistics != b.statistics)
-    return "other standardization statistics (/stats/mean, /stats/sd: another training period or source)";
+    return "other standardization statistics (/stats/mean, /stats/sd): preprocess was run again with another training "
+           "period, source, regrid method or fill";
   return "other grid coordinates, land mask, predictand, units or calendar";
 }
 

@@ -76,7 +76,8 @@ void check_matches(const std::string& pred_path, const StoreReader& store, const
   const auto id = attributes.find("store_identity");
   if (id != attributes.end() && id->second != store.identity())
     throw InputError(pred_path + ": predicted with a model of another store than " + store.path() +
-                     " (its store_identity differs: channels, grids or statistics); predict again");
+                     " (its store_identity differs: channels, grids or statistics): predict again with a model of this store (after "
+                     "preprocess was run again, train it again first)");
   if (store.read_time("test") != days || nlat != size_t(win.rows) || nlon != size_t(win.cols))
     throw InputError(pred_path + ": its days or grid differ from the test split of " + store.path() +
                      " (predicted with another store?)");
@@ -149,11 +150,35 @@ TestObservations read_test_observations(const std::string& pred_path, const Stor
   return t;
 }
 
+// What is scored against what, logged before the scoring and kept in scores.json: a user with
+// several models, checkpoints and stores sees which one each score is of.
+std::map<std::string, std::string> say_what_is_scored(const std::string& pred_path, const std::string& checkpoint,
+                                                      const StoreReader& store, const std::vector<int64_t>& days,
+                                                      const std::string& calendar, const TestObservations& t,
+                                                      const Window& win) {
+  std::map<std::string, std::string> about{{"prediction", pred_path},
+                                           {"checkpoint", checkpoint},
+                                           {"observations", store.path() + " (test split)"}};
+  const size_t modelled = size_t(std::count_if(t.mask.begin(), t.mask.end(), [](uint8_t m) { return m != 0; }));
+  std::string period = "no days";
+  if (!days.empty()) {
+    const Calendar cal = parse_calendar(calendar, pred_path);
+    period = to_string(date_from_days(days.front(), cal)) + ".." + to_string(date_from_days(days.back(), cal));
+    about["test_period"] = period;
+  }
+  spdlog::info("scoring {} (checkpoint {}) on {} test days, {}, against the observations of {}'s test split; each "
+               "score is the mean over the {} modelled boxes of the {} x {} observation grid of that box's score",
+               pred_path, checkpoint.empty() ? "not recorded" : checkpoint, days.size(), period, store.path(), modelled,
+               win.rows, win.cols);
+  return about;
+}
+
 // The log's score tables: the annual block (headed by its day count when seasons follow), then
 // one block per season; log_table prints one evaluation's rows (precipitation or continuous).
 template <typename Annual, typename Seasonal, typename LogTable>
 void log_by_season(const Annual& annual, const std::vector<Seasonal>& seasonal, const LogTable& log_table) {
-  if (!seasonal.empty()) spdlog::info("annual ({} test days)", annual.ndays);
+  // "annual" is every test day, whatever the season the data were cut to (a DJF run's too).
+  if (!seasonal.empty()) spdlog::info("all test days ({}; 'annual' in scores.json)", annual.ndays);
   log_table(annual);
   for (const auto& s : seasonal) {
     spdlog::info("{} (months {}; {} test days)", s.season, months_text(s.months), s.evaluation.ndays);
@@ -171,6 +196,7 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   const TestObservations test = read_test_observations(pred_path, store, pred.days, pred.calendar, pred.lat.size(),
                                                        pred.lon.size(), win, pred.attributes,
                                                        pred.checkpoint);
+  const auto about = say_what_is_scored(pred_path, pred.checkpoint, store, pred.days, pred.calendar, test, win);
   const size_t np = test.points;
   const std::vector<float>& obs = test.obs;
   const std::vector<uint8_t>& mask = test.mask;
@@ -207,7 +233,7 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   throw_if_stop_requested("scoring; nothing written");
   write_scores_nc(dir, pred_path, pred.lat, pred.lon, pred.days, pred.calendar,
                   continuous_score_fields(e, cf_standard_name(meta.predictand)), {}, std::move(season_fields));
-  write_text(dir + "/scores.json", continuous_json(e, seasonal));
+  write_text(dir + "/scores.json", continuous_json(e, seasonal, about));
   write_text(dir + "/scores.csv", continuous_csv(e, seasonal));
   throw_if_stop_requested(kMapsStopNote);
   const std::string& v = meta.predictand;
@@ -268,6 +294,7 @@ int run_evaluate(const Config& cfg) {
   const TestObservations test = read_test_observations(pred_path, store, pred.days, pred.calendar, pred.lat.size(),
                                                        pred.lon.size(), win, pred.attributes,
                                                        pred.checkpoint);
+  const auto about = say_what_is_scored(pred_path, pred.checkpoint, store, pred.days, pred.calendar, test, win);
   const size_t n = test.days, np = test.points;
   const std::vector<float>& obs = test.obs;
   const std::vector<uint8_t>& mask = test.mask;
@@ -314,7 +341,7 @@ int run_evaluate(const Config& cfg) {
   throw_if_stop_requested("scoring; nothing written");
   write_scores_nc(dir, pred_path, pred.lat, pred.lon, pred.days, pred.calendar, precipitation_score_fields(e),
                   {{"wet_day_threshold", "1 mm/day"}}, std::move(season_fields));
-  write_text(dir + "/scores.json", evaluation_json(e, seasonal));
+  write_text(dir + "/scores.json", evaluation_json(e, seasonal, about));
   write_text(dir + "/scores.csv", evaluation_csv(e, seasonal));
   throw_if_stop_requested(kMapsStopNote);
 

@@ -84,11 +84,11 @@ void check_checkpoint_of_this_model(const std::string& ckpt, const RunPaths& pat
 // from new predictor files.
 using ReadSamples = std::function<void(size_t first, size_t n, float* x)>;
 
-// The network's output for samples [first, first + n): (n, channels, H' x W'), NaN where the
-// mask is 0. `keep` >= 0 keeps that output channel only, (n, 1, H' x W'): the training pass of
+// The network's output for samples [first, first + n) of `total`: (n, channels, H' x W'), NaN
+// where the mask is 0. `keep` >= 0 keeps that output channel only, (n, 1, H' x W'): the training pass of
 // occurrence: frequency needs p alone, a third of the memory (North America: 0.9 of 2.6 GB).
 std::vector<float> run_network(model::Net& net, model::Backend& be, const StoreMeta& meta, size_t first, size_t n,
-                               int channels, const ReadSamples& read, int batch_size, Progress& progress,
+                               size_t total, int channels, const ReadSamples& read, int batch_size, Progress& progress,
                                int keep = -1) {
   const size_t hw = size_t(meta.Hy()) * meta.Wy(), xs = size_t(meta.C()) * meta.H() * meta.W();
   const size_t kept = keep < 0 ? size_t(channels) : 1;
@@ -96,7 +96,8 @@ std::vector<float> run_network(model::Net& net, model::Backend& be, const StoreM
   model::Tensor x(be, {1, 1, 1, 1});
   std::vector<float> host_x;
   for (size_t start = 0; start < n; start += batch_size) {
-    throw_if_stop_requested("predicting day " + std::to_string(first + start) + "; nothing written");
+    throw_if_stop_requested("predicting day " + std::to_string(first + start) + " of " + std::to_string(total) +
+                            "; nothing written");
     const size_t nb = std::min<size_t>(batch_size, n - start);
     host_x.resize(nb * xs);
     read(first + start, nb, host_x.data());
@@ -204,6 +205,25 @@ std::string predictors_folder(const std::string& dir) {
   std::error_code ec;
   const auto abs = std::filesystem::weakly_canonical(std::filesystem::absolute(dir), ec);
   return ec ? dir : abs.string();
+}
+
+// predict.predictors names a fetch folder (<run.dir>/fetch, holding manifest.json). A run folder
+// given instead (runs/rcp85 for runs/rcp85/fetch) would be named after itself and read as "not
+// fetched": said at once, with the folder meant.
+void check_predictors_folder(const Config& cfg) {
+  const std::string& dir = cfg.predict.predictors;
+  if (dir.empty() || path_exists(dir + "/manifest.json")) return;
+  const std::string where = cfg.origin("predict.predictors");
+  const std::string inner = (std::filesystem::path(dir) / "fetch").lexically_normal().string();
+  if (path_exists(inner + "/manifest.json"))
+    throw UsageError(where + ": predict.predictors " + dir + " is a run folder; its predictors are in " + inner +
+                     " (--set predict.predictors=" + inner + ")");
+  if (!std::filesystem::is_directory(dir))
+    throw InputError(dir + ": no such folder (" + where + ": predict.predictors is the fetch folder of the new "
+                     "predictors, <run.dir>/fetch of the run that fetched them)");
+  throw InputError(dir + "/manifest.json: no such file: " + dir + " is not a fetch folder (" + where +
+                   ": predict.predictors is <run.dir>/fetch of the run that fetched the new predictors; run "
+                   "`downscale fetch` for them first)");
 }
 
 // Refuses to replace the prediction of other predictors: two GCMs' `historical` folders give
@@ -334,6 +354,7 @@ int run_predict(const Config& cfg) {
     throw InputError(ckpt + ": the model was trained with the bernoulli_gamma loss, but the predictand of " +
                      paths.store() + " is " + meta.predictand + ", not precipitation (train it with train.loss: gaussian or mse)");
   const int channels = model::loss_channels(loss);
+  check_predictors_folder(cfg);
   const std::string nc_path =
       product_path(paths, meta.is_precipitation() ? "precipitation" : meta.predictand, cfg.predict);
   check_not_replacing_other_run(nc_path, cfg);
@@ -409,7 +430,7 @@ int run_predict(const Config& cfg) {
   auto for_each_block = [&](const std::function<void(size_t, size_t, std::vector<float>&)>& use) {
     for (size_t first = 0; first < n; first += block) {
       const size_t nb = std::min(block, n - first);
-      std::vector<float> raw = run_network(net, *be, meta, first, nb, channels, read_inputs, bs, progress);
+      std::vector<float> raw = run_network(net, *be, meta, first, nb, n, channels, read_inputs, bs, progress);
       check_finite(raw, channels, meta, days, first, calendar, "network's output");
       use(first, nb, raw);
     }
@@ -481,9 +502,10 @@ int run_predict(const Config& cfg) {
                                                       {"mean_predicted", s.sum_pred / s.count},
                                                       {"checkpoint", ckpt}});
     spdlog::info("wrote {} ({} days)", nc_path, n);
-    spdlog::info("test RMSE of {} {:.3f} {} vs climatology {:.3f} {}: MSE skill score {:.3f} ({})", meta.predictand, rmse,
-                 meta.predictand_units, rmse_clim, meta.predictand_units, skill,
-                 skill > 0 ? "beats climatology" : "does NOT beat climatology");
+    spdlog::info("test RMSE of {} {:.3f} {} vs climatology {:.3f} {}: MSE skill score {:.3f} ({}); pooled over the "
+                 "{} observed values of the modelled boxes (evaluate's RMSE is the mean of each box's)",
+                 meta.predictand, rmse, meta.predictand_units, rmse_clim, meta.predictand_units, skill,
+                 skill > 0 ? "beats climatology" : "does NOT beat climatology", s.count);
     return 0;
   }
 
@@ -497,7 +519,7 @@ int run_predict(const Config& cfg) {
     BernoulliGammaParams train;  // p alone: the thresholds need no amounts
     train.npoints = hw;
     Progress train_progress("training days, for the wet-day thresholds (predict.occurrence: frequency)", int64_t(nt));
-    train.p = run_network(net, *be, meta, 0, nt, 3,
+    train.p = run_network(net, *be, meta, 0, nt, nt, 3,
                           [&](size_t a, size_t k, float* x) { store.read_x("train", a, k, x); }, bs, train_progress, 0);
     std::vector<float> target(nt * hw);
     store.read_y("train", 0, nt, target.data());
@@ -564,8 +586,9 @@ int run_predict(const Config& cfg) {
                                                     {"checkpoint", ckpt}});
   spdlog::info("wrote {} ({} days{})", nc_path, n, members ? ", " + std::to_string(members) + " stochastic members" : "");
   spdlog::info("test RMSE of the expected precipitation {:.3f} mm/day vs climatology {:.3f} mm/day: MSE skill "
-               "score {:.3f} ({})",
-               rmse, rmse_clim, skill, skill > 0 ? "beats climatology" : "does NOT beat climatology");
+               "score {:.3f} ({}); pooled over the {} observed values of the land boxes (evaluate's RMSE is the "
+               "mean of each box's)",
+               rmse, rmse_clim, skill, skill > 0 ? "beats climatology" : "does NOT beat climatology", s.count);
   return 0;
 }
 

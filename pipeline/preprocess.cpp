@@ -1,12 +1,82 @@
 // Driver of `downscale preprocess`.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io/atomic_file.h"
+#include "io/hdf5_file.h"
 #include "io/run_lock.h"
 #include "io/stop_signal.h"
+#include "io/store_identity.h"
+#include "io/training_store.h"
 #include "pipeline/stages.h"
 #include "preprocess/build_store.h"
 
 namespace ds {
+
+namespace {
+
+// The identity and its parts of the store at `path` (empty when there is none, or none readable).
+struct Identity {
+  std::string id, parts;
+};
+Identity identity_of(const std::string& path) {
+  if (!path_exists(path)) return {};
+  try {
+    const StoreReader store(path);
+    return {store.identity(), identity_parts(store.meta())};
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+// The checkpoints under <run>/train (train/ and train/<name>/) that record `store_identity` as
+// the store they were trained on, sorted.
+std::vector<std::string> checkpoints_of_store(const std::string& train_dir, const std::string& store_identity) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> found;
+  std::error_code ec;
+  if (!fs::is_directory(train_dir, ec)) return found;
+  for (fs::recursive_directory_iterator it(train_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it.depth() > 1) it.disable_recursion_pending();
+    const fs::path& p = it->path();
+    if (p.extension() != ".h5" || p.filename().string().rfind("checkpoint_", 0) != 0) continue;
+    try {
+      const H5File f = H5File::open(p.string());
+      if (f.has_attr("/", "store_identity") && f.attr_string("/", "store_identity") == store_identity)
+        found.push_back(p.string());
+    } catch (const std::exception&) {  // not a checkpoint it can read: not this warning's business
+    }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+// A store rebuilt with other settings (training years, regrid method, fill, ...) no longer fits
+// the models trained on the one it replaced: predict and train --resume refuse them later, far
+// from the cause. Said here, when the cause is the command just run.
+void warn_models_of_replaced_store(const Identity& old, const std::string& store, const std::string& train_dir) {
+  if (old.id.empty()) return;
+  const Identity now = identity_of(store);
+  if (now.id == old.id) return;
+  const std::vector<std::string> models = checkpoints_of_store(train_dir, old.id);
+  if (models.empty()) return;
+  std::vector<std::string> changed = changed_identity_parts(old.parts, now.parts);
+  if (changed.empty()) changed.push_back("content");
+  std::string list;
+  for (size_t i = 0; i < models.size() && i < 4; ++i) list += (i ? ", " : "") + models[i];
+  if (models.size() > 4) list += fmt::format(" and {} more", models.size() - 4);
+  spdlog::warn("{} was rebuilt and differs from the store it replaced in its {} (this preprocess's settings differ "
+               "from the last one's): the {} checkpoint(s) trained on the old store no longer fit it, and predict and "
+               "train --resume refuse them: {}. Train them again, or preprocess with the earlier settings to use them",
+               store, join_commas(changed), models.size(), list);
+}
+
+}  // namespace
 
 int run_preprocess(const Config& cfg) {
   const RunPaths paths = RunPaths::of(cfg);
@@ -14,7 +84,9 @@ int run_preprocess(const Config& cfg) {
   const std::string dir = cfg.run.dir + "/preprocess";
   RunLock lock(dir, "preprocess");
   remove_stale_temps(dir);
+  const Identity old = identity_of(paths.store());
   const auto s = build_store(cfg, paths.fetch_dir(), paths.store());
+  warn_models_of_replaced_store(old, paths.store(), paths.root + "/train");
   spdlog::info("splits by year: {}", s.splits);
   if (s.precipitation)
     spdlog::info("wrote {}: {} train, {} validation, {} test days; {:.0f}% land; {:.0f}% wet days in training",

@@ -1,5 +1,6 @@
 #include "preprocess/new_predictors.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -60,7 +61,8 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
   const Grid xgrid = Grid::from_coords(meta.predictor_lon, meta.predictor_lat, "store predictor grid");
   const size_t HW = xgrid.size();
   std::string first_file;
-  bool partial_said = false;
+  std::vector<std::string> partial_fields;  // channels whose grid covers some predictor-grid cells in part
+  std::string partial_line;                // the first of them, with its figures
   for (size_t c = 0; c < meta.channels.size(); ++c) {
     const std::string& name = meta.channels[c];
     const auto it = std::find_if(manifest.predictors.begin(), manifest.predictors.end(),
@@ -77,19 +79,25 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
     ch.file = std::make_unique<FetchedField>(path, it->variable);
     ch.file->set_valid_range(it->valid_min, it->valid_max);
     ch.regrid = regrid_covering(store_method(meta, name), ch.file->grid(), xgrid, ch.file->where() + " (predictor " + name + ")");
-    // Said once, for the first field it applies to (a run's fields share a grid): edge cells
-    // computed from part of their area differ from the training data's, which covered them.
-    if (ch.regrid.partial && !partial_said) {
-      partial_said = true;
-      spdlog::info("{}: {} of {} predictor-grid cells are only partly covered by the source grid {} (the least {:.0f} "
-                   "%): their values come from the covered part (nearest: from the source cell at the edge); a fetch "
-                   "box one source cell wider brings in the rest where the source has it",
-                   path, ch.regrid.partial, HW, ch.file->grid().describe(), 100 * ch.regrid.least_covered);
+    // Said once after the loop, with the first field's figures and every field it applies to
+    // (a run's fields share a grid): edge cells computed from part of their area differ from
+    // the training data's, which covered them.
+    if (ch.regrid.partial) {
+      if (partial_fields.empty())
+        partial_line = fmt::format("{}: {} of {} predictor-grid cells are only partly covered by the source grid {} "
+                                   "(the least {:.0f} %)",
+                                   path, ch.regrid.partial, HW, ch.file->grid().describe(), 100 * ch.regrid.least_covered);
+      partial_fields.push_back(name);
     }
     ch.stats.mean.assign(meta.mean.begin() + c * HW, meta.mean.begin() + (c + 1) * HW);
     ch.stats.sd.assign(meta.sd.begin() + c * HW, meta.sd.begin() + (c + 1) * HW);
     channels_.push_back(std::move(ch));
   }
+  if (!partial_fields.empty())
+    spdlog::info("{}, in {} of the {} predictor fields ({}): their values come from the covered part (nearest: from "
+                 "the source cell at the edge); a fetch box one source cell wider brings in the rest where the source "
+                 "has it",
+                 partial_line, partial_fields.size(), channels_.size(), fmt::format("{}", fmt::join(partial_fields, ", ")));
   // Common days, then each channel's index of them.
   days_ = channels_.front().file->days();
   for (const auto& ch : channels_) {

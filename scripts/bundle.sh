@@ -124,8 +124,18 @@ mkdir -p "$root/bench"
 cp "$src"/bench/*.sh "$src"/bench/*.py "$root/bench/"
 # The Slurm batch scripts: submitted through bin/env.sh, the jobs run the bundle's downscale.
 cp -r "$src/slurm" "$root/"
-# How to use it, unpacked (bin/env.sh, a GPU machine, Slurm) without the checkout's docs/.
-cp "$src/docs/bundle.md" "$root/README.md"
+# The user manual (README.md: the stages, every config key, the exit codes, the outputs), under a
+# line on running it from the bundle, and docs/ (bundle.md: bin/env.sh, a GPU machine, Slurm;
+# the README's links into docs/ then resolve).
+{
+  echo "> This is downscale's README from its source tree. In this bundle run every command through"
+  echo "> \`bin/env.sh\` (\`bin/env.sh bin/downscale --help\`), the demo with \`scripts/demo.sh\`: see"
+  echo "> [docs/bundle.md](docs/bundle.md). Building and the test suite need the source tree."
+  echo
+  cat "$src/README.md"
+} > "$root/README.md"
+mkdir -p "$root/docs"
+cp "$src"/docs/*.md "$root/docs/"
 cp "$src/scripts/bundle_env.sh" "$root/bin/env.sh"
 chmod +x "$root/bin/env.sh"
 

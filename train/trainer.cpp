@@ -352,7 +352,10 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
         spdlog::info("{} {}: nothing to train; its checkpoints, metrics.csv and train_report.json are kept (raise {} "
                      "to train on)",
                      last_path,
-                     all_epochs ? fmt::format("holds all {} epochs of train.epochs {}", state.epoch, tc.epochs)
+                     all_epochs ? (state.epoch == tc.epochs
+                                              ? fmt::format("holds all {} epochs of train.epochs {}", state.epoch, tc.epochs)
+                                              : fmt::format("holds {} epochs, more than train.epochs {}", state.epoch,
+                                                            tc.epochs))
                                 : fmt::format("stopped early after epoch {} (no improvement for train.patience {} "
                                               "epochs)",
                                               state.epoch, tc.patience),
@@ -578,7 +581,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
         throw Interrupted(sig,
                           fmt::format("interrupted by {} at {}; {} {}/checkpoint_last.h5 ({})", signal_name(sig), where,
                                       root ? "wrote" : "rank 0 wrote", out_dir,
-                                      requeue ? fmt::format("exit {}: requeue the job, it resumes with --resume",
+                                      requeue ? fmt::format("exit {}: the planned checkpoint-and-requeue; the requeued job "
+                                                            "resumes from it (--resume-auto, or --resume by hand)",
                                                             kExitRequeue)
                                               : "resume with --resume"),
                           requeue ? kExitRequeue : 0);

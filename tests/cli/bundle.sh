@@ -32,9 +32,12 @@ if [[ -z ${DS_BUNDLE_NS:-} ]]; then
   if readelf -d "$root/bin/downscale" "$root/bin/test_model" | grep -E 'NEEDED.*lib(cuda|cudnn|cublas|nccl)'; then
     echo "a program links a CUDA library"; exit 1
   fi
-  for f in bin/env.sh lib/libstdc++.so.6 lib/libmpi.so.40 share/udunits/udunits2.xml share/openmpi slurm/train_forhlr2.sh slurm/rank_command.sh README.md; do
+  for f in bin/env.sh lib/libstdc++.so.6 lib/libmpi.so.40 share/udunits/udunits2.xml share/openmpi slurm/train_forhlr2.sh slurm/rank_command.sh README.md docs/bundle.md; do
     [[ -e $root/$f ]] || { echo "missing from the bundle: $f"; exit 1; }
   done
+  # Its README is the user manual (every stage's config keys), headed by how to run it from here.
+  grep -q 'through$' "$root/README.md" && grep -q '^| `predict` | `predictors`' "$root/README.md" ||
+    { echo "the bundle's README.md is not the user manual with its bundle note"; head -5 "$root/README.md"; exit 1; }
   if [[ -e $(dirname "$bin")/../lib/libdownscale_cuda.so && ! -e $root/lib/libdownscale_cuda.so ]]; then
     echo "the CUDA plugin is not in the bundle"; exit 1
   fi

@@ -124,7 +124,13 @@ else
 fi
 /usr/bin/python3 - <<'PY'
 import json
-s = json.load(open("runs/demo/evaluate/scores.json"))["methods"]
+report = json.load(open("runs/demo/evaluate/scores.json"))
+# What was scored against what: the prediction, its checkpoint, the store and the test period.
+assert report["prediction"] == "runs/demo/predict/precipitation.nc", report["prediction"]
+assert report["checkpoint"] == "runs/demo/train/checkpoint_best.h5", report["checkpoint"]
+assert report["observations"] == "runs/demo/preprocess/store.h5 (test split)", report["observations"]
+assert report["test_period"] == "2004-01-01..2004-12-31", report["test_period"]
+s = report["methods"]
 for name in ("cnn_deterministic", "cnn_expected", "cnn_stochastic", "climatology", "linear_pcs"):
     assert name in s, name
 assert s["cnn_expected"]["RMSE"] < s["climatology"]["RMSE"], s

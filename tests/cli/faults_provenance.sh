@@ -65,6 +65,31 @@ mkdir -p runs/swap/predict
 cp runs/demo/predict/precipitation.nc runs/swap/predict/
 expect 3 "predicted with a model of another store" ds evaluate --set run.dir=runs/swap
 
+echo "== 1b. preprocess again with other settings under trained models"
+# The store is replaced (exit 0), with a warning naming the checkpoints trained on the store it
+# replaced; predict then names what a rerun of preprocess can change. The same settings again,
+# or back to the checkpoints' store (where they fit again): no warning.
+copy_fetch again
+ds preprocess --set run.dir=runs/again 2>/dev/null
+mkdir -p runs/again/train/other
+cp runs/demo/train/checkpoint_best.h5 runs/again/train/
+cp runs/demo/train/checkpoint_best.h5 runs/again/train/other/
+longer=(--set run.dir=runs/again --set "preprocess.train_years=[2000,2001]" --set "preprocess.validation_years=[2002,2002]"
+        --set "preprocess.test_years=[]")
+out=$(ds preprocess "${longer[@]}" 2>&1) || { echo "$out"; exit 1; }
+grep -qF "runs/again/preprocess/store.h5 was rebuilt and differs from the store it replaced in its statistics" <<<"$out" &&
+grep -qF "the 2 checkpoint(s) trained on the old store no longer fit it, and predict and train --resume refuse them: runs/again/train/checkpoint_best.h5, runs/again/train/other/checkpoint_best.h5" <<<"$out" ||
+  { echo "FAIL: no warning naming the change and both checkpoints:"; echo "$out" | tail -3; exit 1; }
+echo "ok: $(grep -F 'was rebuilt' <<<"$out" | cut -c1-200)"
+out=$(ds preprocess "${longer[@]}" 2>&1)
+! grep -q "was rebuilt and differs" <<<"$out" || { echo "FAIL: a warning for a store rebuilt the same"; exit 1; }
+expect 3 "preprocess was run again with another training period, source, regrid method or fill" \
+  ds predict --set run.dir=runs/again --set predict.checkpoint=runs/again/train/other/checkpoint_best.h5 --set train.name=other
+out=$(ds preprocess --set run.dir=runs/again 2>&1)
+! grep -q "was rebuilt and differs" <<<"$out" || { echo "FAIL: a warning though no checkpoint was trained on the replaced store"; exit 1; }
+ds predict --set run.dir=runs/again --set predict.checkpoint=runs/again/train/other/checkpoint_best.h5 --set train.name=other 2>/dev/null ||
+  { echo "FAIL: the checkpoints do not fit their store again"; exit 1; }
+
 echo "== 2. implausible values in fetched files"
 copy_fetch celsius
 $py -c "

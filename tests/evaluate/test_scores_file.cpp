@@ -102,5 +102,5 @@ TEST(ScoresFile, ContinuousFieldsCarryThePredictandsStandardName) {
 TEST(ScoresFile, ScoringLogsTheMethodItScores) {
   test::LogCapture log;
   small_evaluation();
-  EXPECT_NE(log.str().find("scoring twice (grid boxes x members): 3/3 done"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("scoring twice (boxes of the observation grid x members): 3/3 done"), std::string::npos) << log.str();
 }

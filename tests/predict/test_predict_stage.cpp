@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -107,6 +108,17 @@ int run(const std::string& args) {
   const std::string cmd = binary() + " " + args + " >/dev/null 2>&1";
   const int rc = std::system(cmd.c_str());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+// The exit code and what the command printed (stdout and stderr).
+std::pair<int, std::string> run_output(const std::string& args) {
+  const std::string cmd = binary() + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int rc = pclose(p);
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
 }
 
 // Each box's training mean minus its test mean, averaged over modelled boxes: the bias of the
@@ -211,6 +223,11 @@ TEST(PredictStage, TwoNamedModelsOfATemperatureStoreArePredictedAndEvaluated) {
 
     const auto j = nlohmann::json::parse(std::ifstream(d / ("run/evaluate/" + name + "/scores.json")));
     EXPECT_EQ(j["predictand"], "tas");
+    // What was scored against what: the file, its checkpoint and the test days, first..last.
+    EXPECT_EQ(j["prediction"], nc);
+    EXPECT_EQ(j["checkpoint"], d / ("run/train/" + name + "/checkpoint_best.h5"));
+    EXPECT_EQ(j["test_period"], to_string(date_from_days(s.test_days.front(), Calendar::noleap)) + ".." +
+                                    to_string(date_from_days(s.test_days.back(), Calendar::noleap)));
     EXPECT_EQ(j["units"], "degC");
     for (const char* m : {"cnn", "climatology", "linear_pcs"}) ASSERT_TRUE(j["methods"].contains(m)) << m;
     const auto& clim = j["methods"]["climatology"];
@@ -292,6 +309,19 @@ TEST(PredictStage, TwoNamedModelsOfATemperatureStoreArePredictedAndEvaluated) {
   fs::copy_file(d / "run/train/plain/checkpoint_best.h5", d / "plain_copy.h5");
   EXPECT_EQ(run("predict " + base + " --set train.name=other --set predict.checkpoint=" + (d / "plain_copy.h5")), 0);
   EXPECT_TRUE(fs::exists(d / "run/predict/other/tas.nc"));
+  // The GCM's run folder instead of its fetch folder: exit 2 naming the fetch folder meant (it
+  // was read as another run's predictors named "gcm", then as not fetched); a folder that is no
+  // fetch at all: exit 3 saying what predict.predictors is.
+  {
+    const auto [rc, out] = run_output("predict " + base + " --set train.name=gauss --set predict.predictors=" + (d / "gcm"));
+    EXPECT_EQ(rc, 2) << out;
+    EXPECT_NE(out.find("is a run folder; its predictors are in " + (d / "gcm/fetch")), std::string::npos) << out;
+  }
+  {
+    const auto [rc, out] = run_output("predict " + base + " --set train.name=gauss --set predict.predictors=" + (d / "run"));
+    EXPECT_EQ(rc, 3) << out;
+    EXPECT_NE(out.find("is not a fetch folder"), std::string::npos) << out;
+  }
   // Reference years the GCM run does not hold: bad input, naming them.
   EXPECT_EQ(run("predict " + gcm + " --set predict.standardize=own --set predict.reference_years=[1990,2001]"), 3);
 
