@@ -6,6 +6,8 @@
 #include <memory>
 #include <string_view>
 
+#include "io/stop_signal.h"
+
 namespace ds {
 
 namespace {
@@ -30,6 +32,8 @@ void setup_logging(const std::string& stage, const std::string& level, int rank)
   auto logger = spdlog::stderr_color_mt("downscale");
   std::string prefix = stage;
   if (rank >= 0) prefix += " rank " + std::to_string(rank);
+  // The stop handler's line and main's last line name the rank too (io/stop_signal.h).
+  set_stop_message_prefix(rank >= 0 ? "[" + prefix + "] " : "");
   auto formatter = std::make_unique<spdlog::pattern_formatter>();
   formatter->add_flag<LevelTag>('*').set_pattern("[%H:%M:%S] [" + prefix + "] %^%*%v%$");
   logger->set_formatter(std::move(formatter));

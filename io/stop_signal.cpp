@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -19,22 +20,33 @@ namespace {
 // Lock-free, so reading and writing it in a handler is async-signal-safe.
 std::atomic<int> g_signal{0};
 static_assert(std::atomic<int>::is_always_lock_free);
+// set_stop_message_prefix's text for the handler: a fixed buffer, written before the handlers
+// can run with it (setup_logging, before any stage's work), read with write(2) only.
+char g_prefix[96] = {0};
+size_t g_prefix_len = 0;
+std::string g_prefix_text;
 
 void on_stop_signal(int signo) {
   int none = 0;
   if (g_signal.compare_exchange_strong(none, signo)) {
     // Said at once (write(2) is async-signal-safe; the logger is not): a training step on a CPU
     // can take half a minute, and a Ctrl-C that nothing acknowledges gets pressed again.
-    static const char kInt[] = "\ndownscale: SIGINT: stopping at the next safe point (Ctrl-C again quits at once)\n";
-    static const char kTerm[] = "\ndownscale: SIGTERM: stopping at the next safe point\n";
-    static const char kUsr1[] = "\ndownscale: SIGUSR1: stopping at the next safe point (train: checkpoint, exit 75 to be requeued)\n";
-    static const char kOther[] = "\ndownscale: stop signal received: stopping at the next safe point\n";
+    static const char kInt[] = "downscale: SIGINT: stopping at the next safe point (Ctrl-C again quits at once)\n";
+    static const char kTerm[] = "downscale: SIGTERM: stopping at the next safe point\n";
+    static const char kUsr1[] = "downscale: SIGUSR1: stopping at the next safe point (train: checkpoint, exit 75 to be requeued)\n";
+    static const char kOther[] = "downscale: stop signal received: stopping at the next safe point\n";
     const char* text = kOther;
     size_t len = sizeof kOther - 1;
     if (signo == SIGINT) text = kInt, len = sizeof kInt - 1;
     if (signo == SIGTERM) text = kTerm, len = sizeof kTerm - 1;
     if (signo == SIGUSR1) text = kUsr1, len = sizeof kUsr1 - 1;
-    const ssize_t ignored = write(STDERR_FILENO, text, len);
+    // One write: several ranks' lines do not interleave.
+    char line[256];
+    size_t n = 0;
+    line[n++] = '\n';
+    for (size_t i = 0; i < g_prefix_len && n < sizeof line; ++i) line[n++] = g_prefix[i];
+    for (size_t i = 0; i < len && n < sizeof line; ++i) line[n++] = text[i];
+    const ssize_t ignored = write(STDERR_FILENO, line, n);
     (void)ignored;
   } else if (signo == SIGINT) {
     // Ctrl-C a second time: the user does not want to wait for the safe point.
@@ -62,6 +74,15 @@ long temp_pid(const std::string& name) {
 }
 
 }  // namespace
+
+void set_stop_message_prefix(const std::string& prefix) {
+  g_prefix_text = prefix.substr(0, sizeof g_prefix - 1);
+  g_prefix_len = 0;  // the handler writes no prefix while it changes
+  std::copy(g_prefix_text.begin(), g_prefix_text.end(), g_prefix);
+  g_prefix_len = g_prefix_text.size();
+}
+
+const std::string& stop_message_prefix() { return g_prefix_text; }
 
 void install_stop_handlers() {
   struct sigaction sa {};

@@ -25,6 +25,12 @@ int stop_signal_number();
 // "SIGTERM", "SIGINT", "SIGUSR1", else "signal N".
 std::string signal_name(int signo);
 
+// Under MPI, "[train rank 1] ": put before the handler's "stopping at the next safe point" line
+// (written from the handler, outside the logger), so that every line of a rank names it as the
+// logger's do. Empty: none (one process). Set by setup_logging.
+void set_stop_message_prefix(const std::string& prefix);
+const std::string& stop_message_prefix();
+
 // As if `signo` had arrived (tests; and train, whose ranks agree on one signal); 0 clears it.
 void set_stop_request(int signo);
 

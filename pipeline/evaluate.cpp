@@ -157,18 +157,18 @@ std::map<std::string, std::string> say_what_is_scored(const std::string& pred_pa
                                                       const std::string& calendar, const TestObservations& t,
                                                       const Window& win) {
   std::map<std::string, std::string> about{{"prediction", pred_path},
-                                           {"checkpoint", checkpoint},
+                                           {"checkpoint", checkpoint.empty() ? "not recorded" : checkpoint},
                                            {"observations", store.path() + " (test split)"}};
   const size_t modelled = size_t(std::count_if(t.mask.begin(), t.mask.end(), [](uint8_t m) { return m != 0; }));
   std::string period = "no days";
   if (!days.empty()) {
     const Calendar cal = parse_calendar(calendar, pred_path);
     period = to_string(date_from_days(days.front(), cal)) + ".." + to_string(date_from_days(days.back(), cal));
-    about["test_period"] = period;
   }
+  about["test_period"] = period;
   spdlog::info("scoring {} (checkpoint {}) on {} test days, {}, against the observations of {}'s test split; each "
                "score is the mean over the {} modelled boxes of the {} x {} observation grid of that box's score",
-               pred_path, checkpoint.empty() ? "not recorded" : checkpoint, days.size(), period, store.path(), modelled,
+               pred_path, about["checkpoint"], days.size(), period, store.path(), modelled,
                win.rows, win.cols);
   return about;
 }

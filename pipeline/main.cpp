@@ -209,10 +209,10 @@ int main(int argc, char** argv) {
     if (stage == "evaluate") return ds::run_evaluate(cfg);
   } catch (const ds::Interrupted& e) {
     // One write, so that the lines of several MPI ranks do not interleave.
-    std::cerr << ("downscale " + stage + ": " + e.what() + "\n") << std::flush;
+    std::cerr << (ds::stop_message_prefix() + "downscale " + stage + ": " + e.what() + "\n") << std::flush;
     return e.code();
   } catch (const ds::Error& e) {
-    std::cerr << "downscale " << stage << ": error: " << e.what() << std::endl;
+    std::cerr << ds::stop_message_prefix() << "downscale " << stage << ": error: " << e.what() << std::endl;
     return e.code();
   } catch (const std::exception& e) {
     std::cerr << "downscale " << stage << ": error: " << e.what() << std::endl;

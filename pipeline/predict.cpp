@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "evaluate/baselines.h"
@@ -85,18 +86,18 @@ void check_checkpoint_of_this_model(const std::string& ckpt, const RunPaths& pat
 using ReadSamples = std::function<void(size_t first, size_t n, float* x)>;
 
 // The network's output for samples [first, first + n) of `total`: (n, channels, H' x W'), NaN
-// where the mask is 0. `keep` >= 0 keeps that output channel only, (n, 1, H' x W'): the training pass of
+// where the mask is 0. A stop request is honoured between batches, naming "<unit> <day> of <total>". `keep` >= 0 keeps that output channel only, (n, 1, H' x W'): the training pass of
 // occurrence: frequency needs p alone, a third of the memory (North America: 0.9 of 2.6 GB).
 std::vector<float> run_network(model::Net& net, model::Backend& be, const StoreMeta& meta, size_t first, size_t n,
                                size_t total, int channels, const ReadSamples& read, int batch_size, Progress& progress,
-                               int keep = -1) {
+                               int keep = -1, const std::string& unit = "predicting day") {
   const size_t hw = size_t(meta.Hy()) * meta.Wy(), xs = size_t(meta.C()) * meta.H() * meta.W();
   const size_t kept = keep < 0 ? size_t(channels) : 1;
   std::vector<float> out(n * kept * hw);
   model::Tensor x(be, {1, 1, 1, 1});
   std::vector<float> host_x;
   for (size_t start = 0; start < n; start += batch_size) {
-    throw_if_stop_requested("predicting day " + std::to_string(first + start) + " of " + std::to_string(total) +
+    throw_if_stop_requested(unit + " " + std::to_string(first + start) + " of " + std::to_string(total) +
                             "; nothing written");
     const size_t nb = std::min<size_t>(batch_size, n - start);
     host_x.resize(nb * xs);
@@ -118,12 +119,14 @@ std::vector<float> run_network(model::Net& net, model::Backend& be, const StoreM
 // Days predicted, checked, scored and written a block at a time, so that memory stays bounded
 // by a block whatever the length of the run (30 years of North America are about 1 GB a field,
 // and a precipitation file has five fields and its members): predict.block_days, else about
-// 32 MiB of network output a channel. A whole number of batches, so that every batch is the one
-// a single block would give and the output does not depend on the block size.
+// 32 MiB of network output a channel, divided among stochastic members (each a field of its
+// own). A whole number of batches, so that every batch is the one a single block would give and
+// the output does not depend on the block size.
 size_t days_per_block(const Config& cfg, size_t hw) {
   const size_t bs = size_t(cfg.train.batch_size);
+  const size_t fields = std::max(1, cfg.predict.members);
   const size_t want = cfg.predict.block_days > 0 ? size_t(cfg.predict.block_days)
-                                                 : std::max<size_t>(1, (size_t(32) << 20) / (hw * sizeof(float)));
+                                                 : std::max<size_t>(1, (size_t(32) << 20) / (hw * sizeof(float) * fields));
   return std::max<size_t>(1, (want + bs - 1) / bs) * bs;
 }
 
@@ -207,23 +210,22 @@ std::string predictors_folder(const std::string& dir) {
   return ec ? dir : abs.string();
 }
 
-// predict.predictors names a fetch folder (<run.dir>/fetch, holding manifest.json). A run folder
-// given instead (runs/rcp85 for runs/rcp85/fetch) would be named after itself and read as "not
-// fetched": said at once, with the folder meant.
-void check_predictors_folder(const Config& cfg) {
-  const std::string& dir = cfg.predict.predictors;
+// predict.predictors (and predict.reference_predictors) name a fetch folder (<run.dir>/fetch,
+// holding manifest.json). A run folder given instead (runs/rcp85 for runs/rcp85/fetch) would be
+// named after itself and read as "not fetched": said at once, with the folder meant.
+void check_fetch_folder(const Config& cfg, const std::string& key, const std::string& dir) {
   if (dir.empty() || path_exists(dir + "/manifest.json")) return;
-  const std::string where = cfg.origin("predict.predictors");
+  const std::string where = cfg.origin(key);
   const std::string inner = (std::filesystem::path(dir) / "fetch").lexically_normal().string();
   if (path_exists(inner + "/manifest.json"))
-    throw UsageError(where + ": predict.predictors " + dir + " is a run folder; its predictors are in " + inner +
-                     " (--set predict.predictors=" + inner + ")");
-  if (!std::filesystem::is_directory(dir))
-    throw InputError(dir + ": no such folder (" + where + ": predict.predictors is the fetch folder of the new "
-                     "predictors, <run.dir>/fetch of the run that fetched them)");
-  throw InputError(dir + "/manifest.json: no such file: " + dir + " is not a fetch folder (" + where +
-                   ": predict.predictors is <run.dir>/fetch of the run that fetched the new predictors; run "
-                   "`downscale fetch` for them first)");
+    throw UsageError(where + ": " + key + " " + dir + " is a run folder; its predictors are in " + inner + " (--set " +
+                     key + "=" + inner + ")");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw InputError(dir + ": no such folder (" + where + ": " + key + " is the fetch folder of the predictors, "
+                     "<run.dir>/fetch of the run that fetched them)");
+  throw InputError(dir + "/manifest.json: no such file: " + dir + " is not a fetch folder (" + where + ": " + key +
+                   " is <run.dir>/fetch of the run that fetched the predictors; run `downscale fetch` for them first)");
 }
 
 // Refuses to replace the prediction of other predictors: two GCMs' `historical` folders give
@@ -354,7 +356,8 @@ int run_predict(const Config& cfg) {
     throw InputError(ckpt + ": the model was trained with the bernoulli_gamma loss, but the predictand of " +
                      paths.store() + " is " + meta.predictand + ", not precipitation (train it with train.loss: gaussian or mse)");
   const int channels = model::loss_channels(loss);
-  check_predictors_folder(cfg);
+  check_fetch_folder(cfg, "predict.predictors", cfg.predict.predictors);
+  check_fetch_folder(cfg, "predict.reference_predictors", cfg.predict.reference_predictors);
   const std::string nc_path =
       product_path(paths, meta.is_precipitation() ? "precipitation" : meta.predictand, cfg.predict);
   check_not_replacing_other_run(nc_path, cfg);
@@ -426,11 +429,12 @@ int run_predict(const Config& cfg) {
   TestScore score;
   // The network over every day, block by block (days_per_block): `use(first, count, raw)` gets
   // each block's checked output, which it may take apart.
-  Progress progress("predicted days", int64_t(n));
+  std::optional<Progress> progress;  // from the first block: the thresholds' pass is not in its rate
   auto for_each_block = [&](const std::function<void(size_t, size_t, std::vector<float>&)>& use) {
+    progress.emplace("predicted days", int64_t(n));
     for (size_t first = 0; first < n; first += block) {
       const size_t nb = std::min(block, n - first);
-      std::vector<float> raw = run_network(net, *be, meta, first, nb, n, channels, read_inputs, bs, progress);
+      std::vector<float> raw = run_network(net, *be, meta, first, nb, n, channels, read_inputs, bs, *progress);
       check_finite(raw, channels, meta, days, first, calendar, "network's output");
       use(first, nb, raw);
     }
@@ -520,11 +524,20 @@ int run_predict(const Config& cfg) {
     train.npoints = hw;
     Progress train_progress("training days, for the wet-day thresholds (predict.occurrence: frequency)", int64_t(nt));
     train.p = run_network(net, *be, meta, 0, nt, nt, 3,
-                          [&](size_t a, size_t k, float* x) { store.read_x("train", a, k, x); }, bs, train_progress, 0);
-    std::vector<float> target(nt * hw);
-    store.read_y("train", 0, nt, target.data());
-    for (size_t i = 0; i < target.size(); ++i)
-      if (!meta.mask[i % hw]) target[i] = NAN;
+                          [&](size_t a, size_t k, float* x) { store.read_x("train", a, k, x); }, bs, train_progress, 0,
+                          "thresholds: training day");
+    // The observed target as a byte a value (wet, dry, missing), read a block at a time: beside
+    // p, the training split's floats would double the pass's memory (0.86 GB for North America).
+    std::vector<uint8_t> target(nt * hw);
+    const size_t rows = std::max<size_t>(1, (size_t(64) << 20) / (hw * sizeof(float)));
+    std::vector<float> y;
+    for (size_t row = 0; row < nt; row += rows) {
+      const size_t r = std::min(rows, nt - row);
+      y.resize(r * hw);
+      store.read_y("train", row, r, y.data());
+      for (size_t i = 0; i < r * hw; ++i)
+        target[row * hw + i] = !meta.mask[i % hw] || !std::isfinite(y[i]) ? kObservedMissing : y[i] > 0 ? 1 : 0;
+    }
     threshold = frequency_adapted_thresholds(train, target);
     rule = "wet where p_wet reaches the per-box threshold matching the training wet-day frequency, "
            "amount gamma_shape * gamma_scale + threshold";

@@ -42,7 +42,7 @@ std::vector<std::string> checkpoints_of_store(const std::string& train_dir, cons
   std::error_code ec;
   if (!fs::is_directory(train_dir, ec)) return found;
   for (fs::recursive_directory_iterator it(train_dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it.depth() > 1) it.disable_recursion_pending();
+    if (it.depth() >= 1) it.disable_recursion_pending();  // train/ and train/<name>/ only
     const fs::path& p = it->path();
     if (p.extension() != ".h5" || p.filename().string().rfind("checkpoint_", 0) != 0) continue;
     try {
@@ -70,8 +70,8 @@ void warn_models_of_replaced_store(const Identity& old, const std::string& store
   std::string list;
   for (size_t i = 0; i < models.size() && i < 4; ++i) list += (i ? ", " : "") + models[i];
   if (models.size() > 4) list += fmt::format(" and {} more", models.size() - 4);
-  spdlog::warn("{} was rebuilt and differs from the store it replaced in its {} (this preprocess's settings differ "
-               "from the last one's): the {} checkpoint(s) trained on the old store no longer fit it, and predict and "
+  spdlog::warn("{} was rebuilt and differs from the store it replaced in its {} (this preprocess's settings or the "
+               "fetched data differ from the last one's): the {} checkpoint(s) trained on the old store no longer fit it, and predict and "
                "train --resume refuse them: {}. Train them again, or preprocess with the earlier settings to use them",
                store, join_commas(changed), models.size(), list);
 }

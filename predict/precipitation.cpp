@@ -6,18 +6,19 @@
 
 namespace ds {
 
-std::vector<float> frequency_adapted_thresholds(const BernoulliGammaParams& train, const std::vector<float>& observed) {
+std::vector<float> frequency_adapted_thresholds(const BernoulliGammaParams& train, const std::vector<uint8_t>& observed) {
   const size_t np = train.npoints, nt = train.ntime();
   std::vector<float> thr(np, 0.5f), column;
   for (size_t k = 0; k < np; ++k) {
     column.clear();
     size_t wet = 0, valid = 0;
     for (size_t t = 0; t < nt; ++t) {
-      const float p = train.p[t * np + k], y = observed[t * np + k];
-      if (!std::isfinite(p) || !std::isfinite(y)) continue;
+      const float p = train.p[t * np + k];
+      const uint8_t y = observed[t * np + k];
+      if (!std::isfinite(p) || y == kObservedMissing) continue;
       column.push_back(p);
       ++valid;
-      wet += y > 0;
+      wet += y == 1;
     }
     if (valid == 0) continue;
     if (wet == 0) { thr[k] = 2.0f; continue; }
@@ -27,6 +28,13 @@ std::vector<float> frequency_adapted_thresholds(const BernoulliGammaParams& trai
     thr[k] = column[valid - wet];
   }
   return thr;
+}
+
+std::vector<float> frequency_adapted_thresholds(const BernoulliGammaParams& train, const std::vector<float>& observed) {
+  std::vector<uint8_t> wet(observed.size());
+  for (size_t i = 0; i < observed.size(); ++i)
+    wet[i] = !std::isfinite(observed[i]) ? kObservedMissing : observed[i] > 0 ? 1 : 0;
+  return frequency_adapted_thresholds(train, wet);
 }
 
 std::vector<float> deterministic_precipitation(const BernoulliGammaParams& b, const std::vector<float>& thr, double shift) {

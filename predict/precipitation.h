@@ -23,6 +23,10 @@ struct BernoulliGammaParams {
 // observed wet-day frequency (share of training days with target > 0) at that point. Points with
 // no wet day get a threshold above 1 (never wet); points that are always wet get 0.
 std::vector<float> frequency_adapted_thresholds(const BernoulliGammaParams& train, const std::vector<float>& observed_target);
+// The same from a byte a (time, point): 1 wet (target > 0), 0 dry, kObservedMissing (a quarter
+// of the target's memory: predict holds the whole training split).
+constexpr uint8_t kObservedMissing = 255;
+std::vector<float> frequency_adapted_thresholds(const BernoulliGammaParams& train, const std::vector<uint8_t>& observed_wet);
 
 // Deterministic precipitation in mm/day: (p >= threshold[point]) * (alpha * beta + shift).
 std::vector<float> deterministic_precipitation(const BernoulliGammaParams& b, const std::vector<float>& threshold, double shift);

@@ -130,12 +130,12 @@ cp -r "$src/slurm" "$root/"
 {
   echo "> This is downscale's README from its source tree. In this bundle run every command through"
   echo "> \`bin/env.sh\` (\`bin/env.sh bin/downscale --help\`), the demo with \`scripts/demo.sh\`: see"
-  echo "> [docs/bundle.md](docs/bundle.md). Building and the test suite need the source tree."
+  echo "> [docs/bundle.md](docs/bundle.md). Building, the test suite and the source files it cites are in the source tree."
   echo
   cat "$src/README.md"
 } > "$root/README.md"
 mkdir -p "$root/docs"
-cp "$src"/docs/*.md "$root/docs/"
+cp -r "$src/docs/." "$root/docs/"  # with docs/gpu_runs/, the GPU runs' reports that docs/*.md cite
 cp "$src/scripts/bundle_env.sh" "$root/bin/env.sh"
 chmod +x "$root/bin/env.sh"
 

@@ -60,7 +60,13 @@
 set -euo pipefail
 
 usage() { sed -n '2,/^#SBATCH/{/^#SBATCH/d;s/^# \{0,1\}//;p}' "$0"; }
-die() { echo "train_forhlr2.sh: $*" >&2; exit 2; }
+# The reason goes to the .err and, where that is another file, to the .out too: a job whose .out
+# is empty reads as one that never started.
+die() {
+  echo "train_forhlr2.sh: $*" >&2
+  [[ /dev/stdout -ef /dev/stderr ]] || echo "== stopped (exit 2): $*"
+  exit 2
+}
 
 if [[ ${1-} == -h || ${1-} == --help ]]; then usage; exit 0; fi
 # Without an allocation, srun would make a new one and mpirun would run on this (login) node.
@@ -239,6 +245,9 @@ if [[ $rc -eq 0 && -n $model_dir && ! $model_dir/train_report.json -nt $tmpdir/c
 fi
 if [[ $rc -eq 75 ]]; then
   # 75: stopped on SIGUSR1 with checkpoint_last.h5 written (io/stop_signal.h, kExitRequeue).
+  # The launcher reports the ranks' exit 75 as a failure in the .err ("the job has been aborted",
+  # "Exited with exit code 75"): said there too, so that nobody reads it as one.
+  echo "== exit 75 is the planned checkpoint-and-requeue: the launcher's abort messages above are expected" >&2
   if scontrol requeue "$SLURM_JOB_ID"; then
     echo "== requeued job $SLURM_JOB_ID: it resumes from checkpoint_last.h5 when it starts again"
   else

@@ -156,6 +156,10 @@ void write_report(const std::string& path, const TrainReport& r, const std::vect
   j["backend_per_rank"] = backends;
   j["threads_per_rank"] = threads;
   j["epochs"] = r.epochs;
+  // A resumed run (a requeued job) reports its own part: the times and rates below cover epochs
+  // first_epoch_of_this_run..epochs.
+  j["resumed"] = r.resumed;
+  j["first_epoch_of_this_run"] = r.first_epoch;
   j["batch_size_per_rank"] = batch;
   j["global_batch"] = batch * int64_t(per_rank.size());
   j["samples_per_second"] = r.total_samples_per_s;
@@ -454,6 +458,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
 
   TrainReport report;
   report.epochs = state.epoch;
+  report.first_epoch = state.epoch + 1;
+  report.resumed = resume;
   // train_seconds: each epoch's training steps as the device ran them, from the epoch's start to
   // the read of its loss, which waits for every queued step. (The host's own time per step is
   // less on a GPU: it queues steps ahead, and with few steps an epoch the GPU's last steps would

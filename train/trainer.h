@@ -14,6 +14,10 @@ namespace ds {
 
 struct TrainReport {
   int epochs = 0;
+  // The epoch this run began with: 1, or after a resume (a requeued job) the one it resumed in.
+  // The timings and rates cover this run only, epochs first_epoch..epochs.
+  int first_epoch = 1;
+  bool resumed = false;
   // Resumed from a checkpoint that already holds every epoch of train.epochs: nothing trained,
   // nothing written (the finished run's checkpoints, metrics and train_report.json stay).
   bool already_done = false;

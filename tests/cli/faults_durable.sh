@@ -97,7 +97,9 @@ rerun() {
 fault preprocess preprocess/store.h5 ENOSPC DS_FAIL_AFTER=20
 fault preprocess preprocess/store.h5 EIO DS_FAIL_AFTER=20
 fault preprocess preprocess/store.h5 ENOSPC DS_FAIL_AFTER=5 DS_FAIL_STICKY=1
-fault preprocess preprocess/store.h5 EIO DS_FAIL_ON=close
+# The close of the temporary: the first close of a store.h5 is preprocess reading the store it
+# replaces (whose checkpoints it names), which is no write.
+fault preprocess preprocess/store.h5 EIO DS_FAIL_ON=close DS_FAIL_PATH=preprocess/store.h5.tmp
 fault preprocess preprocess/store.h5 ENOSPC DS_FAIL_ON=fsync
 rerun preprocess
 

@@ -117,6 +117,9 @@ if start_waiting sig.log "epoch 2 step 5 " ds train --set run.dir=runs/sig; then
   got=$(checksum runs/sig/train)
   [[ -n $want && $got == "$want" ]] && ok "resumed weights $got = uninterrupted" ||
     fail "resumed weights $got differ from the uninterrupted run's $want"
+  # train_report.json says that its times cover the resumed run only, from epoch 2.
+  grep -q '"resumed": true' runs/sig/train/train_report.json && grep -q '"first_epoch_of_this_run": 2' runs/sig/train/train_report.json &&
+    grep -q '"resumed": false' runs/full/train/train_report.json || fail "train_report.json does not say which run it covers"
   cmp -s <(cut -d, -f1-3 runs/full/train/metrics.csv) <(cut -d, -f1-3 runs/sig/train/metrics.csv) ||
     fail "metrics.csv of the resumed run differs: $(cat runs/sig/train/metrics.csv)"
   # The resumed epoch's samples/s counts the samples this run trained (seconds x rate): 5 batches
@@ -158,8 +161,11 @@ if command -v mpirun >/dev/null; then
     else
       kill -TERM "$victim"; finish $pid
       [[ $rc -eq 143 ]] || fail "mpi: exit $rc, expected 143"
-      grep -q 'train: interrupted by SIGTERM at epoch 2 step 5 of [0-9]*; wrote .*checkpoint_last.h5' msig.log ||
-        fail "mpi: rank 0 does not say it wrote the checkpoint"
+      grep -q '^\[train rank 0\] downscale train: interrupted by SIGTERM at epoch 2 step 5 of [0-9]*; wrote .*checkpoint_last.h5' msig.log ||
+        fail "mpi: rank 0 does not say, with its rank, that it wrote the checkpoint"
+      # The signalled rank's handler line names it, as every other line of a rank does.
+      grep -q '^\[train rank 1\] downscale: SIGTERM: stopping at the next safe point' msig.log ||
+        fail "mpi: the stop handler's line does not name rank 1"
       find runs/msig -name '*.tmp-*' | grep -q . && fail "mpi: temporary files left"
       "${mpi[@]}" "$bin" train --resume --config configs/demo.yaml "${common[@]}" --set train.batch_size=8 \
         --set run.dir=runs/msig >mres.log 2>&1 || { fail "mpi: --resume"; tail -3 mres.log; }
@@ -173,7 +179,9 @@ fi
 
 echo "== predict: SIGTERM between batches; a stale temp in its folder is removed"
 mkdir -p runs/full/predict && head -c 1000 /dev/zero >runs/full/predict/precipitation.nc.tmp-$dead
-if start_waiting predict.log "predicting day 64 " ds predict --set run.dir=runs/full; then
+if start_waiting predict.log "predicting day 64 of 365" ds predict --set run.dir=runs/full --set predict.block_days=32; then
+  # Between the blocks' batches (block_days 32: the third block), its temporary file being written.
+  ls runs/full/predict/precipitation.nc.tmp-$pid >/dev/null 2>&1 || fail "predict: no temporary file while it predicts"
   kill -TERM $pid; finish $pid
   expect_interrupted predict predict.log 143 SIGTERM runs/full/predict
   [[ ! -e runs/full/predict/precipitation.nc ]] || fail "predict: an interrupted run wrote precipitation.nc"

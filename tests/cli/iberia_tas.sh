@@ -52,6 +52,18 @@ PY
 rc=0; out=$(ds evaluate --set train.name=demo --set "evaluate.seasons=[annual, JJA]") || rc=$?
 [[ $rc -eq 2 ]] && grep -qF "lists JJA (months 6, 7, 8), but the test split" <<<"$out" && grep -qF "its months: 1, 2, 12" <<<"$out" ||
   { echo "evaluate.seasons=[JJA] of a DJF split: exit $rc, $out"; exit 1; }
+# Two ranks (mpirun), the Gaussian deepesd: rank 0 alone reads the climatology start and the
+# initial broadcast gives its output biases to rank 1; without that rank 1 would train from zero
+# biases and end with other weights (a checksum of its own).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false
+mpirun -np 2 --oversubscribe --bind-to none "$bin" train --config "$cfg" --set train.name=mpi --set model.name=deepesd \
+  --set train.epochs=1 --set run.threads=1 >mpi.log 2>&1 || { cat mpi.log; exit 1; }
+[[ $(grep -c 'rank 0\].*output biases start at ' mpi.log) -eq 1 &&
+   $(grep -c 'output biases start at ' mpi.log) -eq 1 &&
+   $(grep -c 'final weights checksum' mpi.log) -eq 2 &&
+   $(grep -o 'final weights checksum [0-9a-f]*' mpi.log | sort -u | wc -l) -eq 1 ]] ||
+  { grep -E 'climatology|checksum' mpi.log; echo "2 ranks: not one climatology start on rank 0 and the same weights on both"; exit 1; }
+echo "2 ranks: the climatology start on rank 0, the same final weights on both"
 # Both evaluations against the numpy reference (bias, RMSE, Pearson, sd ratio per box and over
 # the domain; climatology of the DJF season-years 1983..1997 as configs/iberia_tas.yaml says).
 for m in deepesd demo; do

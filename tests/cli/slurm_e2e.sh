@@ -344,6 +344,8 @@ grep -q "training exited with code 75" "downscale-train-$job.out" ||
   { cat "downscale-train-$job.out"; fail "job $job: the first run did not exit 75"; }
 grep -q "interrupted by SIGUSR1 at epoch 1 step 3 of .*; wrote runs/requeue/train/checkpoint_last.h5" "downscale-train-$job.err" ||
   { cat "downscale-train-$job.err"; fail "job $job: no mid-epoch checkpoint on SIGUSR1"; }
+grep -q "exit 75 is the planned checkpoint-and-requeue" "downscale-train-$job.err" ||
+  { cat "downscale-train-$job.err"; fail "job $job: the .err does not say that exit 75 is the planned requeue"; }
 result=$(wait_job "$job" 60)
 echo "job $job: $result, $(scontrol show job -o "$job" | grep -o 'Restarts=[0-9]*')"
 [[ $result == "JobState=COMPLETED ExitCode=0:0" ]] ||

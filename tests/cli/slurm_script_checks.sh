@@ -102,6 +102,8 @@ SLURM_TASKS_PER_NODE=4 bash spool/slurm_script configs/c.yaml >job.out 2>job.err
 [[ $rc -eq 2 ]] || { cat job.out job.err; fail "no slurm/rank_command.sh anywhere: exit $rc, expected 2"; }
 [[ $(grep -c . job.err) -eq 1 ]] && grep -q "^train_forhlr2.sh: slurm/rank_command.sh not found .*DOWNSCALE_HOME" job.err ||
   { cat job.err; fail "not one line naming slurm/rank_command.sh and DOWNSCALE_HOME"; }
+# ... and the .out says why too: an empty .out reads as a job that never started.
+grep -q "^== stopped (exit 2): slurm/rank_command.sh not found" job.out || { cat job.out; fail "the .out does not say why the job stopped"; }
 rc=0
 bash spool/bench_script --cpu -r 1 >bench.out 2>bench.err || rc=$?
 [[ $rc -eq 2 ]] && grep -q "^benchmark.sh: slurm/rank_command.sh not found" bench.err || { cat bench.err; fail "benchmark.sh without slurm/rank_command.sh: exit $rc"; }
