@@ -36,19 +36,14 @@ Eigen::MatrixXf read_observed(const StoreReader& store, const std::string& split
 
 std::vector<float> training_box_means(const StoreReader& store) {
   const auto& m = store.meta();
-  const size_t n = store.count("train"), np = size_t(m.Hy()) * m.Wy();
-  const size_t rows = std::max<size_t>(1, (size_t(64) << 20) / (np * sizeof(float)));  // about 64 MiB a read
+  const size_t np = size_t(m.Hy()) * m.Wy();
   std::vector<double> sum(np, 0.0);
   std::vector<size_t> count(np, 0);
-  std::vector<float> obs;
-  for (size_t first = 0; first < n; first += rows) {
-    const size_t r = std::min(rows, n - first);
-    obs.resize(r * np);
-    store.read_obs("train", first, r, obs.data());
+  store.for_each_block("train", true, [&](size_t, size_t r, const float* obs) {
     for (size_t t = 0; t < r; ++t)
       for (size_t k = 0; k < np; ++k)
         if (std::isfinite(obs[t * np + k])) sum[k] += obs[t * np + k], ++count[k];
-  }
+  });
   std::vector<float> mean(np);
   for (size_t k = 0; k < np; ++k) mean[k] = count[k] ? static_cast<float>(sum[k] / count[k]) : NAN;
   return mean;

@@ -4,6 +4,8 @@
 #include <ctime>
 
 #include "io/calendar.h"
+#include "io/error.h"
+#include "io/stop_signal.h"
 
 namespace ds {
 
@@ -84,6 +86,27 @@ void put_prediction_globals(NcFile& nc, const std::string& title, const std::str
 void get_prediction_checks(const NcFile& nc, std::map<std::string, std::string>& attributes) {
   for (const char* key : {"store_identity", "checkpoint_sha256"})
     if (nc.has_att(NC_GLOBAL, key)) attributes[key] = nc.att_text(NC_GLOBAL, key);
+}
+
+PredictionFileDays::PredictionFileDays(const std::string& path, size_t n)
+    : file(path), nc(NcFile::create(file.temp_path())), days(n) {}
+
+void PredictionFileDays::check_block(size_t n) const {
+  if (written + n > days)
+    throw Error(file.final_path() + ": days " + std::to_string(written) + ".." + std::to_string(written + n - 1) +
+                " written to a file of " + std::to_string(days) + " days");
+}
+
+void PredictionFileDays::commit() {
+  const std::string& path = file.final_path();
+  if (written != days)
+    throw Error(path + ": " + std::to_string(written) + " of " + std::to_string(days) +
+                " days written; the file is not complete");
+  nc.close();
+  // A stop request (Ctrl-C, Slurm's SIGTERM) that came while the file was written: the previous
+  // output stays, the new one is removed, and the stage exits 128 + the signal.
+  throw_if_stop_requested("writing " + path + "; the previous file is kept");
+  file.commit();
 }
 
 }  // namespace ds

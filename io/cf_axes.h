@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "io/atomic_file.h"
 #include "io/netcdf_file.h"
 
 namespace ds {
@@ -36,5 +37,19 @@ void put_prediction_globals(NcFile& nc, const std::string& title, const std::str
 // Back into `attributes`: those of put_prediction_globals' `extra` that evaluate checks a
 // prediction against (store_identity, checkpoint_sha256), where the file has them (older ones lack them).
 void get_prediction_checks(const NcFile& nc, std::map<std::string, std::string>& attributes);
+
+// What the two product writers (PrecipitationWriter, PredictandWriter) share: the file at its
+// temporary name, its `days` written a block at a time in order, and the rename once all are.
+struct PredictionFileDays {
+  PredictionFileDays(const std::string& path, size_t days);
+  AtomicFile file;
+  NcFile nc;
+  size_t days = 0, written = 0;
+  // Error naming the file if `n` more days would pass its end.
+  void check_block(size_t n) const;
+  // Error naming the file unless every day was written; else closes it and, unless a stop was
+  // requested meanwhile (the previous output then stays), renames it into place.
+  void commit();
+};
 
 }  // namespace ds

@@ -48,21 +48,18 @@ std::vector<float> to_file(const float* v, size_t n, double scale) {
 
 }  // namespace
 
-struct PrecipitationWriter::Impl {
-  AtomicFile file;
-  NcFile nc;
-  size_t nt, ny, nx;
+struct PrecipitationWriter::Impl : PredictionFileDays {
+  size_t ny, nx;
   int members;
   int vpr = -1, vex = -1, vp = -1, va = -1, vs = -1, vm = -1;
-  size_t written = 0;
-  Impl(const std::string& path) : file(path), nc(NcFile::create(file.temp_path())) {}
+  Impl(const std::string& path, const PrecipitationOutput& o)
+      : PredictionFileDays(path, o.days.size()), ny(o.lat.size()), nx(o.lon.size()), members(o.members) {}
 };
 
 PrecipitationWriter::PrecipitationWriter(const std::string& path, const PrecipitationOutput& o)
-    : impl_(std::make_unique<Impl>(path)) {
+    : impl_(std::make_unique<Impl>(path, o)) {
   Impl& w = *impl_;
   NcFile& nc = w.nc;
-  w.nt = o.days.size(), w.ny = o.lat.size(), w.nx = o.lon.size(), w.members = o.members;
   const size_t ny = w.ny, nx = w.nx;
   const CfAxes ax = define_cf_axes(nc, ny, nx, o.calendar);
   const int dt = ax.time_dim, dy = ax.lat_dim, dx = ax.lon_dim;
@@ -118,9 +115,7 @@ void PrecipitationWriter::write(const PrecipitationDays& b) {
   Impl& w = *impl_;
   const std::string& path = w.file.final_path();
   if (b.days == 0) return;
-  if (w.written + b.days > w.nt)
-    throw Error(path + ": days " + std::to_string(w.written) + ".." + std::to_string(w.written + b.days - 1) +
-                " written to a file of " + std::to_string(w.nt) + " days");
+  w.check_block(b.days);
   for (const float* f : {b.pr, b.pr_expected, b.p_wet, b.gamma_shape, b.gamma_scale})
     if (!f) throw Error(path + ": a block of days without one of its fields");
   if ((w.members > 0) != (b.pr_members != nullptr)) throw Error(path + ": a block of days without its members");
@@ -143,18 +138,7 @@ void PrecipitationWriter::write(const PrecipitationDays& b) {
   w.written += nd;
 }
 
-void PrecipitationWriter::commit() {
-  Impl& w = *impl_;
-  const std::string& path = w.file.final_path();
-  if (w.written != w.nt)
-    throw Error(path + ": " + std::to_string(w.written) + " of " + std::to_string(w.nt) +
-                " days written; the file is not complete");
-  w.nc.close();
-  // A stop request (Ctrl-C, Slurm's SIGTERM) that came while the file was written: the previous
-  // output stays, the new one is removed, and the stage exits 128 + the signal.
-  throw_if_stop_requested("writing " + path + "; the previous file is kept");
-  w.file.commit();
-}
+void PrecipitationWriter::commit() { impl_->commit(); }
 
 void write_precipitation(const std::string& path, const PrecipitationOutput& o) {
   const size_t nt = o.days.size(), plane = nt * o.lat.size() * o.lon.size();

@@ -37,20 +37,18 @@ std::string cf_standard_name(const std::string& v) {
   return it == names.end() ? "" : it->second;
 }
 
-struct PredictandWriter::Impl {
-  AtomicFile file;
-  NcFile nc;
-  size_t nt = 0, ny = 0, nx = 0, written = 0;
+struct PredictandWriter::Impl : PredictionFileDays {
+  size_t ny, nx;
   int vm = -1, vs = -1;
-  explicit Impl(const std::string& path) : file(path), nc(NcFile::create(file.temp_path())) {}
+  Impl(const std::string& path, const PredictandOutput& o)
+      : PredictionFileDays(path, o.days.size()), ny(o.lat.size()), nx(o.lon.size()) {}
 };
 
 PredictandWriter::PredictandWriter(const std::string& path, const PredictandOutput& o, bool with_sd) {
   if (o.variable.empty()) throw Error(path + ": no variable name for the prediction");
-  impl_ = std::make_unique<Impl>(path);
+  impl_ = std::make_unique<Impl>(path, o);
   Impl& w = *impl_;
   NcFile& nc = w.nc;
-  w.nt = o.days.size(), w.ny = o.lat.size(), w.nx = o.lon.size();
   // tasmax is the daily maximum of the air temperature: CF says so in cell_methods.
   const std::string cell = o.variable == "tasmax" ? "time: maximum" : o.variable == "tasmin" ? "time: minimum" : "time: mean";
   const std::string standard = cf_standard_name(o.variable);
@@ -92,9 +90,7 @@ void PredictandWriter::write(size_t days, const float* mean, const float* sd) {
   Impl& w = *impl_;
   const std::string& path = w.file.final_path();
   if (days == 0) return;
-  if (w.written + days > w.nt)
-    throw Error(path + ": days " + std::to_string(w.written) + ".." + std::to_string(w.written + days - 1) +
-                " written to a file of " + std::to_string(w.nt) + " days");
+  w.check_block(days);
   if (!mean || (w.vs >= 0) != (sd != nullptr)) throw Error(path + ": a block of days without its fields");
   const size_t plane = days * w.ny * w.nx;
   w.nc.write(w.vm, {w.written, 0, 0}, {days, w.ny, w.nx}, to_file(mean, plane).data());
@@ -102,18 +98,7 @@ void PredictandWriter::write(size_t days, const float* mean, const float* sd) {
   w.written += days;
 }
 
-void PredictandWriter::commit() {
-  Impl& w = *impl_;
-  const std::string& path = w.file.final_path();
-  if (w.written != w.nt)
-    throw Error(path + ": " + std::to_string(w.written) + " of " + std::to_string(w.nt) +
-                " days written; the file is not complete");
-  w.nc.close();
-  // A stop request (Ctrl-C, Slurm's SIGTERM) that came while the file was written: the previous
-  // output stays, the new one is removed, and the stage exits 128 + the signal.
-  throw_if_stop_requested("writing " + path + "; the previous file is kept");
-  w.file.commit();
-}
+void PredictandWriter::commit() { impl_->commit(); }
 
 void write_predictand(const std::string& path, const PredictandOutput& o) {
   const size_t nt = o.days.size(), plane = nt * o.lat.size() * o.lon.size();

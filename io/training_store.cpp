@@ -315,6 +315,20 @@ void StoreReader::read_x(const std::string& s, size_t row, size_t n, float* out)
 void StoreReader::read_y(const std::string& s, size_t row, size_t n, float* out) const { file_.read_rows("/" + s + "/y", row, n, out); }
 void StoreReader::read_obs(const std::string& s, size_t row, size_t n, float* out) const { file_.read_rows("/" + s + "/obs", row, n, out); }
 
+void StoreReader::for_each_block(const std::string& split, bool observed,
+                                 const std::function<void(size_t, size_t, const float*)>& use) const {
+  const size_t n = count(split), hw = size_t(meta_.Hy()) * meta_.Wy();
+  const size_t rows = std::max<size_t>(1, (size_t(64) << 20) / (hw * sizeof(float)));
+  std::vector<float> values;
+  for (size_t first = 0; first < n; first += rows) {
+    const size_t r = std::min(rows, n - first);
+    values.resize(r * hw);
+    if (observed) read_obs(split, first, r, values.data());
+    else read_y(split, first, r, values.data());
+    use(first, r, values.data());
+  }
+}
+
 void StoreMeta::set_window_to_output_grid() {
   obs_row0 = obs_col0 = 0;
   obs_rows = Hy();

@@ -32,6 +32,7 @@
 // datasets' shapes (and the identity with the metadata) before anything is read by index.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -108,6 +109,11 @@ class StoreReader {
   void read_y(const std::string& split, size_t row, size_t n, float* out) const;
   void read_obs(const std::string& split, size_t row, size_t n, float* out) const;
   std::vector<int64_t> read_time(const std::string& split) const;
+  // Every day of a split's y (or, `observed`, its obs) a block of about 64 MiB at a time, in
+  // order: use(first, n, values) with values n x H' x W'. A statistic of a whole split in bounded
+  // memory (North America's 8766 training days are 0.86 GB a field).
+  void for_each_block(const std::string& split, bool observed,
+                      const std::function<void(size_t first, size_t n, const float* values)>& use) const;
 
  private:
   void check_consistency() const;

@@ -529,15 +529,10 @@ int run_predict(const Config& cfg) {
     // The observed target as a byte a value (wet, dry, missing), read a block at a time: beside
     // p, the training split's floats would double the pass's memory (0.86 GB for North America).
     std::vector<uint8_t> target(nt * hw);
-    const size_t rows = std::max<size_t>(1, (size_t(64) << 20) / (hw * sizeof(float)));
-    std::vector<float> y;
-    for (size_t row = 0; row < nt; row += rows) {
-      const size_t r = std::min(rows, nt - row);
-      y.resize(r * hw);
-      store.read_y("train", row, r, y.data());
+    store.for_each_block("train", false, [&](size_t first, size_t r, const float* y) {
       for (size_t i = 0; i < r * hw; ++i)
-        target[row * hw + i] = !meta.mask[i % hw] || !std::isfinite(y[i]) ? kObservedMissing : y[i] > 0 ? 1 : 0;
-    }
+        target[first * hw + i] = meta.mask[i % hw] ? observed_wet(y[i]) : kObservedMissing;
+    });
     threshold = frequency_adapted_thresholds(train, target);
     rule = "wet where p_wet reaches the per-box threshold matching the training wet-day frequency, "
            "amount gamma_shape * gamma_scale + threshold";

@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "io/atomic_file.h"
-#include "io/hdf5_file.h"
 #include "io/run_lock.h"
 #include "io/stop_signal.h"
 #include "io/store_identity.h"
 #include "io/training_store.h"
 #include "pipeline/stages.h"
 #include "preprocess/build_store.h"
+#include "train/checkpoint.h"
 
 namespace ds {
 
@@ -46,9 +46,7 @@ std::vector<std::string> checkpoints_of_store(const std::string& train_dir, cons
     const fs::path& p = it->path();
     if (p.extension() != ".h5" || p.filename().string().rfind("checkpoint_", 0) != 0) continue;
     try {
-      const H5File f = H5File::open(p.string());
-      if (f.has_attr("/", "store_identity") && f.attr_string("/", "store_identity") == store_identity)
-        found.push_back(p.string());
+      if (read_checkpoint_store_identity(p.string()) == store_identity) found.push_back(p.string());
     } catch (const std::exception&) {  // not a checkpoint it can read: not this warning's business
     }
   }

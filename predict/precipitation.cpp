@@ -32,8 +32,7 @@ std::vector<float> frequency_adapted_thresholds(const BernoulliGammaParams& trai
 
 std::vector<float> frequency_adapted_thresholds(const BernoulliGammaParams& train, const std::vector<float>& observed) {
   std::vector<uint8_t> wet(observed.size());
-  for (size_t i = 0; i < observed.size(); ++i)
-    wet[i] = !std::isfinite(observed[i]) ? kObservedMissing : observed[i] > 0 ? 1 : 0;
+  for (size_t i = 0; i < observed.size(); ++i) wet[i] = observed_wet(observed[i]);
   return frequency_adapted_thresholds(train, wet);
 }
 

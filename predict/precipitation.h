@@ -7,6 +7,7 @@
 // All arrays are (time, point) with `npoints` points per day; NaN marks points without data.
 #pragma once
 #include <cstddef>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -26,6 +27,7 @@ std::vector<float> frequency_adapted_thresholds(const BernoulliGammaParams& trai
 // The same from a byte a (time, point): 1 wet (target > 0), 0 dry, kObservedMissing (a quarter
 // of the target's memory: predict holds the whole training split).
 constexpr uint8_t kObservedMissing = 255;
+inline uint8_t observed_wet(float target) { return !std::isfinite(target) ? kObservedMissing : target > 0 ? 1 : 0; }
 std::vector<float> frequency_adapted_thresholds(const BernoulliGammaParams& train, const std::vector<uint8_t>& observed_wet);
 
 // Deterministic precipitation in mm/day: (p >= threshold[point]) * (alpha * beta + shift).

@@ -263,12 +263,11 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
   {
     // The years asked for and the days the data hold in them (a test_years past the data's end
     // is warned about above; here the split's real extent).
-    static const char* const split_names[] = {"train", "validation", "test"};
     std::string held;
     for (int k = 0; k < 3; ++k) {
       const auto& d = dates.split_days[k];
       if (d.empty()) continue;
-      held += std::string(held.empty() ? "" : ", ") + split_names[k] + " " + to_string(date_from_days(d.front(), calendar)) +
+      held += std::string(held.empty() ? "" : ", ") + kSplits[k] + " " + to_string(date_from_days(d.front(), calendar)) +
               ".." + to_string(date_from_days(d.back(), calendar));
     }
     if (!held.empty()) summary.splits += "; days held: " + held;

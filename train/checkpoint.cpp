@@ -163,6 +163,11 @@ int64_t read_checkpoint_global_batch(const std::string& path) {
   return f.has_attr("/", "global_batch") ? f.attr_int("/", "global_batch") : 0;
 }
 
+std::string read_checkpoint_store_identity(const std::string& path) {
+  H5File f = H5File::open(path);
+  return f.has_attr("/", "store_identity") ? f.attr_string("/", "store_identity") : "";
+}
+
 void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, int64_t now, int batch_size, int ranks) {
   if (saved == 0 || saved == now) return;
   std::string keep = "resume with a rank count and train.batch_size whose product is " + std::to_string(saved);

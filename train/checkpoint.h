@@ -50,6 +50,9 @@ void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, in
 
 // A checkpoint's global_batch attribute alone (0 when it has none), for train --check.
 int64_t read_checkpoint_global_batch(const std::string& path);
+// A checkpoint's store_identity attribute alone ("" when it has none), for preprocess's warning
+// about checkpoints a rebuilt store leaves behind.
+std::string read_checkpoint_store_identity(const std::string& path);
 
 void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer* optimizer, const TrainState& state);
 

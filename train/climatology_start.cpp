@@ -14,19 +14,14 @@ TargetClimatology training_climatology(const StoreReader& store) {
   std::vector<size_t> boxes;  // grid offsets of the modelled boxes
   for (size_t k = 0; k < m.mask.size(); ++k)
     if (m.mask[k]) boxes.push_back(k);
-  const size_t ys = size_t(m.Hy()) * m.Wy(), n = store.count("train");
+  const size_t ys = size_t(m.Hy()) * m.Wy();
   // Welford's update per box, in double: tas in K is ~281 with a variance of ~10, so sums of
   // squares in float would lose the variance.
   struct Moments {
     double n = 0, mean = 0, m2 = 0;
   };
   std::vector<Moments> box(boxes.size());
-  const size_t rows = std::max<size_t>(1, (64u << 20) / (ys * sizeof(float)));  // about 64 MiB a read
-  std::vector<float> y;
-  for (size_t row = 0; row < n; row += rows) {
-    const size_t r = std::min(rows, n - row);
-    y.resize(r * ys);
-    store.read_y("train", row, r, y.data());
+  store.for_each_block("train", false, [&](size_t, size_t r, const float* y) {
     for (size_t d = 0; d < r; ++d)
       for (size_t b = 0; b < boxes.size(); ++b) {
         const float v = y[d * ys + boxes[b]];
@@ -37,9 +32,9 @@ TargetClimatology training_climatology(const StoreReader& store) {
         mo.mean += delta / mo.n;
         mo.m2 += delta * (v - mo.mean);
       }
-  }
+  });
   TargetClimatology c;
-  c.days = n;
+  c.days = store.count("train");
   double total = 0, sum = 0;
   for (const Moments& mo : box) {
     c.mean.push_back(mo.mean);  // 0 for a box never observed in training (its mask says modelled)
