@@ -24,6 +24,7 @@ struct LinearBaselineOptions {
   int components = 20;     // principal components of the predictors
   double ridge = 1.0;      // penalty on the standardized component scores
   int iterations = 6;      // subspace iterations for the components
+  size_t block_bytes = size_t(64) << 20;  // the store is read in blocks of days of about this size
 };
 std::vector<float> linear_baseline(const StoreReader& store, const std::string& split, const LinearBaselineOptions& opt);
 

@@ -151,7 +151,7 @@ void write_precipitation(const std::string& path, const PrecipitationOutput& o) 
   w.commit();
 }
 
-PrecipitationOutput read_precipitation(const std::string& path) {
+PrecipitationOutput read_precipitation(const std::string& path, bool gamma) {
   NcFile nc = NcFile::open(path);
   PrecipitationOutput o;
   o.lon = nc.read_coord("lon");
@@ -169,10 +169,12 @@ PrecipitationOutput read_precipitation(const std::string& path) {
   read("pr", kSecondsPerDay, o.pr, {nt, ny, nx});
   read("pr_expected", kSecondsPerDay, o.pr_expected, {nt, ny, nx});
   read("p_wet", 1, o.p_wet, {nt, ny, nx});
-  read("gamma_shape", 1, o.gamma_shape, {nt, ny, nx});
-  // Files written before gamma_scale moved to pr's units hold it in mm day-1.
-  const bool scale_in_mm = nc.att_text(nc.var_id("gamma_scale"), "units") == "mm day-1";
-  read("gamma_scale", scale_in_mm ? 1 : kSecondsPerDay, o.gamma_scale, {nt, ny, nx});
+  if (gamma) {
+    read("gamma_shape", 1, o.gamma_shape, {nt, ny, nx});
+    // Files written before gamma_scale moved to pr's units hold it in mm day-1.
+    const bool scale_in_mm = nc.att_text(nc.var_id("gamma_scale"), "units") == "mm day-1";
+    read("gamma_scale", scale_in_mm ? 1 : kSecondsPerDay, o.gamma_scale, {nt, ny, nx});
+  }
   if (nc.has_var("pr_stochastic")) {
     o.members = static_cast<int>(nc.dim_len("member"));
     const int v = nc.var_id("pr_stochastic");

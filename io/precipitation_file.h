@@ -62,7 +62,9 @@ class PrecipitationWriter {
 // PrecipitationWriter.
 void write_precipitation(const std::string& path, const PrecipitationOutput& out);
 
-// Reads what write_precipitation wrote (values back in mm/day, NaN for _FillValue).
-PrecipitationOutput read_precipitation(const std::string& path);
+// Reads what write_precipitation wrote (values back in mm/day, NaN for _FillValue). Without
+// `gamma` the gamma_shape and gamma_scale fields stay empty: evaluate scores pr, pr_expected,
+// p_wet and the members only, and the two fields are 0.43 GB on the North America test split.
+PrecipitationOutput read_precipitation(const std::string& path, bool gamma = true);
 
 }  // namespace ds

@@ -315,15 +315,18 @@ void StoreReader::read_x(const std::string& s, size_t row, size_t n, float* out)
 void StoreReader::read_y(const std::string& s, size_t row, size_t n, float* out) const { file_.read_rows("/" + s + "/y", row, n, out); }
 void StoreReader::read_obs(const std::string& s, size_t row, size_t n, float* out) const { file_.read_rows("/" + s + "/obs", row, n, out); }
 
-void StoreReader::for_each_block(const std::string& split, bool observed,
-                                 const std::function<void(size_t, size_t, const float*)>& use) const {
-  const size_t n = count(split), hw = size_t(meta_.Hy()) * meta_.Wy();
-  const size_t rows = std::max<size_t>(1, (size_t(64) << 20) / (hw * sizeof(float)));
+void StoreReader::for_each_block(const std::string& split, Field field,
+                                 const std::function<void(size_t, size_t, const float*)>& use,
+                                 size_t block_bytes) const {
+  const size_t n = count(split);
+  const size_t per_day = field == Field::x ? size_t(meta_.C()) * meta_.H() * meta_.W() : size_t(meta_.Hy()) * meta_.Wy();
+  const size_t rows = std::max<size_t>(1, block_bytes / (per_day * sizeof(float)));
   std::vector<float> values;
   for (size_t first = 0; first < n; first += rows) {
     const size_t r = std::min(rows, n - first);
-    values.resize(r * hw);
-    if (observed) read_obs(split, first, r, values.data());
+    values.resize(r * per_day);
+    if (field == Field::x) read_x(split, first, r, values.data());
+    else if (field == Field::obs) read_obs(split, first, r, values.data());
     else read_y(split, first, r, values.data());
     use(first, r, values.data());
   }

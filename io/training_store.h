@@ -109,11 +109,14 @@ class StoreReader {
   void read_y(const std::string& split, size_t row, size_t n, float* out) const;
   void read_obs(const std::string& split, size_t row, size_t n, float* out) const;
   std::vector<int64_t> read_time(const std::string& split) const;
-  // Every day of a split's y (or, `observed`, its obs) a block of about 64 MiB at a time, in
-  // order: use(first, n, values) with values n x H' x W'. A statistic of a whole split in bounded
-  // memory (North America's 8766 training days are 0.86 GB a field).
-  void for_each_block(const std::string& split, bool observed,
-                      const std::function<void(size_t first, size_t n, const float* values)>& use) const;
+  // Every day of a split's x, y or obs a block of about 64 MiB at a time, in order: use(first, n,
+  // values) with values n x C x H x W (x) or n x H' x W' (y, obs). A statistic of a whole split in
+  // bounded memory (North America's 8766 training days are 0.86 GB of y, 1.1 GB of x).
+  // `block_bytes` (tests set it small, so that a small store spans several blocks).
+  enum class Field { x, y, obs };
+  void for_each_block(const std::string& split, Field field,
+                      const std::function<void(size_t first, size_t n, const float* values)>& use,
+                      size_t block_bytes = size_t(64) << 20) const;
 
  private:
   void check_consistency() const;

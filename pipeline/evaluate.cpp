@@ -288,7 +288,7 @@ int run_evaluate(const Config& cfg) {
 
   const std::string pred_path = paths.predict_dir() + "/precipitation.nc";
   if (!path_exists(pred_path)) throw InputError(pred_path + ": no such file (run `downscale predict` first)");
-  const PrecipitationOutput pred = read_precipitation(pred_path);
+  const PrecipitationOutput pred = read_precipitation(pred_path, /*gamma=*/false);  // not scored
   throw_if_stop_requested("reading " + pred_path + "; nothing written");  // members make it long
   const Window win = observation_window(meta);
   const TestObservations test = read_test_observations(pred_path, store, pred.days, pred.calendar, pred.lat.size(),

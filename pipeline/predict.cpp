@@ -38,6 +38,7 @@
 #include "predict/window.h"
 #include "preprocess/new_predictors.h"
 #include "preprocess/sample_dates.h"
+#include "train/batches.h"
 #include "train/checkpoint.h"
 #include "train/climatology_start.h"
 #include "train/device_check.h"
@@ -318,6 +319,30 @@ void write_json(const std::string& path, const nlohmann::json& j) {
   write_file_atomically(path, j.dump(2) + "\n");
 }
 
+// predict/scores.json and the log line of the test split's pooled scores. Precipitation's keys
+// carry their units ("rmse_mm_day"; key_units "_mm_day"), any other predictand's name them in
+// "units"; `extra` adds the keys only one of them has.
+void report_test_scores(const RunPaths& paths, const TestScore& s, size_t n, const std::string& ckpt,
+                        const std::string& what, const std::string& units, const std::string& key_units,
+                        const nlohmann::json& extra) {
+  if (!s.count) throw InputError(paths.store() + ": no observed value on a modelled box in the test split");
+  const double rmse = std::sqrt(s.se_model / s.count), rmse_clim = std::sqrt(s.se_clim / s.count);
+  const double skill = 1.0 - s.se_model / s.se_clim;
+  nlohmann::json j = extra;
+  j["test_days"] = n;
+  j["rmse" + key_units] = rmse;
+  j["rmse_climatology" + key_units] = rmse_clim;
+  j["mse_skill_score_vs_climatology"] = skill;
+  j["mean_observed" + key_units] = s.sum_obs / s.count;
+  j["mean_predicted" + key_units] = s.sum_pred / s.count;
+  j["checkpoint"] = ckpt;
+  write_json(paths.predict_dir() + "/scores.json", j);
+  spdlog::info("test RMSE of {} {:.3f} {} vs climatology {:.3f} {}: MSE skill score {:.3f} ({}); pooled over the {} "
+               "observed values of the modelled boxes (evaluate's RMSE is the mean of each box's)",
+               what, rmse, units, rmse_clim, units, skill, skill > 0 ? "beats climatology" : "does NOT beat climatology",
+               s.count);
+}
+
 }  // namespace
 
 int run_predict(const Config& cfg) {
@@ -405,7 +430,10 @@ int run_predict(const Config& cfg) {
     days = store.read_time("test");
     if (days.empty())
       throw UsageError(cfg.origin("preprocess.test_years") + ": preprocess.test_years gave no test days; nothing to predict");
-    read_inputs = [&](size_t a, size_t k, float* x) { store.read_x("test", a, k, x); };
+    read_inputs = [&](size_t a, size_t k, float* x) {
+      store.read_x("test", a, k, x);
+      check_finite_x(store, "test", a, k, x);
+    };
     standardization = "training: the store's test split, standardized with the training statistics";
   }
   const size_t n = days.size();
@@ -491,25 +519,9 @@ int run_predict(const Config& cfg) {
       spdlog::info("wrote {} ({} days); not scored: predict scores the store's test split only", nc_path, n);
       return 0;
     }
-    const TestScore& s = score;
-    if (!s.count) throw InputError(paths.store() + ": no observed value on a modelled box in the test split");
-    const double rmse = std::sqrt(s.se_model / s.count), rmse_clim = std::sqrt(s.se_clim / s.count);
-    const double skill = 1.0 - s.se_model / s.se_clim;
-    write_json(paths.predict_dir() + "/scores.json", {{"test_days", n},
-                                                      {"predictand", meta.predictand},
-                                                      {"units", meta.predictand_units},
-                                                      {"observed_values", s.count},
-                                                      {"rmse", rmse},
-                                                      {"rmse_climatology", rmse_clim},
-                                                      {"mse_skill_score_vs_climatology", skill},
-                                                      {"mean_observed", s.sum_obs / s.count},
-                                                      {"mean_predicted", s.sum_pred / s.count},
-                                                      {"checkpoint", ckpt}});
     spdlog::info("wrote {} ({} days)", nc_path, n);
-    spdlog::info("test RMSE of {} {:.3f} {} vs climatology {:.3f} {}: MSE skill score {:.3f} ({}); pooled over the "
-                 "{} observed values of the modelled boxes (evaluate's RMSE is the mean of each box's)",
-                 meta.predictand, rmse, meta.predictand_units, rmse_clim, meta.predictand_units, skill,
-                 skill > 0 ? "beats climatology" : "does NOT beat climatology", s.count);
+    report_test_scores(paths, score, n, ckpt, meta.predictand, meta.predictand_units, "",
+                       {{"predictand", meta.predictand}, {"units", meta.predictand_units}, {"observed_values", score.count}});
     return 0;
   }
 
@@ -524,12 +536,16 @@ int run_predict(const Config& cfg) {
     train.npoints = hw;
     Progress train_progress("training days, for the wet-day thresholds (predict.occurrence: frequency)", int64_t(nt));
     train.p = run_network(net, *be, meta, 0, nt, nt, 3,
-                          [&](size_t a, size_t k, float* x) { store.read_x("train", a, k, x); }, bs, train_progress, 0,
+                          [&](size_t a, size_t k, float* x) {
+                            store.read_x("train", a, k, x);
+                            check_finite_x(store, "train", a, k, x);
+                          },
+                          bs, train_progress, 0,
                           "thresholds: training day");
     // The observed target as a byte a value (wet, dry, missing), read a block at a time: beside
     // p, the training split's floats would double the pass's memory (0.86 GB for North America).
     std::vector<uint8_t> target(nt * hw);
-    store.for_each_block("train", false, [&](size_t first, size_t r, const float* y) {
+    store.for_each_block("train", StoreReader::Field::y, [&](size_t first, size_t r, const float* y) {
       for (size_t i = 0; i < r * hw; ++i)
         target[first * hw + i] = meta.mask[i % hw] ? observed_wet(y[i]) : kObservedMissing;
     });
@@ -580,23 +596,9 @@ int run_predict(const Config& cfg) {
     return 0;
   }
 
-  const TestScore& s = score;
-  if (!s.count) throw InputError(paths.store() + ": no observed value on a modelled box in the test split");
-  const double rmse = std::sqrt(s.se_model / s.count), rmse_clim = std::sqrt(s.se_clim / s.count);
-  const double skill = 1.0 - s.se_model / s.se_clim;
-  write_json(paths.predict_dir() + "/scores.json", {{"test_days", n},
-                                                    {"land_points", s.count / n},
-                                                    {"rmse_mm_day", rmse},
-                                                    {"rmse_climatology_mm_day", rmse_clim},
-                                                    {"mse_skill_score_vs_climatology", skill},
-                                                    {"mean_observed_mm_day", s.sum_obs / s.count},
-                                                    {"mean_predicted_mm_day", s.sum_pred / s.count},
-                                                    {"checkpoint", ckpt}});
   spdlog::info("wrote {} ({} days{})", nc_path, n, members ? ", " + std::to_string(members) + " stochastic members" : "");
-  spdlog::info("test RMSE of the expected precipitation {:.3f} mm/day vs climatology {:.3f} mm/day: MSE skill "
-               "score {:.3f} ({}); pooled over the {} observed values of the land boxes (evaluate's RMSE is the "
-               "mean of each box's)",
-               rmse, rmse_clim, skill, skill > 0 ? "beats climatology" : "does NOT beat climatology", s.count);
+  report_test_scores(paths, score, n, ckpt, "the expected precipitation", "mm/day", "_mm_day",
+                     {{"land_points", score.count / n}});
   return 0;
 }
 

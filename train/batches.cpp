@@ -43,6 +43,13 @@ void check_finite_rows(const StoreReader& store, const std::string& split, const
     if (std::isinf(y[k])) nonfinite_in_store(store, split, rows[k / ys], "y", y[k], k % ys);
 }
 
+void check_finite_x(const StoreReader& store, const std::string& split, size_t first, size_t n, const float* x) {
+  const auto& m = store.meta();
+  const size_t xs = size_t(m.C()) * m.H() * m.W();
+  for (size_t k = 0; k < n * xs; ++k)
+    if (!std::isfinite(x[k])) nonfinite_in_store(store, split, first + k / xs, "x", x[k], k % xs);
+}
+
 void read_batch(const StoreReader& store, const std::string& split, const std::vector<size_t>& rows, Batch& batch) {
   const auto& m = store.meta();
   const int n = static_cast<int>(rows.size());

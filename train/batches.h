@@ -24,6 +24,11 @@ void read_batch(const StoreReader& store, const std::string& split, const std::v
 void check_finite_rows(const StoreReader& store, const std::string& split, const std::vector<size_t>& rows,
                        const float* x, const float* y);
 
+// The same check of x alone for the consecutive rows [first, first + n): predict's reads of the
+// test split and of the training days its wet-day thresholds need. A NaN predictor does not
+// always give a NaN output (a ReLU maps it to 0), so the output's own check cannot stand in.
+void check_finite_x(const StoreReader& store, const std::string& split, size_t first, size_t n, const float* x);
+
 // The land mask as a (1, 1, H', W') tensor of 0/1 floats.
 model::Tensor mask_tensor(const StoreMeta& meta, model::Backend& be);
 

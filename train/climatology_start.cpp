@@ -21,7 +21,7 @@ TargetClimatology training_climatology(const StoreReader& store) {
     double n = 0, mean = 0, m2 = 0;
   };
   std::vector<Moments> box(boxes.size());
-  store.for_each_block("train", false, [&](size_t, size_t r, const float* y) {
+  store.for_each_block("train", StoreReader::Field::y, [&](size_t, size_t r, const float* y) {
     for (size_t d = 0; d < r; ++d)
       for (size_t b = 0; b < boxes.size(); ++b) {
         const float v = y[d * ys + boxes[b]];

@@ -9,8 +9,9 @@
 #      labelled mm/day: exit 3 (no wet day anywhere);
 #   3. a NaN in the store's x: train exits 3 naming split, date and channel;
 #      an inconsistent channels attribute, a format-2 store: refused (exit 3), no crash;
-#   4. NaN weights: predict exits 1 naming a date and point, writes nothing; a diverging
-#      learning rate names epoch and step;
+#   4. NaN weights: predict exits 1 naming a date and point, writes nothing; NaN predictors on a
+#      day of a later block: exit 3 naming it, nothing left; a diverging learning rate names
+#      epoch and step;
 #   5. a checkpoint of `mpirun -np 2` resumed on one rank: refused (exit 2) naming both global
 #      batches;
 #   6. new predictors far outside the training range: predicted, with a warning (count, worst);
@@ -141,6 +142,17 @@ with h5py.File('runs/nanw/train/checkpoint_best.h5', 'r+') as f:
     for n in names: f['weights'][n][...] = np.nan"
 expect 1 "on 2002-01-01 at lat" ds predict --set run.dir=runs/nanw
 [[ ! -e runs/nanw/predict/precipitation.nc ]] || { echo "FAIL: NaN predictions written"; exit 1; }
+# A test day whose predictors are NaN (day 200 of 365, in the seventh block of 32): exit 3 naming
+# the day when its block is read, after six blocks went into the temporary file, nothing left.
+# (Before the check predict exited 0: the network's ReLUs turned the NaN into a plausible field.)
+mkdir -p runs/nanx/preprocess runs/nanx/train
+cp runs/demo/preprocess/store.h5 runs/nanx/preprocess/
+cp runs/demo/train/checkpoint_best.h5 runs/nanx/train/
+$py -c "
+import h5py, numpy as np
+with h5py.File('runs/nanx/preprocess/store.h5', 'r+') as f: f['test/x'][200] = np.nan"
+expect 3 "/test/x is nan on 2002-07-20 (row 200), channel" ds predict --set run.dir=runs/nanx --set predict.block_days=32
+[[ -z $(ls -A runs/nanx/predict 2>/dev/null) ]] || { echo "FAIL: left in runs/nanx/predict: $(ls runs/nanx/predict)"; exit 1; }
 # Divergence: config validation now refuses the learning rates that would blow up (train.learning_rate
 # <= 10), so the weights are blown up instead: resumed from a checkpoint scaled by 1e30, the first
 # step's loss is not finite.

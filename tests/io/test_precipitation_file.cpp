@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cmath>
 #include <filesystem>
@@ -94,6 +95,18 @@ TEST(PrecipitationFile, RoundTripWithMembersFillAndUnits) {
     EXPECT_NEAR(back.pr_members[n + i], 2 * o.pr[i], 2e-6 * o.pr[i] + 1e-9);
     EXPECT_NEAR(back.gamma_scale[i], 4.0f, 4e-6f);  // through kg m-2 s-1 in float32
   }
+  // What evaluate reads: the same fields less the gamma parameters.
+  const PrecipitationOutput scored = read_precipitation(d / "p.nc", /*gamma=*/false);
+  EXPECT_TRUE(scored.gamma_shape.empty() && scored.gamma_scale.empty());
+  auto same = [](const std::vector<float>& a, const std::vector<float>& b) {  // NaN over the ocean
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) {
+             return x == y || (std::isnan(x) && std::isnan(y));
+           });
+  };
+  EXPECT_TRUE(same(scored.pr_members, back.pr_members));
+  EXPECT_TRUE(same(scored.p_wet, back.p_wet));
+  EXPECT_TRUE(same(scored.pr, back.pr));
+  EXPECT_EQ(scored.attributes, back.attributes);
 }
 
 // Ctrl-C or Slurm's SIGTERM while the members are written: Interrupted naming the member, and

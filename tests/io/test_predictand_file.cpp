@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "io/netcdf_file.h"
 #include "io/precipitation_file.h"
+#include "io/error.h"
 #include "io/predictand_file.h"
 #include "support/test_support.h"
 
@@ -76,4 +78,64 @@ TEST(PrecipitationFile, CarriesTheCalendarOfItsData) {
   const PrecipitationOutput r = read_precipitation(d / "p.nc");
   EXPECT_EQ(r.calendar, "noleap");
   EXPECT_EQ(r.days, o.days);
+}
+
+// The block writer predict uses: blocks of 2 + 1 days give the file of one write, every value
+// and attribute; an incomplete file is not committed (the old one stays, no temporary is left);
+// more days than the header holds, or a block without the sd it was defined with, are refused.
+TEST(PredictandFile, BlocksOfDaysGiveTheFileOfOneWriteAndAnIncompleteFileIsNotCommitted) {
+  test::TempDir d;
+  PredictandOutput o;
+  o.variable = "tas";
+  o.units = "degC";
+  o.lon = {-9.75, -9.25};
+  o.lat = {36.25, 36.75};
+  o.days = {11000, 11001, 11002};
+  o.calendar = "noleap";
+  for (size_t i = 0; i < 12; ++i) {
+    o.mean.push_back(i % 4 == 1 ? NAN : 10.0f - 1.5f * i);
+    o.sd.push_back(i % 4 == 1 ? NAN : 0.25f * (i + 1));
+  }
+  o.attributes["predictor_standardization"] = "training";
+  write_predictand(d / "whole.nc", o);
+  const size_t plane = 4;
+  {
+    PredictandWriter w(d / "blocks.nc", o, true);
+    w.write(2, o.mean.data(), o.sd.data());
+    EXPECT_EQ(w.days_written(), 2u);
+    w.write(1, o.mean.data() + 2 * plane, o.sd.data() + 2 * plane);
+    w.commit();
+  }
+  const PredictandOutput a = read_predictand(d / "whole.nc", "tas"), b = read_predictand(d / "blocks.nc", "tas");
+  EXPECT_EQ(b.days, a.days);
+  EXPECT_EQ(b.calendar, "noleap");
+  EXPECT_EQ(b.attributes, a.attributes);
+  ASSERT_EQ(b.mean.size(), a.mean.size());
+  ASSERT_EQ(b.sd.size(), a.sd.size());
+  for (size_t i = 0; i < a.mean.size(); ++i) {
+    EXPECT_TRUE(b.mean[i] == a.mean[i] || (std::isnan(a.mean[i]) && std::isnan(b.mean[i]))) << i;
+    EXPECT_TRUE(b.sd[i] == a.sd[i] || (std::isnan(a.sd[i]) && std::isnan(b.sd[i]))) << i;
+  }
+
+  // Two days of three, then commit: an Error naming the file and the count; blocks.nc unchanged.
+  const auto before = std::filesystem::last_write_time(d / "blocks.nc");
+  try {
+    PredictandWriter w(d / "blocks.nc", o, true);
+    w.write(2, o.mean.data(), o.sd.data());
+    w.commit();
+    ADD_FAILURE() << "an incomplete file was committed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("blocks.nc: 2 of 3 days written"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(std::filesystem::last_write_time(d / "blocks.nc"), before);
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(d.path())) files += e.is_regular_file();
+  EXPECT_EQ(files, 2u) << "a temporary file was left in " << d.path();
+
+  PredictandWriter w(d / "more.nc", o, true);
+  std::vector<float> four(4 * plane, 1.0f);
+  EXPECT_THROW(w.write(4, four.data(), four.data()), Error);     // past the header's 3 days
+  EXPECT_THROW(w.write(1, four.data(), nullptr), Error);         // defined with sd, given none
+  PredictandWriter m(d / "mean_only.nc", o, false);
+  EXPECT_THROW(m.write(1, four.data(), four.data()), Error);     // defined without sd, given one
 }
