@@ -23,6 +23,8 @@
 #                        mpirun (Open MPI's, inside the allocation)
 #   DOWNSCALE_SRUN_MPI   srun's --mpi plugin (default pmix: the one Open MPI 4 works with)
 #   DOWNSCALE_LAUNCHER_ARGS  extra arguments for srun / mpirun
+#   DOWNSCALE_USR1_LEAD  seconds by which SIGUSR1 precedes the time limit, when submitted with a
+#                        --signal=B:USR1@S other than 120 (a --time within it is refused)
 #   DOWNSCALE_MODULES    environment modules to load where a module system exists (default:
 #                        "compiler/gnu mpi/openmpi devel/cuda", the bwHPC names; "" loads none)
 #   DOWNSCALE_HOME       the checkout (or bundle) whose slurm/rank_command.sh this script sources
@@ -184,6 +186,35 @@ fi
 # driver's /dev/nvidiactl present) pass, and the ranks say what they find.
 if [[ $(sed -n 's/^device \([a-z]*\) (run.device)$/\1/p' "$tmpdir/check.out") == cuda && -z $gpus && ! -e /dev/nvidiactl ]]; then
   die "run.device is cuda but this job has no GPU (no CUDA_VISIBLE_DEVICES or SLURM_JOB_GPUS, no NVIDIA driver on $(hostname -s)): submit with --gres=gpu:N to a GPU partition, or --set run.device=auto to train on the CPU"
+fi
+
+# The time limit against SIGUSR1's lead (--signal=B:USR1@120 above; DOWNSCALE_USR1_LEAD=SECONDS
+# when submitted with another lead): within the lead, Slurm signals the job as it starts, so
+# every run would checkpoint and requeue before it trained a step, again and again. squeue's %l
+# reads MM:SS, H:MM:SS or D-HH:MM:SS (or UNLIMITED, where there is nothing to check).
+limit_seconds() {
+  local t=$1 days=0 x
+  local -a p
+  if [[ $t == *-* ]]; then days=${t%%-*}; t=${t#*-}; fi
+  [[ -n $t ]] || return 0
+  IFS=: read -r -a p <<<"$t"
+  for x in "$days" "${p[@]}"; do [[ $x =~ ^[0-9]+$ ]] || return 0; done
+  local a=$((10#${p[0]})) b=$((10#${p[1]:-0})) c=$((10#${p[2]:-0}))
+  if [[ $1 == *-* ]]; then echo $((days * 86400 + a * 3600 + b * 60 + c))  # D-HH[:MM[:SS]]
+  elif ((${#p[@]} == 3)); then echo $((a * 3600 + b * 60 + c))           # H:MM:SS
+  else echo $((a * 60 + b)); fi                                          # MM[:SS]
+}
+limit=$(squeue -h -j "$SLURM_JOB_ID" -o %l 2>/dev/null || true)
+limit_s=$(limit_seconds "$limit")
+lead=${DOWNSCALE_USR1_LEAD:-120}
+if [[ -n $limit_s ]]; then
+  if ((limit_s <= lead)); then
+    die "the job's time limit ($limit) is not longer than the ${lead} s by which SIGUSR1 precedes it (--signal=B:USR1@${lead}): every run would write its checkpoint and requeue as it starts, without training; submit with --time longer than $((lead / 60 + 3)) minutes (with another lead, --signal=B:USR1@S, set DOWNSCALE_USR1_LEAD=S)"
+  elif ((limit_s < lead + 180)); then
+    warn="warning: the job's time limit ($limit) leaves $((limit_s - lead)) s before SIGUSR1 (${lead} s before the limit) to start and train; each run then checkpoints and requeues, so the training advances by that much a run"
+    echo "train_forhlr2.sh: $warn" >&2
+    echo "== $warn"
+  fi
 fi
 
 cmd=("${launch[@]}" "${rank_cmd[@]}" "${train_args[@]}")

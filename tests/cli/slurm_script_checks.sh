@@ -21,6 +21,9 @@
 #     waited for until the default time-out (DOWNSCALE_SCALING_TIMEOUT).
 #  7. DOWNSCALE_LAUNCHER=mpirun with OMPI_MCA_plm=isolated inherited from the submit shell (a
 #     bundle's bin/env.sh on a login node without ssh): unset before mpirun, with a line saying so.
+#  8. the time limit (squeue %l) against SIGUSR1's 120 s lead: 2:00 or less, exit 2 before the
+#     launch naming the limit (each run would requeue without training); under 5 minutes a
+#     warning; an hour, a day, UNLIMITED or no squeue: nothing; DOWNSCALE_USR1_LEAD moves the bar.
 #   usage: slurm_script_checks.sh <source dir>
 set -euo pipefail
 src=$(realpath "$1")
@@ -39,6 +42,8 @@ exit "${FAKE_RC:-0}"
 SH
 # srun: drops its options, runs the command once.
 printf '%s\n' '#!/usr/bin/env bash' 'echo "srun $*" >>srun.log' 'while [[ $1 == -* ]]; do shift; done' 'exec "$@"' >fake/srun
+# squeue -o %l: the job's time limit, $FAKE_LIMIT (none by default: nothing to check).
+printf '%s\n' '#!/usr/bin/env bash' '[[ -n ${FAKE_LIMIT-} ]] && echo "$FAKE_LIMIT"; exit 0' >fake/squeue
 # scontrol requeue: Slurm ends the batch script with SIGTERM.
 printf '%s\n' '#!/usr/bin/env bash' 'echo "scontrol $*" >>scontrol.log' 'kill -TERM $PPID' >fake/scontrol
 chmod +x fake/*
@@ -178,4 +183,24 @@ OMPI_MCA_plm=isolated DOWNSCALE_LAUNCHER=mpirun SLURM_TASKS_PER_NODE=4 bash "$sr
   >job.out 2>job.err || { cat job.err; fail "mpirun launch: exit $?"; }
 grep -qx "mpirun plm=unset" mpirun.log || { cat mpirun.log; fail "OMPI_MCA_plm=isolated reached mpirun"; }
 grep -q "OMPI_MCA_plm=isolated came from the submit shell" job.out || fail "no line saying OMPI_MCA_plm was unset"
+
+echo "== 8. the time limit against SIGUSR1's lead"
+for limit in 1:00 2:00 0-00:02:00; do
+  rm -f srun.log
+  rc=0
+  FAKE_LIMIT=$limit job 4 "" || rc=$?
+  [[ $rc -eq 2 ]] || { cat job.out job.err; fail "time limit $limit: exit $rc, expected 2"; }
+  grep -q "the job's time limit ($limit) is not longer than the 120 s by which SIGUSR1 precedes it" job.err ||
+    { cat job.err; fail "time limit $limit: no line naming it"; }
+  grep -q "time limit ($limit)" job.out || fail "time limit $limit: the reason is not in the .out"
+  [[ ! -e srun.log ]] || fail "time limit $limit: launched anyway"
+done
+FAKE_LIMIT=4:00 job 4 "" || fail "time limit 4:00: exit $?, expected 0 (a warning only)"
+grep -q "warning: the job's time limit (4:00) leaves 120 s before SIGUSR1" job.err || { cat job.err; fail "no warning for 4:00"; }
+grep -q "warning: the job's time limit" job.out || fail "the 4:00 warning is not in the .out"
+for limit in 1:00:00 1-00:00:00 UNLIMITED 30:00; do
+  FAKE_LIMIT=$limit job 4 "" || fail "time limit $limit: exit $?"
+  grep -q "time limit" job.err job.out && { cat job.err; fail "time limit $limit: a warning"; }
+done
+FAKE_LIMIT=2:00 DOWNSCALE_USR1_LEAD=30 job 4 "" || fail "2:00 with a lead of 30 s: exit $?, expected 0"
 echo "ok"
