@@ -9,6 +9,7 @@
 #include <random>
 
 #include "io/error.h"
+#include "io/store_checks.h"
 #include "io/stop_signal.h"
 
 namespace ds {
@@ -52,7 +53,9 @@ struct LinearFit {
 // training predictors of North America's 24 years are 1.1 GB and their observations 0.86 GB,
 // which held whole (with a centred copy) made evaluate's peak 3 GB above the test split's. The
 // centring is applied to the products, not to a copy of each block (a 64 MiB copy a block took
-// as long as the products): the predictors are standardized, their means ~0, so nothing cancels.
+// as long as the products). The predictors are standardized with training statistics: per box
+// their means are ~0; per field (preprocess.standardize: field) a box's may be 1 or 2 sd, where
+// X^T Q - 1 (m^T Q) loses a digit or so of float32's seven, far below what the scores show.
 using Field = StoreReader::Field;
 
 // (F, n) view of a block of n samples: row-major (sample, feature) in the store.
@@ -62,7 +65,9 @@ Eigen::Map<const Eigen::MatrixXf> as_columns(const float* x, Eigen::Index f, siz
 
 Eigen::VectorXf predictor_means(const StoreReader& store, Eigen::Index f, size_t block_bytes) {
   Eigen::VectorXd sum = Eigen::VectorXd::Zero(f);
-  store.for_each_block("train", Field::x, [&](size_t, size_t r, const float* x) {
+  store.for_each_block("train", Field::x, [&](size_t first, size_t r, const float* x) {
+    // Checked once, here: one NaN would spread through every component into every box's value.
+    check_finite_x(store, "train", first, r, x);
     sum += as_columns(x, f, r).cast<double>().rowwise().sum();
   }, block_bytes);
   return (sum / double(store.count("train"))).cast<float>();
@@ -83,8 +88,9 @@ Eigen::MatrixXf principal_directions(const StoreReader& store, const Eigen::Vect
       const auto xb = as_columns(x, f, r);
       Eigen::MatrixXf t = xb.transpose() * q;  // Xc_b^T Q = X_b^T Q - 1 (m^T Q)
       t.rowwise() -= mq;
-      z.noalias() += xb * t;                   // Xc_b t = X_b t - m (1^T t)
-      z.noalias() -= xmean * t.colwise().sum();
+      // Summed over the blocks, X Xc^T Q = Xc Xc^T Q + m (Xc 1)^T Q, and Xc 1 = 0: X_b itself
+      // stands for Xc_b on this side.
+      z.noalias() += xb * t;
     }, block_bytes);
     q = Eigen::HouseholderQR<Eigen::MatrixXf>(z).householderQ() * Eigen::MatrixXf::Identity(f, k);
     throw_if_stop_requested(stop_note);
@@ -99,6 +105,7 @@ Eigen::MatrixXf scores_of(const StoreReader& store, const std::string& split, co
   Eigen::MatrixXf s(q.cols(), Eigen::Index(store.count(split)));
   const Eigen::VectorXf qm = q.transpose() * xmean;
   store.for_each_block(split, Field::x, [&](size_t first, size_t r, const float* x) {
+    if (split != "train") check_finite_x(store, split, first, r, x);  // train's in predictor_means
     auto sb = s.middleCols(Eigen::Index(first), Eigen::Index(r));
     sb.noalias() = q.transpose() * as_columns(x, f, r);  // Q^T (X_b - m 1^T)
     sb.colwise() -= qm;
@@ -139,22 +146,30 @@ void fit_boxes(const StoreReader& store, const Eigen::MatrixXf& s, double ridge,
   std::vector<BoxSums> own(partial.size(), BoxSums{0, 0, Eigen::VectorXd::Zero(K), Eigen::VectorXd::Zero(K),
                                                    Eigen::MatrixXd::Zero(K, K)});
   Eigen::MatrixXd yd;  // the block in double, kept from block to block (a new one each time faulted its pages in)
+  Eigen::MatrixXd g;   // (K, days) a gappy box's scores on its observed days of the block
+  Eigen::VectorXd yv;  // and its values
   store.for_each_block("train", Field::obs, [&](size_t first, size_t r, const float* y) {
+    if (g.cols() < Eigen::Index(r)) g.resize(K, Eigen::Index(r)), yv.resize(Eigen::Index(r));
     yd = Eigen::Map<const Eigen::MatrixXf>(y, P, Eigen::Index(r)).cast<double>();  // (P, r)
     const auto sb = sd.middleCols(Eigen::Index(first), Eigen::Index(r));
     // NaN spreads into the columns of boxes not observed every day only: those are not used.
     sy_all.noalias() += sb * yd.transpose();
     y_all += yd.rowwise().sum();
+    // A box with gaps: its observed days of the block gathered, one rank-m update of its sums.
     for (size_t i = 0; i < partial.size(); ++i) {
       const Eigen::Index k = partial[i];
+      Eigen::Index m = 0;
+      for (size_t t = 0; t < r; ++t)
+        if (std::isfinite(y[t * P + k])) {
+          g.col(m) = sb.col(Eigen::Index(t));
+          yv(m++) = y[t * P + k];
+        }
+      if (!m) continue;
       BoxSums& b = own[i];
-      for (size_t t = 0; t < r; ++t) {
-        const float v = y[t * P + k];
-        if (!std::isfinite(v)) continue;
-        const auto st = sb.col(Eigen::Index(t));
-        b.n += 1, b.y += v, b.s += st, b.sy += st * double(v);
-        b.ss.selfadjointView<Eigen::Lower>().rankUpdate(st);
-      }
+      b.n += double(m), b.y += yv.head(m).sum();
+      b.s += g.leftCols(m).rowwise().sum();
+      b.sy.noalias() += g.leftCols(m) * yv.head(m);
+      b.ss.selfadjointView<Eigen::Lower>().rankUpdate(g.leftCols(m));
     }
   }, block_bytes);
 
@@ -203,8 +218,7 @@ std::vector<float> linear_baseline(const StoreReader& store, const std::string& 
                K, F, Nt, opt.iterations + 2, std::count_if(mask.begin(), mask.end(), [](uint8_t v) { return v != 0; }),
                P);
   LinearFit fit;
-  // The predictors are already standardized per box, so their means are ~0; centred anyway so
-  // the components are exact.
+  // Standardized per box, the predictors' means are ~0 (per field, not): centred either way.
   fit.xmean = predictor_means(store, F, opt.block_bytes);
   throw_if_stop_requested(stop_note);
   fit.q = principal_directions(store, fit.xmean, K, opt.iterations, opt.block_bytes, stop_note);

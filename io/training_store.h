@@ -112,7 +112,7 @@ class StoreReader {
   // Every day of a split's x, y or obs a block of about 64 MiB at a time, in order: use(first, n,
   // values) with values n x C x H x W (x) or n x H' x W' (y, obs). A statistic of a whole split in
   // bounded memory (North America's 8766 training days are 0.86 GB of y, 1.1 GB of x).
-  // `block_bytes` (tests set it small, so that a small store spans several blocks).
+  // Blocks of about `block_bytes` (tests set it small, so that a small store spans several).
   enum class Field { x, y, obs };
   void for_each_block(const std::string& split, Field field,
                       const std::function<void(size_t first, size_t n, const float* values)>& use,

@@ -10,46 +10,6 @@
 
 namespace ds {
 
-namespace {
-[[noreturn]] void nonfinite_in_store(const StoreReader& store, const std::string& split, size_t row, const char* what,
-                                     float value, size_t offset) {
-  const auto& m = store.meta();
-  const std::vector<int64_t> days = store.read_time(split);
-  const std::string date = row < days.size() ? to_string(date_from_days(days[row], parse_calendar(m.calendar, store.path())))
-                                             : std::to_string(row);
-  std::string point;
-  if (what[0] == 'x') {
-    const size_t hw = size_t(m.H()) * m.W(), c = offset / hw, p = offset % hw;
-    point = "channel " + m.channels.at(c) + " at lat " + fmt::format("{:g}", m.predictor_lat[p / m.W()]) + ", lon " +
-            fmt::format("{:g}", m.predictor_lon[p % m.W()]);
-  } else {
-    point = "lat " + fmt::format("{:g}", m.predictand_lat[offset / m.Wy()]) + ", lon " +
-            fmt::format("{:g}", m.predictand_lon[offset % m.Wy()]);
-  }
-  throw InputError(store.path() + ": /" + split + "/" + what + " is " + fmt::format("{}", value) + " on " + date + " (row " +
-                   std::to_string(row) + "), " + point + ": the store is corrupt; rebuild it with `downscale preprocess`");
-}
-}  // namespace
-
-void check_finite_rows(const StoreReader& store, const std::string& split, const std::vector<size_t>& rows,
-                       const float* x, const float* y) {
-  const auto& m = store.meta();
-  const size_t xs = size_t(m.C()) * m.H() * m.W(), ys = size_t(m.Hy()) * m.Wy();
-  // One pass on the host: a NaN or Inf in the store (a bit flip, an edited file) would otherwise
-  // train NaN weights. y is NaN where not observed, never infinite.
-  for (size_t k = 0; k < rows.size() * xs; ++k)
-    if (!std::isfinite(x[k])) nonfinite_in_store(store, split, rows[k / xs], "x", x[k], k % xs);
-  for (size_t k = 0; k < rows.size() * ys; ++k)
-    if (std::isinf(y[k])) nonfinite_in_store(store, split, rows[k / ys], "y", y[k], k % ys);
-}
-
-void check_finite_x(const StoreReader& store, const std::string& split, size_t first, size_t n, const float* x) {
-  const auto& m = store.meta();
-  const size_t xs = size_t(m.C()) * m.H() * m.W();
-  for (size_t k = 0; k < n * xs; ++k)
-    if (!std::isfinite(x[k])) nonfinite_in_store(store, split, first + k / xs, "x", x[k], k % xs);
-}
-
 void read_batch(const StoreReader& store, const std::string& split, const std::vector<size_t>& rows, Batch& batch) {
   const auto& m = store.meta();
   const int n = static_cast<int>(rows.size());

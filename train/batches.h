@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "io/store_checks.h"
 #include "io/training_store.h"
 #include "model/tensor.h"
 
@@ -18,16 +19,6 @@ struct Batch {
 
 // Reads the samples `rows` of `split` into batch (reshaping its tensors to rows.size()).
 void read_batch(const StoreReader& store, const std::string& split, const std::vector<size_t>& rows, Batch& batch);
-
-// The check read_batch makes of rows it read (x: rows.size() samples, y likewise): InputError
-// naming the store, the split, the date and the point of the first NaN/Inf in x or Inf in y.
-void check_finite_rows(const StoreReader& store, const std::string& split, const std::vector<size_t>& rows,
-                       const float* x, const float* y);
-
-// The same check of x alone for the consecutive rows [first, first + n): predict's reads of the
-// test split and of the training days its wet-day thresholds need. A NaN predictor does not
-// always give a NaN output (a ReLU maps it to 0), so the output's own check cannot stand in.
-void check_finite_x(const StoreReader& store, const std::string& split, size_t first, size_t n, const float* x);
 
 // The land mask as a (1, 1, H', W') tensor of 0/1 floats.
 model::Tensor mask_tensor(const StoreMeta& meta, model::Backend& be);

@@ -130,7 +130,7 @@ expect 3 "/train/x is nan on 2000-04-10 (row 100), channel z@1000" ds train --se
 expect 3 "/stats/mean is 20 x 8 x 12 but the channels attribute (19)" ds train --set run.dir=runs/channels
 expect 3 "a training store of an older format (downscale-store-2); rebuild it" ds train --set run.dir=runs/format2
 
-echo "== 4. NaN weights, divergence"
+echo "== 4. NaN weights, NaN predictors in a later block, divergence"
 mkdir -p runs/nanw/preprocess runs/nanw/train
 cp runs/demo/preprocess/store.h5 runs/nanw/preprocess/
 cp runs/demo/train/checkpoint_best.h5 runs/nanw/train/

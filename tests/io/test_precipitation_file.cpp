@@ -106,6 +106,7 @@ TEST(PrecipitationFile, RoundTripWithMembersFillAndUnits) {
   EXPECT_TRUE(same(scored.pr_members, back.pr_members));
   EXPECT_TRUE(same(scored.p_wet, back.p_wet));
   EXPECT_TRUE(same(scored.pr, back.pr));
+  EXPECT_TRUE(same(scored.pr_expected, back.pr_expected));
   EXPECT_EQ(scored.attributes, back.attributes);
 }
 
