@@ -8,6 +8,7 @@
 #include <random>
 
 #include "evaluate/baselines.h"
+#include "io/error.h"
 #include "io/training_store.h"
 #include "support/test_support.h"
 
@@ -27,7 +28,8 @@ constexpr int kFactors = 4;                                 // the predictors' r
 struct Fixture {
   test::TempDir dir;
   std::string path = dir / "s.h5";
-  Fixture(int ntrain, int ntest) {
+  // nan_row: a training day whose value 7 of channel hus@700 is NaN.
+  Fixture(int ntrain, int ntest, int nan_row = -1) {
     StoreMeta m;
     m.channels = {"z@500", "ta@850", "hus@700"};
     m.predictor_lon = {0, 2, 4, 6, 8};
@@ -54,6 +56,7 @@ struct Fixture {
         for (int j = 0; j < kFactors; ++j) f(j) = scale[j] * n01(rng);
         const Eigen::VectorXf xi = load * f;
         for (int j = 0; j < kF; ++j) x.push_back(offset[j] + xi(j) + 0.01f * n01(rng));
+        if (first_day == 0 && i == nan_row) x[x.size() - kF + 2 * kH * kW + 7] = NAN;
         const Eigen::VectorXf yi = beta * f;
         for (int k = 0; k < kBoxes; ++k) {
           const bool missing = (k == 3 && i % 7 == 3) || k == 4 || (k == 5 && i >= 3);
@@ -165,5 +168,18 @@ TEST(Baselines, LinearBaselineSkillComesFromTheFactorsOnTheTestDays) {
     for (int t = 0; t < 40; ++t)
       if (std::isfinite(obs[t * kBoxes + box])) se += std::pow(lin[t * kBoxes + box] - obs[t * kBoxes + box], 2), ++n;
     EXPECT_LT(std::sqrt(se / n), 0.3) << "box " << box;
+  }
+}
+
+TEST(Baselines, LinearBaselineRefusesANonFinitePredictorNamingItsDay) {
+  // One NaN would spread through every component into every box's value: an InputError naming
+  // the split, the row and the channel instead.
+  const Fixture f(300, 40, 123);
+  try {
+    linear_baseline(StoreReader(f.path), "test", {kFactors, 1.0, 6});
+    ADD_FAILURE() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/train/x is nan on"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(row 123), channel hus@700"), std::string::npos) << e.what();
   }
 }
