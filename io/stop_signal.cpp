@@ -24,7 +24,6 @@ static_assert(std::atomic<int>::is_always_lock_free);
 // can run with it (setup_logging, before any stage's work), read with write(2) only.
 char g_prefix[96] = {0};
 size_t g_prefix_len = 0;
-std::string g_prefix_text;
 
 void on_stop_signal(int signo) {
   int none = 0;
@@ -76,13 +75,13 @@ long temp_pid(const std::string& name) {
 }  // namespace
 
 void set_stop_message_prefix(const std::string& prefix) {
-  g_prefix_text = prefix.substr(0, sizeof g_prefix - 1);
+  const size_t n = std::min(prefix.size(), sizeof g_prefix - 1);
   g_prefix_len = 0;  // the handler writes no prefix while it changes
-  std::copy(g_prefix_text.begin(), g_prefix_text.end(), g_prefix);
-  g_prefix_len = g_prefix_text.size();
+  std::copy(prefix.begin(), prefix.begin() + n, g_prefix);
+  g_prefix_len = n;
 }
 
-const std::string& stop_message_prefix() { return g_prefix_text; }
+std::string stop_message_prefix() { return std::string(g_prefix, g_prefix_len); }
 
 void install_stop_handlers() {
   struct sigaction sa {};

@@ -29,7 +29,7 @@ std::string signal_name(int signo);
 // (written from the handler, outside the logger), so that every line of a rank names it as the
 // logger's do. Empty: none (one process). Set by setup_logging.
 void set_stop_message_prefix(const std::string& prefix);
-const std::string& stop_message_prefix();
+std::string stop_message_prefix();
 
 // As if `signo` had arrived (tests; and train, whose ranks agree on one signal); 0 clears it.
 void set_stop_request(int signo);

@@ -36,8 +36,7 @@ void check_finite_rows(const StoreReader& store, const std::string& split, const
   const size_t xs = size_t(m.C()) * m.H() * m.W(), ys = size_t(m.Hy()) * m.Wy();
   // One pass on the host: a NaN or Inf in the store (a bit flip, an edited file) would otherwise
   // train NaN weights. y is NaN where not observed, never infinite.
-  for (size_t k = 0; k < rows.size() * xs; ++k)
-    if (!std::isfinite(x[k])) nonfinite_in_store(store, split, rows[k / xs], "x", x[k], k % xs);
+  for (size_t i = 0; i < rows.size(); ++i) check_finite_x(store, split, rows[i], 1, x + i * xs);
   for (size_t k = 0; k < rows.size() * ys; ++k)
     if (std::isinf(y[k])) nonfinite_in_store(store, split, rows[k / ys], "y", y[k], k % ys);
 }

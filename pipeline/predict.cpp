@@ -87,7 +87,8 @@ void check_checkpoint_of_this_model(const std::string& ckpt, const RunPaths& pat
 using ReadSamples = std::function<void(size_t first, size_t n, float* x)>;
 
 // The network's output for samples [first, first + n) of `total`: (n, channels, H' x W'), NaN
-// where the mask is 0. A stop request is honoured between batches, naming "<unit> <day> of <total>". `keep` >= 0 keeps that output channel only, (n, 1, H' x W'): the training pass of
+// where the mask is 0. A stop request is honoured between batches, naming "<unit> <day> of
+// <total>". `keep` >= 0 keeps that output channel only, (n, 1, H' x W'): the training pass of
 // occurrence: frequency needs p alone, a third of the memory (North America: 0.9 of 2.6 GB).
 std::vector<float> run_network(model::Net& net, model::Backend& be, const StoreMeta& meta, size_t first, size_t n,
                                size_t total, int channels, const ReadSamples& read, int batch_size, Progress& progress,

@@ -30,12 +30,6 @@ std::vector<float> frequency_adapted_thresholds(const BernoulliGammaParams& trai
   return thr;
 }
 
-std::vector<float> frequency_adapted_thresholds(const BernoulliGammaParams& train, const std::vector<float>& observed) {
-  std::vector<uint8_t> wet(observed.size());
-  for (size_t i = 0; i < observed.size(); ++i) wet[i] = observed_wet(observed[i]);
-  return frequency_adapted_thresholds(train, wet);
-}
-
 std::vector<float> deterministic_precipitation(const BernoulliGammaParams& b, const std::vector<float>& thr, double shift) {
   const size_t np = b.npoints;
   std::vector<float> pr(b.p.size());

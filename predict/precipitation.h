@@ -20,14 +20,13 @@ struct BernoulliGammaParams {
   size_t ntime() const { return npoints ? p.size() / npoints : 0; }
 };
 
-// Per-point p thresholds: the (1 - f) quantile of p over the training days, where f is the
-// observed wet-day frequency (share of training days with target > 0) at that point. Points with
-// no wet day get a threshold above 1 (never wet); points that are always wet get 0.
-std::vector<float> frequency_adapted_thresholds(const BernoulliGammaParams& train, const std::vector<float>& observed_target);
-// The same from a byte a (time, point): 1 wet (target > 0), 0 dry, kObservedMissing (a quarter
-// of the target's memory: predict holds the whole training split).
+// The observed training target as a byte a (time, point): 1 wet (target > 0), 0 dry,
+// kObservedMissing (a quarter of the target's memory: predict holds the whole training split).
 constexpr uint8_t kObservedMissing = 255;
 inline uint8_t observed_wet(float target) { return !std::isfinite(target) ? kObservedMissing : target > 0 ? 1 : 0; }
+// Per-point p thresholds: the (1 - f) quantile of p over the training days, where f is the
+// observed wet-day frequency (share of training days observed wet) at that point. Points with
+// no wet day get a threshold above 1 (never wet); points that are always wet get 0.
 std::vector<float> frequency_adapted_thresholds(const BernoulliGammaParams& train, const std::vector<uint8_t>& observed_wet);
 
 // Deterministic precipitation in mm/day: (p >= threshold[point]) * (alpha * beta + shift).

@@ -69,6 +69,8 @@ die() {
   [[ /dev/stdout -ef /dev/stderr ]] || echo "== stopped (exit 2): $*"
   exit 2
 }
+# A warning goes to both files too (the job goes on).
+say_warning() { echo "train_forhlr2.sh: warning: $*" >&2; echo "== warning: $*"; }
 
 if [[ ${1-} == -h || ${1-} == --help ]]; then usage; exit 0; fi
 # Without an allocation, srun would make a new one and mpirun would run on this (login) node.
@@ -155,11 +157,10 @@ if [[ -n $gpus ]]; then
   per_node=0
   for t in ${SLURM_TASKS_PER_NODE//,/ }; do t=${t%%(*}; [[ $t =~ ^[0-9]+$ ]] && ((t > per_node)) && per_node=$t; done
   if ((per_node > ngpus)); then
-    warn="warning: $per_node tasks on a node but $ngpus GPU(s) ($gpus): ranks share GPUs; ask for --gres=gpu:$per_node, or --ntasks-per-node=$ngpus"
+    say_warning "$per_node tasks on a node but $ngpus GPU(s) ($gpus): ranks share GPUs; ask for --gres=gpu:$per_node, or --ntasks-per-node=$ngpus"
   elif ((per_node > 0 && per_node < ngpus)); then
-    warn="warning: $per_node task(s) on a node but $ngpus GPUs ($gpus): $((ngpus - per_node)) GPU(s) idle; ask for --ntasks-per-node=$ngpus, or --gres=gpu:$per_node"
+    say_warning "$per_node task(s) on a node but $ngpus GPUs ($gpus): $((ngpus - per_node)) GPU(s) idle; ask for --ntasks-per-node=$ngpus, or --gres=gpu:$per_node"
   fi
-  [[ -z ${warn-} ]] || { echo "train_forhlr2.sh: $warn" >&2; echo "== $warn"; }
 fi
 if [[ $(id -u) -eq 0 ]]; then
   # Under srun too, the ranks' Open MPI checks for root at MPI_Init.
@@ -211,9 +212,7 @@ if [[ -n $limit_s ]]; then
   if ((limit_s <= lead)); then
     die "the job's time limit ($limit) is not longer than the ${lead} s by which SIGUSR1 precedes it (--signal=B:USR1@${lead}): every run would write its checkpoint and requeue as it starts, without training; submit with --time longer than $((lead / 60 + 3)) minutes (with another lead, --signal=B:USR1@S, set DOWNSCALE_USR1_LEAD=S)"
   elif ((limit_s < lead + 180)); then
-    warn="warning: the job's time limit ($limit) leaves $((limit_s - lead)) s before SIGUSR1 (${lead} s before the limit) to start and train; each run then checkpoints and requeues, so the training advances by that much a run"
-    echo "train_forhlr2.sh: $warn" >&2
-    echo "== $warn"
+    say_warning "the job's time limit ($limit) leaves $((limit_s - lead)) s before SIGUSR1 (${lead} s before the limit) to start and train; each run then checkpoints and requeues, so the training advances by that much a run"
   fi
 fi
 

@@ -6,6 +6,15 @@
 
 using namespace ds;
 
+namespace {
+// The observed target as predict hands it to the thresholds, a byte a value (observed_wet).
+std::vector<uint8_t> wet_bytes(const std::vector<float>& target) {
+  std::vector<uint8_t> b;
+  for (float v : target) b.push_back(observed_wet(v));
+  return b;
+}
+}  // namespace
+
 TEST(Precipitation, FrequencyAdaptedThresholdReproducesTrainingWetFrequency) {
   // One point, ten training days, p = 0.05 .. 0.95; 3 observed wet days -> the threshold is the
   // third largest p (0.75), so exactly 3 training days are predicted wet.
@@ -16,14 +25,14 @@ TEST(Precipitation, FrequencyAdaptedThresholdReproducesTrainingWetFrequency) {
     train.p.push_back(0.05f + 0.1f * t);
     target.push_back(t % 3 == 0 && t > 0 ? 2.0f : 0.0f);  // days 3, 6, 9 wet
   }
-  const auto thr = frequency_adapted_thresholds(train, target);
+  const auto thr = frequency_adapted_thresholds(train, wet_bytes(target));
   EXPECT_FLOAT_EQ(thr[0], 0.75f);
   int wet = 0;
   for (float p : train.p) wet += p >= thr[0];
   EXPECT_EQ(wet, 3);
   // Never wet -> never predicted wet; always wet -> always.
-  EXPECT_GT(frequency_adapted_thresholds(train, std::vector<float>(10, 0.0f))[0], 1.0f);
-  EXPECT_EQ(frequency_adapted_thresholds(train, std::vector<float>(10, 1.0f))[0], 0.0f);
+  EXPECT_GT(frequency_adapted_thresholds(train, wet_bytes(std::vector<float>(10, 0.0f)))[0], 1.0f);
+  EXPECT_EQ(frequency_adapted_thresholds(train, wet_bytes(std::vector<float>(10, 1.0f)))[0], 0.0f);
 }
 
 TEST(Precipitation, DeterministicAndExpected) {
