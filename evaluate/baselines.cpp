@@ -67,7 +67,7 @@ Eigen::VectorXf predictor_means(const StoreReader& store, Eigen::Index f, size_t
   Eigen::VectorXd sum = Eigen::VectorXd::Zero(f);
   store.for_each_block("train", Field::x, [&](size_t first, size_t r, const float* x) {
     // Checked once, here: one NaN would spread through every component into every box's value.
-    check_finite_x(store, "train", first, r, x);
+    check_sane_x(store, "train", first, r, x);
     sum += as_columns(x, f, r).cast<double>().rowwise().sum();
   }, block_bytes);
   return (sum / double(store.count("train"))).cast<float>();
@@ -105,7 +105,7 @@ Eigen::MatrixXf scores_of(const StoreReader& store, const std::string& split, co
   Eigen::MatrixXf s(q.cols(), Eigen::Index(store.count(split)));
   const Eigen::VectorXf qm = q.transpose() * xmean;
   store.for_each_block(split, Field::x, [&](size_t first, size_t r, const float* x) {
-    if (split != "train") check_finite_x(store, split, first, r, x);  // train's in predictor_means
+    if (split != "train") check_sane_x(store, split, first, r, x);  // train's in predictor_means
     auto sb = s.middleCols(Eigen::Index(first), Eigen::Index(r));
     sb.noalias() = q.transpose() * as_columns(x, f, r);  // Q^T (X_b - m 1^T)
     sb.colwise() -= qm;

@@ -267,6 +267,10 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw UsageError(path + ": the config must be a mapping of sections");
   check_duplicate_keys(root, "", path);  // before the overrides, which replace the first of two
+  // Whether the file itself has a synth section: a `--set synth.dir=…` on a config of real data
+  // would otherwise make one out of the defaults (synthetic North America) and `downscale synth`
+  // would write it.
+  const bool file_has_synth = root["synth"].IsDefined() && !root["synth"].IsNull();
   std::map<std::string, std::string> overridden;
   std::vector<std::string> replaced;
   for (const auto& o : overrides) apply_override(root, o, overridden, replaced);
@@ -284,7 +288,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("run.communicator", c.run.communicator);
   r.renamed("run.math", "train.precision");
 
-  c.synth.present = root["synth"].IsDefined() && !root["synth"].IsNull();
+  c.synth.present = file_has_synth;
   r.get("synth.dir", c.synth.dir);
   r.get_years("synth.years", c.synth.years);
   r.get_pair("synth.lon", c.synth.lon_min, c.synth.lon_max);

@@ -55,7 +55,7 @@ struct Config {
     YearRange years{2000, 2004};
     double lon_min = -116, lon_max = -82, lat_min = 26, lat_max = 48;  // region written
     uint64_t seed = 42;
-    bool present = false;  // the config has a synth section (what `downscale synth` needs)
+    bool present = false;  // the config file has a synth section (what `downscale synth` needs); --set does not count
   } synth;
 
   struct Fetch {                      // `downscale fetch`: what to cut from the sources

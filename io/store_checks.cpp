@@ -10,7 +10,7 @@
 namespace ds {
 
 namespace {
-[[noreturn]] void nonfinite_in_store(const StoreReader& store, const std::string& split, size_t row, const char* what,
+[[noreturn]] void insane_in_store(const StoreReader& store, const std::string& split, size_t row, const char* what,
                                      float value, size_t offset) {
   const auto& m = store.meta();
   const std::vector<int64_t> days = store.read_time(split);
@@ -25,27 +25,33 @@ namespace {
     point = "lat " + fmt::format("{:g}", m.predictand_lat[offset / m.Wy()]) + ", lon " +
             fmt::format("{:g}", m.predictand_lon[offset % m.Wy()]);
   }
-  throw InputError(store.path() + ": /" + split + "/" + what + " is " + fmt::format("{}", value) + " on " + date + " (row " +
-                   std::to_string(row) + "), " + point + ": the store is corrupt; rebuild it with `downscale preprocess`");
+  const std::string how = std::isfinite(value) ? fmt::format(", more than {:g} training standard deviations from the "
+                                                             "training mean (no weather is)",
+                                                             kImpossibleStandardized)
+                                               : "";
+  throw InputError(store.path() + ": /" + split + "/" + what + " is " + fmt::format("{}", value) + how + " on " + date +
+                   " (row " + std::to_string(row) + "), " + point +
+                   ": the store is corrupt; rebuild it with `downscale preprocess`");
 }
 }  // namespace
 
-void check_finite_rows(const StoreReader& store, const std::string& split, const std::vector<size_t>& rows,
+void check_sane_rows(const StoreReader& store, const std::string& split, const std::vector<size_t>& rows,
                        const float* x, const float* y) {
   const auto& m = store.meta();
   const size_t xs = size_t(m.C()) * m.H() * m.W(), ys = size_t(m.Hy()) * m.Wy();
   // One pass on the host: a NaN or Inf in the store (a bit flip, an edited file) would otherwise
   // train NaN weights. y is NaN where not observed, never infinite.
-  for (size_t i = 0; i < rows.size(); ++i) check_finite_x(store, split, rows[i], 1, x + i * xs);
+  for (size_t i = 0; i < rows.size(); ++i) check_sane_x(store, split, rows[i], 1, x + i * xs);
   for (size_t k = 0; k < rows.size() * ys; ++k)
-    if (std::isinf(y[k])) nonfinite_in_store(store, split, rows[k / ys], "y", y[k], k % ys);
+    if (std::isinf(y[k])) insane_in_store(store, split, rows[k / ys], "y", y[k], k % ys);
 }
 
-void check_finite_x(const StoreReader& store, const std::string& split, size_t first, size_t n, const float* x) {
+void check_sane_x(const StoreReader& store, const std::string& split, size_t first, size_t n, const float* x) {
   const auto& m = store.meta();
   const size_t xs = size_t(m.C()) * m.H() * m.W();
   for (size_t k = 0; k < n * xs; ++k)
-    if (!std::isfinite(x[k])) nonfinite_in_store(store, split, first + k / xs, "x", x[k], k % xs);
+    if (!(std::fabs(x[k]) <= kImpossibleStandardized))  // also NaN
+      insane_in_store(store, split, first + k / xs, "x", x[k], k % xs);
 }
 
 }  // namespace ds

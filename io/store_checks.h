@@ -1,6 +1,7 @@
-// Finiteness checks of what a stage read from the training store: a NaN or Inf there (a bit
-// flip, an edited file) would otherwise train NaN weights, or pass through a network's ReLUs as
-// a plausible value. The InputError names the store, split, date (row) and channel or point.
+// Checks of what a stage read from the training store: a NaN or Inf there (a bit flip, an
+// edited file) would otherwise train NaN weights, or pass through a network's ReLUs as a
+// plausible value; so would a finite predictor of 3e38, whose convolutions overflow into NaNs
+// that the ReLUs map to 0. The InputError names the store, split, date (row) and channel or point.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -10,16 +11,24 @@
 
 namespace ds {
 
+// A standardized predictor further than this from the training mean, in training standard
+// deviations, is no weather: preprocess only stores values inside the plausible ranges, and a
+// GCM's warmest scenario puts its predictors tens of standard deviations out at the most
+// (predict warns from 10, NewPredictors::kFarOutside). What lies beyond is a corrupt store or
+// a field in units the ranges let through, and the network's output from it means nothing.
+constexpr float kImpossibleStandardized = 1000;
+
 // The check train's read_batch makes of the rows it read (x: rows.size() samples, y likewise):
-// InputError naming the store, the split, the date and the point of the first NaN/Inf in x or
-// Inf in y (y is NaN where not observed, never infinite).
-void check_finite_rows(const StoreReader& store, const std::string& split, const std::vector<size_t>& rows,
+// InputError naming the store, the split, the date and the point of the first NaN/Inf or
+// impossible value (kImpossibleStandardized) in x, or Inf in y (y is NaN where not observed,
+// never infinite).
+void check_sane_rows(const StoreReader& store, const std::string& split, const std::vector<size_t>& rows,
                        const float* x, const float* y);
 
 // The same check of x alone for the consecutive rows [first, first + n): predict's reads of the
 // test split and of the training days its wet-day thresholds need; evaluate's linear baseline.
 // A NaN predictor does not always give a NaN output (a ReLU maps it to 0), so a check of the
 // output cannot stand in for it.
-void check_finite_x(const StoreReader& store, const std::string& split, size_t first, size_t n, const float* x);
+void check_sane_x(const StoreReader& store, const std::string& split, size_t first, size_t n, const float* x);
 
 }  // namespace ds

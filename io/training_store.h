@@ -123,6 +123,8 @@ class StoreReader {
   H5File file_;
   StoreMeta meta_;
   std::string identity_, content_hash_;
+  mutable std::vector<float> block_buffer_;  // for_each_block's, kept between passes
+  mutable bool block_buffer_busy_ = false;
 };
 
 }  // namespace ds

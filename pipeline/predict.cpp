@@ -433,7 +433,7 @@ int run_predict(const Config& cfg) {
       throw UsageError(cfg.origin("preprocess.test_years") + ": preprocess.test_years gave no test days; nothing to predict");
     read_inputs = [&](size_t a, size_t k, float* x) {
       store.read_x("test", a, k, x);
-      check_finite_x(store, "test", a, k, x);
+      check_sane_x(store, "test", a, k, x);
     };
     standardization = "training: the store's test split, standardized with the training statistics";
   }
@@ -539,7 +539,7 @@ int run_predict(const Config& cfg) {
     train.p = run_network(net, *be, meta, 0, nt, nt, 3,
                           [&](size_t a, size_t k, float* x) {
                             store.read_x("train", a, k, x);
-                            check_finite_x(store, "train", a, k, x);
+                            check_sane_x(store, "train", a, k, x);
                           },
                           bs, train_progress, 0,
                           "thresholds: training day");

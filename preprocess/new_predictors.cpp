@@ -10,6 +10,7 @@
 #include "io/calendar.h"
 #include "io/error.h"
 #include "io/fetch_manifest.h"
+#include "io/store_checks.h"
 #include "io/netcdf_file.h"
 #include "preprocess/fetched_field.h"
 #include "preprocess/fill.h"
@@ -239,12 +240,24 @@ void NewPredictors::read(size_t first, size_t n, float* x) const {
         // Left missing only by the climatology policy: the training mean, 0 once standardized.
         x[(t * C + c) * HW + k] = std::isfinite(v) ? v : 0.0f;
         if (std::isfinite(v)) z_sum_[c] += v, ++z_count_[c];
+        if (std::fabs(v) > kImpossibleStandardized) impossible(c, first + t, k, v);
         if (std::fabs(v) > kFarOutside) {
           ++outliers_.count;
           if (std::fabs(v) > std::fabs(outliers_.worst)) outliers_ = {outliers_.count, v, c, k, days_[first + t]};
         }
       }
   }
+}
+
+void NewPredictors::impossible(size_t c, size_t day, size_t point, float z) const {
+  const Channel& ch = channels_[c];
+  const size_t W = meta_.predictor_lon.size();
+  throw InputError(fmt::format(
+      "{}: {} on {} at lat {:g}, lon {:g} is {:g} training standard deviations from the training mean once "
+      "standardized (more than {:g}, which no weather is): the file holds another variable, level or unit than "
+      "the store's {}; nothing written",
+      ch.file->path(), ch.file->variable(), to_string(date_from_days(days_[day], parse_calendar(calendar_, "new predictors"))),
+      meta_.predictor_lat[point / W], meta_.predictor_lon[point % W], z, kImpossibleStandardized, meta_.channels.at(c)));
 }
 
 void NewPredictors::report_outliers() const {

@@ -54,7 +54,8 @@ class NewPredictors {
   const std::string& calendar() const { return calendar_; }  // CF name of the files' calendar
   // How the inputs were standardized, for the output's attributes.
   const std::string& standardization() const { return description_; }
-  // Standardized samples [first, first + n) of days(): n x C x H x W floats into x.
+  // Standardized samples [first, first + n) of days(): n x C x H x W floats into x. InputError
+  // for a value beyond kImpossibleStandardized (io/store_checks.h).
   void read(size_t first, size_t n, float* x) const;
   // Logs a warning with the count and the worst point of the standardized values read so far
   // that sit far outside the training range (|z| > kFarOutside): a GCM far from the training
@@ -73,6 +74,9 @@ class NewPredictors {
   struct Channel;
   // Channel c's regridded, filled but not standardized fields of days_[first, first + n).
   void read_raw(size_t c, size_t first, size_t n, std::vector<float>& out) const;
+  // InputError naming channel c's file, variable, day days_[day] and point: standardized value z
+  // lies beyond io/store_checks.h's kImpossibleStandardized (the network's output from it means nothing).
+  [[noreturn]] void impossible(size_t c, size_t day, size_t point, float z) const;
   // Which year a day counts in: its season-year when the fetch's season crosses the new year
   // (preprocess/sample_dates.h), else its calendar year.
   SplitYears season_rule() const;

@@ -86,7 +86,7 @@ double evaluate(model::Net& net, model::Backend& be, model::LossKind loss, const
 // Initial state from rank 0 (Horovod's broadcast_parameters + broadcast_optimizer_state):
 // weights, batch-norm buffers and every optimizer slot.
 // In one fused buffer (on the GPU under NCCL).
-void broadcast_state(model::Net& net, model::Optimizer& opt, Communicator& comm) {
+void broadcast_state(model::Net& net, model::Optimizer& opt, Communicator& comm, const std::string& what) {
   std::vector<model::Tensor*> ts;
   for (auto& p : net.params()) ts.push_back(p.value);
   for (auto& b : net.buffers()) ts.push_back(b.value);
@@ -94,7 +94,7 @@ void broadcast_state(model::Net& net, model::Optimizer& opt, Communicator& comm)
     for (auto& t : *slot.tensors) ts.push_back(&t);
   FusedTensors fused(ts, comm.device_memory());
   fused.pack();
-  comm.broadcast(fused.data(), fused.size(), 0);
+  comm.broadcast(fused.data(), fused.size(), 0, what);
   fused.unpack();
 }
 
@@ -328,7 +328,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   net.init(tc.seed);
   // A resumed run loads its biases. Rank 0 alone reads the train split's target for the
   // climatology (0.86 GB for North America): broadcast_state below gives its biases to every rank.
-  if (!resume && loss_kind != model::LossKind::kBernoulliGamma && root)
+  const bool climatology_start = !resume && loss_kind != model::LossKind::kBernoulliGamma;
+  if (climatology_start && root)
     spdlog::info("{}", start_from_climatology(net, loss_kind, training_climatology(store), meta.predictand_units));
   auto optimizer = model::make_optimizer(model::OptimizerSpec{tc.optimizer, tc.momentum}, net.params(), *be);
   const std::string last_path = out_dir + "/checkpoint_last.h5", best_path = out_dir + "/checkpoint_best.h5";
@@ -378,7 +379,12 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   state.epoch_loss_sum = 0;
   state.store = provenance_of(meta);  // recorded in every checkpoint written from here
   state.global_batch = global_batch;
-  if (distributed) broadcast_state(net, *optimizer, comm);
+  // The label names what the other ranks wait for when rank 0 is slow to arrive: reading the
+  // training climatology takes it a while on a large store, and that is no stall.
+  if (distributed)
+    broadcast_state(net, *optimizer, comm,
+                    climatology_start ? "the initial state from rank 0, which first reads the train split's climatology"
+                                      : "the initial state from rank 0");
   std::optional<GradientBuckets> buckets;
   if (distributed)
     buckets.emplace(net.params(), size_t(tc.allreduce_bucket_mb * 1024 * 1024), comm,

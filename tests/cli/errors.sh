@@ -84,6 +84,13 @@ if [[ $rc -eq 2 && $out == *"no synth section"* && -z $(ls -A "$work/nosynth") ]
 else
   echo "FAIL: synth --config iberia_tas.yaml: exit $rc, '$out', left: $(ls -A "$work/nosynth")"; failures=$((failures+1))
 fi
+# ... nor does a --set of one of its keys make one (it would write the defaults' North America there).
+out=$(cd "$work/nosynth" && "$bin" synth --config "$src/configs/iberia_tas.yaml" --set synth.dir=here 2>&1) && rc=0 || rc=$?
+if [[ $rc -eq 2 && $out == *"no synth section"* && -z $(ls -A "$work/nosynth") ]]; then
+  echo "ok: synth with --set synth.dir but no synth section -> exit 2, nothing written"
+else
+  echo "FAIL: synth --config iberia_tas.yaml --set synth.dir=here: exit $rc, '$out', left: $(ls -A "$work/nosynth")"; failures=$((failures+1))
+fi
 # A missing input file: exit 3, names the file.
 expect 3 "$work/absent.nc: no such file" -- fetch --config "$work/good.yaml" $run --set fetch.predictors.source=$work/absent.nc
 # The stage before not run: names the manifest it needs.

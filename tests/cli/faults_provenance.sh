@@ -7,11 +7,12 @@
 #   2. temperature in degC labelled K, a single 1e30, negative precipitation: preprocess exit 3
 #      naming file, variable, date and point, no store written; precipitation in kg m-2 s-1
 #      labelled mm/day: exit 3 (no wet day anywhere);
-#   3. a NaN in the store's x: train exits 3 naming split, date and channel;
+#   3. a NaN in the store's x, or a value 5000 training sd out: train exits 3 naming split,
+#      date and channel;
 #      an inconsistent channels attribute, a format-2 store: refused (exit 3), no crash;
-#   4. NaN weights: predict exits 1 naming a date and point, writes nothing; NaN predictors on a
-#      day of a later block: exit 3 naming it, nothing left; a diverging learning rate names
-#      epoch and step;
+#   4. NaN weights: predict exits 1 naming a date and point, writes nothing; NaN predictors, or
+#      3e38 ones, on a day of a later block: exit 3 naming it, nothing left; a diverging learning
+#      rate names epoch and step;
 #   5. a checkpoint of `mpirun -np 2` resumed on one rank: refused (exit 2) naming both global
 #      batches;
 #   6. new predictors far outside the training range: predicted, with a warning (count, worst);
@@ -116,17 +117,20 @@ with netCDF4.Dataset('runs/perseconds/fetch/predictand/pr.nc', 'a') as d: d['pr'
 expect 3 "no day at or above the wet-day threshold on any modelled box" ds preprocess --set run.dir=runs/perseconds
 
 echo "== 3. corrupt stores"
-for run in nan channels format2; do
+for run in nan huge channels format2; do
   mkdir -p runs/$run/preprocess
   cp runs/demo/preprocess/store.h5 runs/$run/preprocess/
 done
 $py -c "
 import h5py, numpy as np
 with h5py.File('runs/nan/preprocess/store.h5', 'r+') as f: f['train/x'][100, 3, 2, 5] = np.nan
+with h5py.File('runs/huge/preprocess/store.h5', 'r+') as f: f['train/x'][100, 3, 2, 5] = -5000
 with h5py.File('runs/channels/preprocess/store.h5', 'r+') as f:
     f.attrs['channels'] = np.bytes_(','.join(f.attrs['channels'].decode().split(',')[:-1]))
 with h5py.File('runs/format2/preprocess/store.h5', 'r+') as f: f.attrs['format'] = np.bytes_('downscale-store-2')"
 expect 3 "/train/x is nan on 2000-04-10 (row 100), channel z@1000" ds train --set run.dir=runs/nan
+expect 3 "/train/x is -5000, more than 1000 training standard deviations from the training mean (no weather is) on 2000-04-10 (row 100), channel z@1000" \
+  ds train --set run.dir=runs/huge
 expect 3 "/stats/mean is 20 x 8 x 12 but the channels attribute (19)" ds train --set run.dir=runs/channels
 expect 3 "a training store of an older format (downscale-store-2); rebuild it" ds train --set run.dir=runs/format2
 
@@ -153,6 +157,18 @@ import h5py, numpy as np
 with h5py.File('runs/nanx/preprocess/store.h5', 'r+') as f: f['test/x'][200] = np.nan"
 expect 3 "/test/x is nan on 2002-07-20 (row 200), channel" ds predict --set run.dir=runs/nanx --set predict.block_days=32
 [[ -z $(ls -A runs/nanx/predict 2>/dev/null) ]] || { echo "FAIL: left in runs/nanx/predict: $(ls runs/nanx/predict)"; exit 1; }
+# A finite but absurd predictor (3e38, the float's edge) on day 200: its convolutions overflow
+# into NaNs that the ReLUs map to 0, and the output looked plausible (exit 0 before). Refused
+# when its block is read, like a NaN: beyond 1000 training sd (io/store_checks.h).
+mkdir -p runs/hugex/preprocess runs/hugex/train
+cp runs/demo/preprocess/store.h5 runs/hugex/preprocess/
+cp runs/demo/train/checkpoint_best.h5 runs/hugex/train/
+$py -c "
+import h5py, numpy as np
+with h5py.File('runs/hugex/preprocess/store.h5', 'r+') as f: f['test/x'][200, 1] = np.float32(3e38)"
+expect 3 "/test/x is 3e+38, more than 1000 training standard deviations from the training mean (no weather is) on 2002-07-20 (row 200), channel" \
+  ds predict --set run.dir=runs/hugex --set predict.block_days=32
+[[ -z $(ls -A runs/hugex/predict 2>/dev/null) ]] || { echo "FAIL: left in runs/hugex/predict: $(ls runs/hugex/predict)"; exit 1; }
 # Divergence: config validation now refuses the learning rates that would blow up (train.learning_rate
 # <= 10), so the weights are blown up instead: resumed from a checkpoint scaled by 1e30, the first
 # step's loss is not finite.

@@ -266,6 +266,27 @@ TEST(NewPredictors, AGapIsFilledByPredictFillAndTheMessageNamesIt) {
   EXPECT_FLOAT_EQ(x[10 * g.size() + 2], 9.0f);  // the earlier neighbour on a tie; mean 0, sd 1
 }
 
+// A standardized value beyond kImpossibleStandardized (1000 training sd) is refused naming file,
+// day and point: the network's ReLUs would turn its overflow into a plausible field (exit 0 with
+// wrong data before). 999 sd is read: far (predict warns from 10) but possible in principle.
+TEST(NewPredictors, AValueNoWeatherReachesIsRefusedNamingDayAndPoint) {
+  test::TempDir d;
+  const Grid g = Grid::from_spec(GridSpec{-10, -4, 36, 40, 2.0});  // 4 x 3
+  std::vector<int64_t> days;
+  for (int64_t t = 10957; t < 10957 + 30; ++t) days.push_back(t);
+  write_fetch_dir(d / "far", g, days, [](size_t t, size_t k) { return t == 10 && k == 2 ? 999.0f : float(t); });
+  write_fetch_dir(d / "absurd", g, days, [](size_t t, size_t k) { return t == 20 && k == 5 ? -3e38f : float(t); });
+  const StoreMeta meta = meta_on(g, "nearest");  // mean 0, sd 1: the values are their own z
+  std::vector<float> x(days.size() * g.size());
+  NewPredictors(d / "far", meta).read(0, days.size(), x.data());
+  EXPECT_FLOAT_EQ(x[10 * g.size() + 2], 999.0f);
+  const std::string msg = message_of([&] { NewPredictors(d / "absurd", meta).read(0, days.size(), x.data()); });
+  EXPECT_NE(msg.find("predictors/psl.nc: psl on 2000-01-21 at lat 38, lon -8 is -3e+38 training standard deviations"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("more than 1000"), std::string::npos) << msg;
+}
+
 TEST(NewPredictors, RealCmip5FilesOnTheIberiaGridWithOwnClimatology) {
   // The CNRM-CM5 historical run as it is, on the 2-degree predictor grid (nearest and
   // conservative), standardized against its own 1983-2002 climatology: mean 0, sd 1 per box.
