@@ -358,6 +358,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("predict.members", c.predict.members);
   r.get("predict.seed", c.predict.seed);
   r.get("predict.plausible_sd", c.predict.plausible_sd);
+  r.get("predict.plausible_ratio", c.predict.plausible_ratio);
   r.get("predict.block_days", c.predict.block_days);
   r.get("predict.standardize", c.predict.standardize);
   r.get_years("predict.reference_years", c.predict.reference_years);

@@ -149,6 +149,9 @@ struct Config {
     // deviations from the training observations' is refused (predict/continuous.h); 0: unchecked,
     // for a scenario far outside the training climate on purpose.
     double plausible_sd = 5;
+    // A precipitation prediction whose mean is more than this factor above or below the training
+    // observations' is refused (predict/precipitation.h); 0: unchecked.
+    double plausible_ratio = 5;
     // Days predicted and written at a time, rounded up to whole batches (memory bound: a 30-year
     // run is never in memory whole); 0: about 32 MiB of network output a channel (North America:
     // 352 days). The output does not depend on it.

@@ -190,6 +190,10 @@ void check_config(const Config& c, const KeyOrigin& origin) {
   k.one_of("predict.occurrence", c.predict.occurrence, {"frequency", "p50"});
   k.range("predict.members", c.predict.members, 0, 10000, "stochastic realizations");
   k.range("predict.plausible_sd", c.predict.plausible_sd, 0, 1e6, "training standard deviations; 0: unchecked");
+  k.range("predict.plausible_ratio", c.predict.plausible_ratio, 0, 1e6, "a factor either way; 0: unchecked");
+  if (c.predict.plausible_ratio > 0 && c.predict.plausible_ratio <= 1)
+    k.fail("predict.plausible_ratio",
+           "is " + num(c.predict.plausible_ratio) + ", must be above 1 (a factor either way; 0: unchecked)");
   k.range("predict.block_days", c.predict.block_days, 0, 1000000, "days per block; 0: about 32 MiB a channel");
   k.one_of("predict.standardize", c.predict.standardize, {"training", "own"});
   if (c.predict.standardize == "own" && c.predict.reference_years.empty())

@@ -572,11 +572,14 @@ int run_predict(const Config& cfg) {
                members > 0 ? ", " + std::to_string(members) + " members" : std::string(), std::min(n, block));
   PrecipitationWriter writer(nc_path, header);
   StochasticPrecipitation draws(members, cfg.predict.seed, shift);
+  double sum = 0, values = 0;  // expected precipitation over the modelled boxes and days, for the plausibility check
   for_each_block([&](size_t first, size_t nb, std::vector<float>& raw) {
     BernoulliGammaParams b = bernoulli_gamma(raw, hw);
     std::vector<float>().swap(raw);  // its values are in `b` now
     const std::vector<float> expected = expected_precipitation(b, shift);
     check_finite(expected, 1, meta, days, first, calendar, "expected precipitation");
+    for (size_t i = 0; i < expected.size(); ++i)
+      if (meta.mask[i % hw]) sum += expected[i], ++values;
     // A first score on the test period: the expected precipitation (the mean squared error's
     // optimum) against each grid box's training climatology. `downscale evaluate` gives the rest.
     if (!new_inputs) add_test_scores(store, box_means, first, nb, expected, score);
@@ -591,6 +594,24 @@ int run_predict(const Config& cfg) {
                   members > 0 ? pr_members.data() : nullptr});
   });
   if (inputs) inputs->report_outliers();
+  {
+    // Never a file of amounts the model could not have meant (predict.plausible_ratio): refused
+    // before the file is renamed into place, so nothing is written.
+    const std::vector<float> obs_means = box_means.empty() ? training_box_means(store) : box_means;
+    double obs_sum = 0, boxes = 0;
+    for (size_t k = 0; k < hw; ++k)
+      if (meta.mask[k] && std::isfinite(obs_means[k])) obs_sum += obs_means[k], ++boxes;
+    const double observed = boxes > 0 ? obs_sum / boxes : NAN, predicted = values > 0 ? sum / values : NAN;
+    const double limit = cfg.predict.plausible_ratio;
+    if (!plausible_precipitation_level(predicted, observed, limit))
+      throw Error(fmt::format(
+          "{}: the predicted expected precipitation averages {:.4g} mm/day over the modelled boxes and days, the "
+          "training observations {:.4g} mm/day: {:.3g} times theirs (beyond a factor {:g} either way, "
+          "predict.plausible_ratio). The model does not reproduce the precipitation's level: see its training loss "
+          "(metrics.csv beside the checkpoint) and whether these predictors are the training ones; a scenario meant "
+          "to lie this far out: raise predict.plausible_ratio (0: unchecked); nothing written",
+          ckpt, predicted, observed, predicted / observed, limit));
+  }
   writer.commit();
   if (new_inputs) {
     spdlog::info("wrote {} ({} days); not scored: predict scores the store's test split only", nc_path, n);

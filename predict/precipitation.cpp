@@ -76,6 +76,13 @@ std::vector<float> StochasticPrecipitation::next(const BernoulliGammaParams& b) 
   return out;
 }
 
+bool plausible_precipitation_level(double predicted_mean, double observed_mean, double limit) {
+  if (limit == 0) return true;
+  if (!(observed_mean > 0)) return false;
+  const double ratio = predicted_mean / observed_mean;
+  return ratio <= limit && ratio >= 1.0 / limit;  // false for NaN
+}
+
 std::vector<float> stochastic_precipitation(const BernoulliGammaParams& b, int members, uint64_t seed, double shift) {
   return StochasticPrecipitation(members, seed, shift).next(b);
 }

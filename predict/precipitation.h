@@ -43,6 +43,15 @@ std::vector<float> stochastic_precipitation(const BernoulliGammaParams& b, int m
 // The same realizations a block of days at a time (predict writes decades that way): each
 // member's generator goes on from where the previous block left it, so consecutive blocks give
 // exactly what one call over all their days gives.
+// Whether a prediction's mean precipitation over its modelled boxes and days (`predicted_mean`)
+// is a plausible level against the training observations' (`observed_mean`, both mm/day): within
+// a factor `limit` either way. A model whose output biases are off predicts thousands of mm/day,
+// or none at all (p near 0 everywhere); a GCM scenario changes a domain's mean by tens of per cent.
+// predict refuses a prediction outside predict.plausible_ratio (5); limit 0: always plausible.
+// A NaN mean (no modelled value) is not plausible; neither is any prediction against an observed
+// mean of 0 (preprocess refuses a store without a wet day).
+bool plausible_precipitation_level(double predicted_mean, double observed_mean, double limit);
+
 class StochasticPrecipitation {
  public:
   StochasticPrecipitation(int members, uint64_t seed, double shift);

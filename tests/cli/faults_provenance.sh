@@ -10,12 +10,14 @@
 #   3. a NaN in the store's x, or a value 5000 training sd out: train exits 3 naming split,
 #      date and channel;
 #      an inconsistent channels attribute, a format-2 store: refused (exit 3), no crash;
-#   4. NaN weights: predict exits 1 naming a date and point, writes nothing; NaN predictors, or
+#   4. NaN weights: predict exits 1 naming a date and point, writes nothing; output biases that
+#      give thousands of mm/day or none: exit 1 naming both means; NaN predictors, or
 #      3e38 ones, on a day of a later block: exit 3 naming it, nothing left; a diverging learning
 #      rate names epoch and step;
 #   5. a checkpoint of `mpirun -np 2` resumed on one rank: refused (exit 2) naming both global
 #      batches;
 #   6. new predictors far outside the training range: predicted, with a warning (count, worst);
+#      so far out that the precipitation is thousands of mm/day: exit 1, the earlier file kept;
 #   7. a prediction made before the checkpoint was trained again: evaluate exit 3, until predicted again.
 #   usage: faults_provenance.sh <downscale binary> <source dir>
 set -euo pipefail
@@ -169,6 +171,22 @@ with h5py.File('runs/hugex/preprocess/store.h5', 'r+') as f: f['test/x'][200, 1]
 expect 3 "/test/x is 3e+38, more than 1000 training standard deviations from the training mean (no weather is) on 2002-07-20 (row 200), channel" \
   ds predict --set run.dir=runs/hugex --set predict.block_days=32
 [[ -z $(ls -A runs/hugex/predict 2>/dev/null) ]] || { echo "FAIL: left in runs/hugex/predict: $(ls runs/hugex/predict)"; exit 1; }
+# Output biases off (the amounts' log-shape head +8, the wet-day head -8): every value finite,
+# thousands of mm/day or almost none, and written with exit 0 before. Refused naming both means
+# (predict.plausible_ratio, 5); at 0 the check is off and the file is written.
+for head in "1 8 times theirs" "0 -8 times theirs"; do
+  set -- $head
+  rm -rf runs/level && mkdir -p runs/level/preprocess runs/level/train
+  cp runs/demo/preprocess/store.h5 runs/level/preprocess/
+  cp runs/demo/train/checkpoint_best.h5 runs/level/train/
+  $py -c "
+import h5py
+with h5py.File('runs/level/train/checkpoint_best.h5', 'r+') as f: f['weights/head/b'][0, $1, 0, 0] += $2"
+  expect 1 "beyond a factor 5 either way, predict.plausible_ratio" ds predict --set run.dir=runs/level
+  [[ -z $(ls -A runs/level/predict 2>/dev/null) ]] || { echo "FAIL: left in runs/level/predict: $(ls runs/level/predict)"; exit 1; }
+done
+expect 0 "wrote runs/level/predict/precipitation.nc" ds predict --set run.dir=runs/level --set predict.plausible_ratio=0
+expect 2 "key 'predict.plausible_ratio' is 1, must be above 1" ds predict --set run.dir=runs/level --set predict.plausible_ratio=1
 # Divergence: config validation now refuses the learning rates that would blow up (train.learning_rate
 # <= 10), so the weights are blown up instead: resumed from a checkpoint scaled by 1e30, the first
 # step's loss is not finite.
@@ -205,11 +223,23 @@ fi
 
 echo "== 6. new predictors far from the training range"
 copy_fetch far
+cp runs/far/fetch/predictors/ua@850.nc runs/far/ua.nc
+# 30 m/s more wind (16 sd on average): predicted, with both warnings.
+$py -c "
+import netCDF4
+with netCDF4.Dataset('runs/far/fetch/predictors/ua@850.nc', 'a') as d: d['ua'][:] = d['ua'][:] + 30"
+expect 0 "standardized predictor values sit more than 10 standard deviations" \
+  ds predict --set predict.predictors=runs/far/fetch
+# 100 m/s more (54 sd): the network's answer, about 20,000 mm/day, was written with exit 0 after
+# the warnings; now the level is refused (predict.plausible_ratio) and the old file stays.
+before=$(sha256sum runs/demo/predict/precipitation_far.nc)
+cp runs/far/ua.nc runs/far/fetch/predictors/ua@850.nc
 $py -c "
 import netCDF4
 with netCDF4.Dataset('runs/far/fetch/predictors/ua@850.nc', 'a') as d: d['ua'][:] = d['ua'][:] + 100"
-expect 0 "standardized predictor values sit more than 10 standard deviations" \
+expect 1 "times theirs (beyond a factor 5 either way, predict.plausible_ratio)" \
   ds predict --set predict.predictors=runs/far/fetch
+[[ $(sha256sum runs/demo/predict/precipitation_far.nc) == "$before" ]] || { echo "FAIL: precipitation_far.nc replaced"; exit 1; }
 echo "== 7. a prediction older than its checkpoint"
 # Trained again into the same folder (another seed): the prediction of the first model must not be
 # scored as the second's; predicted again, it is.

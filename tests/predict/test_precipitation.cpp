@@ -123,3 +123,20 @@ TEST(Precipitation, StochasticMembersDrawnInBlocksOfDaysEqualOneDraw) {
   EXPECT_GT(wet, 0u);  // the comparison covers wet amounts, not only zeros
 }
 
+
+// predict.plausible_ratio: the prediction's mean level within a factor either way of the training
+// observations', both ends included; NaN (nothing modelled) and a dry training record are not
+// plausible; 0 turns the check off.
+TEST(Precipitation, PlausibleLevelIsWithinTheFactorEitherWay) {
+  EXPECT_TRUE(plausible_precipitation_level(2.5, 2.5, 5));
+  EXPECT_TRUE(plausible_precipitation_level(12.5, 2.5, 5));
+  EXPECT_TRUE(plausible_precipitation_level(0.5, 2.5, 5));
+  EXPECT_FALSE(plausible_precipitation_level(12.6, 2.5, 5));
+  EXPECT_FALSE(plausible_precipitation_level(0.49, 2.5, 5));
+  EXPECT_FALSE(plausible_precipitation_level(6003, 2.586, 5));  // output biases off by 8 (tests/cli/faults_provenance.sh)
+  EXPECT_FALSE(plausible_precipitation_level(0.0, 2.5, 5));
+  EXPECT_FALSE(plausible_precipitation_level(NAN, 2.5, 5));
+  EXPECT_FALSE(plausible_precipitation_level(1.0, 0.0, 5));
+  EXPECT_TRUE(plausible_precipitation_level(12.6, 2.5, 6));
+  EXPECT_TRUE(plausible_precipitation_level(6003, 2.586, 0));
+}
