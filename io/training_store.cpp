@@ -322,17 +322,11 @@ void StoreReader::for_each_block(const std::string& split, Field field,
   const size_t per_day = field == Field::x ? size_t(meta_.C()) * meta_.H() * meta_.W() : size_t(meta_.Hy()) * meta_.Wy();
   const size_t rows = std::max<size_t>(1, block_bytes / (per_day * sizeof(float)));
   // One buffer for every pass (evaluate's linear baseline makes eight over the training x): a
-  // fresh 64 MiB each time cost its zeroing and page faults, about 1 s of a 13 s fit. A pass
-  // started from inside another's `use` gets its own.
-  std::vector<float> own;
-  std::vector<float>& values = block_buffer_busy_ ? own : block_buffer_;
-  const bool outer = !block_buffer_busy_;
-  block_buffer_busy_ = true;
-  struct Release {
-    bool& busy;
-    bool outer;
-    ~Release() { if (outer) busy = false; }
-  } release{block_buffer_busy_, outer};
+  // fresh 64 MiB each time cost its zeroing and page faults, about 1 s of a 13 s fit. Taken for
+  // the pass and put back after it; a pass started inside another's `use` finds it taken and
+  // makes its own, and one that throws frees it.
+  std::vector<float> values;
+  values.swap(block_buffer_);
   for (size_t first = 0; first < n; first += rows) {
     const size_t r = std::min(rows, n - first);
     if (values.size() < r * per_day) values.resize(r * per_day);
@@ -341,6 +335,7 @@ void StoreReader::for_each_block(const std::string& split, Field field,
     else read_y(split, first, r, values.data());
     use(first, r, values.data());
   }
+  block_buffer_.swap(values);
 }
 
 void StoreMeta::set_window_to_output_grid() {

@@ -124,7 +124,6 @@ class StoreReader {
   StoreMeta meta_;
   std::string identity_, content_hash_;
   mutable std::vector<float> block_buffer_;  // for_each_block's, kept between passes
-  mutable bool block_buffer_busy_ = false;
 };
 
 }  // namespace ds

@@ -10,9 +10,17 @@
 #                  here is a path bug the timing normally avoids, not the sanitizer.
 #   plain.txt, memcheck.txt   the test's own lines (which mode, layout, geometry, tensor; a C++
 #                  exception instead of a tolerance miss), with the per-plan `cuda: conv` choices.
-#   algos_plain.txt, algos_memcheck.txt   cuDNN's API log, the algorithm of each convolution call:
-#                  a different (transform) algorithm under the sanitizer is its timing's choice.
+#   plans_plain.txt, plans_memcheck.txt   every plan's cuDNN algorithms (mode, layout, geometry,
+#                  cudnnFind or heuristic), counted (sort | uniq -c), and plans.diff between them:
+#                  other algorithms under the sanitizer are its timing's choice (FFT and
+#                  Winograd, transforms, are allowed in 16 bits).
+#   memcheck_notransforms.txt   the test under memcheck with DOWNSCALE_CUDA_TRANSFORMS=0 (no FFT
+#                  or Winograd): passing here and failing in memcheck.txt is the algorithm the
+#                  timing chose, not memory.
 #   initcheck.txt  reads of device memory nothing wrote.
+#   memcheck_filter.txt   last (the longest): memcheck over gpu_check's whole SANITIZE_FILTER with
+#                  DOWNSCALE_CUDA_BN=kernels, as its sanitize section runs it: the tests before
+#                  this one change what the timing sees. Cut by the caller's timeout, the rest stands.
 set -uo pipefail
 [[ $# -ge 2 ]] || { echo "usage: scripts/sanitize_diag.sh BUNDLE_DIR OUT_DIR [GTEST_NAME]" >&2; exit 2; }
 bundle=$(cd "$1" && pwd) out=$2 t=${3:-ModelCuda.Bf16Fp16FusedCastsWithReluMatchCpu}
@@ -29,18 +37,27 @@ for v in DOWNSCALE_DIAG_DEFAULTS=1 DOWNSCALE_CUDA_NARROW=0 DOWNSCALE_CUDA_NARROW
   env "$v" timeout 120 bash -c "$(declare -f test_model); bundle='$bundle' t='$t' test_model" 2>&1 | grep -E -A3 "$keep"
 done > "$out/switches.txt"
 
-for mode in plain memcheck; do
-  sanitizer=()
-  [[ $mode == memcheck ]] && sanitizer=("$cs" --tool memcheck)
-  rm -f "/tmp/cudnn_$mode.log"
-  CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG="/tmp/cudnn_$mode.log" timeout 240 \
+for mode in plain memcheck notransforms; do
+  sanitizer=() switch=DOWNSCALE_DIAG_DEFAULTS=1
+  [[ $mode != plain ]] && sanitizer=("$cs" --tool memcheck)
+  [[ $mode == notransforms ]] && switch=DOWNSCALE_CUDA_TRANSFORMS=0
+  env "$switch" timeout 240 \
     bash -c "$(declare -f test_model); bundle='$bundle' t='$t' test_model ${sanitizer[*]}" > "/tmp/diag_$mode.txt" 2>&1
   echo "exit $?" >> "/tmp/diag_$mode.txt"
-  grep -E -A3 "$keep|^=========|^exit " "/tmp/diag_$mode.txt" | tail -c 30000 > "$out/$mode.txt"
-  # cuDNN 9's API log: each call's name, then its arguments (the algorithm among them).
-  grep -E -A40 'function cudnnConvolution(Forward|BackwardData|BackwardFilter)\(' "/tmp/cudnn_$mode.log" 2>/dev/null |
-    grep -E 'function cudnnConvolution|algo' | tail -c 30000 > "$out/algos_$mode.txt"
+  name=$mode
+  [[ $mode == notransforms ]] && name=memcheck_notransforms
+  # The test's own lines first (which mode, layout, tensor, how far off), then what is left of the
+  # per-plan lines, which the plan counts below hold whole.
+  { grep -E -A3 "Failure|exception|what\(\)|worst error|OK \]|FAILED|SKIPPED|^=========|^exit " "/tmp/diag_$mode.txt"
+    grep -E "cuda: conv" "/tmp/diag_$mode.txt" | grep -v "cuDNN algorithms in"; } | head -c 30000 > "$out/$name.txt"
+  grep -E "cuDNN algorithms in" "/tmp/diag_$mode.txt" | sort | uniq -c > "$out/plans_$mode.txt"
 done
+diff "$out/plans_plain.txt" "$out/plans_memcheck.txt" > "$out/plans.diff" && echo "the same plans" > "$out/plans.diff"
 timeout 240 bash -c "$(declare -f test_model); bundle='$bundle' t='$t' test_model $cs --tool initcheck" 2>&1 |
   grep -E -A6 "$keep|^=========" | tail -c 30000 > "$out/initcheck.txt"
+filter=${SANITIZE_FILTER:-$(grep -o 'filter=${SANITIZE_FILTER:-[^}]*' "$(dirname "$0")/gpu_check.sh" | cut -d- -f2-)}
+DOWNSCALE_REQUIRE_GPU=1 DOWNSCALE_CUDA_BN=kernels timeout 300 "$bundle/bin/env.sh" "$cs" --tool memcheck \
+  "$bundle/bin/test_model" --gtest_filter="$filter" > /tmp/diag_filter.txt 2>&1
+echo "exit $?" >> /tmp/diag_filter.txt
+grep -E -A3 "Failure|exception|what\(\)|FAILED|^=========|^exit " /tmp/diag_filter.txt | head -c 30000 > "$out/memcheck_filter.txt"
 echo "sanitize_diag.sh: wrote $(ls "$out" | tr '\n' ' ')in $out"

@@ -74,6 +74,12 @@ CudaBackend::CudaBackend(int device)
       throw Error("DOWNSCALE_CUDA_ACTIVATIONS16 is '" + v + "', expected 1 (16-bit activations) or 0 (the default)");
     act16_ = v == "1";
   }
+  if (const char* t = std::getenv("DOWNSCALE_CUDA_TRANSFORMS")) {
+    const std::string v = t;
+    if (v != "0" && v != "1" && !v.empty())
+      throw Error("DOWNSCALE_CUDA_TRANSFORMS is '" + v + "', expected 0 (no FFT or Winograd algorithm) or 1 (the default)");
+    transforms_ = v != "0";
+  }
   if (const char* t = std::getenv("DOWNSCALE_CUDA_PASS_TIMES")) pass_times_ = std::string(t) == "1";
   if (const char* l = std::getenv("DOWNSCALE_CUDA_LANES")) {
     const std::string v = l;

@@ -381,6 +381,10 @@ class CudaBackend : public Backend {
   // DOWNSCALE_CUDA_FUSE16=0: the 16-bit paths cast each operand and result in a pass of its own
   // (as before 2026-11-23's fusions) instead of inside the kernels around the convolution.
   bool fuse16_ = true;
+  // DOWNSCALE_CUDA_TRANSFORMS=0: no FFT or Winograd algorithm in any mode (FP32 never takes them).
+  // A diagnosis switch: a 16-bit test that fails only when timings shift (under compute-sanitizer)
+  // and passes with it set failed on the algorithm its timing chose, not on a memory bug.
+  bool transforms_ = true;
   bool act16_ = false;  // DOWNSCALE_CUDA_ACTIVATIONS16=1 (activation_dtype)
   int sm_count_ = 0;  // multiprocessors, asked on first use
   int* d_flag_ = nullptr;  // all_finite's answer

@@ -71,12 +71,13 @@ bool transform_algorithm(cudnnConvolutionBwdFilterAlgo_t a) {
 
 template <typename Perf>
 std::vector<ConvChoice> usable_choices(const Perf* perf, int n, bool fma_first, bool fma_only, size_t max_workspace,
-                                       bool timed) {
+                                       bool timed, bool no_transforms) {
   std::vector<ConvChoice> first, rest;  // FP32 mode: FMA math, then the others; else one list
   const bool fp32 = fma_first || fma_only;
   for (int i = 0; i < n; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > max_workspace ||
-        perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION || (fp32 && transform_algorithm(perf[i].algo)))
+        perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ||
+        ((fp32 || no_transforms) && transform_algorithm(perf[i].algo)))
       continue;
     const bool later = (fma_first || fma_only) && perf[i].mathType != CUDNN_FMA_MATH;
     (later ? rest : first).push_back(ConvChoice{int(perf[i].algo), int(perf[i].mathType), perf[i].memory, timed});
@@ -197,15 +198,15 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   DS_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p->x, p->w, p->conv[kFwdPass], p->y,
                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd));
-  heuristic[kFwdPass] = usable_choices(fwd, got, fp32, false, kMaxWorkspace, false);
+  heuristic[kFwdPass] = usable_choices(fwd, got, fp32, false, kMaxWorkspace, false, !transforms_);
   cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
   DS_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, p->w, p->y, p->conv[kFwdPass], p->x,
                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd));
-  heuristic[kDataPass] = usable_choices(bd, got, fp32, false, kMaxWorkspace, false);
+  heuristic[kDataPass] = usable_choices(bd, got, fp32, false, kMaxWorkspace, false, !transforms_);
   cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   DS_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, p->x, p->y, p->conv[kFwdPass], p->w,
                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf));
-  heuristic[kFilterPass] = usable_choices(bf, got, fp32, false, kMaxWorkspace, false);
+  heuristic[kFilterPass] = usable_choices(bf, got, fp32, false, kMaxWorkspace, false, !transforms_);
 
   // The plan is cached either way, so Find runs once per shape and mode.
   std::vector<ConvChoice> found[3];
@@ -217,6 +218,18 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
     p->untried[k].assign(all.begin() + 1, all.end());
   }
   p->desc = d;
+  // Which algorithm each pass runs, once per plan: a tolerance miss in a parity test can then be
+  // told from the log (a transform algorithm in 16 bits; another choice under the sanitizer).
+  {
+    const char* const names[3] = {"fwd", "data", "filter"};  // indexed by ConvPass
+    static const char* const modes[] = {"tf32", "fp32", "bf16", "fp16"};
+    std::string algos = std::string("cuDNN algorithms in ") + modes[int(math_)] +
+                        (h16 ? (nhwc_ ? " nhwc" : " nchw") : "") + " (" + (p->timed ? "cudnnFind" : "heuristic") + ")";
+    for (int k = 0; k < 3; ++k)
+      algos += std::string(k ? ", " : " ") + names[k] + " " + std::to_string(p->use[k].algo) + " math " +
+               std::to_string(p->use[k].math);
+    conv_note(d, algos + (transforms_ ? "" : "; DOWNSCALE_CUDA_TRANSFORMS=0"));
+  }
 
   auto& ref = *p;
   plans_.emplace(key, std::move(p));
@@ -311,17 +324,17 @@ bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p, std::vector<Co
     cudnnConvolutionDescriptor_t conv = p.conv[kFwdPass];  // the requested mode's math type
     if (cudnnFindConvolutionForwardAlgorithmEx(cudnn_, p.x, x, p.w, w, conv, p.y, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                                                &got, fwd, ws, find_ws) == CUDNN_STATUS_SUCCESS)
-      found[kFwdPass] = usable_choices(fwd, got, fma_only, fma_only, find_ws, true);
+      found[kFwdPass] = usable_choices(fwd, got, fma_only, fma_only, find_ws, true, !transforms_);
     if (!found[kFwdPass].empty() &&
         cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn_, p.w, w, p.y, y, conv, p.x, x,
                                                     CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd, ws,
                                                     find_ws) == CUDNN_STATUS_SUCCESS)
-      found[kDataPass] = usable_choices(bd, got, fma_only, fma_only, find_ws, true);
+      found[kDataPass] = usable_choices(bd, got, fma_only, fma_only, find_ws, true, !transforms_);
     if (!found[kDataPass].empty() &&
         cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn_, p.x, x, p.y, y, conv, p.w, w,
                                                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf, ws,
                                                       find_ws) == CUDNN_STATUS_SUCCESS)
-      found[kFilterPass] = usable_choices(bf, got, fma_only, fma_only, find_ws, true);
+      found[kFilterPass] = usable_choices(bf, got, fma_only, fma_only, find_ws, true, !transforms_);
     ok = !found[kFwdPass].empty() && !found[kDataPass].empty() && !found[kFilterPass].empty();
   } catch (const Error&) {
     ok = false;  // out of memory for the scratch: the heuristic's ranking stands
