@@ -36,7 +36,7 @@ namespace {
 }  // namespace
 
 void check_sane_rows(const StoreReader& store, const std::string& split, const std::vector<size_t>& rows,
-                       const float* x, const float* y) {
+                     const float* x, const float* y) {
   const auto& m = store.meta();
   const size_t xs = size_t(m.C()) * m.H() * m.W(), ys = size_t(m.Hy()) * m.Wy();
   // One pass on the host: a NaN or Inf in the store (a bit flip, an edited file) would otherwise

@@ -23,7 +23,7 @@ constexpr float kImpossibleStandardized = 1000;
 // impossible value (kImpossibleStandardized) in x, or Inf in y (y is NaN where not observed,
 // never infinite).
 void check_sane_rows(const StoreReader& store, const std::string& split, const std::vector<size_t>& rows,
-                       const float* x, const float* y);
+                     const float* x, const float* y);
 
 // The same check of x alone for the consecutive rows [first, first + n): predict's reads of the
 // test split and of the training days its wet-day thresholds need; evaluate's linear baseline.

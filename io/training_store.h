@@ -123,7 +123,9 @@ class StoreReader {
   H5File file_;
   StoreMeta meta_;
   std::string identity_, content_hash_;
-  mutable std::vector<float> block_buffer_;  // for_each_block's, kept between passes
+  // for_each_block's, kept between passes (up to block_bytes for the reader's life); so
+  // for_each_block is for one thread at a time, as every caller uses it.
+  mutable std::vector<float> block_buffer_;
 };
 
 }  // namespace ds

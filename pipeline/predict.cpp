@@ -148,6 +148,46 @@ void check_finite(const std::vector<float>& values, int channels, const StoreMet
   }
 }
 
+// predict.plausible_ratio: never a file of amounts the model could not have meant. The training
+// observations' monthly means over the modelled boxes, weighted by the predicted days of each
+// month, against the prediction's mean; refused (exit 1) before the file is renamed into place,
+// so nothing is written. Fewer than 90 predicted days in the training months only warn: a
+// case study's few days may lie far from any month's mean. `predictors`: the new predictors'
+// folder, empty for the store's test split.
+void check_precipitation_level(const StoreReader& store, PrecipitationLevel& level, const Config& cfg,
+                               const std::string& ckpt, const std::string& predictors) {
+  const double limit = cfg.predict.plausible_ratio;
+  if (limit == 0) return;
+  const StoreMeta& meta = store.meta();
+  const std::vector<int64_t> train_days = store.read_time("train");
+  const Calendar cal = parse_calendar(meta.calendar, store.path());
+  std::vector<int> months;
+  store.for_each_block("train", StoreReader::Field::obs, [&](size_t first, size_t r, const float* obs) {
+    months.resize(r);
+    for (size_t d = 0; d < r; ++d) months[d] = date_from_days(train_days[first + d], cal).month;
+    level.add_observed(obs, r, months.data(), meta.mask, meta.wet_threshold);
+  });
+  // No predicted day in a month the training held: nothing to compare (predict has warned of the
+  // months the model never trained on).
+  if (level.predicted_days() == 0) return;
+  const double predicted = level.predicted_mean(), reference = level.reference_mean();
+  if (plausible_precipitation_level(predicted, reference, limit)) return;
+  const std::string what = fmt::format(
+      "{} on {}: the predicted expected precipitation averages {:.4g} mm/day over the modelled boxes and {} days, "
+      "the training observations {:.4g} mm/day in the same months: {:.3g} times theirs (beyond a factor {:g} either "
+      "way, predict.plausible_ratio)",
+      ckpt, predictors.empty() ? "the store's test split" : predictors, predicted, level.predicted_days(), reference,
+      predicted / reference, limit);
+  if (level.predicted_days() < 90) {
+    spdlog::warn("{}; not refused for fewer than 90 days, which may lie far from their months' mean", what);
+    return;
+  }
+  throw Error(what + ". The model does not reproduce the precipitation's level: see its training loss (metrics.csv "
+                     "beside the checkpoint) and whether these predictors are the training ones (variables, levels, "
+                     "units); a scenario meant to lie this far out: raise predict.plausible_ratio (0: unchecked); "
+                     "nothing written");
+}
+
 // train.device_check (train/device_check.h): the forward of the first batch, and of the last
 // where it is smaller (plans are per shape), on this backend against the CPU's, before anything
 // is predicted; auto: on a GPU.
@@ -572,14 +612,17 @@ int run_predict(const Config& cfg) {
                members > 0 ? ", " + std::to_string(members) + " members" : std::string(), std::min(n, block));
   PrecipitationWriter writer(nc_path, header);
   StochasticPrecipitation draws(members, cfg.predict.seed, shift);
-  double sum = 0, values = 0;  // expected precipitation over the modelled boxes and days, for the plausibility check
+  PrecipitationLevel level;  // predict.plausible_ratio's two means, month by month
+  const Calendar cal = parse_calendar(calendar, "predict");
+  std::vector<int> months;
   for_each_block([&](size_t first, size_t nb, std::vector<float>& raw) {
     BernoulliGammaParams b = bernoulli_gamma(raw, hw);
     std::vector<float>().swap(raw);  // its values are in `b` now
     const std::vector<float> expected = expected_precipitation(b, shift);
     check_finite(expected, 1, meta, days, first, calendar, "expected precipitation");
-    for (size_t i = 0; i < expected.size(); ++i)
-      if (meta.mask[i % hw]) sum += expected[i], ++values;
+    months.resize(nb);
+    for (size_t d = 0; d < nb; ++d) months[d] = date_from_days(days[first + d], cal).month;
+    level.add_predicted(expected.data(), nb, months.data(), meta.mask);
     // A first score on the test period: the expected precipitation (the mean squared error's
     // optimum) against each grid box's training climatology. `downscale evaluate` gives the rest.
     if (!new_inputs) add_test_scores(store, box_means, first, nb, expected, score);
@@ -594,24 +637,7 @@ int run_predict(const Config& cfg) {
                   members > 0 ? pr_members.data() : nullptr});
   });
   if (inputs) inputs->report_outliers();
-  {
-    // Never a file of amounts the model could not have meant (predict.plausible_ratio): refused
-    // before the file is renamed into place, so nothing is written.
-    const std::vector<float> obs_means = box_means.empty() ? training_box_means(store) : box_means;
-    double obs_sum = 0, boxes = 0;
-    for (size_t k = 0; k < hw; ++k)
-      if (meta.mask[k] && std::isfinite(obs_means[k])) obs_sum += obs_means[k], ++boxes;
-    const double observed = boxes > 0 ? obs_sum / boxes : NAN, predicted = values > 0 ? sum / values : NAN;
-    const double limit = cfg.predict.plausible_ratio;
-    if (!plausible_precipitation_level(predicted, observed, limit))
-      throw Error(fmt::format(
-          "{}: the predicted expected precipitation averages {:.4g} mm/day over the modelled boxes and days, the "
-          "training observations {:.4g} mm/day: {:.3g} times theirs (beyond a factor {:g} either way, "
-          "predict.plausible_ratio). The model does not reproduce the precipitation's level: see its training loss "
-          "(metrics.csv beside the checkpoint) and whether these predictors are the training ones; a scenario meant "
-          "to lie this far out: raise predict.plausible_ratio (0: unchecked); nothing written",
-          ckpt, predicted, observed, predicted / observed, limit));
-  }
+  check_precipitation_level(store, level, cfg, ckpt, new_inputs ? predictors_folder(cfg.predict.predictors) : "");
   writer.commit();
   if (new_inputs) {
     spdlog::info("wrote {} ({} days); not scored: predict scores the store's test split only", nc_path, n);

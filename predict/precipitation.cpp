@@ -83,6 +83,54 @@ bool plausible_precipitation_level(double predicted_mean, double observed_mean, 
   return ratio <= limit && ratio >= 1.0 / limit;  // false for NaN
 }
 
+void PrecipitationLevel::add_observed(const float* obs, size_t ndays, const int* months, const std::vector<uint8_t>& mask,
+                                      double wet_threshold) {
+  const size_t np = mask.size();
+  for (size_t d = 0; d < ndays; ++d) {
+    Sums& s = observed_[months[d]];
+    ++s.days;
+    for (size_t k = 0; k < np; ++k) {
+      const float v = obs[d * np + k];
+      if (!mask[k] || !std::isfinite(v)) continue;
+      s.sum += v >= wet_threshold ? v : 0.0;
+      ++s.values;
+    }
+  }
+}
+
+void PrecipitationLevel::add_predicted(const float* expected, size_t ndays, const int* months,
+                                       const std::vector<uint8_t>& mask) {
+  const size_t np = mask.size();
+  for (size_t d = 0; d < ndays; ++d) {
+    Sums& s = predicted_[months[d]];
+    ++s.days;
+    for (size_t k = 0; k < np; ++k)
+      if (mask[k] && std::isfinite(expected[d * np + k])) s.sum += expected[d * np + k], ++s.values;
+  }
+}
+
+double PrecipitationLevel::predicted_mean() const {
+  double sum = 0, values = 0;
+  for (int m = 1; m <= 12; ++m)
+    if (observed_[m].values > 0) sum += predicted_[m].sum, values += predicted_[m].values;
+  return values > 0 ? sum / values : NAN;
+}
+
+double PrecipitationLevel::reference_mean() const {
+  double sum = 0, days = 0;
+  for (int m = 1; m <= 12; ++m)
+    if (observed_[m].values > 0 && predicted_[m].values > 0)
+      sum += double(predicted_[m].days) * observed_[m].sum / observed_[m].values, days += double(predicted_[m].days);
+  return days > 0 ? sum / days : NAN;
+}
+
+size_t PrecipitationLevel::predicted_days() const {
+  size_t days = 0;
+  for (int m = 1; m <= 12; ++m)
+    if (observed_[m].values > 0) days += predicted_[m].days;
+  return days;
+}
+
 std::vector<float> stochastic_precipitation(const BernoulliGammaParams& b, int members, uint64_t seed, double shift) {
   return StochasticPrecipitation(members, seed, shift).next(b);
 }

@@ -40,9 +40,6 @@ std::vector<float> expected_precipitation(const BernoulliGammaParams& b, double 
 // seeded from (seed, m), so adding members leaves the earlier ones unchanged.
 std::vector<float> stochastic_precipitation(const BernoulliGammaParams& b, int members, uint64_t seed, double shift);
 
-// The same realizations a block of days at a time (predict writes decades that way): each
-// member's generator goes on from where the previous block left it, so consecutive blocks give
-// exactly what one call over all their days gives.
 // Whether a prediction's mean precipitation over its modelled boxes and days (`predicted_mean`)
 // is a plausible level against the training observations' (`observed_mean`, both mm/day): within
 // a factor `limit` either way. A model whose output biases are off predicts thousands of mm/day,
@@ -52,6 +49,34 @@ std::vector<float> stochastic_precipitation(const BernoulliGammaParams& b, int m
 // mean of 0 (preprocess refuses a store without a wet day).
 bool plausible_precipitation_level(double predicted_mean, double observed_mean, double limit);
 
+// The two means plausible_precipitation_level compares, month by month: a model trained on the
+// whole year and given a dry season's days (a Sahel DJF run) predicts a fraction of the annual
+// mean, rightly. Sums over the modelled boxes (mask) of days in calendar month 1..12.
+class PrecipitationLevel {
+ public:
+  // Observed training values (ndays x npoints, mm/day), NaN where not observed; amounts below
+  // `wet_threshold` count as 0, as the expected precipitation p (alpha beta + threshold) counts them.
+  void add_observed(const float* obs, size_t ndays, const int* months, const std::vector<uint8_t>& mask,
+                    double wet_threshold);
+  // Predicted expected precipitation (ndays x npoints, mm/day).
+  void add_predicted(const float* expected, size_t ndays, const int* months, const std::vector<uint8_t>& mask);
+  // Over the months both hold: the predicted mean, and the observed reference with each month's
+  // mean weighted by its predicted days. NaN when they share no month.
+  double predicted_mean() const;
+  double reference_mean() const;
+  size_t predicted_days() const;  // in those months
+
+ private:
+  struct Sums {
+    double sum = 0, values = 0;
+    size_t days = 0;
+  };
+  Sums observed_[13], predicted_[13];  // by calendar month, [0] unused
+};
+
+// The same realizations a block of days at a time (predict writes decades that way): each
+// member's generator goes on from where the previous block left it, so consecutive blocks give
+// exactly what one call over all their days gives.
 class StochasticPrecipitation {
  public:
   StochasticPrecipitation(int members, uint64_t seed, double shift);

@@ -17,6 +17,7 @@
 #include "io/fetch_manifest.h"
 #include "io/log.h"
 #include "io/stop_signal.h"
+#include "io/store_checks.h"
 #include "io/training_store.h"
 #include "preprocess/fetch_request.h"
 #include "preprocess/fetched_field.h"
@@ -381,8 +382,20 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
             float* dst = &x[(t * C + c) * HW];
             std::copy(out.begin() + t * HW, out.begin() + (t + 1) * HW, dst);
             // climatology fill: a box still missing takes the training mean, 0 once standardized.
-            for (size_t k = 0; k < HW; ++k)
+            for (size_t k = 0; k < HW; ++k) {
               if (!std::isfinite(dst[k])) dst[k] = 0.0f;
+              // Every stage that reads the store refuses such a value (io/store_checks.h); say why
+              // here, where rebuilding would not help: a box almost constant over the training
+              // days, so a small departure is thousands of its standard deviations.
+              if (std::fabs(dst[k]) > kImpossibleStandardized)
+                throw InputError(fmt::format(
+                    "{} on {} at lat {:g}, lon {:g}: {:g} standard deviations from its training mean {:g} (sd {:g}), "
+                    "more than {:g}: the field hardly varies there over the training days; standardize per field "
+                    "(preprocess.standardize: field) or leave it out (nothing written)",
+                    ch.file->where(), to_string(date_from_days(dates.split_days[s][a + t], calendar)),
+                    xgrid.lat[k / xgrid.lon.size()], xgrid.lon[k % xgrid.lon.size()], dst[k], ch.stats.mean[k],
+                    ch.stats.sd[k], kImpossibleStandardized));
+            }
           }
         }
         read_obs(slice(obs_index[s], a, b), yv);

@@ -10,8 +10,8 @@
 #include "io/calendar.h"
 #include "io/error.h"
 #include "io/fetch_manifest.h"
-#include "io/store_checks.h"
 #include "io/netcdf_file.h"
+#include "io/store_checks.h"
 #include "preprocess/fetched_field.h"
 #include "preprocess/fill.h"
 #include "preprocess/sample_dates.h"
@@ -253,9 +253,9 @@ void NewPredictors::impossible(size_t c, size_t day, size_t point, float z) cons
   const Channel& ch = channels_[c];
   const size_t W = meta_.predictor_lon.size();
   throw InputError(fmt::format(
-      "{}: {} on {} at lat {:g}, lon {:g} is {:g} training standard deviations from the training mean once "
-      "standardized (more than {:g}, which no weather is): the file holds another variable, level or unit than "
-      "the store's {}; nothing written",
+      "{}: {} on {} at lat {:g}, lon {:g} is {:g} standard deviations from the mean it is standardized with "
+      "(more than {:g}, which no weather is): the file holds another variable, level or unit than the store's {}; "
+      "nothing written",
       ch.file->path(), ch.file->variable(), to_string(date_from_days(days_[day], parse_calendar(calendar_, "new predictors"))),
       meta_.predictor_lat[point / W], meta_.predictor_lon[point % W], z, kImpossibleStandardized, meta_.channels.at(c)));
 }

@@ -10,9 +10,11 @@
 #                  here is a path bug the timing normally avoids, not the sanitizer.
 #   plain.txt, memcheck.txt   the test's own lines (which mode, layout, geometry, tensor; a C++
 #                  exception instead of a tolerance miss), with the per-plan `cuda: conv` choices.
-#   plans_plain.txt, plans_memcheck.txt   every plan's cuDNN algorithms (mode, layout, geometry,
-#                  cudnnFind or heuristic), counted (sort | uniq -c), and plans.diff between them:
-#                  other algorithms under the sanitizer are its timing's choice (FFT and
+#   plans_plain.txt, plans_memcheck.txt, plans_notransforms.txt   every plan's choices, counted
+#                  (sort | uniq -c): its cuDNN algorithms (mode, layout, geometry, cudnnFind or
+#                  heuristic) and the later timed ones (narrow kernels, GEMM weight gradient, a
+#                  refused algorithm's replacement), their milliseconds left out; plans.diff between
+#                  plain and memcheck: other choices under the sanitizer are its timing's (FFT and
 #                  Winograd, transforms, are allowed in 16 bits).
 #   memcheck_notransforms.txt   the test under memcheck with DOWNSCALE_CUDA_TRANSFORMS=0 (no FFT
 #                  or Winograd): passing here and failing in memcheck.txt is the algorithm the
@@ -50,13 +52,17 @@ for mode in plain memcheck notransforms; do
   # per-plan lines, which the plan counts below hold whole.
   { grep -E -A3 "Failure|exception|what\(\)|worst error|OK \]|FAILED|SKIPPED|^=========|^exit " "/tmp/diag_$mode.txt"
     grep -E "cuda: conv" "/tmp/diag_$mode.txt" | grep -v "cuDNN algorithms in"; } | head -c 30000 > "$out/$name.txt"
-  grep -E "cuDNN algorithms in" "/tmp/diag_$mode.txt" | sort | uniq -c > "$out/plans_$mode.txt"
+  grep -E "^cuda: conv" "/tmp/diag_$mode.txt" | sed -E 's/ *\((ms|times)[^)]*\)//g; s/[0-9]+\.[0-9]+ ?ms//g' |
+    sort | uniq -c > "$out/plans_$mode.txt"
 done
 diff "$out/plans_plain.txt" "$out/plans_memcheck.txt" > "$out/plans.diff" && echo "the same plans" > "$out/plans.diff"
 timeout 240 bash -c "$(declare -f test_model); bundle='$bundle' t='$t' test_model $cs --tool initcheck" 2>&1 |
   grep -E -A6 "$keep|^=========" | tail -c 30000 > "$out/initcheck.txt"
 filter=${SANITIZE_FILTER:-$(grep -o 'filter=${SANITIZE_FILTER:-[^}]*' "$(dirname "$0")/gpu_check.sh" | cut -d- -f2-)}
+# An empty filter would run no test and look clean.
+[[ -n $filter ]] || { echo "sanitize_diag.sh: no SANITIZE_FILTER in scripts/gpu_check.sh" >&2; exit 2; }
 DOWNSCALE_REQUIRE_GPU=1 DOWNSCALE_CUDA_BN=kernels timeout 300 "$bundle/bin/env.sh" "$cs" --tool memcheck \
+  --error-exitcode 99 --print-limit 20 \
   "$bundle/bin/test_model" --gtest_filter="$filter" > /tmp/diag_filter.txt 2>&1
 echo "exit $?" >> /tmp/diag_filter.txt
 grep -E -A3 "Failure|exception|what\(\)|FAILED|^=========|^exit " /tmp/diag_filter.txt | head -c 30000 > "$out/memcheck_filter.txt"

@@ -281,7 +281,8 @@ TEST(NewPredictors, AValueNoWeatherReachesIsRefusedNamingDayAndPoint) {
   NewPredictors(d / "far", meta).read(0, days.size(), x.data());
   EXPECT_FLOAT_EQ(x[10 * g.size() + 2], 999.0f);
   const std::string msg = message_of([&] { NewPredictors(d / "absurd", meta).read(0, days.size(), x.data()); });
-  EXPECT_NE(msg.find("predictors/psl.nc: psl on 2000-01-21 at lat 38, lon -8 is -3e+38 training standard deviations"),
+  EXPECT_NE(msg.find("predictors/psl.nc: psl on 2000-01-21 at lat 38, lon -8 is -3e+38 standard deviations from the "
+                     "mean it is standardized with"),
             std::string::npos)
       << msg;
   EXPECT_NE(msg.find("more than 1000"), std::string::npos) << msg;

@@ -140,3 +140,40 @@ TEST(Precipitation, PlausibleLevelIsWithinTheFactorEitherWay) {
   EXPECT_TRUE(plausible_precipitation_level(12.6, 2.5, 6));
   EXPECT_TRUE(plausible_precipitation_level(6003, 2.586, 0));
 }
+
+// The reference is the training observations' mean month by month, weighted by the predicted
+// days: a dry season predicted from a model trained on the whole year is compared with that
+// season (against the annual mean, 1.5 mm/day in July would be 0.14 times it, below a fifth).
+// Amounts under the wet-day threshold count as 0, as the expected precipitation counts them;
+// boxes outside the mask and months the training never held are left out.
+TEST(Precipitation, LevelReferenceIsTheTrainingMeanOfThePredictedMonths) {
+  const std::vector<uint8_t> mask{1, 1, 0};  // the third box is ocean
+  // Training: 2 January days of 20 mm, 2 July days of 1.5 mm and one of 0.5 (under 0.99: 0).
+  const std::vector<float> obs{20, 20, 999, 20, NAN, 999, 1.5f, 1.5f, 999, 1.5f, 1.5f, 999, 0.5f, 0.5f, 999};
+  const std::vector<int> obs_months{1, 1, 7, 7, 7};
+  PrecipitationLevel level;
+  level.add_observed(obs.data(), 5, obs_months.data(), mask, 0.99);
+  // Predicted: 3 July days of 1 mm, and an April day (never trained) of 100 mm.
+  const std::vector<float> pred{1, 1, 999, 1, 1, 999, 1, 1, 999, 100, 100, 999};
+  const std::vector<int> pred_months{7, 7, 7, 4};
+  level.add_predicted(pred.data(), 4, pred_months.data(), mask);
+  EXPECT_DOUBLE_EQ(level.predicted_mean(), 1.0);
+  EXPECT_DOUBLE_EQ(level.reference_mean(), 1.0);  // July: (4 x 1.5 + 2 x 0) / 6 boxes-days
+  EXPECT_EQ(level.predicted_days(), 3u);
+  EXPECT_TRUE(plausible_precipitation_level(level.predicted_mean(), level.reference_mean(), 5));
+
+  // Adding a January day: each month's mean weighted by its predicted days (3 July, 1 January).
+  const std::vector<float> jan{4, 4, 999};
+  const int jan_month = 1;
+  level.add_predicted(jan.data(), 1, &jan_month, mask);
+  EXPECT_DOUBLE_EQ(level.reference_mean(), (3 * 1.0 + 1 * 20.0) / 4);
+  EXPECT_DOUBLE_EQ(level.predicted_mean(), (6 * 1.0 + 2 * 4.0) / 8);
+  EXPECT_EQ(level.predicted_days(), 4u);
+
+  PrecipitationLevel none;  // no shared month
+  none.add_observed(obs.data(), 5, obs_months.data(), mask, 0.99);
+  const int april = 4;
+  none.add_predicted(pred.data() + 9, 1, &april, mask);
+  EXPECT_TRUE(std::isnan(none.reference_mean()));
+  EXPECT_FALSE(plausible_precipitation_level(none.predicted_mean(), none.reference_mean(), 5));
+}
