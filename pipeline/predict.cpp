@@ -16,6 +16,7 @@
 #include <set>
 
 #include "evaluate/baselines.h"
+#include "evaluate/seasons.h"
 #include "io/atomic_file.h"
 #include "io/calendar.h"
 #include "io/command_line.h"
@@ -159,13 +160,9 @@ void check_precipitation_level(const StoreReader& store, PrecipitationLevel& lev
   const double limit = cfg.predict.plausible_ratio;
   if (limit == 0) return;
   const StoreMeta& meta = store.meta();
-  const std::vector<int64_t> train_days = store.read_time("train");
-  const Calendar cal = parse_calendar(meta.calendar, store.path());
-  std::vector<int> months;
+  const std::vector<int> months = months_of(store.read_time("train"), parse_calendar(meta.calendar, store.path()));
   store.for_each_block("train", StoreReader::Field::obs, [&](size_t first, size_t r, const float* obs) {
-    months.resize(r);
-    for (size_t d = 0; d < r; ++d) months[d] = date_from_days(train_days[first + d], cal).month;
-    level.add_observed(obs, r, months.data(), meta.mask, meta.wet_threshold);
+    level.add_observed(obs, r, months.data() + first, meta.mask, meta.wet_threshold);
   });
   // No predicted day in a month the training held: nothing to compare (predict has warned of the
   // months the model never trained on).
@@ -613,16 +610,13 @@ int run_predict(const Config& cfg) {
   PrecipitationWriter writer(nc_path, header);
   StochasticPrecipitation draws(members, cfg.predict.seed, shift);
   PrecipitationLevel level;  // predict.plausible_ratio's two means, month by month
-  const Calendar cal = parse_calendar(calendar, "predict");
-  std::vector<int> months;
+  const std::vector<int> months = months_of(days, parse_calendar(calendar, "predict"));
   for_each_block([&](size_t first, size_t nb, std::vector<float>& raw) {
     BernoulliGammaParams b = bernoulli_gamma(raw, hw);
     std::vector<float>().swap(raw);  // its values are in `b` now
     const std::vector<float> expected = expected_precipitation(b, shift);
     check_finite(expected, 1, meta, days, first, calendar, "expected precipitation");
-    months.resize(nb);
-    for (size_t d = 0; d < nb; ++d) months[d] = date_from_days(days[first + d], cal).month;
-    level.add_predicted(expected.data(), nb, months.data(), meta.mask);
+    level.add_predicted(expected.data(), nb, months.data() + first, meta.mask);
     // A first score on the test period: the expected precipitation (the mean squared error's
     // optimum) against each grid box's training climatology. `downscale evaluate` gives the rest.
     if (!new_inputs) add_test_scores(store, box_means, first, nb, expected, score);

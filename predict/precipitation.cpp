@@ -88,7 +88,6 @@ void PrecipitationLevel::add_observed(const float* obs, size_t ndays, const int*
   const size_t np = mask.size();
   for (size_t d = 0; d < ndays; ++d) {
     Sums& s = observed_[months[d]];
-    ++s.days;
     for (size_t k = 0; k < np; ++k) {
       const float v = obs[d * np + k];
       if (!mask[k] || !std::isfinite(v)) continue;

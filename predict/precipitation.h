@@ -69,7 +69,7 @@ class PrecipitationLevel {
  private:
   struct Sums {
     double sum = 0, values = 0;
-    size_t days = 0;
+    size_t days = 0;  // counted for the predicted days only: the reference weights by them
   };
   Sums observed_[13], predicted_[13];  // by calendar month, [0] unused
 };

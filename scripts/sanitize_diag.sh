@@ -51,7 +51,7 @@ for mode in plain memcheck notransforms; do
   # The test's own lines first (which mode, layout, tensor, how far off), then what is left of the
   # per-plan lines, which the plan counts below hold whole.
   { grep -E -A3 "Failure|exception|what\(\)|worst error|OK \]|FAILED|SKIPPED|^=========|^exit " "/tmp/diag_$mode.txt"
-    grep -E "cuda: conv" "/tmp/diag_$mode.txt" | grep -v "cuDNN algorithms in"; } | head -c 30000 > "$out/$name.txt"
+    grep -E "cuda: conv" "/tmp/diag_$mode.txt" | grep -v "cuDNN plan \["; } | head -c 30000 > "$out/$name.txt"
   grep -E "^cuda: conv" "/tmp/diag_$mode.txt" | sed -E 's/ *\((ms|times)[^)]*\)//g; s/[0-9]+\.[0-9]+ ?ms//g' |
     sort | uniq -c > "$out/plans_$mode.txt"
 done

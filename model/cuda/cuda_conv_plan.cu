@@ -218,21 +218,14 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
     p->untried[k].assign(all.begin() + 1, all.end());
   }
   p->desc = d;
-  // Which algorithm each pass runs, once per plan: a tolerance miss in a parity test can then be
-  // told from the log (a transform algorithm in 16 bits; another choice under the sanitizer).
-  {
-    const char* const names[3] = {"fwd", "data", "filter"};  // indexed by ConvPass
-    static const char* const modes[] = {"tf32", "fp32", "bf16", "fp16"};
-    std::string algos = std::string("cuDNN algorithms in ") + modes[int(math_)] +
-                        (h16 ? (nhwc_ ? " nhwc" : " nchw") : "") + " (" + (p->timed ? "cudnnFind" : "heuristic") + ")";
-    for (int k = 0; k < 3; ++k)
-      algos += std::string(k ? ", " : " ") + names[k] + " " + std::to_string(p->use[k].algo) + " math " +
-               std::to_string(p->use[k].math);
-    conv_note(d, algos + (transforms_ ? "" : "; DOWNSCALE_CUDA_TRANSFORMS=0"));
-  }
 
   auto& ref = *p;
   plans_.emplace(key, std::move(p));
+  // Which algorithm each pass runs, once per plan, in the words an error's context uses (mode,
+  // layout, geometry; algorithm, math and workspace a pass; cudnnFind or heuristic): a tolerance
+  // miss in a parity test can then be told from the log (a transform algorithm in 16 bits;
+  // another choice under the sanitizer).
+  conv_note(d, "cuDNN plan" + conv_context(d) + (transforms_ ? "" : "; DOWNSCALE_CUDA_TRANSFORMS=0"));
   // After the plan is cached: timing runs the passes through conv2d_*, which look it up.
   choose_narrow(d, ref);  // choose_wgrad_gemm waits for the first weight gradient: predict never needs one
   return ref;
