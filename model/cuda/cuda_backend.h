@@ -445,6 +445,8 @@ inline int plane_blocks(int64_t planes) { return int(planes < 65535 ? planes : 6
 
 // One stderr line about a convolution geometry: "cuda: conv CxHxWxK -> O channels: <what>", the
 // form gpu_check.sh reads back (which passes left cuDNN, refusals, the weight-gradient choice).
+// Info: a -q run (plugin_info_shown() false) prints none of them.
+bool plugin_info_shown();  // model/cuda/plugin_log.cpp
 void conv_note(const ConvDesc& d, const std::string& what);
 
 // Zero-padding copy and its inverse for convolutions whose padding cuDNN cannot express.

@@ -104,6 +104,7 @@ size_t workspace_needed(size_t ranked, cudnnStatus_t query, size_t asked) {
 }  // namespace
 
 void conv_note(const ConvDesc& d, const std::string& what) {
+  if (!plugin_info_shown()) return;
   std::fprintf(stderr, "cuda: conv %dx%dx%dx%d -> %d channels: %s\n", d.in.c, d.in.h, d.in.w, d.kh, d.out_c,
                what.c_str());
 }
