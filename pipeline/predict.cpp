@@ -149,21 +149,38 @@ void check_finite(const std::vector<float>& values, int channels, const StoreMet
   }
 }
 
-// predict.plausible_ratio: never a file of amounts the model could not have meant. The training
-// observations' monthly means over the modelled boxes, weighted by the predicted days of each
-// month, against the prediction's mean; refused (exit 1) before the file is renamed into place,
-// so nothing is written. Fewer than 90 predicted days in the training months only warn: a
-// case study's few days may lie far from any month's mean. `predictors`: the new predictors'
-// folder, empty for the store's test split.
-void check_precipitation_level(const StoreReader& store, PrecipitationLevel& level, const Config& cfg,
-                               const std::string& ckpt, const std::string& predictors) {
-  const double limit = cfg.predict.plausible_ratio;
-  if (limit == 0) return;
+// Days after which predict.plausible_ratio and plausible_sd are first checked, while the rest is
+// still to come: a year over a domain lies far inside a factor 5 (or 5 sd of the domain mean) of
+// its months' climatology unless the model is broken, and a broken model should not hold a node
+// for a 95-year GCM run before saying so. The whole prediction is checked again at the end.
+constexpr size_t kEarlyLevelDays = 365;
+
+// "" at the end; ", after the first N of M days" for the early check.
+std::string level_stage(size_t done, size_t n) {
+  return done < n ? fmt::format(" (after the first {} of {} days; the rest was not predicted)", done, n) : "";
+}
+
+// The training observations' monthly sums over the modelled boxes, predict.plausible_ratio's
+// reference; read before the first block so the check can run while the prediction goes on.
+void read_training_level(const StoreReader& store, PrecipitationLevel& level) {
   const StoreMeta& meta = store.meta();
   const std::vector<int> months = months_of(store.read_time("train"), parse_calendar(meta.calendar, store.path()));
   store.for_each_block("train", StoreReader::Field::obs, [&](size_t first, size_t r, const float* obs) {
     level.add_observed(obs, r, months.data() + first, meta.mask, meta.wet_threshold);
   });
+}
+
+// predict.plausible_ratio: never a file of amounts the model could not have meant. The training
+// observations' monthly means over the modelled boxes, weighted by the predicted days of each
+// month, against the prediction's mean; refused (exit 1) before the file is renamed into place,
+// so nothing is written. Fewer than 90 predicted days in the training months only warn: a
+// case study's few days may lie far from any month's mean. `predictors`: the new predictors'
+// folder, empty for the store's test split. `done` of `n` days predicted so far (the early check)
+// or all of them.
+void check_precipitation_level(const PrecipitationLevel& level, const Config& cfg, const std::string& ckpt,
+                               const std::string& predictors, size_t done, size_t n) {
+  const double limit = cfg.predict.plausible_ratio;
+  if (limit == 0) return;
   // No predicted day in a month the training held: nothing to compare (predict has warned of the
   // months the model never trained on).
   if (level.predicted_days() == 0) return;
@@ -172,9 +189,9 @@ void check_precipitation_level(const StoreReader& store, PrecipitationLevel& lev
   const std::string what = fmt::format(
       "{} on {}: the predicted expected precipitation averages {:.4g} mm/day over the modelled boxes and {} days, "
       "the training observations {:.4g} mm/day in the same months: {:.3g} times theirs (beyond a factor {:g} either "
-      "way, predict.plausible_ratio)",
+      "way, predict.plausible_ratio){}",
       ckpt, predictors.empty() ? "the store's test split" : predictors, predicted, level.predicted_days(), reference,
-      predicted / reference, limit);
+      predicted / reference, limit, level_stage(done, n));
   if (level.predicted_days() < 90) {
     spdlog::warn("{}; not refused for fewer than 90 days, which may lie far from their months' mean", what);
     return;
@@ -523,35 +540,43 @@ int run_predict(const Config& cfg) {
     spdlog::info("writing {} ({} days, {} a block)", nc_path, n, std::min(n, block));
     PredictandWriter writer(nc_path, header, gaussian);
     double sum = 0, values = 0;  // over the modelled boxes and days, for the plausibility check
+    // Never a file of values the model could not have meant (continuous.h, predict.plausible_sd):
+    // refused before the file is renamed into place, so nothing is written; checked once early
+    // (kEarlyLevelDays) and at the end.
+    const double limit = cfg.predict.plausible_sd;
+    const TargetClimatology clim = limit > 0 ? training_climatology(store) : TargetClimatology{};
+    const auto check_level = [&](size_t done) {
+      if (limit <= 0) return;
+      const double sd = std::sqrt(clim.domain_var);
+      const double predicted = values > 0 ? sum / values : NAN;
+      const double away = departure_in_sd(predicted, clim.domain_mean, sd);
+      if (!(away <= limit))
+        throw Error(fmt::format(
+            "{}: the predicted {} averages {:.4g} {} over the modelled boxes and days, the training observations "
+            "{:.4g} {} (sd {:.3g}): {:.0f} standard deviations apart (more than {:g}, predict.plausible_sd){}. The "
+            "model does not reproduce the predictand's level: see its training loss (metrics.csv beside the "
+            "checkpoint) and whether these predictors are the training ones; a scenario meant to lie this far out: "
+            "raise predict.plausible_sd (0: unchecked); nothing written",
+            ckpt, meta.predictand, predicted, meta.predictand_units, clim.domain_mean, meta.predictand_units, sd, away,
+            limit, level_stage(done, n)));
+    };
+    bool checked_early = false;
     for_each_block([&](size_t first, size_t nb, std::vector<float>& raw) {
       ContinuousPrediction pred = continuous_prediction(raw, size_t(channels), hw, meta.mask);
       std::vector<float>().swap(raw);
       for (float v : pred.mean)
         if (std::isfinite(v)) sum += v, ++values;
+      if (!checked_early && first + nb >= kEarlyLevelDays && first + nb < n) {
+        checked_early = true;
+        check_level(first + nb);
+      }
       if (!new_inputs) add_test_scores(store, box_means, first, nb, pred.mean, score);
       const std::vector<float> mean = crop_to_window(std::move(pred.mean), win);
       const std::vector<float> sd = gaussian ? crop_to_window(std::move(pred.sd), win) : std::vector<float>();
       writer.write(nb, mean.data(), gaussian ? sd.data() : nullptr);
     });
     if (inputs) inputs->report_outliers();
-    {
-      // Never a file of values the model could not have meant (continuous.h, predict.plausible_sd):
-      // refused before the file is renamed into place, so nothing is written.
-      const double limit = cfg.predict.plausible_sd;
-      const TargetClimatology clim = training_climatology(store);
-      const double sd = std::sqrt(clim.domain_var);
-      const double predicted = values > 0 ? sum / values : NAN;
-      const double away = departure_in_sd(predicted, clim.domain_mean, sd);
-      if (limit > 0 && !(away <= limit))
-        throw Error(fmt::format(
-            "{}: the predicted {} averages {:.4g} {} over the modelled boxes and days, the training observations "
-            "{:.4g} {} (sd {:.3g}): {:.0f} standard deviations apart (more than {:g}, predict.plausible_sd). The model "
-            "does not reproduce the predictand's level: see its training loss (metrics.csv beside the checkpoint) and "
-            "whether these predictors are the training ones; a scenario meant to lie this far out: raise "
-            "predict.plausible_sd (0: unchecked); nothing written",
-            ckpt, meta.predictand, predicted, meta.predictand_units, clim.domain_mean, meta.predictand_units, sd, away,
-            limit));
-    }
+    check_level(n);
     writer.commit();
     if (new_inputs) {
       spdlog::info("wrote {} ({} days); not scored: predict scores the store's test split only", nc_path, n);
@@ -610,13 +635,20 @@ int run_predict(const Config& cfg) {
   PrecipitationWriter writer(nc_path, header);
   StochasticPrecipitation draws(members, cfg.predict.seed, shift);
   PrecipitationLevel level;  // predict.plausible_ratio's two means, month by month
+  if (cfg.predict.plausible_ratio != 0) read_training_level(store, level);
+  const std::string predictors = new_inputs ? predictors_folder(cfg.predict.predictors) : "";
   const std::vector<int> months = months_of(days, parse_calendar(calendar, "predict"));
+  bool level_checked_early = false;  // once, after kEarlyLevelDays predicted days in training months
   for_each_block([&](size_t first, size_t nb, std::vector<float>& raw) {
     BernoulliGammaParams b = bernoulli_gamma(raw, hw);
     std::vector<float>().swap(raw);  // its values are in `b` now
     const std::vector<float> expected = expected_precipitation(b, shift);
     check_finite(expected, 1, meta, days, first, calendar, "expected precipitation");
     level.add_predicted(expected.data(), nb, months.data() + first, meta.mask);
+    if (!level_checked_early && level.predicted_days() >= kEarlyLevelDays && first + nb < n) {
+      level_checked_early = true;
+      check_precipitation_level(level, cfg, ckpt, predictors, first + nb, n);
+    }
     // A first score on the test period: the expected precipitation (the mean squared error's
     // optimum) against each grid box's training climatology. `downscale evaluate` gives the rest.
     if (!new_inputs) add_test_scores(store, box_means, first, nb, expected, score);
@@ -631,7 +663,7 @@ int run_predict(const Config& cfg) {
                   members > 0 ? pr_members.data() : nullptr});
   });
   if (inputs) inputs->report_outliers();
-  check_precipitation_level(store, level, cfg, ckpt, new_inputs ? predictors_folder(cfg.predict.predictors) : "");
+  check_precipitation_level(level, cfg, ckpt, predictors, n, n);
   writer.commit();
   if (new_inputs) {
     spdlog::info("wrote {} ({} days); not scored: predict scores the store's test split only", nc_path, n);

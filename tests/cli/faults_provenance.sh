@@ -18,7 +18,8 @@
 #   5. a checkpoint of `mpirun -np 2` resumed on one rank: refused (exit 2) naming both global
 #      batches;
 #   6. new predictors far outside the training range: predicted, with a warning (count, worst);
-#      so far out that the precipitation is thousands of mm/day: exit 1, the earlier file kept;
+#      so far out that the precipitation is thousands of mm/day: exit 1, the earlier file kept,
+#      in blocks already after the first year;
 #   7. a prediction made before the checkpoint was trained again: evaluate exit 3, until predicted again.
 #   usage: faults_provenance.sh <downscale binary> <source dir>
 set -euo pipefail
@@ -41,6 +42,7 @@ expect() {
   [[ $rc -eq $want ]] || { echo "FAIL: expected exit $want, got $rc from: $*"; echo "$out" | tail -5; exit 1; }
   grep -qF -- "$text" <<<"$out" || { echo "FAIL: message lacks '$text' from: $*"; echo "$out" | tail -5; exit 1; }
   echo "ok ($rc): $(grep -F -- "$text" <<<"$out" | tail -1 | cut -c1-220)"
+  last=$out  # for a check of what the message must not say
 }
 # A copy of the demo run's fetch folder under runs/<name>, to corrupt.
 copy_fetch() { rm -rf "runs/$1"; mkdir -p "runs/$1"; cp -r runs/demo/fetch "runs/$1/"; }
@@ -246,7 +248,8 @@ with netCDF4.Dataset('runs/far/fetch/predictors/ua@850.nc', 'a') as d: d['ua'][:
 expect 0 "standardized predictor values sit more than 10 standard deviations" \
   ds predict --set predict.predictors=runs/far/fetch
 # 100 m/s more (54 sd): the network's answer, about 20,000 mm/day, was written with exit 0 after
-# the warnings; now the level is refused (predict.plausible_ratio) and the old file stays.
+# the warnings; now the level is refused (predict.plausible_ratio) and the old file stays. In
+# 32-day blocks it is refused after the first year (12 blocks of the 1096 days), not at the end.
 before=$(sha256sum runs/demo/predict/precipitation_far.nc)
 cp runs/far/ua.nc runs/far/fetch/predictors/ua@850.nc
 $py -c "
@@ -254,6 +257,9 @@ import netCDF4
 with netCDF4.Dataset('runs/far/fetch/predictors/ua@850.nc', 'a') as d: d['ua'][:] = d['ua'][:] + 100"
 expect 1 "times theirs (beyond a factor 5 either way, predict.plausible_ratio)" \
   ds predict --set predict.predictors=runs/far/fetch
+[[ $last != *"after the first"* ]] || { echo "FAIL: one block, yet an early check: $last"; exit 1; }
+expect 1 "predict.plausible_ratio) (after the first 384 of 1096 days; the rest was not predicted)" \
+  ds predict --set predict.predictors=runs/far/fetch --set predict.block_days=32
 [[ $(sha256sum runs/demo/predict/precipitation_far.nc) == "$before" ]] || { echo "FAIL: precipitation_far.nc replaced"; exit 1; }
 echo "== 7. a prediction older than its checkpoint"
 # Trained again into the same folder (another seed): the prediction of the first model must not be
