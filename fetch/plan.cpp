@@ -132,6 +132,30 @@ double to_hpa(double value, const std::string& units, const std::string& where) 
 
 std::string hpa_text(double hpa) { return num(std::round(hpa * 100) / 100); }
 
+// The time of each step to take its day from: the middle of its CF cell (the `bounds` variable,
+// n x 2, in the time's units) where the file has one, else the stamp. Daily means stamped at the
+// end of their interval (the next day at 00:00, as some models write them) would otherwise be
+// read one day late, each day's value under the next day's date.
+std::vector<double> day_times(const NcFile& f, int time_var, const std::string& time_name, const std::string& where) {
+  std::vector<double> t = f.read_coord(time_name);
+  const std::string bounds = f.att_text(time_var, "bounds");
+  if (bounds.empty() || !f.has_var(bounds)) return t;
+  const int bv = f.var_id(bounds);
+  const std::vector<std::string> dims = f.var_dims(bv);
+  if (dims.size() != 2 || f.dim_len(dims[0]) != t.size() || f.dim_len(dims[1]) != 2)
+    throw InputError(where + ": bounds variable '" + bounds + "' is not " + std::to_string(t.size()) +
+                     " x 2 (CF: one interval per time step)");
+  std::vector<double> b(2 * t.size());
+  if (!t.empty()) f.read(bv, {0, 0}, {t.size(), 2}, b.data());
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (!(b[2 * i] <= t[i] && t[i] <= b[2 * i + 1]))
+      throw InputError(where + ": time step " + std::to_string(i) + " (" + num(t[i]) + ") lies outside its bounds [" +
+                       num(b[2 * i]) + ", " + num(b[2 * i + 1]) + "] ('" + bounds + "')");
+    t[i] = 0.5 * (b[2 * i] + b[2 * i + 1]);
+  }
+  return t;
+}
+
 }  // namespace
 
 bool stated_level(const NcFile& src, int v, double& hpa, std::string& how, const std::string& where) {
@@ -304,7 +328,7 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
       throw InputError(name_k + ": time: calendar '" + cf_name(tu.calendar) + "', but '" + cf_name(f.calendar) + "' in " +
                        src_name);
     auto& days = source_days[k];
-    for (double t : sk.read_coord(tname)) days.push_back(tu.day_of(t));
+    for (double t : day_times(sk, tv, tname, name_k + ": time")) days.push_back(tu.day_of(t));
     for (size_t i = 1; i < days.size(); ++i)
       if (days[i] <= days[i - 1])
         throw InputError(name_k + ": time step " + std::to_string(i) + " (" + f.date(days[i]) +

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <regex>
 #include <memory>
 #include <mutex>
 
@@ -77,8 +78,21 @@ std::string normalize(const std::string& units) {
   return out;
 }
 
-Unit parse(const std::string& units) {
-  if (units.empty()) return nullptr;
+// "degrees Celsius" (CRU TS, some station data) is, to udunits, a plane angle in degrees times a
+// Celsius temperature: a product convertible to K, by a factor pi/180 (fetch wrote -273 degC).
+// Any "degree(s)"/"deg" followed by a space and a temperature scale is that scale.
+std::string temperature_spelling(const std::string& units) {
+  static const std::regex spelled(R"(^\s*(deg|degree|degrees)\s+(celsius|centigrade|c|kelvin|k|fahrenheit|f)\s*$)",
+                                  std::regex::icase);
+  std::smatch m;
+  if (!std::regex_match(units, m, spelled)) return units;
+  const char scale = char(std::tolower(static_cast<unsigned char>(m[2].str()[0])));
+  return scale == 'k' ? "K" : scale == 'f' ? "degF" : "degC";
+}
+
+Unit parse(const std::string& spelled_units) {
+  if (spelled_units.empty()) return nullptr;
+  const std::string units = temperature_spelling(spelled_units);
   Unit u = parse_raw(units);
   if (!u) u = parse_raw(normalize(units));
   return u;

@@ -140,7 +140,19 @@ bool NcFile::has_att(int varid, const std::string& name) const {
 std::string NcFile::att_text(int varid, const std::string& name, const std::string& fallback) const {
   size_t len = 0;
   nc_type type;
-  if (nc_inq_att(id_, varid, name.c_str(), &type, &len) != NC_NOERR || type != NC_CHAR) return fallback;
+  if (nc_inq_att(id_, varid, name.c_str(), &type, &len) != NC_NOERR) return fallback;
+  // NetCDF-4 writers (netCDF4-python's setncattr_string, some CMOR and xarray versions) store text
+  // as NC_STRING: a calendar or units read as absent would give another calendar's dates or a
+  // false "no units". One string is the value; several are joined, as CF reads a list.
+  if (type == NC_STRING) {
+    std::vector<char*> v(len, nullptr);
+    nc_check(nc_get_att_string(id_, varid, name.c_str(), v.data()), where(varid) + ": attribute " + name);
+    std::string s;
+    for (size_t i = 0; i < len; ++i) s += (i ? " " : "") + std::string(v[i] ? v[i] : "");
+    nc_free_string(len, v.data());
+    return s;
+  }
+  if (type != NC_CHAR) return fallback;
   std::string s(len, '\0');
   nc_check(nc_get_att_text(id_, varid, name.c_str(), s.data()), where(varid) + ": attribute " + name);
   while (!s.empty() && s.back() == '\0') s.pop_back();

@@ -39,6 +39,9 @@ struct SourceSpec {
   LevelBy level_by = LevelBy::none;
   double level = 850;       // in level_units
   std::string level_units = "hPa";
+  // Each day's mean stamped at the end of its interval (day i at i + 1, 00:00) with CF bounds
+  // [i, i + 1] saying so, as some models write daily means.
+  bool end_stamped_with_bounds = false;
 };
 
 // A 3 x 4 grid (lat 30..40 step 5, lon 0..15 step 5); value = 1000 * level_index + day number
@@ -59,6 +62,11 @@ void write_source(const std::string& path, const SourceSpec& s) {
   const int t = nc.def_var("time", NC_DOUBLE, {dt});
   nc.put_att(t, "units", s.time_units);
   nc.put_att(t, "calendar", s.calendar);
+  int tb = -1;
+  if (s.end_stamped_with_bounds) {
+    nc.put_att(t, "bounds", "time_bnds");
+    tb = nc.def_var("time_bnds", NC_DOUBLE, {dt, nc.def_dim("bnds", 2)});
+  }
   const int y = nc.def_var("lat", NC_DOUBLE, {dy}), x = nc.def_var("lon", NC_DOUBLE, {dx});
   const int v = nc.def_var(s.var, NC_FLOAT, dz >= 0 ? std::vector<int>{dt, dz, dy, dx} : std::vector<int>{dt, dy, dx});
   nc.put_att(v, "units", s.units);
@@ -81,7 +89,9 @@ void write_source(const std::string& path, const SourceSpec& s) {
   std::vector<float> day(nz * 12);
   for (size_t i = 0; i < static_cast<size_t>(s.ndays); ++i) {
     const double ti = static_cast<double>(i);
-    nc.write(t, {i}, {1}, &ti);
+    const double stamp = s.end_stamped_with_bounds ? ti + 1 : ti, cell[2] = {ti, ti + 1};
+    nc.write(t, {i}, {1}, &stamp);
+    if (tb >= 0) nc.write(tb, {i, 0}, {1, 2}, cell);
     for (size_t k = 0; k < nz; ++k)
       for (size_t j = 0; j < 3; ++j)
         for (size_t l = 0; l < 4; ++l) day[(k * 3 + j) * 4 + l] = static_cast<float>(1000.0 * k + ti + lat[j] / 100);
@@ -154,6 +164,15 @@ TEST(FetchUnits, ArchiveSpellingsConvertThroughUdunits) {
   EXPECT_DOUBLE_EQ(c.offset, 273.15);
   EXPECT_DOUBLE_EQ(unit_conversion("Pa", "hPa", "w").scale, 0.01);
   EXPECT_DOUBLE_EQ(unit_conversion("K", "degC", "w").offset, -273.15);
+  // Spelled out with a space, udunits multiplies an angle in degrees by the scale: a factor
+  // pi/180 (CRU TS's "degrees Celsius" came out at -273 degC). Each is the scale itself.
+  for (const char* spelled : {"degrees Celsius", "degree Celsius", "Degrees C", "deg C", "degrees centigrade"}) {
+    const UnitConversion d = unit_conversion(spelled, "K", "w");
+    EXPECT_DOUBLE_EQ(d.scale, 1) << spelled;
+    EXPECT_DOUBLE_EQ(d.offset, 273.15) << spelled;
+  }
+  same("degrees Kelvin", "K");
+  EXPECT_NEAR(unit_conversion("degrees Fahrenheit", "degC", "w").scale, 5.0 / 9, 1e-12);
   EXPECT_TRUE(units_known("kg m**-2 s**-1"));
   EXPECT_FALSE(units_known("furlongs of bogus"));
   // Metres are no temperature: the error names where and both units.
@@ -311,6 +330,37 @@ TEST(FetchArchives, NoleapAnd360DaySourcesGiveTheirOwnCalendarsDays) {
   }
 }
 
+// A daily mean stamped at the end of its day (the next day at 00:00) with CF bounds saying so is
+// that day's: read from the stamp alone, every value was fetched under the next day's date.
+TEST(FetchArchives, DaysComeFromTheTimeBoundsWhereTheFileHasThem) {
+  test::TempDir d;
+  SourceSpec s;
+  s.end_stamped_with_bounds = true;
+  write_source(d / "end.nc", s);
+  const FetchPlan p = plan(d.path(), one_variable("ta", "ta", "end.nc", "K"), {"ta", "ta", 0}, request(2000, 2000, {2}));
+  const ChunkPlan& feb = p.chunks[0];
+  ASSERT_EQ(feb.days.size(), 29u);
+  test::TempDir out;
+  fetch_chunk(p.fields[0], feb, out / "feb.nc", kPiece);
+  const Field f = read_field(out / "feb.nc", "ta");
+  const int64_t ref = days_from_date({2000, 1, 1}, Calendar::standard);
+  ASSERT_EQ(f.days.front(), days_from_date({2000, 2, 1}, Calendar::standard));
+  for (size_t t = 0; t < f.days.size(); ++t)  // the value written for day i is day i's
+    EXPECT_NEAR(f.values[t * 12], static_cast<double>(f.days[t] - ref) + 0.30, 1e-3) << t;
+
+  // A stamp outside its own bounds is a broken file, named, not a guess.
+  int id = -1, tb = -1;
+  ASSERT_EQ(nc_open((d / "end.nc").c_str(), NC_WRITE, &id), NC_NOERR);
+  ASSERT_EQ(nc_inq_varid(id, "time_bnds", &tb), NC_NOERR);
+  const size_t start[2] = {40, 0}, count[2] = {1, 2};
+  const double off[2] = {100, 101};
+  ASSERT_EQ(nc_put_vara_double(id, tb, start, count, off), NC_NOERR);
+  ASSERT_EQ(nc_close(id), NC_NOERR);
+  EXPECT_NE(error_of([&] { plan(d.path(), one_variable("ta", "ta", "end.nc", "K"), {"ta", "ta", 0}, request(2000, 2000, {2})); })
+                .find("time step 40 (41) lies outside its bounds [100, 101] ('time_bnds')"),
+            std::string::npos);
+}
+
 // One time convention (issue 16): a fetched day is stamped at 12:00 with bounds [00:00, next
 // 00:00], as predictions and CMIP daily means are, so xarray aligns them. Chunks an earlier
 // version fetched at 00:00 still validate and join, into a file at 12:00.
@@ -459,4 +509,28 @@ TEST(FetchArchives, AManifestWithoutPredictandRoundTripsAndOldManifestsAreStanda
   EXPECT_TRUE(old.has_predictand());
   EXPECT_EQ(old.predictors[0].calendar, "standard");
   EXPECT_EQ(old.predictand.calendar, "standard");
+}
+
+// NetCDF-4 text attributes stored as NC_STRING (netCDF4-python's setncattr_string, some CMOR and
+// xarray writers) are read as text: a calendar read as absent gave a noleap run standard dates
+// (13 days off by 2002), and units read as absent a false "has no units attribute".
+TEST(FetchArchives, StringTypedAttributesAreReadAsText) {
+  test::TempDir dir;
+  const std::string path = dir / "strings.nc";
+  {
+    NcFile f = NcFile::create(path);
+    const int t = f.def_var("time", NC_DOUBLE, {f.def_dim("time", 1)});
+    const char* calendar[] = {"noleap"};
+    const char* units[] = {"days since 1950-01-01"};
+    ASSERT_EQ(nc_put_att_string(f.id(), t, "calendar", 1, calendar), NC_NOERR);
+    ASSERT_EQ(nc_put_att_string(f.id(), t, "units", 1, units), NC_NOERR);
+    f.put_att(t, "axis", std::string("T"));  // NC_CHAR, as before
+    f.close();
+  }
+  const NcFile f = NcFile::open(path);
+  const int t = f.var_id("time");
+  EXPECT_EQ(f.att_text(t, "calendar"), "noleap");
+  EXPECT_EQ(f.att_text(t, "units"), "days since 1950-01-01");
+  EXPECT_EQ(f.att_text(t, "axis"), "T");
+  EXPECT_EQ(f.att_text(t, "bounds", "none"), "none");
 }
