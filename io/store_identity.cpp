@@ -78,6 +78,13 @@ StoreProvenance provenance_of(const StoreMeta& meta) {
   return p;
 }
 
+StoreProvenance provenance_of(const StoreReader& store) {
+  StoreProvenance p = provenance_of(store.meta());
+  p.train_hash = store.split_hash("train");
+  p.validation_hash = store.split_hash("validation");
+  return p;
+}
+
 std::string StoreProvenance::grid_text() const {
   return std::to_string(grid[0]) + " x " + std::to_string(grid[1]) + " -> " + std::to_string(grid[2]) + " x " +
          std::to_string(grid[3]);

@@ -17,6 +17,11 @@ struct StoreProvenance {
   std::vector<std::string> channels;  // in the order the model takes them
   int grid[4] = {0, 0, 0, 0};         // predictor H, W, predictand H', W'
   std::string statistics;             // statistics_hash(meta)
+  // The train and validation splits' content hashes (StoreReader::split_hash): not part of the
+  // identity (new predictors are predicted with the store's model whatever its splits), but a
+  // model trained on other training days, another wet threshold or another validation split (the
+  // days that chose its best epoch) is not this store's. "": not recorded.
+  std::string train_hash, validation_hash;
   std::string grid_text() const;      // "H x W -> H' x W'"
 };
 
@@ -29,6 +34,7 @@ std::string identity_parts(const StoreMeta& meta);
 std::vector<std::string> changed_identity_parts(const std::string& recorded, const std::string& now);
 std::string statistics_hash(const StoreMeta& meta);  // of /stats/mean and /stats/sd
 StoreProvenance provenance_of(const StoreMeta& meta);
+StoreProvenance provenance_of(const StoreReader& store);  // with the split hashes
 
 // "" when `a` and `b` are the same store's; else what differs, most telling first: channels in
 // another order, other channels, other grid sizes, other statistics, other coordinates/mask.

@@ -194,7 +194,11 @@ void StoreWriter::close() {
     const auto it = hashes_.find(split);
     if (it == hashes_.end()) continue;
     SplitHash& h = *it->second;
-    all.update(std::string(split)).update(h.x.hex()).update(h.y.hex()).update(h.obs.hex()).update(h.time.hex());
+    const std::string x = h.x.hex(), y = h.y.hex(), obs = h.obs.hex(), time = h.time.hex();
+    all.update(std::string(split)).update(x).update(y).update(obs).update(time);
+    Sha256 one;
+    one.update(std::string(split)).update(x).update(y).update(obs).update(time);
+    file_.set_attr("/" + std::string(split), "content_hash", one.hex());
   }
   hashes_.clear();
   file_.set_attr("/", "content_hash", all.hex());
@@ -257,6 +261,12 @@ StoreReader::StoreReader(const std::string& path) : file_(open_store(path)) {
   identity_ = file_.attr_string("/", "identity");
   content_hash_ = file_.attr_string("/", "content_hash");
   check_consistency();
+}
+
+std::string StoreReader::split_hash(const std::string& split) const {
+  const std::string g = "/" + split;
+  if (file_.exists(g)) return file_.has_attr(g, "content_hash") ? file_.attr_string(g, "content_hash") : "";
+  return file_.exists("/train") && file_.has_attr("/train", "content_hash") ? "none" : "";
 }
 
 // Every size the readers index with comes from the attributes and the grids: they must agree

@@ -103,6 +103,11 @@ class StoreReader {
   const StoreMeta& meta() const { return meta_; }
   const std::string& identity() const { return identity_; }
   const std::string& content_hash() const { return content_hash_; }
+  // One split's content hash (its x, y, obs and time; the group's content_hash attribute): a
+  // checkpoint records its train and validation splits', so a store rebuilt with other training
+  // days, another wet threshold or other validation years is not taken for the one it was
+  // trained on. "none": the split is absent; "": a store written before the hashes were.
+  std::string split_hash(const std::string& split) const;
   const std::string& path() const { return file_.path(); }
   size_t count(const std::string& split) const;  // 0 when the split is absent
   void read_x(const std::string& split, size_t row, size_t n, float* out) const;

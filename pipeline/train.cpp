@@ -53,11 +53,12 @@ int run_train(const Config& cfg, const StageOptions& opt) {
     // stopped before writing one. Every rank sees the same shared folder.
     const std::string last = paths.model_dir() + "/checkpoint_last.h5";
     const bool resume = opt.resume || (opt.resume_auto && path_exists(last));
-    // Rerunning after Ctrl-C without --resume starts from scratch and overwrites the interrupted
-    // run's checkpoint at its first epoch: say so while the user can still stop and resume.
+    // Rerunning after Ctrl-C without --resume starts from scratch and replaces the interrupted
+    // run's checkpoint and history at the end of its first epoch: say so while the user can
+    // still stop (which leaves the earlier run whole) and resume.
     if (comm->is_root() && !resume && path_exists(last))
-      spdlog::warn("{} exists: this run starts afresh and replaces it (to continue that run instead, stop this one "
-                   "and pass --resume)", last);
+      spdlog::warn("{} exists: this run starts afresh and replaces it, with its metrics.csv, at the end of its first "
+                   "epoch (to continue that run instead, stop this one before then and pass --resume)", last);
     done = train_model(cfg, paths.store(), paths.model_dir(), resume, {}, comm.get(), opt.timeline).already_done;
   });
   if (comm->is_root() && !done) spdlog::info("wrote {}/checkpoint_best.h5 and checkpoint_last.h5", paths.model_dir());

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <array>
 #include <csignal>
 #include <chrono>
@@ -350,17 +351,21 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     // A finished run resumed (a requeued job that had ended, --resume by hand): training on would
     // rewrite its report with a run of no steps (0 samples/s) and append nothing to its metrics.
     // An early-stopped run is finished too (its patience ran out), unless patience was raised.
+    // A checkpoint written mid-epoch past train.epochs (interrupted in epoch 3, resumed with
+    // epochs 1) has nothing to train either: its partial epoch lies beyond the run asked for.
     const bool all_epochs = state.epoch >= tc.epochs;
     const bool stopped_early = tc.patience > 0 && state.epochs_without_improvement >= tc.patience;
-    if ((all_epochs || stopped_early) && state.step_in_epoch == 0) {
+    if (all_epochs || (stopped_early && state.step_in_epoch == 0)) {
+      const std::string partial =
+          state.step_in_epoch > 0 ? fmt::format(" (and {} steps of epoch {})", state.step_in_epoch, state.epoch + 1) : "";
       if (root)
         spdlog::info("{} {}: nothing to train; its checkpoints, metrics.csv and train_report.json are kept (raise {} "
                      "to train on)",
                      last_path,
-                     all_epochs ? (state.epoch == tc.epochs
+                     all_epochs ? (state.epoch == tc.epochs && partial.empty()
                                               ? fmt::format("holds all {} epochs of train.epochs {}", state.epoch, tc.epochs)
-                                              : fmt::format("holds {} epochs, more than train.epochs {}", state.epoch,
-                                                            tc.epochs))
+                                              : fmt::format("holds {} epochs{}, {} train.epochs {}", state.epoch, partial,
+                                                            state.epoch == tc.epochs ? "all of" : "more than", tc.epochs))
                                 : fmt::format("stopped early after epoch {} (no improvement for train.patience {} "
                                               "epochs)",
                                               state.epoch, tc.patience),
@@ -413,11 +418,21 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   const std::string csv_path = out_dir + "/metrics.csv";
   // Each line is written whole and checked: a full disk stops training naming the file.
   AppendFile csv;
-  if (root) csv = AppendFile(csv_path, !resume);
-  if (root && !resume) csv.append("epoch,train_loss,val_loss,epoch_seconds,samples_per_second\n");
   // A new event file per run (and per resume): TensorBoard merges every file of the folder.
   std::optional<TrainingEvents> events;
-  if (root) events.emplace(out_dir, !resume);
+  // A fresh run in a folder holding an earlier run replaces that run's history (metrics.csv,
+  // event files) and checkpoints only when its own first epoch is done: stopped before then (as
+  // its warning invites, to --resume the earlier run instead), or failing in it, it leaves the
+  // earlier run whole. Every rank decides the same before the start barrier.
+  const bool replaces_previous = !resume && path_exists(last_path);
+  const auto open_history = [&] {
+    if (!root || csv.is_open()) return;
+    const bool header = !resume || !path_exists(csv_path) || std::filesystem::file_size(csv_path) == 0;
+    csv = AppendFile(csv_path, !resume);
+    if (header) csv.append("epoch,train_loss,val_loss,epoch_seconds,samples_per_second\n");
+    events.emplace(out_dir, !resume);
+  };
+  if (!replaces_previous) open_history();
 
   const model::Tensor mask = mask_tensor(meta, *be);
   Batch batch{model::Tensor(*be, {1, 1, 1, 1}), model::Tensor(*be, {1, 1, 1, 1})};
@@ -585,11 +600,20 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
         mid.rng_state = rng_before_shuffle;
         mid.step_in_epoch = step_in_epoch;
         mid.epoch_loss_sum = loss_sum;
+        const bool requeue = sig == SIGUSR1;
+        // A fresh run stopped in its first epoch over an earlier run: that run stays whole (the
+        // warning at the start said how to continue it), and this one's few steps are dropped.
+        if (replaces_previous && epoch == 1)
+          throw Interrupted(sig,
+                            fmt::format("interrupted by {} at {}; nothing written: the earlier run's {}/checkpoint_last.h5, "
+                                        "metrics.csv and TensorBoard events are as they were (this fresh run had not "
+                                        "finished its first epoch; --resume continues the earlier run)",
+                                        signal_name(sig), where, out_dir),
+                            requeue ? kExitRequeue : 0);
         // Under MPI each rank's batch-norm running statistics differ until the epoch's end
         // averages them: the checkpoint holds rank 0's (weights and optimizer are the same on all).
         if (root) save_checkpoint(last_path, net, optimizer.get(), mid);
         comm.barrier("checkpoint at the interruption");
-        const bool requeue = sig == SIGUSR1;
         throw Interrupted(sig,
                           fmt::format("interrupted by {} at {}; {} {}/checkpoint_last.h5 ({})", signal_name(sig), where,
                                       root ? "wrote" : "rank 0 wrote", out_dir,
@@ -634,6 +658,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     }
     const auto t_checkpoint = Clock::now();
     if (root) {
+      open_history();  // a fresh run over an earlier one replaces its history here, with its checkpoints
       if (improved) save_checkpoint(best_path, net, optimizer.get(), state);
       save_checkpoint(last_path, net, optimizer.get(), state);
       std::ostringstream line;
@@ -660,7 +685,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       break;
     }
   }
-  if (root) csv.close();  // synced and checked, as the checkpoints it describes
+  if (root && csv.is_open()) csv.close();  // synced and checked, as the checkpoints it describes
   report.best_val_loss = state.best_val_loss;
   report.total_s = seconds_since(t_start);
   report.mean_batch_s = batches ? train_seconds / batches : 0;

@@ -5,6 +5,8 @@
 #  - train writes checkpoint_last.h5 mid-epoch first, and --resume ends with the same weights as
 #    an uninterrupted run (under MPI too, with only rank 1 signalled: the ranks agree);
 #  - SIGUSR1 to train: checkpoint written, exit 75 (the code slurm/train_forhlr2.sh requeues on);
+#  - a fresh train over a finished run, stopped in its first epoch, leaves that run whole; a
+#    resume with fewer epochs than its checkpoint is in trains nothing and writes nothing;
 #  - a stale temporary file of a dead process (store.h5.tmp-PID, ...) is removed by the next run;
 #  - a second train in the same folder exits 1 naming the lock and the first one's pid.
 # A stage is signalled while it waits at a safe point (DOWNSCALE_TEST_WAIT_AT, see
@@ -96,6 +98,20 @@ done
 echo "== train, 1 rank: SIGTERM mid-epoch, checkpoint, --resume to the uninterrupted weights"
 ds train --set run.dir=runs/full >full.log 2>&1 || { cat full.log; exit 1; }
 want=$(checksum runs/full/train)
+# A fresh run over it, stopped in its first epoch as its warning invites: the earlier run stays
+# whole (its metrics.csv was emptied and its checkpoint replaced by the new run's first steps).
+cp runs/full/train/metrics.csv full_metrics.csv
+full_last=$(sha256sum <runs/full/train/checkpoint_last.h5)
+if start_waiting fresh.log "epoch 1 step 3 " ds train --set run.dir=runs/full; then
+  kill -INT $pid; finish $pid
+  expect_interrupted "fresh run over a finished one, SIGINT in epoch 1" fresh.log 130 SIGINT runs/full
+  grep -q "exists: this run starts afresh and replaces it, with its metrics.csv, at the end of its first epoch" fresh.log &&
+    grep -q "nothing written: the earlier run's runs/full/train/checkpoint_last.h5, metrics.csv and TensorBoard events are as they were" fresh.log ||
+    fail "fresh run stopped in epoch 1: $(tail -2 fresh.log)"
+  cmp -s full_metrics.csv runs/full/train/metrics.csv && [[ $(sha256sum <runs/full/train/checkpoint_last.h5) == "$full_last" ]] &&
+    ls runs/full/train/tensorboard/train/events.out.tfevents.* >/dev/null 2>&1 && [[ $(checksum runs/full/train) == "$want" ]] &&
+    ok "the earlier run's checkpoint, metrics.csv, events and report kept" || fail "the fresh run changed the earlier run's files"
+fi
 mkdir -p runs/sig/train && head -c 1000 /dev/zero >runs/sig/train/checkpoint_last.h5.tmp-$dead
 if start_waiting sig.log "epoch 2 step 5 " ds train --set run.dir=runs/sig; then
   [[ ! -e runs/sig/train/checkpoint_last.h5.tmp-$dead ]] || fail "train: stale checkpoint temp not removed"
@@ -112,6 +128,16 @@ if start_waiting sig.log "epoch 2 step 5 " ds train --set run.dir=runs/sig; then
   grep -q "interrupted by SIGTERM at epoch 2 step 5 of [0-9]*; wrote runs/sig/train/checkpoint_last.h5 (resume with --resume)" sig.log ||
     fail "train: message does not name the step and the checkpoint: $(tail -1 sig.log)"
   [[ $(step_in_epoch runs/sig/train/checkpoint_last.h5) == 5 ]] || fail "train: checkpoint_last.h5 is not the mid-epoch one"
+  # Resumed with fewer epochs than it is in: nothing to train (it said "final loss 0", wrote a
+  # report of zeros and claimed checkpoints it never wrote, with exit 0).
+  rc=0; ds train --resume --set run.dir=runs/sig --set train.epochs=1 >fewer.log 2>&1 || rc=$?
+  if [[ $rc -eq 0 ]] && grep -q "holds 1 epochs (and 5 steps of epoch 2), all of train.epochs 1: nothing to train" fewer.log &&
+     ! grep -q "wrote runs/sig/train/checkpoint_best.h5" fewer.log && [[ ! -e runs/sig/train/train_report.json ]] &&
+     [[ $(step_in_epoch runs/sig/train/checkpoint_last.h5) == 5 ]]; then
+    ok "resume past train.epochs: $(grep -o 'holds .*nothing to train' fewer.log)"
+  else
+    fail "resume with train.epochs 1 of a checkpoint in epoch 2: exit $rc"; tail -3 fewer.log
+  fi
   ds train --resume --set run.dir=runs/sig >resume.log 2>&1 || { fail "train --resume"; tail -3 resume.log; }
   grep -q 'resuming from .* at epoch 2, step 5 of' resume.log || fail "resume did not start at epoch 2 step 5"
   got=$(checksum runs/sig/train)
