@@ -452,7 +452,7 @@ int run_predict(const Config& cfg) {
   spdlog::info("predicting on {}", be->name());
   model::Net net(spec, *be);
   if (!net.activations16_summary().empty()) spdlog::info("{}", net.activations16_summary());
-  check_checkpoint_store(ckpt, load_checkpoint(ckpt, net, nullptr), meta, paths.store());
+  check_checkpoint_store(ckpt, load_checkpoint(ckpt, net, nullptr), store);
   net.set_mode({false, 0});  // inference: batch norm uses its running statistics, no dropout
 
   // The inputs: the store's test split, or new predictor files prepared as the training ones.

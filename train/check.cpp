@@ -48,9 +48,13 @@ namespace {
 // against this job's (ranks x train.batch_size) when the launch's rank count is known; else what
 // it needs, as a note. Each refusal is exit 2 here, before the ranks are launched.
 void check_resume(const Config& cfg, const model::ModelSpec& spec, const std::string& checkpoint, int ranks,
-                  std::ostream& out) {
+                  const StoreReader& store, std::ostream& out) {
   check_checkpoint_model(checkpoint, spec);  // another model, loss or filters: exit 2 before launch
-  out << "checkpoint " << checkpoint << ": model " << spec.name << ", loss " << spec.loss << ", as configured\n";
+  // Another optimizer (exit 2), another store or other training or validation days (exit 3): as
+  // train --resume would refuse once every rank had started.
+  check_resumable(checkpoint, cfg.train.optimizer, store);
+  out << "checkpoint " << checkpoint << ": model " << spec.name << ", loss " << spec.loss << ", optimizer "
+      << cfg.train.optimizer << ", as configured; trained on this store\n";
   const int64_t saved = read_checkpoint_global_batch(checkpoint);
   if (ranks > 0 && saved > 0) {
     check_resumed_global_batch(checkpoint, saved, int64_t(cfg.train.batch_size) * ranks, cfg.train.batch_size, ranks);
@@ -132,11 +136,11 @@ std::string check_training(const Config& cfg, const std::string& store_path, con
     struct stat st {};
     if (::stat(last.c_str(), &st) != 0) throw InputError(last + ": no checkpoint to resume from");
     out << "resume from " << last << "\n";
-    check_resume(cfg, spec, last, ranks, out);
+    check_resume(cfg, spec, last, ranks, store, out);
   } else if (struct stat st {}; ::stat((model_dir + "/checkpoint_last.h5").c_str(), &st) == 0) {
     if (resume_auto) {  // a requeued Slurm job
       out << "resume from " << model_dir << "/checkpoint_last.h5 (--resume-auto)\n";
-      check_resume(cfg, spec, model_dir + "/checkpoint_last.h5", ranks, out);
+      check_resume(cfg, spec, model_dir + "/checkpoint_last.h5", ranks, store, out);
     } else  // as train itself warns: the earlier run's checkpoint goes at the first epoch
       out << "note: " << model_dir << "/checkpoint_last.h5 exists: train starts afresh and replaces it (--resume "
           << "continues it)\n";

@@ -46,6 +46,10 @@ void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer*
   f.set_attr("/", "store_grids", std::to_string(g[0]) + "," + std::to_string(g[1]) + "," + std::to_string(g[2]) + "," +
                                      std::to_string(g[3]));
   f.set_attr("/", "store_statistics", state.store.statistics);
+  if (!state.store.train_hash.empty()) {
+    f.set_attr("/", "train_split_hash", state.store.train_hash);
+    f.set_attr("/", "validation_split_hash", state.store.validation_hash);
+  }
   f.set_attr("/", "global_batch", state.global_batch);
   if (state.loss_scale > 0) {
     f.set_attr("/", "loss_scale", state.loss_scale);
@@ -93,11 +97,32 @@ void check_saved_model(const H5File& f, const std::string& path, const model::Mo
     refuse("filters", list(saved.filters), list(want.filters), "model.filters");
   }
 }
+
+// Another optimizer's state: the configuration does not fit the checkpoint, as another model
+// does (exit 2). Checkpoints from before SGD existed hold Adam's state under "adam_steps".
+void check_saved_optimizer(const H5File& f, const std::string& path, const std::string& want) {
+  const bool has_name = f.has_attr("/", "optimizer");
+  const std::string saved = has_name ? f.attr_string("/", "optimizer") : (f.has_attr("/", "adam_steps") ? "adam" : "");
+  if (saved != want)
+    throw UsageError(path + ": the checkpoint holds the state of optimizer '" + (saved.empty() ? "none" : saved) +
+                     "', the configuration asks for '" + want + "' (train.optimizer): use the checkpoint's, or train "
+                     "into another folder (train.name)");
+}
+
+// The training state's attributes (everything but the tensors).
+TrainState read_state(const H5File& f, const std::string& path);
+
 }  // namespace
 
 void check_checkpoint_model(const std::string& path, const model::ModelSpec& want) {
   H5File f = H5File::open(path);
   check_saved_model(f, path, want);
+}
+
+void check_resumable(const std::string& path, const std::string& optimizer, const StoreReader& store) {
+  H5File f = H5File::open(path);
+  check_saved_optimizer(f, path, optimizer);
+  check_checkpoint_store(path, read_state(f, path), store);
 }
 
 TrainState load_checkpoint(const std::string& path, model::Net& net, model::Optimizer* optimizer) {
@@ -109,17 +134,18 @@ TrainState load_checkpoint(const std::string& path, model::Net& net, model::Opti
   for (const auto& p : params) load_tensor(f, "/weights/" + p.name, *p.value);
   for (const auto& b : net.buffers()) load_tensor(f, "/buffers/" + b.name, *b.value);
   if (optimizer) {
-    // Checkpoints from before SGD existed hold Adam's state under "adam_steps".
     const bool has_name = f.has_attr("/", "optimizer");
-    const std::string saved = has_name ? f.attr_string("/", "optimizer") : (f.has_attr("/", "adam_steps") ? "adam" : "");
-    if (saved != optimizer->name())
-      throw InputError(path + ": checkpoint holds the state of optimizer '" + (saved.empty() ? "none" : saved) +
-                       "', but training uses '" + optimizer->name() + "' (train.optimizer)");
+    check_saved_optimizer(f, path, optimizer->name());
     for (const auto& slot : optimizer->slots())
       for (size_t i = 0; i < params.size(); ++i)
         load_tensor(f, "/" + slot.name + "/" + params[i].name, (*slot.tensors)[i]);
     optimizer->set_steps(f.attr_int("/", has_name ? "optimizer_steps" : "adam_steps"));
   }
+  return read_state(f, path);
+}
+
+namespace {
+TrainState read_state(const H5File& f, const std::string& path) {
   TrainState s;
   s.epoch = static_cast<int>(f.attr_int("/", "epoch"));
   s.rng_state = f.attr_string("/", "rng_state");
@@ -137,6 +163,10 @@ TrainState load_checkpoint(const std::string& path, model::Net& net, model::Opti
     if (std::sscanf(grids.c_str(), "%d,%d,%d,%d", &g[0], &g[1], &g[2], &g[3]) != 4)
       throw InputError(path + ": attribute store_grids '" + grids + "' is not H,W,H',W'");
   }
+  if (f.has_attr("/", "train_split_hash")) {
+    s.store.train_hash = f.attr_string("/", "train_split_hash");
+    s.store.validation_hash = f.attr_string("/", "validation_split_hash");
+  }
   if (f.has_attr("/", "global_batch")) s.global_batch = f.attr_int("/", "global_batch");
   if (f.has_attr("/", "loss_scale")) {
     s.loss_scale = f.attr_double("/", "loss_scale");
@@ -144,18 +174,35 @@ TrainState load_checkpoint(const std::string& path, model::Net& net, model::Opti
   }
   return s;
 }
+}  // namespace
 
-void check_checkpoint_store(const std::string& checkpoint_path, const TrainState& state, const StoreMeta& meta,
-                            const std::string& store_path) {
+void check_checkpoint_store(const std::string& checkpoint_path, const TrainState& state, const StoreReader& store) {
+  const std::string& store_path = store.path();
   if (state.store.identity.empty()) {
     spdlog::warn("{}: the checkpoint records no store identity (written by an older version): cannot check that it "
                  "was trained on {}", checkpoint_path, store_path);
     return;
   }
-  const std::string diff = provenance_difference(state.store, provenance_of(meta));
+  const std::string diff = provenance_difference(state.store, provenance_of(store.meta()));
   if (!diff.empty())
     throw InputError(checkpoint_path + ": trained on another store than " + store_path + ": " + diff +
                      " (checkpoint vs store); predict and resume only with the store it was trained on, or train anew");
+  // The same predictors and statistics, but other training or validation days: a store rebuilt
+  // with another wet threshold (the target the amounts were learnt above), other sources, or the
+  // validation and test years swapped (the test split would hold the days that chose this
+  // checkpoint). Not recorded by older checkpoints or stores: not checked.
+  const std::string train_now = store.split_hash("train"), validation_now = store.split_hash("validation");
+  const auto known = [](const std::string& a, const std::string& b) { return !a.empty() && !b.empty(); };
+  if (known(state.store.train_hash, train_now) && state.store.train_hash != train_now)
+    throw InputError(checkpoint_path + ": trained on other training days than the train split of " + store_path +
+                     " holds now (the store was rebuilt with the same predictors and statistics but another "
+                     "preprocess.wet_threshold, other observations or other training days); predict and resume only "
+                     "with the store it was trained on, or train anew");
+  if (known(state.store.validation_hash, validation_now) && state.store.validation_hash != validation_now)
+    throw InputError(checkpoint_path + ": its best epoch was chosen on another validation split than " + store_path +
+                     " holds now (preprocess.validation_years or test_years changed: a test split holding the days that "
+                     "chose the model would score it on them); predict and resume only with the store it was trained "
+                     "on, or train anew");
 }
 
 int64_t read_checkpoint_global_batch(const std::string& path) {

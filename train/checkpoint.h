@@ -7,7 +7,8 @@
 //          best_val_loss, epochs_without_improvement, software_version,
 //          step_in_epoch and epoch_loss_sum (a checkpoint written mid-epoch on a signal)
 //          provenance: store_identity, channels (comma list), store_grids ("H,W,H',W'"),
-//          store_statistics (hash), global_batch (batch_size x ranks)
+//          store_statistics (hash), train_split_hash and validation_split_hash (the store's
+//          splits' content hashes), global_batch (batch_size x ranks)
 // Written to a temporary name and renamed, so a crash mid-write leaves the previous one intact.
 #pragma once
 #include <cstdint>
@@ -38,10 +39,11 @@ struct TrainState {
   int64_t loss_scale_good_steps = 0;
 };
 
-// Refuses (InputError, exit 3) a checkpoint trained on another store than `meta`'s, saying what
-// differs; a checkpoint without provenance (older versions) is accepted with a warning.
-void check_checkpoint_store(const std::string& checkpoint_path, const TrainState& state, const StoreMeta& meta,
-                            const std::string& store_path);
+// Refuses (InputError, exit 3) a checkpoint trained on another store than `store`, saying what
+// differs: its identity (channels, grids, statistics, mask, predictand), or the content of its
+// train or validation split; a checkpoint without provenance (older versions) is accepted with a
+// warning.
+void check_checkpoint_store(const std::string& checkpoint_path, const TrainState& state, const StoreReader& store);
 
 // The global batch is part of the optimization (the step count per epoch, the learning rate's
 // scaling with the ranks, batch norm): a resume on another rank count would silently change it,
@@ -62,6 +64,10 @@ model::ModelSpec read_checkpoint_spec(const std::string& path);
 // Refuses (UsageError, exit 2) a checkpoint of another model, loss or demo filters than `want`,
 // naming both and the key; train --check runs it before launch, load_checkpoint before loading.
 void check_checkpoint_model(const std::string& path, const model::ModelSpec& want);
+
+// train --check --resume: what train --resume refuses before it trains, without loading the
+// tensors: another optimizer's state (UsageError) or another store (check_checkpoint_store).
+void check_resumable(const std::string& path, const std::string& optimizer, const StoreReader& store);
 
 // Loads weights and buffers (and, if optimizer is non-null, its state, which must come from the
 // same kind of optimizer); returns the training state. Throws InputError naming the file and

@@ -340,7 +340,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   if (resume) {
     if (!path_exists(last_path)) throw InputError(last_path + ": no checkpoint to resume from");
     state = load_checkpoint(last_path, net, optimizer.get());
-    check_checkpoint_store(last_path, state, meta, store_path);
+    check_checkpoint_store(last_path, state, store);
     check_resumed_global_batch(last_path, state.global_batch, global_batch, tc.batch_size, comm.size());
     std::istringstream(state.rng_state) >> rng;
     if (state.step_in_epoch > 0)
@@ -382,7 +382,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   double resume_loss_sum = state.epoch_loss_sum;
   state.step_in_epoch = 0;
   state.epoch_loss_sum = 0;
-  state.store = provenance_of(meta);  // recorded in every checkpoint written from here
+  state.store = provenance_of(store);  // recorded in every checkpoint written from here
   state.global_batch = global_batch;
   // The label names what the other ranks wait for when rank 0 is slow to arrive: reading the
   // training climatology takes it a while on a large store, and that is no stall.

@@ -3,7 +3,8 @@
 # small demo store built with the real command (synth -> fetch -> preprocess, three years):
 #   1. a checkpoint used with a store whose predictors are in another order: predict and
 #      train --resume exit 3 naming the swapped channel; evaluate refuses a prediction of
-#      another store;
+#      another store; a store rebuilt with another wet threshold or with the validation and
+#      test years swapped: predict exit 3;
 #   2. temperature in degC labelled K, a single 1e30, negative precipitation, a field that hardly
 #      varies over the training days and then moves: preprocess exit 3 naming file, variable,
 #      date and point, no store written; precipitation in kg m-2 s-1
@@ -96,6 +97,16 @@ out=$(ds preprocess --set run.dir=runs/again 2>&1)
 ! grep -q "was rebuilt and differs" <<<"$out" || { echo "FAIL: a warning though no checkpoint was trained on the replaced store"; exit 1; }
 ds predict --set run.dir=runs/again --set predict.checkpoint=runs/again/train/other/checkpoint_best.h5 --set train.name=other 2>/dev/null ||
   { echo "FAIL: the checkpoints do not fit their store again"; exit 1; }
+# The same predictors and statistics, but another wet threshold (the amounts the model learnt
+# lie above 0.99 mm) or the validation and test years swapped (the test split would hold the days
+# that chose the checkpoint): predict exited 0 with both. Refused, naming what differs.
+other=(--set run.dir=runs/again --set predict.checkpoint=runs/again/train/other/checkpoint_best.h5 --set train.name=other)
+ds preprocess --set run.dir=runs/again --set preprocess.wet_threshold=0.5 2>/dev/null
+expect 3 "checkpoint_best.h5: trained on other training days than the train split of runs/again/preprocess/store.h5" \
+  ds predict "${other[@]}"
+ds preprocess --set run.dir=runs/again --set "preprocess.validation_years=[2002,2002]" --set "preprocess.test_years=[2001,2001]" 2>/dev/null
+expect 3 "checkpoint_best.h5: its best epoch was chosen on another validation split than runs/again/preprocess/store.h5" \
+  ds predict "${other[@]}"
 
 echo "== 2. implausible values in fetched files"
 copy_fetch celsius

@@ -247,13 +247,13 @@ TEST(Trainer, ResumeIsBitIdenticalWithSgd) {
   EXPECT_TRUE(H5File::open(d / "full/checkpoint_last.h5").exists("/sgd/velocity/conv1/W"));
   EXPECT_FALSE(H5File::open(d / "full/checkpoint_last.h5").exists("/adam/m/conv1/W"));
   EXPECT_TRUE(std::isfinite(r.final_train_loss));
-  // Resuming an SGD run with Adam is refused, naming the optimizers.
+  // Resuming an SGD run with Adam is refused, naming the optimizers: the configuration's mismatch (exit 2).
   Config adam = cfg(5);
   adam.train.optimizer = "adam";
   try {
     train_model(adam, store, d / "split", true);
     ADD_FAILURE() << "resumed with another optimizer";
-  } catch (const InputError& e) {
+  } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("'sgd'"), std::string::npos) << e.what();
   }
 }
@@ -456,8 +456,32 @@ TEST(Trainer, ResumingWithAnotherModelNamesIt) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("asks for 'deepesd' (model.name)"), std::string::npos) << e.what();
   }
-  EXPECT_NE(check_training(c, store, out, true, false, 1).find("model demo, loss gaussian, as configured"),
+  EXPECT_NE(check_training(c, store, out, true, false, 1).find("model demo, loss gaussian, optimizer adam, as configured"),
             std::string::npos);
+  // Another optimizer is the configuration's mismatch too (it was exit 3), and train --check
+  // --resume refuses it (it passed).
+  Config sgd = c;
+  sgd.train.optimizer = "sgd";
+  EXPECT_NE(message(sgd).find("the checkpoint holds the state of optimizer 'adam', the configuration asks for 'sgd' "
+                              "(train.optimizer)"), std::string::npos) << message(sgd);
+  EXPECT_THROW(check_training(sgd, store, out, true, false, 1), UsageError);
+  // The store rebuilt with the same predictors and statistics but other targets (as another
+  // preprocess.wet_threshold makes): resume and its check refuse the checkpoint (both exited 0).
+  ASSERT_EQ(write_tas_store(d, 0.5), store);
+  const auto refusal = [&](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  Config more = c;
+  more.train.epochs = 2;
+  for (const std::string& m : {refusal([&] { train_model(more, store, out, true); }),
+                               refusal([&] { check_training(c, store, out, true, false, 1); })})
+    EXPECT_NE(m.find("checkpoint_last.h5: trained on other training days than the train split of " + store), std::string::npos)
+        << m;
 }
 
 // The climatology the biases start from: per modelled box and over the domain, missing days
