@@ -1,5 +1,7 @@
 #include "io/hdf5_file.h"
 
+#include <algorithm>
+
 #include <hdf5_hl.h>
 
 #include <cstdlib>
@@ -212,7 +214,13 @@ void H5File::write_any(const std::string& name, hid_t type, const std::vector<hs
   // Intermediate groups are created on the way, so "weights/conv1/W" needs no separate calls.
   Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
   H5Pset_create_intermediate_group(lcpl, 1);
-  Handle ds(H5Dcreate2(id_, name.c_str(), type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
+  Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  const bool nonempty = !dims.empty() && std::all_of(dims.begin(), dims.end(), [](hsize_t d) { return d > 0; });
+  if (checksummed_ && nonempty) {  // the filter needs a chunked layout: the whole dataset, one chunk
+    H5Pset_chunk(dcpl, static_cast<int>(dims.size()), dims.data());
+    H5Pset_fletcher32(dcpl);
+  }
+  Handle ds(H5Dcreate2(id_, name.c_str(), type, space, lcpl, dcpl, H5P_DEFAULT), H5Dclose);
   if (ds < 0) fail_write(path_, "cannot create dataset " + name);
   if (H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0 || ds.close() < 0)
     fail_write(path_, "cannot write dataset " + name);
@@ -274,7 +282,17 @@ std::vector<hsize_t> H5File::dims(const std::string& name) const {
 void H5File::read_any(const std::string& name, hid_t type, void* out) const {
   Handle ds(H5Dopen2(id_, name.c_str(), H5P_DEFAULT), H5Dclose);
   if (ds < 0) throw InputError(path_ + ": no dataset " + name);
-  if (H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) throw InputError(path_ + ": cannot read dataset " + name);
+  if (H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
+    Handle dcpl(H5Dget_create_plist(ds), H5Pclose);
+    unsigned flags = 0;
+    size_t nvalues = 0;
+    const bool checked = dcpl >= 0 && H5Pget_filter_by_id2(dcpl, H5Z_FILTER_FLETCHER32, &flags, &nvalues, nullptr, 0,
+                                                           nullptr, nullptr) >= 0;
+    throw InputError(path_ + ": cannot read dataset " + name +
+                     (checked ? " (its Fletcher-32 checksum does not match: the file was changed or damaged after it "
+                                "was written)"
+                              : ""));
+  }
 }
 void H5File::read(const std::string& n, float* o) const { read_any(n, H5T_NATIVE_FLOAT, o); }
 void H5File::read(const std::string& n, double* o) const { read_any(n, H5T_NATIVE_DOUBLE, o); }

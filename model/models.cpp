@@ -172,8 +172,15 @@ std::vector<Node> build_model(const ModelSpec& spec, Backend& be) {
   if (spec.name == "resnet50") return build_resnet(spec, be, 50);
   if (spec.name == "resnet101") return build_resnet(spec, be, 101);
   if (spec.name == "inception_v3") return build_inception_v3(spec, be);
-  throw UsageError("unknown model '" + spec.name +
-                   "' (expected demo, mnn, deepesd, resnet50, resnet101 or inception_v3)");
+  throw UsageError("unknown model '" + spec.name + "' (expected " + known_models() + ")");
 }
+
+bool is_known_model(const std::string& name) {
+  for (const char* m : {"demo", "mnn", "deepesd", "resnet50", "resnet101", "inception_v3"})
+    if (name == m) return true;
+  return false;
+}
+
+std::string known_models() { return "demo, mnn, deepesd, resnet50, resnet101 or inception_v3"; }
 
 }  // namespace ds::model

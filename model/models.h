@@ -43,5 +43,8 @@ class GraphBuilder {
 
 // Throws ds::UsageError for an unknown name or a spec the architecture cannot take.
 std::vector<Node> build_model(const ModelSpec& spec, Backend& be);
+// The names build_model knows: a checkpoint naming another is refused as such.
+bool is_known_model(const std::string& name);
+std::string known_models();  // "demo, mnn, deepesd, resnet50, resnet101 or inception_v3"
 
 }  // namespace ds::model

@@ -2,12 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/hdf5_file.h"
 #include "model/imagenet_models.h"
+#include "model/models.h"
 
 namespace ds {
 
@@ -24,6 +26,14 @@ void load_tensor(const H5File& f, const std::string& name, model::Tensor& t) {
     throw InputError(f.path() + ": " + name + " has a different shape than the model's " + t.shape().str());
   std::vector<float> host(t.size());
   f.read(name, host.data());
+  // Training never saves a non-finite value (a diverging run stops first, a skipped FP16 step
+  // leaves the weights as they were): one here is damage, named here rather than as "training
+  // diverged" or a NaN output far from its cause.
+  for (size_t i = 0; i < host.size(); ++i)
+    if (!std::isfinite(host[i]))
+      throw InputError(f.path() + ": " + name + " holds " + (std::isnan(host[i]) ? "NaN" : "an infinity") +
+                       " (element " + std::to_string(i) + "): the checkpoint is damaged; use the other checkpoint "
+                       "(predict.checkpoint best or last) or train again");
   t.upload(host.data());
 }
 
@@ -32,6 +42,7 @@ void load_tensor(const H5File& f, const std::string& name, model::Tensor& t) {
 void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer* optimizer, const TrainState& state) {
   AtomicFile out(path);
   H5File f = H5File::create(out.temp_path());
+  f.checksum_datasets();  // every tensor verified when read back (predict, resume)
   f.set_attr("/", "model_spec", net.spec().to_json());
   f.set_attr("/", "epoch", int64_t{state.epoch});
   f.set_attr("/", "rng_state", state.rng_state);
@@ -73,14 +84,29 @@ void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer*
 
 model::ModelSpec read_checkpoint_spec(const std::string& path) {
   H5File f = H5File::open(path);
-  return model::ModelSpec::from_json(f.attr_string("/", "model_spec"));
+  if (!f.has_attr("/", "model_spec")) throw InputError(path + ": no model_spec attribute: not a downscale checkpoint");
+  model::ModelSpec spec;
+  try {
+    spec = model::ModelSpec::from_json(f.attr_string("/", "model_spec"));
+  } catch (const std::exception& e) {
+    throw InputError(path + ": attribute model_spec: " + e.what() + " (a damaged checkpoint)");
+  }
+  if (!model::is_known_model(spec.name))
+    throw InputError(path + ": the checkpoint's model '" + spec.name + "' is not one this version of downscale builds (" +
+                     model::known_models() + "): written by another version, or damaged");
+  return spec;
 }
 
 namespace {
 // A configuration that does not fit the checkpoint (as a global batch that does not): exit 2.
 void check_saved_model(const H5File& f, const std::string& path, const model::ModelSpec& want) {
   if (!f.has_attr("/", "model_spec")) return;  // absent in checkpoints of older versions
-  const model::ModelSpec saved = model::ModelSpec::from_json(f.attr_string("/", "model_spec"));
+  model::ModelSpec saved;
+  try {
+    saved = model::ModelSpec::from_json(f.attr_string("/", "model_spec"));
+  } catch (const std::exception& e) {
+    throw InputError(path + ": attribute model_spec: " + e.what() + " (a damaged checkpoint)");
+  }
   const auto refuse = [&](const std::string& what, const std::string& a, const std::string& b, const std::string& key) {
     throw UsageError(path + ": the checkpoint holds " + what + " " + a + ", the configuration asks for " + b + " (" + key +
                      "): use the checkpoint's, or train into another folder (train.name)");

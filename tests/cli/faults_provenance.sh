@@ -12,7 +12,8 @@
 #   3. a NaN in the store's x, or a value 5000 training sd out: train exits 3 naming split,
 #      date and channel;
 #      an inconsistent channels attribute, a format-2 store: refused (exit 3), no crash;
-#   4. NaN weights: predict exits 1 naming a date and point, writes nothing; output biases that
+#   4. weights that overflow: predict exits 1 naming a date and point, writes nothing; a NaN
+#      weight, a flipped bit, a damaged model_spec: exit 3 naming the checkpoint; output biases that
 #      give thousands of mm/day or none: exit 1 naming both means; NaN predictors, or
 #      3e38 ones, on a day of a later block: exit 3 naming it, nothing left; a diverging learning
 #      rate names epoch and step;
@@ -167,14 +168,50 @@ echo "== 4. NaN weights, NaN predictors in a later block, divergence"
 mkdir -p runs/nanw/preprocess runs/nanw/train
 cp runs/demo/preprocess/store.h5 runs/nanw/preprocess/
 cp runs/demo/train/checkpoint_best.h5 runs/nanw/train/
+cp runs/demo/train/checkpoint_best.h5 good.h5
+# Finite weights so large (x 1e30) that the output overflows: exit 1 naming the first day and
+# point whose output is not finite, nothing written.
 $py -c "
 import h5py, numpy as np
 with h5py.File('runs/nanw/train/checkpoint_best.h5', 'r+') as f:
     names = []
     f['weights'].visit(lambda n: names.append(n) if isinstance(f['weights'][n], h5py.Dataset) else None)
-    for n in names: f['weights'][n][...] = np.nan"
+    for n in names: f['weights'][n][...] = f['weights'][n][...] * np.float32(1e30)"
 expect 1 "on 2002-01-01 at lat" ds predict --set run.dir=runs/nanw
 [[ ! -e runs/nanw/predict/precipitation.nc ]] || { echo "FAIL: NaN predictions written"; exit 1; }
+# A NaN weight (training never saves one: a damaged file): exit 3 when loaded, naming the
+# checkpoint and the tensor (it was exit 1 naming a date, or "training diverged" on resume).
+cp good.h5 runs/nanw/train/checkpoint_best.h5
+$py -c "
+import h5py, numpy as np
+with h5py.File('runs/nanw/train/checkpoint_best.h5', 'r+') as f: f['weights/head/b'][0, 1, 0, 0] = np.nan"
+expect 3 "runs/nanw/train/checkpoint_best.h5: /weights/head/b holds NaN (element 1): the checkpoint is damaged" \
+  ds predict --set run.dir=runs/nanw
+# One flipped bit in a weight's bytes on disk (it went through: predict and evaluate exit 0 with
+# other scores): every checkpoint tensor carries HDF5's Fletcher-32 checksum, so exit 3 naming it.
+cp good.h5 runs/nanw/train/checkpoint_best.h5
+$py -c "
+import h5py
+with h5py.File('runs/nanw/train/checkpoint_best.h5', 'r') as f: at = f['weights/head/b'].id.get_chunk_info(0).byte_offset
+with open('runs/nanw/train/checkpoint_best.h5', 'r+b') as g:
+    g.seek(at + 2); b = g.read(1); g.seek(at + 2); g.write(bytes([b[0] ^ 0x08]))"
+expect 3 "runs/nanw/train/checkpoint_best.h5: cannot read dataset /weights/head/b (its Fletcher-32 checksum does not match" \
+  ds predict --set run.dir=runs/nanw
+# A model_spec no JSON reader takes, and a model this version does not build: exit 3 naming the
+# file (they were a message without the file, and a configuration error, exit 2).
+cp good.h5 runs/nanw/train/checkpoint_best.h5
+$py -c "
+import h5py
+import numpy as np
+with h5py.File('runs/nanw/train/checkpoint_best.h5', 'r+') as f:
+    f.attrs['model_spec'] = np.bytes_(bytes(f.attrs['model_spec']).replace(b'\"demo\"', b'\"dem{\"'))"
+expect 3 "runs/nanw/train/checkpoint_best.h5: the checkpoint's model 'dem{' is not one this version of downscale builds" \
+  ds predict --set run.dir=runs/nanw
+$py -c "
+import h5py
+import numpy as np
+with h5py.File('runs/nanw/train/checkpoint_best.h5', 'r+') as f: f.attrs['model_spec'] = np.bytes_(b'{\"name\": ')"
+expect 3 "runs/nanw/train/checkpoint_best.h5: attribute model_spec:" ds predict --set run.dir=runs/nanw
 # A test day whose predictors are NaN (day 200 of 365, in the seventh block of 32): exit 3 naming
 # the day when its block is read, after six blocks went into the temporary file, nothing left.
 # (Before the check predict exited 0: the network's ReLUs turned the NaN into a plausible field.)
