@@ -27,6 +27,10 @@ StoreWriter::StoreWriter(const std::string& path, const StoreMeta& meta, int def
     : file_(H5File::create(path)), meta_(meta), deflate_(deflate) {
   file_.set_attr("/", "format", std::string(kStoreFormat));
   file_.set_attr("/", "channels", join_commas(meta.channels));
+  if (meta.channel_units.size() == meta.channels.size()) {
+    // One text, as channels: units hold no comma ("kg m-2 s-1", "m2 s-2").
+    file_.set_attr("/", "channel_units", join_commas(meta.channel_units));
+  }
   file_.set_attr("/", "wet_threshold", meta.wet_threshold);
   file_.set_attr("/", "sd_ddof", int64_t{1});
   file_.set_attr("/", "config", meta.config_text);
@@ -223,6 +227,8 @@ StoreReader::StoreReader(const std::string& path) : file_(open_store(path)) {
     throw InputError(path + ": format '" + format + "' is not a downscale training store this version reads (" +
                      kStoreFormat + ")");
   meta_.channels = split_commas(file_.attr_string("/", "channels"));
+  if (file_.has_attr("/", "channel_units")) meta_.channel_units = split_commas(file_.attr_string("/", "channel_units"));
+  meta_.channel_units.resize(meta_.channels.size());  // "" where not recorded
   meta_.wet_threshold = file_.attr_double("/", "wet_threshold");
   meta_.config_text = file_.attr_string("/", "config");
   meta_.sources = file_.attr_string("/", "sources");

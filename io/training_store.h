@@ -47,6 +47,9 @@ inline const char* const kSplits[] = {"train", "validation", "test"};
 
 struct StoreMeta {
   std::vector<std::string> channels;
+  // Each channel's units as fetched (the `channel_units` attribute, "" each in older stores):
+  // new predictors in other units are converted to these, or refused when they cannot be.
+  std::vector<std::string> channel_units;
   std::vector<double> predictor_lon, predictor_lat, predictand_lon, predictand_lat;
   std::vector<uint8_t> mask;
   std::vector<float> mean, sd;

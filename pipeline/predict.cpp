@@ -17,6 +17,7 @@
 
 #include "evaluate/baselines.h"
 #include "evaluate/seasons.h"
+#include "fetch/units.h"
 #include "io/atomic_file.h"
 #include "io/calendar.h"
 #include "io/command_line.h"
@@ -200,6 +201,21 @@ void check_precipitation_level(const PrecipitationLevel& level, const Config& cf
                      "beside the checkpoint) and whether these predictors are the training ones (variables, levels, "
                      "units); a scenario meant to lie this far out: raise predict.plausible_ratio (0: unchecked); "
                      "nothing written");
+}
+
+// New predictors fetched in other units than the training data's (a GCM definition writing psl
+// in hPa: its values 118 sd from the training mean went through with two warnings and a
+// prediction 3.4 degC off) are converted by udunits2; units that do not convert are refused
+// naming the file, the channel and both (geopotential height in m is no geopotential).
+std::pair<double, double> convert_predictor_units(const std::string& from, const std::string& to,
+                                                  const std::string& where) {
+  if (!units_convertible(from, to))
+    throw InputError(where + ": in '" + from + "', but the model was trained on it in '" + to +
+                     "', which no unit conversion turns it into (another quantity under the channel's name? "
+                     "geopotential height (zg, m) is not geopotential (z, m2 s-2)): fix the dataset definition of "
+                     "these predictors");
+  const UnitConversion c = unit_conversion(from, to, where);
+  return {c.scale, c.offset};
 }
 
 // train.device_check (train/device_check.h): the forward of the first batch, and of the last
@@ -464,7 +480,9 @@ int run_predict(const Config& cfg) {
   if (new_inputs) {
     inputs = std::make_unique<NewPredictors>(cfg.predict.predictors, meta,
                                              NewPredictorOptions{cfg.predict.standardize, cfg.predict.reference_years,
-                                                                 cfg.predict.reference_predictors, cfg.predict.fill});
+                                                                 cfg.predict.reference_predictors, cfg.predict.fill,
+                                                                 "the new predictors (predict.predictors)",
+                                                                 convert_predictor_units});
     warn_unlike_training(store, *inputs, cfg, paths);
     days = inputs->days();
     calendar = inputs->calendar();

@@ -332,6 +332,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     meta.channels.clear();
     for (const auto& ch : channels) {
       meta.channels.push_back(ch.name);
+      meta.channel_units.push_back(ch.file->units());
       meta.mean.insert(meta.mean.end(), ch.stats.mean.begin(), ch.stats.mean.end());
       meta.sd.insert(meta.sd.end(), ch.stats.sd.begin(), ch.stats.sd.end());
     }

@@ -1,5 +1,7 @@
 #include "preprocess/new_predictors.h"
 
+#include <tuple>
+
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
@@ -24,6 +26,7 @@ struct NewPredictors::Channel {
   CoverageRegrid regrid;
   std::vector<size_t> index;  // the file's time index of each common day
   Standardization stats;
+  double scale = 1, offset = 0;  // the file's units to the training data's
 };
 
 namespace {
@@ -64,6 +67,7 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
   std::string first_file;
   std::vector<std::string> partial_fields;  // channels whose grid covers some predictor-grid cells in part
   std::string partial_line;                // the first of them, with its figures
+  std::vector<std::string> converted;      // "psl from hPa to Pa"
   for (size_t c = 0; c < meta.channels.size(); ++c) {
     const std::string& name = meta.channels[c];
     const auto it = std::find_if(manifest.predictors.begin(), manifest.predictors.end(),
@@ -79,6 +83,16 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
       throw InputError(path + ": time calendar " + cal + " differs from " + calendar_ + " of " + first_file);
     ch.file = std::make_unique<FetchedField>(path, it->variable);
     ch.file->set_valid_range(it->valid_min, it->valid_max);
+    // The training data's units (older stores do not record them: not checked).
+    const std::string want = c < meta.channel_units.size() ? meta.channel_units[c] : "";
+    const std::string& have = ch.file->units();
+    if (!want.empty() && have != want) {
+      const std::string where = ch.file->where() + " (predictor " + name + ")";
+      if (!opt.convert_units)
+        throw InputError(where + ": in '" + have + "', the training data in '" + want + "'");
+      std::tie(ch.scale, ch.offset) = opt.convert_units(have, want, where);
+      if (ch.scale != 1 || ch.offset != 0) converted.push_back(fmt::format("{} from {} to {}", name, have, want));
+    }
     ch.regrid = regrid_covering(store_method(meta, name), ch.file->grid(), xgrid, ch.file->where() + " (predictor " + name + ")");
     // Said once after the loop, with the first field's figures and every field it applies to
     // (a run's fields share a grid): edge cells computed from part of their area differ from
@@ -94,6 +108,9 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
     ch.stats.sd.assign(meta.sd.begin() + c * HW, meta.sd.begin() + (c + 1) * HW);
     channels_.push_back(std::move(ch));
   }
+  if (!converted.empty())
+    spdlog::info("{}: {} converted to the training data's units ({})", fetch_dir, opt.role,
+                 fmt::format("{}", fmt::join(converted, ", ")));
   if (!partial_fields.empty())
     spdlog::info("{}, in {} of the {} predictor fields ({}): their values come from the covered part (nearest: from "
                  "the source cell at the edge); a fetch box one source cell wider brings in the rest where the source "
@@ -121,7 +138,7 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
   if (!opt.reference_dir.empty()) {
     const NewPredictors reference(opt.reference_dir, meta,
                                   {"own", opt.reference_years, "", opt.fill,
-                                   "the reference predictors (predict.reference_predictors)"});
+                                   "the reference predictors (predict.reference_predictors)", opt.convert_units});
     if (!same_days(reference.calendar(), calendar_))
       throw InputError(opt.reference_dir + ": predict.reference_predictors are on the " + reference.calendar() +
                        " calendar but " + fetch_dir + " on the " + calendar_ + " calendar (not one model's runs)");
@@ -224,6 +241,8 @@ void NewPredictors::read_raw(size_t c, size_t first, size_t n, std::vector<float
   std::vector<float> src(n * ch.file->grid().size());
   ch.file->read(idx, src.data());
   fill_missing(*ch.file, idx, src, static_cast<FillPolicy>(fill_), "predict.fill");
+  if (ch.scale != 1 || ch.offset != 0)
+    for (float& v : src) v = static_cast<float>(v * ch.scale + ch.offset);  // NaN stays NaN
   apply_weights(ch.regrid.weights, src, n, out, ch.regrid.renormalize);
 }
 

@@ -12,6 +12,7 @@
 // needs every target point inside the source centres. Otherwise InputError naming the field and
 // the target cells not covered.
 #pragma once
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -38,6 +39,12 @@ struct NewPredictorOptions {
                                          // the store's preprocess.fill
   // What these predictors are in messages, and the key that names their folder.
   std::string role = "the new predictors (predict.predictors)";
+  // A channel fetched in other units than the training data's (the store's channel_units: psl in
+  // hPa against Pa) is converted with what this returns for (from, to, where): {scale, offset},
+  // to = from * scale + offset; it throws InputError when they do not convert (geopotential
+  // height in m against geopotential in m2 s-2). Unset: other units are refused. The pipeline
+  // passes udunits2's conversion (fetch/units.h).
+  std::function<std::pair<double, double>(const std::string&, const std::string&, const std::string&)> convert_units{};
 };
 
 class NewPredictors {

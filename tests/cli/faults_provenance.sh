@@ -21,6 +21,7 @@
 #      batches;
 #   6. new predictors far outside the training range: predicted, with a warning (count, worst);
 #      so far out that the precipitation is thousands of mm/day: exit 1, the earlier file kept,
+#      new predictors in other units converted (or refused, exit 3, where they do not convert),
 #      in blocks already after the first year;
 #   7. a prediction made before the checkpoint was trained again: evaluate exit 3, until predicted again.
 #   usage: faults_provenance.sh <downscale binary> <source dir>
@@ -309,6 +310,42 @@ expect 1 "times theirs (beyond a factor 5 either way, predict.plausible_ratio)" 
 expect 1 "predict.plausible_ratio) (after the first 384 of 1096 days; the rest was not predicted)" \
   ds predict --set predict.predictors=runs/far/fetch --set predict.block_days=32
 [[ $(sha256sum runs/demo/predict/precipitation_far.nc) == "$before" ]] || { echo "FAIL: precipitation_far.nc replaced"; exit 1; }
+# The same predictors fetched in other units (ta@850 in degC, ua@850 in km/h, as another
+# dataset definition writes them): converted to the training data's (the store's channel_units),
+# the same prediction; in units that do not convert (ua in m): exit 3 naming file and both units.
+copy_fetch same
+copy_fetch units
+$py - <<'PY'
+import json, netCDF4
+d = "runs/units/fetch"
+m = json.load(open(d + "/manifest.json"))
+for p in m["predictors"]:
+    if p["name"] in ("ta@850", "ua@850"):
+        scale, offset, units = (1.0, -273.15, "degC") if p["name"] == "ta@850" else (3.6, 0.0, "km h-1")
+        with netCDF4.Dataset(d + "/" + p["file"], "a") as f:
+            v = f[p["variable"]]; v.set_auto_mask(False); v[:] = v[:] * scale + offset; v.units = units
+        p["units"] = units
+        p["valid_range"] = [x * scale + offset for x in p["valid_range"]]
+json.dump(m, open(d + "/manifest.json", "w"))
+PY
+ds predict --set predict.predictors=runs/same/fetch >/dev/null 2>&1 || { echo "FAIL: predict on a copy of the fetch"; exit 1; }
+expect 0 "the new predictors (predict.predictors) converted to the training data's units (ta@850 from degC to K, ua@850 from km h-1 to m s-1)" \
+  ds predict --set predict.predictors=runs/units/fetch
+$py - <<'PY' || exit 1
+import netCDF4, numpy as np
+a = netCDF4.Dataset("runs/demo/predict/precipitation_same.nc")["pr_expected"][:]
+b = netCDF4.Dataset("runs/demo/predict/precipitation_units.nc")["pr_expected"][:]
+worst = float(np.max(np.abs(a - b)))
+print("ok: converted units give the same prediction: largest difference %.2e kg m-2 s-1 (mean %.2e)" % (worst, float(np.mean(a))))
+# float32 rounding of the converted inputs (degC + 273.15, km/h / 3.6), through the network
+assert worst < 1e-4 * float(np.max(a)), worst
+PY
+$py -c "
+import netCDF4
+with netCDF4.Dataset('runs/units/fetch/predictors/ua@850.nc', 'a') as f: f['ua'].units = 'm'"
+expect 3 "ua@850.nc: variable 'ua' (predictor ua@850): in 'm', but the model was trained on it in 'm s-1', which no unit conversion turns it into" \
+  ds predict --set predict.predictors=runs/units/fetch
+
 echo "== 7. a prediction older than its checkpoint"
 # Trained again into the same folder (another seed): the prediction of the first model must not be
 # scored as the second's; predicted again, it is.

@@ -332,3 +332,37 @@ TEST(NewPredictors, RealCmip5FilesOnTheIberiaGridWithOwnClimatology) {
   EXPECT_NE(msg.find("psl"), std::string::npos) << msg;
   EXPECT_NE(msg.find("(lon -10, lat"), std::string::npos) << msg;
 }
+
+// A channel in other units than the store records for it is converted by the caller's
+// convert_units (the pipeline's is udunits2), and refused without one, naming file and units.
+TEST(NewPredictors, OtherUnitsThanTheTrainingDataAreConvertedOrRefused) {
+  test::TempDir d;
+  const Grid g = Grid::from_spec(GridSpec{-10, -4, 36, 40, 2.0});
+  std::vector<int64_t> days;
+  for (int64_t t = 10957; t < 10957 + 30; ++t) days.push_back(t);
+  write_fetch_dir(d / "gcm", g, days, [](size_t t, size_t k) { return static_cast<float>(100000 + 10 * t + k); });
+  StoreMeta meta = meta_on(g, "nearest");
+  meta.mean.assign(g.size(), 101000);
+  meta.sd.assign(g.size(), 100);
+  meta.channel_units = {"hPa"};  // trained on psl in hPa; these are in Pa
+  EXPECT_NE(message_of([&] { NewPredictors p(d / "gcm", meta); }).find("psl.nc: variable 'psl' (predictor psl): in 'Pa', the training data in 'hPa'"),
+            std::string::npos);
+  NewPredictorOptions opt;
+  opt.convert_units = [](const std::string& from, const std::string& to, const std::string&) {
+    EXPECT_EQ(from, "Pa");
+    EXPECT_EQ(to, "hPa");
+    return std::pair<double, double>{0.01, 0};
+  };
+  meta.mean.assign(g.size(), 1010);
+  meta.sd.assign(g.size(), 1);
+  const NewPredictors p(d / "gcm", meta, opt);
+  std::vector<float> x(days.size() * g.size());
+  p.read(0, days.size(), x.data());
+  for (size_t t = 0; t < days.size(); ++t)  // (1000 + t/10 + k/100 hPa - 1010) / 1
+    EXPECT_NEAR(x[t * g.size()], (100000.0 + 10.0 * t) / 100 - 1010, 1e-3) << t;
+  // Units the converter refuses: its InputError reaches the caller.
+  opt.convert_units = [](const std::string&, const std::string&, const std::string& where) -> std::pair<double, double> {
+    throw InputError(where + ": no conversion");
+  };
+  EXPECT_NE(message_of([&] { NewPredictors q(d / "gcm", meta, opt); }).find("(predictor psl): no conversion"), std::string::npos);
+}
