@@ -23,12 +23,13 @@ namespace {
 // The identity and its parts of the store at `path` (empty when there is none, or none readable).
 struct Identity {
   std::string id, parts;
+  std::string train_hash, validation_hash;  // the splits' content (StoreReader::split_hash)
 };
 Identity identity_of(const std::string& path) {
   if (!path_exists(path)) return {};
   try {
     const StoreReader store(path);
-    return {store.identity(), identity_parts(store.meta())};
+    return {store.identity(), identity_parts(store.meta()), store.split_hash("train"), store.split_hash("validation")};
   } catch (const std::exception&) {
     return {};
   }
@@ -54,24 +55,55 @@ std::vector<std::string> checkpoints_of_store(const std::string& train_dir, cons
   return found;
 }
 
+// The first four of `paths`, then "and N more": a warning's list of checkpoints.
+std::string first_few(const std::vector<std::string>& paths) {
+  std::string list;
+  for (size_t i = 0; i < paths.size() && i < 4; ++i) list += (i ? ", " : "") + paths[i];
+  if (paths.size() > 4) list += fmt::format(" and {} more", paths.size() - 4);
+  return list;
+}
+
+// The checkpoints of the store `now` that recorded other train or validation splits than it holds.
+std::vector<std::string> checkpoints_of_other_splits(const std::string& train_dir, const Identity& now) {
+  std::vector<std::string> found;
+  for (const std::string& c : checkpoints_of_store(train_dir, now.id)) {
+    try {
+      const auto [train, validation] = read_checkpoint_split_hashes(c);
+      if (!train.empty() && (train != now.train_hash || validation != now.validation_hash)) found.push_back(c);
+    } catch (const std::exception&) {  // not a checkpoint it can read: not this warning's business
+    }
+  }
+  return found;
+}
+
 // A store rebuilt with other settings (training years, regrid method, fill, ...) no longer fits
 // the models trained on the one it replaced: predict and train --resume refuse them later, far
-// from the cause. Said here, when the cause is the command just run.
+// from the cause. Said here, when the cause is the command just run. The same predictors and
+// statistics with other training or validation days (another wet_threshold, validation and test
+// years swapped) keep the store's identity, and are told by the splits' hashes.
 void warn_models_of_replaced_store(const Identity& old, const std::string& store, const std::string& train_dir) {
   if (old.id.empty()) return;
   const Identity now = identity_of(store);
-  if (now.id == old.id) return;
+  if (now.id == old.id) {
+    if (now.train_hash == old.train_hash && now.validation_hash == old.validation_hash) return;
+    const std::vector<std::string> models = checkpoints_of_other_splits(train_dir, now);
+    if (models.empty()) return;
+    spdlog::warn("{} was rebuilt with the same predictors and statistics but other {} (preprocess.wet_threshold, the "
+                 "observations, or the validation and test years): the {} checkpoint(s) trained on the old splits no "
+                 "longer fit it, and predict and train --resume refuse them: {}. Train them again, or preprocess with "
+                 "the earlier settings to use them",
+                 store, now.train_hash != old.train_hash ? "training days" : "validation days", models.size(),
+                 first_few(models));
+    return;
+  }
   const std::vector<std::string> models = checkpoints_of_store(train_dir, old.id);
   if (models.empty()) return;
   std::vector<std::string> changed = changed_identity_parts(old.parts, now.parts);
   if (changed.empty()) changed.push_back("content");
-  std::string list;
-  for (size_t i = 0; i < models.size() && i < 4; ++i) list += (i ? ", " : "") + models[i];
-  if (models.size() > 4) list += fmt::format(" and {} more", models.size() - 4);
   spdlog::warn("{} was rebuilt and differs from the store it replaced in its {} (this preprocess's settings or the "
                "fetched data differ from the last one's): the {} checkpoint(s) trained on the old store no longer fit it, and predict and "
                "train --resume refuse them: {}. Train them again, or preprocess with the earlier settings to use them",
-               store, join_commas(changed), models.size(), list);
+               store, join_commas(changed), models.size(), first_few(models));
 }
 
 }  // namespace

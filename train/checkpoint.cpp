@@ -241,6 +241,12 @@ std::string read_checkpoint_store_identity(const std::string& path) {
   return f.has_attr("/", "store_identity") ? f.attr_string("/", "store_identity") : "";
 }
 
+std::pair<std::string, std::string> read_checkpoint_split_hashes(const std::string& path) {
+  H5File f = H5File::open(path);
+  if (!f.has_attr("/", "train_split_hash")) return {};
+  return {f.attr_string("/", "train_split_hash"), f.attr_string("/", "validation_split_hash")};
+}
+
 void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, int64_t now, int batch_size, int ranks) {
   if (saved == 0 || saved == now) return;
   std::string keep = "resume with a rank count and train.batch_size whose product is " + std::to_string(saved);

@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "io/store_identity.h"
 #include "model/net.h"
@@ -55,6 +56,9 @@ int64_t read_checkpoint_global_batch(const std::string& path);
 // A checkpoint's store_identity attribute alone ("" when it has none), for preprocess's warning
 // about checkpoints a rebuilt store leaves behind.
 std::string read_checkpoint_store_identity(const std::string& path);
+// Its train_split_hash and validation_split_hash ({"", ""} when it has none), for the same warning
+// about a store rebuilt with the same identity but other splits.
+std::pair<std::string, std::string> read_checkpoint_split_hashes(const std::string& path);
 
 void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer* optimizer, const TrainState& state);
 

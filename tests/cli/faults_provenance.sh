@@ -103,7 +103,10 @@ ds predict --set run.dir=runs/again --set predict.checkpoint=runs/again/train/ot
 # lie above 0.99 mm) or the validation and test years swapped (the test split would hold the days
 # that chose the checkpoint): predict exited 0 with both. Refused, naming what differs.
 other=(--set run.dir=runs/again --set predict.checkpoint=runs/again/train/other/checkpoint_best.h5 --set train.name=other)
-ds preprocess --set run.dir=runs/again --set preprocess.wet_threshold=0.5 2>/dev/null
+out=$(ds preprocess --set run.dir=runs/again --set preprocess.wet_threshold=0.5 2>&1) || { echo "$out"; exit 1; }
+grep -qF "runs/again/preprocess/store.h5 was rebuilt with the same predictors and statistics but other training days" <<<"$out" &&
+  grep -qF "refuse them: runs/again/train/checkpoint_best.h5, runs/again/train/other/checkpoint_best.h5" <<<"$out" ||
+  { echo "FAIL: no warning naming the checkpoints of the old splits:"; echo "$out" | tail -3; exit 1; }
 expect 3 "checkpoint_best.h5: trained on other training days than the train split of runs/again/preprocess/store.h5" \
   ds predict "${other[@]}"
 ds preprocess --set run.dir=runs/again --set "preprocess.validation_years=[2002,2002]" --set "preprocess.test_years=[2001,2001]" 2>/dev/null
