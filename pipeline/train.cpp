@@ -58,7 +58,8 @@ int run_train(const Config& cfg, const StageOptions& opt) {
     // still stop (which leaves the earlier run whole) and resume.
     if (comm->is_root() && !resume && path_exists(last))
       spdlog::warn("{} exists: this run starts afresh and replaces it, with its metrics.csv, at the end of its first "
-                   "epoch (to continue that run instead, stop this one before then and pass --resume)", last);
+                   "epoch, or at a SIGUSR1 checkpoint-and-requeue before then (to continue that run instead, stop this one "
+                   "with Ctrl-C or SIGTERM before then and pass --resume)", last);
     done = train_model(cfg, paths.store(), paths.model_dir(), resume, {}, comm.get(), opt.timeline).already_done;
   });
   if (comm->is_root() && !done) spdlog::info("wrote {}/checkpoint_best.h5 and checkpoint_last.h5", paths.model_dir());

@@ -394,9 +394,6 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   if (distributed)
     buckets.emplace(net.params(), size_t(tc.allreduce_bucket_mb * 1024 * 1024), comm,
                     parse_wire_type(tc.allreduce_dtype));
-  if (root) {
-    write_file_atomically(out_dir + "/model_summary.txt", net.summary());
-  }
   spdlog::info("model {}: {} parameters, input {}x{}x{}, output {}x{}, backend {}", spec.name, net.parameter_count(),
                spec.in_channels, spec.in_h, spec.in_w, out_shape.h, out_shape.w, be->name());
   spdlog::info("{} training and {} validation samples, batch {}, {} epochs, loss {}, optimizer {}, learning rate {}",
@@ -421,12 +418,14 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   // A new event file per run (and per resume): TensorBoard merges every file of the folder.
   std::optional<TrainingEvents> events;
   // A fresh run in a folder holding an earlier run replaces that run's history (metrics.csv,
-  // event files) and checkpoints only when its own first epoch is done: stopped before then (as
-  // its warning invites, to --resume the earlier run instead), or failing in it, it leaves the
+  // event files, model_summary.txt) and checkpoints only when its own first epoch is done (or at
+  // a SIGUSR1 before then: the requeued job continues this run): stopped before then (as its
+  // warning invites, to --resume the earlier run instead), or failing in it, it leaves the
   // earlier run whole. Every rank decides the same before the start barrier.
   const bool replaces_previous = !resume && path_exists(last_path);
   const auto open_history = [&] {
     if (!root || csv.is_open()) return;
+    write_file_atomically(out_dir + "/model_summary.txt", net.summary());  // the run's, with its history
     const bool header = !resume || !path_exists(csv_path) || std::filesystem::file_size(csv_path) == 0;
     csv = AppendFile(csv_path, !resume);
     if (header) csv.append("epoch,train_loss,val_loss,epoch_seconds,samples_per_second\n");
@@ -603,13 +602,15 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
         const bool requeue = sig == SIGUSR1;
         // A fresh run stopped in its first epoch over an earlier run: that run stays whole (the
         // warning at the start said how to continue it), and this one's few steps are dropped.
-        if (replaces_previous && epoch == 1)
+        // Not for SIGUSR1: that is Slurm's warning before the time limit, and the requeued job
+        // resumes what was submitted, this run, so its history starts here with its checkpoint.
+        if (replaces_previous && epoch == 1 && !requeue)
           throw Interrupted(sig,
                             fmt::format("interrupted by {} at {}; nothing written: the earlier run's {}/checkpoint_last.h5, "
                                         "metrics.csv and TensorBoard events are as they were (this fresh run had not "
                                         "finished its first epoch; --resume continues the earlier run)",
-                                        signal_name(sig), where, out_dir),
-                            requeue ? kExitRequeue : 0);
+                                        signal_name(sig), where, out_dir));
+        open_history();  // opened already, but by a fresh run over an earlier one in its first epoch
         // Under MPI each rank's batch-norm running statistics differ until the epoch's end
         // averages them: the checkpoint holds rank 0's (weights and optimizer are the same on all).
         if (root) save_checkpoint(last_path, net, optimizer.get(), mid);
