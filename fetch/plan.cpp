@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 #include "io/calendar.h"
 #include "io/error.h"
 #include "fetch/chunk.h"
@@ -66,6 +68,10 @@ std::string ChunkPlan::request(const FieldPlan& f) const {
     << cf_name(f.calendar);
   s << " " << f.source_units << " x" << f.convert.scale << "+" << f.convert.offset;
   s << " x" << f.def.scale << "+" << f.def.offset << " " << f.out_units();
+  // The bounds' reading maps the same days to other records than the stamps' did: a chunk an
+  // earlier version fetched from the stamps (a day late) is fetched again, not joined with ones of
+  // the bounds' reading. Sources whose bounds agree with their stamps keep their chunks.
+  if (f.days_from_bounds) s << " days from the time bounds";
   return s.str();
 }
 
@@ -135,9 +141,12 @@ std::string hpa_text(double hpa) { return num(std::round(hpa * 100) / 100); }
 // The time of each step to take its day from: the middle of its CF cell (the `bounds` variable,
 // n x 2, in the time's units) where the file has one, else the stamp. Daily means stamped at the
 // end of their interval (the next day at 00:00, as some models write them) would otherwise be
-// read one day late, each day's value under the next day's date.
-std::vector<double> day_times(const NcFile& f, int time_var, const std::string& time_name, const std::string& where) {
+// read one day late, each day's value under the next day's date. `moved`: how many steps the
+// bounds put on another day than their stamp.
+std::vector<double> day_times(const NcFile& f, int time_var, const std::string& time_name, const TimeUnits& tu,
+                              const std::string& where, size_t& moved) {
   std::vector<double> t = f.read_coord(time_name);
+  moved = 0;
   const std::string bounds = f.att_text(time_var, "bounds");
   if (bounds.empty() || !f.has_var(bounds)) return t;
   const int bv = f.var_id(bounds);
@@ -148,10 +157,15 @@ std::vector<double> day_times(const NcFile& f, int time_var, const std::string& 
   std::vector<double> b(2 * t.size());
   if (!t.empty()) f.read(bv, {0, 0}, {t.size(), 2}, b.data());
   for (size_t i = 0; i < t.size(); ++i) {
-    if (!(b[2 * i] <= t[i] && t[i] <= b[2 * i + 1]))
+    // A thousandth of the interval (86 s of a day) for stamps and bounds computed or stored with
+    // rounding apart; a stamp a day or an hour off its interval is still refused.
+    const double slack = 1e-3 * std::abs(b[2 * i + 1] - b[2 * i]);
+    if (!(b[2 * i] - slack <= t[i] && t[i] <= b[2 * i + 1] + slack))
       throw InputError(where + ": time step " + std::to_string(i) + " (" + num(t[i]) + ") lies outside its bounds [" +
                        num(b[2 * i]) + ", " + num(b[2 * i + 1]) + "] ('" + bounds + "')");
-    t[i] = 0.5 * (b[2 * i] + b[2 * i + 1]);
+    const double middle = 0.5 * (b[2 * i] + b[2 * i + 1]);
+    moved += tu.day_of(middle) != tu.day_of(t[i]);
+    t[i] = middle;
   }
   return t;
 }
@@ -328,7 +342,13 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
       throw InputError(name_k + ": time: calendar '" + cf_name(tu.calendar) + "', but '" + cf_name(f.calendar) + "' in " +
                        src_name);
     auto& days = source_days[k];
-    for (double t : day_times(sk, tv, tname, name_k + ": time")) days.push_back(tu.day_of(t));
+    size_t moved = 0;
+    for (double t : day_times(sk, tv, tname, tu, name_k + ": time", moved)) days.push_back(tu.day_of(t));
+    f.days_from_bounds = f.days_from_bounds || moved > 0;
+    if (moved)  // said once a field: the files of one dataset stamp alike
+      spdlog::log(k == 0 ? spdlog::level::info : spdlog::level::debug,
+                  "{}: {} time step(s) stamped at an end of their interval: each day is taken from the middle of its "
+                  "time bounds ('{}'), not from the stamp", name_k, moved, sk.att_text(tv, "bounds"));
     for (size_t i = 1; i < days.size(); ++i)
       if (days[i] <= days[i - 1])
         throw InputError(name_k + ": time step " + std::to_string(i) + " (" + f.date(days[i]) +

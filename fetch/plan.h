@@ -56,6 +56,9 @@ struct FieldPlan {
   std::string source_standard_name, source_long_name;  // kept in the fetched file (CF)
   UnitConversion convert;      // source_units -> def.target_units() (udunits2), before def.scale/offset
   Calendar calendar = Calendar::standard;  // the source's; day numbers count in it
+  // The source's time bounds put some steps on another day than their stamps (stamped at an end
+  // of their interval): days come from the bounds' middle, which earlier versions did not read.
+  bool days_from_bounds = false;
 
   // The source variable's layout: axis positions of time, level (-1: none), lat and lon.
   int ndims = 0, t_ax = -1, z_ax = -1, y_ax = -1, x_ax = -1;

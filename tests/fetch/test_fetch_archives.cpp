@@ -359,6 +359,25 @@ TEST(FetchArchives, DaysComeFromTheTimeBoundsWhereTheFileHasThem) {
   EXPECT_NE(error_of([&] { plan(d.path(), one_variable("ta", "ta", "end.nc", "K"), {"ta", "ta", 0}, request(2000, 2000, {2})); })
                 .find("time step 40 (41) lies outside its bounds [100, 101] ('time_bnds')"),
             std::string::npos);
+  // A stamp a rounding error past its bound (5e-4 of the interval, 43 s of a day) is the same day.
+  const double near[2] = {40, 40.9995};
+  ASSERT_EQ(nc_open((d / "end.nc").c_str(), NC_WRITE, &id), NC_NOERR);
+  ASSERT_EQ(nc_put_vara_double(id, tb, start, count, near), NC_NOERR);
+  ASSERT_EQ(nc_close(id), NC_NOERR);
+  EXPECT_NO_THROW(plan(d.path(), one_variable("ta", "ta", "end.nc", "K"), {"ta", "ta", 0}, request(2000, 2000, {2})));
+
+  // The ledger's request says the days come from the bounds: a chunk fetched under the stamps'
+  // reading (one day late, before the bounds were read) is fetched again, not reused beside chunks
+  // of the bounds' reading in one folder.
+  int t = -1;
+  ASSERT_EQ(nc_open((d / "end.nc").c_str(), NC_WRITE, &id), NC_NOERR);
+  ASSERT_EQ(nc_inq_varid(id, "time", &t), NC_NOERR);
+  ASSERT_EQ(nc_redef(id), NC_NOERR);
+  ASSERT_EQ(nc_del_att(id, t, "bounds"), NC_NOERR);
+  ASSERT_EQ(nc_close(id), NC_NOERR);
+  const FetchPlan stamps = plan(d.path(), one_variable("ta", "ta", "end.nc", "K"), {"ta", "ta", 0}, request(2000, 2000, {2}));
+  ASSERT_EQ(stamps.chunks[0].days, feb.days);
+  EXPECT_NE(stamps.chunks[0].request(stamps.fields[0]), feb.request(p.fields[0]));
 }
 
 // One time convention (issue 16): a fetched day is stamped at 12:00 with bounds [00:00, next
