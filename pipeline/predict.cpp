@@ -156,6 +156,18 @@ void check_finite(const std::vector<float>& values, int channels, const StoreMet
 // for a 95-year GCM run before saying so. The whole prediction is checked again at the end.
 constexpr size_t kEarlyLevelDays = 365;
 
+// The early level check's refusal comes with the new predictors' outlier warnings so far: they
+// name the likely cause (a field far outside the training climate, a wrong unit), which the level
+// error, blaming the model, cannot. At the end they come before the check anyway.
+void check_early(NewPredictors* inputs, const std::function<void()>& check) {
+  try {
+    check();
+  } catch (const Error&) {
+    if (inputs) inputs->report_outliers();
+    throw;
+  }
+}
+
 // "" at the end; ", after the first N of M days" for the early check.
 std::string level_stage(size_t done, size_t n) {
   return done < n ? fmt::format(" (after the first {} of {} days; the rest was not predicted)", done, n) : "";
@@ -478,6 +490,13 @@ int run_predict(const Config& cfg) {
   std::string calendar = meta.calendar, standardization;
   ReadSamples read_inputs;
   if (new_inputs) {
+    // A store written before stores recorded their predictors' units: new predictors in other
+    // units (psl in hPa) cannot be told, and only the far-from-training warnings would hint at them.
+    if (std::find(meta.channel_units.begin(), meta.channel_units.end(), "") != meta.channel_units.end())
+      spdlog::warn("{} does not record the units of its predictors (written by an earlier version): the units of the "
+                   "new predictors in {} are not checked against the training data's, nor converted; downscale "
+                   "preprocess rebuilds the store with them (the same identity: its checkpoints stay valid)",
+                   store.path(), cfg.predict.predictors);
     inputs = std::make_unique<NewPredictors>(cfg.predict.predictors, meta,
                                              NewPredictorOptions{cfg.predict.standardize, cfg.predict.reference_years,
                                                                  cfg.predict.reference_predictors, cfg.predict.fill,
@@ -533,8 +552,12 @@ int run_predict(const Config& cfg) {
   std::optional<Progress> progress;  // from the first block: the thresholds' pass is not in its rate
   auto for_each_block = [&](const std::function<void(size_t, size_t, std::vector<float>&)>& use) {
     progress.emplace("predicted days", int64_t(n));
-    for (size_t first = 0; first < n; first += block) {
-      const size_t nb = std::min(block, n - first);
+    // The first block holds no more than the early level check's days (whole batches), so that
+    // check comes after about a year whatever predict.block_days: a small domain's default block
+    // is decades, and a broken model would predict all of them first.
+    const size_t first_block = std::min(block, (kEarlyLevelDays + size_t(bs) - 1) / size_t(bs) * size_t(bs));
+    for (size_t first = 0, nb = 0; first < n; first += nb) {
+      nb = std::min(first == 0 ? first_block : block, n - first);
       std::vector<float> raw = run_network(net, *be, meta, first, nb, n, channels, read_inputs, bs, *progress);
       check_finite(raw, channels, meta, days, first, calendar, "network's output");
       use(first, nb, raw);
@@ -586,7 +609,7 @@ int run_predict(const Config& cfg) {
         if (std::isfinite(v)) sum += v, ++values;
       if (!checked_early && first + nb >= kEarlyLevelDays && first + nb < n) {
         checked_early = true;
-        check_level(first + nb);
+        check_early(inputs.get(), [&] { check_level(first + nb); });
       }
       if (!new_inputs) add_test_scores(store, box_means, first, nb, pred.mean, score);
       const std::vector<float> mean = crop_to_window(std::move(pred.mean), win);
@@ -665,7 +688,7 @@ int run_predict(const Config& cfg) {
     level.add_predicted(expected.data(), nb, months.data() + first, meta.mask);
     if (!level_checked_early && level.predicted_days() >= kEarlyLevelDays && first + nb < n) {
       level_checked_early = true;
-      check_precipitation_level(level, cfg, ckpt, predictors, first + nb, n);
+      check_early(inputs.get(), [&] { check_precipitation_level(level, cfg, ckpt, predictors, first + nb, n); });
     }
     // A first score on the test period: the expected precipitation (the mean squared error's
     // optimum) against each grid box's training climatology. `downscale evaluate` gives the rest.

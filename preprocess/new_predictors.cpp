@@ -250,6 +250,7 @@ void NewPredictors::read(size_t first, size_t n, float* x) const {
   const size_t C = channels_.size(), HW = meta_.predictor_lon.size() * meta_.predictor_lat.size();
   std::vector<float> out;
   z_sum_.resize(C), z_count_.resize(C);
+  days_read_ = std::max(days_read_, first + n);
   for (size_t c = 0; c < C; ++c) {
     read_raw(c, first, n, out);
     apply_standardization(channels_[c].stats, out);
@@ -285,10 +286,10 @@ void NewPredictors::report_outliers() const {
     const double mean = z_sum_[c] / static_cast<double>(z_count_[c]);
     if (std::fabs(mean) > kFarMean)
       spdlog::warn("predictor {} averages {:+.1f} standard deviations from the mean it is standardized with over "
-                   "the {} days predicted (more than {:g}): check that its file holds that variable at that level, "
+                   "the {} days read (more than {:g}): check that its file holds that variable at that level, "
                    "in the units it says, and that its months are the training's; a climate this far from the "
                    "training period's is outside what the model learned",
-                   meta_.channels.at(c), mean, days_.size(), kFarMean);
+                   meta_.channels.at(c), mean, days_read_, kFarMean);
   }
   if (!outliers_.count) return;
   const size_t W = meta_.predictor_lon.size();

@@ -98,6 +98,7 @@ class NewPredictors {
   mutable Outliers outliers_;
   mutable std::vector<double> z_sum_;   // per channel: the sum of the finite standardized values read
   mutable std::vector<size_t> z_count_;
+  mutable size_t days_read_ = 0;        // days_[0, days_read_) read so far (predict reads them in order)
   std::vector<Channel> channels_;
   std::vector<int64_t> days_;
   std::string calendar_ = "standard", description_;

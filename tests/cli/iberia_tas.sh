@@ -149,11 +149,10 @@ before=$(sha256sum runs/kelvin/predict/deepesd/tas.nc)
 rc=0; out=$(ds predict "${k[@]}" --set predict.checkpoint=off.h5) || rc=$?
 [[ $rc -eq 1 ]] && grep -qE "off.h5: the predicted tas averages -?[0-9.]+ K .* training observations 28[0-9.]+ K .* standard deviations apart.*nothing written" <<<"$out" &&
   [[ $(sha256sum runs/kelvin/predict/deepesd/tas.nc) == "$before" ]] || { echo "an implausible prediction: exit $rc, $out"; exit 1; }
-# In 32-day blocks the check comes after the first year's days (12 blocks), before the rest is predicted.
-[[ $out != *"after the first"* ]] || { echo "one block, yet an early check: $out"; exit 1; }
-rc=0; out=$(ds predict "${k[@]}" --set predict.checkpoint=off.h5 --set predict.block_days=32) || rc=$?
-[[ $rc -eq 1 ]] && grep -qF "(more than 5, predict.plausible_sd) (after the first 384 of 451 days; the rest was not predicted)" <<<"$out" &&
-  [[ $(sha256sum runs/kelvin/predict/deepesd/tas.nc) == "$before" ]] || { echo "an implausible prediction in blocks: exit $rc, $out"; exit 1; }
+# The check comes after the first year's days (the first block is cut there, whole batches), before
+# the rest is predicted, though the default block of this small domain would hold every day.
+grep -qF "(more than 5, predict.plausible_sd) (after the first 384 of 451 days; the rest was not predicted)" <<<"$out" ||
+  { echo "no early check after the first year: $out"; exit 1; }
 # ... unless the user says the scenario lies that far out on purpose: predict.plausible_sd 0.
 out=$(ds predict "${k[@]}" --set predict.checkpoint=off.h5 --set predict.plausible_sd=0) &&
   [[ $(sha256sum runs/kelvin/predict/deepesd/tas.nc) != "$before" ]] || { echo "predict.plausible_sd=0: $out"; exit 1; }
