@@ -283,15 +283,15 @@ void H5File::read_any(const std::string& name, hid_t type, void* out) const {
   Handle ds(H5Dopen2(id_, name.c_str(), H5P_DEFAULT), H5Dclose);
   if (ds < 0) throw InputError(path_ + ": no dataset " + name);
   if (H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
-    Handle dcpl(H5Dget_create_plist(ds), H5Pclose);
-    unsigned flags = 0;
-    size_t nvalues = 0;
-    const bool checked = dcpl >= 0 && H5Pget_filter_by_id2(dcpl, H5Z_FILTER_FLETCHER32, &flags, &nvalues, nullptr, 0,
-                                                           nullptr, nullptr) >= 0;
+    // HDF5's own cause, read before any other call clears it: a checksum that does not match is
+    // said as such, anything else (an I/O error, a truncated file) as HDF5 says it.
+    const std::string cause = hdf5_error_cause();
+    static const std::regex checksum("fletcher|checksum", std::regex::icase);
     throw InputError(path_ + ": cannot read dataset " + name +
-                     (checked ? " (its Fletcher-32 checksum does not match: the file was changed or damaged after it "
-                                "was written)"
-                              : ""));
+                     (std::regex_search(cause, checksum)
+                          ? " (its Fletcher-32 checksum does not match: the file was changed or damaged after it "
+                            "was written)"
+                          : ": " + cause));
   }
 }
 void H5File::read(const std::string& n, float* o) const { read_any(n, H5T_NATIVE_FLOAT, o); }

@@ -4,6 +4,8 @@
 #include "model/models.h"
 
 #include <cstdlib>
+#include <iterator>
+#include <string>
 
 #include "io/error.h"
 #include "model/imagenet_models.h"
@@ -156,6 +158,27 @@ std::vector<Node> build_deepesd(const ModelSpec& s, Backend& be) {
   return g.take();
 }
 
+// Every model this version builds, by name: build_model dispatches on it, and checkpoints and
+// configurations are checked against it.
+struct ModelEntry {
+  const char* name;
+  std::vector<Node> (*build)(const ModelSpec&, Backend&);
+};
+const ModelEntry kModels[] = {
+    {"demo", build_demo},
+    {"mnn", build_mnn},
+    {"deepesd", build_deepesd},
+    {"resnet50", [](const ModelSpec& s, Backend& be) { return build_resnet(s, be, 50); }},
+    {"resnet101", [](const ModelSpec& s, Backend& be) { return build_resnet(s, be, 101); }},
+    {"inception_v3", build_inception_v3},
+};
+
+const ModelEntry* find_model(const std::string& name) {
+  for (const ModelEntry& m : kModels)
+    if (name == m.name) return &m;
+  return nullptr;
+}
+
 }  // namespace
 
 bool is_image_classifier(const std::string& name) {
@@ -166,21 +189,18 @@ std::vector<Node> build_model(const ModelSpec& spec, Backend& be) {
   if (spec.in_channels < 1 || spec.in_h < 1 || spec.in_w < 1)
     throw UsageError("model '" + spec.name + "': input shape (" + std::to_string(spec.in_channels) + ", " +
                      std::to_string(spec.in_h) + ", " + std::to_string(spec.in_w) + ") must be positive");
-  if (spec.name == "demo") return build_demo(spec, be);
-  if (spec.name == "mnn") return build_mnn(spec, be);
-  if (spec.name == "deepesd") return build_deepesd(spec, be);
-  if (spec.name == "resnet50") return build_resnet(spec, be, 50);
-  if (spec.name == "resnet101") return build_resnet(spec, be, 101);
-  if (spec.name == "inception_v3") return build_inception_v3(spec, be);
-  throw UsageError("unknown model '" + spec.name + "' (expected " + known_models() + ")");
+  const ModelEntry* m = find_model(spec.name);
+  if (!m) throw UsageError("unknown model '" + spec.name + "' (expected " + known_models() + ")");
+  return m->build(spec, be);
 }
 
-bool is_known_model(const std::string& name) {
-  for (const char* m : {"demo", "mnn", "deepesd", "resnet50", "resnet101", "inception_v3"})
-    if (name == m) return true;
-  return false;
-}
+bool is_known_model(const std::string& name) { return find_model(name) != nullptr; }
 
-std::string known_models() { return "demo, mnn, deepesd, resnet50, resnet101 or inception_v3"; }
+std::string known_models() {
+  std::string list;
+  const size_t n = std::size(kModels);
+  for (size_t i = 0; i < n; ++i) list += (i == 0 ? "" : i + 1 == n ? " or " : ", ") + std::string(kModels[i].name);
+  return list;
+}
 
 }  // namespace ds::model

@@ -35,11 +35,17 @@ Identity identity_of(const std::string& path) {
   }
 }
 
+// A checkpoint under <run>/train and the store it records it was trained on.
+struct SavedCheckpoint {
+  std::string path;
+  StoreProvenance store;
+};
+
 // The checkpoints under <run>/train (train/ and train/<name>/) that record `store_identity` as
 // the store they were trained on, sorted.
-std::vector<std::string> checkpoints_of_store(const std::string& train_dir, const std::string& store_identity) {
+std::vector<SavedCheckpoint> checkpoints_of_store(const std::string& train_dir, const std::string& store_identity) {
   namespace fs = std::filesystem;
-  std::vector<std::string> found;
+  std::vector<SavedCheckpoint> found;
   std::error_code ec;
   if (!fs::is_directory(train_dir, ec)) return found;
   for (fs::recursive_directory_iterator it(train_dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -47,33 +53,21 @@ std::vector<std::string> checkpoints_of_store(const std::string& train_dir, cons
     const fs::path& p = it->path();
     if (p.extension() != ".h5" || p.filename().string().rfind("checkpoint_", 0) != 0) continue;
     try {
-      if (read_checkpoint_store_identity(p.string()) == store_identity) found.push_back(p.string());
+      StoreProvenance store = read_checkpoint_provenance(p.string());
+      if (store.identity == store_identity) found.push_back({p.string(), std::move(store)});
     } catch (const std::exception&) {  // not a checkpoint it can read: not this warning's business
     }
   }
-  std::sort(found.begin(), found.end());
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
   return found;
 }
 
-// The first four of `paths`, then "and N more": a warning's list of checkpoints.
-std::string first_few(const std::vector<std::string>& paths) {
+// The first four of `models`' paths, then "and N more": a warning's list of checkpoints.
+std::string first_few(const std::vector<SavedCheckpoint>& models) {
   std::string list;
-  for (size_t i = 0; i < paths.size() && i < 4; ++i) list += (i ? ", " : "") + paths[i];
-  if (paths.size() > 4) list += fmt::format(" and {} more", paths.size() - 4);
+  for (size_t i = 0; i < models.size() && i < 4; ++i) list += (i ? ", " : "") + models[i].path;
+  if (models.size() > 4) list += fmt::format(" and {} more", models.size() - 4);
   return list;
-}
-
-// The checkpoints of the store `now` that recorded other train or validation splits than it holds.
-std::vector<std::string> checkpoints_of_other_splits(const std::string& train_dir, const Identity& now) {
-  std::vector<std::string> found;
-  for (const std::string& c : checkpoints_of_store(train_dir, now.id)) {
-    try {
-      const auto [train, validation] = read_checkpoint_split_hashes(c);
-      if (!train.empty() && (train != now.train_hash || validation != now.validation_hash)) found.push_back(c);
-    } catch (const std::exception&) {  // not a checkpoint it can read: not this warning's business
-    }
-  }
-  return found;
 }
 
 // A store rebuilt with other settings (training years, regrid method, fill, ...) no longer fits
@@ -86,7 +80,9 @@ void warn_models_of_replaced_store(const Identity& old, const std::string& store
   const Identity now = identity_of(store);
   if (now.id == old.id) {
     if (now.train_hash == old.train_hash && now.validation_hash == old.validation_hash) return;
-    const std::vector<std::string> models = checkpoints_of_other_splits(train_dir, now);
+    std::vector<SavedCheckpoint> models;
+    for (SavedCheckpoint& c : checkpoints_of_store(train_dir, now.id))
+      if (!changed_split(c.store, now.train_hash, now.validation_hash).empty()) models.push_back(std::move(c));
     if (models.empty()) return;
     spdlog::warn("{} was rebuilt with the same predictors and statistics but other {} (preprocess.wet_threshold, the "
                  "observations, or the validation and test years): the {} checkpoint(s) trained on the old splits no "
@@ -96,7 +92,7 @@ void warn_models_of_replaced_store(const Identity& old, const std::string& store
                  first_few(models));
     return;
   }
-  const std::vector<std::string> models = checkpoints_of_store(train_dir, old.id);
+  const std::vector<SavedCheckpoint> models = checkpoints_of_store(train_dir, old.id);
   if (models.empty()) return;
   std::vector<std::string> changed = changed_identity_parts(old.parts, now.parts);
   if (changed.empty()) changed.push_back("content");

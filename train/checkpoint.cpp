@@ -82,9 +82,10 @@ void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer*
   out.commit();
 }
 
-model::ModelSpec read_checkpoint_spec(const std::string& path) {
-  H5File f = H5File::open(path);
-  if (!f.has_attr("/", "model_spec")) throw InputError(path + ": no model_spec attribute: not a downscale checkpoint");
+namespace {
+// The model_spec attribute of the checkpoint `f` at `path`: exit 3 naming the checkpoint where it
+// is no JSON or names a model this version does not build.
+model::ModelSpec saved_spec(const H5File& f, const std::string& path) {
   model::ModelSpec spec;
   try {
     spec = model::ModelSpec::from_json(f.attr_string("/", "model_spec"));
@@ -96,17 +97,19 @@ model::ModelSpec read_checkpoint_spec(const std::string& path) {
                      model::known_models() + "): written by another version, or damaged");
   return spec;
 }
+}  // namespace
+
+model::ModelSpec read_checkpoint_spec(const std::string& path) {
+  H5File f = H5File::open(path);
+  if (!f.has_attr("/", "model_spec")) throw InputError(path + ": no model_spec attribute: not a downscale checkpoint");
+  return saved_spec(f, path);
+}
 
 namespace {
 // A configuration that does not fit the checkpoint (as a global batch that does not): exit 2.
 void check_saved_model(const H5File& f, const std::string& path, const model::ModelSpec& want) {
   if (!f.has_attr("/", "model_spec")) return;  // absent in checkpoints of older versions
-  model::ModelSpec saved;
-  try {
-    saved = model::ModelSpec::from_json(f.attr_string("/", "model_spec"));
-  } catch (const std::exception& e) {
-    throw InputError(path + ": attribute model_spec: " + e.what() + " (a damaged checkpoint)");
-  }
+  const model::ModelSpec saved = saved_spec(f, path);
   const auto refuse = [&](const std::string& what, const std::string& a, const std::string& b, const std::string& key) {
     throw UsageError(path + ": the checkpoint holds " + what + " " + a + ", the configuration asks for " + b + " (" + key +
                      "): use the checkpoint's, or train into another folder (train.name)");
@@ -135,7 +138,9 @@ void check_saved_optimizer(const H5File& f, const std::string& path, const std::
                      "into another folder (train.name)");
 }
 
-// The training state's attributes (everything but the tensors).
+// The record of the store a checkpoint was trained on; the training state's attributes
+// (everything but the tensors).
+StoreProvenance read_provenance(const H5File& f, const std::string& path);
 TrainState read_state(const H5File& f, const std::string& path);
 
 }  // namespace
@@ -171,6 +176,24 @@ TrainState load_checkpoint(const std::string& path, model::Net& net, model::Opti
 }
 
 namespace {
+StoreProvenance read_provenance(const H5File& f, const std::string& path) {
+  StoreProvenance p;
+  if (f.has_attr("/", "store_identity")) {
+    p.identity = f.attr_string("/", "store_identity");
+    p.channels = split_commas(f.attr_string("/", "channels"));
+    p.statistics = f.attr_string("/", "store_statistics");
+    const std::string grids = f.attr_string("/", "store_grids");
+    int* g = p.grid;
+    if (std::sscanf(grids.c_str(), "%d,%d,%d,%d", &g[0], &g[1], &g[2], &g[3]) != 4)
+      throw InputError(path + ": attribute store_grids '" + grids + "' is not H,W,H',W'");
+  }
+  if (f.has_attr("/", "train_split_hash")) {
+    p.train_hash = f.attr_string("/", "train_split_hash");
+    p.validation_hash = f.attr_string("/", "validation_split_hash");
+  }
+  return p;
+}
+
 TrainState read_state(const H5File& f, const std::string& path) {
   TrainState s;
   s.epoch = static_cast<int>(f.attr_int("/", "epoch"));
@@ -180,19 +203,7 @@ TrainState read_state(const H5File& f, const std::string& path) {
   // Checkpoints from before mid-epoch ones were written have neither: an epoch's end.
   if (f.has_attr("/", "step_in_epoch")) s.step_in_epoch = f.attr_int("/", "step_in_epoch");
   if (f.has_attr("/", "epoch_loss_sum")) s.epoch_loss_sum = f.attr_double("/", "epoch_loss_sum");
-  if (f.has_attr("/", "store_identity")) {
-    s.store.identity = f.attr_string("/", "store_identity");
-    s.store.channels = split_commas(f.attr_string("/", "channels"));
-    s.store.statistics = f.attr_string("/", "store_statistics");
-    const std::string grids = f.attr_string("/", "store_grids");
-    int* g = s.store.grid;
-    if (std::sscanf(grids.c_str(), "%d,%d,%d,%d", &g[0], &g[1], &g[2], &g[3]) != 4)
-      throw InputError(path + ": attribute store_grids '" + grids + "' is not H,W,H',W'");
-  }
-  if (f.has_attr("/", "train_split_hash")) {
-    s.store.train_hash = f.attr_string("/", "train_split_hash");
-    s.store.validation_hash = f.attr_string("/", "validation_split_hash");
-  }
+  s.store = read_provenance(f, path);
   if (f.has_attr("/", "global_batch")) s.global_batch = f.attr_int("/", "global_batch");
   if (f.has_attr("/", "loss_scale")) {
     s.loss_scale = f.attr_double("/", "loss_scale");
@@ -217,14 +228,13 @@ void check_checkpoint_store(const std::string& checkpoint_path, const TrainState
   // with another wet threshold (the target the amounts were learnt above), other sources, or the
   // validation and test years swapped (the test split would hold the days that chose this
   // checkpoint). Not recorded by older checkpoints or stores: not checked.
-  const std::string train_now = store.split_hash("train"), validation_now = store.split_hash("validation");
-  const auto known = [](const std::string& a, const std::string& b) { return !a.empty() && !b.empty(); };
-  if (known(state.store.train_hash, train_now) && state.store.train_hash != train_now)
+  const std::string changed = changed_split(state.store, store.split_hash("train"), store.split_hash("validation"));
+  if (changed == "train")
     throw InputError(checkpoint_path + ": trained on other training days than the train split of " + store_path +
                      " holds now (the store was rebuilt with the same predictors and statistics but another "
                      "preprocess.wet_threshold, other observations or other training days); predict and resume only "
                      "with the store it was trained on, or train anew");
-  if (known(state.store.validation_hash, validation_now) && state.store.validation_hash != validation_now)
+  if (changed == "validation")
     throw InputError(checkpoint_path + ": its best epoch was chosen on another validation split than " + store_path +
                      " holds now (preprocess.validation_years or test_years changed: a test split holding the days that "
                      "chose the model would score it on them); predict and resume only with the store it was trained "
@@ -236,15 +246,13 @@ int64_t read_checkpoint_global_batch(const std::string& path) {
   return f.has_attr("/", "global_batch") ? f.attr_int("/", "global_batch") : 0;
 }
 
-std::string read_checkpoint_store_identity(const std::string& path) {
-  H5File f = H5File::open(path);
-  return f.has_attr("/", "store_identity") ? f.attr_string("/", "store_identity") : "";
-}
+StoreProvenance read_checkpoint_provenance(const std::string& path) { return read_provenance(H5File::open(path), path); }
 
-std::pair<std::string, std::string> read_checkpoint_split_hashes(const std::string& path) {
-  H5File f = H5File::open(path);
-  if (!f.has_attr("/", "train_split_hash")) return {};
-  return {f.attr_string("/", "train_split_hash"), f.attr_string("/", "validation_split_hash")};
+std::string changed_split(const StoreProvenance& saved, const std::string& train_now, const std::string& validation_now) {
+  const auto differs = [](const std::string& a, const std::string& b) { return !a.empty() && !b.empty() && a != b; };
+  if (differs(saved.train_hash, train_now)) return "train";
+  if (differs(saved.validation_hash, validation_now)) return "validation";
+  return "";
 }
 
 void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, int64_t now, int batch_size, int ranks) {

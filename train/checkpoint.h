@@ -13,7 +13,6 @@
 #pragma once
 #include <cstdint>
 #include <string>
-#include <utility>
 
 #include "io/store_identity.h"
 #include "model/net.h"
@@ -53,12 +52,13 @@ void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, in
 
 // A checkpoint's global_batch attribute alone (0 when it has none), for train --check.
 int64_t read_checkpoint_global_batch(const std::string& path);
-// A checkpoint's store_identity attribute alone ("" when it has none), for preprocess's warning
-// about checkpoints a rebuilt store leaves behind.
-std::string read_checkpoint_store_identity(const std::string& path);
-// Its train_split_hash and validation_split_hash ({"", ""} when it has none), for the same warning
-// about a store rebuilt with the same identity but other splits.
-std::pair<std::string, std::string> read_checkpoint_split_hashes(const std::string& path);
+// A checkpoint's record of the store it was trained on alone (empty parts where it has none), for
+// preprocess's warning about checkpoints a rebuilt store leaves behind.
+StoreProvenance read_checkpoint_provenance(const std::string& path);
+// Which split of a store holding `train_now` and `validation_now` (StoreReader::split_hash) the
+// checkpoint of `saved` was not trained on: "train", "validation", or "" where both are the ones it
+// was (or either side did not record them: older checkpoints and stores).
+std::string changed_split(const StoreProvenance& saved, const std::string& train_now, const std::string& validation_now);
 
 void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer* optimizer, const TrainState& state);
 

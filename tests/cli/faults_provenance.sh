@@ -211,6 +211,13 @@ with h5py.File('runs/nanw/train/checkpoint_best.h5', 'r+') as f:
     f.attrs['model_spec'] = np.bytes_(bytes(f.attrs['model_spec']).replace(b'\"demo\"', b'\"dem{\"'))"
 expect 3 "runs/nanw/train/checkpoint_best.h5: the checkpoint's model 'dem{' is not one this version of downscale builds" \
   ds predict --set run.dir=runs/nanw
+# The same from train --resume and its --check (they said 'the configuration asks for another model', exit 2).
+cp runs/nanw/train/checkpoint_best.h5 runs/nanw/train/checkpoint_last.h5
+expect 3 "runs/nanw/train/checkpoint_last.h5: the checkpoint's model 'dem{' is not one this version of downscale builds" \
+  ds train --resume --set run.dir=runs/nanw
+expect 3 "runs/nanw/train/checkpoint_last.h5: the checkpoint's model 'dem{' is not one this version of downscale builds" \
+  ds train --check --resume --set run.dir=runs/nanw
+rm runs/nanw/train/checkpoint_last.h5
 $py -c "
 import h5py
 import numpy as np
