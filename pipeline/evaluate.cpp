@@ -189,7 +189,9 @@ void log_by_season(const Annual& annual, const std::vector<Seasonal>& seasonal, 
 int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, const StoreReader& store) {
   const StoreMeta& meta = store.meta();
   const std::string pred_path = paths.predict_dir() + "/" + meta.predictand + ".nc";
-  if (!path_exists(pred_path)) throw InputError(pred_path + ": no such file (run `downscale predict` first)");
+  if (!path_exists(pred_path))
+    throw InputError(pred_path + ": no such file (run `downscale predict` first" +
+                     paths.other_models_hint("predict", meta.predictand + ".nc", "models predicted") + ")");
   const PredictandOutput pred = read_predictand(pred_path, meta.predictand);
   throw_if_stop_requested("reading " + pred_path + "; nothing written");  // members make it long
   const Window win = observation_window(meta);
@@ -287,7 +289,9 @@ int run_evaluate(const Config& cfg) {
   if (!meta.is_precipitation()) return evaluate_continuous_predictand(cfg, paths, store);
 
   const std::string pred_path = paths.predict_dir() + "/precipitation.nc";
-  if (!path_exists(pred_path)) throw InputError(pred_path + ": no such file (run `downscale predict` first)");
+  if (!path_exists(pred_path))
+    throw InputError(pred_path + ": no such file (run `downscale predict` first" +
+                     paths.other_models_hint("predict", "precipitation.nc", "models predicted") + ")");
   const PrecipitationOutput pred = read_precipitation(pred_path, /*gamma=*/false);  // not scored
   throw_if_stop_requested("reading " + pred_path + "; nothing written");  // members make it long
   const Window win = observation_window(meta);

@@ -314,16 +314,19 @@ void check_fetch_folder(const Config& cfg, const std::string& key, const std::st
 
 // Refuses to replace the prediction of other predictors: two GCMs' `historical` folders give
 // one file name, and the second would silently take the first's place. A rerun from the same
-// folder (other reference years, a newer checkpoint) replaces its own output, as the test split's.
-void check_not_replacing_other_run(const std::string& nc_path, const Config& cfg) {
-  if (cfg.predict.predictors.empty() || !path_exists(nc_path)) return;
-  std::string held;
+// folder (other reference years, a newer checkpoint) replaces its own output, as the test split's;
+// returned is that output's predictor_standardization, for a warning once this run's is known.
+std::string check_not_replacing_other_run(const std::string& nc_path, const Config& cfg) {
+  if (cfg.predict.predictors.empty() || !path_exists(nc_path)) return "";
+  std::string held, standardization;
   try {
-    held = NcFile::open(nc_path).att_text(NC_GLOBAL, "predictors");
+    const NcFile f = NcFile::open(nc_path);
+    held = f.att_text(NC_GLOBAL, "predictors");
+    standardization = f.att_text(NC_GLOBAL, "predictor_standardization");
   } catch (const std::exception&) {
-    return;  // not a prediction it can read: replaced, as a file left by a crash would be
+    return "";  // not a prediction it can read: replaced, as a file left by a crash would be
   }
-  if (held.empty() || predictors_folder(held) == predictors_folder(cfg.predict.predictors)) return;
+  if (held.empty() || predictors_folder(held) == predictors_folder(cfg.predict.predictors)) return standardization;
   throw UsageError(nc_path + " holds the prediction from " + held + ", not from " + cfg.predict.predictors +
                    " (" + cfg.origin("predict.predictors") + "): " +
                    (cfg.predict.label.empty() ? "set predict.label to name this output (predict/<variable>_<label>.nc)"
@@ -438,7 +441,8 @@ int run_predict(const Config& cfg) {
   if (!path_exists(ckpt)) {
     const std::string& c = cfg.predict.checkpoint;
     if (c == "best" || c == "last")
-      throw InputError(ckpt + ": no such checkpoint (predict.checkpoint " + c + "): run `downscale train` first");
+      throw InputError(ckpt + ": no such checkpoint (predict.checkpoint " + c + "): run `downscale train` first" +
+                       paths.other_models_hint("train", "checkpoint_" + c + ".h5", "models trained"));
     // Any other value is a path: a misspelt `best` would otherwise read as a missing training.
     throw InputError(ckpt + ": no such checkpoint file (" + cfg.origin("predict.checkpoint") +
                      ": predict.checkpoint is `best`, `last` (the checkpoints in " + paths.model_dir() +
@@ -468,7 +472,7 @@ int run_predict(const Config& cfg) {
   check_fetch_folder(cfg, "predict.reference_predictors", cfg.predict.reference_predictors);
   const std::string nc_path =
       product_path(paths, meta.is_precipitation() ? "precipitation" : meta.predictand, cfg.predict);
-  check_not_replacing_other_run(nc_path, cfg);
+  const std::string replaced_standardization = check_not_replacing_other_run(nc_path, cfg);
   if (cfg.predict.members > 0 && !meta.is_precipitation())
     spdlog::warn("predict.members: {} is for precipitation models (stochastic Bernoulli-Gamma draws); this {} "
                  "model writes its mean{} only, no members",
@@ -506,6 +510,11 @@ int run_predict(const Config& cfg) {
     days = inputs->days();
     calendar = inputs->calendar();
     standardization = inputs->standardization();
+    // The same predictors standardized otherwise give another prediction (a scenario referenced
+    // to its historical run, or to itself, which removes its warming): said when one replaces the other.
+    if (!replaced_standardization.empty() && replaced_standardization != standardization)
+      spdlog::warn("{} holds the prediction from these predictors standardized otherwise ({}); it is replaced by this "
+                   "one ({}): set predict.label to keep both", nc_path, replaced_standardization, standardization);
     read_inputs = [&](size_t a, size_t k, float* x) { inputs->read(a, k, x); };
     spdlog::info("predicting {} days ({} calendar) from {}; {}", days.size(), calendar, cfg.predict.predictors,
                  standardization);

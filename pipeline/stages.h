@@ -19,6 +19,11 @@ struct RunPaths {
   std::string train_dir() const { return model_dir(); }
   std::string predict_dir() const { return root + "/predict" + suffix(); }
   std::string evaluate_dir() const { return root + "/evaluate" + suffix(); }
+  // For an error about `file` missing from this model's folder of `stage` ("train", "predict"):
+  // the other models of the run folder whose <stage>/<name>/ (or <stage>/ itself, the unnamed
+  // model) holds it, as "; <what> here: deepesd, demo (--set train.name=deepesd)"; "" when none.
+  // A missing train.name otherwise reads as a missing training.
+  std::string other_models_hint(const std::string& stage, const std::string& file, const std::string& what) const;
 
  private:
   std::string suffix() const { return name.empty() ? "" : "/" + name; }

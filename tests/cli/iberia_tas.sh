@@ -52,6 +52,13 @@ PY
 rc=0; out=$(ds evaluate --set train.name=demo --set "evaluate.seasons=[annual, JJA]") || rc=$?
 [[ $rc -eq 2 ]] && grep -qF "lists JJA (months 6, 7, 8), but the test split" <<<"$out" && grep -qF "its months: 1, 2, 12" <<<"$out" ||
   { echo "evaluate.seasons=[JJA] of a DJF split: exit $rc, $out"; exit 1; }
+# Without train.name (or with one never trained): not "train first", but the models there are.
+rc=0; out=$(ds predict) || rc=$?
+[[ $rc -eq 3 ]] && grep -qF "run \`downscale train\` first; models trained here: deepesd, demo (--set train.name=demo)" <<<"$out" ||
+  { echo "predict without train.name: exit $rc, $out"; exit 1; }
+rc=0; out=$(ds evaluate --set train.name=nosuch) || rc=$?
+[[ $rc -eq 3 ]] && grep -qF "run \`downscale predict\` first; models predicted here: deepesd, demo (--set train.name=demo))" <<<"$out" ||
+  { echo "evaluate of a model never predicted: exit $rc, $out"; exit 1; }
 # Two ranks (mpirun), the Gaussian deepesd: rank 0 alone reads the climatology start and the
 # initial broadcast gives its output biases to rank 1; without that rank 1 would train from zero
 # biases and end with other weights (a checksum of its own).
@@ -94,7 +101,14 @@ ds predict --set train.name=deepesd --set predict.predictors=runs/cmip5_rcp85/fe
 mv $out/tas_cmip5_rcp85.nc rcp85_training.nc
 ds predict --set train.name=deepesd --set predict.predictors=runs/cmip5_rcp85/fetch --set predict.standardize=own \
   --set predict.reference_predictors=runs/cmip5_historical/fetch
-mv $out/tas_cmip5_rcp85_own.nc rcp85_own.nc
+cp $out/tas_cmip5_rcp85_own.nc rcp85_own.nc
+# The scenario against its own years instead (its warming removed: warned) replaces that file under
+# the same name: said, naming both standardizations (a user test lost its +2.5 K so, exit 0).
+rc=0; out_self=$(ds predict --set train.name=deepesd --set predict.predictors=runs/cmip5_rcp85/fetch \
+  --set predict.standardize=own --set "predict.reference_years=[2081,2100]") || rc=$?
+[[ $rc -eq 0 ]] && grep -qE "tas_cmip5_rcp85_own.nc holds the prediction from these predictors standardized otherwise \(own: .* of runs/cmip5_historical/fetch over .*\); it is replaced by this one \(own: .* of these predictors\): set predict.label to keep both" <<<"$out_self" ||
+  { echo "a self-referenced scenario over the historical-referenced one: exit $rc, $out_self"; exit 1; }
+rm $out/tas_cmip5_rcp85_own.nc
 
 /usr/bin/python3 - "$src/tests/data/iberia/EOBS_Iberia_tas.nc" <<'PY'
 import json, sys
