@@ -67,6 +67,7 @@ struct Dataset {
   std::string file;          // the definition's path ("" for the built-in pass-through)
   std::string url;           // OPeNDAP URL or local path; with per-variable urls, their base
                              // (placeholders filled; a relative path is read from the working folder)
+  std::string url_origin;    // where url was set, for messages: "<file>: url", or the config key
   bool synthetic = false;    // url is below synth.dir: `downscale synth` writes the source
   std::string time_step = "day";
   std::map<std::string, DatasetVariable> variables;

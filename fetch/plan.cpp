@@ -227,7 +227,17 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
   f.url = f.urls.front();
 
   const std::string src_name = redact_credentials(f.url);
-  const NcFile& src = open(f.url);
+  // A source that is not there: say where its path was set (the dataset definition's url, which a
+  // copy of configs/ elsewhere takes along with {definition_dir}, or the config's source).
+  const NcFile& src = [&]() -> const NcFile& {
+    try {
+      return open(f.url);
+    } catch (const InputError& e) {
+      if (dataset.url_origin.empty() || base != dataset.url) throw;
+      throw InputError(std::string(e.what()) + " (the dataset '" + dataset.name + "' reads " + redact_credentials(base) + ", from " +
+                       dataset.url_origin + ")");
+    }
+  }();
   const int v = src.var_id(f.native);
   const std::string where = src_name + ": variable '" + f.native + "'";
 

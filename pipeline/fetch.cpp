@@ -55,10 +55,15 @@ struct SourceRequest {
 Dataset dataset_of(const Config& cfg, const std::string& dataset, const std::string& source, const std::string& key) {
   if (dataset.empty()) {
     if (source.empty()) throw UsageError(cfg.file + ": key 'fetch." + key + ".dataset' (or '.source') is required");
-    return passthrough_dataset(source);
+    Dataset d = passthrough_dataset(source);
+    d.url_origin = "fetch." + key + ".source";
+    return d;
   }
   Dataset d = load_dataset(dataset, cfg.file, cfg.synth.dir);
-  if (!source.empty()) d.url = source, d.synthetic = false;  // the server moved, or a local copy
+  if (!source.empty()) {  // the server moved, or a local copy
+    d.url = source, d.synthetic = false;
+    d.url_origin = "fetch." + key + ".source";  // the key alone: its value may hold credentials
+  }
   if (d.url.empty()) throw UsageError(d.file + ": key 'url' is empty and 'fetch." + key + ".source' is not set");
   return d;
 }
@@ -321,7 +326,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
     progress.clear_line();
     throw;
   }
-  progress.finish();
+  if (!todo.empty()) progress.finish();  // a rerun with every chunk complete has no transfer to report
 
   // The joins' tails (and fields whose chunks all came from an earlier run), then the manifest.
   FetchManifest manifest;
