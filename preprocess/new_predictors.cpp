@@ -193,13 +193,17 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
       held = "days of " + std::to_string(first) + (last > first ? ".." + std::to_string(last) : "") +
              (rule.season_years() ? " as season-years" : "");
     }
+    // No reference year at all: most likely a scenario, whose climatology comes from its model's
+    // historical run; some of them: reference years reaching past the run.
     const bool reference = opt.role != NewPredictorOptions{}.role;
+    const bool none = std::find(year_seen.begin(), year_seen.end(), true) == year_seen.end();
     throw InputError(fetch_dir + ": predict.reference_years [" + std::to_string(ref.first) + ", " + std::to_string(ref.last) +
                      "] for predict.standardize: own, but " + opt.role + " hold no day of " + missing + " (they hold " +
                      held +
-                     (reference ? ")"
-                                : "; a scenario takes its climatology from its model's historical run: "
-                                  "predict.reference_predictors)"));
+                     (!none ? "; set predict.reference_years within them)"
+                      : reference ? ")"
+                                  : "; a scenario takes its climatology from its model's historical run: "
+                                    "predict.reference_predictors)"));
   }
   const bool per_field = meta.standardize == "field";
   constexpr size_t kBlock = 128;

@@ -189,6 +189,15 @@ TEST(NewPredictors, OwnClimatologyNeedsTheReferenceYearsInTheData) {
   // against the historical period's years would otherwise list twenty of them).
   const std::string runs = message_of([&] { NewPredictors p(d / "gcm", meta, {"own", YearRange{1990, 2003}}); });
   EXPECT_NE(runs.find("hold no day of 1990..1999, 2001..2003 (they hold days of 2000; "), std::string::npos) << runs;
+  // Reference years reaching past the run say so; none of them in it points at a scenario's
+  // historical run (predict.reference_predictors), which would not help the first.
+  EXPECT_NE(runs.find("; set predict.reference_years within them)"), std::string::npos) << runs;
+  EXPECT_EQ(runs.find("reference_predictors"), std::string::npos) << runs;
+  const std::string scenario = message_of([&] { NewPredictors p(d / "gcm", meta, {"own", YearRange{1980, 1990}}); });
+  EXPECT_NE(scenario.find("a scenario takes its climatology from its model's historical run: "
+                          "predict.reference_predictors)"),
+            std::string::npos)
+      << scenario;
 }
 
 // Winters fetched as DJF count in season-years for predict.reference_years, as for the store's
