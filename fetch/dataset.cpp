@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 
+#include "fetch/plan.h"  // redact_credentials
 #include "fetch/units.h"
 #include "io/error.h"
 #include "io/executable_dir.h"
@@ -169,7 +170,7 @@ Dataset load_dataset(const std::string& name_or_path, const std::string& config_
   const std::string url = get<std::string>(root, "url", d.file, "");
   d.synthetic = url.find("{synth.dir}") != std::string::npos;
   d.url = fill_url(url, d.file, synth_dir);
-  d.url_origin = d.file + ": url '" + url + "'";
+  d.url_origin = d.file + ": url '" + redact_credentials(url) + "'";
   d.time_step = get<std::string>(root, "time_step", d.file, "day");
   if (d.time_step != "day")
     throw UsageError(d.file + ": key 'time_step' is '" + d.time_step + "'; fetch reads daily data only (day)");
@@ -225,7 +226,6 @@ Dataset passthrough_dataset(const std::string& source) {
   Dataset d;
   d.name = "(no dataset definition)";
   d.url = source;
-  d.url_origin = "the fetch source";
   return d;
 }
 

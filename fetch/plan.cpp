@@ -233,9 +233,9 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
     try {
       return open(f.url);
     } catch (const InputError& e) {
-      if (dataset.url_origin.empty() || base != dataset.url) throw;
-      throw InputError(std::string(e.what()) + " (the dataset '" + dataset.name + "' reads " + redact_credentials(base) + ", from " +
-                       dataset.url_origin + ")");
+      // (Not for a variable with a url of its own outside the dataset's.)
+      if (dataset.url_origin.empty() || base != dataset.url || f.url.rfind(base, 0) != 0) throw;
+      throw InputError(std::string(e.what()) + " (" + redact_credentials(base) + " is from " + dataset.url_origin + ")");
     }
   }();
   const int v = src.var_id(f.native);

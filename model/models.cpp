@@ -163,14 +163,15 @@ std::vector<Node> build_deepesd(const ModelSpec& s, Backend& be) {
 struct ModelEntry {
   const char* name;
   std::vector<Node> (*build)(const ModelSpec&, Backend&);
+  bool image_classifier;  // the synthetic benchmark's nets (softmax over classes), not downscaling ones
 };
 const ModelEntry kModels[] = {
-    {"demo", build_demo},
-    {"mnn", build_mnn},
-    {"deepesd", build_deepesd},
-    {"resnet50", [](const ModelSpec& s, Backend& be) { return build_resnet(s, be, 50); }},
-    {"resnet101", [](const ModelSpec& s, Backend& be) { return build_resnet(s, be, 101); }},
-    {"inception_v3", build_inception_v3},
+    {"demo", build_demo, false},
+    {"mnn", build_mnn, false},
+    {"deepesd", build_deepesd, false},
+    {"resnet50", [](const ModelSpec& s, Backend& be) { return build_resnet(s, be, 50); }, true},
+    {"resnet101", [](const ModelSpec& s, Backend& be) { return build_resnet(s, be, 101); }, true},
+    {"inception_v3", build_inception_v3, true},
 };
 
 const ModelEntry* find_model(const std::string& name) {
@@ -182,7 +183,8 @@ const ModelEntry* find_model(const std::string& name) {
 }  // namespace
 
 bool is_image_classifier(const std::string& name) {
-  return name == "resnet50" || name == "resnet101" || name == "inception_v3";
+  const ModelEntry* m = find_model(name);
+  return m && m->image_classifier;
 }
 
 std::vector<Node> build_model(const ModelSpec& spec, Backend& be) {

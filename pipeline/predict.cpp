@@ -513,8 +513,8 @@ int run_predict(const Config& cfg) {
     // The same predictors standardized otherwise give another prediction (a scenario referenced
     // to its historical run, or to itself, which removes its warming): said when one replaces the other.
     if (!replaced_standardization.empty() && replaced_standardization != standardization)
-      spdlog::warn("{} holds the prediction from these predictors standardized otherwise ({}); it is replaced by this "
-                   "one ({}): set predict.label to keep both", nc_path, replaced_standardization, standardization);
+      spdlog::warn("{} holds the prediction from these predictors standardized otherwise ({}); this one ({}) replaces "
+                   "it when written: set predict.label to keep both", nc_path, replaced_standardization, standardization);
     read_inputs = [&](size_t a, size_t k, float* x) { inputs->read(a, k, x); };
     spdlog::info("predicting {} days ({} calendar) from {}; {}", days.size(), calendar, cfg.predict.predictors,
                  standardization);

@@ -610,7 +610,13 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                                         "metrics.csv and TensorBoard events are as they were (this fresh run had not "
                                         "finished its first epoch; --resume continues the earlier run)",
                                         signal_name(sig), where, out_dir));
-        open_history();  // opened already, but by a fresh run over an earlier one in its first epoch
+        if (replaces_previous && epoch == 1 && root) {
+          // The requeued job continues this run: its history starts here, and the earlier run's
+          // best model must not stand beside it (predict would take it for this run's).
+          open_history();
+          std::error_code ec;
+          std::filesystem::remove(best_path, ec);
+        }
         // Under MPI each rank's batch-norm running statistics differ until the epoch's end
         // averages them: the checkpoint holds rank 0's (weights and optimizer are the same on all).
         if (root) save_checkpoint(last_path, net, optimizer.get(), mid);

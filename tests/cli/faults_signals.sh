@@ -170,12 +170,13 @@ if start_waiting usr1.log "epoch 1 step 3 " ds train --set run.dir=runs/usr1; th
   # A fresh job over it, warned by Slurm in its first epoch: the requeued job resumes with
   # --resume-auto, so the checkpoint must be this run's (it wrote nothing, exited 75, and the
   # requeue continued the earlier run); its history starts here, without the earlier epochs.
+  cp runs/usr1/train/checkpoint_last.h5 runs/usr1/train/checkpoint_best.h5  # as an earlier run's best
   if start_waiting usr1b.log "epoch 1 step 2 " ds train --set run.dir=runs/usr1; then
     kill -USR1 $pid; finish $pid
     expect_interrupted "fresh run over an earlier one, SIGUSR1 in epoch 1" usr1b.log 75 SIGUSR1 runs/usr1
     [[ $(step_in_epoch runs/usr1/train/checkpoint_last.h5) == 2 ]] && ! grep -q "nothing written" usr1b.log &&
-      [[ $(wc -l <runs/usr1/train/metrics.csv) == 1 ]] &&
-      ok "SIGUSR1 in a fresh run's first epoch: its own checkpoint (step 2), metrics.csv only its header" ||
+      [[ $(wc -l <runs/usr1/train/metrics.csv) == 1 && ! -e runs/usr1/train/checkpoint_best.h5 ]] &&
+      ok "SIGUSR1 in a fresh run's first epoch: its own checkpoint (step 2), metrics.csv only its header, no best of the earlier run" ||
       fail "SIGUSR1 in a fresh run's first epoch over an earlier run: $(tail -1 usr1b.log)"
   fi
 fi

@@ -41,11 +41,11 @@ mkdir -p cfg/datasets
 cp demo.yaml cfg/demo.yaml
 printf 'name: relative\nurl: nowhere/x.nc\nvariables:\n  z: {native: z}\n' > cfg/datasets/relative.yaml
 out=$("$bin" fetch --dry-run --config cfg/demo.yaml --set fetch.predictors.dataset=relative 2>&1); rc=$?
-[[ $rc -eq 3 && $out == *"nowhere/x.nc: no such file (a relative path, read from the working folder $work) (the dataset 'relative' reads nowhere/x.nc, from cfg/datasets/relative.yaml: url 'nowhere/x.nc')"* ]] &&
+[[ $rc -eq 3 && $out == *"nowhere/x.nc: no such file (a relative path, read from the working folder $work) (nowhere/x.nc is from cfg/datasets/relative.yaml: url 'nowhere/x.nc')"* ]] &&
   ok "relative url: names the working folder and the definition" || fail "relative url: exit $rc: $out"
 # The same from the config's source: named by its key (a URL's value may hold credentials).
 out=$("$bin" fetch --dry-run --config cfg/demo.yaml --set fetch.predictors.dataset=relative --set fetch.predictors.source=elsewhere/y.nc 2>&1); rc=$?
-[[ $rc -eq 3 && $out == *"elsewhere/y.nc: no such file (a relative path, read from the working folder $work) (the dataset 'relative' reads elsewhere/y.nc, from fetch.predictors.source)"* ]] &&
+[[ $rc -eq 3 && $out == *"elsewhere/y.nc: no such file (a relative path, read from the working folder $work) (elsewhere/y.nc is from fetch.predictors.source)"* ]] &&
   ok "a source that is not there: names fetch.predictors.source" || fail "source not there: exit $rc: $out"
 
 # A server that cannot be reached (a closed local port): the dry run tries once, whatever

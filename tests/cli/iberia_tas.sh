@@ -106,7 +106,7 @@ cp $out/tas_cmip5_rcp85_own.nc rcp85_own.nc
 # the same name: said, naming both standardizations (a user test lost its +2.5 K so, exit 0).
 rc=0; out_self=$(ds predict --set train.name=deepesd --set predict.predictors=runs/cmip5_rcp85/fetch \
   --set predict.standardize=own --set "predict.reference_years=[2081,2100]") || rc=$?
-[[ $rc -eq 0 ]] && grep -qE "tas_cmip5_rcp85_own.nc holds the prediction from these predictors standardized otherwise \(own: .* of runs/cmip5_historical/fetch over .*\); it is replaced by this one \(own: .* of these predictors\): set predict.label to keep both" <<<"$out_self" ||
+[[ $rc -eq 0 ]] && grep -qE "tas_cmip5_rcp85_own.nc holds the prediction from these predictors standardized otherwise \(own: .* of runs/cmip5_historical/fetch over .*\); this one \(own: .* of these predictors\) replaces it when written: set predict.label to keep both" <<<"$out_self" ||
   { echo "a self-referenced scenario over the historical-referenced one: exit $rc, $out_self"; exit 1; }
 rm $out/tas_cmip5_rcp85_own.nc
 
