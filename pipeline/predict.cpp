@@ -559,14 +559,16 @@ int run_predict(const Config& cfg) {
   // The network over every day, block by block (days_per_block): `use(first, count, raw)` gets
   // each block's checked output, which it may take apart.
   std::optional<Progress> progress;  // from the first block: the thresholds' pass is not in its rate
+  // Until the early level check has run (`use` sets it), blocks hold no more than its days (whole
+  // batches), so that it comes after about a year whatever predict.block_days: a small domain's
+  // default block is decades, and a broken model would predict all of them first. (Precipitation
+  // counts the days of the training's months, which may take more than one such block.)
+  bool checked_early = false;
   auto for_each_block = [&](const std::function<void(size_t, size_t, std::vector<float>&)>& use) {
     progress.emplace("predicted days", int64_t(n));
-    // The first block holds no more than the early level check's days (whole batches), so that
-    // check comes after about a year whatever predict.block_days: a small domain's default block
-    // is decades, and a broken model would predict all of them first.
-    const size_t first_block = std::min(block, (kEarlyLevelDays + size_t(bs) - 1) / size_t(bs) * size_t(bs));
+    const size_t early_block = std::min(block, (kEarlyLevelDays + size_t(bs) - 1) / size_t(bs) * size_t(bs));
     for (size_t first = 0, nb = 0; first < n; first += nb) {
-      nb = std::min(first == 0 ? first_block : block, n - first);
+      nb = std::min(checked_early ? block : early_block, n - first);
       std::vector<float> raw = run_network(net, *be, meta, first, nb, n, channels, read_inputs, bs, *progress);
       check_finite(raw, channels, meta, days, first, calendar, "network's output");
       use(first, nb, raw);
@@ -610,7 +612,6 @@ int run_predict(const Config& cfg) {
             ckpt, meta.predictand, predicted, meta.predictand_units, clim.domain_mean, meta.predictand_units, sd, away,
             limit, level_stage(done, n)));
     };
-    bool checked_early = false;
     for_each_block([&](size_t first, size_t nb, std::vector<float>& raw) {
       ContinuousPrediction pred = continuous_prediction(raw, size_t(channels), hw, meta.mask);
       std::vector<float>().swap(raw);
@@ -688,15 +689,15 @@ int run_predict(const Config& cfg) {
   if (cfg.predict.plausible_ratio != 0) read_training_level(store, level);
   const std::string predictors = new_inputs ? predictors_folder(cfg.predict.predictors) : "";
   const std::vector<int> months = months_of(days, parse_calendar(calendar, "predict"));
-  bool level_checked_early = false;  // once, after kEarlyLevelDays predicted days in training months
   for_each_block([&](size_t first, size_t nb, std::vector<float>& raw) {
     BernoulliGammaParams b = bernoulli_gamma(raw, hw);
     std::vector<float>().swap(raw);  // its values are in `b` now
     const std::vector<float> expected = expected_precipitation(b, shift);
     check_finite(expected, 1, meta, days, first, calendar, "expected precipitation");
     level.add_predicted(expected.data(), nb, months.data() + first, meta.mask);
-    if (!level_checked_early && level.predicted_days() >= kEarlyLevelDays && first + nb < n) {
-      level_checked_early = true;
+    // Once, after kEarlyLevelDays predicted days in the training's months.
+    if (!checked_early && level.predicted_days() >= kEarlyLevelDays && first + nb < n) {
+      checked_early = true;
       check_early(inputs.get(), [&] { check_precipitation_level(level, cfg, ckpt, predictors, first + nb, n); });
     }
     // A first score on the test period: the expected precipitation (the mean squared error's
