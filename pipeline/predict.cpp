@@ -185,30 +185,32 @@ void read_training_level(const StoreReader& store, PrecipitationLevel& level) {
 
 // predict.plausible_ratio: never a file of amounts the model could not have meant. The training
 // observations' monthly means over the modelled boxes, weighted by the predicted days of each
-// month, against the prediction's mean; refused (exit 1) before the file is renamed into place,
-// so nothing is written. Fewer than 90 predicted days in the training months only warn: a
-// case study's few days may lie far from any month's mean. `predictors`: the new predictors'
-// folder, empty for the store's test split. `done` of `n` days predicted so far (the early check)
-// or all of them.
+// month, against the prediction's mean (no predicted month a training one: the training's whole
+// mean, see PrecipitationLevel); refused (exit 1) before the file is renamed into place, so
+// nothing is written. Fewer than 90 predicted days only warn: a case study's few days may lie far
+// from any month's mean. `predictors`: the new predictors' folder, empty for the store's test
+// split. `done` of `n` days predicted so far (the early check) or all of them.
 void check_precipitation_level(const PrecipitationLevel& level, const Config& cfg, const std::string& ckpt,
                                const std::string& predictors, size_t done, size_t n) {
   const double limit = cfg.predict.plausible_ratio;
-  if (limit == 0) return;
-  // No predicted day in a month the training held: nothing to compare (predict has warned of the
-  // months the model never trained on).
-  if (level.predicted_days() == 0) return;
+  if (limit == 0 || level.predicted_days() == 0) return;
   const double predicted = level.predicted_mean(), reference = level.reference_mean();
   if (plausible_precipitation_level(predicted, reference, limit)) return;
   const std::string what = fmt::format(
       "{} on {}: the predicted expected precipitation averages {:.4g} mm/day over the modelled boxes and {} days, "
-      "the training observations {:.4g} mm/day in the same months: {:.3g} times theirs (beyond a factor {:g} either "
-      "way, predict.plausible_ratio){}",
+      "the training observations {:.4g} mm/day {}: {:.3g} times theirs (beyond a factor {:g} either way, "
+      "predict.plausible_ratio){}",
       ckpt, predictors.empty() ? "the store's test split" : predictors, predicted, level.predicted_days(), reference,
+      level.shares_months() ? "in the same months"
+                            : "over all their months (no predicted day lies in a month the model trained on)",
       predicted / reference, limit, level_stage(done, n));
   if (level.predicted_days() < 90) {
     spdlog::warn("{}; not refused for fewer than 90 days, which may lie far from their months' mean", what);
     return;
   }
+  if (!level.shares_months())
+    throw Error(what + ". The model never trained on these months: fetch the predictors for its season, or train on "
+                       "theirs (predict.plausible_ratio 0 writes the prediction unchecked); nothing written");
   throw Error(what + ". The model does not reproduce the precipitation's level: see its training loss (metrics.csv "
                      "beside the checkpoint) and whether these predictors are the training ones (variables, levels, "
                      "units); a scenario meant to lie this far out: raise predict.plausible_ratio (0: unchecked); "

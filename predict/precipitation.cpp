@@ -108,25 +108,38 @@ void PrecipitationLevel::add_predicted(const float* expected, size_t ndays, cons
   }
 }
 
+bool PrecipitationLevel::shares_months() const {
+  for (int m = 1; m <= 12; ++m)
+    if (observed_[m].values > 0 && predicted_[m].values > 0) return true;
+  return false;
+}
+
 double PrecipitationLevel::predicted_mean() const {
+  const bool shared = shares_months();
   double sum = 0, values = 0;
   for (int m = 1; m <= 12; ++m)
-    if (observed_[m].values > 0) sum += predicted_[m].sum, values += predicted_[m].values;
+    if (compared(m, shared)) sum += predicted_[m].sum, values += predicted_[m].values;
   return values > 0 ? sum / values : NAN;
 }
 
 double PrecipitationLevel::reference_mean() const {
-  double sum = 0, days = 0;
-  for (int m = 1; m <= 12; ++m)
-    if (observed_[m].values > 0 && predicted_[m].values > 0)
-      sum += double(predicted_[m].days) * observed_[m].sum / observed_[m].values, days += double(predicted_[m].days);
-  return days > 0 ? sum / days : NAN;
+  const bool shared = shares_months();
+  double sum = 0, weight = 0;
+  for (int m = 1; m <= 12; ++m) {
+    if (observed_[m].values == 0) continue;
+    if (shared && predicted_[m].values > 0)
+      sum += double(predicted_[m].days) * observed_[m].sum / observed_[m].values, weight += double(predicted_[m].days);
+    else if (!shared)
+      sum += observed_[m].sum, weight += observed_[m].values;
+  }
+  return weight > 0 ? sum / weight : NAN;
 }
 
 size_t PrecipitationLevel::predicted_days() const {
+  const bool shared = shares_months();
   size_t days = 0;
   for (int m = 1; m <= 12; ++m)
-    if (observed_[m].values > 0) days += predicted_[m].days;
+    if (compared(m, shared)) days += predicted_[m].days;
   return days;
 }
 

@@ -61,12 +61,16 @@ class PrecipitationLevel {
   // Predicted expected precipitation (ndays x npoints, mm/day).
   void add_predicted(const float* expected, size_t ndays, const int* months, const std::vector<uint8_t>& mask);
   // Over the months both hold: the predicted mean, and the observed reference with each month's
-  // mean weighted by its predicted days. NaN when they share no month.
+  // mean weighted by its predicted days. When they share no month (a DJF model given a summer
+  // run: its output is no less absurd for lying in months it never saw, 25,000 mm/day in a user
+  // test), over every month of each: the prediction against the training's whole mean.
+  bool shares_months() const;
   double predicted_mean() const;
   double reference_mean() const;
-  size_t predicted_days() const;  // in those months
+  size_t predicted_days() const;  // in the months compared
 
  private:
+  bool compared(int month, bool shared) const { return !shared || observed_[month].values > 0; }
   struct Sums {
     double sum = 0, values = 0;
     size_t days = 0;  // counted for the predicted days only: the reference weights by them

@@ -170,10 +170,21 @@ TEST(Precipitation, LevelReferenceIsTheTrainingMeanOfThePredictedMonths) {
   EXPECT_DOUBLE_EQ(level.predicted_mean(), (6 * 1.0 + 2 * 4.0) / 8);
   EXPECT_EQ(level.predicted_days(), 4u);
 
-  PrecipitationLevel none;  // no shared month
+  // No shared month (a model of January and July given an April day): the prediction over all its
+  // days against the training's whole mean, (3 x 20 + 4 x 1.5 + 2 x 0) / 9 box-days; it was not
+  // compared at all, and a DJF model's 25,000 mm/day of summer were written.
+  PrecipitationLevel none;
   none.add_observed(obs.data(), 5, obs_months.data(), mask, 0.99);
   const int april = 4;
   none.add_predicted(pred.data() + 9, 1, &april, mask);
-  EXPECT_TRUE(std::isnan(none.reference_mean()));
+  EXPECT_FALSE(none.shares_months());
+  EXPECT_TRUE(level.shares_months());
+  EXPECT_DOUBLE_EQ(none.reference_mean(), (3 * 20.0 + 4 * 1.5) / 9);
+  EXPECT_DOUBLE_EQ(none.predicted_mean(), 100.0);
+  EXPECT_EQ(none.predicted_days(), 1u);
   EXPECT_FALSE(plausible_precipitation_level(none.predicted_mean(), none.reference_mean(), 5));
+  EXPECT_TRUE(plausible_precipitation_level(none.predicted_mean(), none.reference_mean(), 15));
+  PrecipitationLevel empty;  // nothing predicted: nothing to compare
+  empty.add_observed(obs.data(), 5, obs_months.data(), mask, 0.99);
+  EXPECT_EQ(empty.predicted_days(), 0u);
 }
