@@ -131,7 +131,7 @@ void PrecipitationWriter::write(const PrecipitationDays& b) {
   // a stop request (Ctrl-C, Slurm's SIGTERM) honoured between them; the file is then removed.
   for (int m = 0; m < w.members; ++m) {
     throw_if_stop_requested("writing stochastic member " + std::to_string(m + 1) + " of " +
-                            std::to_string(w.members) + " to " + path);
+                            std::to_string(w.members) + " to " + path + "; the previous file is kept");
     const std::vector<float> member = to_file(b.pr_members + size_t(m) * plane, plane, flux);
     w.nc.write(w.vm, {t0, size_t(m), 0, 0}, {nd, 1, w.ny, w.nx}, member.data());
   }

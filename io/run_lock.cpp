@@ -32,7 +32,23 @@ std::string holder(int fd) {
   return "pid unknown";
 }
 
+std::string busy_message(const std::string& stage, const std::string& who, const std::string& dir,
+                         const std::string& path) {
+  return "another downscale " + stage + " (" + who + ") is using " + dir + " (lock " + path +
+         "); wait for it to end or stop it first";
+}
+
 }  // namespace
+
+void RunLock::check_free(const std::string& dir, const std::string& stage) {
+  const std::string path = dir + "/.downscale-" + stage + ".lock";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;  // no lock file: nobody has held it here
+  const bool held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  const std::string who = held ? holder(fd) : "";
+  ::close(fd);  // releases the probe's lock, if it got it
+  if (held) throw Error(busy_message(stage, who, dir, path));
+}
 
 RunLock::RunLock(const std::string& dir, const std::string& stage) : path_(dir + "/.downscale-" + stage + ".lock") {
   std::error_code ec;
@@ -50,8 +66,7 @@ RunLock::RunLock(const std::string& dir, const std::string& stage) : path_(dir +
     ::close(fd_);
     fd_ = -1;
     if (err != EWOULDBLOCK) throw Error("cannot lock " + path_ + ": " + std::strerror(err));
-    throw Error("another downscale " + stage + " (" + who + ") is using " + dir + " (lock " + path_ +
-                "); wait for it to end or stop it first");
+    throw Error(busy_message(stage, who, dir, path_));
   }
   const std::string me = std::to_string(::getpid()) + " " + host_name() + "\n";
   // Best effort: the lock itself is the flock, the text only names its holder.

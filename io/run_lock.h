@@ -23,6 +23,10 @@ class RunLock {
 
   const std::string& path() const { return path_; }
 
+  // Throws the constructor's Error when another process holds <dir>'s lock of `stage`, without
+  // creating anything (train --check: a launch would fail on it, though the check itself is fine).
+  static void check_free(const std::string& dir, const std::string& stage);
+
  private:
   std::string path_;
   std::vector<std::string> created_;  // the folders make_dirs made for it, deepest first

@@ -22,6 +22,7 @@ int run_train(const Config& cfg, const StageOptions& opt) {
   // Before MPI_Init: a batch script runs this once, before it launches any rank.
   if (opt.check) {
     std::fputs(check_training(cfg, paths.store(), paths.model_dir(), opt.resume, opt.resume_auto, opt.check_ranks).c_str(), stdout);
+    RunLock::check_free(paths.model_dir(), "train");  // the launch would stop there
     std::puts("train --check: ok (nothing written)");
     return 0;
   }

@@ -123,6 +123,12 @@ if start_waiting sig.log "epoch 2 step 5 " ds train --set run.dir=runs/sig; then
   else
     fail "second train in the same folder: exit $rc, expected 1 naming pid $pid and the lock"; cat second.log
   fi
+  # train --check says so too (it said ok, and the launch then failed on the lock).
+  rc=0
+  ds train --check --set run.dir=runs/sig >check.log 2>&1 || rc=$?
+  [[ $rc -eq 1 ]] && grep -q "another downscale train (pid $pid on host .*) is using runs/sig/train" check.log &&
+    ! grep -q "train --check: ok" check.log && ok "train --check beside a running train: exit 1, the lock named" ||
+    { fail "train --check beside a running train: exit $rc"; cat check.log; }
   kill -TERM $pid; finish $pid
   expect_interrupted "train SIGTERM" sig.log 143 SIGTERM runs/sig
   grep -q "interrupted by SIGTERM at epoch 2 step 5 of [0-9]*; wrote runs/sig/train/checkpoint_last.h5 (resume with --resume)" sig.log ||
