@@ -224,7 +224,7 @@ class Backend {
 
   // --- lanes: independent layers side by side (MNN's five branches; net.cpp schedules them) ---
   // How many lanes besides the main one (0) this backend runs concurrently: 0 means set_lane is
-  // ignored and everything stays in order (the CPU; the CUDA backend unless DOWNSCALE_CUDA_LANES=1).
+  // ignored and everything stays in order (the CPU; the CUDA backend with DOWNSCALE_CUDA_LANES=0).
   virtual int lanes() const { return 0; }
   // fork_lanes: work queued on any lane from now on runs after what the main lane queued so far.
   // set_lane(k): the ops that follow are queued on lane k (1..lanes(), or 0 the main one).

@@ -106,7 +106,7 @@ std::vector<Node> build_mnn(const ModelSpec& s, Backend& be) {
   GraphBuilder g(be, Shape{1, s.in_channels, s.in_h, s.in_w});
   std::vector<int> branches;
   // The five branches are independent until the concat: one lane each, so a backend with lanes
-  // (the CUDA one with DOWNSCALE_CUDA_LANES=1) runs their small convolutions side by side.
+  // (the CUDA one, unless DOWNSCALE_CUDA_LANES=0) runs their small convolutions side by side.
   for (int k : {2, 3, 5, 7, 9}) {
     const std::string b = "branch" + std::to_string(k);
     g.set_lane(int(branches.size()) + 1);

@@ -10,7 +10,8 @@
 #      torch.compile as a second peer (bench/train_step.sh), in each of MATHS;
 #   variants (3b): our training step alone under each CUDA backend switch (DOWNSCALE_CUDA_NARROW,
 #      _NARROW_WINDOW, _FUSE, _BIAS_GRAD, _FUSE16, _LANES, _LAYOUT, _ACTIVATIONS16, DOWNSCALE_FUSE_LAYERS) in each of MATHS:
-#      which default is the faster;
+#      which default is the faster (VARIANTS: other settings, "default" for none, several in one
+#      run joined by '+', as DOWNSCALE_CUDA_ACTIVATIONS16=1+DOWNSCALE_CUDA_LANES=0);
 #   profile (4): the scaling model's per-layer profile (bench_train_step --profile-layers, TF32)
 #      and its predicted table on NVLink4/NDR and PCIe5/one NIC per node (docs/scaling.md); the
 #      same profile in PROFILE_MATHS (default bf16) beside it, per layer (bench/profile_compare.py);
@@ -41,6 +42,8 @@
 #        CPU_CURVE_STEPS=20 (the CPU's curve is that long; compared on the steps both have)
 #        COMPILE=auto (the torch.compile peers; 0 leaves them out: about a minute each)
 #        E2E=1, IMAGENET=1 (0 drops the section from SECTIONS) E2E_CONFIG=configs/bench_na.yaml
+#        E2E_MATHS=tf32 (train.precision of each end-to-end run; bf16+act16 as in CURVE_MATHS)
+#        E2E_DOD="true false" (train.data_on_device of each) E2E_EPOCHS=3 VARIANTS (section variants)
 #        LOGS=DIR (keeps every step's full log there) STEP_TIMEOUT=300 (seconds per step: a hung
 #        step is a failure, and the rest still runs inside a device call's time limit)
 #        GPU_CHECK_REHEARSAL=1: no GPU needed: the CPU backend at tiny sizes, what needs CUDA
@@ -379,15 +382,17 @@ section_variants() {
   local math v envv
   printf '%-6s %-32s %10s %10s\n' math switch train forward > "$work/variants"
   for math in $MATHS; do
-    for v in default DOWNSCALE_CUDA_NARROW=0 DOWNSCALE_CUDA_NARROW=1 DOWNSCALE_CUDA_NARROW_WINDOW=0 DOWNSCALE_CUDA_FUSE=0 DOWNSCALE_CUDA_FUSE=1 DOWNSCALE_FUSE_LAYERS=0 \
-             DOWNSCALE_CUDA_BIAS_GRAD=cudnn DOWNSCALE_CUDA_FUSE16=0 DOWNSCALE_CUDA_LANES=5 DOWNSCALE_CUDA_WGRAD_GEMM=0 \
-             DOWNSCALE_CUDA_WGRAD_GEMM=1 DOWNSCALE_CUDA_LAYOUT=nhwc DOWNSCALE_CUDA_ACTIVATIONS16=1; do
-      [[ $v == DOWNSCALE_CUDA_LAYOUT=nhwc && $math != bf16 ]] && continue
-      [[ $v == DOWNSCALE_CUDA_ACTIVATIONS16=1 && $math != bf16 && $math != fp16 ]] && continue
-      [[ $v == DOWNSCALE_CUDA_FUSE=[01] && ($math == bf16 || $math == fp16) ]] && continue
-      [[ $v == DOWNSCALE_CUDA_FUSE16=0 && $math != bf16 && $math != fp16 ]] && continue
+    for v in ${VARIANTS:-default DOWNSCALE_CUDA_NARROW=0 DOWNSCALE_CUDA_NARROW=1 DOWNSCALE_CUDA_NARROW_WINDOW=0 DOWNSCALE_CUDA_FUSE=0 DOWNSCALE_CUDA_FUSE=1 DOWNSCALE_FUSE_LAYERS=0 \
+             DOWNSCALE_CUDA_BIAS_GRAD=cudnn DOWNSCALE_CUDA_FUSE16=0 DOWNSCALE_CUDA_LANES=0 DOWNSCALE_CUDA_WGRAD_GEMM=0 \
+             DOWNSCALE_CUDA_WGRAD_GEMM=1 DOWNSCALE_CUDA_LAYOUT=nhwc DOWNSCALE_CUDA_ACTIVATIONS16=1}; do
+      # A setting that only one kind of precision has is skipped in the others (also inside a
+      # combination of settings joined by '+').
+      [[ $v == *DOWNSCALE_CUDA_LAYOUT=nhwc* && $math != bf16 ]] && continue
+      [[ $v == *DOWNSCALE_CUDA_ACTIVATIONS16=1* && $math != bf16 && $math != fp16 ]] && continue
+      [[ $v == *DOWNSCALE_CUDA_FUSE=[01]* && ($math == bf16 || $math == fp16) ]] && continue
+      [[ $v == *DOWNSCALE_CUDA_FUSE16=0* && $math != bf16 && $math != fp16 ]] && continue
       envv=()
-      [[ $v == default ]] || envv=("$v")
+      [[ $v == default ]] || IFS=+ read -r -a envv <<< "$v"
       if run env ${envv[@]+"${envv[@]}"} "$bench" --device "$dev" --math "$math" --batch "$BATCH" --grid "$GRID" \
            --steps "$STEPS" --warmup "$WARMUP" > "$work/variant.out" 2> "$work/variant.err"; then
         printf '%-6s %-32s %10s %10s\n' "$math" "$v" "$(awk '$1 == "train_samples_per_s" {print $2}' "$work/variant.out")" \
@@ -468,37 +473,46 @@ section_profile() {
 # The whole trainer (data path, loss, optimizer, validation) against bench_train_step's pure step:
 # training set resident on the GPU (train.data_on_device true) or read from the store each step.
 section_e2e() {
-  local config=${E2E_CONFIG:-configs/bench_na.yaml} na=$work/na dod
-  say "## 5. downscale train end to end ($config), TF32"
+  local config=${E2E_CONFIG:-configs/bench_na.yaml} na=$work/na dod m run_name
+  say "## 5. downscale train end to end ($config), ${E2E_MATHS:-tf32}"
   mkdir -p "$na" && cp -r "$root/configs" "$na/"
   if (cd "$na" && for st in synth fetch preprocess; do run "$downscale" $st --config "$config" || exit 1; done) \
        > "$work/na_prep" 2>&1; then
-    for dod in true false; do
-      if (cd "$na" && run "$downscale" train --config "$config" --set run.device="$dev" \
-            --set train.epochs="${E2E_EPOCHS:-3}" --set train.data_on_device=$dod --set train.name=dod_$dod) \
-           > "$work/na_train_$dod" 2>&1; then
-        say "train.data_on_device $dod: $(grep -oE 'training data in .*|batches read from the store.*' "$work/na_train_$dod" | head -1)"
-        say "  $(grep -oE 'mean batch time .*' "$work/na_train_$dod" | tail -1)"
-        # The issue's target from the trainer's own step rate: no synchronization between steps
-        # (bench_train_step's timed calls have one each), measured from each epoch's start until
-        # the device has done its last step. (Until 2026-11-24 this rate was the host's time per
-        # step, which leaves out the steps still queued on the GPU at an epoch's end: 1832
-        # samples/s on an H100 with 12-step epochs, an overestimate.)
-        local sps
-        sps=$(grep -oE '[0-9.]+ samples/s in the training steps' "$work/na_train_$dod" | tail -1 | cut -d' ' -f1)
-        [[ -n $sps ]] && say "  200 North America epochs (8,766 samples each) at this run's $sps samples/s: $(awk -v s="$sps" \
-          'BEGIN {printf "%.1f", 200 * 8766 / s / 60}') minutes of training steps (validation and checkpoints not counted; target: under 15)"
-        say "  $(grep -oE 'device check (passed|failed).*' "$work/na_train_$dod" | head -1)"
-        grep -E 'epoch [0-9]+/' "$work/na_train_$dod" | sed 's/^/  /' > "$work/na_epochs_$dod"; block "$work/na_epochs_$dod"
-      else
-        failed+=("train end to end (data_on_device $dod)"); say "train.data_on_device $dod: FAILED"
-        tail -8 "$work/na_train_$dod" > "$work/na.tail"; block "$work/na.tail"
-      fi
+    # E2E_MATHS: train.precision per run, an entry m+act16 with 16-bit activations between layers
+    # (as CURVE_MATHS); E2E_DOD: the train.data_on_device settings, each run in every precision.
+    for m in ${E2E_MATHS:-tf32}; do
+      local act16=()
+      [[ $m == *+act16 ]] && act16=(env DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_ACTIVATIONS16=1)
+      for dod in ${E2E_DOD:-true false}; do
+        run_name=${m//+/_}_dod_$dod
+        if (cd "$na" && run "${act16[@]}" "$downscale" train --config "$config" --set run.device="$dev" \
+              --set train.precision="${m%+act16}" --set train.epochs="${E2E_EPOCHS:-3}" --set train.data_on_device=$dod \
+              --set train.name="$run_name") \
+             > "$work/na_train_$run_name" 2>&1; then
+          say "$m, train.data_on_device $dod: $(grep -oE 'training data in .*|batches read from the store.*' "$work/na_train_$run_name" | head -1)"
+          say "  $(grep -oE 'mean batch time .*' "$work/na_train_$run_name" | tail -1)"
+          # The issue's target from the trainer's own step rate: no synchronization between steps
+          # (bench_train_step's timed calls have one each), measured from each epoch's start until
+          # the device has done its last step. (Until 2026-11-24 this rate was the host's time per
+          # step, which leaves out the steps still queued on the GPU at an epoch's end: 1832
+          # samples/s on an H100 with 12-step epochs, an overestimate.)
+          local sps
+          sps=$(grep -oE '[0-9.]+ samples/s in the training steps' "$work/na_train_$run_name" | tail -1 | cut -d' ' -f1)
+          [[ -n $sps ]] && say "  200 North America epochs (8,766 samples each) in $m at this run's $sps samples/s: $(awk -v s="$sps" \
+            'BEGIN {printf "%.1f", 200 * 8766 / s / 60}') minutes of training steps (validation and checkpoints not counted; target: under 15)"
+          say "  $(grep -oE 'device check (passed|failed).*' "$work/na_train_$run_name" | head -1)"
+          grep -E 'epoch [0-9]+/' "$work/na_train_$run_name" | sed 's/^/  /' > "$work/na_epochs_$run_name"
+          block "$work/na_epochs_$run_name"
+        else
+          failed+=("train end to end ($m, data_on_device $dod)"); say "$m, train.data_on_device $dod: FAILED"
+          tail -8 "$work/na_train_$run_name" > "$work/na.tail"; block "$work/na.tail"
+        fi
+      done
     done
-    # The fused bias+ReLU and narrow-head lines (one per convolution shape), counted over both runs.
-    # The per-run timings (ms ...) left out of the count, so both runs' lines of a shape merge.
+    # The fused bias+ReLU and narrow-head lines (one per convolution shape), counted over all runs.
+    # The per-run timings (ms ...) left out of the count, so the runs' lines of a shape merge.
     grep -hE 'bias\+ReLU|narrow FP32' "$work"/na_train_* | sed -E 's/ \(ms [^)]*\)//g' | sort | uniq -c | head -20 > "$work/na_fuse"
-    grep -hE 'ms fused/separate' "$work/na_train_true" 2>/dev/null | sort -u | head -10 >> "$work/na_fuse" || true
+    grep -hE 'ms fused/separate' "$work"/na_train_*_dod_true 2>/dev/null | sort -u | head -10 >> "$work/na_fuse" || true
     [[ -s $work/na_fuse ]] && block "$work/na_fuse"
   else
     failed+=("North America data"); say "synth/fetch/preprocess of $config: FAILED"

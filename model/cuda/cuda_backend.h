@@ -118,7 +118,7 @@ class CudaBackend : public Backend {
   void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr, float momentum) override;
   double softmax_cross_entropy(int n, int k, const float* logits, const float* labels, float* dlogits) override;
 
-  // cuda_lanes.cu: DOWNSCALE_CUDA_LANES=N (0, the default: off) runs the layers the Net marks as
+  // cuda_lanes.cu: DOWNSCALE_CUDA_LANES=N (5, the default; 0: one stream) runs the layers the Net marks as
   // lanes (MNN's branches) on N more streams, each with its own cuDNN handle, workspace and
   // padding buffer; fork/join are events; the caching allocator holds releases in between.
   int lanes() const override { return n_lanes_; }
@@ -345,7 +345,7 @@ class CudaBackend : public Backend {
     cudaEvent_t done = nullptr;  // recorded at the join: the main stream waits on it
     bool used = false;           // since the fork: has waited on the fork event, joins
   };
-  int n_lanes_ = 0;
+  int n_lanes_ = 5;  // DOWNSCALE_CUDA_LANES (cuda_backend.cu says why 5)
   int cur_lane_ = 0;
   bool forked_ = false;
   std::vector<Lane> lanes_;  // n_lanes_ + 1 entries once used; [0] is filled when left

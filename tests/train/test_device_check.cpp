@@ -318,8 +318,8 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
   };
   const std::vector<Variant> variants = {
       {"defaults", {}, {MathMode::kTf32, MathMode::kFp32, MathMode::kBf16, MathMode::kFp16}},
-      {"hand-written kernels forced, five lanes",
-       {{"DOWNSCALE_CUDA_NARROW", "1"}, {"DOWNSCALE_CUDA_WGRAD_GEMM", "1"}, {"DOWNSCALE_CUDA_LANES", "5"}},
+      {"hand-written kernels forced, one stream",
+       {{"DOWNSCALE_CUDA_NARROW", "1"}, {"DOWNSCALE_CUDA_WGRAD_GEMM", "1"}, {"DOWNSCALE_CUDA_LANES", "0"}},
        {MathMode::kTf32, MathMode::kBf16}},
       {"16-bit activations", {{"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}}, {MathMode::kBf16, MathMode::kFp16}},
       {"NHWC 16-bit scratch", {{"DOWNSCALE_CUDA_LAYOUT", "nhwc"}}, {MathMode::kBf16}},
