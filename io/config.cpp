@@ -138,13 +138,29 @@ class Reader {
       std::set<std::string> names = known_;
       for (const auto& kn : known_)
         for (auto dot = kn.find('.'); dot != std::string::npos; dot = kn.find('.', dot + 1)) names.insert(kn.substr(0, dot));
-      const std::string best = closest_name(k, std::vector<std::string>(names.begin(), names.end()));
+      std::string best = closest_name(k, std::vector<std::string>(names.begin(), names.end()));
+      // No near miss: the same key in another section (`train.members` for predict.members).
+      if (best.empty()) best = same_key_elsewhere(k);
       if (!best.empty()) msg += " (did you mean '" + best + "'?)";
       throw UsageError(msg);
     }
   }
 
  private:
+  // The one known key, in another section, whose last part is `key`'s ('' if none or several).
+  std::string same_key_elsewhere(const std::string& key) const {
+    const auto dot = key.rfind('.');
+    if (dot == std::string::npos) return "";
+    const std::string leaf = key.substr(dot);  // ".members"
+    std::string found;
+    for (const auto& kn : known_) {
+      if (kn.size() <= leaf.size() || kn.compare(kn.size() - leaf.size(), leaf.size(), leaf) != 0) continue;
+      if (!found.empty()) return "";
+      found = kn;
+    }
+    return found;
+  }
+
   YAML::Node find(const std::string& key) const {
     // yaml-cpp's operator[] on a non-const node inserts; walk clones to keep the tree intact.
     YAML::Node n = YAML::Clone(root_);
@@ -232,7 +248,13 @@ void apply_override(YAML::Node& root, const std::string& assignment, std::map<st
   try {
     value = YAML::Load(assignment.substr(eq + 1));
   } catch (const YAML::Exception& e) {
-    throw UsageError("--set " + assignment + ": cannot parse the value of key '" + key + "': " + e.msg);
+    // `--set fetch.years=[2000, 2001]` unquoted reaches us cut at the space: say so.
+    const std::string v = assignment.substr(eq + 1);
+    const bool cut = !v.empty() && (v.front() == '[' || v.front() == '{') && (v.back() == ',' || v.back() == ':');
+    throw UsageError("--set " + assignment + ": cannot parse the value of key '" + key + "': " + e.msg +
+                     (cut ? " (a value with spaces is one shell word only when quoted: --set '" + key + "=" + v +
+                                " ...')"
+                          : ""));
   }
   std::vector<std::string> parts;
   std::stringstream ss(key);

@@ -373,6 +373,10 @@ int run_evaluate(const Config& cfg) {
     }
   };
   log_by_season(e, seasonal, log_table);
+  // The % columns are means of per-box ratios, not the ratio of the domain's means: said once.
+  spdlog::info("(% columns: each land box's relative bias, (predicted - observed) / observed, averaged over the "
+               "land boxes; R01 bias: wet-day frequency, predicted - observed; spells in days; RMSE in mm/day; "
+               "scores.json defines each score)");
   spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png, maps and summary.png{}", dir,
                seasonal.empty() ? "" : " (each table and map also per season)");
   return 0;

@@ -139,6 +139,13 @@ TEST(ConfigValidation, LastSetOfAKeyWinsAndIsSaid) {
 TEST(ConfigValidation, SetErrorsQuoteTheSet) {
   auto msg = error_of(kRun, {"train.epocs=3"});
   EXPECT_TRUE(has(msg, "--set train.epocs=3: unknown key 'train.epocs'")) << msg;
+  // The same key in another section is suggested when no near miss is.
+  msg = error_of(kRun, {"train.members=3"});
+  EXPECT_TRUE(has(msg, "unknown key 'train.members' (did you mean 'predict.members'?)")) << msg;
+  // An unquoted list, cut by the shell at its space, gets the quoting hint.
+  msg = error_of(kRun, {"fetch.years=[2000,"});
+  EXPECT_TRUE(has(msg, "cannot parse the value of key 'fetch.years'")) << msg;
+  EXPECT_TRUE(has(msg, "only when quoted: --set 'fetch.years=[2000, ...'")) << msg;
   msg = error_of(kRun, {"train.epochs=many"});
   EXPECT_TRUE(has(msg, "--set train.epochs=many: key 'train.epochs' has a value of the wrong type")) << msg;
   // A whole section set at once: its keys are blamed on that --set.
