@@ -472,6 +472,16 @@ int run_predict(const Config& cfg) {
   const int channels = model::loss_channels(loss);
   check_fetch_folder(cfg, "predict.predictors", cfg.predict.predictors);
   check_fetch_folder(cfg, "predict.reference_predictors", cfg.predict.reference_predictors);
+  // fetch cut the data predict reads by season, years and box: set on predict they change nothing,
+  // which a user asking predict for summer days would not guess (user test).
+  for (const char* key : {"fetch.season", "fetch.years", "fetch.lon", "fetch.lat"})
+    if (cfg.overrides.count(key))
+      spdlog::warn("--set {}: predict does not read it (downscale fetch cut the data with it); predict writes the "
+                   "days of {}: to predict other days, fetch them into a run folder of their own and give its fetch "
+                   "folder as predict.predictors",
+                   cfg.overrides.at(key),
+                   cfg.predict.predictors.empty() ? "the store's test split (preprocess.test_years)"
+                                                  : cfg.predict.predictors + " (predict.predictors)");
   const std::string nc_path =
       product_path(paths, meta.is_precipitation() ? "precipitation" : meta.predictand, cfg.predict);
   const std::string replaced_standardization = check_not_replacing_other_run(nc_path, cfg);

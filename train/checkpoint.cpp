@@ -110,20 +110,24 @@ namespace {
 void check_saved_model(const H5File& f, const std::string& path, const model::ModelSpec& want) {
   if (!f.has_attr("/", "model_spec")) return;  // absent in checkpoints of older versions
   const model::ModelSpec saved = saved_spec(f, path);
-  const auto refuse = [&](const std::string& what, const std::string& a, const std::string& b, const std::string& key) {
+  // `value`: the checkpoint's, as a --set takes it, so the way out can be copied (a model trained
+  // with --set model.filters=... needs it again on resume).
+  const auto refuse = [&](const std::string& what, const std::string& a, const std::string& b, const std::string& key,
+                          const std::string& value) {
     throw UsageError(path + ": the checkpoint holds " + what + " " + a + ", the configuration asks for " + b + " (" + key +
-                     "): use the checkpoint's, or train into another folder (train.name)");
+                     "): use the checkpoint's (--set '" + key + "=" + value +
+                     "'), or train into another folder (train.name)");
   };
-  if (saved.name != want.name) refuse("model", "'" + saved.name + "'", "'" + want.name + "'", "model.name");
+  if (saved.name != want.name) refuse("model", "'" + saved.name + "'", "'" + want.name + "'", "model.name", saved.name);
   if (saved.loss != want.loss && !model::is_image_classifier(want.name))
-    refuse("a model trained with the loss", saved.loss, want.loss, "train.loss");
+    refuse("a model trained with the loss", saved.loss, want.loss, "train.loss", saved.loss);
   if (want.name == "demo" && saved.filters != want.filters) {  // the only model that reads them
     const auto list = [](const std::vector<int>& v) {
       std::string t;
       for (int x : v) t += (t.empty() ? "" : ", ") + std::to_string(x);
       return "[" + t + "]";
     };
-    refuse("filters", list(saved.filters), list(want.filters), "model.filters");
+    refuse("filters", list(saved.filters), list(want.filters), "model.filters", list(saved.filters));
   }
 }
 

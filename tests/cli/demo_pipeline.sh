@@ -80,11 +80,13 @@ print("new predictors reproduce the test-split prediction: max |dp| = %.2g" % d)
 PY
 # The same run a block of days at a time (predict.block_days 40: blocks of 64 days, two batches;
 # the default on this grid is one block): every variable, the stochastic members included, the
-# same to the bit.
+# same to the bit. A fetch.season set on predict changes nothing, and predict says so.
 cp runs/demo/predict/precipitation_gcm.nc one_block.nc
 "$bin" predict --config configs/demo.yaml --set predict.predictors=runs/gcm/fetch --set predict.members=2 \
-  --set predict.block_days=40 2>&1 | tee blocks.log | grep -F 'a block)'
+  --set predict.block_days=40 --set 'fetch.season=[6, 7, 8]' 2>&1 | tee blocks.log | grep -F 'a block)'
 grep -qF '731 days, 2 members, 64 a block' blocks.log || { echo "predict.block_days 40 did not give blocks of 64 days"; exit 1; }
+grep -qF -- "--set fetch.season=[6, 7, 8]: predict does not read it" blocks.log ||
+  { echo "predict did not say that fetch.season is not its key"; exit 1; }
 /usr/bin/python3 - <<'PY'
 import numpy as np, xarray as xr
 a = xr.open_dataset("one_block.nc", mask_and_scale=False)

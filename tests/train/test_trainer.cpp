@@ -449,6 +449,10 @@ TEST(Trainer, ResumingWithAnotherModelNamesIt) {
       << message(mse);
   EXPECT_NE(message(filters).find("filters [8, 8, 8], the configuration asks for [8, 8, 16] (model.filters)"),
             std::string::npos) << message(filters);
+  // The way out, ready to copy: the checkpoint's value as a --set.
+  EXPECT_NE(message(filters).find("use the checkpoint's (--set 'model.filters=[8, 8, 8]')"), std::string::npos)
+      << message(filters);
+  EXPECT_NE(message(mse).find("(--set 'train.loss=gaussian')"), std::string::npos) << message(mse);
   // train --check --resume refuses it before the ranks are launched, and passes the config it fits.
   try {
     check_training(deepesd, store, out, true, false, 1);
