@@ -314,6 +314,37 @@ void check_fetch_folder(const Config& cfg, const std::string& key, const std::st
                    " is <run.dir>/fetch of the run that fetched the predictors; run `downscale fetch` for them first)");
 }
 
+// fetch cut the data predict reads by season, years and box: a --set of those on predict that
+// differs from the cut changes nothing, which a user asking predict for summer days would not
+// guess (user test). The same --set given to every stage (a script's one list) agrees with the
+// cut and is not mentioned; a folder without the record (older manifests) is not judged.
+void warn_fetch_keys_on_predict(const Config& cfg, const RunPaths& paths) {
+  const std::string dir = cfg.predict.predictors.empty() ? paths.fetch_dir() : cfg.predict.predictors;
+  FetchManifest m;
+  try {
+    m = FetchManifest::read(dir + "/manifest.json");
+  } catch (const std::exception&) {
+    return;  // said elsewhere when it matters (check_fetch_folder, the store)
+  }
+  const auto& f = cfg.fetch;
+  const auto& r = m.request;
+  const bool whole = cfg.overrides.count("fetch") > 0;  // --set 'fetch={...}'
+  const std::pair<const char*, bool> differs[] = {
+      {"fetch.season", !m.season.empty() && f.season != m.season},
+      {"fetch.years", r.present && (f.years.first != r.first_year || f.years.last != r.last_year)},
+      {"fetch.lon", r.present && (f.lon_min != r.lon_min || f.lon_max != r.lon_max)},
+      {"fetch.lat", r.present && (f.lat_min != r.lat_min || f.lat_max != r.lat_max)},
+  };
+  for (const auto& [key, other] : differs)
+    if (other && (whole || cfg.overrides.count(key)))
+      spdlog::warn("{}: predict does not read {} (downscale fetch cut {} with another one); predict writes the days "
+                   "of {}: to predict other days, fetch them into a run folder of their own and give its fetch folder "
+                   "as predict.predictors",
+                   cfg.origin(key), key, dir,
+                   cfg.predict.predictors.empty() ? "the store's test split (preprocess.test_years)"
+                                                  : cfg.predict.predictors + " (predict.predictors)");
+}
+
 // Refuses to replace the prediction of other predictors: two GCMs' `historical` folders give
 // one file name, and the second would silently take the first's place. A rerun from the same
 // folder (other reference years, a newer checkpoint) replaces its own output, as the test split's;
@@ -472,16 +503,7 @@ int run_predict(const Config& cfg) {
   const int channels = model::loss_channels(loss);
   check_fetch_folder(cfg, "predict.predictors", cfg.predict.predictors);
   check_fetch_folder(cfg, "predict.reference_predictors", cfg.predict.reference_predictors);
-  // fetch cut the data predict reads by season, years and box: set on predict they change nothing,
-  // which a user asking predict for summer days would not guess (user test).
-  for (const char* key : {"fetch.season", "fetch.years", "fetch.lon", "fetch.lat"})
-    if (cfg.overrides.count(key))
-      spdlog::warn("--set {}: predict does not read it (downscale fetch cut the data with it); predict writes the "
-                   "days of {}: to predict other days, fetch them into a run folder of their own and give its fetch "
-                   "folder as predict.predictors",
-                   cfg.overrides.at(key),
-                   cfg.predict.predictors.empty() ? "the store's test split (preprocess.test_years)"
-                                                  : cfg.predict.predictors + " (predict.predictors)");
+  warn_fetch_keys_on_predict(cfg, paths);
   const std::string nc_path =
       product_path(paths, meta.is_precipitation() ? "precipitation" : meta.predictand, cfg.predict);
   const std::string replaced_standardization = check_not_replacing_other_run(nc_path, cfg);

@@ -1,7 +1,8 @@
 // Lanes: the layers the Net marks as independent (MNN's five branches, 15 small convolutions that
 // on one stream took 6.4 ms of a 27.8 ms TF32 step on an H100, each too small to fill the GPU)
-// queued on streams of their own, so their kernels can run side by side. DOWNSCALE_CUDA_LANES=N
-// turns it on with N streams besides the main one (lane k > 0 goes to stream (k - 1) % N + 1).
+// queued on streams of their own, so their kernels can run side by side: N streams besides the
+// main one (lane k > 0 goes to stream (k - 1) % N + 1), DOWNSCALE_CUDA_LANES=N, 5 by default (one
+// per branch; measured faster on an H200), 0 for everything on the main stream.
 //
 // What each lane needs of its own: a stream, a cuDNN handle on it, a cuBLAS handle (made on its
 // first use: a handle's workspace must not serve two streams at once), and the grow-only scratch

@@ -85,7 +85,7 @@ cp runs/demo/predict/precipitation_gcm.nc one_block.nc
 "$bin" predict --config configs/demo.yaml --set predict.predictors=runs/gcm/fetch --set predict.members=2 \
   --set predict.block_days=40 --set 'fetch.season=[6, 7, 8]' 2>&1 | tee blocks.log | grep -F 'a block)'
 grep -qF '731 days, 2 members, 64 a block' blocks.log || { echo "predict.block_days 40 did not give blocks of 64 days"; exit 1; }
-grep -qF -- "--set fetch.season=[6, 7, 8]: predict does not read it" blocks.log ||
+grep -qF -- "--set fetch.season=[6, 7, 8]: predict does not read fetch.season" blocks.log ||
   { echo "predict did not say that fetch.season is not its key"; exit 1; }
 /usr/bin/python3 - <<'PY'
 import numpy as np, xarray as xr

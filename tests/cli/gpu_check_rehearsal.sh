@@ -59,6 +59,23 @@ grep -q '^compute-sanitizer: skipped (rehearsal: no GPU)$' $r || fail "no saniti
 grep -q '^\*\*Result: passed\*\*$' $r || fail "no passed result"
 [[ ! -e report.md.tmp ]] || fail "report.md.tmp left behind"
 
+# 1b. VARIANTS with settings joined by '+' (one run, both set), and e2e in each of E2E_MATHS for
+# each of E2E_DOD (a few seconds on the demo config)
+rc=0
+SECTIONS="variants e2e" MATHS=tf32 VARIANTS="default DOWNSCALE_CUDA_LANES=0+DOWNSCALE_CUDA_FUSE=0" E2E_MATHS="fp32 tf32" \
+  E2E_DOD=true REPORT=$work/report_b.md bash root/scripts/gpu_check.sh root > out_b.txt 2>&1 || rc=$?
+[[ $rc == 0 ]] || { cat out_b.txt; fail "variants/e2e: exit $rc, expected 0"; }
+r=report_b.md
+grep -qE '^tf32 +DOWNSCALE_CUDA_LANES=0\+DOWNSCALE_CUDA_FUSE=0 +[0-9.]+ +[0-9.]+$' $r || fail "no row for a joined VARIANTS entry"
+[[ $(grep -cE '^tf32 ' $r) == 2 ]] || fail "VARIANTS: expected 2 rows"
+for m in fp32 tf32; do
+  grep -qE "^$m, train.data_on_device true: training data in " $r || fail "no e2e run in $m"
+  grep -qE "^  200 North America epochs \(8,766 samples each\) in $m at this run's [0-9.]+ samples/s" $r ||
+    fail "no 200-epoch line in $m"
+done
+grep -q 'data_on_device false' $r && fail "E2E_DOD=true ran data_on_device false too"
+grep -q '^\*\*Result: passed\*\*$' $r || fail "variants/e2e: no passed result"
+
 # 2. no time left: nothing runs, the report says so
 rc=0
 SECTIONS="parity curves" BUDGET=1 REPORT=$work/budget.md bash root/scripts/gpu_check.sh root > out.txt 2>&1 || rc=$?

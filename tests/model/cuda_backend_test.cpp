@@ -762,6 +762,26 @@ TEST_F(ModelCuda, Bf16Fp16FusedCastsWithReluMatchCpu) {
   }
 }
 
+// Five lanes are the default (2026-11-28: faster on an H200 in every pair of runs), unset or empty;
+// DOWNSCALE_CUDA_LANES=0 is one stream, and the per-pass clocks (one stream) turn the default off.
+TEST_F(ModelCuda, FiveLanesByDefaultOneStreamWhenAskedOrTimed) {
+  const ScopedEnv no_times("DOWNSCALE_CUDA_PASS_TIMES", nullptr);
+  for (const char* v : {static_cast<const char*>(nullptr), ""}) {
+    const ScopedEnv lanes("DOWNSCALE_CUDA_LANES", v);
+    EXPECT_EQ(make_cuda_backend(0)->lanes(), 5) << (v ? "empty" : "unset");
+  }
+  {
+    const ScopedEnv lanes("DOWNSCALE_CUDA_LANES", "0");
+    EXPECT_EQ(make_cuda_backend(0)->lanes(), 0);
+  }
+  {
+    const ScopedEnv lanes("DOWNSCALE_CUDA_LANES", "3");
+    EXPECT_EQ(make_cuda_backend(0)->lanes(), 3);
+  }
+  const ScopedEnv lanes("DOWNSCALE_CUDA_LANES", nullptr), times("DOWNSCALE_CUDA_PASS_TIMES", "1");
+  EXPECT_EQ(make_cuda_backend(0)->lanes(), 0);
+}
+
 // Lanes (DOWNSCALE_CUDA_LANES=5: MNN's five branches on five more streams, the allocator holding
 // releases between fork and join): the same backend, so the same cuDNN plans, with the Net's
 // lanes on and off. Where two runs without lanes agree bit for bit (deterministic algorithms),

@@ -317,7 +317,9 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
     std::vector<MathMode> modes;
   };
   const std::vector<Variant> variants = {
-      {"defaults", {}, {MathMode::kTf32, MathMode::kFp32, MathMode::kBf16, MathMode::kFp16}},
+      // The default's five lanes pinned, so an exported DOWNSCALE_CUDA_LANES=0 cannot drop them
+      // (ModelCuda.FiveLanesByDefaultOneStreamWhenAskedOrTimed checks that they are the default).
+      {"defaults", {{"DOWNSCALE_CUDA_LANES", "5"}}, {MathMode::kTf32, MathMode::kFp32, MathMode::kBf16, MathMode::kFp16}},
       {"hand-written kernels forced, one stream",
        {{"DOWNSCALE_CUDA_NARROW", "1"}, {"DOWNSCALE_CUDA_WGRAD_GEMM", "1"}, {"DOWNSCALE_CUDA_LANES", "0"}},
        {MathMode::kTf32, MathMode::kBf16}},
