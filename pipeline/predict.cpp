@@ -319,6 +319,9 @@ void check_fetch_folder(const Config& cfg, const std::string& key, const std::st
 // guess (user test). The same --set given to every stage (a script's one list) agrees with the
 // cut and is not mentioned; a folder without the record (older manifests) is not judged.
 void warn_fetch_keys_on_predict(const Config& cfg, const RunPaths& paths) {
+  const bool whole = cfg.overrides.count("fetch") > 0;  // --set 'fetch={...}'
+  const auto set = [&](const char* key) { return whole || cfg.overrides.count(key) > 0; };
+  if (!set("fetch.season") && !set("fetch.years") && !set("fetch.lon") && !set("fetch.lat")) return;  // no manifest read
   const std::string dir = cfg.predict.predictors.empty() ? paths.fetch_dir() : cfg.predict.predictors;
   FetchManifest m;
   try {
@@ -328,7 +331,6 @@ void warn_fetch_keys_on_predict(const Config& cfg, const RunPaths& paths) {
   }
   const auto& f = cfg.fetch;
   const auto& r = m.request;
-  const bool whole = cfg.overrides.count("fetch") > 0;  // --set 'fetch={...}'
   const std::pair<const char*, bool> differs[] = {
       {"fetch.season", !m.season.empty() && f.season != m.season},
       {"fetch.years", r.present && (f.years.first != r.first_year || f.years.last != r.last_year)},
@@ -336,7 +338,7 @@ void warn_fetch_keys_on_predict(const Config& cfg, const RunPaths& paths) {
       {"fetch.lat", r.present && (f.lat_min != r.lat_min || f.lat_max != r.lat_max)},
   };
   for (const auto& [key, other] : differs)
-    if (other && (whole || cfg.overrides.count(key)))
+    if (other && set(key))
       spdlog::warn("{}: predict does not read {} (downscale fetch cut {} with another one); predict writes the days "
                    "of {}: to predict other days, fetch them into a run folder of their own and give its fetch folder "
                    "as predict.predictors",
