@@ -123,6 +123,32 @@ std::vector<IndexRun> lon_selection(const std::vector<double>& lon, double lo, d
 
 namespace {
 
+// The widest spacing between neighbouring centres (a Gaussian grid's latitudes are uneven).
+double largest_step(const std::vector<double>& c) {
+  double s = 0;
+  for (size_t i = 1; i < c.size(); ++i) s = std::max(s, std::abs(c[i] - c[i - 1]));
+  return s;
+}
+
+}  // namespace
+
+CutBox widened_cut(const Config::Fetch& req, const GridSpec& g, double source_dlon, double source_dlat) {
+  CutBox b{req.lon_min, req.lon_max, req.lat_min, req.lat_max};
+  const double half = g.step / 2;
+  // The grid's longitudes may be written in 0..360 (preprocess allows -360..360): moved by whole
+  // turns to lie where the box lies before they are compared.
+  double g_lo = std::min(g.lon_first, g.lon_last), g_hi = std::max(g.lon_first, g.lon_last);
+  const double turns = std::round(((b.lon_min + b.lon_max) - (g_lo + g_hi)) / 2 / 360);
+  g_lo += 360 * turns, g_hi += 360 * turns;
+  b.lon_min = std::max(-180.0, std::min(b.lon_min, g_lo - half - source_dlon));
+  b.lon_max = std::min(180.0, std::max(b.lon_max, g_hi + half + source_dlon));
+  b.lat_min = std::max(-90.0, std::min(b.lat_min, std::min(g.lat_first, g.lat_last) - half - source_dlat));
+  b.lat_max = std::min(90.0, std::max(b.lat_max, std::max(g.lat_first, g.lat_last) + half + source_dlat));
+  return b;
+}
+
+namespace {
+
 const NcFile& cached_open(std::map<std::string, NcFile>& open, const std::string& url, const NcFile* first,
                           const std::string& first_url) {
   if (first && url == first_url) return *first;
@@ -201,7 +227,7 @@ bool stated_level(const NcFile& src, int v, double& hpa, std::string& how, const
 }
 
 void plan_field(const SourceOpener& open, const std::string& base, const Dataset& dataset, const FieldWanted& w,
-                const Config::Fetch& req, FetchPlan& plan) {
+                const Config::Fetch& req, FetchPlan& plan, const GridSpec* regridded_onto) {
   FieldPlan f;
   f.name = w.name;
   f.var = w.var;
@@ -297,23 +323,30 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
     f.convert = unit_conversion(f.source_units, target, where + " (dataset definition " + dataset.file + ")");
   }
 
-  // Space: longitudes through the seam if need be, latitudes as one run.
+  // Space: longitudes through the seam if need be, latitudes as one run; the box widened for
+  // the grid the field is regridded onto (see plan.h).
   const auto lon = src.read_coord(dims[f.x_ax]);
-  f.lon_runs = lon_selection(lon, req.lon_min, req.lon_max, where, f.lon);
   const auto lat = src.read_coord(dims[f.y_ax]);
+  const auto step = [](const std::vector<double>& c) { return c.size() > 1 ? std::abs(c[1] - c[0]) : 0.0; };
+  const double dx = step(lon), dy = step(lat);
+  const CutBox cut = regridded_onto ? widened_cut(req, *regridded_onto, largest_step(lon), largest_step(lat))
+                                    : CutBox{req.lon_min, req.lon_max, req.lat_min, req.lat_max};
+  f.lon_runs = lon_selection(lon, cut.lon_min, cut.lon_max, where, f.lon);
   f.lat_descending = lat.size() > 1 && lat[1] < lat[0];
   std::vector<size_t> in;
   for (size_t j = 0; j < lat.size(); ++j)
-    if (lat[j] >= req.lat_min - 1e-6 && lat[j] <= req.lat_max + 1e-6) in.push_back(j);
-  if (in.empty()) throw InputError(where + ": no latitudes inside [" + num(req.lat_min) + ", " + num(req.lat_max) + "]");
+    if (lat[j] >= cut.lat_min - 1e-6 && lat[j] <= cut.lat_max + 1e-6) in.push_back(j);
+  if (in.empty()) throw InputError(where + ": no latitudes inside [" + num(cut.lat_min) + ", " + num(cut.lat_max) + "]");
   f.lat_run = {in.front(), in.back() - in.front() + 1};
   for (size_t j = 0; j < f.lat_run.count; ++j)
     f.lat.push_back(lat[f.lat_run.start + (f.lat_descending ? f.lat_run.count - 1 - j : j)]);
+  if (f.lon.front() < req.lon_min - 1e-6 || f.lon.back() > req.lon_max + 1e-6 || f.lat.front() < req.lat_min - 1e-6 ||
+      f.lat.back() > req.lat_max + 1e-6)
+    f.widened = "lon " + num(f.lon.front()) + ".." + num(f.lon.back()) + ", lat " + num(f.lat.front()) + ".." +
+                num(f.lat.back());
 
   // A source grid that ends inside the box (a regional file, a limited-area model) delivers less
   // than asked: its outermost centre then lies more than one grid step inside that side.
-  const auto step = [](const std::vector<double>& c) { return c.size() > 1 ? std::abs(c[1] - c[0]) : 0.0; };
-  const double dx = step(lon), dy = step(lat);
   std::vector<std::string> short_of;
   if (dx > 0 && f.lon.front() - req.lon_min > dx + 1e-6) short_of.push_back("west (from " + num(f.lon.front()) + ")");
   if (dx > 0 && req.lon_max - f.lon.back() > dx + 1e-6) short_of.push_back("east (to " + num(f.lon.back()) + ")");

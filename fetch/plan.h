@@ -71,6 +71,9 @@ struct FieldPlan {
   // than one grid step inside them), e.g. "west (from -9.375), north (to 44.76)"; empty when it
   // reaches every side. fetch then delivers what the source has and says so.
   std::string box_shortfall;
+  // The cut reaches past the requested box (widened for the grid the field is regridded onto;
+  // plan_field): "lon -12.5..7.5, lat 32.5..47.5"; empty when it is the box.
+  std::string widened;
 
   // Packing in the source (values are unpacked, then converted with def.scale/def.offset).
   double pack_scale = 1, pack_offset = 0;
@@ -119,6 +122,14 @@ std::vector<std::pair<int, int>> season_months(int year, const std::vector<int>&
 std::vector<IndexRun> lon_selection(const std::vector<double>& lon, double lo, double hi, const std::string& where,
                                     std::vector<double>& selected);
 
+// The box plan_field cuts when the field is regridded onto grid `g` (see plan_field): `req`'s box
+// widened to one source step (`source_dlon`, `source_dlat`: its widest spacing) beyond g's cells,
+// clamped to -180..180 and -90..90.
+struct CutBox {
+  double lon_min = 0, lon_max = 0, lat_min = 0, lat_max = 0;
+};
+CutBox widened_cut(const Config::Fetch& req, const GridSpec& g, double source_dlon, double source_dlat);
+
 // Opens the source at a URL (the caller opens each distinct URL once and keeps it).
 using SourceOpener = std::function<const NcFile&(const std::string& url)>;
 
@@ -135,8 +146,14 @@ bool stated_level(const NcFile& src, int varid, double& hpa, std::string& how, c
 // (naming the source, variable and what is wrong) for a missing file, variable, level, year,
 // month or day, units udunits2 cannot convert to the definition's, calendars that differ
 // between a field's files, or a time step that is not daily.
+//
+// `regridded_onto` (preprocess.predictor_grid for the predictors, predictand_grid when set for
+// the predictand; null: the box as asked): the cut is the box widened, where that grid's cells
+// reach past it, to one source grid step beyond those cells, so that conservative regridding sees
+// whole source cells under the grid's edge cells and bilinear a centre beyond its outermost
+// points. A box already wide enough is cut as it is. Never across a pole or the -180/180 seam.
 void plan_field(const SourceOpener& open, const std::string& base, const Dataset& dataset, const FieldWanted& w,
-                const Config::Fetch& request, FetchPlan& plan);
+                const Config::Fetch& request, FetchPlan& plan, const GridSpec* regridded_onto = nullptr);
 
 // The same for several fields, with `src` the already open source at `url` (the dataset's base;
 // other files the fields need are opened here).

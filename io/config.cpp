@@ -337,7 +337,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("fetch.piece_mb", c.fetch.piece_mb);
   r.get("fetch.timeout_s", c.fetch.timeout_s);
 
-  r.get_grid("preprocess.predictor_grid", c.preprocess.predictor_grid);
+  c.preprocess.has_predictor_grid = r.get_grid("preprocess.predictor_grid", c.preprocess.predictor_grid);
   c.preprocess.has_predictand_grid = r.get_grid("preprocess.predictand_grid", c.preprocess.predictand_grid);
   r.get_years("preprocess.train_years", c.preprocess.train_years);
   r.get_years("preprocess.validation_years", c.preprocess.validation_years);

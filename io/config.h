@@ -83,6 +83,7 @@ struct Config {
 
   struct Preprocess {
     GridSpec predictor_grid;          // the model's input grid
+    bool has_predictor_grid = false;  // the config sets it (fetch widens the predictors' cut to its cells)
     // The observation grid the predictand is regridded onto; absent (has_predictand_grid false):
     // the observation grid as fetched, not regridded. The model's output grid is this grid, padded
     // to (4H-3) x (4W-3) for the convolutional models (preprocess/output_grid.h).

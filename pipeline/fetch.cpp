@@ -50,6 +50,9 @@ struct SourceRequest {
   Dataset dataset;
   std::string url;  // the dataset's url or the config's source: the file, or the base of per-variable urls
   std::vector<FieldWanted> fields;
+  // The grid preprocess regrids these fields onto (null: none, the box is cut as asked): fetch
+  // widens the cut to its cells (plan_field).
+  const GridSpec* regridded_onto = nullptr;
 };
 
 Dataset dataset_of(const Config& cfg, const std::string& dataset, const std::string& source, const std::string& key) {
@@ -96,7 +99,7 @@ void plan_with_retries(const SourceRequest& s, const Config::Fetch& f, bool dry_
       };
       FetchPlan part;
       watch.begin(redact_credentials(s.url));
-      for (const auto& w : s.fields) plan_field(open, s.url, s.dataset, w, f, part);
+      for (const auto& w : s.fields) plan_field(open, s.url, s.dataset, w, f, part, s.regridded_onto);
       watch.end();
       const size_t base = plan.fields.size();
       for (auto& c : part.chunks) c.field += base, plan.chunks.push_back(std::move(c));
@@ -155,6 +158,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
   SourceRequest pred{dataset_of(cfg, f.predictors_dataset, f.predictors_source, "predictors"), "", {}};
   pred.url = pred.dataset.url;
   for (const auto& p : f.predictors) pred.fields.push_back({p.name(), p.var, p.level});
+  if (cfg.preprocess.has_predictor_grid) pred.regridded_onto = &cfg.preprocess.predictor_grid;
   // No predictand: the predictors alone (a GCM run to predict from), an empty predictand in the manifest.
   const bool with_predictand = f.has_predictand();
   SourceRequest obs;
@@ -162,6 +166,8 @@ int run_fetch(const Config& cfg, bool dry_run) {
     obs.dataset = dataset_of(cfg, f.predictand_dataset, f.predictand_source, "predictand");
     obs.url = obs.dataset.url;
     obs.fields.push_back({f.predictand_variable, f.predictand_variable, 0});
+    // Without a predictand_grid the observation grid is used as fetched: its box is its extent.
+    if (cfg.preprocess.has_predictand_grid) obs.regridded_onto = &cfg.preprocess.predictand_grid;
   }
 
   const std::string dir = RunPaths::of(cfg).fetch_dir();
@@ -180,6 +186,20 @@ int run_fetch(const Config& cfg, bool dry_run) {
   for (auto& c : plan.chunks)
     if (c.field >= n_predictor_fields)
       c.file = "chunks/predictand/" + plan.fields[c.field].name + "/" + std::to_string(c.year) + ".nc";
+
+  // Cuts wider than the box (for the regridding grids' edge cells): one line per extent.
+  {
+    std::map<std::string, std::string> fields_wide;  // extent -> "z@500, ta@850"
+    for (size_t k = 0; k < plan.fields.size(); ++k) {
+      const auto& fp = plan.fields[k];
+      const std::string name = fp.name + (k < n_predictor_fields ? "" : " (predictand)");
+      if (!fp.widened.empty()) fields_wide[fp.widened] += (fields_wide[fp.widened].empty() ? "" : ", ") + name;
+    }
+    for (const auto& [extent, names] : fields_wide)
+      spdlog::info("{}: cut to {}, past the box (fetch.lon, fetch.lat): one source cell beyond the cells of the grid "
+                   "preprocess regrids onto, so that its edge cells are regridded from whole source cells",
+                   names, extent);
+  }
 
   // Sources that end inside the requested box: one warning per shortfall, naming its fields
   // (a later preprocess would otherwise first hear of it as a grid that does not cover its target).

@@ -206,8 +206,9 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     if (cov.partial && !partial_said) {
       partial_said = true;
       spdlog::warn("{}: {} of {} predictor-grid cells ({}) are only partly covered by its grid {} (the least {:.0f} %): "
-                   "their values come from the covered part{}; a fetch box one source cell wider brings in the rest "
-                   "where the source has it",
+                   "their values come from the covered part{}; fetch cuts one source cell beyond the predictor grid's "
+                   "cells where the source has them, so the source stops short of them here (or was fetched for "
+                   "another preprocess.predictor_grid: fetch again)",
                    ch.file->where(), cov.partial, xgrid.size(), xgrid.describe(), ch.file->grid().describe(),
                    100 * cov.least_covered, m == RegridMethod::nearest ? " (nearest: the source cell at the edge)" : "");
     }

@@ -113,8 +113,9 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
                  fmt::format("{}", fmt::join(converted, ", ")));
   if (!partial_fields.empty())
     spdlog::info("{}, in {} of the {} predictor fields ({}): their values come from the covered part (nearest: from "
-                 "the source cell at the edge); a fetch box one source cell wider brings in the rest where the source "
-                 "has it",
+                 "the source cell at the edge); fetch cuts one source cell beyond the predictor grid's cells where the "
+                 "source has them, so the source stops short of them here (or was fetched for another "
+                 "preprocess.predictor_grid: fetch again)",
                  partial_line, partial_fields.size(), channels_.size(), fmt::format("{}", fmt::join(partial_fields, ", ")));
   // Common days, then each channel's index of them.
   days_ = channels_.front().file->days();

@@ -124,7 +124,9 @@ expect 3 "outside its plausible range [150, 350] K" ds preprocess --set run.dir=
 copy_fetch huge
 $py -c "
 import netCDF4
-with netCDF4.Dataset('runs/huge/fetch/predictors/z@500.nc', 'a') as d: d['z'][400, 3, 5] = 1e30"
+with netCDF4.Dataset('runs/huge/fetch/predictors/z@500.nc', 'a') as d:
+    # by coordinate: fetch's cut reaches past the box to the predictor grid's cells
+    d['z'][400, list(d['lat'][:]).index(36), list(d['lon'][:]).index(-100)] = 1e30"
 expect 3 "variable 'z' is 1e+30 m2 s-2 on 2001-02-04 at lat 36, lon -100" ds preprocess --set run.dir=runs/huge
 # A field that hardly varies over the training year (250 K +- 1 mK) and then moves by 2 K: 2000
 # of its standard deviations. preprocess refuses to write the store every stage would refuse,
