@@ -366,7 +366,20 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
   std::vector<std::vector<int64_t>> source_days(f.urls.size());
   for (size_t k = 0; k < f.urls.size(); ++k) {
     const std::string name_k = redact_credentials(f.urls[k]);
-    const NcFile& sk = k == 0 ? src : open(f.urls[k]);
+    const NcFile& sk = k == 0 ? src : [&]() -> const NcFile& {
+      try {
+        return open(f.urls[k]);
+      } catch (const InputError& e) {
+        // The first year's file opened, so the dataset's url is right: this year is what is
+        // missing (a server holding fewer years than fetch.years asks for).
+        int year = 0;
+        for (const auto& [yy, idx] : file_of_year)
+          if (idx == k) year = yy;
+        throw InputError(std::string(e.what()) + " (the " + f.name + " file for " + std::to_string(year) + "; " +
+                         src_name + ", for " + std::to_string(file_of_year.begin()->first) +
+                         ", opened: does the source hold every year of fetch.years?)");
+      }
+    }();
     const int vk = sk.var_id(f.native);
     if (k > 0) {
       // One file per year: the same variable on the same grid.
