@@ -177,31 +177,40 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
     in_ref[i] = ref.contains(y);
     if (in_ref[i]) year_seen[y - ref.first] = true;
   }
-  // The missing years as runs (1983..2002, not twenty numbers), and what the predictors do hold,
-  // so that the message says what to put in reference_years.
-  std::string missing;
-  for (int y = ref.first; y <= ref.last; ++y) {
-    if (year_seen[y - ref.first]) continue;
-    int last = y;
-    while (last < ref.last && !year_seen[last + 1 - ref.first]) ++last;
-    missing += (missing.empty() ? "" : ", ") + std::to_string(y) + (last > y ? ".." + std::to_string(last) : "");
-    y = last;
-  }
-  if (!missing.empty()) {
-    std::string held = "no day";
-    if (!days_.empty()) {
-      const int first = rule.year_of(days_.front()), last = rule.year_of(days_.back());
-      held = "days of " + std::to_string(first) + (last > first ? ".." + std::to_string(last) : "") +
-             (rule.season_years() ? " as season-years" : "");
+  // The missing years as runs (1983..2002, not twenty numbers), and the years the predictors do
+  // hold, also as runs (a gap inside them shows), so that the message says what to put in
+  // reference_years.
+  const auto runs_of = [](const std::vector<int>& years) {  // ascending, distinct
+    std::string out;
+    for (size_t i = 0; i < years.size(); ++i) {
+      size_t j = i;
+      while (j + 1 < years.size() && years[j + 1] == years[j] + 1) ++j;
+      out += (out.empty() ? "" : ", ") + std::to_string(years[i]) + (j > i ? ".." + std::to_string(years[j]) : "");
+      i = j;
     }
+    return out;
+  };
+  std::vector<int> missing_years, held_years;
+  for (int y = ref.first; y <= ref.last; ++y)
+    if (!year_seen[y - ref.first]) missing_years.push_back(y);
+  for (int64_t day : days_) {
+    const int y = rule.year_of(day);
+    if (held_years.empty() || held_years.back() != y) held_years.push_back(y);
+  }
+  std::sort(held_years.begin(), held_years.end());
+  held_years.erase(std::unique(held_years.begin(), held_years.end()), held_years.end());
+  if (!missing_years.empty()) {
+    const std::string held = held_years.empty() ? "no day"
+                                                : "days of " + runs_of(held_years) +
+                                                      (rule.season_years() ? " as season-years" : "");
     // No reference year at all: most likely a scenario, whose climatology comes from its model's
-    // historical run; some of them: reference years reaching past the run.
+    // historical run; some of them: reference years reaching past the run, or across a gap in it.
     const bool reference = opt.role != NewPredictorOptions{}.role;
     const bool none = std::find(year_seen.begin(), year_seen.end(), true) == year_seen.end();
     throw InputError(fetch_dir + ": predict.reference_years [" + std::to_string(ref.first) + ", " + std::to_string(ref.last) +
-                     "] for predict.standardize: own, but " + opt.role + " hold no day of " + missing + " (they hold " +
-                     held +
-                     (!none ? "; set predict.reference_years within them)"
+                     "] for predict.standardize: own, but " + opt.role + " hold no day of " + runs_of(missing_years) +
+                     " (they hold " + held +
+                     (!none ? "; set predict.reference_years to years they hold)"
                       : reference ? ")"
                                   : "; a scenario takes its climatology from its model's historical run: "
                                     "predict.reference_predictors)"));

@@ -191,8 +191,18 @@ TEST(NewPredictors, OwnClimatologyNeedsTheReferenceYearsInTheData) {
   EXPECT_NE(runs.find("hold no day of 1990..1999, 2001..2003 (they hold days of 2000; "), std::string::npos) << runs;
   // Reference years reaching past the run say so; none of them in it points at a scenario's
   // historical run (predict.reference_predictors), which would not help the first.
-  EXPECT_NE(runs.find("; set predict.reference_years within them)"), std::string::npos) << runs;
+  EXPECT_NE(runs.find("; set predict.reference_years to years they hold)"), std::string::npos) << runs;
   EXPECT_EQ(runs.find("reference_predictors"), std::string::npos) << runs;
+  // A gap inside the predictors' years (a year the server lacked) shows in what they hold.
+  std::vector<int64_t> gap;
+  for (int64_t t = 10957 - 365; t < 10957 + 366 + 365; ++t)  // 1999..2001 ...
+    if (t < 10957 || t >= 10957 + 366) gap.push_back(t);      // ... without 2000
+  write_fetch_dir(d / "gap", g, gap, [](size_t t, size_t k) { return float(t + k); });
+  const std::string inside = message_of([&] { NewPredictors p(d / "gap", meta, {"own", YearRange{1999, 2001}}); });
+  EXPECT_NE(inside.find("hold no day of 2000 (they hold days of 1999, 2001; set predict.reference_years to years they "
+                        "hold)"),
+            std::string::npos)
+      << inside;
   const std::string scenario = message_of([&] { NewPredictors p(d / "gcm", meta, {"own", YearRange{1980, 1990}}); });
   EXPECT_NE(scenario.find("a scenario takes its climatology from its model's historical run: "
                           "predict.reference_predictors)"),
