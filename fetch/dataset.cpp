@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <set>
 
-#include "fetch/plan.h"  // redact_credentials
+#include "fetch/redact.h"
 #include "fetch/units.h"
 #include "io/error.h"
 #include "io/executable_dir.h"

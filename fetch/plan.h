@@ -23,15 +23,13 @@
 #include <vector>
 
 #include "fetch/dataset.h"
+#include "fetch/redact.h"
 #include "fetch/units.h"
 #include "io/calendar.h"
 #include "io/config.h"
 #include "io/netcdf_file.h"
 
 namespace ds {
-
-// A URL with any user:password@ removed, for logs, messages and provenance.
-std::string redact_credentials(const std::string& url);
 
 struct IndexRun {
   size_t start = 0, count = 0;  // indices [start, start + count) of the source's axis

@@ -37,6 +37,95 @@ void load_tensor(const H5File& f, const std::string& name, model::Tensor& t) {
   t.upload(host.data());
 }
 
+// The model_spec attribute of the checkpoint `f` at `path`: exit 3 naming the checkpoint where it
+// is no JSON or names a model this version does not build.
+model::ModelSpec saved_spec(const H5File& f, const std::string& path) {
+  model::ModelSpec spec;
+  try {
+    spec = model::ModelSpec::from_json(f.attr_string("/", "model_spec"));
+  } catch (const std::exception& e) {
+    throw InputError(path + ": attribute model_spec: " + e.what() + " (a damaged checkpoint)");
+  }
+  if (!model::is_known_model(spec.name))
+    throw InputError(path + ": the checkpoint's model '" + spec.name + "' is not one this version of downscale builds (" +
+                     model::known_models() + "): written by another version, or damaged");
+  return spec;
+}
+
+// A configuration that does not fit the checkpoint (as a global batch that does not): exit 2.
+void check_saved_model(const H5File& f, const std::string& path, const model::ModelSpec& want) {
+  if (!f.has_attr("/", "model_spec")) return;  // absent in checkpoints of older versions
+  const model::ModelSpec saved = saved_spec(f, path);
+  // `value`: the checkpoint's, as a --set takes it, so the way out can be copied (a model trained
+  // with --set model.filters=... needs it again on resume).
+  const auto refuse = [&](const std::string& what, const std::string& a, const std::string& b, const std::string& key,
+                          const std::string& value) {
+    throw UsageError(path + ": the checkpoint holds " + what + " " + a + ", the configuration asks for " + b + " (" + key +
+                     "): use the checkpoint's (--set '" + key + "=" + value +
+                     "'), or train into another folder (train.name)");
+  };
+  if (saved.name != want.name) refuse("model", "'" + saved.name + "'", "'" + want.name + "'", "model.name", saved.name);
+  if (saved.loss != want.loss && !model::is_image_classifier(want.name))
+    refuse("a model trained with the loss", saved.loss, want.loss, "train.loss", saved.loss);
+  if (want.name == "demo" && saved.filters != want.filters) {  // the only model that reads them
+    const auto list = [](const std::vector<int>& v) {
+      std::string t;
+      for (int x : v) t += (t.empty() ? "" : ", ") + std::to_string(x);
+      return "[" + t + "]";
+    };
+    refuse("filters", list(saved.filters), list(want.filters), "model.filters", list(saved.filters));
+  }
+}
+
+// Another optimizer's state: the configuration does not fit the checkpoint, as another model
+// does (exit 2). Checkpoints from before SGD existed hold Adam's state under "adam_steps".
+void check_saved_optimizer(const H5File& f, const std::string& path, const std::string& want) {
+  const bool has_name = f.has_attr("/", "optimizer");
+  const std::string saved = has_name ? f.attr_string("/", "optimizer") : (f.has_attr("/", "adam_steps") ? "adam" : "");
+  if (saved != want)
+    throw UsageError(path + ": the checkpoint holds the state of optimizer '" + (saved.empty() ? "none" : saved) +
+                     "', the configuration asks for '" + want + "' (train.optimizer): use the checkpoint's, or train "
+                     "into another folder (train.name)");
+}
+
+// The record of the store a checkpoint was trained on.
+StoreProvenance read_provenance(const H5File& f, const std::string& path) {
+  StoreProvenance p;
+  if (f.has_attr("/", "store_identity")) {
+    p.identity = f.attr_string("/", "store_identity");
+    p.channels = split_commas(f.attr_string("/", "channels"));
+    p.statistics = f.attr_string("/", "store_statistics");
+    const std::string grids = f.attr_string("/", "store_grids");
+    int* g = p.grid;
+    if (std::sscanf(grids.c_str(), "%d,%d,%d,%d", &g[0], &g[1], &g[2], &g[3]) != 4)
+      throw InputError(path + ": attribute store_grids '" + grids + "' is not H,W,H',W'");
+  }
+  if (f.has_attr("/", "train_split_hash")) {
+    p.train_hash = f.attr_string("/", "train_split_hash");
+    p.validation_hash = f.attr_string("/", "validation_split_hash");
+  }
+  return p;
+}
+
+// The training state's attributes (everything but the tensors).
+TrainState read_state(const H5File& f, const std::string& path) {
+  TrainState s;
+  s.epoch = static_cast<int>(f.attr_int("/", "epoch"));
+  s.rng_state = f.attr_string("/", "rng_state");
+  s.best_val_loss = f.attr_double("/", "best_val_loss");
+  s.epochs_without_improvement = static_cast<int>(f.attr_int("/", "epochs_without_improvement"));
+  // Checkpoints from before mid-epoch ones were written have neither: an epoch's end.
+  if (f.has_attr("/", "step_in_epoch")) s.step_in_epoch = f.attr_int("/", "step_in_epoch");
+  if (f.has_attr("/", "epoch_loss_sum")) s.epoch_loss_sum = f.attr_double("/", "epoch_loss_sum");
+  s.store = read_provenance(f, path);
+  if (f.has_attr("/", "global_batch")) s.global_batch = f.attr_int("/", "global_batch");
+  if (f.has_attr("/", "loss_scale")) {
+    s.loss_scale = f.attr_double("/", "loss_scale");
+    s.loss_scale_good_steps = f.attr_int("/", "loss_scale_good_steps");
+  }
+  return s;
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer* optimizer, const TrainState& state) {
@@ -82,72 +171,11 @@ void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer*
   out.commit();
 }
 
-namespace {
-// The model_spec attribute of the checkpoint `f` at `path`: exit 3 naming the checkpoint where it
-// is no JSON or names a model this version does not build.
-model::ModelSpec saved_spec(const H5File& f, const std::string& path) {
-  model::ModelSpec spec;
-  try {
-    spec = model::ModelSpec::from_json(f.attr_string("/", "model_spec"));
-  } catch (const std::exception& e) {
-    throw InputError(path + ": attribute model_spec: " + e.what() + " (a damaged checkpoint)");
-  }
-  if (!model::is_known_model(spec.name))
-    throw InputError(path + ": the checkpoint's model '" + spec.name + "' is not one this version of downscale builds (" +
-                     model::known_models() + "): written by another version, or damaged");
-  return spec;
-}
-}  // namespace
-
 model::ModelSpec read_checkpoint_spec(const std::string& path) {
   H5File f = H5File::open(path);
   if (!f.has_attr("/", "model_spec")) throw InputError(path + ": no model_spec attribute: not a downscale checkpoint");
   return saved_spec(f, path);
 }
-
-namespace {
-// A configuration that does not fit the checkpoint (as a global batch that does not): exit 2.
-void check_saved_model(const H5File& f, const std::string& path, const model::ModelSpec& want) {
-  if (!f.has_attr("/", "model_spec")) return;  // absent in checkpoints of older versions
-  const model::ModelSpec saved = saved_spec(f, path);
-  // `value`: the checkpoint's, as a --set takes it, so the way out can be copied (a model trained
-  // with --set model.filters=... needs it again on resume).
-  const auto refuse = [&](const std::string& what, const std::string& a, const std::string& b, const std::string& key,
-                          const std::string& value) {
-    throw UsageError(path + ": the checkpoint holds " + what + " " + a + ", the configuration asks for " + b + " (" + key +
-                     "): use the checkpoint's (--set '" + key + "=" + value +
-                     "'), or train into another folder (train.name)");
-  };
-  if (saved.name != want.name) refuse("model", "'" + saved.name + "'", "'" + want.name + "'", "model.name", saved.name);
-  if (saved.loss != want.loss && !model::is_image_classifier(want.name))
-    refuse("a model trained with the loss", saved.loss, want.loss, "train.loss", saved.loss);
-  if (want.name == "demo" && saved.filters != want.filters) {  // the only model that reads them
-    const auto list = [](const std::vector<int>& v) {
-      std::string t;
-      for (int x : v) t += (t.empty() ? "" : ", ") + std::to_string(x);
-      return "[" + t + "]";
-    };
-    refuse("filters", list(saved.filters), list(want.filters), "model.filters", list(saved.filters));
-  }
-}
-
-// Another optimizer's state: the configuration does not fit the checkpoint, as another model
-// does (exit 2). Checkpoints from before SGD existed hold Adam's state under "adam_steps".
-void check_saved_optimizer(const H5File& f, const std::string& path, const std::string& want) {
-  const bool has_name = f.has_attr("/", "optimizer");
-  const std::string saved = has_name ? f.attr_string("/", "optimizer") : (f.has_attr("/", "adam_steps") ? "adam" : "");
-  if (saved != want)
-    throw UsageError(path + ": the checkpoint holds the state of optimizer '" + (saved.empty() ? "none" : saved) +
-                     "', the configuration asks for '" + want + "' (train.optimizer): use the checkpoint's, or train "
-                     "into another folder (train.name)");
-}
-
-// The record of the store a checkpoint was trained on; the training state's attributes
-// (everything but the tensors).
-StoreProvenance read_provenance(const H5File& f, const std::string& path);
-TrainState read_state(const H5File& f, const std::string& path);
-
-}  // namespace
 
 void check_checkpoint_model(const std::string& path, const model::ModelSpec& want) {
   H5File f = H5File::open(path);
@@ -178,44 +206,6 @@ TrainState load_checkpoint(const std::string& path, model::Net& net, model::Opti
   }
   return read_state(f, path);
 }
-
-namespace {
-StoreProvenance read_provenance(const H5File& f, const std::string& path) {
-  StoreProvenance p;
-  if (f.has_attr("/", "store_identity")) {
-    p.identity = f.attr_string("/", "store_identity");
-    p.channels = split_commas(f.attr_string("/", "channels"));
-    p.statistics = f.attr_string("/", "store_statistics");
-    const std::string grids = f.attr_string("/", "store_grids");
-    int* g = p.grid;
-    if (std::sscanf(grids.c_str(), "%d,%d,%d,%d", &g[0], &g[1], &g[2], &g[3]) != 4)
-      throw InputError(path + ": attribute store_grids '" + grids + "' is not H,W,H',W'");
-  }
-  if (f.has_attr("/", "train_split_hash")) {
-    p.train_hash = f.attr_string("/", "train_split_hash");
-    p.validation_hash = f.attr_string("/", "validation_split_hash");
-  }
-  return p;
-}
-
-TrainState read_state(const H5File& f, const std::string& path) {
-  TrainState s;
-  s.epoch = static_cast<int>(f.attr_int("/", "epoch"));
-  s.rng_state = f.attr_string("/", "rng_state");
-  s.best_val_loss = f.attr_double("/", "best_val_loss");
-  s.epochs_without_improvement = static_cast<int>(f.attr_int("/", "epochs_without_improvement"));
-  // Checkpoints from before mid-epoch ones were written have neither: an epoch's end.
-  if (f.has_attr("/", "step_in_epoch")) s.step_in_epoch = f.attr_int("/", "step_in_epoch");
-  if (f.has_attr("/", "epoch_loss_sum")) s.epoch_loss_sum = f.attr_double("/", "epoch_loss_sum");
-  s.store = read_provenance(f, path);
-  if (f.has_attr("/", "global_batch")) s.global_batch = f.attr_int("/", "global_batch");
-  if (f.has_attr("/", "loss_scale")) {
-    s.loss_scale = f.attr_double("/", "loss_scale");
-    s.loss_scale_good_steps = f.attr_int("/", "loss_scale_good_steps");
-  }
-  return s;
-}
-}  // namespace
 
 void check_checkpoint_store(const std::string& checkpoint_path, const TrainState& state, const StoreReader& store) {
   const std::string& store_path = store.path();
