@@ -62,6 +62,24 @@ DS_HOST_DEVICE inline void load_nchw_tile(const TileAt& a, int tx, int ty, const
   }
 }
 
+// With 16-bit NHWC activations (DOWNSCALE_CUDA_LAYOUT=nhwc and DOWNSCALE_CUDA_ACTIVATIONS16=1)
+// the ReLU's output y is itself 16-bit NHWC: a first phase loads its tile into m with
+// load_nhwc16_tile (pixel rows, channel columns, reading along channels as y lies), and after a
+// barrier this one reads FP32 NCHW x along pixels, masked by m ([y > 0] of the widened y, as
+// relu_grad_to_half16_at's 16-bit mask), into the tile and into g when g is non-null. Then
+// store_nhwc16_tile as usual: three phases, two barriers.
+DS_HOST_DEVICE inline void load_nchw_tile_masked(const TileAt& a, int tx, int ty, const float* x, const Tile m, float* g,
+                                                 Tile t) {
+  const int64_t p = a.p0 + tx;
+  if (p >= a.hw) return;
+  for (int r = ty; r < kTile && a.c0 + r < a.c; r += kTileRows) {
+    const int64_t i = (a.n * a.c + a.c0 + r) * a.hw + p;
+    const float v = m[tx][r] > 0.0f ? x[i] : 0.0f;
+    if (g) g[i] = v;
+    t[r][tx] = v;
+  }
+}
+
 // Tile (as load_nchw_tile left it) -> 16-bit NHWC: writes along channels.
 DS_HOST_DEVICE inline void store_nhwc16_tile(const TileAt& a, int tx, int ty, Half16 k, const Tile t, uint16_t* xh) {
   if (a.c0 + tx >= a.c) return;

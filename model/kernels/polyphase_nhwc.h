@@ -57,6 +57,29 @@ DS_HOST_DEVICE inline int64_t big_index(const Polyphase& p, int64_t n, int h, in
   return ((n * p.o + oc) * p.f * p.h + int64_t(p.f) * h + py) * int64_t(p.f) * p.w + int64_t(w) * p.f + px;
 }
 
+// Big NHWC index of row r = oc * f + py of small row (n, h), column w * f + px: the big output
+// as a 16-bit NHWC activation (DOWNSCALE_CUDA_LAYOUT=nhwc with DOWNSCALE_CUDA_ACTIVATIONS16=1).
+DS_HOST_DEVICE inline int64_t big_nhwc_index(const Polyphase& p, int64_t n, int h, int r, int w, int px) {
+  const int oc = r / p.f, py = r % p.f;
+  return ((n * p.f * p.h + int64_t(p.f) * h + py) * int64_t(p.f) * p.w + int64_t(w) * p.f + px) * p.o + oc;
+}
+
+// 16-bit NHWC activations, forward: small element i (NHWC, read in order) onto the big 16-bit
+// NHWC output with + b[oc] and the ReLU, rounded: no transpose between the two layouts, only the
+// f x f phases of each small pixel spread over f x f big pixels. The value of polyphase.h's
+// phase_interleave_half16_bias_relu_row_at with a 16-bit big output.
+DS_HOST_DEVICE inline void phase_interleave_nhwc16_to_nhwc16_at(int64_t i, const Polyphase& p, Half16 k,
+                                                                const uint16_t* small, const float* b, bool relu,
+                                                                uint16_t* big) {
+  const int ff = p.f * p.f;
+  const int64_t channels = int64_t(p.o) * ff, pix = i / channels;
+  const int ch = int(i % channels), w = int(pix % p.w), h = int(pix / p.w % p.h);
+  const int64_t n = pix / (int64_t(p.w) * p.h);
+  const int oc = ch / ff, py = ch / p.f % p.f, px = ch % p.f;
+  big[big_nhwc_index(p, n, h, oc * p.f + py, w, px)] =
+      to_half16(k, bias_relu_value(from_half16(k, small[i]), b, oc, relu));
+}
+
 // Forward, phase 1: the 16-bit NHWC small output, widened, into the tile (reads along (r, px)).
 // Small channel r * f + px is phase_channel(oc, py, px) for r = oc * f + py.
 DS_HOST_DEVICE inline void load_phase_nhwc16_tile(const PhaseTileAt& a, int tx, int ty, const Polyphase& p, Half16 k,
@@ -98,6 +121,34 @@ DS_HOST_DEVICE inline void load_big_relu_grad_tile(const PhaseTileAt& a, int tx,
       const float v = (!y || y[i] > 0.0f) ? dy[i] : 0.0f;
       dys[((a.n * channels + int64_t(r) * p.f + px) * p.h + a.h) * p.w + a.w0 + wl] = v;
       t[phase_tile_index(wl, rl * p.f + px, p.f)] = v;
+    }
+  }
+}
+
+// 16-bit NHWC activations, backward: the ReLU's output y is the 16-bit NHWC big output. Phase 0
+// loads it, widened, into a second tile m at the entries phase 1 fills, reading as phase 2
+// writes (along (r, px), each pixel's channels oc in order); after a barrier phase 1 is
+// load_big_relu_grad_tile with the mask [m > 0] (relu_grad's 16-bit mask), then phase 2 as before.
+DS_HOST_DEVICE inline void load_phase_mask_nhwc16_tile(const PhaseTileAt& a, int tx, int ty, const Polyphase& p, Half16 k,
+                                                       const uint16_t* y, PhaseTile m) {
+  const int span = kTile * p.f, rows = p.o * p.f;
+  for (int wl = ty; wl < kTile && a.w0 + wl < p.w; wl += kTileRows)
+    for (int j = tx; j < span && a.r0 + j / p.f < rows; j += kTile)
+      m[phase_tile_index(wl, j, p.f)] = from_half16(k, y[big_nhwc_index(p, a.n, a.h, a.r0 + j / p.f, a.w0 + wl, j % p.f)]);
+}
+
+DS_HOST_DEVICE inline void load_big_relu_grad_tile_masked(const PhaseTileAt& a, int tx, int ty, const Polyphase& p,
+                                                          const PhaseTile m, const float* dy, float* dys, PhaseTile t) {
+  const int span = kTile * p.f, rows = p.o * p.f;
+  const int64_t channels = int64_t(p.o) * p.f * p.f;
+  for (int rl = ty; rl < kTile && a.r0 + rl < rows; rl += kTileRows) {
+    const int r = a.r0 + rl;
+    for (int j = tx; j < span && a.w0 + j / p.f < p.w; j += kTile) {
+      const int wl = j / p.f, px = j % p.f;
+      const int at = phase_tile_index(wl, rl * p.f + px, p.f);
+      const float v = m[at] > 0.0f ? dy[big_index(p, a.n, a.h, r, a.w0 + wl, px)] : 0.0f;
+      dys[((a.n * channels + int64_t(r) * p.f + px) * p.h + a.h) * p.w + a.w0 + wl] = v;
+      t[at] = v;
     }
   }
 }

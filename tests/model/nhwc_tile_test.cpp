@@ -16,9 +16,11 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "bitwise_probe.h"
+#include "model/kernels/copy.h"
 #include "model/kernels/elementwise.h"
 #include "model/kernels/half_cast.h"
 #include "model/kernels/nhwc_tile.h"
@@ -128,6 +130,86 @@ TEST(NhwcTile, ReluGradientRoundingIntoNhwcIsTheFlatOneTransposed) {
     }
 }
 
+// --- 16-bit NHWC activations (the ReLU's output y itself 16-bit NHWC) ---
+
+// The three-phase form: the mask tile from y16, then dy masked by it, then the store.
+template <class Mask, class Load, class Store>
+void run_tiles3(const Geo& g, Mask mask, Load load, Store store) {
+  for (int64_t n = 0; n < g.n; ++n)
+    for (unsigned by = 0; by < tile_blocks_y(g.c); ++by)
+      for (unsigned bx = 0; bx < tile_blocks_x(g.hw()); ++bx) {
+        const TileAt a = tile_at(g.c, g.hw(), n, bx, by);
+        Tile m, t;
+        for (auto* tile : {&m, &t})
+          for (auto& row : *tile)
+            for (float& v : row) v = std::nanf("");
+        for (int ty = 0; ty < kTileRows; ++ty)
+          for (int tx = 0; tx < kTile; ++tx) mask(a, tx, ty, m);
+        for (int ty = 0; ty < kTileRows; ++ty)
+          for (int tx = 0; tx < kTile; ++tx) load(a, tx, ty, m, t);
+        for (int ty = 0; ty < kTileRows; ++ty)
+          for (int tx = 0; tx < kTile; ++tx) store(a, tx, ty, t);
+      }
+}
+
+// The same masked rounding as the flat body on the NCHW 16-bit y, bit for bit: the mask tile is
+// read transposed (a wrong index masks other elements, and the probe's zeros, NaN and negative
+// values make masks differ from element to element).
+TEST(NhwcTile, ReluGradientMaskedByA16BitNhwcOutputIsTheFlatOne) {
+  for (const Geo& g : kGeos)
+    for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
+      const std::vector<float> y = special_probe(g.size(), 4), dy = special_probe(g.size(), 5);
+      std::vector<uint16_t> y_nchw(size_t(g.size())), y_nhwc(size_t(g.size()));
+      for (int64_t i = 0; i < g.size(); ++i) {
+        cast_to_half16_at(i, k, g.c, g.h, g.w, false, y.data(), y_nchw.data());
+        cast_to_half16_at(i, k, g.c, g.h, g.w, true, y.data(), y_nhwc.data());
+      }
+      for (bool keep_g : {true, false}) {
+        std::vector<float> g_want(size_t(g.size())), g_got(size_t(g.size()), std::nanf(""));
+        std::vector<uint16_t> gh_nchw(size_t(g.size())), gh_got(size_t(g.size()), 0xffffu);
+        for (int64_t i = 0; i < g.size(); ++i)
+          relu_grad_to_half16_at(i, k, y_nchw.data(), dy.data(), g_want.data(), gh_nchw.data());
+        float* g_out = keep_g ? g_got.data() : nullptr;
+        run_tiles3(
+            g, [&](const TileAt& a, int tx, int ty, Tile m) { load_nhwc16_tile(a, tx, ty, k, y_nhwc.data(), m); },
+            [&](const TileAt& a, int tx, int ty, const Tile m, Tile t) {
+              load_nchw_tile_masked(a, tx, ty, dy.data(), m, g_out, t);
+            },
+            [&](const TileAt& a, int tx, int ty, Tile t) { store_nhwc16_tile(a, tx, ty, k, t, gh_got.data()); });
+        for (int64_t i = 0; i < g.size(); ++i) {  // i: the NHWC offset
+          const int64_t src = nchw_index_of(i, g.c, g.h, g.w, true);
+          ASSERT_EQ(gh_nchw[size_t(src)], gh_got[size_t(i)]) << "NHWC element " << i;
+          if (keep_g) {
+            ASSERT_TRUE(same_bits(g_want[size_t(src)], g_got[size_t(src)])) << "FP32 element " << src;
+          }
+        }
+        if (!keep_g) {  // nothing was written to a g it was not given
+          for (float v : g_got) ASSERT_TRUE(std::isnan(v));
+        }
+      }
+    }
+}
+
+// Zero padding of a 16-bit NHWC activation (the asymmetric 'same' of even kernels): the NCHW
+// padding's elements, each at its NHWC place, for both element types.
+TEST(NhwcTile, PaddingNhwcIsTheNchwPaddingTransposed) {
+  for (const Geo& g : kGeos)
+    for (const auto& [top, bottom, left, right] : {std::tuple{0, 1, 0, 1}, std::tuple{1, 2, 2, 1}, std::tuple{0, 0, 3, 0}}) {
+      const Geo padded{g.n, g.c, g.h + top + bottom, g.w + left + right};
+      std::vector<uint16_t> x_nchw(size_t(g.size())), x_nhwc(size_t(g.size()));
+      for (int64_t i = 0; i < g.size(); ++i) x_nchw[size_t(i)] = uint16_t(1 + i % 65000);
+      for (int64_t i = 0; i < g.size(); ++i) x_nhwc[size_t(i)] = x_nchw[size_t(nchw_index_of(i, g.c, g.h, g.w, true))];
+      std::vector<uint16_t> want(size_t(padded.size())), got(size_t(padded.size()), 0xffffu);
+      for (int64_t i = 0; i < padded.size(); ++i)
+        pad_at(i, g.h, g.w, top, left, padded.h, padded.w, x_nchw.data(), want.data());
+      for (int64_t i = 0; i < padded.size(); ++i)
+        pad_nhwc_at(i, g.c, g.h, g.w, top, left, padded.h, padded.w, x_nhwc.data(), got.data());
+      for (int64_t i = 0; i < padded.size(); ++i)
+        ASSERT_EQ(want[size_t(nchw_index_of(i, padded.c, padded.h, padded.w, true))], got[size_t(i)])
+            << "padded NHWC element " << i << " of " << g.n << "x" << g.c << "x" << g.h << "x" << g.w;
+    }
+}
+
 // --- the polyphase interleave from / de-interleave into the 16-bit NHWC small grid ---
 struct PolyGeo {
   int n, o, f, h, w;
@@ -226,6 +308,77 @@ TEST(NhwcTile, PolyphaseDeinterleaveIntoNhwcIsTheRowFormOne) {
           ASSERT_EQ(dysh_nchw[size_t(small_nchw_of_nhwc(p, i))], dysh_got[size_t(i)])
               << "NHWC small element " << i << " f " << p.f << " o " << p.o;
         }
+      }
+    }
+}
+
+// 16-bit NHWC activations: the interleave from the NHWC small output straight onto the 16-bit
+// NHWC big output is the row form's 16-bit big output, element by element at its NHWC place.
+TEST(NhwcTile, PolyphaseInterleaveNhwcToNhwcIsTheRowFormOne) {
+  for (const PolyGeo& g : kPolyGeos)
+    for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
+      const Polyphase p = poly(g);
+      const int64_t n = int64_t(p.n) * p.o * p.f * p.f * p.h * p.w, rows = int64_t(p.n) * p.o * p.f * p.h;
+      const std::vector<float> v = special_probe(n, 7), bias = special_probe(p.o, 8);
+      std::vector<uint16_t> small_nchw(static_cast<size_t>(n)), small_nhwc(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) small_nchw[size_t(i)] = to_half16(k, v[size_t(i)]);
+      for (int64_t i = 0; i < n; ++i) small_nhwc[size_t(i)] = small_nchw[size_t(small_nchw_of_nhwc(p, i))];
+      for (const float* b : {bias.data(), static_cast<const float*>(nullptr)})
+        for (bool relu : {false, true}) {
+          std::vector<uint16_t> want(size_t(n), 0xffffu), got(size_t(n), 0xffffu);
+          for (int64_t r = 0; r < rows; ++r) {
+            const PhaseRow row = phase_row(r, p);
+            for (int x = 0; x < p.f * p.w; ++x)
+              phase_interleave_half16_bias_relu_row_at(r, x, row, p, k, small_nchw.data(), b, relu, want.data());
+          }
+          for (int64_t i = 0; i < n; ++i)
+            phase_interleave_nhwc16_to_nhwc16_at(i, p, k, small_nhwc.data(), b, relu, got.data());
+          for (int64_t i = 0; i < n; ++i)  // i: the big NHWC offset
+            ASSERT_EQ(want[size_t(nchw_index_of(i, p.o, p.f * p.h, p.f * p.w, true))], got[size_t(i)])
+                << "big NHWC element " << i << " f " << p.f << " o " << p.o << " bias " << (b != nullptr) << " relu "
+                << relu;
+        }
+    }
+}
+
+// 16-bit NHWC activations: the de-interleave masked by the 16-bit NHWC big output (three phases)
+// is the row form masked by the same values laid out NCHW.
+TEST(NhwcTile, PolyphaseDeinterleaveMaskedByA16BitNhwcOutputIsTheRowFormOne) {
+  for (const PolyGeo& g : kPolyGeos)
+    for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
+      const Polyphase p = poly(g);
+      const int64_t n = int64_t(p.n) * p.o * p.f * p.f * p.h * p.w, rows = int64_t(p.n) * p.o * p.f * p.h;
+      const std::vector<float> y = special_probe(n, 9), dy = special_probe(n, 10);
+      std::vector<uint16_t> y_nchw(static_cast<size_t>(n)), y_nhwc(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) y_nchw[size_t(i)] = to_half16(k, y[size_t(i)]);
+      for (int64_t i = 0; i < n; ++i)
+        y_nhwc[size_t(i)] = y_nchw[size_t(nchw_index_of(i, p.o, p.f * p.h, p.f * p.w, true))];
+      std::vector<float> dys_want(size_t(n), std::nanf("")), dys_got(size_t(n), std::nanf(""));
+      std::vector<uint16_t> dysh_nchw(size_t(n), 0xffffu), dysh_got(size_t(n), 0xffffu);
+      for (int64_t r = 0; r < rows; ++r) {
+        const PhaseRow row = phase_row(r, p);
+        for (int x = 0; x < p.f * p.w; ++x)
+          phase_deinterleave_relu_grad_half16_row_at(r, x, row, p, k, y_nchw.data(), dy.data(), dys_want.data(),
+                                                     dysh_nchw.data());
+      }
+      for (unsigned bz = 0; bz < phase_blocks_z(p); ++bz)
+        for (unsigned by = 0; by < phase_blocks_y(p); ++by)
+          for (unsigned bx = 0; bx < phase_blocks_x(p); ++bx) {
+            const PhaseTileAt a = phase_tile_at(p, bx, by, bz);
+            PhaseTile m, t;
+            for (float& v : m) v = std::nanf("");
+            for (float& v : t) v = std::nanf("");
+            for (int ty = 0; ty < kTileRows; ++ty)
+              for (int tx = 0; tx < kTile; ++tx) load_phase_mask_nhwc16_tile(a, tx, ty, p, k, y_nhwc.data(), m);
+            for (int ty = 0; ty < kTileRows; ++ty)
+              for (int tx = 0; tx < kTile; ++tx) load_big_relu_grad_tile_masked(a, tx, ty, p, m, dy.data(), dys_got.data(), t);
+            for (int ty = 0; ty < kTileRows; ++ty)
+              for (int tx = 0; tx < kTile; ++tx) store_phase_nhwc16_tile(a, tx, ty, p, k, t, dysh_got.data());
+          }
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(same_bits(dys_want[size_t(i)], dys_got[size_t(i)])) << "FP32 small element " << i << " f " << p.f;
+        ASSERT_EQ(dysh_nchw[size_t(small_nchw_of_nhwc(p, i))], dysh_got[size_t(i)])
+            << "NHWC small element " << i << " f " << p.f << " o " << p.o;
       }
     }
 }
