@@ -62,6 +62,11 @@ class Backend {
   // traffic, and no rounding pass of each input: it is rounded once, when written); kF32 when
   // there is none (FP32/TF32 math, or a backend without 16-bit activations). See ConvDesc::x16.
   virtual DType activation_dtype() const { return DType::kF32; }
+  // Whether a convolution with out_c output channels and this stride reads and writes 16-bit
+  // activations when activation_dtype() has a type (the Net plans with it): all of them, except
+  // on a backend whose 16-bit activations some of its kernels cannot read (the CUDA backend's
+  // narrow kernels under NHWC activations).
+  virtual bool conv_activations16(int /*out_c*/, int /*stride*/) const { return true; }
 
   // --- memory and stream ---
   virtual float* allocate(int64_t n) = 0;

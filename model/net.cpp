@@ -14,7 +14,9 @@
 // convolutions in a 16-bit type it can also read and write (Backend::activation_dtype), a node's
 // output is stored in that type if its layer writes it and every reader reads it (Layer::
 // reads_16bit/writes_16bit; same_16bit: a Concat's inputs and output share one type), so MNN's
-// activations from the first convolution to the head's input are BF16 on the CPU. The network
+// activations from the first convolution to the head's input are BF16 on the CPU (on the GPU
+// with NHWC activations to the head's input only: its narrow kernels read FP32 NCHW, Backend::
+// conv_activations16). The network
 // input and output and every gradient stay FP32. Planned again whenever the backend's type changes.
 #include "model/net.h"
 
@@ -87,7 +89,7 @@ struct Net::Impl {
     for (size_t i = 1; i <= last; ++i)
       for (int j : nodes[i].inputs) readers[size_t(j)].push_back(int(i));
     for (size_t i = 1; i < last; ++i)
-      if (nodes[i].layer->writes_16bit()) d[i] = t;
+      if (nodes[i].layer->writes_16bit(be)) d[i] = t;
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t i = 1; i < last; ++i) {
@@ -97,7 +99,7 @@ struct Net::Impl {
           for (int j : nodes[i].inputs) ok = ok && d[size_t(j)] == t;
         for (int r : readers[i]) {
           const Layer& reader = *nodes[size_t(r)].layer;
-          ok = ok && reader.reads_16bit() && (!reader.same_16bit() || d[size_t(r)] == t);
+          ok = ok && reader.reads_16bit(be) && (!reader.same_16bit() || d[size_t(r)] == t);
         }
         if (!ok) {
           d[i] = DType::kF32;

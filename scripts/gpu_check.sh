@@ -38,11 +38,11 @@
 #        CURVE_STEPS=20 CPU_CURVE=1 (0 skips the CPU loss curve, minutes on few cores)
 #        MATHS="tf32 fp32" (the precisions benchmarked against PyTorch) CURVE_MATHS="fp32 tf32"
 #        (the GPU precisions whose loss curves are compared with the CPU's and FP32's; an entry
-#        bf16+act16 is bf16 with 16-bit activations between layers) PROFILE_MATHS=bf16
+#        bf16+act16 is bf16 with 16-bit activations between layers, +nhwc NHWC) PROFILE_MATHS=bf16
 #        CPU_CURVE_STEPS=20 (the CPU's curve is that long; compared on the steps both have)
 #        COMPILE=auto (the torch.compile peers; 0 leaves them out: about a minute each)
 #        E2E=1, IMAGENET=1 (0 drops the section from SECTIONS) E2E_CONFIG=configs/bench_na.yaml
-#        E2E_MATHS=tf32 (train.precision of each end-to-end run; bf16+act16 as in CURVE_MATHS)
+#        E2E_MATHS=tf32 (train.precision of each end-to-end run; bf16+act16+nhwc as in CURVE_MATHS)
 #        E2E_DOD="true false" (train.data_on_device of each) E2E_EPOCHS=3 VARIANTS (section variants)
 #        LOGS=DIR (keeps every step's full log there) STEP_TIMEOUT=300 (seconds per step: a hung
 #        step is a failure, and the rest still runs inside a device call's time limit)
@@ -129,6 +129,18 @@ fi
 failed=() notrun=()
 exec 3>"$REPORT.tmp"
 say() { echo "$*" >&3; echo "$*"; }
+# An entry of CURVE_MATHS or E2E_MATHS: a precision, then any of +act16 (the activations between
+# layers kept in 16 bits: DOWNSCALE_CUDA_ACTIVATIONS16=1, opt-in on GPUs until measured faster;
+# DOWNSCALE_ACTIVATIONS16=1, the CPU's default under bf16) and +nhwc (DOWNSCALE_CUDA_LAYOUT=nhwc:
+# the 16-bit scratch, or with +act16 the activations themselves, NHWC). math_env prints the env
+# words to put before the command (nothing for a plain precision), precision_of the precision.
+math_env() {
+  local e=()
+  [[ $1 == *+act16* ]] && e+=(DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_ACTIVATIONS16=1)
+  [[ $1 == *+nhwc* ]] && e+=(DOWNSCALE_CUDA_LAYOUT=nhwc)
+  if ((${#e[@]})); then echo env "${e[@]}"; fi
+}
+precision_of() { echo "${1%%+*}"; }
 block() { echo '```' >&3; cat "$1" >&3; echo '```' >&3; }
 # A CLI test's outcome, said: 0 passed, 77 skipped (no GPU: the rehearsal; with
 # DOWNSCALE_REQUIRE_GPU=1 the tests exit 1 instead), anything else failed. Not in $(...): failed+=
@@ -265,13 +277,11 @@ section_nccl() {
 # --- 2. loss curves: the GPU in each precision against the CPU, same weights and batch ---
 section_curves() {
   say "## 2. MNN, $CURVE_STEPS training steps at batch $BATCH on the North America shapes (the CPU: $([[ $CPU_CURVE == 1 ]] && echo "$CPU_CURVE_STEPS" || echo none))"
-  # An entry of CURVE_MATHS is a precision, or precision+act16: the same with the activations
-  # between layers kept in 16 bits (DOWNSCALE_CUDA_ACTIVATIONS16=1, opt-in on GPUs until measured;
-  # DOWNSCALE_ACTIVATIONS16=1, the CPU's default under bf16).
-  curve() {  # device math[+act16] out [steps]
-    local act16=()
-    [[ $2 == *+act16 ]] && act16=(env DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_ACTIVATIONS16=1)
-    run "${act16[@]}" "$bench" --device "$1" --math "${2%+act16}" --threads 0 --batch "$BATCH" --grid "$GRID" \
+  # An entry of CURVE_MATHS: a precision, with +act16 and +nhwc as math_env says.
+  curve() {  # device math[+act16][+nhwc] out [steps]
+    local envw=()
+    read -r -a envw <<< "$(math_env "$2")"
+    run ${envw[@]+"${envw[@]}"} "$bench" --device "$1" --math "$(precision_of "$2")" --threads 0 --batch "$BATCH" --grid "$GRID" \
       --loss-curve "${4:-$CURVE_STEPS}" --steps 1 --warmup 0 --measure train > "$3" 2>&1
   }
   local cols=() m c i w lim
@@ -384,7 +394,8 @@ section_variants() {
   for math in $MATHS; do
     for v in ${VARIANTS:-default DOWNSCALE_CUDA_NARROW=0 DOWNSCALE_CUDA_NARROW=1 DOWNSCALE_CUDA_NARROW_WINDOW=0 DOWNSCALE_CUDA_FUSE=0 DOWNSCALE_CUDA_FUSE=1 DOWNSCALE_FUSE_LAYERS=0 \
              DOWNSCALE_CUDA_BIAS_GRAD=cudnn DOWNSCALE_CUDA_FUSE16=0 DOWNSCALE_CUDA_LANES=0 DOWNSCALE_CUDA_WGRAD_GEMM=0 \
-             DOWNSCALE_CUDA_WGRAD_GEMM=1 DOWNSCALE_CUDA_LAYOUT=nhwc DOWNSCALE_CUDA_ACTIVATIONS16=1}; do
+             DOWNSCALE_CUDA_WGRAD_GEMM=1 DOWNSCALE_CUDA_LAYOUT=nhwc DOWNSCALE_CUDA_ACTIVATIONS16=1 \
+             DOWNSCALE_CUDA_LAYOUT=nhwc+DOWNSCALE_CUDA_ACTIVATIONS16=1}; do
       # A setting that only one kind of precision has is skipped in the others (also inside a
       # combination of settings joined by '+').
       [[ $v == *DOWNSCALE_CUDA_LAYOUT=nhwc* && $math != bf16 ]] && continue
@@ -478,15 +489,15 @@ section_e2e() {
   mkdir -p "$na" && cp -r "$root/configs" "$na/"
   if (cd "$na" && for st in synth fetch preprocess; do run "$downscale" $st --config "$config" || exit 1; done) \
        > "$work/na_prep" 2>&1; then
-    # E2E_MATHS: train.precision per run, an entry m+act16 with 16-bit activations between layers
-    # (as CURVE_MATHS); E2E_DOD: the train.data_on_device settings, each run in every precision.
+    # E2E_MATHS: train.precision per run, with +act16 and +nhwc as math_env says (as CURVE_MATHS);
+    # E2E_DOD: the train.data_on_device settings, each run in every precision.
     for m in ${E2E_MATHS:-tf32}; do
-      local act16=()
-      [[ $m == *+act16 ]] && act16=(env DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_ACTIVATIONS16=1)
+      local envw=()
+      read -r -a envw <<< "$(math_env "$m")"
       for dod in ${E2E_DOD:-true false}; do
         run_name=${m//+/_}_dod_$dod
-        if (cd "$na" && run "${act16[@]}" "$downscale" train --config "$config" --set run.device="$dev" \
-              --set train.precision="${m%+act16}" --set train.epochs="${E2E_EPOCHS:-3}" --set train.data_on_device=$dod \
+        if (cd "$na" && run ${envw[@]+"${envw[@]}"} "$downscale" train --config "$config" --set run.device="$dev" \
+              --set train.precision="$(precision_of "$m")" --set train.epochs="${E2E_EPOCHS:-3}" --set train.data_on_device=$dod \
               --set train.name="$run_name") \
              > "$work/na_train_$run_name" 2>&1; then
           say "$m, train.data_on_device $dod: $(grep -oE 'training data in .*|batches read from the store.*' "$work/na_train_$run_name" | head -1)"

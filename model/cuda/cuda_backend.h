@@ -29,10 +29,16 @@ class CudaBackend : public Backend {
   // layout), cuBLAS switches at once.
   bool set_math(MathMode mode) override;
   // 16-bit activations (ConvDesc::x16/y16): the math's 16-bit type with DOWNSCALE_CUDA_ACTIVATIONS16=1
-  // under BF16/FP16 math with the fused casts in the NCHW scratch layout (the activations are
-  // then the cuDNN operands themselves); FP32 otherwise, and by default until a GPU run shows it
-  // faster (its correctness was checked on an H100, 2026-11-24; docs/gpu.md).
+  // under BF16/FP16 math with the fused casts (the activations are then the cuDNN operands
+  // themselves); FP32 otherwise, and by default until a GPU run shows it faster (NCHW: checked
+  // on an H100, 2026-11-24; docs/gpu.md). With DOWNSCALE_CUDA_LAYOUT=nhwc they are NHWC
+  // (act_nhwc()): BF16 NHWC from the first convolution on, no transposing cast around the
+  // convolutions that read and write them; the gradients stay FP32 NCHW.
   DType activation_dtype() const override;
+  // Under NHWC activations the narrow kernels (stride 1, out_c <= 4: MNN's head) read FP32 NCHW
+  // only: such a convolution neither reads nor writes 16-bit activations (its input, the biggest
+  // activation, stays FP32).
+  bool conv_activations16(int out_c, int stride) const override;
   // For the NCCL communicator (model/cuda/nccl_communicator.cu): its collectives are ordered
   // after the work queued on this stream, and this stream after them.
   cudaStream_t stream() const { return stream_; }
@@ -307,11 +313,17 @@ class CudaBackend : public Backend {
   // is non-null), and 16-bit NHWC xh widened into FP32 NCHW y with + b and the ReLU on the way.
   void nchw_to_nhwc16(const Shape& s, const float* x, const float* y, float* g, void* xh);
   void nhwc16_to_nchw(const Shape& s, const void* xh, const float* b, bool relu, float* y);
+  // NHWC activations: the same rounding of x into NHWC xh with the ReLU's mask from its 16-bit
+  // NHWC output y16 (nhwc_tile.h's three phases); g as above.
+  void nchw_to_nhwc16_masked(const Shape& s, const float* x, const void* y16, float* g, void* xh);
   // The casts fused into the kernels around the convolutions (16-bit modes, unless
   // DOWNSCALE_CUDA_FUSE16=0): cuda_conv.cu's header says which. In either layout; the polyphase
   // interleave's NHWC tile holds up to kMaxPhaseF phases a side and its grid up to 65,535 small
   // rows (beyond, the separate casts).
   bool fused16() const { return half16() && fuse16_; }
+  // 16-bit activations in NHWC (activation_dtype(), nhwc_): what reads or writes a 16-bit
+  // activation indexes it NHWC.
+  bool act_nhwc() const { return nhwc_ && activation_dtype() != DType::kF32; }
   bool fused16_polyphase(const kernels::Polyphase& p) const {
     return fused16() && (!nhwc_ || (p.f <= kernels::kMaxPhaseF && int64_t(p.n) * p.h <= 65535));
   }
@@ -452,6 +464,8 @@ void conv_note(const ConvDesc& d, const std::string& what);
 // Zero-padding copy and its inverse for convolutions whose padding cuDNN cannot express.
 void pad_nchw(cudaStream_t s, const Shape& in, int top, int left, const Shape& padded, const float* x, float* xp);
 void pad_nchw16(cudaStream_t s, const Shape& in, int top, int left, const Shape& padded, const uint16_t* x,
+                uint16_t* xp);
+void pad_nhwc16(cudaStream_t s, const Shape& in, int top, int left, const Shape& padded, const uint16_t* x,
                 uint16_t* xp);
 void crop_nchw(cudaStream_t s, const Shape& padded, int top, int left, const Shape& out, const float* xp, float* x);
 

@@ -69,6 +69,13 @@ __global__ void bias_relu_kernel(int64_t planes, int c, int64_t hw, const float*
   }
 }
 
+// The same epilogue on a 16-bit NHWC activation output (NHWC activations): the 16-bit result
+// and y both NHWC, the channel the fastest index.
+__global__ void cast_from_half16_bias_relu_nhwc_kernel(int64_t n, int c, kernels::Half16 k, const uint16_t* yh,
+                                                       const float* b, bool relu, uint16_t* y) {
+  DS_GRID_STRIDE(i, n) kernels::cast_from_half16_bias_relu_at(i, int(i % c), k, yh, b, relu, y);
+}
+
 template <typename Y>
 __global__ void relu_grad_to_half16_kernel(int64_t n, kernels::Half16 k, const Y* y, const float* dy, float* g,
                                            uint16_t* gh) {
@@ -90,8 +97,8 @@ struct CacheBlock {
 const void* CudaBackend::conv_input16(const ConvPlan& p, const ConvDesc& d, const float* x16, void*& owned) {
   if (!p.explicit_pad) return x16;
   owned = half16_scratch(p.x_shape);
-  pad_nchw16(stream_, d.in, d.pad_top, d.pad_left, p.x_shape, reinterpret_cast<const uint16_t*>(x16),
-             static_cast<uint16_t*>(owned));
+  (act_nhwc() ? pad_nhwc16 : pad_nchw16)(stream_, d.in, d.pad_top, d.pad_left, p.x_shape,
+                                         reinterpret_cast<const uint16_t*>(x16), static_cast<uint16_t*>(owned));
   return owned;
 }
 
@@ -140,7 +147,17 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
       const Shape ws_shape{d.out_c, d.in.c, d.kh, d.kw};
       if (fused16()) {
         void* yh = half16_pass(p.x_shape, src, x16, ws_shape, w, nullptr, d.out(), nullptr, forward, true);
-        if (d.y16 && !keep16) {  // a 16-bit activation output: bias and ReLU, rounded again, into y
+        if (d.y16 && !keep16 && act_nhwc()) {  // the same in NHWC: the 16-bit result is in y's layout
+          const Shape o = d.out();
+          const int64_t n = o.size();
+          if (n > 0) {
+            cast_from_half16_bias_relu_nhwc_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(
+                n, o.c, half16_kind(), static_cast<const uint16_t*>(yh), b, relu, reinterpret_cast<uint16_t*>(y));
+          }
+          cache_.release(yh);
+          if (n > 0) DS_CUDA_LAUNCHED();
+          relu_done = true;
+        } else if (d.y16 && !keep16) {  // a 16-bit activation output: bias and ReLU, rounded again, into y
           const Shape o = d.out();
           const int64_t planes = int64_t(o.n) * o.c, hw = int64_t(o.h) * o.w;
           if (planes > 0 && hw > 0) {
@@ -390,8 +407,9 @@ void CudaBackend::conv2d_backward(const ConvDesc& d, const float* x, const float
   float* g = y ? scratch : nullptr;
   const float* gf = y ? scratch : dy;
   try {
-    if (nhwc_) {
-      if (d.y16) throw Error("internal: a 16-bit activation in the NHWC scratch layout");
+    if (nhwc_ && d.y16 && y) {  // NHWC activations: the mask from the 16-bit NHWC output
+      nchw_to_nhwc16_masked(o, dy, y, g, gh);
+    } else if (nhwc_) {
       nchw_to_nhwc16(o, dy, y, g, gh);  // the same mask and rounding, transposed on the way
     } else if (n > 0 && d.y16) {  // the mask from the 16-bit activation output
       relu_grad_to_half16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(

@@ -135,8 +135,11 @@ CudaBackend::ConvKey CudaBackend::conv_key(const ConvDesc& d) const {
   // Every convolution passes here first: a 16-bit activation outside the mode that takes them
   // (activation_dtype(); the Net plans none then) is refused rather than misread.
   if ((d.x16 || d.y16) && activation_dtype() == DType::kF32)
-    throw Error("cuda backend: a 16-bit activation outside DOWNSCALE_CUDA_ACTIVATIONS16=1 with bf16/fp16, fused casts "
-                "and the NCHW layout (" + d.in.str() + ")");
+    throw Error("cuda backend: a 16-bit activation outside DOWNSCALE_CUDA_ACTIVATIONS16=1 with bf16/fp16 and fused "
+                "casts (" + d.in.str() + ")");
+  if ((d.x16 || d.y16) && !conv_activations16(d.out_c, d.stride))
+    throw Error("internal: a 16-bit NHWC activation for a narrow convolution, whose kernels read FP32 NCHW (" +
+                d.in.str() + ")");
   return plan_key(d);
 }
 

@@ -47,6 +47,22 @@ __global__ void nchw_to_nhwc16_kernel(int64_t samples, int c, int64_t hw, kernel
   }
 }
 
+// NHWC activations: the mask from the 16-bit NHWC output y16, loaded into a second tile first
+// (model/kernels/nhwc_tile.h's load_nchw_tile_masked says why three phases).
+__global__ void nchw_to_nhwc16_masked_kernel(int64_t samples, int c, int64_t hw, kernels::Half16 k, const float* x,
+                                             const uint16_t* y16, float* g, uint16_t* xh) {
+  __shared__ kernels::Tile m, t;
+  for (int64_t n = blockIdx.z; n < samples; n += gridDim.z) {
+    const kernels::TileAt a = kernels::tile_at(c, hw, n, blockIdx.x, blockIdx.y);
+    kernels::load_nhwc16_tile(a, threadIdx.x, threadIdx.y, k, y16, m);
+    __syncthreads();
+    kernels::load_nchw_tile_masked(a, threadIdx.x, threadIdx.y, x, m, g, t);
+    __syncthreads();
+    kernels::store_nhwc16_tile(a, threadIdx.x, threadIdx.y, k, t, xh);
+    __syncthreads();  // both tiles are refilled for the next sample
+  }
+}
+
 // 16-bit NHWC xh -> FP32 NCHW y, + b and the ReLU on the way (b null, relu false: the plain widening).
 __global__ void nhwc16_to_nchw_kernel(int64_t samples, int c, int64_t hw, kernels::Half16 k, const uint16_t* xh,
                                       const float* b, bool relu, float* y) {
@@ -71,6 +87,13 @@ void CudaBackend::nchw_to_nhwc16(const Shape& s, const float* x, const float* y,
   if (s.size() == 0) return;  // no grid of 0 blocks
   nchw_to_nhwc16_kernel<<<tile_grid(s), dim3(kernels::kTile, kernels::kTileRows), 0, stream_>>>(
       s.n, s.c, int64_t(s.h) * s.w, half16_kind(), x, y, g, static_cast<uint16_t*>(xh));
+  DS_CUDA_LAUNCHED();
+}
+
+void CudaBackend::nchw_to_nhwc16_masked(const Shape& s, const float* x, const void* y16, float* g, void* xh) {
+  if (s.size() == 0) return;
+  nchw_to_nhwc16_masked_kernel<<<tile_grid(s), dim3(kernels::kTile, kernels::kTileRows), 0, stream_>>>(
+      s.n, s.c, int64_t(s.h) * s.w, half16_kind(), x, static_cast<const uint16_t*>(y16), g, static_cast<uint16_t*>(xh));
   DS_CUDA_LAUNCHED();
 }
 

@@ -93,6 +93,11 @@ __global__ void pad_kernel(int64_t n_padded, int h, int w, int top, int left, in
   DS_GRID_STRIDE(i, n_padded) pad_at(i, h, w, top, left, ph, pw, x, xp);
 }
 
+__global__ void pad_nhwc_kernel(int64_t n_padded, int c, int h, int w, int top, int left, int ph, int pw,
+                                const uint16_t* x, uint16_t* xp) {
+  DS_GRID_STRIDE(i, n_padded) pad_nhwc_at(i, c, h, w, top, left, ph, pw, x, xp);
+}
+
 __global__ void crop_kernel(int64_t n_out, int ph, int pw, int top, int left, int h, int w, const float* xp,
                             float* x) {
   DS_GRID_STRIDE(i, n_out) crop_at(i, ph, pw, top, left, h, w, xp, x);
@@ -142,6 +147,8 @@ void CudaBackend::relu_backward(int64_t n, const float* x, const float* dy, floa
 
 void CudaBackend::relu_backward16(int64_t n, const uint16_t* y, const float* dy, float* dx) {
   if (n == 0) return;
+  // A flat pass pairs y and dy element by element: an NHWC y would mask other elements.
+  if (act_nhwc()) throw Error("internal: relu_backward16 on a 16-bit NHWC activation (its gradient is NCHW)");
   relu_backward16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, half16_kind(), y, dy, dx);
   DS_CUDA_LAUNCHED();
 }
@@ -190,9 +197,15 @@ void CudaBackend::copy_channels(const Shape& src, const float* x, const Shape& d
   copy_channels_on(stream_, src, x, dst, offset, y);
 }
 
-// 16-bit activations: the same strided copy on 2-byte elements.
+// 16-bit activations: the same strided copy on 2-byte elements; in NHWC each pixel's src.c
+// channels go to channels offset.. of the pixel's dst.c.
 void CudaBackend::copy_channels16(const Shape& src, const uint16_t* x, const Shape& dst, int offset, uint16_t* y) {
-  copy_channels_on(stream_, src, x, dst, offset, y);
+  if (!act_nhwc()) return copy_channels_on(stream_, src, x, dst, offset, y);
+  const int64_t total = src.size();
+  if (total == 0) return;
+  strided_block_copy_kernel<<<blocks_for(total), kThreads, 0, stream_>>>(total, int64_t(src.c), x, int64_t(src.c),
+                                                                         y + offset, int64_t(dst.c));
+  DS_CUDA_LAUNCHED();
 }
 
 void CudaBackend::slice_channels(const Shape& dst, int offset, const Shape& src, const float* y, float* x) {
@@ -255,6 +268,14 @@ void pad_nchw16(cudaStream_t s, const Shape& in, int top, int left, const Shape&
   const int64_t n = padded.size();
   if (n == 0) return;
   pad_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, in.h, in.w, top, left, padded.h, padded.w, x, xp);
+  DS_CUDA_LAUNCHED();
+}
+
+void pad_nhwc16(cudaStream_t s, const Shape& in, int top, int left, const Shape& padded, const uint16_t* x,
+                uint16_t* xp) {
+  const int64_t n = padded.size();
+  if (n == 0) return;
+  pad_nhwc_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, in.c, in.h, in.w, top, left, padded.h, padded.w, x, xp);
   DS_CUDA_LAUNCHED();
 }
 

@@ -199,8 +199,12 @@ void gemm(cublasHandle_t h, MathMode math, cublasOperation_t ta, cublasOperation
 }  // namespace
 
 DType CudaBackend::activation_dtype() const {
-  if (!act16_ || !fused16() || nhwc_) return DType::kF32;
+  if (!act16_ || !fused16()) return DType::kF32;
   return math_ == MathMode::kBf16 ? DType::kBf16 : DType::kF16;
+}
+
+bool CudaBackend::conv_activations16(int out_c, int stride) const {
+  return !(nhwc_ && stride == 1 && out_c <= kernels::kNarrowConvMaxOut);
 }
 
 bool CudaBackend::set_math(MathMode mode) {

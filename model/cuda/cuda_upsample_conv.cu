@@ -106,6 +106,25 @@ __global__ void phase_deinterleave_relu_grad_nhwc16_kernel(Polyphase p, Half16 k
   store_phase_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, t, dysh);
 }
 
+// NHWC activations: the small NHWC output straight onto the 16-bit NHWC big output (a flat pass
+// in the small output's order), and the de-interleave masked by that output (three phases: the
+// mask tile, the masked load, the store; polyphase_nhwc.h).
+__global__ void phase_interleave_nhwc16_to_nhwc16_kernel(int64_t n, Polyphase p, Half16 k, const uint16_t* small,
+                                                         const float* b, bool relu, uint16_t* big) {
+  DS_GRID_STRIDE(i, n) phase_interleave_nhwc16_to_nhwc16_at(i, p, k, small, b, relu, big);
+}
+
+__global__ void phase_deinterleave_masked_nhwc16_kernel(Polyphase p, Half16 k, const uint16_t* y, const float* dy,
+                                                        float* dys, uint16_t* dysh) {
+  __shared__ PhaseTile m, t;
+  const PhaseTileAt a = phase_tile_at(p, blockIdx.x, blockIdx.y, blockIdx.z);
+  load_phase_mask_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, y, m);
+  __syncthreads();
+  load_big_relu_grad_tile_masked(a, threadIdx.x, threadIdx.y, p, m, dy, dys, t);
+  __syncthreads();
+  store_phase_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, t, dysh);
+}
+
 dim3 phase_tile_grid(const Polyphase& p) { return dim3(phase_blocks_x(p), phase_blocks_y(p), phase_blocks_z(p)); }
 const dim3 kPhaseTileBlock(kTile, kTileRows);
 
@@ -162,8 +181,9 @@ void CudaBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, co
   ConvDesc small;
   const Polyphase p = make_polyphase(d, f, small);
   small.y16 = false;  // the small output is the kept 16-bit scratch, not an activation
-  if ((d.x16 || d.y16) && !(fused16_polyphase(p) && !nhwc_))
-    throw Error("internal: a 16-bit activation outside the fused NCHW polyphase path");
+  if ((d.x16 || d.y16) && !fused16_polyphase(p))
+    throw Error("internal: a 16-bit activation outside the fused polyphase path (NHWC: up to " +
+                std::to_string(kernels::kMaxPhaseF) + " phases a side, batch x small rows up to 65,535)");
   float* ws = fold_weights(p, small, w);
   const RowLaunch rl = row_launch(p);
   // Fused 16-bit casts: the small output stays 16-bit (in the scratch layout) and the interleave
@@ -176,7 +196,11 @@ void CudaBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, co
       release(ws);
       throw;
     }
-    if (rl.rows > 0 && nhwc_) {  // an empty batch: no grid of 0 blocks
+    const int64_t n_small = small.out().size();
+    if (rl.rows > 0 && nhwc_ && d.y16) {  // NHWC activations: NHWC onto NHWC, rounded after bias and ReLU
+      phase_interleave_nhwc16_to_nhwc16_kernel<<<blocks_for(n_small), kThreads, 0, stream_>>>(
+          n_small, p, half16_kind(), static_cast<const uint16_t*>(ysh), b, relu, reinterpret_cast<uint16_t*>(y));
+    } else if (rl.rows > 0 && nhwc_) {  // an empty batch: no grid of 0 blocks
       phase_interleave_nhwc16_bias_relu_kernel<<<phase_tile_grid(p), kPhaseTileBlock, 0, stream_>>>(
           p, half16_kind(), static_cast<const uint16_t*>(ysh), b, relu, y);
     } else if (rl.rows > 0 && d.y16) {  // the big output is a 16-bit activation: rounded after bias and ReLU
@@ -243,15 +267,20 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
   ConvDesc small;
   const Polyphase p = make_polyphase(d, f, small);
   small.y16 = false;  // as in polyphase_forward: the same plan
-  if ((d.x16 || d.y16) && !(fused16_polyphase(p) && !nhwc_))
-    throw Error("internal: a 16-bit activation outside the fused NCHW polyphase path");
+  if ((d.x16 || d.y16) && !fused16_polyphase(p))
+    throw Error("internal: a 16-bit activation outside the fused polyphase path (NHWC: up to " +
+                std::to_string(kernels::kMaxPhaseF) + " phases a side, batch x small rows up to 65,535)");
   const int64_t n_small = small.out().size(), n_ws = folded_weights(small), n_w = int64_t(d.out_c) * d.in.c * d.kh * d.kw;
   float* dys = allocate(n_small);
   const RowLaunch rl = row_launch(p);
   // Fused 16-bit casts: the de-interleave also writes the rounded copy both small passes read
   // (they would each cast dys again); dys itself stays for the bias gradient and narrow passes.
   void* dysh = fused16_polyphase(p) ? half16_scratch(small.out()) : nullptr;
-  if (rl.rows > 0 && dysh && nhwc_) {
+  if (rl.rows > 0 && dysh && nhwc_ && y && d.y16) {  // NHWC activations: the mask from the 16-bit NHWC output
+    phase_deinterleave_masked_nhwc16_kernel<<<phase_tile_grid(p), kPhaseTileBlock, 0, stream_>>>(
+        p, half16_kind(), reinterpret_cast<const uint16_t*>(y), dy, dys, static_cast<uint16_t*>(dysh));
+    DS_CUDA_LAUNCHED();
+  } else if (rl.rows > 0 && dysh && nhwc_) {
     phase_deinterleave_relu_grad_nhwc16_kernel<<<phase_tile_grid(p), kPhaseTileBlock, 0, stream_>>>(
         p, half16_kind(), y, dy, dys, static_cast<uint16_t*>(dysh));
     DS_CUDA_LAUNCHED();

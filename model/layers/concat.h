@@ -11,8 +11,8 @@ class Concat : public Layer {
   std::string type() const override { return "Concatenate"; }
   Shape output_shape(const std::vector<Shape>& in) const override;
   // 16-bit inputs give a 16-bit output, values moved as they are (Backend::copy_channels16).
-  bool reads_16bit() const override { return true; }
-  bool writes_16bit() const override { return true; }
+  bool reads_16bit(const Backend&) const override { return true; }
+  bool writes_16bit(const Backend&) const override { return true; }
   bool same_16bit() const override { return true; }
   void forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) override;
   void backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,

@@ -33,8 +33,9 @@ class Conv2D : public Layer {
   void backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                 const std::vector<Tensor*>& din) override;
   // Through ConvDesc::x16/y16: the backend's convolution reads and writes them directly.
-  bool reads_16bit() const override { return true; }
-  bool writes_16bit() const override { return true; }
+  // (Not a convolution the backend's kernels cannot take them for: Backend::conv_activations16.)
+  bool reads_16bit(const Backend& be) const override { return be.conv_activations16(out_c_, opt_.stride); }
+  bool writes_16bit(const Backend& be) const override { return be.conv_activations16(out_c_, opt_.stride); }
   std::vector<Param> params() override;
   int64_t parameter_count() const override;
   void init(std::mt19937_64& rng) override;
@@ -47,6 +48,7 @@ class Conv2D : public Layer {
   ConvDesc desc(const Shape& in) const;
   // desc(in's shape, upsampled as the subclass says) with x16/y16 from the tensors' types.
   ConvDesc desc(const Shape& conv_in, const Tensor& x, const Tensor& y) const;
+  int out_channels() const { return out_c_; }
 
  private:
   int in_c_, out_c_, kh_, kw_;

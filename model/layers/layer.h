@@ -32,9 +32,10 @@ class Layer {
   // 16-bit activations (Backend::activation_dtype; the Net decides which, net.cpp): whether
   // forward and backward take a 16-bit input / write a 16-bit output when the Net hands them one.
   // same_16bit: then every input and the output have one type (Concat moves values, never
-  // converts). Gradients stay FP32 either way.
-  virtual bool reads_16bit() const { return false; }
-  virtual bool writes_16bit() const { return false; }
+  // converts). Gradients stay FP32 either way. `be`: the backend the Net plans for (a convolution
+  // asks it: Backend::conv_activations16).
+  virtual bool reads_16bit(const Backend& /*be*/) const { return false; }
+  virtual bool writes_16bit(const Backend& /*be*/) const { return false; }
   virtual bool same_16bit() const { return false; }
 
   virtual std::vector<Param> params() { return {}; }

@@ -4,7 +4,7 @@
 #  1. sections parity, profile, curves, nccl and variants: exit 0 and a report whose every parsed
 #     line has its values: the parity count, the TF32/BF16 profile side by side
 #     (bench/profile_compare.py), the per-pass block (empty on the CPU, said so), the scaling
-#     table, the loss-curve table (a precision+act16 column too) and its comparisons with the CPU
+#     table, the loss-curve table (a precision+act16+nhwc column too) and its comparisons with the CPU
 #     and with FP32 over every step, bench_train_ddp's figures, the switch table;
 #  2. BUDGET spent before the first section: every section reported as not run, exit 1, the report
 #     still written.
@@ -28,7 +28,7 @@ export GPU_CHECK_REHEARSAL=1 PY=${PY:-/usr/bin/python3}
 
 # 1. the sections that run in seconds here
 rc=0
-SECTIONS="parity profile curves nccl variants sanitize" CURVE_MATHS="fp32 tf32 tf32+act16" REPORT=$work/report.md bash root/scripts/gpu_check.sh root > out.txt 2>&1 || rc=$?
+SECTIONS="parity profile curves nccl variants sanitize" CURVE_MATHS="fp32 tf32 tf32+act16+nhwc" REPORT=$work/report.md bash root/scripts/gpu_check.sh root > out.txt 2>&1 || rc=$?
 [[ $rc == 0 ]] || { cat out.txt; fail "exit $rc, expected 0"; }
 r=report.md
 grep -q '^# GPU check: rehearsal on the CPU' $r || fail "no title"
@@ -44,11 +44,11 @@ grep -qE '^tf32 +default +[0-9.]+ +[0-9.]+$' $r && grep -qE '^tf32 +DOWNSCALE_FU
   grep -qE '^tf32 +DOWNSCALE_CUDA_NARROW_WINDOW=0 +[0-9.]+ +[0-9.]+$' $r ||
   fail "no switch table"
 [[ -s report_profile.json && -s report_profile_bf16.json ]] || fail "profiles not kept beside the report"
-grep -qE '^\| step \| GPU FP32 \| GPU TF32 \| GPU TF32\+ACT16 \| CPU FP32 \(oneDNN\) \|$' $r &&
+grep -qE '^\| step \| GPU FP32 \| GPU TF32 \| GPU TF32\+ACT16\+NHWC \| CPU FP32 \(oneDNN\) \|$' $r &&
   grep -qE '^\| 0 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' $r || fail "loss-curve table has an empty cell in step 0"
 grep -qE '^largest relative difference from the CPU: GPU FP32 [0-9.e+-]+ \(limit 1e-3\)$' $r || fail "no FP32 comparison"
 # Every step of each precision against FP32 (the CPU computes tf32 in FP32: the same curve, 0).
-for c in TF32 'TF32\+ACT16'; do
+for c in TF32 'TF32\+ACT16\+NHWC'; do
   grep -qE "^against the GPU's FP32 over 3 steps: GPU $c worst step 0 \(limit 2e-2\), loss [0-9.]+ -> [0-9.]+ against [0-9.]+ -> [0-9.]+ \(fall off by 0 of FP32's, limit 0.15\)$" $r ||
     fail "no comparison of $c with FP32 over every step"
 done
@@ -62,13 +62,13 @@ grep -q '^\*\*Result: passed\*\*$' $r || fail "no passed result"
 # 1b. VARIANTS with settings joined by '+' (one run, both set), and e2e in each of E2E_MATHS for
 # each of E2E_DOD (a few seconds on the demo config)
 rc=0
-SECTIONS="variants e2e" MATHS=tf32 VARIANTS="default DOWNSCALE_CUDA_LANES=0+DOWNSCALE_CUDA_FUSE=0" E2E_MATHS="fp32 tf32" \
+SECTIONS="variants e2e" MATHS=tf32 VARIANTS="default DOWNSCALE_CUDA_LANES=0+DOWNSCALE_CUDA_FUSE=0" E2E_MATHS="fp32 tf32+act16+nhwc" \
   E2E_DOD=true REPORT=$work/report_b.md bash root/scripts/gpu_check.sh root > out_b.txt 2>&1 || rc=$?
 [[ $rc == 0 ]] || { cat out_b.txt; fail "variants/e2e: exit $rc, expected 0"; }
 r=report_b.md
 grep -qE '^tf32 +DOWNSCALE_CUDA_LANES=0\+DOWNSCALE_CUDA_FUSE=0 +[0-9.]+ +[0-9.]+$' $r || fail "no row for a joined VARIANTS entry"
 [[ $(grep -cE '^tf32 ' $r) == 2 ]] || fail "VARIANTS: expected 2 rows"
-for m in fp32 tf32; do
+for m in fp32 'tf32\+act16\+nhwc'; do
   grep -qE "^$m, train.data_on_device true: training data in " $r || fail "no e2e run in $m"
   grep -qE "^  200 North America epochs \(8,766 samples each\) in $m at this run's [0-9.]+ samples/s" $r ||
     fail "no 200-epoch line in $m"

@@ -20,6 +20,7 @@
 #include "io/error.h"
 #include "model/adam.h"
 #include "model/backend.h"
+#include "model/cpu/dnnl_backend.h"
 #include "model/kernels/copy.h"
 #include "model/kernels/elementwise.h"
 #include "model/kernels/half_cast.h"
@@ -144,6 +145,29 @@ TEST(Activations16, TheNetStoresBf16BetweenLayersThatTakeIt) {
   auto fp32 = make_cpu_backend(1);
   Net plain(spec_for("mnn"), *fp32);
   EXPECT_EQ(plain.activation_dtype("up2_conv1"), DType::kF32);
+}
+
+// A backend with 16-bit activations that its narrow convolutions (stride 1, out_c <= 4) cannot
+// read, as the CUDA backend's under NHWC activations (its narrow kernels read FP32 NCHW): only
+// the Net's planning is asked of it, so no BF16 hardware is needed.
+class NarrowConvsRefuse16Bit : public DnnlBackend {
+ public:
+  NarrowConvsRefuse16Bit() : DnnlBackend(1) {}
+  DType activation_dtype() const override { return DType::kBf16; }
+  bool conv_activations16(int out_c, int stride) const override { return !(stride == 1 && out_c <= 4); }
+};
+
+// There the head (132 -> 3) reads FP32, so up2_conv1 writes FP32; everything before stays 16-bit.
+TEST(Activations16, ConvolutionsTheBackendRefusesThemToReadTakeFp32Inputs) {
+  NarrowConvsRefuse16Bit be;
+  Net mnn(spec_for("mnn"), be);
+  for (const char* layer : {"branch2_conv1", "branch9_conv3", "concat", "up1_conv1", "up1_conv3"})
+    EXPECT_EQ(mnn.activation_dtype(layer), DType::kBf16) << layer;
+  EXPECT_EQ(mnn.activation_dtype("up2_conv1"), DType::kF32);
+  EXPECT_EQ(mnn.activation_dtype("head"), DType::kF32);
+  EXPECT_EQ(mnn.activations16_summary(),
+            "activations of 19 of 22 layers stored in bf16 between the layers that read and write it "
+            "(DOWNSCALE_ACTIVATIONS16=0: FP32)");
 }
 
 // The saving is exactly half of each 16-bit activation (rounded up per sample): MNN at batch 32 on

@@ -919,7 +919,10 @@ TEST_F(ModelCuda, DemoNetLossCurvesBf16Fp16FollowFp32) {
   }
 }
 
-// 16-bit activations on the GPU (DOWNSCALE_CUDA_ACTIVATIONS16=1, NCHW): MNN's two steps with its
+// 16-bit activations on the GPU (DOWNSCALE_CUDA_ACTIVATIONS16=1), in NCHW and in NHWC
+// (DOWNSCALE_CUDA_LAYOUT=nhwc: the activations the cuDNN operands in NHWC, no transposing cast
+// around the convolutions; up to up2_conv1's input, the head's narrow kernels reading FP32):
+// MNN's two steps with its
 // activations held in BF16/FP16 from the first convolution to the head's input (A), against the
 // same 16-bit math with FP32 activations (B, Net::set_activations16(false)) and against FP32 math
 // (R), then an inference forward (the reused slots, as predict runs). The head both on the narrow
@@ -940,8 +943,7 @@ TEST_F(ModelCuda, DemoNetLossCurvesBf16Fp16FollowFp32) {
 // the error, while the tensors close to R (the outputs and the loss) are held
 // tightly.
 TEST_F(ModelCuda, Activations16StepFollowsFp32Activations) {
-  const ScopedEnv on("DOWNSCALE_CUDA_ACTIVATIONS16", "1"), nchw("DOWNSCALE_CUDA_LAYOUT", "nchw"),
-      fused("DOWNSCALE_CUDA_FUSE16", nullptr);
+  const ScopedEnv on("DOWNSCALE_CUDA_ACTIVATIONS16", "1"), fused("DOWNSCALE_CUDA_FUSE16", nullptr);
   ModelSpec spec;
   spec.name = "mnn";
   spec.in_channels = 6;
@@ -960,9 +962,19 @@ TEST_F(ModelCuda, Activations16StepFollowsFp32Activations) {
     }
     return norm > 0 ? std::sqrt(diff / norm) : (diff > 0 ? 1.0 : 0.0);
   };
-  for (const Setting& set : {Setting{"1", "0"}, Setting{"0", "0"}, Setting{nullptr, "5"}}) {
-    const ScopedEnv narrow("DOWNSCALE_CUDA_NARROW", set.narrow), lanes("DOWNSCALE_CUDA_LANES", set.lanes);
-    const std::string where = std::string("narrow ") + (set.narrow ? set.narrow : "timed") + ", lanes " + set.lanes;
+  struct LayoutSetting {
+    const char* layout;
+    Setting set;
+  };
+  for (const LayoutSetting& ls : {LayoutSetting{"nchw", {"1", "0"}}, LayoutSetting{"nchw", {"0", "0"}},
+                                  LayoutSetting{"nchw", {nullptr, "5"}}, LayoutSetting{"nhwc", {"1", "0"}},
+                                  LayoutSetting{"nhwc", {nullptr, "5"}}}) {
+    const Setting& set = ls.set;
+    const bool nhwc = std::string(ls.layout) == "nhwc";
+    const ScopedEnv layout("DOWNSCALE_CUDA_LAYOUT", ls.layout), narrow("DOWNSCALE_CUDA_NARROW", set.narrow),
+        lanes("DOWNSCALE_CUDA_LANES", set.lanes);
+    const std::string where = std::string(ls.layout) + ", narrow " + (set.narrow ? set.narrow : "timed") + ", lanes " +
+                              set.lanes;
     auto be = make_cuda_backend(0);
     EXPECT_EQ(be->activation_dtype(), DType::kF32) << "FP32/TF32 math has no 16-bit activations";
     for (const HalfMode& m : kHalfModes) {
@@ -984,8 +996,10 @@ TEST_F(ModelCuda, Activations16StepFollowsFp32Activations) {
         std::vector<std::vector<float>> out;
         for (int step = 0; step < 2; ++step) {
           const Tensor& o = net.forward(x);
-          EXPECT_EQ(net.activation_dtype("up2_conv1"), act16 && mode == m.mode ? t : DType::kF32)
-              << m.name << ", " << where;
+          const DType want = act16 && mode == m.mode ? t : DType::kF32;
+          // NHWC: the head's input (up2_conv1's output) stays FP32 for its narrow kernels.
+          EXPECT_EQ(net.activation_dtype("up2_conv1"), nhwc ? DType::kF32 : want) << m.name << ", " << where;
+          EXPECT_EQ(net.activation_dtype("up1_conv3"), want) << m.name << ", " << where;
           out.push_back(o.to_host());
           out.push_back({float(bernoulli_gamma_loss(*be, o, y, mask, &d))});
           be->scale(d.size(), loss_scale, d.data());
@@ -1019,7 +1033,8 @@ TEST_F(ModelCuda, Activations16StepFollowsFp32Activations) {
                   m.name, where.c_str(), worst_a, worst_b, worst_ab);
     }
   }
-  // The two 16-bit ops on their own: 3 channels of 3 x 5 (odd) at channel offset 1 of 7.
+  // The two 16-bit ops on their own: 3 channels of 3 x 5 (odd) at channel offset 1 of 7, NCHW.
+  const ScopedEnv nchw_ops("DOWNSCALE_CUDA_LAYOUT", "nchw");
   auto be = make_cuda_backend(0);
   ASSERT_TRUE(be->set_math(MathMode::kBf16));
   const Shape a{2, 3, 3, 5}, cat{2, 7, 3, 5};
@@ -1047,6 +1062,24 @@ TEST_F(ModelCuda, Activations16StepFollowsFp32Activations) {
     zeros += want == 0.0f;
   }
   EXPECT_GT(zeros, 8) << "the mask must have zeros for the comparison to mean something";
+  // NHWC activations: each pixel's 3 channels at channels 1..3 of its 7; relu_backward16 refused
+  // (a flat pass would pair an NHWC y with the NCHW gradient).
+  const ScopedEnv nhwc_ops("DOWNSCALE_CUDA_LAYOUT", "nhwc");
+  auto bn = make_cuda_backend(0);
+  ASSERT_TRUE(bn->set_math(MathMode::kBf16));
+  Tensor an(*bn, a, DType::kBf16), cn(*bn, cat, DType::kBf16);
+  bn->copy_from_host(an.storage(), reinterpret_cast<const float*>(av.data()), storage_floats(a.size(), DType::kBf16));
+  bn->fill(cn.storage(), storage_floats(cat.size(), DType::kBf16), 0.0f);
+  bn->copy_channels16(a, reinterpret_cast<const uint16_t*>(an.storage()), cat, 1,
+                      reinterpret_cast<uint16_t*>(cn.storage()));
+  bn->copy_to_host(reinterpret_cast<float*>(cv.data()), cn.storage(), storage_floats(cat.size(), DType::kBf16));
+  for (int64_t pix = 0; pix < 2 * 15; ++pix)
+    for (int ch = 0; ch < 7; ++ch) {
+      const uint16_t want = ch >= 1 && ch <= 3 ? av[size_t(pix * 3 + ch - 1)] : uint16_t(0);
+      ASSERT_EQ(cv[size_t(pix * 7 + ch)], want) << "pixel " << pix << " channel " << ch;
+    }
+  EXPECT_THROW(bn->relu_backward16(a.size(), reinterpret_cast<const uint16_t*>(an.storage()), dy.data(), dx.data()),
+               Error);
 }
 
 // Batches gathered from a split held on the GPU, and the loss added into a device accumulator

@@ -325,6 +325,8 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
        {MathMode::kTf32, MathMode::kBf16}},
       {"16-bit activations", {{"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}}, {MathMode::kBf16, MathMode::kFp16}},
       {"NHWC 16-bit scratch", {{"DOWNSCALE_CUDA_LAYOUT", "nhwc"}}, {MathMode::kBf16}},
+      {"NHWC 16-bit activations", {{"DOWNSCALE_CUDA_LAYOUT", "nhwc"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}},
+       {MathMode::kBf16, MathMode::kFp16}},
       {"unfused casts, cuDNN bias gradient", {{"DOWNSCALE_CUDA_FUSE16", "0"}, {"DOWNSCALE_CUDA_BIAS_GRAD", "cudnn"}},
        {MathMode::kBf16}},
   };
