@@ -67,6 +67,10 @@ class Backend {
   // on a backend whose 16-bit activations some of its kernels cannot read (the CUDA backend's
   // narrow kernels under NHWC activations).
   virtual bool conv_activations16(int /*out_c*/, int /*stride*/) const { return true; }
+  // Whether 16-bit activations are stored NHWC (their Shape still says n, c, h, w): what reads
+  // one on the host (train/device_check.cpp's host_values) reorders it. The CUDA backend's with
+  // DOWNSCALE_CUDA_LAYOUT=nhwc.
+  virtual bool activations16_nhwc() const { return false; }
 
   // --- memory and stream ---
   virtual float* allocate(int64_t n) = 0;

@@ -24,8 +24,8 @@ class Communicator;  // train/distributed.h
 // upsample_conv2d_backward, inserted before copy_channels (2026-11-23). 4: conv2d_backward, after
 // conv2d_relu_forward (2026-11-23). 5: lanes, fork_lanes, set_lane, join_lanes at the end (2026-11-23).
 // 6: activation_dtype after set_math, copy_channels16 and relu_backward16 after slice_channels,
-// and Tensor's dtype (16-bit activations, 2026-11-23). 7: conv_activations16 after
-// activation_dtype (16-bit activations in NHWC, 2026-11-28).
+// and Tensor's dtype (16-bit activations, 2026-11-23). 7: conv_activations16 and
+// activations16_nhwc after activation_dtype (16-bit activations in NHWC, 2026-11-28).
 #define DS_CUDA_PLUGIN_ABI 7
 #define DS_CUDA_PLUGIN_ENTRY "ds_cuda_plugin"
 

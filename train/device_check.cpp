@@ -92,8 +92,12 @@ std::vector<float> host_values(const model::Tensor& t) {
   std::vector<uint16_t> bits(raw.size() * 2);
   if (!raw.empty()) std::memcpy(bits.data(), raw.data(), raw.size() * sizeof(float));
   const auto kind = t.dtype() == model::DType::kBf16 ? model::kernels::Half16::kBf16 : model::kernels::Half16::kFp16;
+  // Stored NHWC on a backend that keeps them so: element i goes to its NCHW place, as the CPU's.
+  const model::Shape s = t.shape();
+  const bool nhwc = t.backend()->activations16_nhwc();
   std::vector<float> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out[size_t(i)] = model::kernels::from_half16(kind, bits[i]);
+  for (int64_t i = 0; i < n; ++i)
+    out[size_t(model::kernels::nchw_index_of(i, s.c, s.h, s.w, nhwc))] = model::kernels::from_half16(kind, bits[i]);
   return out;
 }
 

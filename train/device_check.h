@@ -53,7 +53,8 @@ double device_check_tolerance(model::MathMode mode);
 // The one-pixel border of each (sample, channel) plane of values shaped s, plane by plane.
 std::vector<float> border_ring(const std::vector<float>& values, const model::Shape& s);
 
-// A tensor's values as floats on the host, 16-bit activations widened.
+// A tensor's values as floats on the host in NCHW order, 16-bit activations widened (and
+// reordered from NHWC where the backend stores them so: Backend::activations16_nhwc).
 std::vector<float> host_values(const model::Tensor& t);
 
 // One training step of run's model on `be` under the run's math mode `mode`, and, when that is

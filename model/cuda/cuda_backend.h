@@ -39,6 +39,7 @@ class CudaBackend : public Backend {
   // only: such a convolution neither reads nor writes 16-bit activations (its input, the biggest
   // activation, stays FP32).
   bool conv_activations16(int out_c, int stride) const override;
+  bool activations16_nhwc() const override { return act_nhwc(); }
   // For the NCCL communicator (model/cuda/nccl_communicator.cu): its collectives are ordered
   // after the work queued on this stream, and this stream after them.
   cudaStream_t stream() const { return stream_; }

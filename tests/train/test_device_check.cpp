@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "model/cpu/dnnl_backend.h"
+#include "model/kernels/half_cast.h"
 #include "model/math_mode.h"
 #include "model/model_test_util.h"
 #include "train/device_check.h"
@@ -304,6 +305,34 @@ class EnvFor {
  private:
   std::vector<std::pair<std::string, std::string>> vars_;
 };
+
+// 16-bit activations read on the host come back in NCHW order, also from a backend that stores
+// them NHWC (Backend::activations16_nhwc; the CUDA backend's DOWNSCALE_CUDA_LAYOUT=nhwc): read
+// in storage order they would compare every element with another one of the CPU's.
+class Nhwc16Storage : public model::DnnlBackend {
+ public:
+  Nhwc16Storage() : DnnlBackend(1) {}
+  bool activations16_nhwc() const override { return true; }
+};
+
+TEST(DeviceCheck, HostValuesOf16BitActivationsAreInNchwOrder) {
+  const model::Shape s{2, 3, 2, 5};
+  for (const bool nhwc : {false, true}) {
+    std::unique_ptr<model::Backend> be = nhwc ? std::make_unique<Nhwc16Storage>() : model::make_cpu_backend(1);
+    model::Tensor t(*be, s, model::DType::kBf16);
+    // Each element holds its NCHW index (0..59, exact in BF16), stored in the backend's order.
+    std::vector<uint16_t> bits(size_t(s.size()) + 1);
+    for (int64_t i = 0; i < s.size(); ++i) {
+      const int64_t nchw = model::kernels::nchw_index_of(i, s.c, s.h, s.w, nhwc);
+      bits[size_t(i)] = model::kernels::to_half16(model::kernels::Half16::kBf16, float(nchw));
+    }
+    be->copy_from_host(t.storage(), reinterpret_cast<const float*>(bits.data()),
+                       model::storage_floats(s.size(), model::DType::kBf16));
+    const std::vector<float> v = host_values(t);
+    ASSERT_EQ(v.size(), size_t(s.size()));
+    for (int64_t i = 0; i < s.size(); ++i) ASSERT_EQ(v[size_t(i)], float(i)) << (nhwc ? "NHWC" : "NCHW") << " " << i;
+  }
+}
 
 TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
   if (!model::cuda_available()) {
