@@ -319,14 +319,13 @@ class CudaBackend : public Backend {
   void nchw_to_nhwc16_masked(const Shape& s, const float* x, const void* y16, float* g, void* xh);
   // The casts fused into the kernels around the convolutions (16-bit modes, unless
   // DOWNSCALE_CUDA_FUSE16=0): cuda_conv.cu's header says which. In either layout; the polyphase
-  // interleave's NHWC tile holds up to kMaxPhaseF phases a side and its grid up to 65,535 small
-  // rows (beyond, the separate casts).
+  // interleave's NHWC tile holds up to kMaxPhaseF phases a side (beyond, the separate casts).
   bool fused16() const { return half16() && fuse16_; }
   // 16-bit activations in NHWC (activation_dtype(), nhwc_): what reads or writes a 16-bit
   // activation indexes it NHWC.
   bool act_nhwc() const { return nhwc_ && activation_dtype() != DType::kF32; }
   bool fused16_polyphase(const kernels::Polyphase& p) const {
-    return fused16() && (!nhwc_ || (p.f <= kernels::kMaxPhaseF && int64_t(p.n) * p.h <= 65535));
+    return fused16() && (!nhwc_ || p.f <= kernels::kMaxPhaseF);
   }
   // One convolution pass in 16 bits: the FP32 operands a and b rounded into 16-bit scratch (or
   // a16 / b16 when the caller has them rounded already), run(a16, b16, out16) convolves into a

@@ -87,23 +87,31 @@ __global__ void phase_deinterleave_relu_grad_kernel(int64_t rows, Polyphase p, c
 
 // The same two passes with the 16-bit small grid in NHWC (DOWNSCALE_CUDA_LAYOUT=nhwc): a block per
 // tile of kTile columns w by kTile big rows r (model/kernels/polyphase_nhwc.h's phase_tile_at and
-// phase_blocks_*), kTile x kTileRows threads, the two phases around a barrier.
+// phase_blocks_*), kTile x kTileRows threads, the two phases around a barrier; small rows beyond
+// the grid's z in a loop (the same for every thread of a block), a barrier before the tile is
+// refilled.
 __global__ void phase_interleave_nhwc16_bias_relu_kernel(Polyphase p, Half16 k, const uint16_t* small, const float* b,
                                                          bool relu, float* big) {
   __shared__ PhaseTile t;
-  const PhaseTileAt a = phase_tile_at(p, blockIdx.x, blockIdx.y, blockIdx.z);
-  load_phase_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, small, t);
-  __syncthreads();
-  store_phase_big_tile(a, threadIdx.x, threadIdx.y, p, t, b, relu, big);
+  for (int64_t z = blockIdx.z; z < phase_rows(p); z += gridDim.z) {
+    const PhaseTileAt a = phase_tile_at(p, blockIdx.x, blockIdx.y, z);
+    load_phase_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, small, t);
+    __syncthreads();
+    store_phase_big_tile(a, threadIdx.x, threadIdx.y, p, t, b, relu, big);
+    __syncthreads();
+  }
 }
 
 __global__ void phase_deinterleave_relu_grad_nhwc16_kernel(Polyphase p, Half16 k, const float* y, const float* dy,
                                                            float* dys, uint16_t* dysh) {
   __shared__ PhaseTile t;
-  const PhaseTileAt a = phase_tile_at(p, blockIdx.x, blockIdx.y, blockIdx.z);
-  load_big_relu_grad_tile(a, threadIdx.x, threadIdx.y, p, y, dy, dys, t);
-  __syncthreads();
-  store_phase_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, t, dysh);
+  for (int64_t z = blockIdx.z; z < phase_rows(p); z += gridDim.z) {
+    const PhaseTileAt a = phase_tile_at(p, blockIdx.x, blockIdx.y, z);
+    load_big_relu_grad_tile(a, threadIdx.x, threadIdx.y, p, y, dy, dys, t);
+    __syncthreads();
+    store_phase_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, t, dysh);
+    __syncthreads();
+  }
 }
 
 // NHWC activations: the small NHWC output straight onto the 16-bit NHWC big output (a flat pass
@@ -117,12 +125,15 @@ __global__ void phase_interleave_nhwc16_to_nhwc16_kernel(int64_t n, Polyphase p,
 __global__ void phase_deinterleave_masked_nhwc16_kernel(Polyphase p, Half16 k, const uint16_t* y, const float* dy,
                                                         float* dys, uint16_t* dysh) {
   __shared__ PhaseTile m, t;
-  const PhaseTileAt a = phase_tile_at(p, blockIdx.x, blockIdx.y, blockIdx.z);
-  load_phase_mask_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, y, m);
-  __syncthreads();
-  load_big_relu_grad_tile_masked(a, threadIdx.x, threadIdx.y, p, m, dy, dys, t);
-  __syncthreads();
-  store_phase_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, t, dysh);
+  for (int64_t z = blockIdx.z; z < phase_rows(p); z += gridDim.z) {
+    const PhaseTileAt a = phase_tile_at(p, blockIdx.x, blockIdx.y, z);
+    load_phase_mask_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, y, m);
+    __syncthreads();
+    load_big_relu_grad_tile_masked(a, threadIdx.x, threadIdx.y, p, m, dy, dys, t);
+    __syncthreads();
+    store_phase_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, t, dysh);
+    __syncthreads();
+  }
 }
 
 dim3 phase_tile_grid(const Polyphase& p) { return dim3(phase_blocks_x(p), phase_blocks_y(p), phase_blocks_z(p)); }
@@ -183,7 +194,7 @@ void CudaBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, co
   small.y16 = false;  // the small output is the kept 16-bit scratch, not an activation
   if ((d.x16 || d.y16) && !fused16_polyphase(p))
     throw Error("internal: a 16-bit activation outside the fused polyphase path (NHWC: up to " +
-                std::to_string(kernels::kMaxPhaseF) + " phases a side, batch x small rows up to 65,535)");
+                std::to_string(kernels::kMaxPhaseF) + " phases a side)");
   float* ws = fold_weights(p, small, w);
   const RowLaunch rl = row_launch(p);
   // Fused 16-bit casts: the small output stays 16-bit (in the scratch layout) and the interleave
@@ -269,7 +280,7 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
   small.y16 = false;  // as in polyphase_forward: the same plan
   if ((d.x16 || d.y16) && !fused16_polyphase(p))
     throw Error("internal: a 16-bit activation outside the fused polyphase path (NHWC: up to " +
-                std::to_string(kernels::kMaxPhaseF) + " phases a side, batch x small rows up to 65,535)");
+                std::to_string(kernels::kMaxPhaseF) + " phases a side)");
   const int64_t n_small = small.out().size(), n_ws = folded_weights(small), n_w = int64_t(d.out_c) * d.in.c * d.kh * d.kw;
   float* dys = allocate(n_small);
   const RowLaunch rl = row_launch(p);

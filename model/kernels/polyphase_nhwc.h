@@ -37,14 +37,18 @@ struct PhaseTileAt {
 };
 
 // The launch geometry (cuda_upsample_conv.cu), here so the host tests walk the same grid: blocks
-// (x: w tiles, y: big-row tiles, z: n * H + h; the caller keeps n * H within 65,535),
-// kTile x kTileRows threads. Block (bx, by, bz) holds this tile:
-DS_HOST_DEVICE inline PhaseTileAt phase_tile_at(const Polyphase& p, unsigned bx, unsigned by, unsigned bz) {
-  return {int64_t(bz) / p.h, int(bz % unsigned(p.h)), int(bx) * kTile, int(by) * kTile};
+// (x: w tiles, y: big-row tiles, z: the small rows z = n * H + h, a grid-stride loop over them
+// beyond the grid's 65,535: a batch of over 1,092 at MNN's 60 rows), kTile x kTileRows threads.
+// Block (bx, by) at small row z holds this tile:
+DS_HOST_DEVICE inline PhaseTileAt phase_tile_at(const Polyphase& p, unsigned bx, unsigned by, int64_t z) {
+  return {z / p.h, int(z % p.h), int(bx) * kTile, int(by) * kTile};
 }
+DS_HOST_DEVICE inline int64_t phase_rows(const Polyphase& p) { return int64_t(p.n) * p.h; }
 DS_HOST_DEVICE inline unsigned phase_blocks_x(const Polyphase& p) { return unsigned((p.w + kTile - 1) / kTile); }
 DS_HOST_DEVICE inline unsigned phase_blocks_y(const Polyphase& p) { return unsigned((p.o * p.f + kTile - 1) / kTile); }
-DS_HOST_DEVICE inline unsigned phase_blocks_z(const Polyphase& p) { return unsigned(int64_t(p.n) * p.h); }
+DS_HOST_DEVICE inline unsigned phase_blocks_z(const Polyphase& p) {
+  return unsigned(phase_rows(p) < 65535 ? phase_rows(p) : 65535);
+}
 
 // NHWC index of small channel ch at (n, h, w); the small output has O * f * f channels.
 DS_HOST_DEVICE inline int64_t small_nhwc_index(const Polyphase& p, int64_t n, int h, int w, int64_t ch) {

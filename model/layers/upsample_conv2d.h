@@ -23,9 +23,11 @@ class UpsampleConv2D : public Conv2D {
   int factor() const { return factor_; }
   // Only as one convolution on the small input (factor > 1): the plain composition upsamples
   // and masks in FP32 (upsample_conv_default.cpp).
-  // The small convolution has out_c * factor^2 output channels (what the backend's kernels see).
+  // The small convolution has out_c * factor^2 output channels (what the backend's kernels see);
+  // the backend's checks also see the upsampled one's out_c, so both must take them.
   bool reads_16bit(const Backend& be) const override {
-    return factor_ > 1 && be.conv_activations16(out_channels() * factor_ * factor_, 1);
+    return factor_ > 1 && be.conv_activations16(out_channels() * factor_ * factor_, 1) &&
+           be.conv_activations16(out_channels(), 1);
   }
   bool writes_16bit(const Backend& be) const override { return reads_16bit(be); }
 

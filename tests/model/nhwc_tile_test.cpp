@@ -231,10 +231,10 @@ Polyphase poly(const PolyGeo& g) {
 // launches them), each block's two phases in turn.
 template <class Load, class Store>
 void run_phase_tiles(const Polyphase& p, Load load, Store store) {
-  for (unsigned bz = 0; bz < phase_blocks_z(p); ++bz)
+  for (int64_t z = 0; z < phase_rows(p); ++z)  // the kernels' loop over the small rows
     for (unsigned by = 0; by < phase_blocks_y(p); ++by)
       for (unsigned bx = 0; bx < phase_blocks_x(p); ++bx) {
-        const PhaseTileAt a = phase_tile_at(p, bx, by, bz);
+        const PhaseTileAt a = phase_tile_at(p, bx, by, z);
         PhaseTile t;
         for (float& v : t) v = std::nanf("");
         for (int ty = 0; ty < kTileRows; ++ty)
@@ -312,6 +312,25 @@ TEST(NhwcTile, PolyphaseDeinterleaveIntoNhwcIsTheRowFormOne) {
     }
 }
 
+// The phase kernels' grid: at most 65,535 blocks in z, each looping over the small rows z,
+// z + grid, ...: every small row of a large batch (2,000 samples of MNN's 60 rows) exactly once.
+TEST(NhwcTile, PhaseGridCoversEverySmallRowOnce) {
+  for (const int n : {1, 1092, 1093, 2000}) {
+    Polyphase p;
+    p.n = n, p.h = 60, p.w = 106, p.o = 132, p.f = 2;
+    const unsigned grid = phase_blocks_z(p);
+    ASSERT_LE(grid, 65535u);
+    std::vector<int> seen(size_t(phase_rows(p)), 0);
+    for (unsigned bz = 0; bz < grid; ++bz)
+      for (int64_t z = bz; z < phase_rows(p); z += grid) {
+        const PhaseTileAt a = phase_tile_at(p, 0, 0, z);
+        ASSERT_EQ(a.n * p.h + a.h, z);
+        ++seen[size_t(z)];
+      }
+    for (int v : seen) ASSERT_EQ(v, 1) << "batch " << n;
+  }
+}
+
 // 16-bit NHWC activations: the interleave from the NHWC small output straight onto the 16-bit
 // NHWC big output is the row form's 16-bit big output, element by element at its NHWC place.
 TEST(NhwcTile, PolyphaseInterleaveNhwcToNhwcIsTheRowFormOne) {
@@ -361,10 +380,10 @@ TEST(NhwcTile, PolyphaseDeinterleaveMaskedByA16BitNhwcOutputIsTheRowFormOne) {
           phase_deinterleave_relu_grad_half16_row_at(r, x, row, p, k, y_nchw.data(), dy.data(), dys_want.data(),
                                                      dysh_nchw.data());
       }
-      for (unsigned bz = 0; bz < phase_blocks_z(p); ++bz)
+      for (int64_t z = 0; z < phase_rows(p); ++z)
         for (unsigned by = 0; by < phase_blocks_y(p); ++by)
           for (unsigned bx = 0; bx < phase_blocks_x(p); ++bx) {
-            const PhaseTileAt a = phase_tile_at(p, bx, by, bz);
+            const PhaseTileAt a = phase_tile_at(p, bx, by, z);
             PhaseTile m, t;
             for (float& v : m) v = std::nanf("");
             for (float& v : t) v = std::nanf("");
