@@ -110,23 +110,35 @@ DS_HOST_DEVICE inline void store_phase_big_tile(const PhaseTileAt& a, int tx, in
   }
 }
 
-// Backward, phase 1: the big output gradient masked by the ReLU's [y > 0] (y null: none) into
-// the tile and into the FP32 NCHW small gradient dys (the bias gradient's and the narrow passes'
-// input), reading y and dy along (w, px).
-DS_HOST_DEVICE inline void load_big_relu_grad_tile(const PhaseTileAt& a, int tx, int ty, const Polyphase& p,
-                                                   const float* y, const float* dy, float* dys, PhaseTile t) {
+// Backward, phase 1: the big output gradient masked by the ReLU (keep(i, at): whether big
+// element i, at tile entry at, passes) into the tile and into the FP32 NCHW small gradient dys
+// (the bias gradient's and the narrow passes' input), reading dy along (w, px).
+template <class Keep>
+DS_HOST_DEVICE inline void load_big_grad_tile(const PhaseTileAt& a, int tx, int ty, const Polyphase& p, Keep keep,
+                                              const float* dy, float* dys, PhaseTile t) {
   const int span = kTile * p.f, rows = p.o * p.f;
   const int64_t channels = int64_t(p.o) * p.f * p.f;
   for (int rl = ty; rl < kTile && a.r0 + rl < rows; rl += kTileRows) {
     const int r = a.r0 + rl;
     for (int j = tx; j < span && a.w0 + j / p.f < p.w; j += kTile) {
-      const int wl = j / p.f, px = j % p.f;
+      const int wl = j / p.f, px = j % p.f, at = phase_tile_index(wl, rl * p.f + px, p.f);
       const int64_t i = big_index(p, a.n, a.h, r, a.w0 + wl, px);
-      const float v = (!y || y[i] > 0.0f) ? dy[i] : 0.0f;
+      const float v = keep(i, at) ? dy[i] : 0.0f;
       dys[((a.n * channels + int64_t(r) * p.f + px) * p.h + a.h) * p.w + a.w0 + wl] = v;
-      t[phase_tile_index(wl, rl * p.f + px, p.f)] = v;
+      t[at] = v;
     }
   }
+}
+
+// The mask [y > 0] of the FP32 NCHW big output y, read along (w, px) with dy (y null: none).
+struct KeepWhereYPositive {
+  const float* y;
+  DS_HOST_DEVICE bool operator()(int64_t i, int) const { return !y || y[i] > 0.0f; }
+};
+
+DS_HOST_DEVICE inline void load_big_relu_grad_tile(const PhaseTileAt& a, int tx, int ty, const Polyphase& p,
+                                                   const float* y, const float* dy, float* dys, PhaseTile t) {
+  load_big_grad_tile(a, tx, ty, p, KeepWhereYPositive{y}, dy, dys, t);
 }
 
 // 16-bit NHWC activations, backward: the ReLU's output y is the 16-bit NHWC big output. Phase 0
@@ -141,20 +153,15 @@ DS_HOST_DEVICE inline void load_phase_mask_nhwc16_tile(const PhaseTileAt& a, int
       m[phase_tile_index(wl, j, p.f)] = from_half16(k, y[big_nhwc_index(p, a.n, a.h, a.r0 + j / p.f, a.w0 + wl, j % p.f)]);
 }
 
+// The mask from the tile phase 0 loaded (the same entry as the value's).
+struct KeepWhereTilePositive {
+  const float* m;
+  DS_HOST_DEVICE bool operator()(int64_t, int at) const { return m[at] > 0.0f; }
+};
+
 DS_HOST_DEVICE inline void load_big_relu_grad_tile_masked(const PhaseTileAt& a, int tx, int ty, const Polyphase& p,
                                                           const PhaseTile m, const float* dy, float* dys, PhaseTile t) {
-  const int span = kTile * p.f, rows = p.o * p.f;
-  const int64_t channels = int64_t(p.o) * p.f * p.f;
-  for (int rl = ty; rl < kTile && a.r0 + rl < rows; rl += kTileRows) {
-    const int r = a.r0 + rl;
-    for (int j = tx; j < span && a.w0 + j / p.f < p.w; j += kTile) {
-      const int wl = j / p.f, px = j % p.f;
-      const int at = phase_tile_index(wl, rl * p.f + px, p.f);
-      const float v = m[at] > 0.0f ? dy[big_index(p, a.n, a.h, r, a.w0 + wl, px)] : 0.0f;
-      dys[((a.n * channels + int64_t(r) * p.f + px) * p.h + a.h) * p.w + a.w0 + wl] = v;
-      t[at] = v;
-    }
-  }
+  load_big_grad_tile(a, tx, ty, p, KeepWhereTilePositive{m}, dy, dys, t);
 }
 
 // Backward, phase 2: the tile rounded into the 16-bit NHWC small gradient (writes along (r, px)).
