@@ -978,6 +978,9 @@ TEST_F(ModelCuda, Activations16StepFollowsFp32Activations) {
     auto be = make_cuda_backend(0);
     EXPECT_EQ(be->activation_dtype(), DType::kF32) << "FP32/TF32 math has no 16-bit activations";
     for (const HalfMode& m : kHalfModes) {
+      // NHWC is BF16's alone: cuDNN 9.19 refused FP16 backward data in NHWC for MNN's 25 -> 10
+      // convolutions on an H100 (BAD_PARAM; Bf16Fp16ConvolutionsStayWithinTolerance).
+      if (nhwc && m.mode == MathMode::kFp16) continue;
       const DType t = m.mode == MathMode::kBf16 ? DType::kBf16 : DType::kF16;
       const float loss_scale = m.mode == MathMode::kFp16 ? 1024.0f : 1.0f;  // R too: the same scaled gradients
       auto steps = [&](MathMode mode, bool act16) {
