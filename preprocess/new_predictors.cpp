@@ -172,8 +172,10 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
   const SplitYears rule = season_rule();
   std::vector<bool> in_ref(days_.size());
   std::vector<bool> year_seen(ref.count(), false);
+  std::vector<int> held_years;  // the season-years the predictors hold, for the message below
   for (size_t i = 0; i < days_.size(); ++i) {
     const int y = rule.year_of(days_[i]);
+    if (held_years.empty() || held_years.back() != y) held_years.push_back(y);
     in_ref[i] = ref.contains(y);
     if (in_ref[i]) year_seen[y - ref.first] = true;
   }
@@ -190,13 +192,9 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
     }
     return out;
   };
-  std::vector<int> missing_years, held_years;
+  std::vector<int> missing_years;
   for (int y = ref.first; y <= ref.last; ++y)
     if (!year_seen[y - ref.first]) missing_years.push_back(y);
-  for (int64_t day : days_) {
-    const int y = rule.year_of(day);
-    if (held_years.empty() || held_years.back() != y) held_years.push_back(y);
-  }
   std::sort(held_years.begin(), held_years.end());
   held_years.erase(std::unique(held_years.begin(), held_years.end()), held_years.end());
   if (!missing_years.empty()) {
