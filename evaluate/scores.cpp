@@ -100,7 +100,8 @@ Evaluation evaluate_methods(const std::vector<float>& obs, size_t np, const std:
     ms.name = m.name;
     ms.members = static_cast<int>(m.members.size());
     // A line every ~5 s naming the method: the stochastic members of a large domain take minutes.
-    Progress progress("scoring " + m.name + " (boxes of the observation grid x members)", int64_t(np) * ms.members);
+    Progress progress("scoring " + m.name + (ms.members > 1 ? " (boxes of the observation grid x members)" : " (boxes of the observation grid)"),
+                      int64_t(np) * ms.members);
     MemberMean mean, r01, sdii, p98, p98_wet, wet_spell, dry_spell, rmse_all, rmse_wet_days, spear, roc_ss;
     for (int i = 0; i < ms.members; ++i) {
       const auto& x = m.members[i];

@@ -98,9 +98,19 @@ TEST(ScoresFile, ContinuousFieldsCarryThePredictandsStandardName) {
   EXPECT_NEAR(e.methods[0].median.at("bias"), 1.0, 1e-12);
 }
 
-// Scoring names the method in its progress lines (every ~5 s, and once when a method is done).
+// Scoring names the method in its progress lines (every ~5 s, and once when a method is done);
+// members are counted only where the method has several (the stochastic ones).
 TEST(ScoresFile, ScoringLogsTheMethodItScores) {
+  {
+    test::LogCapture log;
+    small_evaluation();
+    EXPECT_NE(log.str().find("scoring twice (boxes of the observation grid): 3/3 done"), std::string::npos) << log.str();
+    EXPECT_EQ(log.str().find("x members"), std::string::npos) << log.str();
+  }
   test::LogCapture log;
-  small_evaluation();
-  EXPECT_NE(log.str().find("scoring twice (boxes of the observation grid x members): 3/3 done"), std::string::npos) << log.str();
+  const std::vector<float> obs{2, 4, NAN, 6, 8, NAN};
+  Method two{"two", {{4, 8, NAN, 12, 16, NAN}, {2, 4, NAN, 6, 8, NAN}}, {}};
+  evaluate_methods(obs, 3, {1, 1, 0}, {{12418, 12419}, {2004, 2004}}, {two});
+  EXPECT_NE(log.str().find("scoring two (boxes of the observation grid x members): 6/6 done"), std::string::npos)
+      << log.str();
 }
