@@ -336,6 +336,16 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
     f.widened = "lon " + num(f.lon.front()) + ".." + num(f.lon.back()) + ", lat " + num(f.lat.front()) + ".." +
                 num(f.lat.back());
 
+  // A cut wider than the box (for a grid's edge cells) may hold points while the box itself has
+  // none within a step of it: the source does not cover the box at all.
+  if (f.lon.back() < req.lon_min - dx - 1e-6 || f.lon.front() > req.lon_max + dx + 1e-6 ||
+      f.lat.back() < req.lat_min - dy - 1e-6 || f.lat.front() > req.lat_max + dy + 1e-6)
+    throw InputError(where + ": its grid (lon " + num(*std::min_element(lon.begin(), lon.end())) + ".." +
+                     num(*std::max_element(lon.begin(), lon.end())) + ", lat " +
+                     num(*std::min_element(lat.begin(), lat.end())) + ".." +
+                     num(*std::max_element(lat.begin(), lat.end())) + ") does not reach the box fetch.lon [" +
+                     num(req.lon_min) + ", " + num(req.lon_max) + "], fetch.lat [" + num(req.lat_min) + ", " +
+                     num(req.lat_max) + "]");
   // A source grid that ends inside the box (a regional file, a limited-area model) delivers less
   // than asked: its outermost centre then lies more than one grid step inside that side.
   std::vector<std::string> short_of;

@@ -53,9 +53,14 @@ std::string origin_of(const std::string& key, const std::map<std::string, std::s
     const auto it = overrides.find(k);
     if (it != overrides.end()) return "--set " + it->second;
     const auto dot = k.rfind('.');
-    if (dot == std::string::npos) return file;
+    if (dot == std::string::npos) break;
     k.resize(dot);
   }
+  // A key below `key` set on the command line made it (`--set fetch.predictor.fields=...` makes
+  // the unknown section 'fetch.predictor'): that --set, not the file, is the one to blame.
+  const auto below = overrides.lower_bound(key + ".");
+  if (below != overrides.end() && below->first.rfind(key + ".", 0) == 0) return "--set " + below->second;
+  return file;
 }
 
 // Reads typed values by dotted key and remembers which keys were read, so that whatever is left
@@ -123,6 +128,9 @@ class Reader {
     return present;
   }
 
+  // Whether the file or a --set gives `key` (not only its default).
+  bool has(const std::string& key) const { return find(key).IsDefined(); }
+
   // Where the value of `key` came from, for messages: "--set key=value" when an override set it
   // (or a section above it: `--set preprocess.predictor_grid={...}`), else the config file.
   std::string origin(const std::string& key) const { return origin_of(key, overridden_, file_); }
@@ -133,6 +141,12 @@ class Reader {
     collect(root_, "", present);
     for (const auto& k : present) {
       if (known_.count(k)) continue;
+      // A section given a value (`--set train=5`, `run: [1, 2]`): not a misspelling of itself.
+      const auto first_key = std::find_if(known_.begin(), known_.end(),
+                                          [&](const std::string& kn) { return kn.rfind(k + ".", 0) == 0; });
+      if (first_key != known_.end())
+        throw UsageError(origin(k) + ": '" + k + "' is a section, not a value: set its keys, e.g. '" + *first_key +
+                         "'");
       std::string msg = origin(k) + ": unknown key '" + k + "'";
       // suggest only near misses, among the keys and the sections holding them (`trian:`)
       std::set<std::string> names = known_;
@@ -328,6 +342,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   }
   r.get_pair("fetch.lon", c.fetch.lon_min, c.fetch.lon_max);
   r.get_pair("fetch.lat", c.fetch.lat_min, c.fetch.lat_max);
+  c.fetch.has_box = r.has("fetch.lon") && r.has("fetch.lat");
   r.get_years("fetch.years", c.fetch.years);
   r.get("fetch.season", c.fetch.season);
   r.get("fetch.predictors.dataset", c.fetch.predictors_dataset);
@@ -394,6 +409,14 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.check_unknown();
   // Every value in range before any stage starts (and before MPI starts any rank).
   check_config(c, [&r](const std::string& key) { return r.origin(key); });
+  // Keys given but read by another model or optimizer than the one chosen: said by every stage,
+  // so that an edit which changes nothing is not taken for one that did.
+  if (c.model.name != "demo" && r.has("model.filters"))
+    c.ignored_keys.push_back(r.origin("model.filters") + ": model.filters sets the widths of model 'demo' only; model '" +
+                             c.model.name + "' has its own, and ignores it");
+  if (c.train.optimizer != "sgd" && r.has("train.momentum"))
+    c.ignored_keys.push_back(r.origin("train.momentum") + ": train.momentum applies to train.optimizer sgd only; '" +
+                             c.train.optimizer + "' ignores it");
   return c;
 }
 

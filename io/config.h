@@ -38,6 +38,9 @@ struct Config {
   std::map<std::string, std::string> overrides;  // key -> "key=value" as given to --set
   // "--set k=2 replaces --set k=1 (...)" for each key set more than once: the stage warns.
   std::vector<std::string> replaced_overrides;
+  // "<origin>: model.filters sets ... ignores it" for each key given that the chosen model or
+  // optimizer does not read: the stage warns.
+  std::vector<std::string> ignored_keys;
   // Where the value of `key` came from, for messages: "--set key=value" (an override of the key
   // or of a section above it) or the config file.
   std::string origin(const std::string& key) const;
@@ -64,6 +67,7 @@ struct Config {
     std::string predictand_source;    // predictand dataset and source both empty: no predictand
     std::string predictand_variable = "pr";  // (a GCM run's predictors alone)
     double lon_min = 0, lon_max = 0, lat_min = 0, lat_max = 0;
+    bool has_box = false;  // the config gives fetch.lon and fetch.lat (a config for later stages alone may not)
     YearRange years;
     std::vector<int> season{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};  // months kept
     // Dataset definitions (configs/datasets/<name>.yaml or a path): URL, native names, units.

@@ -1,5 +1,6 @@
 #include "io/config_validate.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <tuple>
@@ -106,6 +107,12 @@ void check_config(const Config& c, const KeyOrigin& origin) {
     for (size_t j = i + 1; j < c.fetch.season.size(); ++j)
       if (c.fetch.season[i] == c.fetch.season[j])
         k.fail("fetch.season", "lists month " + std::to_string(c.fetch.season[i]) + " twice");
+  // A field listed twice would be fetched twice into one file (the second write failed after the
+  // whole download).
+  for (size_t i = 0; i < c.fetch.predictors.size(); ++i)
+    for (size_t j = i + 1; j < c.fetch.predictors.size(); ++j)
+      if (c.fetch.predictors[i].name() == c.fetch.predictors[j].name())
+        k.fail("fetch.predictors.fields", "lists " + c.fetch.predictors[i].name() + " twice");
   k.range("fetch.lon", c.fetch.lon_min, -180, 180, "degrees east");
   k.range("fetch.lon", c.fetch.lon_max, -180, 180, "degrees east");
   k.range("fetch.lat", c.fetch.lat_min, -90, 90, "degrees north");
@@ -137,6 +144,29 @@ void check_config(const Config& c, const KeyOrigin& origin) {
                                      " or " + num(above) + ")");
       }
     }
+  }
+  // The box and each grid preprocess regrids onto share some area (a grid's cells reach half a
+  // step past its points; longitudes compared through the seam): a box moved off the grids, a
+  // sign dropped, would otherwise fetch the predictor grid's area and ignore the box.
+  const auto spans = [](double a0, double a1, double b0, double b1, bool lon) {
+    for (double shift : {-360.0, 0.0, 360.0})
+      if ((lon || shift == 0) && a0 <= b1 + shift && b0 + shift <= a1) return true;
+    return false;
+  };
+  for (const auto& [key, g, given] :
+       {std::tuple<std::string, const GridSpec*, bool>{"preprocess.predictor_grid", &c.preprocess.predictor_grid,
+                                                       c.preprocess.has_predictor_grid},
+        {"preprocess.predictand_grid", &c.preprocess.predictand_grid, c.preprocess.has_predictand_grid}}) {
+    if (!given || !c.fetch.has_box) continue;
+    const double h = g->step / 2;
+    const double lon0 = std::min(g->lon_first, g->lon_last) - h, lon1 = std::max(g->lon_first, g->lon_last) + h;
+    const double lat0 = std::min(g->lat_first, g->lat_last) - h, lat1 = std::max(g->lat_first, g->lat_last) + h;
+    const bool lon_ok = spans(c.fetch.lon_min, c.fetch.lon_max, lon0, lon1, true);
+    if (!lon_ok || !spans(c.fetch.lat_min, c.fetch.lat_max, lat0, lat1, false))
+      k.fail(lon_ok ? "fetch.lat" : "fetch.lon",
+             "gives a box (lon " + num(c.fetch.lon_min) + ".." + num(c.fetch.lon_max) + ", lat " + num(c.fetch.lat_min) +
+                 ".." + num(c.fetch.lat_max) + ") that shares no area with " + key + "'s cells (lon " + num(lon0) +
+                 ".." + num(lon1) + ", lat " + num(lat0) + ".." + num(lat1) + "): the grids are regridded from what fetch cuts to the box");
   }
   k.disjoint({{"preprocess.train_years", c.preprocess.train_years},
               {"preprocess.validation_years", c.preprocess.validation_years},

@@ -200,6 +200,7 @@ int main(int argc, char** argv) {
     spdlog::debug("downscale {} {}: config {}, {} --set override(s), log level {}", DOWNSCALE_VERSION, stage,
                   config_path, overrides.size(), cfg.run.log_level);
     for (const auto& r : cfg.replaced_overrides) spdlog::warn("{}", r);
+    for (const auto& k : cfg.ignored_keys) spdlog::warn("{}", k);
     if (stage == "synth") return ds::run_synth(cfg);
     if (stage == "fetch") return ds::run_fetch(cfg, options.dry_run);
     if (stage == "preprocess") return ds::run_preprocess(cfg);

@@ -166,3 +166,52 @@ TEST(ConfigValidation, EvaluateSeasons) {
   EXPECT_TRUE(has(error_of(kRun, {"evaluate.seasons=[DJF, DJF]"}), "lists DJF twice"));
   EXPECT_TRUE(has(error_of(kRun, {"evaluate.seasons=[]"}), "is empty"));
 }
+
+// A section given a value is named as a section, not offered as a near miss of itself; an unknown
+// section that a --set made is blamed on that --set, not on the file.
+TEST(ConfigValidation, SectionGivenAValueAndUnknownSectionsFromASet) {
+  auto msg = error_of(kRun, {"train=5"});
+  EXPECT_TRUE(has(msg, "--set train=5: 'train' is a section, not a value: set its keys, e.g. 'train.")) << msg;
+  EXPECT_FALSE(has(msg, "did you mean")) << msg;
+  msg = error_of("run: [1, 2]\n");
+  EXPECT_TRUE(has(msg, "'run' is a section, not a value")) << msg;
+  msg = error_of(kRun, {"fetch.predictor.fields=[z@500]"});
+  EXPECT_TRUE(has(msg, "--set fetch.predictor.fields=[z@500]: unknown key 'fetch.predictor'")) << msg;
+}
+
+// A field listed twice would be cut twice into one file: refused before any download.
+TEST(ConfigValidation, PredictorListedTwiceIsRefused) {
+  const auto msg = error_of(kRun, {"fetch.predictors.fields=[z@500, ta@850, z@500]"});
+  EXPECT_TRUE(has(msg, "key 'fetch.predictors.fields' lists z@500 twice")) << msg;
+}
+
+// The fetch box must share area with the grids preprocess regrids onto, through the seam too.
+TEST(ConfigValidation, FetchBoxOffTheRegriddingGridsIsRefused) {
+  const std::string grid = kRun + "preprocess: {predictor_grid: {lon: [-116, -86], lat: [28, 46], step: 2}}\n";
+  auto msg = error_of(grid + "fetch: {lon: [-170, -160], lat: [30, 44]}\n");
+  EXPECT_TRUE(has(msg, "key 'fetch.lon' gives a box (lon -170..-160, lat 30..44) that shares no area with "
+                       "preprocess.predictor_grid's cells (lon -117..-85, lat 27..47)")) << msg;
+  msg = error_of(grid + "fetch: {lon: [-110, -90], lat: [-40, -30]}\n");
+  EXPECT_TRUE(has(msg, "key 'fetch.lat' gives a box")) << msg;
+  ds::test::TempDir d;
+  // Overlapping, in either longitude convention; a half cell past the points still counts.
+  EXPECT_NO_THROW(load_config(write(d, grid + "fetch: {lon: [-110, -90], lat: [30, 44]}\n")));
+  EXPECT_NO_THROW(load_config(write(d, kRun + "preprocess: {predictor_grid: {lon: [244, 274], lat: [28, 46], step: 2}}\n"
+                                              "fetch: {lon: [-110, -90], lat: [30, 44]}\n")));
+  EXPECT_NO_THROW(load_config(write(d, grid + "fetch: {lon: [-120, -116.5], lat: [30, 44]}\n")));
+  // No box (a config for the later stages alone): nothing to compare.
+  EXPECT_NO_THROW(load_config(write(d, grid)));
+}
+
+// Keys the chosen model or optimizer does not read are said (warned by the stage), not refused.
+TEST(ConfigValidation, KeysTheChosenModelOrOptimizerIgnoresAreSaid) {
+  ds::test::TempDir d;
+  auto c = load_config(write(d, kRun + "model: {name: mnn, filters: [8, 8, 8]}\n"), {"train.momentum=0.5"});
+  ASSERT_EQ(c.ignored_keys.size(), 2u);
+  EXPECT_TRUE(has(c.ignored_keys[0], "model.filters sets the widths of model 'demo' only; model 'mnn'")) << c.ignored_keys[0];
+  EXPECT_TRUE(has(c.ignored_keys[1], "--set train.momentum=0.5: train.momentum applies to train.optimizer sgd only; 'adam'"))
+      << c.ignored_keys[1];
+  c = load_config(write(d, kRun + "model: {name: demo, filters: [8, 8, 8]}\ntrain: {optimizer: sgd, momentum: 0.5}\n"));
+  EXPECT_TRUE(c.ignored_keys.empty());
+  EXPECT_TRUE(load_config(write(d, kRun + "model: {name: mnn}\n")).ignored_keys.empty());
+}

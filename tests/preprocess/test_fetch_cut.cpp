@@ -118,3 +118,25 @@ TEST(FetchCut, WidenedOnlyWhereTheGridNeedsItAndNeverPastAPoleOrTheSeam) {
   EXPECT_DOUBLE_EQ(b.lat_min, 80 - 1 - 2.5);
   EXPECT_DOUBLE_EQ(b.lat_max, 90);
 }
+
+// A cut widened for the grid's edge cells may reach into a source that does not cover the box
+// itself: refused, naming the source's extent, rather than fetching the grid's edge alone.
+TEST(FetchCut, ASourceThatDoesNotReachTheBoxIsRefused) {
+  test::TempDir d;
+  std::vector<double> lon, lat;
+  write_gcm_like(d / "psl.nc", lon, lat);  // lon -39.375..39.375
+  const Config::Fetch req = test::fetch_request(45, 50, 35, 45, {2000, 2000}, {1});
+  const GridSpec grid{38, 50, 35, 45, 2.0};  // cells 37..51: the widened cut reaches 35.6
+  try {
+    plan_psl(d / "psl.nc", req, &grid);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("its grid (lon -39.375..39.375, lat 10.3..69.1) does not reach the box "
+                                         "fetch.lon [45, 50], fetch.lat [35, 45]"),
+              std::string::npos)
+        << e.what();
+  }
+  // A box the source reaches within a step is planned as before.
+  const Config::Fetch near = test::fetch_request(40, 50, 35, 45, {2000, 2000}, {1});
+  EXPECT_NO_THROW(plan_psl(d / "psl.nc", near, &grid));
+}
