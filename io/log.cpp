@@ -35,7 +35,8 @@ void setup_logging(const std::string& stage, const std::string& level, int rank)
   // The stop handler's line and main's last line name the rank too (io/stop_signal.h).
   set_stop_message_prefix(rank >= 0 ? "[" + prefix + "] " : "");
   auto formatter = std::make_unique<spdlog::pattern_formatter>();
-  formatter->add_flag<LevelTag>('*').set_pattern("[%H:%M:%S] [" + prefix + "] %^%*%v%$");
+  // The date too: a fetch or a training job runs for days, and its log is read after the fact.
+  formatter->add_flag<LevelTag>('*').set_pattern("[%Y-%m-%d %H:%M:%S] [" + prefix + "] %^%*%v%$");
   logger->set_formatter(std::move(formatter));
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(level));

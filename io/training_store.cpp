@@ -34,6 +34,7 @@ StoreWriter::StoreWriter(const std::string& path, const StoreMeta& meta, int def
   file_.set_attr("/", "wet_threshold", meta.wet_threshold);
   file_.set_attr("/", "sd_ddof", int64_t{1});
   file_.set_attr("/", "config", meta.config_text);
+  if (!meta.split_years.empty()) file_.set_attr("/", "split_years", meta.split_years);
   file_.set_attr("/", "sources", meta.sources);
   file_.set_attr("/", "software_version", std::string("downscale " DOWNSCALE_VERSION));
   file_.set_attr("/", "standardize", meta.standardize);
@@ -231,6 +232,7 @@ StoreReader::StoreReader(const std::string& path) : file_(open_store(path)) {
   meta_.channel_units.resize(meta_.channels.size());  // "" where not recorded
   meta_.wet_threshold = file_.attr_double("/", "wet_threshold");
   meta_.config_text = file_.attr_string("/", "config");
+  if (file_.has_attr("/", "split_years")) meta_.split_years = file_.attr_string("/", "split_years");
   meta_.sources = file_.attr_string("/", "sources");
   if (file_.has_attr("/", "standardize")) meta_.standardize = file_.attr_string("/", "standardize");
   if (file_.has_attr("/", "regrid")) meta_.regrid = file_.attr_string("/", "regrid");

@@ -1,7 +1,7 @@
 // The training store: the one HDF5 file `preprocess` writes and `train` and `predict` read.
 // Layout (sample-major so one sample or one batch is one contiguous chunked read):
 //   /                   attrs: format, channels ("z@500,z@700,..."), wet_threshold, sd_ddof,
-//                       config (YAML text), sources, software_version, standardize, regrid, fill,
+//                       config (YAML text), split_years (io/store_splits.h), sources, software_version, standardize, regrid, fill,
 //                       dropped_dates, predictand ("pr", "tas", ...), predictand_units ("mm/day",
 //                       "degC", ...), calendar (CF name of the day numbers' calendar),
 //                       obs_window (row0, col0, rows, cols), identity (SHA-256 of channels,
@@ -55,6 +55,9 @@ struct StoreMeta {
   std::vector<float> mean, sd;
   double wet_threshold = 0.99;
   std::string config_text, sources;
+  // The split years preprocess was given (io/store_splits.h; "" in stores built before they were
+  // recorded): the days of each split are the truth, this says what the config asked.
+  std::string split_years;
   std::string standardize = "grid_box", regrid, fill = "none";  // provenance (written, read if present)
   int64_t dropped_dates = 0;
   std::string predictand = "pr";          // the observed variable

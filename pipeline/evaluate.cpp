@@ -28,6 +28,7 @@
 #include "io/run_lock.h"
 #include "io/sha256.h"
 #include "io/stop_signal.h"
+#include "io/store_splits.h"
 #include "io/training_store.h"
 #include "pipeline/stages.h"
 #include "predict/window.h"
@@ -41,6 +42,21 @@ void write_text(const std::string& path, const std::string& text) { write_file_a
 // A stop between the score files and the figures: say which outputs are this run's.
 constexpr const char* kMapsStopNote =
     "drawing the figures; scores.json, scores.csv and scores.nc are written, the figures are an earlier run's";
+
+// The figures, drawn after the score files: a failure among them (a full disk) leaves this run's
+// scores beside figures of an earlier run, and the error says so.
+template <typename Draw>
+void draw_figures(const std::string& dir, const Draw& draw) {
+  try {
+    draw();
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (while drawing the figures: " + dir + "/scores.json, scores.csv and " +
+                    "scores.nc are this run's; figures not drawn again are an earlier run's)",
+                e.code());
+  }
+}
 
 // evaluate/scores.nc: the per-box fields behind the report, on the prediction's grid and days.
 void write_scores_nc(const std::string& dir, const std::string& pred_path, const std::vector<double>& lat,
@@ -240,22 +256,24 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   throw_if_stop_requested(kMapsStopNote);
   const std::string& v = meta.predictand;
   const std::string& units = meta.predictand_units;
-  // Maps and summary.png, annual and each season's (evaluate/evaluation_maps.h).
-  write_continuous_maps(dir, {pred.lon, pred.lat}, cfg.file, e, seasonal);
-  // The score table, annual, then scores_table_<season>.png for each season.
-  auto table = [&](const std::string& path, const ContinuousEvaluation& x, const std::string& when) {
-    std::vector<TableRow> rows;
-    for (const auto& m : x.methods) {
-      TableRow r{m.name, {}};
-      for (const auto& c : continuous_score_names()) r.values.push_back(m.domain.at(c));
-      rows.push_back(std::move(r));
-    }
-    write_table_png(path, "downscale evaluate (" + v + ", " + units + when + "): " + cfg.file, continuous_score_names(),
-                    rows, "averages over modelled boxes, " + std::to_string(x.ndays) + " test days; see scores.json for definitions");
-  };
-  table(dir + "/scores_table.png", e, "");
-  for (const auto& s : seasonal) table(dir + "/scores_table_" + s.season + ".png", s.evaluation, ", " + s.season);
-  remove_old_season_figures(dir, cfg);
+  draw_figures(dir, [&] {
+    // Maps and summary.png, annual and each season's (evaluate/evaluation_maps.h).
+    write_continuous_maps(dir, {pred.lon, pred.lat}, cfg.file, e, seasonal);
+    // The score table, annual, then scores_table_<season>.png for each season.
+    auto table = [&](const std::string& path, const ContinuousEvaluation& x, const std::string& when) {
+      std::vector<TableRow> rows;
+      for (const auto& m : x.methods) {
+        TableRow r{m.name, {}};
+        for (const auto& c : continuous_score_names()) r.values.push_back(m.domain.at(c));
+        rows.push_back(std::move(r));
+      }
+      write_table_png(path, "downscale evaluate (" + v + ", " + units + when + "): " + cfg.file, continuous_score_names(),
+                      rows, "averages over modelled boxes, " + std::to_string(x.ndays) + " test days; see scores.json for definitions");
+    };
+    table(dir + "/scores_table.png", e, "");
+    for (const auto& s : seasonal) table(dir + "/scores_table_" + s.season + ".png", s.evaluation, ", " + s.season);
+    remove_old_season_figures(dir, cfg);
+  });
 
   // The log table: the annual block, then one per season.
   auto log_table = [](const ContinuousEvaluation& x) {
@@ -281,6 +299,7 @@ int run_evaluate(const Config& cfg) {
   remove_stale_temps(paths.evaluate_dir());
   StoreReader store(paths.store());
   const StoreMeta& meta = store.meta();
+  if (const std::string changed = split_years_change(cfg, store); !changed.empty()) spdlog::warn("{}", changed);
   // A config that predicts new predictors (a GCM run) has no observations for them: say which
   // prediction is scored, rather than leave the user thinking the GCM run was.
   if (!cfg.predict.predictors.empty())
@@ -349,13 +368,16 @@ int run_evaluate(const Config& cfg) {
   write_text(dir + "/scores.csv", evaluation_csv(e, seasonal));
   throw_if_stop_requested(kMapsStopNote);
 
-  // Maps and summary.png, annual and each season's (evaluate/evaluation_maps.h).
-  write_precipitation_maps(dir, {pred.lon, pred.lat}, cfg.file, e, seasonal);
-  write_table_png(dir + "/scores_table.png", e, "downscale evaluate: " + cfg.file);
-  for (const auto& s : seasonal)
-    write_table_png(dir + "/scores_table_" + s.season + ".png", s.evaluation,
-                    "downscale evaluate, " + s.season + " (" + std::to_string(s.evaluation.ndays) + " test days): " + cfg.file);
-  remove_old_season_figures(dir, cfg);
+  draw_figures(dir, [&] {
+    // Maps and summary.png, annual and each season's (evaluate/evaluation_maps.h).
+    write_precipitation_maps(dir, {pred.lon, pred.lat}, cfg.file, e, seasonal);
+    write_table_png(dir + "/scores_table.png", e, "downscale evaluate: " + cfg.file);
+    for (const auto& s : seasonal)
+      write_table_png(dir + "/scores_table_" + s.season + ".png", s.evaluation,
+                      "downscale evaluate, " + s.season + " (" + std::to_string(s.evaluation.ndays) +
+                          " test days): " + cfg.file);
+    remove_old_season_figures(dir, cfg);
+  });
 
   // The log table: the annual block, then one per season.
   auto log_table = [](const Evaluation& x) {

@@ -31,6 +31,7 @@
 #include "io/sha256.h"
 #include "io/stop_signal.h"
 #include "io/store_checks.h"
+#include "io/store_splits.h"
 #include "io/training_store.h"
 #include "model/loss.h"
 #include "model/math_mode.h"
@@ -457,7 +458,17 @@ void report_test_scores(const RunPaths& paths, const TestScore& s, size_t n, con
   j["mean_observed" + key_units] = s.sum_obs / s.count;
   j["mean_predicted" + key_units] = s.sum_pred / s.count;
   j["checkpoint"] = ckpt;
-  write_json(paths.predict_dir() + "/scores.json", j);
+  // Written after the prediction: a failure here (a full disk) leaves this run's prediction
+  // beside an earlier run's scores.json, and the error says so.
+  try {
+    write_json(paths.predict_dir() + "/scores.json", j);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (the prediction in " + paths.predict_dir() +
+                    " is this run's; its scores.json is an earlier run's, if any)",
+                e.code());
+  }
   spdlog::info("test RMSE of {} {:.3f} {} vs climatology {:.3f} {}: MSE skill score {:.3f} ({}); pooled over the {} "
                "observed values of the modelled boxes (evaluate's RMSE is the mean of each box's)",
                what, rmse, units, rmse_clim, units, skill, skill > 0 ? "beats climatology" : "does NOT beat climatology",
@@ -482,6 +493,15 @@ int run_predict(const Config& cfg) {
     throw InputError(ckpt + ": no such checkpoint file (" + cfg.origin("predict.checkpoint") +
                      ": predict.checkpoint is `best`, `last` (the checkpoints in " + paths.model_dir() +
                      ") or the path of a checkpoint file)");
+  }
+  // A train still running in the model's folder rewrites its checkpoints as it goes: predicting
+  // from one is a look at the model so far (allowed), and evaluate will later refuse this
+  // prediction once the checkpoint has changed; said now rather than then.
+  try {
+    RunLock::check_free(paths.model_dir(), "train");
+  } catch (const Error& e) {
+    spdlog::warn("{}: predicting from {} as it is now; the training rewrites it, after which evaluate refuses this "
+                 "prediction (predict again when the training has finished)", e.what(), ckpt);
   }
   StoreReader store(paths.store());
   const StoreMeta& meta = store.meta();
@@ -565,8 +585,16 @@ int run_predict(const Config& cfg) {
       throw UsageError(cfg.origin("predict.standardize") + ": predict.standardize: own applies to new predictors (predict.predictors); the "
                        "test split is standardized with the training statistics");
     days = store.read_time("test");
+    if (const std::string changed = split_years_change(cfg, store); !changed.empty()) spdlog::warn("{}", changed);
+    // The config gives no test years: its fault; it gives some and the store has none: the store
+    // was built from another config (or before the years were set) and must be built again.
+    if (days.empty() && cfg.preprocess.test_years.empty())
+      throw UsageError(cfg.origin("preprocess.test_years") + ": preprocess.test_years gives no test years; nothing to predict");
     if (days.empty())
-      throw UsageError(cfg.origin("preprocess.test_years") + ": preprocess.test_years gave no test days; nothing to predict");
+      throw InputError(store.path() + ": its test split is empty (" +
+                       (meta.split_years.empty() ? std::string("built without test years")
+                                                 : "built with the split years " + meta.split_years) +
+                       "); nothing to predict: run `downscale preprocess` again for the config's test years");
     read_inputs = [&](size_t a, size_t k, float* x) {
       store.read_x("test", a, k, x);
       check_sane_x(store, "test", a, k, x);

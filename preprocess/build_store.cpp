@@ -18,6 +18,7 @@
 #include "io/log.h"
 #include "io/stop_signal.h"
 #include "io/store_checks.h"
+#include "io/store_splits.h"
 #include "io/training_store.h"
 #include "preprocess/fetch_request.h"
 #include "preprocess/fetched_field.h"
@@ -163,6 +164,8 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     throw InputError(fetch_dir + "/manifest.json: no predictand (a fetch of predictors alone); preprocess needs the "
                      "observed predictand to train on: add fetch.predictand to the config and fetch again");
   if (const std::string changed = fetch_request_change(manifest, cfg.fetch); !changed.empty()) spdlog::warn("{}", changed);
+  if (const std::string fields = fetched_fields_change(manifest, cfg.fetch); !fields.empty())
+    throw UsageError(cfg.origin("fetch.predictors.fields") + ": " + fields);
   const Grid xgrid = Grid::from_spec(pp.predictor_grid);
   const FillPolicy fill = parse_fill_policy(pp.fill);
   const bool per_field = pp.standardize == "field";
@@ -343,6 +346,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     meta.predictand_lat = ygrid.grid.lat;
     meta.wet_threshold = pp.wet_threshold;
     meta.config_text = read_text(cfg.file);
+    meta.split_years = split_years_text(pp);
     for (const auto& p : manifest.predictors) meta.sources += p.source + " ";
     meta.sources += manifest.predictand.source;
     meta.standardize = pp.standardize;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 namespace ds {
 
 namespace {
@@ -22,6 +24,23 @@ std::string fetch_request_change(const FetchManifest& m, const Config::Fetch& f)
     return "";
   return m.dir + "/manifest.json was fetched for " + describe(r) + " but the config's fetch now asks for " +
          describe(asked) + ": preprocessing what was fetched; run `downscale fetch` again for what the config asks";
+}
+
+std::string fetched_fields_change(const FetchManifest& m, const Config::Fetch& f) {
+  if (f.predictors.empty()) return "";  // a config for the later stages alone lists none
+  std::set<std::string> fetched, asked;
+  for (const auto& p : m.predictors) fetched.insert(p.name);
+  for (const auto& p : f.predictors) asked.insert(p.name());
+  if (fetched == asked) return "";
+  std::string extra, missing;
+  for (const auto& n : fetched)
+    if (!asked.count(n)) extra += (extra.empty() ? "" : ", ") + n;
+  for (const auto& n : asked)
+    if (!fetched.count(n)) missing += (missing.empty() ? "" : ", ") + n;
+  return m.dir + "/manifest.json holds other predictors than fetch.predictors.fields lists" +
+         (missing.empty() ? "" : " (not fetched: " + missing + ")") +
+         (extra.empty() ? "" : " (fetched, not listed: " + extra + ")") +
+         ": the store's channels would not be the config's; run `downscale fetch` again, or list what was fetched";
 }
 
 }  // namespace ds

@@ -13,4 +13,10 @@ namespace ds {
 // otherwise a sentence naming what was fetched and what the config asks for.
 std::string fetch_request_change(const FetchManifest& manifest, const Config::Fetch& asked);
 
+// "" when the fetched predictors are the ones fetch.predictors.fields lists (in any order), or
+// when it lists none;
+// otherwise a sentence naming those fetched and not listed and those listed and not fetched.
+// preprocess refuses then: a store of other channels than the config's is another model's input.
+std::string fetched_fields_change(const FetchManifest& manifest, const Config::Fetch& asked);
+
 }  // namespace ds

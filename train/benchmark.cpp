@@ -12,6 +12,7 @@
 #include <optional>
 #include <ostream>
 #include <random>
+#include <tuple>
 
 #include "io/atomic_file.h"
 #include "io/error.h"
@@ -144,8 +145,13 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
   const bool root = host.is_root();
   BenchmarkResult r;
   r.image_size = opts.image_size > 0 ? opts.image_size : benchmark_default_image_size(opts.model);
-  if (opts.batch_size < 1 || opts.batches_per_iter < 1 || opts.iters < 1 || opts.warmup_batches < 0)
-    throw UsageError("--batch-size, --num-batches-per-iter and --num-iters must be positive, --num-warmup-batches >= 0");
+  for (const auto& [flag, v, least] : {std::tuple<const char*, int, int>{"--batch-size", opts.batch_size, 1},
+                                       {"--num-batches-per-iter", opts.batches_per_iter, 1},
+                                       {"--num-iters", opts.iters, 1},
+                                       {"--num-warmup-batches", opts.warmup_batches, 0}})
+    if (v < least)
+      throw UsageError(std::string(flag) + " is " + std::to_string(v) + ", must be " +
+                       (least ? "positive" : "0 or more"));
   const std::string wire_dtype = opts.fp16_allreduce ? "fp16" : "fp32";
 
   const int threads = opts.threads > 0 ? opts.threads : default_cpu_threads(host);

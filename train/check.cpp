@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "io/error.h"
+#include "io/store_splits.h"
+#include "io/training_store.h"
 #include "model/backend.h"
 #include "model/loss.h"
 #include "model/math_mode.h"
@@ -86,6 +88,7 @@ std::string check_training(const Config& cfg, const std::string& store_path, con
       << meta.predictand << " on " << meta.Hy() << " x " << meta.Wy() << "; train " << n_train << ", validation "
       << n_val << ", test " << n_test << " days\n";
 
+  if (const std::string changed = split_years_change(cfg, store); !changed.empty()) out << "warning: " << changed << "\n";
   check_loss_fits_predictand(cfg, meta, store_path);
 
   // The net as train builds it, on one CPU thread: its shapes, not its speed.

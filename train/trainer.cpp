@@ -22,6 +22,7 @@
 #include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/stop_signal.h"
+#include "io/store_splits.h"
 #include "io/training_store.h"
 #include "model/counter_rng.h"
 #include "model/loss.h"
@@ -285,6 +286,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   const StoreMeta& meta = store.meta();
   const size_t n_train = store.count("train"), n_val = store.count("validation");
   if (n_train == 0) throw InputError(store_path + ": the train split is empty");
+  if (const std::string changed = split_years_change(cfg, store); root && !changed.empty()) spdlog::warn("{}", changed);
   const auto& tc = cfg.train;
 
   check_loss_fits_predictand(cfg, meta, store_path);

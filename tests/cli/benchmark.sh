@@ -97,7 +97,8 @@ rc=0; "$bin" benchmark --model vgg16 2> err.txt || rc=$?
 # Contradictory or out-of-range options are exit 2 at once, with run.threads' bounds (5000
 # threads ran, oneDNN stuck in its warmup, and --no-cuda silently beat --device cuda).
 for bad in "--no-cuda --device cuda:--no-cuda excludes --device" "--threads 5000:not in range 0 to 1024" \
-           "--bucket-mb -1:--bucket-mb: Value -1 not in range"; do
+           "--bucket-mb -1:--bucket-mb: Value -1 not in range" "--num-iters -1:--num-iters is -1, must be positive" \
+           "--num-warmup-batches -2:--num-warmup-batches is -2, must be 0 or more"; do
   rc=0; "$bin" benchmark ${bad%%:*} 2> err.txt || rc=$?
   [[ $rc -eq 2 ]] && grep -q -- "${bad#*:}" err.txt || { echo "benchmark ${bad%%:*}: rc $rc"; cat err.txt; exit 1; }
 done

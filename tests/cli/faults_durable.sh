@@ -115,12 +115,17 @@ rerun train
 fault predict predict/precipitation.nc ENOSPC DS_FAIL_AFTER=3
 fault predict predict/precipitation.nc EIO DS_FAIL_AFTER=10
 fault predict predict/scores.json ENOSPC
+# ... and says which of the folder's files are this run's.
+grep -q "predict is this run's; its scores.json is an earlier run's" "$work/err" ||
+  { echo "FAIL predict: the scores.json error does not say the prediction is this run's"; failures=$((failures + 1)); }
 rerun predict
 
 # --- evaluate: scores (JSON, CSV) and a map (PNG).
 fault evaluate evaluate/scores.json ENOSPC
 fault evaluate evaluate/scores.csv EIO
 fault evaluate evaluate/bias.png ENOSPC
+grep -q "while drawing the figures: .*scores.nc are this run's; figures not drawn again are an earlier run's" "$work/err" ||
+  { echo "FAIL evaluate: the figure's error does not say which files are this run's"; failures=$((failures + 1)); }
 rerun evaluate
 
 # --- fetch: one chunk (netCDF-4) and a joined field, in a fresh run folder (a complete one skips

@@ -4,6 +4,7 @@
 // scores, whose climatology baseline has a closed form.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -11,12 +12,15 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
+#include <tuple>
 
 #include "io/calendar.h"
 #include "io/fetch_manifest.h"
 #include "io/netcdf_file.h"
 #include "io/predictand_file.h"
+#include "io/run_lock.h"
 #include "io/training_store.h"
 #include "support/test_support.h"
 
@@ -36,8 +40,10 @@ struct Synthetic {
 
 bool in_window(int j, int i) { return j >= kRow0 && j < kRow0 + kRows && i >= kCol0 && i < kCol0 + kCols; }
 
-Synthetic write_tas_store(const std::string& path) {
+// with_test false: no test split (a store built without test years), split_years as recorded.
+Synthetic write_tas_store(const std::string& path, bool with_test = true, const std::string& split_years = "") {
   StoreMeta m;
+  m.split_years = split_years;
   m.channels = {"psl", "ta@850"};
   for (int i = 0; i < kW; ++i) m.predictor_lon.push_back(-10 + 2 * i);
   for (int j = 0; j < kH; ++j) m.predictor_lat.push_back(36 + 2 * j);
@@ -88,6 +94,10 @@ Synthetic write_tas_store(const std::string& path) {
   make(32, x, y, obs, t);
   w.write_split("validation", x, y, obs, t);
   x.clear(), y.clear(), obs.clear(), t.clear();
+  if (!with_test) {
+    w.close();
+    return s;
+  }
   make(40, x, y, obs, t);
   obs[3 * kHy * kWy + 5 * kWy + 6] = NAN;  // a day a station missed: scores skip it
   w.write_split("test", x, y, obs, t);
@@ -331,4 +341,35 @@ TEST(PredictStage, TwoNamedModelsOfATemperatureStoreArePredictedAndEvaluated) {
   EXPECT_FALSE(fs::exists(d / "run/train/bg"));
   // A name that is no folder name is a configuration error.
   EXPECT_EQ(run("train " + base + " --set train.name=../x"), 2);
+}
+
+// A store built without test days: predict names the store and the years it was built with
+// (exit 3) when the config gives test years, and the config (exit 2) when it gives none.
+TEST(PredictStage, AStoreWithoutTestDaysNamesTheStoreOrTheConfig) {
+  test::TempDir d;
+  fs::create_directories(d / "run/preprocess");
+  write_tas_store(d / "run/preprocess/store.h5", false, "train 2001..2001, validation none, test none");
+  const std::string cfg = d / "config.yaml";
+  std::ofstream(cfg) << "run: {dir: " << (d / "run") << ", threads: 1}\n"
+                     << "model: {name: demo, filters: [4, 4, 4]}\n"
+                     << "train: {batch_size: 32, epochs: 1, seed: 1, loss: gaussian}\n";
+  ASSERT_EQ(run("train --config " + cfg), 0);
+  std::optional<RunLock> training(std::in_place, d / "run/train", "train");  // a train still running there
+  auto [rc, out] = run_output("predict --config " + cfg + " --set preprocess.train_years=[2001,2001] --set "
+                              "preprocess.test_years=[2002,2002]");
+  training.reset();
+  EXPECT_NE(out.find("another downscale train (pid " + std::to_string(getpid())), std::string::npos) << out;
+  EXPECT_NE(out.find("checkpoint_best.h5 as it is now; the training rewrites it"), std::string::npos) << out;
+  EXPECT_EQ(rc, 3) << out;
+  EXPECT_NE(out.find("store.h5: its test split is empty (built with the split years train 2001..2001, validation "
+                     "none, test none); nothing to predict: run `downscale preprocess` again"),
+            std::string::npos)
+      << out;
+  // The config's years differ from the store's: said first.
+  EXPECT_NE(out.find("the config now gives train 2001..2001, validation none, test 2002..2002"), std::string::npos)
+      << out;
+  std::tie(rc, out) = run_output("predict --config " + cfg);
+  EXPECT_EQ(out.find("another downscale train"), std::string::npos) << out;  // the lock is free again
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("preprocess.test_years gives no test years; nothing to predict"), std::string::npos) << out;
 }

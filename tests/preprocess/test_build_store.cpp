@@ -359,3 +359,35 @@ TEST(BuildStore, AConfigEditedSinceTheFetchIsNamed) {
                              "lat [29.5, 36]")) << log.str();
   EXPECT_TRUE(std::filesystem::exists(run.dir / "run/store.h5"));
 }
+
+// Predictors fetched other than the config lists (fields edited after fetch): preprocess refuses,
+// naming both sides, instead of building a store of the fetched channels under this config.
+TEST(BuildStore, FieldsOtherThanFetchedAreRefused) {
+  FetchManifest m;
+  m.dir = "run/fetch";
+  m.predictors.push_back({"z@500", "z", "z@500.nc", "z.nc"});
+  m.predictors.push_back({"ta@850", "ta", "ta@850.nc", "ta.nc"});
+  Config::Fetch asked;
+  asked.predictors = {FieldRequest::parse("ta@850", "x"), FieldRequest::parse("z@500", "x")};
+  EXPECT_EQ(fetched_fields_change(m, asked), "");  // the order does not matter
+  asked.predictors = {FieldRequest::parse("z@500", "x"), FieldRequest::parse("hus@850", "x")};
+  const std::string said = fetched_fields_change(m, asked);
+  EXPECT_TRUE(has(said, "run/fetch/manifest.json holds other predictors than fetch.predictors.fields lists (not "
+                        "fetched: hus@850) (fetched, not listed: ta@850)")) << said;
+
+  asked.predictors.clear();
+  EXPECT_EQ(fetched_fields_change(m, asked), "");  // a config listing none: nothing to compare
+
+  TinyRun run;
+  const FetchManifest tiny = FetchManifest::read(run.dir / "run/fetch/manifest.json");
+  for (size_t k = 0; k + 1 < tiny.predictors.size(); ++k)
+    run.cfg.fetch.predictors.push_back(FieldRequest::parse(tiny.predictors[k].name, "x"));
+  const std::string fetched = tiny.predictors.back().name;
+  try {
+    build_store(run.cfg, run.dir / "run/fetch", run.dir / "run/store.h5");
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_TRUE(has(e.what(), "(fetched, not listed: " + fetched + ")")) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(run.dir / "run/store.h5"));
+}
