@@ -214,9 +214,9 @@ std::vector<float> linear_baseline(const StoreReader& store, const std::string& 
   if (K < 1) throw InputError(store.path() + ": too few training days for the linear baseline");
   const auto& mask = m.mask;
   spdlog::info("linear baseline: {} principal components of {} predictor values over {} training days ({} passes "
-               "over them), then a ridge fit per modelled box ({} of the grid's {})",
+               "over them), then a ridge fit per modelled box ({} of the {} x {} observation grid, as scored)",
                K, F, Nt, opt.iterations + 2, std::count_if(mask.begin(), mask.end(), [](uint8_t v) { return v != 0; }),
-               P);
+               m.obs_rows, m.obs_cols);
   LinearFit fit;
   // Standardized per box, the predictors' means are ~0 (per field, not): centred either way.
   fit.xmean = predictor_means(store, F, opt.block_bytes);

@@ -123,7 +123,11 @@ std::string continuous_json(const ContinuousEvaluation& e, const std::vector<Con
       {"bias", "mean over modelled boxes of mean(predicted) - mean(observed) (" + e.units + ")"},
       {"RMSE", "mean over modelled boxes of the root mean squared error of the daily values (" + e.units + ")"},
       {"Pearson", "mean over modelled boxes of the Pearson correlation of the daily series"},
-      {"sd_ratio", "mean over modelled boxes of sd(predicted) / sd(observed) of the daily series"}};
+      {"sd_ratio", "mean over modelled boxes of sd(predicted) / sd(observed) of the daily series"},
+      {"observed", "the observations' mean and standard deviation of the daily values, each box's then averaged over "
+                   "the modelled boxes (" + e.units + "; the mean of the boxes' sd, not the sd of all values)"},
+      {"averaging", "every domain figure is the plain mean (or median) over the boxes, each box counting alike, not "
+                    "weighted by its area"}};
   const auto rows = [](const ContinuousEvaluation& x) { return domain_rows(x); };
   add_domain_scores(j, e, rows);
   add_seasons_json(j, seasons, rows);

@@ -199,7 +199,12 @@ std::string evaluation_json(const Evaluation& e, const std::vector<SeasonEvaluat
       {"RMSE", "land-box mean of the root mean squared error (mm/day)"},
       {"RMSE_wet", "RMSE over observed wet days (mm/day)"},
       {"Spearman", "land-box mean of the Spearman rank correlation of the daily series"},
-      {"ROCSS", "ROC skill score (2 AUC - 1) of the wet-day probability or amount for observed wet days"}};
+      {"ROCSS", "ROC skill score (2 AUC - 1) of the wet-day probability or amount for observed wet days"},
+      {"observed", "the observations' indices, each box's then averaged over the land boxes: mean (mm/day), R01 "
+                   "(wet-day frequency, 0..1), SDII (mean wet-day amount, mm/day), P98 and P98Wet (mm/day), "
+                   "WetAnnualMaxSpell and DryAnnualMaxSpell (days)"},
+      {"averaging", "every domain figure is the plain mean (or median) over the boxes, each box counting alike, not "
+                    "weighted by its area"}};
   const auto rows = [](const Evaluation& x) { return domain_rows(x); };
   add_domain_scores(j, e, rows);
   add_seasons_json(j, seasons, rows);

@@ -1,6 +1,7 @@
 #include "evaluate/scores_file.h"
 
 #include <cmath>
+#include <set>
 
 #include "io/atomic_file.h"
 #include "io/calendar.h"
@@ -149,18 +150,40 @@ void write_scores_file(const std::string& path, const ScoresFile& f) {
   nc.put_att(vlat, "long_name", "latitude");
   nc.put_att(vlat, "units", "degrees_north");
   nc.put_att(vlat, "axis", "Y");
+  // The boxes' edges (CDO's area weights in fldmean come from them), where an axis has two or more.
+  int vlat_bnds = -1, vlon_bnds = -1;
+  if (ny > 1) {
+    nc.put_att(vlat, "bounds", "lat_bnds");
+    vlat_bnds = nc.def_var("lat_bnds", NC_DOUBLE, {dy, db});
+  }
   const int vlon = nc.def_var("lon", NC_DOUBLE, {dx});
   nc.put_att(vlon, "standard_name", "longitude");
   nc.put_att(vlon, "long_name", "longitude");
   nc.put_att(vlon, "units", "degrees_east");
   nc.put_att(vlon, "axis", "X");
-  // The period the statistics are over: one time step with bounds.
-  const auto time = define_time(nc, "time", "bounds", "time_bnds", f.calendar, dt, db);
+  if (nx > 1) {
+    nc.put_att(vlon, "bounds", "lon_bnds");
+    vlon_bnds = nc.def_var("lon_bnds", NC_DOUBLE, {dx, db});
+  }
+  const Calendar cal = parse_calendar(f.calendar, path + ": calendar");
+  // The period the statistics are over: one time step with bounds; a test split of some months
+  // of each year (fetch.season: DJF) is over those months only, a climatological time as each
+  // season's below (a plain mean over its bounds would take in the summers between).
+  std::set<int> months, years;
+  for (int64_t d : f.days) {
+    const Date date = date_from_days(d, cal);
+    months.insert(date.month), years.insert(date.year);
+  }
+  const bool some_months = months.size() < 12 && years.size() > 1 &&
+                           f.days.back() - f.days.front() + 1 != int64_t(f.days.size());
+  const auto time = some_months ? define_time(nc, "time", "climatology", "climatology_bnds", f.calendar, dt, db)
+                                : define_time(nc, "time", "bounds", "time_bnds", f.calendar, dt, db);
   std::vector<int> ids;
   std::vector<const ScoreField*> fields;
   for (const auto& s : f.fields) {
-    ids.push_back(
-        define_field(nc, s, s.index + "_" + s.method, dt, dy, dx, s.cell_methods, s.standard_name, s.long_name));
+    const std::string cm = some_months ? seasonal_cell_methods(s.cell_methods, "time") : s.cell_methods;
+    const std::string sn = !some_months || s.cell_methods.empty() || !cm.empty() ? s.standard_name : "";
+    ids.push_back(define_field(nc, s, s.index + "_" + s.method, dt, dy, dx, cm, sn, s.long_name));
     fields.push_back(&s);
   }
   // Each season: its climatological time axis, then its fields.
@@ -184,10 +207,8 @@ void write_scores_file(const std::string& path, const ScoresFile& f) {
       fields.push_back(&s);
     }
   }
-  const Calendar cal = parse_calendar(f.calendar, path + ": calendar");
   nc.put_att(NC_GLOBAL, "Conventions", "CF-1.8");
   nc.put_att(NC_GLOBAL, "title", f.title);
-  nc.put_att(NC_GLOBAL, "institution", "produced with downscale");
   nc.put_att(NC_GLOBAL, "source", f.source);
   nc.put_att(NC_GLOBAL, "history", utc_now() + ": " + f.history);
   nc.put_att(NC_GLOBAL, "test_period_start", to_string(date_from_days(f.days.front(), cal)));
@@ -203,6 +224,8 @@ void write_scores_file(const std::string& path, const ScoresFile& f) {
 
   nc.write(vlat, f.lat.data());
   nc.write(vlon, f.lon.data());
+  if (vlat_bnds >= 0) nc.write(vlat_bnds, {0, 0}, {ny, 2}, cf_bounds(f.lat, true).data());
+  if (vlon_bnds >= 0) nc.write(vlon_bnds, {0, 0}, {nx, 2}, cf_bounds(f.lon, false).data());
   write_period(nc, time, f.days);
   for (size_t i = 0; i < f.seasons.size(); ++i) write_period(nc, season_times[i], f.seasons[i].days);
   std::vector<float> buf(ny * nx);

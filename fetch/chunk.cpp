@@ -118,6 +118,7 @@ FieldFile create_field_file(const std::string& path, const FieldPlan& f, size_t 
   // another quantity (a flux in kg m-2 s-1 written as mm/day is lwe_precipitation_rate): then,
   // and for a source without one, the standard variable's name in the units written.
   if (!f.source_long_name.empty()) nc.put_att(out.var, "long_name", f.source_long_name);
+  if (!f.source_cell_methods.empty()) nc.put_att(out.var, "cell_methods", f.source_cell_methods);
   const bool same_quantity = f.source_units == f.out_units() || (f.def.scale == 1 && f.def.offset == 0);
   std::string standard_name = same_quantity ? f.source_standard_name : "";
   if (standard_name.empty()) standard_name = standard_name_for(f.var, f.out_units());
@@ -140,6 +141,7 @@ FieldFile create_field_file(const std::string& path, const FieldPlan& f, size_t 
   nc.put_att(NC_GLOBAL, "Conventions", "CF-1.8");
   nc.put_att(NC_GLOBAL, "source", f.redacted());
   nc.put_att(NC_GLOBAL, "history", history);
+  for (const auto& [name, text] : f.source_globals) nc.put_att(NC_GLOBAL, "original_" + name, text);
   nc.end_define();
   nc.write(out.lat, f.lat.data());
   nc.write(out.lon, f.lon.data());

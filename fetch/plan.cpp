@@ -123,6 +123,24 @@ double largest_step(const std::vector<double>& c) {
 
 }  // namespace
 
+std::string fetched_cell_methods(const std::string& source, const std::map<std::string, std::string>& renamed) {
+  std::istringstream in(source);
+  std::string out;
+  int depth = 0;  // inside a comment's parentheses
+  for (std::string word; in >> word;) {
+    const int opens = int(std::count(word.begin(), word.end(), '('));
+    if (depth == 0 && opens == 0 && word.size() > 1 && word.back() == ':') {
+      const std::string name = word.substr(0, word.size() - 1);
+      const auto it = renamed.find(name);
+      if (it != renamed.end()) word = it->second + ":";
+      else if (name != "area") return "";
+    }
+    depth += opens - int(std::count(word.begin(), word.end(), ')'));
+    out += (out.empty() ? "" : " ") + word;
+  }
+  return out;
+}
+
 CutBox widened_cut(const Config::Fetch& req, const GridSpec& g, double source_dlon, double source_dlat) {
   CutBox b{req.lon_min, req.lon_max, req.lat_min, req.lat_max};
   const double half = g.step / 2;
@@ -307,6 +325,10 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
   f.source_units = src.att_text(v, "units");
   f.source_standard_name = src.att_text(v, "standard_name");
   f.source_long_name = src.att_text(v, "long_name");
+  f.source_cell_methods = fetched_cell_methods(
+      src.att_text(v, "cell_methods"), {{dims[f.t_ax], "time"}, {dims[f.y_ax], "lat"}, {dims[f.x_ax], "lon"}});
+  for (const char* g : {"title", "institution", "source", "references", "license", "licence", "doi", "contact"})
+    if (const std::string text = src.att_text(NC_GLOBAL, g); !text.empty()) f.source_globals[g] = text;
   const std::string target = f.def.target_units();
   if (!target.empty()) {
     if (f.source_units.empty())

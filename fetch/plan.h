@@ -19,6 +19,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,10 @@ struct FieldPlan {
   DatasetVariable def;         // conversion and checks from the dataset definition
   std::string source_units;    // units attribute in the source
   std::string source_standard_name, source_long_name;  // kept in the fetched file (CF)
+  std::string source_cell_methods;  // kept too ("time: mean": a daily mean, not an instant)
+  // The source's own provenance (its title, institution, source, references, licence), kept in
+  // the fetched file as original_<name>: the terms and the citation of the data travel with it.
+  std::map<std::string, std::string> source_globals;
   UnitConversion convert;      // source_units -> def.target_units() (udunits2), before def.scale/offset
   Calendar calendar = Calendar::standard;  // the source's; day numbers count in it
   // The source's time bounds put some steps on another day than their stamps (stamped at an end
@@ -127,6 +132,12 @@ struct CutBox {
   double lon_min = 0, lon_max = 0, lat_min = 0, lat_max = 0;
 };
 CutBox widened_cut(const Config::Fetch& req, const GridSpec& g, double source_dlon, double source_dlat);
+
+// The source's cell_methods ("t: mean", "valid_time: mean (interval: 1 day)") in the fetched
+// file's names: each `name:` that is a source dimension becomes the one `renamed` gives it
+// (time, lat, lon); "" when it names anything else but area (a level dimension): better none
+// than one that names a dimension the file does not have. Parenthesized comments stay as they are.
+std::string fetched_cell_methods(const std::string& source, const std::map<std::string, std::string>& renamed);
 
 // Opens the source at a URL (the caller opens each distinct URL once and keeps it).
 using SourceOpener = std::function<const NcFile&(const std::string& url)>;

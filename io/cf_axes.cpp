@@ -1,5 +1,6 @@
 #include "io/cf_axes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 
@@ -28,11 +29,19 @@ CfAxes define_cf_axes(NcFile& nc, size_t ny, size_t nx, const std::string& calen
   nc.put_att(a.lat, "long_name", "latitude");
   nc.put_att(a.lat, "units", "degrees_north");
   nc.put_att(a.lat, "axis", "Y");
+  if (ny > 1) {
+    nc.put_att(a.lat, "bounds", "lat_bnds");
+    a.lat_bnds = nc.def_var("lat_bnds", NC_DOUBLE, {a.lat_dim, db});
+  }
   a.lon = nc.def_var("lon", NC_DOUBLE, {a.lon_dim});
   nc.put_att(a.lon, "standard_name", "longitude");
   nc.put_att(a.lon, "long_name", "longitude");
   nc.put_att(a.lon, "units", "degrees_east");
   nc.put_att(a.lon, "axis", "X");
+  if (nx > 1) {
+    nc.put_att(a.lon, "bounds", "lon_bnds");
+    a.lon_bnds = nc.def_var("lon_bnds", NC_DOUBLE, {a.lon_dim, db});
+  }
   return a;
 }
 
@@ -40,6 +49,8 @@ void write_cf_axes(NcFile& nc, const CfAxes& a, const std::vector<int64_t>& days
                    const std::vector<double>& lon) {
   nc.write(a.lat, lat.data());
   nc.write(a.lon, lon.data());
+  if (a.lat_bnds >= 0) nc.write(a.lat_bnds, {0, 0}, {lat.size(), 2}, cf_bounds(lat, true).data());
+  if (a.lon_bnds >= 0) nc.write(a.lon_bnds, {0, 0}, {lon.size(), 2}, cf_bounds(lon, false).data());
   const size_t nt = days.size();
   if (!nt) return;
   std::vector<double> t(nt), bnds(2 * nt);
@@ -50,6 +61,19 @@ void write_cf_axes(NcFile& nc, const CfAxes& a, const std::vector<int64_t>& days
   }
   nc.write(a.time, {0}, {nt}, t.data());
   nc.write(a.time_bnds, {0, 0}, {nt, 2}, bnds.data());
+}
+
+std::vector<double> cf_bounds(const std::vector<double>& c, bool latitude) {
+  const size_t n = c.size();
+  if (n < 2) throw Error("cf_bounds: " + std::to_string(n) + " centres: a box needs a neighbour to be sized by");
+  std::vector<double> b(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    const double before = i > 0 ? 0.5 * (c[i - 1] + c[i]) : c[0] - 0.5 * (c[1] - c[0]);
+    const double after = i + 1 < n ? 0.5 * (c[i] + c[i + 1]) : c[n - 1] + 0.5 * (c[n - 1] - c[n - 2]);
+    b[2 * i] = latitude ? std::clamp(before, -90.0, 90.0) : before;
+    b[2 * i + 1] = latitude ? std::clamp(after, -90.0, 90.0) : after;
+  }
+  return b;
 }
 
 std::vector<int64_t> read_cf_days(const NcFile& nc, std::string* calendar) {
@@ -75,7 +99,6 @@ void put_prediction_globals(NcFile& nc, const std::string& title, const std::str
                             const std::map<std::string, std::string>& extra) {
   nc.put_att(NC_GLOBAL, "Conventions", "CF-1.8");
   nc.put_att(NC_GLOBAL, "title", title);
-  nc.put_att(NC_GLOBAL, "institution", "produced with downscale");
   nc.put_att(NC_GLOBAL, "source", source);
   nc.put_att(NC_GLOBAL, "history", utc_now() + ": " + history);
   nc.put_att(NC_GLOBAL, "checkpoint", checkpoint);

@@ -14,17 +14,27 @@ namespace ds {
 
 struct CfAxes {
   int time_dim = -1, lat_dim = -1, lon_dim = -1;
-  int time = -1, time_bnds = -1, lat = -1, lon = -1;
+  int time = -1, time_bnds = -1, lat = -1, lon = -1, lat_bnds = -1, lon_bnds = -1;
 };
 
-// Defines time (unlimited), time_bnds, lat and lon; `calendar` is a CF name (calendar.h cf_name).
+// Defines time (unlimited), time_bnds, lat and lon with their bounds where an axis has two boxes
+// or more (the boxes' edges, so that area weights and conservative regridding in CDO or xESMF
+// take the boxes as downscale did);
+// `calendar` is a CF name (calendar.h cf_name).
 CfAxes define_cf_axes(NcFile& nc, size_t nlat, size_t nlon, const std::string& calendar);
 // Writes the coordinates once the file left define mode: time at the middle of each day, the
-// bounds the day itself (the values are daily means).
+// bounds the day itself (the values are daily means); each box's edges half way to its
+// neighbours' centres, the outer ones as far out as the inner (cf_bounds).
 void write_cf_axes(NcFile& nc, const CfAxes& a, const std::vector<int64_t>& days, const std::vector<double>& lat,
                    const std::vector<double>& lon);
 // Days (floored time values) and the calendar attribute's CF name ("standard" when absent).
 std::vector<int64_t> read_cf_days(const NcFile& nc, std::string* calendar);
+
+// CF bounds of boxes centred at `centres` (ascending or descending, at least 2): midpoints
+// between neighbours, the first and last box as wide as their neighbour's gap; latitudes
+// clamped to the poles. (n) centres -> (n, 2), each box's two edges in the centres' order. An
+// axis of one box has no neighbour to size it by: the files give it no bounds.
+std::vector<double> cf_bounds(const std::vector<double>& centres, bool latitude);
 
 std::string utc_now();  // "2026-11-22T12:00:00Z", for history attributes
 

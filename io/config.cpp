@@ -43,6 +43,17 @@ FieldRequest FieldRequest::parse(const std::string& text, const std::string& whe
   return f;
 }
 
+std::string Config::Preprocess::split_years_text() const {
+  if (train_years.empty() && validation_years.empty() && test_years.empty()) return "";
+  std::string out;
+  const std::pair<const char*, const YearRange*> splits[] = {
+      {"train", &train_years}, {"validation", &validation_years}, {"test", &test_years}};
+  for (const auto& [name, y] : splits)
+    out += (out.empty() ? "" : ", ") + std::string(name) + " " +
+           (y->empty() ? "none" : std::to_string(y->first) + ".." + std::to_string(y->last));
+  return out;
+}
+
 int GridSpec::nlon() const { return static_cast<int>(std::lround((lon_last - lon_first) / step)) + 1; }
 int GridSpec::nlat() const { return static_cast<int>(std::lround((lat_last - lat_first) / step)) + 1; }
 
@@ -128,8 +139,11 @@ class Reader {
     return present;
   }
 
-  // Whether the file or a --set gives `key` (not only its default).
-  bool has(const std::string& key) const { return find(key).IsDefined(); }
+  // Whether the file or a --set gives `key` a value (not only its default).
+  bool has(const std::string& key) const {
+    const YAML::Node n = find(key);
+    return n.IsDefined() && !n.IsNull();  // `lon:` alone is no value (get_pair keeps the default)
+  }
 
   // Where the value of `key` came from, for messages: "--set key=value" when an override set it
   // (or a section above it: `--set preprocess.predictor_grid={...}`), else the config file.

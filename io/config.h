@@ -94,6 +94,10 @@ struct Config {
     GridSpec predictand_grid;
     bool has_predictand_grid = false;
     YearRange train_years, validation_years, test_years;
+    // "train 1979..2002, validation none, test 2003..2008": what a store records of the years it
+    // was built with (its split_years attribute) and train/store_splits.h compares; "" when the
+    // config gives no years at all (a config for the later stages alone).
+    std::string split_years_text() const;
     double wet_threshold = 0.99;      // mm/day; target = pr - threshold where pr >= threshold
     // Regridding method per field ("z@500"), per variable ("z", "pr") or "default":
     // bilinear | conservative | nearest. Unlisted fields use "default", itself bilinear.

@@ -162,11 +162,17 @@ void check_config(const Config& c, const KeyOrigin& origin) {
     const double lon0 = std::min(g->lon_first, g->lon_last) - h, lon1 = std::max(g->lon_first, g->lon_last) + h;
     const double lat0 = std::min(g->lat_first, g->lat_last) - h, lat1 = std::max(g->lat_first, g->lat_last) + h;
     const bool lon_ok = spans(c.fetch.lon_min, c.fetch.lon_max, lon0, lon1, true);
-    if (!lon_ok || !spans(c.fetch.lat_min, c.fetch.lat_max, lat0, lat1, false))
-      k.fail(lon_ok ? "fetch.lat" : "fetch.lon",
-             "gives a box (lon " + num(c.fetch.lon_min) + ".." + num(c.fetch.lon_max) + ", lat " + num(c.fetch.lat_min) +
-                 ".." + num(c.fetch.lat_max) + ") that shares no area with " + key + "'s cells (lon " + num(lon0) +
-                 ".." + num(lon1) + ", lat " + num(lat0) + ".." + num(lat1) + "): the grids are regridded from what fetch cuts to the box");
+    if (lon_ok && spans(c.fetch.lat_min, c.fetch.lat_max, lat0, lat1, false)) continue;
+    const std::string box_key = lon_ok ? "fetch.lat" : "fetch.lon", grid_key = key + (lon_ok ? ".lat" : ".lon");
+    const std::string box = "the box (lon " + num(c.fetch.lon_min) + ".." + num(c.fetch.lon_max) + ", lat " +
+                            num(c.fetch.lat_min) + ".." + num(c.fetch.lat_max) + ")";
+    const std::string cells = key + "'s cells (lon " + num(lon0) + ".." + num(lon1) + ", lat " + num(lat0) + ".." +
+                              num(lat1) + ")";
+    // Blamed on the one a --set moved, when only one of them was (a sign dropped on the command line).
+    if (origin(grid_key).rfind("--set", 0) == 0 && origin(box_key).rfind("--set", 0) != 0)
+      k.fail(grid_key, "gives " + cells + " that share no area with " + box + " (fetch.lon, fetch.lat)");
+    k.fail(box_key, "gives " + box + " that shares no area with " + cells +
+                        ": the grids are regridded from what fetch cuts to the box");
   }
   k.disjoint({{"preprocess.train_years", c.preprocess.train_years},
               {"preprocess.validation_years", c.preprocess.validation_years},

@@ -75,6 +75,7 @@ StoreWriter::StoreWriter(const std::string& path, const StoreMeta& meta, int def
   file_.write("/stats/mean", stat_dims, meta.mean.data());
   file_.write("/stats/sd", stat_dims, meta.sd.data());
   write_coordinates("/");
+  write_coordinates("/stats", false);  // xarray shows a group's own coordinates only (group="stats")
   attach_root_coordinates();
   file_.set_attr("/", "identity", store_identity(meta_));
   file_.set_attr("/", "identity_parts", identity_parts(meta_));
@@ -85,26 +86,33 @@ StoreWriter::StoreWriter(const std::string& path, const StoreMeta& meta, int def
 // strings), predictor_lat/lon and lat/lon (the predictand grid) in the root, for the mask and the
 // statistics, and again in each split's group with its time, for x, y and obs: xarray shows a
 // group's own coordinates only. The /grid datasets stay for the readers of earlier stores.
-void StoreWriter::write_coordinates(const std::string& group) {
+void StoreWriter::write_coordinates(const std::string& group, bool output_grid) {
   const StoreMeta& m = meta_;
   const std::string g = group == "/" ? "" : group;
   file_.write_strings(g + "/channel", m.channels);
   file_.set_attr(g + "/channel", "long_name", std::string("predictor field as var@level in hPa (a surface field: var)"));
   file_.write(g + "/predictor_lat", {m.predictor_lat.size()}, m.predictor_lat.data());
   file_.write(g + "/predictor_lon", {m.predictor_lon.size()}, m.predictor_lon.data());
-  file_.write(g + "/lat", {m.predictand_lat.size()}, m.predictand_lat.data());
-  file_.write(g + "/lon", {m.predictand_lon.size()}, m.predictand_lon.data());
-  for (const char* lat : {"/predictor_lat", "/lat"}) {
+  std::vector<std::string> lats{"/predictor_lat"}, lons{"/predictor_lon"};
+  if (output_grid) {
+    file_.write(g + "/lat", {m.predictand_lat.size()}, m.predictand_lat.data());
+    file_.write(g + "/lon", {m.predictand_lon.size()}, m.predictand_lon.data());
+    lats.push_back("/lat"), lons.push_back("/lon");
+  }
+  for (const auto& lat : lats) {
     file_.set_attr(g + lat, "units", std::string("degrees_north"));
     file_.set_attr(g + lat, "standard_name", std::string("latitude"));
     file_.set_attr(g + lat, "axis", std::string("Y"));
   }
-  for (const char* lon : {"/predictor_lon", "/lon"}) {
+  for (const auto& lon : lons) {
     file_.set_attr(g + lon, "units", std::string("degrees_east"));
     file_.set_attr(g + lon, "standard_name", std::string("longitude"));
     file_.set_attr(g + lon, "axis", std::string("X"));
   }
-  for (const char* c : {"/channel", "/predictor_lat", "/predictor_lon", "/lat", "/lon"}) file_.make_scale(g + c, c + 1);
+  std::vector<std::string> scales{"/channel"};
+  scales.insert(scales.end(), lats.begin(), lats.end());
+  scales.insert(scales.end(), lons.begin(), lons.end());
+  for (const auto& c : scales) file_.make_scale(g + c, c.substr(1));
 }
 
 void StoreWriter::attach_root_coordinates() {
@@ -112,9 +120,15 @@ void StoreWriter::attach_root_coordinates() {
   file_.attach_scale("/mask", "/lon", 1);
   file_.set_attr("/mask", "long_name", std::string("modelled (land) grid box: 1, else 0"));
   for (const char* st : {"/stats/mean", "/stats/sd"}) {
-    file_.attach_scale(st, "/channel", 0);
-    file_.attach_scale(st, "/predictor_lat", 1);
-    file_.attach_scale(st, "/predictor_lon", 2);
+    file_.attach_scale(st, "/stats/channel", 0);
+    file_.attach_scale(st, "/stats/predictor_lat", 1);
+    file_.attach_scale(st, "/stats/predictor_lon", 2);
+  }
+  // The statistics are in each channel's own units (Pa, K, kg kg-1): one `units` cannot say it.
+  if (meta_.channel_units.size() == meta_.channels.size() && !meta_.channels.empty()) {
+    file_.write_strings("/stats/channel_units", meta_.channel_units);
+    file_.attach_scale("/stats/channel_units", "/stats/channel", 0);
+    file_.set_attr("/stats/channel_units", "long_name", std::string("units of each channel's mean and sd, as fetched"));
   }
   file_.set_attr("/stats/mean", "long_name", std::string("training-period mean per channel and grid box"));
   file_.set_attr("/stats/sd", "long_name", std::string("training-period standard deviation (ddof 1)"));

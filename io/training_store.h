@@ -1,7 +1,7 @@
 // The training store: the one HDF5 file `preprocess` writes and `train` and `predict` read.
 // Layout (sample-major so one sample or one batch is one contiguous chunked read):
 //   /                   attrs: format, channels ("z@500,z@700,..."), wet_threshold, sd_ddof,
-//                       config (YAML text), split_years (io/store_splits.h), sources, software_version, standardize, regrid, fill,
+//                       config (YAML text), split_years (train/store_splits.h), sources, software_version, standardize, regrid, fill,
 //                       dropped_dates, predictand ("pr", "tas", ...), predictand_units ("mm/day",
 //                       "degC", ...), calendar (CF name of the day numbers' calendar),
 //                       obs_window (row0, col0, rows, cols), identity (SHA-256 of channels,
@@ -55,8 +55,8 @@ struct StoreMeta {
   std::vector<float> mean, sd;
   double wet_threshold = 0.99;
   std::string config_text, sources;
-  // The split years preprocess was given (io/store_splits.h; "" in stores built before they were
-  // recorded): the days of each split are the truth, this says what the config asked.
+  // The split years preprocess was given (Config::Preprocess::split_years_text; "" in stores built
+  // before they were recorded): the days of each split are the truth, this says what was asked.
   std::string split_years;
   std::string standardize = "grid_box", regrid, fill = "none";  // provenance (written, read if present)
   int64_t dropped_dates = 0;
@@ -95,7 +95,9 @@ class StoreWriter {
 
  private:
   struct SplitHash;
-  void write_coordinates(const std::string& group);  // dimension scales in `group` ("/" the root)
+  // Dimension scales in `group` ("/" the root): channel and the predictor grid, and the output
+  // grid (lat, lon) unless output_grid is false (/stats: the statistics are on the predictor grid).
+  void write_coordinates(const std::string& group, bool output_grid = true);
   void attach_root_coordinates();
   H5File file_;
   StoreMeta meta_;

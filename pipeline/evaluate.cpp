@@ -28,10 +28,10 @@
 #include "io/run_lock.h"
 #include "io/sha256.h"
 #include "io/stop_signal.h"
-#include "io/store_splits.h"
 #include "io/training_store.h"
 #include "pipeline/stages.h"
 #include "predict/window.h"
+#include "train/store_splits.h"
 
 namespace ds {
 
@@ -43,20 +43,37 @@ void write_text(const std::string& path, const std::string& text) { write_file_a
 constexpr const char* kMapsStopNote =
     "drawing the figures; scores.json, scores.csv and scores.nc are written, the figures are an earlier run's";
 
-// The figures, drawn after the score files: a failure among them (a full disk) leaves this run's
-// scores beside figures of an earlier run, and the error says so.
-template <typename Draw>
-void draw_figures(const std::string& dir, const Draw& draw) {
-  try {
-    draw();
-  } catch (const Interrupted&) {
-    throw;
-  } catch (const Error& e) {
-    throw Error(std::string(e.what()) + " (while drawing the figures: " + dir + "/scores.json, scores.csv and " +
-                    "scores.nc are this run's; figures not drawn again are an earlier run's)",
-                e.code());
+// evaluate's outputs, each written whole (atomically) one after the other: a failure after the
+// first (a full disk) leaves this run's files beside an earlier run's, and the error says which.
+constexpr const char* kFiguresRest = "the figures drawn before this one are this run's, the others an earlier run's";
+
+class OutputsInOrder {
+ public:
+  explicit OutputsInOrder(std::string dir) : dir_(std::move(dir)) {}
+  // `rest`: what of this step and the later ones is an earlier run's (the figures: those not
+  // drawn again).
+  template <typename Write>
+  void write(const std::string& what, const Write& w,
+             const std::string& rest = "the rest is an earlier run's, if any") {
+    try {
+      w();
+    } catch (const Interrupted&) {
+      throw;  // its own note says what is written
+    } catch (const Error& e) {
+      if (done_.empty()) throw;
+      std::string done;
+      for (const auto& d : done_) done += (done.empty() ? "" : ", ") + d;
+      throw Error(std::string(e.what()) + " (while writing " + what + " into " + dir_ + ": " + done +
+                      (done_.size() > 1 ? " are" : " is") + " this run's; " + rest + ")",
+                  e.code());
+    }
+    done_.push_back(what);
   }
-}
+
+ private:
+  std::string dir_;
+  std::vector<std::string> done_;
+};
 
 // evaluate/scores.nc: the per-box fields behind the report, on the prediction's grid and days.
 void write_scores_nc(const std::string& dir, const std::string& pred_path, const std::vector<double>& lat,
@@ -249,14 +266,17 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   // scores.nc first (the long write, checked for a stop before it is renamed), then the small
   // files: a stop before the maps leaves the three score files of this run together.
   throw_if_stop_requested("scoring; nothing written");
-  write_scores_nc(dir, pred_path, pred.lat, pred.lon, pred.days, pred.calendar,
-                  continuous_score_fields(e, cf_standard_name(meta.predictand)), {}, std::move(season_fields));
-  write_text(dir + "/scores.json", continuous_json(e, seasonal, about));
-  write_text(dir + "/scores.csv", continuous_csv(e, seasonal));
+  OutputsInOrder outputs(dir);
+  outputs.write("scores.nc", [&] {
+    write_scores_nc(dir, pred_path, pred.lat, pred.lon, pred.days, pred.calendar,
+                    continuous_score_fields(e, cf_standard_name(meta.predictand)), {}, std::move(season_fields));
+  });
+  outputs.write("scores.json", [&] { write_text(dir + "/scores.json", continuous_json(e, seasonal, about)); });
+  outputs.write("scores.csv", [&] { write_text(dir + "/scores.csv", continuous_csv(e, seasonal)); });
   throw_if_stop_requested(kMapsStopNote);
   const std::string& v = meta.predictand;
   const std::string& units = meta.predictand_units;
-  draw_figures(dir, [&] {
+  outputs.write("the figures", [&] {
     // Maps and summary.png, annual and each season's (evaluate/evaluation_maps.h).
     write_continuous_maps(dir, {pred.lon, pred.lat}, cfg.file, e, seasonal);
     // The score table, annual, then scores_table_<season>.png for each season.
@@ -273,7 +293,7 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
     table(dir + "/scores_table.png", e, "");
     for (const auto& s : seasonal) table(dir + "/scores_table_" + s.season + ".png", s.evaluation, ", " + s.season);
     remove_old_season_figures(dir, cfg);
-  });
+  }, kFiguresRest);
 
   // The log table: the annual block, then one per season.
   auto log_table = [](const ContinuousEvaluation& x) {
@@ -362,13 +382,16 @@ int run_evaluate(const Config& cfg) {
   const std::string dir = paths.evaluate_dir();
   make_dirs(dir);
   throw_if_stop_requested("scoring; nothing written");
-  write_scores_nc(dir, pred_path, pred.lat, pred.lon, pred.days, pred.calendar, precipitation_score_fields(e),
-                  {{"wet_day_threshold", "1 mm/day"}}, std::move(season_fields));
-  write_text(dir + "/scores.json", evaluation_json(e, seasonal, about));
-  write_text(dir + "/scores.csv", evaluation_csv(e, seasonal));
+  OutputsInOrder outputs(dir);
+  outputs.write("scores.nc", [&] {
+    write_scores_nc(dir, pred_path, pred.lat, pred.lon, pred.days, pred.calendar, precipitation_score_fields(e),
+                    {{"wet_day_threshold", "1 mm/day"}}, std::move(season_fields));
+  });
+  outputs.write("scores.json", [&] { write_text(dir + "/scores.json", evaluation_json(e, seasonal, about)); });
+  outputs.write("scores.csv", [&] { write_text(dir + "/scores.csv", evaluation_csv(e, seasonal)); });
   throw_if_stop_requested(kMapsStopNote);
 
-  draw_figures(dir, [&] {
+  outputs.write("the figures", [&] {
     // Maps and summary.png, annual and each season's (evaluate/evaluation_maps.h).
     write_precipitation_maps(dir, {pred.lon, pred.lat}, cfg.file, e, seasonal);
     write_table_png(dir + "/scores_table.png", e, "downscale evaluate: " + cfg.file);
@@ -377,7 +400,7 @@ int run_evaluate(const Config& cfg) {
                       "downscale evaluate, " + s.season + " (" + std::to_string(s.evaluation.ndays) +
                           " test days): " + cfg.file);
     remove_old_season_figures(dir, cfg);
-  });
+  }, kFiguresRest);
 
   // The log table: the annual block, then one per season.
   auto log_table = [](const Evaluation& x) {

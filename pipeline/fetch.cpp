@@ -152,6 +152,9 @@ int run_fetch(const Config& cfg, bool dry_run) {
   const auto& f = cfg.fetch;
   if (f.predictors.empty()) throw UsageError(cfg.origin("fetch.predictors.fields") + ": key 'fetch.predictors.fields' lists no predictor");
   if (f.years.empty()) throw UsageError(cfg.origin("fetch.years") + ": key 'fetch.years' is required");
+  if (!f.has_box)
+    throw UsageError(cfg.origin("fetch.lon") + ": keys 'fetch.lon' and 'fetch.lat' are required (the box cut from the "
+                     "sources, e.g. lon: [-165, -60], lat: [12, 70])");
   for (double lon : {f.lon_min, f.lon_max})
     if (lon < -180 || lon > 180) throw UsageError(cfg.origin("fetch.lon") + ": key 'fetch.lon' must lie in -180..180 (degrees east)");
 

@@ -14,6 +14,8 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <sstream>
+#include <string>
 
 #include "evaluate/baselines.h"
 #include "evaluate/seasons.h"
@@ -31,7 +33,6 @@
 #include "io/sha256.h"
 #include "io/stop_signal.h"
 #include "io/store_checks.h"
-#include "io/store_splits.h"
 #include "io/training_store.h"
 #include "model/loss.h"
 #include "model/math_mode.h"
@@ -45,6 +46,7 @@
 #include "train/checkpoint.h"
 #include "train/climatology_start.h"
 #include "train/device_check.h"
+#include "train/store_splits.h"
 
 namespace ds {
 
@@ -458,6 +460,10 @@ void report_test_scores(const RunPaths& paths, const TestScore& s, size_t n, con
   j["mean_observed" + key_units] = s.sum_obs / s.count;
   j["mean_predicted" + key_units] = s.sum_pred / s.count;
   j["checkpoint"] = ckpt;
+  j["definitions"] = "the test split's first score, of " + what + ": rmse pooled over every observed (day, box) "
+                     "value of the modelled boxes, rmse_climatology the same of each box's training mean, "
+                     "mse_skill_score_vs_climatology 1 - MSE / MSE of climatology, the means over the same values; "
+                     "`downscale evaluate` scores each box and averages the boxes' scores, so its RMSE differs";
   // Written after the prediction: a failure here (a full disk) leaves this run's prediction
   // beside an earlier run's scores.json, and the error says so.
   try {
@@ -473,6 +479,18 @@ void report_test_scores(const RunPaths& paths, const TestScore& s, size_t n, con
                "observed values of the modelled boxes (evaluate's RMSE is the mean of each box's)",
                what, rmse, units, rmse_clim, units, skill, skill > 0 ? "beats climatology" : "does NOT beat climatology",
                s.count);
+}
+
+// The store's `sources` (each fetched field's source, space-separated) with each named once:
+// twenty predictor fields of one reanalysis are one source.
+std::string training_sources(const std::string& sources) {
+  std::vector<std::string> seen;
+  std::istringstream in(sources);
+  for (std::string s; in >> s;)
+    if (std::find(seen.begin(), seen.end(), s) == seen.end()) seen.push_back(s);
+  std::string out;
+  for (const auto& s : seen) out += (out.empty() ? "" : " ") + s;
+  return out;
 }
 
 }  // namespace
@@ -497,14 +515,22 @@ int run_predict(const Config& cfg) {
   // A train still running in the model's folder rewrites its checkpoints as it goes: predicting
   // from one is a look at the model so far (allowed), and evaluate will later refuse this
   // prediction once the checkpoint has changed; said now rather than then.
+  const auto same_file = [&](const std::string& name) {
+    std::error_code ec;
+    return std::filesystem::weakly_canonical(ckpt, ec) ==
+           std::filesystem::weakly_canonical(paths.model_dir() + "/" + name, ec);
+  };
+  const bool rewritten_by_train = same_file("checkpoint_best.h5") || same_file("checkpoint_last.h5");
   try {
-    RunLock::check_free(paths.model_dir(), "train");
+    if (rewritten_by_train) RunLock::check_free(paths.model_dir(), "train");
   } catch (const Error& e) {
     spdlog::warn("{}: predicting from {} as it is now; the training rewrites it, after which evaluate refuses this "
                  "prediction (predict again when the training has finished)", e.what(), ckpt);
   }
   StoreReader store(paths.store());
   const StoreMeta& meta = store.meta();
+  // New predictors too: their thresholds, climatology and checks come from the train split.
+  if (const std::string changed = split_years_change(cfg, store); !changed.empty()) spdlog::warn("{}", changed);
   // Hashed before it is read: a training writing into the folder meanwhile must not get its
   // newer checkpoint's hash recorded for the weights used here.
   const std::string checkpoint_sum = file_sha256(ckpt);
@@ -585,7 +611,6 @@ int run_predict(const Config& cfg) {
       throw UsageError(cfg.origin("predict.standardize") + ": predict.standardize: own applies to new predictors (predict.predictors); the "
                        "test split is standardized with the training statistics");
     days = store.read_time("test");
-    if (const std::string changed = split_years_change(cfg, store); !changed.empty()) spdlog::warn("{}", changed);
     // The config gives no test years: its fault; it gives some and the store has none: the store
     // was built from another config (or before the years were set) and must be built again.
     if (days.empty() && cfg.preprocess.test_years.empty())
@@ -611,6 +636,11 @@ int run_predict(const Config& cfg) {
       {"predictors", new_inputs ? predictors_folder(cfg.predict.predictors) : paths.store() + " (test split)"},
       {"predictor_standardization", standardization},
       {"model", paths.model_dir()},
+      // What the model is and what it learnt from, for a reader of the file alone: the
+      // architecture and loss, and the fetched sources the store was built from (the predictors'
+      // then the observations'; the fetched files keep each source's references and licence).
+      {"model_architecture", spec.name + ", " + spec.loss + " loss"},
+      {"training_data", training_sources(meta.sources)},
       {"store_identity", store.identity()},  // evaluate scores it against this store only
       // ... and against this checkpoint as it was loaded: a training rerun into the same folder
       // rewrites it, and the old prediction would be scored as the new model's.

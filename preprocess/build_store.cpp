@@ -18,7 +18,6 @@
 #include "io/log.h"
 #include "io/stop_signal.h"
 #include "io/store_checks.h"
-#include "io/store_splits.h"
 #include "io/training_store.h"
 #include "preprocess/fetch_request.h"
 #include "preprocess/fetched_field.h"
@@ -346,7 +345,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     meta.predictand_lat = ygrid.grid.lat;
     meta.wet_threshold = pp.wet_threshold;
     meta.config_text = read_text(cfg.file);
-    meta.split_years = split_years_text(pp);
+    meta.split_years = pp.split_years_text();
     for (const auto& p : manifest.predictors) meta.sources += p.source + " ";
     meta.sources += manifest.predictand.source;
     meta.standardize = pp.standardize;

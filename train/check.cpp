@@ -7,12 +7,12 @@
 #include <sstream>
 
 #include "io/error.h"
-#include "io/store_splits.h"
 #include "io/training_store.h"
 #include "model/backend.h"
 #include "model/loss.h"
 #include "model/math_mode.h"
 #include "train/checkpoint.h"
+#include "train/store_splits.h"
 #include "train/device_communicator.h"
 
 namespace ds {

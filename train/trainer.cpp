@@ -22,7 +22,6 @@
 #include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/stop_signal.h"
-#include "io/store_splits.h"
 #include "io/training_store.h"
 #include "model/counter_rng.h"
 #include "model/loss.h"
@@ -41,6 +40,7 @@
 #include "train/fused_tensors.h"
 #include "train/gradient_buckets.h"
 #include "train/loss_scaler.h"
+#include "train/store_splits.h"
 #include "train/tensorboard.h"
 #include "train/timeline.h"
 

@@ -43,6 +43,12 @@ assert root["mask"].dims == ("lat", "lon") and root["lat"].size == train["lat"].
 grid = xr.open_dataset(store, group="grid")  # the earlier layout's coordinates, named too
 assert not any(d.startswith("phony_dim") for d in grid.dims), grid.dims
 assert grid["obs_lat"].dims == ("obs_lat",) and grid["predictor_lon"].size == train["predictor_lon"].size
+stats = xr.open_dataset(store, group="stats")  # the statistics with their own coordinates and units
+assert stats["mean"].dims == ("channel", "predictor_lat", "predictor_lon"), stats["mean"].dims
+assert not any(d.startswith("phony_dim") for d in stats.dims) and "lat" not in stats.coords, stats.coords
+assert list(stats["channel"].values[:1]) == ["z@500"] and stats["predictor_lat"].attrs["units"] == "degrees_north"
+units = dict(zip(stats["channel"].values, stats["channel_units"].values))
+assert units["ta@850"] == "K" and units["z@500"] == "m2 s-2", units
 sel = train["x"].sel(channel="ta@850").isel(time=0)
 assert sel.dims == ("predictor_lat", "predictor_lon") and np.isfinite(sel.values).all()
 print(f"xarray: train x {dict(train['x'].sizes)}, y {dict(train['y'].sizes)}, channels {list(train['channel'].values[:3])}...")

@@ -77,6 +77,12 @@ TEST(ScoresFile, EveryIndexOfEveryMethodWithUnitsPeriodAndFill) {
   std::vector<double> b(2);
   nc.read(nc.var_id("time_bnds"), {0, 0}, {1, 2}, b.data());
   EXPECT_EQ(b, (std::vector<double>{12418, 12420}));
+  std::vector<double> lon_bnds(6);
+  nc.read(nc.var_id("lon_bnds"), {0, 0}, {3, 2}, lon_bnds.data());
+  EXPECT_EQ(lon_bnds, (std::vector<double>{-100.25, -99.75, -99.75, -99.25, -99.25, -98.75}));
+  EXPECT_FALSE(nc.has_var("lat_bnds"));  // one latitude: no neighbour to size its box by
+  EXPECT_FALSE(nc.has_att(nc.var_id("lat"), "bounds"));
+  EXPECT_EQ(nc.att_text(nc.var_id("lon"), "bounds"), "lon_bnds");
   EXPECT_EQ(nc.att_text(NC_GLOBAL, "Conventions"), "CF-1.8");
   EXPECT_EQ(nc.att_text(NC_GLOBAL, "test_period_start"), "2004-01-01");
   EXPECT_EQ(nc.att_text(NC_GLOBAL, "test_period_end"), "2004-01-02");
@@ -113,4 +119,40 @@ TEST(ScoresFile, ScoringLogsTheMethodItScores) {
   evaluate_methods(obs, 3, {1, 1, 0}, {{12418, 12419}, {2004, 2004}}, {two});
   EXPECT_NE(log.str().find("scoring two (boxes of the observation grid x members): 6/6 done"), std::string::npos)
       << log.str();
+}
+
+// A test split of some months of each year (fetch.season DJF): the annual fields are over those
+// months only, a climatological time (CF 7.4) as each season's, not a mean over their bounds.
+TEST(ScoresFile, ATestSplitOfSomeMonthsIsAClimatologicalTime) {
+  test::TempDir d;
+  const Evaluation e = small_evaluation();
+  ScoresFile f;
+  f.lat = {40};
+  f.lon = {-100, -99.5, -99};
+  f.days = {12418, 12784};  // 2004-01-01 and 2005-01-01: January only, a year apart
+  f.calendar = "standard";
+  f.title = "test";
+  f.fields = precipitation_score_fields(e);
+  write_scores_file(d / "scores.nc", f);
+  NcFile nc = NcFile::open(d / "scores.nc");
+  EXPECT_EQ(nc.att_text(nc.var_id("time"), "climatology"), "climatology_bnds");
+  EXPECT_FALSE(nc.has_att(nc.var_id("time"), "bounds"));
+  EXPECT_EQ(nc.att_text(nc.var_id("mean_twice"), "cell_methods"), "time: mean within years time: mean over years");
+  std::vector<double> b(2);
+  nc.read(nc.var_id("climatology_bnds"), {0, 0}, {1, 2}, b.data());
+  EXPECT_EQ(b, (std::vector<double>{12418, 12785}));
+
+  // Every month, with a day dropped: still one period with bounds.
+  f.days.clear();
+  for (int64_t day = 12418; day < 12418 + 366; ++day)
+    if (day != 12500) f.days.push_back(day);
+  write_scores_file(d / "scores.nc", f);
+  NcFile all = NcFile::open(d / "scores.nc");
+  EXPECT_EQ(all.att_text(all.var_id("time"), "bounds"), "time_bnds");
+  EXPECT_EQ(all.att_text(all.var_id("mean_twice"), "cell_methods"), "time: mean");
+  // Within one year, a gap of a month (data missing, not a season): one period with bounds too.
+  f.days = {12418, 12419, 12478, 12479};  // 2004-01-01/02 and 2004-03-01/02
+  write_scores_file(d / "scores.nc", f);
+  NcFile gap = NcFile::open(d / "scores.nc");
+  EXPECT_EQ(gap.att_text(gap.var_id("time"), "bounds"), "time_bnds");
 }

@@ -189,16 +189,30 @@ TEST(ConfigValidation, PredictorListedTwiceIsRefused) {
 TEST(ConfigValidation, FetchBoxOffTheRegriddingGridsIsRefused) {
   const std::string grid = kRun + "preprocess: {predictor_grid: {lon: [-116, -86], lat: [28, 46], step: 2}}\n";
   auto msg = error_of(grid + "fetch: {lon: [-170, -160], lat: [30, 44]}\n");
-  EXPECT_TRUE(has(msg, "key 'fetch.lon' gives a box (lon -170..-160, lat 30..44) that shares no area with "
+  EXPECT_TRUE(has(msg, "key 'fetch.lon' gives the box (lon -170..-160, lat 30..44) that shares no area with "
                        "preprocess.predictor_grid's cells (lon -117..-85, lat 27..47)")) << msg;
   msg = error_of(grid + "fetch: {lon: [-110, -90], lat: [-40, -30]}\n");
-  EXPECT_TRUE(has(msg, "key 'fetch.lat' gives a box")) << msg;
+  EXPECT_TRUE(has(msg, "key 'fetch.lat' gives the box")) << msg;
+  // A grid a --set moved off the file's box: the --set is blamed.
+  msg = error_of(grid + "fetch: {lon: [-110, -90], lat: [30, 44]}\n", {"preprocess.predictor_grid.lon=[86, 116]"});
+  EXPECT_TRUE(has(msg, "--set preprocess.predictor_grid.lon=[86, 116]: key 'preprocess.predictor_grid.lon' gives "
+                       "preprocess.predictor_grid's cells (lon 85..117, lat 27..47) that share no area with the box "
+                       "(lon -110..-90, lat 30..44)")) << msg;
+  // Across the seam: a grid written past 180 and a box just west of it.
+  msg = error_of(kRun + "preprocess: {predictor_grid: {lon: [170, 190], lat: [28, 46], step: 2}}\n"
+                        "fetch: {lon: [-150, -140], lat: [30, 44]}\n");
+  EXPECT_TRUE(has(msg, "shares no area")) << msg;
+  // An empty value is no box: nothing to compare.
+  ds::test::TempDir e;
+  EXPECT_NO_THROW(load_config(write(e, grid + "fetch: {lon: , lat: [30, 44]}\n")));
   ds::test::TempDir d;
   // Overlapping, in either longitude convention; a half cell past the points still counts.
   EXPECT_NO_THROW(load_config(write(d, grid + "fetch: {lon: [-110, -90], lat: [30, 44]}\n")));
   EXPECT_NO_THROW(load_config(write(d, kRun + "preprocess: {predictor_grid: {lon: [244, 274], lat: [28, 46], step: 2}}\n"
                                               "fetch: {lon: [-110, -90], lat: [30, 44]}\n")));
   EXPECT_NO_THROW(load_config(write(d, grid + "fetch: {lon: [-120, -116.5], lat: [30, 44]}\n")));
+  EXPECT_NO_THROW(load_config(write(d, kRun + "preprocess: {predictor_grid: {lon: [170, 190], lat: [28, 46], step: 2}}\n"
+                                              "fetch: {lon: [-180, -170], lat: [30, 44]}\n")));
   // No box (a config for the later stages alone): nothing to compare.
   EXPECT_NO_THROW(load_config(write(d, grid)));
 }

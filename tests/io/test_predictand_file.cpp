@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "io/cf_axes.h"
 #include "io/netcdf_file.h"
 #include "io/precipitation_file.h"
 #include "io/error.h"
@@ -34,6 +35,19 @@ TEST(PredictandFile, TemperatureMeanAndSdRoundTripWithCalendarAndCfAttributes) {
   EXPECT_EQ(f.att_text(f.var_id("time"), "calendar"), "360_day");
   EXPECT_EQ(f.att_text(f.var_id("time"), "units"), "days since 1970-01-01 00:00:00");
   EXPECT_EQ(f.att_text(NC_GLOBAL, "predictor_standardization"), "own: 1986-2005");
+  // The boxes' edges, half way between centres and as wide at the border, and tas at 2 m.
+  EXPECT_EQ(f.att_text(f.var_id("lat"), "bounds"), "lat_bnds");
+  EXPECT_EQ(f.att_text(f.var_id("lon"), "bounds"), "lon_bnds");
+  double lat_bnds[4], lon_bnds[6], height = 0;
+  f.read(f.var_id("lat_bnds"), {0, 0}, {2, 2}, lat_bnds);
+  f.read(f.var_id("lon_bnds"), {0, 0}, {3, 2}, lon_bnds);
+  f.read(f.var_id("height"), {}, {}, &height);
+  const double lat_want[] = {36.0, 36.5, 36.5, 37.0}, lon_want[] = {-10.0, -9.5, -9.5, -9.0, -9.0, -8.5};
+  for (int i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(lat_bnds[i], lat_want[i]) << i;
+  for (int i = 0; i < 6; ++i) EXPECT_DOUBLE_EQ(lon_bnds[i], lon_want[i]) << i;
+  EXPECT_DOUBLE_EQ(height, 2.0);
+  EXPECT_EQ(f.att_text(f.var_id("height"), "units"), "m");
+  EXPECT_EQ(f.att_text(f.var_id("tas"), "coordinates"), "height lat lon");
 
   const PredictandOutput r = read_predictand(d / "tas.nc", "tas");
   EXPECT_EQ(r.days, o.days);
@@ -138,4 +152,14 @@ TEST(PredictandFile, BlocksOfDaysGiveTheFileOfOneWriteAndAnIncompleteFileIsNotCo
   EXPECT_THROW(w.write(1, four.data(), nullptr), Error);         // defined with sd, given none
   PredictandWriter m(d / "mean_only.nc", o, false);
   EXPECT_THROW(m.write(1, four.data(), four.data()), Error);     // defined without sd, given one
+}
+
+// Box edges: midpoints, the border boxes as wide as their neighbours' gap, latitudes not past a
+// pole, descending centres in their own order; one box has nothing to be sized by.
+TEST(CfAxes, BoundsAreMidpointsClampedAtThePoles) {
+  EXPECT_EQ(cf_bounds({10, 12, 16}, false), (std::vector<double>{9, 11, 11, 14, 14, 18}));
+  EXPECT_EQ(cf_bounds({89, 89.5}, true), (std::vector<double>{88.75, 89.25, 89.25, 89.75}));
+  EXPECT_EQ(cf_bounds({-89.5, -90}, true), (std::vector<double>{-89.25, -89.75, -89.75, -90}));
+  EXPECT_EQ(cf_bounds({40, 38}, true), (std::vector<double>{41, 39, 39, 37}));
+  EXPECT_THROW(cf_bounds({5}, false), Error);
 }

@@ -9,7 +9,6 @@
 #include "io/error.h"
 #include "io/sha256.h"
 #include "io/store_identity.h"
-#include "io/store_splits.h"
 #include "io/training_store.h"
 #include "support/test_support.h"
 
@@ -178,30 +177,3 @@ TEST(StoreReaderChecks, OlderFormatsAskForARebuild) {
   EXPECT_NE(refusal(path).find("rebuild it with `downscale preprocess`"), std::string::npos);
 }
 
-// The split years preprocess was given travel with the store; a config edited since is said by
-// the stages that use the store's splits, and a store from before they were recorded says nothing.
-TEST(StoreSplitYears, RecordedAndComparedWithTheConfig) {
-  test::TempDir d;
-  Config cfg;
-  cfg.preprocess.train_years = {1979, 2002};
-  cfg.preprocess.test_years = {2003, 2008};
-  EXPECT_EQ(split_years_text(cfg.preprocess), "train 1979..2002, validation none, test 2003..2008");
-  StoreMeta m = small_meta();
-  m.split_years = split_years_text(cfg.preprocess);
-  const StoreReader recorded(write_store(d / "recorded.h5", m, 6));
-  EXPECT_EQ(recorded.meta().split_years, "train 1979..2002, validation none, test 2003..2008");
-  EXPECT_EQ(split_years_change(cfg, recorded), "");
-
-  Config edited = cfg;
-  edited.preprocess.test_years = {2004, 2008};
-  const std::string said = split_years_change(edited, recorded);
-  EXPECT_NE(said.find("recorded.h5 was built with the split years train 1979..2002, validation none, test "
-                      "2003..2008; the config now gives train 1979..2002, validation none, test 2004..2008"),
-            std::string::npos)
-      << said;
-  EXPECT_NE(said.find("run `downscale preprocess` again"), std::string::npos) << said;
-
-  const StoreReader older(write_store(d / "older.h5", small_meta(), 6));
-  EXPECT_EQ(older.meta().split_years, "");
-  EXPECT_EQ(split_years_change(edited, older), "");
-}

@@ -333,6 +333,11 @@ TEST(BuildStore, AConfigEditedSinceTheFetchIsNamed) {
   ASSERT_TRUE(back.request.present);
   Config::Fetch asked;
   asked.lon_min = -10, asked.lon_max = 4, asked.lat_min = 35.5, asked.lat_max = 44, asked.years = {1979, 2008};
+  EXPECT_EQ(fetch_request_change(back, asked), "");  // no box given (a config for the later stages): nothing to compare
+  asked.lat_max = 45;
+  EXPECT_EQ(fetch_request_change(back, asked), "");
+  asked.lat_max = 44;
+  asked.has_box = true;
   EXPECT_EQ(fetch_request_change(back, asked), "");
   asked.lat_max = 45;
   const std::string lat = fetch_request_change(back, asked);
@@ -352,7 +357,7 @@ TEST(BuildStore, AConfigEditedSinceTheFetchIsNamed) {
   tiny.request = {true, -110, -103.5, 29.5, 34, 2000, 2002};
   tiny.write(run.dir / "run/fetch/manifest.json");
   run.cfg.fetch.lon_min = -110, run.cfg.fetch.lon_max = -103.5, run.cfg.fetch.lat_min = 29.5;
-  run.cfg.fetch.lat_max = 36, run.cfg.fetch.years = {2000, 2002};
+  run.cfg.fetch.lat_max = 36, run.cfg.fetch.years = {2000, 2002}, run.cfg.fetch.has_box = true;
   test::LogCapture log;
   build_store(run.cfg, run.dir / "run/fetch", run.dir / "run/store.h5");
   EXPECT_TRUE(has(log.str(), "lat [29.5, 34], years [2000, 2002] but the config's fetch now asks for lon [-110, -103.5], "

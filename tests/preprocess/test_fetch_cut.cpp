@@ -140,3 +140,16 @@ TEST(FetchCut, ASourceThatDoesNotReachTheBoxIsRefused) {
   const Config::Fetch near = test::fetch_request(40, 50, 35, 45, {2000, 2000}, {1});
   EXPECT_NO_THROW(plan_psl(d / "psl.nc", near, &grid));
 }
+
+// The source's cell_methods in the fetched file's dimension names, or none where it names a
+// dimension the fetched file does not have.
+TEST(FetchCut, CellMethodsNameTheFetchedDimensions) {
+  const std::map<std::string, std::string> names{{"valid_time", "time"}, {"latitude", "lat"}, {"longitude", "lon"}};
+  EXPECT_EQ(fetched_cell_methods("valid_time: mean", names), "time: mean");
+  EXPECT_EQ(fetched_cell_methods("valid_time: mean (interval: 1 day comment: from 24 hours)", names),
+            "time: mean (interval: 1 day comment: from 24 hours)");
+  EXPECT_EQ(fetched_cell_methods("area: mean valid_time: maximum", names), "area: mean time: maximum");
+  EXPECT_EQ(fetched_cell_methods("latitude: longitude: mean", names), "lat: lon: mean");
+  EXPECT_EQ(fetched_cell_methods("plev: mean valid_time: mean", names), "");
+  EXPECT_EQ(fetched_cell_methods("", names), "");
+}

@@ -89,7 +89,7 @@ inline LocalFetch fetch_local(const std::string& source, const FieldWanted& w, c
 inline Config::Fetch fetch_request(double lon_min, double lon_max, double lat_min, double lat_max, YearRange years,
                                    std::vector<int> season) {
   Config::Fetch f;
-  f.lon_min = lon_min, f.lon_max = lon_max, f.lat_min = lat_min, f.lat_max = lat_max;
+  f.lon_min = lon_min, f.lon_max = lon_max, f.lat_min = lat_min, f.lat_max = lat_max, f.has_box = true;
   f.years = years;
   f.season = std::move(season);
   return f;
