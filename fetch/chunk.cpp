@@ -14,6 +14,7 @@
 
 #include "io/atomic_file.h"
 #include "io/calendar.h"
+#include "io/cf_axes.h"
 
 namespace ds {
 
@@ -129,12 +130,7 @@ FieldFile create_field_file(const std::string& path, const FieldPlan& f, size_t 
     // A scalar pressure coordinate in Pa (CF), so CDO and xarray see the level and a stack of
     // levels concatenates along plev; level_hPa stays for the readers of earlier files.
     nc.put_att(out.var, "level_hPa", f.level, NC_INT);
-    plev = nc.def_var("plev", NC_DOUBLE, {});
-    nc.put_att(plev, "standard_name", "air_pressure");
-    nc.put_att(plev, "long_name", "pressure");
-    nc.put_att(plev, "units", "Pa");
-    nc.put_att(plev, "positive", "down");
-    nc.put_att(plev, "axis", "Z");
+    plev = define_scalar_vertical(nc, "plev", "air_pressure", "pressure", "Pa", "down");
     nc.put_att(out.var, "coordinates", "plev");
   }
   nc.put_att(out.var, "source_variable", f.native);

@@ -63,6 +63,17 @@ void write_cf_axes(NcFile& nc, const CfAxes& a, const std::vector<int64_t>& days
   nc.write(a.time_bnds, {0, 0}, {nt, 2}, bnds.data());
 }
 
+int define_scalar_vertical(NcFile& nc, const std::string& name, const std::string& standard_name,
+                           const std::string& long_name, const std::string& units, const std::string& positive) {
+  const int v = nc.def_var(name, NC_DOUBLE, {});
+  nc.put_att(v, "standard_name", standard_name);
+  nc.put_att(v, "long_name", long_name);
+  nc.put_att(v, "units", units);
+  nc.put_att(v, "positive", positive);
+  nc.put_att(v, "axis", "Z");
+  return v;
+}
+
 std::vector<double> cf_bounds(const std::vector<double>& c, bool latitude) {
   const size_t n = c.size();
   if (n < 2) throw Error("cf_bounds: " + std::to_string(n) + " centres: a box needs a neighbour to be sized by");

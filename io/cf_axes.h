@@ -30,6 +30,11 @@ void write_cf_axes(NcFile& nc, const CfAxes& a, const std::vector<int64_t>& days
 // Days (floored time values) and the calendar attribute's CF name ("standard" when absent).
 std::vector<int64_t> read_cf_days(const NcFile& nc, std::string* calendar);
 
+// A scalar vertical coordinate (CF 5.7: a field's single level, named in its `coordinates`),
+// defined in define mode; its value is written after: fetch's plev in Pa, a prediction's height.
+int define_scalar_vertical(NcFile& nc, const std::string& name, const std::string& standard_name,
+                           const std::string& long_name, const std::string& units, const std::string& positive);
+
 // CF bounds of boxes centred at `centres` (ascending or descending, at least 2): midpoints
 // between neighbours, the first and last box as wide as their neighbour's gap; latitudes
 // clamped to the poles. (n) centres -> (n, 2), each box's two edges in the centres' order. An

@@ -58,14 +58,7 @@ PredictandWriter::PredictandWriter(const std::string& path, const PredictandOutp
   // CDO and the CF checkers take the field for a surface one.
   const bool at_2m = o.variable == "tas" || o.variable == "tasmax" || o.variable == "tasmin";
   int height = -1;
-  if (at_2m) {
-    height = nc.def_var("height", NC_DOUBLE, {});
-    nc.put_att(height, "standard_name", "height");
-    nc.put_att(height, "long_name", "height");
-    nc.put_att(height, "units", "m");
-    nc.put_att(height, "positive", "up");
-    nc.put_att(height, "axis", "Z");
-  }
+  if (at_2m) height = define_scalar_vertical(nc, "height", "height", "height", "m", "up");
   auto def = [&](const std::string& name, const std::string& long_name) {
     const int id = nc.def_var(name, NC_FLOAT, dims, 4);
     if (!standard.empty()) nc.put_att(id, "standard_name", standard);
