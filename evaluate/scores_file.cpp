@@ -145,26 +145,8 @@ void write_scores_file(const std::string& path, const ScoresFile& f) {
   NcFile nc = NcFile::create(file.temp_path());
   const int dt = nc.def_dim("time", 1), dy = nc.def_dim("lat", ny), dx = nc.def_dim("lon", nx);
   const int db = nc.def_dim("bnds", 2);
-  const int vlat = nc.def_var("lat", NC_DOUBLE, {dy});
-  nc.put_att(vlat, "standard_name", "latitude");
-  nc.put_att(vlat, "long_name", "latitude");
-  nc.put_att(vlat, "units", "degrees_north");
-  nc.put_att(vlat, "axis", "Y");
-  // The boxes' edges (CDO's area weights in fldmean come from them), where an axis has two or more.
-  int vlat_bnds = -1, vlon_bnds = -1;
-  if (ny > 1) {
-    nc.put_att(vlat, "bounds", "lat_bnds");
-    vlat_bnds = nc.def_var("lat_bnds", NC_DOUBLE, {dy, db});
-  }
-  const int vlon = nc.def_var("lon", NC_DOUBLE, {dx});
-  nc.put_att(vlon, "standard_name", "longitude");
-  nc.put_att(vlon, "long_name", "longitude");
-  nc.put_att(vlon, "units", "degrees_east");
-  nc.put_att(vlon, "axis", "X");
-  if (nx > 1) {
-    nc.put_att(vlon, "bounds", "lon_bnds");
-    vlon_bnds = nc.def_var("lon_bnds", NC_DOUBLE, {dx, db});
-  }
+  // The boxes' edges with them: CDO's area weights in fldmean come from them.
+  const CfLatLon space = define_cf_lat_lon(nc, dy, ny, dx, nx, db);
   const Calendar cal = parse_calendar(f.calendar, path + ": calendar");
   // The period the statistics are over: one time step with bounds; a test split of some months
   // of each year (fetch.season: DJF) is over those months only, a climatological time as each
@@ -222,10 +204,7 @@ void write_scores_file(const std::string& path, const ScoresFile& f) {
   }
   nc.end_define();
 
-  nc.write(vlat, f.lat.data());
-  nc.write(vlon, f.lon.data());
-  if (vlat_bnds >= 0) nc.write(vlat_bnds, {0, 0}, {ny, 2}, cf_bounds(f.lat, true).data());
-  if (vlon_bnds >= 0) nc.write(vlon_bnds, {0, 0}, {nx, 2}, cf_bounds(f.lon, false).data());
+  write_cf_lat_lon(nc, space, f.lat, f.lon);
   write_period(nc, time, f.days);
   for (size_t i = 0; i < f.seasons.size(); ++i) write_period(nc, season_times[i], f.seasons[i].days);
   std::vector<float> buf(ny * nx);

@@ -24,33 +24,39 @@ CfAxes define_cf_axes(NcFile& nc, size_t ny, size_t nx, const std::string& calen
   nc.put_att(a.time, "bounds", "time_bnds");
   nc.put_att(a.time, "axis", "T");
   a.time_bnds = nc.def_var("time_bnds", NC_DOUBLE, {a.time_dim, db});
-  a.lat = nc.def_var("lat", NC_DOUBLE, {a.lat_dim});
-  nc.put_att(a.lat, "standard_name", "latitude");
-  nc.put_att(a.lat, "long_name", "latitude");
-  nc.put_att(a.lat, "units", "degrees_north");
-  nc.put_att(a.lat, "axis", "Y");
-  if (ny > 1) {
-    nc.put_att(a.lat, "bounds", "lat_bnds");
-    a.lat_bnds = nc.def_var("lat_bnds", NC_DOUBLE, {a.lat_dim, db});
-  }
-  a.lon = nc.def_var("lon", NC_DOUBLE, {a.lon_dim});
-  nc.put_att(a.lon, "standard_name", "longitude");
-  nc.put_att(a.lon, "long_name", "longitude");
-  nc.put_att(a.lon, "units", "degrees_east");
-  nc.put_att(a.lon, "axis", "X");
-  if (nx > 1) {
-    nc.put_att(a.lon, "bounds", "lon_bnds");
-    a.lon_bnds = nc.def_var("lon_bnds", NC_DOUBLE, {a.lon_dim, db});
-  }
+  a.space = define_cf_lat_lon(nc, a.lat_dim, ny, a.lon_dim, nx, db);
   return a;
 }
 
-void write_cf_axes(NcFile& nc, const CfAxes& a, const std::vector<int64_t>& days, const std::vector<double>& lat,
-                   const std::vector<double>& lon) {
+CfLatLon define_cf_lat_lon(NcFile& nc, int lat_dim, size_t nlat, int lon_dim, size_t nlon, int bnds_dim) {
+  CfLatLon a;
+  const auto axis = [&](const char* name, const char* standard_name, const char* units, const char* cf_axis,
+                        int dim, size_t n, int& var, int& bnds) {
+    var = nc.def_var(name, NC_DOUBLE, {dim});
+    nc.put_att(var, "standard_name", standard_name);
+    nc.put_att(var, "long_name", standard_name);
+    nc.put_att(var, "units", units);
+    nc.put_att(var, "axis", cf_axis);
+    if (n > 1) {  // one box has no neighbour to size it by (cf_bounds)
+      nc.put_att(var, "bounds", std::string(name) + "_bnds");
+      bnds = nc.def_var(std::string(name) + "_bnds", NC_DOUBLE, {dim, bnds_dim});
+    }
+  };
+  axis("lat", "latitude", "degrees_north", "Y", lat_dim, nlat, a.lat, a.lat_bnds);
+  axis("lon", "longitude", "degrees_east", "X", lon_dim, nlon, a.lon, a.lon_bnds);
+  return a;
+}
+
+void write_cf_lat_lon(NcFile& nc, const CfLatLon& a, const std::vector<double>& lat, const std::vector<double>& lon) {
   nc.write(a.lat, lat.data());
   nc.write(a.lon, lon.data());
   if (a.lat_bnds >= 0) nc.write(a.lat_bnds, {0, 0}, {lat.size(), 2}, cf_bounds(lat, true).data());
   if (a.lon_bnds >= 0) nc.write(a.lon_bnds, {0, 0}, {lon.size(), 2}, cf_bounds(lon, false).data());
+}
+
+void write_cf_axes(NcFile& nc, const CfAxes& a, const std::vector<int64_t>& days, const std::vector<double>& lat,
+                   const std::vector<double>& lon) {
+  write_cf_lat_lon(nc, a.space, lat, lon);
   const size_t nt = days.size();
   if (!nt) return;
   std::vector<double> t(nt), bnds(2 * nt);

@@ -12,19 +12,29 @@
 
 namespace ds {
 
+// Latitude and longitude variables, with their bounds where an axis has two boxes or more (the
+// boxes' edges, so that area weights and conservative regridding in CDO or xESMF take the boxes
+// as downscale did); -1 for bounds not defined.
+struct CfLatLon {
+  int lat = -1, lon = -1, lat_bnds = -1, lon_bnds = -1;
+};
+// Defines lat (and lat_bnds), then lon (and lon_bnds) on the given dimensions, in define mode:
+// every file of downscale on a lat-lon grid (predictions, evaluate/scores.nc).
+CfLatLon define_cf_lat_lon(NcFile& nc, int lat_dim, size_t nlat, int lon_dim, size_t nlon, int bnds_dim);
+// Writes them once the file left define mode, the bounds by cf_bounds.
+void write_cf_lat_lon(NcFile& nc, const CfLatLon& a, const std::vector<double>& lat, const std::vector<double>& lon);
+
 struct CfAxes {
   int time_dim = -1, lat_dim = -1, lon_dim = -1;
-  int time = -1, time_bnds = -1, lat = -1, lon = -1, lat_bnds = -1, lon_bnds = -1;
+  int time = -1, time_bnds = -1;
+  CfLatLon space;
 };
 
-// Defines time (unlimited), time_bnds, lat and lon with their bounds where an axis has two boxes
-// or more (the boxes' edges, so that area weights and conservative regridding in CDO or xESMF
-// take the boxes as downscale did);
-// `calendar` is a CF name (calendar.h cf_name).
+// Defines time (unlimited), time_bnds, then lat and lon (define_cf_lat_lon); `calendar` is a CF
+// name (calendar.h cf_name).
 CfAxes define_cf_axes(NcFile& nc, size_t nlat, size_t nlon, const std::string& calendar);
 // Writes the coordinates once the file left define mode: time at the middle of each day, the
-// bounds the day itself (the values are daily means); each box's edges half way to its
-// neighbours' centres, the outer ones as far out as the inner (cf_bounds).
+// bounds the day itself (the values are daily means); lat and lon by write_cf_lat_lon.
 void write_cf_axes(NcFile& nc, const CfAxes& a, const std::vector<int64_t>& days, const std::vector<double>& lat,
                    const std::vector<double>& lon);
 // Days (floored time values) and the calendar attribute's CF name ("standard" when absent).

@@ -156,11 +156,8 @@ class Reader {
     for (const auto& k : present) {
       if (known_.count(k)) continue;
       // A section given a value (`--set train=5`, `run: [1, 2]`): not a misspelling of itself.
-      const auto first_key = std::find_if(known_.begin(), known_.end(),
-                                          [&](const std::string& kn) { return kn.rfind(k + ".", 0) == 0; });
-      if (first_key != known_.end())
-        throw UsageError(origin(k) + ": '" + k + "' is a section, not a value: set its keys, e.g. '" + *first_key +
-                         "'");
+      if (const std::string first = first_key_in(k); !first.empty())
+        throw UsageError(origin(k) + ": '" + k + "' is a section, not a value: set its keys, e.g. '" + first + "'");
       std::string msg = origin(k) + ": unknown key '" + k + "'";
       // suggest only near misses, among the keys and the sections holding them (`trian:`)
       std::set<std::string> names = known_;
@@ -203,15 +200,19 @@ class Reader {
     return n;
   }
 
+  // The first known key inside `section` ("" when none: `section` is no section).
+  std::string first_key_in(const std::string& section) const {
+    const auto it = known_.lower_bound(section + ".");
+    return it != known_.end() && it->rfind(section + ".", 0) == 0 ? *it : "";
+  }
+
   void collect(const YAML::Node& n, const std::string& prefix, std::vector<std::string>& out) const {
     for (auto it = n.begin(); it != n.end(); ++it) {
       const std::string k = prefix.empty() ? it->first.as<std::string>() : prefix + "." + it->first.as<std::string>();
       // A mapping is a section unless some reader asked for the whole mapping by name.
-      if (it->second.IsMap() && !known_.count(k)) {
-        bool is_section = false;
-        for (const auto& kn : known_)
-          if (kn.rfind(k + ".", 0) == 0) is_section = true;
-        if (is_section) { collect(it->second, k, out); continue; }
+      if (it->second.IsMap() && !known_.count(k) && !first_key_in(k).empty()) {
+        collect(it->second, k, out);
+        continue;
       }
       out.push_back(k);
     }

@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "io/launch_rank.h"
+
 namespace ds {
 
 namespace {
@@ -112,8 +114,7 @@ void test_wait_for_signal(const std::string& what) {
   static bool done = false;
   if (!at || !*at || done || what.find(at) == std::string::npos) return;
   if (const char* rank = std::getenv("DOWNSCALE_TEST_WAIT_RANK"); rank && *rank) {
-    const char* mine = std::getenv("OMPI_COMM_WORLD_RANK");
-    if (!mine) mine = std::getenv("SLURM_PROCID");
+    const char* mine = launch_rank();
     if (std::string(mine ? mine : "0") != rank) return;
   }
   done = true;

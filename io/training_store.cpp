@@ -91,28 +91,20 @@ void StoreWriter::write_coordinates(const std::string& group, bool output_grid) 
   const std::string g = group == "/" ? "" : group;
   file_.write_strings(g + "/channel", m.channels);
   file_.set_attr(g + "/channel", "long_name", std::string("predictor field as var@level in hPa (a surface field: var)"));
-  file_.write(g + "/predictor_lat", {m.predictor_lat.size()}, m.predictor_lat.data());
-  file_.write(g + "/predictor_lon", {m.predictor_lon.size()}, m.predictor_lon.data());
-  std::vector<std::string> lats{"/predictor_lat"}, lons{"/predictor_lon"};
+  file_.make_scale(g + "/channel", "channel");
+  const auto axis = [&](const std::string& name, const std::vector<double>& values, bool lat) {
+    file_.write(g + "/" + name, {values.size()}, values.data());
+    file_.set_attr(g + "/" + name, "units", std::string(lat ? "degrees_north" : "degrees_east"));
+    file_.set_attr(g + "/" + name, "standard_name", std::string(lat ? "latitude" : "longitude"));
+    file_.set_attr(g + "/" + name, "axis", std::string(lat ? "Y" : "X"));
+    file_.make_scale(g + "/" + name, name);
+  };
+  axis("predictor_lat", m.predictor_lat, true);
+  axis("predictor_lon", m.predictor_lon, false);
   if (output_grid) {
-    file_.write(g + "/lat", {m.predictand_lat.size()}, m.predictand_lat.data());
-    file_.write(g + "/lon", {m.predictand_lon.size()}, m.predictand_lon.data());
-    lats.push_back("/lat"), lons.push_back("/lon");
+    axis("lat", m.predictand_lat, true);
+    axis("lon", m.predictand_lon, false);
   }
-  for (const auto& lat : lats) {
-    file_.set_attr(g + lat, "units", std::string("degrees_north"));
-    file_.set_attr(g + lat, "standard_name", std::string("latitude"));
-    file_.set_attr(g + lat, "axis", std::string("Y"));
-  }
-  for (const auto& lon : lons) {
-    file_.set_attr(g + lon, "units", std::string("degrees_east"));
-    file_.set_attr(g + lon, "standard_name", std::string("longitude"));
-    file_.set_attr(g + lon, "axis", std::string("X"));
-  }
-  std::vector<std::string> scales{"/channel"};
-  scales.insert(scales.end(), lats.begin(), lats.end());
-  scales.insert(scales.end(), lons.begin(), lons.end());
-  for (const auto& c : scales) file_.make_scale(g + c, c.substr(1));
 }
 
 void StoreWriter::attach_root_coordinates() {

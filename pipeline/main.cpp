@@ -7,7 +7,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -15,23 +14,12 @@
 #include "io/bundle_environment.h"
 #include "io/command_line.h"
 #include "io/error.h"
+#include "io/launch_rank.h"
 #include "io/log.h"
 #include "io/stop_signal.h"
 #include "pipeline/command_line.h"
 #include "pipeline/stages.h"
 #include "train/benchmark.h"
-
-namespace {
-
-// Rank 0 of an MPI or Slurm launch, or no launch at all (the launchers' own variables: the
-// config is read before MPI starts).
-bool launched_as_first_rank() {
-  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
-    if (const char* rank = std::getenv(var)) return std::string(rank) == "0";
-  return true;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   ds::adopt_bundle_environment();  // a bundle run without bin/env.sh: its unit database and Open MPI
@@ -213,8 +201,9 @@ int main(int argc, char** argv) {
     ds::setup_logging(stage, cfg.run.log_level);
     spdlog::debug("downscale {} {}: config {}, {} --set override(s), log level {}", DOWNSCALE_VERSION, stage,
                   config_path, overrides.size(), cfg.run.log_level);
-    // Under mpirun or srun every rank reads the config: its warnings once, from the first rank.
-    if (launched_as_first_rank()) {
+    // Under mpirun or srun every rank reads the config (before MPI starts): its warnings once,
+    // from the first rank.
+    if (const char* rank = ds::launch_rank(); !rank || std::string(rank) == "0") {
       for (const auto& r : cfg.replaced_overrides) spdlog::warn("{}", r);
       for (const auto& k : cfg.ignored_keys) spdlog::warn("{}", k);
     }

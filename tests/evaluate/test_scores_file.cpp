@@ -23,6 +23,17 @@ Evaluation small_evaluation() {
   return evaluate_methods(obs, 3, {1, 1, 0}, {{12418, 12419}, {2004, 2004}}, {twice});
 }
 
+// small_evaluation's fields on its 1 x 3 grid, over `days`.
+ScoresFile small_scores_file(std::vector<int64_t> days) {
+  ScoresFile f;
+  f.lat = {40};
+  f.lon = {-100, -99.5, -99};
+  f.days = std::move(days);
+  f.title = "test";
+  f.fields = precipitation_score_fields(small_evaluation());
+  return f;
+}
+
 }  // namespace
 
 TEST(ScoresFile, MediansOverBoxesInTheReport) {
@@ -40,14 +51,8 @@ TEST(ScoresFile, MediansOverBoxesInTheReport) {
 
 TEST(ScoresFile, EveryIndexOfEveryMethodWithUnitsPeriodAndFill) {
   test::TempDir d;
-  const Evaluation e = small_evaluation();
-  ScoresFile f;
-  f.lat = {40};
-  f.lon = {-100, -99.5, -99};
-  f.days = {12418, 12419};  // 2004-01-01, 2004-01-02
-  f.title = "test";
+  ScoresFile f = small_scores_file({12418, 12419});  // 2004-01-01, 2004-01-02
   f.history = "downscale evaluate --config x.yaml";
-  f.fields = precipitation_score_fields(e);
   write_scores_file(d / "scores.nc", f);
 
   NcFile nc = NcFile::open(d / "scores.nc");
@@ -125,14 +130,8 @@ TEST(ScoresFile, ScoringLogsTheMethodItScores) {
 // months only, a climatological time (CF 7.4) as each season's, not a mean over their bounds.
 TEST(ScoresFile, ATestSplitOfSomeMonthsIsAClimatologicalTime) {
   test::TempDir d;
-  const Evaluation e = small_evaluation();
-  ScoresFile f;
-  f.lat = {40};
-  f.lon = {-100, -99.5, -99};
-  f.days = {12418, 12784};  // 2004-01-01 and 2005-01-01: January only, a year apart
+  ScoresFile f = small_scores_file({12418, 12784});  // 2004-01-01 and 2005-01-01: January only, a year apart
   f.calendar = "standard";
-  f.title = "test";
-  f.fields = precipitation_score_fields(e);
   write_scores_file(d / "scores.nc", f);
   NcFile nc = NcFile::open(d / "scores.nc");
   EXPECT_EQ(nc.att_text(nc.var_id("time"), "climatology"), "climatology_bnds");
