@@ -1,6 +1,7 @@
 #include "fetch/plan.h"
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -137,6 +138,19 @@ std::string fetched_cell_methods(const std::string& source, const std::map<std::
     }
     depth += opens - int(std::count(word.begin(), word.end(), ')'));
     out += (out.empty() ? "" : " ") + word;
+  }
+  return out;
+}
+
+std::map<std::string, std::string> provenance_globals(const NcFile& src) {
+  static const std::set<std::string> kept{"title", "institution", "source", "references",
+                                          "license", "licence", "doi", "contact"};
+  std::map<std::string, std::string> out;
+  for (const std::string& name : src.att_names(NC_GLOBAL)) {
+    std::string lower = name;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    if (!kept.count(lower)) continue;
+    if (std::string text = src.att_text(NC_GLOBAL, name); !text.empty()) out[lower] = std::move(text);
   }
   return out;
 }
@@ -327,8 +341,7 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
   f.source_long_name = src.att_text(v, "long_name");
   f.source_cell_methods = fetched_cell_methods(
       src.att_text(v, "cell_methods"), {{dims[f.t_ax], "time"}, {dims[f.y_ax], "lat"}, {dims[f.x_ax], "lon"}});
-  for (const char* g : {"title", "institution", "source", "references", "license", "licence", "doi", "contact"})
-    if (const std::string text = src.att_text(NC_GLOBAL, g); !text.empty()) f.source_globals[g] = text;
+  f.source_globals = provenance_globals(src);
   const std::string target = f.def.target_units();
   if (!target.empty()) {
     if (f.source_units.empty())

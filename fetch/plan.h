@@ -139,6 +139,11 @@ CutBox widened_cut(const Config::Fetch& req, const GridSpec& g, double source_dl
 // than one that names a dimension the file does not have. Parenthesized comments stay as they are.
 std::string fetched_cell_methods(const std::string& source, const std::map<std::string, std::string>& renamed);
 
+// The source's global attributes a user of the data owes its providers: title, institution,
+// source, references, license (or licence), doi and contact, each under its name in lower case
+// whatever the source's case (E-OBS writes `References`); empty ones are left out.
+std::map<std::string, std::string> provenance_globals(const NcFile& src);
+
 // Opens the source at a URL (the caller opens each distinct URL once and keeps it).
 using SourceOpener = std::function<const NcFile&(const std::string& url)>;
 

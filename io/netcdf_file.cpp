@@ -137,6 +137,18 @@ bool NcFile::has_att(int varid, const std::string& name) const {
   return nc_inq_attlen(id_, varid, name.c_str(), &len) == NC_NOERR;
 }
 
+std::vector<std::string> NcFile::att_names(int varid) const {
+  int n = 0;
+  nc_check(nc_inq_varnatts(id_, varid, &n), varid == NC_GLOBAL ? path_ + ": global attributes" : where(varid));
+  std::vector<std::string> names;
+  for (int i = 0; i < n; ++i) {
+    char name[NC_MAX_NAME + 1] = {};
+    nc_check(nc_inq_attname(id_, varid, i, name), path_ + ": attribute " + std::to_string(i));
+    names.emplace_back(name);
+  }
+  return names;
+}
+
 std::string NcFile::att_text(int varid, const std::string& name, const std::string& fallback) const {
   size_t len = 0;
   nc_type type;

@@ -38,6 +38,7 @@ class NcFile {
   std::vector<double> read_coord(const std::string& name) const;  // a whole 1-D variable
   std::string att_text(int varid, const std::string& name, const std::string& fallback = "") const;
   bool has_att(int varid, const std::string& name) const;
+  std::vector<std::string> att_names(int varid) const;  // NC_GLOBAL: the file's global attributes
   double att_double(int varid, const std::string& name, double fallback) const;
   void read(int varid, const std::vector<size_t>& start, const std::vector<size_t>& count, float* out) const;
   void read(int varid, const std::vector<size_t>& start, const std::vector<size_t>& count, double* out) const;

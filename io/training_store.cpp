@@ -36,6 +36,8 @@ StoreWriter::StoreWriter(const std::string& path, const StoreMeta& meta, int def
   file_.set_attr("/", "config", meta.config_text);
   if (!meta.split_years.empty()) file_.set_attr("/", "split_years", meta.split_years);
   file_.set_attr("/", "sources", meta.sources);
+  if (!meta.source_references.empty()) file_.set_attr("/", "source_references", meta.source_references);
+  if (!meta.source_license.empty()) file_.set_attr("/", "source_license", meta.source_license);
   file_.set_attr("/", "software_version", std::string("downscale " DOWNSCALE_VERSION));
   file_.set_attr("/", "standardize", meta.standardize);
   file_.set_attr("/", "regrid", meta.regrid);
@@ -240,6 +242,8 @@ StoreReader::StoreReader(const std::string& path) : file_(open_store(path)) {
   meta_.config_text = file_.attr_string("/", "config");
   if (file_.has_attr("/", "split_years")) meta_.split_years = file_.attr_string("/", "split_years");
   meta_.sources = file_.attr_string("/", "sources");
+  if (file_.has_attr("/", "source_references")) meta_.source_references = file_.attr_string("/", "source_references");
+  if (file_.has_attr("/", "source_license")) meta_.source_license = file_.attr_string("/", "source_license");
   if (file_.has_attr("/", "standardize")) meta_.standardize = file_.attr_string("/", "standardize");
   if (file_.has_attr("/", "regrid")) meta_.regrid = file_.attr_string("/", "regrid");
   if (file_.has_attr("/", "fill")) meta_.fill = file_.attr_string("/", "fill");

@@ -1,7 +1,8 @@
 // The training store: the one HDF5 file `preprocess` writes and `train` and `predict` read.
 // Layout (sample-major so one sample or one batch is one contiguous chunked read):
 //   /                   attrs: format, channels ("z@500,z@700,..."), wet_threshold, sd_ddof,
-//                       config (YAML text), split_years (train/store_splits.h), sources, software_version, standardize, regrid, fill,
+//                       config (YAML text), split_years (train/store_splits.h), sources, source_references and
+//                       source_license (preprocess/data_terms.h; absent when none), software_version, standardize, regrid, fill,
 //                       dropped_dates, predictand ("pr", "tas", ...), predictand_units ("mm/day",
 //                       "degC", ...), calendar (CF name of the day numbers' calendar),
 //                       obs_window (row0, col0, rows, cols), identity (SHA-256 of channels,
@@ -58,6 +59,9 @@ struct StoreMeta {
   // The split years preprocess was given (Config::Preprocess::split_years_text; "" in stores built
   // before they were recorded): the days of each split are the truth, this says what was asked.
   std::string split_years;
+  // Whom to cite and on what terms (preprocess/data_terms.h): the fetched fields' references and
+  // licences, a line per distinct text; "" when the sources gave none, or in older stores.
+  std::string source_references, source_license;
   std::string standardize = "grid_box", regrid, fill = "none";  // provenance (written, read if present)
   int64_t dropped_dates = 0;
   std::string predictand = "pr";          // the observed variable

@@ -632,19 +632,30 @@ int run_predict(const Config& cfg) {
   const Window win = observation_window(meta);
   const size_t block = days_per_block(cfg, hw);
   if (n > 0 && device_check_applies(cfg.train.device_check, *be)) check_device_forward(net, *be, cfg, meta, n, read_inputs);
-  const std::map<std::string, std::string> attributes{
+  std::map<std::string, std::string> attributes{
       {"predictors", new_inputs ? predictors_folder(cfg.predict.predictors) : paths.store() + " (test split)"},
       {"predictor_standardization", standardization},
       {"model", paths.model_dir()},
       // What the model is and what it learnt from, for a reader of the file alone: the
       // architecture and loss, and the fetched sources the store was built from (the predictors'
-      // then the observations'; the fetched files keep each source's references and licence).
+      // then the observations'; their references and licences follow as training_data_*).
       {"model_architecture", spec.name + ", " + spec.loss + " loss"},
       {"training_data", training_sources(meta.sources)},
       {"store_identity", store.identity()},  // evaluate scores it against this store only
       // ... and against this checkpoint as it was loaded: a training rerun into the same folder
       // rewrites it, and the old prediction would be scored as the new model's.
       {"checkpoint_sha256", checkpoint_sum}};
+  // Whom to cite and on what terms, for a file shared on its own: the training data's (the
+  // store's record of its fetched files) and, for new predictors, theirs (preprocess/data_terms.h).
+  const auto add_terms = [&](const std::string& prefix, const std::string& references, const std::string& license) {
+    if (!references.empty()) attributes[prefix + "_references"] = references;
+    if (!license.empty()) attributes[prefix + "_license"] = license;
+  };
+  add_terms("training_data", meta.source_references, meta.source_license);
+  if (new_inputs) {
+    const DataTerms terms = inputs->terms();
+    add_terms("predictors", terms.references(), terms.license());
+  }
   make_dirs(paths.predict_dir());
   // The first score, on the test split only, against each box's training mean (evaluate's
   // climatology baseline); new predictors are not scored.

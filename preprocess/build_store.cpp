@@ -19,6 +19,7 @@
 #include "io/stop_signal.h"
 #include "io/store_checks.h"
 #include "io/training_store.h"
+#include "preprocess/data_terms.h"
 #include "preprocess/fetch_request.h"
 #include "preprocess/fetched_field.h"
 #include "preprocess/fill.h"
@@ -348,6 +349,11 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     meta.split_years = pp.split_years_text();
     for (const auto& p : manifest.predictors) meta.sources += p.source + " ";
     meta.sources += manifest.predictand.source;
+    DataTerms terms;
+    for (const auto& ch : channels) terms.add(ch.name, *ch.file);
+    terms.add(predictand, obs_file);
+    meta.source_references = terms.references();
+    meta.source_license = terms.license();
     meta.standardize = pp.standardize;
     meta.regrid = regrid_attr;
     meta.fill = pp.fill;

@@ -29,6 +29,9 @@ class FetchedField {
   const Grid& grid() const { return grid_; }
   const std::vector<int64_t>& days() const { return days_; }  // days since 1970-01-01 in calendar(), ascending
   Calendar calendar() const { return calendar_; }
+  // A global attribute fetch copied from the source as original_<name> (fetch/plan.h:
+  // provenance_globals), "" when the source had none.
+  std::string original(const std::string& name) const { return file_.att_text(NC_GLOBAL, "original_" + name); }
   std::string date_of(int64_t day) const;  // "YYYY-MM-DD" of a day number, in the file's calendar
 
   // Reads the time steps at the ascending indices `idx` into out (idx.size() x grid().size()

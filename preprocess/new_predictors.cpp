@@ -258,6 +258,12 @@ void NewPredictors::read_raw(size_t c, size_t first, size_t n, std::vector<float
   apply_weights(ch.regrid.weights, src, n, out, ch.regrid.renormalize);
 }
 
+DataTerms NewPredictors::terms() const {
+  DataTerms t;
+  for (size_t c = 0; c < channels_.size(); ++c) t.add(meta_.channels[c], *channels_[c].file);
+  return t;
+}
+
 void NewPredictors::read(size_t first, size_t n, float* x) const {
   const size_t C = channels_.size(), HW = meta_.predictor_lon.size() * meta_.predictor_lat.size();
   std::vector<float> out;

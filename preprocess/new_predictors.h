@@ -20,6 +20,7 @@
 
 #include "io/config.h"
 #include "io/training_store.h"
+#include "preprocess/data_terms.h"
 #include "preprocess/regrid.h"
 #include "preprocess/regrid_covering.h"
 #include "preprocess/sample_dates.h"
@@ -61,6 +62,8 @@ class NewPredictors {
   const std::string& calendar() const { return calendar_; }  // CF name of the files' calendar
   // How the inputs were standardized, for the output's attributes.
   const std::string& standardization() const { return description_; }
+  // The new predictors' references and licences, each channel's as its fetched file carries them.
+  DataTerms terms() const;
   // Standardized samples [first, first + n) of days(): n x C x H x W floats into x. InputError
   // for a value beyond kImpossibleStandardized (io/store_checks.h).
   void read(size_t first, size_t n, float* x) const;

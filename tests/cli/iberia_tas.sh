@@ -86,6 +86,12 @@ done
 header_ok() { local h; h=$(ncdump -h "$1"); grep -qF -- "$2" <<<"$h" || { echo "$1 lacks $2"; exit 1; }; }
 header_ok runs/iberia_tas/fetch/predictand/tas.nc 'tas:standard_name = "air_temperature"'
 header_ok runs/iberia_tas/fetch/predictors/psl.nc 'psl:standard_name = "air_pressure_at_mean_sea_level"'
+# The providers' terms travel from the sources to every prediction, naming the fields they cover.
+terms='climate4R.datasets is distributed under LGPL-3; terms of the original data providers apply'
+header_ok runs/iberia_tas/fetch/predictand/tas.nc ":original_license = \"$terms\""
+header_ok runs/iberia_tas/predict/deepesd/tas.nc ":training_data_license = \"hus@850, psl, ta@850, tas: $terms\""
+header_ok runs/iberia_tas/predict/deepesd/tas.nc \
+  ':training_data_references = "hus@850, psl, ta@850, tas: https://github.com/SantanderMetGroup/climate4R.datasets"'
 gcm() {  # run-name dataset years
   ds fetch --set run.dir=runs/$1 --set fetch.predictors.dataset=$2 --set fetch.predictors.source="$base" \
     --set fetch.predictand=null --set fetch.years=$3
@@ -95,6 +101,8 @@ gcm cmip5_rcp85 iberia_cnrm_cm5_rcp85 [2081,2100]
 out=runs/iberia_tas/predict/deepesd
 ds predict --set train.name=deepesd --set predict.predictors=runs/cmip5_historical/fetch
 mv $out/tas_cmip5_historical.nc hist_training.nc
+header_ok hist_training.nc ":predictors_license = \"hus@850, psl, ta@850: $terms\""
+header_ok hist_training.nc ":training_data_license = \"hus@850, psl, ta@850, tas: $terms\""
 ds predict --set train.name=deepesd --set predict.predictors=runs/cmip5_historical/fetch --set predict.standardize=own
 mv $out/tas_cmip5_historical_own.nc hist_own.nc
 ds predict --set train.name=deepesd --set predict.predictors=runs/cmip5_rcp85/fetch

@@ -7,6 +7,7 @@
 #include "io/calendar.h"
 #include "io/error.h"
 #include "io/fetch_manifest.h"
+#include "io/netcdf_file.h"
 #include "io/training_store.h"
 #include "preprocess/build_store.h"
 #include "preprocess/fetch_request.h"
@@ -29,7 +30,9 @@ struct TinyRun {
   // with_nan: z misses lon index 1 on day 400 (2001-02-04); pr_without_december: pr is fetched
   // for January..November only, so it lacks the predictors' Decembers;
   // ta_units: the units the second predictor's file declares.
-  explicit TinyRun(bool with_nan = false, bool pr_without_december = false, const std::string& ta_units = "K") {
+  // with_terms: the sources carry references and licences, in the cases their providers write.
+  explicit TinyRun(bool with_nan = false, bool pr_without_december = false, const std::string& ta_units = "K",
+                   bool with_terms = false) {
     test::SourceSpec z;
     for (double la = 34; la >= 30; la -= 2) z.lat.push_back(la);
     for (double lo = -110; lo <= -104; lo += 2) z.lon.push_back(lo);
@@ -39,6 +42,8 @@ struct TinyRun {
       if (with_nan && t == 400 && i == 1) return double(NAN);
       return 5000.0 + 10.0 * std::sin(t * 0.1 + i) + j;
     };
+    if (with_terms)
+      z.globals = {{"References", "https://z.example/cite"}, {"license", "CC-BY 4.0"}, {"history", "not kept"}};
     test::write_source(dir / "z.nc", z);
     test::SourceSpec ta = z;  // the same numbers as a temperature, so the units check passes
     ta.variable = "ta";
@@ -51,6 +56,7 @@ struct TinyRun {
     for (double lo = -109.75; lo <= -103.75; lo += 0.5) pr.lon.push_back(lo);
     pr.ndays = z.ndays;
     pr.value = [](int t, int, int j, int i) { return i < 2 ? double(NAN) : ((t + i + j) % 3) * 2.0 / 86400; };
+    if (with_terms) pr.globals = {{"references", "https://pr.example"}, {"LICENCE", "pr terms"}};
     test::write_source(dir / "pr.nc", pr);
 
     cfg.file = dir / "cfg.yaml";
@@ -129,6 +135,32 @@ TEST(BuildStore, WritesSplitsShapesStatisticsAndMask) {
   EXPECT_EQ(m.obs_cols, 13);
   EXPECT_EQ(m.obs_row0, 0);
   EXPECT_EQ(m.obs_col0, 0);
+}
+
+// The sources' references and licences travel: fetch keeps them (named in lower case whatever the
+// provider's case: E-OBS writes `References`), the store gathers them, one line per distinct
+// text naming its fields, for predict to write into every prediction.
+TEST(BuildStore, SourcesReferencesAndLicencesAreKeptByField) {
+  TinyRun run(false, false, "K", /*with_terms=*/true);
+  {
+    const NcFile z = NcFile::open(run.dir / "run/fetch/z@500.nc");
+    EXPECT_EQ(z.att_text(NC_GLOBAL, "original_references"), "https://z.example/cite");
+    EXPECT_EQ(z.att_text(NC_GLOBAL, "original_license"), "CC-BY 4.0");
+    EXPECT_FALSE(z.has_att(NC_GLOBAL, "original_history"));
+    const NcFile pr = NcFile::open(run.dir / "run/fetch/pr.nc");
+    EXPECT_EQ(pr.att_text(NC_GLOBAL, "original_licence"), "pr terms");
+  }
+  build_store(run.cfg, run.dir / "run/fetch", run.dir / "run/store.h5");
+  const StoreReader store(run.dir / "run/store.h5");
+  const StoreMeta& m = store.meta();
+  EXPECT_EQ(m.source_references, "z@500, ta@500: https://z.example/cite\npr: https://pr.example");
+  EXPECT_EQ(m.source_license, "z@500, ta@500: CC-BY 4.0\npr: pr terms");
+
+  // Sources without any: nothing recorded (and nothing for predict to write).
+  TinyRun plain;
+  build_store(plain.cfg, plain.dir / "run/fetch", plain.dir / "run/store.h5");
+  EXPECT_EQ(StoreReader(plain.dir / "run/store.h5").meta().source_references, "");
+  EXPECT_EQ(StoreReader(plain.dir / "run/store.h5").meta().source_license, "");
 }
 
 // An observation grid larger than the convolutional models' output is a configuration error

@@ -52,6 +52,7 @@ void write_source(const std::string& path, const SourceSpec& s) {
   const int vv = f.def_var(s.variable, NC_FLOAT, dims);
   f.put_att(vv, "units", s.units);
   f.put_att(vv, "_FillValue", 1e20, NC_FLOAT);
+  for (const auto& [name, text] : s.globals) f.put_att(NC_GLOBAL, name, text);
   f.end_define();
   if (vz >= 0) f.write(vz, s.levels.data());
   f.write(vy, s.lat.data());

@@ -1,6 +1,7 @@
 // Helpers shared by the test executables: a scratch directory that is removed afterwards.
 #pragma once
 #include <string>
+#include <utility>
 
 namespace ds::test {
 
@@ -35,6 +36,7 @@ struct SourceSpec {
   std::vector<double> lat, lon;        // in file order (lat may descend)
   int first_year = 2000, ndays = 366;  // daily from Jan 1st of first_year
   std::function<double(int, int, int, int)> value;
+  std::vector<std::pair<std::string, std::string>> globals{};  // global attributes, as named
 };
 void write_source(const std::string& path, const SourceSpec& spec);
 
