@@ -189,6 +189,10 @@ void write_scores_file(const std::string& path, const ScoresFile& f) {
       fields.push_back(&s);
     }
   }
+  // The scores of near-surface air temperature are of it at 2 m, as the prediction's fields.
+  const int height = define_2m_height(nc, f.variable);
+  if (height >= 0)
+    for (int id : ids) nc.put_att(id, "coordinates", "height");
   nc.put_att(NC_GLOBAL, "Conventions", "CF-1.8");
   nc.put_att(NC_GLOBAL, "title", f.title);
   nc.put_att(NC_GLOBAL, "source", f.source);
@@ -205,6 +209,7 @@ void write_scores_file(const std::string& path, const ScoresFile& f) {
   nc.end_define();
 
   write_cf_lat_lon(nc, space, f.lat, f.lon);
+  write_2m_height(nc, height);
   write_period(nc, time, f.days);
   for (size_t i = 0; i < f.seasons.size(); ++i) write_period(nc, season_times[i], f.seasons[i].days);
   std::vector<float> buf(ny * nx);

@@ -48,6 +48,7 @@ struct ScoresFile {
   std::vector<double> lat, lon;         // the prediction's cell centres
   std::vector<int64_t> days;            // the test days (days since 1970-01-01 in `calendar`)
   std::string calendar = "standard";    // CF name
+  std::string variable;                 // the predictand scored: tas, tasmax, tasmin put every field at 2 m
   std::string title, history, source;   // history: the command line (stamped with the time)
   std::map<std::string, std::string> attributes;  // further global attributes
   std::vector<ScoreField> fields;

@@ -80,6 +80,20 @@ int define_scalar_vertical(NcFile& nc, const std::string& name, const std::strin
   return v;
 }
 
+bool at_2m_height(const std::string& variable) {
+  return variable == "tas" || variable == "tasmax" || variable == "tasmin";
+}
+
+int define_2m_height(NcFile& nc, const std::string& variable) {
+  return at_2m_height(variable) ? define_scalar_vertical(nc, "height", "height", "height", "m", "up") : -1;
+}
+
+void write_2m_height(NcFile& nc, int height) {
+  if (height < 0) return;
+  const double two_metres = 2.0;
+  nc.write(height, &two_metres);
+}
+
 std::vector<double> cf_bounds(const std::vector<double>& c, bool latitude) {
   const size_t n = c.size();
   if (n < 2) throw Error("cf_bounds: " + std::to_string(n) + " centres: a box needs a neighbour to be sized by");

@@ -45,6 +45,14 @@ std::vector<int64_t> read_cf_days(const NcFile& nc, std::string* calendar);
 int define_scalar_vertical(NcFile& nc, const std::string& name, const std::string& standard_name,
                            const std::string& long_name, const std::string& units, const std::string& positive);
 
+// Near-surface air temperature (tas, tasmax, tasmin) is at 2 m, CMIP's and CORDEX's scalar
+// `height` coordinate: without it CDO and the CF checkers take the field for a surface one.
+// define_2m_height defines it (-1 for other variables); its fields name it in `coordinates`
+// ("height lat lon"); write_2m_height writes its value after define mode (nothing for -1).
+bool at_2m_height(const std::string& variable);
+int define_2m_height(NcFile& nc, const std::string& variable);
+void write_2m_height(NcFile& nc, int height);
+
 // CF bounds of boxes centred at `centres` (ascending or descending, at least 2): midpoints
 // between neighbours, the first and last box as wide as their neighbour's gap; latitudes
 // clamped to the poles. (n) centres -> (n, 2), each box's two edges in the centres' order. An

@@ -54,11 +54,7 @@ PredictandWriter::PredictandWriter(const std::string& path, const PredictandOutp
   const std::string standard = cf_standard_name(o.variable);
   const CfAxes ax = define_cf_axes(nc, w.ny, w.nx, o.calendar);
   const std::vector<int> dims{ax.time_dim, ax.lat_dim, ax.lon_dim};
-  // Near-surface air temperature is at 2 m (CMIP's and CORDEX's scalar coordinate): without it
-  // CDO and the CF checkers take the field for a surface one.
-  const bool at_2m = o.variable == "tas" || o.variable == "tasmax" || o.variable == "tasmin";
-  int height = -1;
-  if (at_2m) height = define_scalar_vertical(nc, "height", "height", "height", "m", "up");
+  const int height = define_2m_height(nc, o.variable);  // tas, tasmax, tasmin: 2 m
   auto def = [&](const std::string& name, const std::string& long_name) {
     const int id = nc.def_var(name, NC_FLOAT, dims, 4);
     if (!standard.empty()) nc.put_att(id, "standard_name", standard);
@@ -67,7 +63,7 @@ PredictandWriter::PredictandWriter(const std::string& path, const PredictandOutp
     nc.put_att(id, "_FillValue", kFill, NC_FLOAT);
     nc.put_att(id, "missing_value", kFill, NC_FLOAT);
     nc.put_att(id, "cell_methods", cell);
-    nc.put_att(id, "coordinates", at_2m ? "height lat lon" : "lat lon");
+    nc.put_att(id, "coordinates", height >= 0 ? "height lat lon" : "lat lon");
     // A chunk per day (netCDF's default along an unlimited time, stated because the blocks of
     // days rely on it: a block never splits a compressed chunk).
     nc.def_chunks(id, {1, w.ny, w.nx});
@@ -85,10 +81,7 @@ PredictandWriter::PredictandWriter(const std::string& path, const PredictandOutp
                          o.history, o.checkpoint, o.config_file, o.attributes);
   nc.end_define();
   write_cf_axes(nc, ax, o.days, o.lat, o.lon);
-  if (height >= 0) {
-    const double two_metres = 2.0;
-    nc.write(height, &two_metres);
-  }
+  write_2m_height(nc, height);
 }
 
 PredictandWriter::~PredictandWriter() = default;

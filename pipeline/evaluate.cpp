@@ -76,7 +76,8 @@ class OutputsInOrder {
 };
 
 // evaluate/scores.nc: the per-box fields behind the report, on the prediction's grid and days.
-void write_scores_nc(const std::string& dir, const std::string& pred_path, const std::vector<double>& lat,
+void write_scores_nc(const std::string& dir, const std::string& pred_path, const std::string& variable,
+                     const std::vector<double>& lat,
                      const std::vector<double>& lon, const std::vector<int64_t>& days, const std::string& calendar,
                      std::vector<ScoreField> fields, const std::map<std::string, std::string>& extra,
                      std::vector<SeasonFields> seasons) {
@@ -85,6 +86,7 @@ void write_scores_nc(const std::string& dir, const std::string& pred_path, const
   f.lon = lon;
   f.days = days;
   f.calendar = calendar;
+  f.variable = variable;
   f.title = "per-box scores of the downscaled prediction and the baselines over the test period";
   f.source = "downscale " DOWNSCALE_VERSION " evaluate of " + pred_path;
   f.history = command_line();
@@ -268,7 +270,7 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   throw_if_stop_requested("scoring; nothing written");
   OutputsInOrder outputs(dir);
   outputs.write("scores.nc", [&] {
-    write_scores_nc(dir, pred_path, pred.lat, pred.lon, pred.days, pred.calendar,
+    write_scores_nc(dir, pred_path, meta.predictand, pred.lat, pred.lon, pred.days, pred.calendar,
                     continuous_score_fields(e, cf_standard_name(meta.predictand)), {}, std::move(season_fields));
   });
   outputs.write("scores.json", [&] { write_text(dir + "/scores.json", continuous_json(e, seasonal, about)); });
@@ -384,7 +386,7 @@ int run_evaluate(const Config& cfg) {
   throw_if_stop_requested("scoring; nothing written");
   OutputsInOrder outputs(dir);
   outputs.write("scores.nc", [&] {
-    write_scores_nc(dir, pred_path, pred.lat, pred.lon, pred.days, pred.calendar, precipitation_score_fields(e),
+    write_scores_nc(dir, pred_path, "pr", pred.lat, pred.lon, pred.days, pred.calendar, precipitation_score_fields(e),
                     {{"wet_day_threshold", "1 mm/day"}}, std::move(season_fields));
   });
   outputs.write("scores.json", [&] { write_text(dir + "/scores.json", evaluation_json(e, seasonal, about)); });

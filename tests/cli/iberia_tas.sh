@@ -86,6 +86,9 @@ done
 header_ok() { local h; h=$(ncdump -h "$1"); grep -qF -- "$2" <<<"$h" || { echo "$1 lacks $2"; exit 1; }; }
 header_ok runs/iberia_tas/fetch/predictand/tas.nc 'tas:standard_name = "air_temperature"'
 header_ok runs/iberia_tas/fetch/predictors/psl.nc 'psl:standard_name = "air_pressure_at_mean_sea_level"'
+# tas is at 2 m, in the prediction and in its scores.
+header_ok runs/iberia_tas/predict/deepesd/tas.nc 'tas:coordinates = "height lat lon"'
+header_ok runs/iberia_tas/evaluate/deepesd/scores.nc 'bias_cnn:coordinates = "height"'
 # The providers' terms travel from the sources to every prediction, naming the fields they cover.
 terms='climate4R.datasets is distributed under LGPL-3; terms of the original data providers apply'
 header_ok runs/iberia_tas/fetch/predictand/tas.nc ":original_license = \"$terms\""

@@ -109,6 +109,41 @@ TEST(ScoresFile, ContinuousFieldsCarryThePredictandsStandardName) {
   EXPECT_NEAR(e.methods[0].median.at("bias"), 1.0, 1e-12);
 }
 
+// The scores of tas are of the air temperature at 2 m, as the prediction's fields: a scalar
+// height every field names; precipitation's have none.
+TEST(ScoresFile, TemperatureScoresAreAtTwoMetres) {
+  test::TempDir d;
+  const std::vector<float> obs{280, 281, 282, 284};
+  const ContinuousEvaluation e =
+      evaluate_continuous(obs, 2, {1, 1}, {{"plus_one", {281, 282, 283, 285}}}, "tas", "K");
+  ScoresFile f;
+  f.lat = {40};
+  f.lon = {-100, -99.5};
+  f.days = {12418, 12419};
+  f.title = "test";
+  f.variable = "tas";
+  f.fields = continuous_score_fields(e, "air_temperature");
+  f.seasons.push_back({"DJF", {12418, 12419}, continuous_score_fields(e, "air_temperature")});
+  write_scores_file(d / "tas.nc", f);
+  {
+    NcFile nc = NcFile::open(d / "tas.nc");
+    const int h = nc.var_id("height");
+    EXPECT_EQ(nc.att_text(h, "units"), "m");
+    EXPECT_EQ(nc.att_text(h, "positive"), "up");
+    double metres = 0;
+    nc.read(h, {}, {}, &metres);
+    EXPECT_EQ(metres, 2.0);
+    EXPECT_EQ(nc.att_text(nc.var_id("bias_plus_one"), "coordinates"), "height");
+    EXPECT_EQ(nc.att_text(nc.var_id("mean_observed_DJF"), "coordinates"), "height");
+  }
+  ScoresFile p = small_scores_file({12418, 12419});
+  p.variable = "pr";
+  write_scores_file(d / "pr.nc", p);
+  NcFile nc = NcFile::open(d / "pr.nc");
+  EXPECT_FALSE(nc.has_var("height"));
+  EXPECT_FALSE(nc.has_att(nc.var_id("mean_twice"), "coordinates"));
+}
+
 // Scoring names the method in its progress lines (every ~5 s, and once when a method is done);
 // members are counted only where the method has several (the stochastic ones).
 TEST(ScoresFile, ScoringLogsTheMethodItScores) {
