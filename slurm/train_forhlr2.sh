@@ -175,7 +175,8 @@ tmpdir=$(mktemp -d)
 trap 'rm -rf "$tmpdir"' EXIT
 check=("${rank_cmd[@]}" train --check --ranks "$ntasks" "${train_args[@]:1}")
 rc=0
-"${check[@]}" > "$tmpdir/check.out" || rc=$?
+"${check[@]}" > "$tmpdir/check.out" 2> "$tmpdir/check.err" || rc=$?
+cat "$tmpdir/check.err" >&2
 cat "$tmpdir/check.out"
 model_dir=$(sed -n 's/^output folder //p' "$tmpdir/check.out")
 if ((rc != 0)); then
@@ -187,6 +188,24 @@ fi
 # driver's /dev/nvidiactl present) pass, and the ranks say what they find.
 if [[ $(sed -n 's/^device \([a-z]*\) (run.device)$/\1/p' "$tmpdir/check.out") == cuda && -z $gpus && ! -e /dev/nvidiactl ]]; then
   die "run.device is cuda but this job has no GPU (no CUDA_VISIBLE_DEVICES or SLURM_JOB_GPUS, no NVIDIA driver on $(hostname -s)): submit with --gres=gpu:N to a GPU partition, or --set run.device=auto to train on the CPU"
+fi
+
+# A training that has ended (all its epochs, or its patience spent): a job submitted again with
+# --resume or --resume-auto, or requeued after the last epoch, has nothing to launch. It completes
+# (exit 0), so that a chain of jobs (--dependency=afterany) or a requeue ends cleanly.
+if done=$(sed -n 's/^finished: //p' "$tmpdir/check.out") && [[ -n $done ]]; then
+  echo "== $done"
+  echo "== nothing launched; the job completes"
+  exit 0
+fi
+
+# GPUs in the job but run.device auto found none usable on this node (no driver, a CUDA module
+# not loaded): the training would run on the CPU with the allocation's GPUs idle, and requeue
+# so for days. Stopped, with the check's reason; run.device cpu trains on the CPU on purpose.
+if [[ -n $gpus && $(sed -n 's/^device \([a-z]*\) (run.device)$/\1/p' "$tmpdir/check.out") == auto ]] &&
+   grep -q '^backend cpu' "$tmpdir/check.out"; then
+  why=$(grep -o 'running on the CPU: .*' "$tmpdir/check.err" | head -1 || true)
+  die "this job has GPUs ($gpus) but run.device auto chose the CPU on $(hostname -s)${why:+ (${why#running on the CPU: })}: its GPUs would stay idle. Load the CUDA driver or module the node needs (see the check's lines above), or --set run.device=cpu to train on the CPU on purpose"
 fi
 
 # The time limit against SIGUSR1's lead (--signal=B:USR1@120 above; DOWNSCALE_USR1_LEAD=SECONDS

@@ -240,6 +240,29 @@ int64_t read_checkpoint_global_batch(const std::string& path) {
   return f.has_attr("/", "global_batch") ? f.attr_int("/", "global_batch") : 0;
 }
 
+TrainState read_checkpoint_state(const std::string& path) { return read_state(H5File::open(path), path); }
+
+std::string nothing_to_train(const TrainState& state, const std::string& path, int epochs, int patience) {
+  // An early-stopped run is finished too (its patience ran out), unless patience was raised. A
+  // checkpoint written mid-epoch past train.epochs (interrupted in epoch 3, resumed with epochs
+  // 1) has nothing to train either: its partial epoch lies beyond the run asked for.
+  const bool all_epochs = state.epoch >= epochs;
+  const bool stopped_early = patience > 0 && state.epochs_without_improvement >= patience;
+  if (!all_epochs && !(stopped_early && state.step_in_epoch == 0)) return "";
+  const std::string partial =
+      state.step_in_epoch > 0 ? fmt::format(" (and {} steps of epoch {})", state.step_in_epoch, state.epoch + 1) : "";
+  return fmt::format(
+      "{} {}: nothing to train; its checkpoints, metrics.csv and train_report.json are kept (raise {} to train on)",
+      path,
+      all_epochs ? (state.epoch == epochs && partial.empty()
+                        ? fmt::format("holds all {} epochs of train.epochs {}", state.epoch, epochs)
+                        : fmt::format("holds {} epochs{}, {} train.epochs {}", state.epoch, partial,
+                                      state.epoch == epochs ? "all of" : "more than", epochs))
+                 : fmt::format("stopped early after epoch {} (no improvement for train.patience {} epochs)",
+                               state.epoch, patience),
+      all_epochs ? "train.epochs" : "train.patience");
+}
+
 StoreProvenance read_checkpoint_provenance(const std::string& path) { return read_provenance(H5File::open(path), path); }
 
 std::string changed_split(const StoreProvenance& saved, const std::string& train_now, const std::string& validation_now) {

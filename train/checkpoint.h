@@ -52,6 +52,15 @@ void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, in
 
 // A checkpoint's global_batch attribute alone (0 when it has none), for train --check.
 int64_t read_checkpoint_global_batch(const std::string& path);
+// A checkpoint's training state alone (epochs, patience count, mid-epoch step), without its
+// tensors, for train --check.
+TrainState read_checkpoint_state(const std::string& path);
+// Why a run resumed from `state` (checkpoint `path`) has nothing left to train under train.epochs
+// `epochs` and train.patience `patience`, "" when it has: it holds all the epochs asked for (or
+// more, a mid-epoch checkpoint past them included), or its patience ran out at an epoch's end.
+// train --resume then keeps everything as it is; train --check says so, and the batch script
+// launches nothing (a requeued or resubmitted job whose training had ended).
+std::string nothing_to_train(const TrainState& state, const std::string& path, int epochs, int patience);
 // A checkpoint's record of the store it was trained on alone (empty parts where it has none), for
 // preprocess's warning about checkpoints a rebuilt store leaves behind.
 StoreProvenance read_checkpoint_provenance(const std::string& path);

@@ -352,26 +352,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       spdlog::info("resuming from {} after epoch {}", last_path, state.epoch);
     // A finished run resumed (a requeued job that had ended, --resume by hand): training on would
     // rewrite its report with a run of no steps (0 samples/s) and append nothing to its metrics.
-    // An early-stopped run is finished too (its patience ran out), unless patience was raised.
-    // A checkpoint written mid-epoch past train.epochs (interrupted in epoch 3, resumed with
-    // epochs 1) has nothing to train either: its partial epoch lies beyond the run asked for.
-    const bool all_epochs = state.epoch >= tc.epochs;
-    const bool stopped_early = tc.patience > 0 && state.epochs_without_improvement >= tc.patience;
-    if (all_epochs || (stopped_early && state.step_in_epoch == 0)) {
-      const std::string partial =
-          state.step_in_epoch > 0 ? fmt::format(" (and {} steps of epoch {})", state.step_in_epoch, state.epoch + 1) : "";
-      if (root)
-        spdlog::info("{} {}: nothing to train; its checkpoints, metrics.csv and train_report.json are kept (raise {} "
-                     "to train on)",
-                     last_path,
-                     all_epochs ? (state.epoch == tc.epochs && partial.empty()
-                                              ? fmt::format("holds all {} epochs of train.epochs {}", state.epoch, tc.epochs)
-                                              : fmt::format("holds {} epochs{}, {} train.epochs {}", state.epoch, partial,
-                                                            state.epoch == tc.epochs ? "all of" : "more than", tc.epochs))
-                                : fmt::format("stopped early after epoch {} (no improvement for train.patience {} "
-                                              "epochs)",
-                                              state.epoch, tc.patience),
-                     all_epochs ? "train.epochs" : "train.patience");
+    if (const std::string done = nothing_to_train(state, last_path, tc.epochs, tc.patience); !done.empty()) {
+      if (root) spdlog::info("{}", done);
       TrainReport finished;
       finished.already_done = true;
       finished.epochs = state.epoch;

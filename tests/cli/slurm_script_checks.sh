@@ -24,6 +24,10 @@
 #  8. the time limit (squeue %l) against SIGUSR1's 120 s lead: 2:00 or less, exit 2 before the
 #     launch naming the limit (each run would requeue without training); under 5 minutes a
 #     warning; an hour, a day, UNLIMITED or no squeue: nothing; DOWNSCALE_USR1_LEAD moves the bar.
+#  9. GPUs in the job but run.device auto chose the CPU (no driver on the node): exit 2 before the
+#     launch, naming the GPUs and the check's reason; a GPU backend, or run.device cpu, launches.
+# 10. a training that has ended (train --check's `finished:` line: a job submitted again with
+#     --resume, a requeue after the last epoch): nothing launched, exit 0, the reason in the .out.
 #   usage: slurm_script_checks.sh <source dir>
 set -euo pipefail
 src=$(realpath "$1")
@@ -36,7 +40,13 @@ touch configs/c.yaml
 # downscale: --check names the output folder; a training exits $FAKE_RC and, on 0, writes its report.
 cat >fake/downscale <<'SH'
 #!/usr/bin/env bash
-[[ $2 == --check ]] && { echo "device ${FAKE_DEVICE:-auto} (run.device)"; echo "output folder out"; exit 0; }
+if [[ $2 == --check ]]; then
+  [[ ${FAKE_BACKEND-} == cpu ]] && echo "[train] run.device auto: running on the CPU: no NVIDIA driver (libcuda.so.1 missing)" >&2
+  [[ -n ${FAKE_BACKEND-} ]] && echo "backend ${FAKE_BACKEND} computes train.precision tf32"
+  echo "device ${FAKE_DEVICE:-auto} (run.device)"; echo "output folder out"
+  [[ -n ${FAKE_FINISHED-} ]] && echo "finished: out/checkpoint_last.h5 holds all 5 epochs of train.epochs 5: nothing to train"
+  exit 0
+fi
 [[ ${FAKE_RC:-0} -eq 0 ]] && touch out/train_report.json
 exit "${FAKE_RC:-0}"
 SH
@@ -203,4 +213,26 @@ for limit in 1:00:00 1-00:00:00 UNLIMITED 30:00; do
   grep -q "time limit" job.err job.out && { cat job.err; fail "time limit $limit: a warning"; }
 done
 FAKE_LIMIT=2:00 DOWNSCALE_USR1_LEAD=30 job 4 "" || fail "2:00 with a lead of 30 s: exit $?, expected 0"
+
+echo "== 9. GPUs in the job, the CPU chosen by run.device auto"
+rm -f srun.log
+rc=0
+FAKE_BACKEND=cpu job 2 0,1 || rc=$?
+[[ $rc -eq 2 ]] || { cat job.out job.err; fail "GPUs 0,1 and the CPU backend: exit $rc, expected 2"; }
+grep -q "train_forhlr2.sh: this job has GPUs (0,1) but run.device auto chose the CPU on .* (no NVIDIA driver (libcuda.so.1 missing)): its GPUs would stay idle.*--set run.device=cpu" job.err ||
+  { cat job.err; fail "no line naming the GPUs, the reason and run.device=cpu"; }
+grep -q "^== stopped (exit 2): this job has GPUs" job.out || { cat job.out; fail "the .out does not say why"; }
+[[ ! -e srun.log ]] || fail "launched on the CPU with GPUs idle"
+FAKE_BACKEND=cpu FAKE_DEVICE=cpu job 2 0,1 || fail "run.device cpu with GPUs: exit $?, expected 0 (on purpose)"
+FAKE_BACKEND=cuda job 2 0,1 || fail "a GPU backend with GPUs: exit $?"
+FAKE_BACKEND=cpu job 2 "" || fail "the CPU backend without GPUs: exit $?"
+
+echo "== 10. a training that has ended: nothing launched, exit 0"
+rm -f srun.log out/train_report.json
+rc=0
+FAKE_FINISHED=1 job 2 "" || rc=$?
+[[ $rc -eq 0 ]] || { cat job.out job.err; fail "a finished training: exit $rc, expected 0"; }
+grep -q "^== out/checkpoint_last.h5 holds all 5 epochs of train.epochs 5: nothing to train" job.out &&
+  grep -q "^== nothing launched; the job completes" job.out || { cat job.out; fail "the .out does not say why nothing ran"; }
+[[ ! -e srun.log ]] || fail "a finished training was launched"
 echo "ok"
