@@ -36,6 +36,9 @@ copied = {line.split()[0] for line in files.strip().splitlines()}
 needed = set(re.findall(r"^\s*add_subdirectory\((\w+)\)", cmake, re.M)) - {"tests"}  # tests: -DDOWNSCALE_BUILD_TESTS=OFF
 needed |= {"CMakeLists.txt", "configs", "scripts"} | ({"cmake"} if os.path.isdir(os.path.join(src, "cmake")) else set())
 check(needed <= copied, f"Apptainer.def %files copies {sorted(needed)}" + (f" (missing {sorted(needed - copied)})" if needed - copied else ""))
+# ... and every path it copies exists: apptainer build stops at a missing %files source.
+absent = sorted(p for p in copied if not os.path.exists(os.path.join(src, p)))
+check(not absent, "every Apptainer.def %files source exists in the repository" + (f" (absent: {absent})" if absent else ""))
 
 # 3. runtime packages
 def runtime_packages(text, stage_start):
