@@ -61,8 +61,10 @@ int main(int argc, char** argv) {
   train->add_flag("--resume-auto", options.resume_auto,
                   "continue from the last checkpoint when there is one, else start (a requeued Slurm job)");
   CLI::Option* check_flag = train->add_flag("--check", options.check,
-                  "check the config, the store and the model, print a summary and exit (0 ok, 2 bad config, 3 bad "
-                  "store); starts no MPI and writes nothing (slurm/train_forhlr2.sh runs it before launching the ranks)");
+                  "check the config, the store and the model, print a summary and exit (0 ok, 1 another train holds "
+                  "the model's folder, 2 bad config, 3 bad store; a 'finished:' line when the checkpoint to "
+                  "resume has nothing left to train); starts no MPI and writes nothing (slurm/train_forhlr2.sh "
+                  "runs it before launching the ranks)");
   train->add_option("--ranks", options.check_ranks,
                     "--check: the rank count the job will launch; a checkpoint to resume must have been trained "
                     "with this many times train.batch_size per step (slurm/train_forhlr2.sh passes its tasks)")

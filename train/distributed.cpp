@@ -88,6 +88,12 @@ void check_env(const char* var, int mpi_value, const char* what) {
   if (!v || !*v) return;
   char* end = nullptr;
   const long value = std::strtol(v, &end, 10);
+  // One copy where the job has several tasks: started as a plain command in a batch script
+  // (sbatch -n 2 --wrap "downscale train ..."), not launched by srun or mpirun.
+  if (*end == '\0' && mpi_value == 1 && value > 1 && std::string(what) == "size")
+    throw UsageError(std::string("MPI reports size 1 but ") + var + "=" + v + ": this copy was started alone in a job of " +
+                     v + " tasks; launch one copy a task with `srun --mpi=pmix downscale train ...` (or "
+                     "`mpirun downscale train ...`), or submit slurm/train_forhlr2.sh, which does");
   if (*end != '\0' || value != mpi_value)
     throw UsageError(std::string("MPI reports ") + what + " " + std::to_string(mpi_value) + " but " + var + "=" + v +
                      ": the launcher and MPI disagree (was the program started by mpirun/srun with an MPI it was "

@@ -81,7 +81,7 @@ double evaluate(model::Net& net, model::Backend& be, model::LossKind loss, const
                                   acc.data(), nullptr);
   }
   double sum = acc.read()[0];
-  comm.allreduce_sum(&sum, 1);
+  comm.allreduce_sum(&sum, 1, split + " loss");
   return sum / static_cast<double>(n);
 }
 
@@ -108,7 +108,7 @@ void average_buffers(model::Net& net, Communicator& comm) {
   if (ts.empty()) return;
   FusedTensors fused(ts, comm.device_memory());
   fused.pack();
-  comm.allreduce_sum(fused.data(), fused.size());
+  comm.allreduce_sum(fused.data(), fused.size(), "batch-norm running statistics");
   fused.scale(1.0f / float(comm.size()));
   fused.unpack();
 }
@@ -665,14 +665,16 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       events->epoch(epoch, train_loss, n_val ? val_loss : std::nan(""), lr, secs, rate);
       timeline.add("checkpoint", Timeline::kStep, t_checkpoint, Clock::now(), last_step, epoch);
     }
-    if (n_val)
+    // The losses are every rank's together: rank 0 says them, as Horovod's examples do (each rank's
+    // copy made 4 ranks x 200 epochs of identical lines).
+    if (root && n_val)
       spdlog::info("epoch {}/{}: train loss {:.4f}, validation loss {:.4f}{}, {:.1f} s", epoch, tc.epochs, train_loss,
                    val_loss, improved ? " (best)" : "", secs);
-    else  // no validation loss to show: the training loss stands in for it (said once at the start)
+    else if (root)  // no validation loss to show: the training loss stands in for it (said once at the start)
       spdlog::info("epoch {}/{}: train loss {:.4f}{}, {:.1f} s", epoch, tc.epochs, train_loss,
                    improved ? " (best)" : "", secs);
     if (tc.patience > 0 && state.epochs_without_improvement >= tc.patience) {
-      spdlog::info("early stopping: no improvement of the validation loss for {} epochs", tc.patience);
+      if (root) spdlog::info("early stopping: no improvement of the validation loss for {} epochs", tc.patience);
       break;
     }
   }

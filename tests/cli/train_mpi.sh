@@ -2,7 +2,8 @@
 # Data-parallel training under Open MPI (train/distributed.h), on a small store built with the
 # real command (synth -> fetch -> preprocess on configs/demo.yaml, three years):
 #  1. `mpirun -np 2` ends with the same weights on both ranks (each logs a checksum of its
-#     final parameters), and only rank 0 writes files;
+#     final parameters), and only rank 0 writes files and says the epochs' losses; one copy
+#     started alone in a job of 2 tasks is exit 2 saying how to launch it;
 #  2. at the same global batch (2 ranks x 8 against 1 rank x 16, learning rate 1e-3 x 2 ranks
 #     against 2e-3, no warmup) it matches one-rank training: see TOL below;
 #  3. small gradient buckets (many allreduces started during backward) give bit-identical
@@ -39,6 +40,13 @@ grep -q 'per rank: ' two.log || { echo "no per-rank throughput"; exit 1; }
 [[ $(ls runs/two/train/tensorboard/train/events.out.tfevents.* | wc -l) -eq 1 ]] || { echo "expected one event file (rank 0's)"; exit 1; }
 [[ $(grep -c '^2,' runs/two/train/metrics.csv) -eq 1 ]] || { echo "metrics.csv written more than once"; exit 1; }
 checksum=$(grep -o 'final weights checksum [0-9a-f]*' two.log | head -1 | awk '{print $4}')
+# Epoch lines are the ranks' losses together: rank 0 alone says them.
+[[ $(grep -c 'epoch 2/2: train loss' two.log) -eq 1 ]] || { echo "epoch lines from more than rank 0:"; grep 'epoch 2/2' two.log; exit 1; }
+# One copy started alone in a job of 2 tasks (a batch script without srun): exit 2, saying how to launch.
+rc=0
+SLURM_NTASKS=2 SLURM_JOB_ID=1 "$bin" train --config configs/demo.yaml "${common[@]}" --set run.dir=runs/one >alone.log 2>&1 || rc=$?
+[[ $rc -eq 2 ]] && grep -q "MPI reports size 1 but SLURM_NTASKS=2: this copy was started alone in a job of 2 tasks; launch one copy a task with \`srun --mpi=pmix" alone.log ||
+  { echo "a copy alone in a job of 2 tasks: exit $rc"; cat alone.log; exit 1; }
 
 # Same samples in every global batch, same rate: the difference is float rounding only. The
 # gradient of 16 samples is one reduction on one rank, but two means of 8, weighted and summed
