@@ -150,7 +150,15 @@ std::map<std::string, std::string> provenance_globals(const NcFile& src) {
     std::string lower = name;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
     if (!kept.count(lower)) continue;
-    if (std::string text = src.att_text(NC_GLOBAL, name); !text.empty()) out[lower] = std::move(text);
+    std::string text = src.att_text(NC_GLOBAL, name);
+    // A number (a DOI or licence id written as an integer) is the provider's text all the same.
+    if (const double x = src.att_double(NC_GLOBAL, name, NAN); text.empty() && std::isfinite(x))
+      text = x == std::floor(x) && std::abs(x) < 1e15 ? std::to_string(static_cast<long long>(x)) : fmt::format("{}", x);
+    if (text.empty()) continue;
+    // The same name in two cases (References and references): both texts, neither dropped.
+    std::string& kept_text = out[lower];
+    if (kept_text.empty()) kept_text = std::move(text);
+    else if (kept_text != text) kept_text += "; " + text;
   }
   return out;
 }

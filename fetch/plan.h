@@ -141,7 +141,8 @@ std::string fetched_cell_methods(const std::string& source, const std::map<std::
 
 // The source's global attributes a user of the data owes its providers: title, institution,
 // source, references, license (or licence), doi and contact, each under its name in lower case
-// whatever the source's case (E-OBS writes `References`); empty ones are left out.
+// whatever the source's case (E-OBS writes `References`; one name in two cases keeps both texts,
+// joined by "; "), a number as its text; empty ones are left out.
 std::map<std::string, std::string> provenance_globals(const NcFile& src);
 
 // Opens the source at a URL (the caller opens each distinct URL once and keeps it).

@@ -74,9 +74,24 @@ std::string hdf5_error_cause() {
   return found.innermost.empty() ? std::string("HDF5 error") : found.innermost;
 }
 
+namespace {
+
+// A creation property list of `cls` (file, group, dataset) without HDF5's object timestamps:
+// they would make two files of the same content differ (a checkpoint's sha256 in a prediction
+// then told an identical retraining from another model), and say nothing the files' own mtime
+// does not.
+hid_t untimed(hid_t cls) {
+  const hid_t p = H5Pcreate(cls);
+  H5Pset_obj_track_times(p, false);
+  return p;
+}
+
+}  // namespace
+
 H5File H5File::create(const std::string& path) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // our messages, not HDF5's stack dumps
-  const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  Handle fcpl(untimed(H5P_FILE_CREATE), H5Pclose);  // the root group's
+  const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
   if (id < 0) fail_write(path, "cannot create HDF5 file");
   return H5File(id, path);
 }
@@ -156,14 +171,15 @@ std::vector<std::string> H5File::datasets(const std::string& group) const {
 }
 
 void H5File::create_group(const std::string& name) {
-  Handle g(H5Gcreate2(id_, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  Handle gcpl(untimed(H5P_GROUP_CREATE), H5Pclose);
+  Handle g(H5Gcreate2(id_, name.c_str(), H5P_DEFAULT, gcpl, H5P_DEFAULT), H5Gclose);
   if (g < 0 || g.close() < 0) fail_write(path_, "cannot create group " + name);
 }
 
 void H5File::create_dataset(const std::string& name, hid_t type, const std::vector<hsize_t>& dims,
                             hsize_t chunk_rows, int deflate) {
   Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
-  Handle plist(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  Handle plist(untimed(H5P_DATASET_CREATE), H5Pclose);
   if (chunk_rows > 0 && !dims.empty() && dims[0] > 0) {
     std::vector<hsize_t> chunk = dims;
     chunk[0] = std::min(chunk_rows, dims[0]);
@@ -211,16 +227,19 @@ void H5File::read_rows(const std::string& n, hsize_t r, hsize_t k, int64_t* d) c
 
 void H5File::write_any(const std::string& name, hid_t type, const std::vector<hsize_t>& dims, const void* data) {
   Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
-  // Intermediate groups are created on the way, so "weights/conv1/W" needs no separate calls.
-  Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
-  H5Pset_create_intermediate_group(lcpl, 1);
-  Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  // Intermediate groups are created on the way, so "weights/conv1/W" needs no separate calls
+  // (here, untimed as the rest: HDF5's own way would stamp them).
+  for (size_t slash = name.find('/', 1); slash != std::string::npos; slash = name.find('/', slash + 1)) {
+    const std::string parent = name.substr(0, slash);
+    if (H5Lexists(id_, parent.c_str(), H5P_DEFAULT) <= 0) create_group(parent);
+  }
+  Handle dcpl(untimed(H5P_DATASET_CREATE), H5Pclose);
   const bool nonempty = !dims.empty() && std::all_of(dims.begin(), dims.end(), [](hsize_t d) { return d > 0; });
   if (checksummed_ && nonempty) {  // the filter needs a chunked layout: the whole dataset, one chunk
     H5Pset_chunk(dcpl, static_cast<int>(dims.size()), dims.data());
     H5Pset_fletcher32(dcpl);
   }
-  Handle ds(H5Dcreate2(id_, name.c_str(), type, space, lcpl, dcpl, H5P_DEFAULT), H5Dclose);
+  Handle ds(H5Dcreate2(id_, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose);
   if (ds < 0) fail_write(path_, "cannot create dataset " + name);
   if (H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0 || ds.close() < 0)
     fail_write(path_, "cannot write dataset " + name);

@@ -1,6 +1,7 @@
 #include "preprocess/data_terms.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "preprocess/fetched_field.h"
 
@@ -17,7 +18,29 @@ void DataTerms::add(const std::string& field, const std::string& references, con
   note(licenses_, field, license);
 }
 
-void DataTerms::note(Texts& texts, const std::string& field, const std::string& text) {
+namespace {
+
+// A provider's text on one line: each run of white space (newlines included) one space, none at
+// the ends, so that every line of references() and license() is one text and its fields.
+std::string one_line(const std::string& text) {
+  std::string out;
+  bool space = false;
+  for (const char c : text) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+void DataTerms::note(Texts& texts, const std::string& field, const std::string& raw) {
+  const std::string text = one_line(raw);
   if (text.empty()) return;
   auto it = std::find_if(texts.begin(), texts.end(), [&](const auto& t) { return t.first == text; });
   if (it == texts.end()) it = texts.insert(texts.end(), {text, {}});

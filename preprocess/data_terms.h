@@ -19,14 +19,15 @@ class DataTerms {
   void add(const std::string& field, const FetchedField& file);
   void add(const std::string& field, const std::string& references, const std::string& license);
 
-  // One line per distinct text, naming the fields that carry it in the order they were added:
+  // One line per distinct text (its white space runs, newlines included, made one space; blank
+  // texts left out), naming the fields that carry it in the order they were added:
   // "z@500, ta@850: https://…"; "" when no field carries any.
   std::string references() const { return text(references_); }
   std::string license() const { return text(licenses_); }
 
  private:
   using Texts = std::vector<std::pair<std::string, std::vector<std::string>>>;  // text, its fields
-  static void note(Texts& texts, const std::string& field, const std::string& text);
+  static void note(Texts& texts, const std::string& field, const std::string& raw);
   static std::string text(const Texts& texts);
   Texts references_, licenses_;
 };

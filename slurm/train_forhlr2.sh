@@ -40,8 +40,10 @@
 # --batch) reaches the ranks, which write checkpoint_last.h5 first, under srun, the default
 # launcher; a plain scancel or the time limit signals srun too, which kills the ranks at once,
 # so only SIGUSR1 below checkpoints at the limit), or 2 when this script finds something wrong before
-# launching (also run.device cuda in a job without GPUs). `downscale train --check` runs first
-# (once, no MPI): a bad config or store ends the job with its exit code before any rank starts.
+# launching (also run.device cuda in a job without GPUs, and GPUs allocated where run.device auto
+# chose the CPU). `downscale train --check` runs first (once, no MPI): a bad config or store ends
+# the job with its exit code before any rank starts, and a training that has ended (resubmitted
+# with --resume, requeued after its last epoch) ends it with 0, nothing launched.
 #
 # Time limit: 120 s before it Slurm sends this script SIGUSR1 (--signal=B:USR1@120), which it
 # forwards to the ranks: they finish the step, write checkpoint_last.h5 and exit 75; the script
@@ -114,6 +116,10 @@ for d in "$(dirname "${BASH_SOURCE[0]}")" ${DOWNSCALE_HOME:+"$DOWNSCALE_HOME/slu
 [[ -n $lib ]] || die "slurm/rank_command.sh not found (not in DOWNSCALE_HOME '${DOWNSCALE_HOME-}', DOWNSCALE_BUNDLE '${DOWNSCALE_BUNDLE-}' nor the submit folder ${SLURM_SUBMIT_DIR:-$(pwd)}): submit from the checkout, through a bundle's bin/env.sh, or set DOWNSCALE_HOME to the checkout"
 source "$lib"
 gpus=${CUDA_VISIBLE_DEVICES:-${SLURM_JOB_GPUS:-${SLURM_STEP_GPUS:-}}}
+# Slurm's NoDevFiles and a user's -1 hide every GPU: none.
+[[ $gpus == NoDevFiles || $gpus == -1 ]] && gpus=""
+# The GPUs Slurm allocated to the job (GRES), whatever CUDA_VISIBLE_DEVICES the submit shell passed.
+allocated_gpus=${SLURM_JOB_GPUS:-${SLURM_STEP_GPUS:-}}
 rank_command "$gpus"
 
 # --- the launcher: one rank per task of the allocation ---
@@ -175,6 +181,7 @@ tmpdir=$(mktemp -d)
 trap 'rm -rf "$tmpdir"' EXIT
 check=("${rank_cmd[@]}" train --check --ranks "$ntasks" "${train_args[@]:1}")
 rc=0
+# Its stderr kept too (the reason run.device auto gives for the CPU): shown once it ends.
 "${check[@]}" > "$tmpdir/check.out" 2> "$tmpdir/check.err" || rc=$?
 cat "$tmpdir/check.err" >&2
 cat "$tmpdir/check.out"
@@ -183,13 +190,6 @@ if ((rc != 0)); then
   echo "== downscale train --check failed with exit code $rc: nothing launched ($(printf '%q ' "${check[@]}"))"
   exit "$rc"
 fi
-# run.device cuda where no GPU can be: every rank would fail on its own after the launch. No GPUs
-# given by Slurm and no NVIDIA driver on this node; GPUs a cluster hands out without GRES (the
-# driver's /dev/nvidiactl present) pass, and the ranks say what they find.
-if [[ $(sed -n 's/^device \([a-z]*\) (run.device)$/\1/p' "$tmpdir/check.out") == cuda && -z $gpus && ! -e /dev/nvidiactl ]]; then
-  die "run.device is cuda but this job has no GPU (no CUDA_VISIBLE_DEVICES or SLURM_JOB_GPUS, no NVIDIA driver on $(hostname -s)): submit with --gres=gpu:N to a GPU partition, or --set run.device=auto to train on the CPU"
-fi
-
 # A training that has ended (all its epochs, or its patience spent): a job submitted again with
 # --resume or --resume-auto, or requeued after the last epoch, has nothing to launch. It completes
 # (exit 0), so that a chain of jobs (--dependency=afterany) or a requeue ends cleanly.
@@ -199,13 +199,21 @@ if done=$(sed -n 's/^finished: //p' "$tmpdir/check.out") && [[ -n $done ]]; then
   exit 0
 fi
 
-# GPUs in the job but run.device auto found none usable on this node (no driver, a CUDA module
-# not loaded): the training would run on the CPU with the allocation's GPUs idle, and requeue
-# so for days. Stopped, with the check's reason; run.device cpu trains on the CPU on purpose.
-if [[ -n $gpus && $(sed -n 's/^device \([a-z]*\) (run.device)$/\1/p' "$tmpdir/check.out") == auto ]] &&
-   grep -q '^backend cpu' "$tmpdir/check.out"; then
+device=$(sed -n 's/^device \([a-z]*\) (run.device)$/\1/p' "$tmpdir/check.out")
+# run.device cuda where no GPU can be: every rank would fail on its own after the launch. No GPUs
+# given by Slurm and no NVIDIA driver on this node; GPUs a cluster hands out without GRES (the
+# driver's /dev/nvidiactl present) pass, and the ranks say what they find.
+if [[ $device == cuda && -z $gpus && ! -e /dev/nvidiactl ]]; then
+  die "run.device is cuda but this job has no GPU (no CUDA_VISIBLE_DEVICES or SLURM_JOB_GPUS, no NVIDIA driver on $(hostname -s)): submit with --gres=gpu:N to a GPU partition, or --set run.device=auto to train on the CPU"
+fi
+
+# GPUs Slurm allocated to the job (GRES) but run.device auto found none usable on this node (no
+# driver, a CUDA module not loaded): the training would run on the CPU with the allocation's GPUs
+# idle, and requeue so for days. Stopped, with the check's reason; run.device cpu trains on the
+# CPU on purpose. (A CUDA_VISIBLE_DEVICES alone, passed on from the submit shell, is no allocation.)
+if [[ -n $allocated_gpus && $device == auto ]] && grep -q '^backend cpu' "$tmpdir/check.out"; then
   why=$(grep -o 'running on the CPU: .*' "$tmpdir/check.err" | head -1 || true)
-  die "this job has GPUs ($gpus) but run.device auto chose the CPU on $(hostname -s)${why:+ (${why#running on the CPU: })}: its GPUs would stay idle. Load the CUDA driver or module the node needs (see the check's lines above), or --set run.device=cpu to train on the CPU on purpose"
+  die "this job has GPUs ($allocated_gpus) but run.device auto chose the CPU on $(hostname -s)${why:+ (${why#running on the CPU: })}: its GPUs would stay idle. Load the CUDA driver or module the node needs (see the check's lines above), or --set run.device=cpu to train on the CPU on purpose"
 fi
 
 # The time limit against SIGUSR1's lead (--signal=B:USR1@120 above; DOWNSCALE_USR1_LEAD=SECONDS

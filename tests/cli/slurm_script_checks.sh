@@ -217,15 +217,24 @@ FAKE_LIMIT=2:00 DOWNSCALE_USR1_LEAD=30 job 4 "" || fail "2:00 with a lead of 30 
 echo "== 9. GPUs in the job, the CPU chosen by run.device auto"
 rm -f srun.log
 rc=0
-FAKE_BACKEND=cpu job 2 0,1 || rc=$?
+SLURM_JOB_GPUS=0,1 FAKE_BACKEND=cpu job 2 0,1 || rc=$?
 [[ $rc -eq 2 ]] || { cat job.out job.err; fail "GPUs 0,1 and the CPU backend: exit $rc, expected 2"; }
 grep -q "train_forhlr2.sh: this job has GPUs (0,1) but run.device auto chose the CPU on .* (no NVIDIA driver (libcuda.so.1 missing)): its GPUs would stay idle.*--set run.device=cpu" job.err ||
   { cat job.err; fail "no line naming the GPUs, the reason and run.device=cpu"; }
 grep -q "^== stopped (exit 2): this job has GPUs" job.out || { cat job.out; fail "the .out does not say why"; }
 [[ ! -e srun.log ]] || fail "launched on the CPU with GPUs idle"
-FAKE_BACKEND=cpu FAKE_DEVICE=cpu job 2 0,1 || fail "run.device cpu with GPUs: exit $?, expected 0 (on purpose)"
-FAKE_BACKEND=cuda job 2 0,1 || fail "a GPU backend with GPUs: exit $?"
+SLURM_JOB_GPUS=0,1 FAKE_BACKEND=cpu FAKE_DEVICE=cpu job 2 0,1 || fail "run.device cpu with GPUs: exit $?, expected 0 (on purpose)"
+SLURM_JOB_GPUS=0,1 FAKE_BACKEND=cuda job 2 0,1 || fail "a GPU backend with GPUs: exit $?"
 FAKE_BACKEND=cpu job 2 "" || fail "the CPU backend without GPUs: exit $?"
+# No allocation: a CUDA_VISIBLE_DEVICES passed on from the submit shell, Slurm's NoDevFiles, -1.
+for v in 0,1 NoDevFiles -1; do
+  FAKE_BACKEND=cpu job 2 "$v" || { cat job.err; fail "CUDA_VISIBLE_DEVICES=$v without GRES, the CPU backend: exit $?"; }
+done
+grep -q "GPU(s)" job.err && { cat job.err; fail "CUDA_VISIBLE_DEVICES=-1 counted as GPUs"; }
+# A finished training ends the job with 0 before the device checks (run.device cuda, no GPU).
+if [[ ! -e /dev/nvidiactl ]]; then
+  FAKE_FINISHED=1 FAKE_DEVICE=cuda job 2 "" || { cat job.out job.err; fail "a finished training under run.device cuda without GPUs: exit $?"; }
+fi
 
 echo "== 10. a training that has ended: nothing launched, exit 0"
 rm -f srun.log out/train_report.json

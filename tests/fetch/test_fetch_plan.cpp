@@ -8,6 +8,7 @@
 #include "io/error.h"
 #include "fetch/dataset.h"
 #include "fetch/plan.h"
+#include "io/netcdf_file.h"
 #include "support/test_support.h"
 
 using namespace ds;
@@ -163,4 +164,25 @@ TEST(FetchPlan, MissingDefinitionNamesEachFolderOnce) {
             std::string::npos)
       << what;
   EXPECT_EQ(what.find("configs/datasets and configs/datasets"), std::string::npos) << what;
+}
+
+// The providers' global attributes whatever their case (E-OBS writes References), a number as
+// text (a DOI written as an integer), one name in two cases with both texts, and nothing else.
+TEST(FetchPlan, ProvenanceGlobalsInAnyCaseNumbersAsTextAndNoneDropped) {
+  test::TempDir d;
+  {
+    NcFile nc = NcFile::create(d / "src.nc");
+    nc.put_att(NC_GLOBAL, "References", "https://a.example");
+    nc.put_att(NC_GLOBAL, "references", "https://b.example");
+    nc.put_att(NC_GLOBAL, "DOI", 12345, NC_INT);
+    nc.put_att(NC_GLOBAL, "LICENCE", "CC-BY 4.0");
+    nc.put_att(NC_GLOBAL, "history", "not a provider's term");
+    nc.put_att(NC_GLOBAL, "title", "");
+    nc.end_define();
+    nc.close();
+  }
+  const auto g = provenance_globals(NcFile::open(d / "src.nc"));
+  const std::map<std::string, std::string> want{
+      {"references", "https://a.example; https://b.example"}, {"doi", "12345"}, {"licence", "CC-BY 4.0"}};
+  EXPECT_EQ(g, want);
 }
