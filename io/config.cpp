@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -305,6 +306,18 @@ void apply_override(YAML::Node& root, const std::string& assignment, std::map<st
 }  // namespace
 
 std::string Config::origin(const std::string& key) const { return origin_of(key, overrides, file); }
+
+std::string Config::record(const std::string& stage) const {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string out = text.str();
+  if (overrides.empty()) return out;
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  out += "# --set overrides given to downscale " + stage + " (they win over the file above):\n";
+  for (const auto& [key, given] : overrides) out += "#   --set " + given + "\n";
+  return out;
+}
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   YAML::Node root;

@@ -44,6 +44,10 @@ struct Config {
   // Where the value of `key` came from, for messages: "--set key=value" (an override of the key
   // or of a section above it) or the config file.
   std::string origin(const std::string& key) const;
+  // The config as `stage` read it, for the files it writes (the store's and a checkpoint's
+  // `config` attribute): the file's text, then the --set overrides that changed it as YAML
+  // comments after it, so the text still parses as the file alone.
+  std::string record(const std::string& stage) const;
 
   struct Run {
     std::string dir;          // the run's output folder; every stage writes below it

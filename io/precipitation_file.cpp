@@ -9,6 +9,7 @@
 #include "io/error.h"
 #include "io/netcdf_file.h"
 #include "io/stop_signal.h"
+#include "io/version.h"
 
 namespace ds {
 

@@ -8,6 +8,7 @@
 #include "io/error.h"
 #include "io/stop_signal.h"
 #include "io/netcdf_file.h"
+#include "io/version.h"
 
 namespace ds {
 

@@ -8,6 +8,7 @@
 #include "io/error.h"
 #include "io/sha256.h"
 #include "io/store_identity.h"
+#include "io/version.h"
 
 namespace ds {
 

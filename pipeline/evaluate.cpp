@@ -29,6 +29,7 @@
 #include "io/sha256.h"
 #include "io/stop_signal.h"
 #include "io/training_store.h"
+#include "io/version.h"
 #include "pipeline/stages.h"
 #include "predict/window.h"
 #include "train/store_splits.h"
@@ -76,6 +77,16 @@ class OutputsInOrder {
 };
 
 // evaluate/scores.nc: the per-box fields behind the report, on the prediction's grid and days.
+// What scores.nc says of the prediction it scores, beside its path (`source`): the checkpoint and
+// the store, as the prediction names them, so that the file alone tells which model it is of.
+template <typename Prediction>
+std::map<std::string, std::string> scored_prediction(const Prediction& pred,
+                                                     std::map<std::string, std::string> extra = {}) {
+  extra["checkpoint"] = pred.checkpoint.empty() ? "not recorded" : pred.checkpoint;
+  for (const auto& [key, value] : pred.attributes) extra[key] = value;  // store_identity, checkpoint_sha256
+  return extra;
+}
+
 void write_scores_nc(const std::string& dir, const std::string& pred_path, const std::string& variable,
                      const std::vector<double>& lat,
                      const std::vector<double>& lon, const std::vector<int64_t>& days, const std::string& calendar,
@@ -271,7 +282,8 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   OutputsInOrder outputs(dir);
   outputs.write("scores.nc", [&] {
     write_scores_nc(dir, pred_path, meta.predictand, pred.lat, pred.lon, pred.days, pred.calendar,
-                    continuous_score_fields(e, cf_standard_name(meta.predictand)), {}, std::move(season_fields));
+                    continuous_score_fields(e, cf_standard_name(meta.predictand)), scored_prediction(pred),
+                    std::move(season_fields));
   });
   outputs.write("scores.json", [&] { write_text(dir + "/scores.json", continuous_json(e, seasonal, about)); });
   outputs.write("scores.csv", [&] { write_text(dir + "/scores.csv", continuous_csv(e, seasonal)); });
@@ -387,7 +399,7 @@ int run_evaluate(const Config& cfg) {
   OutputsInOrder outputs(dir);
   outputs.write("scores.nc", [&] {
     write_scores_nc(dir, pred_path, "pr", pred.lat, pred.lon, pred.days, pred.calendar, precipitation_score_fields(e),
-                    {{"wet_day_threshold", "1 mm/day"}}, std::move(season_fields));
+                    scored_prediction(pred, {{"wet_day_threshold", "1 mm/day"}}), std::move(season_fields));
   });
   outputs.write("scores.json", [&] { write_text(dir + "/scores.json", evaluation_json(e, seasonal, about)); });
   outputs.write("scores.csv", [&] { write_text(dir + "/scores.csv", evaluation_csv(e, seasonal)); });

@@ -17,6 +17,7 @@
 #include "io/launch_rank.h"
 #include "io/log.h"
 #include "io/stop_signal.h"
+#include "io/version.h"
 #include "pipeline/command_line.h"
 #include "pipeline/stages.h"
 #include "train/benchmark.h"

@@ -652,6 +652,8 @@ int run_predict(const Config& cfg) {
     if (!license.empty()) attributes[prefix + "_license"] = license;
   };
   add_terms("training_data", meta.source_references, meta.source_license);
+  // The stochastic members are drawn from predict.seed: the file says which, to draw them again.
+  if (cfg.predict.members > 0 && meta.is_precipitation()) attributes["members_seed"] = std::to_string(cfg.predict.seed);
   if (new_inputs) {
     const DataTerms terms = inputs->terms();
     add_terms("predictors", terms.references(), terms.license());

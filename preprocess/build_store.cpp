@@ -4,12 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 
 #include "io/atomic_file.h"
 #include "io/calendar.h"
@@ -44,13 +42,6 @@ struct Channel {
   std::vector<size_t> index[3];  // per split: the file's time index of each sample
   Standardization stats;
 };
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // The method for a field: preprocess.regrid.<name>, else .<var>, else .default, else bilinear.
 class RegridChoice {
@@ -345,7 +336,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     meta.predictand_lon = ygrid.grid.lon;
     meta.predictand_lat = ygrid.grid.lat;
     meta.wet_threshold = pp.wet_threshold;
-    meta.config_text = read_text(cfg.file);
+    meta.config_text = cfg.record("preprocess");  // the file and its --set overrides
     meta.split_years = pp.split_years_text();
     for (const auto& p : manifest.predictors) meta.sources += p.source + " ";
     meta.sources += manifest.predictand.source;

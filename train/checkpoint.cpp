@@ -8,6 +8,7 @@
 #include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/hdf5_file.h"
+#include "io/version.h"
 #include "model/imagenet_models.h"
 #include "model/models.h"
 
@@ -119,6 +120,8 @@ TrainState read_state(const H5File& f, const std::string& path) {
   if (f.has_attr("/", "epoch_loss_sum")) s.epoch_loss_sum = f.attr_double("/", "epoch_loss_sum");
   s.store = read_provenance(f, path);
   if (f.has_attr("/", "global_batch")) s.global_batch = f.attr_int("/", "global_batch");
+  if (f.has_attr("/", "config")) s.config_text = f.attr_string("/", "config");
+  if (f.has_attr("/", "training_setup")) s.setup = f.attr_string("/", "training_setup");
   if (f.has_attr("/", "loss_scale")) {
     s.loss_scale = f.attr_double("/", "loss_scale");
     s.loss_scale_good_steps = f.attr_int("/", "loss_scale_good_steps");
@@ -151,6 +154,8 @@ void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer*
     f.set_attr("/", "validation_split_hash", state.store.validation_hash);
   }
   f.set_attr("/", "global_batch", state.global_batch);
+  if (!state.config_text.empty()) f.set_attr("/", "config", state.config_text);
+  if (!state.setup.empty()) f.set_attr("/", "training_setup", state.setup);
   if (state.loss_scale > 0) {
     f.set_attr("/", "loss_scale", state.loss_scale);
     f.set_attr("/", "loss_scale_good_steps", state.loss_scale_good_steps);

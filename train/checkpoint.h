@@ -37,6 +37,10 @@ struct TrainState {
   // 0: not recorded (no dynamic scaling, or an older checkpoint).
   double loss_scale = 0;
   int64_t loss_scale_good_steps = 0;
+  // How the run that wrote it was set up, for a reader of the checkpoint alone ("" in older
+  // ones): the config as train read it (Config::record) and the ranks, threads, backend and
+  // precision, which decide the arithmetic (another thread count sums in another order).
+  std::string config_text, setup;
 };
 
 // Refuses (InputError, exit 3) a checkpoint trained on another store than `store`, saying what

@@ -368,6 +368,10 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   state.epoch_loss_sum = 0;
   state.store = provenance_of(store);  // recorded in every checkpoint written from here
   state.global_batch = global_batch;
+  state.config_text = cfg.record("train");  // this run's, also when it resumes an earlier one
+  // (The CPU backend's name holds its thread count: "cpu (oneDNN, 2 threads)".)
+  state.setup = fmt::format("{} rank(s), backend {}, train.precision {}, train.seed {}", comm.size(), be->name(),
+                            cfg.train.precision, tc.seed);
   // The label names what the other ranks wait for when rank 0 is slow to arrive: reading the
   // training climatology takes it a while on a large store, and that is no stall.
   if (distributed)

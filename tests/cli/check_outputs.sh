@@ -58,6 +58,7 @@ cdo -s sinfon "$run/evaluate/scores.nc" 2>&1 | grep -q "Bounds = true" || fail "
 echo "== xarray"
 # The README's recipe, verbatim (the first python block after its heading), then checks on what
 # it loaded.
+rev=$(git -C "$src" rev-parse --short=7 HEAD 2>/dev/null || true)  # "" outside a checkout
 recipe=$(awk '/^### Reading the outputs in Python/{f=1} f&&/^```python/{g=1;next} g&&/^```/{exit} g' "$src/README.md")
 [[ -n $recipe ]] || fail "README has no Python recipe under 'Reading the outputs in Python'"
 $py - <<PY
@@ -86,6 +87,12 @@ med = float(np.nanmedian(scores.rmse_cnn_expected.values)) * 86400
 assert abs(med - report["methods"]["cnn_expected"]["median"]["RMSE"]) < 1e-4 * med, med
 assert scores.attrs["test_days"] == 366 and scores.attrs["test_period_start"] == "2004-01-01"
 assert scores.mean_observed.attrs["cell_methods"] == "time: mean"
+# scores.nc names the model and store it scored, as the prediction does.
+for key in ("checkpoint", "checkpoint_sha256", "store_identity"):
+    assert scores.attrs[key] == full.attrs[key] and scores.attrs[key], (key, scores.attrs.get(key), full.attrs.get(key))
+# The software version carries the git revision it was built from (in a checkout's build).
+if "$rev":
+    assert "+g$rev" in scores.attrs["source"], (scores.attrs["source"], "$rev")
 print(f"xarray: {obs.sizes['time']} common days of observations and prediction; scores.nc has "
       f"{len(scores.data_vars)} per-box fields of {len(methods)} methods and the observations")
 PY

@@ -163,6 +163,17 @@ TEST(BuildStore, SourcesReferencesAndLicencesAreKeptByField) {
   EXPECT_EQ(StoreReader(plain.dir / "run/store.h5").meta().source_license, "");
 }
 
+// The store's config is the file as preprocess read it and the --set overrides that changed it,
+// as comments after it (the text parses as the file alone).
+TEST(BuildStore, ConfigAttributeHoldsTheFileAndItsOverrides) {
+  TinyRun run;
+  run.cfg.overrides["preprocess.fill"] = "preprocess.fill=none";
+  build_store(run.cfg, run.dir / "run/fetch", run.dir / "run/store.h5");
+  EXPECT_EQ(StoreReader(run.dir / "run/store.h5").meta().config_text,
+            "run: {dir: x}\n# --set overrides given to downscale preprocess (they win over the file above):\n"
+            "#   --set preprocess.fill=none\n");
+}
+
 // An observation grid larger than the convolutional models' output is a configuration error
 // naming the smallest predictor grid that fits.
 TEST(BuildStore, ObservationGridLargerThanTheOutputNamesThePredictorGridThatFits) {

@@ -16,6 +16,7 @@
 #include "support/test_support.h"
 #include "train/check.h"
 #include "train/climatology_start.h"
+#include "train/checkpoint.h"
 #include "train/trainer.h"
 
 using namespace ds;
@@ -111,7 +112,10 @@ TEST(Trainer, LearnsAndWritesCheckpointsAndMetrics) {
   test::TempDir d;
   const auto store = write_tiny_store(d);
   std::filesystem::create_directories(d / "a");
-  const auto r = train_model(tiny_config(d / "c.yaml", 8), store, d / "a", false);
+  std::ofstream(d / "c.yaml") << "train: {epochs: 8}\n";
+  Config cfg = tiny_config(d / "c.yaml", 8);
+  cfg.overrides["train.seed"] = "train.seed=3";
+  const auto r = train_model(cfg, store, d / "a", false);
   EXPECT_EQ(r.epochs, 8);
   const auto lines = csv_lines(d / "a/metrics.csv");
   ASSERT_EQ(lines.size(), 9u);
@@ -120,6 +124,13 @@ TEST(Trainer, LearnsAndWritesCheckpointsAndMetrics) {
   EXPECT_TRUE(std::filesystem::exists(d / "a/checkpoint_best.h5"));
   EXPECT_TRUE(std::filesystem::exists(d / "a/checkpoint_last.h5"));
   EXPECT_TRUE(std::filesystem::exists(d / "a/model_summary.txt"));
+  // The checkpoint says how it was trained: the config file's text, the ranks, backend, precision
+  // and seed (the arithmetic depends on them).
+  const TrainState state = read_checkpoint_state(d / "a/checkpoint_last.h5");
+  EXPECT_EQ(state.setup.rfind("1 rank(s), backend cpu (oneDNN, ", 0), 0u) << state.setup;
+  EXPECT_NE(state.setup.find(", train.precision tf32, train.seed 3"), std::string::npos) << state.setup;
+  EXPECT_EQ(state.config_text, "train: {epochs: 8}\n# --set overrides given to downscale train (they win over the file "
+                                "above):\n#   --set train.seed=3\n");
   // TensorBoard: runs train/ and validation/, one event file each, whose `loss` curves are
   // metrics.csv's, epoch by epoch.
   int seen = 0;
