@@ -48,7 +48,8 @@ int define_scalar_vertical(NcFile& nc, const std::string& name, const std::strin
 // Near-surface air temperature (tas, tasmax, tasmin) is at 2 m, CMIP's and CORDEX's scalar
 // `height` coordinate: without it CDO and the CF checkers take the field for a surface one.
 // define_2m_height defines it (-1 for other variables); its fields name it in `coordinates`
-// ("height lat lon"); write_2m_height writes its value after define mode (nothing for -1).
+// (a prediction's "height lat lon", scores.nc's "height": its lat and lon are dimensions alone);
+// write_2m_height writes its value after define mode (nothing for -1).
 bool at_2m_height(const std::string& variable);
 int define_2m_height(NcFile& nc, const std::string& variable);
 void write_2m_height(NcFile& nc, int height);

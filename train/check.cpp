@@ -58,12 +58,15 @@ void check_resume(const Config& cfg, const model::ModelSpec& spec, const std::st
   out << "checkpoint " << checkpoint << ": model " << spec.name << ", loss " << spec.loss << ", optimizer "
       << cfg.train.optimizer << ", as configured; trained on this store\n";
   // A finished training (all its epochs, or its patience spent): the batch script reads this line
-  // and launches nothing, so a resubmitted or requeued job after the end completes, exit 0.
-  if (const std::string done = nothing_to_train(read_checkpoint_state(checkpoint), checkpoint, cfg.train.epochs,
-                                                cfg.train.patience);
-      !done.empty())
+  // and launches nothing, so a resubmitted or requeued job after the end completes, exit 0, on
+  // any rank count (its global batch is not checked: nothing trains).
+  const TrainState state = read_checkpoint_state(checkpoint);
+  if (const std::string done = nothing_to_train(state, checkpoint, cfg.train.epochs, cfg.train.patience);
+      !done.empty()) {
     out << "finished: " << done << "\n";
-  const int64_t saved = read_checkpoint_global_batch(checkpoint);
+    return;
+  }
+  const int64_t saved = state.global_batch;
   if (ranks > 0 && saved > 0) {
     check_resumed_global_batch(checkpoint, saved, int64_t(cfg.train.batch_size) * ranks, cfg.train.batch_size, ranks);
     out << "global batch " << cfg.train.batch_size << " x " << ranks << " rank(s) = " << saved

@@ -240,11 +240,6 @@ void check_checkpoint_store(const std::string& checkpoint_path, const TrainState
                      "on, or train anew");
 }
 
-int64_t read_checkpoint_global_batch(const std::string& path) {
-  H5File f = H5File::open(path);
-  return f.has_attr("/", "global_batch") ? f.attr_int("/", "global_batch") : 0;
-}
-
 TrainState read_checkpoint_state(const std::string& path) { return read_state(H5File::open(path), path); }
 
 std::string nothing_to_train(const TrainState& state, const std::string& path, int epochs, int patience) {

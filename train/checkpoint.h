@@ -54,8 +54,6 @@ void check_checkpoint_store(const std::string& checkpoint_path, const TrainState
 // so it is refused (UsageError), saying how to keep it. saved 0: not recorded (an older checkpoint).
 void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, int64_t now, int batch_size, int ranks);
 
-// A checkpoint's global_batch attribute alone (0 when it has none), for train --check.
-int64_t read_checkpoint_global_batch(const std::string& path);
 // A checkpoint's training state alone (epochs, patience count, mid-epoch step), without its
 // tensors, for train --check.
 TrainState read_checkpoint_state(const std::string& path);

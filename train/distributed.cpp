@@ -88,16 +88,26 @@ void check_env(const char* var, int mpi_value, const char* what) {
   if (!v || !*v) return;
   char* end = nullptr;
   const long value = std::strtol(v, &end, 10);
-  // One copy where the job has several tasks: started as a plain command in a batch script
-  // (sbatch -n 2 --wrap "downscale train ..."), not launched by srun or mpirun.
-  if (*end == '\0' && mpi_value == 1 && value > 1 && std::string(what) == "size")
-    throw UsageError(std::string("MPI reports size 1 but ") + var + "=" + v + ": this copy was started alone in a job of " +
-                     v + " tasks; launch one copy a task with `srun --mpi=pmix downscale train ...` (or "
-                     "`mpirun downscale train ...`), or submit slurm/train_forhlr2.sh, which does");
   if (*end != '\0' || value != mpi_value)
     throw UsageError(std::string("MPI reports ") + what + " " + std::to_string(mpi_value) + " but " + var + "=" + v +
                      ": the launcher and MPI disagree (was the program started by mpirun/srun with an MPI it was "
                      "not built against, or each copy alone?)");
+}
+
+// The job's task count against MPI's size: as check_env, and a size of 1 in a job of several
+// tasks said for what it most often is, a copy started without a launcher (sbatch -n 2 --wrap
+// "downscale train ...").
+void check_size_env(const char* var, int mpi_size) {
+  const char* v = std::getenv(var);
+  if (!v || !*v) return;
+  char* end = nullptr;
+  const long value = std::strtol(v, &end, 10);
+  if (*end == '\0' && mpi_size == 1 && value > 1)
+    throw UsageError(std::string("MPI reports size 1 but ") + var + "=" + v + ": this copy runs alone in a job of " + v +
+                     " tasks: started without a launcher (launch one copy a task with `srun --mpi=pmix downscale "
+                     "train ...` or `mpirun downscale train ...`, or submit slurm/train_forhlr2.sh, which does), or "
+                     "launched with an MPI other than the one it was built against");
+  check_env(var, mpi_size, "size");
 }
 
 std::string rank_list(const std::vector<int>& ranks) {
@@ -157,11 +167,11 @@ class Mpi final : public Communicator {
     const char* ompi = std::getenv("OMPI_COMM_WORLD_SIZE");
     if (ompi && *ompi) {
       check_env("OMPI_COMM_WORLD_RANK", rank_, "rank");
-      check_env("OMPI_COMM_WORLD_SIZE", size_, "size");
+      check_size_env("OMPI_COMM_WORLD_SIZE", size_);
       check_env("OMPI_COMM_WORLD_LOCAL_RANK", local_rank_, "local rank");
     } else {
       check_env("SLURM_PROCID", rank_, "rank");
-      check_env("SLURM_NTASKS", size_, "size");
+      check_size_env("SLURM_NTASKS", size_);
       check_env("SLURM_LOCALID", local_rank_, "local rank");
     }
     // Collectives and arrival notices on separate communicators, so a notice can never match

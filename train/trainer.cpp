@@ -343,7 +343,6 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     if (!path_exists(last_path)) throw InputError(last_path + ": no checkpoint to resume from");
     state = load_checkpoint(last_path, net, optimizer.get());
     check_checkpoint_store(last_path, state, store);
-    check_resumed_global_batch(last_path, state.global_batch, global_batch, tc.batch_size, comm.size());
     std::istringstream(state.rng_state) >> rng;
     if (state.step_in_epoch > 0)
       spdlog::info("resuming from {} at epoch {}, step {} of {} (written when a signal stopped it)", last_path,
@@ -352,6 +351,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       spdlog::info("resuming from {} after epoch {}", last_path, state.epoch);
     // A finished run resumed (a requeued job that had ended, --resume by hand): training on would
     // rewrite its report with a run of no steps (0 samples/s) and append nothing to its metrics.
+    // Said before the global batch is checked: a finished run resubmitted on other ranks has
+    // nothing to train either.
     if (const std::string done = nothing_to_train(state, last_path, tc.epochs, tc.patience); !done.empty()) {
       if (root) spdlog::info("{}", done);
       TrainReport finished;
@@ -359,6 +360,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       finished.epochs = state.epoch;
       return finished;
     }
+    check_resumed_global_batch(last_path, state.global_batch, global_batch, tc.batch_size, comm.size());
   }
   // A checkpoint written mid-epoch: that epoch goes on from its next step, with the loss of the
   // steps done (the rng is the one before its shuffle, so the same order comes out).

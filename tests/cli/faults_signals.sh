@@ -146,11 +146,14 @@ if start_waiting sig.log "epoch 2 step 5 " ds train --set run.dir=runs/sig; then
   fi
   # train --check says it before a launch (the batch script then launches nothing, exit 0); not
   # when epochs remain.
-  rc=0; ds train --check --resume --set run.dir=runs/sig --set train.epochs=1 >fewer_check.log 2>&1 || rc=$?
-  [[ $rc -eq 0 ]] && grep -q "^finished: runs/sig/train/checkpoint_last.h5 holds 1 epochs (and 5 steps of epoch 2), all of train.epochs 1: nothing to train" fewer_check.log &&
-    ! ds train --check --resume --set run.dir=runs/sig 2>&1 | grep -q "^finished:" &&
+  # (On another rank count too: nothing trains, so its global batch does not matter.)
+  rc=0; ds train --check --resume --ranks 7 --set run.dir=runs/sig --set train.epochs=1 >fewer_check.log 2>&1 || rc=$?
+  rc2=0; ds train --check --resume --set run.dir=runs/sig >more_check.log 2>&1 || rc2=$?
+  [[ $rc -eq 0 && $rc2 -eq 0 ]] &&
+    grep -q "^finished: runs/sig/train/checkpoint_last.h5 holds 1 epochs (and 5 steps of epoch 2), all of train.epochs 1: nothing to train" fewer_check.log &&
+    grep -q "train --check: ok" more_check.log && ! grep -q "^finished:" more_check.log &&
     ok "train --check --resume of a finished run: the finished: line" ||
-    { fail "train --check --resume past train.epochs: exit $rc"; cat fewer_check.log; }
+    { fail "train --check --resume past train.epochs: exit $rc, then $rc2"; cat fewer_check.log more_check.log; }
   ds train --resume --set run.dir=runs/sig >resume.log 2>&1 || { fail "train --resume"; tail -3 resume.log; }
   grep -q 'resuming from .* at epoch 2, step 5 of' resume.log || fail "resume did not start at epoch 2 step 5"
   got=$(checksum runs/sig/train)

@@ -45,7 +45,7 @@ checksum=$(grep -o 'final weights checksum [0-9a-f]*' two.log | head -1 | awk '{
 # One copy started alone in a job of 2 tasks (a batch script without srun): exit 2, saying how to launch.
 rc=0
 SLURM_NTASKS=2 SLURM_JOB_ID=1 "$bin" train --config configs/demo.yaml "${common[@]}" --set run.dir=runs/one >alone.log 2>&1 || rc=$?
-[[ $rc -eq 2 ]] && grep -q "MPI reports size 1 but SLURM_NTASKS=2: this copy was started alone in a job of 2 tasks; launch one copy a task with \`srun --mpi=pmix" alone.log ||
+[[ $rc -eq 2 ]] && grep -q "MPI reports size 1 but SLURM_NTASKS=2: this copy runs alone in a job of 2 tasks: started without a launcher (launch one copy a task with \`srun --mpi=pmix" alone.log ||
   { echo "a copy alone in a job of 2 tasks: exit $rc"; cat alone.log; exit 1; }
 
 # Same samples in every global batch, same rate: the difference is float rounding only. The
