@@ -280,6 +280,7 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   // files: a stop before the maps leaves the three score files of this run together.
   throw_if_stop_requested("scoring; nothing written");
   OutputsInOrder outputs(dir);
+  const std::string replacing = path_exists(dir + "/scores.json") ? " (replacing the earlier evaluation's)" : "";
   outputs.write("scores.nc", [&] {
     write_scores_nc(dir, pred_path, meta.predictand, pred.lat, pred.lon, pred.days, pred.calendar,
                     continuous_score_fields(e, cf_standard_name(meta.predictand)), scored_prediction(pred),
@@ -319,8 +320,8 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
     }
   };
   log_by_season(e, seasonal, log_table);
-  spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png, maps and summary.png{} ({} in {})", dir,
-               seasonal.empty() ? "" : " (each table and map also per season)", v, units);
+  spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png, maps and summary.png{} ({} in {}){}", dir,
+               seasonal.empty() ? "" : " (each table and map also per season)", v, units, replacing);
   return 0;
 }
 
@@ -397,6 +398,7 @@ int run_evaluate(const Config& cfg) {
   make_dirs(dir);
   throw_if_stop_requested("scoring; nothing written");
   OutputsInOrder outputs(dir);
+  const std::string replacing = path_exists(dir + "/scores.json") ? " (replacing the earlier evaluation's)" : "";
   outputs.write("scores.nc", [&] {
     write_scores_nc(dir, pred_path, "pr", pred.lat, pred.lon, pred.days, pred.calendar, precipitation_score_fields(e),
                     scored_prediction(pred, {{"wet_day_threshold", "1 mm/day"}}), std::move(season_fields));
@@ -436,8 +438,8 @@ int run_evaluate(const Config& cfg) {
   spdlog::info("(% columns: each land box's relative bias, (predicted - observed) / observed, averaged over the "
                "land boxes; R01 bias: wet-day frequency, predicted - observed; spells in days; RMSE in mm/day; "
                "scores.json defines each score)");
-  spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png, maps and summary.png{}", dir,
-               seasonal.empty() ? "" : " (each table and map also per season)");
+  spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png, maps and summary.png{}{}", dir,
+               seasonal.empty() ? "" : " (each table and map also per season)", replacing);
   return 0;
 }
 

@@ -555,6 +555,8 @@ int run_predict(const Config& cfg) {
   const std::string nc_path =
       product_path(paths, meta.is_precipitation() ? "precipitation" : meta.predictand, cfg.predict);
   const std::string replaced_standardization = check_not_replacing_other_run(nc_path, cfg);
+  // Said when the file is written: a rerun's output replaces the earlier one under its name.
+  const std::string replacing = path_exists(nc_path) ? ", replacing the earlier prediction" : "";
   if (cfg.predict.members > 0 && !meta.is_precipitation())
     spdlog::warn("predict.members: {} is for precipitation models (stochastic Bernoulli-Gamma draws); this {} "
                  "model writes its mean{} only, no members",
@@ -737,10 +739,10 @@ int run_predict(const Config& cfg) {
     check_level(n);
     writer.commit();
     if (new_inputs) {
-      spdlog::info("wrote {} ({} days); not scored: predict scores the store's test split only", nc_path, n);
+      spdlog::info("wrote {} ({} days{}); not scored: predict scores the store's test split only", nc_path, n, replacing);
       return 0;
     }
-    spdlog::info("wrote {} ({} days)", nc_path, n);
+    spdlog::info("wrote {} ({} days{})", nc_path, n, replacing);
     report_test_scores(paths, score, n, ckpt, meta.predictand, meta.predictand_units, "",
                        {{"predictand", meta.predictand}, {"units", meta.predictand_units}, {"observed_values", score.count}});
     return 0;
@@ -824,11 +826,12 @@ int run_predict(const Config& cfg) {
   check_precipitation_level(level, cfg, ckpt, predictors, n, n);
   writer.commit();
   if (new_inputs) {
-    spdlog::info("wrote {} ({} days); not scored: predict scores the store's test split only", nc_path, n);
+    spdlog::info("wrote {} ({} days{}); not scored: predict scores the store's test split only", nc_path, n, replacing);
     return 0;
   }
 
-  spdlog::info("wrote {} ({} days{})", nc_path, n, members ? ", " + std::to_string(members) + " stochastic members" : "");
+  spdlog::info("wrote {} ({} days{}{})", nc_path, n, members ? ", " + std::to_string(members) + " stochastic members" : "",
+               replacing);
   report_test_scores(paths, score, n, ckpt, "the expected precipitation", "mm/day", "_mm_day",
                      {{"land_points", score.count / n}});
   return 0;

@@ -379,7 +379,8 @@ ds train 2>/dev/null
 expect 0 "wrote runs/demo/evaluate/scores.json" ds evaluate
 ds train --set train.seed=7 2>/dev/null
 expect 3 "as it was before it was rewritten" ds evaluate
-ds predict 2>/dev/null
-expect 0 "wrote runs/demo/evaluate/scores.json" ds evaluate
+# A rerun's outputs replace the earlier ones under their names: said.
+expect 0 "replacing the earlier prediction)" ds predict
+expect 0 "maps and summary.png (replacing the earlier evaluation's)" ds evaluate
 
 echo "faults_provenance: ok"
