@@ -483,6 +483,31 @@ void report_test_scores(const RunPaths& paths, const TestScore& s, size_t n, con
 
 // The store's `sources` (each fetched field's source, space-separated) with each named once:
 // twenty predictor fields of one reanalysis are one source.
+// predict takes the model from the checkpoint: a config whose model.name, train.loss or (demo)
+// model.filters say otherwise (edited, or --set, after the training) changes nothing here, which
+// the config and the output's history would suggest it did (user test: --set train.loss=gaussian
+// on a Bernoulli-Gamma model, exit 0 without a word). Said, naming where each came from.
+void warn_config_model_differs(const model::ModelSpec& spec, const std::string& ckpt, const Config& cfg) {
+  std::string differs;
+  const auto note = [&](const std::string& key, const std::string& config, const std::string& checkpoint) {
+    if (config != checkpoint)
+      differs += (differs.empty() ? "" : "; ") + key + " " + config + " (" + cfg.origin(key) + "), the checkpoint's " +
+                 checkpoint;
+  };
+  const auto text = [](const std::vector<int>& v) {
+    std::string t;
+    for (int x : v) t += (t.empty() ? "[" : ", ") + std::to_string(x);
+    return t + "]";
+  };
+  note("model.name", cfg.model.name, spec.name);
+  note("train.loss", cfg.train.loss, spec.loss);
+  if (spec.name == "demo" && cfg.model.name == "demo" && !cfg.model.filters.empty())
+    note("model.filters", text(cfg.model.filters), text(spec.filters));
+  if (!differs.empty())
+    spdlog::warn("predict uses the model of {} as it was trained: {}; the config's values change nothing here "
+                 "(they act in train)", ckpt, differs);
+}
+
 std::string training_sources(const std::string& sources) {
   std::vector<std::string> seen;
   std::istringstream in(sources);
@@ -539,6 +564,7 @@ int run_predict(const Config& cfg) {
     throw InputError(ckpt + ": the model takes " + std::to_string(spec.in_channels) + "x" + std::to_string(spec.in_h) +
                      "x" + std::to_string(spec.in_w) + " but the store holds " + std::to_string(meta.C()) + "x" +
                      std::to_string(meta.H()) + "x" + std::to_string(meta.W()));
+  warn_config_model_differs(spec, ckpt, cfg);
   const model::LossKind loss = model::parse_loss(spec.loss, ckpt + ": loss");
   // Precipitation is a Bernoulli-Gamma mixture; a continuous variable a Gaussian (or its mean).
   if (meta.is_precipitation() && loss != model::LossKind::kBernoulliGamma)

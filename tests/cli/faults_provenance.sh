@@ -379,6 +379,10 @@ ds train 2>/dev/null
 expect 0 "wrote runs/demo/evaluate/scores.json" ds evaluate
 ds train --set train.seed=7 2>/dev/null
 expect 3 "as it was before it was rewritten" ds evaluate
+# A config that names another model or loss than the checkpoint's (edited or --set after the
+# training) changes nothing in predict: said, naming where it came from.
+expect 0 "predict uses the model of runs/demo/train/checkpoint_best.h5 as it was trained: train.loss gaussian (--set train.loss=gaussian), the checkpoint's bernoulli_gamma; the config's values change nothing here" \
+  ds predict --set train.loss=gaussian
 # A rerun's outputs replace the earlier ones under their names: said.
 expect 0 "replacing the earlier prediction)" ds predict
 expect 0 "maps and summary.png (replacing the earlier evaluation's)" ds evaluate
