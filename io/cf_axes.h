@@ -69,7 +69,7 @@ void put_prediction_globals(NcFile& nc, const std::string& title, const std::str
                             const std::map<std::string, std::string>& extra);
 
 // Back into `attributes`: those of put_prediction_globals' `extra` that evaluate checks a
-// prediction against (store_identity, checkpoint_sha256), where the file has them (older ones lack them).
+// prediction against (store_identity, checkpoint_sha256, model_sha256), where the file has them (older ones lack them).
 void get_prediction_checks(const NcFile& nc, std::map<std::string, std::string>& attributes);
 
 // What the two product writers (PrecipitationWriter, PredictandWriter) share: the file at its

@@ -45,8 +45,8 @@ struct Config {
   // or of a section above it) or the config file.
   std::string origin(const std::string& key) const;
   // The config as `stage` read it, for the files it writes (the store's and a checkpoint's
-  // `config` attribute): the file's text, then the --set overrides that changed it as YAML
-  // comments after it, so the text still parses as the file alone.
+  // `config` attribute): the file's text, then the --set overrides as YAML comments after it
+  // (listed by key, the one that won for each; the text still parses as the file alone).
   std::string record(const std::string& stage) const;
 
   struct Run {

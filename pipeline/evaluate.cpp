@@ -30,6 +30,7 @@
 #include "io/stop_signal.h"
 #include "io/training_store.h"
 #include "io/version.h"
+#include "train/checkpoint.h"
 #include "pipeline/stages.h"
 #include "predict/window.h"
 #include "train/store_splits.h"
@@ -83,7 +84,7 @@ template <typename Prediction>
 std::map<std::string, std::string> scored_prediction(const Prediction& pred,
                                                      std::map<std::string, std::string> extra = {}) {
   extra["checkpoint"] = pred.checkpoint.empty() ? "not recorded" : pred.checkpoint;
-  for (const auto& [key, value] : pred.attributes) extra[key] = value;  // store_identity, checkpoint_sha256
+  for (const auto& [key, value] : pred.attributes) extra[key] = value;  // store_identity, checkpoint_ and model_sha256
   return extra;
 }
 
@@ -111,11 +112,16 @@ void write_scores_nc(const std::string& dir, const std::string& pred_path, const
 void check_matches(const std::string& pred_path, const StoreReader& store, const std::vector<int64_t>& days,
                    const std::string& calendar, size_t nlat, size_t nlon, const Window& win,
                    const std::map<std::string, std::string>& attributes, const std::string& checkpoint) {
-  // Predicted from the checkpoint as it is now (older files record no checksum; a checkpoint no
-  // longer there, its run folder moved, is not held against the prediction).
+  // Predicted from the model the checkpoint holds now: its model_sha256 (spec and tensors), or in
+  // files written before that was recorded the file's checkpoint_sha256 (older files record
+  // neither; a checkpoint no longer there, its run folder moved, is not held against the prediction).
+  const auto model = attributes.find("model_sha256");
   const auto sum = attributes.find("checkpoint_sha256");
-  if (sum != attributes.end() && !checkpoint.empty() && path_exists(checkpoint) && file_sha256(checkpoint) != sum->second)
-    throw InputError(pred_path + ": predicted from " + checkpoint + " as it was before it was rewritten (trained " +
+  const bool there = !checkpoint.empty() && path_exists(checkpoint);
+  const bool rewritten = there && (model != attributes.end() ? checkpoint_model_sha256(checkpoint) != model->second
+                                   : sum != attributes.end() && file_sha256(checkpoint) != sum->second);
+  if (rewritten)
+    throw InputError(pred_path + ": predicted from " + checkpoint + " as it was before it was rewritten with another model (trained " +
                      "again into its folder?): its scores would be the new model's in name only; run `downscale " +
                      "predict` again");
   // Predicted from this store's model and test split: the identity predict wrote (older files have none).

@@ -559,6 +559,7 @@ int run_predict(const Config& cfg) {
   // Hashed before it is read: a training writing into the folder meanwhile must not get its
   // newer checkpoint's hash recorded for the weights used here.
   const std::string checkpoint_sum = file_sha256(ckpt);
+  const std::string model_sum = checkpoint_model_sha256(ckpt);  // what evaluate compares
   const model::ModelSpec spec = read_checkpoint_spec(ckpt);
   if (spec.in_channels != meta.C() || spec.in_h != meta.H() || spec.in_w != meta.W())
     throw InputError(ckpt + ": the model takes " + std::to_string(spec.in_channels) + "x" + std::to_string(spec.in_h) +
@@ -672,7 +673,10 @@ int run_predict(const Config& cfg) {
       {"store_identity", store.identity()},  // evaluate scores it against this store only
       // ... and against this checkpoint as it was loaded: a training rerun into the same folder
       // rewrites it, and the old prediction would be scored as the new model's.
-      {"checkpoint_sha256", checkpoint_sum}};
+      {"checkpoint_sha256", checkpoint_sum},
+      // ... and the model in it (spec and tensors), which evaluate compares: an identical
+      // retraining, or one whose file records another version or command line, is the same model.
+      {"model_sha256", model_sum}};
   // Whom to cite and on what terms, for a file shared on its own: the training data's (the
   // store's record of its fetched files) and, for new predictors, theirs (preprocess/data_terms.h).
   const auto add_terms = [&](const std::string& prefix, const std::string& references, const std::string& license) {

@@ -2,12 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/hdf5_file.h"
+#include "io/sha256.h"
 #include "io/version.h"
 #include "model/imagenet_models.h"
 #include "model/models.h"
@@ -238,6 +240,24 @@ void check_checkpoint_store(const std::string& checkpoint_path, const TrainState
                      " holds now (preprocess.validation_years or test_years changed: a test split holding the days that "
                      "chose the model would score it on them); predict and resume only with the store it was trained "
                      "on, or train anew");
+}
+
+std::string checkpoint_model_sha256(const std::string& path) {
+  const H5File f = H5File::open(path);
+  Sha256 h;
+  h.update(f.attr_string("/", "model_spec"));
+  for (const char* group : {"/weights", "/buffers"}) {
+    std::vector<std::string> names = f.datasets(group);
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) {
+      size_t n = 1;
+      for (auto d : f.dims(name)) n *= d;
+      std::vector<float> v(n);
+      f.read(name, v.data());
+      h.update(name).update(v);
+    }
+  }
+  return h.hex();
 }
 
 TrainState read_checkpoint_state(const std::string& path) { return read_state(H5File::open(path), path); }

@@ -9,6 +9,8 @@
 //          provenance: store_identity, channels (comma list), store_grids ("H,W,H',W'"),
 //          store_statistics (hash), train_split_hash and validation_split_hash (the store's
 //          splits' content hashes), global_batch (batch_size x ranks)
+//          how it was trained: config (Config::record: the file and its --set overrides) and
+//          training_setup (ranks, backend and threads, precision, seed; each session's after a resume)
 // Written to a temporary name and renamed, so a crash mid-write leaves the previous one intact.
 #pragma once
 #include <cstdint>
@@ -54,6 +56,12 @@ void check_checkpoint_store(const std::string& checkpoint_path, const TrainState
 // so it is refused (UsageError), saying how to keep it. saved 0: not recorded (an older checkpoint).
 void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, int64_t now, int batch_size, int ranks);
 
+// The SHA-256 of the model a checkpoint holds: its model_spec and every weight and buffer tensor
+// (by name, in name order), not the file's other bytes (its config record, version, optimizer
+// state). A prediction records it (model_sha256), and evaluate compares it with the checkpoint's
+// as it is now: a training rerun into the folder that gives the same model keeps the prediction
+// valid, one that gives another does not.
+std::string checkpoint_model_sha256(const std::string& path);
 // A checkpoint's training state alone (epochs, patience count, mid-epoch step), without its
 // tensors, for train --check.
 TrainState read_checkpoint_state(const std::string& path);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -82,14 +83,24 @@ void check(int rc, const char* what) {
   }
 }
 
+// The launcher's view of this process: environment variable `var` as a whole number, false when
+// the launcher did not set it; `text` is its value as given (not a number: value stays LONG_MIN).
+bool launcher_value(const char* var, long& value, std::string& text) {
+  const char* v = std::getenv(var);
+  if (!v || !*v) return false;
+  text = v;
+  char* end = nullptr;
+  value = std::strtol(v, &end, 10);
+  if (*end != '\0') value = LONG_MIN;
+  return true;
+}
+
 // The launcher's view of this process (environment variable), if it set one.
 void check_env(const char* var, int mpi_value, const char* what) {
-  const char* v = std::getenv(var);
-  if (!v || !*v) return;
-  char* end = nullptr;
-  const long value = std::strtol(v, &end, 10);
-  if (*end != '\0' || value != mpi_value)
-    throw UsageError(std::string("MPI reports ") + what + " " + std::to_string(mpi_value) + " but " + var + "=" + v +
+  long value = 0;
+  std::string text;
+  if (launcher_value(var, value, text) && value != mpi_value)
+    throw UsageError(std::string("MPI reports ") + what + " " + std::to_string(mpi_value) + " but " + var + "=" + text +
                      ": the launcher and MPI disagree (was the program started by mpirun/srun with an MPI it was "
                      "not built against, or each copy alone?)");
 }
@@ -98,15 +109,13 @@ void check_env(const char* var, int mpi_value, const char* what) {
 // tasks said for what it most often is, a copy started without a launcher (sbatch -n 2 --wrap
 // "downscale train ...").
 void check_size_env(const char* var, int mpi_size) {
-  const char* v = std::getenv(var);
-  if (!v || !*v) return;
-  char* end = nullptr;
-  const long value = std::strtol(v, &end, 10);
-  if (*end == '\0' && mpi_size == 1 && value > 1)
-    throw UsageError(std::string("MPI reports size 1 but ") + var + "=" + v + ": this copy runs alone in a job of " + v +
-                     " tasks: started without a launcher (launch one copy a task with `srun --mpi=pmix downscale "
-                     "train ...` or `mpirun downscale train ...`, or submit slurm/train_forhlr2.sh, which does), or "
-                     "launched with an MPI other than the one it was built against");
+  long value = 0;
+  std::string text;
+  if (launcher_value(var, value, text) && mpi_size == 1 && value > 1)
+    throw UsageError(std::string("MPI reports size 1 but ") + var + "=" + text + ": this copy runs alone in a job of " +
+                     text + " tasks: started without a launcher (launch one copy a task with `srun --mpi=pmix "
+                     "downscale train ...` or `mpirun downscale train ...`, or submit slurm/train_forhlr2.sh, which "
+                     "does), or launched with an MPI other than the one it was built against");
   check_env(var, mpi_size, "size");
 }
 

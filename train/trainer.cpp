@@ -370,10 +370,17 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   state.epoch_loss_sum = 0;
   state.store = provenance_of(store);  // recorded in every checkpoint written from here
   state.global_batch = global_batch;
-  state.config_text = cfg.record("train");  // this run's, also when it resumes an earlier one
-  // (The CPU backend's name holds its thread count: "cpu (oneDNN, 2 threads)".)
-  state.setup = fmt::format("{} rank(s), backend {}, train.precision {}, train.seed {}", comm.size(), be->name(),
-                            cfg.train.precision, tc.seed);
+  state.config_text = cfg.record("train");  // this session's, also when it resumes an earlier one
+  // (The CPU backend's name holds its thread count: "cpu (oneDNN, 2 threads)".) A resumed run on
+  // another setup keeps the earlier one's before it: both decided the arithmetic.
+  const std::string setup = fmt::format("{} rank(s), backend {}, train.precision {}, train.seed {}", comm.size(),
+                                        be->name(), cfg.train.precision, tc.seed);
+  std::string latest = state.setup;  // the last session's: after the last "; from epoch N: "
+  if (const size_t p = latest.rfind("; from epoch "); p != std::string::npos) latest = latest.substr(latest.find(": ", p) + 2);
+  if (state.setup.empty())
+    state.setup = setup;
+  else if (latest != setup && state.setup.size() < 4000)  // (a bound against endless requeues)
+    state.setup += fmt::format("; from epoch {}: {}", state.epoch + 1, setup);
   // The label names what the other ranks wait for when rank 0 is slow to arrive: reading the
   // training climatology takes it a while on a large store, and that is no stall.
   if (distributed)

@@ -88,7 +88,7 @@ assert abs(med - report["methods"]["cnn_expected"]["median"]["RMSE"]) < 1e-4 * m
 assert scores.attrs["test_days"] == 366 and scores.attrs["test_period_start"] == "2004-01-01"
 assert scores.mean_observed.attrs["cell_methods"] == "time: mean"
 # scores.nc names the model and store it scored, as the prediction does.
-for key in ("checkpoint", "checkpoint_sha256", "store_identity"):
+for key in ("checkpoint", "checkpoint_sha256", "model_sha256", "store_identity"):
     assert scores.attrs[key] == full.attrs[key] and scores.attrs[key], (key, scores.attrs.get(key), full.attrs.get(key))
 # The software version carries the git revision it was built from (in a checkout's build).
 if "$rev":

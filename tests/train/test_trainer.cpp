@@ -169,6 +169,14 @@ TEST(Trainer, ResumeIsBitIdentical) {
   for (const auto& name : names)
     EXPECT_EQ(weights(d / "full/checkpoint_last.h5", name), weights(d / "split/checkpoint_last.h5", name)) << name;
   EXPECT_EQ(csv_lines(d / "split/metrics.csv").size(), 7u);  // header + 6 epochs, none twice
+  // Resumed on the same setup: one setup recorded. On another (2 threads from epoch 7): both, in order.
+  const std::string one = read_checkpoint_state(d / "split/checkpoint_last.h5").setup;
+  EXPECT_EQ(one.find("; from epoch"), std::string::npos) << one;
+  Config two_threads = tiny_config(d / "c.yaml", 7);
+  two_threads.run.threads = 2;
+  train_model(two_threads, store, d / "split", true);
+  EXPECT_EQ(read_checkpoint_state(d / "split/checkpoint_last.h5").setup,
+            one + "; from epoch 7: 1 rank(s), backend cpu (oneDNN, 2 threads), train.precision tf32, train.seed 3");
 }
 
 // Resuming a run that already holds every epoch (a requeued job that had finished) trains
