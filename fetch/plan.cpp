@@ -153,7 +153,7 @@ std::map<std::string, std::string> provenance_globals(const NcFile& src) {
     std::string text = src.att_text(NC_GLOBAL, name);
     // A number (a DOI or licence id written as an integer) is the provider's text all the same.
     if (const double x = src.att_double(NC_GLOBAL, name, NAN); text.empty() && std::isfinite(x))
-      text = x == std::floor(x) && std::abs(x) < 1e15 ? std::to_string(static_cast<long long>(x)) : fmt::format("{}", x);
+      text = fmt::format("{}", x);  // shortest round trip: 12345, not 12345.000000
     if (text.empty()) continue;
     // The same name in two cases (References and references): both texts, neither dropped.
     std::string& kept_text = out[lower];

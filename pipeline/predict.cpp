@@ -3,6 +3,7 @@
 // against climatology on the test split. Precipitation (Bernoulli-Gamma models): deterministic,
 // expected and (by option) stochastic precipitation; any other predictand (Gaussian or MSE
 // models): the predicted value and, from a Gaussian model, its standard deviation.
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -481,8 +482,6 @@ void report_test_scores(const RunPaths& paths, const TestScore& s, size_t n, con
                s.count);
 }
 
-// The store's `sources` (each fetched field's source, space-separated) with each named once:
-// twenty predictor fields of one reanalysis are one source.
 // predict takes the model from the checkpoint: a config whose model.name, train.loss or (demo)
 // model.filters say otherwise (edited, or --set, after the training) changes nothing here, which
 // the config and the output's history would suggest it did (user test: --set train.loss=gaussian
@@ -494,11 +493,7 @@ void warn_config_model_differs(const model::ModelSpec& spec, const std::string& 
       differs += (differs.empty() ? "" : "; ") + key + " " + config + " (" + cfg.origin(key) + "), the checkpoint's " +
                  checkpoint;
   };
-  const auto text = [](const std::vector<int>& v) {
-    std::string t;
-    for (int x : v) t += (t.empty() ? "[" : ", ") + std::to_string(x);
-    return t + "]";
-  };
+  const auto text = [](const std::vector<int>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); };
   note("model.name", cfg.model.name, spec.name);
   note("train.loss", cfg.train.loss, spec.loss);
   if (spec.name == "demo" && cfg.model.name == "demo" && !cfg.model.filters.empty())
@@ -508,6 +503,8 @@ void warn_config_model_differs(const model::ModelSpec& spec, const std::string& 
                  "(they act in train)", ckpt, differs);
 }
 
+// The store's `sources` (each fetched field's source, space-separated) with each named once:
+// twenty predictor fields of one reanalysis are one source.
 std::string training_sources(const std::string& sources) {
   std::vector<std::string> seen;
   std::istringstream in(sources);

@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -247,9 +246,7 @@ std::string checkpoint_model_sha256(const std::string& path) {
   Sha256 h;
   h.update(f.attr_string("/", "model_spec"));
   for (const char* group : {"/weights", "/buffers"}) {
-    std::vector<std::string> names = f.datasets(group);
-    std::sort(names.begin(), names.end());
-    for (const std::string& name : names) {
+    for (const std::string& name : f.datasets(group)) {  // in HDF5's name order, the same every time
       size_t n = 1;
       for (auto d : f.dims(name)) n *= d;
       std::vector<float> v(n);

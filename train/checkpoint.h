@@ -57,7 +57,7 @@ void check_checkpoint_store(const std::string& checkpoint_path, const TrainState
 void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, int64_t now, int batch_size, int ranks);
 
 // The SHA-256 of the model a checkpoint holds: its model_spec and every weight and buffer tensor
-// (by name, in name order), not the file's other bytes (its config record, version, optimizer
+// (by name, in H5File::datasets' order), not the file's other bytes (its config record, version, optimizer
 // state). A prediction records it (model_sha256), and evaluate compares it with the checkpoint's
 // as it is now: a training rerun into the folder that gives the same model keeps the prediction
 // valid, one that gives another does not.
