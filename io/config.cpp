@@ -140,6 +140,14 @@ class Reader {
     return present;
   }
 
+  // Every key read so far that the file or a --set gives a value (Config::given).
+  std::set<std::string> given() const {
+    std::set<std::string> out;
+    for (const auto& k : known_)
+      if (has(k)) out.insert(k);
+    return out;
+  }
+
   // Whether the file or a --set gives `key` a value (not only its default).
   bool has(const std::string& key) const {
     const YAML::Node n = find(key);
@@ -307,6 +315,18 @@ void apply_override(YAML::Node& root, const std::string& assignment, std::map<st
 
 std::string Config::origin(const std::string& key) const { return origin_of(key, overrides, file); }
 
+std::string Config::Preprocess::regrid_key(const std::string& name, const std::string& var) const {
+  for (const std::string& key : {name, var, std::string("default")})
+    if (regrid.count(key)) return key;
+  return "";
+}
+
+bool Config::gives(const std::string& key) const {
+  if (given.count(key)) return true;
+  const auto below = given.lower_bound(key + ".");
+  return below != given.end() && below->rfind(key + ".", 0) == 0;
+}
+
 std::string Config::record(const std::string& stage) const {
   std::ifstream in(file);
   std::stringstream text;
@@ -435,6 +455,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   r.get("evaluate.seasons", c.evaluate.seasons);
 
   r.check_unknown();
+  c.given = r.given();
   // Every value in range before any stage starts (and before MPI starts any rank).
   check_config(c, [&r](const std::string& key) { return r.origin(key); });
   // Keys given but read by another model or optimizer than the one chosen: said by every stage,

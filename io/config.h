@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ struct Config {
   // Where the value of `key` came from, for messages: "--set key=value" (an override of the key
   // or of a section above it) or the config file.
   std::string origin(const std::string& key) const;
+  // The keys the file or a --set gives a value (a default left alone is not given), and whether
+  // `key` or a key below it is one: a config for the later stages alone gives no preprocess keys,
+  // and its defaults say nothing about the store those stages read.
+  std::set<std::string> given;
+  bool gives(const std::string& key) const;
   // The config as `stage` read it, for the files it writes (the store's and a checkpoint's
   // `config` attribute): the file's text, then the --set overrides as YAML comments after it
   // (listed by key, the one that won for each; the text still parses as the file alone).
@@ -99,13 +105,16 @@ struct Config {
     bool has_predictand_grid = false;
     YearRange train_years, validation_years, test_years;
     // "train 1979..2002, validation none, test 2003..2008": what a store records of the years it
-    // was built with (its split_years attribute) and train/store_splits.h compares; "" when the
+    // was built with (its split_years attribute) and train/store_settings.h compares; "" when the
     // config gives no years at all (a config for the later stages alone).
     std::string split_years_text() const;
     double wet_threshold = 0.99;      // mm/day; target = pr - threshold where pr >= threshold
     // Regridding method per field ("z@500"), per variable ("z", "pr") or "default":
     // bilinear | conservative | nearest. Unlisted fields use "default", itself bilinear.
     std::map<std::string, std::string> regrid;
+    // The key of `regrid` that sets the method of field `name` (of variable `var`): the field's,
+    // else the variable's, else "default"; "" when none does (bilinear).
+    std::string regrid_key(const std::string& name, const std::string& var) const;
     std::string standardize = "grid_box";  // grid_box: mean/sd per box; field: one per channel
     std::string fill = "none";        // NaN in predictors: none (error) | nearest_time | climatology
     int compression = 0;              // deflate level 0..9 of x, y, pr (0: none, fastest to train from)

@@ -1,7 +1,7 @@
 // The training store: the one HDF5 file `preprocess` writes and `train` and `predict` read.
 // Layout (sample-major so one sample or one batch is one contiguous chunked read):
 //   /                   attrs: format, channels ("z@500,z@700,..."), wet_threshold, sd_ddof,
-//                       config (YAML text), split_years (train/store_splits.h), sources, source_references and
+//                       config (YAML text), split_years (train/store_settings.h), sources, source_references and
 //                       source_license (preprocess/data_terms.h; absent when none), software_version, standardize, regrid, fill,
 //                       dropped_dates, predictand ("pr", "tas", ...), predictand_units ("mm/day",
 //                       "degC", ...), calendar (CF name of the day numbers' calendar),

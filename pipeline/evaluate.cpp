@@ -33,7 +33,7 @@
 #include "train/checkpoint.h"
 #include "pipeline/stages.h"
 #include "predict/window.h"
-#include "train/store_splits.h"
+#include "train/store_settings.h"
 
 namespace ds {
 
@@ -340,7 +340,7 @@ int run_evaluate(const Config& cfg) {
   remove_stale_temps(paths.evaluate_dir());
   StoreReader store(paths.store());
   const StoreMeta& meta = store.meta();
-  if (const std::string changed = split_years_change(cfg, store); !changed.empty()) spdlog::warn("{}", changed);
+  if (const std::string changed = store_settings_change(cfg, store); !changed.empty()) spdlog::warn("{}", changed);
   // A config that predicts new predictors (a GCM run) has no observations for them: say which
   // prediction is scored, rather than leave the user thinking the GCM run was.
   if (!cfg.predict.predictors.empty())

@@ -47,7 +47,7 @@
 #include "train/checkpoint.h"
 #include "train/climatology_start.h"
 #include "train/device_check.h"
-#include "train/store_splits.h"
+#include "train/store_settings.h"
 
 namespace ds {
 
@@ -552,7 +552,7 @@ int run_predict(const Config& cfg) {
   StoreReader store(paths.store());
   const StoreMeta& meta = store.meta();
   // New predictors too: their thresholds, climatology and checks come from the train split.
-  if (const std::string changed = split_years_change(cfg, store); !changed.empty()) spdlog::warn("{}", changed);
+  if (const std::string changed = store_settings_change(cfg, store); !changed.empty()) spdlog::warn("{}", changed);
   // Hashed before it is read: a training writing into the folder meanwhile must not get its
   // newer checkpoint's hash recorded for the weights used here.
   const std::string checkpoint_sum = file_sha256(ckpt);

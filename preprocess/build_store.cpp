@@ -48,13 +48,11 @@ class RegridChoice {
  public:
   explicit RegridChoice(const Config& cfg) : cfg_(cfg) {}
   RegridMethod of(const std::string& name, const std::string& var) {
-    for (const std::string& key : {name, var, std::string("default")}) {
-      auto it = cfg_.preprocess.regrid.find(key);
-      if (it == cfg_.preprocess.regrid.end()) continue;
-      used_.insert(key);
-      return parse_regrid_method(it->second, cfg_.origin("preprocess.regrid." + key) + ": preprocess.regrid." + key);
-    }
-    return RegridMethod::bilinear;
+    const std::string key = cfg_.preprocess.regrid_key(name, var);
+    if (key.empty()) return RegridMethod::bilinear;
+    used_.insert(key);
+    return parse_regrid_method(cfg_.preprocess.regrid.at(key),
+                               cfg_.origin("preprocess.regrid." + key) + ": preprocess.regrid." + key);
   }
   // A key naming no field is a typo the user should hear about.
   void check_all_used(const std::string& fields) const {

@@ -12,7 +12,7 @@
 #include "model/loss.h"
 #include "model/math_mode.h"
 #include "train/checkpoint.h"
-#include "train/store_splits.h"
+#include "train/store_settings.h"
 #include "train/device_communicator.h"
 
 namespace ds {
@@ -97,7 +97,7 @@ std::string check_training(const Config& cfg, const std::string& store_path, con
       << meta.predictand << " on " << meta.Hy() << " x " << meta.Wy() << "; train " << n_train << ", validation "
       << n_val << ", test " << n_test << " days\n";
 
-  if (const std::string changed = split_years_change(cfg, store); !changed.empty()) out << "warning: " << changed << "\n";
+  if (const std::string changed = store_settings_change(cfg, store); !changed.empty()) out << "warning: " << changed << "\n";
   check_loss_fits_predictand(cfg, meta, store_path);
 
   // The net as train builds it, on one CPU thread: its shapes, not its speed.

@@ -40,7 +40,7 @@
 #include "train/fused_tensors.h"
 #include "train/gradient_buckets.h"
 #include "train/loss_scaler.h"
-#include "train/store_splits.h"
+#include "train/store_settings.h"
 #include "train/tensorboard.h"
 #include "train/timeline.h"
 
@@ -286,7 +286,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   const StoreMeta& meta = store.meta();
   const size_t n_train = store.count("train"), n_val = store.count("validation");
   if (n_train == 0) throw InputError(store_path + ": the train split is empty");
-  if (const std::string changed = split_years_change(cfg, store); root && !changed.empty()) spdlog::warn("{}", changed);
+  if (const std::string changed = store_settings_change(cfg, store); root && !changed.empty()) spdlog::warn("{}", changed);
   const auto& tc = cfg.train;
 
   check_loss_fits_predictand(cfg, meta, store_path);
