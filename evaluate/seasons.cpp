@@ -20,13 +20,6 @@ std::vector<int> season_months(const std::string& season) {
   throw Error("unknown season '" + season + "' (annual, DJF, MAM, JJA or SON)");
 }
 
-std::vector<int> months_of(const std::vector<int64_t>& days, Calendar calendar) {
-  std::vector<int> m;
-  m.reserve(days.size());
-  for (int64_t d : days) m.push_back(date_from_days(d, calendar).month);
-  return m;
-}
-
 std::vector<size_t> steps_in_months(const std::vector<int>& month_of_step, const std::vector<int>& months) {
   std::vector<size_t> steps;
   for (size_t t = 0; t < month_of_step.size(); ++t)

@@ -19,8 +19,6 @@ namespace ds {
 const std::vector<std::string>& season_names();
 // The calendar months of a season (1..12; all twelve for annual). Error for an unknown name.
 std::vector<int> season_months(const std::string& season);
-// The calendar month of each day (days since 1970-01-01 in `calendar`).
-std::vector<int> months_of(const std::vector<int64_t>& days, Calendar calendar);
 // The time steps (ascending) whose month is one of `months`.
 std::vector<size_t> steps_in_months(const std::vector<int>& month_of_step, const std::vector<int>& months);
 // Rows `steps` of a (time, point) array of np points, in that order.

@@ -181,6 +181,13 @@ std::string months_text(const std::vector<int>& months) {
   return t;
 }
 
+std::vector<int> months_of(const std::vector<int64_t>& days, Calendar calendar) {
+  std::vector<int> m;
+  m.reserve(days.size());
+  for (int64_t d : days) m.push_back(date_from_days(d, calendar).month);
+  return m;
+}
+
 bool is_leap_year(int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 int days_in_year(int y) { return is_leap_year(y) ? 366 : 365; }
 

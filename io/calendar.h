@@ -55,6 +55,8 @@ int64_t days_from_civil(const Date& d);
 Date civil_from_days(int64_t days);
 std::string to_string(const Date& d);  // YYYY-MM-DD
 std::string months_text(const std::vector<int>& months);  // {12, 1, 2} as "12, 1, 2", for messages
+// The calendar month of each day (days since 1970-01-01 in `calendar`).
+std::vector<int> months_of(const std::vector<int64_t>& days, Calendar calendar);
 bool is_leap_year(int year);           // Gregorian rule
 int days_in_year(int year);            // Gregorian
 

@@ -420,7 +420,8 @@ int64_t Net::activation_bytes(int n) const {
   const Impl& m = *impl_;
   const std::vector<DType> types = m.plan_dtypes(m.wanted16());
   int64_t floats = 0;
-  for (size_t i = 1; i < m.nodes.size(); ++i)  // training keeps every activation, but in-place ReLUs'
+  // Training keeps every activation, except the outputs of in-place ReLUs (they share their input's).
+  for (size_t i = 1; i < m.nodes.size(); ++i)
     if (!m.reuse || m.in_place[i] < 0) floats += storage_floats(m.chw[i], types[i]);
   if (m.reuse) {
     floats += m.grad_plan.total_floats();

@@ -45,10 +45,11 @@ void write_text(const std::string& path, const std::string& text) { write_file_a
 constexpr const char* kMapsStopNote =
     "drawing the figures; scores.json, scores.csv and scores.nc are written, the figures are an earlier run's";
 
-// evaluate's outputs, each written whole (atomically) one after the other: a failure after the
-// first (a full disk) leaves this run's files beside an earlier run's, and the error says which.
+// What of the figures is an earlier run's when drawing one of them fails (OutputsInOrder's `rest`).
 constexpr const char* kFiguresRest = "the figures drawn before this one are this run's, the others an earlier run's";
 
+// evaluate's outputs, each written whole (atomically) one after the other: a failure after the
+// first (a full disk) leaves this run's files beside an earlier run's, and the error says which.
 class OutputsInOrder {
  public:
   explicit OutputsInOrder(std::string dir) : dir_(std::move(dir)) {}
@@ -77,7 +78,6 @@ class OutputsInOrder {
   std::vector<std::string> done_;
 };
 
-// evaluate/scores.nc: the per-box fields behind the report, on the prediction's grid and days.
 // What scores.nc says of the prediction it scores, beside its path (`source`): the checkpoint and
 // the store, as the prediction names them, so that the file alone tells which model it is of.
 template <typename Prediction>
@@ -88,6 +88,7 @@ std::map<std::string, std::string> scored_prediction(const Prediction& pred,
   return extra;
 }
 
+// evaluate/scores.nc: the per-box fields behind the report, on the prediction's grid and days.
 void write_scores_nc(const std::string& dir, const std::string& pred_path, const std::string& variable,
                      const std::vector<double>& lat,
                      const std::vector<double>& lon, const std::vector<int64_t>& days, const std::string& calendar,
@@ -331,23 +332,11 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   return 0;
 }
 
-}  // namespace
-
-int run_evaluate(const Config& cfg) {
-  const RunPaths paths = RunPaths::of(cfg);
-  // One evaluate per model's folder; then whatever a killed one left (scores.json.tmp-PID, maps).
-  RunLock lock(paths.evaluate_dir(), "evaluate");
-  remove_stale_temps(paths.evaluate_dir());
-  StoreReader store(paths.store());
+// A Bernoulli-Gamma model's prediction (predict/precipitation.nc): its deterministic, expected
+// and stochastic precipitation and the climatology and linear baselines, scored annually and per
+// season (evaluate.seasons), into scores.nc/json/csv, the tables and the maps.
+int evaluate_precipitation(const Config& cfg, const RunPaths& paths, const StoreReader& store) {
   const StoreMeta& meta = store.meta();
-  if (const std::string changed = store_settings_change(cfg, store); !changed.empty()) spdlog::warn("{}", changed);
-  // A config that predicts new predictors (a GCM run) has no observations for them: say which
-  // prediction is scored, rather than leave the user thinking the GCM run was.
-  if (!cfg.predict.predictors.empty())
-    spdlog::info("scoring the test split's prediction against its observations; predict.predictors ({}) has no "
-                 "observations to score", cfg.predict.predictors);
-  if (!meta.is_precipitation()) return evaluate_continuous_predictand(cfg, paths, store);
-
   const std::string pred_path = paths.predict_dir() + "/precipitation.nc";
   if (!path_exists(pred_path))
     throw InputError(pred_path + ": no such file (run `downscale predict` first" +
@@ -447,6 +436,25 @@ int run_evaluate(const Config& cfg) {
   spdlog::info("wrote {}/scores.json, scores.csv, scores.nc, scores_table.png, maps and summary.png{}{}", dir,
                seasonal.empty() ? "" : " (each table and map also per season)", replacing);
   return 0;
+}
+
+}  // namespace
+
+int run_evaluate(const Config& cfg) {
+  const RunPaths paths = RunPaths::of(cfg);
+  // One evaluate per model's folder; then whatever a killed one left (scores.json.tmp-PID, maps).
+  RunLock lock(paths.evaluate_dir(), "evaluate");
+  remove_stale_temps(paths.evaluate_dir());
+  StoreReader store(paths.store());
+  const StoreMeta& meta = store.meta();
+  if (const std::string changed = store_settings_change(cfg, store); !changed.empty()) spdlog::warn("{}", changed);
+  // A config that predicts new predictors (a GCM run) has no observations for them: say which
+  // prediction is scored, rather than leave the user thinking the GCM run was.
+  if (!cfg.predict.predictors.empty())
+    spdlog::info("scoring the test split's prediction against its observations; predict.predictors ({}) has no "
+                 "observations to score", cfg.predict.predictors);
+  return meta.is_precipitation() ? evaluate_precipitation(cfg, paths, store)
+                                 : evaluate_continuous_predictand(cfg, paths, store);
 }
 
 }  // namespace ds

@@ -80,21 +80,27 @@ int main(int argc, char** argv) {
   train->add_option("--profile", sc.profile,
                     "--predict-scaling: a layer profile (bench_train_step --profile-layers --out); default: "
                     "measure one on the configured device")->type_name("FILE")->check(CLI::ExistingFile);
-  train->add_option("--link", sc.link, "--predict-scaling: link inside a node (nvlink4, nvlink3, pcie4, pcie5, shm-mpi)");
-  train->add_option("--network", sc.network, "--predict-scaling: link between nodes (ib-hdr, ib-ndr)");
+  train->add_option("--link", sc.link, "--predict-scaling: link inside a node (nvlink4, nvlink3, pcie4, pcie5, shm-mpi)")
+      ->capture_default_str();
+  train->add_option("--network", sc.network, "--predict-scaling: link between nodes (ib-hdr, ib-ndr)")
+      ->capture_default_str();
   train->add_option("--nic", sc.nic, "--predict-scaling: per-gpu or per-node")
+      ->capture_default_str()
       ->check(CLI::IsMember({"per-gpu", "per-node"}));
   train->add_option("--allreduce-dtype", sc.allreduce_dtype, "--predict-scaling: gradient dtype on the wire "
                     "(default: train.allreduce_dtype)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   // Explicit ranges: CLI::PositiveNumber's message quotes the largest double (300 digits) as its bound.
   train->add_option("--gpus-per-node", sc.gpus_per_node, "--predict-scaling: GPUs per node in the multi-node rows")
+      ->capture_default_str()
       ->check(CLI::Range(1, 1024));
   train->add_option("--busbw", sc.busbw_gbs, "--predict-scaling: a measured intra-node allreduce busbw in GB/s "
                     "(replaces --link)")->check(CLI::Range(0.001, 100000.0));
   train->add_option("--latency-us", sc.latency_us, "--predict-scaling: with --busbw, its allreduce latency")
+      ->capture_default_str()
       ->check(CLI::Range(0.0, 1000000.0));
   train->add_option("--profile-steps", sc.steps, "--predict-scaling: timed steps when measuring the profile")
+      ->capture_default_str()
       ->check(CLI::Range(1, 100000));
   CLI::Option* busbw = nullptr;
   train->add_option("--out", sc.out, "--predict-scaling: also write the table as JSON")->type_name("FILE.json");

@@ -10,16 +10,12 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <numeric>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 
 #include "evaluate/baselines.h"
-#include "evaluate/seasons.h"
 #include "fetch/units.h"
 #include "io/atomic_file.h"
 #include "io/calendar.h"
@@ -40,7 +36,10 @@
 #include "model/net.h"
 #include "pipeline/stages.h"
 #include "predict/continuous.h"
+#include "predict/network_pass.h"
+#include "predict/plausibility.h"
 #include "predict/precipitation.h"
+#include "predict/test_scores.h"
 #include "predict/window.h"
 #include "preprocess/new_predictors.h"
 #include "preprocess/sample_dates.h"
@@ -88,78 +87,6 @@ void check_checkpoint_of_this_model(const std::string& ckpt, const RunPaths& pat
                    fix + ")");
 }
 
-// Standardized samples [first, first + n) into x (n x C x H x W): from a split of the store or
-// from new predictor files.
-using ReadSamples = std::function<void(size_t first, size_t n, float* x)>;
-
-// The network's output for samples [first, first + n) of `total`: (n, channels, H' x W'), NaN
-// where the mask is 0. A stop request is honoured between batches, naming "<unit> <day> of
-// <total>". `keep` >= 0 keeps that output channel only, (n, 1, H' x W'): the training pass of
-// occurrence: frequency needs p alone, a third of the memory (North America: 0.9 of 2.6 GB).
-std::vector<float> run_network(model::Net& net, model::Backend& be, const StoreMeta& meta, size_t first, size_t n,
-                               size_t total, int channels, const ReadSamples& read, int batch_size, Progress& progress,
-                               int keep = -1, const std::string& unit = "predicting day") {
-  const size_t hw = size_t(meta.Hy()) * meta.Wy(), xs = size_t(meta.C()) * meta.H() * meta.W();
-  const size_t kept = keep < 0 ? size_t(channels) : 1;
-  std::vector<float> out(n * kept * hw);
-  model::Tensor x(be, {1, 1, 1, 1});
-  std::vector<float> host_x;
-  for (size_t start = 0; start < n; start += batch_size) {
-    throw_if_stop_requested(unit + " " + std::to_string(first + start) + " of " + std::to_string(total) +
-                            "; nothing written");
-    const size_t nb = std::min<size_t>(batch_size, n - start);
-    host_x.resize(nb * xs);
-    read(first + start, nb, host_x.data());
-    x.reshape({static_cast<int>(nb), meta.C(), meta.H(), meta.W()});
-    x.upload(host_x.data());
-    const auto host = net.forward(x).to_host();
-    for (size_t i = 0; i < nb * channels; ++i) {
-      const size_t sample = start + i / channels, c = i % channels;
-      if (keep >= 0 && c != size_t(keep)) continue;
-      float* o = &out[(sample * kept + (keep < 0 ? c : 0)) * hw];
-      for (size_t k = 0; k < hw; ++k) o[k] = meta.mask[k] ? host[i * hw + k] : NAN;
-    }
-    progress.advance(int64_t(nb));
-  }
-  return out;
-}
-
-// Days predicted, checked, scored and written a block at a time, so that memory stays bounded
-// by a block whatever the length of the run (30 years of North America are about 1 GB a field,
-// and a precipitation file has five fields and its members): predict.block_days, else about
-// 32 MiB of network output a channel, divided among stochastic members (each a field of its
-// own). A whole number of batches, so that every batch is the one a single block would give and
-// the output does not depend on the block size.
-size_t days_per_block(const Config& cfg, size_t hw) {
-  const size_t bs = size_t(cfg.train.batch_size);
-  const size_t fields = std::max(1, cfg.predict.members);
-  const size_t want = cfg.predict.block_days > 0 ? size_t(cfg.predict.block_days)
-                                                 : std::max<size_t>(1, (size_t(32) << 20) / (hw * sizeof(float) * fields));
-  return std::max<size_t>(1, (want + bs - 1) / bs) * bs;
-}
-
-// A non-finite output over a modelled box would be written as a missing value and scored as if
-// the box were not there: an error naming the date and point instead. values: (n, channels, hw).
-void check_finite(const std::vector<float>& values, int channels, const StoreMeta& meta, const std::vector<int64_t>& days,
-                  size_t first, const std::string& calendar, const std::string& what) {
-  const size_t hw = size_t(meta.Hy()) * meta.Wy();
-  for (size_t i = 0; i < values.size(); ++i) {
-    const size_t k = i % hw, t = i / hw / channels;
-    if (!meta.mask[k] || std::isfinite(values[i])) continue;
-    throw Error("predict: the " + what + " is " + std::to_string(values[i]) + " on " +
-                to_string(date_from_days(days.at(first + t), parse_calendar(calendar, "predict"))) + " at lat " +
-                fmt::format("{:g}", meta.predictand_lat[k / meta.Wy()]) + ", lon " +
-                fmt::format("{:g}", meta.predictand_lon[k % meta.Wy()]) +
-                " (a modelled box): the inputs or the weights are not sane; nothing was written");
-  }
-}
-
-// Days after which predict.plausible_ratio and plausible_sd are first checked, while the rest is
-// still to come: a year over a domain lies far inside a factor 5 (or 5 sd of the domain mean) of
-// its months' climatology unless the model is broken, and a broken model should not hold a node
-// for a 95-year GCM run before saying so. The whole prediction is checked again at the end.
-constexpr size_t kEarlyLevelDays = 365;
-
 // The early level check's refusal comes with the new predictors' outlier warnings so far: they
 // name the likely cause (a field far outside the training climate, a wrong unit), which the level
 // error, blaming the model, cannot. At the end they come before the check anyway.
@@ -170,55 +97,6 @@ void check_early(NewPredictors* inputs, const std::function<void()>& check) {
     if (inputs) inputs->report_outliers();
     throw;
   }
-}
-
-// "" at the end; ", after the first N of M days" for the early check.
-std::string level_stage(size_t done, size_t n) {
-  return done < n ? fmt::format(" (after the first {} of {} days; the rest was not predicted)", done, n) : "";
-}
-
-// The training observations' monthly sums over the modelled boxes, predict.plausible_ratio's
-// reference; read before the first block so the check can run while the prediction goes on.
-void read_training_level(const StoreReader& store, PrecipitationLevel& level) {
-  const StoreMeta& meta = store.meta();
-  const std::vector<int> months = months_of(store.read_time("train"), parse_calendar(meta.calendar, store.path()));
-  store.for_each_block("train", StoreReader::Field::obs, [&](size_t first, size_t r, const float* obs) {
-    level.add_observed(obs, r, months.data() + first, meta.mask, meta.wet_threshold);
-  });
-}
-
-// predict.plausible_ratio: never a file of amounts the model could not have meant. The training
-// observations' monthly means over the modelled boxes, weighted by the predicted days of each
-// month, against the prediction's mean (no predicted month a training one: the training's whole
-// mean, see PrecipitationLevel); refused (exit 1) before the file is renamed into place, so
-// nothing is written. Fewer than 90 predicted days only warn: a case study's few days may lie far
-// from any month's mean. `predictors`: the new predictors' folder, empty for the store's test
-// split. `done` of `n` days predicted so far (the early check) or all of them.
-void check_precipitation_level(const PrecipitationLevel& level, const Config& cfg, const std::string& ckpt,
-                               const std::string& predictors, size_t done, size_t n) {
-  const double limit = cfg.predict.plausible_ratio;
-  if (limit == 0 || level.predicted_days() == 0) return;
-  const double predicted = level.predicted_mean(), reference = level.reference_mean();
-  if (plausible_precipitation_level(predicted, reference, limit)) return;
-  const std::string what = fmt::format(
-      "{} on {}: the predicted expected precipitation averages {:.4g} mm/day over the modelled boxes and {} days, "
-      "the training observations {:.4g} mm/day {}: {:.3g} times theirs (beyond a factor {:g} either way, "
-      "predict.plausible_ratio){}",
-      ckpt, predictors.empty() ? "the store's test split" : predictors, predicted, level.predicted_days(), reference,
-      level.shares_months() ? "in the same months"
-                            : "over all their months (no predicted day lies in a month the model trained on)",
-      predicted / reference, limit, level_stage(done, n));
-  if (level.predicted_days() < 90) {
-    spdlog::warn("{}; not refused for fewer than 90 days, which may lie far from their months' mean", what);
-    return;
-  }
-  if (!level.shares_months())
-    throw Error(what + ". The model never trained on these months: fetch the predictors for its season, or train on "
-                       "theirs (predict.plausible_ratio 0 writes the prediction unchecked); nothing written");
-  throw Error(what + ". The model does not reproduce the precipitation's level: see its training loss (metrics.csv "
-                     "beside the checkpoint) and whether these predictors are the training ones (variables, levels, "
-                     "units); a scenario meant to lie this far out: raise predict.plausible_ratio (0: unchecked); "
-                     "nothing written");
 }
 
 // New predictors fetched in other units than the training data's (a GCM definition writing psl
@@ -234,47 +112,6 @@ std::pair<double, double> convert_predictor_units(const std::string& from, const
                      "these predictors");
   const UnitConversion c = unit_conversion(from, to, where);
   return {c.scale, c.offset};
-}
-
-// train.device_check (train/device_check.h): the forward of the first batch, and of the last
-// where it is smaller (plans are per shape), on this backend against the CPU's, before anything
-// is predicted; auto: on a GPU.
-void check_device_forward(model::Net& net, model::Backend& be, const Config& cfg, const StoreMeta& meta, size_t n,
-                          const ReadSamples& read) {
-  const size_t bs = size_t(cfg.train.batch_size);
-  std::vector<size_t> sizes{std::min(bs, n)};
-  if (n % bs != 0 && n > bs) sizes.push_back(n % bs);
-  for (const size_t nb : sizes) {
-    std::vector<float> host(nb * size_t(meta.C()) * meta.H() * meta.W());
-    read(0, nb, host.data());
-    model::Tensor x(be, {int(nb), meta.C(), meta.H(), meta.W()});
-    x.upload(host.data());
-    const DeviceCheck c =
-        check_forward_against_cpu(net, be, model::parse_math_mode(cfg.train.precision), x, cfg.run.threads);
-    const std::string line = device_check_line(c, be.name(), cfg.train.precision) + " (batch of " + std::to_string(nb) + ")";
-    if (!c.passed())
-      throw Error(line + ". This backend computes the model wrongly here; nothing was written: report it with this "
-                  "log; run.device: cpu predicts correctly, train.device_check: false predicts anyway");
-    spdlog::info("{}", line);
-  }
-}
-
-// The network's p, alpha and beta for `n` samples, NaN over the ocean.
-BernoulliGammaParams bernoulli_gamma(const std::vector<float>& raw, size_t hw) {
-  const size_t n = raw.size() / (3 * hw);
-  BernoulliGammaParams b;
-  b.npoints = hw;
-  b.p.resize(n * hw);
-  b.alpha.resize(n * hw);
-  b.beta.resize(n * hw);
-  for (size_t t = 0; t < n; ++t)
-    for (size_t k = 0; k < hw; ++k) {
-      const size_t o = t * hw + k;
-      b.p[o] = raw[(t * 3 + 0) * hw + k];
-      b.alpha[o] = std::exp(raw[(t * 3 + 1) * hw + k]);
-      b.beta[o] = std::exp(raw[(t * 3 + 2) * hw + k]);
-    }
-  return b;
 }
 
 // The output of the test split is predict/<base>.nc; of new predictors predict/<base>_<label>.nc,
@@ -412,74 +249,6 @@ void warn_unlike_training(const StoreReader& store, const NewPredictors& in, con
                  "standardized against its own period, a scenario loses its change against the training climate "
                  "(its warming); a scenario takes its model's historical run as predict.reference_predictors",
                  ref.first, ref.last, first, last);
-}
-
-struct TestScore {
-  double se_model = 0, se_clim = 0, sum_obs = 0, sum_pred = 0;
-  size_t count = 0;
-};
-
-// Adds days [first, first + n) of a prediction (pred: (n, H' x W')) against the observations and
-// each box's training mean (evaluate's climatology baseline; clim: H' x W') over the modelled
-// boxes, skipping days not observed.
-void add_test_scores(const StoreReader& store, const std::vector<float>& clim, size_t first, size_t n,
-                     const std::vector<float>& pred, TestScore& s) {
-  const StoreMeta& meta = store.meta();
-  const size_t hw = size_t(meta.Hy()) * meta.Wy();
-  std::vector<float> obs(n * hw);
-  if (n) store.read_obs("test", first, n, obs.data());
-  for (size_t t = 0; t < n; ++t)
-    for (size_t k = 0; k < hw; ++k) {
-      const double o = obs[t * hw + k], p = pred[t * hw + k], c = clim[k];
-      if (!meta.mask[k] || !std::isfinite(o) || !std::isfinite(p)) continue;
-      s.se_model += (p - o) * (p - o);
-      s.se_clim += (c - o) * (c - o);
-      s.sum_obs += o;
-      s.sum_pred += p;
-      ++s.count;
-    }
-}
-
-void write_json(const std::string& path, const nlohmann::json& j) {
-  write_file_atomically(path, j.dump(2) + "\n");
-}
-
-// predict/scores.json and the log line of the test split's pooled scores. Precipitation's keys
-// carry their units ("rmse_mm_day"; key_units "_mm_day"), any other predictand's name them in
-// "units"; `extra` adds the keys only one of them has.
-void report_test_scores(const RunPaths& paths, const TestScore& s, size_t n, const std::string& ckpt,
-                        const std::string& what, const std::string& units, const std::string& key_units,
-                        const nlohmann::json& extra) {
-  if (!s.count) throw InputError(paths.store() + ": no observed value on a modelled box in the test split");
-  const double rmse = std::sqrt(s.se_model / s.count), rmse_clim = std::sqrt(s.se_clim / s.count);
-  const double skill = 1.0 - s.se_model / s.se_clim;
-  nlohmann::json j = extra;
-  j["test_days"] = n;
-  j["rmse" + key_units] = rmse;
-  j["rmse_climatology" + key_units] = rmse_clim;
-  j["mse_skill_score_vs_climatology"] = skill;
-  j["mean_observed" + key_units] = s.sum_obs / s.count;
-  j["mean_predicted" + key_units] = s.sum_pred / s.count;
-  j["checkpoint"] = ckpt;
-  j["definitions"] = "the test split's first score, of " + what + ": rmse pooled over every observed (day, box) "
-                     "value of the modelled boxes, rmse_climatology the same of each box's training mean, "
-                     "mse_skill_score_vs_climatology 1 - MSE / MSE of climatology, the means over the same values; "
-                     "`downscale evaluate` scores each box and averages the boxes' scores, so its RMSE differs";
-  // Written after the prediction: a failure here (a full disk) leaves this run's prediction
-  // beside an earlier run's scores.json, and the error says so.
-  try {
-    write_json(paths.predict_dir() + "/scores.json", j);
-  } catch (const Interrupted&) {
-    throw;
-  } catch (const Error& e) {
-    throw Error(std::string(e.what()) + " (the prediction in " + paths.predict_dir() +
-                    " is this run's; its scores.json is an earlier run's, if any)",
-                e.code());
-  }
-  spdlog::info("test RMSE of {} {:.3f} {} vs climatology {:.3f} {}: MSE skill score {:.3f} ({}); pooled over the {} "
-               "observed values of the modelled boxes (evaluate's RMSE is the mean of each box's)",
-               what, rmse, units, rmse_clim, units, skill, skill > 0 ? "beats climatology" : "does NOT beat climatology",
-               s.count);
 }
 
 // predict takes the model from the checkpoint: a config whose model.name, train.loss or (demo)
@@ -770,7 +539,7 @@ int run_predict(const Config& cfg) {
       return 0;
     }
     spdlog::info("wrote {} ({} days{})", nc_path, n, replacing);
-    report_test_scores(paths, score, n, ckpt, meta.predictand, meta.predictand_units, "",
+    report_test_scores(paths.store(), paths.predict_dir(), score, n, ckpt, meta.predictand, meta.predictand_units, "",
                        {{"predictand", meta.predictand}, {"units", meta.predictand_units}, {"observed_values", score.count}});
     return 0;
   }
@@ -826,7 +595,7 @@ int run_predict(const Config& cfg) {
   const std::string predictors = new_inputs ? predictors_folder(cfg.predict.predictors) : "";
   const std::vector<int> months = months_of(days, parse_calendar(calendar, "predict"));
   for_each_block([&](size_t first, size_t nb, std::vector<float>& raw) {
-    BernoulliGammaParams b = bernoulli_gamma(raw, hw);
+    BernoulliGammaParams b = bernoulli_gamma_params(raw, hw);
     std::vector<float>().swap(raw);  // its values are in `b` now
     const std::vector<float> expected = expected_precipitation(b, shift);
     check_finite(expected, 1, meta, days, first, calendar, "expected precipitation");
@@ -859,7 +628,7 @@ int run_predict(const Config& cfg) {
 
   spdlog::info("wrote {} ({} days{}{})", nc_path, n, members ? ", " + std::to_string(members) + " stochastic members" : "",
                replacing);
-  report_test_scores(paths, score, n, ckpt, "the expected precipitation", "mm/day", "_mm_day",
+  report_test_scores(paths.store(), paths.predict_dir(), score, n, ckpt, "the expected precipitation", "mm/day", "_mm_day",
                      {{"land_points", score.count / n}});
   return 0;
 }

@@ -16,7 +16,6 @@ struct RunPaths {
   std::string fetch_dir() const { return root + "/fetch"; }
   std::string store() const { return root + "/preprocess/store.h5"; }
   std::string model_dir() const { return root + "/train" + suffix(); }
-  std::string train_dir() const { return model_dir(); }
   std::string predict_dir() const { return root + "/predict" + suffix(); }
   std::string evaluate_dir() const { return root + "/evaluate" + suffix(); }
   // For an error about `file` missing from this model's folder of `stage` ("train", "predict"):

@@ -6,6 +6,23 @@
 
 namespace ds {
 
+BernoulliGammaParams bernoulli_gamma_params(const std::vector<float>& raw, size_t hw) {
+  const size_t n = raw.size() / (3 * hw);
+  BernoulliGammaParams b;
+  b.npoints = hw;
+  b.p.resize(n * hw);
+  b.alpha.resize(n * hw);
+  b.beta.resize(n * hw);
+  for (size_t t = 0; t < n; ++t)
+    for (size_t k = 0; k < hw; ++k) {
+      const size_t o = t * hw + k;
+      b.p[o] = raw[(t * 3 + 0) * hw + k];
+      b.alpha[o] = std::exp(raw[(t * 3 + 1) * hw + k]);
+      b.beta[o] = std::exp(raw[(t * 3 + 2) * hw + k]);
+    }
+  return b;
+}
+
 std::vector<float> frequency_adapted_thresholds(const BernoulliGammaParams& train, const std::vector<uint8_t>& observed) {
   const size_t np = train.npoints, nt = train.ntime();
   std::vector<float> thr(np, 0.5f), column;

@@ -20,6 +20,10 @@ struct BernoulliGammaParams {
   size_t ntime() const { return npoints ? p.size() / npoints : 0; }
 };
 
+// The network's raw Bernoulli-Gamma output (n, 3, npoints: p, log alpha, log beta, as the
+// model's heads give them) as parameters: alpha and beta exponentiated, NaN kept (the ocean).
+BernoulliGammaParams bernoulli_gamma_params(const std::vector<float>& raw, size_t npoints);
+
 // The observed training target as a byte a (time, point): 1 wet (target > 0), 0 dry,
 // kObservedMissing (a quarter of the target's memory: predict holds the whole training split).
 constexpr uint8_t kObservedMissing = 255;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -457,6 +458,21 @@ LearningRateSchedule scaled_learning_rate(LearningRateSchedule base, int size, d
     const double progress = warmup_steps > 0 ? std::min(1.0, double(step) / warmup_steps) : 1.0;
     return lr * (1.0 + (size - 1) * progress);
   };
+}
+
+std::pair<size_t, size_t> rank_slice(size_t n, const Communicator& comm) {
+  return {n * size_t(comm.rank()) / size_t(comm.size()), n * size_t(comm.rank() + 1) / size_t(comm.size())};
+}
+
+int agreed_stop_signal(Communicator& comm, const std::string& where) {
+  test_wait_for_signal(where);
+  const int mine = stop_signal_number();
+  if (comm.size() == 1) return mine;
+  double votes[3] = {double(mine == SIGTERM), double(mine == SIGINT), double(mine != 0 && mine != SIGTERM && mine != SIGINT)};
+  comm.allreduce_sum(votes, 3, "stop request after " + where);
+  if (votes[0] > 0) return SIGTERM;
+  if (votes[1] > 0) return SIGINT;
+  return votes[2] > 0 ? (mine ? mine : SIGUSR1) : 0;
 }
 
 }  // namespace ds

@@ -17,6 +17,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/error.h"
@@ -109,17 +110,27 @@ std::unique_ptr<Communicator> make_mpi_communicator();
 template <typename Body>
 void run_or_abort_job(Communicator& comm, Body&& body);
 
+// This rank's part [lo, hi) of n items split evenly over the ranks in rank order: a global
+// batch's rows (train), a split (the validation loss), and the batch sizes the device check runs.
+std::pair<size_t, size_t> rank_slice(size_t n, const Communicator& comm);
+
+// The signal every rank stops for after this step (0: none). A signal reaches each process on
+// its own (or only some: mpirun, srun and a user's kill differ), so the ranks decide together,
+// with one small allreduce per step next to the gradients' (SIGTERM before SIGINT before
+// SIGUSR1: a time limit wins over a warning).
+int agreed_stop_signal(Communicator& comm, const std::string& where);
+
 // train.allreduce_dtype's value as a WireType (fp32 | bf16 | fp16; validated with the config).
 Communicator::WireType parse_wire_type(const std::string& dtype);
 
-// Horovod's learning-rate rule: `base` (the per-rank rate) times the number of ranks, reached
-// by a linear warmup from `base` over warmup_epochs (counted in steps: warmup_epochs *
-// steps_per_epoch, on the global step so that --resume continues it). size 1: base unchanged.
 // run.threads 0: the CPUs this process may run on (its affinity mask: a Slurm allocation or an
 // mpirun binding, not the whole node), divided among the ranks of this node whose masks overlap
 // it. Collective over the node's ranks.
 int default_cpu_threads(Communicator& comm);
 
+// Horovod's learning-rate rule: `base` (the per-rank rate) times the number of ranks, reached
+// by a linear warmup from `base` over warmup_epochs (counted in steps: warmup_epochs *
+// steps_per_epoch, on the global step so that --resume continues it). size 1: base unchanged.
 LearningRateSchedule scaled_learning_rate(LearningRateSchedule base, int size, double warmup_epochs,
                                           int64_t steps_per_epoch);
 

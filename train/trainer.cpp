@@ -10,13 +10,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
 #include <random>
 #include <sstream>
-#include <thread>
 #include <utility>
 
 #include "io/atomic_file.h"
@@ -40,8 +37,10 @@
 #include "train/fused_tensors.h"
 #include "train/gradient_buckets.h"
 #include "train/loss_scaler.h"
+#include "train/rank_device_check.h"
 #include "train/store_settings.h"
 #include "train/tensorboard.h"
+#include "train/test_hooks.h"
 #include "train/timeline.h"
 
 namespace ds {
@@ -51,20 +50,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// This rank's part [lo, hi) of n items split evenly over the ranks in rank order: a global
-// batch's rows (train), a split (evaluate), and the batch sizes the device check runs.
-std::pair<size_t, size_t> rank_slice(size_t n, const Communicator& comm) {
-  return {n * size_t(comm.rank()) / size_t(comm.size()), n * size_t(comm.rank() + 1) / size_t(comm.size())};
-}
-
 // Mean loss over a whole split, in order, in inference mode (batch norm's running statistics,
 // no dropout), without touching the gradients' consumers. Each rank evaluates its contiguous
 // share of the split; the sums are added across ranks.
 // `resident`: the split in backend memory (train.data_on_device), else read from the store. The
 // batches' losses add up in backend memory (acc), read once at the end.
-double evaluate(model::Net& net, model::Backend& be, model::LossKind loss, const StoreReader& store,
-                const std::string& split, const model::Tensor& mask, int batch_size, Batch& batch,
-                Communicator& comm, const DeviceSplit* resident, model::LossAccumulator& acc) {
+double validation_loss(model::Net& net, model::Backend& be, model::LossKind loss, const StoreReader& store,
+                       const std::string& split, const model::Tensor& mask, int batch_size, Batch& batch,
+                       Communicator& comm, const DeviceSplit* resident, model::LossAccumulator& acc) {
   const size_t n = store.count(split);
   const auto [lo, hi] = rank_slice(n, comm);
   net.set_mode(model::ForwardMode{false, 0});
@@ -124,152 +117,10 @@ uint64_t weights_checksum(model::Net& net) {
   return h;
 }
 
-// Test hooks for tests/cli/train_mpi.sh, at the first step: DOWNSCALE_TEST_FAIL_RANK=r makes
-// rank r throw; DOWNSCALE_TEST_STALL_RANK=r makes rank r sleep DOWNSCALE_TEST_STALL_SECONDS
-// (the others wait for it at the gradient allreduce: the stall warning and limit).
-void maybe_stall(const Communicator& comm, const char* where);
-void maybe_inject_failure(const Communicator& comm) {
-  const char* v = std::getenv("DOWNSCALE_TEST_FAIL_RANK");
-  if (v && *v && std::atoi(v) == comm.rank())
-    throw Error("injected failure (DOWNSCALE_TEST_FAIL_RANK=" + std::string(v) + ")");
-  maybe_stall(comm, "");
-}
-// DOWNSCALE_TEST_STALL_WHERE=backward moves the stall into backward, after this rank started
-// its first gradient bucket's allreduce (use tiny buckets): the others must still name it.
-void maybe_stall(const Communicator& comm, const char* where) {
-  const char* at = std::getenv("DOWNSCALE_TEST_STALL_WHERE");
-  if (std::string(at ? at : "") != where) return;
-  const char* stall = std::getenv("DOWNSCALE_TEST_STALL_RANK");
-  const char* secs = std::getenv("DOWNSCALE_TEST_STALL_SECONDS");
-  if (stall && *stall && secs && std::atoi(stall) == comm.rank()) {
-    spdlog::warn("stalling {} s (DOWNSCALE_TEST_STALL_RANK)", secs);
-    std::this_thread::sleep_for(std::chrono::duration<double>(std::atof(secs)));
-  }
-}
-
-// train_report.json: what the scaling study (slurm/scaling.sh) collects from each run.
-void write_report(const std::string& path, const TrainReport& r, const std::vector<double>& per_rank,
-                  const std::vector<std::string>& backends, int nodes, int threads, int64_t batch, double reference) {
-  nlohmann::json j;
-  j["ranks"] = per_rank.size();
-  j["nodes"] = nodes;
-  j["device"] = backends.empty() || backends[0].rfind("cuda", 0) != 0 ? "cpu" : "cuda";
-  j["backend"] = backends.empty() ? "" : backends[0];
-  j["backend_per_rank"] = backends;
-  j["threads_per_rank"] = threads;
-  j["epochs"] = r.epochs;
-  // A resumed run (a requeued job) reports its own part: the times and rates below cover epochs
-  // first_epoch_of_this_run..epochs.
-  j["resumed"] = r.resumed;
-  j["first_epoch_of_this_run"] = r.first_epoch;
-  j["batch_size_per_rank"] = batch;
-  j["global_batch"] = batch * int64_t(per_rank.size());
-  j["samples_per_second"] = r.total_samples_per_s;
-  j["samples_per_second_whole_run"] = r.run_samples_per_s;
-  j["samples_per_second_per_rank"] = per_rank;
-  const bool ref = reference > 0;
-  j["reference_samples_per_second"] = ref ? nlohmann::json(reference) : nlohmann::json(nullptr);
-  j["speedup"] = ref ? nlohmann::json(r.total_samples_per_s / reference) : nlohmann::json(nullptr);
-  j["scaling_efficiency"] =
-      ref ? nlohmann::json(r.total_samples_per_s / (reference * double(per_rank.size()))) : nlohmann::json(nullptr);
-  j["mean_batch_seconds"] = r.mean_batch_s;
-  j["mean_epoch_seconds"] = r.mean_epoch_s;
-  j["total_seconds"] = r.total_s;
-  j["final_train_loss"] = r.final_train_loss;
-  j["best_validation_loss"] = r.best_val_loss;
-  j["skipped_steps"] = r.skipped_steps;  // loss scaling: non-finite gradients, optimizer not stepped
-  j["loss_scale"] = r.loss_scale;
-  j["weights_checksum"] = fmt::format("{:016x}", r.weights_checksum);
-  const char* job = std::getenv("SLURM_JOB_ID");
-  j["slurm_job_id"] = job && *job ? nlohmann::json(job) : nlohmann::json(nullptr);
-  write_file_atomically(path, j.dump(1) + "\n");
-}
-
-// The signal every rank stops for after this step (0: none). A signal reaches each process on
-// its own (or only some: mpirun, srun and a user's kill differ), so the ranks decide together,
-// with one small allreduce per step next to the gradients' (SIGTERM before SIGINT before
-// SIGUSR1: a time limit wins over a warning).
-int agreed_stop_signal(Communicator& comm, const std::string& where) {
-  test_wait_for_signal(where);
-  const int mine = stop_signal_number();
-  if (comm.size() == 1) return mine;
-  double votes[3] = {double(mine == SIGTERM), double(mine == SIGINT), double(mine != 0 && mine != SIGTERM && mine != SIGINT)};
-  comm.allreduce_sum(votes, 3, "stop request after " + where);
-  if (votes[0] > 0) return SIGTERM;
-  if (votes[1] > 0) return SIGINT;
-  return votes[2] > 0 ? (mine ? mine : SIGUSR1) : 0;
-}
-
 std::string rng_to_string(const std::mt19937_64& rng) {
   std::ostringstream s;
   s << rng;
   return s.str();
-}
-
-// train.device_check (train/device_check.h): a step of this rank's first batch on its backend
-// against the CPU's FP32 step, from the run's weights, and one of its last batch where an epoch
-// ends in a smaller one (8,766 North America days in batches of 32 end in 30), and the forward of
-// validation's batch sizes no step covers: convolution plans and the kernels chosen for them by
-// timing are per shape, and every one of these shapes runs every epoch.
-// Every rank calls this (unless the check is off) and votes, also a rank that does not check (a
-// CPU rank among GPU ranks under auto), so all learn whether any failed and none waits in
-// another collective for a rank that stopped; the failing rank logs its line before the vote,
-// as the job's abort may not let it print its error.
-void check_device_step(model::Net& net, model::Backend& be, const Config& cfg, const StoreReader& store,
-                       const model::Tensor& mask, model::LossKind loss_kind, int threads, const LossScaler& scaler,
-                       Communicator& comm, int64_t global_batch, bool check_here) {
-  const auto& tc = cfg.train;
-  const size_t n_train = store.count("train"), global = size_t(global_batch);
-  const auto my_share = [&](size_t n) {
-    const auto [lo, hi] = rank_slice(n, comm);
-    return hi - lo;
-  };
-  // What to check: a step of each training batch size, and an inference forward of each
-  // validation batch size (evaluate: this rank's share in batches of batch_size) that no step
-  // has checked (the forward's plans are the step's for the same size).
-  struct Shape {
-    const char* split;
-    size_t n;
-    bool step;
-  };
-  std::vector<Shape> todo{{"train", my_share(std::min(n_train, global)), true}};
-  const size_t last = my_share(n_train - (n_train - 1) / global * global);
-  if (last != todo[0].n) todo.push_back({"train", last, true});
-  const size_t bs = size_t(tc.batch_size), val_share = my_share(store.count("validation"));
-  for (const size_t v : {std::min(val_share, bs), val_share % bs})
-    if (std::none_of(todo.begin(), todo.end(), [&](const Shape& t) { return t.n == v; }))
-      todo.push_back({"validation", v, false});
-  const model::MathMode mode = model::parse_math_mode(tc.precision);
-  bool passed = true;
-  std::vector<std::string> lines;
-  for (const Shape& t : todo) {
-    if (t.n == 0 || !check_here) continue;
-    Batch batch{model::Tensor(be, {1, 1, 1, 1}), model::Tensor(be, {1, 1, 1, 1})};
-    std::vector<size_t> rows(t.n);
-    std::iota(rows.begin(), rows.end(), size_t(0));
-    read_batch(store, t.split, rows, batch);
-    const DeviceCheck c = t.step ? check_step_against_cpu(net, be, mode, batch, mask, loss_kind, threads, tc.seed,
-                                                          scaler.enabled() ? float(scaler.scale()) : 1.0f)
-                                 : check_forward_against_cpu(net, be, mode, batch.x, threads);
-    lines.push_back(device_check_line(c, be.name(), tc.precision) + " (" + (t.step ? "" : "validation ") +
-                    "batch of " + std::to_string(t.n) + ")");
-    if (!c.passed()) {
-      passed = false;
-      break;
-    }
-  }
-  if (!passed) spdlog::error("{} (rank {})", lines.back(), comm.rank());
-  double failed = passed ? 0 : 1;
-  comm.allreduce_sum(&failed, 1, "device check");
-  if (!passed)
-    throw Error(lines.back() + " (rank " + std::to_string(comm.rank()) + "). This backend computes the model wrongly " +
-                "here: report it with this log; run.device: cpu trains correctly, train.device_check: false trains anyway");
-  if (failed > 0)
-    throw Error("device check failed on " + std::to_string(int(failed)) + " rank(s) (their lines above name the " +
-                "tensor); rank " + std::to_string(comm.rank()) +
-                (lines.empty() ? std::string(" did not check") : " passed: " + lines.front()));
-  if (comm.is_root())
-    for (const std::string& l : lines) spdlog::info("{}", l);
 }
 
 }  // namespace
@@ -635,7 +486,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     if (distributed) average_buffers(net, comm);
     const double train_loss = loss_sum / static_cast<double>(n_train);
     const double val_loss =
-        n_val ? evaluate(net, *be, loss_kind, store, "validation", mask, tc.batch_size, batch, comm,
+        n_val ? validation_loss(net, *be, loss_kind, store, "validation", mask, tc.batch_size, batch, comm,
                         resident_val ? &*resident_val : nullptr, val_acc) : train_loss;
     const int64_t last_step = optimizer->steps() - 1;
     timeline.add("validation", Timeline::kStep, t_validation, Clock::now(), last_step, epoch);

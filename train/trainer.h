@@ -9,28 +9,9 @@
 #include "io/config.h"
 #include "train/distributed.h"
 #include "train/lr_schedule.h"
+#include "train/train_report.h"
 
 namespace ds {
-
-struct TrainReport {
-  int epochs = 0;
-  // The epoch this run began with: 1, or after a resume (a requeued job) the one it resumed in.
-  // The timings and rates cover this run only, epochs first_epoch..epochs.
-  int first_epoch = 1;
-  bool resumed = false;
-  // Resumed from a checkpoint that already holds every epoch of train.epochs: nothing trained,
-  // nothing written (the finished run's checkpoints, metrics and train_report.json stay).
-  bool already_done = false;
-  double final_train_loss = 0, best_val_loss = 0;
-  double mean_batch_s = 0, mean_epoch_s = 0, total_s = 0, samples_per_s = 0;  // samples_per_s: this rank's
-  double total_samples_per_s = 0;  // all ranks together (= samples_per_s on one rank)
-  // All ranks' training samples over total_s: what the user gets, with validation, checkpoints
-  // and the start (data loading, the device check) included; the steps' rate above excludes them.
-  double run_samples_per_s = 0;
-  uint64_t weights_checksum = 0;   // FNV-1a of the final parameters' bits: equal on every rank
-  int64_t skipped_steps = 0;       // loss scaling: steps skipped for non-finite gradients
-  double loss_scale = 1;           // loss scaling: the scale at the end (1: off)
-};
 
 // out_dir receives checkpoint_best.h5, checkpoint_last.h5, metrics.csv, model_summary.txt,
 // train_report.json (throughput per rank and in total, scaling efficiency) and

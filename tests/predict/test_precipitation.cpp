@@ -35,6 +35,28 @@ TEST(Precipitation, FrequencyAdaptedThresholdReproducesTrainingWetFrequency) {
   EXPECT_EQ(frequency_adapted_thresholds(train, wet_bytes(std::vector<float>(10, 1.0f)))[0], 0.0f);
 }
 
+// The network's raw output (day, channel, point) as the heads give it: p, log alpha, log beta.
+// exp on the host in float: 1e-6 relative covers its rounding against the double reference.
+TEST(Precipitation, RawNetworkOutputBecomesParametersDayByDay) {
+  const size_t hw = 2;
+  // day 0: p 0.2 0.9, log alpha 0 log 2, log beta log 3 -1; day 1: ocean (NaN) at point 1
+  const std::vector<float> raw{0.2f, 0.9f, 0.0f, std::log(2.0f), std::log(3.0f), -1.0f,
+                               0.5f, NAN,  1.0f, NAN,            0.5f,           NAN};
+  const BernoulliGammaParams b = bernoulli_gamma_params(raw, hw);
+  EXPECT_EQ(b.npoints, hw);
+  EXPECT_EQ(b.ntime(), 2u);
+  EXPECT_FLOAT_EQ(b.p[0], 0.2f);
+  EXPECT_FLOAT_EQ(b.p[1], 0.9f);
+  EXPECT_FLOAT_EQ(b.p[2], 0.5f);
+  EXPECT_NEAR(b.alpha[0], 1.0, 1e-6);
+  EXPECT_NEAR(b.alpha[1], 2.0, 2e-6);
+  EXPECT_NEAR(b.beta[0], 3.0, 3e-6);
+  EXPECT_NEAR(b.beta[1], std::exp(-1.0), 1e-6);
+  EXPECT_NEAR(b.alpha[2], std::exp(1.0), 3e-6);
+  EXPECT_NEAR(b.beta[2], std::exp(0.5), 2e-6);
+  EXPECT_TRUE(std::isnan(b.p[3]) && std::isnan(b.alpha[3]) && std::isnan(b.beta[3]));
+}
+
 TEST(Precipitation, DeterministicAndExpected) {
   BernoulliGammaParams b;
   b.npoints = 2;
