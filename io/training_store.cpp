@@ -43,6 +43,7 @@ StoreWriter::StoreWriter(const std::string& path, const StoreMeta& meta, int def
   file_.set_attr("/", "standardize", meta.standardize);
   file_.set_attr("/", "regrid", meta.regrid);
   file_.set_attr("/", "fill", meta.fill);
+  if (std::isfinite(meta.min_valid_fraction)) file_.set_attr("/", "min_valid_fraction", meta.min_valid_fraction);
   file_.set_attr("/", "dropped_dates", meta.dropped_dates);
   file_.set_attr("/", "predictand", meta.predictand);
   file_.set_attr("/", "predictand_units", meta.predictand_units);
@@ -248,6 +249,7 @@ StoreReader::StoreReader(const std::string& path) : file_(open_store(path)) {
   if (file_.has_attr("/", "standardize")) meta_.standardize = file_.attr_string("/", "standardize");
   if (file_.has_attr("/", "regrid")) meta_.regrid = file_.attr_string("/", "regrid");
   if (file_.has_attr("/", "fill")) meta_.fill = file_.attr_string("/", "fill");
+  if (file_.has_attr("/", "min_valid_fraction")) meta_.min_valid_fraction = file_.attr_double("/", "min_valid_fraction");
   if (file_.has_attr("/", "dropped_dates")) meta_.dropped_dates = file_.attr_int("/", "dropped_dates");
   meta_.predictand = file_.attr_string("/", "predictand");
   meta_.predictand_units = file_.attr_string("/", "predictand_units");

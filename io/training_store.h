@@ -1,7 +1,7 @@
 // The training store: the one HDF5 file `preprocess` writes and `train` and `predict` read.
 // Layout (sample-major so one sample or one batch is one contiguous chunked read):
 //   /                   attrs: format, channels ("z@500,z@700,..."), wet_threshold, sd_ddof,
-//                       config (YAML text), split_years (train/store_settings.h), sources, source_references and
+//                       config (YAML text), split_years and min_valid_fraction (train/store_settings.h), sources, source_references and
 //                       source_license (preprocess/data_terms.h; absent when none), software_version, standardize, regrid, fill,
 //                       dropped_dates, predictand ("pr", "tas", ...), predictand_units ("mm/day",
 //                       "degC", ...), calendar (CF name of the day numbers' calendar),
@@ -32,6 +32,7 @@
 // refused with a message to rebuild them. The reader checks that the attributes agree with the
 // datasets' shapes (and the identity with the metadata) before anything is read by index.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -63,6 +64,8 @@ struct StoreMeta {
   // licences, a line per distinct text; "" when the sources gave none, or in older stores.
   std::string source_references, source_license;
   std::string standardize = "grid_box", regrid, fill = "none";  // provenance (written, read if present)
+  // preprocess.min_valid_fraction the mask was made with; NaN in stores built before it was recorded.
+  double min_valid_fraction = NAN;
   int64_t dropped_dates = 0;
   std::string predictand = "pr";          // the observed variable
   std::string predictand_units = "mm/day";  // units of obs (and of y for predictands other than pr)

@@ -346,6 +346,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     meta.standardize = pp.standardize;
     meta.regrid = regrid_attr;
     meta.fill = pp.fill;
+    meta.min_valid_fraction = pp.min_valid_fraction;
     meta.dropped_dates = static_cast<int64_t>(summary.dropped_dates);
     meta.predictand = predictand;
     meta.predictand_units = precipitation ? "mm/day" : obs_file.units();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <sstream>
 
 namespace ds {
@@ -29,76 +30,153 @@ bool same_axis(const std::vector<double>& v, double first, double last, int n) {
   return std::abs(lo - std::min(first, last)) < 1e-6 && std::abs(hi - std::max(first, last)) < 1e-6;
 }
 
-// The store's grid against the config's `key`, when the config gives it.
-void compare_grid(const Config& cfg, const std::string& key, const GridSpec& g, const std::vector<double>& lon,
-                  const std::vector<double>& lat, std::vector<std::string>& out) {
-  if (!cfg.gives(key) || lon.empty() || lat.empty()) return;
-  if (same_axis(lon, g.lon_first, g.lon_last, g.nlon()) && same_axis(lat, g.lat_first, g.lat_last, g.nlat())) return;
-  out.push_back(fmt::format("{}: lon {}, lat {} (the config now gives lon {}, lat {}, from {})", key, axis_text(lon),
-                            axis_text(lat), axis_text(g.lon_first, g.lon_last, g.nlon()),
-                            axis_text(g.lat_first, g.lat_last, g.nlat()), cfg.origin(key)));
-}
+class Comparison {
+ public:
+  Comparison(const Config& cfg, const StoreMeta& meta)
+      : cfg_(cfg), meta_(meta), whole_(cfg.gives("preprocess")) {}
 
-void compare_text(const Config& cfg, const std::string& key, const std::string& built, const std::string& now,
-                  std::vector<std::string>& out) {
-  if (!cfg.gives(key) || built.empty() || built == now) return;
-  out.push_back(fmt::format("{} {} (the config now gives {}, from {})", key, built, now, cfg.origin(key)));
-}
+  // Whether `key` is compared: given, or a default of a config that describes the store.
+  bool compared(const std::string& key) const { return whole_ || cfg_.gives(key); }
 
-// preprocess.regrid as the store records it ("z@500:bilinear,...,pr:none") against the methods
-// the config's preprocess.regrid gives the same fields now.
-void compare_regrid(const Config& cfg, const StoreMeta& meta, std::vector<std::string>& out) {
-  if (!cfg.gives("preprocess.regrid") || meta.regrid.empty()) return;
-  std::vector<std::string> differ;
-  std::stringstream ss(meta.regrid);
-  for (std::string entry; std::getline(ss, entry, ',');) {
-    const auto colon = entry.find(':');
-    if (colon == std::string::npos) continue;
-    const std::string name = entry.substr(0, colon), built = entry.substr(colon + 1);
-    if (built == "none") continue;  // the predictand as fetched: preprocess.predictand_grid says that
-    const std::string key = cfg.preprocess.regrid_key(name, name.substr(0, name.find('@')));
-    const std::string now = key.empty() ? "bilinear" : cfg.preprocess.regrid.at(key);
-    if (now != built) differ.push_back(fmt::format("{} {} (now {})", name, built, now));
+  // Where the config's value of `key` came from.
+  std::string source(const std::string& key) const {
+    return cfg_.gives(key) ? "from " + cfg_.origin(key) : "the default: " + cfg_.file + " does not set it";
   }
-  if (!differ.empty())
-    out.push_back(fmt::format("preprocess.regrid: {} (from {})", fmt::join(differ, ", "), cfg.origin("preprocess.regrid")));
-}
+
+  void add(std::string text, bool needs_fetch = false) { out_.push_back({std::move(text), needs_fetch}); }
+
+  void split_years() {
+    const std::string built = meta_.split_years, now = cfg_.preprocess.split_years_text();
+    if (built.empty() || now.empty() || built == now) return;
+    // The --set of one of the three years if any, else the file.
+    std::string from = cfg_.origin("preprocess.train_years");
+    for (const char* k : {"preprocess.train_years", "preprocess.validation_years", "preprocess.test_years"})
+      if (cfg_.origin(k) != cfg_.file) from = cfg_.origin(k);
+    add(fmt::format("the split years {} (the config now gives {}, from {})", built, now, from));
+  }
+
+  // The predictors as a set: preprocess builds the channels in the fetch manifest's order, and
+  // the store's order is the model's whatever the config lists.
+  void fields() {
+    if (!cfg_.gives("fetch.predictors.fields") || meta_.channels.empty()) return;
+    std::vector<std::string> now;
+    for (const auto& f : cfg_.fetch.predictors) now.push_back(f.name());
+    if (std::set<std::string>(now.begin(), now.end()) == std::set<std::string>(meta_.channels.begin(), meta_.channels.end()))
+      return;
+    add(fmt::format("the predictors {} (the config's fetch.predictors.fields now gives {}, from {})",
+                    fmt::join(meta_.channels, ","), fmt::join(now, ","), cfg_.origin("fetch.predictors.fields")),
+        true);
+  }
+
+  void wet_threshold() {
+    const std::string key = "preprocess.wet_threshold";
+    if (!meta_.is_precipitation() || !compared(key) || std::abs(meta_.wet_threshold - cfg_.preprocess.wet_threshold) <= 1e-9)
+      return;
+    add(fmt::format("{} {:g} mm/day (the config now gives {:g}, {})", key, meta_.wet_threshold,
+                    cfg_.preprocess.wet_threshold, source(key)));
+  }
+
+  void min_valid_fraction() {
+    const std::string key = "preprocess.min_valid_fraction";
+    if (!std::isfinite(meta_.min_valid_fraction) || !compared(key) ||
+        std::abs(meta_.min_valid_fraction - cfg_.preprocess.min_valid_fraction) <= 1e-9)
+      return;
+    add(fmt::format("{} {:g} (the config now gives {:g}, {})", key, meta_.min_valid_fraction,
+                    cfg_.preprocess.min_valid_fraction, source(key)));
+  }
+
+  void text(const std::string& key, const std::string& built, const std::string& now) {
+    if (!compared(key) || built.empty() || built == now) return;
+    add(fmt::format("{} {} (the config now gives {}, {})", key, built, now, source(key)));
+  }
+
+  void grid(const std::string& key, const GridSpec& g, const std::vector<double>& lon, const std::vector<double>& lat) {
+    if (lon.empty() || lat.empty()) return;
+    if (same_axis(lon, g.lon_first, g.lon_last, g.nlon()) && same_axis(lat, g.lat_first, g.lat_last, g.nlat())) return;
+    add(fmt::format("{}: lon {}, lat {} (the config now gives lon {}, lat {}, from {})", key, axis_text(lon),
+                    axis_text(lat), axis_text(g.lon_first, g.lon_last, g.nlon()),
+                    axis_text(g.lat_first, g.lat_last, g.nlat()), cfg_.origin(key)));
+  }
+
+  void grids() {
+    if (cfg_.gives("preprocess.predictor_grid"))
+      grid("preprocess.predictor_grid", cfg_.preprocess.predictor_grid, meta_.predictor_lon, meta_.predictor_lat);
+    if (cfg_.preprocess.has_predictand_grid) {
+      grid("preprocess.predictand_grid", cfg_.preprocess.predictand_grid, meta_.obs_lon, meta_.obs_lat);
+    } else if (whole_ && regrid_of(meta_.predictand).second != "" && regrid_of(meta_.predictand).second != "none") {
+      add(fmt::format("preprocess.predictand_grid: lon {}, lat {} (the config now gives none, the observations' "
+                      "grid as fetched: {} does not set it)",
+                      axis_text(meta_.obs_lon), axis_text(meta_.obs_lat), cfg_.file));
+    }
+  }
+
+  // preprocess.regrid as the store records it ("z@500:bilinear,...,pr:none") against the
+  // methods the config's preprocess.regrid gives the same fields now (the predictand's only when
+  // the config regrids it: grids() says the rest).
+  void regrid() {
+    if (!compared("preprocess.regrid") || meta_.regrid.empty()) return;
+    std::vector<std::string> differ;
+    for (const auto& [name, built] : regrid_entries()) {
+      if (name == meta_.predictand && (built == "none" || !cfg_.preprocess.has_predictand_grid)) continue;
+      const std::string key = cfg_.preprocess.regrid_key(name, name.substr(0, name.find('@')));
+      const std::string now = key.empty() ? "bilinear" : cfg_.preprocess.regrid.at(key);
+      if (now != built)
+        differ.push_back(fmt::format("{} {} (now {}, {})", name, built, now,
+                                     key.empty() ? source("preprocess.regrid") : "from " + cfg_.origin("preprocess.regrid." + key)));
+    }
+    if (!differ.empty()) add(fmt::format("preprocess.regrid: {}", fmt::join(differ, "; ")));
+  }
+
+  std::vector<StoreSettingChange> result() && { return std::move(out_); }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> regrid_entries() const {
+    std::vector<std::pair<std::string, std::string>> entries;
+    std::stringstream ss(meta_.regrid);
+    for (std::string entry; std::getline(ss, entry, ',');)
+      if (const auto colon = entry.find(':'); colon != std::string::npos)
+        entries.emplace_back(entry.substr(0, colon), entry.substr(colon + 1));
+    return entries;
+  }
+  std::pair<std::string, std::string> regrid_of(const std::string& name) const {
+    for (const auto& e : regrid_entries())
+      if (e.first == name) return e;
+    return {name, ""};
+  }
+
+  const Config& cfg_;
+  const StoreMeta& meta_;
+  const bool whole_;
+  std::vector<StoreSettingChange> out_;
+};
 
 }  // namespace
 
-std::vector<std::string> store_setting_changes(const Config& cfg, const StoreReader& store) {
+std::vector<StoreSettingChange> store_setting_changes(const Config& cfg, const StoreReader& store) {
   const StoreMeta& meta = store.meta();
-  std::vector<std::string> out;
-  // The split years as a whole: a config gives all three or means the store's.
-  const std::string years_built = meta.split_years, years_now = cfg.preprocess.split_years_text();
-  if (!years_built.empty() && !years_now.empty() && years_built != years_now)
-    out.push_back(fmt::format("the split years {} (the config now gives {})", years_built, years_now));
-  if (cfg.gives("fetch.predictors.fields")) {
-    std::vector<std::string> fields;
-    for (const auto& f : cfg.fetch.predictors) fields.push_back(f.name());
-    if (fields != meta.channels)
-      out.push_back(fmt::format("the predictors {} (the config's fetch.predictors.fields now gives {}, from {})",
-                                fmt::join(meta.channels, ","), fmt::join(fields, ","),
-                                cfg.origin("fetch.predictors.fields")));
-  }
-  if (meta.is_precipitation() && cfg.gives("preprocess.wet_threshold") &&
-      std::abs(meta.wet_threshold - cfg.preprocess.wet_threshold) > 1e-9)
-    out.push_back(fmt::format("preprocess.wet_threshold {:g} mm/day (the config now gives {:g}, from {})",
-                              meta.wet_threshold, cfg.preprocess.wet_threshold, cfg.origin("preprocess.wet_threshold")));
-  compare_text(cfg, "preprocess.standardize", meta.standardize, cfg.preprocess.standardize, out);
-  compare_text(cfg, "preprocess.fill", meta.fill, cfg.preprocess.fill, out);
-  compare_grid(cfg, "preprocess.predictor_grid", cfg.preprocess.predictor_grid, meta.predictor_lon, meta.predictor_lat, out);
-  compare_grid(cfg, "preprocess.predictand_grid", cfg.preprocess.predictand_grid, meta.obs_lon, meta.obs_lat, out);
-  compare_regrid(cfg, meta, out);
-  return out;
+  Comparison c(cfg, meta);
+  c.split_years();
+  c.fields();
+  c.wet_threshold();
+  c.text("preprocess.standardize", meta.standardize, cfg.preprocess.standardize);
+  c.text("preprocess.fill", meta.fill, cfg.preprocess.fill);
+  c.min_valid_fraction();
+  c.grids();
+  c.regrid();
+  return std::move(c).result();
 }
 
 std::string store_settings_change(const Config& cfg, const StoreReader& store) {
-  const std::vector<std::string> changes = store_setting_changes(cfg, store);
+  const std::vector<StoreSettingChange> changes = store_setting_changes(cfg, store);
   if (changes.empty()) return "";
-  return fmt::format("{} was built with {}: this stage uses the store's; for the config's, run `downscale preprocess` "
-                     "again and the stages after it",
-                     store.path(), fmt::join(changes, "; "));
+  std::vector<std::string> texts;
+  bool fetch = false;
+  for (const auto& c : changes) texts.push_back(c.text), fetch = fetch || c.needs_fetch;
+  return fmt::format("{} was built with {}: this stage uses the store's; for the config's, run {} again and the "
+                     "stages after it",
+                     store.path(), fmt::join(texts, "; "),
+                     fetch ? "`downscale fetch` (for the other predictors), then `downscale preprocess`,"
+                           : "`downscale preprocess`");
 }
 
 }  // namespace ds

@@ -1,6 +1,7 @@
 // The preprocess settings a store was built with travel in it (split_years, wet_threshold,
-// channels, grids, standardize, fill, regrid); a config edited since is said by the stages that
-// use the store as it is (train/store_settings.h). Only keys the config gives are compared.
+// channels, grids, standardize, fill, min_valid_fraction, regrid); a config edited since is said
+// by the stages that use the store as it is (train/store_settings.h). A config that gives no
+// preprocess key is compared only on what it gives.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -32,6 +33,7 @@ StoreMeta recorded_meta(const std::string& split_years) {
   m.standardize = "grid_box";
   m.fill = "none";
   m.regrid = "z@500:bilinear,ta@850:conservative,pr:nearest";
+  m.min_valid_fraction = 0.9;
   return m;
 }
 
@@ -74,7 +76,7 @@ TEST(StoreSettings, SplitYearsRecordedAndComparedWithTheConfig) {
   edited.preprocess.test_years = {2004, 2008};
   const std::string said = store_settings_change(edited, recorded);
   EXPECT_NE(said.find("recorded.h5 was built with the split years train 1979..2002, validation none, test "
-                      "2003..2008 (the config now gives train 1979..2002, validation none, test 2004..2008)"),
+                      "2003..2008 (the config now gives train 1979..2002, validation none, test 2004..2008, from "),
             std::string::npos)
       << said;
   EXPECT_NE(said.find("run `downscale preprocess` again and the stages after it"), std::string::npos) << said;
@@ -100,8 +102,8 @@ TEST(StoreSettings, EachEditedSettingIsNamedWithTheStoresValueAndWhereTheNewOneC
   const Config built = config_with(d, "");
   const StoreReader store(write_store(d / "s.h5", recorded_meta(built.preprocess.split_years_text())));
   const auto said = [&](const std::vector<std::string>& sets) {
-    const std::vector<std::string> c = store_setting_changes(config_with(d, "", sets), store);
-    return c.size() == 1 ? c[0] : "(" + std::to_string(c.size()) + " changes)";
+    const std::vector<StoreSettingChange> c = store_setting_changes(config_with(d, "", sets), store);
+    return c.size() == 1 ? c[0].text : "(" + std::to_string(c.size()) + " changes)";
   };
   EXPECT_EQ(said({"preprocess.wet_threshold=3"}),
             "preprocess.wet_threshold 0.99 mm/day (the config now gives 3, from --set preprocess.wet_threshold=3)");
@@ -109,9 +111,16 @@ TEST(StoreSettings, EachEditedSettingIsNamedWithTheStoresValueAndWhereTheNewOneC
             "preprocess.standardize grid_box (the config now gives field, from --set preprocess.standardize=field)");
   EXPECT_EQ(said({"preprocess.fill=climatology"}),
             "preprocess.fill none (the config now gives climatology, from --set preprocess.fill=climatology)");
-  EXPECT_EQ(said({"fetch.predictors.fields=[ta@850,z@500]"}),
-            "the predictors z@500,ta@850 (the config's fetch.predictors.fields now gives ta@850,z@500, from --set "
-            "fetch.predictors.fields=[ta@850,z@500])");
+  // The predictors as a set: preprocess keeps the manifest's order whatever the config lists.
+  EXPECT_EQ(said({"fetch.predictors.fields=[ta@850,z@500]"}), "(0 changes)");
+  EXPECT_EQ(said({"fetch.predictors.fields=[z@500,ta@700]"}),
+            "the predictors z@500,ta@850 (the config's fetch.predictors.fields now gives z@500,ta@700, from --set "
+            "fetch.predictors.fields=[z@500,ta@700])");
+  EXPECT_EQ(said({"preprocess.min_valid_fraction=0.5"}),
+            "preprocess.min_valid_fraction 0.9 (the config now gives 0.5, from --set preprocess.min_valid_fraction=0.5)");
+  EXPECT_EQ(said({"preprocess.train_years=[1980,2002]"}),
+            "the split years train 1979..2002, validation none, test 2003..2008 (the config now gives train "
+            "1980..2002, validation none, test 2003..2008, from --set preprocess.train_years=[1980,2002])");
   EXPECT_EQ(said({"preprocess.predictor_grid.step=1"}),
             "preprocess.predictor_grid: lon -10..-8 (2 values), lat 36..38 (2 values) (the config now gives lon -10..-8 "
             "(3 values), lat 36..38 (3 values), from --set preprocess.predictor_grid.step=1)");
@@ -120,8 +129,8 @@ TEST(StoreSettings, EachEditedSettingIsNamedWithTheStoresValueAndWhereTheNewOneC
             "(4 values), lat 36..40 (5 values), from --set preprocess.predictand_grid.lon=[-9,-6])");
   // The method of each field by the config's rule (field, variable, default), against the store's.
   EXPECT_EQ(said({"preprocess.regrid.ta=bilinear", "preprocess.regrid.z@500=nearest"}),
-            "preprocess.regrid: z@500 bilinear (now nearest), ta@850 conservative (now bilinear) (from "
-            "--set preprocess.regrid.ta=bilinear)");
+            "preprocess.regrid: z@500 bilinear (now nearest, from --set preprocess.regrid.z@500=nearest); ta@850 "
+            "conservative (now bilinear, from --set preprocess.regrid.ta=bilinear)");
   EXPECT_EQ(said({"preprocess.wet_threshold=3", "preprocess.fill=climatology"}), "(2 changes)");
 
   // The whole sentence: the store, every change, what to run.
@@ -129,6 +138,35 @@ TEST(StoreSettings, EachEditedSettingIsNamedWithTheStoresValueAndWhereTheNewOneC
   EXPECT_EQ(whole, store.path() + " was built with preprocess.wet_threshold 0.99 mm/day (the config now gives 1, from "
                                   "--set preprocess.wet_threshold=1): this stage uses the store's; for the config's, "
                                   "run `downscale preprocess` again and the stages after it");
+  // Other predictors are fetched before preprocess takes them.
+  const std::string fields = store_settings_change(config_with(d, "", {"fetch.predictors.fields=[z@500]"}), store);
+  EXPECT_NE(fields.find("run `downscale fetch` (for the other predictors), then `downscale preprocess`, again and the "
+                        "stages after it"),
+            std::string::npos)
+      << fields;
+}
+
+TEST(StoreSettings, AConfigThatDescribesTheStoreIsComparedOnItsDefaultsToo) {
+  // A line deleted from the preprocess section: the default now applies, and the store was not
+  // built with it.
+  test::TempDir d;
+  StoreMeta m = recorded_meta("train 1979..2002, validation none, test 2003..2008");
+  m.wet_threshold = 3.0;
+  const StoreReader store(write_store(d / "s.h5", m));
+  const std::string p = d / "c.yaml";
+  std::ofstream(p) << "run:\n  dir: out\npreprocess:\n  train_years: [1979, 2002]\n  test_years: [2003, 2008]\n"
+                      "  regrid: {ta: conservative, pr: nearest}\n"
+                      "  predictand_grid: {lon: [-10, -6], lat: [36, 40], step: 1}\n";
+  const std::vector<StoreSettingChange> c = store_setting_changes(load_config(p, {}), store);
+  ASSERT_EQ(c.size(), 1u) << store_settings_change(load_config(p, {}), store);
+  EXPECT_EQ(c[0].text, "preprocess.wet_threshold 3 mm/day (the config now gives 0.99, the default: " + p +
+                           " does not set it)");
+  // Without its predictand_grid the observations would not be regridded: said once, as a grid.
+  std::ofstream(p) << "run:\n  dir: out\npreprocess:\n  wet_threshold: 3\n  regrid: {ta: conservative, pr: nearest}\n";
+  const std::vector<StoreSettingChange> g = store_setting_changes(load_config(p, {}), store);
+  ASSERT_EQ(g.size(), 1u) << store_settings_change(load_config(p, {}), store);
+  EXPECT_EQ(g[0].text, "preprocess.predictand_grid: lon -10..-6 (5 values), lat 36..40 (5 values) (the config now "
+                       "gives none, the observations' grid as fetched: " + p + " does not set it)");
 }
 
 TEST(StoreSettings, KeysTheConfigDoesNotGiveAreNotCompared) {
