@@ -2,7 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/error.h"
-#include "model/net.h"
+#include "model/model_spec.h"
 
 namespace ds::model {
 

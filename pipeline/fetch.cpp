@@ -35,6 +35,7 @@
 #include "fetch/plan.h"
 #include "fetch/progress.h"
 #include "fetch/request_watch.h"
+#include "fetch/sources.h"
 #include "fetch/workers.h"
 #include "io/log.h"
 #include "io/run_lock.h"
@@ -44,86 +45,6 @@
 namespace ds {
 
 namespace {
-
-
-struct SourceRequest {
-  Dataset dataset;
-  std::string url;  // the dataset's url or the config's source: the file, or the base of per-variable urls
-  std::vector<FieldWanted> fields;
-  // The grid preprocess regrids these fields onto (null: none, the box is cut as asked): fetch
-  // widens the cut to its cells (plan_field).
-  const GridSpec* regridded_onto = nullptr;
-};
-
-Dataset dataset_of(const Config& cfg, const std::string& dataset, const std::string& source, const std::string& key) {
-  if (dataset.empty()) {
-    if (source.empty()) throw UsageError(cfg.file + ": key 'fetch." + key + ".dataset' (or '.source') is required");
-    Dataset d = passthrough_dataset(source);
-    d.url_origin = "fetch." + key + ".source";
-    return d;
-  }
-  Dataset d = load_dataset(dataset, cfg.file, cfg.synth.dir);
-  if (!source.empty()) {  // the server moved, or a local copy
-    d.url = source, d.synthetic = false;
-    d.url_origin = "fetch." + key + ".source";  // the key alone: its value may hold credentials
-  }
-  if (d.url.empty()) throw UsageError(d.file + ": key 'url' is empty and 'fetch." + key + ".source' is not set");
-  return d;
-}
-
-// Opens the sources (each distinct URL once: `opened` keeps them across calls, so predictors and
-// predictand in one file share it too) and plans the fields, retrying transient failures like
-// the chunks do.
-// A server that stops answering ends the fetch after fetch.timeout_s (RequestWatch).
-// A dry run tries once: it is a check someone waits for, and a node without network would
-// otherwise wait through every retry (8 doubling delays: over 20 minutes) to say so. For the same
-// reason it waits for a request at most kDryRunWaitS (20 s), not fetch.timeout_s (300 s).
-void plan_with_retries(const SourceRequest& s, const Config::Fetch& f, bool dry_run,
-                       std::map<std::string, NcFile>& opened, FetchPlan& plan) {
-  const int attempts = dry_run ? 1 : f.attempts;
-  // The synthetic sources exist once `downscale synth` wrote them into synth.dir.
-  if (s.dataset.synthetic && !path_exists(s.url))
-    throw InputError(s.url + ": no such file (run `downscale synth` first: it writes the synthetic sources into synth.dir)");
-  RequestWatch watch(dry_run ? dry_run_timeout(f.timeout_s) : f.timeout_s,
-                     dry_run ? fmt::format("fetch.timeout_s; a dry run waits at most {:g} s", kDryRunWaitS)
-                             : "fetch.timeout_s");
-  for (int attempt = 1;; ++attempt) {
-    try {
-      const SourceOpener open = [&](const std::string& url) -> const NcFile& {
-        auto it = opened.find(url);
-        if (it == opened.end()) {
-          watch.begin(redact_credentials(url));  // the clock restarts at each file opened
-          it = opened.emplace(url, open_source(url)).first;
-        }
-        return it->second;
-      };
-      FetchPlan part;
-      watch.begin(redact_credentials(s.url));
-      for (const auto& w : s.fields) plan_field(open, s.url, s.dataset, w, f, part, s.regridded_onto);
-      watch.end();
-      const size_t base = plan.fields.size();
-      for (auto& c : part.chunks) c.field += base, plan.chunks.push_back(std::move(c));
-      for (auto& fp : part.fields) plan.fields.push_back(std::move(fp));
-      return;
-    } catch (const TransientError& e) {
-      watch.end();
-      opened.clear();  // a retry opens afresh
-      if (attempt >= attempts)
-        throw Error(std::string(e.what()) +
-                    (dry_run         ? " (a dry run tries once)"
-                     : attempts == 1 ? ""
-                                     : " (gave up after " + std::to_string(attempt) + " attempts)"));
-      const double delay = std::min(300.0, f.retry_delay * std::pow(2.0, attempt - 1));
-      spdlog::warn("{}; attempt {} of {} failed, retrying in {:.1f} s", e.what(), attempt, attempts, delay);
-      // In slices, so that SIGINT/SIGTERM stop the wait.
-      for (const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(delay);
-           std::chrono::steady_clock::now() < until;) {
-        throw_if_stop_requested("waiting to retry opening the sources");
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-    }
-  }
-}
 
 void print_dry_run(const FetchPlan& plan, const std::vector<bool>& have) {
   size_t todo_bytes = 0, todo = 0;
@@ -155,8 +76,6 @@ int run_fetch(const Config& cfg, bool dry_run) {
   if (!f.has_box)
     throw UsageError(cfg.origin("fetch.lon") + ": keys 'fetch.lon' and 'fetch.lat' are required (the box cut from the "
                      "sources, e.g. lon: [-165, -60], lat: [12, 70])");
-  for (double lon : {f.lon_min, f.lon_max})
-    if (lon < -180 || lon > 180) throw UsageError(cfg.origin("fetch.lon") + ": key 'fetch.lon' must lie in -180..180 (degrees east)");
 
   SourceRequest pred{dataset_of(cfg, f.predictors_dataset, f.predictors_source, "predictors"), "", {}};
   pred.url = pred.dataset.url;

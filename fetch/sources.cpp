@@ -1,0 +1,83 @@
+#include "fetch/sources.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "fetch/chunk.h"
+#include "fetch/redact.h"
+#include "fetch/request_watch.h"
+#include "io/atomic_file.h"
+#include "io/error.h"
+#include "io/stop_signal.h"
+
+namespace ds {
+
+Dataset dataset_of(const Config& cfg, const std::string& dataset, const std::string& source, const std::string& key) {
+  if (dataset.empty()) {
+    if (source.empty()) throw UsageError(cfg.file + ": key 'fetch." + key + ".dataset' (or '.source') is required");
+    Dataset d = passthrough_dataset(source);
+    d.url_origin = "fetch." + key + ".source";
+    return d;
+  }
+  Dataset d = load_dataset(dataset, cfg.file, cfg.synth.dir);
+  if (!source.empty()) {  // the server moved, or a local copy
+    d.url = source, d.synthetic = false;
+    d.url_origin = "fetch." + key + ".source";  // the key alone: its value may hold credentials
+  }
+  if (d.url.empty()) throw UsageError(d.file + ": key 'url' is empty and 'fetch." + key + ".source' is not set");
+  return d;
+}
+
+void plan_with_retries(const SourceRequest& s, const Config::Fetch& f, bool dry_run,
+                       std::map<std::string, NcFile>& opened, FetchPlan& plan) {
+  const int attempts = dry_run ? 1 : f.attempts;
+  // The synthetic sources exist once `downscale synth` wrote them into synth.dir.
+  if (s.dataset.synthetic && !path_exists(s.url))
+    throw InputError(s.url + ": no such file (run `downscale synth` first: it writes the synthetic sources into synth.dir)");
+  RequestWatch watch(dry_run ? dry_run_timeout(f.timeout_s) : f.timeout_s,
+                     dry_run ? fmt::format("fetch.timeout_s; a dry run waits at most {:g} s", kDryRunWaitS)
+                             : "fetch.timeout_s");
+  for (int attempt = 1;; ++attempt) {
+    try {
+      const SourceOpener open = [&](const std::string& url) -> const NcFile& {
+        auto it = opened.find(url);
+        if (it == opened.end()) {
+          watch.begin(redact_credentials(url));  // the clock restarts at each file opened
+          it = opened.emplace(url, open_source(url)).first;
+        }
+        return it->second;
+      };
+      FetchPlan part;
+      watch.begin(redact_credentials(s.url));
+      for (const auto& w : s.fields) plan_field(open, s.url, s.dataset, w, f, part, s.regridded_onto);
+      watch.end();
+      const size_t base = plan.fields.size();
+      for (auto& c : part.chunks) c.field += base, plan.chunks.push_back(std::move(c));
+      for (auto& fp : part.fields) plan.fields.push_back(std::move(fp));
+      return;
+    } catch (const TransientError& e) {
+      watch.end();
+      opened.clear();  // a retry opens afresh
+      if (attempt >= attempts)
+        throw Error(std::string(e.what()) +
+                    (dry_run         ? " (a dry run tries once)"
+                     : attempts == 1 ? ""
+                                     : " (gave up after " + std::to_string(attempt) + " attempts)"));
+      const double delay = std::min(300.0, f.retry_delay * std::pow(2.0, attempt - 1));
+      spdlog::warn("{}; attempt {} of {} failed, retrying in {:.1f} s", e.what(), attempt, attempts, delay);
+      // In slices, so that SIGINT/SIGTERM stop the wait.
+      for (const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(delay);
+           std::chrono::steady_clock::now() < until;) {
+        throw_if_stop_requested("waiting to retry opening the sources");
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+  }
+}
+
+}  // namespace ds
