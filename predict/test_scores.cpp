@@ -28,8 +28,8 @@ void add_test_scores(const StoreReader& store, const std::vector<float>& clim, s
     }
 }
 
-void report_test_scores(const std::string& store_path, const std::string& predict_dir, const TestScore& s, size_t n, const std::string& ckpt,
-                        const std::string& what, const std::string& units, const std::string& key_units,
+void report_test_scores(const std::string& store_path, const std::string& predict_dir, const TestScore& s, size_t n,
+                        const std::string& ckpt, const std::string& what, const std::string& units, const std::string& key_units,
                         const nlohmann::json& extra) {
   if (!s.count) throw InputError(store_path + ": no observed value on a modelled box in the test split");
   const double rmse = std::sqrt(s.se_model / s.count), rmse_clim = std::sqrt(s.se_clim / s.count);

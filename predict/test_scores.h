@@ -26,8 +26,8 @@ void add_test_scores(const StoreReader& store, const std::vector<float>& clim, s
 // predict/scores.json and the log line of the test split's pooled scores. Precipitation's keys
 // carry their units ("rmse_mm_day"; key_units "_mm_day"), any other predictand's name them in
 // "units"; `extra` adds the keys only one of them has.
-void report_test_scores(const std::string& store_path, const std::string& predict_dir, const TestScore& s, size_t n, const std::string& ckpt,
-                        const std::string& what, const std::string& units, const std::string& key_units,
+void report_test_scores(const std::string& store_path, const std::string& predict_dir, const TestScore& s, size_t n,
+                        const std::string& ckpt, const std::string& what, const std::string& units, const std::string& key_units,
                         const nlohmann::json& extra);
 
 }  // namespace ds

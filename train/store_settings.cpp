@@ -120,9 +120,9 @@ class Comparison {
       if (name == meta_.predictand && (built == "none" || !cfg_.preprocess.has_predictand_grid)) continue;
       const std::string key = cfg_.preprocess.regrid_key(name, name.substr(0, name.find('@')));
       const std::string now = key.empty() ? "bilinear" : cfg_.preprocess.regrid.at(key);
-      if (now != built)
-        differ.push_back(fmt::format("{} {} (now {}, {})", name, built, now,
-                                     key.empty() ? source("preprocess.regrid") : "from " + cfg_.origin("preprocess.regrid." + key)));
+      if (now == built) continue;
+      const std::string from = key.empty() ? source("preprocess.regrid") : "from " + cfg_.origin("preprocess.regrid." + key);
+      differ.push_back(fmt::format("{} {} (now {}, {})", name, built, now, from));
     }
     if (!differ.empty()) add(fmt::format("preprocess.regrid: {}", fmt::join(differ, "; ")));
   }
