@@ -4,7 +4,8 @@
 # Debian packages: what a cluster user without root needs, and how a GPU machine gets the code.
 #
 #   scripts/bundle.sh [--fast] [BUILD_DIR [OUT_DIR]]      (defaults: build, BUILD_DIR)
-#   -> OUT_DIR/downscale-<version>-<rev>-linux-x86_64.tar.xz; prints its path last
+#   -> OUT_DIR/downscale-<version>-linux-x86_64.tar.xz (the binary's --version, e.g. 0.1.0+g2c748ca);
+#   prints its path last
 # xz -9 takes minutes on 2 busy cores; --fast is xz -6 (half a minute; 42 MB against 51 MB for
 # zstd -6; the test's choice: if that is under 60 MB, -9 is too).
 #
@@ -33,9 +34,17 @@ for tool in patchelf xz ldd; do
 done
 [[ -x $build/pipeline/downscale ]] || { echo "bundle.sh: no $build/pipeline/downscale: build first" >&2; exit 2; }
 
-version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
-rev=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || true)
-name=downscale-${version:-0}${rev:+-$rev}-linux-x86_64
+# The name carries the binary's own version (0.1.0+g<rev>, -dirty when built from uncommitted
+# changes: io/write_version.cmake), so it says what was built, not where the checkout is now (a
+# bundle made after a pull without a rebuild was named after the new HEAD). A binary that does not
+# run here: the project's version and the checkout's HEAD, as before.
+version=$("$build/pipeline/downscale" --version 2>/dev/null | sed -n 's/^downscale //p' || true)
+if [[ -z $version ]]; then
+  version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
+  rev=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || true)
+  version=${version:-0}${rev:+-$rev}
+fi
+name=downscale-$version-linux-x86_64
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 root=$stage/$name
