@@ -369,6 +369,15 @@ void StoreReader::for_each_block(const std::string& split, Field field,
   block_buffer_.swap(values);
 }
 
+std::vector<std::pair<std::string, std::string>> StoreMeta::regrid_methods() const {
+  std::vector<std::pair<std::string, std::string>> methods;
+  std::stringstream ss(regrid);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (const auto colon = item.rfind(':'); colon != std::string::npos)
+      methods.emplace_back(item.substr(0, colon), item.substr(colon + 1));
+  return methods;
+}
+
 void StoreMeta::set_window_to_output_grid() {
   obs_row0 = obs_col0 = 0;
   obs_rows = Hy();

@@ -75,6 +75,8 @@ struct StoreMeta {
   int obs_row0 = 0, obs_col0 = 0, obs_rows = 0, obs_cols = 0;
   std::vector<double> obs_lon, obs_lat;   // the observation grid's coordinates
   bool is_precipitation() const { return predictand == "pr"; }
+  // The regrid attribute ("z@500:bilinear,...,pr:none") as (field, method text) pairs, in order.
+  std::vector<std::pair<std::string, std::string>> regrid_methods() const;
   // Sets an observation window covering the whole output grid (no padding).
   void set_window_to_output_grid();
   int C() const { return static_cast<int>(channels.size()); }

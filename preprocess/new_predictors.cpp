@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include "io/calendar.h"
 #include "io/error.h"
@@ -33,12 +32,8 @@ namespace {
 
 // The method the store used for a channel: its regrid attribute reads "z@500:bilinear,...".
 RegridMethod store_method(const StoreMeta& meta, const std::string& name) {
-  std::stringstream ss(meta.regrid);
-  for (std::string item; std::getline(ss, item, ',');) {
-    const auto colon = item.rfind(':');
-    if (colon != std::string::npos && item.substr(0, colon) == name)
-      return parse_regrid_method(item.substr(colon + 1), "store attribute regrid");
-  }
+  for (const auto& [field, method] : meta.regrid_methods())
+    if (field == name) return parse_regrid_method(method, "store attribute regrid");
   return RegridMethod::bilinear;  // stores written before the attribute existed used bilinear
 }
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
-#include <sstream>
 
 namespace ds {
 namespace {
@@ -68,21 +67,10 @@ class Comparison {
         true);
   }
 
-  void wet_threshold() {
-    const std::string key = "preprocess.wet_threshold";
-    if (!meta_.is_precipitation() || !compared(key) || std::abs(meta_.wet_threshold - cfg_.preprocess.wet_threshold) <= 1e-9)
-      return;
-    add(fmt::format("{} {:g} mm/day (the config now gives {:g}, {})", key, meta_.wet_threshold,
-                    cfg_.preprocess.wet_threshold, source(key)));
-  }
-
-  void min_valid_fraction() {
-    const std::string key = "preprocess.min_valid_fraction";
-    if (!std::isfinite(meta_.min_valid_fraction) || !compared(key) ||
-        std::abs(meta_.min_valid_fraction - cfg_.preprocess.min_valid_fraction) <= 1e-9)
-      return;
-    add(fmt::format("{} {:g} (the config now gives {:g}, {})", key, meta_.min_valid_fraction,
-                    cfg_.preprocess.min_valid_fraction, source(key)));
+  // A number the store records against the config's (`built` NaN: an older store without it).
+  void number(const std::string& key, double built, double now, const char* unit = "") {
+    if (!std::isfinite(built) || !compared(key) || std::abs(built - now) <= 1e-9) return;
+    add(fmt::format("{} {:g}{} (the config now gives {:g}, {})", key, built, unit, now, source(key)));
   }
 
   void text(const std::string& key, const std::string& built, const std::string& now) {
@@ -103,7 +91,7 @@ class Comparison {
       grid("preprocess.predictor_grid", cfg_.preprocess.predictor_grid, meta_.predictor_lon, meta_.predictor_lat);
     if (cfg_.preprocess.has_predictand_grid) {
       grid("preprocess.predictand_grid", cfg_.preprocess.predictand_grid, meta_.obs_lon, meta_.obs_lat);
-    } else if (whole_ && regrid_of(meta_.predictand).second != "" && regrid_of(meta_.predictand).second != "none") {
+    } else if (const std::string built = regrid_of(meta_.predictand); whole_ && !built.empty() && built != "none") {
       add(fmt::format("preprocess.predictand_grid: lon {}, lat {} (the config now gives none, the observations' "
                       "grid as fetched: {} does not set it)",
                       axis_text(meta_.obs_lon), axis_text(meta_.obs_lat), cfg_.file));
@@ -116,7 +104,7 @@ class Comparison {
   void regrid() {
     if (!compared("preprocess.regrid") || meta_.regrid.empty()) return;
     std::vector<std::string> differ;
-    for (const auto& [name, built] : regrid_entries()) {
+    for (const auto& [name, built] : meta_.regrid_methods()) {
       if (name == meta_.predictand && (built == "none" || !cfg_.preprocess.has_predictand_grid)) continue;
       const std::string key = cfg_.preprocess.regrid_key(name, name.substr(0, name.find('@')));
       const std::string now = key.empty() ? "bilinear" : cfg_.preprocess.regrid.at(key);
@@ -130,18 +118,11 @@ class Comparison {
   std::vector<StoreSettingChange> result() && { return std::move(out_); }
 
  private:
-  std::vector<std::pair<std::string, std::string>> regrid_entries() const {
-    std::vector<std::pair<std::string, std::string>> entries;
-    std::stringstream ss(meta_.regrid);
-    for (std::string entry; std::getline(ss, entry, ',');)
-      if (const auto colon = entry.find(':'); colon != std::string::npos)
-        entries.emplace_back(entry.substr(0, colon), entry.substr(colon + 1));
-    return entries;
-  }
-  std::pair<std::string, std::string> regrid_of(const std::string& name) const {
-    for (const auto& e : regrid_entries())
-      if (e.first == name) return e;
-    return {name, ""};
+  // The store's regrid method of one field ("" when it records none).
+  std::string regrid_of(const std::string& name) const {
+    for (const auto& [field, method] : meta_.regrid_methods())
+      if (field == name) return method;
+    return "";
   }
 
   const Config& cfg_;
@@ -157,10 +138,11 @@ std::vector<StoreSettingChange> store_setting_changes(const Config& cfg, const S
   Comparison c(cfg, meta);
   c.split_years();
   c.fields();
-  c.wet_threshold();
+  if (meta.is_precipitation())
+    c.number("preprocess.wet_threshold", meta.wet_threshold, cfg.preprocess.wet_threshold, " mm/day");
   c.text("preprocess.standardize", meta.standardize, cfg.preprocess.standardize);
   c.text("preprocess.fill", meta.fill, cfg.preprocess.fill);
-  c.min_valid_fraction();
+  c.number("preprocess.min_valid_fraction", meta.min_valid_fraction, cfg.preprocess.min_valid_fraction);
   c.grids();
   c.regrid();
   return std::move(c).result();
