@@ -138,7 +138,7 @@ void put_prediction_globals(NcFile& nc, const std::string& title, const std::str
 }
 
 void get_prediction_checks(const NcFile& nc, std::map<std::string, std::string>& attributes) {
-  for (const char* key : {"store_identity", "checkpoint_sha256", "model_sha256"})
+  for (const char* key : {kStoreIdentityAttr, kCheckpointSumAttr, kModelSumAttr})
     if (nc.has_att(NC_GLOBAL, key)) attributes[key] = nc.att_text(NC_GLOBAL, key);
 }
 

@@ -68,8 +68,13 @@ void put_prediction_globals(NcFile& nc, const std::string& title, const std::str
                             const std::string& history, const std::string& checkpoint, const std::string& config,
                             const std::map<std::string, std::string>& extra);
 
-// Back into `attributes`: those of put_prediction_globals' `extra` that evaluate checks a
-// prediction against (store_identity, checkpoint_sha256, model_sha256), where the file has them (older ones lack them).
+// The global attributes of a prediction that evaluate checks it against: predict writes them
+// (in put_prediction_globals' `extra`), get_prediction_checks reads them back.
+inline const char* const kStoreIdentityAttr = "store_identity";      // the store's identity (io/store_identity.h)
+inline const char* const kCheckpointSumAttr = "checkpoint_sha256";   // the checkpoint file as it was loaded
+inline const char* const kModelSumAttr = "model_sha256";             // the model in it: spec and tensors
+
+// Back into `attributes`: those three, where the file has them (older ones lack them).
 void get_prediction_checks(const NcFile& nc, std::map<std::string, std::string>& attributes);
 
 // What the two product writers (PrecipitationWriter, PredictandWriter) share: the file at its

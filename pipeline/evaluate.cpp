@@ -21,6 +21,7 @@
 #include "evaluate/seasons.h"
 #include "io/atomic_file.h"
 #include "io/calendar.h"
+#include "io/cf_axes.h"
 #include "io/command_line.h"
 #include "io/error.h"
 #include "io/precipitation_file.h"
@@ -116,8 +117,8 @@ void check_matches(const std::string& pred_path, const StoreReader& store, const
   // Predicted from the model the checkpoint holds now: its model_sha256 (spec and tensors), or in
   // files written before that was recorded the file's checkpoint_sha256 (older files record
   // neither; a checkpoint no longer there, its run folder moved, is not held against the prediction).
-  const auto model = attributes.find("model_sha256");
-  const auto sum = attributes.find("checkpoint_sha256");
+  const auto model = attributes.find(kModelSumAttr);
+  const auto sum = attributes.find(kCheckpointSumAttr);
   const bool there = !checkpoint.empty() && path_exists(checkpoint);
   const bool rewritten = there && (model != attributes.end() ? checkpoint_model_sha256(checkpoint) != model->second
                                    : sum != attributes.end() && file_sha256(checkpoint) != sum->second);
@@ -126,7 +127,7 @@ void check_matches(const std::string& pred_path, const StoreReader& store, const
                      "again into its folder?): its scores would be the new model's in name only; run `downscale " +
                      "predict` again");
   // Predicted from this store's model and test split: the identity predict wrote (older files have none).
-  const auto id = attributes.find("store_identity");
+  const auto id = attributes.find(kStoreIdentityAttr);
   if (id != attributes.end() && id->second != store.identity())
     throw InputError(pred_path + ": predicted with a model of another store than " + store.path() +
                      " (its store_identity differs: channels, grids or statistics): predict again with a model of this store (after "

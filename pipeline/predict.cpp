@@ -19,6 +19,7 @@
 #include "fetch/units.h"
 #include "io/atomic_file.h"
 #include "io/calendar.h"
+#include "io/cf_axes.h"
 #include "io/command_line.h"
 #include "io/error.h"
 #include "io/fetch_manifest.h"
@@ -436,13 +437,13 @@ int run_predict(const Config& cfg) {
       // then the observations'; their references and licences follow as training_data_*).
       {"model_architecture", spec.name + ", " + spec.loss + " loss"},
       {"training_data", training_sources(meta.sources)},
-      {"store_identity", store.identity()},  // evaluate scores it against this store only
+      {kStoreIdentityAttr, store.identity()},  // evaluate scores it against this store only
       // ... and against this checkpoint as it was loaded: a training rerun into the same folder
       // rewrites it, and the old prediction would be scored as the new model's.
-      {"checkpoint_sha256", checkpoint_sum},
+      {kCheckpointSumAttr, checkpoint_sum},
       // ... and the model in it (spec and tensors), which evaluate compares: an identical
       // retraining, or one whose file records another version or command line, is the same model.
-      {"model_sha256", model_sum}};
+      {kModelSumAttr, model_sum}};
   // Whom to cite and on what terms, for a file shared on its own: the training data's (the
   // store's record of its fetched files) and, for new predictors, theirs (preprocess/data_terms.h).
   const auto add_terms = [&](const std::string& prefix, const std::string& references, const std::string& license) {
