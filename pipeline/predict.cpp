@@ -285,14 +285,10 @@ std::string training_sources(const std::string& sources) {
   return out;
 }
 
-}  // namespace
-
-int run_predict(const Config& cfg) {
-  const RunPaths paths = RunPaths::of(cfg);
-  // One predict per model's folder; then whatever a killed one left (precipitation.nc.tmp-PID).
-  RunLock lock(paths.predict_dir(), "predict");
-  remove_stale_temps(paths.predict_dir());
-  const std::string ckpt = checkpoint_path(cfg);
+// The checkpoint predict.checkpoint names, once it is known to be there and of this model; with
+// a warning when a train still running in the model's folder is rewriting it.
+std::string existing_checkpoint(const Config& cfg, const RunPaths& paths) {
+  std::string ckpt = checkpoint_path(cfg);
   check_checkpoint_of_this_model(ckpt, paths, cfg);
   if (!path_exists(ckpt)) {
     const std::string& c = cfg.predict.checkpoint;
@@ -319,15 +315,13 @@ int run_predict(const Config& cfg) {
     spdlog::warn("{}: predicting from {} as it is now; the training rewrites it, after which evaluate refuses this "
                  "prediction (predict again when the training has finished)", e.what(), ckpt);
   }
-  StoreReader store(paths.store());
-  const StoreMeta& meta = store.meta();
-  // New predictors too: their thresholds, climatology and checks come from the train split.
-  if (const std::string changed = store_settings_change(cfg, store); !changed.empty()) spdlog::warn("{}", changed);
-  // Hashed before it is read: a training writing into the folder meanwhile must not get its
-  // newer checkpoint's hash recorded for the weights used here.
-  const std::string checkpoint_sum = file_sha256(ckpt);
-  const std::string model_sum = checkpoint_model_sha256(ckpt);  // what evaluate compares
-  const model::ModelSpec spec = read_checkpoint_spec(ckpt);
+  return ckpt;
+}
+
+// The checkpoint's model takes the store's predictors and was trained with a loss predict can
+// turn into the store's predictand; its loss.
+model::LossKind check_model_fits_store(const model::ModelSpec& spec, const std::string& ckpt, const StoreMeta& meta,
+                                       const RunPaths& paths, const Config& cfg) {
   if (spec.in_channels != meta.C() || spec.in_h != meta.H() || spec.in_w != meta.W())
     throw InputError(ckpt + ": the model takes " + std::to_string(spec.in_channels) + "x" + std::to_string(spec.in_h) +
                      "x" + std::to_string(spec.in_w) + " but the store holds " + std::to_string(meta.C()) + "x" +
@@ -342,6 +336,140 @@ int run_predict(const Config& cfg) {
   if (!meta.is_precipitation() && loss == model::LossKind::kBernoulliGamma)
     throw InputError(ckpt + ": the model was trained with the bernoulli_gamma loss, but the predictand of " +
                      paths.store() + " is " + meta.predictand + ", not precipitation (train it with train.loss: gaussian or mse)");
+  return loss;
+}
+
+// What predict runs the network over: the days, their calendar, how they were standardized (the
+// file's predictor_standardization) and how to read a block of them.
+struct PredictInputs {
+  std::unique_ptr<NewPredictors> new_predictors;  // null: the store's test split
+  std::vector<int64_t> days;
+  std::string calendar, standardization;
+  ReadSamples read;
+};
+
+// New predictor files (a GCM run, predict.predictors), prepared as the training ones were.
+PredictInputs open_new_predictors(const Config& cfg, const StoreReader& store, const RunPaths& paths,
+                                  const std::string& nc_path, const std::string& replaced_standardization) {
+  const StoreMeta& meta = store.meta();
+  // A store written before stores recorded their predictors' units: new predictors in other
+  // units (psl in hPa) cannot be told, and only the far-from-training warnings would hint at them.
+  if (std::find(meta.channel_units.begin(), meta.channel_units.end(), "") != meta.channel_units.end())
+    spdlog::warn("{} does not record the units of its predictors (written by an earlier version): the units of the "
+                 "new predictors in {} are not checked against the training data's, nor converted; downscale "
+                 "preprocess rebuilds the store with them (the same identity: its checkpoints stay valid)",
+                 store.path(), cfg.predict.predictors);
+  PredictInputs in;
+  in.new_predictors = std::make_unique<NewPredictors>(cfg.predict.predictors, meta,
+                                                      NewPredictorOptions{cfg.predict.standardize, cfg.predict.reference_years,
+                                                                          cfg.predict.reference_predictors, cfg.predict.fill,
+                                                                          "the new predictors (predict.predictors)",
+                                                                          convert_predictor_units});
+  NewPredictors* const inputs = in.new_predictors.get();  // owned by `in`, where it stays put
+  warn_unlike_training(store, *inputs, cfg, paths);
+  in.days = inputs->days();
+  in.calendar = inputs->calendar();
+  in.standardization = inputs->standardization();
+  // The same predictors standardized otherwise give another prediction (a scenario referenced
+  // to its historical run, or to itself, which removes its warming): said when one replaces the other.
+  if (!replaced_standardization.empty() && replaced_standardization != in.standardization)
+    spdlog::warn("{} holds the prediction from these predictors standardized otherwise ({}); this one ({}) replaces "
+                 "it when written: set predict.label to keep both", nc_path, replaced_standardization, in.standardization);
+  in.read = [inputs](size_t a, size_t k, float* x) { inputs->read(a, k, x); };
+  spdlog::info("predicting {} days ({} calendar) from {}; {}", in.days.size(), in.calendar, cfg.predict.predictors,
+               in.standardization);
+  return in;
+}
+
+// The store's test split, filled by preprocess; refused when the config asks for what applies
+// to new predictors only, or when the split is empty.
+PredictInputs open_test_split(const Config& cfg, const StoreReader& store) {
+  const StoreMeta& meta = store.meta();
+  for (const auto& [key, value] : {std::pair<std::string, std::string>{"predict.fill", cfg.predict.fill},
+                                   {"predict.label", cfg.predict.label}})
+    if (!value.empty())
+      throw UsageError(cfg.origin(key) + ": " + key + " applies to new predictors (predict.predictors); the test "
+                       "split was filled by preprocess.fill and is written to predict/<variable>.nc");
+  if (cfg.predict.standardize != "training")
+    throw UsageError(cfg.origin("predict.standardize") + ": predict.standardize: own applies to new predictors (predict.predictors); the "
+                     "test split is standardized with the training statistics");
+  PredictInputs in;
+  in.days = store.read_time("test");
+  // The config gives no test years: its fault; it gives some and the store has none: the store
+  // was built from another config (or before the years were set) and must be built again.
+  if (in.days.empty() && cfg.preprocess.test_years.empty())
+    throw UsageError(cfg.origin("preprocess.test_years") + ": preprocess.test_years gives no test years; nothing to predict");
+  if (in.days.empty())
+    throw InputError(store.path() + ": its test split is empty (" +
+                     (meta.split_years.empty() ? std::string("built without test years")
+                                               : "built with the split years " + meta.split_years) +
+                     "); nothing to predict: run `downscale preprocess` again for the config's test years");
+  in.calendar = meta.calendar;
+  in.read = [&store](size_t a, size_t k, float* x) {
+    store.read_x("test", a, k, x);
+    check_sane_x(store, "test", a, k, x);
+  };
+  in.standardization = "training: the store's test split, standardized with the training statistics";
+  return in;
+}
+
+// The prediction file's global attributes besides the CF ones: what it was predicted from, with
+// what, and on whose data and terms (io/cf_axes.h names those evaluate checks it by).
+std::map<std::string, std::string> prediction_attributes(const Config& cfg, const RunPaths& paths,
+                                                         const StoreReader& store, const model::ModelSpec& spec,
+                                                         const PredictInputs& in, const std::string& checkpoint_sum,
+                                                         const std::string& model_sum) {
+  const StoreMeta& meta = store.meta();
+  std::map<std::string, std::string> attributes{
+      {"predictors", in.new_predictors ? predictors_folder(cfg.predict.predictors) : paths.store() + " (test split)"},
+      {"predictor_standardization", in.standardization},
+      {"model", paths.model_dir()},
+      // What the model is and what it learnt from, for a reader of the file alone: the
+      // architecture and loss, and the fetched sources the store was built from (the predictors'
+      // then the observations'; their references and licences follow as training_data_*).
+      {"model_architecture", spec.name + ", " + spec.loss + " loss"},
+      {"training_data", training_sources(meta.sources)},
+      {kStoreIdentityAttr, store.identity()},  // evaluate scores it against this store only
+      // ... and against this checkpoint as it was loaded: a training rerun into the same folder
+      // rewrites it, and the old prediction would be scored as the new model's.
+      {kCheckpointSumAttr, checkpoint_sum},
+      // ... and the model in it (spec and tensors), which evaluate compares: an identical
+      // retraining, or one whose file records another version or command line, is the same model.
+      {kModelSumAttr, model_sum}};
+  // Whom to cite and on what terms, for a file shared on its own: the training data's (the
+  // store's record of its fetched files) and, for new predictors, theirs (preprocess/data_terms.h).
+  const auto add_terms = [&](const std::string& prefix, const std::string& references, const std::string& license) {
+    if (!references.empty()) attributes[prefix + "_references"] = references;
+    if (!license.empty()) attributes[prefix + "_license"] = license;
+  };
+  add_terms("training_data", meta.source_references, meta.source_license);
+  // The stochastic members are drawn from predict.seed: the file says which, to draw them again.
+  if (cfg.predict.members > 0 && meta.is_precipitation()) attributes["members_seed"] = std::to_string(cfg.predict.seed);
+  if (in.new_predictors) {
+    const DataTerms terms = in.new_predictors->terms();
+    add_terms("predictors", terms.references(), terms.license());
+  }
+  return attributes;
+}
+
+}  // namespace
+
+int run_predict(const Config& cfg) {
+  const RunPaths paths = RunPaths::of(cfg);
+  // One predict per model's folder; then whatever a killed one left (precipitation.nc.tmp-PID).
+  RunLock lock(paths.predict_dir(), "predict");
+  remove_stale_temps(paths.predict_dir());
+  const std::string ckpt = existing_checkpoint(cfg, paths);
+  StoreReader store(paths.store());
+  const StoreMeta& meta = store.meta();
+  // New predictors too: their thresholds, climatology and checks come from the train split.
+  if (const std::string changed = store_settings_change(cfg, store); !changed.empty()) spdlog::warn("{}", changed);
+  // Hashed before it is read: a training writing into the folder meanwhile must not get its
+  // newer checkpoint's hash recorded for the weights used here.
+  const std::string checkpoint_sum = file_sha256(ckpt);
+  const std::string model_sum = checkpoint_model_sha256(ckpt);  // what evaluate compares
+  const model::ModelSpec spec = read_checkpoint_spec(ckpt);
+  const model::LossKind loss = check_model_fits_store(spec, ckpt, meta, paths, cfg);
   const int channels = model::loss_channels(loss);
   check_fetch_folder(cfg, "predict.predictors", cfg.predict.predictors);
   check_fetch_folder(cfg, "predict.reference_predictors", cfg.predict.reference_predictors);
@@ -367,96 +495,20 @@ int run_predict(const Config& cfg) {
 
   // The inputs: the store's test split, or new predictor files prepared as the training ones.
   const bool new_inputs = !cfg.predict.predictors.empty();
-  std::unique_ptr<NewPredictors> inputs;
-  std::vector<int64_t> days;
-  std::string calendar = meta.calendar, standardization;
-  ReadSamples read_inputs;
-  if (new_inputs) {
-    // A store written before stores recorded their predictors' units: new predictors in other
-    // units (psl in hPa) cannot be told, and only the far-from-training warnings would hint at them.
-    if (std::find(meta.channel_units.begin(), meta.channel_units.end(), "") != meta.channel_units.end())
-      spdlog::warn("{} does not record the units of its predictors (written by an earlier version): the units of the "
-                   "new predictors in {} are not checked against the training data's, nor converted; downscale "
-                   "preprocess rebuilds the store with them (the same identity: its checkpoints stay valid)",
-                   store.path(), cfg.predict.predictors);
-    inputs = std::make_unique<NewPredictors>(cfg.predict.predictors, meta,
-                                             NewPredictorOptions{cfg.predict.standardize, cfg.predict.reference_years,
-                                                                 cfg.predict.reference_predictors, cfg.predict.fill,
-                                                                 "the new predictors (predict.predictors)",
-                                                                 convert_predictor_units});
-    warn_unlike_training(store, *inputs, cfg, paths);
-    days = inputs->days();
-    calendar = inputs->calendar();
-    standardization = inputs->standardization();
-    // The same predictors standardized otherwise give another prediction (a scenario referenced
-    // to its historical run, or to itself, which removes its warming): said when one replaces the other.
-    if (!replaced_standardization.empty() && replaced_standardization != standardization)
-      spdlog::warn("{} holds the prediction from these predictors standardized otherwise ({}); this one ({}) replaces "
-                   "it when written: set predict.label to keep both", nc_path, replaced_standardization, standardization);
-    read_inputs = [&](size_t a, size_t k, float* x) { inputs->read(a, k, x); };
-    spdlog::info("predicting {} days ({} calendar) from {}; {}", days.size(), calendar, cfg.predict.predictors,
-                 standardization);
-  } else {
-    // The test split was filled by preprocess and is written to predict/<var>.nc.
-    for (const auto& [key, value] : {std::pair<std::string, std::string>{"predict.fill", cfg.predict.fill},
-                                     {"predict.label", cfg.predict.label}})
-      if (!value.empty())
-        throw UsageError(cfg.origin(key) + ": " + key + " applies to new predictors (predict.predictors); the test "
-                         "split was filled by preprocess.fill and is written to predict/<variable>.nc");
-    if (cfg.predict.standardize != "training")
-      throw UsageError(cfg.origin("predict.standardize") + ": predict.standardize: own applies to new predictors (predict.predictors); the "
-                       "test split is standardized with the training statistics");
-    days = store.read_time("test");
-    // The config gives no test years: its fault; it gives some and the store has none: the store
-    // was built from another config (or before the years were set) and must be built again.
-    if (days.empty() && cfg.preprocess.test_years.empty())
-      throw UsageError(cfg.origin("preprocess.test_years") + ": preprocess.test_years gives no test years; nothing to predict");
-    if (days.empty())
-      throw InputError(store.path() + ": its test split is empty (" +
-                       (meta.split_years.empty() ? std::string("built without test years")
-                                                 : "built with the split years " + meta.split_years) +
-                       "); nothing to predict: run `downscale preprocess` again for the config's test years");
-    read_inputs = [&](size_t a, size_t k, float* x) {
-      store.read_x("test", a, k, x);
-      check_sane_x(store, "test", a, k, x);
-    };
-    standardization = "training: the store's test split, standardized with the training statistics";
-  }
+  const PredictInputs in = new_inputs ? open_new_predictors(cfg, store, paths, nc_path, replaced_standardization)
+                                      : open_test_split(cfg, store);
+  NewPredictors* const inputs = in.new_predictors.get();
+  const std::vector<int64_t>& days = in.days;
+  const std::string& calendar = in.calendar;
+  const ReadSamples& read_inputs = in.read;
   const size_t n = days.size();
   const size_t hw = size_t(meta.Hy()) * meta.Wy();
   const int bs = cfg.train.batch_size;
   const Window win = observation_window(meta);
   const size_t block = days_per_block(cfg, hw);
   if (n > 0 && device_check_applies(cfg.train.device_check, *be)) check_device_forward(net, *be, cfg, meta, n, read_inputs);
-  std::map<std::string, std::string> attributes{
-      {"predictors", new_inputs ? predictors_folder(cfg.predict.predictors) : paths.store() + " (test split)"},
-      {"predictor_standardization", standardization},
-      {"model", paths.model_dir()},
-      // What the model is and what it learnt from, for a reader of the file alone: the
-      // architecture and loss, and the fetched sources the store was built from (the predictors'
-      // then the observations'; their references and licences follow as training_data_*).
-      {"model_architecture", spec.name + ", " + spec.loss + " loss"},
-      {"training_data", training_sources(meta.sources)},
-      {kStoreIdentityAttr, store.identity()},  // evaluate scores it against this store only
-      // ... and against this checkpoint as it was loaded: a training rerun into the same folder
-      // rewrites it, and the old prediction would be scored as the new model's.
-      {kCheckpointSumAttr, checkpoint_sum},
-      // ... and the model in it (spec and tensors), which evaluate compares: an identical
-      // retraining, or one whose file records another version or command line, is the same model.
-      {kModelSumAttr, model_sum}};
-  // Whom to cite and on what terms, for a file shared on its own: the training data's (the
-  // store's record of its fetched files) and, for new predictors, theirs (preprocess/data_terms.h).
-  const auto add_terms = [&](const std::string& prefix, const std::string& references, const std::string& license) {
-    if (!references.empty()) attributes[prefix + "_references"] = references;
-    if (!license.empty()) attributes[prefix + "_license"] = license;
-  };
-  add_terms("training_data", meta.source_references, meta.source_license);
-  // The stochastic members are drawn from predict.seed: the file says which, to draw them again.
-  if (cfg.predict.members > 0 && meta.is_precipitation()) attributes["members_seed"] = std::to_string(cfg.predict.seed);
-  if (new_inputs) {
-    const DataTerms terms = inputs->terms();
-    add_terms("predictors", terms.references(), terms.license());
-  }
+  const std::map<std::string, std::string> attributes =
+      prediction_attributes(cfg, paths, store, spec, in, checkpoint_sum, model_sum);
   make_dirs(paths.predict_dir());
   // The first score, on the test split only, against each box's training mean (evaluate's
   // climatology baseline); new predictors are not scored.
@@ -525,7 +577,7 @@ int run_predict(const Config& cfg) {
         if (std::isfinite(v)) sum += v, ++values;
       if (!checked_early && first + nb >= kEarlyLevelDays && first + nb < n) {
         checked_early = true;
-        check_early(inputs.get(), [&] { check_level(first + nb); });
+        check_early(inputs, [&] { check_level(first + nb); });
       }
       if (!new_inputs) add_test_scores(store, box_means, first, nb, pred.mean, score);
       const std::vector<float> mean = crop_to_window(std::move(pred.mean), win);
@@ -604,7 +656,7 @@ int run_predict(const Config& cfg) {
     // Once, after kEarlyLevelDays predicted days in the training's months.
     if (!checked_early && level.predicted_days() >= kEarlyLevelDays && first + nb < n) {
       checked_early = true;
-      check_early(inputs.get(), [&] { check_precipitation_level(level, cfg, ckpt, predictors, first + nb, n); });
+      check_early(inputs, [&] { check_precipitation_level(level, cfg, ckpt, predictors, first + nb, n); });
     }
     // A first score on the test period: the expected precipitation (the mean squared error's
     // optimum) against each grid box's training climatology. `downscale evaluate` gives the rest.
