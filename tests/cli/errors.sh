@@ -143,6 +143,11 @@ expect 3 "bset: no such checkpoint file (--set predict.checkpoint=bset: predict.
 # what the data covers; some of them, a warning (in a log without colours too: "warning:").
 expect 3 "preprocess.test_years [2005, 2005]: the fetched data ($work/runs/nv/fetch) holds no day of 2005; it covers 2000..2001" -- \
   preprocess --config "$work/good.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}" --set preprocess.test_years=[2005,2005]
+# No predictor grid: exit 2 naming the key and the fetched grid, not a regridding error about a
+# 1 x 1 grid at (0, 0) that the user never gave.
+sed '/predictor_grid:/d' "$work/good.yaml" > "$work/nogrid.yaml"
+expect 2 "nogrid.yaml: preprocess.predictor_grid is not given: the model's input grid, which every predictor is regridded onto ({lon: [first, last], lat: [first, last], step}); the fetched z@500 is on 14 x 10 (lon -112..-86, lat 28..46)" -- \
+  preprocess --config "$work/nogrid.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}"
 partial=$(cd "$work" && "$bin" preprocess "${nv[@]}" --set preprocess.train_years=[1995,2000] 2>&1) || partial="exit $?: $partial"
 if [[ $partial == *"] warning: preprocess.train_years [1995, 2000]: the fetched data (runs/nv/fetch) holds no day of 1995..1999; it covers 2000..2001"* &&
       $partial == *"wrote runs/nv/preprocess/store.h5"* ]]; then
