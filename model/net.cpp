@@ -144,49 +144,11 @@ struct Net::Impl {
         last_reader[size_t(j)] = std::max(last_reader[size_t(j)], int(i));
         if (reached[i] && j != 0) reached[size_t(j)] = true;
       }
-    // In place (training with reuse): a ReLU overwrites its input when it is that input's only
-    // reader and the input's layer never reads its own output in backward (batch norm, Add, a
-    // conv without fused ReLU). ReLU's backward reads its input only for the sign, and relu(x) > 0
-    // exactly where x > 0, so the gradients are the same bit for bit. Saves conv-BN-ReLU's third.
     std::vector<int> readers(nodes.size(), 0);
     for (size_t i = 1; i <= last; ++i)
       for (int j : nodes[i].inputs) ++readers[size_t(j)];
-    in_place.assign(nodes.size(), -1);
-    for (size_t i = 1; i <= last; ++i) {
-      if (nodes[i].layer->type() != "ReLU" || nodes[i].inputs.size() != 1) continue;
-      const int j = nodes[i].inputs[0];
-      if (j == 0 || readers[size_t(j)] != 1) continue;
-      const std::string& t = nodes[size_t(j)].layer->type();
-      // (The host is FP32: a ReLU reads no 16-bit input, so a node it reads is never planned 16-bit.)
-      if ((t == "BatchNormalization" || t == "Add" || t == "Conv2D") && dtype[size_t(j)] == DType::kF32)
-        in_place[i] = in_place[size_t(j)] >= 0 ? in_place[size_t(j)] : j;
-    }
-    // Lane regions, and what they may contain: inputs from the network input, the same lane or
-    // nodes before the region; no gradient summed from several readers inside it.
-    std::vector<std::pair<int, int>> regions;  // (first, last) node of each run of lane nodes
-    for (size_t i = 1; i <= last;) {
-      if (nodes[i].lane <= 0) {
-        ++i;
-        continue;
-      }
-      size_t e = i;
-      while (e + 1 <= last && nodes[e + 1].lane > 0) ++e;
-      regions.emplace_back(int(i), int(e));
-      for (size_t k = i; k <= e; ++k) {
-        for (int j : nodes[k].inputs) {
-          const bool ok = j == 0 || size_t(j) < i || nodes[size_t(j)].lane == nodes[k].lane;
-          if (!ok)
-            throw Error("model '" + spec.name + "': layer " + nodes[k].layer->name() + " (lane " +
-                        std::to_string(nodes[k].lane) + ") reads " + nodes[size_t(j)].layer->name() +
-                        " of another lane");
-          if (j != 0 && readers[size_t(j)] > 1)
-            throw Error("model '" + spec.name + "': " + nodes[size_t(j)].layer->name() + ", read by " +
-                        std::to_string(readers[size_t(j)]) + " layers, feeds lane " + std::to_string(nodes[k].lane) +
-                        ": its gradient would be summed across lanes");
-        }
-      }
-      i = e + 1;
-    }
+    plan_in_place_relus(readers);
+    const std::vector<std::pair<int, int>> regions = lane_regions(readers);
     std::vector<Lifetime> grads(nodes.size()), acts(nodes.size());
     for (size_t j = 1; j < last; ++j) {
       int first_consumer = -1;
@@ -211,6 +173,56 @@ struct Net::Impl {
     act_slots.clear();
     for (size_t k = 0; k < grad_plan.slot_floats.size(); ++k) grad_slots.emplace_back(be, Shape{0, 0, 0, 0});
     for (size_t k = 0; k < act_plan.slot_floats.size(); ++k) act_slots.emplace_back(be, Shape{0, 0, 0, 0});
+  }
+
+  // In place (training with reuse): a ReLU overwrites its input when it is that input's only
+  // reader and the input's layer never reads its own output in backward (batch norm, Add, a
+  // conv without fused ReLU). ReLU's backward reads its input only for the sign, and relu(x) > 0
+  // exactly where x > 0, so the gradients are the same bit for bit. Saves conv-BN-ReLU's third.
+  void plan_in_place_relus(const std::vector<int>& readers) {
+    const size_t last = nodes.size() - 1;
+    in_place.assign(nodes.size(), -1);
+    for (size_t i = 1; i <= last; ++i) {
+      if (nodes[i].layer->type() != "ReLU" || nodes[i].inputs.size() != 1) continue;
+      const int j = nodes[i].inputs[0];
+      if (j == 0 || readers[size_t(j)] != 1) continue;
+      const std::string& t = nodes[size_t(j)].layer->type();
+      // (The host is FP32: a ReLU reads no 16-bit input, so a node it reads is never planned 16-bit.)
+      if ((t == "BatchNormalization" || t == "Add" || t == "Conv2D") && dtype[size_t(j)] == DType::kF32)
+        in_place[i] = in_place[size_t(j)] >= 0 ? in_place[size_t(j)] : j;
+    }
+  }
+
+  // The runs of lane nodes (first, last), each checked for what it may contain: inputs from the
+  // network input, the same lane or nodes before the region; no gradient summed from several
+  // readers inside it.
+  std::vector<std::pair<int, int>> lane_regions(const std::vector<int>& readers) const {
+    const size_t last = nodes.size() - 1;
+    std::vector<std::pair<int, int>> regions;
+    for (size_t i = 1; i <= last;) {
+      if (nodes[i].lane <= 0) {
+        ++i;
+        continue;
+      }
+      size_t e = i;
+      while (e + 1 <= last && nodes[e + 1].lane > 0) ++e;
+      regions.emplace_back(int(i), int(e));
+      for (size_t k = i; k <= e; ++k) {
+        for (int j : nodes[k].inputs) {
+          const bool ok = j == 0 || size_t(j) < i || nodes[size_t(j)].lane == nodes[k].lane;
+          if (!ok)
+            throw Error("model '" + spec.name + "': layer " + nodes[k].layer->name() + " (lane " +
+                        std::to_string(nodes[k].lane) + ") reads " + nodes[size_t(j)].layer->name() +
+                        " of another lane");
+          if (j != 0 && readers[size_t(j)] > 1)
+            throw Error("model '" + spec.name + "': " + nodes[size_t(j)].layer->name() + ", read by " +
+                        std::to_string(readers[size_t(j)]) + " layers, feeds lane " + std::to_string(nodes[k].lane) +
+                        ": its gradient would be summed across lanes");
+        }
+      }
+      i = e + 1;
+    }
+    return regions;
   }
 
   static void widen_over(std::vector<Lifetime>& ls, int first, int last) {
