@@ -369,7 +369,7 @@ class CudaBackend : public Backend {
   // Every device buffer (tensors, workspace, padding scratch): cudaMalloc only on a miss.
   CachingAllocator cache_;
   MathMode math_ = MathMode::kTf32;
-  // Layout of the 16-bit convolution operands, env DOWNSCALE_CUDA_LAYOUT=nhwc (default) | nchw.
+  // Layout of the 16-bit convolution operands, env DOWNSCALE_CUDA_LAYOUT=nhwc | nchw (default).
   // NCHW by default: on an H100 (cuDNN 9.19) MNN trained faster with NCHW 16-bit scratch (bf16
   // 739 against 633 samples/s in NHWC, fp16 774), and cuDNN refused some fp16 backward-data
   // shapes in NHWC (CUDNN_STATUS_BAD_PARAM). DOWNSCALE_CUDA_LAYOUT=nhwc keeps the other to measure.

@@ -6,6 +6,7 @@
 // dout with the output inside upsample_conv2d_backward), as Conv2D's relu: one pass over the
 // biggest activations of MNN less each way, and no separate ReLU output to keep.
 #pragma once
+#include "model/kernels/polyphase_nhwc.h"
 #include "model/layers/conv2d.h"
 
 namespace ds::model {
@@ -25,9 +26,12 @@ class UpsampleConv2D : public Conv2D {
   // and masks in FP32 (upsample_conv_default.cpp).
   // The small convolution has out_c * factor^2 output channels (what the backend's kernels see);
   // the backend's checks also see the upsampled one's out_c, so both must take them.
+  // NHWC 16-bit activations go through the fused polyphase interleave only, whose tile holds up
+  // to kMaxPhaseF phases a side (model/kernels/polyphase_nhwc.h): a larger factor reads and
+  // writes FP32 there (the CUDA backend would otherwise refuse the 16-bit operand at its forward).
   bool reads_16bit(const Backend& be) const override {
-    return factor_ > 1 && be.conv_activations16(out_channels() * factor_ * factor_, 1) &&
-           be.conv_activations16(out_channels(), 1);
+    return factor_ > 1 && (!be.activations16_nhwc() || factor_ <= kernels::kMaxPhaseF) &&
+           be.conv_activations16(out_channels() * factor_ * factor_, 1) && be.conv_activations16(out_channels(), 1);
   }
   bool writes_16bit(const Backend& be) const override { return reads_16bit(be); }
 

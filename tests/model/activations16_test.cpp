@@ -25,6 +25,7 @@
 #include "model/kernels/elementwise.h"
 #include "model/kernels/half_cast.h"
 #include "model/layers/concat.h"
+#include "model/layers/upsample_conv2d.h"
 #include "model/loss.h"
 #include "model/net.h"
 #include "model_test_util.h"
@@ -168,6 +169,30 @@ TEST(Activations16, ConvolutionsTheBackendRefusesThemToReadTakeFp32Inputs) {
   EXPECT_EQ(mnn.activations16_summary(),
             "activations of 19 of 22 layers stored in bf16 between the layers that read and write it "
             "(DOWNSCALE_ACTIVATIONS16=0: FP32)");
+}
+
+// A backend with NHWC 16-bit activations (the CUDA backend's under DOWNSCALE_CUDA_LAYOUT=nhwc),
+// asked of the planning only: an upsample+conv of a factor beyond the fused polyphase tile
+// (kMaxPhaseF a side) reads and writes FP32 there, which the CUDA backend would otherwise refuse
+// at its first forward; factor 2 (MNN's) stays 16-bit, and in NCHW any factor does.
+class Nhwc16Bit : public DnnlBackend {
+ public:
+  explicit Nhwc16Bit(bool nhwc) : DnnlBackend(1), nhwc_(nhwc) {}
+  DType activation_dtype() const override { return DType::kBf16; }
+  bool activations16_nhwc() const override { return nhwc_; }
+
+ private:
+  bool nhwc_;
+};
+
+TEST(Activations16, UpsampleConvBeyondTheNhwcPhaseTileReadsFp32) {
+  Nhwc16Bit nhwc(true), nchw(false);
+  for (int f : {2, kernels::kMaxPhaseF, kernels::kMaxPhaseF + 1}) {
+    UpsampleConv2D up("up", nhwc, f, 3, 8, 3);
+    EXPECT_EQ(up.reads_16bit(nhwc), f <= kernels::kMaxPhaseF) << "factor " << f;
+    EXPECT_EQ(up.writes_16bit(nhwc), f <= kernels::kMaxPhaseF) << "factor " << f;
+    EXPECT_TRUE(up.reads_16bit(nchw)) << "factor " << f;
+  }
 }
 
 // The saving is exactly half of each 16-bit activation (rounded up per sample): MNN at batch 32 on
