@@ -30,6 +30,12 @@ Dataset dataset_of(const Config& cfg, const std::string& dataset, const std::str
     d.url_origin = "fetch." + key + ".source";  // the key alone: its value may hold credentials
   }
   if (d.url.empty()) throw UsageError(d.file + ": key 'url' is empty and 'fetch." + key + ".source' is not set");
+  // Synthetic sources not written yet, by a config without a synth section: `downscale synth`
+  // would refuse it (it writes what that section asks for), so "run synth first" would go round.
+  if (d.synthetic && !cfg.synth.present && !path_exists(d.url))
+    throw UsageError(cfg.file + ": fetch." + key + ".dataset " + dataset + " reads the synthetic sources `downscale " +
+                     "synth` writes (" + d.url + ", not there), but the config has no synth section saying what to " +
+                     "synthesize: add one (configs/demo.yaml has it), then run `downscale synth`");
   return d;
 }
 

@@ -133,6 +133,13 @@ class Reader {
   // Returns whether the grid is in the document (an absent one keeps `g`'s default).
   bool get_grid(const std::string& key, GridSpec& g) {
     const bool present = find(key) && !find(key).IsNull();
+    // A given grid gives all three: a missing one would be GridSpec's default (lon 0..0, step 1),
+    // a grid nobody asked for, which preprocess would use without a word.
+    if (present)
+      for (const char* part : {"lon", "lat", "step"})
+        if (!has(key + "." + part))
+          throw UsageError(origin(key) + ": key '" + key + "' gives no " + part + ": a grid is {lon: [first, last], "
+                           "lat: [first, last], step} (degrees)");
     get_pair(key + ".lon", g.lon_first, g.lon_last);
     get_pair(key + ".lat", g.lat_first, g.lat_last);
     get(key + ".step", g.step);

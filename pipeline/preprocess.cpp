@@ -106,6 +106,19 @@ void warn_models_of_replaced_store(const Identity& old, const std::string& store
 
 int run_preprocess(const Config& cfg) {
   const RunPaths paths = RunPaths::of(cfg);
+  // Without training years there are no statistics to standardize with and no samples: said as
+  // the config's fault, before any data is read (not as "0 training days" in the fetched data).
+  const std::string train_key = "preprocess.train_years";
+  if (cfg.preprocess.train_years.empty())
+    throw UsageError(cfg.gives(train_key)
+                         ? cfg.origin(train_key) + ": key '" + train_key + "' gives no years: the model trains on them, "
+                           "and the standardization statistics and the land mask come from them ([first, last])"
+                         : cfg.file + ": key '" + train_key + "' is not given: the years [first, last] the model trains "
+                           "on, and the standardization statistics and the land mask come from");
+  if (cfg.preprocess.test_years.empty())
+    spdlog::info("no test split (preprocess.test_years {}): `downscale predict` and `evaluate` have no test days to "
+                 "predict and score; new predictors (predict.predictors) can still be predicted",
+                 cfg.gives("preprocess.test_years") ? "gives no years" : "is not given");
   // One preprocess per run folder; then whatever a killed one left (a full-size store.h5.tmp-PID).
   const std::string dir = cfg.run.dir + "/preprocess";
   RunLock lock(dir, "preprocess");

@@ -91,6 +91,15 @@ if [[ $rc -eq 2 && $out == *"no synth section"* && -z $(ls -A "$work/nosynth") ]
 else
   echo "FAIL: synth --config iberia_tas.yaml --set synth.dir=here: exit $rc, '$out', left: $(ls -A "$work/nosynth")"; failures=$((failures+1))
 fi
+# A config without a synth section whose fetch reads the synthetic sources (demo.yaml with the
+# section deleted): synth says that fetch reads them, and fetch, before any synth, says to add the
+# section rather than to run synth (which would refuse): no circle between the two.
+sed '/^synth:/,/^$/d' "$work/good.yaml" > "$work/nosynth.yaml"
+expect 2 "no synth section: \`downscale synth\` writes the synthetic sources a config asks for in one (configs/demo.yaml has it; a --set synth.… does not make one), and this config's fetch reads them (fetch.predictors.dataset synth_era_interim, fetch.predictand.dataset synth_ewembi): add a synth section (nothing written)" -- \
+  synth --config "$work/nosynth.yaml" --set run.dir="$work/nosynth/run" --set synth.dir="$work/nosynth/none"
+expect 2 "nosynth.yaml: fetch.predictors.dataset synth_era_interim reads the synthetic sources \`downscale synth\` writes ($work/nosynth/none/era_interim_synth.nc, not there), but the config has no synth section saying what to synthesize: add one (configs/demo.yaml has it), then run \`downscale synth\`" -- \
+  fetch --config "$work/nosynth.yaml" --set run.dir="$work/nosynth/run" --set synth.dir="$work/nosynth/none"
+if [[ -n $(ls -A "$work/nosynth") ]]; then echo "FAIL: synth or fetch without a synth section left: $(ls -A "$work/nosynth")"; failures=$((failures+1)); fi
 # A missing input file: exit 3, names the file.
 expect 3 "$work/absent.nc: no such file" -- fetch --config "$work/good.yaml" $run --set fetch.predictors.source=$work/absent.nc
 # The stage before not run: names the manifest it needs.
@@ -143,6 +152,12 @@ expect 3 "bset: no such checkpoint file (--set predict.checkpoint=bset: predict.
 # what the data covers; some of them, a warning (in a log without colours too: "warning:").
 expect 3 "preprocess.test_years [2005, 2005]: the fetched data ($work/runs/nv/fetch) holds no day of 2005; it covers 2000..2001" -- \
   preprocess --config "$work/good.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}" --set preprocess.test_years=[2005,2005]
+# No training years: exit 2 naming the key, before any data is read (not "0 training days" in the data).
+sed '/^  train_years:/d' "$work/good.yaml" > "$work/notrain.yaml"
+expect 2 "notrain.yaml: key 'preprocess.train_years' is not given: the years [first, last] the model trains on" -- \
+  preprocess --config "$work/notrain.yaml" --set run.dir="$work/runs/nv" --set fetch.years=[2000,2001]
+expect 2 "--set preprocess.train_years=[]: key 'preprocess.train_years' gives no years" -- \
+  preprocess --config "$work/good.yaml" --set run.dir="$work/runs/nv" --set fetch.years=[2000,2001] --set preprocess.train_years=[]
 # No predictor grid: exit 2 naming the key and the fetched grid, not a regridding error about a
 # 1 x 1 grid at (0, 0) that the user never gave.
 sed '/predictor_grid:/d' "$work/good.yaml" > "$work/nogrid.yaml"

@@ -154,6 +154,22 @@ TEST(ConfigValidation, SetErrorsQuoteTheSet) {
                        "'preprocess.predictor_grid.step'")) << msg;
 }
 
+// A grid given without one of lon, lat and step is an error naming the grid and the part, not
+// GridSpec's default (lon 0..0, lat 0..0, step 1) used without a word.
+TEST(ConfigValidation, AGridGivesLonLatAndStep) {
+  ds::test::TempDir d;
+  const std::string grid = kRun + "preprocess:\n  predictand_grid: {lon: [-10, 4], lat: [35, 45]}\n";
+  auto msg = error_of(grid);
+  EXPECT_TRUE(has(msg, "key 'preprocess.predictand_grid' gives no step: a grid is {lon: [first, last], lat: [first, "
+                       "last], step} (degrees)")) << msg;
+  msg = error_of(kRun, {"preprocess.predictor_grid={lat: [0, 10], step: 2}"});
+  EXPECT_TRUE(has(msg, "--set preprocess.predictor_grid={lat: [0, 10], step: 2}: key 'preprocess.predictor_grid' gives "
+                       "no lon")) << msg;
+  // Given whole, or not at all: no error.
+  EXPECT_NO_THROW(load_config(write(d, kRun + "preprocess:\n  predictor_grid: {lon: [0, 10], lat: [0, 10], step: 2}\n")));
+  EXPECT_NO_THROW(load_config(write(d, kRun)));
+}
+
 TEST(ConfigValidation, EvaluateSeasons) {
   ds::test::TempDir d;
   EXPECT_EQ(load_config(write(d, kRun)).evaluate.seasons, (std::vector<std::string>{"annual"}));
