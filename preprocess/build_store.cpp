@@ -219,7 +219,8 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
   // The message names what set the grids: a --set of the predictor grid or of the model, else the file.
   const std::string grid_origin = cfg.origin("preprocess.predictor_grid");
   const OutputGrid ygrid =
-      output_grid(cfg.model.name, xgrid, ogrid, grid_origin != cfg.file ? grid_origin : cfg.origin("model.name"));
+      output_grid(cfg.model.name, xgrid, ogrid, grid_origin != cfg.file ? grid_origin : cfg.origin("model.name"),
+                  !pp.has_predictand_grid);
   std::unique_ptr<Regridder> obs_regrid;
   if (pp.has_predictand_grid) {
     const RegridMethod m = choice.of(predictand, manifest.predictand.variable);

@@ -23,7 +23,8 @@ std::vector<double> pad(const std::vector<double>& c, int before, int after, con
 
 }  // namespace
 
-OutputGrid output_grid(const std::string& model, const Grid& predictor, const Grid& obs, const std::string& where) {
+OutputGrid output_grid(const std::string& model, const Grid& predictor, const Grid& obs, const std::string& where,
+                       bool obs_as_fetched) {
   OutputGrid g;
   const int want_h = conv_output_size(predictor.nlat()), want_w = conv_output_size(predictor.nlon());
   const bool fits = obs.nlat() <= want_h && obs.nlon() <= want_w;
@@ -37,11 +38,16 @@ OutputGrid output_grid(const std::string& model, const Grid& predictor, const Gr
     // The smallest H with 4H-3 >= rows, and likewise W.
     const int h = std::max(predictor.nlat(), (obs.nlat() + 3 + 3) / 4), w = std::max(predictor.nlon(), (obs.nlon() + 3 + 3) / 4);
     throw UsageError(where + ": the observation grid is " + std::to_string(obs.nlat()) + " x " + std::to_string(obs.nlon()) +
-                     " (lat x lon) but model '" + model + "' maps the predictor grid " + std::to_string(predictor.nlat()) +
+                     (obs_as_fetched ? " (lat x lon, as fetched: preprocess.predictand_grid is not given)" : " (lat x lon)") +
+                     " but model '" + model + "' maps the predictor grid " + std::to_string(predictor.nlat()) +
                      " x " + std::to_string(predictor.nlon()) + " to " + std::to_string(want_h) + " x " +
                      std::to_string(want_w) + "; the smallest predictor grid that fits it is " + std::to_string(h) + " x " +
                      std::to_string(w) + " (4H-3 >= " + std::to_string(obs.nlat()) + ", 4W-3 >= " +
-                     std::to_string(obs.nlon()) + "; widen preprocess.predictor_grid), or use model deepesd");
+                     std::to_string(obs.nlon()) + "; widen preprocess.predictor_grid)" +
+                     (obs_as_fetched ? ", or give preprocess.predictand_grid a grid that fits, onto which the observations "
+                                       "are regridded,"
+                                     : "") +
+                     " or use model deepesd");
   }
   g.row0 = (want_h - obs.nlat()) / 2;
   g.col0 = (want_w - obs.nlon()) / 2;

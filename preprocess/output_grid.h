@@ -21,8 +21,10 @@ struct OutputGrid {
 // Rows x columns the convolutional models output for an H x W input.
 inline int conv_output_size(int n) { return 4 * n - 3; }
 
-// `model` is model.name; `predictor` the input grid; `obs` the observation grid. Throws
-// UsageError (naming `where`, the config file) when the observation grid does not fit.
-OutputGrid output_grid(const std::string& model, const Grid& predictor, const Grid& obs, const std::string& where);
+// `model` is model.name; `predictor` the input grid; `obs` the observation grid, `obs_as_fetched`
+// when it is the fetched one (no preprocess.predictand_grid: the message offers that key too).
+// Throws UsageError (naming `where`, the config file) when the observation grid does not fit.
+OutputGrid output_grid(const std::string& model, const Grid& predictor, const Grid& obs, const std::string& where,
+                       bool obs_as_fetched = false);
 
 }  // namespace ds

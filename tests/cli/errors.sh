@@ -163,6 +163,11 @@ expect 2 "--set preprocess.train_years=[]: key 'preprocess.train_years' gives no
 sed '/predictor_grid:/d' "$work/good.yaml" > "$work/nogrid.yaml"
 expect 2 "nogrid.yaml: preprocess.predictor_grid is not given: the model's input grid, which every predictor is regridded onto ({lon: [first, last], lat: [first, last], step}); the fetched z@500 is on 14 x 10 (lon -112..-86, lat 28..46)" -- \
   preprocess --config "$work/nogrid.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}"
+# No predictand grid and observations finer than the model's output: the message offers that key
+# as well as a wider predictor grid.
+sed '/predictand_grid:/d' "$work/good.yaml" > "$work/nopg.yaml"
+expect 2 "(lat x lon, as fetched: preprocess.predictand_grid is not given) but model 'demo' maps the predictor grid 8 x 12 to 29 x 45; the smallest predictor grid that fits it is 9 x 13 (4H-3 >= 31, 4W-3 >= 47; widen preprocess.predictor_grid), or give preprocess.predictand_grid a grid that fits" -- \
+  preprocess --config "$work/nopg.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}"
 partial=$(cd "$work" && "$bin" preprocess "${nv[@]}" --set preprocess.train_years=[1995,2000] 2>&1) || partial="exit $?: $partial"
 if [[ $partial == *"] warning: preprocess.train_years [1995, 2000]: the fetched data (runs/nv/fetch) holds no day of 1995..1999; it covers 2000..2001"* &&
       $partial == *"wrote runs/nv/preprocess/store.h5"* ]]; then
