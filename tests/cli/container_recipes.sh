@@ -29,6 +29,8 @@ def check(ok, what):
 for name, text in (("Dockerfile", docker), ("Apptainer.def", apptainer)):
     check("install-deps.sh --build-only" in text, f"{name} installs the build packages with scripts/install-deps.sh --build-only")
     check("scripts/build.sh" in text, f"{name} builds with scripts/build.sh")
+    # .git is not copied in: the revision --version reports comes as DOWNSCALE_REVISION.
+    check("-DDOWNSCALE_REVISION=" in text, f"{name} gives build.sh the revision (-DDOWNSCALE_REVISION)")
 
 # 2. Apptainer's %files against add_subdirectory()
 files = re.search(r"Stage: build\s*\n\s*%files\n(.*?)\n\s*\n", apptainer, re.S).group(1)
