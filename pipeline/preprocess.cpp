@@ -8,12 +8,15 @@
 #include <vector>
 
 #include "io/atomic_file.h"
+#include "io/error.h"
+#include "io/fetch_manifest.h"
 #include "io/run_lock.h"
 #include "io/stop_signal.h"
 #include "io/store_identity.h"
 #include "io/training_store.h"
 #include "pipeline/stages.h"
 #include "preprocess/build_store.h"
+#include "preprocess/fetched_field.h"
 #include "train/checkpoint.h"
 
 namespace ds {
@@ -115,6 +118,21 @@ int run_preprocess(const Config& cfg) {
                            "and the standardization statistics and the land mask come from them ([first, last])"
                          : cfg.file + ": key '" + train_key + "' is not given: the years [first, last] the model trains "
                            "on, and the standardization statistics and the land mask come from");
+  // Without a predictor grid it would be GridSpec's default, one point at (0, 0), and the error a
+  // regridding one about a 1 x 1 grid the user never gave.
+  if (!cfg.preprocess.has_predictor_grid) {
+    std::string fetched;
+    try {  // what the fetched predictors are on, to choose by; the manifest's own errors come later
+      const FetchManifest manifest = FetchManifest::read(paths.fetch_dir() + "/manifest.json");
+      if (!manifest.predictors.empty()) {
+        const auto& p = manifest.predictors.front();
+        fetched = "; the fetched " + p.name + " is on " + FetchedField(manifest.path_of(p), p.variable).grid().describe();
+      }
+    } catch (const Error&) {
+    }
+    throw UsageError(cfg.file + ": preprocess.predictor_grid is not given: the model's input grid, which every "
+                     "predictor is regridded onto ({lon: [first, last], lat: [first, last], step})" + fetched);
+  }
   if (cfg.preprocess.test_years.empty())
     spdlog::info("no test split (preprocess.test_years {}): `downscale predict` and `evaluate` have no test days to "
                  "predict and score; new predictors (predict.predictors) can still be predicted",

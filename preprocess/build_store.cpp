@@ -174,12 +174,6 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     channels.push_back(std::move(ch));
   }
   check_predictor_units(units, pp.units);
-  // Without it the grid would be GridSpec's default, one point at (0, 0), and the error a
-  // regridding one about a 1 x 1 grid the user never gave.
-  if (!pp.has_predictor_grid)
-    throw UsageError(cfg.file + ": preprocess.predictor_grid is not given: the model's input grid, which every "
-                     "predictor is regridded onto ({lon: [first, last], lat: [first, last], step}); the fetched " +
-                     channels.front().name + " is on " + channels.front().file->grid().describe());
   const Grid xgrid = Grid::from_spec(pp.predictor_grid);
   // The predictand: precipitation is converted to mm/day and modelled as wet-day amounts; any
   // other variable is kept in its units and modelled as it is.
