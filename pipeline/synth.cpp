@@ -3,9 +3,9 @@
 
 #include <tuple>
 
-#include "pipeline/stages.h"
 #include "fetch/dataset.h"
 #include "io/error.h"
+#include "pipeline/stages.h"
 #include "synth/synth.h"
 
 namespace ds {
