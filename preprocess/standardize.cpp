@@ -1,5 +1,6 @@
 #include "preprocess/standardize.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "io/error.h"
@@ -45,6 +46,10 @@ void apply_standardization(const Standardization& s, std::vector<float>& fields)
 RunningStats::RunningStats(size_t field_size) : n_(field_size, 0), mean_(field_size, 0), m2_(field_size, 0) {}
 
 void RunningStats::add(const float* f, size_t ntime) {
+  for (size_t a = 0; a < ntime; a += kMergeDays) merge(f + a * n_.size(), std::min(kMergeDays, ntime - a));
+}
+
+void RunningStats::merge(const float* f, size_t ntime) {
   const size_t fs = n_.size();
   std::vector<double> nb(fs, 0), mb(fs, 0), m2b(fs, 0);
   for (size_t t = 0; t < ntime; ++t)

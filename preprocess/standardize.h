@@ -23,8 +23,13 @@ Standardization fit_standardization(const std::vector<float>& fields, size_t fie
 // come from two passes over the block and are merged with Chan et al.'s pairwise update
 //   n = na + nb,  mean = ma + d nb / n,  M2 = M2a + M2b + d^2 na nb / n   (d = mb - ma),
 // which avoids the cancellation of a running sum of squares. NaN values are skipped per box.
+// Each call's days are merged kMergeDays at a time, so the statistics are the same bit for bit
+// however the days are split into calls, as long as every call but the last holds a multiple of
+// kMergeDays (preprocess's blocks are whole store chunks: preprocess.block_days must not change
+// the store, whose statistics checkpoints are bound to).
 class RunningStats {
  public:
+  static constexpr size_t kMergeDays = 8;
   explicit RunningStats(size_t field_size);
   void add(const float* fields, size_t ntime);
   // Per box, or (per_field) one mean and sd over every box and day broadcast to all boxes.
@@ -33,6 +38,7 @@ class RunningStats {
   Standardization finish(bool per_field, const std::string& where) const;
 
  private:
+  void merge(const float* fields, size_t ntime);  // one group of at most kMergeDays
   std::vector<double> n_, mean_, m2_;
 };
 

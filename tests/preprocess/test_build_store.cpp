@@ -221,6 +221,8 @@ TEST(BuildStore, BlockSizeDoesNotChangeTheStore) {
   build_store(run.cfg, run.dir / "run/fetch", run.dir / "b.h5");
   for (const char* split : {"train", "validation", "test"}) EXPECT_EQ(read_x(run.dir / "a.h5", split), read_x(run.dir / "b.h5", split));
   EXPECT_EQ(StoreReader(run.dir / "a.h5").meta().sd, StoreReader(run.dir / "b.h5").meta().sd);
+  EXPECT_EQ(StoreReader(run.dir / "a.h5").meta().mean, StoreReader(run.dir / "b.h5").meta().mean);
+  EXPECT_EQ(StoreReader(run.dir / "a.h5").identity(), StoreReader(run.dir / "b.h5").identity());
 }
 
 TEST(BuildStore, PerFieldStandardizationAndRegridMethodsAreRecorded) {
