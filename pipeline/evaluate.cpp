@@ -6,6 +6,7 @@
 // scores.csv, scores.nc (per box), maps (PNG), a multi-panel summary.png and the score table (PNG);
 // with evaluate.seasons, each season's figures besides (evaluate/seasons.h; JSON, CSV, NetCDF, log,
 // its score table and maps, <name>_<season>.png: evaluate/evaluation_maps.h).
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -206,13 +207,18 @@ TestObservations read_test_observations(const std::string& pred_path, const Stor
 
 // What is scored against what, logged before the scoring and kept in scores.json: a user with
 // several models, checkpoints and stores sees which one each score is of.
-std::map<std::string, std::string> say_what_is_scored(const std::string& pred_path, const std::string& checkpoint,
-                                                      const StoreReader& store, const std::vector<int64_t>& days,
-                                                      const std::string& calendar, const TestObservations& t,
-                                                      const Window& win) {
+std::map<std::string, std::string> say_what_is_scored(const Config& cfg, const std::string& pred_path,
+                                                      const std::string& checkpoint, const StoreReader& store,
+                                                      const std::vector<int64_t>& days, const std::string& calendar,
+                                                      const TestObservations& t, const Window& win) {
   std::map<std::string, std::string> about{{"prediction", pred_path},
                                            {"checkpoint", checkpoint.empty() ? "not recorded" : checkpoint},
                                            {"observations", store.path() + " (test split)"}};
+  // The linear baseline as fitted (evaluate.pcs and ridge), so that its row can be read, or
+  // compared with another evaluate's.
+  about["linear_pcs"] = fmt::format("ridge regression (penalty {:g}, evaluate.ridge) per modelled box on the first {} "
+                                    "principal components (evaluate.pcs) of the training predictors",
+                                    cfg.evaluate.ridge, cfg.evaluate.pcs);
   const size_t modelled = size_t(std::count_if(t.mask.begin(), t.mask.end(), [](uint8_t m) { return m != 0; }));
   std::string period = "no days";
   if (!days.empty()) {
@@ -252,7 +258,7 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   const TestObservations test = read_test_observations(pred_path, store, pred.days, pred.calendar, pred.lat.size(),
                                                        pred.lon.size(), win, pred.attributes,
                                                        pred.checkpoint);
-  const auto about = say_what_is_scored(pred_path, pred.checkpoint, store, pred.days, pred.calendar, test, win);
+  const auto about = say_what_is_scored(cfg, pred_path, pred.checkpoint, store, pred.days, pred.calendar, test, win);
   const size_t np = test.points;
   const std::vector<float>& obs = test.obs;
   const std::vector<uint8_t>& mask = test.mask;
@@ -348,7 +354,7 @@ int evaluate_precipitation(const Config& cfg, const RunPaths& paths, const Store
   const TestObservations test = read_test_observations(pred_path, store, pred.days, pred.calendar, pred.lat.size(),
                                                        pred.lon.size(), win, pred.attributes,
                                                        pred.checkpoint);
-  const auto about = say_what_is_scored(pred_path, pred.checkpoint, store, pred.days, pred.calendar, test, win);
+  const auto about = say_what_is_scored(cfg, pred_path, pred.checkpoint, store, pred.days, pred.calendar, test, win);
   const size_t n = test.days, np = test.points;
   const std::vector<float>& obs = test.obs;
   const std::vector<uint8_t>& mask = test.mask;
@@ -450,6 +456,21 @@ int evaluate_precipitation(const Config& cfg, const RunPaths& paths, const Store
   return 0;
 }
 
+// The linear baseline cannot have more principal components than the training predictors
+// give (one fewer than the training days, or the number of predictor values): asked for more,
+// it had silently used fewer, fitting every training day exactly, and scored an overfitted
+// baseline far worse than climatology, exit 0.
+void check_linear_baseline(const Config& cfg, const StoreReader& store) {
+  const StoreMeta& m = store.meta();
+  const int64_t values = int64_t(m.C()) * m.H() * m.W(), days = int64_t(store.count("train"));
+  const int64_t most = std::min(values, days - 1);
+  if (cfg.evaluate.pcs > most)
+    throw UsageError(fmt::format("{}: key 'evaluate.pcs' is {}, but the training predictors of {} give at most {} "
+                                 "principal components ({} training days, {} predictor values); a few tens keep the "
+                                 "linear baseline from fitting noise (the default: 20)",
+                                 cfg.origin("evaluate.pcs"), cfg.evaluate.pcs, store.path(), most, days, values));
+}
+
 }  // namespace
 
 int run_evaluate(const Config& cfg) {
@@ -459,6 +480,7 @@ int run_evaluate(const Config& cfg) {
   remove_stale_temps(paths.evaluate_dir());
   StoreReader store(paths.store());
   const StoreMeta& meta = store.meta();
+  check_linear_baseline(cfg, store);
   if (const std::string changed = store_settings_change(cfg, store); !changed.empty()) spdlog::warn("{}", changed);
   // A config that predicts new predictors (a GCM run) has no observations for them: say which
   // prediction is scored, rather than leave the user thinking the GCM run was.

@@ -139,6 +139,11 @@ else
   echo "FAIL: evaluate with predict.predictors set:"; echo "$scored"; failures=$((failures+1))
 fi
 
+# More principal components than the training days give: exit 2 naming the key and the most
+# there are, not an overfitted linear baseline scored with exit 0.
+expect 2 "key 'evaluate.pcs' is 5000, but the training predictors of $work/runs/nv/preprocess/store.h5 give at most 365 principal components (366 training days, 1920 predictor values)" -- \
+  evaluate --config "$work/good.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}" --set evaluate.pcs=5000
+
 # train --check builds the backend train would: a precision the CPU cannot compute in is exit 2
 # there, before a batch script launches its ranks (fp16: no CPU has it in this build).
 expect 2 "key 'train.precision' is 'fp16' but the cpu" -- \
