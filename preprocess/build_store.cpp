@@ -84,14 +84,33 @@ std::vector<size_t> slice(const std::vector<size_t>& v, size_t a, size_t b) { re
 // still betray a wrong unit: no day at or above the wet-day threshold anywhere (kg m-2 s-1
 // labelled mm/day: 86400 times too small), or a mean above anything observed (the wettest
 // places on Earth average about 32 mm/day; 0.1 mm labelled mm: 10 times too large).
-void check_precipitation_climate(double wet_share, double mean, const std::string& where) {
+// The threshold names its key: one above every day's amount (a wet_threshold of 200) leaves no
+// wet day, a usage error rather than the data's; a threshold leaving almost no wet day (under
+// kFewWetDays of the values) is warned about, since the model would learn almost no rain.
+constexpr double kFewWetDays = 0.01;
+void check_precipitation_climate(double wet_share, double mean, double largest, const Config& cfg,
+                                 const std::string& where) {
+  const double threshold = cfg.preprocess.wet_threshold;
+  const std::string key = fmt::format("preprocess.wet_threshold {:g} mm/day (from {})", threshold,
+                                      cfg.origin("preprocess.wet_threshold"));
+  // Above any amount a wet-day threshold is meant to be (climate4R's 1 mm, 0.1 or 2.5 elsewhere),
+  // and above the largest training value: the key's fault, whatever the units.
+  if (wet_share == 0 && threshold > 5 && largest < threshold)
+    throw UsageError(fmt::format("{}: {} is above every training day's amount (the largest {:g} mm/day): no wet day "
+                                 "to learn from; wet-day thresholds are about 1 mm/day",
+                                 where, key, largest));
   if (wet_share == 0)
-    throw InputError(where + ": no day at or above the wet-day threshold on any modelled box in the training years "
-                     "(mean " + std::to_string(mean) + " mm/day): precipitation in another unit than its label?");
+    throw InputError(where + ": no day at or above the wet-day threshold (" + key + ") on any modelled box in the " +
+                     "training years (mean " + std::to_string(mean) + " mm/day): precipitation in another unit than its label?");
   if (mean > 60)
     throw InputError(where + ": the training years' mean precipitation over the modelled boxes is " +
                      std::to_string(mean) + " mm/day, about twice the wettest place on Earth's: precipitation in "
                      "another unit than its label?");
+  if (wet_share < kFewWetDays)
+    spdlog::warn("{}: only {:.2g} % of the training days' values on the modelled boxes are wet, at or above {}: the "
+                 "model learns almost no precipitation (the largest training value is {:g} mm/day; wet-day thresholds "
+                 "are about 1 mm/day)",
+                 where, 100 * wet_share, key, largest);
 }
 
 Calendar common_calendar(const FetchedField& predictand, const std::vector<Channel>& channels) {
@@ -368,6 +387,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     std::vector<float> x, y;
     size_t wet = 0, train_valid = 0;
     double train_sum = 0;  // of the observed amounts over the modelled boxes' training days
+    double train_largest = 0;  // and their largest
     for (int s = 0; s < 3; ++s) {
       const size_t n = dates.split_days[s].size();
       writer.create_split(kSplits[s], n);
@@ -409,7 +429,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
           for (float v : y)
             if (std::isfinite(v)) ++train_valid, wet += v > 0;
           for (float v : yv)
-            if (std::isfinite(v)) train_sum += v;
+            if (std::isfinite(v)) train_sum += v, train_largest = std::max(train_largest, double(v));
         }
         writer.write_rows(kSplits[s], a, nb, x.data(), y.data(), yv.data(), &dates.split_days[s][a]);
         progress2.advance(static_cast<int64_t>(nb));
@@ -417,7 +437,8 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     }
     progress2.done();
     if (precipitation && train_valid)
-      check_precipitation_climate(double(wet) / double(train_valid), train_sum / double(train_valid), obs_file.where());
+      check_precipitation_climate(double(wet) / double(train_valid), train_sum / double(train_valid), train_largest, cfg,
+                                  obs_file.where());
     writer.close();
     file.commit();
     summary.wet_day_share = precipitation && train_valid ? static_cast<double>(wet) / train_valid : 0;

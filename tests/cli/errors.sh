@@ -163,6 +163,16 @@ expect 2 "notrain.yaml: key 'preprocess.train_years' is not given: the years [fi
   preprocess --config "$work/notrain.yaml" --set run.dir="$work/runs/nv" --set fetch.years=[2000,2001]
 expect 2 "--set preprocess.train_years=[]: key 'preprocess.train_years' gives no years" -- \
   preprocess --config "$work/good.yaml" --set run.dir="$work/runs/nv" --set fetch.years=[2000,2001] --set preprocess.train_years=[]
+# A wet-day threshold above every training amount: exit 2 naming the key and the largest amount
+# (not "precipitation in another unit?"); one that leaves almost no wet day: a warning naming it.
+expect 2 "pr.nc: variable 'pr': preprocess.wet_threshold 1000 mm/day (from --set preprocess.wet_threshold=1000) is above every training day's amount (the largest 254.868 mm/day)" -- \
+  preprocess --config "$work/good.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}" --set preprocess.wet_threshold=1000
+few=$(cd "$work" && "$bin" preprocess "${nv[@]}" --set preprocess.wet_threshold=100 2>&1) || few="exit $?: $few"
+if [[ $few == *"] warning: runs/nv/fetch/predictand/pr.nc: variable 'pr': only 0.023 % of the training days' values on the modelled boxes are wet, at or above preprocess.wet_threshold 100 mm/day (from --set preprocess.wet_threshold=100)"* ]]; then
+  echo "ok: a threshold leaving almost no wet day is warned about"
+else
+  echo "FAIL: preprocess.wet_threshold=100:"; echo "$few"; failures=$((failures+1))
+fi
 # No predictor grid: exit 2 naming the key and the fetched grid, not a regridding error about a
 # 1 x 1 grid at (0, 0) that the user never gave.
 sed '/predictor_grid:/d' "$work/good.yaml" > "$work/nogrid.yaml"
