@@ -229,11 +229,13 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
   // The observation grid: preprocess.predictand_grid (the predictand regridded onto it), or the
   // fetched grid as it is.
   const Grid ogrid = pp.has_predictand_grid ? Grid::from_spec(pp.predictand_grid) : obs_file.grid();
-  // The message names what set the grids: a --set of the predictor grid or of the model, else the file.
-  const std::string grid_origin = cfg.origin("preprocess.predictor_grid");
-  const OutputGrid ygrid =
-      output_grid(cfg.model.name, xgrid, ogrid, grid_origin != cfg.file ? grid_origin : cfg.origin("model.name"),
-                  !pp.has_predictand_grid);
+  // The message names what set the grids: a --set of the predictand grid, the predictor grid or
+  // the model, else the file.
+  std::string grid_origin = cfg.file;
+  for (const char* key : {"preprocess.predictand_grid", "preprocess.predictor_grid", "model.name"})
+    if (grid_origin == cfg.file && (std::string(key) != "preprocess.predictand_grid" || pp.has_predictand_grid))
+      grid_origin = cfg.origin(key);
+  const OutputGrid ygrid = output_grid(cfg.model.name, xgrid, ogrid, grid_origin, !pp.has_predictand_grid);
   std::unique_ptr<Regridder> obs_regrid;
   if (pp.has_predictand_grid) {
     const RegridMethod m = choice.of(predictand, manifest.predictand.variable);

@@ -38,7 +38,8 @@ OutputGrid output_grid(const std::string& model, const Grid& predictor, const Gr
     // The smallest H with 4H-3 >= rows, and likewise W.
     const int h = std::max(predictor.nlat(), (obs.nlat() + 3 + 3) / 4), w = std::max(predictor.nlon(), (obs.nlon() + 3 + 3) / 4);
     throw UsageError(where + ": the observation grid is " + std::to_string(obs.nlat()) + " x " + std::to_string(obs.nlon()) +
-                     (obs_as_fetched ? " (lat x lon, as fetched: preprocess.predictand_grid is not given)" : " (lat x lon)") +
+                     (obs_as_fetched ? " (lat x lon, as fetched: preprocess.predictand_grid is not given)"
+                                     : " (lat x lon, preprocess.predictand_grid)") +
                      " but model '" + model + "' maps the predictor grid " + std::to_string(predictor.nlat()) +
                      " x " + std::to_string(predictor.nlon()) + " to " + std::to_string(want_h) + " x " +
                      std::to_string(want_w) + "; the smallest predictor grid that fits it is " + std::to_string(h) + " x " +
@@ -46,7 +47,7 @@ OutputGrid output_grid(const std::string& model, const Grid& predictor, const Gr
                      std::to_string(obs.nlon()) + "; widen preprocess.predictor_grid)" +
                      (obs_as_fetched ? ", or give preprocess.predictand_grid a grid that fits, onto which the observations "
                                        "are regridded,"
-                                     : "") +
+                                     : ", or give preprocess.predictand_grid a coarser or smaller grid,") +
                      " or use model deepesd");
   }
   g.row0 = (want_h - obs.nlat()) / 2;

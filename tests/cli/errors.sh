@@ -183,6 +183,10 @@ expect 2 "nogrid.yaml: preprocess.predictor_grid is not given: the model's input
 sed '/predictand_grid:/d' "$work/good.yaml" > "$work/nopg.yaml"
 expect 2 "(lat x lon, as fetched: preprocess.predictand_grid is not given) but model 'demo' maps the predictor grid 8 x 12 to 29 x 45; the smallest predictor grid that fits it is 9 x 13 (4H-3 >= 31, 4W-3 >= 47; widen preprocess.predictor_grid), or give preprocess.predictand_grid a grid that fits" -- \
   preprocess --config "$work/nopg.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}"
+# ... and one too fine for the model, given on the command line: that --set is named, and the key.
+expect 2 "--set preprocess.predictand_grid={lon: [-109.75, -87.75], lat: [29.75, 43.75], step: 0.25}: the observation grid is 57 x 89 (lat x lon, preprocess.predictand_grid) but model 'demo' maps the predictor grid 8 x 12 to 29 x 45" -- \
+  preprocess --config "$work/good.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}" \
+  --set "preprocess.predictand_grid={lon: [-109.75, -87.75], lat: [29.75, 43.75], step: 0.25}"
 partial=$(cd "$work" && "$bin" preprocess "${nv[@]}" --set preprocess.train_years=[1995,2000] 2>&1) || partial="exit $?: $partial"
 if [[ $partial == *"] warning: preprocess.train_years [1995, 2000]: the fetched data (runs/nv/fetch) holds no day of 1995..1999; it covers 2000..2001"* &&
       $partial == *"wrote runs/nv/preprocess/store.h5"* ]]; then
