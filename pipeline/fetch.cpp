@@ -10,6 +10,7 @@
 //   predictors/<var@level>.nc  joined fields
 //   predictand/<var>.nc
 //   manifest.json              written only when everything above is complete
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -67,6 +68,24 @@ void print_dry_run(const FetchPlan& plan, const std::vector<bool>& have) {
                 f.source_units.c_str(), f.out_units().c_str(), cf_name(f.calendar).c_str());
 }
 
+// A season out of calendar order is read as crossing the new year (fetch/plan.h): meant for
+// [12, 1, 2], but [3, 1, 2], whose months lie within one year, then takes March from the year
+// before, which is hardly what was meant: said (a season whose sorted months are consecutive).
+void warn_season_order(const Config& cfg) {
+  const std::vector<int>& s = cfg.fetch.season;
+  bool wraps = false;
+  for (size_t i = 1; i < s.size(); ++i) wraps = wraps || s[i] < s[i - 1];
+  if (!wraps) return;
+  const auto [lo, hi] = std::minmax_element(s.begin(), s.end());
+  if (*hi - *lo + 1 != int(s.size())) return;  // [12, 1, 2] and the like: a winter, as meant
+  std::vector<int> sorted(s);
+  std::sort(sorted.begin(), sorted.end());
+  spdlog::warn("fetch.season [{}] (from {}) is not in calendar order, so it is read as crossing the new year: the "
+               "months before the wrap come from the year before each season-year; for months {}..{} of one year "
+               "write [{}]",
+               fmt::join(s, ", "), cfg.origin("fetch.season"), *lo, *hi, fmt::join(sorted, ", "));
+}
+
 }  // namespace
 
 int run_fetch(const Config& cfg, bool dry_run) {
@@ -76,6 +95,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
   if (!f.has_box)
     throw UsageError(cfg.origin("fetch.lon") + ": keys 'fetch.lon' and 'fetch.lat' are required (the box cut from the "
                      "sources, e.g. lon: [-165, -60], lat: [12, 70])");
+  warn_season_order(cfg);
 
   SourceRequest pred{dataset_of(cfg, f.predictors_dataset, f.predictors_source, "predictors"), "", {}};
   pred.url = pred.dataset.url;

@@ -100,6 +100,16 @@ expect 2 "no synth section: \`downscale synth\` writes the synthetic sources a c
 expect 2 "nosynth.yaml: fetch.predictors.dataset synth_era_interim reads the synthetic sources \`downscale synth\` writes ($work/nosynth/none/era_interim_synth.nc, not there), but the config has no synth section saying what to synthesize: add one (configs/demo.yaml has it), then run \`downscale synth\`" -- \
   fetch --config "$work/nosynth.yaml" --set run.dir="$work/nosynth/run" --set synth.dir="$work/nosynth/none"
 if [[ -n $(ls -A "$work/nosynth") ]]; then echo "FAIL: synth or fetch without a synth section left: $(ls -A "$work/nosynth")"; failures=$((failures+1)); fi
+# A season out of calendar order within one year is read as crossing the new year: said, with the
+# order that means one year's months; a winter ([12, 1, 2]) is not.
+odd=$(cd "$work" && "$bin" fetch --dry-run --config "$work/good.yaml" $run --set fetch.years=[2001,2002] --set fetch.season=[3,1,2] 2>&1)
+winter=$(cd "$work" && "$bin" fetch --dry-run --config "$work/good.yaml" $run --set fetch.years=[2001,2002] --set fetch.season=[12,1,2] 2>&1)
+if [[ $odd == *"warning: fetch.season [3, 1, 2] (from --set fetch.season=[3,1,2]) is not in calendar order, so it is read as crossing the new year"*"write [1, 2, 3]"* &&
+      $winter != *"calendar order"* ]]; then
+  echo "ok: a season out of calendar order is said, a winter is not"
+else
+  echo "FAIL: fetch.season out of order:"; echo "$odd"; echo "$winter"; failures=$((failures+1))
+fi
 # A missing input file: exit 3, names the file.
 expect 3 "$work/absent.nc: no such file" -- fetch --config "$work/good.yaml" $run --set fetch.predictors.source=$work/absent.nc
 # The stage before not run: names the manifest it needs.
