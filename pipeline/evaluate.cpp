@@ -165,6 +165,13 @@ std::vector<SeasonSteps> season_steps(const Config& cfg, const std::vector<int64
                        "), but the test split of " + store + " has no day in them; its months: " +
                        months_text(present) + " (fetch.season)");
     }
+    // Scored under the season's name whatever of it the test split holds: said when not all of it.
+    std::vector<int> held, missing;
+    for (int m : s.months)
+      (std::find(month.begin(), month.end(), m) != month.end() ? held : missing).push_back(m);
+    if (!missing.empty())
+      spdlog::info("evaluate.seasons: {}'s test days are of month{} {} only; the test split of {} has no day in {} "
+                   "(fetch.season)", season, held.size() > 1 ? "s" : "", months_text(held), store, months_text(missing));
     out.push_back(std::move(s));
   }
   return out;
