@@ -100,8 +100,10 @@ void check_precipitation_climate(double wet_share, double mean, double largest, 
                                  "to learn from; wet-day thresholds are about 1 mm/day",
                                  where, key, largest));
   if (wet_share == 0)
-    throw InputError(where + ": no day at or above the wet-day threshold (" + key + ") on any modelled box in the " +
-                     "training years (mean " + std::to_string(mean) + " mm/day): precipitation in another unit than its label?");
+    throw InputError(fmt::format("{}: no day at or above the wet-day threshold on any modelled box in the training "
+                                 "years (mean {:f} mm/day; preprocess.wet_threshold {:g} mm/day, from {}): precipitation "
+                                 "in another unit than its label?",
+                                 where, mean, threshold, cfg.origin("preprocess.wet_threshold")));
   if (mean > 60)
     throw InputError(where + ": the training years' mean precipitation over the modelled boxes is " +
                      std::to_string(mean) + " mm/day, about twice the wettest place on Earth's: precipitation in "
