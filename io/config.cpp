@@ -137,9 +137,17 @@ class Reader {
     // a grid nobody asked for, which preprocess would use without a word.
     if (present)
       for (const char* part : {"lon", "lat", "step"})
-        if (!has(key + "." + part))
+        if (!has(key + "." + part)) {
+          // A misspelt part ('stpe') is why, more often than a forgotten one: name what is there.
+          std::string others;
+          if (const YAML::Node g = find(key); g.IsMap())
+            for (const auto& kv : g) {
+              const std::string k = kv.first.as<std::string>();
+              if (k != "lon" && k != "lat" && k != "step") others += (others.empty() ? "" : ", ") + ("'" + k + "'");
+            }
           throw UsageError(origin(key) + ": key '" + key + "' gives no " + part + ": a grid is {lon: [first, last], "
-                           "lat: [first, last], step} (degrees)");
+                           "lat: [first, last], step} (degrees)" + (others.empty() ? "" : "; it gives " + others));
+        }
     get_pair(key + ".lon", g.lon_first, g.lon_last);
     get_pair(key + ".lat", g.lat_first, g.lat_last);
     get(key + ".step", g.step);

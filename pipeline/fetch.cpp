@@ -70,12 +70,13 @@ void print_dry_run(const FetchPlan& plan, const std::vector<bool>& have) {
 
 // A season out of calendar order is read as crossing the new year (fetch/plan.h): meant for
 // [12, 1, 2], but [3, 1, 2], whose months lie within one year, then takes March from the year
-// before, which is hardly what was meant: said (a season whose sorted months are consecutive).
+// before, which is hardly what was meant: said (a season of fewer than 12 months whose sorted
+// months are consecutive).
 void warn_season_order(const Config& cfg) {
   const std::vector<int>& s = cfg.fetch.season;
   bool wraps = false;
   for (size_t i = 1; i < s.size(); ++i) wraps = wraps || s[i] < s[i - 1];
-  if (!wraps) return;
+  if (!wraps || s.size() == 12) return;  // a whole year from another month (a hydrological year): as meant
   const auto [lo, hi] = std::minmax_element(s.begin(), s.end());
   if (*hi - *lo + 1 != int(s.size())) return;  // [12, 1, 2] and the like: a winter, as meant
   std::vector<int> sorted(s);

@@ -293,10 +293,9 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
   summary.not_common = dates.not_common.size();
   summary.outside_splits = dates.outside_splits.size();
   summary.dropped_dates = summary.not_common + summary.outside_splits;
-  // Blocks are whole HDF5 chunks, so no chunk is written twice, and whole merge groups of the
-  // statistics, so that the block size does not change them (RunningStats).
+  // Blocks are whole HDF5 chunks, so no chunk is written twice (the statistics do not depend on
+  // the block: RunningStats).
   const size_t rows = StoreWriter::kChunkRows;
-  static_assert(StoreWriter::kChunkRows % RunningStats::kMergeDays == 0);
   const size_t block = std::max<size_t>(rows, (static_cast<size_t>(pp.block_days) + rows - 1) / rows * rows);
   const size_t C = channels.size(), HW = xgrid.size(), HWy = ygrid.grid.size();
   const size_t ntrain = dates.split_days[0].size();

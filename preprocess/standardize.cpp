@@ -46,7 +46,21 @@ void apply_standardization(const Standardization& s, std::vector<float>& fields)
 RunningStats::RunningStats(size_t field_size) : n_(field_size, 0), mean_(field_size, 0), m2_(field_size, 0) {}
 
 void RunningStats::add(const float* f, size_t ntime) {
-  for (size_t a = 0; a < ntime; a += kMergeDays) merge(f + a * n_.size(), std::min(kMergeDays, ntime - a));
+  const size_t fs = n_.size();
+  while (ntime > 0) {
+    if (pending_.empty() && ntime >= kMergeDays) {  // a whole group in the call: merged in place
+      merge(f, kMergeDays);
+      f += kMergeDays * fs, ntime -= kMergeDays;
+      continue;
+    }
+    const size_t take = std::min(kMergeDays - pending_.size() / fs, ntime);
+    pending_.insert(pending_.end(), f, f + take * fs);
+    f += take * fs, ntime -= take;
+    if (pending_.size() == kMergeDays * fs) {
+      merge(pending_.data(), kMergeDays);
+      pending_.clear();
+    }
+  }
 }
 
 void RunningStats::merge(const float* f, size_t ntime) {
@@ -70,8 +84,12 @@ void RunningStats::merge(const float* f, size_t ntime) {
   }
 }
 
-Standardization RunningStats::finish(bool per_field, const std::string& where) const {
+Standardization RunningStats::finish(bool per_field, const std::string& where) {
   const size_t fs = n_.size();
+  if (!pending_.empty()) {
+    merge(pending_.data(), pending_.size() / fs);
+    pending_.clear();
+  }
   Standardization s;
   s.mean.resize(fs);
   s.sd.resize(fs);

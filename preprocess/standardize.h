@@ -23,23 +23,25 @@ Standardization fit_standardization(const std::vector<float>& fields, size_t fie
 // come from two passes over the block and are merged with Chan et al.'s pairwise update
 //   n = na + nb,  mean = ma + d nb / n,  M2 = M2a + M2b + d^2 na nb / n   (d = mb - ma),
 // which avoids the cancellation of a running sum of squares. NaN values are skipped per box.
-// Each call's days are merged kMergeDays at a time, so the statistics are the same bit for bit
-// however the days are split into calls, as long as every call but the last holds a multiple of
-// kMergeDays (preprocess's blocks are whole store chunks: preprocess.block_days must not change
-// the store, whose statistics checkpoints are bound to).
+// The days are merged in groups of kMergeDays counted from the first day, whatever the calls
+// (a short call's days wait in a buffer), so the statistics are the same bit for bit however
+// the days are split into calls: preprocess.block_days must not change the store, whose
+// statistics checkpoints are bound to. 128 is the block preprocess merged by before (its default
+// block_days), so a store rebuilt with the defaults keeps its identity and its models.
 class RunningStats {
  public:
-  static constexpr size_t kMergeDays = 8;
+  static constexpr size_t kMergeDays = 128;
   explicit RunningStats(size_t field_size);
   void add(const float* fields, size_t ntime);
   // Per box, or (per_field) one mean and sd over every box and day broadcast to all boxes.
   // sd = sqrt(M2 / (n - 1)); a constant box or field gets sd = 1. InputError naming `where` if a
-  // box has fewer than 2 values.
-  Standardization finish(bool per_field, const std::string& where) const;
+  // box has fewer than 2 values. Merges the days still buffered first.
+  Standardization finish(bool per_field, const std::string& where);
 
  private:
-  void merge(const float* fields, size_t ntime);  // one group of at most kMergeDays
+  void merge(const float* fields, size_t ntime);  // one group
   std::vector<double> n_, mean_, m2_;
+  std::vector<float> pending_;  // the days of the group being gathered, fewer than kMergeDays
 };
 
 // In place: x = (x - mean) / sd for every field.

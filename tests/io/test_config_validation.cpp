@@ -165,6 +165,10 @@ TEST(ConfigValidation, AGridGivesLonLatAndStep) {
   msg = error_of(kRun, {"preprocess.predictor_grid={lat: [0, 10], step: 2}"});
   EXPECT_TRUE(has(msg, "--set preprocess.predictor_grid={lat: [0, 10], step: 2}: key 'preprocess.predictor_grid' gives "
                        "no lon")) << msg;
+  // A misspelt part is named beside the one missing.
+  msg = error_of(kRun + "preprocess:\n  predictor_grid: {lon: [0, 10], lat: [0, 10], stpe: 2}\n");
+  EXPECT_TRUE(has(msg, "key 'preprocess.predictor_grid' gives no step: a grid is {lon: [first, last], lat: [first, "
+                       "last], step} (degrees); it gives 'stpe'")) << msg;
   // Given whole, or not at all: no error.
   EXPECT_NO_THROW(load_config(write(d, kRun + "preprocess:\n  predictor_grid: {lon: [0, 10], lat: [0, 10], step: 2}\n")));
   EXPECT_NO_THROW(load_config(write(d, kRun)));
