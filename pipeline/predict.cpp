@@ -644,7 +644,10 @@ int run_predict(const Config& cfg) {
   PrecipitationWriter writer(nc_path, header);
   StochasticPrecipitation draws(members, cfg.predict.seed, shift);
   PrecipitationLevel level;  // predict.plausible_ratio's two means, month by month
-  if (cfg.predict.plausible_ratio != 0) read_training_level(store, level);
+  MemberCheck member_check(members, shift);
+  // The training observations, read once for both checks that need them.
+  const double observed_max =
+      cfg.predict.plausible_ratio != 0 || members > 0 ? read_training_level(store, level) : 0;
   const std::string predictors = new_inputs ? predictors_folder(cfg.predict.predictors) : "";
   const std::vector<int> months = months_of(days, parse_calendar(calendar, "predict"));
   for_each_block([&](size_t first, size_t nb, std::vector<float>& raw) {
@@ -663,7 +666,12 @@ int run_predict(const Config& cfg) {
     if (!new_inputs) add_test_scores(store, box_means, first, nb, expected, score);
     const std::vector<float> pr = crop_to_window(deterministic_precipitation(b, threshold, shift), win);
     const std::vector<float> pr_expected = crop_to_window(expected, win);
-    const std::vector<float> pr_members = members > 0 ? crop_to_window(draws.next(b), win) : std::vector<float>();
+    std::vector<float> pr_members;
+    if (members > 0) {
+      std::vector<float> drawn = draws.next(b);
+      member_check.add(b, drawn, meta.mask, first);
+      pr_members = crop_to_window(std::move(drawn), win);
+    }
     // The parameters last, moved: nothing reads `b` after this.
     const std::vector<float> p_wet = crop_to_window(std::move(b.p), win);
     const std::vector<float> shape = crop_to_window(std::move(b.alpha), win);
@@ -673,6 +681,7 @@ int run_predict(const Config& cfg) {
   });
   if (inputs) inputs->report_outliers();
   check_precipitation_level(level, cfg, ckpt, predictors, n, n);
+  if (members > 0) check_members(member_check, observed_max, meta, days, calendar, ckpt);
   writer.commit();
   if (new_inputs) {
     spdlog::info("wrote {} ({} days{}); not scored: predict scores the store's test split only", nc_path, n, replacing);

@@ -10,6 +10,13 @@
 
 namespace ds {
 
+std::string day_and_box(const StoreMeta& meta, const std::vector<int64_t>& days, size_t day, size_t point,
+                        const std::string& calendar) {
+  return to_string(date_from_days(days.at(day), parse_calendar(calendar, "predict"))) + " at lat " +
+         fmt::format("{:g}", meta.predictand_lat[point / meta.Wy()]) + ", lon " +
+         fmt::format("{:g}", meta.predictand_lon[point % meta.Wy()]);
+}
+
 void check_finite(const std::vector<float>& values, int channels, const StoreMeta& meta, const std::vector<int64_t>& days,
                   size_t first, const std::string& calendar, const std::string& what) {
   const size_t hw = size_t(meta.Hy()) * meta.Wy();
@@ -17,9 +24,7 @@ void check_finite(const std::vector<float>& values, int channels, const StoreMet
     const size_t k = i % hw, t = i / hw / channels;
     if (!meta.mask[k] || std::isfinite(values[i])) continue;
     throw Error("predict: the " + what + " is " + std::to_string(values[i]) + " on " +
-                to_string(date_from_days(days.at(first + t), parse_calendar(calendar, "predict"))) + " at lat " +
-                fmt::format("{:g}", meta.predictand_lat[k / meta.Wy()]) + ", lon " +
-                fmt::format("{:g}", meta.predictand_lon[k % meta.Wy()]) +
+                day_and_box(meta, days, first + t, k, calendar) +
                 " (a modelled box): the inputs or the weights are not sane; nothing was written");
   }
 }
@@ -28,12 +33,17 @@ std::string level_stage(size_t done, size_t n) {
   return done < n ? fmt::format(" (after the first {} of {} days; the rest was not predicted)", done, n) : "";
 }
 
-void read_training_level(const StoreReader& store, PrecipitationLevel& level) {
+double read_training_level(const StoreReader& store, PrecipitationLevel& level) {
   const StoreMeta& meta = store.meta();
   const std::vector<int> months = months_of(store.read_time("train"), parse_calendar(meta.calendar, store.path()));
+  const size_t np = meta.mask.size();
+  double largest = 0;
   store.for_each_block("train", StoreReader::Field::obs, [&](size_t first, size_t r, const float* obs) {
     level.add_observed(obs, r, months.data() + first, meta.mask, meta.wet_threshold);
+    for (size_t i = 0; i < r * np; ++i)
+      if (meta.mask[i % np] && obs[i] > largest) largest = obs[i];  // false for NaN
   });
+  return largest;
 }
 
 void check_precipitation_level(const PrecipitationLevel& level, const Config& cfg, const std::string& ckpt,
@@ -61,6 +71,36 @@ void check_precipitation_level(const PrecipitationLevel& level, const Config& cf
                      "beside the checkpoint) and whether these predictors are the training ones (variables, levels, "
                      "units); a scenario meant to lie this far out: raise predict.plausible_ratio (0: unchecked); "
                      "nothing written");
+}
+
+void check_members(const MemberCheck& check, double observed_max, const StoreMeta& meta,
+                   const std::vector<int64_t>& days, const std::string& calendar, const std::string& ckpt) {
+  if (check.checkable() && std::abs(check.mean_sigmas()) > kMemberMeanSigmas)
+    throw Error(fmt::format(
+        "predict: the stochastic members of {} average {:.5g} mm/day over the modelled boxes, their Bernoulli-Gamma "
+        "distributions {:.5g}: {:.1f} standard errors apart (a right sampler stays within {:g}); the draws do not "
+        "follow the model's distribution, a fault of this build, not of the model or data: please report it "
+        "(predict.members: 0 writes the prediction without members); nothing written",
+        ckpt, check.members_mean(), check.expected_mean(), check.mean_sigmas(), kMemberMeanSigmas));
+  if (check.checkable())
+    spdlog::debug("stochastic members average {:.5g} mm/day over the modelled boxes, their distributions {:.5g}: "
+                  "{:.2f} standard errors apart",
+                  check.members_mean(), check.expected_mean(), check.mean_sigmas());
+  const MemberExtreme& top = check.largest();
+  if (!(observed_max > 0) || top.value <= kMemberMaxRatio * observed_max) return;
+  const double wet_mean = top.shape * top.scale + meta.wet_threshold;
+  spdlog::warn(
+      "stochastic member {} reaches {:.0f} mm/day on {}, {:.1f} times the largest training observation ({:.0f} "
+      "mm/day){}: drawn from p_wet {:.3g}, gamma_shape {:.3g} and gamma_scale {:.4g} mm/day there, whose wet days "
+      "average {:.4g} mm/day, hidden in the expected precipitation ({:.3g} mm/day). The members sample the model's "
+      "distribution rightly, but its wet-day amounts are not plausible: a model trained further (see metrics.csv "
+      "beside {}) usually fits them; check the members' extremes before using them",
+      top.member, top.value, day_and_box(meta, days, top.day, top.point, calendar), top.value / observed_max,
+      observed_max,
+      top.value > kRecordDailyMm ? fmt::format(", above the largest daily precipitation ever measured ({:g} mm)",
+                                                kRecordDailyMm)
+                                 : "",
+      top.p, top.shape, top.scale, wet_mean, top.p * wet_mean, ckpt);
 }
 
 }  // namespace ds

@@ -9,9 +9,14 @@
 
 #include "io/config.h"
 #include "io/training_store.h"
+#include "predict/member_check.h"
 #include "predict/precipitation.h"
 
 namespace ds {
+
+// "2004-07-12 at lat 35.25, lon -98.75": day `day` of `days`, box `point` of the predictand grid.
+std::string day_and_box(const StoreMeta& meta, const std::vector<int64_t>& days, size_t day, size_t point,
+                        const std::string& calendar);
 
 // A non-finite output over a modelled box would be written as a missing value and scored as if
 // the box were not there: an error naming the date and point instead. values: (n, channels, hw).
@@ -29,7 +34,8 @@ std::string level_stage(size_t done, size_t n);
 
 // The training observations' monthly sums over the modelled boxes, predict.plausible_ratio's
 // reference; read before the first block so the check can run while the prediction goes on.
-void read_training_level(const StoreReader& store, PrecipitationLevel& level);
+// Returns the largest training observation over the modelled boxes (mm/day), the members' check's.
+double read_training_level(const StoreReader& store, PrecipitationLevel& level);
 
 // predict.plausible_ratio: never a file of amounts the model could not have meant. The training
 // observations' monthly means over the modelled boxes, weighted by the predicted days of each
@@ -40,5 +46,11 @@ void read_training_level(const StoreReader& store, PrecipitationLevel& level);
 // split. `done` of `n` days predicted so far (the early check) or all of them.
 void check_precipitation_level(const PrecipitationLevel& level, const Config& cfg, const std::string& ckpt,
                                const std::string& predictors, size_t done, size_t n);
+
+// predict.members (see MemberCheck): refused (exit 1) when the members' mean lies beyond
+// kMemberMeanSigmas of their distributions'; a warning when their largest value passes
+// kMemberMaxRatio times `observed_max`, the largest training observation.
+void check_members(const MemberCheck& check, double observed_max, const StoreMeta& meta,
+                   const std::vector<int64_t>& days, const std::string& calendar, const std::string& ckpt);
 
 }  // namespace ds

@@ -96,6 +96,20 @@ for v in ("pr", "pr_expected", "p_wet", "gamma_shape", "gamma_scale", "pr_stocha
 print("blocks of 64 days write the file of one block:", dict(b.sizes))
 PY
 
+# Stochastic members of an undertrained model (one epoch): their expected precipitation passes
+# the level check, but a box the model calls nearly dry has a gamma scale of hundreds of mm/day,
+# and 50 members draw thousands (2435 mm/day, 6.9 times the largest training observation, when
+# written): a warning naming the draw. The trained demo model's 50 members (1.4 times) get none.
+"$bin" train --config configs/demo.yaml --set train.epochs=1 --set train.name=one_epoch -q
+"$bin" predict --config configs/demo.yaml --set train.name=one_epoch --set predict.members=50 > members.log 2>&1 ||
+  { cat members.log; echo "predict of the one-epoch model failed"; exit 1; }
+grep -qE 'stochastic member [0-9]+ reaches [0-9]+ mm/day on 2004-.* times the largest training observation' members.log ||
+  { cat members.log; echo "no warning about the one-epoch model's members"; exit 1; }
+"$bin" predict --config configs/demo.yaml --set predict.members=50 --set predict.predictors=runs/gcm/fetch \
+  --set predict.label=members50 > members.log 2>&1 || { cat members.log; echo "predict of 50 members failed"; exit 1; }
+if grep -qF 'stochastic member' members.log; then cat members.log; echo "a warning about the trained model's members"; exit 1; fi
+rm -r runs/demo/train/one_epoch runs/demo/predict/one_epoch runs/demo/predict/precipitation_members50.nc
+
 # Evaluation: report, table and maps exist; the CNN beats the climatology baseline's RMSE.
 for f in scores.json scores.csv scores.nc scores_table.png observed_mean.png predicted_mean.png bias.png rocss.png summary.png; do
   test -s "runs/demo/evaluate/$f" || { echo "missing evaluate/$f"; exit 1; }
