@@ -82,8 +82,38 @@ std::pair<int, int> define_time(NcFile& nc, const std::string& name, const std::
   return {vt, nc.def_var(bounds_name, NC_DOUBLE, {dt, db})};
 }
 
-void write_period(NcFile& nc, std::pair<int, int> time, const std::vector<int64_t>& days) {
-  const double t0 = static_cast<double>(days.front()), t1 = static_cast<double>(days.back() + 1);
+// The climatological bounds (CF-1.8 7.4) of days in some months of several years: the month and
+// day of each bound give the interval within a year, their years the first and last year, so
+// DJF days of 2004 (January, February and December) are [2003-12-01, 2005-03-01], two winters
+// each in part, not [2004-01-01, 2005-01-01], which reads as the whole year. The months present
+// must be one run in the calendar's cycle (December to February wraps); otherwise no interval
+// within a year holds them and the bounds are the days' own, as a plain period's.
+std::pair<int64_t, int64_t> climatology_bounds(const std::vector<int64_t>& days, Calendar cal) {
+  bool present[13] = {};
+  for (int64_t d : days) present[date_from_days(d, cal).month] = true;
+  const auto prev = [](int m) { return m == 1 ? 12 : m - 1; };
+  const auto next = [](int m) { return m == 12 ? 1 : m + 1; };
+  int first = 0, last = 0, starts = 0;
+  for (int m = 1; m <= 12; ++m)
+    if (present[m] && !present[prev(m)]) first = m, ++starts;
+  for (int m = 1; m <= 12; ++m)
+    if (present[m] && !present[next(m)]) last = m;
+  if (starts != 1) return {days.front(), days.back() + 1};  // every month, or months in two runs
+  // A season crossing the new year belongs to the year of its end (its January).
+  const bool wraps = first > last;
+  const auto season_year = [&](int64_t d) {
+    const Date date = date_from_days(d, cal);
+    return date.year + (wraps && date.month >= first ? 1 : 0);
+  };
+  const int y0 = season_year(days.front()) - (wraps ? 1 : 0), y1 = season_year(days.back());
+  const int end_year = last == 12 ? y1 + 1 : y1;
+  return {days_from_date({y0, first, 1}, cal), days_from_date({end_year, next(last), 1}, cal)};
+}
+
+void write_period(NcFile& nc, std::pair<int, int> time, const std::vector<int64_t>& days, bool climatology,
+                  Calendar cal) {
+  const auto [b0, b1] = climatology ? climatology_bounds(days, cal) : std::pair{days.front(), days.back() + 1};
+  const double t0 = static_cast<double>(b0), t1 = static_cast<double>(b1);
   const double mid = 0.5 * (t0 + t1), bnds[2] = {t0, t1};
   nc.write(time.first, {0}, {1}, &mid);
   nc.write(time.second, {0, 0}, {1, 2}, bnds);
@@ -210,8 +240,8 @@ void write_scores_file(const std::string& path, const ScoresFile& f) {
 
   write_cf_lat_lon(nc, space, f.lat, f.lon);
   write_2m_height(nc, height);
-  write_period(nc, time, f.days);
-  for (size_t i = 0; i < f.seasons.size(); ++i) write_period(nc, season_times[i], f.seasons[i].days);
+  write_period(nc, time, f.days, some_months, cal);
+  for (size_t i = 0; i < f.seasons.size(); ++i) write_period(nc, season_times[i], f.seasons[i].days, true, cal);
   std::vector<float> buf(ny * nx);
   for (size_t i = 0; i < ids.size(); ++i) {
     const auto& v = fields[i]->values;

@@ -34,8 +34,9 @@ struct ScoreField {
 // One season's per-box fields (evaluate/seasons.h), written besides the annual ones as variables
 // <index>_<method>_<season> ("rmse_cnn_expected_DJF", attribute season = "DJF"), each season on
 // its own climatological time axis time_<season> of one step (CF-1.8 section 7.4: the
-// `climatology` attribute names climatology_bnds_<season>, [first day of the season in the test
-// period, day after its last]; cell_methods "time_DJF: mean within years time_DJF: mean over
+// `climatology` attribute names climatology_bnds_<season>, from the first day of the season-year
+// of its first test day to the day after the season in that of its last: DJF of a 2004 test
+// year is [2003-12-01, 2005-03-01]; cell_methods "time_DJF: mean within years time_DJF: mean over
 // years" where the annual field has "time: mean"). One variable per season rather than a
 // season dimension, as the annual ones are per method: `cdo selname,rmse_cnn_expected_DJF`.
 struct SeasonFields {

@@ -8,6 +8,7 @@
 #include "evaluate/indices.h"
 #include "evaluate/scores.h"
 #include "evaluate/scores_file.h"
+#include "io/calendar.h"
 #include "io/netcdf_file.h"
 #include "support/log_capture.h"
 #include "support/test_support.h"
@@ -174,7 +175,9 @@ TEST(ScoresFile, ATestSplitOfSomeMonthsIsAClimatologicalTime) {
   EXPECT_EQ(nc.att_text(nc.var_id("mean_twice"), "cell_methods"), "time: mean within years time: mean over years");
   std::vector<double> b(2);
   nc.read(nc.var_id("climatology_bnds"), {0, 0}, {1, 2}, b.data());
-  EXPECT_EQ(b, (std::vector<double>{12418, 12785}));
+  // January within each year (2004-01-01 .. 2005-02-01), CF 7.4: the bounds' month and day say
+  // which part of a year, not the days' own ends (2005-01-02 read as the whole year and a day).
+  EXPECT_EQ(b, (std::vector<double>{12418, 12815}));
 
   // Every month, with a day dropped: still one period with bounds.
   f.days.clear();
@@ -189,4 +192,47 @@ TEST(ScoresFile, ATestSplitOfSomeMonthsIsAClimatologicalTime) {
   write_scores_file(d / "scores.nc", f);
   NcFile gap = NcFile::open(d / "scores.nc");
   EXPECT_EQ(gap.att_text(gap.var_id("time"), "bounds"), "time_bnds");
+}
+
+// Each season's climatological bounds (CF 7.4): the month and day of the bounds are the season's
+// interval within a year, their years the first and last season-year the days fall in.
+TEST(ScoresFile, SeasonBoundsAreTheSeasonWithinEachYear) {
+  const auto bounds_of = [](std::vector<int64_t> season_days) {
+    test::TempDir d;
+    ScoresFile f = small_scores_file({12418, 12419});
+    f.seasons.push_back({"S", season_days, f.fields});
+    write_scores_file(d / "scores.nc", f);
+    NcFile nc = NcFile::open(d / "scores.nc");
+    EXPECT_EQ(nc.att_text(nc.var_id("time_S"), "climatology"), "climatology_bnds_S");
+    std::vector<double> b(2);
+    nc.read(nc.var_id("climatology_bnds_S"), {0, 0}, {1, 2}, b.data());
+    return std::pair{date_from_days(int64_t(b[0]), Calendar::standard), date_from_days(int64_t(b[1]), Calendar::standard)};
+  };
+  const auto days = [](Date a, Date b) {  // every day from a to b
+    std::vector<int64_t> v;
+    for (int64_t d = days_from_date(a, Calendar::standard); d <= days_from_date(b, Calendar::standard); ++d) v.push_back(d);
+    return v;
+  };
+  const auto join = [](std::vector<int64_t> a, const std::vector<int64_t>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  // DJF of a calendar-year test split (2004): January and February of the winter 2003/04 and
+  // December of 2004/05, in part: two winters, Dec 2003 .. Mar 2005 (it was 2004-01-01 .. 2005-01-01).
+  const auto djf = bounds_of(join(days({2004, 1, 1}, {2004, 2, 29}), days({2004, 12, 1}, {2004, 12, 31})));
+  EXPECT_EQ(djf.first, (Date{2003, 12, 1}));
+  EXPECT_EQ(djf.second, (Date{2005, 3, 1}));
+  // Whole winters (fetch.season [12, 1, 2], season-years 2001 and 2002).
+  const auto winters = bounds_of(join(days({2000, 12, 1}, {2001, 2, 28}), days({2001, 12, 1}, {2002, 2, 28})));
+  EXPECT_EQ(winters.first, (Date{2000, 12, 1}));
+  EXPECT_EQ(winters.second, (Date{2002, 3, 1}));
+  // JJA of one year; SON of two; a July-only split of JJA: its month only.
+  EXPECT_EQ(bounds_of(days({2004, 6, 1}, {2004, 8, 31})), (std::pair{Date{2004, 6, 1}, Date{2004, 9, 1}}));
+  const auto son = bounds_of(join(days({2003, 9, 1}, {2003, 11, 30}), days({2004, 9, 1}, {2004, 11, 30})));
+  EXPECT_EQ(son, (std::pair{Date{2003, 9, 1}, Date{2004, 12, 1}}));
+  EXPECT_EQ(bounds_of(days({2004, 7, 1}, {2004, 7, 31})), (std::pair{Date{2004, 7, 1}, Date{2004, 8, 1}}));
+  // A season ending in December (OND) crosses no new year: it ends on the next January 1st.
+  EXPECT_EQ(bounds_of(days({2004, 10, 1}, {2004, 12, 31})), (std::pair{Date{2004, 10, 1}, Date{2005, 1, 1}}));
+  // Months in two runs (January and March) have no interval within a year: the days' own ends.
+  EXPECT_EQ(bounds_of({12418, 12478}), (std::pair{Date{2004, 1, 1}, Date{2004, 3, 2}}));
 }
