@@ -257,6 +257,10 @@ bool stated_level(const NcFile& src, int v, double& hpa, std::string& how, const
   return false;
 }
 
+std::string chunk_file(const std::string& folder, const std::string& name, int year) {
+  return folder + "/" + name + "/" + std::to_string(year) + ".nc";
+}
+
 void plan_field(const SourceOpener& open, const std::string& base, const Dataset& dataset, const FieldWanted& w,
                 const Config::Fetch& req, FetchPlan& plan, const GridSpec* regridded_onto) {
   FieldPlan f;
@@ -461,7 +465,7 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
     ChunkPlan c;
     c.field = fi;
     c.year = y;
-    c.file = "chunks/" + f.name + "/" + std::to_string(y) + ".nc";
+    c.file = chunk_file("chunks", f.name, y);
     // Every day of the season's months in the source's calendar, each of which must be there.
     for (const auto& [yy, mm] : season_months(y, req.season)) {
       const size_t k = file_of_year.at(yy);

@@ -95,7 +95,7 @@ struct ChunkPlan {
   int year = 0;                // season year
   std::vector<int64_t> days;   // output days, ascending, each present in the source
   std::vector<TimeRun> time_runs;   // the sources' time indices holding `days`, in order
-  std::string file;            // relative to the fetch folder: chunks/<name>/<year>.nc
+  std::string file;            // relative to the fetch folder: chunks/<name>/<year>.nc (chunk_file)
 
   size_t values(const FieldPlan& f) const { return days.size() * f.plane(); }
   size_t bytes(const FieldPlan& f) const { return values(f) * sizeof(float); }  // on the wire
@@ -104,6 +104,9 @@ struct ChunkPlan {
   std::string request(const FieldPlan& f) const;
   std::string label(const FieldPlan& f) const;  // "z@500 2001", for messages
 };
+
+// "<folder>/<name>/<year>.nc": a chunk's file, relative to the fetch folder.
+std::string chunk_file(const std::string& folder, const std::string& name, int year);
 
 struct FetchPlan {
   std::vector<FieldPlan> fields;

@@ -63,7 +63,11 @@ void plan_with_retries(const SourceRequest& s, const Config::Fetch& f, bool dry_
       for (const auto& w : s.fields) plan_field(open, s.url, s.dataset, w, f, part, s.regridded_onto);
       watch.end();
       const size_t base = plan.fields.size();
-      for (auto& c : part.chunks) c.field += base, plan.chunks.push_back(std::move(c));
+      for (auto& c : part.chunks) {
+        c.file = chunk_file(s.chunk_folder, part.fields[c.field].name, c.year);
+        c.field += base;
+        plan.chunks.push_back(std::move(c));
+      }
       for (auto& fp : part.fields) plan.fields.push_back(std::move(fp));
       return;
     } catch (const TransientError& e) {

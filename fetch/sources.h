@@ -21,6 +21,10 @@ struct SourceRequest {
   // The grid preprocess regrids these fields onto (null: none, the box is cut as asked): fetch
   // widens the cut to its cells (plan_field).
   const GridSpec* regridded_onto = nullptr;
+  // Where the chunks go, below the fetch folder (chunk_file). The predictand's have a folder of
+  // their own: it may have a predictor's name (tas predicted from the model's tas), and the two
+  // must not share chunk files or ledger entries.
+  std::string chunk_folder = "chunks";
 };
 
 // The dataset definition fetch.<key>.dataset names (its url replaced by fetch.<key>.source when

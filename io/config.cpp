@@ -247,6 +247,7 @@ class Reader {
   template <class T>
   static std::string expected() {
     if constexpr (std::is_same_v<T, bool>) return "true or false";
+    else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T>) return "a whole number, 0 or more";
     else if constexpr (std::is_integral_v<T>) return "a whole number";
     else if constexpr (std::is_floating_point_v<T>) return "a number";
     else if constexpr (std::is_same_v<T, std::string>) return "a single value";

@@ -84,13 +84,15 @@ PrecipitationWriter::PrecipitationWriter(const std::string& path, const Precipit
     nc.put_att(vmc, "standard_name", "realization");
     nc.put_att(vmc, "long_name", "stochastic realization");
     w.vm = def_field(nc, {"pr_stochastic", "precipitation_flux",
-                          "stochastic daily precipitation: wet with probability p_wet, amount drawn from the gamma",
+                          "stochastic daily precipitation: wet with probability p_wet, amount a gamma draw + "
+                          "wet-day threshold",
                           "kg m-2 s-1", true},
                      {dt, dm, dy, dx});  // time first: CDO (and CF tools) expect it
     // A chunk per day and member: each member is written (and read back) as its own series, and
     // netCDF's default chunks span several members, so writing member by member decompressed
     // and recompressed every chunk once per member (40 members: 49 s instead of about 2).
     nc.def_chunks(w.vm, {1, 1, ny, nx});
+    nc.put_att(w.vm, "wet_day_threshold_mm", o.wet_threshold);
   }
   // A chunk per day for the fields too (netCDF's default along an unlimited time, set here
   // because the blocks of days written rely on it: a block never splits a chunk, so no
@@ -186,6 +188,11 @@ PrecipitationOutput read_precipitation(const std::string& path, bool gamma) {
     for (auto& x : o.pr_members) x = (x == kFill) ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(x * kSecondsPerDay);
   }
   o.wet_threshold = nc.att_double(nc.var_id("pr"), "wet_day_threshold_mm", 0.99);
+  if (nc.has_att(nc.var_id("pr"), "comment")) {
+    const std::string c = nc.att_text(nc.var_id("pr"), "comment"), lead = "wet days: ";
+    o.occurrence_rule = c.rfind(lead, 0) == 0 ? c.substr(lead.size()) : c;
+  }
+  if (nc.has_att(NC_GLOBAL, "members_seed")) o.attributes["members_seed"] = nc.att_text(NC_GLOBAL, "members_seed");
   o.history = nc.att_text(NC_GLOBAL, "history");
   o.checkpoint = nc.att_text(NC_GLOBAL, "checkpoint");
   get_prediction_checks(nc, o.attributes);

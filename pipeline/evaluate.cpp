@@ -361,7 +361,11 @@ int evaluate_precipitation(const Config& cfg, const RunPaths& paths, const Store
   const TestObservations test = read_test_observations(pred_path, store, pred.days, pred.calendar, pred.lat.size(),
                                                        pred.lon.size(), win, pred.attributes,
                                                        pred.checkpoint);
-  const auto about = say_what_is_scored(cfg, pred_path, pred.checkpoint, store, pred.days, pred.calendar, test, win);
+  auto about = say_what_is_scored(cfg, pred_path, pred.checkpoint, store, pred.days, pred.calendar, test, win);
+  // How the prediction decided its wet days and drew its members: two evaluations of one model
+  // differ by these when predict.occurrence or predict.seed changed between them.
+  if (!pred.occurrence_rule.empty()) about["prediction_wet_days"] = pred.occurrence_rule;
+  if (pred.attributes.count("members_seed")) about["members_seed"] = pred.attributes.at("members_seed");
   const size_t n = test.days, np = test.points;
   const std::vector<float>& obs = test.obs;
   const std::vector<uint8_t>& mask = test.mask;

@@ -111,6 +111,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
     obs.fields.push_back({f.predictand_variable, f.predictand_variable, 0});
     // Without a predictand_grid the observation grid is used as fetched: its box is its extent.
     if (cfg.preprocess.has_predictand_grid) obs.regridded_onto = &cfg.preprocess.predictand_grid;
+    obs.chunk_folder = "chunks/predictand";
   }
 
   const std::string dir = RunPaths::of(cfg).fetch_dir();
@@ -124,11 +125,6 @@ int run_fetch(const Config& cfg, bool dry_run) {
     if (with_predictand) plan_with_retries(obs, f, dry_run, opened, plan);
   }
   const size_t n_predictor_fields = plan.fields.size() - (with_predictand ? 1 : 0);
-  // The predictand's chunks in a folder of their own: it may have a predictor's name (tas
-  // predicted from the model's tas), and the two must not share chunk files or ledger entries.
-  for (auto& c : plan.chunks)
-    if (c.field >= n_predictor_fields)
-      c.file = "chunks/predictand/" + plan.fields[c.field].name + "/" + std::to_string(c.year) + ".nc";
 
   // Cuts wider than the box (for the regridding grids' edge cells): one line per extent.
   {

@@ -601,7 +601,7 @@ int run_predict(const Config& cfg) {
   // Wet-day rule: p >= 0.5, or climate4R's per-box threshold that reproduces the training
   // period's observed wet-day frequency.
   std::vector<float> threshold(hw, 0.5f);
-  std::string rule = "wet where p_wet >= 0.5, amount gamma_shape * gamma_scale + threshold";
+  std::string rule = "wet where p_wet >= 0.5, amount gamma_shape * gamma_scale + the wet-day threshold (wet_day_threshold_mm / 86400 in kg m-2 s-1)";
   if (cfg.predict.occurrence == "frequency") {
     const size_t nt = store.count("train");
     BernoulliGammaParams train;  // p alone: the thresholds need no amounts
@@ -623,7 +623,7 @@ int run_predict(const Config& cfg) {
     });
     threshold = frequency_adapted_thresholds(train, target);
     rule = "wet where p_wet reaches the per-box threshold matching the training wet-day frequency, "
-           "amount gamma_shape * gamma_scale + threshold";
+           "amount gamma_shape * gamma_scale + the wet-day threshold (wet_day_threshold_mm / 86400 in kg m-2 s-1)";
   }
 
   PrecipitationOutput header;
@@ -640,7 +640,8 @@ int run_predict(const Config& cfg) {
   header.attributes = attributes;
   const int members = header.members;
   spdlog::info("writing {} ({} days{}, {} a block)", nc_path, n,
-               members > 0 ? ", " + std::to_string(members) + " members" : std::string(), std::min(n, block));
+               members > 0 ? fmt::format(", {} member{}", members, members == 1 ? "" : "s") : std::string(),
+               std::min(n, block));
   PrecipitationWriter writer(nc_path, header);
   StochasticPrecipitation draws(members, cfg.predict.seed, shift);
   PrecipitationLevel level;  // predict.plausible_ratio's two means, month by month
@@ -688,7 +689,8 @@ int run_predict(const Config& cfg) {
     return 0;
   }
 
-  spdlog::info("wrote {} ({} days{}{})", nc_path, n, members ? ", " + std::to_string(members) + " stochastic members" : "",
+  spdlog::info("wrote {} ({} days{}{})", nc_path, n,
+               members ? fmt::format(", {} stochastic member{}", members, members == 1 ? "" : "s") : "",
                replacing);
   report_test_scores(paths.store(), paths.predict_dir(), score, n, ckpt, "the expected precipitation", "mm/day", "_mm_day",
                      {{"land_points", score.count / n}});

@@ -67,8 +67,17 @@ std::vector<float> expected_precipitation(const BernoulliGammaParams& b, double 
 
 StochasticPrecipitation::StochasticPrecipitation(int members, uint64_t seed, double shift) : shift_(shift) {
   for (int m = 0; m < members; ++m) {
-    std::seed_seq seq{seed, static_cast<uint64_t>(m)};
-    rngs_.emplace_back(seq);
+    // seed_seq keeps 32 bits of each value: a seed past them goes in as two words, so that 1 and
+    // 2^32 + 1 draw other members; one that fits keeps the two-value sequence of earlier versions,
+    // so a recorded members_seed draws the members it drew.
+    const auto lo = static_cast<uint32_t>(seed), hi = static_cast<uint32_t>(seed >> 32);
+    if (hi == 0) {
+      std::seed_seq seq{lo, static_cast<uint32_t>(m)};
+      rngs_.emplace_back(seq);
+    } else {
+      std::seed_seq seq{lo, hi, static_cast<uint32_t>(m)};
+      rngs_.emplace_back(seq);
+    }
   }
 }
 

@@ -146,6 +146,9 @@ assert report["prediction"] == "runs/demo/predict/precipitation.nc", report["pre
 assert report["checkpoint"] == "runs/demo/train/checkpoint_best.h5", report["checkpoint"]
 assert report["observations"] == "runs/demo/preprocess/store.h5 (test split)", report["observations"]
 assert report["test_period"] == "2004-01-01..2004-12-31", report["test_period"]
+# How the prediction made its wet days and members (predict.occurrence, predict.seed's default).
+assert report["prediction_wet_days"].startswith("wet where p_wet reaches the per-box threshold"), report
+assert report["members_seed"] == "1", report
 s = report["methods"]
 for name in ("cnn_deterministic", "cnn_expected", "cnn_stochastic", "climatology", "linear_pcs"):
     assert name in s, name

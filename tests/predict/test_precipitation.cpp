@@ -95,6 +95,10 @@ TEST(Precipitation, StochasticMembersFollowTheDistributionAndAreReproducible) {
   const auto one = stochastic_precipitation(b, 1, 42, 0.99);
   EXPECT_TRUE(std::equal(one.begin(), one.end(), m.begin()));
   EXPECT_NE(stochastic_precipitation(b, 1, 43, 0.99), one);
+  // Every bit of the seed counts: 2^32 + 42 draws other members than 42 (seed_seq keeps 32 bits
+  // of a value), and so does 42 * 2^32, which has no low bits at all.
+  EXPECT_NE(stochastic_precipitation(b, 1, (uint64_t(1) << 32) + 42, 0.99), one);
+  EXPECT_NE(stochastic_precipitation(b, 1, uint64_t(42) << 32, 0.99), stochastic_precipitation(b, 1, 0, 0.99));
 }
 
 // predict draws the members a block of days at a time: blocks of 1, 2 and the rest give exactly
