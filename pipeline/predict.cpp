@@ -601,7 +601,10 @@ int run_predict(const Config& cfg) {
   // Wet-day rule: p >= 0.5, or climate4R's per-box threshold that reproduces the training
   // period's observed wet-day frequency.
   std::vector<float> threshold(hw, 0.5f);
-  std::string rule = "wet where p_wet >= 0.5, amount gamma_shape * gamma_scale + the wet-day threshold (wet_day_threshold_mm / 86400 in kg m-2 s-1)";
+  // The amount's parts in two units (gamma_scale in pr's, the threshold in mm/day): said.
+  const std::string amount =
+      "amount gamma_shape * gamma_scale + the wet-day threshold (wet_day_threshold_mm / 86400 in kg m-2 s-1)";
+  std::string rule = "wet where p_wet >= 0.5, " + amount;
   if (cfg.predict.occurrence == "frequency") {
     const size_t nt = store.count("train");
     BernoulliGammaParams train;  // p alone: the thresholds need no amounts
@@ -622,8 +625,7 @@ int run_predict(const Config& cfg) {
         target[first * hw + i] = meta.mask[i % hw] ? observed_wet(y[i]) : kObservedMissing;
     });
     threshold = frequency_adapted_thresholds(train, target);
-    rule = "wet where p_wet reaches the per-box threshold matching the training wet-day frequency, "
-           "amount gamma_shape * gamma_scale + the wet-day threshold (wet_day_threshold_mm / 86400 in kg m-2 s-1)";
+    rule = "wet where p_wet reaches the per-box threshold matching the training wet-day frequency, " + amount;
   }
 
   PrecipitationOutput header;

@@ -34,7 +34,7 @@ inline constexpr double kRecordDailyMm = 1825;
 
 // Where a value lies, for the messages: its day index (into the prediction's days) and box.
 struct MemberExtreme {
-  double value = -1;  // mm/day; -1: no wet draw yet
+  double value = -1;  // mm/day; -1: no draw yet
   int member = 0;
   size_t day = 0, point = 0;
   double p = 0, shape = 0, scale = 0;  // the distribution it was drawn from
