@@ -295,8 +295,9 @@ std::string existing_checkpoint(const Config& cfg, const RunPaths& paths) {
     if (c == "best" || c == "last")
       throw InputError(ckpt + ": no such checkpoint (predict.checkpoint " + c + "): run `downscale train` first" +
                        paths.other_models_hint("train", "checkpoint_" + c + ".h5", "models trained"));
-    // Any other value is a path: a misspelt `best` would otherwise read as a missing training.
-    throw InputError(ckpt + ": no such checkpoint file (" + cfg.origin("predict.checkpoint") +
+    // Any other value is a path, named in the config: a misspelt `best` is the config's error (2), not a
+    // missing training (3).
+    throw UsageError(ckpt + ": no such checkpoint file (" + cfg.origin("predict.checkpoint") +
                      ": predict.checkpoint is `best`, `last` (the checkpoints in " + paths.model_dir() +
                      ") or the path of a checkpoint file)");
   }

@@ -161,7 +161,7 @@ expect 2 "key 'train.precision' is 'fp16' but the cpu" -- \
   train --check --config "$work/good.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}" --set train.precision=fp16
 
 # A misspelt `best` is a path that does not exist: the message says what the key takes.
-expect 3 "bset: no such checkpoint file (--set predict.checkpoint=bset: predict.checkpoint is \`best\`, \`last\` (the checkpoints in $work/runs/nv/train) or the path of a checkpoint file)" -- \
+expect 2 "bset: no such checkpoint file (--set predict.checkpoint=bset: predict.checkpoint is \`best\`, \`last\` (the checkpoints in $work/runs/nv/train) or the path of a checkpoint file)" -- \
   predict --config "$work/good.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}" --set predict.checkpoint=bset
 
 # Split years outside the fetched data (2000..2001): none of them is exit 3 naming the key and
