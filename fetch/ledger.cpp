@@ -17,7 +17,7 @@ ChunkLedger ChunkLedger::read(const std::string& path) {
     const auto j = nlohmann::json::parse(f);
     for (const auto& [file, e] : j.at("chunks").items())
       l.chunks[file] = LedgerEntry{e.at("request"), e.at("bytes"), e.at("crc32"), e.value("ntime", size_t{0}),
-                                   e.value("missing_share", 0.0)};
+                                   e.value("missing_share", 0.0), e.value("source_version", std::string())};
   } catch (const nlohmann::json::exception&) {
     return ChunkLedger{};  // a damaged ledger only costs a refetch
   }
@@ -29,8 +29,9 @@ void ChunkLedger::write(const std::string& path) const {
   j["format"] = "downscale-fetch-chunks-1";
   j["chunks"] = nlohmann::json::object();
   for (const auto& [file, e] : chunks)
-    j["chunks"][file] = {{"request", e.request}, {"bytes", e.bytes}, {"crc32", e.crc32}, {"ntime", e.ntime},
-                         {"missing_share", e.missing_share}};
+    j["chunks"][file] = {{"request", e.request},          {"bytes", e.bytes},
+                         {"crc32", e.crc32},              {"ntime", e.ntime},
+                         {"missing_share", e.missing_share}, {"source_version", e.source_version}};
   write_file_atomically(path, j.dump(1) + "\n");
 }
 

@@ -16,6 +16,7 @@ struct LedgerEntry {
   std::string crc32;
   size_t ntime = 0;
   double missing_share = 0;
+  std::string source_version;  // ChunkPlan::source_version when fetched; "" in ledgers before it
 };
 
 struct ChunkLedger {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include "io/calendar.h"
 #include "io/error.h"
@@ -44,6 +45,33 @@ std::string FieldPlan::redacted() const { return redact_credentials(url); }
 std::string FieldPlan::out_units() const { return def.std_units.empty() ? source_units : def.std_units; }
 
 std::string ChunkPlan::label(const FieldPlan& f) const { return f.name + " " + std::to_string(year); }
+
+std::string ChunkPlan::source_version(const FieldPlan& f) const {
+  std::string out;
+  size_t last = SIZE_MAX;
+  for (const auto& r : time_runs)
+    if (r.source != last) {
+      last = r.source;
+      const std::string& v = r.source < f.source_versions.size() ? f.source_versions[r.source] : std::string();
+      if (!v.empty()) out += (out.empty() ? "" : "; ") + v;
+    }
+  return out;
+}
+
+std::string source_version(const NcFile& src, const std::string& url) {
+  if (url.find("://") == std::string::npos) {
+    struct stat st {};
+    if (::stat(url.c_str(), &st) != 0) return "";
+    return fmt::format("{} bytes, modified {}.{:09d}", static_cast<long long>(st.st_size),
+                       static_cast<long long>(st.st_mtim.tv_sec), static_cast<long>(st.st_mtim.tv_nsec));
+  }
+  static const std::set<std::string> kVersionAttributes{
+      "tracking_id", "version", "product_version", "date_created", "creation_date", "date_modified", "date_issued"};
+  std::string out;
+  for (const std::string& name : src.att_names(NC_GLOBAL))
+    if (kVersionAttributes.count(name)) out += (out.empty() ? "" : ", ") + name + "=" + src.att_text(NC_GLOBAL, name);
+  return out;
+}
 
 std::string ChunkPlan::request(const FieldPlan& f) const {
   std::ostringstream s;
@@ -428,6 +456,7 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
                          ", opened: does the source hold every year of fetch.years?)");
       }
     }();
+    f.source_versions.push_back(source_version(sk, f.urls[k]));
     const int vk = sk.var_id(f.native);
     if (k > 0) {
       // One file per year: the same variable on the same grid.

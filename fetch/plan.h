@@ -49,6 +49,9 @@ struct FieldPlan {
   int level = 0;               // hPa; 0 for a single-level field
   std::string url;             // the (first) source; may hold credentials: print only redacted()
   std::vector<std::string> urls;  // every file the field reads: url alone, or one per calendar year
+  // Each file's version when planned (source_version), beside urls: a chunk fetched from an
+  // earlier version is fetched again.
+  std::vector<std::string> source_versions;
   std::string native;          // variable name in the source
   DatasetVariable def;         // conversion and checks from the dataset definition
   std::string source_units;    // units attribute in the source
@@ -103,7 +106,15 @@ struct ChunkPlan {
   // when this is unchanged.
   std::string request(const FieldPlan& f) const;
   std::string label(const FieldPlan& f) const;  // "z@500 2001", for messages
+  // The versions of the files it reads (FieldPlan::source_versions), "" when none is known.
+  std::string source_version(const FieldPlan& f) const;
 };
+
+// What tells whether a source file changed since its chunks were fetched (a corrected dataset
+// downloaded again under its old name, E-OBS v14 replaced by v20): a local file's size and
+// modification time; a server's, the global attributes its provider changes with a new version
+// (tracking_id, version, date_modified, ...), "" when it has none (then unchecked).
+std::string source_version(const NcFile& src, const std::string& url);
 
 // "<folder>/<name>/<year>.nc": a chunk's file, relative to the fetch folder.
 std::string chunk_file(const std::string& folder, const std::string& name, int year);

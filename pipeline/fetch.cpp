@@ -167,16 +167,33 @@ int run_fetch(const Config& cfg, bool dry_run) {
   std::vector<bool> have(plan.chunks.size());
   std::vector<size_t> todo;
   uint64_t todo_bytes = 0;
+  // A chunk whose source file changed since it was fetched (a corrected dataset downloaded again
+  // under its name) is fetched again, and fetch says so; one a version before this check
+  // recorded takes the source's version as it is now.
+  std::map<std::string, size_t> changed;  // field -> chunks fetched again for a changed source
+  bool adopted = false;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ChunkPlan& c = plan.chunks[i];
-    have[i] = ledger.intact(dir, c.file, c.request(plan.fields[c.field]));
-    if (!have[i]) todo.push_back(i), todo_bytes += c.bytes(plan.fields[c.field]);
+    const FieldPlan& fp = plan.fields[c.field];
+    have[i] = ledger.intact(dir, c.file, c.request(fp));
+    if (have[i]) {
+      LedgerEntry& e = ledger.chunks.at(c.file);
+      const std::string version = c.source_version(fp);
+      if (e.source_version.empty() && !version.empty()) e.source_version = version, adopted = true;
+      else if (e.source_version != version) have[i] = false, ++changed[fp.name];
+    }
+    if (!have[i]) todo.push_back(i), todo_bytes += c.bytes(fp);
   }
+  for (const auto& [field, n] : changed)
+    spdlog::warn("{}: {} chunk{} fetched again: the source changed since {} fetched (another size or modification "
+                 "time of a local file, another version of a server's)",
+                 field, n, n == 1 ? " is" : "s are", n == 1 ? "it was" : "they were");
   if (dry_run) {
     print_dry_run(plan, have);
     return 0;
   }
 
+  if (adopted) ledger.write(ledger_path);
   // The manifest says "this folder holds what the config asks for": not true until the end.
   std::remove((dir + "/manifest.json").c_str());
   spdlog::info("{} chunks ({} complete from an earlier run), {} to fetch: about {}, {} at a time", plan.chunks.size(),
@@ -238,7 +255,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
     const ChunkPlan& c = plan.chunks[i];
     const auto j = nlohmann::json::parse(result);
     ledger.chunks[c.file] = LedgerEntry{c.request(plan.fields[c.field]), j.at("bytes"), j.at("crc32"), j.at("ntime"),
-                                        j.at("missing_share")};
+                                        j.at("missing_share"), c.source_version(plan.fields[c.field])};
     ledger.write(ledger_path);
     progress.chunk_done();
     complete[i] = true;

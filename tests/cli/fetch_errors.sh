@@ -86,5 +86,27 @@ out=$(cd "$src" && "$bin" fetch --dry-run --config configs/demo.yaml --set fetch
 [[ $rc -eq 2 && $out == *"configs/demo.yaml: no dataset definition 'nope' (looked for nope.yaml in configs/datasets)"* ]] &&
   ok "no dataset definition: folders once" || fail "no dataset definition: exit $rc: $out"
 
+# A source rewritten in place (another synth.seed: a corrected dataset downloaded again under its
+# old name): the rerun fetches its chunks again and says so, and the fetched values are the new
+# source's, as a fetch into a new folder gives them; a rerun after it reuses every chunk. Before,
+# the rerun kept every chunk of the old source (0 to fetch) and exited 0.
+ta=(--set synth.dir=alt --set 'fetch.predictors.fields=[ta@850]')
+"$bin" fetch -q "${one[@]}" "${ta[@]}" || fail "fetch of ta@850"
+"$bin" synth -q "${one[@]}" --set synth.dir=alt --set synth.seed=7 || fail "synth with another seed"
+out=$("$bin" fetch "${one[@]}" "${ta[@]}" 2>&1); rc=$?
+[[ $rc -eq 0 && $out == *"ta@850: 1 chunk is fetched again: the source changed since it was fetched"* &&
+   $out == *"pr: 1 chunk is fetched again"* && $out == *"2 chunks (0 complete from an earlier run), 2 to fetch"* ]] &&
+  ok "a changed source is fetched again" || fail "rerun after the source changed: exit $rc: $out"
+"$bin" fetch -q "${one[@]}" "${ta[@]}" --set run.dir=runs/fresh || fail "fetch into a new folder"
+/usr/bin/python3 - <<'PY' || fail "the refetched ta@850 is not the new source's"
+import netCDF4, numpy as np
+a = netCDF4.Dataset("runs/x/fetch/predictors/ta@850.nc")["ta"][:]
+b = netCDF4.Dataset("runs/fresh/fetch/predictors/ta@850.nc")["ta"][:]
+assert np.array_equal(np.ma.filled(a, np.nan), np.ma.filled(b, np.nan), equal_nan=True)
+PY
+out=$("$bin" fetch "${one[@]}" "${ta[@]}" 2>&1); rc=$?
+[[ $rc -eq 0 && $out == *"2 chunks (2 complete from an earlier run), 0 to fetch"* && $out != *"fetched again"* ]] &&
+  ok "an unchanged source: every chunk reused" || fail "rerun of an unchanged source: exit $rc: $out"
+
 echo "fetch errors: $failures failures"
 [[ $failures -eq 0 ]]
