@@ -48,9 +48,13 @@ void FetchManifest::write(const std::string& path) const {
   // No predictand (predictors alone): null, read back as a FetchedFile without a name.
   j["predictand"] = predictand.name.empty() ? nlohmann::json(nullptr) : to_json(predictand);
   if (!season.empty()) j["season"] = season;
-  if (request.present)
+  if (request.present) {
     j["request"] = {{"lon", {request.lon_min, request.lon_max}}, {"lat", {request.lat_min, request.lat_max}},
                     {"years", {request.first_year, request.last_year}}};
+    if (request.datasets_present)
+      j["request"]["datasets"] = {{"predictors", request.predictors_dataset},
+                                  {"predictand", request.predictand_dataset}};
+  }
   write_file_atomically(path, j.dump(2) + "\n");
 }
 
@@ -72,6 +76,11 @@ FetchManifest FetchManifest::read(const std::string& path) {
       m.request.lat_max = q.at("lat").at(1);
       m.request.first_year = q.at("years").at(0);
       m.request.last_year = q.at("years").at(1);
+      if (q.contains("datasets")) {
+        m.request.datasets_present = true;
+        m.request.predictors_dataset = q.at("datasets").at("predictors");
+        m.request.predictand_dataset = q.at("datasets").at("predictand");
+      }
     }
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path + ": not a fetch manifest: " + e.what());

@@ -37,6 +37,10 @@ struct FetchManifest {
     bool present = false;
     double lon_min = 0, lon_max = 0, lat_min = 0, lat_max = 0;
     int first_year = 0, last_year = 0;
+    // fetch.predictors.dataset and fetch.predictand.dataset as the config named them (E-OBS or
+    // EWEMBI, ERA-Interim or a GCM run); datasets_present false in manifests before them.
+    bool datasets_present = false;
+    std::string predictors_dataset, predictand_dataset;
   } request;
   std::string dir;  // folder of the manifest (set on read)
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <set>
+#include <vector>
 
 namespace ds {
 
@@ -41,6 +42,31 @@ std::string fetched_fields_change(const FetchManifest& m, const Config::Fetch& f
          (missing.empty() ? "" : " (not fetched: " + missing + ")") +
          (extra.empty() ? "" : " (fetched, not listed: " + extra + ")") +
          ": the store's channels would not be the config's; run `downscale fetch` again, or list what was fetched";
+}
+
+std::string fetched_datasets_change(const FetchManifest& m, const Config::Fetch& f, std::string* key) {
+  std::vector<std::string> changes;
+  const auto changed = [&](const char* k, std::string what) {
+    if (changes.empty() && key) *key = k;
+    changes.push_back(std::move(what));
+  };
+  const auto& r = m.request;
+  if (r.datasets_present && !f.predictors.empty() && r.predictors_dataset != f.predictors_dataset)
+    changed("fetch.predictors.dataset", "predictors from dataset '" + r.predictors_dataset + "', fetch.predictors.dataset is now '" +
+                      f.predictors_dataset + "'");
+  if (m.has_predictand() && f.has_predictand()) {
+    if (r.datasets_present && r.predictand_dataset != f.predictand_dataset)
+      changed("fetch.predictand.dataset", "the predictand from dataset '" + r.predictand_dataset +
+                        "', fetch.predictand.dataset is now '" + f.predictand_dataset + "'");
+    if (m.predictand.name != f.predictand_variable)
+      changed("fetch.predictand.variable", "predictand " + m.predictand.name + ", fetch.predictand.variable is now " +
+                        f.predictand_variable);
+  }
+  if (changes.empty()) return "";
+  std::string what;
+  for (const auto& c : changes) what += (what.empty() ? "" : "; ") + c;
+  return m.dir + "/manifest.json was fetched with " + what +
+         ": the store would hold other data than the config asks for; run `downscale fetch` again";
 }
 
 }  // namespace ds

@@ -19,4 +19,12 @@ std::string fetch_request_change(const FetchManifest& manifest, const Config::Fe
 // preprocess refuses then: a store of other channels than the config's is another model's input.
 std::string fetched_fields_change(const FetchManifest& manifest, const Config::Fetch& asked);
 
+// "" when the fetched data are of the datasets and predictand variable the config names (or the
+// manifest predates the datasets' record, or the config names no predictand); otherwise a
+// sentence naming what was fetched and what the config asks for. preprocess refuses then: a store
+// of E-OBS tas when the config asks for EWEMBI, or of tas when it asks for tasmax, would train a
+// model on data nobody asked for.
+// `key`: the first key that differs, for the message's origin.
+std::string fetched_datasets_change(const FetchManifest& manifest, const Config::Fetch& asked, std::string* key);
+
 }  // namespace ds

@@ -92,7 +92,9 @@ else:
     if manifest["predictand"] is not None: problems.append(f"manifest predictand: {manifest['predictand']}")
 names = [p["name"] for p in manifest["predictors"]]
 if names != ["hus@850", "psl", "ta@850", "tas"]: problems.append(f"manifest predictors: {names}")
-want_request = {"lon": [-10, 5], "lat": [35, 45], "years": [1983, 2002]}
+want_request = {"lon": [-10, 5], "lat": [35, 45], "years": [1983, 2002],
+                "datasets": {"predictors": "iberia_ncep", "predictand": "iberia_eobs"} if kind == "ncep" else
+                            {"predictors": "iberia_cnrm_cm5_historical", "predictand": ""}}
 if manifest.get("request") != want_request: problems.append(f"manifest request: {manifest.get('request')}")
 for p in manifest["predictors"]:
     if p.get("calendar") != "standard": problems.append(f"manifest {p['name']}: calendar {p.get('calendar')}")

@@ -441,3 +441,46 @@ TEST(BuildStore, FieldsOtherThanFetchedAreRefused) {
   }
   EXPECT_FALSE(std::filesystem::exists(run.dir / "run/store.h5"));
 }
+
+// The datasets and predictand variable fetch was asked for travel in the manifest: preprocess
+// refuses a config that names others since (E-OBS for EWEMBI, tasmax for tas), naming the first
+// key that differs, rather than build a store of data the config does not ask for. Found by an
+// audit: a store of tas from E-OBS built under a config asking for tasmax, exit 0.
+TEST(BuildStore, DatasetsOrPredictandOtherThanFetchedAreRefused) {
+  test::TempDir d;
+  FetchManifest m;
+  m.predictors.push_back({"z@500", "z", "z@500.nc", "z.nc"});
+  m.predictand = {"tas", "tas", "predictand/tas.nc", "eobs.nc"};
+  m.request = {true, -10, 4, 35.5, 44, 1979, 2008, true, "ncep_iberia", "eobs"};
+  m.write(d / "manifest.json");
+  const FetchManifest back = FetchManifest::read(d / "manifest.json");
+  ASSERT_TRUE(back.request.datasets_present);
+  Config::Fetch asked;
+  asked.predictors = {FieldRequest{"z", 500}};
+  asked.predictors_dataset = "ncep_iberia", asked.predictand_dataset = "eobs", asked.predictand_variable = "tas";
+  std::string key;
+  EXPECT_EQ(fetched_datasets_change(back, asked, &key), "");
+  asked.predictand_variable = "tasmax";
+  std::string why = fetched_datasets_change(back, asked, &key);
+  EXPECT_EQ(key, "fetch.predictand.variable");
+  EXPECT_TRUE(has(why, "manifest.json was fetched with predictand tas, fetch.predictand.variable is now tasmax")) << why;
+  asked.predictand_variable = "tas", asked.predictand_dataset = "ewembi";
+  why = fetched_datasets_change(back, asked, &key);
+  EXPECT_EQ(key, "fetch.predictand.dataset");
+  EXPECT_TRUE(has(why, "the predictand from dataset 'eobs', fetch.predictand.dataset is now 'ewembi'")) << why;
+  asked.predictors_dataset = "cnrm_cm5_historical";
+  why = fetched_datasets_change(back, asked, &key);
+  EXPECT_EQ(key, "fetch.predictors.dataset");  // the first that differs
+  EXPECT_TRUE(has(why, "predictors from dataset 'ncep_iberia', fetch.predictors.dataset is now 'cnrm_cm5_historical'; "
+                       "the predictand from dataset 'eobs'")) << why;
+  // A config for the later stages names no predictors or predictand: nothing to compare; nor in a
+  // manifest written before the datasets were recorded (the predictand's variable still is).
+  Config::Fetch later;
+  later.predictand_variable = "pr";
+  EXPECT_EQ(fetched_datasets_change(back, later, &key), "");
+  FetchManifest old = back;
+  old.request.datasets_present = false;
+  asked.predictand_variable = "tasmax";
+  why = fetched_datasets_change(old, asked, &key);
+  EXPECT_TRUE(has(why, "predictand tas, fetch.predictand.variable is now tasmax") && !has(why, "dataset")) << why;
+}
