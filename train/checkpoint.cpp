@@ -123,6 +123,10 @@ TrainState read_state(const H5File& f, const std::string& path) {
   if (f.has_attr("/", "global_batch")) s.global_batch = f.attr_int("/", "global_batch");
   if (f.has_attr("/", "config")) s.config_text = f.attr_string("/", "config");
   if (f.has_attr("/", "training_setup")) s.setup = f.attr_string("/", "training_setup");
+  if (f.has_attr("/", "epoch_metrics")) {
+    s.epoch_metrics = f.attr_string("/", "epoch_metrics");
+    s.epoch_learning_rate = f.attr_double("/", "epoch_learning_rate");
+  }
   if (f.has_attr("/", "loss_scale")) {
     s.loss_scale = f.attr_double("/", "loss_scale");
     s.loss_scale_good_steps = f.attr_int("/", "loss_scale_good_steps");
@@ -157,6 +161,10 @@ void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer*
   f.set_attr("/", "global_batch", state.global_batch);
   if (!state.config_text.empty()) f.set_attr("/", "config", state.config_text);
   if (!state.setup.empty()) f.set_attr("/", "training_setup", state.setup);
+  if (!state.epoch_metrics.empty()) {
+    f.set_attr("/", "epoch_metrics", state.epoch_metrics);
+    f.set_attr("/", "epoch_learning_rate", state.epoch_learning_rate);
+  }
   if (state.loss_scale > 0) {
     f.set_attr("/", "loss_scale", state.loss_scale);
     f.set_attr("/", "loss_scale_good_steps", state.loss_scale_good_steps);

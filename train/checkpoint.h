@@ -43,6 +43,11 @@ struct TrainState {
   // ones): the config as train read it (Config::record) and the ranks, threads, backend and
   // precision, which decide the arithmetic (another thread count sums in another order).
   std::string config_text, setup;
+  // Epoch `epoch`'s line of metrics.csv (without its newline) and its learning rate, "" and 0 in
+  // older ones: a run stopped after the checkpoint and before metrics.csv or the event file took
+  // the epoch (a full disk, a lost node) gets them back on --resume (train/metrics_csv.h).
+  std::string epoch_metrics;
+  double epoch_learning_rate = 0;
 };
 
 // Refuses (InputError, exit 3) a checkpoint trained on another store than `store`, saying what

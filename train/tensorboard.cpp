@@ -92,7 +92,7 @@ void TrainingEvents::epoch(int epoch, double train_loss, double validation_loss,
   if (!std::isnan(validation_loss)) validation_.add_scalar("loss", validation_loss, epoch);  // NaN: no split
   train_.add_scalar("learning_rate", learning_rate, epoch);  // of the epoch's last step
   train_.add_scalar("epoch_seconds", seconds, epoch);
-  train_.add_scalar("samples_per_second", samples_per_second, epoch);
+  if (!std::isnan(samples_per_second)) train_.add_scalar("samples_per_second", samples_per_second, epoch);  // NaN: none
 }
 
 }  // namespace ds

@@ -29,6 +29,7 @@
 #include "train/batches.h"
 #include "train/check.h"
 #include "train/checkpoint.h"
+#include "train/metrics_csv.h"
 #include "train/climatology_start.h"
 #include "train/device_batches.h"
 #include "train/device_check.h"
@@ -224,10 +225,23 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   state.config_text = cfg.record("train");  // this session's, also when it resumes an earlier one
   // (The CPU backend's name holds its thread count: "cpu (oneDNN, 2 threads)".) A resumed run on
   // another setup keeps the earlier one's before it: both decided the arithmetic.
-  const std::string setup = fmt::format("{} rank(s), backend {}, train.precision {}, train.seed {}", comm.size(),
-                                        be->name(), cfg.train.precision, tc.seed);
+  // The learning rate after warmup (train.learning_rate x ranks, Horovod's rule) with them: a
+  // resume at the same global batch on other ranks, or with another train.learning_rate, changes
+  // Adam's steps, and is said (below) and recorded.
+  const std::string lr_text =
+      schedule ? std::string("from the schedule hook") : fmt::format("{:g}", lr_at(tc.epochs, int64_t(1) << 40));
+  const std::string setup = fmt::format("{} rank(s), backend {}, train.precision {}, train.seed {}, learning rate {}",
+                                        comm.size(), be->name(), cfg.train.precision, tc.seed, lr_text);
   std::string latest = state.setup;  // the last session's: after the last "; from epoch N: "
   if (const size_t p = latest.rfind("; from epoch "); p != std::string::npos) latest = latest.substr(latest.find(": ", p) + 2);
+  if (const size_t p = latest.rfind(", learning rate "); root && p != std::string::npos) {
+    const std::string before = latest.substr(p + std::string(", learning rate ").size());
+    if (before != lr_text)
+      spdlog::warn("{} trained at a learning rate of {} (after warmup); this run goes on at {} (train.learning_rate "
+                   "{:g} x {} rank(s)): Adam's steps change size from epoch {}. To keep the earlier rate, set "
+                   "train.learning_rate so that it times the ranks gives it",
+                   last_path, before, lr_text, tc.learning_rate, host.size(), state.epoch + 1);
+  }
   if (state.setup.empty())
     state.setup = setup;
   else if (latest != setup && state.setup.size() < 4000)  // (a bound against endless requeues)
@@ -244,8 +258,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                     parse_wire_type(tc.allreduce_dtype));
   spdlog::info("model {}: {} parameters, input {}x{}x{}, output {}x{}, backend {}", spec.name, net.parameter_count(),
                spec.in_channels, spec.in_h, spec.in_w, out_shape.h, out_shape.w, be->name());
-  spdlog::info("{} training and {} validation samples, batch {}, {} epochs, loss {}, optimizer {}, learning rate {}",
-               n_train, n_val, tc.batch_size, tc.epochs, tc.loss, optimizer->name(),
+  spdlog::info("{} training and {} validation samples, batch {}, {} epoch{}, loss {}, optimizer {}, learning rate {}",
+               n_train, n_val, tc.batch_size, tc.epochs, tc.epochs == 1 ? "" : "s", tc.loss, optimizer->name(),
                schedule ? std::string("from the schedule hook") : fmt::format("{:g}", tc.learning_rate));
   if (n_val == 0)
     spdlog::info("no validation split (preprocess.validation_years is empty): checkpoint_best.h5{} follows the "
@@ -274,10 +288,18 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   const auto open_history = [&] {
     if (!root || csv.is_open()) return;
     write_file_atomically(out_dir + "/model_summary.txt", net.summary());  // the run's, with its history
+    const std::string restored = resume ? restore_metrics(csv_path, state.epoch, state.epoch_metrics) : "";
     const bool header = !resume || !path_exists(csv_path) || std::filesystem::file_size(csv_path) == 0;
     csv = AppendFile(csv_path, !resume);
     if (header) csv.append("epoch,train_loss,val_loss,epoch_seconds,samples_per_second\n");
     events.emplace(out_dir, !resume);
+    if (!restored.empty()) {
+      const EpochMetrics m = parse_metrics_line(restored);
+      events->epoch(m.epoch, m.train_loss, m.val_loss, state.epoch_learning_rate, m.seconds, m.samples_per_second);
+      spdlog::warn("{} and the event files lacked epoch {}, which {} holds (the run that trained it stopped before "
+                   "writing them): restored from it",
+                   csv_path, m.epoch, last_path);
+    }
   };
   if (!replaces_previous) open_history();
 
@@ -347,6 +369,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     std::shuffle(order.begin(), order.end(), rng);
     double loss_sum = root ? resume_loss_sum : 0, lr = 0;
     loss_acc.reset(loss_sum);
+    const double resumed_loss_sum = loss_sum;  // all ranks' steps before this run, on rank 0
     int64_t step_in_epoch = resume_step;
     const int64_t first_step_in_epoch = step_in_epoch;  // a resumed epoch's steps before this run
     resume_step = 0;
@@ -433,7 +456,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
         spdlog::info("epoch {}/{}: step {}/{}, {:.1f} samples/s, {:.0f} s left in the epoch, loss so far {:.4f}", epoch,
                      tc.epochs, step_in_epoch, steps_per_epoch, done * double(global_batch) / secs,
                      secs / done * double(steps_per_epoch - step_in_epoch),
-                     sum / double(std::max<int64_t>(1, step_in_epoch * int64_t(tc.batch_size))));
+                     // This rank's mean over this run's steps: a resumed epoch's earlier sum is every rank's.
+                     (sum - resumed_loss_sum) / double(std::max<int64_t>(1, int64_t(done) * tc.batch_size)));
       }
 
       // SIGINT/SIGTERM/SIGUSR1: the step is complete; write checkpoint_last.h5 mid-epoch and stop.
@@ -511,22 +535,23 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     } else {
       ++state.epochs_without_improvement;
     }
+    // Without a validation split val_loss is left empty (Keras writes no val_loss then) and
+    // TensorBoard's validation run gets no point: a copy of the training loss there would read
+    // as a validation curve. The rate: the samples this run trained in the epoch (a resumed
+    // epoch's earlier steps ran before it), none (empty) for an epoch resumed after its last step.
+    // An epoch resumed after its last step ran none here: its rate is that of its last step.
+    if (first_start >= n_train) lr = lr_at(epoch, std::max<int64_t>(0, optimizer->steps() - 1));
+    const EpochMetrics metrics{epoch, train_loss, n_val ? val_loss : NAN, secs,
+                               first_start < n_train ? double(n_train - first_start) / secs : NAN};
+    state.epoch_metrics = metrics_line(metrics);  // in the checkpoints too, for a resume that lacks it
+    state.epoch_learning_rate = lr;
     const auto t_checkpoint = Clock::now();
     if (root) {
       open_history();  // a fresh run over an earlier one replaces its history here, with its checkpoints
       if (improved) save_checkpoint(best_path, net, optimizer.get(), state);
       save_checkpoint(last_path, net, optimizer.get(), state);
-      std::ostringstream line;
-      // Without a validation split val_loss is left empty (Keras writes no val_loss then) and
-      // TensorBoard's validation run gets no point: a copy of the training loss there would read
-      // as a validation curve.
-      line << epoch << "," << train_loss << ",";
-      if (n_val) line << val_loss;
-      // The samples this run trained in the epoch: a resumed epoch's earlier steps ran before it.
-      const double rate = double(n_train - first_start) / secs;
-      line << "," << secs << "," << rate << "\n";
-      csv.append(line.str());
-      events->epoch(epoch, train_loss, n_val ? val_loss : std::nan(""), lr, secs, rate);
+      csv.append(state.epoch_metrics + "\n");
+      events->epoch(epoch, train_loss, metrics.val_loss, lr, secs, metrics.samples_per_second);
       timeline.add("checkpoint", Timeline::kStep, t_checkpoint, Clock::now(), last_step, epoch);
     }
     // The losses are every rank's together: rank 0 says them, as Horovod's examples do (each rank's

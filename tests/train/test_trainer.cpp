@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <random>
 
 #include "io/error.h"
@@ -13,10 +14,12 @@
 #include "preprocess/output_grid.h"
 #include "io/training_store.h"
 #include "event_file_reader.h"
+#include "support/log_capture.h"
 #include "support/test_support.h"
 #include "train/check.h"
 #include "train/climatology_start.h"
 #include "train/checkpoint.h"
+#include "train/metrics_csv.h"
 #include "train/trainer.h"
 
 using namespace ds;
@@ -176,7 +179,69 @@ TEST(Trainer, ResumeIsBitIdentical) {
   two_threads.run.threads = 2;
   train_model(two_threads, store, d / "split", true);
   EXPECT_EQ(read_checkpoint_state(d / "split/checkpoint_last.h5").setup,
-            one + "; from epoch 7: 1 rank(s), backend cpu (oneDNN, 2 threads), train.precision tf32, train.seed 3");
+            one +
+                "; from epoch 7: 1 rank(s), backend cpu (oneDNN, 2 threads), train.precision tf32, train.seed 3, "
+                "learning rate 0.003");
+}
+
+// A run stopped after an epoch's checkpoint and before its line of metrics.csv (a full disk failed
+// the line, a node was lost) resumes with the line restored from the checkpoint, in metrics.csv
+// and the event files, once; a line cut off by the failed write is dropped. Before, the resume
+// started after that epoch and its line was missing for good (an audit: epochs 1, 3, 4).
+TEST(Trainer, AnEpochMissingFromMetricsIsRestoredFromTheCheckpoint) {
+  test::TempDir d;
+  const auto store = write_tiny_store(d);
+  std::filesystem::create_directories(d / "full");
+  std::filesystem::create_directories(d / "cut");
+  train_model(tiny_config(d / "c.yaml", 3), store, d / "full", false);
+  train_model(tiny_config(d / "c.yaml", 2), store, d / "cut", false);
+  const auto full = csv_lines(d / "full/metrics.csv");
+  ASSERT_EQ(full.size(), 4u);
+  // metrics.csv as the failed write of epoch 2 left it: epoch 1, and half of epoch 2's line.
+  {
+    std::ofstream out(d / "cut/metrics.csv", std::ios::trunc);
+    out << full[0] << "\n" << full[1] << "\n" << full[2].substr(0, 5);
+  }
+  for (const auto& f : test::event_files(d / "cut/tensorboard/train")) std::filesystem::remove(f);
+  test::LogCapture log;
+  train_model(tiny_config(d / "c.yaml", 3), store, d / "cut", true);
+  EXPECT_NE(log.str().find("lacked epoch 2, which " + std::string(d / "cut/checkpoint_last.h5") + " holds"),
+            std::string::npos) << log.str();
+  const auto cut = csv_lines(d / "cut/metrics.csv");
+  ASSERT_EQ(cut.size(), 4u);
+  for (size_t i = 0; i < 4; ++i)  // the losses: the same bits trained; the seconds differ
+    EXPECT_EQ(cut[i].substr(0, cut[i].find(',', cut[i].find(',') + 1)), full[i].substr(0, full[i].find(',', full[i].find(',') + 1)))
+        << i;
+  // The restored epoch's event: its loss and learning rate, in the resumed run's event file.
+  std::map<std::pair<std::string, int64_t>, double> points;
+  std::string version;
+  for (const auto& f : test::event_files(d / "cut/tensorboard/train"))
+    for (const auto& p : test::scalars(test::read_records(f), &version)) points[{p.tag, p.step}] = p.value;
+  EXPECT_EQ(points.count({"loss", 2}), 1u);
+  EXPECT_NEAR((points[{"learning_rate", 2}]), 3e-3, 1e-9);
+  EXPECT_EQ(points.count({"loss", 3}), 1u);
+  // A resume that finds metrics.csv whole changes nothing in it.
+  train_model(tiny_config(d / "c.yaml", 4), store, d / "cut", true);
+  EXPECT_EQ(csv_lines(d / "cut/metrics.csv").size(), 5u);
+}
+
+// A resume with another learning rate after warmup (train.learning_rate edited, or other ranks at
+// the same global batch) is said and recorded in the checkpoint's training setup.
+TEST(Trainer, AnotherLearningRateOnResumeIsSaidAndRecorded) {
+  test::TempDir d;
+  const auto store = write_tiny_store(d);
+  std::filesystem::create_directories(d / "a");
+  train_model(tiny_config(d / "c.yaml", 1), store, d / "a", false);
+  Config faster = tiny_config(d / "c.yaml", 2);
+  faster.train.learning_rate = 5e-3;
+  test::LogCapture log;
+  train_model(faster, store, d / "a", true);
+  EXPECT_NE(log.str().find("trained at a learning rate of 0.003 (after warmup); this run goes on at 0.005 "
+                           "(train.learning_rate 0.005 x 1 rank(s)): Adam's steps change size from epoch 2"),
+            std::string::npos) << log.str();
+  const std::string setup = read_checkpoint_state(d / "a/checkpoint_last.h5").setup;
+  EXPECT_NE(setup.find("learning rate 0.003; from epoch 2: "), std::string::npos) << setup;
+  EXPECT_NE(setup.find("learning rate 0.005"), std::string::npos) << setup;
 }
 
 // Resuming a run that already holds every epoch (a requeued job that had finished) trains
@@ -640,4 +705,37 @@ TEST(Trainer, ResumeKeepsTheDynamicLossScale) {
   const auto r = train_model(c, store, d / "a", true);
   EXPECT_EQ(r.skipped_steps, 0);
   EXPECT_EQ(r.loss_scale, 32768.0);
+}
+
+// metrics.csv's lines, and restore_metrics on its own: the checkpoint's line appended only when
+// the file stops at the epoch before it; a cut-off last line dropped; the header is no epoch.
+TEST(MetricsCsv, LinesAndRestore) {
+  EXPECT_EQ(metrics_line({3, 0.5, NAN, 2.25, NAN}), "3,0.5,,2.25,");
+  const EpochMetrics m = parse_metrics_line("3,0.5,,2.25,");
+  EXPECT_EQ(m.epoch, 3);
+  EXPECT_EQ(m.train_loss, 0.5);
+  EXPECT_TRUE(std::isnan(m.val_loss) && std::isnan(m.samples_per_second));
+  EXPECT_EQ(m.seconds, 2.25);
+  EXPECT_EQ(parse_metrics_line("epoch,train_loss,val_loss,epoch_seconds,samples_per_second").epoch, 0);
+  test::TempDir d;
+  const std::string path = d / "metrics.csv", header = "epoch,train_loss,val_loss,epoch_seconds,samples_per_second\n";
+  const auto text = [&] {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  std::ofstream(path) << header << "1,2,3,4,5\n";
+  EXPECT_EQ(restore_metrics(path, 2, "2,1,1,1,1"), "2,1,1,1,1");
+  EXPECT_EQ(text(), header + "1,2,3,4,5\n2,1,1,1,1\n");
+  EXPECT_EQ(restore_metrics(path, 2, "2,1,1,1,1"), "");  // whole now: unchanged
+  EXPECT_EQ(text(), header + "1,2,3,4,5\n2,1,1,1,1\n");
+  std::ofstream(path) << header << "1,2,3,4,5\n2,0.";  // epoch 2's line cut off
+  EXPECT_EQ(restore_metrics(path, 2, "2,1,1,1,1"), "2,1,1,1,1");
+  EXPECT_EQ(text(), header + "1,2,3,4,5\n2,1,1,1,1\n");
+  std::ofstream(path) << header;  // the first epoch's line lost
+  EXPECT_EQ(restore_metrics(path, 1, "1,2,3,4,5"), "1,2,3,4,5");
+  std::ofstream(path) << header << "1,2,3,4,5\n";  // an older checkpoint without its line
+  EXPECT_EQ(restore_metrics(path, 2, ""), "");
+  EXPECT_EQ(text(), header + "1,2,3,4,5\n");
+  EXPECT_EQ(restore_metrics(d / "none.csv", 2, "2,1,1,1,1"), "");
+  EXPECT_FALSE(std::filesystem::exists(d / "none.csv"));
 }
