@@ -12,6 +12,7 @@
 #include "io/training_store.h"
 #include "pipeline/stages.h"
 #include "train/check.h"
+#include "train/checkpoint.h"
 #include "train/distributed.h"
 #include "train/trainer.h"
 
@@ -57,10 +58,22 @@ int run_train(const Config& cfg, const StageOptions& opt) {
     // Rerunning after Ctrl-C without --resume starts from scratch and replaces the interrupted
     // run's checkpoint and history at the end of its first epoch: say so while the user can
     // still stop (which leaves the earlier run whole) and resume.
-    if (comm->is_root() && !resume && path_exists(last))
-      spdlog::warn("{} exists: this run starts afresh and replaces it, with its metrics.csv, at the end of its first "
-                   "epoch, or at a SIGUSR1 checkpoint-and-requeue before then (to continue that run instead, stop this one "
-                   "with Ctrl-C or SIGTERM before then and pass --resume)", last);
+    // One that --resume would refuse (trained on another store) is not offered.
+    if (comm->is_root() && !resume && path_exists(last)) {
+      std::string why_not;
+      try {
+        check_checkpoint_store(last, read_checkpoint_state(last), StoreReader(paths.store()));
+      } catch (const Error& e) {
+        why_not = e.what();
+      }
+      if (why_not.empty())
+        spdlog::warn("{} exists: this run starts afresh and replaces it, with its metrics.csv, at the end of its first "
+                     "epoch, or at a SIGUSR1 checkpoint-and-requeue before then (to continue that run instead, stop this "
+                     "one with Ctrl-C or SIGTERM before then and pass --resume)", last);
+      else
+        spdlog::warn("this run starts afresh and replaces {}, with its metrics.csv, at the end of its first epoch (it "
+                     "cannot be resumed: {})", last, why_not);
+    }
     done = train_model(cfg, paths.store(), paths.model_dir(), resume, {}, comm.get(), opt.timeline).already_done;
   });
   if (comm->is_root() && !done) spdlog::info("wrote {}/checkpoint_best.h5 and checkpoint_last.h5", paths.model_dir());

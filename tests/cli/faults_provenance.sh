@@ -112,6 +112,11 @@ expect 3 "checkpoint_best.h5: trained on other training days than the train spli
 ds preprocess --set run.dir=runs/again --set "preprocess.validation_years=[2002,2002]" --set "preprocess.test_years=[2001,2001]" 2>/dev/null
 expect 3 "checkpoint_best.h5: its best epoch was chosen on another validation split than runs/again/preprocess/store.h5" \
   ds predict "${other[@]}"
+# A fresh train over such a checkpoint does not offer --resume, which would refuse it, but says why.
+cp runs/again/train/other/checkpoint_best.h5 runs/again/train/other/checkpoint_last.h5
+out=$(ds train --set run.dir=runs/again --set train.name=other --set train.epochs=1 2>&1) || { echo "$out"; exit 1; }
+grep -qF "replaces runs/again/train/other/checkpoint_last.h5, with its metrics.csv, at the end of its first epoch (it cannot be resumed: runs/again/train/other/checkpoint_last.h5: its best epoch was chosen on another validation split" <<<"$out" &&
+  ! grep -qF "pass --resume" <<<"$out" || { echo "FAIL: train over a checkpoint of the old splits:"; echo "$out" | grep -i afresh; exit 1; }
 
 echo "== 2. implausible values in fetched files"
 copy_fetch celsius
