@@ -406,10 +406,20 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
   f.lat_run = {in.front(), in.back() - in.front() + 1};
   for (size_t j = 0; j < f.lat_run.count; ++j)
     f.lat.push_back(lat[f.lat_run.start + (f.lat_descending ? f.lat_run.count - 1 - j : j)]);
-  if (f.lon.front() < req.lon_min - 1e-6 || f.lon.back() > req.lon_max + 1e-6 || f.lat.front() < req.lat_min - 1e-6 ||
-      f.lat.back() > req.lat_max + 1e-6)
+  // The sides it reaches past: on the others the source's outermost points inside the box are
+  // the cut's (a coarse GCM grid's lie up to a cell inside it, and the box is then said to be cut
+  // past on one side only, not everywhere).
+  std::string past;
+  const auto side = [&](bool beyond, const char* name) {
+    if (beyond) past += std::string(past.empty() ? "" : ", ") + name;
+  };
+  side(f.lon.front() < req.lon_min - 1e-6, "west");
+  side(f.lon.back() > req.lon_max + 1e-6, "east");
+  side(f.lat.front() < req.lat_min - 1e-6, "south");
+  side(f.lat.back() > req.lat_max + 1e-6, "north");
+  if (!past.empty())
     f.widened = "lon " + num(f.lon.front()) + ".." + num(f.lon.back()) + ", lat " + num(f.lat.front()) + ".." +
-                num(f.lat.back());
+                num(f.lat.back()) + ", past the box (fetch.lon, fetch.lat) to the " + past;
 
   // A cut wider than the box (for a grid's edge cells) may hold points while the box itself has
   // none within a step of it: the source does not cover the box at all.

@@ -78,7 +78,8 @@ struct FieldPlan {
   // reaches every side. fetch then delivers what the source has and says so.
   std::string box_shortfall;
   // The cut reaches past the requested box (widened for the grid the field is regridded onto;
-  // plan_field): "lon -12.5..7.5, lat 32.5..47.5"; empty when it is the box.
+  // plan_field): "lon -12.5..7.5, lat 32.5..47.5, past the box (fetch.lon, fetch.lat) to the
+  // west, south"; empty when it is the box.
   std::string widened;
 
   // Packing in the source (values are unpacked, then converted with def.scale/def.offset).

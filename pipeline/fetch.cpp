@@ -135,8 +135,8 @@ int run_fetch(const Config& cfg, bool dry_run) {
       if (!fp.widened.empty()) fields_wide[fp.widened] += (fields_wide[fp.widened].empty() ? "" : ", ") + name;
     }
     for (const auto& [extent, names] : fields_wide)
-      spdlog::info("{}: cut to {}, past the box (fetch.lon, fetch.lat): one source cell beyond the cells of the grid "
-                   "preprocess regrids onto, so that its edge cells are regridded from whole source cells",
+      spdlog::info("{}: cut to {}: one source cell beyond the cells of the grid preprocess regrids onto, so that "
+                   "its edge cells are regridded from whole source cells",
                    names, extent);
   }
 
