@@ -29,7 +29,6 @@
 #include "train/batches.h"
 #include "train/check.h"
 #include "train/checkpoint.h"
-#include "train/metrics_csv.h"
 #include "train/climatology_start.h"
 #include "train/device_batches.h"
 #include "train/device_check.h"
@@ -38,6 +37,7 @@
 #include "train/fused_tensors.h"
 #include "train/gradient_buckets.h"
 #include "train/loss_scaler.h"
+#include "train/metrics_csv.h"
 #include "train/rank_device_check.h"
 #include "train/store_settings.h"
 #include "train/tensorboard.h"
@@ -535,12 +535,12 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     } else {
       ++state.epochs_without_improvement;
     }
+    // An epoch resumed after its last step ran none here: its learning rate is its last step's.
+    if (first_start >= n_train) lr = lr_at(epoch, std::max<int64_t>(0, optimizer->steps() - 1));
     // Without a validation split val_loss is left empty (Keras writes no val_loss then) and
     // TensorBoard's validation run gets no point: a copy of the training loss there would read
     // as a validation curve. The rate: the samples this run trained in the epoch (a resumed
     // epoch's earlier steps ran before it), none (empty) for an epoch resumed after its last step.
-    // An epoch resumed after its last step ran none here: its rate is that of its last step.
-    if (first_start >= n_train) lr = lr_at(epoch, std::max<int64_t>(0, optimizer->steps() - 1));
     const EpochMetrics metrics{epoch, train_loss, n_val ? val_loss : NAN, secs,
                                first_start < n_train ? double(n_train - first_start) / secs : NAN};
     state.epoch_metrics = metrics_line(metrics);  // in the checkpoints too, for a resume that lacks it
