@@ -192,7 +192,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     ch.name = p.name;
     ch.var = p.name.substr(0, p.name.find('@'));
     ch.file = std::make_unique<FetchedField>(manifest.path_of(p), p.variable);
-    ch.file->set_valid_range(p.valid_min, p.valid_max);
+    ch.file->set_valid_range(p.valid_min, p.valid_max, p.units);
     units.push_back({ch.name, ch.var, ch.file->units(), ch.file->where()});
     field_names += (field_names.empty() ? "" : ", ") + ch.name;
     channels.push_back(std::move(ch));
@@ -206,7 +206,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
   FetchedField obs_file(manifest.path_of(manifest.predictand), manifest.predictand.variable);
   // Precipitation is never negative, whatever the manifest's age.
   obs_file.set_valid_range(std::isfinite(manifest.predictand.valid_min) || !precipitation ? manifest.predictand.valid_min : 0.0,
-                           manifest.predictand.valid_max);
+                           manifest.predictand.valid_max, manifest.predictand.units);
   if (precipitation) {
     std::vector<float> none;
     to_mm_per_day(none, obs_file.units(), obs_file.where());  // checks the units before any work

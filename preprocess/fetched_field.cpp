@@ -66,14 +66,22 @@ void FetchedField::read(const std::vector<size_t>& idx, float* out) const {
   }
 }
 
-void FetchedField::set_valid_range(double min, double max) {
+void FetchedField::set_valid_range(double min, double max, const std::string& range_units) {
   valid_min_ = std::isfinite(min) ? min : -INFINITY;
   valid_max_ = std::isfinite(max) ? max : INFINITY;
+  range_units_ = range_units;
 }
 
 void FetchedField::implausible(float value, size_t index, size_t point) const {
   const size_t nlon = grid_.lon.size();
-  std::string range = "[" + fmt::format("{:g}", valid_min_) + ", " + fmt::format("{:g}", valid_max_) + "] " + units_;
+  // The range is the manifest's, in its units: a file whose units were changed after the fetch
+  // (hPa written by a CDO step) is said to disagree with it, not given a range in the wrong units.
+  const bool other_units = !range_units_.empty() && range_units_ != units_;
+  std::string range = "[" + fmt::format("{:g}", valid_min_) + ", " + fmt::format("{:g}", valid_max_) + "] " +
+                      (other_units ? range_units_ : units_);
+  if (other_units)
+    range += " (fetch/manifest.json's, which records the field in " + range_units_ + " while the file says " + units_ +
+             ": was the file changed after the fetch?)";
   throw InputError(where_ + " is " + fmt::format("{:g}", value) + " " + units_ + " on " + date_of(days_[index]) +
                    " at lat " + fmt::format("{:g}", grid_.lat[point / nlon]) + ", lon " +
                    fmt::format("{:g}", grid_.lon[point % nlon]) + ": outside its plausible range " + range +

@@ -38,12 +38,13 @@ class FetchedField {
   // floats, time-major); missing values become NaN. Consecutive indices are one hyperslab read.
   // Values outside it (or infinite) are an InputError naming the value, date and point.
   void read(const std::vector<size_t>& idx, float* out) const;
-  // Plausible values (fetch/plausible_ranges.h, recorded in the manifest); NaN bounds: none.
-  void set_valid_range(double min, double max);
+  // Plausible values (fetch/plausible_ranges.h, recorded in the manifest) in `range_units`, the
+  // manifest's units of the field ("": the file's); NaN bounds: none.
+  void set_valid_range(double min, double max, const std::string& range_units = "");
 
  private:
   NcFile file_;
-  std::string variable_, where_, units_;
+  std::string variable_, where_, units_, range_units_;
   int varid_ = -1, level_ = 0;
   float fill_ = 1e20f;
   double valid_min_ = -INFINITY, valid_max_ = INFINITY;

@@ -120,6 +120,13 @@ rc=0; out_self=$(ds predict --set train.name=deepesd --set predict.predictors=ru
 [[ $rc -eq 0 ]] && grep -qE "tas_cmip5_rcp85_own.nc holds the prediction from these predictors standardized otherwise \(own: .* of runs/cmip5_historical/fetch over .*\); this one \(own: .* of these predictors\) replaces it when written: set predict.label to keep both" <<<"$out_self" ||
   { echo "a self-referenced scenario over the historical-referenced one: exit $rc, $out_self"; exit 1; }
 rm $out/tas_cmip5_rcp85_own.nc
+# The same named as its own reference_predictors: warned as well (it was not, and lost 2.6 K so).
+out_self=$("$bin" predict --config "$cfg" --set train.name=deepesd --set predict.predictors=runs/cmip5_rcp85/fetch \
+  --set predict.standardize=own --set predict.reference_predictors=runs/cmip5_rcp85/fetch \
+  --set "predict.reference_years=[2081,2100]" --set predict.label=self_reference 2>&1) || { echo "$out_self"; exit 1; }
+grep -qF "own over 2081-2100 of predict.reference_predictors (runs/cmip5_rcp85/fetch), years far from the training years" <<<"$out_self" ||
+  { echo "no warning for a scenario as its own reference_predictors: $out_self"; exit 1; }
+rm $out/tas_self_reference_own.nc
 
 /usr/bin/python3 - "$src/tests/data/iberia/EOBS_Iberia_tas.nc" <<'PY'
 import json, sys
