@@ -83,10 +83,12 @@ DatasetVariable Dataset::variable(const std::string& var) const {
 
 namespace {
 
-std::string find_definition(const std::string& name_or_path, const std::string& config_file) {
+std::string find_definition(const std::string& name_or_path, const std::string& config_file,
+                            const std::string& origin) {
+  const std::string& set_by = origin.empty() ? config_file : origin;
   const bool is_path = name_or_path.find('/') != std::string::npos || fs::path(name_or_path).has_extension();
   if (is_path) {
-    if (!fs::exists(name_or_path)) throw UsageError(config_file + ": dataset definition " + name_or_path + " does not exist");
+    if (!fs::exists(name_or_path)) throw UsageError(set_by + ": dataset definition " + name_or_path + " does not exist");
     return name_or_path;
   }
   const fs::path cfg_dir = fs::path(config_file).parent_path();
@@ -116,7 +118,7 @@ std::string find_definition(const std::string& name_or_path, const std::string& 
     if (fs::exists(p)) return p.string();
     looked += (i == 0 ? "" : i + 1 == folders.size() ? " and " : ", ") + folders[i].lexically_normal().string();
   }
-  throw UsageError(config_file + ": no dataset definition '" + name_or_path + "' (looked for " + name_or_path +
+  throw UsageError(set_by + ": no dataset definition '" + name_or_path + "' (looked for " + name_or_path +
                    ".yaml in " + looked + ")");
 }
 
@@ -155,9 +157,10 @@ void check_keys(const YAML::Node& n, const std::set<std::string>& known, const s
 
 }  // namespace
 
-Dataset load_dataset(const std::string& name_or_path, const std::string& config_file, const std::string& synth_dir) {
+Dataset load_dataset(const std::string& name_or_path, const std::string& config_file, const std::string& synth_dir,
+                     const std::string& origin) {
   Dataset d;
-  d.file = find_definition(name_or_path, config_file);
+  d.file = find_definition(name_or_path, config_file, origin);
   YAML::Node root;
   try {
     root = YAML::LoadFile(d.file);

@@ -82,9 +82,10 @@ struct Dataset {
 // then configs/datasets/<name>.yaml under the working folder, then the shipped ones) or by path.
 // Its url's placeholders are filled: {definition_dir} (the definition file's folder) and
 // {synth.dir} (`synth_dir`, the run config's synth.dir). Errors (UsageError) name the file and
-// key; unknown keys are errors, as in the run config.
+// key; unknown keys are errors, as in the run config. `origin`: where the name was set (the
+// config file, or the --set that gave it), which a definition not found is blamed on; "": the file.
 Dataset load_dataset(const std::string& name_or_path, const std::string& config_file,
-                     const std::string& synth_dir = Config::Synth().dir);
+                     const std::string& synth_dir = Config::Synth().dir, const std::string& origin = "");
 
 // The pass-through dataset used when the run config names only a source: every variable under
 // its own name, no unit check, no conversion.

@@ -24,7 +24,7 @@ Dataset dataset_of(const Config& cfg, const std::string& dataset, const std::str
     d.url_origin = "fetch." + key + ".source";
     return d;
   }
-  Dataset d = load_dataset(dataset, cfg.file, cfg.synth.dir);
+  Dataset d = load_dataset(dataset, cfg.file, cfg.synth.dir, cfg.origin("fetch." + key + ".dataset"));
   if (!source.empty()) {  // the server moved, or a local copy
     d.url = source, d.synthetic = false;
     d.url_origin = "fetch." + key + ".source";  // the key alone: its value may hold credentials

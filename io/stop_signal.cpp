@@ -34,7 +34,7 @@ void on_stop_signal(int signo) {
     // can take half a minute, and a Ctrl-C that nothing acknowledges gets pressed again.
     static const char kInt[] = "downscale: SIGINT: stopping at the next safe point (Ctrl-C again quits at once)\n";
     static const char kTerm[] = "downscale: SIGTERM: stopping at the next safe point\n";
-    static const char kUsr1[] = "downscale: SIGUSR1: stopping at the next safe point (train: checkpoint, exit 75 to be requeued)\n";
+    static const char kUsr1[] = "downscale: SIGUSR1: stopping at the next safe point (train: checkpoint, exit 75 to be requeued; other stages: exit 138)\n";
     static const char kOther[] = "downscale: stop signal received: stopping at the next safe point\n";
     const char* text = kOther;
     size_t len = sizeof kOther - 1;

@@ -275,8 +275,9 @@ int cuda_device_count();
 // if there is none; "auto" is cuda when a GPU is visible, else cpu with one log line saying why,
 // and an error when GPUs exist but cannot be used. threads: the CPU backend's. `setting` is what
 // the user set, as messages name it: the config key "run.device" (train, predict) or the
-// command-line option "--device" (benchmark and the bench tools: the default).
+// command-line option "--device" (benchmark and the bench tools: the default). `origin`: where
+// a config key was set (the file, or its --set), which errors start with; "" for an option.
 std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int local_rank = 0,
-                                      const std::string& setting = "--device");
+                                      const std::string& setting = "--device", const std::string& origin = "");
 
 }  // namespace ds::model

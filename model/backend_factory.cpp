@@ -141,9 +141,10 @@ std::string cpu_through(const std::string& setting) {
 }
 }  // namespace
 
-std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int local_rank, const std::string& setting) {
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int local_rank, const std::string& setting,
+                                      const std::string& origin) {
   if (device == "cpu") return make_cpu_backend(threads);
-  const std::string named = setting_named(setting);
+  const std::string named = (origin.empty() ? "" : origin + ": ") + setting_named(setting);
   if (device != "auto" && device != "cuda")
     throw UsageError(named + " is '" + device + "', expected auto, cpu or cuda");
   const CudaProbe gpu = cuda_probe();

@@ -58,9 +58,11 @@ int main(int argc, char** argv) {
   fetch->add_flag("--dry-run", options.dry_run, "list the chunks that would be fetched and their estimated size");
   add_stage("preprocess", "regrid, standardize, build the target and land mask, write the HDF5 training store");
   CLI::App* train = add_stage("train", "train the CNN (train.loss: Bernoulli-Gamma for precipitation, Gaussian or MSE); writes checkpoints");
-  train->add_flag("--resume", options.resume, "continue from the run's checkpoint_last.h5 (also written when a run is interrupted)");
+  CLI::Option* resume_flag = train->add_flag("--resume", options.resume,
+                  "continue from the run's checkpoint_last.h5 (also written when a run is interrupted)");
   train->add_flag("--resume-auto", options.resume_auto,
-                  "continue from the last checkpoint when there is one, else start (a requeued Slurm job)");
+                  "continue from the last checkpoint when there is one, else start (a requeued Slurm job)")
+      ->excludes(resume_flag);
   CLI::Option* check_flag = train->add_flag("--check", options.check,
                   "check the config, the store and the model, print a summary and exit (0 ok, 1 another train holds "
                   "the model's folder, 2 bad config, 3 bad store; a 'finished:' line when the checkpoint to "
@@ -77,6 +79,7 @@ int main(int argc, char** argv) {
   CLI::Option* scaling_flag = train->add_flag("--predict-scaling", sc.on,
                   "print the scaling model's step time, efficiency and images/s on 1-4 GPUs and 2-64 nodes "
                   "(docs/scaling.md); trains nothing, writes nothing but --out");
+  scaling_flag->excludes(check_flag);  // which would be skipped without a word
   train->add_option("--profile", sc.profile,
                     "--predict-scaling: a layer profile (bench_train_step --profile-layers --out); default: "
                     "measure one on the configured device")->type_name("FILE")->check(CLI::ExistingFile);

@@ -301,9 +301,9 @@ std::string existing_checkpoint(const Config& cfg, const RunPaths& paths) {
     if (c == "best" || c == "last")
       throw InputError(ckpt + ": no such checkpoint (predict.checkpoint " + c + "): run `downscale train` first" +
                        paths.other_models_hint("train", "checkpoint_" + c + ".h5", "models trained"));
-    // Any other value is a path, named in the config: a misspelt `best` is the config's error (2), not a
-    // missing training (3).
-    throw UsageError(ckpt + ": no such checkpoint file (" + cfg.origin("predict.checkpoint") +
+    // Any other value is a path: a missing file is exit 3, as any other path a config names (the
+    // message says what the key takes, for a misspelt `best`).
+    throw InputError(ckpt + ": no such checkpoint file (" + cfg.origin("predict.checkpoint") +
                      ": predict.checkpoint is `best`, `last` (the checkpoints in " + paths.model_dir() +
                      ") or the path of a checkpoint file)");
   }
@@ -493,7 +493,7 @@ int run_predict(const Config& cfg) {
                  cfg.predict.members, meta.predictand, loss == model::LossKind::kGaussian ? " and standard deviation" : "");
   // run.device as in train: a GPU when one is visible (auto) or asked for (cuda), else the CPU.
   // One process, so GPU 0 of those visible (CUDA_VISIBLE_DEVICES picks another).
-  auto be = model::make_backend(cfg.run.device, cfg.run.threads, 0, "run.device");
+  auto be = model::make_backend(cfg.run.device, cfg.run.threads, 0, "run.device", cfg.origin("run.device"));
   model::apply_math_mode(*be, cfg.train.precision, true);
   spdlog::info("predicting on {}", be->name());
   model::Net net(spec, *be);

@@ -30,7 +30,7 @@ LayerProfile measure_here(const Config& cfg, int steps) {
   if (n == 0) throw InputError(paths.store() + ": the train split is empty (the profile needs one batch)");
   const auto single = make_single_process_communicator();
   const int threads = cfg.run.threads > 0 ? cfg.run.threads : default_cpu_threads(*single);
-  auto be = model::make_backend(cfg.run.device, threads, 0, "run.device");
+  auto be = model::make_backend(cfg.run.device, threads, 0, "run.device", cfg.origin("run.device"));
   model::apply_math_mode(*be, cfg.train.precision, true);
   model::Net net(model_spec_for(cfg, meta), *be);
   net.init(cfg.train.seed);

@@ -121,7 +121,7 @@ std::string check_training(const Config& cfg, const std::string& store_path, con
   // cuda run checked where there is no GPU (a login node) is a note: the job's nodes have one.
   std::unique_ptr<model::Backend> run_be;
   try {
-    run_be = model::make_backend(cfg.run.device, 1, 0, "run.device");
+    run_be = model::make_backend(cfg.run.device, 1, 0, "run.device", cfg.origin("run.device"));
   } catch (const Error& e) {
     if (cfg.run.device != "cuda") throw;
     out << "note: run.device cuda, but not on this node: " << e.what() << "\n";

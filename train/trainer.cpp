@@ -152,7 +152,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   // run.threads 0 means all the cores this rank may use, shared with the ranks that may use them too.
   const int threads = cfg.run.threads > 0 ? cfg.run.threads : default_cpu_threads(host);
   // Each rank takes GPU local_rank when there are GPUs (run.device auto), else the CPU.
-  auto be = model::make_backend(cfg.run.device, threads, host.local_rank(), "run.device");
+  auto be = model::make_backend(cfg.run.device, threads, host.local_rank(), "run.device", cfg.origin("run.device"));
   model::apply_math_mode(*be, cfg.train.precision, root);
   const bool on_gpu = be->name().rfind("cuda", 0) == 0;
   {

@@ -37,6 +37,9 @@ run="--set run.dir=$work/run"
 # A mistyped config key: exit 2, names the file and the key.
 expect 2 "typo.yaml: unknown key 'train.epoch' (did you mean 'train.epochs'?)" -- train --config "$work/typo.yaml" $run
 expect 2 "--set train.epocs=3: unknown key 'train.epocs'" -- train --config "$work/good.yaml" $run --set train.epocs=3
+# Options that contradict each other: refused, not one of them ignored without a word.
+expect 2 "--check excludes --predict-scaling" -- train --check --predict-scaling --config "$work/good.yaml" $run
+expect 2 "--resume excludes --resume-auto" -- train --resume --resume-auto --config "$work/good.yaml" $run
 # A mistyped section: the suggestion covers sections too.
 sed 's/^train:/trian:/' "$src/configs/demo.yaml" > "$work/section.yaml"
 expect 2 "section.yaml: unknown key 'trian' (did you mean 'train'?)" -- train --config "$work/section.yaml" $run
@@ -160,8 +163,14 @@ expect 2 "key 'evaluate.pcs' is 5000, but the 366 training days of $work/runs/nv
 expect 2 "key 'train.precision' is 'fp16' but the cpu" -- \
   train --check --config "$work/good.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}" --set train.precision=fp16
 
+# run.device named with where it was set, as every config error (on a machine with a GPU, skipped).
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  expect 2 "--set run.device=cuda: key 'run.device' is cuda but no GPU can be used" -- \
+    predict --config "$work/good.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}" --set run.device=cuda
+fi
+
 # A misspelt `best` is a path that does not exist: the message says what the key takes.
-expect 2 "bset: no such checkpoint file (--set predict.checkpoint=bset: predict.checkpoint is \`best\`, \`last\` (the checkpoints in $work/runs/nv/train) or the path of a checkpoint file)" -- \
+expect 3 "bset: no such checkpoint file (--set predict.checkpoint=bset: predict.checkpoint is \`best\`, \`last\` (the checkpoints in $work/runs/nv/train) or the path of a checkpoint file)" -- \
   predict --config "$work/good.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}" --set predict.checkpoint=bset
 
 # Split years outside the fetched data (2000..2001): none of them is exit 3 naming the key and

@@ -83,7 +83,7 @@ kill "$silent_pid" 2>/dev/null; silent_pid=
 # A dataset found nowhere: each folder searched is named once (a config in configs/ makes the
 # folder beside it and configs/datasets under the working folder the same one).
 out=$(cd "$src" && "$bin" fetch --dry-run --config configs/demo.yaml --set fetch.predictors.dataset=nope 2>&1); rc=$?
-[[ $rc -eq 2 && $out == *"configs/demo.yaml: no dataset definition 'nope' (looked for nope.yaml in configs/datasets)"* ]] &&
+[[ $rc -eq 2 && $out == *"--set fetch.predictors.dataset=nope: no dataset definition 'nope' (looked for nope.yaml in configs/datasets)"* ]] &&
   ok "no dataset definition: folders once" || fail "no dataset definition: exit $rc: $out"
 
 # A source rewritten in place (another synth.seed: a corrected dataset downloaded again under its
