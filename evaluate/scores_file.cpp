@@ -62,6 +62,12 @@ int define_field(NcFile& nc, const ScoreField& s, const std::string& name, int d
   if (!standard_name.empty()) nc.put_att(id, "standard_name", standard_name);
   nc.put_att(id, "long_name", long_name);
   nc.put_att(id, "units", s.units);
+  // A temperature's bias, RMSE or sd in degC is a difference: CF-1.11's units_metadata says so,
+  // so that a unit-aware tool converting to K does not add 273.15 to it (an audit).
+  if (is_temperature_unit(s.units))
+    nc.put_att(id, "units_metadata",
+               s.index == "bias" || s.index == "rmse" || s.index == "sd" ? "temperature: difference"
+                                                                            : "temperature: on_scale");
   if (!cell_methods.empty()) nc.put_att(id, "cell_methods", cell_methods);
   nc.put_att(id, "_FillValue", kFill, NC_FLOAT);
   nc.put_att(id, "index", s.index);

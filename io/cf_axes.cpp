@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <set>
 
 #include "io/calendar.h"
 #include "io/error.h"
@@ -161,6 +162,13 @@ void PredictionFileDays::commit() {
   // output stays, the new one is removed, and the stage exits 128 + the signal.
   throw_if_stop_requested("writing " + path + "; the previous file is kept");
   file.commit();
+}
+
+bool is_temperature_unit(const std::string& units) {
+  static const std::set<std::string> kTemperature{"K",       "degC",      "degree_Celsius", "degrees_Celsius",
+                                                  "Celsius", "celsius",   "deg_C",          "degrees_C",
+                                                  "degree_C", "kelvin",   "Kelvin"};
+  return kTemperature.count(units) > 0;
 }
 
 }  // namespace ds

@@ -61,6 +61,8 @@ PredictandWriter::PredictandWriter(const std::string& path, const PredictandOutp
     if (!standard.empty()) nc.put_att(id, "standard_name", standard);
     nc.put_att(id, "long_name", long_name);
     nc.put_att(id, "units", o.units);
+    if (is_temperature_unit(o.units))  // the sd is a difference (see is_temperature_unit)
+      nc.put_att(id, "units_metadata", name == o.variable ? "temperature: on_scale" : "temperature: difference");
     nc.put_att(id, "_FillValue", kFill, NC_FLOAT);
     nc.put_att(id, "missing_value", kFill, NC_FLOAT);
     nc.put_att(id, "cell_methods", cell);

@@ -136,6 +136,13 @@ TEST(ScoresFile, TemperatureScoresAreAtTwoMetres) {
     EXPECT_EQ(metres, 2.0);
     EXPECT_EQ(nc.att_text(nc.var_id("bias_plus_one"), "coordinates"), "height");
     EXPECT_EQ(nc.att_text(nc.var_id("mean_observed_DJF"), "coordinates"), "height");
+    // A bias, RMSE or sd of a temperature is a difference (CF-1.11 units_metadata): a tool
+    // converting it to another temperature unit must not shift it; a mean is on the scale.
+    EXPECT_EQ(nc.att_text(nc.var_id("bias_plus_one"), "units_metadata"), "temperature: difference");
+    EXPECT_EQ(nc.att_text(nc.var_id("rmse_plus_one"), "units_metadata"), "temperature: difference");
+    EXPECT_EQ(nc.att_text(nc.var_id("sd_observed"), "units_metadata"), "temperature: difference");
+    EXPECT_EQ(nc.att_text(nc.var_id("mean_observed_DJF"), "units_metadata"), "temperature: on_scale");
+    EXPECT_FALSE(nc.has_att(nc.var_id("pearson_plus_one"), "units_metadata"));
   }
   ScoresFile p = small_scores_file({12418, 12419});
   p.variable = "pr";

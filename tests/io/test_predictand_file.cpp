@@ -32,6 +32,9 @@ TEST(PredictandFile, TemperatureMeanAndSdRoundTripWithCalendarAndCfAttributes) {
   EXPECT_EQ(f.att_text(f.var_id("tas"), "standard_name"), "air_temperature");
   EXPECT_EQ(f.att_text(f.var_id("tas"), "units"), "degC");
   EXPECT_EQ(f.att_text(f.var_id("tas_sd"), "units"), "degC");
+  // The sd is a temperature difference (CF-1.11): converting it to K must not add 273.15.
+  EXPECT_EQ(f.att_text(f.var_id("tas_sd"), "units_metadata"), "temperature: difference");
+  EXPECT_EQ(f.att_text(f.var_id("tas"), "units_metadata"), "temperature: on_scale");
   EXPECT_EQ(f.att_text(f.var_id("time"), "calendar"), "360_day");
   EXPECT_EQ(f.att_text(f.var_id("time"), "units"), "days since 1970-01-01 00:00:00");
   EXPECT_EQ(f.att_text(NC_GLOBAL, "predictor_standardization"), "own: 1986-2005");
