@@ -3,10 +3,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <vector>
 
 #include "io/error.h"
 
@@ -71,6 +74,32 @@ void AtomicFile::commit() {
   const fs::path parent = fs::path(final_).parent_path();
   if (const int err = fsync_path(parent.empty() ? "." : parent.string(), true))
     fail_errno(final_, "cannot sync its folder", err);
+}
+
+namespace {
+bool same_bytes(const std::string& a, const std::string& b) {
+  std::error_code ec1, ec2;
+  if (!fs::exists(b, ec2) || fs::file_size(a, ec1) != fs::file_size(b, ec2) || ec1 || ec2) return false;
+  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+  std::vector<char> ba(1 << 20), bb(1 << 20);
+  while (fa && fb) {
+    fa.read(ba.data(), std::streamsize(ba.size()));
+    fb.read(bb.data(), std::streamsize(bb.size()));
+    if (fa.gcount() != fb.gcount() || !std::equal(ba.begin(), ba.begin() + fa.gcount(), bb.begin())) return false;
+  }
+  return fa.eof() && fb.eof();
+}
+}  // namespace
+
+bool AtomicFile::commit_unless_unchanged() {
+  if (!same_bytes(temp_, final_)) {
+    commit();
+    return true;
+  }
+  std::error_code ec;
+  fs::remove(temp_, ec);
+  committed_ = true;
+  return false;
 }
 
 void write_text_file(const std::string& path, const std::string& text) {

@@ -25,6 +25,11 @@ class AtomicFile {
   // fsync the temporary file, rename it to the final name (atomic on one file system), fsync
   // the folder. Throws Error (exit 1) naming the final file and strerror on failure.
   void commit();
+  // commit(), unless the final file exists with the same bytes: then the temporary file is
+  // removed and the final one kept as it was, its modification time too (fetch compares it to
+  // find a changed source: the synthetic sources rewritten alike by every demo run would
+  // otherwise be fetched again each time). Returns whether the final file was replaced.
+  bool commit_unless_unchanged();
 
  private:
   std::string final_, temp_;

@@ -97,9 +97,15 @@ SynthFiles write_synthetic_dataset(const Config::Synth& cfg) {
 
   pred.close();
   prw.close();
-  pred_file.commit();
-  pr_file.commit();
-  spdlog::info("synth: wrote {} and {}", out.predictors, out.predictand);
+  // The same settings write the same bytes: a file unchanged is kept as it was, so that a fetch
+  // of it sees no new source and reuses its chunks (demo reruns).
+  const bool pred_new = pred_file.commit_unless_unchanged(), pr_new = pr_file.commit_unless_unchanged();
+  if (pred_new || pr_new)
+    spdlog::info("synth: wrote {} and {}{}", out.predictors, out.predictand,
+                 pred_new && pr_new ? "" : pred_new ? " (the latter unchanged, kept)" : " (the former unchanged, kept)");
+  else
+    spdlog::info("synth: {} and {} are unchanged (the same settings), kept as they were", out.predictors,
+                 out.predictand);
   return out;
 }
 

@@ -107,6 +107,13 @@ PY
 out=$("$bin" fetch "${one[@]}" "${ta[@]}" 2>&1); rc=$?
 [[ $rc -eq 0 && $out == *"2 chunks (2 complete from an earlier run), 0 to fetch"* && $out != *"fetched again"* ]] &&
   ok "an unchanged source: every chunk reused" || fail "rerun of an unchanged source: exit $rc: $out"
+# synth again with the same settings (a demo rerun) writes the same bytes: the files are kept as
+# they were, their modification time too, and fetch still reuses every chunk.
+out=$("$bin" synth "${one[@]}" --set synth.dir=alt --set synth.seed=7 2>&1); rc=$?
+[[ $rc -eq 0 && $out == *"are unchanged (the same settings), kept as they were"* ]] || fail "synth rerun: exit $rc: $out"
+out=$("$bin" fetch "${one[@]}" "${ta[@]}" 2>&1); rc=$?
+[[ $rc -eq 0 && $out == *"2 chunks (2 complete from an earlier run), 0 to fetch"* ]] &&
+  ok "synth rerun alike: every chunk reused" || fail "fetch after a synth rerun alike: exit $rc: $out"
 
 echo "fetch errors: $failures failures"
 [[ $failures -eq 0 ]]

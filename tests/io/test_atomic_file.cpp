@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -102,4 +103,29 @@ TEST(AtomicFile, CommitOfMissingTemporaryNamesTheFile) {
   const std::string msg = error_of([&] { f.commit(); });
   EXPECT_NE(msg.find(path + ": cannot write: No such file or directory"), std::string::npos) << msg;
   EXPECT_FALSE(fs::exists(path));
+}
+
+// commit_unless_unchanged keeps a final file with the same bytes as it was (its modification
+// time too: fetch compares it to find a changed source) and replaces one that differs; either
+// way no temporary file stays.
+TEST(AtomicFile, CommitUnlessUnchangedKeepsTheSameBytes) {
+  TempDir t;
+  const std::string path = (t.dir / "era_interim_synth.nc").string();
+  const auto write = [&](const std::string& text) {
+    ds::AtomicFile f(path);
+    ds::write_text_file(f.temp_path(), text);
+    const bool replaced = f.commit_unless_unchanged();
+    EXPECT_FALSE(fs::exists(f.temp_path()));
+    return replaced;
+  };
+  EXPECT_TRUE(write("first"));  // no file before
+  const auto old_time = fs::last_write_time(path) - std::chrono::hours(1);
+  fs::last_write_time(path, old_time);
+  EXPECT_FALSE(write("first"));
+  EXPECT_EQ(fs::last_write_time(path), old_time);
+  EXPECT_TRUE(write("firsT"));  // the same size, other bytes
+  std::ifstream in(path);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "firsT");
+  EXPECT_NE(fs::last_write_time(path), old_time);
+  EXPECT_TRUE(write("longer text"));
 }
