@@ -52,12 +52,12 @@ int define_scalar_vertical(NcFile& nc, const std::string& name, const std::strin
 // write_2m_height writes its value after define mode (nothing for -1).
 bool at_2m_height(const std::string& variable);
 int define_2m_height(NcFile& nc, const std::string& variable);
+void write_2m_height(NcFile& nc, int height);
 
 // Whether `units` is a temperature's (K, degC and its spellings): such a variable gets CF-1.11's
 // units_metadata, "temperature: on_scale" for a value, "temperature: difference" for a bias,
 // RMSE or standard deviation, which a unit-aware tool converting degC to K must not shift.
 bool is_temperature_unit(const std::string& units);
-void write_2m_height(NcFile& nc, int height);
 
 // CF bounds of boxes centred at `centres` (ascending or descending, at least 2): midpoints
 // between neighbours, the first and last box as wide as their neighbour's gap; latitudes

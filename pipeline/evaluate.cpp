@@ -425,7 +425,7 @@ int evaluate_precipitation(const Config& cfg, const RunPaths& paths, const Store
   const std::string replacing = path_exists(dir + "/scores.json") ? " (replacing the earlier evaluation's)" : "";
   outputs.write("scores.nc", [&] {
     write_scores_nc(dir, pred_path, "pr", pred.lat, pred.lon, pred.days, pred.calendar, precipitation_score_fields(e),
-                    scored_prediction(pred, {{"wet_day_threshold", "1 mm/day"}}), std::move(season_fields));
+                    scored_prediction(pred, {{"wet_day_threshold", "1 mm/day"}, {"prediction_wet_days", pred.occurrence_rule}}), std::move(season_fields));
   });
   outputs.write("scores.json", [&] { write_text(dir + "/scores.json", evaluation_json(e, seasonal, about)); });
   outputs.write("scores.csv", [&] { write_text(dir + "/scores.csv", evaluation_csv(e, seasonal)); });

@@ -19,15 +19,17 @@
 namespace ds {
 
 // Standard errors beyond which the members' mean is refused. A right sampler lies beyond 8 with
-// probability about 1e-15 when the normal approximation holds, and the check runs only when it
-// does: kMinWetDraws expected wet draws keep the mean's skewness (Bernoulli with small p, gamma
-// with small shape) below 0.1, which moves an 8-sigma quantile by under one sigma.
+// probability about 1e-15 where the normal approximation holds. kMinWetDraws expected wet draws
+// make it hold for a predicted field (the sum's skewness about 2 / sqrt(wet draws x shape) under
+// 0.1 for shapes above 0.04, which moves an 8-sigma quantile by under one sigma); a field whose
+// variance a few draws of a far smaller shape dominate could reach 8 sigma rarely (about 1e-5).
 inline constexpr double kMemberMeanSigmas = 8;
 inline constexpr double kMinWetDraws = 1e4;
-// The members' largest value above this many times the largest training observation warns: with
-// 50 members a test split holds 50 times the training's days of draws at most, which moves a
-// gamma's maximum by its scale times log(50), well under a factor 3 for a model fitted to the
-// observations (1.4 for the 12-epoch demo model).
+// The members' largest value above this many times the largest training observation warns. N
+// times the training's days of draws move a gamma's maximum by about its scale times log(N):
+// for 50 members of a test split, or a century of a GCM run, well under a factor 3 for a model
+// fitted to the observations (1.4 for the 12-epoch demo model's 50 members); a warning, not a
+// refusal, for the far longer runs that might pass it.
 inline constexpr double kMemberMaxRatio = 3;
 // The largest daily precipitation ever measured (WMO: Foc-Foc, La Reunion, 7-8 January 1966).
 inline constexpr double kRecordDailyMm = 1825;

@@ -57,6 +57,7 @@ std::string restore_metrics(const std::string& path, int checkpoint_epoch, const
   std::string restored;
   if (last == checkpoint_epoch - 1 && parse_metrics_line(checkpoint_line).epoch == checkpoint_epoch) {
     restored = checkpoint_line;
+    if (text.empty()) text = std::string(kMetricsHeader) + "\n";
     text += checkpoint_line + "\n";
   }
   if (text != original) write_file_atomically(path, text);

@@ -9,6 +9,9 @@
 
 namespace ds {
 
+// metrics.csv's first line.
+inline constexpr const char* kMetricsHeader = "epoch,train_loss,val_loss,epoch_seconds,samples_per_second";
+
 // One line of metrics.csv: epoch,train_loss,val_loss,epoch_seconds,samples_per_second, the empty
 // fields (no validation split; no sample trained by the run that finished the epoch) as NaN.
 struct EpochMetrics {
@@ -18,10 +21,11 @@ struct EpochMetrics {
 std::string metrics_line(const EpochMetrics& m);  // without the newline
 EpochMetrics parse_metrics_line(const std::string& line);  // epoch 0 when it is no epoch's line
 
-// Rewrites `path` (when it exists) so that it ends with the line of `checkpoint_epoch`: a last
-// line without its newline is dropped, and when the file's last epoch is the one before
-// `checkpoint_epoch`, `checkpoint_line` (that epoch's, from the checkpoint; "" in older ones) is
-// appended. Returns the line restored, "" when nothing was.
+// Rewrites `path` (when it exists): a last line without its newline is dropped, and when the
+// file's last epoch is the one before `checkpoint_epoch`, `checkpoint_line` (that epoch's, from
+// the checkpoint; "" in older ones) is appended, after the header if the file had lost even that
+// (written unsynced just before a node was lost). Only the checkpoint's own epoch can be put back:
+// a file further behind keeps its gap. Returns the line restored, "" when nothing was.
 std::string restore_metrics(const std::string& path, int checkpoint_epoch, const std::string& checkpoint_line);
 
 }  // namespace ds

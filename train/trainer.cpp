@@ -124,6 +124,17 @@ std::string rng_to_string(const std::mt19937_64& rng) {
   return s.str();
 }
 
+// An epoch's line put back into metrics.csv from the checkpoint (metrics_csv.h): its event too,
+// and said.
+void report_restored_epoch(const std::string& line, const TrainState& state, const std::string& out_dir,
+                           const std::string& last_path, TrainingEvents& events) {
+  const EpochMetrics m = parse_metrics_line(line);
+  events.epoch(m.epoch, m.train_loss, m.val_loss, state.epoch_learning_rate, m.seconds, m.samples_per_second);
+  spdlog::warn("{}/metrics.csv and the event files lacked epoch {}, which {} holds (the run that trained it stopped "
+               "before writing them): restored from it",
+               out_dir, m.epoch, last_path);
+}
+
 }  // namespace
 
 TrainReport train_model(const Config& cfg, const std::string& store_path, const std::string& out_dir, bool resume,
@@ -207,6 +218,14 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     // nothing to train either.
     if (const std::string done = nothing_to_train(state, last_path, tc.epochs, tc.patience); !done.empty()) {
       if (root) spdlog::info("{}", done);
+      // Its last epoch's line, lost after the checkpoint, is put back all the same.
+      if (root) {
+        const std::string restored = restore_metrics(out_dir + "/metrics.csv", state.epoch, state.epoch_metrics);
+        if (!restored.empty()) {
+          TrainingEvents events(out_dir, false);
+          report_restored_epoch(restored, state, out_dir, last_path, events);
+        }
+      }
       TrainReport finished;
       finished.already_done = true;
       finished.epochs = state.epoch;
@@ -242,9 +261,12 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                    "train.learning_rate so that it times the ranks gives it",
                    last_path, before, lr_text, tc.learning_rate, host.size(), state.epoch + 1);
   }
+  // A checkpoint of a version before the rate was recorded: the rest compared alone.
+  const bool same_setup = latest == setup || (latest.find(", learning rate ") == std::string::npos &&
+                                              latest == setup.substr(0, setup.rfind(", learning rate ")));
   if (state.setup.empty())
     state.setup = setup;
-  else if (latest != setup && state.setup.size() < 4000)  // (a bound against endless requeues)
+  else if (!same_setup && state.setup.size() < 4000)  // (a bound against endless requeues)
     state.setup += fmt::format("; from epoch {}: {}", state.epoch + 1, setup);
   // The label names what the other ranks wait for when rank 0 is slow to arrive: reading the
   // training climatology takes it a while on a large store, and that is no stall.
@@ -291,15 +313,9 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     const std::string restored = resume ? restore_metrics(csv_path, state.epoch, state.epoch_metrics) : "";
     const bool header = !resume || !path_exists(csv_path) || std::filesystem::file_size(csv_path) == 0;
     csv = AppendFile(csv_path, !resume);
-    if (header) csv.append("epoch,train_loss,val_loss,epoch_seconds,samples_per_second\n");
+    if (header) csv.append(std::string(kMetricsHeader) + "\n");
     events.emplace(out_dir, !resume);
-    if (!restored.empty()) {
-      const EpochMetrics m = parse_metrics_line(restored);
-      events->epoch(m.epoch, m.train_loss, m.val_loss, state.epoch_learning_rate, m.seconds, m.samples_per_second);
-      spdlog::warn("{} and the event files lacked epoch {}, which {} holds (the run that trained it stopped before "
-                   "writing them): restored from it",
-                   csv_path, m.epoch, last_path);
-    }
+    if (!restored.empty()) report_restored_epoch(restored, state, out_dir, last_path, *events);
   };
   if (!replaces_previous) open_history();
 

@@ -222,7 +222,15 @@ TEST(Trainer, AnEpochMissingFromMetricsIsRestoredFromTheCheckpoint) {
   EXPECT_EQ(points.count({"loss", 3}), 1u);
   // A resume that finds metrics.csv whole changes nothing in it.
   train_model(tiny_config(d / "c.yaml", 4), store, d / "cut", true);
-  EXPECT_EQ(csv_lines(d / "cut/metrics.csv").size(), 5u);
+  auto lines = csv_lines(d / "cut/metrics.csv");
+  ASSERT_EQ(lines.size(), 5u);
+  // The run's last epoch lost the same way: a resume finds nothing to train, and puts it back.
+  {
+    std::ofstream out(d / "cut/metrics.csv", std::ios::trunc);
+    for (size_t i = 0; i < 4; ++i) out << lines[i] << "\n";
+  }
+  EXPECT_TRUE(train_model(tiny_config(d / "c.yaml", 4), store, d / "cut", true).already_done);
+  EXPECT_EQ(csv_lines(d / "cut/metrics.csv"), lines);
 }
 
 // A resume with another learning rate after warmup (train.learning_rate edited, or other ranks at
@@ -731,6 +739,9 @@ TEST(MetricsCsv, LinesAndRestore) {
   std::ofstream(path) << header << "1,2,3,4,5\n2,0.";  // epoch 2's line cut off
   EXPECT_EQ(restore_metrics(path, 2, "2,1,1,1,1"), "2,1,1,1,1");
   EXPECT_EQ(text(), header + "1,2,3,4,5\n2,1,1,1,1\n");
+  std::ofstream(path) << "epoch,train_lo";  // even the header cut off (unsynced when a node was lost)
+  EXPECT_EQ(restore_metrics(path, 1, "1,2,3,4,5"), "1,2,3,4,5");
+  EXPECT_EQ(text(), header + "1,2,3,4,5\n");
   std::ofstream(path) << header;  // the first epoch's line lost
   EXPECT_EQ(restore_metrics(path, 1, "1,2,3,4,5"), "1,2,3,4,5");
   std::ofstream(path) << header << "1,2,3,4,5\n";  // an older checkpoint without its line
