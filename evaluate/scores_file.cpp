@@ -105,13 +105,15 @@ std::pair<int64_t, int64_t> climatology_bounds(const std::vector<int64_t>& days,
   for (int m = 1; m <= 12; ++m)
     if (present[m] && !present[next(m)]) last = m;
   if (starts != 1) return {days.front(), days.back() + 1};  // every month, or months in two runs
-  // A season crossing the new year belongs to the year of its end (its January).
-  const bool wraps = first > last;
-  const auto season_year = [&](int64_t d) {
+  // The months present as a season in its own order, labelled by io/calendar's season-year rule.
+  std::vector<int> season{first};
+  while (season.back() != last) season.push_back(next(season.back()));
+  const bool wraps = season_wrap(season) > 0;
+  const auto year_of = [&](int64_t d) {
     const Date date = date_from_days(d, cal);
-    return date.year + (wraps && date.month >= first ? 1 : 0);
+    return season_year(date.year, date.month, season);
   };
-  const int y0 = season_year(days.front()) - (wraps ? 1 : 0), y1 = season_year(days.back());
+  const int y0 = year_of(days.front()) - (wraps ? 1 : 0), y1 = year_of(days.back());
   const int end_year = last == 12 ? y1 + 1 : y1;
   return {days_from_date({y0, first, 1}, cal), days_from_date({end_year, next(last), 1}, cal)};
 }

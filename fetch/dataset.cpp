@@ -7,7 +7,7 @@
 #include <set>
 
 #include "fetch/redact.h"
-#include "fetch/units.h"
+#include "io/units.h"
 #include "io/error.h"
 #include "io/executable_dir.h"
 

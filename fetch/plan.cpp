@@ -102,10 +102,7 @@ size_t FetchPlan::bytes() const {
 }
 
 std::vector<std::pair<int, int>> season_months(int year, const std::vector<int>& season) {
-  // The season wraps after the last position where the month number falls.
-  size_t wrap = 0;
-  for (size_t i = 1; i < season.size(); ++i)
-    if (season[i] < season[i - 1]) wrap = i;
+  const size_t wrap = season_wrap(season);
   std::vector<std::pair<int, int>> out;
   for (size_t i = 0; i < season.size(); ++i) out.emplace_back(i < wrap ? year - 1 : year, season[i]);
   std::sort(out.begin(), out.end());

@@ -25,7 +25,7 @@
 
 #include "fetch/dataset.h"
 #include "fetch/redact.h"
-#include "fetch/units.h"
+#include "io/units.h"
 #include "io/calendar.h"
 #include "io/config.h"
 #include "io/netcdf_file.h"

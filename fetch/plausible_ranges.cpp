@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "fetch/units.h"
+#include "io/units.h"
 #include "io/error.h"
 
 namespace ds {

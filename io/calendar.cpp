@@ -181,6 +181,20 @@ std::string months_text(const std::vector<int>& months) {
   return t;
 }
 
+size_t season_wrap(const std::vector<int>& season) {
+  size_t wrap = 0;
+  for (size_t i = 1; i < season.size(); ++i)
+    if (season[i] < season[i - 1]) wrap = i;
+  return wrap;
+}
+
+int season_year(int year, int month, const std::vector<int>& season) {
+  const size_t wrap = season_wrap(season);
+  for (size_t i = 0; i < wrap; ++i)
+    if (season[i] == month) return year + 1;  // before the wrap: next year's season
+  return year;
+}
+
 std::vector<int> months_of(const std::vector<int64_t>& days, Calendar calendar) {
   std::vector<int> m;
   m.reserve(days.size());

@@ -15,6 +15,7 @@
 //   360_day: twelve months of 30 days (HadGEM)
 // "none" (no calendar) is refused: daily data needs dates.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -55,6 +56,15 @@ int64_t days_from_civil(const Date& d);
 Date civil_from_days(int64_t days);
 std::string to_string(const Date& d);  // YYYY-MM-DD
 std::string months_text(const std::vector<int>& months);  // {12, 1, 2} as "12, 1, 2", for messages
+// Season-years. A season crossing the new year (its months not ascending, as [12, 1, 2] or
+// [11, 12, 1, 2, 3]) is labelled by the year of its last month: DJF 1998 is December 1997 to
+// February 1998. Fetch cuts chunks, preprocess splits years and evaluate bounds climatologies by
+// this one rule.
+// The position after which `season` wraps into the next year: the last position where the month
+// number falls (0: it does not wrap).
+size_t season_wrap(const std::vector<int>& season);
+// The season-year a day of calendar year `year`, month `month` belongs to.
+int season_year(int year, int month, const std::vector<int>& season);
 // The calendar month of each day (days since 1970-01-01 in `calendar`).
 std::vector<int> months_of(const std::vector<int64_t>& days, Calendar calendar);
 bool is_leap_year(int year);           // Gregorian rule

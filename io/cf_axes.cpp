@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
-#include <set>
 
 #include "io/calendar.h"
 #include "io/error.h"
 #include "io/stop_signal.h"
+#include "io/units.h"
 
 namespace ds {
 
@@ -164,11 +164,6 @@ void PredictionFileDays::commit() {
   file.commit();
 }
 
-bool is_temperature_unit(const std::string& units) {
-  static const std::set<std::string> kTemperature{"K",       "degC",      "degree_Celsius", "degrees_Celsius",
-                                                  "Celsius", "celsius",   "deg_C",          "degrees_C",
-                                                  "degree_C", "kelvin",   "Kelvin"};
-  return kTemperature.count(units) > 0;
-}
+bool is_temperature_unit(const std::string& units) { return units_convertible(units, "K"); }
 
 }  // namespace ds

@@ -54,8 +54,8 @@ bool at_2m_height(const std::string& variable);
 int define_2m_height(NcFile& nc, const std::string& variable);
 void write_2m_height(NcFile& nc, int height);
 
-// Whether `units` is a temperature's (K, degC and its spellings): such a variable gets CF-1.11's
-// units_metadata, "temperature: on_scale" for a value, "temperature: difference" for a bias,
+// Whether `units` is a temperature's: udunits2 converts it to K (degC, degK, °C, "degrees
+// Celsius"). Such a variable gets CF-1.11's units_metadata, "temperature: on_scale" for a value, "temperature: difference" for a bias,
 // RMSE or standard deviation, which a unit-aware tool converting degC to K must not shift.
 bool is_temperature_unit(const std::string& units);
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ds {
@@ -41,6 +42,22 @@ struct FetchManifest {
     // EWEMBI, ERA-Interim or a GCM run); datasets_present false in manifests before them.
     bool datasets_present = false;
     std::string predictors_dataset, predictand_dataset;
+
+    // A recorded box and years, without datasets (named, so adding a field cannot shift them).
+    static Request box(double lon_min, double lon_max, double lat_min, double lat_max, int first_year,
+                       int last_year) {
+      Request r;
+      r.present = true;
+      r.lon_min = lon_min, r.lon_max = lon_max, r.lat_min = lat_min, r.lat_max = lat_max;
+      r.first_year = first_year, r.last_year = last_year;
+      return r;
+    }
+    Request with_datasets(std::string predictors, std::string predictand) const {
+      Request r = *this;
+      r.datasets_present = true;
+      r.predictors_dataset = std::move(predictors), r.predictand_dataset = std::move(predictand);
+      return r;
+    }
   } request;
   std::string dir;  // folder of the manifest (set on read)
 

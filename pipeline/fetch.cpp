@@ -346,8 +346,9 @@ int run_fetch(const Config& cfg, bool dry_run) {
   }
   if (!with_predictand) spdlog::info("no predictand in the config: fetched the predictors alone");
   manifest.season = f.season;
-  manifest.request = {true, f.lon_min, f.lon_max, f.lat_min, f.lat_max, f.years.first, f.years.last,
-                      true, f.predictors_dataset, f.predictand_dataset};
+  manifest.request = FetchManifest::Request::box(f.lon_min, f.lon_max, f.lat_min, f.lat_max, f.years.first,
+                                                 f.years.last)
+                         .with_datasets(f.predictors_dataset, f.predictand_dataset);
   manifest.write(dir + "/manifest.json");
   spdlog::info("wrote {}", dir + "/manifest.json");
   return 0;

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "evaluate/baselines.h"
-#include "fetch/units.h"
+#include "io/units.h"
 #include "io/atomic_file.h"
 #include "io/calendar.h"
 #include "io/cf_axes.h"

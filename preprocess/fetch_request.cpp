@@ -17,7 +17,8 @@ std::string describe(const FetchManifest::Request& r) {
 std::string fetch_request_change(const FetchManifest& m, const Config::Fetch& f) {
   const auto& r = m.request;
   if (!r.present || !f.has_box || f.years.empty()) return "";  // nothing recorded, or nothing asked to compare
-  const FetchManifest::Request asked{true, f.lon_min, f.lon_max, f.lat_min, f.lat_max, f.years.first, f.years.last};
+  const auto asked =
+      FetchManifest::Request::box(f.lon_min, f.lon_max, f.lat_min, f.lat_max, f.years.first, f.years.last);
   // The manifest round-trips the config's doubles through JSON exactly, so any difference at all
   // is an edit.
   if (r.lon_min == asked.lon_min && r.lon_max == asked.lon_max && r.lat_min == asked.lat_min &&

@@ -10,15 +10,6 @@ namespace ds {
 
 namespace {
 
-// The position after which the season wraps into the next year (0: it does not): the last
-// position where the month number falls, fetch/plan.cpp's rule.
-size_t wrap_position(const std::vector<int>& season) {
-  size_t wrap = 0;
-  for (size_t i = 1; i < season.size(); ++i)
-    if (season[i] < season[i - 1]) wrap = i;
-  return wrap;
-}
-
 const char* const kMonthAbbrev[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
 }  // namespace
@@ -33,14 +24,11 @@ SplitYears SplitYears::from(const Config& cfg, Calendar calendar) {
   return s;
 }
 
-bool SplitYears::season_years() const { return wrap_position(season) > 0; }
+bool SplitYears::season_years() const { return season_wrap(season) > 0; }
 
 int SplitYears::year_of(int64_t day) const {
   const Date d = date_from_days(day, calendar);
-  const size_t wrap = wrap_position(season);
-  for (size_t i = 0; i < wrap; ++i)
-    if (season[i] == d.month) return d.year + 1;  // before the wrap: next year's season
-  return d.year;
+  return season_year(d.year, d.month, season);
 }
 
 int SplitYears::split_of(int64_t day) const {

@@ -13,7 +13,7 @@
 #include "fetch/chunk.h"
 #include "fetch/dataset.h"
 #include "fetch/plan.h"
-#include "fetch/units.h"
+#include "io/units.h"
 #include "io/calendar.h"
 #include "io/error.h"
 #include "io/fetch_manifest.h"

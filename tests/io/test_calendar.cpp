@@ -105,3 +105,20 @@ TEST(Calendar, RoundTripAndMonthLengths) {
   EXPECT_THROW(TimeUnits::parse("days since 2001-02-29", "noleap", "f"), InputError);
   EXPECT_NO_THROW(TimeUnits::parse("days since 2001-02-30", "360_day", "f"));
 }
+
+// One season-year rule for fetch's chunks, preprocess's splits and evaluate's climatology bounds:
+// a season crossing the new year is labelled by the year of its last month.
+TEST(Calendar, SeasonYearsAreLabelledByTheYearOfTheLastMonth) {
+  const std::vector<int> djf{12, 1, 2}, ndjfm{11, 12, 1, 2, 3}, jja{6, 7, 8}, all{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  EXPECT_EQ(season_wrap(djf), 1u);
+  EXPECT_EQ(season_wrap(ndjfm), 2u);
+  EXPECT_EQ(season_wrap(jja), 0u);
+  EXPECT_EQ(season_wrap(all), 0u);
+  EXPECT_EQ(season_year(1997, 12, djf), 1998);
+  EXPECT_EQ(season_year(1998, 1, djf), 1998);
+  EXPECT_EQ(season_year(1998, 2, djf), 1998);
+  EXPECT_EQ(season_year(1997, 11, ndjfm), 1998);
+  EXPECT_EQ(season_year(1998, 3, ndjfm), 1998);
+  EXPECT_EQ(season_year(1998, 12, jja), 1998);  // a month outside the season keeps its year
+  EXPECT_EQ(season_year(1998, 12, all), 1998);
+}

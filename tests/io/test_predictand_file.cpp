@@ -166,3 +166,12 @@ TEST(CfAxes, BoundsAreMidpointsClampedAtThePoles) {
   EXPECT_EQ(cf_bounds({40, 38}, true), (std::vector<double>{41, 39, 39, 37}));
   EXPECT_THROW(cf_bounds({5}, false), Error);
 }
+
+// Temperatures are what udunits2 converts to K, however spelled; a list of spellings missed degK
+// and °C, whose sds then lost units_metadata "temperature: difference".
+TEST(CfAxes, TemperatureUnitsAreWhatConvertsToKelvin) {
+  for (const char* t : {"K", "kelvin", "degC", "degK", "deg_C", "degree_Celsius", "Celsius", "\u00b0C", "degrees Celsius"})
+    EXPECT_TRUE(is_temperature_unit(t)) << t;
+  for (const char* other : {"", "1", "mm/day", "kg m-2 s-1", "K m-1", "K s-1", "degrees_north", "Pa", "what"})
+    EXPECT_FALSE(is_temperature_unit(other)) << other;
+}

@@ -372,7 +372,7 @@ TEST(BuildStore, AConfigEditedSinceTheFetchIsNamed) {
   test::TempDir d;
   FetchManifest m;
   m.predictors.push_back({"z@500", "z", "z@500.nc", "z.nc"});
-  m.request = {true, -10, 4, 35.5, 44, 1979, 2008};
+  m.request = FetchManifest::Request::box(-10, 4, 35.5, 44, 1979, 2008);
   m.write(d / "manifest.json");
   const FetchManifest back = FetchManifest::read(d / "manifest.json");
   ASSERT_TRUE(back.request.present);
@@ -399,7 +399,7 @@ TEST(BuildStore, AConfigEditedSinceTheFetchIsNamed) {
   // build_store says it (and still builds the store from what was fetched).
   TinyRun run;
   FetchManifest tiny = FetchManifest::read(run.dir / "run/fetch/manifest.json");
-  tiny.request = {true, -110, -103.5, 29.5, 34, 2000, 2002};
+  tiny.request = FetchManifest::Request::box(-110, -103.5, 29.5, 34, 2000, 2002);
   tiny.write(run.dir / "run/fetch/manifest.json");
   run.cfg.fetch.lon_min = -110, run.cfg.fetch.lon_max = -103.5, run.cfg.fetch.lat_min = 29.5;
   run.cfg.fetch.lat_max = 36, run.cfg.fetch.years = {2000, 2002}, run.cfg.fetch.has_box = true;
@@ -451,7 +451,7 @@ TEST(BuildStore, DatasetsOrPredictandOtherThanFetchedAreRefused) {
   FetchManifest m;
   m.predictors.push_back({"z@500", "z", "z@500.nc", "z.nc"});
   m.predictand = {"tas", "tas", "predictand/tas.nc", "eobs.nc"};
-  m.request = {true, -10, 4, 35.5, 44, 1979, 2008, true, "ncep_iberia", "eobs"};
+  m.request = FetchManifest::Request::box(-10, 4, 35.5, 44, 1979, 2008).with_datasets("ncep_iberia", "eobs");
   m.write(d / "manifest.json");
   const FetchManifest back = FetchManifest::read(d / "manifest.json");
   ASSERT_TRUE(back.request.datasets_present);

@@ -1,4 +1,4 @@
-#include "fetch/units.h"
+#include "io/units.h"
 
 #include <udunits2.h>
 
