@@ -1,5 +1,6 @@
-// `downscale benchmark --plot RESULTS.jsonl OUT.png`: total img/s against ranks, one line per
-// series (model, batch, image size, device, precision, allreduce dtype) of the JSON lines that
+// `downscale benchmark --plot RESULTS.jsonl OUT.png`: total throughput against ranks (images/s
+// of the synthetic benchmark, samples/s of slurm/scaling.sh's training runs: each line's
+// "unit"), one line per series (model, batch, image size, device, precision, allreduce dtype) of the JSON lines that
 // `downscale benchmark --json` appended, each with its ideal (linear) line from its 1-rank
 // figure (or its fewest ranks' per-rank figure) and the efficiency written at every point.
 // Drawn with cairo, as evaluate's maps, so the Slurm scripts need no Python plotting stack.
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
@@ -44,6 +46,7 @@ int plot_benchmark(const std::string& jsonl, const std::string& png) {
   std::ifstream in(jsonl);
   if (!in) throw InputError(jsonl + ": cannot read the benchmark results");
   std::map<std::string, Series> series;
+  std::set<std::string> units;  // "images/s" (lines without a unit: benchmark's before it said), "samples/s"
   int line_no = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_no;
@@ -57,6 +60,7 @@ int plot_benchmark(const std::string& jsonl, const std::string& png) {
     label += ", " + j.value("device", "?");
     if (j.value("precision", "-") != "-") label += " " + j.value("precision", "-");
     if (j.value("allreduce_dtype", "-") != "-") label += ", " + j.value("allreduce_dtype", "-") + " allreduce";
+    units.insert(j.value("unit", "images/s"));
     Series& s = series[label];
     s.label = label;
     s.total[j["ranks"].get<int>()] = j["total"].get<double>();
@@ -111,7 +115,9 @@ int plot_benchmark(const std::string& jsonl, const std::string& png) {
   cairo_save(cr);
   cairo_translate(cr, 24, top_margin + ph / 2);
   cairo_rotate(cr, -M_PI / 2);
-  text(0, 0, "images / s in total", 0.5);
+  std::string unit_text;
+  for (const auto& u : units) unit_text += (unit_text.empty() ? "" : " or ") + u;
+  text(0, 0, unit_text + " in total", 0.5);
   cairo_restore(cr);
   cairo_set_font_size(cr, 14);
   text(W / 2.0, 22, "downscale benchmark: throughput against ranks (dashed: ideal linear scaling)", 0.5);

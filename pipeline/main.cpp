@@ -156,8 +156,8 @@ int main(int argc, char** argv) {
                    "(synchronized per layer) and the optimizer, medians of --num-iters steps after the warmup, and "
                    "write them to FILE as JSON (bench/profile_compare.py reads two side by side); one rank")
       ->type_name("FILE");
-  bsub->add_option("--plot", plot, "draw nothing else: a PNG of img/sec against ranks, ideal line and efficiency, "
-                   "from the JSON lines of earlier runs")->expected(2)->type_name("RESULTS.jsonl OUT.png");
+  bsub->add_option("--plot", plot, "draw nothing else: a PNG of the total images/s (samples/s of scaling.sh's runs) "
+                   "against ranks, ideal line and efficiency, from the JSON lines of earlier runs")->expected(2)->type_name("RESULTS.jsonl OUT.png");
   bsub->add_flag("-v,--verbose", verbose, "debug messages too");
   bsub->add_flag("-q,--quiet", quiet, "warnings and errors only");
   bsub->callback([&stage] { stage = "benchmark"; });

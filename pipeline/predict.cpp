@@ -366,6 +366,12 @@ PredictInputs open_new_predictors(const Config& cfg, const StoreReader& store, c
                  "new predictors in {} are not checked against the training data's, nor converted; downscale "
                  "preprocess rebuilds the store with them (the same identity: its checkpoints stay valid)",
                  store.path(), cfg.predict.predictors);
+  // A config kept for both ways (iberia_tas.yaml) names the years under `training` too: said, so
+  // that nobody reads them as applied.
+  if (cfg.predict.standardize == "training" && !cfg.predict.reference_years.empty())
+    spdlog::info("predict.reference_years [{}, {}] unused: predict.standardize is training (the store's training "
+                 "statistics); they apply under predict.standardize: own",
+                 cfg.predict.reference_years.first, cfg.predict.reference_years.last);
   PredictInputs in;
   in.new_predictors = std::make_unique<NewPredictors>(cfg.predict.predictors, meta,
                                                       NewPredictorOptions{cfg.predict.standardize, cfg.predict.reference_years,

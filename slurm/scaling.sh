@@ -284,7 +284,7 @@ with open(os.path.join(out, "scaling.jsonl"), "w") as f:
         if sps(r):
             f.write(json.dumps(dict(model="downscale train", batch=rep.get("batch_size_per_rank", 0), image_size=0,
                                     ranks=r["ranks"], nodes=rep.get("nodes", 1), device=rep.get("device", "?"),
-                                    precision="-", allreduce_dtype="-", total=sps(r))) + "\n")
+                                    precision="-", allreduce_dtype="-", total=sps(r), unit="samples/s")) + "\n")
 # UNKNOWN: Slurm has forgotten the job (a --collect long after): its report tells.
 bad = [r for r in rows if r["state"] != "COMPLETED" and not (r["state"] == "UNKNOWN" and r["report"])]
 sys.exit(1 if bad else 3 if any(r["report"] is None for r in rows) else 0)

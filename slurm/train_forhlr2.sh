@@ -15,7 +15,8 @@
 #
 # Environment (sbatch passes the submitting shell's environment to the job):
 #   DOWNSCALE_BIN        the binary (default: `downscale` on PATH, else build/pipeline/downscale
-#                        under the submit folder; in a container: the image's, /usr/local/bin/downscale)
+#                        under the submit folder; in an apptainer image: `downscale` on the image's
+#                        PATH; in udocker, which ignores the image's metadata: /usr/local/bin/downscale)
 #   DOWNSCALE_CONTAINER  empty: run natively (default); apptainer:/path/downscale.sif (or
 #                        singularity:...): `apptainer exec` per rank; udocker:NAME: `udocker run`
 #   DOWNSCALE_CONTAINER_ARGS  extra arguments for apptainer exec / udocker run (binds, ...)

@@ -99,6 +99,7 @@ std::string benchmark_json_line(const BenchmarkOptions& opts, const BenchmarkRes
   j["mean"] = r.mean;  // img/s per rank
   j["ci95"] = r.ci95;
   j["total"] = r.total;
+  j["unit"] = "images/s";  // `benchmark --plot` labels its axis by it (slurm/scaling.sh's lines: samples/s)
   j["total_ci95"] = r.total_ci95;
   j["efficiency"] = efficiency > 0 ? nlohmann::ordered_json(efficiency) : nlohmann::ordered_json(nullptr);
   j["iter_img_per_s"] = r.iter_img_per_s;
