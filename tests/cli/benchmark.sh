@@ -37,11 +37,12 @@ import json
 lines = [json.loads(l) for l in open("runs.jsonl")]
 assert len(lines) == 4, f"expected 4 JSON lines, got {len(lines)}"
 keys = ["model", "batch", "image_size", "ranks", "nodes", "device", "precision", "allreduce_dtype",
-        "mean", "ci95", "total", "efficiency", "activation_bytes", "parameters"]
+        "mean", "ci95", "total", "unit", "efficiency", "activation_bytes", "parameters"]
 for l in lines:
     missing = [k for k in keys if k not in l]
     assert not missing, f"missing keys {missing} in {l}"
     assert l["batch"] == 2 and l["mean"] > 0 and l["ci95"] >= 0 and l["device"].startswith("cpu"), l
+    assert l["unit"] == "images/s", l  # the plot's axis label
     assert abs(l["total"] - l["mean"] * l["ranks"]) < 1e-6 * l["total"], l
     assert l["activation_bytes"] > 0 and l["parameters"] > 20_000_000, l  # the real nets (Net::activation_bytes)
 assert [l["model"] for l in lines] == ["resnet50", "resnet101", "inception_v3", "resnet50"]

@@ -398,6 +398,7 @@ ls scaling/logs/ranks-1-*.out scaling/logs/ranks-2-*.err >/dev/null || fail "sca
 
 echo "== 5. benchmark.sh on CPU ranks (1 and 2), two models; scaling.sh's plot"
 [[ -s scaling/scaling.png ]] || fail "scaling.sh wrote no scaling/scaling.png"
+grep -q '"unit": "samples/s"' scaling/scaling.jsonl || fail "scaling.jsonl does not say its lines are samples/s (the plot's axis)"
 job=$(sbatch --parsable --ntasks-per-node=$ranks --gres=none "$src/slurm/benchmark.sh" --cpu -m resnet50,resnet101 \
   -b 2 -r 1,2 -o bench -- --image-size 32 --threads 1 --num-warmup-batches 1 --num-batches-per-iter 1 --num-iters 2)
 result=$(wait_job "$job" 120)
