@@ -68,8 +68,14 @@ std::string source_version(const NcFile& src, const std::string& url) {
   static const std::set<std::string> kVersionAttributes{
       "tracking_id", "version", "product_version", "date_created", "creation_date", "date_modified", "date_issued"};
   std::string out;
-  for (const std::string& name : src.att_names(NC_GLOBAL))
-    if (kVersionAttributes.count(name)) out += (out.empty() ? "" : ", ") + name + "=" + src.att_text(NC_GLOBAL, name);
+  for (const std::string& name : src.att_names(NC_GLOBAL)) {
+    if (!kVersionAttributes.count(name)) continue;
+    // A number (`version = 20` as some providers write it) is compared as well as text.
+    static const std::string kNotText = "\x01";
+    std::string value = src.att_text(NC_GLOBAL, name, kNotText);
+    if (value == kNotText) value = fmt::format("{}", src.att_double(NC_GLOBAL, name, std::nan("")));
+    out += (out.empty() ? "" : ", ") + name + "=" + value;
+  }
   return out;
 }
 

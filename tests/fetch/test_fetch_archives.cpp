@@ -558,3 +558,23 @@ TEST(FetchArchives, StringTypedAttributesAreReadAsText) {
   EXPECT_EQ(f.att_text(t, "axis"), "T");
   EXPECT_EQ(f.att_text(t, "bounds", "none"), "none");
 }
+
+// A server's source version is its provider's version attributes, text or number: a numeric
+// `version` that changed was read as "" before, so the change went unnoticed.
+TEST(FetchArchives, AServersSourceVersionIsItsVersionAttributesTextOrNumber) {
+  test::TempDir d;
+  const auto version_of = [&](double version, const std::string& tracking) {
+    const std::string path = d / "v.nc";
+    {
+      NcFile nc = NcFile::create(path);
+      nc.put_att(NC_GLOBAL, "version", version, NC_INT);
+      nc.put_att(NC_GLOBAL, "tracking_id", tracking);
+      nc.put_att(NC_GLOBAL, "title", "not a version");
+      nc.close();
+    }
+    return source_version(NcFile::open(path), "https://server/dods/v.nc");
+  };
+  EXPECT_EQ(version_of(20, "abc"), "version=20, tracking_id=abc");
+  EXPECT_NE(version_of(21, "abc"), version_of(20, "abc"));
+  EXPECT_NE(version_of(20, "abd"), version_of(20, "abc"));
+}
