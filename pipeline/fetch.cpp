@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -85,6 +86,36 @@ void warn_season_order(const Config& cfg) {
                "months before the wrap come from the year before each season-year; for months {}..{} of one year "
                "write [{}]",
                fmt::join(s, ", "), cfg.origin("fetch.season"), *lo, *hi, fmt::join(sorted, ", "));
+}
+
+// Files an earlier fetch into the folder wrote for fields the config no longer lists (fewer
+// fields, another predictand): kept, since they are the user's to delete, but said at every
+// fetch, with the space they hold; preprocess reads the manifest's files only.
+void note_left_over(const std::string& dir, const FetchManifest& now) {
+  std::set<std::string> current;
+  for (const auto& f : now.predictors) current.insert(f.file);
+  if (now.has_predictand()) current.insert(now.predictand.file);
+  std::vector<std::string> left;
+  uintmax_t bytes = 0;
+  for (const char* sub : {"predictors", "predictand"}) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir + "/" + sub, ec)) {
+      const std::string file = std::string(sub) + "/" + e.path().filename().string();
+      if (e.path().extension() != ".nc" || current.count(file) || !e.is_regular_file(ec)) continue;
+      left.push_back(file);
+      bytes += e.file_size(ec);
+    }
+  }
+  if (left.empty()) return;
+  std::sort(left.begin(), left.end());
+  std::string names;
+  for (size_t i = 0; i < left.size() && i < 4; ++i) names += (i ? ", " : "") + left[i];
+  if (left.size() > 4) names += fmt::format(" and {} more", left.size() - 4);
+  const bool one = left.size() == 1;
+  spdlog::info("{} in {}: from an earlier fetch, of {} the config no longer asks for ({}, and {} chunks in "
+               "chunks/); kept, and not read by preprocess: delete {} to free the space",
+               names, dir, one ? "a field" : "fields", TransferProgress::human(static_cast<double>(bytes)),
+               one ? "its" : "their", one ? "it" : "them");
 }
 
 }  // namespace
@@ -351,6 +382,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
                          .with_datasets(f.predictors_dataset, f.predictand_dataset);
   manifest.write(dir + "/manifest.json");
   spdlog::info("wrote {}", dir + "/manifest.json");
+  note_left_over(dir, manifest);
   return 0;
 }
 

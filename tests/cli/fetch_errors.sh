@@ -86,6 +86,19 @@ out=$(cd "$src" && "$bin" fetch --dry-run --config configs/demo.yaml --set fetch
 [[ $rc -eq 2 && $out == *"--set fetch.predictors.dataset=nope: no dataset definition 'nope' (looked for nope.yaml in configs/datasets)"* ]] &&
   ok "no dataset definition: folders once" || fail "no dataset definition: exit $rc: $out"
 
+# Fields the config no longer asks for: their files stay (the user's to delete), named at every
+# fetch, and the manifest lists what the config asks for alone.
+"$bin" fetch -q "${one[@]}" --set synth.dir=alt --set run.dir=runs/fewer || fail "fetch of every field"
+for run in 1 2; do
+  out=$("$bin" fetch "${one[@]}" --set synth.dir=alt --set run.dir=runs/fewer --set 'fetch.predictors.fields=[ta@850,z@500]' 2>&1); rc=$?
+  [[ $rc -eq 0 && $out == *"predictors/hus@1000.nc, predictors/hus@500.nc, predictors/hus@700.nc, predictors/hus@850.nc and 14 more in runs/fewer/fetch: from an earlier fetch, of fields the config no longer asks for"* ]] &&
+    ok "left-over fields named (fetch $run)" || fail "left-over fields, fetch $run: exit $rc: $out"
+done
+[[ $(/usr/bin/python3 -c 'import json; print(len(json.load(open("runs/fewer/fetch/manifest.json"))["predictors"]))') == 2 ]] ||
+  fail "the manifest lists other than the 2 fields asked for"
+out=$("$bin" fetch "${one[@]}" --set synth.dir=alt --set run.dir=runs/fewer 2>&1); rc=$?
+[[ $rc -eq 0 && $out != *"from an earlier fetch"* ]] || fail "every field asked again: exit $rc: $out"
+
 # A source rewritten in place (another synth.seed: a corrected dataset downloaded again under its
 # old name): the rerun fetches its chunks again and says so, and the fetched values are the new
 # source's, as a fetch into a new folder gives them; a rerun after it reuses every chunk. Before,
