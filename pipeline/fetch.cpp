@@ -202,6 +202,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
   // under its name) is fetched again, and fetch says so; one a version before this check
   // recorded takes the source's version as it is now.
   std::map<std::string, size_t> changed;  // field -> chunks fetched again for a changed source
+  std::map<size_t, std::string> crc_before;  // chunk -> its CRC-32 from the changed source's older version
   bool adopted = false;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ChunkPlan& c = plan.chunks[i];
@@ -211,7 +212,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
       LedgerEntry& e = ledger.chunks.at(c.file);
       const std::string version = c.source_version(fp);
       if (e.source_version.empty() && !version.empty()) e.source_version = version, adopted = true;
-      else if (e.source_version != version) have[i] = false, ++changed[fp.name];
+      else if (e.source_version != version) have[i] = false, ++changed[fp.name], crc_before[i] = e.crc32;
     }
     if (!have[i]) todo.push_back(i), todo_bytes += c.bytes(fp);
   }
@@ -334,6 +335,23 @@ int run_fetch(const Config& cfg, bool dry_run) {
     throw;
   }
   if (!todo.empty()) progress.finish();  // a rerun with every chunk complete has no transfer to report
+  // A source whose size or modification time changed with the same values (copied without -p,
+  // restored from a backup, touched) gives its chunks again byte for byte: said, so that the
+  // warning above is not read as new data.
+  size_t same = 0;
+  std::set<std::string> new_values;  // fields with a chunk that changed
+  for (const auto& [i, crc] : crc_before) {
+    if (ledger.chunks.at(plan.chunks[i].file).crc32 == crc) ++same;
+    else new_values.insert(plan.fields[plan.chunks[i].field].name);
+  }
+  if (same > 0) {
+    std::string fields;
+    for (const auto& f : new_values) fields += (fields.empty() ? "" : ", ") + f;
+    spdlog::info("{} of the {} chunk{} fetched again for a changed source hold the same bytes as before{}", same,
+                 crc_before.size(), crc_before.size() == 1 ? "" : "s",
+                 new_values.empty() ? ": the files changed (copied, touched), not their values for these days"
+                                    : "; new values in " + fields);
+  }
 
   // The joins' tails (and fields whose chunks all came from an earlier run), then the manifest.
   FetchManifest manifest;
