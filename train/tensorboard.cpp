@@ -76,7 +76,9 @@ std::string run_folder(const std::string& parent, const std::string& run, bool f
   if (ec) throw Error(dir.string() + ": cannot create the TensorBoard folder: " + ec.message());
   if (fresh)
     for (const auto& f : std::filesystem::directory_iterator(dir))
-      if (f.path().filename().string().rfind("events.out.tfevents.", 0) == 0) std::filesystem::remove(f.path());
+      if (f.path().filename().string().rfind("events.out.tfevents.", 0) == 0 && !std::filesystem::remove(f.path(), ec) &&
+          ec)
+        throw Error(f.path().string() + ": cannot remove the earlier run's TensorBoard events: " + ec.message());
   return dir.string();
 }
 }  // namespace

@@ -301,23 +301,25 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   AppendFile csv;
   // A new event file per run (and per resume): TensorBoard merges every file of the folder.
   std::optional<TrainingEvents> events;
-  // A fresh run in a folder holding an earlier run replaces that run's history (metrics.csv,
-  // event files, model_summary.txt) and checkpoints only when its own first epoch is done (or at
-  // a SIGUSR1 before then: the requeued job continues this run): stopped before then (as its
-  // warning invites, to --resume the earlier run instead), or failing in it, it leaves the
-  // earlier run whole. Every rank decides the same before the start barrier.
+  // A fresh run writes its history (metrics.csv, event files, model_summary.txt) only with its
+  // first checkpoint, at the end of its first epoch (or at a SIGUSR1 before then: the requeued
+  // job continues this run). In a folder holding an earlier run it replaces that run's history,
+  // checkpoints and train_report.json then: stopped before (as its warning invites, to --resume
+  // the earlier run instead), or failing in it, it leaves the earlier run whole, and a failed
+  // run in an empty folder leaves nothing. Every rank decides the same before the start barrier.
   const bool replaces_previous = !resume && path_exists(last_path);
   const auto open_history = [&] {
     if (!root || csv.is_open()) return;
     write_file_atomically(out_dir + "/model_summary.txt", net.summary());  // the run's, with its history
     const std::string restored = resume ? restore_metrics(csv_path, state.epoch, state.epoch_metrics) : "";
+    if (!resume) std::filesystem::remove(out_dir + "/train_report.json");  // the earlier run's, if any
     const bool header = !resume || !path_exists(csv_path) || std::filesystem::file_size(csv_path) == 0;
     csv = AppendFile(csv_path, !resume);
     if (header) csv.append(std::string(kMetricsHeader) + "\n");
     events.emplace(out_dir, !resume);
     if (!restored.empty()) report_restored_epoch(restored, state, out_dir, last_path, *events);
   };
-  if (!replaces_previous) open_history();
+  if (resume) open_history();
 
   const model::Tensor mask = mask_tensor(meta, *be);
   Batch batch{model::Tensor(*be, {1, 1, 1, 1}), model::Tensor(*be, {1, 1, 1, 1})};
@@ -498,16 +500,17 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                                         "metrics.csv and TensorBoard events are as they were (this fresh run had not "
                                         "finished its first epoch; --resume continues the earlier run)",
                                         signal_name(sig), where, out_dir));
-        if (replaces_previous && epoch == 1 && root) {
-          // The requeued job continues this run: its history starts here, and the earlier run's
-          // best model must not stand beside it (predict would take it for this run's).
+        // Under MPI each rank's batch-norm running statistics differ until the epoch's end
+        // averages them: the checkpoint holds rank 0's (weights and optimizer are the same on all).
+        if (root) save_checkpoint(last_path, net, optimizer.get(), mid);
+        if (root && !csv.is_open()) {
+          // A fresh run in its first epoch: the requeued job continues it, so its history starts
+          // here, and an earlier run's best model must not stand beside it (predict would take it
+          // for this run's). After the checkpoint: a failed write leaves the earlier run whole.
           open_history();
           std::error_code ec;
           std::filesystem::remove(best_path, ec);
         }
-        // Under MPI each rank's batch-norm running statistics differ until the epoch's end
-        // averages them: the checkpoint holds rank 0's (weights and optimizer are the same on all).
-        if (root) save_checkpoint(last_path, net, optimizer.get(), mid);
         comm.barrier("checkpoint at the interruption");
         throw Interrupted(sig,
                           fmt::format("interrupted by {} at {}; {} {}/checkpoint_last.h5 ({})", signal_name(sig), where,
@@ -562,10 +565,21 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     state.epoch_metrics = metrics_line(metrics);  // in the checkpoints too, for a resume that lacks it
     state.epoch_learning_rate = lr;
     const auto t_checkpoint = Clock::now();
-    if (root) {
-      open_history();  // a fresh run over an earlier one replaces its history here, with its checkpoints
+    if (root && !csv.is_open()) {
+      // A fresh run over an earlier one (its first epoch): its last checkpoint first, so that a
+      // failed write leaves the earlier run whole (its checkpoints, metrics.csv and events); once
+      // it stands, the earlier history goes and the earlier best model with it (predict would
+      // take it for this run's, were this one's best not written).
+      save_checkpoint(last_path, net, optimizer.get(), state);
+      std::error_code ec;
+      std::filesystem::remove(best_path, ec);
+      open_history();
+      if (improved) save_checkpoint(best_path, net, optimizer.get(), state);
+    } else if (root) {
       if (improved) save_checkpoint(best_path, net, optimizer.get(), state);
       save_checkpoint(last_path, net, optimizer.get(), state);
+    }
+    if (root) {
       csv.append(state.epoch_metrics + "\n");
       events->epoch(epoch, train_loss, metrics.val_loss, lr, secs, metrics.samples_per_second);
       timeline.add("checkpoint", Timeline::kStep, t_checkpoint, Clock::now(), last_step, epoch);

@@ -104,7 +104,17 @@ fault preprocess preprocess/store.h5 ENOSPC DS_FAIL_ON=fsync
 rerun preprocess
 
 # --- train: both checkpoints (HDF5), metrics.csv (appended), the TensorBoard events, the report.
+# A fresh run over an earlier one failing at its first checkpoint leaves the earlier run whole:
+# its metrics.csv, events and best model too. (They went first: metrics.csv was cut to its header,
+# the events deleted, and a --resume then continued the earlier run with its history lost.)
+history() { cat "$run/train/metrics.csv" "$run"/train/tensorboard/*/events.* "$run/train/checkpoint_best.h5" | md5sum; }
+history_before=$(history)
 fault train train/checkpoint_last.h5 ENOSPC DS_FAIL_AFTER=3
+[[ $(history) == "$history_before" ]] && echo "ok the earlier run's history and best model are whole" ||
+  { echo "FAIL the failed fresh run changed the earlier run's metrics.csv, events or best model"; failures=$((failures + 1)); }
+# Its best model failing (after its last checkpoint replaced the earlier run's): the earlier best
+# is gone, not left beside this run's checkpoint for predict to take.
+rm "$run/train/checkpoint_best.h5"
 fault train train/checkpoint_best.h5 EIO DS_FAIL_AFTER=5
 fault train train/checkpoint_last.h5 EIO DS_FAIL_ON=fsync
 fault train train/metrics.csv ENOSPC DS_FAIL_AFTER=1
@@ -146,14 +156,15 @@ if mkdir -p "$tfs" && mount -t tmpfs -o size=2M tmpfs "$tfs" 2>/dev/null; then
   # The store (12 MB) does not fit: a full disk in the middle of preprocess's HDF5 writes.
   ds preprocess >/dev/null 2>"$work/err"
   check "preprocess on a full tmpfs" preprocess preprocess/store.h5 "No space left on device" $? "$work/err" absent
-  # The checkpoints (46 kB) on a disk with 24 kB left (room for the summary, metrics.csv and the
-  # two TensorBoard runs' event files, 4 kB pages each); then space again and a rerun.
+  # The checkpoints (46 kB) on a disk with 24 kB left: the first, checkpoint_last.h5, fails (a
+  # fresh run's history comes after it, so nothing else is written); then space again and a rerun.
   rm -rf "$run/preprocess"
   ln -s "$work/runs/f/preprocess" "$run/preprocess"
   fill=$((2048 - 24))
   dd if=/dev/zero of="$tfs/filler" bs=1k count=$fill status=none 2>/dev/null
   ds train >/dev/null 2>"$work/err"
-  check "train on a full tmpfs" train train/checkpoint_best.h5 "No space left on device" $? "$work/err" absent
+  check "train on a full tmpfs" train train/checkpoint_last.h5 "No space left on device" $? "$work/err" absent
+  [[ -z $(ls -A "$run/train" | grep -v '^\.') ]] || { echo "FAIL train on a full tmpfs left $(ls "$run/train")"; failures=$((failures + 1)); }
   rm -f "$tfs/filler"
   rerun train
   # The predictions (6 MB) do not fit.
