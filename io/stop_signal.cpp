@@ -125,6 +125,16 @@ void test_wait_for_signal(const std::string& what) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
+int signal_after_completion(const std::string& stage, int rc, std::string* message) {
+  const int sig = stop_signal_number();
+  if (rc != 0 || sig == 0) return rc;
+  const int code = stage == "train" && sig == SIGUSR1 ? kExitRequeue : 128 + sig;
+  if (message)
+    *message = "downscale " + stage + ": " + signal_name(sig) +
+               " came after the last safe point: the work is complete and written; exit " + std::to_string(code);
+  return code;
+}
+
 void throw_if_stop_requested(const std::string& what) {
   test_wait_for_signal(what);
   const int s = g_signal.load();

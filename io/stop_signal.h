@@ -46,6 +46,13 @@ class Interrupted : public Error {
   int signo_;
 };
 
+// The exit code of a stage that returned `rc`: a signal that came after its last safe point
+// leaves the work complete, and the code still says the signal came, as a stop at a safe point
+// would (a scheduler's TERM is not reported as success): 128 + signal, or for train's SIGUSR1
+// kExitRequeue (the requeued job's resume finds the run done). `rc` when no signal came or the
+// stage failed. `message`, when the code changes: the line main prints.
+int signal_after_completion(const std::string& stage, int rc, std::string* message);
+
 // Throws Interrupted("interrupted by SIGTERM while <what>") when a stop was requested.
 void throw_if_stop_requested(const std::string& what);
 

@@ -219,13 +219,23 @@ int main(int argc, char** argv) {
       for (const auto& r : cfg.replaced_overrides) spdlog::warn("{}", r);
       for (const auto& k : cfg.ignored_keys) spdlog::warn("{}", k);
     }
-    if (stage == "synth") return ds::run_synth(cfg);
-    if (stage == "fetch") return ds::run_fetch(cfg, options.dry_run);
-    if (stage == "preprocess") return ds::run_preprocess(cfg);
-    if (stage == "train" && options.scaling.on) return ds::run_predict_scaling(cfg, options.scaling);
-    if (stage == "train") return ds::run_train(cfg, options);
-    if (stage == "predict") return ds::run_predict(cfg);
-    if (stage == "evaluate") return ds::run_evaluate(cfg);
+    const auto dispatch = [&] {
+      if (stage == "synth") return ds::run_synth(cfg);
+      if (stage == "fetch") return ds::run_fetch(cfg, options.dry_run);
+      if (stage == "preprocess") return ds::run_preprocess(cfg);
+      if (stage == "train" && options.scaling.on) return ds::run_predict_scaling(cfg, options.scaling);
+      if (stage == "train") return ds::run_train(cfg, options);
+      if (stage == "predict") return ds::run_predict(cfg);
+      if (stage == "evaluate") return ds::run_evaluate(cfg);
+      return int(ds::kExitFailure);
+    };
+    const int rc = dispatch();
+    // A signal after the stage's last safe point (acknowledged, "stopping at the next safe point").
+    if (std::string message; ds::signal_after_completion(stage, rc, &message) != rc) {
+      std::cerr << (ds::stop_message_prefix() + message + "\n") << std::flush;
+      return ds::signal_after_completion(stage, rc, nullptr);
+    }
+    return rc;
   } catch (const ds::Interrupted& e) {
     // One write, so that the lines of several MPI ranks do not interleave.
     std::cerr << (ds::stop_message_prefix() + "downscale " + stage + ": " + e.what() + "\n") << std::flush;

@@ -52,6 +52,24 @@ TEST(StopSignal, ASignalSetsTheFlagAndSafePointsThrowWith128PlusIt) {
   signal(SIGUSR1, SIG_DFL);
 }
 
+// A signal after a stage's last safe point: its work is complete, and the exit code still says
+// the signal came (evaluate, signalled while drawing its last figure, exited 0 after saying
+// "stopping at the next safe point"); train's SIGUSR1 is the requeue's 75.
+TEST(StopSignal, ASignalAfterTheLastSafePointStillGivesItsExitCode) {
+  set_stop_request(0);
+  std::string message;
+  EXPECT_EQ(signal_after_completion("evaluate", 0, &message), 0);
+  EXPECT_EQ(message, "");
+  set_stop_request(SIGTERM);
+  EXPECT_EQ(signal_after_completion("evaluate", 0, &message), 143);
+  EXPECT_EQ(message, "downscale evaluate: SIGTERM came after the last safe point: the work is complete and written; exit 143");
+  EXPECT_EQ(signal_after_completion("evaluate", 3, nullptr), 3);  // a failure keeps its own code
+  set_stop_request(SIGUSR1);
+  EXPECT_EQ(signal_after_completion("train", 0, nullptr), kExitRequeue);
+  EXPECT_EQ(signal_after_completion("predict", 0, nullptr), 138);
+  set_stop_request(0);
+}
+
 TEST(StopSignal, StaleTempsOfDeadProcessesGoLiveOnesStay) {
   const fs::path d = fresh_dir("ds-stale");
   const std::string dead = std::to_string(dead_pid()), me = std::to_string(::getpid());
