@@ -1,5 +1,10 @@
 #include "io/netcdf_file.h"
 
+#include <fcntl.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 
 #include "io/error.h"
@@ -8,7 +13,13 @@
 namespace ds {
 
 void nc_check(int status, const std::string& where) {
-  if (status != NC_NOERR) throw InputError(where + ": " + nc_strerror(status));
+  if (status == NC_NOERR) return;
+  // netCDF-C's words for a damaged file ("NetCDF: HDF error") do not say what to do.
+  const bool damaged = status == NC_EHDFERR || status == NC_ENOTNC || status == NC_EFILEMETA;
+  throw InputError(where + ": " + nc_strerror(status) +
+                   (damaged ? " (the file is damaged, cut short or not NetCDF: compare its size with what wrote it, or "
+                              "write it again)"
+                            : ""));
 }
 
 namespace {
@@ -18,6 +29,25 @@ std::string write_cause(int status) {
   if (status == NC_EHDFERR || status == NC_EIO || status == NC_EFILEMETA)
     return hdf5_error_cause();
   return status > 0 ? std::strerror(status) : nc_strerror(status);
+}
+// Why nc_create failed: netCDF-C reports EACCES (or an HDF error) for a read-only file system or
+// a full disk too. The system's answer to creating and writing the file itself, else netCDF's.
+std::string create_cause(const std::string& path, int status) {
+  // NC_CLOBBER asked for the file to be replaced, and the failed create has cut it already (an
+  // AtomicFile's temporary, in downscale's use): probing it and removing it loses nothing.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return std::strerror(errno);
+  // A page of zeros, flushed: a full disk says so here.
+  static const char page[4096] = {};
+  int err = 0;
+  if (::write(fd, page, sizeof page) != static_cast<ssize_t>(sizeof page) || ::fsync(fd) != 0) err = errno;
+  ::close(fd);
+  ::unlink(path.c_str());
+  if (err) return std::strerror(err);
+  struct statvfs fs {};
+  const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/') + 1);
+  if (::statvfs(dir.c_str(), &fs) == 0 && fs.f_bavail == 0) return std::strerror(ENOSPC);
+  return write_cause(status);
 }
 void nc_check_write(int status, const std::string& where) {
   if (status != NC_NOERR) throw Error(where + ": cannot write: " + write_cause(status));
@@ -35,7 +65,7 @@ NcFile NcFile::open(const std::string& path_or_url) {
 NcFile NcFile::create(const std::string& path) {
   int id = -1;
   const int st = nc_create(path.c_str(), NC_CLOBBER | NC_NETCDF4, &id);
-  if (st != NC_NOERR) throw Error(path + ": cannot create: " + write_cause(st));
+  if (st != NC_NOERR) throw Error(path + ": cannot create: " + create_cause(path, st));
   NcFile f(id, path);
   f.writable_ = true;
   return f;
