@@ -51,6 +51,19 @@ struct Handle {
   throw Error(path + ": " + what + ": " + hdf5_error_cause());
 }
 
+// A failed read: bad input (exit 3). HDF5's own cause, read before any other call clears it: a
+// checksum that does not match is said as such, anything else (an I/O error, a truncated file)
+// as HDF5 says it.
+[[noreturn]] void fail_read(const std::string& path, const std::string& dataset) {
+  const std::string cause = hdf5_error_cause();
+  static const std::regex checksum("fletcher", std::regex::icase);  // not HDF5's "metadata checksum"
+  throw InputError(path + ": cannot read dataset " + dataset +
+                   (std::regex_search(cause, checksum)
+                        ? " (its Fletcher-32 checksum does not match: the file was changed or damaged after it "
+                          "was written)"
+                        : ": " + cause));
+}
+
 }  // namespace
 
 std::string hdf5_error_cause() {
@@ -184,6 +197,7 @@ void H5File::create_dataset(const std::string& name, hid_t type, const std::vect
     std::vector<hsize_t> chunk = dims;
     chunk[0] = std::min(chunk_rows, dims[0]);
     H5Pset_chunk(plist, static_cast<int>(chunk.size()), chunk.data());
+    if (checksummed_) H5Pset_fletcher32(plist);  // verified on every read of a chunk
     if (deflate > 0) {
       H5Pset_shuffle(plist);
       H5Pset_deflate(plist, static_cast<unsigned>(deflate));
@@ -210,7 +224,7 @@ void H5File::rows_any(const std::string& name, hid_t type, hsize_t row, hsize_t 
   H5Sselect_hyperslab(space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr);
   Handle mem(H5Screate_simple(rank, count.data(), nullptr), H5Sclose);
   if (!write) {
-    if (H5Dread(ds, type, mem, space, H5P_DEFAULT, data) < 0) fail(path_, "cannot read dataset " + name);
+    if (H5Dread(ds, type, mem, space, H5P_DEFAULT, data) < 0) fail_read(path_, name);
     return;
   }
   // Closing the dataset writes the chunks HDF5 cached: a full disk shows up there.
@@ -235,7 +249,9 @@ void H5File::write_any(const std::string& name, hid_t type, const std::vector<hs
   }
   Handle dcpl(untimed(H5P_DATASET_CREATE), H5Pclose);
   const bool nonempty = !dims.empty() && std::all_of(dims.begin(), dims.end(), [](hsize_t d) { return d > 0; });
-  if (checksummed_ && nonempty) {  // the filter needs a chunked layout: the whole dataset, one chunk
+  // The filter needs a chunked layout (the whole dataset, one chunk) and fixed-size elements:
+  // variable-length strings (a store's channel names) are stored outside the chunks, unchecked.
+  if (checksummed_ && nonempty && H5Tis_variable_str(type) <= 0) {
     H5Pset_chunk(dcpl, static_cast<int>(dims.size()), dims.data());
     H5Pset_fletcher32(dcpl);
   }
@@ -301,17 +317,7 @@ std::vector<hsize_t> H5File::dims(const std::string& name) const {
 void H5File::read_any(const std::string& name, hid_t type, void* out) const {
   Handle ds(H5Dopen2(id_, name.c_str(), H5P_DEFAULT), H5Dclose);
   if (ds < 0) throw InputError(path_ + ": no dataset " + name);
-  if (H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
-    // HDF5's own cause, read before any other call clears it: a checksum that does not match is
-    // said as such, anything else (an I/O error, a truncated file) as HDF5 says it.
-    const std::string cause = hdf5_error_cause();
-    static const std::regex checksum("fletcher", std::regex::icase);  // not HDF5's "metadata checksum"
-    throw InputError(path_ + ": cannot read dataset " + name +
-                     (std::regex_search(cause, checksum)
-                          ? " (its Fletcher-32 checksum does not match: the file was changed or damaged after it "
-                            "was written)"
-                          : ": " + cause));
-  }
+  if (H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) fail_read(path_, name);
 }
 void H5File::read(const std::string& n, float* o) const { read_any(n, H5T_NATIVE_FLOAT, o); }
 void H5File::read(const std::string& n, double* o) const { read_any(n, H5T_NATIVE_DOUBLE, o); }

@@ -34,9 +34,10 @@ class H5File {
   void write_rows(const std::string& name, hsize_t row, hsize_t nrows, const float* data);
   void write_rows(const std::string& name, hsize_t row, hsize_t nrows, const double* data);
   void write_rows(const std::string& name, hsize_t row, hsize_t nrows, const int64_t* data);
-  // Datasets written whole from now on carry HDF5's Fletcher-32 checksum (one chunk each),
-  // which every read verifies: a checkpoint changed or damaged after it was written is refused
-  // naming the dataset instead of predicting with a flipped bit.
+  // Datasets created from now on carry HDF5's Fletcher-32 checksum (per chunk: one for a
+  // dataset written whole, one per block of rows for create_dataset's), which every read
+  // verifies: a checkpoint or store damaged after it was written is refused naming the dataset
+  // instead of predicting, or training, with a flipped bit.
   void checksum_datasets() { checksummed_ = true; }
   // Whole datasets in one call.
   void write(const std::string& name, const std::vector<hsize_t>& dims, const float* data);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -177,3 +178,39 @@ TEST(StoreReaderChecks, OlderFormatsAskForARebuild) {
   EXPECT_NE(refusal(path).find("rebuild it with `downscale preprocess`"), std::string::npos);
 }
 
+
+// A store damaged on disk (a byte flipped in the training split's data) is refused as it is
+// read, naming the dataset (exit 3); before, training and scoring went on with the flipped values.
+TEST(StoreIdentity, ADamagedSplitIsRefusedAsItIsRead) {
+  test::TempDir d;
+  const std::string path = write_store(d / "a.h5", small_meta(), 6);
+  haddr_t address = HADDR_UNDEF;
+  {
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    const hid_t ds = H5Dopen2(f, "/train/x", H5P_DEFAULT);
+    const hid_t space = H5Dget_space(ds);
+    hsize_t nchunks = 0, size = 0;
+    ASSERT_GE(H5Dget_num_chunks(ds, space, &nchunks), 0);
+    ASSERT_GE(nchunks, 1u);
+    ASSERT_GE(H5Dget_chunk_info(ds, space, 0, nullptr, nullptr, &address, &size), 0);
+    H5Sclose(space), H5Dclose(ds), H5Fclose(f);
+  }
+  {
+    std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekg(static_cast<std::streamoff>(address + 8));
+    char b = 0;
+    io.read(&b, 1);
+    b = static_cast<char>(b ^ 0x40);
+    io.seekp(static_cast<std::streamoff>(address + 8));
+    io.write(&b, 1);
+  }
+  StoreReader r(path);  // the metadata is whole
+  std::vector<float> x(3 * 12);
+  try {
+    r.read_x("train", 0, 1, x.data());
+    FAIL() << "a damaged chunk was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/train/x (its Fletcher-32 checksum does not match"), std::string::npos)
+        << e.what();
+  }
+}
