@@ -15,7 +15,8 @@
 #  5. a rank that stalls makes the others log it as missing, and past train.stall_abort_seconds
 #     ends the job;
 #  6. a rank that fails (an injected error, then kill -9) ends the job non-zero within 60 s
-#     with a message naming the rank.
+#     with a message naming the rank; ranks that opened different stores under one path
+#     (another working folder) are refused, naming the rank.
 #   usage: train_mpi.sh <downscale binary> <source dir>
 set -euo pipefail
 bin=$1
@@ -173,6 +174,26 @@ out=$(DOWNSCALE_TEST_STALL_RANK=1 DOWNSCALE_TEST_STALL_SECONDS=60 timeout 50 "${
 grep -q 'rank 0 failed: gave up after 2 s at collective #[0-9]* (gradients of step 0): ranks 1 never arrived' <<<"$out" ||
   { echo "no 'gave up' message naming rank 1"; echo "$out"; exit 1; }
 echo "stall limit: exit $rc after $(( $(date +%s) - start )) s"
+
+echo "== rank 1 reads another store under the same path (another working folder)"
+mkdir -p other/configs other/runs/diff/preprocess other/runs/build && cp -r configs/* other/configs/
+ln -s "$work/runs/demo/fetch" other/runs/build/fetch
+"$bin" preprocess --config configs/demo.yaml "${years[@]}" --set run.dir=other/runs/build \
+  --set preprocess.train_years=[2001,2001] --set preprocess.validation_years=[2000,2000] 2>/dev/null
+ln -s "$work/other/runs/build/preprocess/store.h5" other/runs/diff/preprocess/store.h5
+ln -s "$work/runs/demo/fetch" other/runs/diff/fetch
+mkdir -p runs/diff/preprocess && ln -s "$work/runs/demo/preprocess/store.h5" runs/diff/preprocess/store.h5
+cat >rank_dir.sh <<'SH'
+#!/usr/bin/env bash
+[[ ${OMPI_COMM_WORLD_RANK:-0} == 1 ]] && cd other
+exec "$@"
+SH
+chmod +x rank_dir.sh
+rc=0
+out=$(timeout 60 "${mpi[@]}" ./rank_dir.sh "$bin" train --config configs/demo.yaml "${common[@]}" --set run.dir=runs/diff 2>&1) || rc=$?
+[[ $rc -eq 3 ]] && grep -q 'rank 1 opened a store with other metadata (store identity) than rank 0' <<<"$out" ||
+  { echo "ranks reading different stores: exit $rc"; echo "$out" | tail -5; exit 1; }
+echo "different stores on the ranks: refused, exit $rc"
 
 echo "== injected failure on rank 1"
 rc=0
