@@ -276,14 +276,16 @@ forward() {
     return 0
   fi
   if [[ $1 == TERM ]]; then
-    # mpirun ends the job on SIGTERM, its ranks killed soon after they receive it: the last
-    # checkpoint is the last epoch's (or SIGUSR1's).
-    echo "== TERM received: passing it to mpirun, which ends the ranks; the last checkpoint written stays"
+    # Open MPI's mpirun passes SIGTERM to the ranks and kills them shortly after: a rank may or
+    # may not finish its mid-epoch checkpoint first, and mpirun exits 1 either way.
+    term_to_mpirun=1
+    echo "== TERM received: passing it to mpirun, which passes it to the ranks and ends them soon after; the last checkpoint written stays"
   else
     echo "== $1 received: passing it to the training, which writes checkpoint_last.h5 and stops"
   fi
   kill -"$1" "$child" 2>/dev/null || true
 }
+term_to_mpirun=0
 trap 'forward USR1' USR1
 trap 'forward TERM' TERM
 rc=0
@@ -295,6 +297,10 @@ while ((forwarded)); do
   wait "$child" || rc=$?
 done
 echo "== training exited with code $rc after $(( $(date +%s) - start )) s"
+if ((term_to_mpirun)) && [[ $rc -ne 0 && $rc -ne 143 ]]; then
+  echo "== mpirun exited $rc after the TERM it passed on: exit 143 (terminated, not a failure of the training); checkpoint_last.h5 is the last one the ranks finished (an epoch's, or a mid-epoch one)"
+  rc=143
+fi
 # srun can report 0 for a step whose tasks never launched (seen: a requeued job's launch failing in
 # Slurm's PMIx set-up): a finished training always leaves a fresh train_report.json.
 if [[ $rc -eq 0 && -n $model_dir && ! $model_dir/train_report.json -nt $tmpdir/check.out ]]; then
