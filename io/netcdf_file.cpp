@@ -25,9 +25,19 @@ void nc_check(int status, const std::string& where) {
 namespace {
 // A failed write or close is an output failure (exit 1), not bad input. netCDF-4 says only "HDF
 // error"; the system's cause (a full disk) is on HDF5's error stack.
-std::string write_cause(int status) {
-  if (status == NC_EHDFERR || status == NC_EIO || status == NC_EFILEMETA)
-    return hdf5_error_cause();
+// HDF5 does not always record the system's errno (a full disk found while it flushes its
+// metadata cache): then a file system with (almost) nothing left is named as the cause.
+std::string write_cause(int status, const std::string& path = "") {
+  if (status == NC_EHDFERR || status == NC_EIO || status == NC_EFILEMETA) {
+    const std::string cause = hdf5_error_cause();
+    if (cause.find(std::strerror(ENOSPC)) != std::string::npos || path.empty()) return cause;
+    struct statvfs fs {};
+    const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/') + 1);
+    if (::statvfs(dir.c_str(), &fs) == 0 && double(fs.f_bavail) * double(fs.f_frsize) < 1024.0 * 1024.0)
+      return std::string(std::strerror(ENOSPC)) + " (less than 1 MiB free" +
+             (cause == "HDF5 error" ? std::string(")") : "; HDF5 said: " + cause + ")");
+    return cause;
+  }
   return status > 0 ? std::strerror(status) : nc_strerror(status);
 }
 // Why nc_create failed: netCDF-C reports EACCES (or an HDF error) for a read-only file system or
@@ -49,8 +59,8 @@ std::string create_cause(const std::string& path, int status) {
   if (::statvfs(dir.c_str(), &fs) == 0 && fs.f_bavail == 0) return std::strerror(ENOSPC);
   return write_cause(status);
 }
-void nc_check_write(int status, const std::string& where) {
-  if (status != NC_NOERR) throw Error(where + ": cannot write: " + write_cause(status));
+void nc_check_write(int status, const std::string& where, const std::string& path) {
+  if (status != NC_NOERR) throw Error(where + ": cannot write: " + write_cause(status, path));
 }
 }  // namespace
 
@@ -97,12 +107,12 @@ void NcFile::close() {
   if (writable_) {
     const int st = nc_sync(id);
     if (st != NC_NOERR) {
-      const std::string cause = write_cause(st);
+      const std::string cause = write_cause(st, path_);
       nc_close(id);
       throw Error(path_ + ": cannot write: " + cause);
     }
   }
-  nc_check_write(nc_close(id), path_);
+  nc_check_write(nc_close(id), path_, path_);
 }
 
 std::string NcFile::where(int varid) const {
@@ -218,42 +228,45 @@ void NcFile::read(int varid, const std::vector<size_t>& start, const std::vector
 
 int NcFile::def_dim(const std::string& name, size_t len) {
   int d;
-  nc_check_write(nc_def_dim(id_, name.c_str(), len == 0 ? NC_UNLIMITED : len, &d), path_ + ": dimension " + name);
+  nc_check_write(nc_def_dim(id_, name.c_str(), len == 0 ? NC_UNLIMITED : len, &d), path_ + ": dimension " + name,
+                 path_);
   return d;
 }
 
 int NcFile::def_var(const std::string& name, nc_type type, const std::vector<int>& dims, int deflate) {
   int v;
-  nc_check_write(nc_def_var(id_, name.c_str(), type, static_cast<int>(dims.size()), dims.data(), &v), path_ + ": variable " + name);
-  if (deflate > 0 && !dims.empty()) nc_check_write(nc_def_var_deflate(id_, v, 1, 1, deflate), where(v));
+  nc_check_write(nc_def_var(id_, name.c_str(), type, static_cast<int>(dims.size()), dims.data(), &v),
+                 path_ + ": variable " + name, path_);
+  if (deflate > 0 && !dims.empty()) nc_check_write(nc_def_var_deflate(id_, v, 1, 1, deflate), where(v), path_);
   return v;
 }
 
 void NcFile::def_chunks(int varid, const std::vector<size_t>& chunks) {
-  nc_check_write(nc_def_var_chunking(id_, varid, NC_CHUNKED, chunks.data()), where(varid) + ": chunking");
+  nc_check_write(nc_def_var_chunking(id_, varid, NC_CHUNKED, chunks.data()), where(varid) + ": chunking", path_);
 }
 
 void NcFile::put_att(int varid, const std::string& name, const std::string& text) {
-  nc_check_write(nc_put_att_text(id_, varid, name.c_str(), text.size(), text.c_str()), where(varid) + ": attribute " + name);
+  nc_check_write(nc_put_att_text(id_, varid, name.c_str(), text.size(), text.c_str()),
+                 where(varid) + ": attribute " + name, path_);
 }
 
 void NcFile::put_att(int varid, const std::string& name, double value, nc_type type) {
   if (type == NC_FLOAT) {
     const float f = static_cast<float>(value);
-    nc_check_write(nc_put_att_float(id_, varid, name.c_str(), NC_FLOAT, 1, &f), where(varid) + ": attribute " + name);
+    nc_check_write(nc_put_att_float(id_, varid, name.c_str(), NC_FLOAT, 1, &f), where(varid) + ": attribute " + name, path_);
   } else {
-    nc_check_write(nc_put_att_double(id_, varid, name.c_str(), type, 1, &value), where(varid) + ": attribute " + name);
+    nc_check_write(nc_put_att_double(id_, varid, name.c_str(), type, 1, &value), where(varid) + ": attribute " + name, path_);
   }
 }
 
-void NcFile::end_define() { nc_check_write(nc_enddef(id_), path_); }
+void NcFile::end_define() { nc_check_write(nc_enddef(id_), path_, path_); }
 
 void NcFile::write(int varid, const std::vector<size_t>& start, const std::vector<size_t>& count, const float* data) {
-  nc_check_write(nc_put_vara_float(id_, varid, start.data(), count.data(), data), where(varid));
+  nc_check_write(nc_put_vara_float(id_, varid, start.data(), count.data(), data), where(varid), path_);
 }
 void NcFile::write(int varid, const std::vector<size_t>& start, const std::vector<size_t>& count, const double* data) {
-  nc_check_write(nc_put_vara_double(id_, varid, start.data(), count.data(), data), where(varid));
+  nc_check_write(nc_put_vara_double(id_, varid, start.data(), count.data(), data), where(varid), path_);
 }
-void NcFile::write(int varid, const double* data) { nc_check_write(nc_put_var_double(id_, varid, data), where(varid)); }
+void NcFile::write(int varid, const double* data) { nc_check_write(nc_put_var_double(id_, varid, data), where(varid), path_); }
 
 }  // namespace ds

@@ -172,6 +172,17 @@ if mkdir -p "$tfs" && mount -t tmpfs -o size=2M tmpfs "$tfs" 2>/dev/null; then
   ln -s "$work/runs/f/train" "$run/train"
   ds predict >/dev/null 2>"$work/err"
   check "predict on a full tmpfs" predict predict/precipitation.nc "No space left on device" $? "$work/err" absent
+  # fetch's chunks (netCDF-4 through HDF5, which does not always record the errno of a full
+  # disk: it said "HDF error" alone) in a fresh run folder on the emptied tmpfs.
+  rm -rf "${tfs:?}"/*
+  run=$tfs/g
+  ds fetch >/dev/null 2>"$work/err"
+  rc=$?
+  if [[ $rc -eq 1 ]] && grep -q "cannot write: No space left on device" "$work/err" && [[ -z $(find "$tfs" -name '*.tmp-*') ]]; then
+    echo "ok fetch on a full tmpfs: $(cat "$work/err")"
+  else
+    echo "FAIL fetch on a full tmpfs: exit $rc"; sed 's/^/    /' "$work/err"; failures=$((failures + 1))
+  fi
 else
   echo "skipped the full-tmpfs rows: mount -t tmpfs is not permitted here"
 fi
