@@ -135,14 +135,6 @@ FetchPlan plan(const std::string& base, const Dataset& d, const FieldWanted& w, 
   return p;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no InputError)";
-}
 
 }  // namespace
 
@@ -176,10 +168,10 @@ TEST(FetchUnits, ArchiveSpellingsConvertThroughUdunits) {
   EXPECT_TRUE(units_known("kg m**-2 s**-1"));
   EXPECT_FALSE(units_known("furlongs of bogus"));
   // Metres are no temperature: the error names where and both units.
-  EXPECT_NE(error_of([] { unit_conversion("m", "K", "f.nc: variable 'tas'"); })
+  EXPECT_NE(test::message_of<InputError>([] { unit_conversion("m", "K", "f.nc: variable 'tas'"); })
                 .find("f.nc: variable 'tas': units 'm' cannot be converted to 'K'"),
             std::string::npos);
-  EXPECT_NE(error_of([] { unit_conversion("bogus", "K", "f.nc: variable 'tas'"); }).find("'bogus'"), std::string::npos);
+  EXPECT_NE(test::message_of<InputError>([] { unit_conversion("bogus", "K", "f.nc: variable 'tas'"); }).find("'bogus'"), std::string::npos);
 }
 
 TEST(FetchArchives, UrlTemplatesResolveAgainstTheBaseWithOrWithoutASlash) {
@@ -253,7 +245,7 @@ TEST(FetchArchives, TheLevelComesFromADimensionAScalarCoordinateAnAttributeOrThe
   s.level_units = "Pa";
   write_source(d / "scalar.nc", s);
   EXPECT_EQ(plan(d.path(), one_variable("ta", "ta", "scalar.nc", "K"), {"ta@850", "ta", 850}, req).fields[0].z_ax, -1);
-  EXPECT_NE(error_of([&] { plan(d.path(), one_variable("ta", "ta", "scalar.nc", "K"), {"ta@500", "ta", 500}, req); })
+  EXPECT_NE(test::message_of<InputError>([&] { plan(d.path(), one_variable("ta", "ta", "scalar.nc", "K"), {"ta@500", "ta", 500}, req); })
                 .find("scalar.nc: variable 'ta': holds level 850 hPa (scalar coordinate 'height_level') but level 500 "
                       "hPa was requested"),
             std::string::npos);
@@ -263,11 +255,11 @@ TEST(FetchArchives, TheLevelComesFromADimensionAScalarCoordinateAnAttributeOrThe
   s.level_units = "hPa";
   write_source(d / "attr.nc", s);
   EXPECT_NO_THROW(plan(d.path(), one_variable("ta", "ta", "attr.nc", "K"), {"ta@850", "ta", 850}, req));
-  EXPECT_NE(error_of([&] { plan(d.path(), one_variable("ta", "ta", "attr.nc", "K"), {"ta@700", "ta", 700}, req); })
+  EXPECT_NE(test::message_of<InputError>([&] { plan(d.path(), one_variable("ta", "ta", "attr.nc", "K"), {"ta@700", "ta", 700}, req); })
                 .find("attr.nc: variable 'ta': holds level 850 hPa (attribute 'level') but level 700 hPa was requested"),
             std::string::npos);
   // A bare variable for a file that holds one level: asked as var@level instead.
-  EXPECT_NE(error_of([&] { plan(d.path(), one_variable("ta", "ta", "attr.nc", "K"), {"ta", "ta", 0}, req); })
+  EXPECT_NE(test::message_of<InputError>([&] { plan(d.path(), one_variable("ta", "ta", "attr.nc", "K"), {"ta", "ta", 0}, req); })
                 .find("request it as ta@850"),
             std::string::npos);
 
@@ -276,7 +268,7 @@ TEST(FetchArchives, TheLevelComesFromADimensionAScalarCoordinateAnAttributeOrThe
   write_source(d / "ta500.nc", s);
   const FetchPlan named = plan(d.path(), one_variable("ta", "ta", "{var}{level}.nc", "K"), {"ta@500", "ta", 500}, req);
   EXPECT_EQ(named.fields[0].url, d / "ta500.nc");
-  EXPECT_NE(error_of([&] { plan(d.path(), one_variable("ta", "ta", "ta500.nc", "K"), {"ta@500", "ta", 500}, req); })
+  EXPECT_NE(test::message_of<InputError>([&] { plan(d.path(), one_variable("ta", "ta", "ta500.nc", "K"), {"ta@500", "ta", 500}, req); })
                 .find("has no level dimension, scalar level coordinate or level attribute, but level 500 hPa was requested"),
             std::string::npos);
   // A surface field needs no level at all.
@@ -356,7 +348,7 @@ TEST(FetchArchives, DaysComeFromTheTimeBoundsWhereTheFileHasThem) {
   const double off[2] = {100, 101};
   ASSERT_EQ(nc_put_vara_double(id, tb, start, count, off), NC_NOERR);
   ASSERT_EQ(nc_close(id), NC_NOERR);
-  EXPECT_NE(error_of([&] { plan(d.path(), one_variable("ta", "ta", "end.nc", "K"), {"ta", "ta", 0}, request(2000, 2000, {2})); })
+  EXPECT_NE(test::message_of<InputError>([&] { plan(d.path(), one_variable("ta", "ta", "end.nc", "K"), {"ta", "ta", 0}, request(2000, 2000, {2})); })
                 .find("time step 40 (41) lies outside its bounds [100, 101] ('time_bnds')"),
             std::string::npos);
   // A stamp a rounding error past its bound (5e-4 of the interval, 43 s of a day) is the same day.
@@ -501,7 +493,7 @@ TEST(FetchArchives, OneFilePerYearReadsDecemberFromTheYearBeforesFileAndOpensEac
   // A year whose file is missing: the error names it, and that the first year's file opened
   // (the dataset's url is right; the source lacks that year).
   std::remove((d / "air.2002.nc").c_str());
-  const std::string missing = error_of([&] {
+  const std::string missing = test::message_of<InputError>([&] {
     plan(base, one_variable("tas", "air", "air.{year}.nc", "K"), {"tas", "tas", 0}, request(2001, 2002, {12, 1, 2}));
   });
   EXPECT_NE(missing.find("air.2002.nc"), std::string::npos) << missing;

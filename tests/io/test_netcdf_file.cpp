@@ -14,17 +14,6 @@
 
 using namespace ds;
 
-namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-}  // namespace
-
 // A file cut short (a copy that failed, a download that stopped) read as "NetCDF: HDF error"
 // alone; the message now says the file is damaged and what to do.
 TEST(NcFile, ADamagedFileIsSaidToBeDamaged) {
@@ -40,7 +29,7 @@ TEST(NcFile, ADamagedFileIsSaidToBeDamaged) {
     nc.close();
   }
   std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
-  const std::string cut = error_of([&] {
+  const std::string cut = test::message_of<Error>([&] {
     NcFile nc = NcFile::open(path);
     std::vector<float> x(1000);
     nc.read(nc.var_id("x"), {0}, {1000}, x.data());
@@ -48,7 +37,7 @@ TEST(NcFile, ADamagedFileIsSaidToBeDamaged) {
   EXPECT_NE(cut.find(path), std::string::npos) << cut;
   EXPECT_NE(cut.find("the file is damaged, cut short or not NetCDF"), std::string::npos) << cut;
   std::ofstream(d / "text.nc") << "not a NetCDF file\n";
-  const std::string text = error_of([&] { NcFile::open(std::string(d / "text.nc")); });
+  const std::string text = test::message_of<Error>([&] { NcFile::open(std::string(d / "text.nc")); });
   EXPECT_NE(text.find("not NetCDF"), std::string::npos) << text;
 }
 
@@ -63,7 +52,7 @@ TEST(NcFile, ACreateOnAFullDiskSaysSo) {
     const std::vector<char> block(4096, 'x');
     for (int i = 0; i < 64 && fill; ++i) fill.write(block.data(), block.size());
   }
-  const std::string full = error_of([&] { NcFile::create(mnt + "/a.nc.tmp-1"); });
+  const std::string full = test::message_of<Error>([&] { NcFile::create(mnt + "/a.nc.tmp-1"); });
   ::umount(mnt.c_str());
   EXPECT_NE(full.find("a.nc.tmp-1: cannot create: No space left on device"), std::string::npos) << full;
 }

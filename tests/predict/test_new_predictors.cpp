@@ -30,14 +30,6 @@ Grid cmip5_grid() {
 }
 Grid iberia_grid() { return Grid::from_spec(GridSpec{-10, 4, 35, 45, 2.0}); }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // A fetched field as fetch writes it: (time, lat, lon), days since 1970-01-01, standard calendar.
 void write_fetched(const std::string& path, const std::string& var, const Grid& g, const std::vector<int64_t>& days,
@@ -118,7 +110,7 @@ TEST(NewPredictors, NearestAndConservativeAcceptTheCmip5GridThatMissesTheWestern
 }
 
 TEST(NewPredictors, BilinearOutsideTheSourceCentresNamesFieldAndPoints) {
-  const std::string msg = message_of([] { regrid_covering(RegridMethod::bilinear, cmip5_grid(), iberia_grid(), "CMIP5 psl"); });
+  const std::string msg = test::message_of<InputError>([] { regrid_covering(RegridMethod::bilinear, cmip5_grid(), iberia_grid(), "CMIP5 psl"); });
   EXPECT_NE(msg.find("CMIP5 psl"), std::string::npos) << msg;
   EXPECT_NE(msg.find("bilinear"), std::string::npos) << msg;
   EXPECT_NE(msg.find("(lon -10, lat 35)"), std::string::npos) << msg;
@@ -127,7 +119,7 @@ TEST(NewPredictors, BilinearOutsideTheSourceCentresNamesFieldAndPoints) {
 
 TEST(NewPredictors, ConservativeRefusesCellsWithoutAnySourceData) {
   const Grid far = Grid::from_spec(GridSpec{-16, 4, 35, 45, 2.0});  // -16 and -14 lie west of every source cell
-  const std::string msg = message_of([&] { regrid_covering(RegridMethod::conservative, cmip5_grid(), far, "psl"); });
+  const std::string msg = test::message_of<InputError>([&] { regrid_covering(RegridMethod::conservative, cmip5_grid(), far, "psl"); });
   EXPECT_NE(msg.find("(lon -16, lat 35)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("(lon -14, lat 35)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("(lon -12, lat 35)"), std::string::npos) << msg;  // [-13, -11] ends west of -10.55
@@ -182,12 +174,12 @@ TEST(NewPredictors, OwnClimatologyNeedsTheReferenceYearsInTheData) {
   for (int64_t t = 10957; t < 10957 + 366; ++t) days.push_back(t);  // 2000 only
   write_fetch_dir(d / "gcm", g, days, [](size_t t, size_t k) { return float(t + k); });
   const StoreMeta meta = meta_on(g, "bilinear");
-  const std::string msg = message_of([&] { NewPredictors p(d / "gcm", meta, {"own", YearRange{1999, 2001}}); });
+  const std::string msg = test::message_of<InputError>([&] { NewPredictors p(d / "gcm", meta, {"own", YearRange{1999, 2001}}); });
   EXPECT_NE(msg.find("1999, 2001"), std::string::npos) << msg;
   EXPECT_NE(msg.find("reference_years"), std::string::npos) << msg;
   // Missing years as runs, and the years the predictors do hold (a GCM scenario standardized
   // against the historical period's years would otherwise list twenty of them).
-  const std::string runs = message_of([&] { NewPredictors p(d / "gcm", meta, {"own", YearRange{1990, 2003}}); });
+  const std::string runs = test::message_of<InputError>([&] { NewPredictors p(d / "gcm", meta, {"own", YearRange{1990, 2003}}); });
   EXPECT_NE(runs.find("hold no day of 1990..1999, 2001..2003 (they hold days of 2000; "), std::string::npos) << runs;
   // Reference years reaching past the run say so; none of them in it points at a scenario's
   // historical run (predict.reference_predictors), which would not help the first.
@@ -198,12 +190,12 @@ TEST(NewPredictors, OwnClimatologyNeedsTheReferenceYearsInTheData) {
   for (int64_t t = 10957 - 365; t < 10957 + 366 + 365; ++t)  // 1999..2001 ...
     if (t < 10957 || t >= 10957 + 366) gap.push_back(t);      // ... without 2000
   write_fetch_dir(d / "gap", g, gap, [](size_t t, size_t k) { return float(t + k); });
-  const std::string inside = message_of([&] { NewPredictors p(d / "gap", meta, {"own", YearRange{1999, 2001}}); });
+  const std::string inside = test::message_of<InputError>([&] { NewPredictors p(d / "gap", meta, {"own", YearRange{1999, 2001}}); });
   EXPECT_NE(inside.find("hold no day of 2000 (they hold days of 1999, 2001; set predict.reference_years to years they "
                         "hold)"),
             std::string::npos)
       << inside;
-  const std::string scenario = message_of([&] { NewPredictors p(d / "gcm", meta, {"own", YearRange{1980, 1990}}); });
+  const std::string scenario = test::message_of<InputError>([&] { NewPredictors p(d / "gcm", meta, {"own", YearRange{1980, 1990}}); });
   EXPECT_NE(scenario.find("a scenario takes its climatology from its model's historical run: "
                           "predict.reference_predictors)"),
             std::string::npos)
@@ -242,7 +234,7 @@ TEST(NewPredictors, ReferenceYearsOfAWinterRunAreSeasonYears) {
   EXPECT_NE(own.standardization().find("season-years: DJF 2001 is Dec 2000 to Feb 2001"), std::string::npos)
       << own.standardization();
   // A year the run does not hold is named as a season-year.
-  const std::string msg = message_of([&] { NewPredictors p(d / "gcm", meta, {"own", YearRange{2003, 2003}}); });
+  const std::string msg = test::message_of<InputError>([&] { NewPredictors p(d / "gcm", meta, {"own", YearRange{2003, 2003}}); });
   EXPECT_NE(msg.find("they hold days of 2001..2002 as season-years"), std::string::npos) << msg;
 }
 
@@ -260,7 +252,7 @@ TEST(NewPredictors, ReferencePredictorsOnTheOtherGregorianCalendarAreAccepted) {
   const StoreMeta meta = meta_on(g, "nearest");
   const NewPredictors p(d / "scenario", meta, {"own", YearRange{2000, 2000}, d / "historical"});
   EXPECT_NE(p.standardization().find("historical"), std::string::npos);
-  const std::string msg = message_of([&] { NewPredictors q(d / "scenario", meta, {"own", YearRange{2000, 2000}, d / "other"}); });
+  const std::string msg = test::message_of<InputError>([&] { NewPredictors q(d / "scenario", meta, {"own", YearRange{2000, 2000}, d / "other"}); });
   EXPECT_NE(msg.find("360_day calendar"), std::string::npos) << msg;
 }
 
@@ -275,7 +267,7 @@ TEST(NewPredictors, AGapIsFilledByPredictFillAndTheMessageNamesIt) {
   const StoreMeta meta = meta_on(g, "nearest");  // preprocess.fill: none
   std::vector<float> x(days.size() * g.size());
   const NewPredictors strict(d / "gcm", meta);
-  const std::string msg = message_of([&] { strict.read(0, days.size(), x.data()); });
+  const std::string msg = test::message_of<InputError>([&] { strict.read(0, days.size(), x.data()); });
   EXPECT_NE(msg.find("missing value on 2000-01-11"), std::string::npos) << msg;
   EXPECT_NE(msg.find("set predict.fill to nearest_time or climatology"), std::string::npos) << msg;
   NewPredictorOptions opt;
@@ -299,7 +291,7 @@ TEST(NewPredictors, AValueNoWeatherReachesIsRefusedNamingDayAndPoint) {
   std::vector<float> x(days.size() * g.size());
   NewPredictors(d / "far", meta).read(0, days.size(), x.data());
   EXPECT_FLOAT_EQ(x[10 * g.size() + 2], 999.0f);
-  const std::string msg = message_of([&] { NewPredictors(d / "absurd", meta).read(0, days.size(), x.data()); });
+  const std::string msg = test::message_of<InputError>([&] { NewPredictors(d / "absurd", meta).read(0, days.size(), x.data()); });
   EXPECT_NE(msg.find("predictors/psl.nc: psl on 2000-01-21 at lat 38, lon -8 is -3e+38 standard deviations from the "
                      "mean it is standardized with"),
             std::string::npos)
@@ -347,7 +339,7 @@ TEST(NewPredictors, RealCmip5FilesOnTheIberiaGridWithOwnClimatology) {
     }
   // Bilinear cannot reach the western column from these centres.
   meta.regrid = "psl:bilinear,ta@850:bilinear";
-  const std::string msg = message_of([&] { NewPredictors q(d / "gcm", meta); });
+  const std::string msg = test::message_of<InputError>([&] { NewPredictors q(d / "gcm", meta); });
   EXPECT_NE(msg.find("psl"), std::string::npos) << msg;
   EXPECT_NE(msg.find("(lon -10, lat"), std::string::npos) << msg;
 }
@@ -364,7 +356,7 @@ TEST(NewPredictors, OtherUnitsThanTheTrainingDataAreConvertedOrRefused) {
   meta.mean.assign(g.size(), 101000);
   meta.sd.assign(g.size(), 100);
   meta.channel_units = {"hPa"};  // trained on psl in hPa; these are in Pa
-  EXPECT_NE(message_of([&] { NewPredictors p(d / "gcm", meta); }).find("psl.nc: variable 'psl' (predictor psl): in 'Pa', the training data in 'hPa'"),
+  EXPECT_NE(test::message_of<InputError>([&] { NewPredictors p(d / "gcm", meta); }).find("psl.nc: variable 'psl' (predictor psl): in 'Pa', the training data in 'hPa'"),
             std::string::npos);
   NewPredictorOptions opt;
   opt.convert_units = [](const std::string& from, const std::string& to, const std::string&) {
@@ -383,5 +375,5 @@ TEST(NewPredictors, OtherUnitsThanTheTrainingDataAreConvertedOrRefused) {
   opt.convert_units = [](const std::string&, const std::string&, const std::string& where) -> std::pair<double, double> {
     throw InputError(where + ": no conversion");
   };
-  EXPECT_NE(message_of([&] { NewPredictors q(d / "gcm", meta, opt); }).find("(predictor psl): no conversion"), std::string::npos);
+  EXPECT_NE(test::message_of<InputError>([&] { NewPredictors q(d / "gcm", meta, opt); }).find("(predictor psl): no conversion"), std::string::npos);
 }

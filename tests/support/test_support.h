@@ -27,6 +27,22 @@ std::string source_dir();
 
 namespace ds::test {
 
+// The message of the `E` that `f` throws ("" when it throws none): for tests that check what an
+// error says.
+template <class E>
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace ds::test
+
+namespace ds::test {
+
 // A small CF NetCDF source like ERA-Interim (with a `plev` level dimension) or EWEMBI (without),
 // for fetch and preprocess tests. value(t, level_index, lat_index, lon_index) gives each value;
 // a NaN becomes the _FillValue 1e20.
