@@ -1,5 +1,6 @@
 #include "evaluate/scores_file.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -231,7 +232,10 @@ void write_scores_file(const std::string& path, const ScoresFile& f) {
   const int height = define_2m_height(nc, f.variable);
   if (height >= 0)
     for (int id : ids) nc.put_att(id, "coordinates", "height");
-  nc.put_att(NC_GLOBAL, "Conventions", "CF-1.8");
+  // units_metadata (temperatures) is CF-1.11's: a file that uses it says that version.
+  const bool temperature =
+      std::any_of(fields.begin(), fields.end(), [](const ScoreField* s) { return is_temperature_unit(s->units); });
+  nc.put_att(NC_GLOBAL, "Conventions", temperature ? "CF-1.11" : "CF-1.8");
   nc.put_att(NC_GLOBAL, "title", f.title);
   nc.put_att(NC_GLOBAL, "source", f.source);
   nc.put_att(NC_GLOBAL, "history", utc_now() + ": " + f.history);

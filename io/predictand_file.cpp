@@ -82,6 +82,8 @@ PredictandWriter::PredictandWriter(const std::string& path, const PredictandOutp
                          std::string("downscale " DOWNSCALE_VERSION ": CNN, ") +
                              (with_sd ? "Gaussian (mean, log variance) output" : "mean squared error"),
                          o.history, o.checkpoint, o.config_file, o.attributes);
+  // units_metadata is CF-1.11's: a file that uses it says that version.
+  if (is_temperature_unit(o.units)) nc.put_att(NC_GLOBAL, "Conventions", "CF-1.11");
   nc.end_define();
   write_cf_axes(nc, ax, o.days, o.lat, o.lon);
   write_2m_height(nc, height);

@@ -142,6 +142,7 @@ TEST(ScoresFile, TemperatureScoresAreAtTwoMetres) {
     EXPECT_EQ(nc.att_text(nc.var_id("rmse_plus_one"), "units_metadata"), "temperature: difference");
     EXPECT_EQ(nc.att_text(nc.var_id("sd_observed"), "units_metadata"), "temperature: difference");
     EXPECT_EQ(nc.att_text(nc.var_id("mean_observed_DJF"), "units_metadata"), "temperature: on_scale");
+    EXPECT_EQ(nc.att_text(NC_GLOBAL, "Conventions"), "CF-1.11");  // units_metadata's version
     EXPECT_FALSE(nc.has_att(nc.var_id("pearson_plus_one"), "units_metadata"));
   }
   ScoresFile p = small_scores_file({12418, 12419});

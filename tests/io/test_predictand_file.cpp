@@ -35,6 +35,7 @@ TEST(PredictandFile, TemperatureMeanAndSdRoundTripWithCalendarAndCfAttributes) {
   // The sd is a temperature difference (CF-1.11): converting it to K must not add 273.15.
   EXPECT_EQ(f.att_text(f.var_id("tas_sd"), "units_metadata"), "temperature: difference");
   EXPECT_EQ(f.att_text(f.var_id("tas"), "units_metadata"), "temperature: on_scale");
+  EXPECT_EQ(f.att_text(NC_GLOBAL, "Conventions"), "CF-1.11");  // units_metadata's version
   EXPECT_EQ(f.att_text(f.var_id("time"), "calendar"), "360_day");
   EXPECT_EQ(f.att_text(f.var_id("time"), "units"), "days since 1970-01-01 00:00:00");
   EXPECT_EQ(f.att_text(NC_GLOBAL, "predictor_standardization"), "own: 1986-2005");
