@@ -6,8 +6,8 @@
 #   scripts/bundle.sh [--fast] [BUILD_DIR [OUT_DIR]]      (defaults: build, BUILD_DIR)
 #   -> OUT_DIR/downscale-<version>-linux-x86_64.tar.xz (the binary's --version, e.g. 0.1.0+g2c748ca);
 #   prints its path last
-# xz -9 takes minutes on 2 busy cores; --fast is xz -6 (half a minute; 42 MB against 51 MB for
-# zstd -6; the test's choice: if that is under 60 MB, -9 is too).
+# xz -9 takes minutes on 2 busy cores; --fast is xz -6 (about 2 minutes on 2 cores; 45 MB against
+# 51 MB for zstd -6; the test's choice: if that is under 60 MB, -9 is too).
 #
 # Layout (unpacked):   downscale-<version>-linux-x86_64/
 #   bin/downscale, bin/test_*, bin/bench_*, bin/mpirun, bin/orted   RPATH $ORIGIN/../lib
@@ -158,5 +158,9 @@ small=$stage/$name.tar.xz
 rm -f "$out/$name.tar.zst" "$out/$name.tar.xz"
 mv "$small" "$out/"
 archive=$out/$(basename "$small")
+# An older bundle beside it (another version's name) would be carried too, past a device call's
+# 64 MiB, and a `tar xf OUT/downscale-*.tar.xz` would read the second as a member of the first.
+others=$(find "$out" -maxdepth 1 -name 'downscale-*-linux-x86_64.tar.*' ! -name "$(basename "$archive")" -printf '%f ')
+[[ -z $others ]] || echo "bundle.sh: warning: $out also holds $others: remove them before carrying $out" >&2
 echo "bundle.sh: $(du -h "$archive" | cut -f1) (unpacked $(du -sh "$root" | cut -f1)), $(ls "$root/lib" | grep -c '\.so') libraries" >&2
 echo "$archive"
