@@ -1,6 +1,7 @@
 #include "fetch/ledger.h"
 
 #include <fstream>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "io/atomic_file.h"
@@ -41,6 +42,23 @@ bool ChunkLedger::intact(const std::string& dir, const std::string& file, const 
   uint64_t size = 0;
   const std::string crc = file_crc32(dir + "/" + file, &size);
   return size == it->second.bytes && crc == it->second.crc32;
+}
+
+bool source_version_adopts(const std::string& recorded, const std::string& now) {
+  if (recorded == now || now.empty()) return false;
+  if (recorded.empty()) return true;
+  // `recorded` as a pattern in which each attribute recorded empty ("name=" before a separator
+  // or the end) may hold a value now, and the rest must be as it was.
+  static const std::regex empty_value(R"(\b([a-z_]+)=(?=, |; |$))"), special(R"([.^$|()\[\]{}*+?\\])");
+  const auto literal = [](const std::string& text) { return std::regex_replace(text, special, R"(\$&)"); };
+  std::string pattern;
+  size_t last = 0, filled = 0;
+  for (auto it = std::sregex_iterator(recorded.begin(), recorded.end(), empty_value); it != std::sregex_iterator();
+       ++it, ++filled) {
+    pattern += literal(recorded.substr(last, it->position() - last)) + (*it)[1].str() + "=[^,;]*";
+    last = it->position() + it->length();
+  }
+  return filled > 0 && std::regex_match(now, std::regex(pattern + literal(recorded.substr(last))));
 }
 
 }  // namespace ds

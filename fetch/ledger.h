@@ -29,4 +29,10 @@ struct ChunkLedger {
   bool intact(const std::string& dir, const std::string& file, const std::string& request) const;
 };
 
+// Whether `now` is what an earlier version of fetch recorded as `recorded`, only with more said:
+// no version at all, or a numeric attribute (`version = 20`) that it read as empty
+// ("version=", before it read numbers). Such a ledger entry takes the version as it is now,
+// rather than its chunk being fetched again as from a changed source.
+bool source_version_adopts(const std::string& recorded, const std::string& now);
+
 }  // namespace ds

@@ -15,11 +15,15 @@ namespace ds {
 void nc_check(int status, const std::string& where) {
   if (status == NC_NOERR) return;
   // netCDF-C's words for a damaged file ("NetCDF: HDF error") do not say what to do.
+  // A failed HDF5 file lock (Lustre, NFS) comes as the same HDF error as a damaged file.
   const bool damaged = status == NC_EHDFERR || status == NC_ENOTNC || status == NC_EFILEMETA;
+  const std::string hdf5 = status == NC_EHDFERR ? hdf5_error_cause() : "";
+  const bool lock = hdf5.find("lock") != std::string::npos;
   throw InputError(where + ": " + nc_strerror(status) +
-                   (damaged ? " (the file is damaged, cut short or not NetCDF: compare its size with what wrote it, or "
-                              "write it again)"
-                            : ""));
+                   (lock ? " (HDF5: " + hdf5 + "; on a file system without locks, set HDF5_USE_FILE_LOCKING=FALSE)"
+                    : damaged ? " (the file is damaged, cut short or not NetCDF: compare its size with what wrote it, "
+                                "or write it again)"
+                              : ""));
 }
 
 namespace {
@@ -57,7 +61,7 @@ std::string create_cause(const std::string& path, int status) {
   struct statvfs fs {};
   const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/') + 1);
   if (::statvfs(dir.c_str(), &fs) == 0 && fs.f_bavail == 0) return std::strerror(ENOSPC);
-  return write_cause(status);
+  return write_cause(status, path);
 }
 void nc_check_write(int status, const std::string& where, const std::string& path) {
   if (status != NC_NOERR) throw Error(where + ": cannot write: " + write_cause(status, path));

@@ -131,7 +131,7 @@ int signal_after_completion(const std::string& stage, int rc, std::string* messa
   const int code = stage == "train" && sig == SIGUSR1 ? kExitRequeue : 128 + sig;
   if (message)
     *message = "downscale " + stage + ": " + signal_name(sig) +
-               " came after the last safe point: the work is complete and written; exit " + std::to_string(code);
+               " came after the last safe point: the work is complete; exit " + std::to_string(code);
   return code;
 }
 

@@ -18,8 +18,10 @@ std::string dims_text(const std::vector<hsize_t>& d) {
   for (size_t i = 0; i < d.size(); ++i) s += (i ? " x " : "") + std::to_string(d[i]);
   return s.empty() ? "a scalar" : s;
 }
-// Chunks of 8 samples (StoreWriter::kChunkRows): big enough to amortize HDF5 per-chunk cost,
-// small enough that a shuffled batch read does not drag in many unused samples.
+// Chunks of one sample (StoreWriter::kChunkRows): every chunk carries a Fletcher-32 checksum,
+// which HDF5 can only check over a whole chunk, so a shuffled batch read (train.data_on_device
+// false) reads and checks its own samples alone (8-sample chunks made it read 8 times the bytes
+// for North America's 127 kB samples); a sample is big enough to amortize HDF5's per-chunk cost.
 constexpr hsize_t kChunkRows = StoreWriter::kChunkRows;
 constexpr hsize_t kTimeChunkRows = 1024;  // 8 KiB of int64 per chunk
 }  // namespace

@@ -99,7 +99,7 @@ class StoreWriter {
   void create_split(const std::string& split, size_t n);
   void write_rows(const std::string& split, size_t row, size_t count, const float* x, const float* y, const float* obs,
                   const int64_t* time);
-  static constexpr size_t kChunkRows = 8;  // samples per chunk of x, y, obs
+  static constexpr size_t kChunkRows = 1;  // samples per chunk of x, y, obs
   void close();  // writes content_hash, then closes
 
  private:

@@ -211,7 +211,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
     if (have[i]) {
       LedgerEntry& e = ledger.chunks.at(c.file);
       const std::string version = c.source_version(fp);
-      if (e.source_version.empty() && !version.empty()) e.source_version = version, adopted = true;
+      if (source_version_adopts(e.source_version, version)) e.source_version = version, adopted = true;
       else if (e.source_version != version) have[i] = false, ++changed[fp.name], crc_before[i] = e.crc32;
     }
     if (!have[i]) todo.push_back(i), todo_bytes += c.bytes(fp);
@@ -347,9 +347,10 @@ int run_fetch(const Config& cfg, bool dry_run) {
   if (same > 0) {
     std::string fields;
     for (const auto& f : new_values) fields += (fields.empty() ? "" : ", ") + f;
-    spdlog::info("{} of the {} chunk{} fetched again for a changed source hold the same bytes as before{}", same,
-                 crc_before.size(), crc_before.size() == 1 ? "" : "s",
-                 new_values.empty() ? ": the files changed (copied, touched), not their values for these days"
+    spdlog::info("{} of the {} chunk{} fetched again for a changed source {} the same bytes as before{}", same,
+                 crc_before.size(), crc_before.size() == 1 ? "" : "s", same == 1 ? "holds" : "hold",
+                 new_values.empty() ? ": the sources changed (a file copied or touched, a new version said by a "
+                                      "server), not their values for these days"
                                     : "; new values in " + fields);
   }
 

@@ -44,7 +44,7 @@ struct NewPredictorOptions {
   // hPa against Pa) is converted with what this returns for (from, to, where): {scale, offset},
   // to = from * scale + offset; it throws InputError when they do not convert (geopotential
   // height in m against geopotential in m2 s-2). Unset: other units are refused. The pipeline
-  // passes udunits2's conversion (fetch/units.h).
+  // passes udunits2's conversion (io/units.h).
   std::function<std::pair<double, double>(const std::string&, const std::string&, const std::string&)> convert_units{};
 };
 

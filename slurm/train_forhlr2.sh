@@ -297,7 +297,8 @@ while ((forwarded)); do
   wait "$child" || rc=$?
 done
 echo "== training exited with code $rc after $(( $(date +%s) - start )) s"
-if ((term_to_mpirun)) && [[ $rc -ne 0 && $rc -ne 143 ]]; then
+# mpirun's own 1 only: a rank's 75 (a SIGUSR1 checkpoint first) keeps its requeue, other codes say what failed.
+if ((term_to_mpirun)) && [[ $rc -eq 1 ]]; then
   echo "== mpirun exited $rc after the TERM it passed on: exit 143 (terminated, not a failure of the training); checkpoint_last.h5 is the last one the ranks finished (an epoch's, or a mid-epoch one)"
   rc=143
 fi

@@ -113,9 +113,13 @@ fault train train/checkpoint_last.h5 ENOSPC DS_FAIL_AFTER=3
 [[ $(history) == "$history_before" ]] && echo "ok the earlier run's history and best model are whole" ||
   { echo "FAIL the failed fresh run changed the earlier run's metrics.csv, events or best model"; failures=$((failures + 1)); }
 # Its best model failing (after its last checkpoint replaced the earlier run's): the earlier best
-# is gone, not left beside this run's checkpoint for predict to take.
-rm "$run/train/checkpoint_best.h5"
-fault train train/checkpoint_best.h5 EIO DS_FAIL_AFTER=5
+# is gone (checked as "absent" under its final name), not left beside this run's checkpoint for
+# predict to take.
+[[ -e $run/train/checkpoint_best.h5 ]] || { echo "FAIL no earlier best model to replace"; failures=$((failures + 1)); }
+DS_FAIL_PATH=train/checkpoint_best.h5 DS_FAIL_ERRNO=EIO DS_FAIL_AFTER=5 LD_PRELOAD="$shim" \
+  "$bin" train --config configs/demo.yaml "${small[@]}" --set run.dir="$run" >/dev/null 2>"$work/err"
+check "train: EIO on train/checkpoint_best.h5 (DS_FAIL_AFTER=5), the earlier best removed" train train/checkpoint_best.h5 \
+  "Input/output error" $? "$work/err" absent
 fault train train/checkpoint_last.h5 EIO DS_FAIL_ON=fsync
 fault train train/metrics.csv ENOSPC DS_FAIL_AFTER=1
 fault train train/train_report.json EIO

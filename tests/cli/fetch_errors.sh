@@ -126,7 +126,7 @@ out=$("$bin" fetch "${one[@]}" "${ta[@]}" 2>&1); rc=$?
 cp alt/era_interim_synth.nc copy.nc && cp copy.nc alt/era_interim_synth.nc && touch -d '+1 minute' alt/era_interim_synth.nc
 out=$("$bin" fetch "${one[@]}" "${ta[@]}" 2>&1); rc=$?
 [[ $rc -eq 0 && $out == *"ta@850: 1 chunk is fetched again"* &&
-   $out == *"1 of the 1 chunk fetched again for a changed source hold the same bytes as before: the files changed (copied, touched)"* ]] &&
+   $out == *"1 of the 1 chunk fetched again for a changed source holds the same bytes as before: the sources changed (a file copied or touched"* ]] &&
   ok "a touched source: fetched again, the same bytes said" || fail "rerun after a touched source: exit $rc: $out"
 # synth again with the same settings (a demo rerun) writes the same bytes: the files are kept as
 # they were, their modification time too, and fetch still reuses every chunk.

@@ -12,6 +12,7 @@
 
 #include "fetch/chunk.h"
 #include "fetch/dataset.h"
+#include "fetch/ledger.h"
 #include "fetch/plan.h"
 #include "io/units.h"
 #include "io/calendar.h"
@@ -569,4 +570,20 @@ TEST(FetchArchives, AServersSourceVersionIsItsVersionAttributesTextOrNumber) {
   EXPECT_EQ(version_of(20, "abc"), "version=20, tracking_id=abc");
   EXPECT_NE(version_of(21, "abc"), version_of(20, "abc"));
   EXPECT_NE(version_of(20, "abd"), version_of(20, "abc"));
+}
+
+// A ledger from before numeric version attributes were read recorded "version=" (empty): the
+// version as it is now is adopted, not taken for a changed source (every chunk of such a server
+// fetched again after an upgrade); any other difference is a change.
+TEST(FetchArchives, ALedgersEmptyNumericVersionIsAdoptedNotAChange) {
+  EXPECT_TRUE(source_version_adopts("", "version=20"));
+  EXPECT_TRUE(source_version_adopts("version=, tracking_id=abc", "version=20, tracking_id=abc"));
+  EXPECT_TRUE(source_version_adopts("tracking_id=abc, version=", "tracking_id=abc, version=20"));
+  EXPECT_TRUE(source_version_adopts("version=; version=", "version=20; version=21"));  // two source files
+  EXPECT_FALSE(source_version_adopts("version=, tracking_id=abc", "version=20, tracking_id=abd"));
+  EXPECT_FALSE(source_version_adopts("version=19", "version=20"));
+  EXPECT_FALSE(source_version_adopts("version=20", "version=20"));  // the same: nothing to adopt
+  EXPECT_FALSE(source_version_adopts("version=20", ""));
+  EXPECT_FALSE(source_version_adopts("12 bytes, modified 1.000000000", "13 bytes, modified 1.000000000"));
+  EXPECT_FALSE(source_version_adopts("date_created=2020-01-01 (x)", "date_created=2020-01-02 (x)"));
 }

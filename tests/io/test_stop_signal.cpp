@@ -62,7 +62,7 @@ TEST(StopSignal, ASignalAfterTheLastSafePointStillGivesItsExitCode) {
   EXPECT_EQ(message, "");
   set_stop_request(SIGTERM);
   EXPECT_EQ(signal_after_completion("evaluate", 0, &message), 143);
-  EXPECT_EQ(message, "downscale evaluate: SIGTERM came after the last safe point: the work is complete and written; exit 143");
+  EXPECT_EQ(message, "downscale evaluate: SIGTERM came after the last safe point: the work is complete; exit 143");
   EXPECT_EQ(signal_after_completion("evaluate", 3, nullptr), 3);  // a failure keeps its own code
   set_stop_request(SIGUSR1);
   EXPECT_EQ(signal_after_completion("train", 0, nullptr), kExitRequeue);
