@@ -19,13 +19,15 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 cp -r "$src/configs" .
+# The synthetic datasets (they read synth.dir) for fetch and preprocess alike: preprocess refuses
+# a fetch folder of other datasets than its config names (exit 2).
 set_year=(--set "synth.years=[$year,$year]" --set "fetch.years=[$year,$year]" --set "preprocess.train_years=[$year,$year]"
-          --set "preprocess.validation_years=[]" --set "preprocess.test_years=[]" --set run.log_level=warn)
+          --set "preprocess.validation_years=[]" --set "preprocess.test_years=[]" --set run.log_level=warn
+          --set fetch.predictors.dataset=synth_era_interim --set fetch.predictand.dataset=synth_ewembi)
 cfg=configs/north_america.yaml
 echo "== preparing one synthetic year over North America (synth, fetch; not timed)"
 "$bin" synth --config $cfg "${set_year[@]}"
-"$bin" fetch --config $cfg "${set_year[@]}" \
-  --set fetch.predictors.dataset=synth_era_interim --set fetch.predictand.dataset=synth_ewembi  # they read synth.dir
+"$bin" fetch --config $cfg "${set_year[@]}"
 fetch=runs/north_america/fetch
 
 # The target grids as CDO grid descriptions, from the same config values.
@@ -50,7 +52,14 @@ G
 
 # Wall time and CPU time (user + sys, children included) of a command, as "wall cpu".
 TIMEFORMAT='%R %U %S'
-measure() { { time "$@" >/dev/null; } 2>&1 | tail -n 1 | awk '{ print $1, $2 + $3 }'; }
+# A side that fails is not timed: its error is shown and the benchmark exits 1 (a failed
+# preprocess once showed as an 86x win).
+measure() {
+  local t
+  t=$({ time "$@" >/dev/null 2>"$work/measure.err"; } 2>&1) ||
+    { echo "preprocess_vs_cdo.sh: failed: $*" >&2; cat "$work/measure.err" >&2; kill -TERM $$; exit 1; }
+  tail -n 1 <<<"$t" | awk '{ print $1, $2 + $3 }'
+}
 # Warm the page cache for both sides alike.
 files=$(find "$fetch/predictors" "$fetch/predictand" -name '*.nc' | sort)
 cat $files >/dev/null
