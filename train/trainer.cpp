@@ -328,7 +328,13 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     if (!root || csv.is_open()) return;
     write_file_atomically(out_dir + "/model_summary.txt", net.summary());  // the run's, with its history
     const std::string restored = resume ? restore_metrics(csv_path, state.epoch, state.epoch_metrics) : "";
-    if (!resume) std::filesystem::remove(out_dir + "/train_report.json");  // the earlier run's, if any
+    if (!resume) {
+      // A fresh run's history starts: an earlier run's report and best model go with its history
+      // (predict would take that best model for this run's, were this one's not written yet).
+      std::error_code ec;
+      std::filesystem::remove(out_dir + "/train_report.json", ec);
+      std::filesystem::remove(best_path, ec);
+    }
     const bool header = !resume || !path_exists(csv_path) || std::filesystem::file_size(csv_path) == 0;
     csv = AppendFile(csv_path, !resume);
     if (header) csv.append(std::string(kMetricsHeader) + "\n");
@@ -519,14 +525,9 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
         // Under MPI each rank's batch-norm running statistics differ until the epoch's end
         // averages them: the checkpoint holds rank 0's (weights and optimizer are the same on all).
         if (root) save_checkpoint(last_path, net, optimizer.get(), mid);
-        if (root && !csv.is_open()) {
-          // A fresh run in its first epoch: the requeued job continues it, so its history starts
-          // here, and an earlier run's best model must not stand beside it (predict would take it
-          // for this run's). After the checkpoint: a failed write leaves the earlier run whole.
-          open_history();
-          std::error_code ec;
-          std::filesystem::remove(best_path, ec);
-        }
+        // A fresh run in its first epoch: the requeued job continues it, so its history starts
+        // here. After the checkpoint: a failed write leaves the earlier run whole.
+        if (root && !csv.is_open()) open_history();
         comm.barrier("checkpoint at the interruption");
         throw Interrupted(sig,
                           fmt::format("interrupted by {} at {}; {} {}/checkpoint_last.h5 ({})", signal_name(sig), where,
@@ -584,11 +585,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     if (root && !csv.is_open()) {
       // A fresh run over an earlier one (its first epoch): its last checkpoint first, so that a
       // failed write leaves the earlier run whole (its checkpoints, metrics.csv and events); once
-      // it stands, the earlier history goes and the earlier best model with it (predict would
-      // take it for this run's, were this one's best not written).
+      // it stands, the earlier history goes, and the earlier best model with it.
       save_checkpoint(last_path, net, optimizer.get(), state);
-      std::error_code ec;
-      std::filesystem::remove(best_path, ec);
       open_history();
       if (improved) save_checkpoint(best_path, net, optimizer.get(), state);
     } else if (root) {
