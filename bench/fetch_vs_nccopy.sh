@@ -9,7 +9,8 @@
 # nccopy sends one request for the whole subset; fetch cuts it into one chunk per year, PARALLEL
 # in flight. Each condition runs RUNS rounds, nccopy and fetch alternating which goes first; the
 # summary shows the median of each and the ratio nccopy time / fetch time (>= 1: fetch at least
-# as fast), plus fetch's peak memory (largest resident set among its processes).
+# as fast), plus fetch's peak memory (largest resident set among its processes). Every round
+# checks that both tools fetched the same days, coordinates and values; a difference fails it.
 #   usage: bench/fetch_vs_nccopy.sh <downscale binary> [years=10] [parallel=4] [rate=4000000] [runs=3]
 set -euo pipefail
 bin=$(realpath "$1")
@@ -88,6 +89,37 @@ EOF
     { cat time.txt >&2; exit 1; }
   echo "$(echo "$(now) - $t" | bc) $(awk -F: '/Maximum resident set size/ {gsub(/ /, "", $2); print $2}' time.txt)"
 }
+# Both tools must have fetched the same subset, or the times compare nothing: the same days, the
+# same coordinates and the same values bit for bit (fetch converts nothing here: the source is in
+# the definition's K). Orders may differ (fetch writes latitudes ascending), so both are sorted
+# by their coordinates first.
+same_output() {  # <label> <round>
+  /usr/bin/python3 - "$1" "$2" <<'EOF'
+import json, sys, numpy as np, netCDF4
+label, rnd = sys.argv[1], sys.argv[2]
+m = json.load(open("run/fetch/manifest.json"))
+p = m["predictors"][0]
+def load(path, var):
+    with netCDF4.Dataset(path) as ds:
+        t = ds["time"]
+        # The day each value is of: fetch stamps a daily mean at noon (CF: inside its bounds), the
+        # source at midnight.
+        days = np.floor(netCDF4.date2num(netCDF4.num2date(t[:], t.units, getattr(t, "calendar", "standard")),
+                                         "days since 1970-01-01", "standard"))
+        lat, lon = np.asarray(ds["lat"][:]), np.asarray(ds["lon"][:]) % 360
+        v = np.ma.filled(ds[var][:], np.nan)
+    iy, ix = np.argsort(lat), np.argsort(lon)
+    return np.asarray(days), lat[iy], lon[ix], v[:, iy][:, :, ix]
+a = load("nccopy.nc", "T850")
+b = load("run/fetch/" + p["file"], p["variable"])
+what = ("days", "latitudes", "longitudes", "values")
+for name, x, y in zip(what, a, b):
+    if x.shape != y.shape or not np.array_equal(x, y, equal_nan=True):
+        diff = "shapes %s and %s" % (x.shape, y.shape) if x.shape != y.shape else \
+               "largest difference %g" % np.nanmax(np.abs(x - y))
+        sys.exit("fetch_vs_nccopy.sh: %s round %s: fetch and nccopy fetched other %s (%s)" % (label, rnd, name, diff))
+EOF
+}
 summary=()
 measure() {  # <label> <url>
   local label=$1 url=$2 r tn tf rss=0 out
@@ -98,6 +130,7 @@ measure() {  # <label> <url>
     tf=${out% *}
     (( ${out#* } > rss )) && rss=${out#* }
     n+=("$tn"); f+=("$tf")
+    same_output "$label" "$r"
     printf '  %-5s round %d: nccopy %6.2f s | fetch %6.2f s\n' "$label" "$r" "$tn" "$tf"
   done
   tn=$(median "${n[@]}"); tf=$(median "${f[@]}")

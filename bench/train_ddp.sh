@@ -108,5 +108,20 @@ for n in $RANKS; do
   echo "$n rank(s), rank 0's loss at step 0 / after one step on the averaged gradient:" \
        "ours $(get ours.$n loss0) / $(get ours.$n loss1), PyTorch $(get torch.$n loss0) / $(get torch.$n loss1)"
 done
+# Both sides must have trained the same thing, or the ratio means nothing and the benchmark fails:
+# loss0 (same weights and batch) agrees to FP32 rounding; loss1 (after one Adam step on the
+# averaged gradient) also checks the averaging (Adam's first step is the gradient's sign, so a
+# rank's own gradient in place of the average moves it). Measured at the defaults (2026-11-29):
+# the two sides' loss1 7e-7 apart (relative), loss0 equal to 7 digits, while rank 0's loss1 after
+# its own gradient (the 1-rank run) is 2.9e-4 from the 2-rank one: a tolerance of 2e-5 relative
+# sits 30x above the rounding and 15x below that mistake.
+tol=2e-5
+for n in $RANKS; do
+  for k in loss0 loss1; do
+    awk -v a="$(get ours.$n $k)" -v b="$(get torch.$n $k)" -v t="$tol" \
+      'BEGIN {d = a - b; if (d < 0) d = -d; s = (b < 0 ? -b : b); num = "^-?[0-9]+([.][0-9]*)?([eE][-+]?[0-9]+)?$"; exit !(a ~ num && b ~ num && d <= t * (s > 1 ? s : 1))}' ||
+      { echo "train_ddp.sh: $n rank(s): $k differs beyond $tol relative (ours $(get ours.$n $k), PyTorch $(get torch.$n $k)): the two sides do not train the same step" >&2; exit 1; }
+  done
+done
 # Other work on the machine slows both peers, not always alike: the load shows whether to rerun.
 echo "load average (1, 5, 15 min): $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end, $(nproc) cores"

@@ -100,7 +100,7 @@ tol=1e-4
 case $MATH in tf32) [[ $DEVICE == cpu ]] || tol=1e-2 ;; bf16 | fp16) tol=5e-2 ;; esac
 for p in nchw cl; do
   awk -v a="$(get ours loss0)" -v b="$(get $p loss0)" -v t="$tol" \
-    'BEGIN {d = a - b; if (d < 0) d = -d; s = (b < 0 ? -b : b); exit !(a == a && d <= t * (s > 1 ? s : 1))}' ||
+    'BEGIN {d = a - b; if (d < 0) d = -d; s = (b < 0 ? -b : b); num = "^-?[0-9]+([.][0-9]*)?([eE][-+]?[0-9]+)?$"; exit !(a ~ num && b ~ num && d <= t * (s > 1 ? s : 1))}' ||
     { echo "train_step.sh: the first losses differ beyond $tol (ours $(get ours loss0), PyTorch $p $(get $p loss0)): the two sides do not compute the same step" >&2; exit 1; }
 done
 # Other work on the machine slows every peer, not always alike: the load shows whether to rerun.

@@ -9,7 +9,7 @@
 #include "fetch/redact.h"
 #include "io/units.h"
 #include "io/error.h"
-#include "io/executable_dir.h"
+#include "io/dataset_definition.h"
 
 namespace ds {
 
@@ -83,45 +83,6 @@ DatasetVariable Dataset::variable(const std::string& var) const {
 
 namespace {
 
-std::string find_definition(const std::string& name_or_path, const std::string& config_file,
-                            const std::string& origin) {
-  const std::string& set_by = origin.empty() ? config_file : origin;
-  const bool is_path = name_or_path.find('/') != std::string::npos || fs::path(name_or_path).has_extension();
-  if (is_path) {
-    if (!fs::exists(name_or_path)) throw UsageError(set_by + ": dataset definition " + name_or_path + " does not exist");
-    return name_or_path;
-  }
-  const fs::path cfg_dir = fs::path(config_file).parent_path();
-  // Beside the run config, then under the working folder, then the shipped ones (a config
-  // copied elsewhere still finds them): the bundle's configs/datasets beside its bin/ (a bundle
-  // runs where the build's source folder does not exist), then the source folder's. A config in
-  // configs/ makes the first two one folder: each is looked in, and named in the error, once.
-  std::vector<fs::path> candidates{cfg_dir / "datasets", fs::path("configs") / "datasets"};
-  if (const std::string bin = executable_dir(); !bin.empty()) {
-    const fs::path beside = fs::path(bin).parent_path() / "configs" / "datasets";
-    std::error_code ec;
-    if (fs::is_directory(beside, ec)) candidates.push_back(beside);
-  }
-  candidates.push_back(fs::path(DOWNSCALE_DATASETS_DIR));
-  std::vector<fs::path> folders;
-  for (const fs::path& dir : candidates) {
-    const auto same = [&](const fs::path& seen) {
-      std::error_code ec1, ec2;
-      const fs::path a = fs::weakly_canonical(seen, ec1), b = fs::weakly_canonical(dir, ec2);
-      return !ec1 && !ec2 && a == b;
-    };
-    if (std::none_of(folders.begin(), folders.end(), same)) folders.push_back(dir);
-  }
-  std::string looked;
-  for (size_t i = 0; i < folders.size(); ++i) {
-    const fs::path p = folders[i] / (name_or_path + ".yaml");
-    if (fs::exists(p)) return p.string();
-    looked += (i == 0 ? "" : i + 1 == folders.size() ? " and " : ", ") + folders[i].lexically_normal().string();
-  }
-  throw UsageError(set_by + ": no dataset definition '" + name_or_path + "' (looked for " + name_or_path +
-                   ".yaml in " + looked + ")");
-}
-
 // The dataset's url with its placeholders filled: {definition_dir}, the folder of the definition
 // file (for data that ships beside it, whatever the working folder), and {synth.dir}, the run
 // config's synth.dir (where `downscale synth` wrote the synthetic sources). A relative path
@@ -160,7 +121,7 @@ void check_keys(const YAML::Node& n, const std::set<std::string>& known, const s
 Dataset load_dataset(const std::string& name_or_path, const std::string& config_file, const std::string& synth_dir,
                      const std::string& origin) {
   Dataset d;
-  d.file = find_definition(name_or_path, config_file, origin);
+  d.file = find_dataset_definition(name_or_path, config_file, origin);
   YAML::Node root;
   try {
     root = YAML::LoadFile(d.file);

@@ -54,6 +54,9 @@ void FetchManifest::write(const std::string& path) const {
     if (request.datasets_present)
       j["request"]["datasets"] = {{"predictors", request.predictors_dataset},
                                   {"predictand", request.predictand_dataset}};
+    if (!request.predictors_definition.empty() || !request.predictand_definition.empty())
+      j["request"]["definitions"] = {{"predictors", request.predictors_definition},
+                                     {"predictand", request.predictand_definition}};
   }
   write_file_atomically(path, j.dump(2) + "\n");
 }
@@ -80,6 +83,10 @@ FetchManifest FetchManifest::read(const std::string& path) {
         m.request.datasets_present = true;
         m.request.predictors_dataset = q.at("datasets").at("predictors");
         m.request.predictand_dataset = q.at("datasets").at("predictand");
+      }
+      if (q.contains("definitions")) {
+        m.request.predictors_definition = q.at("definitions").at("predictors");
+        m.request.predictand_definition = q.at("definitions").at("predictand");
       }
     }
   } catch (const nlohmann::json::exception& e) {

@@ -42,6 +42,10 @@ struct FetchManifest {
     // EWEMBI, ERA-Interim or a GCM run); datasets_present false in manifests before them.
     bool datasets_present = false;
     std::string predictors_dataset, predictand_dataset;
+    // The definition files those names resolved to at fetch time, absolute ("" for a source
+    // without a dataset, and in manifests before them): preprocess takes another spelling of the
+    // same dataset (a path for a name) as the same, whatever its working folder.
+    std::string predictors_definition, predictand_definition;
 
     // A recorded box and years, without datasets (named, so adding a field cannot shift them).
     static Request box(double lon_min, double lon_max, double lat_min, double lat_max, int first_year,
@@ -56,6 +60,11 @@ struct FetchManifest {
       Request r = *this;
       r.datasets_present = true;
       r.predictors_dataset = std::move(predictors), r.predictand_dataset = std::move(predictand);
+      return r;
+    }
+    Request with_definitions(std::string predictors, std::string predictand) const {
+      Request r = *this;
+      r.predictors_definition = std::move(predictors), r.predictand_definition = std::move(predictand);
       return r;
     }
   } request;

@@ -27,6 +27,7 @@
 #include "io/atomic_file.h"
 #include "io/calendar.h"
 #include "io/cf_axes.h"
+#include "io/dataset_definition.h"
 #include "io/command_line.h"
 #include "io/error.h"
 #include "fetch/chunk.h"
@@ -398,7 +399,9 @@ int run_fetch(const Config& cfg, bool dry_run) {
   manifest.season = f.season;
   manifest.request = FetchManifest::Request::box(f.lon_min, f.lon_max, f.lat_min, f.lat_max, f.years.first,
                                                  f.years.last)
-                         .with_datasets(f.predictors_dataset, f.predictand_dataset);
+                         .with_datasets(f.predictors_dataset, f.predictand_dataset)
+                         .with_definitions(canonical_definition(pred.dataset.file),
+                                           canonical_definition(with_predictand ? obs.dataset.file : ""));
   manifest.write(dir + "/manifest.json");
   spdlog::info("wrote {}", dir + "/manifest.json");
   note_left_over(dir, manifest);

@@ -177,7 +177,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
   if (const std::string fields = fetched_fields_change(manifest, cfg.fetch); !fields.empty())
     throw UsageError(cfg.origin("fetch.predictors.fields") + ": " + fields);
   std::string dataset_key;
-  if (const std::string datasets = fetched_datasets_change(manifest, cfg.fetch, &dataset_key); !datasets.empty())
+  if (const std::string datasets = fetched_datasets_change(manifest, cfg.fetch, cfg.file, &dataset_key); !datasets.empty())
     throw UsageError(cfg.origin(dataset_key) + ": " + datasets);
   const FillPolicy fill = parse_fill_policy(pp.fill);
   const bool per_field = pp.standardize == "field";

@@ -5,6 +5,8 @@
 #include <set>
 #include <vector>
 
+#include "io/dataset_definition.h"
+
 namespace ds {
 
 namespace {
@@ -45,18 +47,21 @@ std::string fetched_fields_change(const FetchManifest& m, const Config::Fetch& f
          ": the store's channels would not be the config's; run `downscale fetch` again, or list what was fetched";
 }
 
-std::string fetched_datasets_change(const FetchManifest& m, const Config::Fetch& f, std::string* key) {
+std::string fetched_datasets_change(const FetchManifest& m, const Config::Fetch& f, const std::string& config_file,
+                                    std::string* key) {
   std::vector<std::string> changes;
   const auto changed = [&](const char* k, std::string what) {
     if (changes.empty() && key) *key = k;
     changes.push_back(std::move(what));
   };
   const auto& r = m.request;
-  if (r.datasets_present && !f.predictors.empty() && r.predictors_dataset != f.predictors_dataset)
+  if (r.datasets_present && !f.predictors.empty() &&
+      !same_dataset(r.predictors_dataset, r.predictors_definition, f.predictors_dataset, config_file))
     changed("fetch.predictors.dataset", "predictors from dataset '" + r.predictors_dataset + "', fetch.predictors.dataset is now '" +
                       f.predictors_dataset + "'");
   if (m.has_predictand() && f.has_predictand()) {
-    if (r.datasets_present && r.predictand_dataset != f.predictand_dataset)
+    if (r.datasets_present &&
+        !same_dataset(r.predictand_dataset, r.predictand_definition, f.predictand_dataset, config_file))
       changed("fetch.predictand.dataset", "the predictand from dataset '" + r.predictand_dataset +
                         "', fetch.predictand.dataset is now '" + f.predictand_dataset + "'");
     if (m.predictand.name != f.predictand_variable)

@@ -23,8 +23,11 @@ std::string fetched_fields_change(const FetchManifest& manifest, const Config::F
 // manifest predates the datasets' record, or the config names no predictand); otherwise a
 // sentence naming what was fetched and what the config asks for. preprocess refuses then: a store
 // of E-OBS tas when the config asks for EWEMBI, or of tas when it asks for tasmax, would train a
-// model on data nobody asked for.
+// model on data nobody asked for. Another spelling of the same dataset (a path for a name) is no
+// change: both resolve to the definition file fetch recorded, the name looked up from `config_file`
+// as fetch looks it up.
 // `key`: the first key that differs, for the message's origin.
-std::string fetched_datasets_change(const FetchManifest& manifest, const Config::Fetch& asked, std::string* key);
+std::string fetched_datasets_change(const FetchManifest& manifest, const Config::Fetch& asked,
+                                    const std::string& config_file, std::string* key);
 
 }  // namespace ds

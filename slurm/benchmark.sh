@@ -14,7 +14,8 @@
 #   --cpu                  CPU ranks (--device cpu); the default is --device auto (GPUs if any)
 #   -h, --help
 # Everything after `--` goes to every `downscale benchmark` (e.g. --image-size 64 --num-iters 3
-# --precision fp32 --fp16-allreduce).
+# --precision fp32 --fp16-allreduce). With --cpu, every run has the same threads per rank (the
+# node's cores over the largest run's ranks on a node; `-- --threads N` sets them).
 #   sbatch --ntasks-per-node=4 --gres=gpu:4 slurm/benchmark.sh                 (1-4 GPUs, 3 models)
 #   sbatch --ntasks-per-node=8 --gres=none slurm/benchmark.sh --cpu -r 1,2,4,8 -b 32
 # Environment: as slurm/train_forhlr2.sh: DOWNSCALE_BIN, DOWNSCALE_CONTAINER (apptainer:IMAGE,
@@ -74,6 +75,20 @@ for n in "${rank_list[@]}"; do
 done
 out=${out:-benchmark-$SLURM_JOB_ID}
 mkdir -p "$out/logs"
+# CPU ranks: every run gets the same threads per rank, the node's cores over the most ranks a run
+# puts on one node, unless given after --. Each run's own share (all the cores for 1 rank, half
+# for 2) would put thread scaling into the efficiency, and `downscale benchmark` takes no 1-rank
+# line of other threads as the reference.
+if [[ $device == cpu && " ${extra[*]-} " != *" --threads "* ]]; then
+  per_node=${SLURM_NTASKS_PER_NODE:-$ntasks}
+  per_node=${per_node%%[(,]*}  # "4(x2)" or "4,2": the first node's count
+  most=$(printf '%s\n' "${rank_list[@]}" | sort -n | tail -1)
+  ((most < per_node)) && per_node=$most
+  cores=${SLURM_CPUS_ON_NODE:-$(nproc)}
+  threads=$((cores / per_node > 0 ? cores / per_node : 1))
+  extra+=(--threads "$threads")
+  echo "CPU ranks: $threads thread(s) per rank in every run ($cores cores on a node over the $per_node ranks the largest run puts there), so that the 1-rank line is the others' reference"
+fi
 
 # Modules and the per-rank command: slurm/rank_command.sh, found as train_forhlr2.sh finds it
 # (sbatch runs a copy of this script from its spool folder, not next to its siblings).

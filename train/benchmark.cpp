@@ -70,16 +70,24 @@ void mean_ci95(const std::vector<double>& v, double* mean, double* ci95) {
   *ci95 = 1.96 * std::sqrt(s / double(std::max<size_t>(v.size(), 1)));
 }
 
-double one_rank_reference(const std::string& path, const BenchmarkOptions& opts, const BenchmarkResult& r) {
+double one_rank_reference(const std::string& path, const BenchmarkOptions& opts, const BenchmarkResult& r,
+                          int* other_threads) {
   std::ifstream in(path);
   double ref = 0;
+  if (other_threads) *other_threads = 0;
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) continue;  // a torn or foreign line: not a reference
     if (j.value("ranks", 0) == 1 && j.value("model", "") == opts.model && j.value("batch", 0) == opts.batch_size &&
         j.value("image_size", 0) == r.image_size && j.value("device", "") == r.device &&
-        j.value("precision", "") == opts.precision && j.contains("mean") && j["mean"].is_number())
+        j.value("precision", "") == opts.precision && j.contains("mean") && j["mean"].is_number()) {
+      if (r.threads > 0 && j.contains("threads") && j["threads"].is_number_integer() &&
+          j["threads"].get<int>() != r.threads) {
+        if (other_threads) *other_threads = j["threads"].get<int>();
+        continue;
+      }
       ref = j["mean"].get<double>();
+    }
   }
   return ref;
 }
@@ -95,6 +103,7 @@ std::string benchmark_json_line(const BenchmarkOptions& opts, const BenchmarkRes
   j["device"] = r.device;
   j["backend"] = r.backend;
   j["precision"] = opts.precision;
+  j["threads"] = r.threads > 0 ? nlohmann::ordered_json(r.threads) : nlohmann::ordered_json(nullptr);
   j["allreduce_dtype"] = allreduce_dtype;
   j["mean"] = r.mean;  // img/s per rank
   j["ci95"] = r.ci95;
@@ -161,6 +170,7 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
   r.backend = be->name();
   r.device = device_name(r.backend);
   const bool on_gpu = r.backend.rfind("cuda", 0) == 0;
+  r.threads = on_gpu ? 0 : threads;
   const auto device_comm = make_training_communicator(opts.communicator, host, *be, false);
   Communicator& comm = device_comm ? *device_comm : host;
   const bool distributed = comm.size() > 1 || comm.name() == "nccl";
@@ -263,11 +273,16 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
   if (r.ranks == 1) {
     efficiency = 1;
   } else if (!opts.json.empty()) {
-    const double ref = one_rank_reference(opts.json, opts, r);
+    int other_threads = 0;
+    const double ref = one_rank_reference(opts.json, opts, r, &other_threads);
     if (ref > 0) {
       efficiency = r.total / (ref * r.ranks);
       out << fmt::format("Scaling efficiency: {:.0f}% against {:.1f} img/sec on 1 {} ({})\n", 100 * efficiency, ref,
                          unit, opts.json);
+    } else if (other_threads > 0) {
+      out << fmt::format("Scaling efficiency: the 1-rank line in {} ran {} thread(s), this run {} per rank: run the "
+                         "1-rank benchmark with --threads {} for a reference that measures the ranks alone\n",
+                         opts.json, other_threads, r.threads, r.threads);
     } else {
       out << "Scaling efficiency: no 1-rank line for this model, batch, image size, device and precision in "
           << opts.json << "\n";

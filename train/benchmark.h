@@ -45,6 +45,7 @@ struct BenchmarkResult {
   std::string device;                  // "cpu: <model name>" | "cuda: <GPU name>"
   std::string backend;                 // the backend's own description
   int image_size = 0;
+  int threads = 0;                     // CPU threads per rank; 0 on a GPU
   int64_t parameters = 0, activation_bytes = -1;
   double last_loss = 0;
 };
@@ -57,8 +58,13 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
 std::string benchmark_json_line(const BenchmarkOptions& opts, const BenchmarkResult& r, double efficiency,
                                 const std::string& allreduce_dtype);
 // The img/s per rank of the last 1-rank line in `path` for the same model, batch, image size,
-// device and precision; 0 when there is none (or no file).
-double one_rank_reference(const std::string& path, const BenchmarkOptions& opts, const BenchmarkResult& r);
+// device, precision and, on a CPU, threads per rank; 0 when there is none (or no file). A CPU's
+// 1-rank line with other threads would mix thread scaling into the rank scaling (1 rank of 2
+// threads against 2 ranks of 1): it is no reference, and `other_threads`, when given, is set to
+// its threads so the message can say which run to add. Lines without threads (written before
+// they were recorded) still match.
+double one_rank_reference(const std::string& path, const BenchmarkOptions& opts, const BenchmarkResult& r,
+                          int* other_threads = nullptr);
 
 // Mean and 1.96 x (population) standard deviation, as the reference script (numpy.std).
 void mean_ci95(const std::vector<double>& v, double* mean, double* ci95);

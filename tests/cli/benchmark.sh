@@ -37,12 +37,13 @@ import json
 lines = [json.loads(l) for l in open("runs.jsonl")]
 assert len(lines) == 4, f"expected 4 JSON lines, got {len(lines)}"
 keys = ["model", "batch", "image_size", "ranks", "nodes", "device", "precision", "allreduce_dtype",
-        "mean", "ci95", "total", "unit", "efficiency", "activation_bytes", "parameters"]
+        "mean", "ci95", "total", "unit", "efficiency", "activation_bytes", "parameters", "threads"]
 for l in lines:
     missing = [k for k in keys if k not in l]
     assert not missing, f"missing keys {missing} in {l}"
     assert l["batch"] == 2 and l["mean"] > 0 and l["ci95"] >= 0 and l["device"].startswith("cpu"), l
     assert l["unit"] == "images/s", l  # the plot's axis label
+    assert l["threads"] == 1, l  # per rank, on a CPU: what makes a 1-rank line a reference
     assert abs(l["total"] - l["mean"] * l["ranks"]) < 1e-6 * l["total"], l
     assert l["activation_bytes"] > 0 and l["parameters"] > 20_000_000, l  # the real nets (Net::activation_bytes)
 assert [l["model"] for l in lines] == ["resnet50", "resnet101", "inception_v3", "resnet50"]
@@ -55,6 +56,15 @@ expect = two["total"] / (2 * one["mean"])
 assert abs(two["efficiency"] - expect) < 1e-9 * expect, (two["efficiency"], expect)
 print("JSON lines ok:", [(l["model"], l["ranks"], round(l["total"], 2), l["efficiency"]) for l in lines])
 PY
+
+echo "== resnet50 on 2 ranks of 2 threads: the 1-thread 1-rank line is no reference"
+# 1 rank of 1 thread against 2 ranks of 2 would put thread scaling into the efficiency.
+cp runs.jsonl threads.jsonl
+mpirun -np 2 --oversubscribe --bind-to none "$bin" benchmark --model resnet50 --image-size 32 --no-cuda --threads 2 \
+  --batch-size 2 --num-warmup-batches 1 --num-batches-per-iter 1 --num-iters 2 --json threads.jsonl > threads.out
+grep -q '^Scaling efficiency: the 1-rank line in threads.jsonl ran 1 thread(s), this run 2 per rank: run the 1-rank benchmark with --threads 2' threads.out ||
+  { echo "2 threads per rank: no message naming the 1-rank line's threads"; grep -i efficiency threads.out; exit 1; }
+/usr/bin/python3 -c 'import json; l = json.loads(open("threads.jsonl").readlines()[-1]); assert l["threads"] == 2 and l["efficiency"] is None, l'
 
 echo "== --profile-layers"
 # The layer profile instead of the timed iterations: every layer of the net named once, each with

@@ -49,7 +49,7 @@ cat > check.py <<'EOF2'
 import json, sys
 import numpy as np
 import netCDF4
-root, run, kind = sys.argv[1], sys.argv[2], sys.argv[3]
+root, run, kind, src = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 problems = []
 def check(fetched, var, source, native, units, convert):
     with netCDF4.Dataset(f"{run}/fetch/{fetched}") as out, netCDF4.Dataset(f"{root}/{source}") as src:
@@ -95,13 +95,18 @@ if names != ["hus@850", "psl", "ta@850", "tas"]: problems.append(f"manifest pred
 want_request = {"lon": [-10, 5], "lat": [35, 45], "years": [1983, 2002],
                 "datasets": {"predictors": "iberia_ncep", "predictand": "iberia_eobs"} if kind == "ncep" else
                             {"predictors": "iberia_cnrm_cm5_historical", "predictand": ""}}
+# The definition files the names resolved to, absolute: preprocess takes a path to the same file
+# as the same dataset.
+import os
+definition = lambda name: os.path.realpath(f"{src}/configs/datasets/{name}.yaml") if name else ""
+want_request["definitions"] = {k: definition(v) for k, v in want_request["datasets"].items()}
 if manifest.get("request") != want_request: problems.append(f"manifest request: {manifest.get('request')}")
 for p in manifest["predictors"]:
     if p.get("calendar") != "standard": problems.append(f"manifest {p['name']}: calendar {p.get('calendar')}")
 for p in problems: print("PROBLEM:", p)
 sys.exit(1 if problems else 0)
 EOF2
-/usr/bin/python3 check.py "$src/tests/data/iberia" runs/ncep ncep || fail "NCEP + E-OBS values"
+/usr/bin/python3 check.py "$src/tests/data/iberia" runs/ncep ncep "$src" || fail "NCEP + E-OBS values"
 
 # The CMIP5 historical predictors alone (a GCM run to predict from): no predictand.
 cat > cmip.yaml <<EOF2
@@ -116,7 +121,7 @@ fetch:
 EOF2
 "$bin" fetch --config cmip.yaml > cmip.log 2>&1 || { fail "fetch of the CMIP5 predictors alone"; cat cmip.log; }
 [[ -e runs/cmip/fetch/predictand ]] && [[ -n $(ls runs/cmip/fetch/predictand) ]] && fail "a predictand was written"
-/usr/bin/python3 check.py "$src/tests/data/iberia" runs/cmip cmip || fail "CMIP5 values"
+/usr/bin/python3 check.py "$src/tests/data/iberia" runs/cmip cmip "$src" || fail "CMIP5 values"
 
 # A level the file contradicts (its attribute says 850): exit 3, naming both levels.
 mkdir -p datasets

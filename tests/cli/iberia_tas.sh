@@ -33,6 +33,14 @@ ds preprocess
 out=$("$bin" preprocess --config "$cfg" --set 'fetch.season=[6,7,8]' 2>&1) || { echo "$out"; exit 1; }
 grep -qF "fetch.season is [6, 7, 8] but the fetch in" <<<"$out" && grep -qF "cut [12, 1, 2]: splitting by the fetched season" <<<"$out" &&
   grep -qF "1354 train, 0 validation, 451 test days" <<<"$out" || { echo "preprocess after fetch.season changed: $out"; exit 1; }
+# The predictand's definition named by its path rather than its name is the same dataset (it was
+# refused, exit 2); a copy of the definition elsewhere is another one (its url may differ).
+out=$("$bin" preprocess --config "$cfg" --set fetch.predictand.dataset=configs/datasets/iberia_eobs.yaml 2>&1) ||
+  { echo "preprocess with the fetched predictand dataset named by its path: $out"; exit 1; }
+cp configs/datasets/iberia_eobs.yaml copied_eobs.yaml
+rc=0; out=$("$bin" preprocess --config "$cfg" --set fetch.predictand.dataset=copied_eobs.yaml 2>&1) || rc=$?
+[[ $rc == 2 ]] && grep -qF "the predictand from dataset 'iberia_eobs', fetch.predictand.dataset is now 'copied_eobs.yaml'" <<<"$out" ||
+  { echo "preprocess with a copy of the definition: exit $rc, $out"; exit 1; }
 for m in deepesd demo; do
   ds train --set train.name=$m --set model.name=$m
   ds predict --set train.name=$m

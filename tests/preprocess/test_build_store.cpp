@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include "io/calendar.h"
+#include "io/dataset_definition.h"
 #include "io/error.h"
 #include "io/fetch_manifest.h"
 #include "io/netcdf_file.h"
@@ -459,17 +461,17 @@ TEST(BuildStore, DatasetsOrPredictandOtherThanFetchedAreRefused) {
   asked.predictors = {FieldRequest{"z", 500}};
   asked.predictors_dataset = "ncep_iberia", asked.predictand_dataset = "eobs", asked.predictand_variable = "tas";
   std::string key;
-  EXPECT_EQ(fetched_datasets_change(back, asked, &key), "");
+  EXPECT_EQ(fetched_datasets_change(back, asked, "", &key), "");
   asked.predictand_variable = "tasmax";
-  std::string why = fetched_datasets_change(back, asked, &key);
+  std::string why = fetched_datasets_change(back, asked, "", &key);
   EXPECT_EQ(key, "fetch.predictand.variable");
   EXPECT_TRUE(has(why, "manifest.json was fetched with predictand tas, fetch.predictand.variable is now tasmax")) << why;
   asked.predictand_variable = "tas", asked.predictand_dataset = "ewembi";
-  why = fetched_datasets_change(back, asked, &key);
+  why = fetched_datasets_change(back, asked, "", &key);
   EXPECT_EQ(key, "fetch.predictand.dataset");
   EXPECT_TRUE(has(why, "the predictand from dataset 'eobs', fetch.predictand.dataset is now 'ewembi'")) << why;
   asked.predictors_dataset = "cnrm_cm5_historical";
-  why = fetched_datasets_change(back, asked, &key);
+  why = fetched_datasets_change(back, asked, "", &key);
   EXPECT_EQ(key, "fetch.predictors.dataset");  // the first that differs
   EXPECT_TRUE(has(why, "predictors from dataset 'ncep_iberia', fetch.predictors.dataset is now 'cnrm_cm5_historical'; "
                        "the predictand from dataset 'eobs'")) << why;
@@ -477,10 +479,61 @@ TEST(BuildStore, DatasetsOrPredictandOtherThanFetchedAreRefused) {
   // manifest written before the datasets were recorded (the predictand's variable still is).
   Config::Fetch later;
   later.predictand_variable = "pr";
-  EXPECT_EQ(fetched_datasets_change(back, later, &key), "");
+  EXPECT_EQ(fetched_datasets_change(back, later, "", &key), "");
   FetchManifest old = back;
   old.request.datasets_present = false;
   asked.predictand_variable = "tasmax";
-  why = fetched_datasets_change(old, asked, &key);
+  why = fetched_datasets_change(old, asked, "", &key);
   EXPECT_TRUE(has(why, "predictand tas, fetch.predictand.variable is now tasmax") && !has(why, "dataset")) << why;
+}
+
+// Another spelling of the fetched dataset is the same dataset: a config that named `mine` for
+// fetch and names its definition's path now (or the reverse) preprocesses. Found by an audit:
+// `eobs` fetched, `configs/datasets/eobs.yaml` asked, exit 2. What decides is the definition file
+// the names resolve to; a copy of it elsewhere is another dataset (its url may differ).
+TEST(BuildStore, AnotherSpellingOfTheFetchedDatasetIsTheSameDataset) {
+  test::TempDir d;
+  std::filesystem::create_directories(d / "datasets");
+  { std::ofstream(d / "datasets/mine.yaml") << "name: mine\n"; }
+  { std::ofstream(d / "copy.yaml") << "name: mine\n"; }
+  const std::string config_file = d / "run.yaml";
+  FetchManifest m;
+  m.predictors.push_back({"z@500", "z", "z@500.nc", "z.nc"});
+  m.predictand = {"pr", "pr", "predictand/pr.nc", "pr.nc"};
+  m.request = FetchManifest::Request::box(-10, 4, 35.5, 44, 1979, 2008)
+                  .with_datasets("mine", "mine")
+                  .with_definitions(canonical_definition(d / "datasets/mine.yaml"),
+                                    canonical_definition(d / "datasets/mine.yaml"));
+  m.write(d / "manifest.json");
+  const FetchManifest back = FetchManifest::read(d / "manifest.json");
+  EXPECT_EQ(back.request.predictand_definition, canonical_definition(d / "datasets/mine.yaml"));
+  Config::Fetch asked;
+  asked.predictors = {FieldRequest{"z", 500}};
+  asked.predictors_dataset = d / "datasets/../datasets/mine.yaml", asked.predictand_dataset = "mine";
+  asked.predictand_variable = "pr";
+  std::string key;
+  EXPECT_EQ(fetched_datasets_change(back, asked, config_file, &key), "");
+  // A copy of the definition is another file: refused, naming both spellings.
+  asked.predictand_dataset = d / "copy.yaml";
+  std::string why = fetched_datasets_change(back, asked, config_file, &key);
+  EXPECT_EQ(key, "fetch.predictand.dataset");
+  EXPECT_TRUE(has(why, "the predictand from dataset 'mine', fetch.predictand.dataset is now '" + d / "copy.yaml")) << why;
+  // A name that resolves to nothing now is not the same either (and is no crash).
+  asked.predictand_dataset = "gone";
+  EXPECT_NE(fetched_datasets_change(back, asked, config_file, &key), "");
+  // A manifest from before the definitions were recorded: the fetched name is looked up from the
+  // same config.
+  FetchManifest old = back;
+  old.request.predictors_definition = old.request.predictand_definition = "";
+  asked.predictand_dataset = d / "datasets/mine.yaml";
+  EXPECT_EQ(fetched_datasets_change(old, asked, config_file, &key), "");
+  // The shipped definitions, as the audit had them: `eobs` and the path of the shipped eobs.yaml.
+  // (Under ctest, which sets DS_SOURCE_DIR: the folder the build's shipped definitions are in.)
+  if (const std::string src = test::source_dir(); std::getenv("DS_SOURCE_DIR")) {
+    FetchManifest shipped = back;
+    shipped.request = FetchManifest::Request::box(-10, 4, 35.5, 44, 1979, 2008).with_datasets("ncep_iberia", "eobs");
+    shipped.predictand.name = "pr";
+    asked.predictors_dataset = "ncep_iberia", asked.predictand_dataset = src + "/configs/datasets/eobs.yaml";
+    EXPECT_EQ(fetched_datasets_change(shipped, asked, config_file, &key), "");
+  }
 }

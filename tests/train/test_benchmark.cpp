@@ -50,6 +50,25 @@ TEST(Benchmark, EfficiencyAgainstTheMatchingOneRankLine) {
   BenchmarkResult big = r;
   big.image_size = 224;
   EXPECT_EQ(one_rank_reference(path, o, big), 0);
+  // On a CPU the threads per rank must match too (1 rank of 2 threads is no reference for 2 ranks of
+  // 1: found by an audit, whose efficiency mixed thread scaling in); a line without threads (from
+  // before they were recorded) still matches, and the other threads are reported.
+  BenchmarkResult one_thread = r;
+  one_thread.threads = 1;
+  int other_threads = -1;
+  EXPECT_EQ(one_rank_reference(path, o, one_thread, &other_threads), 10);  // the lines above carry no threads
+  EXPECT_EQ(other_threads, 0);
+  std::ofstream(path, std::ios::app) << benchmark_json_line(o, [&] { auto t = r; t.threads = 2, t.mean = 20; return t; }(), 1, "fp32")
+                                     << "\n";
+  EXPECT_EQ(one_rank_reference(path, o, one_thread, &other_threads), 10);  // the 2-thread line is skipped
+  EXPECT_EQ(other_threads, 2);
+  BenchmarkResult two_threads = one_thread;
+  two_threads.threads = 2;
+  EXPECT_EQ(one_rank_reference(path, o, two_threads, &other_threads), 20);
+  BenchmarkResult gpu = r;  // threads 0: a GPU's lines match whatever threads the host ran
+  EXPECT_EQ(one_rank_reference(path, o, gpu), 20);
+  EXPECT_TRUE(nlohmann::json::parse(benchmark_json_line(o, gpu, 1, "fp32"))["threads"].is_null());
+  EXPECT_EQ(nlohmann::json::parse(benchmark_json_line(o, two_threads, 1, "fp32"))["threads"], 2);
   const auto j = nlohmann::json::parse(benchmark_json_line(o, two, 0, "fp16"));
   EXPECT_TRUE(j["efficiency"].is_null());
   EXPECT_EQ(j["allreduce_dtype"], "fp16");
