@@ -48,6 +48,14 @@ for m in $MODELS; do
     [[ $COMPILE == 1 ]] && $py "$here/benchmark_torch.py" "${common[@]}" --device "$DEVICE" --layout channels_last --compile > "$work/$m.compiled.$r"
     # Ours at full precision from its JSON line (the printed lines round to 0.1 as the reference's).
     tail -1 "$work/$m.jsonl" | grep -o '"mean":[-0-9.e+]*' | cut -d: -f2 > "$work/$m.mean.$r"
+    # Both sides must run the same net, or the ratio compares nothing: the parameter counts agree
+    # within 0.5 % (Keras' convolutions, which ours follows, carry biases torchvision's lack:
+    # measured +0.10 % ResNet50, +0.12 % ResNet101, -0.07 % InceptionV3; another depth or width is
+    # tens of percent off). Weights and images differ (both random): the cost does not depend on them.
+    po=$(tail -1 "$work/$m.jsonl" | grep -o '"parameters":[0-9]*' | cut -d: -f2)
+    pt=$(awk '$1 == "parameters" {print $2}' "$work/$m.cl.$r")
+    awk -v a="$po" -v b="$pt" 'BEGIN {d = (a - b) / b; exit !(b > 0 && d < 0.005 && d > -0.005)}' ||
+      { echo "benchmark_models.sh: $m: ours has $po parameters, torchvision $pt: not the same net" >&2; exit 1; }
     line="$m round $r/$ROUNDS: ours $(cat "$work/$m.mean.$r")"
     for p in "${peers[@]}"; do line+=" | torch $p $(awk '$1 == "img_per_s" {print $2}' "$work/$m.$p.$r")"; done
     echo "$line" >&2
