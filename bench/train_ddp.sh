@@ -24,6 +24,10 @@ $py -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null
   { echo "train_ddp.sh: needs python3-torch with gloo (apt-get install python3-torch)" >&2; exit 2; }
 # Open MPI refuses root without these; no rsh/ssh agent: every rank is on this machine.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false
+# The peer's fastest allocator setting, as bench/train_step.sh: glibc's defaults return PyTorch's
+# large buffers to the system after every step (page faults and system time every step). Both
+# sides run under it; ours keeps its buffers itself.
+export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736}
 largest=$(printf '%s\n' $RANKS | sort -n | tail -1)
 
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
