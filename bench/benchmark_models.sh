@@ -56,8 +56,9 @@ for m in $MODELS; do
     # within 0.5 % (Keras' convolutions, which ours follows, carry biases torchvision's lack:
     # measured +0.10 % ResNet50, +0.12 % ResNet101, -0.07 % InceptionV3; another depth or width is
     # tens of percent off). Weights and images differ (both random): the cost does not depend on them.
-    po=$(tail -1 "$work/$m.jsonl" | grep -o '"parameters":[0-9]*' | cut -d: -f2)
+    po=$(tail -1 "$work/$m.jsonl" | grep -o '"parameters":[0-9]*' | cut -d: -f2 || true)
     pt=$(awk '$1 == "parameters" {print $2}' "$work/$m.cl.$r")
+    [[ -n $po && -n $pt ]] || { echo "benchmark_models.sh: $m: a side printed no parameter count (ours '$po', torchvision '$pt')" >&2; exit 1; }
     awk -v a="$po" -v b="$pt" 'BEGIN {d = (a - b) / b; exit !(b > 0 && d < 0.005 && d > -0.005)}' ||
       { echo "benchmark_models.sh: $m: ours has $po parameters, torchvision $pt: not the same net" >&2; exit 1; }
     line="$m round $r/$ROUNDS: ours $(cat "$work/$m.mean.$r")"

@@ -114,10 +114,12 @@ for n in $RANKS; do
 done
 # Both sides must have trained the same thing, or the ratio means nothing and the benchmark fails:
 # loss0 (same weights and batch) agrees to FP32 rounding; loss1 (after one Adam step on the
-# averaged gradient) also checks the averaging (Adam's first step is the gradient's sign, so a
-# rank's own gradient in place of the average moves it). Measured at the defaults (2026-11-29):
-# the two sides' loss1 7e-7 apart (relative), loss0 equal to 7 digits, while rank 0's loss1 after
-# its own gradient (the 1-rank run) is 2.9e-4 from the 2-rank one: a tolerance of 2e-5 relative
+# gradient combined over the ranks) also checks that the ranks' gradients were combined: Adam's
+# first step is about the gradient's sign, so a rank's own gradient in place of the combined one
+# moves it, while a sum in place of the mean (a missing 1/N) would not: that one
+# tests/cli/train_mpi.sh catches (1 rank against 2 over two epochs). Measured at the defaults (2026-11-29): the two sides' loss1 7e-7 apart
+# (relative), loss0 equal to 7 digits, while rank 0's loss1 after its own gradient (the 1-rank
+# run) is 2.9e-4 from the 2-rank one: a tolerance of 2e-5 (relative; absolute for losses below 1)
 # sits 30x above the rounding and 15x below that mistake.
 tol=2e-5
 for n in $RANKS; do

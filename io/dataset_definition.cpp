@@ -52,24 +52,35 @@ std::string find_dataset_definition(const std::string& name_or_path, const std::
 
 std::string canonical_definition(const std::string& definition_file) {
   if (definition_file.empty()) return "";
+  // The folder's symlinks resolved, not the file's own: a definition's url may be relative to its
+  // folder ({definition_dir}, the folder the link lies in), so a link in another folder to the
+  // same file can name other data, and is another definition.
+  const fs::path p = fs::absolute(definition_file).lexically_normal();
   std::error_code ec;
-  const fs::path p = fs::weakly_canonical(definition_file, ec);
-  return ec ? fs::absolute(definition_file).lexically_normal().string() : p.string();
+  const fs::path folder = fs::weakly_canonical(p.parent_path(), ec);
+  return ec ? p.string() : (folder / p.filename()).string();
+}
+
+std::string resolved_definition(const std::string& spelling, const std::string& config_file) {
+  try {
+    return canonical_definition(find_dataset_definition(spelling, config_file));
+  } catch (const UsageError&) {
+    return "";
+  }
 }
 
 bool same_dataset(const std::string& fetched_spelling, const std::string& fetched_definition,
                   const std::string& asked, const std::string& config_file) {
+  if (fetched_spelling.empty() || asked.empty()) return fetched_spelling == asked;  // a source alone
+  const std::string now = resolved_definition(asked, config_file);
+  // What decides is the definition file: the same spelling that resolves to another file now (the
+  // config moved, a definition of that name added beside it) is another dataset.
+  if (!fetched_definition.empty() && !now.empty()) return fetched_definition == now;
+  // A manifest from before the definitions were recorded: the two spellings resolved alike now.
+  // A name that resolves to nothing now is the same only as its own spelling (preprocess does
+  // not read the definition; the manifest names what was fetched).
   if (fetched_spelling == asked) return true;
-  if (fetched_spelling.empty() || asked.empty()) return false;  // a source alone against a dataset
-  const auto resolve = [&](const std::string& spelling) {
-    try {
-      return canonical_definition(find_dataset_definition(spelling, config_file));
-    } catch (const UsageError&) {
-      return std::string();  // no such definition now: it cannot be shown to be the same
-    }
-  };
-  const std::string was = fetched_definition.empty() ? resolve(fetched_spelling) : fetched_definition;
-  const std::string now = resolve(asked);
+  const std::string was = fetched_definition.empty() ? resolved_definition(fetched_spelling, config_file) : fetched_definition;
   return !was.empty() && was == now;
 }
 

@@ -14,15 +14,20 @@ namespace ds {
 std::string find_dataset_definition(const std::string& name_or_path, const std::string& config_file,
                                     const std::string& origin = "");
 
-// The definition's path made absolute and free of symlinks, for the fetch manifest to record:
+// The definition's path made absolute, its folder free of symlinks (the file's own link is kept:
+// a url relative to {definition_dir} reads beside the link), for the fetch manifest to record:
 // "" for "" (a run config that names a source, no dataset).
 std::string canonical_definition(const std::string& definition_file);
 
+// The canonical definition file `spelling` resolves to from the config at `config_file`; "" when
+// there is none.
+std::string resolved_definition(const std::string& spelling, const std::string& config_file);
+
 // Whether fetch.<side>.dataset `asked` (as the config at `config_file` spells it now) names the
-// dataset recorded as fetched: the same spelling, or one that resolves to the same definition
-// file as `fetched_definition` (the manifest's record; "" in manifests before it, when
-// `fetched_spelling` is resolved against the same config instead). A name that resolves to no
-// file is not the same.
+// dataset recorded as fetched. With the fetched definition file recorded (`fetched_definition`)
+// and `asked` resolving to a file, the two files decide, whatever the spellings. Otherwise (a
+// manifest from before the record, or `asked` resolves to no file now): the same spelling, or
+// two spellings that resolve to the same file from this config.
 bool same_dataset(const std::string& fetched_spelling, const std::string& fetched_definition,
                   const std::string& asked, const std::string& config_file);
 

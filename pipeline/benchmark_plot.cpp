@@ -59,6 +59,10 @@ int plot_benchmark(const std::string& jsonl, const std::string& png) {
     if (j.value("image_size", 0) > 0) label += fmt::format(" {}px", j.value("image_size", 0));
     label += ", " + j.value("device", "?");
     if (j.value("precision", "-") != "-") label += " " + j.value("precision", "-");
+    // CPU threads per rank: a series of its own, as for the efficiency line's 1-rank reference (2
+    // ranks of 1 thread against 1 rank of 2 would mix thread scaling in).
+    if (j.contains("threads") && j["threads"].is_number_integer())
+      label += fmt::format(", {} thread{} per rank", j["threads"].get<int>(), j["threads"].get<int>() == 1 ? "" : "s");
     if (j.value("allreduce_dtype", "-") != "-") label += ", " + j.value("allreduce_dtype", "-") + " allreduce";
     units.insert(j.value("unit", "images/s"));
     Series& s = series[label];

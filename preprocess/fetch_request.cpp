@@ -55,15 +55,23 @@ std::string fetched_datasets_change(const FetchManifest& m, const Config::Fetch&
     changes.push_back(std::move(what));
   };
   const auto& r = m.request;
+  // Two spellings can read alike ("eobs" and "eobs"): the definition files say what differs.
+  const auto files = [&](const std::string& fetched_definition, const std::string& asked) {
+    const std::string now = resolved_definition(asked, config_file);
+    if (fetched_definition.empty() && now.empty()) return std::string();
+    return " (definition " + (fetched_definition.empty() ? std::string("not recorded") : fetched_definition) +
+           " then, " + (now.empty() ? std::string("none found") : now) + " now)";
+  };
   if (r.datasets_present && !f.predictors.empty() &&
       !same_dataset(r.predictors_dataset, r.predictors_definition, f.predictors_dataset, config_file))
     changed("fetch.predictors.dataset", "predictors from dataset '" + r.predictors_dataset + "', fetch.predictors.dataset is now '" +
-                      f.predictors_dataset + "'");
+                      f.predictors_dataset + "'" + files(r.predictors_definition, f.predictors_dataset));
   if (m.has_predictand() && f.has_predictand()) {
     if (r.datasets_present &&
         !same_dataset(r.predictand_dataset, r.predictand_definition, f.predictand_dataset, config_file))
       changed("fetch.predictand.dataset", "the predictand from dataset '" + r.predictand_dataset +
-                        "', fetch.predictand.dataset is now '" + f.predictand_dataset + "'");
+                        "', fetch.predictand.dataset is now '" + f.predictand_dataset + "'" +
+                        files(r.predictand_definition, f.predictand_dataset));
     if (m.predictand.name != f.predictand_variable)
       changed("fetch.predictand.variable", "predictand " + m.predictand.name + ", fetch.predictand.variable is now " +
                         f.predictand_variable);

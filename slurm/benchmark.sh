@@ -14,8 +14,9 @@
 #   --cpu                  CPU ranks (--device cpu); the default is --device auto (GPUs if any)
 #   -h, --help
 # Everything after `--` goes to every `downscale benchmark` (e.g. --image-size 64 --num-iters 3
-# --precision fp32 --fp16-allreduce). With --cpu, every run has the same threads per rank (the
-# node's cores over the largest run's ranks on a node; `-- --threads N` sets them).
+# --precision fp32 --fp16-allreduce). With --cpu, every run has the same threads per rank
+# (--cpus-per-task, else the node's cores over the largest run's ranks on a node; `-- --threads N`
+# sets them).
 #   sbatch --ntasks-per-node=4 --gres=gpu:4 slurm/benchmark.sh                 (1-4 GPUs, 3 models)
 #   sbatch --ntasks-per-node=8 --gres=none slurm/benchmark.sh --cpu -r 1,2,4,8 -b 32
 # Environment: as slurm/train_forhlr2.sh: DOWNSCALE_BIN, DOWNSCALE_CONTAINER (apptainer:IMAGE,
@@ -75,19 +76,29 @@ for n in "${rank_list[@]}"; do
 done
 out=${out:-benchmark-$SLURM_JOB_ID}
 mkdir -p "$out/logs"
-# CPU ranks: every run gets the same threads per rank, the node's cores over the most ranks a run
-# puts on one node, unless given after --. Each run's own share (all the cores for 1 rank, half
-# for 2) would put thread scaling into the efficiency, and `downscale benchmark` takes no 1-rank
-# line of other threads as the reference.
-if [[ $device == cpu && " ${extra[*]-} " != *" --threads "* ]]; then
-  per_node=${SLURM_NTASKS_PER_NODE:-$ntasks}
-  per_node=${per_node%%[(,]*}  # "4(x2)" or "4,2": the first node's count
-  most=$(printf '%s\n' "${rank_list[@]}" | sort -n | tail -1)
-  ((most < per_node)) && per_node=$most
-  cores=${SLURM_CPUS_ON_NODE:-$(nproc)}
-  threads=$((cores / per_node > 0 ? cores / per_node : 1))
+# CPU ranks: every run gets the same threads per rank, unless given after --: the CPUs of a task
+# (--cpus-per-task), else a node's cores over the most ranks a run puts on one node. Each run's own
+# share (all the cores for 1 rank, half for 2) would put thread scaling into the efficiency, and
+# `downscale benchmark` takes no 1-rank line of other threads as the reference.
+threads_given=0
+for a in ${extra[@]+"${extra[@]}"}; do [[ $a == --threads || $a == --threads=* ]] && threads_given=1; done
+if [[ $device == cpu && $threads_given == 0 ]]; then
+  if [[ -n ${SLURM_CPUS_PER_TASK-} ]]; then
+    threads=$SLURM_CPUS_PER_TASK
+    why="--cpus-per-task"
+  else
+    # SLURM_TASKS_PER_NODE: "4", "4(x2)" or "4(x2),2": the most tasks on any node.
+    per_node=0
+    IFS=, read -r -a counts <<<"${SLURM_TASKS_PER_NODE:-${SLURM_NTASKS_PER_NODE:-$ntasks}}"
+    for c in "${counts[@]}"; do c=${c%%(*}; ((c > per_node)) && per_node=$c; done
+    most=$(printf '%s\n' "${rank_list[@]}" | sort -n | tail -1)
+    ((most < per_node || per_node == 0)) && per_node=$most
+    cores=${SLURM_CPUS_ON_NODE:-$(nproc)}
+    threads=$((cores / per_node > 0 ? cores / per_node : 1))
+    why="$cores cores on a node over the $per_node ranks the largest run puts on one"
+  fi
   extra+=(--threads "$threads")
-  echo "CPU ranks: $threads thread(s) per rank in every run ($cores cores on a node over the $per_node ranks the largest run puts there), so that the 1-rank line is the others' reference"
+  echo "CPU ranks: $threads thread(s) per rank in every run ($why), so that the 1-rank line is the others' reference"
 fi
 
 # Modules and the per-rank command: slurm/rank_command.sh, found as train_forhlr2.sh finds it
@@ -135,21 +146,24 @@ for i in "${!model_list[@]}"; do
 done
 [[ -s $jsonl ]] || { echo "benchmark.sh: no results in $jsonl" >&2; exit 1; }
 
-# The table (from every line of the file, the last per model/batch/device/precision/ranks) and the plot.
+# The table (from every line of the file, the last per model/batch/device/precision/threads/ranks)
+# and the plot.
 python3 - "$jsonl" "$out/benchmark.md" <<'PY'
 import json, sys
 rows = {}
 for line in open(sys.argv[1]):
     if line.strip():
         j = json.loads(line)
-        rows[(j["model"], j["batch"], j["image_size"], j["device"], j["precision"], j["allreduce_dtype"], j["ranks"])] = j
-head = "| model | batch | image | device | precision | allreduce | ranks | nodes | img/s per rank | total img/s | efficiency |"
-md = [head, "|" + "---|" * 11]
+        rows[(j["model"], j["batch"], j["image_size"], j["device"], j["precision"], j["allreduce_dtype"],
+              j.get("threads") or 0, j["ranks"])] = j
+head = ("| model | batch | image | device | precision | allreduce | threads per rank | ranks | nodes | img/s per rank "
+        "| total img/s | efficiency |")
+md = [head, "|" + "---|" * 12]
 for k in sorted(rows):
     j = rows[k]
     eff = "-" if j.get("efficiency") is None else f"{100 * j['efficiency']:.0f}%"
     md.append(f"| {j['model']} | {j['batch']} | {j['image_size']} | {j['device']} | {j['precision']} | "
-              f"{j['allreduce_dtype']} | {j['ranks']} | {j['nodes']} | {j['mean']:.1f} ±{j['ci95']:.1f} | "
+              f"{j['allreduce_dtype']} | {j.get('threads') or '-'} | {j['ranks']} | {j['nodes']} | {j['mean']:.1f} ±{j['ci95']:.1f} | "
               f"{j['total']:.1f} | {eff} |")
 open(sys.argv[2], "w").write("\n".join(md) + "\n")
 print("\n".join(md))

@@ -107,6 +107,26 @@ FAKE_RC=2 bash "$src/slurm/benchmark.sh" --cpu -m resnet5,resnet101 -r 1,2 >benc
 [[ $(grep -c . srun.log) -eq 1 ]] || { cat bench.err srun.log; fail "benchmark.sh went on after a usage error"; }
 grep -q -- "--model resnet5 --batch-size 256 " srun.log || { cat srun.log; fail "-m without -b: not the reference's batch 256"; }
 grep -q "rejected its options (exit 2)" bench.err || { cat bench.err; fail "no line saying why benchmark.sh stopped"; }
+# --cpu: every run gets the same threads per rank (a 1-rank line of other threads is no reference):
+# here 2 cores over the 2 ranks of the largest run; the most tasks on any node of
+# SLURM_TASKS_PER_NODE ("2(x2),4": 4); --cpus-per-task; none added when given after -- in either form.
+grep -q -- "--threads 1\( \|$\)" srun.log || { cat srun.log; fail "benchmark.sh --cpu: no --threads 1 (2 cores, 2 ranks)"; }
+bench_threads() {  # <expected --threads or "none"> <env...> -- <benchmark.sh arguments>
+  local want=$1; shift
+  local -a envs=()
+  while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+  shift
+  rm -f srun.log
+  env "${envs[@]}" FAKE_RC=2 bash "$src/slurm/benchmark.sh" --cpu -m resnet50 "$@" >bench.out 2>bench.err || true
+  local got
+  got=$(grep -o -- "--threads[ =][0-9]*" srun.log | tr '\n' ' ')
+  if [[ $want == none ]]; then [[ $got == "--threads=3 " ]] || fail "benchmark.sh -- --threads=3: srun got '$got'"
+  else [[ $got == "--threads $want " ]] || { cat bench.out; fail "benchmark.sh ${envs[*]} $*: srun got '$got', expected --threads $want"; }; fi
+}
+bench_threads 4 SLURM_TASKS_PER_NODE='2(x2),4' SLURM_CPUS_ON_NODE=16 -- -r 1,4
+bench_threads 8 SLURM_TASKS_PER_NODE='2(x2),4' SLURM_CPUS_ON_NODE=16 -- -r 1,2
+bench_threads 3 SLURM_CPUS_PER_TASK=3 -- -r 1,2
+bench_threads none SLURM_CPUS_ON_NODE=16 -- -r 1,2 -- --threads=3
 echo "== 5. a copy in sbatch's spool folder finds slurm/rank_command.sh as it finds the binary"
 # sbatch runs a copy of the script (slurm_script) from its spool folder: nothing next to it.
 mkdir -p spool

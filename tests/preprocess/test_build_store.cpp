@@ -518,9 +518,28 @@ TEST(BuildStore, AnotherSpellingOfTheFetchedDatasetIsTheSameDataset) {
   std::string why = fetched_datasets_change(back, asked, config_file, &key);
   EXPECT_EQ(key, "fetch.predictand.dataset");
   EXPECT_TRUE(has(why, "the predictand from dataset 'mine', fetch.predictand.dataset is now '" + d / "copy.yaml")) << why;
+  EXPECT_TRUE(has(why, "(definition " + canonical_definition(d / "datasets/mine.yaml") + " then, " +
+                       canonical_definition(d / "copy.yaml") + " now)")) << why;
   // A name that resolves to nothing now is not the same either (and is no crash).
   asked.predictand_dataset = "gone";
   EXPECT_NE(fetched_datasets_change(back, asked, config_file, &key), "");
+  // The same spelling that resolves to another file now (a definition of that name put beside a
+  // config elsewhere) is another dataset: the files decide, not the spellings (found by review).
+  test::TempDir elsewhere;
+  std::filesystem::create_directories(elsewhere / "datasets");
+  { std::ofstream(elsewhere / "datasets/mine.yaml") << "name: other\n"; }
+  asked.predictand_dataset = "mine";
+  why = fetched_datasets_change(back, asked, elsewhere / "run.yaml", &key);
+  EXPECT_TRUE(has(why, "the predictand from dataset 'mine', fetch.predictand.dataset is now 'mine' (definition ")) << why;
+  // A link in another folder to the fetched file is another definition: a url relative to
+  // {definition_dir} reads beside the link (found by review: other data accepted).
+  std::filesystem::create_symlink(d / "datasets/mine.yaml", elsewhere / "link.yaml");
+  asked.predictand_dataset = elsewhere / "link.yaml";
+  EXPECT_NE(fetched_datasets_change(back, asked, config_file, &key), "");
+  // A folder reached through a link is the same folder.
+  std::filesystem::create_directory_symlink(d / "datasets", elsewhere / "linked_folder");
+  asked.predictand_dataset = elsewhere / "linked_folder/mine.yaml";
+  EXPECT_EQ(fetched_datasets_change(back, asked, config_file, &key), "");
   // A manifest from before the definitions were recorded: the fetched name is looked up from the
   // same config.
   FetchManifest old = back;
