@@ -130,8 +130,8 @@ void report_restored_epoch(const std::string& line, const TrainState& state, con
                            const std::string& last_path, TrainingEvents& events) {
   const EpochMetrics m = parse_metrics_line(line);
   events.epoch(m.epoch, m.train_loss, m.val_loss, state.epoch_learning_rate, m.seconds, m.samples_per_second);
-  spdlog::warn("{}/metrics.csv and the event files lacked epoch {}, which {} holds (the run that trained it stopped "
-               "before writing them): restored from it",
+  spdlog::warn("{}/metrics.csv lacked epoch {}, which {} holds (the run that trained it stopped before writing its "
+               "line): restored from it, with its TensorBoard points",
                out_dir, m.epoch, last_path);
 }
 
@@ -594,8 +594,12 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       save_checkpoint(last_path, net, optimizer.get(), state);
     }
     if (root) {
-      csv.append(state.epoch_metrics + "\n");
+      // The events first: a run stopped between the two then lacks the metrics.csv line, which a
+      // resume restores from the checkpoint together with the events (a point written twice at
+      // one step is drawn once); the other order could lose the epoch's points for good, as a
+      // resume finding the line whole restores nothing.
       events->epoch(epoch, train_loss, metrics.val_loss, lr, secs, metrics.samples_per_second);
+      csv.append(state.epoch_metrics + "\n");
       timeline.add("checkpoint", Timeline::kStep, t_checkpoint, Clock::now(), last_step, epoch);
     }
     // The losses are every rank's together: rank 0 says them, as Horovod's examples do (each rank's
