@@ -25,9 +25,10 @@ std::string resolved_definition(const std::string& spelling, const std::string& 
 
 // Whether fetch.<side>.dataset `asked` (as the config at `config_file` spells it now) names the
 // dataset recorded as fetched. With the fetched definition file recorded (`fetched_definition`)
-// and `asked` resolving to a file, the two files decide, whatever the spellings. Otherwise (a
-// manifest from before the record, or `asked` resolves to no file now): the same spelling, or
-// two spellings that resolve to the same file from this config.
+// and `asked` resolving to a file, the two files decide, whatever the spellings, while the
+// recorded file still exists (it is gone when the project folder moved: then as without a
+// record). Otherwise (a manifest from before the record, or `asked` resolves to no file now): the
+// same spelling, or two spellings that resolve to the same file from this config.
 bool same_dataset(const std::string& fetched_spelling, const std::string& fetched_definition,
                   const std::string& asked, const std::string& config_file);
 

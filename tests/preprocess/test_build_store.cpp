@@ -536,6 +536,16 @@ TEST(BuildStore, AnotherSpellingOfTheFetchedDatasetIsTheSameDataset) {
   std::filesystem::create_symlink(d / "datasets/mine.yaml", elsewhere / "link.yaml");
   asked.predictand_dataset = elsewhere / "link.yaml";
   EXPECT_NE(fetched_datasets_change(back, asked, config_file, &key), "");
+  // The project moved: the recorded file is gone, and the same spelling (or one resolving like
+  // it) is the same dataset, as before the record.
+  FetchManifest moved = back;
+  moved.request.predictand_definition = d / "gone/datasets/mine.yaml";
+  asked.predictand_dataset = "mine";
+  EXPECT_EQ(fetched_datasets_change(moved, asked, config_file, &key), "");
+  asked.predictand_dataset = d / "datasets/mine.yaml";
+  EXPECT_EQ(fetched_datasets_change(moved, asked, config_file, &key), "");
+  asked.predictand_dataset = d / "copy.yaml";
+  EXPECT_NE(fetched_datasets_change(moved, asked, config_file, &key), "");
   // A folder reached through a link is the same folder.
   std::filesystem::create_directory_symlink(d / "datasets", elsewhere / "linked_folder");
   asked.predictand_dataset = elsewhere / "linked_folder/mine.yaml";
