@@ -35,10 +35,7 @@ load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 peers=(nchw cl)
-# The peer's fastest allocator setting, as bench/train_step.sh: glibc's defaults return PyTorch's
-# large buffers to the system after every step (page faults and system time every step). Both
-# sides run under it; ours keeps its buffers itself.
-export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736}
+source "$here/peer.sh"  # the peer's fastest allocator setting
 [[ $COMPILE == 1 ]] && peers+=(compiled)
 med() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 for m in $MODELS; do

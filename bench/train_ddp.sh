@@ -24,10 +24,7 @@ $py -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null
   { echo "train_ddp.sh: needs python3-torch with gloo (apt-get install python3-torch)" >&2; exit 2; }
 # Open MPI refuses root without these; no rsh/ssh agent: every rank is on this machine.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false
-# The peer's fastest allocator setting, as bench/train_step.sh: glibc's defaults return PyTorch's
-# large buffers to the system after every step (page faults and system time every step). Both
-# sides run under it; ours keeps its buffers itself.
-export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736}
+source "$here/peer.sh"  # the peer's fastest allocator setting; agrees
 largest=$(printf '%s\n' $RANKS | sort -n | tail -1)
 
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -117,15 +114,15 @@ done
 # gradient combined over the ranks) also checks that the ranks' gradients were combined: Adam's
 # first step is about the gradient's sign, so a rank's own gradient in place of the combined one
 # moves it, while a sum in place of the mean (a missing 1/N) would not: that one
-# tests/cli/train_mpi.sh catches (1 rank against 2 over two epochs). Measured at the defaults (2026-11-29): the two sides' loss1 7e-7 apart
-# (relative), loss0 equal to 7 digits, while rank 0's loss1 after its own gradient (the 1-rank
-# run) is 2.9e-4 from the 2-rank one: a tolerance of 2e-5 (relative; absolute for losses below 1)
-# sits 30x above the rounding and 15x below that mistake.
+# tests/cli/train_mpi.sh catches (1 rank against 2 over two epochs). Measured at the defaults
+# (2026-11-29): the two sides' loss1 7e-7 apart (relative), loss0 equal to 7 digits, while rank
+# 0's loss1 after its own gradient (the 1-rank run) is 2.9e-4 from the 2-rank one: a tolerance of
+# 2e-5 (relative; absolute for losses below 1) sits 30x above the rounding and 15x below that
+# mistake.
 tol=2e-5
 for n in $RANKS; do
   for k in loss0 loss1; do
-    awk -v a="$(get ours.$n $k)" -v b="$(get torch.$n $k)" -v t="$tol" \
-      'BEGIN {d = a - b; if (d < 0) d = -d; s = (b < 0 ? -b : b); num = "^-?[0-9]+([.][0-9]*)?([eE][-+]?[0-9]+)?$"; exit !(a ~ num && b ~ num && d <= t * (s > 1 ? s : 1))}' ||
+    agrees "$(get ours.$n $k)" "$(get torch.$n $k)" "$tol" ||
       { echo "train_ddp.sh: $n rank(s): $k differs beyond $tol relative (ours $(get ours.$n $k), PyTorch $(get torch.$n $k)): the two sides do not train the same step" >&2; exit 1; }
   done
 done

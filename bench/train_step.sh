@@ -36,10 +36,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 common=(--threads "$THREADS" --steps "$STEPS" --warmup "$WARMUP" --device "$DEVICE")
 peers=(nchw cl)
-# The peer's fastest allocator setting: glibc's defaults return PyTorch's large buffers to the
-# system after every step (700k page faults, 6 s of system time in a CPU run; an audit measured
-# its train rate 1.2 -> 1.7 samples/s with these). Ours keeps its buffers itself.
-export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736}
+source "$here/peer.sh"  # the peer's fastest allocator setting; agrees
 tmath=(--math "$MATH")
 [[ $COMPILE == 1 ]] && peers+=(compiled)
 for r in $(seq 1 "$ROUNDS"); do
@@ -99,8 +96,7 @@ echo "first loss on the same weights and batch: ours $(get ours loss0), PyTorch 
 tol=1e-4
 case $MATH in tf32) [[ $DEVICE == cpu ]] || tol=1e-2 ;; bf16 | fp16) tol=5e-2 ;; esac
 for p in nchw cl; do
-  awk -v a="$(get ours loss0)" -v b="$(get $p loss0)" -v t="$tol" \
-    'BEGIN {d = a - b; if (d < 0) d = -d; s = (b < 0 ? -b : b); num = "^-?[0-9]+([.][0-9]*)?([eE][-+]?[0-9]+)?$"; exit !(a ~ num && b ~ num && d <= t * (s > 1 ? s : 1))}' ||
+  agrees "$(get ours loss0)" "$(get $p loss0)" "$tol" ||
     { echo "train_step.sh: the first losses differ beyond $tol (ours $(get ours loss0), PyTorch $p $(get $p loss0)): the two sides do not compute the same step" >&2; exit 1; }
 done
 # Other work on the machine slows every peer, not always alike: the load shows whether to rerun.

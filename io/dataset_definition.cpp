@@ -73,21 +73,17 @@ bool same_dataset(const std::string& fetched_spelling, const std::string& fetche
                   const std::string& asked, const std::string& config_file) {
   if (fetched_spelling.empty() || asked.empty()) return fetched_spelling == asked;  // a source alone
   const std::string now = resolved_definition(asked, config_file);
-  // What decides is the definition file: the same spelling that resolves to another file now (the
-  // config moved, a definition of that name added beside it) is another dataset.
-  if (!fetched_definition.empty() && !now.empty()) {
-    if (fetched_definition == now) return true;
-    std::error_code ec;
-    if (fs::exists(fetched_definition, ec)) return false;  // both files there: another one is asked for
-    // The recorded file is gone (the project folder moved, a cluster mounts it elsewhere): the
-    // spellings decide, as before the record.
-    return fetched_spelling == asked || resolved_definition(fetched_spelling, config_file) == now;
-  }
-  // A manifest from before the definitions were recorded: the two spellings resolved alike now.
+  // The recorded file decides while it exists: the same spelling that resolves to another file
+  // now (the config moved, a definition of that name added beside it) is another dataset. Never
+  // recorded (an older manifest) or gone (the project folder moved, a cluster mounts it
+  // elsewhere): the fetched spelling as it resolves now stands for it.
+  std::error_code ec;
+  const bool recorded = !fetched_definition.empty() && fs::exists(fetched_definition, ec);
+  if (recorded && !now.empty()) return fetched_definition == now;
   // A name that resolves to nothing now is the same only as its own spelling (preprocess does
   // not read the definition; the manifest names what was fetched).
   if (fetched_spelling == asked) return true;
-  const std::string was = fetched_definition.empty() ? resolved_definition(fetched_spelling, config_file) : fetched_definition;
+  const std::string was = recorded ? fetched_definition : resolved_definition(fetched_spelling, config_file);
   return !was.empty() && was == now;
 }
 
