@@ -42,6 +42,14 @@ void Backend::relu_backward16(int64_t, const uint16_t*, const float*, float*) {
   throw Error("the " + name() + " backend has no 16-bit activations (relu_backward16)");
 }
 
+void Backend::blocked_global_average_pool_forward(const Shape&, int, const float*, float*) {
+  throw Error("the " + name() + " backend keeps no blocked activations (blocked_global_average_pool_forward)");
+}
+
+void Backend::blocked_global_average_pool_backward(const Shape&, int, const float*, float*) {
+  throw Error("the " + name() + " backend keeps no blocked activations (blocked_global_average_pool_backward)");
+}
+
 Shape ConvDesc::out() const {
   if (stride < 1 || kh < 1 || kw < 1) throw Error("bad convolution kernel/stride");
   const int oh = (in.h + pad_top + pad_bottom - kh) / stride + 1;

@@ -22,6 +22,9 @@ struct ConvDesc {
   // backward's ReLU mask y) hold that type, packed, behind the float pointers. Gradients (dy, dx),
   // weights and biases are FP32 always. Set by the layers from their tensors' dtype.
   bool x16 = false, y16 = false;
+  // Channel blocks (Backend::activation_block, Tensor::block) of x and dx / of y and dy: 0 plain
+  // NCHW. Set by the layers from their tensors.
+  int x_block = 0, y_block = 0;
   Shape out() const;
 };
 
@@ -38,6 +41,7 @@ struct PoolDesc {
   int k = 2, stride = 2;
   PoolKind kind = PoolKind::kMax;
   int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  int block = 0;  // channel block of x, y, dx and dy (Tensor::block): 0 plain NCHW
   Shape out() const;
 };
 
@@ -71,6 +75,13 @@ class Backend {
   // one on the host (train/device_check.cpp's host_values) reorders it. The CUDA backend's with
   // DOWNSCALE_CUDA_LAYOUT=nhwc.
   virtual bool activations16_nhwc() const { return false; }
+  // The channel block b of the layout this backend's convolutions, batch norms and poolings run
+  // fastest in, nChw{b}c (oneDNN's blocked layout: 16 channels a vector on AVX-512, 8 on AVX2), in
+  // which the Net keeps activations between the layers that take it (net.cpp), so that no op
+  // reorders them from and back to NCHW; 0 when there is none (the CUDA backend). ConvDesc::
+  // x_block/y_block, PoolDesc::block and the batch norms' `block` say which tensors are blocked;
+  // elementwise ops and channel copies at offsets that are multiples of b need not know.
+  virtual int activation_block() const { return 0; }
 
   // --- memory and stream ---
   virtual float* allocate(int64_t n) = 0;
@@ -176,16 +187,24 @@ class Backend {
   virtual void pool2d_forward(const PoolDesc& d, const float* x, float* y) = 0;
   virtual void pool2d_backward(const PoolDesc& d, const float* x, const float* dy, float* dx) = 0;
   // Batch normalization per channel over (N, H, W), scale gamma and shift beta of size C.
+  // `block`: the channel block of x, y, dx and dy (activation_block; 0 plain NCHW).
   // Training: normalizes with the batch's mean and biased variance and writes both out (C each).
-  virtual void batch_norm_forward_training(const Shape& s, const float* x, const float* gamma, const float* beta,
-                                           float eps, float* y, float* mean, float* var) = 0;
+  virtual void batch_norm_forward_training(const Shape& s, int block, const float* x, const float* gamma,
+                                           const float* beta, float eps, float* y, float* mean, float* var) = 0;
   // Inference: normalizes with the given (running) mean and variance.
-  virtual void batch_norm_forward_inference(const Shape& s, const float* x, const float* gamma, const float* beta,
-                                            const float* mean, const float* var, float eps, float* y) = 0;
+  virtual void batch_norm_forward_inference(const Shape& s, int block, const float* x, const float* gamma,
+                                            const float* beta, const float* mean, const float* var, float eps,
+                                            float* y) = 0;
   // Backward of the training forward (mean, var: what it wrote); writes dx, dgamma, dbeta.
-  virtual void batch_norm_backward(const Shape& s, const float* x, const float* dy, const float* gamma,
+  virtual void batch_norm_backward(const Shape& s, int block, const float* x, const float* dy, const float* gamma,
                                    const float* mean, const float* var, float eps, float* dx, float* dgamma,
                                    float* dbeta) = 0;
+  // Global average pooling of a blocked x (block > 0, activation_block): y (N, C) = the mean of
+  // each channel over (H, W), whose order is NCHW's when H = W = 1; backward spreads dy / (H*W)
+  // over every cell. (A plain x is a matrix product: layers/global_average_pool.cpp.) The
+  // defaults throw: only a backend with an activation_block() implements them.
+  virtual void blocked_global_average_pool_forward(const Shape& s, int block, const float* x, float* y);
+  virtual void blocked_global_average_pool_backward(const Shape& s, int block, const float* dy, float* dx);
   // Inverted dropout: mask[i] = 0 with probability rate, else 1/(1-rate), drawn from a counter-based
   // generator of (seed, i) (model/counter_rng.h) so CPU and GPU draw the same mask; y = x * mask.
   virtual void dropout_forward(int64_t n, float rate, uint64_t seed, const float* x, float* y, float* mask) = 0;

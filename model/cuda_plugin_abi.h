@@ -25,8 +25,10 @@ class Communicator;  // train/distributed.h
 // conv2d_relu_forward (2026-11-23). 5: lanes, fork_lanes, set_lane, join_lanes at the end (2026-11-23).
 // 6: activation_dtype after set_math, copy_channels16 and relu_backward16 after slice_channels,
 // and Tensor's dtype (16-bit activations, 2026-11-23). 7: conv_activations16 and
-// activations16_nhwc after activation_dtype (16-bit activations in NHWC, 2026-11-28).
-#define DS_CUDA_PLUGIN_ABI 7
+// activations16_nhwc after activation_dtype (16-bit activations in NHWC, 2026-11-28). 8:
+// activation_block after activations16_nhwc, the batch norms' block, the blocked global average
+// pooling after them, and ConvDesc/PoolDesc/Tensor's blocks (blocked activations, 2026-11-29).
+#define DS_CUDA_PLUGIN_ABI 8
 #define DS_CUDA_PLUGIN_ENTRY "ds_cuda_plugin"
 
 namespace ds::model {

@@ -18,10 +18,20 @@
 // with NHWC activations to the head's input only: its narrow kernels read FP32 NCHW, Backend::
 // conv_activations16). The network
 // input and output and every gradient stay FP32. Planned again whenever the backend's type changes.
+// Blocked activations (set_blocked_activations, on by default): on a backend whose convolutions,
+// batch norms and poolings run in a channel-blocked layout (Backend::activation_block: oneDNN's
+// nChw16c on AVX-512), a node's output, and its gradient, are stored blocked if its layer writes
+// that, every reader reads it (Layer::reads_blocked/writes_blocked; same_block: an elementwise
+// layer's inputs and output share one layout) and its channels are a multiple of the block. So
+// ResNet's and Inception's activations stay blocked from the first convolution to the global
+// pooling, and no op reorders them to NCHW and back (two memory passes per operand, 18 % of a
+// ResNet50 step on the CPU before). The network input and output are plain, and so is every
+// node next to a layer that reads only NCHW (MNN's upsampling convolutions, Flatten, Dense).
 #include "model/net.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <deque>
 #include <cstdlib>
 #include <random>
 #include <sstream>
@@ -43,7 +53,9 @@ struct Net::Impl {
   std::vector<int> in_place;      // by node: the node whose output buffer this ReLU overwrites, or -1
   // Without reuse (memory_reuse off, and activations in training): one buffer a node.
   std::vector<Tensor> out, grad;  // by node; out[0] and grad[0] unused (the input is the caller's)
-  std::vector<Tensor> scratch;    // a layer's input gradients that must be added, not written
+  // A layer's input gradients that must be added, not written: storage, and views of it in the
+  // node's shape and block. Deques: a step may add entries while holding pointers to earlier ones.
+  std::deque<Tensor> scratch, scratch_view;
   // With reuse: views into shared slots, assigned once per forward/backward (no allocation).
   bool reuse = true;
   BufferPlan grad_plan, act_plan;  // gradients in backward; activations in inference forwards
@@ -58,12 +70,17 @@ struct Net::Impl {
   bool act16_on = true;           // set_activations16
   std::vector<DType> dtype;       // by node: its output's type (dtype[0]: the caller's FP32 input)
   DType planned16 = DType::kF32;  // the 16-bit type `dtype` was planned for (kF32: none)
+  bool blocked_on = true;         // set_blocked_activations
+  std::vector<int> block;         // by node: its output's and gradient's channel block (0: NCHW)
 
   Impl(const ModelSpec& s, Backend& b) : spec(s), be(b), nodes(build_model(s, b)) {
     // DOWNSCALE_ACTIVATIONS16=0: FP32 activations whatever the math, for A/B runs of the same
     // binary (bench_train_step, train, predict); set_activations16 overrides it.
     const char* a16 = std::getenv("DOWNSCALE_ACTIVATIONS16");
     act16_on = !(a16 && std::string(a16) == "0");
+    // DOWNSCALE_BLOCKED_ACTIVATIONS=0: NCHW activations between every layer, for A/B runs.
+    const char* blk = std::getenv("DOWNSCALE_BLOCKED_ACTIVATIONS");
+    blocked_on = !(blk && std::string(blk) == "0");
     const size_t count = nodes.size();
     for (size_t i = 0; i < count; ++i) {
       out.emplace_back(be, Shape{0, 0, 0, 0});
@@ -75,7 +92,58 @@ struct Net::Impl {
     cur_out.assign(count, nullptr);
     cur_grad.assign(count, nullptr);
     dtype.assign(count, DType::kF32);
+    block = plan_blocks();
+    for (size_t i = 1; i < count; ++i)
+      if (block[i] > 0) {
+        out[i] = Tensor(be, Shape{0, 0, 0, 0}, DType::kF32, block[i]);
+        grad[i] = Tensor(be, Shape{0, 0, 0, 0}, DType::kF32, block[i]);
+      }
     plan();
+  }
+
+  // Each node's channel block: the backend's activation_block() where the layer writes it, every
+  // reader reads it, the channels divide by it, and a same_block layer's inputs and readers agree;
+  // 0 (NCHW) elsewhere, the network input and output always. Demoting one node can break its
+  // neighbours' rules, so it repeats until nothing changes (as plan_dtypes).
+  std::vector<int> plan_blocks() const {
+    const int b = blocked_on ? be.activation_block() : 0;
+    std::vector<int> k(nodes.size(), 0);
+    if (b <= 0) return k;
+    const size_t last = nodes.size() - 1;
+    std::vector<std::vector<int>> readers(nodes.size());
+    for (size_t i = 1; i <= last; ++i)
+      for (int j : nodes[i].inputs) readers[size_t(j)].push_back(int(i));
+    for (size_t i = 1; i < last; ++i)
+      if (nodes[i].layer->writes_blocked() && nodes[i].shape.c % b == 0) k[i] = b;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t i = 1; i < last; ++i) {
+        if (k[i] == 0) continue;
+        bool ok = true;
+        if (nodes[i].layer->same_block())
+          for (int j : nodes[i].inputs) ok = ok && k[size_t(j)] == b;
+        for (int r : readers[i]) {
+          const Layer& reader = *nodes[size_t(r)].layer;
+          ok = ok && reader.reads_blocked() && (!reader.same_block() || k[size_t(r)] == b);
+        }
+        if (!ok) {
+          k[i] = 0;
+          changed = true;
+        }
+      }
+    }
+    return k;
+  }
+
+  // Re-plans the blocks (set_blocked_activations) and remakes the buffers whose block changed.
+  void ensure_blocks() {
+    const std::vector<int> want = plan_blocks();
+    if (want == block) return;
+    block = want;
+    for (size_t i = 1; i < nodes.size(); ++i) {
+      if (out[i].block() != block[i]) out[i] = Tensor(be, Shape{0, 0, 0, 0}, dtype[i], block[i]);
+      if (grad[i].block() != block[i]) grad[i] = Tensor(be, Shape{0, 0, 0, 0}, DType::kF32, block[i]);
+    }
   }
 
   // Each node's output type when the backend's 16-bit activation type is t: t where the layer
@@ -120,7 +188,7 @@ struct Net::Impl {
     dtype = plan_dtypes(t);
     planned16 = t;
     for (size_t i = 1; i < nodes.size(); ++i)
-      if (out[i].dtype() != dtype[i]) out[i] = Tensor(be, Shape{0, 0, 0, 0}, dtype[i]);
+      if (out[i].dtype() != dtype[i]) out[i] = Tensor(be, Shape{0, 0, 0, 0}, dtype[i], block[i]);
     plan();  // the inference plan's slot sizes depend on the types
   }
   Shape batch_shape(size_t node, int n) const {
@@ -251,14 +319,15 @@ struct Net::Impl {
   int lane_of(size_t i, bool use) const { return use ? nodes[i].lane : 0; }
 
   // Views of `slots` (grown for batch n) for each node `plan` gives a slot, of type types[node]
-  // (activations: `dtype`), or FP32 when types is null (gradients).
+  // (activations: `dtype`), or FP32 when types is null (gradients), in the node's block.
   void bind(const BufferPlan& p, std::vector<Tensor>& slots, std::vector<Tensor>& views, std::vector<Tensor*>& cur,
             int n, const std::vector<DType>* types) {
     for (size_t k = 0; k < slots.size(); ++k) slots[k].reshape(Shape{n, int(p.slot_floats[k]), 1, 1});
     for (size_t i = 1; i < nodes.size(); ++i) {
       const int s = p.slot[i];
       if (s < 0) continue;
-      views[i] = Tensor::view(be, batch_shape(i, n), slots[size_t(s)].data(), types ? (*types)[i] : DType::kF32);
+      views[i] = Tensor::view(be, batch_shape(i, n), slots[size_t(s)].data(), types ? (*types)[i] : DType::kF32,
+                              block[i]);
       cur[i] = &views[i];
     }
   }
@@ -302,6 +371,7 @@ const Tensor& Net::forward(const Tensor& x, const std::function<void(const std::
     throw Error("model '" + m.spec.name + "' expects input (N, " + std::to_string(want.c) + ", " +
                 std::to_string(want.h) + ", " + std::to_string(want.w) + "), got " + got.str());
   m.input = &x;
+  m.ensure_blocks();
   m.ensure_dtypes();
   m.acts_reused = m.reuse && !m.training;
   if (m.acts_reused) {
@@ -310,7 +380,8 @@ const Tensor& Net::forward(const Tensor& x, const std::function<void(const std::
     for (size_t i = 1; i < m.nodes.size(); ++i) {
       const int host = m.reuse ? m.in_place[i] : -1;
       if (host >= 0) {
-        m.out_view[i] = Tensor::view(m.be, m.batch_shape(i, got.n), m.out[size_t(host)].data());
+        m.out_view[i] = Tensor::view(m.be, m.batch_shape(i, got.n), m.out[size_t(host)].data(), DType::kF32,
+                                     m.block[i]);
         m.cur_out[i] = &m.out_view[i];
         continue;
       }
@@ -399,9 +470,14 @@ void Net::backward(const Tensor& d_out, const std::function<void(const std::vect
         din.push_back(m.cur_grad[size_t(j)]);
         written[size_t(j)] = true;
       } else {
-        while (m.scratch.size() <= to_add.size()) m.scratch.emplace_back(m.be, Shape{0, 0, 0, 0});
-        Tensor& s = m.scratch[to_add.size()];
-        s.reshape(m.batch_shape(size_t(j), n));
+        while (m.scratch.size() <= to_add.size()) {
+          m.scratch.emplace_back(m.be, Shape{0, 0, 0, 0});
+          m.scratch_view.emplace_back();
+        }
+        Tensor& store = m.scratch[to_add.size()];
+        store.reshape(Shape{n, int(m.chw[size_t(j)]), 1, 1});
+        Tensor& s = m.scratch_view[to_add.size()];
+        s = Tensor::view(m.be, m.batch_shape(size_t(j), n), store.data(), DType::kF32, m.block[size_t(j)]);
         din.push_back(&s);
         to_add.emplace_back(&s, j);
       }
@@ -451,6 +527,15 @@ void Net::set_lanes(bool on) { impl_->lanes_on = on; }
 
 void Net::set_activations16(bool on) { impl_->act16_on = on; }
 
+void Net::set_blocked_activations(bool on) { impl_->blocked_on = on; }
+
+int Net::activation_block(const std::string& layer) const {
+  const Impl& m = *impl_;
+  for (size_t i = 1; i < m.nodes.size(); ++i)
+    if (m.nodes[i].layer->name() == layer) return m.cur_out[i] ? m.cur_out[i]->block() : m.plan_blocks()[i];
+  throw Error("model '" + m.spec.name + "' has no layer '" + layer + "'");
+}
+
 DType Net::activation_dtype(const std::string& layer) const {
   const Impl& m = *impl_;
   for (size_t i = 1; i < m.nodes.size(); ++i)
@@ -466,6 +551,16 @@ std::string Net::activations16_summary() const {
   if (t == DType::kF32 || n16 == 0) return {};
   return "activations of " + std::to_string(n16) + " of " + std::to_string(m.nodes.size() - 1) + " layers stored in " +
          dtype_name(t) + " between the layers that read and write it (DOWNSCALE_ACTIVATIONS16=0: FP32)";
+}
+
+std::string Net::blocked_summary() const {
+  const Impl& m = *impl_;
+  const std::vector<int> k = m.plan_blocks();
+  const auto n = std::count_if(k.begin(), k.end(), [](int b) { return b > 0; });
+  if (n == 0) return {};
+  return "activations of " + std::to_string(n) + " of " + std::to_string(m.nodes.size() - 1) + " layers kept in nChw" +
+         std::to_string(m.be.activation_block()) +
+         "c, the channel-blocked layout of the backend's kernels (DOWNSCALE_BLOCKED_ACTIVATIONS=0: NCHW)";
 }
 
 const std::string& Net::backward_layer() const { return impl_->backward_layer; }

@@ -70,6 +70,19 @@ class Net {
   // for bit either way on the CPU. Off keeps every activation FP32 (also the default with
   // DOWNSCALE_ACTIVATIONS16=0 in the environment).
   void set_activations16(bool on);
+  // On by default: where the backend runs its convolutions, batch norms and poolings in a
+  // channel-blocked layout (Backend::activation_block: nChw16c with oneDNN on AVX-512), the
+  // activations and gradients between such layers are stored so (net.cpp), and no op converts
+  // them from and to NCHW. The host still sees NCHW (Tensor::upload, download). Results agree
+  // with plain NCHW to rounding (oneDNN's NCHW batch norm sums in another order). Off (also with
+  // DOWNSCALE_BLOCKED_ACTIVATIONS=0 in the environment) keeps every activation NCHW; it applies
+  // from the next forward.
+  void set_blocked_activations(bool on);
+  // The channel block of layer `layer`'s output in the last forward (before one: the plan).
+  int activation_block(const std::string& layer) const;
+  // One line for the logs when some activations are blocked ("activations of 172 of 174 layers
+  // kept in nChw16c ..."), else empty.
+  std::string blocked_summary() const;
   // The type layer `layer`'s output had in the last forward (before one: the plan for the
   // backend's current math).
   DType activation_dtype(const std::string& layer) const;

@@ -22,21 +22,37 @@ const char* dtype_name(DType t) {
   return "?";
 }
 
-Tensor::Tensor(Backend& backend, Shape shape, DType dtype) : backend_(&backend), dtype_(dtype) {
+Tensor::Tensor(Backend& backend, Shape shape, DType dtype, int block)
+    : backend_(&backend), dtype_(dtype), block_(block) {
   reshape(shape);
   backend_->fill(data_, storage_floats(size(), dtype_), 0.0f);  // zero bits are 0 in every type
 }
 
-Tensor Tensor::view(Backend& backend, Shape shape, float* data, DType dtype) {
+Tensor Tensor::view(Backend& backend, Shape shape, float* data, DType dtype, int block) {
   Tensor t;
   t.backend_ = &backend;
   t.shape_ = shape;
   t.data_ = data;
   t.dtype_ = dtype;
+  t.block_ = block;
+  t.check_block();
   t.capacity_ = storage_floats(shape.size(), dtype);
   t.owns_ = false;
   return t;
 }
+
+void Tensor::check_block() const {
+  if (block_ < 0 || (block_ > 0 && shape_.c % block_ != 0))
+    throw Error("tensor " + shape_.str() + ": channel block " + std::to_string(block_) +
+                " does not divide its channels");
+}
+
+namespace {
+// Where NCHW element (n, c, h, w) sits in nChw{b}c order: the index map both conversions use.
+int64_t blocked_index(const Shape& s, int b, int64_t n, int64_t c, int64_t hw) {
+  return ((n * (s.c / b) + c / b) * int64_t(s.h) * s.w + hw) * b + c % b;
+}
+}  // namespace
 
 void Tensor::refuse_16bit(const char* what) const {
   throw Error(std::string("tensor ") + shape_.str() + " holds " + dtype_name(dtype_) + " values: " + what +
@@ -49,7 +65,8 @@ Tensor::Tensor(Tensor&& o) noexcept
       data_(o.data_),
       capacity_(o.capacity_),
       owns_(o.owns_),
-      dtype_(o.dtype_) {
+      dtype_(o.dtype_),
+      block_(o.block_) {
   o.owns_ = true;
   o.data_ = nullptr;
   o.capacity_ = 0;
@@ -65,6 +82,7 @@ Tensor& Tensor::operator=(Tensor&& o) noexcept {
     capacity_ = o.capacity_;
     owns_ = o.owns_;
     dtype_ = o.dtype_;
+    block_ = o.block_;
     o.owns_ = true;
     o.data_ = nullptr;
     o.capacity_ = 0;
@@ -92,16 +110,39 @@ void Tensor::reshape(Shape shape) {
     capacity_ = floats;
   }
   shape_ = shape;
+  check_block();
 }
 
 void Tensor::upload(const float* host) {
   if (is_16bit()) refuse_16bit("upload()");
-  if (size() > 0) backend_->copy_from_host(data_, host, size());
+  if (size() <= 0) return;
+  if (block_ == 0) {
+    backend_->copy_from_host(data_, host, size());
+    return;
+  }
+  std::vector<float> b(static_cast<size_t>(size()));
+  const int64_t hw = int64_t(shape_.h) * shape_.w;
+  for (int64_t n = 0; n < shape_.n; ++n)
+    for (int64_t c = 0; c < shape_.c; ++c)
+      for (int64_t p = 0; p < hw; ++p)
+        b[size_t(blocked_index(shape_, block_, n, c, p))] = host[(n * shape_.c + c) * hw + p];
+  backend_->copy_from_host(data_, b.data(), size());
 }
 
 void Tensor::download(float* host) const {
   if (is_16bit()) refuse_16bit("download()");
-  if (size() > 0) backend_->copy_to_host(host, data_, size());
+  if (size() <= 0) return;
+  if (block_ == 0) {
+    backend_->copy_to_host(host, data_, size());
+    return;
+  }
+  std::vector<float> b(static_cast<size_t>(size()));
+  backend_->copy_to_host(b.data(), data_, size());
+  const int64_t hw = int64_t(shape_.h) * shape_.w;
+  for (int64_t n = 0; n < shape_.n; ++n)
+    for (int64_t c = 0; c < shape_.c; ++c)
+      for (int64_t p = 0; p < hw; ++p)
+        host[(n * shape_.c + c) * hw + p] = b[size_t(blocked_index(shape_, block_, n, c, p))];
 }
 
 std::vector<float> Tensor::to_host() const {

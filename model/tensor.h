@@ -29,11 +29,15 @@ struct Shape {
 class Tensor {
  public:
   Tensor() = default;
-  Tensor(Backend& backend, Shape shape, DType dtype = DType::kF32);  // zero-filled
+  // block: the channel block of the element order (Backend::activation_block): 0 is plain NCHW,
+  // b > 0 oneDNN's nChw{b}c, element (n, c, h, w) at ((n*C/b + c/b)*H*W + h*W + w)*b + c%b,
+  // which needs C % b == 0. The Net stores activations so between the layers that read them so
+  // (net.cpp); upload and download convert, so the host always sees NCHW.
+  Tensor(Backend& backend, Shape shape, DType dtype = DType::kF32, int block = 0);  // zero-filled
   // A tensor that borrows `data` (at least storage_floats(shape.size(), dtype) floats another
   // tensor owns) and never frees it: the Net's reused activation and gradient buffers (net.cpp).
   // It cannot grow.
-  static Tensor view(Backend& backend, Shape shape, float* data, DType dtype = DType::kF32);
+  static Tensor view(Backend& backend, Shape shape, float* data, DType dtype = DType::kF32, int block = 0);
   Tensor(Tensor&& o) noexcept;
   Tensor& operator=(Tensor&& o) noexcept;
   Tensor(const Tensor&) = delete;
@@ -46,6 +50,7 @@ class Tensor {
   int64_t size() const { return shape_.size(); }
   DType dtype() const { return dtype_; }
   bool is_16bit() const { return dtype_ != DType::kF32; }
+  int block() const { return block_; }
   // The FP32 elements. Throws for a 16-bit tensor, so that no op written for floats reads one by
   // mistake: ops that take 16-bit data are told so (ConvDesc::x16, copy_channels16) and get
   // storage().
@@ -62,7 +67,8 @@ class Tensor {
   const float* storage() const { return data_; }
   Backend* backend() const { return backend_; }
 
-  // FP32 tensors only (a 16-bit one throws): size() floats from / to host memory.
+  // FP32 tensors only (a 16-bit one throws): size() floats from / to host memory, in NCHW order
+  // whatever block() is.
   void upload(const float* host);
   void download(float* host) const;
   std::vector<float> to_host() const;
@@ -74,6 +80,8 @@ class Tensor {
   int64_t capacity_ = 0;
   bool owns_ = true;  // false for a view
   DType dtype_ = DType::kF32;
+  int block_ = 0;
+  void check_block() const;
   [[noreturn]] void refuse_16bit(const char* what) const;
 };
 

@@ -220,6 +220,7 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
                        r.image_size, r.image_size, r.parameters, human_bytes(r.activation_bytes), opts.batch_size)
         << "Device: " << r.device << " (" << r.backend << "), precision " << opts.precision << ", allreduce "
         << wire_dtype << (distributed ? " through " + comm.name() : std::string(" (one rank: none)")) << "\n";
+    if (!net.blocked_summary().empty()) out << "Layout: " << net.blocked_summary() << "\n";
     out.flush();
   }
 

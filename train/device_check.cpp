@@ -92,12 +92,22 @@ std::vector<float> host_values(const model::Tensor& t) {
   std::vector<uint16_t> bits(raw.size() * 2);
   if (!raw.empty()) std::memcpy(bits.data(), raw.data(), raw.size() * sizeof(float));
   const auto kind = t.dtype() == model::DType::kBf16 ? model::kernels::Half16::kBf16 : model::kernels::Half16::kFp16;
-  // Stored NHWC on a backend that keeps them so: element i goes to its NCHW place, as the CPU's.
+  // Stored NHWC on a backend that keeps them so, or channel-blocked (Tensor::block): element i
+  // goes to its NCHW place.
   const model::Shape s = t.shape();
   const bool nhwc = t.backend()->activations16_nhwc();
+  const int64_t b = t.block(), hw = int64_t(s.h) * s.w;
   std::vector<float> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i)
-    out[size_t(model::kernels::nchw_index_of(i, s.c, s.h, s.w, nhwc))] = model::kernels::from_half16(kind, bits[i]);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t at;
+    if (b > 0) {
+      const int64_t c = (i / (b * hw)) % (s.c / b) * b + i % b;
+      at = (i / (int64_t(s.c) * hw) * s.c + c) * hw + i / b % hw;
+    } else {
+      at = model::kernels::nchw_index_of(i, s.c, s.h, s.w, nhwc);
+    }
+    out[size_t(at)] = model::kernels::from_half16(kind, bits[i]);
+  }
   return out;
 }
 

@@ -202,6 +202,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   const bool distributed = comm.size() > 1 || comm.name() == "nccl";
   model::Net net(spec, *be);
   if (root && !net.activations16_summary().empty()) spdlog::info("{}", net.activations16_summary());
+  if (root && !net.blocked_summary().empty()) spdlog::info("{}", net.blocked_summary());
   const auto out_shape = net.output_shape(1);
   if (out_shape.h != meta.Hy() || out_shape.w != meta.Wy())
     throw InputError(store_path + ": the store's predictand grid is " + std::to_string(meta.Hy()) + " x " +

@@ -59,9 +59,19 @@ DnnlBackend::DnnlBackend(int threads)
   // oneDNN in Debian uses the OpenMP runtime, so this sets its thread count as well as ours.
   omp_set_num_threads(threads_);
 #endif
+  // The ISA values are nested bit sets (as in cpu_has_bf16).
+  const int isa = int(dnnl::get_effective_cpu_isa());
+  const int avx512 = int(dnnl::cpu_isa::avx512_core), avx2 = int(dnnl::cpu_isa::avx2);
+  block_ = (isa & avx512) == avx512 ? 16 : (isa & avx2) == avx2 ? 8 : 0;
 }
 
 DnnlBackend::~DnnlBackend() = default;
+
+void DnnlBackend::expect_block(int block, const char* op) const {
+  if (block != 0 && block != block_)
+    throw Error(std::string("internal: ") + op + " got channel block " + std::to_string(block) +
+                " on a cpu backend whose block is " + std::to_string(block_));
+}
 
 std::string DnnlBackend::name() const {
   int t = threads_;

@@ -27,6 +27,9 @@ class DnnlBackend : public Backend {
   static bool cpu_has_bf16();
   // BF16 under BF16 math: convolutions (plain and polyphase) read and write bfloat16 activations.
   DType activation_dtype() const override { return bf16_ ? DType::kBf16 : DType::kF32; }
+  // 16 (nChw16c) where oneDNN's ISA is AVX-512, 8 (nChw8c) on AVX2: the blocks its direct
+  // convolution, batch norm and pooling kernels take; 0 on older CPUs.
+  int activation_block() const override { return block_; }
 
   float* allocate(int64_t n) override;
   void release(float* p) override;
@@ -81,12 +84,14 @@ class DnnlBackend : public Backend {
                               float* db) override;
   void pool2d_forward(const PoolDesc& d, const float* x, float* y) override;
   void pool2d_backward(const PoolDesc& d, const float* x, const float* dy, float* dx) override;
-  void batch_norm_forward_training(const Shape& s, const float* x, const float* gamma, const float* beta, float eps,
+  void batch_norm_forward_training(const Shape& s, int block, const float* x, const float* gamma, const float* beta, float eps,
                                    float* y, float* mean, float* var) override;
-  void batch_norm_forward_inference(const Shape& s, const float* x, const float* gamma, const float* beta,
+  void batch_norm_forward_inference(const Shape& s, int block, const float* x, const float* gamma, const float* beta,
                                     const float* mean, const float* var, float eps, float* y) override;
-  void batch_norm_backward(const Shape& s, const float* x, const float* dy, const float* gamma, const float* mean,
+  void batch_norm_backward(const Shape& s, int block, const float* x, const float* dy, const float* gamma, const float* mean,
                            const float* var, float eps, float* dx, float* dgamma, float* dbeta) override;
+  void blocked_global_average_pool_forward(const Shape& s, int block, const float* x, float* y) override;
+  void blocked_global_average_pool_backward(const Shape& s, int block, const float* dy, float* dx) override;
   void dropout_forward(int64_t n, float rate, uint64_t seed, const float* x, float* y, float* mask) override;
   void multiply(int64_t n, const float* a, const float* b, float* y) override;
   void axpby(int64_t n, float a, const float* x, float b, float* y) override;
@@ -110,7 +115,8 @@ class DnnlBackend : public Backend {
   struct ConvOperand;
   // Geometry, then whether the inputs are bfloat16 (primitives of both modes coexist), then
   // whether x and y are 16-bit activations (ConvDesc::x16, y16).
-  using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, bool, bool, bool>;
+  // then the blocks of x and y (ConvDesc::x_block, y_block).
+  using ConvKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, bool, bool, bool, int, int>;
   ConvPrims& conv_prims(const ConvDesc& d);
   void run_conv_forward(const ConvDesc& d, const ConvPrims& p, const dnnl::convolution_forward::primitive_desc& pd,
                         const dnnl::convolution_forward& fwd, const ConvOperand& src_op, const ConvOperand& wei_op,
@@ -124,7 +130,10 @@ class DnnlBackend : public Backend {
   struct ResamplePrims;
   ResamplePrims& resample_prims(const Shape& in, int factor);
 
+  // Throws unless block is 0 or this backend's (an op handed a tensor blocked for another CPU).
+  void expect_block(int block, const char* op) const;
   int threads_;
+  int block_ = 0;      // activation_block()
   bool bf16_ = false;  // set_math(kBf16) honoured: conv/dense inputs in bfloat16
   dnnl::engine engine_;
   dnnl::stream stream_;
@@ -151,10 +160,14 @@ class DnnlBackend : public Backend {
   struct PoolPrims;
   PoolPrims& pool_prims(const PoolDesc& d);
   struct BatchNormPrims;
-  BatchNormPrims& batch_norm_prims(const Shape& s, float eps);
+  BatchNormPrims& batch_norm_prims(const Shape& s, int block, float eps);
+  struct GlobalPoolPrims;
+  GlobalPoolPrims& global_pool_prims(const Shape& s, int block);
   std::map<std::tuple<int, int, int, bool>, std::shared_ptr<DensePrims>> dense_cache_;  // + bf16_
-  std::map<std::tuple<int, int, int, int, int, int, int, int, int, int, int>, std::shared_ptr<PoolPrims>> pool_cache_;
-  std::map<std::tuple<int, int, int, int, float>, std::shared_ptr<BatchNormPrims>> batch_norm_cache_;
+  std::map<std::tuple<int, int, int, int, int, int, int, int, int, int, int, int>, std::shared_ptr<PoolPrims>>
+      pool_cache_;  // + PoolDesc::block
+  std::map<std::tuple<int, int, int, int, int, float>, std::shared_ptr<BatchNormPrims>> batch_norm_cache_;
+  std::map<std::tuple<int, int, int, int, int>, std::shared_ptr<GlobalPoolPrims>> global_pool_cache_;
 };
 
 }  // namespace ds::model

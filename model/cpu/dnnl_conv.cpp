@@ -20,6 +20,9 @@
 // primitive after bias and ReLU; the gradients stay FP32. Rounding relu(acc + b) when it is
 // written, or when the next convolution's reorder reads it, gives the same bits (both round to
 // nearest even), so a step is the same with and without 16-bit activations (Model tests).
+// Blocked activations (ConvDesc::x_block/y_block, Net's plan): x and dx, or y and dy, already sit
+// in nChw{b}c, the layout oneDNN's direct kernels take, and the primitives are built for exactly
+// that layout, so those operands need no reorder at all; only the weights still do.
 #include <cstdlib>
 #include <cstring>
 
@@ -29,6 +32,7 @@
 
 namespace ds::model {
 
+using dnnl_util::act_tag;
 using dnnl_util::mut;
 using dnnl_util::nchw;
 
@@ -104,8 +108,11 @@ struct DnnlBackend::ConvPrims {
 DnnlBackend::ConvPrims& DnnlBackend::conv_prims(const ConvDesc& d) {
   if ((d.x16 || d.y16) && !bf16_)
     throw Error("cpu backend: a 16-bit activation reached a convolution outside BF16 math");
+  if ((d.x_block && d.x_block != activation_block()) || (d.y_block && d.y_block != activation_block()))
+    throw Error("internal: a convolution got channel blocks " + std::to_string(d.x_block) + "/" +
+                std::to_string(d.y_block) + " on a cpu backend whose block is " + std::to_string(activation_block()));
   ConvKey key{d.in.n, d.in.c, d.in.h, d.in.w, d.out_c, d.kh, d.kw, d.stride,
-              d.pad_top, d.pad_bottom, d.pad_left, d.pad_right, bf16_, d.x16, d.y16};
+              d.pad_top, d.pad_bottom, d.pad_left, d.pad_right, bf16_, d.x16, d.y16, d.x_block, d.y_block};
   auto it = conv_cache_.find(key);
   if (it != conv_cache_.end()) return *it->second;
 
@@ -114,13 +121,17 @@ DnnlBackend::ConvPrims& DnnlBackend::conv_prims(const ConvDesc& d) {
   const memory::dims src{d.in.n, d.in.c, d.in.h, d.in.w}, wei{d.out_c, d.in.c, d.kh, d.kw}, dst{o.n, o.c, o.h, o.w};
   const bool plain = plain_layouts();
   const dt in = bf16_ ? dt::bf16 : dt::f32;
-  p->src_in = chosen(src, in, tag::nchw, plain);
+  // A blocked side is pinned to its block (the tensors are already so); a plain one may be any.
+  const auto side = [&](const memory::dims& dims, dt type, int block) {
+    return block ? memory::desc(dims, type, act_tag(block)) : chosen(dims, type, tag::nchw, plain);
+  };
+  p->src_in = side(src, in, d.x_block);
   p->wei_in = chosen(wei, in, tag::oihw, plain);
-  p->dst_in = chosen(dst, in, tag::nchw, plain);
-  p->src_out = chosen(src, dt::f32, tag::nchw, plain);
+  p->dst_in = side(dst, in, d.y_block);
+  p->src_out = side(src, dt::f32, d.x_block);
   p->wei_out = chosen(wei, dt::f32, tag::oihw, plain);
-  p->dst_out = chosen(dst, dt::f32, tag::nchw, plain);
-  p->dst_fwd = chosen(dst, d.y16 ? dt::bf16 : dt::f32, tag::nchw, plain);
+  p->dst_out = side(dst, dt::f32, d.y_block);
+  p->dst_fwd = side(dst, d.y16 ? dt::bf16 : dt::f32, d.y_block);
   p->bias = memory::desc({d.out_c}, dt::f32, tag::x);
   p->strides = {d.stride, d.stride};
   // Explicit per-side padding is what lets oneDNN do Keras' asymmetric 'same' directly.
@@ -130,12 +141,14 @@ DnnlBackend::ConvPrims& DnnlBackend::conv_prims(const ConvDesc& d) {
                                      p->wei_in, p->bias, p->dst_fwd, p->strides, p->pad_l, p->pad_r);
   p->fwd_pd = dnnl::convolution_forward::primitive_desc(fd, user_scratchpad(), engine_);
   p->fwd = dnnl::convolution_forward(p->fwd_pd);
-  p->fwd_src = ConvOperand(engine_, memory::desc(src, d.x16 ? dt::bf16 : dt::f32, tag::nchw), p->fwd_pd.src_desc());
+  p->fwd_src = ConvOperand(engine_, memory::desc(src, d.x16 ? dt::bf16 : dt::f32, act_tag(d.x_block)),
+                           p->fwd_pd.src_desc());
   p->fwd_wei = ConvOperand(engine_, memory::desc(wei, dt::f32, tag::oihw), p->fwd_pd.weights_desc());
-  p->fwd_dst = ConvOperand(engine_, memory::desc(dst, d.y16 ? dt::bf16 : dt::f32, tag::nchw), p->fwd_pd.dst_desc());
-  // The gradients' own plain layouts: FP32 whatever the activations are.
-  p->src_grad_user = memory::desc(src, dt::f32, tag::nchw);
-  p->dst_grad_user = memory::desc(dst, dt::f32, tag::nchw);
+  p->fwd_dst = ConvOperand(engine_, memory::desc(dst, d.y16 ? dt::bf16 : dt::f32, act_tag(d.y_block)),
+                           p->fwd_pd.dst_desc());
+  // The gradients' own layouts (their activation's block): FP32 whatever the activations are.
+  p->src_grad_user = memory::desc(src, dt::f32, act_tag(d.x_block));
+  p->dst_grad_user = memory::desc(dst, dt::f32, act_tag(d.y_block));
   auto& ref = *p;
   conv_cache_.emplace(key, std::move(p));
   return ref;

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include "io/error.h"
 #include "model/backend.h"
 #include "model/caching_allocator.h"
 #include "model/cuda/conv_choices.h"
@@ -19,6 +20,14 @@
 #include "model/kernels/polyphase_nhwc.h"
 
 namespace ds::model {
+
+// The Net never hands this backend a blocked tensor (its activation_block() is 0); an op that
+// got one anyway would read its elements in the wrong order, so it refuses.
+inline void no_blocked_activations(int block) {
+  if (block != 0)
+    throw Error("internal: a channel-blocked activation (block " + std::to_string(block) +
+                ") reached the cuda backend, which keeps activations NCHW");
+}
 
 class CudaBackend : public Backend {
  public:
@@ -106,11 +115,11 @@ class CudaBackend : public Backend {
                               float* db) override;
   void pool2d_forward(const PoolDesc& d, const float* x, float* y) override;
   void pool2d_backward(const PoolDesc& d, const float* x, const float* dy, float* dx) override;
-  void batch_norm_forward_training(const Shape& s, const float* x, const float* gamma, const float* beta, float eps,
+  void batch_norm_forward_training(const Shape& s, int block, const float* x, const float* gamma, const float* beta, float eps,
                                    float* y, float* mean, float* var) override;
-  void batch_norm_forward_inference(const Shape& s, const float* x, const float* gamma, const float* beta,
+  void batch_norm_forward_inference(const Shape& s, int block, const float* x, const float* gamma, const float* beta,
                                     const float* mean, const float* var, float eps, float* y) override;
-  void batch_norm_backward(const Shape& s, const float* x, const float* dy, const float* gamma, const float* mean,
+  void batch_norm_backward(const Shape& s, int block, const float* x, const float* dy, const float* gamma, const float* mean,
                            const float* var, float eps, float* dx, float* dgamma, float* dbeta) override;
   void dropout_forward(int64_t n, float rate, uint64_t seed, const float* x, float* y, float* mask) override;
   void multiply(int64_t n, const float* a, const float* b, float* y) override;

@@ -58,8 +58,9 @@ CudaBackend::BnPlan& CudaBackend::bn_plan(const Shape& s) {
   return ref;
 }
 
-void CudaBackend::batch_norm_forward_training(const Shape& s, const float* x, const float* gamma, const float* beta,
+void CudaBackend::batch_norm_forward_training(const Shape& s, int block, const float* x, const float* gamma, const float* beta,
                                               float eps, float* y, float* mean, float* var) {
+  no_blocked_activations(block);
   if (s.size() == 0) return;
   if (bn_kernels() || eps < CUDNN_BN_MIN_EPSILON) {
     bn_kernels_forward_training(s, x, gamma, beta, eps, y, mean, var);
@@ -79,8 +80,9 @@ void CudaBackend::batch_norm_forward_training(const Shape& s, const float* x, co
   cache_.release(scratch);
 }
 
-void CudaBackend::batch_norm_forward_inference(const Shape& s, const float* x, const float* gamma, const float* beta,
+void CudaBackend::batch_norm_forward_inference(const Shape& s, int block, const float* x, const float* gamma, const float* beta,
                                                const float* mean, const float* var, float eps, float* y) {
+  no_blocked_activations(block);
   if (s.size() == 0) return;
   if (bn_kernels() || eps < CUDNN_BN_MIN_EPSILON) {
     bn_kernels_forward_inference(s, x, gamma, beta, mean, var, eps, y);
@@ -92,9 +94,10 @@ void CudaBackend::batch_norm_forward_inference(const Shape& s, const float* x, c
                                                    p.stat, gamma, beta, mean, var, double(eps)));
 }
 
-void CudaBackend::batch_norm_backward(const Shape& s, const float* x, const float* dy, const float* gamma,
+void CudaBackend::batch_norm_backward(const Shape& s, int block, const float* x, const float* dy, const float* gamma,
                                       const float* mean, const float* var, float eps, float* dx, float* dgamma,
                                       float* dbeta) {
+  no_blocked_activations(block);
   if (s.size() == 0) return;
   if (bn_kernels() || eps < CUDNN_BN_MIN_EPSILON) {
     bn_kernels_backward(s, x, dy, gamma, mean, var, eps, dx, dgamma, dbeta);

@@ -151,6 +151,8 @@ CudaBackend::ConvKey CudaBackend::plan_key(const ConvDesc& d) const {
 }
 
 CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
+  no_blocked_activations(d.x_block);
+  no_blocked_activations(d.y_block);
   const ConvKey key = conv_key(d);
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;

@@ -238,6 +238,7 @@ void CudaBackend::dense_backward_weights(int n, int in, int out, const float* x,
 }
 
 void CudaBackend::pool2d_forward(const PoolDesc& d, const float* x, float* y) {
+  no_blocked_activations(d.block);
   const Shape o = d.out();
   const int64_t total = o.size();
   if (total == 0) return;
@@ -248,6 +249,7 @@ void CudaBackend::pool2d_forward(const PoolDesc& d, const float* x, float* y) {
 }
 
 void CudaBackend::pool2d_backward(const PoolDesc& d, const float* x, const float* dy, float* dx) {
+  no_blocked_activations(d.block);
   const Shape o = d.out();
   const int64_t total = d.in.size();
   if (total == 0) return;

@@ -13,6 +13,7 @@ Shape Add::output_shape(const std::vector<Shape>& in) const {
 }
 
 void Add::forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) {
+  for (const Tensor* t : in) common_block(*t, out);
   be.copy(out.data(), in[0]->data(), out.size());
   for (size_t i = 1; i < in.size(); ++i) be.accumulate(out.size(), in[i]->data(), out.data());
 }

@@ -36,12 +36,13 @@ Shape BatchNorm::output_shape(const std::vector<Shape>& in) const {
 
 void BatchNorm::forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) {
   const Shape& s = in[0]->shape();
+  const int block = common_block(*in[0], out);
   if (!training_) {
-    be.batch_norm_forward_inference(s, in[0]->data(), gamma_.data(), beta_.data(), running_mean_.data(),
+    be.batch_norm_forward_inference(s, block, in[0]->data(), gamma_.data(), beta_.data(), running_mean_.data(),
                                     running_var_.data(), eps_, out.data());
     return;
   }
-  be.batch_norm_forward_training(s, in[0]->data(), gamma_.data(), beta_.data(), eps_, out.data(), batch_mean_.data(),
+  be.batch_norm_forward_training(s, block, in[0]->data(), gamma_.data(), beta_.data(), eps_, out.data(), batch_mean_.data(),
                                  batch_var_.data());
   // running = momentum running + (1 - momentum) batch. The variance enters with Bessel's
   // correction m/(m-1), as PyTorch and TensorFlow's fused kernel do: the running variance
@@ -60,10 +61,10 @@ void BatchNorm::backward(Backend& be, const std::vector<const Tensor*>& in, cons
   Tensor* dx = din[0];
   Tensor scratch;
   if (!dx) {
-    scratch = Tensor(be, in[0]->shape());
+    scratch = Tensor(be, in[0]->shape(), DType::kF32, in[0]->block());
     dx = &scratch;
   }
-  be.batch_norm_backward(in[0]->shape(), in[0]->data(), dout.data(), gamma_.data(), batch_mean_.data(),
+  be.batch_norm_backward(in[0]->shape(), common_block(*in[0], *dx), in[0]->data(), dout.data(), gamma_.data(), batch_mean_.data(),
                          batch_var_.data(), eps_, dx->data(), dgamma_.data(), dbeta_.data());
 }
 

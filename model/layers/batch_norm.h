@@ -15,6 +15,10 @@ class BatchNorm : public Layer {
   BatchNorm(std::string name, Backend& be, int channels, float momentum = 0.99f, float eps = 1e-3f,
             bool scale = true, bool center = true);
   std::string type() const override { return "BatchNormalization"; }
+  // Through the backend's `block` argument.
+  bool reads_blocked() const override { return true; }
+  bool writes_blocked() const override { return true; }
+  bool same_block() const override { return true; }
   Shape output_shape(const std::vector<Shape>& in) const override;
   void forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) override;
   void backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,

@@ -19,6 +19,7 @@ Shape Concat::output_shape(const std::vector<Shape>& in) const {
 void Concat::forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) {
   int offset = 0;
   for (const Tensor* t : in) {
+    common_block(*t, out);
     if (out.is_16bit()) {
       if (t->dtype() != out.dtype())
         throw Error("layer " + name() + ": cannot concatenate " + dtype_name(t->dtype()) + " into " +

@@ -58,6 +58,8 @@ ConvDesc Conv2D::desc(const Shape& conv_in, const Tensor& x, const Tensor& y) co
   ConvDesc d = desc(conv_in);
   d.x16 = x.is_16bit();
   d.y16 = y.is_16bit();
+  d.x_block = x.block();
+  d.y_block = y.block();
   return d;
 }
 

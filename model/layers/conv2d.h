@@ -36,6 +36,10 @@ class Conv2D : public Layer {
   // (Not a convolution the backend's kernels cannot take them for: Backend::conv_activations16.)
   bool reads_16bit(const Backend& be) const override { return be.conv_activations16(out_c_, opt_.stride); }
   bool writes_16bit(const Backend& be) const override { return be.conv_activations16(out_c_, opt_.stride); }
+  // Through ConvDesc::x_block/y_block, each side on its own (the first conv reads the plain
+  // image and writes blocked).
+  bool reads_blocked() const override { return true; }
+  bool writes_blocked() const override { return true; }
   std::vector<Param> params() override;
   int64_t parameter_count() const override;
   void init(std::mt19937_64& rng) override;
@@ -46,7 +50,7 @@ class Conv2D : public Layer {
   Tensor& weights_grad() { return dw_; }
   Tensor& bias_grad() { return db_; }
   ConvDesc desc(const Shape& in) const;
-  // desc(in's shape, upsampled as the subclass says) with x16/y16 from the tensors' types.
+  // desc(in's shape, upsampled as the subclass says) with x16/y16 and the blocks from the tensors.
   ConvDesc desc(const Shape& conv_in, const Tensor& x, const Tensor& y) const;
   int out_channels() const { return out_c_; }
 

@@ -22,6 +22,10 @@ void GlobalAveragePool::prepare(Backend& be, int hw) {
 
 void GlobalAveragePool::forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) {
   const Shape& s = in[0]->shape();
+  if (in[0]->block() > 0) {
+    be.blocked_global_average_pool_forward(s, in[0]->block(), in[0]->data(), out.data());
+    return;
+  }
   const int hw = s.h * s.w;
   prepare(be, hw);
   // y (N*C, 1) = x (N*C, hw) w^T, w = (1/hw, ..., 1/hw): every plane's mean.
@@ -32,6 +36,10 @@ void GlobalAveragePool::backward(Backend& be, const std::vector<const Tensor*>& 
                                  const Tensor& dout, const std::vector<Tensor*>& din) {
   if (!din[0]) return;
   const Shape& s = in[0]->shape();
+  if (in[0]->block() > 0) {
+    be.blocked_global_average_pool_backward(s, common_block(*in[0], *din[0]), dout.data(), din[0]->data());
+    return;
+  }
   const int hw = s.h * s.w;
   prepare(be, hw);
   // dx (N*C, hw) = dy (N*C, 1) w: each plane gets its output's gradient / hw everywhere.

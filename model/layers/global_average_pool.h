@@ -12,6 +12,9 @@ class GlobalAveragePool : public Layer {
   explicit GlobalAveragePool(std::string name) : Layer(std::move(name)) {}
   std::string type() const override { return "GlobalAveragePooling2D"; }
   Shape output_shape(const std::vector<Shape>& in) const override;
+  // A blocked input through Backend::blocked_global_average_pool_*; the (N, C, 1, 1) output is
+  // plain (for C a multiple of the block, both orders are the same).
+  bool reads_blocked() const override { return true; }
   void forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) override;
   void backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                 const std::vector<Tensor*>& din) override;

@@ -38,6 +38,15 @@ class Layer {
   virtual bool writes_16bit(const Backend& /*be*/) const { return false; }
   virtual bool same_16bit() const { return false; }
 
+  // Blocked activations (Backend::activation_block; the Net decides which, net.cpp): whether
+  // forward and backward take an input / write an output (and the gradients beside them) in the
+  // backend's channel-blocked layout when the Net hands them one. same_block: then every input
+  // and the output have one layout (an elementwise op, a batch norm, a pooling, a concat).
+  virtual bool reads_blocked() const { return false; }
+  virtual bool writes_blocked() const { return false; }
+  virtual bool same_block() const { return false; }
+
+
   virtual std::vector<Param> params() { return {}; }
   virtual int64_t parameter_count() const { return 0; }
   virtual void init(std::mt19937_64& /*rng*/) {}
@@ -46,6 +55,11 @@ class Layer {
   virtual std::vector<Param> buffers() { return {}; }
   // Training or inference (batch norm's statistics, dropout) and the seed of this step's dropout.
   virtual void set_mode(const ForwardMode& /*mode*/) {}
+
+ protected:
+  // The block a and b share (Tensor::block); throws ds::Error naming the layer when they differ,
+  // which the Net's plan never lets happen for a same_block() layer.
+  int common_block(const Tensor& a, const Tensor& b) const;
 
  private:
   std::string name_;

@@ -33,12 +33,17 @@ Shape Pool2D::output_shape(const std::vector<Shape>& in) const {
 }
 
 void Pool2D::forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) {
-  be.pool2d_forward(desc(in[0]->shape()), in[0]->data(), out.data());
+  PoolDesc d = desc(in[0]->shape());
+  d.block = common_block(*in[0], out);
+  be.pool2d_forward(d, in[0]->data(), out.data());
 }
 
 void Pool2D::backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& /*out*/, const Tensor& dout,
                       const std::vector<Tensor*>& din) {
-  if (din[0]) be.pool2d_backward(desc(in[0]->shape()), in[0]->data(), dout.data(), din[0]->data());
+  if (!din[0]) return;
+  PoolDesc d = desc(in[0]->shape());
+  d.block = common_block(*in[0], *din[0]);
+  be.pool2d_backward(d, in[0]->data(), dout.data(), din[0]->data());
 }
 
 }  // namespace ds::model

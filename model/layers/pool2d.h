@@ -14,6 +14,10 @@ class Pool2D : public Layer {
   Pool2D(std::string name, PoolKind kind, int k, int stride, Padding padding = Padding::kValid, int pad = 0);
   std::string type() const override { return kind_ == PoolKind::kMax ? "MaxPooling2D" : "AveragePooling2D"; }
   Shape output_shape(const std::vector<Shape>& in) const override;
+  // Through PoolDesc::block.
+  bool reads_blocked() const override { return true; }
+  bool writes_blocked() const override { return true; }
+  bool same_block() const override { return true; }
   void forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) override;
   void backward(Backend& be, const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                 const std::vector<Tensor*>& din) override;

@@ -8,6 +8,7 @@ Shape ReLU::output_shape(const std::vector<Shape>& in) const {
 }
 
 void ReLU::forward(Backend& be, const std::vector<const Tensor*>& in, Tensor& out) {
+  common_block(*in[0], out);
   be.relu_forward(out.size(), in[0]->data(), out.data());
 }
 

@@ -34,6 +34,9 @@ class UpsampleConv2D : public Conv2D {
            be.conv_activations16(out_channels() * factor_ * factor_, 1) && be.conv_activations16(out_channels(), 1);
   }
   bool writes_16bit(const Backend& be) const override { return reads_16bit(be); }
+  // The polyphase kernels (de)interleave NCHW planes: plain tensors only.
+  bool reads_blocked() const override { return false; }
+  bool writes_blocked() const override { return false; }
 
  private:
   // The backend's scratch for the op (upsample_conv2d_scratch forward,

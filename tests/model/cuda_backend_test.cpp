@@ -369,23 +369,23 @@ TEST_F(ModelCuda, BatchNorm) {
   Pair x = random_pair(s, 1, -2.0f, 3.0f), g = random_pair(c, 2, 0.5f, 1.5f), b = random_pair(c, 3),
        y = random_pair(s, 4), mean = random_pair(c, 5), var = random_pair(c, 6), dy = random_pair(s, 7),
        dx = random_pair(s, 8), dg = random_pair(c, 9), db = random_pair(c, 10);
-  cpu_->batch_norm_forward_training(s, x.cpu.data(), g.cpu.data(), b.cpu.data(), 1e-3f, y.cpu.data(),
+  cpu_->batch_norm_forward_training(s, 0, x.cpu.data(), g.cpu.data(), b.cpu.data(), 1e-3f, y.cpu.data(),
                                     mean.cpu.data(), var.cpu.data());
-  gpu_->batch_norm_forward_training(s, x.gpu.data(), g.gpu.data(), b.gpu.data(), 1e-3f, y.gpu.data(),
+  gpu_->batch_norm_forward_training(s, 0, x.gpu.data(), g.gpu.data(), b.gpu.data(), 1e-3f, y.gpu.data(),
                                     mean.gpu.data(), var.gpu.data());
   expect_close(mean, 1e-4, "bn mean");
   expect_close(var, 1e-4, "bn var");
   expect_close(y, 1e-4, "bn forward");
-  cpu_->batch_norm_backward(s, x.cpu.data(), dy.cpu.data(), g.cpu.data(), mean.cpu.data(), var.cpu.data(), 1e-3f,
+  cpu_->batch_norm_backward(s, 0, x.cpu.data(), dy.cpu.data(), g.cpu.data(), mean.cpu.data(), var.cpu.data(), 1e-3f,
                             dx.cpu.data(), dg.cpu.data(), db.cpu.data());
-  gpu_->batch_norm_backward(s, x.gpu.data(), dy.gpu.data(), g.gpu.data(), mean.gpu.data(), var.gpu.data(), 1e-3f,
+  gpu_->batch_norm_backward(s, 0, x.gpu.data(), dy.gpu.data(), g.gpu.data(), mean.gpu.data(), var.gpu.data(), 1e-3f,
                             dx.gpu.data(), dg.gpu.data(), db.gpu.data());
   expect_close(dx, 1e-3, "bn backward data");
   expect_close(dg, 1e-4, "bn dgamma");
   expect_close(db, 1e-4, "bn dbeta");
-  cpu_->batch_norm_forward_inference(s, x.cpu.data(), g.cpu.data(), b.cpu.data(), mean.cpu.data(), var.cpu.data(),
+  cpu_->batch_norm_forward_inference(s, 0, x.cpu.data(), g.cpu.data(), b.cpu.data(), mean.cpu.data(), var.cpu.data(),
                                      1e-3f, y.cpu.data());
-  gpu_->batch_norm_forward_inference(s, x.gpu.data(), g.gpu.data(), b.gpu.data(), mean.gpu.data(), var.gpu.data(),
+  gpu_->batch_norm_forward_inference(s, 0, x.gpu.data(), g.gpu.data(), b.gpu.data(), mean.gpu.data(), var.gpu.data(),
                                      1e-3f, y.gpu.data());
   expect_close(y, 1e-4, "bn inference");
 }

@@ -318,7 +318,7 @@ TEST_F(KernelBodies, BatchNorm) {
   const float eps = 1e-3f;
   Tensor x = t(s, 32, -2.0f, 3.0f), gamma = t(Shape{1, 3, 1, 1}, 33), beta = t(Shape{1, 3, 1, 1}, 34);
   Tensor y = t(s, 35), mean = t(Shape{1, 3, 1, 1}, 36), var = t(Shape{1, 3, 1, 1}, 37);
-  cpu_->batch_norm_forward_training(s, x.data(), gamma.data(), beta.data(), eps, y.data(), mean.data(), var.data());
+  cpu_->batch_norm_forward_training(s, 0, x.data(), gamma.data(), beta.data(), eps, y.data(), mean.data(), var.data());
   std::vector<float> mean2(3), var2(3), y2(s.size());
   for (int ch = 0; ch < 3; ++ch) {
     double sum = 0, q = 0;
@@ -339,7 +339,7 @@ TEST_F(KernelBodies, BatchNorm) {
   expect_close(y.to_host(), y2, 1e-5, "batch norm forward");
 
   Tensor dy = t(s, 38), dx = t(s, 39), dgamma = t(Shape{1, 3, 1, 1}, 40), dbeta = t(Shape{1, 3, 1, 1}, 41);
-  cpu_->batch_norm_backward(s, x.data(), dy.data(), gamma.data(), mean.data(), var.data(), eps, dx.data(),
+  cpu_->batch_norm_backward(s, 0, x.data(), dy.data(), gamma.data(), mean.data(), var.data(), eps, dx.data(),
                             dgamma.data(), dbeta.data());
   std::vector<float> dgamma2(3), dbeta2(3), dx2(s.size());
   for (int ch = 0; ch < 3; ++ch) {
