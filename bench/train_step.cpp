@@ -124,6 +124,9 @@ static int run(int argc, char** argv) {
   const std::string act16 = net.activations16_summary();
   std::printf("%s\nactivation_bytes %lld\n", act16.empty() ? "activations fp32" : act16.c_str(),
               static_cast<long long>(net.activation_bytes(batch)));
+  // And which are channel-blocked (Net::set_blocked_activations): none for MNN's channel counts.
+  const std::string blocked = net.blocked_summary();
+  std::printf("layout %s\n", blocked.empty() ? "nchw" : blocked.c_str());
   std::printf("gflop_forward_per_sample %.4f\ngflop_train_per_sample %.4f\n", flops.forward * 1e-9,
               flops.train() * 1e-9);
 

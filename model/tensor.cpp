@@ -109,8 +109,14 @@ void Tensor::reshape(Shape shape) {
     data_ = backend_->allocate(floats);
     capacity_ = floats;
   }
+  const Shape old = shape_;
   shape_ = shape;
-  check_block();
+  try {
+    check_block();
+  } catch (...) {
+    shape_ = old;
+    throw;
+  }
 }
 
 void Tensor::upload(const float* host) {

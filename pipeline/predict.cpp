@@ -504,6 +504,7 @@ int run_predict(const Config& cfg) {
   spdlog::info("predicting on {}", be->name());
   model::Net net(spec, *be);
   if (!net.activations16_summary().empty()) spdlog::info("{}", net.activations16_summary());
+  if (!net.blocked_summary().empty()) spdlog::info("{}", net.blocked_summary());
   check_checkpoint_store(ckpt, load_checkpoint(ckpt, net, nullptr), store);
   net.set_mode({false, 0});  // inference: batch norm uses its running statistics, no dropout
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "model/cpu/dnnl_backend.h"
@@ -112,6 +113,33 @@ DeviceCheck run_check(Backend& be, MathMode mode, const ModelSpec& spec, int n) 
   run.init(5);
   const CheckBatch b = make_batch(be, spec, n);
   return check_step_against_cpu(run, be, mode, b.batch, b.mask, model::LossKind::kBernoulliGamma, 2, 9);
+}
+
+// host_values reads a 16-bit activation stored channel-blocked (Tensor::block: the CPU's
+// nChw16c, nChw8c) into NCHW order: element (n, c, h, w) of the blocked storage lands at its NCHW
+// place. The values are small integers, exact in BF16 (its bits are a float's upper half).
+TEST(DeviceCheck, HostValuesOfABlockedBf16TensorAreNchw) {
+  auto be = model::make_cpu_backend(1);
+  for (int b : {8, 16}) {
+    const Shape s{2, 2 * b, 3, 5};
+    const int64_t n = s.size(), hw = int64_t(s.h) * s.w;
+    std::vector<float> expected_nchw(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) expected_nchw[size_t(i)] = float(i % 97) - 48.0f;
+    std::vector<uint16_t> bits(static_cast<size_t>(n + 1));
+    for (int64_t in = 0; in < s.n; ++in)
+      for (int64_t c = 0; c < s.c; ++c)
+        for (int64_t p = 0; p < hw; ++p) {
+          const float v = expected_nchw[size_t((in * s.c + c) * hw + p)];
+          uint32_t u;
+          std::memcpy(&u, &v, sizeof u);
+          bits[size_t(((in * (s.c / b) + c / b) * hw + p) * b + c % b)] = uint16_t(u >> 16);
+        }
+    Tensor t(*be, s, model::DType::kBf16, b);
+    std::vector<float> raw(static_cast<size_t>(model::storage_floats(n, model::DType::kBf16)));
+    std::memcpy(raw.data(), bits.data(), raw.size() * sizeof(float));
+    be->copy_from_host(t.storage(), raw.data(), int64_t(raw.size()));
+    EXPECT_EQ(host_values(t), expected_nchw) << "block " << b;
+  }
 }
 
 TEST(DeviceCheck, CpuFp32AgainstItselfAgreesToRounding) {
