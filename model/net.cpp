@@ -25,14 +25,15 @@
 // layer's inputs and output share one layout) and its channels are a multiple of the block. So
 // ResNet's and Inception's activations stay blocked from the first convolution to the global
 // pooling, and no op reorders them to NCHW and back (two memory passes per operand: 11 % of a
-// ResNet50 step on the CPU before, and batch norm's slow NCHW loop another 22 %). The network input and output are plain, and so is every
-// node next to a layer that reads only NCHW (MNN's upsampling convolutions, Flatten, Dense).
+// ResNet50 step on the CPU before, and batch norm's slow NCHW loop another 22 %). The network
+// input and output are plain, and so is every node next to a layer that reads only NCHW (MNN's
+// upsampling convolutions, Flatten, Dense).
 #include "model/net.h"
 
 #include <algorithm>
 #include <cstdio>
-#include <deque>
 #include <cstdlib>
+#include <deque>
 #include <random>
 #include <sstream>
 
@@ -102,37 +103,48 @@ struct Net::Impl {
   }
 
   // Each node's channel block: the backend's activation_block() where the layer writes it, every
-  // reader reads it, the channels divide by it, and a same_block layer's inputs and readers agree;
-  // 0 (NCHW) elsewhere, the network input and output always. Demoting one node can break its
-  // neighbours' rules, so it repeats until nothing changes (as plan_dtypes).
+  // reader reads it, the channels divide by it, and a same_block layer's inputs and readers agree
+  // (settle); 0 (NCHW) elsewhere, the network input and output always.
   std::vector<int> plan_blocks() const {
     const int b = blocked_on ? be.activation_block() : 0;
     std::vector<int> k(nodes.size(), 0);
     if (b <= 0) return k;
+    for (size_t i = 1; i + 1 < nodes.size(); ++i)
+      if (nodes[i].layer->writes_blocked() && nodes[i].shape.c % b == 0) k[i] = b;
+    return settle(std::move(k), 0, [](const Layer& l) { return l.reads_blocked(); },
+                  [](const Layer& l) { return l.same_block(); });
+  }
+
+  // What plan_dtypes and plan_blocks share: from each node's wanted storage v[i] (`plain` where
+  // its layer cannot write another), a node keeps it only while every reader reads it and, for a
+  // same-storage layer (`same`: its inputs and output alike), its inputs and its same-storage
+  // readers have it too; demoting one node can break its neighbours' rules, so it repeats until
+  // nothing changes. The network input and output are plain (the caller's and the loss's).
+  template <class T, class Reads, class Same>
+  std::vector<T> settle(std::vector<T> v, T plain, Reads reads, Same same) const {
     const size_t last = nodes.size() - 1;
+    v.front() = v.back() = plain;
     std::vector<std::vector<int>> readers(nodes.size());
     for (size_t i = 1; i <= last; ++i)
       for (int j : nodes[i].inputs) readers[size_t(j)].push_back(int(i));
-    for (size_t i = 1; i < last; ++i)
-      if (nodes[i].layer->writes_blocked() && nodes[i].shape.c % b == 0) k[i] = b;
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t i = 1; i < last; ++i) {
-        if (k[i] == 0) continue;
+        if (v[i] == plain) continue;
         bool ok = true;
-        if (nodes[i].layer->same_block())
-          for (int j : nodes[i].inputs) ok = ok && k[size_t(j)] == b;
+        if (same(*nodes[i].layer))
+          for (int j : nodes[i].inputs) ok = ok && v[size_t(j)] == v[i];
         for (int r : readers[i]) {
           const Layer& reader = *nodes[size_t(r)].layer;
-          ok = ok && reader.reads_blocked() && (!reader.same_block() || k[size_t(r)] == b);
+          ok = ok && reads(reader) && (!same(reader) || v[size_t(r)] == v[i]);
         }
         if (!ok) {
-          k[i] = 0;
+          v[i] = plain;
           changed = true;
         }
       }
     }
-    return k;
+    return v;
   }
 
   // A layer that reads or writes NCHW only never gets a blocked tensor (the plan's promise; a
@@ -158,35 +170,15 @@ struct Net::Impl {
   }
 
   // Each node's output type when the backend's 16-bit activation type is t: t where the layer
-  // writes it and every reader reads it, FP32 elsewhere; demoting one node can make its inputs
-  // (a Concat's) or its readers' rules fail, so it repeats until nothing changes.
+  // writes it and every reader reads it (a Concat's inputs and output alike: settle), FP32
+  // elsewhere.
   std::vector<DType> plan_dtypes(DType t) const {
     std::vector<DType> d(nodes.size(), DType::kF32);
     if (t == DType::kF32) return d;
-    const size_t last = nodes.size() - 1;
-    std::vector<std::vector<int>> readers(nodes.size());
-    for (size_t i = 1; i <= last; ++i)
-      for (int j : nodes[i].inputs) readers[size_t(j)].push_back(int(i));
-    for (size_t i = 1; i < last; ++i)
+    for (size_t i = 1; i + 1 < nodes.size(); ++i)
       if (nodes[i].layer->writes_16bit(be)) d[i] = t;
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t i = 1; i < last; ++i) {
-        if (d[i] == DType::kF32) continue;
-        bool ok = true;
-        if (nodes[i].layer->same_16bit())
-          for (int j : nodes[i].inputs) ok = ok && d[size_t(j)] == t;
-        for (int r : readers[i]) {
-          const Layer& reader = *nodes[size_t(r)].layer;
-          ok = ok && reader.reads_16bit(be) && (!reader.same_16bit() || d[size_t(r)] == t);
-        }
-        if (!ok) {
-          d[i] = DType::kF32;
-          changed = true;
-        }
-      }
-    }
-    return d;
+    return settle(std::move(d), DType::kF32, [this](const Layer& l) { return l.reads_16bit(be); },
+                  [](const Layer& l) { return l.same_16bit(); });
   }
 
   // The 16-bit type activations take now: the backend's, unless switched off (kF32: none).
