@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "io/error.h"
-#include "model/adam.h"
 #include "model/backend.h"
 #include "model/cpu/dnnl_backend.h"
 #include "model/kernels/copy.h"
@@ -26,14 +25,13 @@
 #include "model/kernels/half_cast.h"
 #include "model/layers/concat.h"
 #include "model/layers/upsample_conv2d.h"
-#include "model/loss.h"
 #include "model/net.h"
 #include "model_test_util.h"
+#include "training_record.h"
 
 namespace ds::model {
 namespace {
 
-using test::make_tensor;
 using test::random_values;
 
 #define REQUIRE_BF16(be) REQUIRE_CPU_BF16(be)
@@ -53,48 +51,15 @@ ModelSpec spec_for(const std::string& name) {
   return s;
 }
 
-// Two training steps (forward, loss, backward, Adam) at batch 3; everything a step produces, as
-// bits: the outputs, losses, parameter gradients, and the weights after the steps.
+// Two training steps and an inference forward (training_record.h), with 16-bit activations on
+// or off; each forward really held the 16-bit tensor (or, off or under FP32 math, the FP32 one).
 std::vector<float> two_steps(const ModelSpec& spec, Backend& be, bool act16) {
-  Net net(spec, be);
-  net.init(7);
-  net.set_activations16(act16);
-  const int n = 3;
-  const Shape os = net.output_shape(n);
-  const size_t hw = size_t(os.h) * os.w;
-  std::vector<float> y(n * hw), mask(hw, 1.0f);
-  for (size_t i = 0; i < y.size(); ++i) y[i] = i % 3 == 0 ? 0.0f : float(0.3 + (i % 11) * 0.4);
-  for (size_t i = 0; i < hw; i += 5) mask[i] = 0.0f;
-  Tensor x = make_tensor(be, Shape{n, spec.in_channels, spec.in_h, spec.in_w},
-                         random_values(size_t(n) * spec.in_channels * spec.in_h * spec.in_w, 11));
-  Tensor yt = make_tensor(be, Shape{n, 1, os.h, os.w}, y), mt = make_tensor(be, Shape{1, 1, os.h, os.w}, mask);
-  Adam adam(net.params(), be);
-  Tensor d(be, os);
-  std::vector<float> all;
   const std::string first_conv = spec.name == "mnn" ? "branch2_conv1" : "conv1";
-  for (int step = 0; step < 2; ++step) {
-    const Tensor& out = net.forward(x);
-    // The forward really held the 16-bit tensor (or, off or under FP32 math, the FP32 one).
-    EXPECT_EQ(net.activation_dtype(first_conv), act16 ? be.activation_dtype() : DType::kF32) << spec.name;
-    const std::vector<float> o = out.to_host();
-    all.insert(all.end(), o.begin(), o.end());
-    all.push_back(float(bernoulli_gamma_loss(be, out, yt, mt, &d)));
-    net.backward(d);
-    for (const Param& p : net.params()) {
-      const std::vector<float> g = p.grad->to_host();
-      all.insert(all.end(), g.begin(), g.end());
-    }
-    adam.step(1e-3);
-  }
-  for (const Param& p : net.params()) {
-    const std::vector<float> w = p.value->to_host();
-    all.insert(all.end(), w.begin(), w.end());
-  }
-  // An inference forward too: it runs on the reused activation slots, planned with the types.
-  net.set_mode(ForwardMode{false, 0});
-  const std::vector<float> o = net.forward(x).to_host();
-  all.insert(all.end(), o.begin(), o.end());
-  return all;
+  return test::two_adam_steps(
+      spec, be, [&](Net& net) { net.set_activations16(act16); },
+      [&](Net& net) {
+        EXPECT_EQ(net.activation_dtype(first_conv), act16 ? be.activation_dtype() : DType::kF32) << spec.name;
+      });
 }
 
 void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {

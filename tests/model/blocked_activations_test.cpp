@@ -22,15 +22,13 @@
 #include "model/layers/global_average_pool.h"
 #include "model/layers/pool2d.h"
 #include "model/layers/relu.h"
-#include "model/adam.h"
-#include "model/loss.h"
 #include "model/net.h"
 #include "model_test_util.h"
+#include "training_record.h"
 
 namespace ds::model {
 namespace {
 
-using test::make_tensor;
 using test::random_tensor;
 using test::random_values;
 
@@ -208,44 +206,6 @@ TEST(BlockedActivations, PlanKeepsTheImageNetsBlockedAndMnnPlain) {
   for (const std::string& l : net.layer_names()) EXPECT_EQ(net.activation_block(l), 0) << "mnn " << l;
 }
 
-// Two Adam steps of `spec` (Bernoulli-Gamma loss) and an inference forward: the outputs, losses,
-// parameter gradients and final weights, in order.
-std::vector<float> two_steps(const ModelSpec& spec, Backend& be, bool blocked_on) {
-  Net net(spec, be);
-  net.init(7);
-  net.set_blocked_activations(blocked_on);
-  const int n = 3;
-  const Shape os = net.output_shape(n);
-  const size_t hw = size_t(os.h) * os.w;
-  std::vector<float> y(n * hw), mask(hw, 1.0f);
-  for (size_t i = 0; i < y.size(); ++i) y[i] = i % 3 == 0 ? 0.0f : float(0.3 + (i % 11) * 0.4);
-  for (size_t i = 0; i < hw; i += 5) mask[i] = 0.0f;
-  Tensor x = random_tensor(be, Shape{n, spec.in_channels, spec.in_h, spec.in_w}, 11);
-  Tensor yt = make_tensor(be, Shape{n, 1, os.h, os.w}, y), mt = make_tensor(be, Shape{1, 1, os.h, os.w}, mask);
-  Adam adam(net.params(), be);
-  Tensor d(be, os);
-  std::vector<float> all;
-  for (int step = 0; step < 2; ++step) {
-    const std::vector<float> o = net.forward(x).to_host();
-    all.insert(all.end(), o.begin(), o.end());
-    all.push_back(float(bernoulli_gamma_loss(be, net.forward(x), yt, mt, &d)));
-    net.backward(d);
-    for (const Param& p : net.params()) {
-      const std::vector<float> g = p.grad->to_host();
-      all.insert(all.end(), g.begin(), g.end());
-    }
-    adam.step(1e-3);
-  }
-  for (const Param& p : net.params()) {
-    const std::vector<float> w = p.value->to_host();
-    all.insert(all.end(), w.begin(), w.end());
-  }
-  net.set_mode(ForwardMode{false, 0});
-  const std::vector<float> o = net.forward(x).to_host();
-  all.insert(all.end(), o.begin(), o.end());
-  return all;
-}
-
 // Demo with convolutions of b channels (configs/demo.yaml has 16): conv1 writes blocked for conv2,
 // conv2 writes NCHW for the upsampling (a reader of NCHW only), up1_conv1 reads and writes NCHW
 // between two upsamplings, up2_conv1 reads NCHW and writes blocked for the head, which writes
@@ -284,7 +244,8 @@ TEST(BlockedActivations, DemoPlanAndStepsMatchPlain) {
         EXPECT_EQ(net.activation_block("conv2"), 0) << what << ": its ReLU's reader takes NCHW only";
       }
       if (bf16 && fused) EXPECT_EQ(net.activation_dtype("conv1"), DType::kBf16) << what;
-      const std::vector<float> blocked = two_steps(spec, *be, true), plain = two_steps(spec, *be, false);
+      const std::vector<float> blocked = test::two_adam_steps(spec, *be, [](Net&) {}),
+                               plain = test::two_adam_steps(spec, *be, [](Net& n) { n.set_blocked_activations(false); });
       ASSERT_EQ(blocked.size(), plain.size());
       size_t differ = 0, first = blocked.size();
       double d = 0, norm = 0;
