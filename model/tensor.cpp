@@ -35,16 +35,15 @@ Tensor Tensor::view(Backend& backend, Shape shape, float* data, DType dtype, int
   t.data_ = data;
   t.dtype_ = dtype;
   t.block_ = block;
-  t.check_block();
+  t.check_block(shape);
   t.capacity_ = storage_floats(shape.size(), dtype);
   t.owns_ = false;
   return t;
 }
 
-void Tensor::check_block() const {
-  if (block_ < 0 || (block_ > 0 && shape_.c % block_ != 0))
-    throw Error("tensor " + shape_.str() + ": channel block " + std::to_string(block_) +
-                " does not divide its channels");
+void Tensor::check_block(const Shape& s) const {
+  if (block_ < 0 || (block_ > 0 && s.c % block_ != 0))
+    throw Error("tensor " + s.str() + ": channel block " + std::to_string(block_) + " does not divide its channels");
 }
 
 namespace {
@@ -98,6 +97,7 @@ Tensor::~Tensor() {
 void Tensor::reshape(Shape shape) {
   if (shape.n < 0 || shape.c < 0 || shape.h < 0 || shape.w < 0) throw Error("negative tensor shape " + shape.str());
   if (!backend_) throw Error("reshape of a tensor that has no backend");
+  check_block(shape);  // before anything changes: a refused shape leaves the tensor as it was
   // Growing only: the last, smaller batch of an epoch reuses the big buffer instead of
   // reallocating twice per epoch. Contents are not preserved (every op overwrites its output).
   const int64_t floats = storage_floats(shape.size(), dtype_);
@@ -109,14 +109,7 @@ void Tensor::reshape(Shape shape) {
     data_ = backend_->allocate(floats);
     capacity_ = floats;
   }
-  const Shape old = shape_;
   shape_ = shape;
-  try {
-    check_block();
-  } catch (...) {
-    shape_ = old;
-    throw;
-  }
 }
 
 void Tensor::upload(const float* host) {

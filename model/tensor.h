@@ -81,7 +81,7 @@ class Tensor {
   bool owns_ = true;  // false for a view
   DType dtype_ = DType::kF32;
   int block_ = 0;
-  void check_block() const;
+  void check_block(const Shape& s) const;  // throws unless block_ divides s's channels
   [[noreturn]] void refuse_16bit(const char* what) const;
 };
 

@@ -134,6 +134,7 @@ class DnnlBackend : public Backend {
   void expect_block(int block, const char* op) const;
   int threads_;
   int block_ = 0;      // activation_block()
+  bool plain_layouts_ = false;  // DS_CONV_PLAIN_LAYOUTS=1 at construction (dnnl_backend.cpp)
   bool bf16_ = false;  // set_math(kBf16) honoured: conv/dense inputs in bfloat16
   dnnl::engine engine_;
   dnnl::stream stream_;

@@ -44,14 +44,6 @@ using dt = memory::data_type;
 
 namespace {
 
-// DS_CONV_PLAIN_LAYOUTS=1 makes the convolutions built from then on run on plain NCHW/OIHW, as
-// this backend did before: kept so the benchmark can show what the blocked layouts gain on a given
-// CPU, and so the tests can check both paths. Read per new geometry, which is rare.
-bool plain_layouts() {
-  const char* v = std::getenv("DS_CONV_PLAIN_LAYOUTS");
-  return v && std::strcmp(v, "1") == 0;
-}
-
 // The layout oneDNN may choose for an operand: any, or plain when asked. `user` is the plain tag.
 memory::desc chosen(const memory::dims& dims, dt type, tag user, bool plain) {
   return memory::desc(dims, type, plain ? user : tag::any);
@@ -81,7 +73,7 @@ struct DnnlBackend::ConvOperand {
 };
 
 struct DnnlBackend::ConvPrims {
-  // What oneDNN may choose from (any, or plain: see plain_layouts), for the operands the
+  // What oneDNN may choose from (any, or plain: plain_layouts_), for the operands the
   // primitives read (`in`: bf16 under BF16 math) and those they write (`out`: always f32).
   memory::desc src_in, wei_in, dst_in, src_out, wei_out, dst_out;
   memory::desc dst_fwd;        // the forward's dst: dst_out, or bf16 for a 16-bit activation
@@ -119,7 +111,7 @@ DnnlBackend::ConvPrims& DnnlBackend::conv_prims(const ConvDesc& d) {
   const Shape o = d.out();
   auto p = std::make_shared<ConvPrims>();
   const memory::dims src{d.in.n, d.in.c, d.in.h, d.in.w}, wei{d.out_c, d.in.c, d.kh, d.kw}, dst{o.n, o.c, o.h, o.w};
-  const bool plain = plain_layouts();
+  const bool plain = plain_layouts_;
   const dt in = bf16_ ? dt::bf16 : dt::f32;
   // A blocked side is pinned to its block (the tensors are already so); a plain one may be any.
   const auto side = [&](const memory::dims& dims, dt type, int block) {

@@ -65,10 +65,11 @@ TEST(BlockedActivations, BlockFollowsTheIsa) {
   auto be = make_cpu_backend(1);
   const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
   const bool avx2 = cpu_flags({"avx2", "fma"}), avx512 = cpu_flags({"avx512f", "avx512bw", "avx512vl", "avx512dq"});
-  if (cap && std::string(cap) == "AVX2")
+  if (cap && std::string(cap) == "AVX2") {
     EXPECT_EQ(cpu_block(*be), avx2 ? 8 : 0);
-  else if (!cap)
+  } else if (!cap) {
     EXPECT_EQ(cpu_block(*be), avx512 ? 16 : avx2 ? 8 : 0);
+  }
 }
 
 // Element (n, c, h, w) sits at ((n*C/b + c/b)*H*W + h*W + w)*b + c%b in storage, and upload and
@@ -187,8 +188,11 @@ TEST(BlockedActivations, PlanKeepsTheImageNetsBlockedAndMnnPlain) {
     int blocked = 0, total = 0;
     for (const std::string& l : net.layer_names()) {
       ++total;
-      if (net.activation_block(l) == b) ++blocked;
-      else EXPECT_EQ(net.activation_block(l), 0) << name << " " << l;
+      if (net.activation_block(l) == b) {
+        ++blocked;
+      } else {
+        EXPECT_EQ(net.activation_block(l), 0) << name << " " << l;
+      }
     }
     EXPECT_EQ(net.activation_block("avg_pool"), 0) << name;
     EXPECT_EQ(net.activation_block("predictions"), 0) << name;
@@ -243,9 +247,13 @@ TEST(BlockedActivations, DemoPlanAndStepsMatchPlain) {
         EXPECT_EQ(net.activation_block("conv1"), b) << what;
         EXPECT_EQ(net.activation_block("conv2"), 0) << what << ": its ReLU's reader takes NCHW only";
       }
-      if (bf16 && fused) EXPECT_EQ(net.activation_dtype("conv1"), DType::kBf16) << what;
-      const std::vector<float> blocked = test::two_adam_steps(spec, *be, [](Net&) {}),
-                               plain = test::two_adam_steps(spec, *be, [](Net& n) { n.set_blocked_activations(false); });
+      if (bf16 && fused) {
+        EXPECT_EQ(net.activation_dtype("conv1"), DType::kBf16) << what;
+      }
+      const std::vector<float> blocked =
+          test::two_adam_steps(spec, *be, [](Net& n) { n.set_blocked_activations(true); });
+      const std::vector<float> plain =
+          test::two_adam_steps(spec, *be, [](Net& n) { n.set_blocked_activations(false); });
       ASSERT_EQ(blocked.size(), plain.size());
       size_t differ = 0, first = blocked.size();
       double d = 0, norm = 0;
@@ -258,7 +266,9 @@ TEST(BlockedActivations, DemoPlanAndStepsMatchPlain) {
                   std::sqrt(d / norm));
       const size_t forward_and_loss = size_t(net.output_shape(3).size()) + 1;
       EXPECT_GE(first, forward_and_loss) << what << ": the first forward or its loss differs";
-      if (bf16) EXPECT_EQ(differ, 0u) << what << ", first at " << first;
+      if (bf16) {
+        EXPECT_EQ(differ, 0u) << what << ", first at " << first;
+      }
       EXPECT_LT(std::sqrt(d / norm), 1e-6) << what;
     }
   }

@@ -130,7 +130,7 @@ class ModelConv2DLayouts : public ::testing::TestWithParam<std::tuple<LayoutCase
 TEST_P(ModelConv2DLayouts, AllPassesMatchNaiveLoops) {
   const auto [c, plain] = GetParam();
   setenv("DS_CONV_PLAIN_LAYOUTS", plain ? "1" : "0", 1);
-  auto be = make_cpu_backend(2);  // a fresh backend: primitives are built under the setting above
+  auto be = make_cpu_backend(2);  // a fresh backend: it takes the setting above when it is made
   unsetenv("DS_CONV_PLAIN_LAYOUTS");
   ConvDesc d;
   d.in = Shape{c.n, c.in_c, c.h, c.w};
