@@ -46,13 +46,6 @@ void Tensor::check_block(const Shape& s) const {
     throw Error("tensor " + s.str() + ": channel block " + std::to_string(block_) + " does not divide its channels");
 }
 
-namespace {
-// Where NCHW element (n, c, h, w) sits in nChw{b}c order: the index map both conversions use.
-int64_t blocked_index(const Shape& s, int b, int64_t n, int64_t c, int64_t hw) {
-  return ((n * (s.c / b) + c / b) * int64_t(s.h) * s.w + hw) * b + c % b;
-}
-}  // namespace
-
 void Tensor::refuse_16bit(const char* what) const {
   throw Error(std::string("tensor ") + shape_.str() + " holds " + dtype_name(dtype_) + " values: " + what +
               " is for FP32 tensors (a 16-bit activation is read only by ops told its type)");

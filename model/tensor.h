@@ -26,6 +26,12 @@ struct Shape {
   std::string str() const;  // "(n, c, h, w)"
 };
 
+// Where NCHW element (n, c, p = h*W + w) of shape s sits in channel block b's order (nChw{b}c,
+// Tensor::block): ((n*C/b + c/b)*H*W + p)*b + c%b. The one index map of the blocked layout.
+inline int64_t blocked_index(const Shape& s, int b, int64_t n, int64_t c, int64_t p) {
+  return ((n * (s.c / b) + c / b) * int64_t(s.h) * s.w + p) * b + c % b;
+}
+
 class Tensor {
  public:
   Tensor() = default;

@@ -98,16 +98,16 @@ std::vector<float> host_values(const model::Tensor& t) {
   const bool nhwc = t.backend()->activations16_nhwc();
   const int64_t b = t.block(), hw = int64_t(s.h) * s.w;
   std::vector<float> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t at;
-    if (b > 0) {
-      const int64_t c = (i / (b * hw)) % (s.c / b) * b + i % b;
-      at = (i / (int64_t(s.c) * hw) * s.c + c) * hw + i / b % hw;
-    } else {
-      at = model::kernels::nchw_index_of(i, s.c, s.h, s.w, nhwc);
-    }
-    out[size_t(at)] = model::kernels::from_half16(kind, bits[i]);
+  if (b > 0) {
+    for (int64_t in = 0; in < s.n; ++in)
+      for (int64_t c = 0; c < s.c; ++c)
+        for (int64_t p = 0; p < hw; ++p)
+          out[size_t((in * s.c + c) * hw + p)] =
+              model::kernels::from_half16(kind, bits[size_t(model::blocked_index(s, int(b), in, c, p))]);
+    return out;
   }
+  for (int64_t i = 0; i < n; ++i)
+    out[size_t(model::kernels::nchw_index_of(i, s.c, s.h, s.w, nhwc))] = model::kernels::from_half16(kind, bits[i]);
   return out;
 }
 

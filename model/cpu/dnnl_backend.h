@@ -84,12 +84,13 @@ class DnnlBackend : public Backend {
                               float* db) override;
   void pool2d_forward(const PoolDesc& d, const float* x, float* y) override;
   void pool2d_backward(const PoolDesc& d, const float* x, const float* dy, float* dx) override;
-  void batch_norm_forward_training(const Shape& s, int block, const float* x, const float* gamma, const float* beta, float eps,
-                                   float* y, float* mean, float* var) override;
+  void batch_norm_forward_training(const Shape& s, int block, const float* x, const float* gamma, const float* beta,
+                                   float eps, float* y, float* mean, float* var) override;
   void batch_norm_forward_inference(const Shape& s, int block, const float* x, const float* gamma, const float* beta,
                                     const float* mean, const float* var, float eps, float* y) override;
-  void batch_norm_backward(const Shape& s, int block, const float* x, const float* dy, const float* gamma, const float* mean,
-                           const float* var, float eps, float* dx, float* dgamma, float* dbeta) override;
+  void batch_norm_backward(const Shape& s, int block, const float* x, const float* dy, const float* gamma,
+                           const float* mean, const float* var, float eps, float* dx, float* dgamma,
+                           float* dbeta) override;
   void blocked_global_average_pool_forward(const Shape& s, int block, const float* x, float* y) override;
   void blocked_global_average_pool_backward(const Shape& s, int block, const float* dy, float* dx) override;
   void dropout_forward(int64_t n, float rate, uint64_t seed, const float* x, float* y, float* mask) override;

@@ -47,8 +47,8 @@ DnnlBackend::BatchNormPrims& DnnlBackend::batch_norm_prims(const Shape& s, int b
   return *p;
 }
 
-void DnnlBackend::batch_norm_forward_training(const Shape& s, int block, const float* x, const float* gamma, const float* beta,
-                                              float eps, float* y, float* mean, float* var) {
+void DnnlBackend::batch_norm_forward_training(const Shape& s, int block, const float* x, const float* gamma,
+                                              const float* beta, float eps, float* y, float* mean, float* var) {
   BatchNormPrims& p = batch_norm_prims(s, block, eps);
   memory src(p.data, engine_, mut(x)), dst(p.data, engine_, y), sc(p.stat, engine_, mut(gamma)),
       sh(p.stat, engine_, mut(beta)), m(p.stat, engine_, mean), v(p.stat, engine_, var);
@@ -57,8 +57,9 @@ void DnnlBackend::batch_norm_forward_training(const Shape& s, int block, const f
   stream_.wait();
 }
 
-void DnnlBackend::batch_norm_forward_inference(const Shape& s, int block, const float* x, const float* gamma, const float* beta,
-                                               const float* mean, const float* var, float eps, float* y) {
+void DnnlBackend::batch_norm_forward_inference(const Shape& s, int block, const float* x, const float* gamma,
+                                               const float* beta, const float* mean, const float* var, float eps,
+                                               float* y) {
   BatchNormPrims& p = batch_norm_prims(s, block, eps);
   memory src(p.data, engine_, mut(x)), dst(p.data, engine_, y), sc(p.stat, engine_, mut(gamma)),
       sh(p.stat, engine_, mut(beta)), m(p.stat, engine_, mut(mean)), v(p.stat, engine_, mut(var));

@@ -100,9 +100,8 @@ struct DnnlBackend::ConvPrims {
 DnnlBackend::ConvPrims& DnnlBackend::conv_prims(const ConvDesc& d) {
   if ((d.x16 || d.y16) && !bf16_)
     throw Error("cpu backend: a 16-bit activation reached a convolution outside BF16 math");
-  if ((d.x_block && d.x_block != activation_block()) || (d.y_block && d.y_block != activation_block()))
-    throw Error("internal: a convolution got channel blocks " + std::to_string(d.x_block) + "/" +
-                std::to_string(d.y_block) + " on a cpu backend whose block is " + std::to_string(activation_block()));
+  expect_block(d.x_block, "a convolution's input");
+  expect_block(d.y_block, "a convolution's output");
   ConvKey key{d.in.n, d.in.c, d.in.h, d.in.w, d.out_c, d.kh, d.kw, d.stride,
               d.pad_top, d.pad_bottom, d.pad_left, d.pad_right, bf16_, d.x16, d.y16, d.x_block, d.y_block};
   auto it = conv_cache_.find(key);

@@ -115,12 +115,13 @@ class CudaBackend : public Backend {
                               float* db) override;
   void pool2d_forward(const PoolDesc& d, const float* x, float* y) override;
   void pool2d_backward(const PoolDesc& d, const float* x, const float* dy, float* dx) override;
-  void batch_norm_forward_training(const Shape& s, int block, const float* x, const float* gamma, const float* beta, float eps,
-                                   float* y, float* mean, float* var) override;
+  void batch_norm_forward_training(const Shape& s, int block, const float* x, const float* gamma, const float* beta,
+                                   float eps, float* y, float* mean, float* var) override;
   void batch_norm_forward_inference(const Shape& s, int block, const float* x, const float* gamma, const float* beta,
                                     const float* mean, const float* var, float eps, float* y) override;
-  void batch_norm_backward(const Shape& s, int block, const float* x, const float* dy, const float* gamma, const float* mean,
-                           const float* var, float eps, float* dx, float* dgamma, float* dbeta) override;
+  void batch_norm_backward(const Shape& s, int block, const float* x, const float* dy, const float* gamma,
+                           const float* mean, const float* var, float eps, float* dx, float* dgamma,
+                           float* dbeta) override;
   void dropout_forward(int64_t n, float rate, uint64_t seed, const float* x, float* y, float* mask) override;
   void multiply(int64_t n, const float* a, const float* b, float* y) override;
   void axpby(int64_t n, float a, const float* x, float b, float* y) override;

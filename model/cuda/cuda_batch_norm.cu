@@ -58,8 +58,8 @@ CudaBackend::BnPlan& CudaBackend::bn_plan(const Shape& s) {
   return ref;
 }
 
-void CudaBackend::batch_norm_forward_training(const Shape& s, int block, const float* x, const float* gamma, const float* beta,
-                                              float eps, float* y, float* mean, float* var) {
+void CudaBackend::batch_norm_forward_training(const Shape& s, int block, const float* x, const float* gamma,
+                                              const float* beta, float eps, float* y, float* mean, float* var) {
   no_blocked_activations(block);
   if (s.size() == 0) return;
   if (bn_kernels() || eps < CUDNN_BN_MIN_EPSILON) {
@@ -80,8 +80,9 @@ void CudaBackend::batch_norm_forward_training(const Shape& s, int block, const f
   cache_.release(scratch);
 }
 
-void CudaBackend::batch_norm_forward_inference(const Shape& s, int block, const float* x, const float* gamma, const float* beta,
-                                               const float* mean, const float* var, float eps, float* y) {
+void CudaBackend::batch_norm_forward_inference(const Shape& s, int block, const float* x, const float* gamma,
+                                               const float* beta, const float* mean, const float* var, float eps,
+                                               float* y) {
   no_blocked_activations(block);
   if (s.size() == 0) return;
   if (bn_kernels() || eps < CUDNN_BN_MIN_EPSILON) {

@@ -42,8 +42,8 @@ void BatchNorm::forward(Backend& be, const std::vector<const Tensor*>& in, Tenso
                                     running_var_.data(), eps_, out.data());
     return;
   }
-  be.batch_norm_forward_training(s, block, in[0]->data(), gamma_.data(), beta_.data(), eps_, out.data(), batch_mean_.data(),
-                                 batch_var_.data());
+  be.batch_norm_forward_training(s, block, in[0]->data(), gamma_.data(), beta_.data(), eps_, out.data(),
+                                 batch_mean_.data(), batch_var_.data());
   // running = momentum running + (1 - momentum) batch. The variance enters with Bessel's
   // correction m/(m-1), as PyTorch and TensorFlow's fused kernel do: the running variance
   // estimates the population's, the batch normalizes with its own biased one.
@@ -64,8 +64,8 @@ void BatchNorm::backward(Backend& be, const std::vector<const Tensor*>& in, cons
     scratch = Tensor(be, in[0]->shape(), DType::kF32, in[0]->block());
     dx = &scratch;
   }
-  be.batch_norm_backward(in[0]->shape(), common_block(*in[0], *dx), in[0]->data(), dout.data(), gamma_.data(), batch_mean_.data(),
-                         batch_var_.data(), eps_, dx->data(), dgamma_.data(), dbeta_.data());
+  be.batch_norm_backward(in[0]->shape(), common_block(*in[0], *dx), in[0]->data(), dout.data(), gamma_.data(),
+                         batch_mean_.data(), batch_var_.data(), eps_, dx->data(), dgamma_.data(), dbeta_.data());
 }
 
 // Without scale (center) gamma (beta) keeps its constant 1 (0): the backends still read it and
