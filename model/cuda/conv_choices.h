@@ -14,11 +14,16 @@
 
 namespace ds::model {
 
+// algo kGraphAlgo: an execution plan of cuDNN's graph API (the plan's graph[pass], engine its
+// global index) instead of a legacy algorithm: model/cuda/cuda_conv_graph.cu.
+constexpr int kGraphAlgo = -1;
+
 struct ConvChoice {
-  int algo = 0;       // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
+  int algo = 0;       // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t, or kGraphAlgo
   int math = 0;       // cudnnMathType_t the entry was ranked with
   size_t workspace = 0;
   bool timed = false;  // from cudnnFind* (else cuDNN's heuristic)
+  int engine = -1;     // kGraphAlgo: the graph API engine's global index
 };
 
 // cudnnFind*'s usable entries first (fastest first), then the heuristic's usable entries that

@@ -49,6 +49,12 @@ CudaBackend::CudaBackend(int device)
   }
   wgrad_gemm_mode_ = timed_switch("DOWNSCALE_CUDA_WGRAD_GEMM");
   fuse_mode_ = timed_switch("DOWNSCALE_CUDA_FUSE");
+  if (const char* g = std::getenv("DOWNSCALE_CUDA_GRAPH")) {
+    const std::string v = g;
+    if (v != "0" && v != "1" && v != "timed" && !v.empty())
+      throw Error("DOWNSCALE_CUDA_GRAPH is '" + v + "', expected 0 or unset (never), 1 (always) or timed");
+    graph_mode_ = v == "1" ? 1 : v == "timed" ? 2 : 0;
+  }
   if (const char* mb = std::getenv("DOWNSCALE_CUDA_WGRAD_GEMM_MB")) {
     char* end = nullptr;
     const long long v = std::strtoll(mb, &end, 10);

@@ -204,8 +204,17 @@ class CudaBackend : public Backend {
     // convolution call alone (cuDNN's, or the narrow kernel's).
     int64_t timed_calls[3] = {};
     double whole_ms[3] = {}, library_ms[3] = {};
+    // cuDNN's graph API (cuda_conv_graph.cu, DOWNSCALE_CUDA_GRAPH): per pass, the execution plan
+    // of the fastest engine timed, run when use[pass].algo is kGraphAlgo; the two timings behind
+    // the choice (ms, the graph engine's and the legacy algorithm's; negative when not timed).
+    // graph_config: the engine configuration the plan was made from, kept alive with it.
+    cudnnBackendDescriptor_t graph[3] = {}, graph_config[3] = {};
+    float graph_ms[3] = {-1, -1, -1}, legacy_ms[3] = {-1, -1, -1};
 
     ~ConvPlan() {
+      for (int k = 0; k < 3; ++k)
+        for (cudnnBackendDescriptor_t g : {graph[k], graph_config[k]})
+          if (g) cudnnBackendDestroyDescriptor(g);
       if (x) cudnnDestroyTensorDescriptor(x);
       if (y) cudnnDestroyTensorDescriptor(y);
       if (y32) cudnnDestroyTensorDescriptor(y32);
@@ -236,6 +245,19 @@ class CudaBackend : public Backend {
   // with one stderr line and calls again. Any other failure, or no candidate left, throws.
   void run_conv_pass(ConvPlan& p, int k, const char* what,
                      const std::function<cudnnStatus_t(int algo, void* ws, size_t bytes)>& call);
+  // cuda_conv_graph.cu: cuDNN's graph (backend) API for a plan's three passes. The legacy
+  // cudnnFind* reaches only the legacy algorithms; PyTorch, through the graph API, got MNN's BF16
+  // NHWC convolutions 15.3 ms a step on an H200 (2026-11-28) where ours took 18.1 (2026-11-29),
+  // the 75 -> 100 5x5 backward data 0.44 ms against 1.13. graph_mode_ (DOWNSCALE_CUDA_GRAPH):
+  // 0 never (the default until it has run on a GPU), 1 wherever an engine runs (tests), 2
+  // ("timed") where the fastest engine beats the legacy algorithm on the same scratch tensors.
+  // 16-bit modes only. choose_graph_engines runs once per plan, after its legacy choices;
+  // graph_execute is a pass's call with the plan's engine (x, w, y: the pass's three operands,
+  // whichever it writes), refusing (NOT_SUPPORTED, so run_conv_pass falls back to the legacy
+  // algorithm) an operand not aligned as the plan was built for.
+  int graph_mode_ = 0;
+  void choose_graph_engines(const ConvDesc& d, ConvPlan& p);
+  cudnnStatus_t graph_execute(cudnnBackendDescriptor_t plan, const void* x, const void* w, const void* y, void* ws);
   // DOWNSCALE_CUDA_PASS_TIMES=1: events around each pass (whole) and its convolution call
   // (library), recorded on the stream and read only when the backend ends, so timing adds no
   // wait and every figure is the GPU's own time for that pass. The table goes to stderr then.
@@ -470,6 +492,9 @@ inline int plane_blocks(int64_t planes) { return int(planes < 65535 ? planes : 6
 // Info: a -q run (plugin_info_shown() false) prints none of them.
 bool plugin_info_shown();  // model/cuda/plugin_log.cpp
 void conv_note(const ConvDesc& d, const std::string& what);
+// The workspace cudnnFind* (and the graph engines' timing) may offer a candidate
+// (cuda_conv_plan.cu): 2 GiB, 1 GiB or 512 MiB, by the free device memory.
+size_t conv_find_workspace_bytes();
 
 // Zero-padding copy and its inverse for convolutions whose padding cuDNN cannot express.
 void pad_nchw(cudaStream_t s, const Shape& in, int top, int left, const Shape& padded, const float* x, float* xp);

@@ -147,6 +147,7 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
       const void* x16 = d.x16 ? conv_input16(p, d, x, padded16.p) : nullptr;
       const auto forward = [&](const void* xs, const void* ws_, void* ys) {
         run_conv_pass(p, kFwdPass, "cudnnConvolutionForward", [&](int algo, void* ws, size_t bytes) {
+          if (algo == kGraphAlgo) return graph_execute(p.graph[kFwdPass], xs, ws_, ys, ws);
           return cudnnConvolutionForward(cudnn_, &one, p.x, xs, p.w, ws_, p.conv[kFwdPass],
                                          cudnnConvolutionFwdAlgo_t(algo), ws, bytes, &zero, p.y, ys);
         });
@@ -335,6 +336,7 @@ void CudaBackend::conv_backward_data_pass(const ConvDesc& d, const float* dy, co
       float* dst = p.explicit_pad ? pad_buffer(p.x_shape.size()) : dx;
       const auto data = [&](const void* dys, const void* ws_, void* dxs) {
         run_conv_pass(p, kDataPass, "cudnnConvolutionBackwardData", [&](int algo, void* ws, size_t bytes) {
+          if (algo == kGraphAlgo) return graph_execute(p.graph[kDataPass], dxs, ws_, dys, ws);
           return cudnnConvolutionBackwardData(cudnn_, &one, p.w, ws_, p.y, dys, p.conv[kDataPass],
                                               cudnnConvolutionBwdDataAlgo_t(algo), ws, bytes, &zero, p.x, dxs);
         });
@@ -374,6 +376,7 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
       if (x16 && !half16()) throw Error("internal: a 16-bit activation outside the 16-bit modes");
       const auto filter = [&](const void* xs, const void* dys, void* dws) {
         run_conv_pass(p, kFilterPass, "cudnnConvolutionBackwardFilter", [&](int algo, void* ws, size_t bytes) {
+          if (algo == kGraphAlgo) return graph_execute(p.graph[kFilterPass], xs, dws, dys, ws);
           return cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, xs, p.y, dys, p.conv[kFilterPass],
                                                 cudnnConvolutionBwdFilterAlgo_t(algo), ws, bytes, &zero, p.w, dws);
         });

@@ -30,7 +30,10 @@ constexpr size_t kMaxWorkspace = size_t(2) << 30;
 // the next plan's Find asks the same size again and reuses it, where a size following the free
 // memory would leave a new idle block in the cache each time.
 constexpr size_t kMinFindWorkspace = size_t(512) << 20;
-size_t find_workspace_bytes() {
+
+}  // namespace
+
+size_t conv_find_workspace_bytes() {
   size_t free_bytes = 0, total = 0;
   if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
     cudaGetLastError();
@@ -40,6 +43,8 @@ size_t find_workspace_bytes() {
     if (bytes <= free_bytes / 4) return bytes;
   return kMinFindWorkspace;
 }
+
+namespace {
 
 // A ranked list's usable entries, in its order (cuDNN's heuristic, or cudnnFind*'s fastest
 // first): succeeded, within max_workspace, and never CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION (each
@@ -121,8 +126,11 @@ std::string CudaBackend::conv_context(const ConvDesc& d) const {
     const ConvPlan& p = *it->second;
     const char* const names[3] = {"fwd", "data", "filter"};  // indexed by ConvPass
     for (int k = 0; k < 3; ++k)
-      plan += std::string(k ? ", " : "; ") + names[k] + " algo " + std::to_string(p.use[k].algo) + " math " +
-              std::to_string(p.use[k].math) + " ws " + std::to_string(p.use[k].workspace);
+      plan += std::string(k ? ", " : "; ") + names[k] +
+              (p.use[k].algo == kGraphAlgo ? " graph engine " + std::to_string(p.use[k].engine)
+                                           : " algo " + std::to_string(p.use[k].algo) + " math " +
+                                                 std::to_string(p.use[k].math)) +
+              " ws " + std::to_string(p.use[k].workspace);
     plan += std::string(p.timed ? " (cudnnFind)" : " (heuristic)") + (p.explicit_pad ? ", explicit padding" : "") +
             (p.gemm_bwd_weights ? ", weight gradient by im2col + cuBLAS" : "");
   }
@@ -224,6 +232,9 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
     p->untried[k].assign(all.begin() + 1, all.end());
   }
   p->desc = d;
+  // The graph API's engines against the legacy choices just made (DOWNSCALE_CUDA_GRAPH; before
+  // choose_narrow, which then times the narrow kernels against whichever runs).
+  if (p->timed) choose_graph_engines(d, *p);
 
   auto& ref = *p;
   plans_.emplace(key, std::move(p));
@@ -300,7 +311,7 @@ bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p, std::vector<Co
   // other lanes' kernels; the scratch waited for and released at once, or the allocator's hold
   // would keep every plan's Find workspace (up to 2 GiB each) until the join.
   if (forked_) DS_CUDA(cudaDeviceSynchronize());
-  size_t find_ws = find_workspace_bytes();
+  size_t find_ws = conv_find_workspace_bytes();
   try {
     x = allocate(nx);
     w = allocate(nw);
@@ -356,6 +367,10 @@ bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p, std::vector<Co
 // under one math type may need more under another: PyTorch issue 9486, OneFlow PR 3460); the
 // larger figure is kept. A failing query changes nothing: the call itself then reports.
 void CudaBackend::adopt_choice(ConvPlan& p, int k, const ConvChoice& c) {
+  if (c.algo == kGraphAlgo) {  // a graph engine: no descriptor math type, its plan's own workspace
+    p.use[k] = c;
+    return;
+  }
   const cudnnMathType_t math = math_ == MathMode::kFp32 ? CUDNN_FMA_MATH : cudnnMathType_t(c.math);
   DS_CUDNN(cudnnSetConvolutionMathType(p.conv[k], math));
   size_t asked = 0;
@@ -394,6 +409,7 @@ void CudaBackend::run_conv_pass(ConvPlan& p, int k, const char* what,
     const ConvChoice next = p.untried[k].front();
     p.untried[k].erase(p.untried[k].begin());
     const auto choice = [](const ConvChoice& e) {
+      if (e.algo == kGraphAlgo) return "graph engine " + std::to_string(e.engine);
       return std::to_string(e.algo) + " (math " + std::to_string(e.math) + ", " +
              (e.timed ? "cudnnFind" : "heuristic") + ")";
     };

@@ -81,6 +81,9 @@ void CudaBackend::report_pass_times() {
                    static_cast<long long>(p.timed_calls[k]), p.whole_ms[k] / n, p.library_ms[k] / n,
                    narrow ? "narrow kernels"
                    : gemm ? "im2col + cuBLAS"
+                   : p.use[k].algo == kGraphAlgo
+                       ? ("graph engine " + std::to_string(p.use[k].engine) + " ws " +
+                          std::to_string(p.use[k].workspace >> 20) + " MiB (timed)").c_str()
                           : ("algo " + std::to_string(p.use[k].algo) + " math " + std::to_string(p.use[k].math) +
                              " ws " + std::to_string(p.use[k].workspace >> 20) + " MiB" +
                              (p.use[k].timed ? " (cudnnFind)" : " (heuristic)")).c_str());

@@ -628,6 +628,56 @@ TEST_F(ModelCuda, Bf16Fp16ConvolutionsStayWithinTolerance) {
   }
 }
 
+// cuDNN's graph API engines (DOWNSCALE_CUDA_GRAPH=1: each pass on the fastest engine that runs,
+// whatever the legacy algorithm's time) against the CPU: odd, even (explicit padding) and strided
+// geometries, NHWC and NCHW. Each plan's line must say the engine ran its passes: a graph that no
+// engine takes would otherwise pass on the legacy algorithms unseen.
+TEST_F(ModelCuda, GraphEnginesMatchCpu) {
+  ScopedEnv graph("DOWNSCALE_CUDA_GRAPH", "1"), cudnn_filter("DOWNSCALE_CUDA_WGRAD_GEMM", "0");
+  for (const char* layout : {"nhwc", "nchw"}) {
+    LayoutEnv env(layout);
+    auto gpu = make_cuda_backend(0);
+    for (const HalfMode& m : kHalfModes) {
+      if (std::string(layout) == "nhwc" && m.mode == MathMode::kFp16) continue;  // as the legacy test
+      ASSERT_TRUE(gpu->set_math(m.mode));
+      for (int k : {9, 4, 3}) {
+        const ConvDesc d = k == 3 ? test::conv_desc({4, 12, 17, 19}, 24, 3, 3, 2, 1, 1, 1, 1)
+                                  : same_conv(Shape{4, 20, 15, 26}, 50, k);
+        const Shape ws{d.out_c, d.in.c, d.kh, d.kw}, bs{1, d.out_c, 1, 1};
+        const auto x = random_values(size_t(d.in.size()), 1, -1, 1), w = random_values(size_t(ws.size()), 2, -1, 1),
+                   b = random_values(size_t(d.out_c), 3, -1, 1), dy = random_values(size_t(d.out().size()), 5, -1, 1);
+        Tensor xc(*cpu_, d.in), wc(*cpu_, ws), bc(*cpu_, bs), yc(*cpu_, d.out()), dyc(*cpu_, d.out()),
+            dxc(*cpu_, d.in), dwc(*cpu_, ws), dbc(*cpu_, bs);
+        Tensor xg(*gpu, d.in), wg(*gpu, ws), bg(*gpu, bs), yg(*gpu, d.out()), dyg(*gpu, d.out()), dxg(*gpu, d.in),
+            dwg(*gpu, ws), dbg(*gpu, bs);
+        for (auto* t : {&xc, &xg}) t->upload(x.data());
+        for (auto* t : {&wc, &wg}) t->upload(w.data());
+        for (auto* t : {&bc, &bg}) t->upload(b.data());
+        for (auto* t : {&dyc, &dyg}) t->upload(dy.data());
+        const std::string what = std::string(m.name) + " " + layout + " " + d.in.str() + " " + std::to_string(k) +
+                                 "x" + std::to_string(k) + "/" + std::to_string(d.stride);
+        ::testing::internal::CaptureStderr();
+        for (int rep = 0; rep < 2; ++rep) {  // the plan's first calls, then the cached plan
+          gpu->conv2d_forward(d, xg.data(), wg.data(), bg.data(), yg.data());
+          gpu->conv2d_backward_data(d, dyg.data(), wg.data(), dxg.data());
+          gpu->conv2d_backward_weights(d, xg.data(), dyg.data(), dwg.data(), dbg.data());
+        }
+        const std::string log = ::testing::internal::GetCapturedStderr();
+        for (const char* pass : {"forward by cuDNN graph engine", "backward data by cuDNN graph engine",
+                                 "backward filter by cuDNN graph engine"})
+          EXPECT_NE(log.find(pass), std::string::npos) << what << ": no '" << pass << "' line in\n" << log;
+        cpu_->conv2d_forward(d, xc.data(), wc.data(), bc.data(), yc.data());
+        expect_close_to_scale(yc.to_host(), yg.to_host(), m.tol, what + " forward");
+        cpu_->conv2d_backward_data(d, dyc.data(), wc.data(), dxc.data());
+        expect_close_to_scale(dxc.to_host(), dxg.to_host(), m.tol, what + " backward data");
+        cpu_->conv2d_backward_weights(d, xc.data(), dyc.data(), dwc.data(), dbc.data());
+        expect_close_to_scale(dwc.to_host(), dwg.to_host(), m.tol, what + " backward weights");
+        expect_close_to_scale(dbc.to_host(), dbg.to_host(), 1e-4, what + " bias gradient (FP32)");
+      }
+    }
+  }
+}
+
 // The polyphase upsample+conv (x2 then 5x5, as MNN's decoder) through its small 16-bit convolution.
 TEST_F(ModelCuda, Bf16Fp16UpsampleConvStaysWithinTolerance) {
   for (const char* layout : {"nhwc", "nchw"}) {

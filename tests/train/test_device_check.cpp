@@ -387,6 +387,12 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
        {MathMode::kBf16}},
       {"unfused casts, cuDNN bias gradient", {{"DOWNSCALE_CUDA_FUSE16", "0"}, {"DOWNSCALE_CUDA_BIAS_GRAD", "cudnn"}},
        {MathMode::kBf16}},
+      // cuDNN's graph API engines on every pass they take (model/cuda/cuda_conv_graph.cu), on the
+      // NHWC 16-bit activations they were written for and on the default NCHW scratch.
+      {"graph engines, NHWC 16-bit activations",
+       {{"DOWNSCALE_CUDA_GRAPH", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nhwc"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}},
+       {MathMode::kBf16}},
+      {"graph engines", {{"DOWNSCALE_CUDA_GRAPH", "1"}}, {MathMode::kBf16, MathMode::kFp16}},
   };
   for (const Variant& v : variants) {
     const EnvFor env(v.env);

@@ -1,0 +1,419 @@
+// cuDNN's graph (backend) API for a convolution plan's three passes, beside the legacy algorithms
+// that cudnnFind* ranks (cuda_conv_plan.cu). Why: the legacy API reaches only the legacy
+// algorithms. On an H200 (2026-11-29) our BF16 NHWC passes for MNN took 18.1 ms a step, every one
+// on legacy algorithm 0 or 1, where PyTorch's, through the graph API, took 15.3 (2026-11-28,
+// bench/conv_layouts.py): the 75 -> 100 5x5 backward data 1.13 ms against 0.44, the 50 -> 25
+// branch weight gradients 0.41-0.52 against 0.08-0.21.
+//
+// How, per pass: an operation graph of the one convolution over the plan's operands (x, w, y in
+// the plan's data type and layout, unique ids 1, 2, 3; the pass writes one of them), the engine
+// configurations of cuDNN's heuristic A and of its fallback list, each finalized into an
+// execution plan. Those that finalize, fit the workspace cudnnFind* was offered, and need no
+// runtime compilation (seconds each) nor down-convert inputs or reduce in 16 bits (numerical
+// notes) are timed on zeroed scratch tensors, as cudnnFind* does, and so is the legacy algorithm
+// the plan chose. DOWNSCALE_CUDA_GRAPH=timed keeps the fastest engine where it beats the legacy
+// algorithm, =1 wherever one runs (the tests), unset or 0 never (the default until this has run
+// on a GPU). The legacy choice goes first in the pass's untried list, so an engine refused at
+// call time falls back to it with one stderr line (run_conv_pass).
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "model/cuda/cuda_backend.h"
+#include "model/cuda/cuda_check.h"
+
+namespace ds::model {
+
+namespace {
+
+constexpr int64_t kUidX = 1, kUidW = 2, kUidY = 3;  // every graph's and variant pack's operands
+// The byte alignment the plans are built for (engines may load 16 bytes at a time). The 16-bit
+// operands are the backend's own blocks (the caching allocator's, 256-byte aligned);
+// graph_execute refuses any other, and the pass falls back to its legacy algorithm.
+constexpr int64_t kAlign = 16;
+// At most this many engine configurations are finalized and timed per pass, heuristic A's
+// ranking first: a plan's choice costs milliseconds, once.
+constexpr size_t kMaxCandidates = 24;
+
+void check(cudnnStatus_t st, const char* what) {
+  if (st != CUDNN_STATUS_SUCCESS) throw Error(std::string(what) + ": " + cudnnGetErrorString(st));
+}
+
+// One backend descriptor, destroyed with its owner unless released.
+class Desc {
+ public:
+  explicit Desc(cudnnBackendDescriptorType_t type, const char* what) {
+    check(cudnnBackendCreateDescriptor(type, &d_), what);
+  }
+  ~Desc() {
+    if (d_) cudnnBackendDestroyDescriptor(d_);
+  }
+  Desc(Desc&& o) noexcept : d_(o.d_) { o.d_ = nullptr; }
+  Desc(const Desc&) = delete;
+  Desc& operator=(const Desc&) = delete;
+  Desc& operator=(Desc&&) = delete;
+  cudnnBackendDescriptor_t get() const { return d_; }
+  cudnnBackendDescriptor_t release() {
+    cudnnBackendDescriptor_t d = d_;
+    d_ = nullptr;
+    return d;
+  }
+  void set(cudnnBackendAttributeName_t a, cudnnBackendAttributeType_t t, int64_t n, const void* v, const char* what) {
+    check(cudnnBackendSetAttribute(d_, a, t, n, v), what);
+  }
+  void set(cudnnBackendAttributeName_t a, const Desc& v, const char* what) {
+    const cudnnBackendDescriptor_t raw = v.get();
+    set(a, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw, what);
+  }
+  void finalize(const char* what) { check(cudnnBackendFinalize(d_), what); }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+// dims in NCHW order (n, c, h, w; a filter's k, c, r, s) whatever the layout; strides NHWC (KRSC
+// for a filter, as cudnnSetFilter4dDescriptor lays it out) or NCHW.
+Desc tensor(int64_t uid, const int64_t dims[4], cudnnDataType_t dt, bool nhwc) {
+  int64_t strides[4];
+  if (nhwc) {
+    strides[1] = 1;
+    strides[3] = dims[1];
+    strides[2] = dims[3] * dims[1];
+    strides[0] = dims[2] * strides[2];
+  } else {
+    strides[3] = 1;
+    strides[2] = dims[3];
+    strides[1] = dims[2] * dims[3];
+    strides[0] = dims[1] * strides[1];
+  }
+  Desc t(CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor descriptor");
+  t.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt, "tensor data type");
+  t.set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims, "tensor dimensions");
+  t.set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides, "tensor strides");
+  t.set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, "tensor unique id");
+  t.set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &kAlign, "tensor alignment");
+  t.finalize("tensor finalize");
+  return t;
+}
+
+// Cross-correlation (as cudnnSetConvolution2dDescriptor's CUDNN_CROSS_CORRELATION), FP32 sums.
+Desc convolution(int pad_h, int pad_w, int stride) {
+  const int64_t dims = 2, dilation[2] = {1, 1}, strides[2] = {stride, stride}, pad[2] = {pad_h, pad_w};
+  const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  Desc c(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, "convolution descriptor");
+  c.set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims, "convolution spatial dims");
+  c.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp, "convolution compute type");
+  c.set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode, "convolution mode");
+  c.set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilation, "convolution dilations");
+  c.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, strides, "convolution strides");
+  c.set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad, "convolution pre-paddings");
+  c.set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad, "convolution post-paddings");
+  c.finalize("convolution finalize");
+  return c;
+}
+
+// Pass k's operation: y = conv(x, w) forward, x = its data gradient from y, w = its filter
+// gradient from x and y; alpha 1, beta 0, as every legacy call of the backend.
+Desc operation(int k, const Desc& x, const Desc& w, const Desc& y, const Desc& conv) {
+  struct Names {
+    cudnnBackendDescriptorType_t type;
+    cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+  };
+  static const Names names[3] = {
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA},
+  };
+  const Names& n = names[k];
+  const float alpha = 1.0f, beta = 0.0f;
+  Desc op(n.type, "convolution operation");
+  op.set(n.x, x, "operation x");
+  op.set(n.w, w, "operation w");
+  op.set(n.y, y, "operation y");
+  op.set(n.conv, conv, "operation convolution");
+  op.set(n.alpha, CUDNN_TYPE_FLOAT, 1, &alpha, "operation alpha");
+  op.set(n.beta, CUDNN_TYPE_FLOAT, 1, &beta, "operation beta");
+  op.finalize("operation finalize");
+  return op;
+}
+
+Desc operation_graph(const Desc& op, cudnnHandle_t handle) {
+  Desc g(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph");
+  g.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, op, "operation graph ops");
+  g.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, "operation graph handle");
+  g.finalize("operation graph finalize");
+  return g;
+}
+
+// The engine configurations cuDNN's heuristic `mode` lists for the graph, in its order.
+std::vector<Desc> engine_configs(const Desc& graph, cudnnBackendHeurMode_t mode) {
+  Desc h(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "engine heuristic");
+  h.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph, "heuristic graph");
+  h.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heuristic mode");
+  h.finalize("heuristic finalize");
+  int64_t count = 0;
+  check(cudnnBackendGetAttribute(h.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                                 nullptr),
+        "heuristic result count");
+  std::vector<Desc> configs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine configuration");
+    raw.push_back(configs.back().get());
+  }
+  int64_t got = 0;
+  if (count > 0)
+    check(cudnnBackendGetAttribute(h.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
+                                   raw.data()),
+          "heuristic results");
+  while (int64_t(configs.size()) > got) configs.pop_back();
+  return configs;
+}
+
+// A configuration's engine: its global index, and whether the notes allow it here.
+struct EngineInfo {
+  int64_t index = -1;
+  bool usable = false;
+};
+EngineInfo engine_info(const Desc& config, bool transforms) {
+  Desc e(CUDNN_BACKEND_ENGINE_DESCRIPTOR, "engine");
+  cudnnBackendDescriptor_t raw = e.get();
+  int64_t n = 0;
+  check(cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &raw),
+        "configuration engine");
+  EngineInfo info;
+  check(cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &info.index),
+        "engine index");
+  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  check(cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                 CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes),
+        "engine numerical notes");
+  info.usable = true;
+  for (int64_t i = 0; i < n; ++i) {
+    const cudnnBackendNumericalNote_t note = notes[i];
+    // 16-bit inputs are the operands as given (no further rounding) and the sums FP32, as in the
+    // legacy algorithms the parity tests pin; DOWNSCALE_CUDA_TRANSFORMS=0 drops FFT and Winograd here too.
+    if (note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS || note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION ||
+        (!transforms && (note == CUDNN_NUMERICAL_NOTE_FFT || note == CUDNN_NUMERICAL_NOTE_WINOGRAD ||
+                         note == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4 ||
+                         note == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6 ||
+                         note == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13)))
+      info.usable = false;
+  }
+  cudnnBackendBehaviorNote_t behavior[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+  check(cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                 CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n, behavior),
+        "engine behavior notes");
+  for (int64_t i = 0; i < n; ++i)
+    if (behavior[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) info.usable = false;
+  return info;
+}
+
+// An execution plan and the engine configuration it was made from, kept alive with it (as
+// cudnn-frontend's ExecutionPlan keeps its configuration; the graph and its operation need not
+// outlive a finalized plan, as in PyTorch's plan cache).
+struct Candidate {
+  cudnnBackendDescriptor_t plan = nullptr, config = nullptr;  // owned by the Candidates list below
+  int64_t workspace = 0, engine = -1;
+};
+
+// The execution plans a chooser may time, owned until it keeps one.
+struct Candidates {
+  std::vector<Candidate> list;
+  ~Candidates() {
+    for (Candidate& c : list)
+      for (cudnnBackendDescriptor_t d : {c.plan, c.config})
+        if (d) cudnnBackendDestroyDescriptor(d);
+  }
+};
+
+bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % uintptr_t(kAlign) == 0; }
+
+}  // namespace
+
+cudnnStatus_t CudaBackend::graph_execute(cudnnBackendDescriptor_t plan, const void* x, const void* w, const void* y,
+                                         void* ws) {
+  if (!plan) return CUDNN_STATUS_BAD_PARAM;
+  if (!aligned(x) || !aligned(w) || !aligned(y)) return CUDNN_STATUS_NOT_SUPPORTED;
+  cudnnBackendDescriptor_t pack = nullptr;
+  cudnnStatus_t st = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack);
+  if (st != CUDNN_STATUS_SUCCESS) return st;
+  const int64_t uids[3] = {kUidX, kUidW, kUidY};
+  void* data[3] = {const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y)};
+  st = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
+  if (st == CUDNN_STATUS_SUCCESS)
+    st = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, data);
+  if (st == CUDNN_STATUS_SUCCESS)
+    st = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+  if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendFinalize(pack);
+  if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendExecute(cudnn_, plan, pack);
+  cudnnBackendDestroyDescriptor(pack);
+  return st;
+}
+
+void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p) {
+  if (graph_mode_ == 0 || !half16()) return;
+  const Shape out = d.out();
+  const cudnnDataType_t dt = math_ == MathMode::kBf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+  const int64_t xd[4] = {p.x_shape.n, p.x_shape.c, p.x_shape.h, p.x_shape.w};
+  const int64_t wd[4] = {d.out_c, d.in.c, d.kh, d.kw};
+  const int64_t yd[4] = {out.n, out.c, out.h, out.w};
+  // The padding cuDNN sees: none when the plan pads x itself (explicit_pad, uneven padding).
+  const int pad_h = p.explicit_pad ? 0 : d.pad_top, pad_w = p.explicit_pad ? 0 : d.pad_left;
+  // Scratch as find_algorithms' (zeroed; 4 bytes an element where the operands take 2).
+  if (forked_) DS_CUDA(cudaDeviceSynchronize());
+  const int64_t nx = p.x_shape.size(), nw = int64_t(d.out_c) * d.in.c * d.kh * d.kw, ny = out.size();
+  size_t ws_bytes = conv_find_workspace_bytes();
+  float *x = nullptr, *w = nullptr, *y = nullptr;
+  void* ws = nullptr;
+  const auto give_back = [&] {
+    if (forked_) {
+      cudaStreamSynchronize(stream_);
+      cudaGetLastError();
+    }
+    for (void* b : {static_cast<void*>(x), static_cast<void*>(w), static_cast<void*>(y), ws})
+      if (b) forked_ ? cache_.release_now(b) : cache_.release(b);
+  };
+  try {
+    x = allocate(nx);
+    w = allocate(nw);
+    y = allocate(ny);
+    try {
+      ws = cache_.allocate(ws_bytes);
+    } catch (const Error&) {
+      cudaGetLastError();
+      ws_bytes = size_t(512) << 20;
+      ws = cache_.allocate(ws_bytes);
+    }
+    DS_CUDA(cudaMemsetAsync(x, 0, size_t(nx) * sizeof(float), stream_));
+    DS_CUDA(cudaMemsetAsync(w, 0, size_t(nw) * sizeof(float), stream_));
+    DS_CUDA(cudaMemsetAsync(y, 0, size_t(ny) * sizeof(float), stream_));
+  } catch (const Error& e) {
+    cudaGetLastError();
+    give_back();
+    conv_note(d, std::string("graph API not used (no scratch: ") + e.what() + ")");
+    return;
+  }
+  const float one = 1.0f, zero = 0.0f;
+  for (int k = 0; k < 3; ++k) {
+    try {
+      const Desc xt = tensor(kUidX, xd, dt, nhwc_), wt = tensor(kUidW, wd, dt, nhwc_), yt = tensor(kUidY, yd, dt, nhwc_);
+      const Desc conv = convolution(pad_h, pad_w, d.stride);
+      const Desc op = operation(k, xt, wt, yt, conv);
+      const Desc graph = operation_graph(op, cudnn_);
+      Candidates cands;
+      int listed = 0, skipped = 0;
+      for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+        std::vector<Desc> configs;
+        try {
+          configs = engine_configs(graph, mode);
+        } catch (const Error&) {
+          if (mode == CUDNN_HEUR_MODE_A) throw;  // the fallback list may be empty or refused
+          cudaGetLastError();
+        }
+        for (Desc& config : configs) {
+          if (cands.list.size() >= kMaxCandidates) break;
+          ++listed;
+          const EngineInfo info = engine_info(config, transforms_);
+          bool seen = false;
+          for (const Candidate& c : cands.list) seen = seen || c.engine == info.index;
+          if (!info.usable || seen) {
+            skipped += !seen;
+            continue;
+          }
+          Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
+          plan.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config, "plan configuration");
+          plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &cudnn_, "plan handle");
+          if (cudnnBackendFinalize(plan.get()) != CUDNN_STATUS_SUCCESS) {  // not for this graph
+            ++skipped;
+            continue;
+          }
+          int64_t bytes = 0, n = 0;
+          check(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
+                                         &bytes),
+                "plan workspace");
+          if (bytes < 0 || size_t(bytes) > ws_bytes) {
+            ++skipped;
+            continue;
+          }
+          cands.list.push_back(Candidate{plan.release(), config.release(), bytes, info.index});
+        }
+      }
+      cudaGetLastError();
+      // Each candidate, then the legacy algorithm, on the scratch: a warm-up and three runs.
+      int best = -1;
+      float best_ms = -1;
+      for (size_t i = 0; i < cands.list.size(); ++i) {
+        const Candidate& c = cands.list[i];
+        try {
+          const float ms = time_runs(
+              [&] { check(graph_execute(c.plan, x, w, y, c.workspace ? ws : nullptr), "graph execute"); }, 3);
+          if (best < 0 || ms < best_ms) best = int(i), best_ms = ms;
+        } catch (const Error&) {
+          cudaGetLastError();
+        }
+      }
+      const ConvChoice legacy = p.use[k];
+      float legacy_ms = -1;
+      if (legacy.workspace <= ws_bytes) {
+        try {
+          legacy_ms = time_runs(
+              [&] {
+                void* lws = legacy.workspace ? ws : nullptr;
+                cudnnStatus_t st;
+                if (k == kFwdPass)
+                  st = cudnnConvolutionForward(cudnn_, &one, p.x, x, p.w, w, p.conv[k],
+                                               cudnnConvolutionFwdAlgo_t(legacy.algo), lws, legacy.workspace, &zero,
+                                               p.y, y);
+                else if (k == kDataPass)
+                  st = cudnnConvolutionBackwardData(cudnn_, &one, p.w, w, p.y, y, p.conv[k],
+                                                    cudnnConvolutionBwdDataAlgo_t(legacy.algo), lws, legacy.workspace,
+                                                    &zero, p.x, x);
+                else
+                  st = cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, x, p.y, y, p.conv[k],
+                                                      cudnnConvolutionBwdFilterAlgo_t(legacy.algo), lws,
+                                                      legacy.workspace, &zero, p.w, w);
+                check(st, "legacy algorithm");
+              },
+              3);
+        } catch (const Error&) {
+          cudaGetLastError();
+        }
+      }
+      p.graph_ms[k] = best_ms;
+      p.legacy_ms[k] = legacy_ms;
+      char times[160];
+      std::snprintf(times, sizeof times, " (ms graph/legacy %.3f/%.3f; %zu engines timed of %d listed, %d left out)",
+                    best_ms, legacy_ms, cands.list.size(), listed, skipped);
+      if (best >= 0 && (graph_mode_ == 1 || legacy_ms < 0 || best_ms < legacy_ms)) {
+        Candidate& c = cands.list[size_t(best)];
+        p.graph[k] = c.plan;
+        p.graph_config[k] = c.config;
+        c.plan = c.config = nullptr;
+        p.untried[k].insert(p.untried[k].begin(), legacy);
+        p.use[k] = ConvChoice{kGraphAlgo, 0, size_t(c.workspace), true, int(c.engine)};
+        conv_note(d, std::string(kPassNames[k]) + " by cuDNN graph engine " + std::to_string(c.engine) + times);
+      } else {
+        conv_note(d, std::string(kPassNames[k]) + " stays on legacy algorithm " + std::to_string(legacy.algo) +
+                         times);
+      }
+    } catch (const Error& e) {
+      cudaGetLastError();
+      conv_note(d, std::string("graph API not used for the ") + kPassNames[k] + ": " + e.what());
+    }
+  }
+  give_back();
+}
+
+}  // namespace ds::model
