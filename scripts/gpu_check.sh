@@ -38,11 +38,11 @@
 #        CURVE_STEPS=20 CPU_CURVE=1 (0 skips the CPU loss curve, minutes on few cores)
 #        MATHS="tf32 fp32" (the precisions benchmarked against PyTorch) CURVE_MATHS="fp32 tf32"
 #        (the GPU precisions whose loss curves are compared with the CPU's and FP32's; an entry
-#        bf16+act16 is bf16 with 16-bit activations between layers, +nhwc NHWC) PROFILE_MATHS=bf16
+#        bf16+act16 is bf16 with 16-bit activations between layers, +nhwc NHWC; +act32, +nchw, +graph as math_env says) PROFILE_MATHS=bf16
 #        CPU_CURVE_STEPS=20 (the CPU's curve is that long; compared on the steps both have)
 #        COMPILE=auto (the torch.compile peers; 0 leaves them out: about a minute each)
 #        E2E=1, IMAGENET=1 (0 drops the section from SECTIONS) E2E_CONFIG=configs/bench_na.yaml
-#        E2E_MATHS=tf32 (train.precision of each end-to-end run; bf16+act16+nhwc as in CURVE_MATHS)
+#        E2E_MATHS=tf32 (train.precision of each end-to-end run; bf16+nchw+act32 and the like as in CURVE_MATHS)
 #        E2E_DOD="true false" (train.data_on_device of each) E2E_EPOCHS=3 VARIANTS (section variants)
 #        LOGS=DIR (keeps every step's full log there) STEP_TIMEOUT=300 (seconds per step: a hung
 #        step is a failure, and the rest still runs inside a device call's time limit)
@@ -130,14 +130,20 @@ failed=() notrun=()
 exec 3>"$REPORT.tmp"
 say() { echo "$*" >&3; echo "$*"; }
 # An entry of CURVE_MATHS or E2E_MATHS: a precision, then any of +act16 (the activations between
-# layers kept in 16 bits: DOWNSCALE_CUDA_ACTIVATIONS16=1, opt-in on GPUs until measured faster;
-# DOWNSCALE_ACTIVATIONS16=1, the CPU's default under bf16) and +nhwc (DOWNSCALE_CUDA_LAYOUT=nhwc:
-# the 16-bit scratch, or with +act16 the activations themselves, NHWC). math_env prints the env
-# words to put before the command (nothing for a plain precision), precision_of the precision.
+# layers kept in 16 bits: DOWNSCALE_CUDA_ACTIVATIONS16=1, BF16's default on GPUs since 2026-11-29;
+# DOWNSCALE_ACTIVATIONS16=1, the CPU's default under bf16), +act32 (DOWNSCALE_CUDA_ACTIVATIONS16=0:
+# FP32 activations), +nhwc and +nchw (DOWNSCALE_CUDA_LAYOUT: the 16-bit scratch, or with 16-bit
+# activations the activations themselves, NHWC (BF16's default) or NCHW), +graph
+# (DOWNSCALE_CUDA_GRAPH=timed: cuDNN's graph API engines where faster). bf16+nchw+act32 is BF16
+# as it ran before 2026-11-29. math_env prints the env words to put before the command (nothing
+# for a plain precision), precision_of the precision.
 math_env() {
   local e=()
   [[ $1 == *+act16* ]] && e+=(DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_ACTIVATIONS16=1)
+  [[ $1 == *+act32* ]] && e+=(DOWNSCALE_CUDA_ACTIVATIONS16=0)
   [[ $1 == *+nhwc* ]] && e+=(DOWNSCALE_CUDA_LAYOUT=nhwc)
+  [[ $1 == *+nchw* ]] && e+=(DOWNSCALE_CUDA_LAYOUT=nchw)
+  [[ $1 == *+graph* ]] && e+=(DOWNSCALE_CUDA_GRAPH=timed)
   if ((${#e[@]})); then echo env "${e[@]}"; fi
 }
 precision_of() { echo "${1%%+*}"; }
@@ -277,8 +283,8 @@ section_nccl() {
 # --- 2. loss curves: the GPU in each precision against the CPU, same weights and batch ---
 section_curves() {
   say "## 2. MNN, $CURVE_STEPS training steps at batch $BATCH on the North America shapes (the CPU: $([[ $CPU_CURVE == 1 ]] && echo "$CPU_CURVE_STEPS" || echo none))"
-  # An entry of CURVE_MATHS: a precision, with +act16 and +nhwc as math_env says.
-  curve() {  # device math[+act16][+nhwc] out [steps]
+  # An entry of CURVE_MATHS: a precision, with +act16, +act32, +nhwc, +nchw, +graph as math_env says.
+  curve() {  # device math[+switches] out [steps]
     local envw=()
     read -r -a envw <<< "$(math_env "$2")"
     run ${envw[@]+"${envw[@]}"} "$bench" --device "$1" --math "$(precision_of "$2")" --threads 0 --batch "$BATCH" --grid "$GRID" \
@@ -394,12 +400,15 @@ section_variants() {
   for math in $MATHS; do
     for v in ${VARIANTS:-default DOWNSCALE_CUDA_NARROW=0 DOWNSCALE_CUDA_NARROW=1 DOWNSCALE_CUDA_NARROW_WINDOW=0 DOWNSCALE_CUDA_FUSE=0 DOWNSCALE_CUDA_FUSE=1 DOWNSCALE_FUSE_LAYERS=0 \
              DOWNSCALE_CUDA_BIAS_GRAD=cudnn DOWNSCALE_CUDA_FUSE16=0 DOWNSCALE_CUDA_LANES=0 DOWNSCALE_CUDA_WGRAD_GEMM=0 \
-             DOWNSCALE_CUDA_WGRAD_GEMM=1 DOWNSCALE_CUDA_LAYOUT=nhwc DOWNSCALE_CUDA_ACTIVATIONS16=1 \
-             DOWNSCALE_CUDA_LAYOUT=nhwc+DOWNSCALE_CUDA_ACTIVATIONS16=1}; do
+             DOWNSCALE_CUDA_WGRAD_GEMM=1 DOWNSCALE_CUDA_LAYOUT=nchw+DOWNSCALE_CUDA_ACTIVATIONS16=0 \
+             DOWNSCALE_CUDA_LAYOUT=nchw+DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_CUDA_LAYOUT=nhwc+DOWNSCALE_CUDA_ACTIVATIONS16=0 \
+             DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_CUDA_GRAPH=timed}; do
       # A setting that only one kind of precision has is skipped in the others (also inside a
       # combination of settings joined by '+').
       [[ $v == *DOWNSCALE_CUDA_LAYOUT=nhwc* && $math != bf16 ]] && continue
-      [[ $v == *DOWNSCALE_CUDA_ACTIVATIONS16=1* && $math != bf16 && $math != fp16 ]] && continue
+      [[ $v == *DOWNSCALE_CUDA_LAYOUT=nchw* && $math != bf16 && $math != fp16 ]] && continue
+      [[ $v == *DOWNSCALE_CUDA_ACTIVATIONS16=[01]* && $math != bf16 && $math != fp16 ]] && continue
+      [[ $v == *DOWNSCALE_CUDA_GRAPH=* && $math != bf16 && $math != fp16 ]] && continue
       [[ $v == *DOWNSCALE_CUDA_FUSE=[01]* && ($math == bf16 || $math == fp16) ]] && continue
       [[ $v == *DOWNSCALE_CUDA_FUSE16=0* && $math != bf16 && $math != fp16 ]] && continue
       envv=()
@@ -489,7 +498,7 @@ section_e2e() {
   mkdir -p "$na" && cp -r "$root/configs" "$na/"
   if (cd "$na" && for st in synth fetch preprocess; do run "$downscale" $st --config "$config" || exit 1; done) \
        > "$work/na_prep" 2>&1; then
-    # E2E_MATHS: train.precision per run, with +act16 and +nhwc as math_env says (as CURVE_MATHS);
+    # E2E_MATHS: train.precision per run, with the switches math_env names (as CURVE_MATHS);
     # E2E_DOD: the train.data_on_device settings, each run in every precision.
     for m in ${E2E_MATHS:-tf32}; do
       local envw=()

@@ -38,7 +38,7 @@ CudaBackend::CudaBackend(int device)
     const std::string l = layout;
     if (l != "nhwc" && l != "nchw" && !l.empty())
       throw Error("DOWNSCALE_CUDA_LAYOUT is '" + l + "', expected nhwc or nchw");
-    nhwc_ = l == "nhwc";
+    layout_env_ = l.empty() ? -1 : l == "nhwc" ? 1 : 0;
   }
   narrow_mode_ = timed_switch("DOWNSCALE_CUDA_NARROW");
   if (const char* wnd = std::getenv("DOWNSCALE_CUDA_NARROW_WINDOW")) {
@@ -77,8 +77,9 @@ CudaBackend::CudaBackend(int device)
   if (const char* a16 = std::getenv("DOWNSCALE_CUDA_ACTIVATIONS16")) {
     const std::string v = a16;
     if (v != "0" && v != "1" && !v.empty())
-      throw Error("DOWNSCALE_CUDA_ACTIVATIONS16 is '" + v + "', expected 1 (16-bit activations) or 0 (the default)");
-    act16_ = v == "1";
+      throw Error("DOWNSCALE_CUDA_ACTIVATIONS16 is '" + v +
+                  "', expected 1 (16-bit activations), 0 (FP32) or unset (16 bits under bf16 only)");
+    act16_env_ = v.empty() ? -1 : v == "1" ? 1 : 0;
   }
   if (const char* t = std::getenv("DOWNSCALE_CUDA_TRANSFORMS")) {
     const std::string v = t;

@@ -37,12 +37,11 @@ class CudaBackend : public Backend {
   // TF32 (default), FP32, BF16 or FP16: the convolution plans are kept per mode (and 16-bit
   // layout), cuBLAS switches at once.
   bool set_math(MathMode mode) override;
-  // 16-bit activations (ConvDesc::x16/y16): the math's 16-bit type with DOWNSCALE_CUDA_ACTIVATIONS16=1
-  // under BF16/FP16 math with the fused casts (the activations are then the cuDNN operands
-  // themselves); FP32 otherwise, and by default until a GPU run shows it faster (NCHW: checked
-  // on an H100, 2026-11-24; docs/gpu.md). With DOWNSCALE_CUDA_LAYOUT=nhwc they are NHWC
-  // (act_nhwc()): BF16 NHWC from the first convolution on, no transposing cast around the
-  // convolutions that read and write them; the gradients stay FP32 NCHW.
+  // 16-bit activations (ConvDesc::x16/y16): the math's 16-bit type under BF16 by default (FP16
+  // with DOWNSCALE_CUDA_ACTIVATIONS16=1) with the fused casts (the activations are then the cuDNN
+  // operands themselves); FP32 otherwise. In NHWC (BF16's default; act_nhwc()) from the first
+  // convolution on, no transposing cast around the convolutions that read and write them; the
+  // gradients stay FP32 NCHW.
   DType activation_dtype() const override;
   // Under NHWC activations the narrow kernels (stride 1, out_c <= 4: MNN's head) read FP32 NCHW
   // only: such a convolution neither reads nor writes 16-bit activations (its input, the biggest
@@ -401,13 +400,17 @@ class CudaBackend : public Backend {
   // Every device buffer (tensors, workspace, padding scratch): cudaMalloc only on a miss.
   CachingAllocator cache_;
   MathMode math_ = MathMode::kTf32;
-  // Layout of the 16-bit convolution operands, env DOWNSCALE_CUDA_LAYOUT=nhwc | nchw (default).
-  // NCHW by default: on an H100 (cuDNN 9.19) MNN trained faster with NCHW 16-bit scratch (bf16
-  // 739 against 633 samples/s in NHWC, fp16 774), and cuDNN refused some fp16 backward-data
-  // shapes in NHWC (CUDNN_STATUS_BAD_PARAM). DOWNSCALE_CUDA_LAYOUT=nhwc keeps the other to measure.
-  // Those NHWC figures had flat casts reading one side strided and no fused epilogue; its casts
-  // are tiled transposes with the epilogue fused since (nhwc_tile.h, never run on a GPU yet).
+  // Layout of the 16-bit convolution operands (nhwc_) and whether activations between layers are
+  // 16-bit (act16_), set by set_math: under BF16 NHWC 16-bit activations, under FP16 NCHW scratch
+  // and FP32 activations, unless env DOWNSCALE_CUDA_LAYOUT=nhwc|nchw or
+  // DOWNSCALE_CUDA_ACTIVATIONS16=1|0 says otherwise (layout_env_, act16_env_: -1 unset, else
+  // the value). Why BF16's: on an H200 (2026-11-29, cuDNN 9.19) MNN trained at 1706 samples/s
+  // with NHWC 16-bit activations against 1647 with NCHW scratch and FP32 activations (1641 with
+  // NCHW 16-bit activations), 5779 against 5278 forward, and the check passed (parity, device
+  // check, 20-step curves). FP16: cuDNN refused some backward-data shapes in NHWC (BAD_PARAM,
+  // H100 2026-11-23), and NCHW 16-bit activations were no faster (H200, 2026-11-28).
   bool nhwc_ = false;
+  int layout_env_ = -1, act16_env_ = -1;
   // Env DOWNSCALE_CUDA_NARROW: 0 never uses the narrow convolution path, 1 always where it
   // applies (the parity tests), unset (-1) by timing per plan.
   int narrow_mode_ = -1;
@@ -429,7 +432,7 @@ class CudaBackend : public Backend {
   // A diagnosis switch: a 16-bit test that fails only when timings shift (under compute-sanitizer)
   // and passes with it set failed on the algorithm its timing chose, not on a memory bug.
   bool transforms_ = true;
-  bool act16_ = false;  // DOWNSCALE_CUDA_ACTIVATIONS16=1 (activation_dtype)
+  bool act16_ = false;  // 16-bit activations (activation_dtype): see nhwc_
   int sm_count_ = 0;  // multiprocessors, asked on first use
   int* d_flag_ = nullptr;  // all_finite's answer
   cudaStream_t stream_ = nullptr;

@@ -209,6 +209,11 @@ bool CudaBackend::conv_activations16(int out_c, int stride) const {
 
 bool CudaBackend::set_math(MathMode mode) {
   math_ = mode;
+  // BF16's defaults: NHWC 16-bit activations (cuda_backend.h says why); FP16 keeps NCHW FP32
+  // activations (cuDNN refused FP16 backward data in NHWC). The environment overrides either.
+  const bool bf16 = mode == MathMode::kBf16;
+  nhwc_ = layout_env_ >= 0 ? layout_env_ == 1 : bf16;
+  act16_ = act16_env_ >= 0 ? act16_env_ == 1 : bf16;
   if (cublas_) set_cublas_math(cublas_);
   for (const Lane& l : lanes_)  // the other lanes' handles (the current one's is cublas_)
     if (l.cublas && l.cublas != cublas_) set_cublas_math(l.cublas);

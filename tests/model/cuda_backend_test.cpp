@@ -1420,7 +1420,7 @@ TEST_F(ModelCuda, AddGlobalAveragePoolAndBatchNormFlags) {
 TEST_F(ModelCuda, WeightGradientByGemmMatchesCpu) {
   // The GEMM forced, in 1 MiB chunks; NCHW whatever the caller's environment says (the GEMM's layout).
   ScopedEnv gemm("DOWNSCALE_CUDA_WGRAD_GEMM", "1"), chunk("DOWNSCALE_CUDA_WGRAD_GEMM_MB", "1"),
-      nchw("DOWNSCALE_CUDA_LAYOUT", nullptr);
+      nchw("DOWNSCALE_CUDA_LAYOUT", "nchw"), act32("DOWNSCALE_CUDA_ACTIVATIONS16", "0");
   struct Case {
     int c, h, w, oc, kh, kw, stride, pt, pb, pl, pr;
   };

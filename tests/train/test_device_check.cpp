@@ -378,21 +378,32 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
       // (ModelCuda.FiveLanesByDefaultOneStreamWhenAskedOrTimed checks that they are the default).
       {"defaults", {{"DOWNSCALE_CUDA_LANES", "5"}}, {MathMode::kTf32, MathMode::kFp32, MathMode::kBf16, MathMode::kFp16}},
       {"hand-written kernels forced, one stream",
-       {{"DOWNSCALE_CUDA_NARROW", "1"}, {"DOWNSCALE_CUDA_WGRAD_GEMM", "1"}, {"DOWNSCALE_CUDA_LANES", "0"}},
+       {{"DOWNSCALE_CUDA_NARROW", "1"}, {"DOWNSCALE_CUDA_WGRAD_GEMM", "1"}, {"DOWNSCALE_CUDA_LANES", "0"},
+        {"DOWNSCALE_CUDA_LAYOUT", "nchw"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "0"}},  // the GEMM reads NCHW
        {MathMode::kTf32, MathMode::kBf16}},
-      {"16-bit activations", {{"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}}, {MathMode::kBf16, MathMode::kFp16}},
-      {"NHWC 16-bit scratch", {{"DOWNSCALE_CUDA_LAYOUT", "nhwc"}}, {MathMode::kBf16}},
+      // BF16's default since 2026-11-29 is NHWC 16-bit activations (the "defaults" row); each
+      // other path pinned here.
+      {"NCHW 16-bit scratch, FP32 activations",
+       {{"DOWNSCALE_CUDA_LAYOUT", "nchw"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "0"}},
+       {MathMode::kBf16}},
+      {"16-bit activations", {{"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nchw"}},
+       {MathMode::kBf16, MathMode::kFp16}},
+      {"NHWC 16-bit scratch", {{"DOWNSCALE_CUDA_LAYOUT", "nhwc"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "0"}},
+       {MathMode::kBf16}},
       // NHWC in BF16 only: cuDNN refused FP16 backward data in NHWC for MNN's 25 -> 10 convolutions.
       {"NHWC 16-bit activations", {{"DOWNSCALE_CUDA_LAYOUT", "nhwc"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}},
        {MathMode::kBf16}},
-      {"unfused casts, cuDNN bias gradient", {{"DOWNSCALE_CUDA_FUSE16", "0"}, {"DOWNSCALE_CUDA_BIAS_GRAD", "cudnn"}},
+      {"unfused casts, cuDNN bias gradient",
+       {{"DOWNSCALE_CUDA_FUSE16", "0"}, {"DOWNSCALE_CUDA_BIAS_GRAD", "cudnn"}, {"DOWNSCALE_CUDA_LAYOUT", "nchw"}},
        {MathMode::kBf16}},
       // cuDNN's graph API engines on every pass they take (model/cuda/cuda_conv_graph.cu), on the
-      // NHWC 16-bit activations they were written for and on the default NCHW scratch.
+      // NHWC 16-bit activations they were written for and on NCHW scratch.
       {"graph engines, NHWC 16-bit activations",
        {{"DOWNSCALE_CUDA_GRAPH", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nhwc"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}},
        {MathMode::kBf16}},
-      {"graph engines", {{"DOWNSCALE_CUDA_GRAPH", "1"}}, {MathMode::kBf16, MathMode::kFp16}},
+      {"graph engines, NCHW 16-bit scratch",
+       {{"DOWNSCALE_CUDA_GRAPH", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nchw"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "0"}},
+       {MathMode::kBf16, MathMode::kFp16}},
   };
   for (const Variant& v : variants) {
     const EnvFor env(v.env);
