@@ -15,6 +15,7 @@
 // algorithm, =1 wherever one runs (the tests), unset or 0 never (the default until this has run
 // on a GPU). The legacy choice goes first in the pass's untried list, so an engine refused at
 // call time falls back to it with one stderr line (run_conv_pass).
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -22,6 +23,7 @@
 
 #include "model/cuda/cuda_backend.h"
 #include "model/cuda/cuda_check.h"
+#include "model/cuda/graph_strides.h"
 
 namespace ds::model {
 
@@ -72,25 +74,13 @@ class Desc {
   cudnnBackendDescriptor_t d_ = nullptr;
 };
 
-// dims in NCHW order (n, c, h, w; a filter's k, c, r, s) whatever the layout; strides NHWC (KRSC
-// for a filter, as cudnnSetFilter4dDescriptor lays it out) or NCHW.
-Desc tensor(int64_t uid, const int64_t dims[4], cudnnDataType_t dt, bool nhwc) {
-  int64_t strides[4];
-  if (nhwc) {
-    strides[1] = 1;
-    strides[3] = dims[1];
-    strides[2] = dims[3] * dims[1];
-    strides[0] = dims[2] * strides[2];
-  } else {
-    strides[3] = 1;
-    strides[2] = dims[3];
-    strides[1] = dims[2] * dims[3];
-    strides[0] = dims[1] * strides[1];
-  }
+// An operand of the plan's data type in its layout (graph_strides.h), 16-byte aligned.
+Desc tensor(int64_t uid, const std::array<int64_t, 4>& dims, cudnnDataType_t dt, bool nhwc) {
+  const std::array<int64_t, 4> strides = graph_strides(dims, nhwc);
   Desc t(CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor descriptor");
   t.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt, "tensor data type");
-  t.set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims, "tensor dimensions");
-  t.set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides, "tensor strides");
+  t.set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data(), "tensor dimensions");
+  t.set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data(), "tensor strides");
   t.set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, "tensor unique id");
   t.set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &kAlign, "tensor alignment");
   t.finalize("tensor finalize");
@@ -266,9 +256,8 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p) {
   if (graph_mode_ == 0 || !half16()) return;
   const Shape out = d.out();
   const cudnnDataType_t dt = math_ == MathMode::kBf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
-  const int64_t xd[4] = {p.x_shape.n, p.x_shape.c, p.x_shape.h, p.x_shape.w};
-  const int64_t wd[4] = {d.out_c, d.in.c, d.kh, d.kw};
-  const int64_t yd[4] = {out.n, out.c, out.h, out.w};
+  const std::array<int64_t, 4> xd{p.x_shape.n, p.x_shape.c, p.x_shape.h, p.x_shape.w},
+      wd{d.out_c, d.in.c, d.kh, d.kw}, yd{out.n, out.c, out.h, out.w};
   // The padding cuDNN sees: none when the plan pads x itself (explicit_pad, uneven padding).
   const int pad_h = p.explicit_pad ? 0 : d.pad_top, pad_w = p.explicit_pad ? 0 : d.pad_left;
   // Scratch as find_algorithms' (zeroed; 4 bytes an element where the operands take 2).
