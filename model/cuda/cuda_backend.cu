@@ -124,6 +124,9 @@ CudaBackend::~CudaBackend() {
   // No throwing from a destructor: errors here mean the context is already gone.
   if (pass_times_) report_pass_times();
   for (cudaEvent_t e : pass_events_) cudaEventDestroy(e);
+  // Every queued kernel done before the plans go: a graph engine's execution plan is destroyed
+  // with its ConvPlan (cudaDeviceSynchronize: the lanes' streams too).
+  cudaDeviceSynchronize();
   plans_.clear();
   bn_plans_.clear();
   destroy_lanes();  // back on the main stream, every lane synchronized and gone
