@@ -127,6 +127,7 @@ CudaBackend::~CudaBackend() {
   // Every queued kernel done before the plans go: a graph engine's execution plan is destroyed
   // with its ConvPlan (cudaDeviceSynchronize: the lanes' streams too).
   cudaDeviceSynchronize();
+  cudaGetLastError();  // a failure here (the context gone) is not left for another backend's next check
   plans_.clear();
   bn_plans_.clear();
   destroy_lanes();  // back on the main stream, every lane synchronized and gone
