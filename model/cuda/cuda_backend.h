@@ -194,7 +194,7 @@ class CudaBackend : public Backend {
     bool timing_paths = false;
     float narrow_ms[3] = {-1, -1, -1}, cudnn_ms[3] = {-1, -1, -1};
     // The weight gradient as im2col + cuBLAS (cuda_wgrad_gemm.cu) instead of cuDNN's backward
-    // filter: where it applies (not a narrow plan; NCHW in 16 bits), whether it runs, and the two
+    // filter: where it applies (not a narrow plan), whether it runs, and the two
     // timings behind the choice (ms; negative when not timed).
     bool gemm_chosen = false, gemm_applies = false, gemm_bwd_weights = false;
     float gemm_ms = -1, cudnn_filter_ms = -1;
@@ -302,7 +302,8 @@ class CudaBackend : public Backend {
   cudnnStatus_t fused_bias_relu_call(ConvPlan& p, const float* x, const float* w, const float* b, float* y);
   void choose_fused_bias_relu(const ConvDesc& d, ConvPlan& p, const float* x, const float* w, const float* b,
                               float* y);
-  // dy16: dy rounded to 16 bits (NCHW) when the caller has it (16-bit modes), else cast here.
+  // dy16: dy rounded to 16 bits (in the 16-bit layout, nhwc_) when the caller has it (16-bit modes),
+  // else cast here; x FP32 NCHW, or a 16-bit activation (d.x16) in that layout.
   // timing: choose_wgrad_gemm's runs (scratch goes straight back to the cache inside a lane region).
   void gemm_backward_weights(const ConvDesc& d, const float* x, const float* dy, const void* dy16, float* dw,
                              bool timing);

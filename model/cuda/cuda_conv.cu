@@ -32,7 +32,7 @@
 // Narrow convolutions (stride 1, out_c <= 4: MNN's head) may run any of their three passes on the
 // hand-written FP32 kernels of cuda_narrow_conv.cu instead: choose_narrow (there) times both per
 // pass once per plan, or DOWNSCALE_CUDA_NARROW=0|1 forces the choice. Other plans may compute the
-// weight gradient by im2col + cuBLAS (cuda_wgrad_gemm.cu; in 16 bits NCHW only), chosen the same way.
+// weight gradient by im2col + cuBLAS (cuda_wgrad_gemm.cu; NCHW or NHWC, FP32 or 16-bit operands), chosen the same way.
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -369,7 +369,7 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
     } else if (!(p.gemm_bwd_weights && gemm_weights_or_fall_back(d, p, x, dy, dy16, dw))) {
       const float one = 1.0f, zero = 0.0f;
       // Padded again rather than kept from forward: a cheap copy instead of a buffer per layer.
-      // A 16-bit activation input is the cuDNN operand itself (no GEMM plan takes one).
+      // A 16-bit activation input is the cuDNN operand itself.
       CacheBlock padded16{cache_};
       const float* src = d.x16 ? nullptr : conv_input(p, d, x);
       const void* x16 = d.x16 ? conv_input16(p, d, x, padded16.p) : nullptr;

@@ -3,8 +3,10 @@
 // choose_wgrad_gemm times both at a plan's first weight gradient, as choose_narrow does for the
 // narrow kernels, and keeps the faster; DOWNSCALE_CUDA_WGRAD_GEMM=0|1 forces the choice. In every
 // math mode: TF32/FP32 operands, or in bf16/fp16 the unrolling rounds to 16 bits and the GEMM reads
-// the pass's rounded dY (NCHW layout only). On an H100 (2026-11-23) cuDNN's BF16 NCHW filter pass
-// of MNN's 7x7 and 9x9 branch convolutions took 0.32-0.38 ms, twice its TF32 one.
+// the pass's rounded dY, in the 16-bit layout (NCHW, or NHWC with the unrolling pixel-major), and x
+// as it comes: FP32 NCHW or a 16-bit activation (NCHW or NHWC). On an H100 (2026-11-23) cuDNN's
+// BF16 NCHW filter pass of MNN's 7x7 and 9x9 branch convolutions took 0.32-0.38 ms, twice its
+// TF32 one; on an H200 (2026-11-29) its BF16 NHWC one of the 50 -> 25 branches 0.41-0.52 ms.
 // The GEMM writes dW in FP32 where cuDNN's 16-bit pass rounds it to 16 bits before widening: on
 // purpose (the more accurate of the two; the master weights are FP32). As with cudnnFind's own
 // choices, which way a plan goes may differ between runs, and with it the last bits of dW.
@@ -34,14 +36,44 @@ struct StoreHalf16 {
   __device__ void operator()(int64_t i, float v) const { col[i] = kernels::to_half16(kind, v); }
 };
 
-template <typename Store>
-__global__ void im2col_kernel(int64_t planes, kernels::WgradGemm g, const float* x, Store store) {
+// The unrolling's source: x's element at an offset, as a float (a 16-bit activation widened; the
+// 16-bit store then rounds it back exactly).
+struct SourceF32 {
+  const float* x;
+  __device__ float operator()(int64_t i) const { return x[i]; }
+};
+struct SourceHalf16 {
+  const uint16_t* x;
+  kernels::Half16 kind;
+  __device__ float operator()(int64_t i) const { return kernels::from_half16(kind, x[i]); }
+};
+
+// Element (row r, pixel pix) of sample `sample`'s unrolling: x at the window's tap, 0 on the padding.
+template <typename Source>
+__device__ float unrolled(const kernels::WgradGemm& g, const Source& src, bool x_nhwc, int64_t sample,
+                          const kernels::Im2colRow& r, int pix) {
+  int y = 0, x = 0;
+  if (!kernels::im2col_at(g, r, pix, y, x)) return 0.0f;
+  return src(sample * g.c * int64_t(g.h) * g.w + kernels::sample_offset(g, r.c, y, x, x_nhwc));
+}
+
+// NCHW order (row-major by row, col_n K x P).
+template <typename Source, typename Store>
+__global__ void im2col_kernel(int64_t planes, kernels::WgradGemm g, Source src, bool x_nhwc, Store store) {
   for (int64_t plane = blockIdx.x; plane < planes; plane += gridDim.x) {
     const int64_t sample = plane / g.rows, row = plane - sample * g.rows;
     const kernels::Im2colRow r = kernels::im2col_row(g, row);
-    const float* xs = x + sample * g.c * int64_t(g.h) * g.w;
     for (int pix = threadIdx.x; pix < g.pixels; pix += blockDim.x)
-      store(plane * g.pixels + pix, kernels::im2col_value(g, xs, r, pix));
+      store(plane * g.pixels + pix, unrolled(g, src, x_nhwc, sample, r, pix));
+  }
+}
+
+// NHWC order (pixel-major, col_n P x K): consecutive threads write consecutive elements.
+template <typename Source, typename Store>
+__global__ void im2col_nhwc_kernel(int64_t n, kernels::WgradGemm g, Source src, bool x_nhwc, Store store) {
+  DS_GRID_STRIDE(e, n) {
+    const kernels::Im2colNhwcAt at = kernels::im2col_nhwc_at(g, e);
+    store(e, unrolled(g, src, x_nhwc, at.sample, kernels::im2col_row(g, at.row), at.pix));
   }
 }
 
@@ -55,10 +87,12 @@ void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const
                                         float* dw, bool timing) {
   const Shape o = d.out();
   const bool h16 = half16();
-  if (h16 && nhwc_) throw Error("internal: the 16-bit weight-gradient GEMM reads NCHW operands, not NHWC");
+  if (d.x16 && !h16) throw Error("internal: a 16-bit activation outside the 16-bit modes");
+  // dY's rounded copy is in the 16-bit layout (nhwc_); x a 16-bit activation in that layout, or FP32 NCHW.
+  const bool x_nhwc = d.x16 && nhwc_;
   const kernels::WgradGemm g =
       kernels::make_wgrad_gemm(d.in.n, d.in.c, d.in.h, d.in.w, d.kh, d.kw, d.stride, d.pad_top, d.pad_left, d.out_c,
-                               o.h, o.w, wgrad_budget_bytes_, h16 ? 2 : 4);
+                               o.h, o.w, wgrad_budget_bytes_, h16 ? 2 : 4, h16 && nhwc_);
   const int64_t nw = g.rows * g.out_c;
   if (nw == 0) return;
   if (g.n == 0 || g.pixels == 0) {  // no terms: the gradient is 0 (no GEMM with k = 0)
@@ -95,7 +129,7 @@ void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const
     }
     if (const int64_t np = kernels::wgrad_partial_floats(g)) partial = allocate(np);
     const void* b = dy;
-    if (h16) b = dy16 ? dy16 : (dy_cast = to_half16(o, dy));  // NCHW: the GEMM's layout (nhwc_ is off here)
+    if (h16) b = dy16 ? dy16 : (dy_cast = to_half16(o, dy));  // in nhwc_'s layout, as g.nhwc says
     cublasHandle_t h = cublas();
     // TF32 tensor cores in tf32 mode, as cuDNN's descriptor allows them; plain FP32 in fp32 mode;
     // 16-bit operands with FP32 sums in bf16/fp16, as cuDNN's 16-bit passes compute.
@@ -105,21 +139,32 @@ void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const
     const float one = 1.0f, zero = 0.0f;
     for (int chunk = 0; chunk < g.chunks; ++chunk) {
       const kernels::WgradGemmCall c = kernels::wgrad_gemm_call(g, chunk);
-      const void* a = x + c.a_offset;  // direct: FP32 only
+      const void* a = x + c.a_offset;  // direct: FP32 NCHW only
       if (!g.direct) {
-        const int64_t planes = int64_t(c.batch) * g.rows;
-        const float* xs = x + int64_t(chunk) * g.per_chunk * g.c * int64_t(g.h) * g.w;
-        if (h16)
-          im2col_kernel<<<plane_blocks(planes), kThreads, 0, stream_>>>(
-              planes, g, xs, StoreHalf16{static_cast<uint16_t*>(col), half16_kind()});
+        const int64_t first = int64_t(chunk) * g.per_chunk * g.c * int64_t(g.h) * g.w;  // the chunk's first sample
+        const auto unroll = [&](auto src) {
+          const int64_t planes = int64_t(c.batch) * g.rows, n = planes * g.pixels;
+          if (g.nhwc)  // 16 bits only
+            im2col_nhwc_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(
+                n, g, src, x_nhwc, StoreHalf16{static_cast<uint16_t*>(col), half16_kind()});
+          else if (h16)
+            im2col_kernel<<<plane_blocks(planes), kThreads, 0, stream_>>>(
+                planes, g, src, x_nhwc, StoreHalf16{static_cast<uint16_t*>(col), half16_kind()});
+          else
+            im2col_kernel<<<plane_blocks(planes), kThreads, 0, stream_>>>(planes, g, src, x_nhwc,
+                                                                           StoreF32{static_cast<float*>(col)});
+          DS_CUDA_LAUNCHED();
+        };
+        if (d.x16)
+          unroll(SourceHalf16{reinterpret_cast<const uint16_t*>(x) + first, half16_kind()});
         else
-          im2col_kernel<<<plane_blocks(planes), kThreads, 0, stream_>>>(planes, g, xs,
-                                                                         StoreF32{static_cast<float*>(col)});
-        DS_CUDA_LAUNCHED();
+          unroll(SourceF32{x + first});
         a = col;
       }
       const void* bc = static_cast<const char*>(b) + size_t(c.b_offset) * elem;
-      DS_CUBLAS(cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, c.m, c.n, c.k, &one, a, ab, c.lda, c.stride_a,
+      DS_CUBLAS(cublasGemmStridedBatchedEx(h, c.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                           c.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, c.m, c.n, c.k, &one, a, ab,
+                                           c.lda, c.stride_a,
                                            bc, ab, c.ldb, c.stride_b, c.accumulate ? &one : &zero,
                                            partial ? partial : dw, CUDA_R_32F, c.ldc, c.stride_c, c.batch, ct,
                                            CUBLAS_GEMM_DEFAULT));
@@ -167,15 +212,6 @@ void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float*
                                     const void* dy16, float* dw) {
   p.gemm_chosen = true;
   if (p.narrow_applies || wgrad_gemm_mode_ == 0) return;
-  if (d.x16) {  // the im2col reads FP32 x: a 16-bit activation input stays on cuDNN
-    if (wgrad_gemm_mode_ == 1) conv_note(d, "weight gradient by cuDNN (the GEMM does not read 16-bit activations)");
-    return;
-  }
-  if (half16() && nhwc_) {  // the 16-bit GEMM reads NCHW operands (the NHWC scratch layout is cuDNN's alone)
-    if (wgrad_gemm_mode_ == 1)
-      conv_note(d, "weight gradient by cuDNN (DOWNSCALE_CUDA_WGRAD_GEMM=1 does not apply to DOWNSCALE_CUDA_LAYOUT=nhwc)");
-    return;
-  }
   const Shape o = d.out();
   const int64_t rows = int64_t(d.in.c) * d.kh * d.kw, pixels = int64_t(o.h) * o.w;
   if (rows > (int64_t(1) << 30) || pixels > (int64_t(1) << 30)) return;  // cuBLAS takes int sizes

@@ -1418,13 +1418,22 @@ TEST_F(ModelCuda, AddGlobalAveragePoolAndBatchNormFlags) {
 // BF16 / FP16 (16-bit unrolling and dY, FP32 sums) against the CPU's FP32: 2e-2 / 2e-3 of the
 // largest magnitude, the 16-bit tolerances above.
 TEST_F(ModelCuda, WeightGradientByGemmMatchesCpu) {
-  // The GEMM forced, in 1 MiB chunks; NCHW whatever the caller's environment says (the GEMM's layout).
+  // The GEMM forced, in 1 MiB chunks; the 16-bit layout pinned per run: NCHW in every mode, then
+  // NHWC in BF16 (dY's rounded copy NHWC, the unrolling pixel-major; x FP32 NCHW here, a 16-bit
+  // NHWC activation in DeviceCheckCuda's GEMM rows).
   ScopedEnv gemm("DOWNSCALE_CUDA_WGRAD_GEMM", "1"), chunk("DOWNSCALE_CUDA_WGRAD_GEMM_MB", "1"),
-      nchw("DOWNSCALE_CUDA_LAYOUT", "nchw"), act32("DOWNSCALE_CUDA_ACTIVATIONS16", "0");
+      act32("DOWNSCALE_CUDA_ACTIVATIONS16", "0");
   struct Case {
     int c, h, w, oc, kh, kw, stride, pt, pb, pl, pr;
   };
-  for (MathMode math : {MathMode::kFp32, MathMode::kTf32, MathMode::kBf16, MathMode::kFp16}) {
+  struct Run {
+    MathMode math;
+    const char* layout;
+  };
+  for (const Run& run : {Run{MathMode::kFp32, "nchw"}, Run{MathMode::kTf32, "nchw"}, Run{MathMode::kBf16, "nchw"},
+                         Run{MathMode::kFp16, "nchw"}, Run{MathMode::kBf16, "nhwc"}}) {
+    const MathMode math = run.math;
+    LayoutEnv layout(run.layout);
     gpu_ = make_cuda_backend(0);  // reads the switches above
     ASSERT_TRUE(gpu_->set_math(math));
     const bool h16 = math == MathMode::kBf16 || math == MathMode::kFp16;
@@ -1432,7 +1441,8 @@ TEST_F(ModelCuda, WeightGradientByGemmMatchesCpu) {
     const std::string mode = std::string(math == MathMode::kFp32   ? "fp32 "
                                          : math == MathMode::kTf32 ? "tf32 "
                                          : math == MathMode::kBf16 ? "bf16 "
-                                                                   : "fp16 ");
+                                                                   : "fp16 ") +
+                             run.layout + " ";
     const auto check = [&](const Pair& p, const std::string& what) {
       if (h16)
         expect_close_to_scale(p.cpu.to_host(), p.gpu.to_host(), tol, what);

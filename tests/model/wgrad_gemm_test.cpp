@@ -25,8 +25,8 @@ namespace {
 
 namespace k = kernels;
 
-// cublasGemmStridedBatchedEx(CUBLAS_OP_T, CUBLAS_OP_N, ...) with FP32 data, on the host.
-void host_gemm_tn(const k::WgradGemmCall& c, const float* a, const float* b, float* out) {
+// cublasGemmStridedBatchedEx with FP32 data and the call's transa/transb, on the host.
+void host_gemm(const k::WgradGemmCall& c, const float* a, const float* b, float* out) {
   for (int bi = 0; bi < c.batch; ++bi) {
     const float* ab = a + bi * c.stride_a;
     const float* bb = b + bi * c.stride_b;
@@ -34,44 +34,75 @@ void host_gemm_tn(const k::WgradGemmCall& c, const float* a, const float* b, flo
     for (int j = 0; j < c.n; ++j)
       for (int i = 0; i < c.m; ++i) {
         double s = 0;
-        for (int l = 0; l < c.k; ++l) s += double(ab[l + int64_t(i) * c.lda]) * bb[l + int64_t(j) * c.ldb];
+        for (int l = 0; l < c.k; ++l) {
+          const float av = c.a_transposed ? ab[l + int64_t(i) * c.lda] : ab[i + int64_t(l) * c.lda];
+          const float bv = c.b_transposed ? bb[j + int64_t(l) * c.ldb] : bb[l + int64_t(j) * c.ldb];
+          s += double(av) * bv;
+        }
         float& dst = cb[i + int64_t(j) * c.ldc];
         dst = float(s + (c.accumulate ? double(dst) : 0.0));
       }
   }
 }
 
+// An NCHW tensor's values in NHWC order.
+std::vector<float> to_nhwc(const Shape& s, const std::vector<float>& v) {
+  std::vector<float> out(v.size());
+  for (int n = 0; n < s.n; ++n)
+    for (int c = 0; c < s.c; ++c)
+      for (int y = 0; y < s.h; ++y)
+        for (int x = 0; x < s.w; ++x)
+          out[size_t(((int64_t(n) * s.h + y) * s.w + x) * s.c + c)] = v[size_t(((int64_t(n) * s.c + c) * s.h + y) * s.w + x)];
+  return out;
+}
+
 // dw as cuda_wgrad_gemm.cu computes it: per chunk, unroll (unless direct) and one batched GEMM;
 // then the partials summed.
 // half: the 16-bit modes, where the unrolling rounds each value and the GEMM reads dY's rounded
-// copy (both held here as the floats the 16-bit values stand for).
-std::vector<float> wgrad_on_host(const ConvDesc& d, const std::vector<float>& x, std::vector<float> dy,
+// copy (both held here as the floats the 16-bit values stand for). nhwc: dY's copy NHWC and the
+// unrolling pixel-major; x_nhwc: x a 16-bit activation stored NHWC (else NCHW as given).
+std::vector<float> wgrad_on_host(const ConvDesc& d, const std::vector<float>& x_nchw, std::vector<float> dy,
                                  int64_t budget_bytes, k::WgradGemm* schedule = nullptr,
-                                 const k::Half16* half = nullptr) {
+                                 const k::Half16* half = nullptr, bool nhwc = false, bool x_nhwc = false) {
   const Shape o = d.out();
   const k::WgradGemm g = k::make_wgrad_gemm(d.in.n, d.in.c, d.in.h, d.in.w, d.kh, d.kw, d.stride, d.pad_top,
-                                            d.pad_left, d.out_c, o.h, o.w, budget_bytes, half ? 2 : 4);
+                                            d.pad_left, d.out_c, o.h, o.w, budget_bytes, half ? 2 : 4, nhwc);
   const auto round = [&](float v) { return half ? k::from_half16(*half, k::to_half16(*half, v)) : v; };
   for (float& v : dy) v = round(v);
+  if (nhwc) dy = to_nhwc(o, dy);
+  std::vector<float> x = x_nhwc ? to_nhwc(d.in, x_nchw) : x_nchw;
+  if (x_nhwc)
+    for (float& v : x) v = round(v);  // a 16-bit activation holds rounded values
   if (schedule) *schedule = g;
-  const int64_t nw = g.rows * g.out_c;
+  const int64_t nw = g.rows * g.out_c, sample_size = int64_t(g.c) * g.h * g.w;
   std::vector<float> dw(size_t(nw), std::nanf(""));
   std::vector<float> col(size_t(k::wgrad_col_elements(g)), std::nanf(""));
   std::vector<float> partial(size_t(k::wgrad_partial_floats(g)), std::nanf(""));
+  const auto value = [&](const float* xs, const k::Im2colRow& r, int pix) {
+    int y = 0, xx = 0;
+    return k::im2col_at(g, r, pix, y, xx) ? xs[k::sample_offset(g, r.c, y, xx, x_nhwc)] : 0.0f;
+  };
   for (int chunk = 0; chunk < g.chunks; ++chunk) {
     const k::WgradGemmCall c = k::wgrad_gemm_call(g, chunk);
     const float* a = x.data() + c.a_offset;
     if (!g.direct) {
-      const float* xs = x.data() + int64_t(chunk) * g.per_chunk * g.c * g.h * g.w;
-      for (int64_t plane = 0; plane < int64_t(c.batch) * g.rows; ++plane) {
-        const int64_t sample = plane / g.rows;
-        const k::Im2colRow r = k::im2col_row(g, plane - sample * g.rows);
-        for (int pix = 0; pix < g.pixels; ++pix)
-          col[size_t(plane * g.pixels + pix)] = round(k::im2col_value(g, xs + sample * g.c * g.h * g.w, r, pix));
+      const float* xs = x.data() + int64_t(chunk) * g.per_chunk * sample_size;
+      if (g.nhwc) {
+        for (int64_t e = 0; e < int64_t(c.batch) * g.pixels * g.rows; ++e) {
+          const k::Im2colNhwcAt at = k::im2col_nhwc_at(g, e);
+          col[size_t(e)] = round(value(xs + at.sample * sample_size, k::im2col_row(g, at.row), at.pix));
+        }
+      } else {
+        for (int64_t plane = 0; plane < int64_t(c.batch) * g.rows; ++plane) {
+          const int64_t sample = plane / g.rows;
+          const k::Im2colRow r = k::im2col_row(g, plane - sample * g.rows);
+          for (int pix = 0; pix < g.pixels; ++pix)
+            col[size_t(plane * g.pixels + pix)] = round(value(xs + sample * sample_size, r, pix));
+        }
       }
       a = col.data();
     }
-    host_gemm_tn(c, a, dy.data() + c.b_offset, partial.empty() ? dw.data() : partial.data());
+    host_gemm(c, a, dy.data() + c.b_offset, partial.empty() ? dw.data() : partial.data());
   }
   if (!partial.empty())
     for (int64_t e = 0; e < nw; ++e) k::sum_partials_at(e, g.per_chunk, nw, partial.data(), dw.data());
@@ -149,6 +180,44 @@ TEST(WgradGemm, SixteenBitOperandsGiveTheConvolutionOfTheRoundedTensors) {
       test::expect_close(std::vector<float>(want.begin(), want.end()), got, 1e-5, what);
     }
   }
+}
+
+// NHWC (BF16's default layout): dY's rounded copy NHWC, the unrolling pixel-major, x a 16-bit NHWC
+// activation or FP32 NCHW (a network input); every schedule; against the direct convolution of
+// the rounded tensors, to the same 1e-5. Caught when tried: the unrolling row-major as in NCHW
+// (lda P), dY read untransposed, x's channel read as its row.
+TEST(WgradGemm, NhwcOperandsGiveTheConvolutionOfTheRoundedTensors) {
+  using test::conv_desc;
+  const ConvDesc cases[] = {conv_desc({5, 3, 9, 11}, 4, 5, 5, 1, 2, 2, 2, 2),
+                            conv_desc({5, 2, 8, 7}, 3, 4, 4, 1, 1, 2, 1, 2),
+                            conv_desc({5, 3, 9, 10}, 2, 3, 3, 2, 1, 1, 1, 1),
+                            conv_desc({5, 6, 5, 4}, 7, 1, 1, 1, 0, 0, 0, 0)};
+  uint64_t seed = 71;
+  for (const k::Half16 half : {k::Half16::kBf16, k::Half16::kFp16})
+    for (bool x_nhwc : {true, false})
+      for (const ConvDesc& d : cases) {
+        const Shape o = d.out();
+        std::vector<float> x = test::random_values(size_t(d.in.size()), seed++);
+        std::vector<float> dy = test::random_values(size_t(o.size()), seed++);
+        const int64_t rows = int64_t(d.in.c) * d.kh * d.kw, pixels = int64_t(o.h) * o.w;
+        const int64_t per_sample = 2 * rows * pixels + 4 * rows * d.out_c;
+        for (const int64_t budget : {100 * per_sample, 2 * per_sample, int64_t(1)}) {
+          k::WgradGemm g;
+          const std::vector<float> got = wgrad_on_host(d, x, dy, budget, &g, &half, true, x_nhwc);
+          const std::string what = std::string(half == k::Half16::kBf16 ? "bf16 " : "fp16 ") +
+                                   (x_nhwc ? "x NHWC " : "x NCHW ") + d.in.str() + " " + std::to_string(d.kh) + "x" +
+                                   std::to_string(d.kw) + "/" + std::to_string(d.stride) + ", " +
+                                   std::to_string(g.per_chunk) + " a chunk";
+          EXPECT_FALSE(g.direct) << what;
+          EXPECT_TRUE(g.nhwc) << what;
+          std::vector<float> xr = x, dyr = dy;
+          for (float& v : xr) v = k::from_half16(half, k::to_half16(half, v));
+          for (float& v : dyr) v = k::from_half16(half, k::to_half16(half, v));
+          const std::vector<double> want =
+              test::naive_conv_backward(d, xr, std::vector<float>(size_t(d.out_c) * rows), dyr).dw;
+          test::expect_close(std::vector<float>(want.begin(), want.end()), got, 1e-5, what);
+        }
+      }
 }
 
 TEST(WgradGemm, ScheduleSizesFollowTheBudget) {

@@ -381,6 +381,13 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
        {{"DOWNSCALE_CUDA_NARROW", "1"}, {"DOWNSCALE_CUDA_WGRAD_GEMM", "1"}, {"DOWNSCALE_CUDA_LANES", "0"},
         {"DOWNSCALE_CUDA_LAYOUT", "nchw"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "0"}},  // the GEMM reads NCHW
        {MathMode::kTf32, MathMode::kBf16}},
+      // The weight gradients by GEMM reading 16-bit activations (x16), NHWC and NCHW.
+      {"weight gradients by GEMM, NHWC 16-bit activations",
+       {{"DOWNSCALE_CUDA_WGRAD_GEMM", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nhwc"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}},
+       {MathMode::kBf16}},
+      {"weight gradients by GEMM, NCHW 16-bit activations",
+       {{"DOWNSCALE_CUDA_WGRAD_GEMM", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nchw"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}},
+       {MathMode::kBf16, MathMode::kFp16}},
       // BF16's default since 2026-11-29 is NHWC 16-bit activations (the "defaults" row); each
       // other path pinned here.
       {"NCHW 16-bit scratch, FP32 activations",
