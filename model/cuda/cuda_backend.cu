@@ -47,7 +47,12 @@ CudaBackend::CudaBackend(int device)
       throw Error("DOWNSCALE_CUDA_NARROW_WINDOW is '" + v + "', expected 0 (per-pixel kernels), 1 or unset (window)");
     narrow_window_ = v != "0";
   }
-  wgrad_gemm_mode_ = timed_switch("DOWNSCALE_CUDA_WGRAD_GEMM");
+  // "timed" times the GEMM also where it reads 16-bit activations or NHWC operands (written
+  // 2026-11-29 without a GPU): unset leaves those on cuDNN until the GEMM has run there.
+  if (const char* wg = std::getenv("DOWNSCALE_CUDA_WGRAD_GEMM"); wg && std::string(wg) == "timed")
+    wgrad_gemm_16bit_layouts_ = true;
+  else
+    wgrad_gemm_mode_ = timed_switch("DOWNSCALE_CUDA_WGRAD_GEMM");
   fuse_mode_ = timed_switch("DOWNSCALE_CUDA_FUSE");
   if (const char* g = std::getenv("DOWNSCALE_CUDA_GRAPH")) {
     const std::string v = g;

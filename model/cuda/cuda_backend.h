@@ -293,7 +293,8 @@ class CudaBackend : public Backend {
   // cuda_wgrad_gemm.cu: the weight gradient as im2col + strided-batched cuBLAS GEMMs
   // (model/kernels/wgrad_gemm.h), and the per-plan choice between it and cuDNN's backward filter
   // pass, made at the plan's first weight gradient on that call's own x, dy and dw:
-  // DOWNSCALE_CUDA_WGRAD_GEMM=0 never, 1 wherever it applies, unset by timing both once.
+  // DOWNSCALE_CUDA_WGRAD_GEMM=0 never, 1 wherever it applies, unset by timing both once (not yet where
+  // it reads 16-bit activations or NHWC operands; "timed" includes those).
   void choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float* x, const float* dy, const void* dy16,
                          float* dw);
   // cuDNN's fused conv+bias+ReLU call with the plan's forward algorithm, and the per-plan choice
@@ -420,6 +421,7 @@ class CudaBackend : public Backend {
   // it applies, unset (-1) by timing per plan. DOWNSCALE_CUDA_WGRAD_GEMM_MB: the most one of its
   // chunks may take beside the tensors (unrolled input and partial sums), 512 MiB by default.
   int wgrad_gemm_mode_ = -1;
+  bool wgrad_gemm_16bit_layouts_ = false;  // DOWNSCALE_CUDA_WGRAD_GEMM=timed: see choose_wgrad_gemm
   int64_t wgrad_budget_bytes_ = int64_t(512) << 20;
   // DOWNSCALE_CUDA_FUSE: 0 never runs cuDNN's fused conv+bias+ReLU call, 1 always where it
   // applies, unset (-1) by timing it against the separate passes per plan.
