@@ -81,6 +81,10 @@ __global__ void sum_partials_kernel(int64_t n, int parts, int64_t stride, const 
   DS_GRID_STRIDE(e, n) kernels::sum_partials_at(e, parts, stride, partial, dw);
 }
 
+__global__ void ohwi_to_oihw_kernel(int64_t n, kernels::WgradGemm g, const float* ohwi, float* oihw) {
+  DS_GRID_STRIDE(e, n) kernels::ohwi_to_oihw_at(e, g, ohwi, oihw);
+}
+
 }  // namespace
 
 void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const float* dy, const void* dy16,
@@ -112,8 +116,10 @@ void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const
   bool col_in_workspace = false;
   void* dy_cast = nullptr;
   float* partial = nullptr;
+  float* ohwi = nullptr;  // NHWC: the GEMM's dW, OHWI, before its transpose into dw
   const auto give_back = [&] {
-    for (void* b : {col_in_workspace ? nullptr : col, dy_cast, static_cast<void*>(partial)}) {
+    for (void* b : {col_in_workspace ? nullptr : col, dy_cast, static_cast<void*>(partial),
+                    static_cast<void*>(ohwi)}) {
       if (!b) continue;
       if (timing && forked_)
         cache_.release_now(b);
@@ -128,6 +134,8 @@ void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const
       col = col_in_workspace ? workspace(bytes) : cache_.allocate(bytes);
     }
     if (const int64_t np = kernels::wgrad_partial_floats(g)) partial = allocate(np);
+    if (g.nhwc) ohwi = allocate(nw);
+    float* result = g.nhwc ? ohwi : dw;  // what the GEMM (or the partials' sum) writes
     const void* b = dy;
     if (h16) b = dy16 ? dy16 : (dy_cast = to_half16(o, dy));  // in nhwc_'s layout, as g.nhwc says
     cublasHandle_t h = cublas();
@@ -166,11 +174,15 @@ void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const
                                            c.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, c.m, c.n, c.k, &one, a, ab,
                                            c.lda, c.stride_a,
                                            bc, ab, c.ldb, c.stride_b, c.accumulate ? &one : &zero,
-                                           partial ? partial : dw, CUDA_R_32F, c.ldc, c.stride_c, c.batch, ct,
+                                           partial ? partial : result, CUDA_R_32F, c.ldc, c.stride_c, c.batch, ct,
                                            CUBLAS_GEMM_DEFAULT));
     }
     if (partial) {
-      sum_partials_kernel<<<blocks_for(nw), kThreads, 0, stream_>>>(nw, g.per_chunk, nw, partial, dw);
+      sum_partials_kernel<<<blocks_for(nw), kThreads, 0, stream_>>>(nw, g.per_chunk, nw, partial, result);
+      DS_CUDA_LAUNCHED();
+    }
+    if (g.nhwc) {
+      ohwi_to_oihw_kernel<<<blocks_for(nw), kThreads, 0, stream_>>>(nw, g, ohwi, dw);
       DS_CUDA_LAUNCHED();
     }
   } catch (...) {

@@ -16,12 +16,14 @@
 // 16-bit filter pass does; the 1x1 case is unrolled too (x is FP32, or a 16-bit activation).
 //
 // NHWC (`nhwc`: the 16-bit layout of BF16's default, where dY's rounded copy is NHWC): col_n is
-// unrolled pixel-major, col_n[oy * out_w + ox][(c * kh + i) * kw + j] (P x K row-major, written
-// in order by consecutive threads), and the GEMM reads dY_n as the P x O row-major matrix it is:
-// dW (O x K) = dY_n^T . col_n, still in OIHW. On an H200 (2026-11-29) cuDNN's BF16 NHWC filter
-// pass of MNN's 50 -> 25 branch convolutions took 0.41-0.52 ms, against 0.09-0.16 for the TF32
-// GEMM or FFT. x, the unrolling's source, is read where it is (x_at's coordinates): FP32 NCHW,
-// or a 16-bit activation in NCHW or NHWC.
+// unrolled pixel-major and channel-fastest, col_n[oy * out_w + ox][(i * kw + j) * c + ch] (P x K
+// row-major: consecutive threads write consecutive elements and, from an NHWC x, read
+// consecutive channels), and the GEMM reads dY_n as the P x O row-major matrix it is:
+// dW (O x K) = dY_n^T . col_n, in OHWI (K in (i, j, c) order), transposed once into OIHW
+// (ohwi_to_oihw_at). On an H200 (2026-11-29) cuDNN's BF16 NHWC filter pass of MNN's 50 -> 25
+// branch convolutions took 0.41-0.52 ms, against 0.09-0.16 for the TF32 GEMM or FFT. x, the
+// unrolling's source, is read where it is (im2col_at, sample_offset): FP32 NCHW, or a 16-bit
+// activation in NCHW or NHWC.
 //
 // Samples go in chunks of `per_chunk` (the unrolled input of a chunk must fit the budget): each
 // chunk is one strided-batched GEMM, sample j of a chunk accumulating into partial j (beta 1 after
@@ -121,13 +123,20 @@ inline WgradGemmCall wgrad_gemm_call(const WgradGemm& g, int chunk) {
   return call;
 }
 
-// Which input element row `row` of col reads at output pixel `pix` of a sample: its offset in
-// the sample's (c, h, w) block, or -1 where the window lies on the padding (the value is 0).
+// Which channel and tap row `row` of col reads: row (c * kh + i) * kw + j, or in NHWC
+// (i * kw + j) * c + ch.
 struct Im2colRow {
   int c = 0, i = 0, j = 0;
 };
 DS_HOST_DEVICE inline Im2colRow im2col_row(const WgradGemm& g, int64_t row) {
   Im2colRow r;
+  if (g.nhwc) {
+    const int64_t tap = row / g.c;
+    r.c = int(row - tap * g.c);
+    r.i = int(tap / g.kw);
+    r.j = int(tap - int64_t(r.i) * g.kw);
+    return r;
+  }
   const int taps = g.kh * g.kw;
   r.c = int(row / taps);
   const int t = int(row - int64_t(r.c) * taps);
@@ -170,6 +179,13 @@ DS_HOST_DEVICE inline Im2colNhwcAt im2col_nhwc_at(const WgradGemm& g, int64_t e)
 // Offset of element (c, y, x) in one sample of x stored NHWC (else NCHW).
 DS_HOST_DEVICE inline int64_t sample_offset(const WgradGemm& g, int c, int y, int x, bool x_nhwc) {
   return x_nhwc ? (int64_t(y) * g.w + x) * g.c + c : (int64_t(c) * g.h + y) * g.w + x;
+}
+
+// NHWC: element e of dW in OIHW from the GEMM's OHWI result.
+DS_HOST_DEVICE inline void ohwi_to_oihw_at(int64_t e, const WgradGemm& g, const float* ohwi, float* oihw) {
+  const int64_t taps = int64_t(g.kh) * g.kw, per_o = taps * g.c;
+  const int64_t o = e / per_o, rest = e - o * per_o, c = rest / taps, t = rest - c * taps;
+  oihw[e] = ohwi[o * per_o + t * g.c + c];
 }
 
 // dw[e] = partial 0 + partial 1 + ... in that order (each partial `stride` floats apart).

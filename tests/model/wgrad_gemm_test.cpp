@@ -106,6 +106,11 @@ std::vector<float> wgrad_on_host(const ConvDesc& d, const std::vector<float>& x_
   }
   if (!partial.empty())
     for (int64_t e = 0; e < nw; ++e) k::sum_partials_at(e, g.per_chunk, nw, partial.data(), dw.data());
+  if (g.nhwc) {  // the GEMM's OHWI, transposed into OIHW
+    std::vector<float> oihw(dw.size(), std::nanf(""));
+    for (int64_t e = 0; e < nw; ++e) k::ohwi_to_oihw_at(e, g, dw.data(), oihw.data());
+    return oihw;
+  }
   return dw;
 }
 
@@ -185,7 +190,7 @@ TEST(WgradGemm, SixteenBitOperandsGiveTheConvolutionOfTheRoundedTensors) {
 // NHWC (BF16's default layout): dY's rounded copy NHWC, the unrolling pixel-major, x a 16-bit NHWC
 // activation or FP32 NCHW (a network input); every schedule; against the direct convolution of
 // the rounded tensors, to the same 1e-5. Caught when tried: the unrolling row-major as in NCHW
-// (lda P), dY read untransposed, x's channel read as its row.
+// (lda P), dY read untransposed, x's channel read as its row, the OHWI result left untransposed.
 TEST(WgradGemm, NhwcOperandsGiveTheConvolutionOfTheRoundedTensors) {
   using test::conv_desc;
   const ConvDesc cases[] = {conv_desc({5, 3, 9, 11}, 4, 5, 5, 1, 2, 2, 2, 2),
