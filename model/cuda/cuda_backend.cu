@@ -60,6 +60,14 @@ CudaBackend::CudaBackend(int device)
       throw Error("DOWNSCALE_CUDA_GRAPH is '" + v + "', expected 0 or unset (never), 1 (always) or timed");
     graph_mode_ = v == "1" ? 1 : v == "timed" ? 2 : 0;
   }
+  if (const char* g = std::getenv("DOWNSCALE_CUDA_GRAPH_NOTES")) {
+    const std::string v = g;
+    if (v != "fp32" && v != "pytorch" && !v.empty())
+      throw Error("DOWNSCALE_CUDA_GRAPH_NOTES is '" + v +
+                  "', expected fp32 or unset (engines that sum in FP32 from the operands as given) or pytorch "
+                  "(also those that down-convert or reduce in 16 bits, as PyTorch allows for 16-bit tensors)");
+    graph_reduced_precision_ = v == "pytorch";
+  }
   if (const char* mb = std::getenv("DOWNSCALE_CUDA_WGRAD_GEMM_MB")) {
     char* end = nullptr;
     const long long v = std::strtoll(mb, &end, 10);

@@ -255,6 +255,9 @@ class CudaBackend : public Backend {
   // whichever it writes), refusing (NOT_SUPPORTED, so run_conv_pass falls back to the legacy
   // algorithm) an operand not aligned as the plan was built for.
   int graph_mode_ = 0;
+  // DOWNSCALE_CUDA_GRAPH_NOTES=pytorch: engines with the DOWN_CONVERT_INPUTS or
+  // REDUCED_PRECISION_REDUCTION notes are timed too (engine_info in cuda_conv_graph.cu).
+  bool graph_reduced_precision_ = false;
   void choose_graph_engines(const ConvDesc& d, ConvPlan& p);
   cudnnStatus_t graph_execute(cudnnBackendDescriptor_t plan, const void* x, const void* w, const void* y, void* ws);
   // DOWNSCALE_CUDA_PASS_TIMES=1: events around each pass (whole) and its convolution call

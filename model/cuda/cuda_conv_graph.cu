@@ -176,7 +176,7 @@ struct EngineInfo {
   int64_t index = -1;
   bool usable = false;
 };
-EngineInfo engine_info(const Desc& config, bool transforms) {
+EngineInfo engine_info(const Desc& config, bool transforms, bool reduced_precision) {
   Desc e(CUDNN_BACKEND_ENGINE_DESCRIPTOR, "engine");
   cudnnBackendDescriptor_t raw = e.get();
   int64_t n = 0;
@@ -193,8 +193,11 @@ EngineInfo engine_info(const Desc& config, bool transforms) {
   for (int64_t i = 0; i < n; ++i) {
     const cudnnBackendNumericalNote_t note = notes[i];
     // 16-bit inputs are the operands as given (no further rounding) and the sums FP32, as in the
-    // legacy algorithms the parity tests pin; DOWNSCALE_CUDA_TRANSFORMS=0 drops FFT and Winograd here too.
-    if (note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS || note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION ||
+    // legacy algorithms the parity tests pin, unless reduced_precision (DOWNSCALE_CUDA_GRAPH_NOTES=
+    // pytorch: PyTorch's cuDNN v8 path keeps such engines for 16-bit tensors, dropping only
+    // down-converting ones for FP32); DOWNSCALE_CUDA_TRANSFORMS=0 drops FFT and Winograd here too.
+    if (((note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS || note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) &&
+         !reduced_precision) ||
         (!transforms && (note == CUDNN_NUMERICAL_NOTE_FFT || note == CUDNN_NUMERICAL_NOTE_WINOGRAD ||
                          note == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4 ||
                          note == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6 ||
@@ -316,7 +319,7 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p) {
           ++listed;
           EngineInfo info;
           try {
-            info = engine_info(config, transforms_);
+            info = engine_info(config, transforms_, graph_reduced_precision_);
           } catch (const Error&) {  // notes not readable: this configuration left out, not the pass
             cudaGetLastError();
             ++skipped;

@@ -408,6 +408,9 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
       {"graph engines, NHWC 16-bit activations",
        {{"DOWNSCALE_CUDA_GRAPH", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nhwc"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}},
        {MathMode::kBf16}},
+      // ... and with the engines PyTorch also allows (16-bit reductions): does the step still pass?
+      {"graph engines, PyTorch's numerical notes", {{"DOWNSCALE_CUDA_GRAPH", "1"}, {"DOWNSCALE_CUDA_GRAPH_NOTES", "pytorch"}},
+       {MathMode::kBf16}},
       {"graph engines, NCHW 16-bit scratch",
        {{"DOWNSCALE_CUDA_GRAPH", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nchw"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "0"}},
        {MathMode::kBf16, MathMode::kFp16}},
