@@ -325,10 +325,10 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p) {
             ++skipped;
             continue;
           }
-          bool seen = false;
-          for (const Candidate& c : cands.list) seen = seen || c.engine == info.index;
-          if (!info.usable || seen) {
-            skipped += !seen;
+          // Not deduplicated by engine: one engine comes with several knob settings (tiles,
+          // splits), each its own configuration, and the fastest may be any of them.
+          if (!info.usable) {
+            ++skipped;
             continue;
           }
           Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
