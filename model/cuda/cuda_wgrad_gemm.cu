@@ -48,15 +48,6 @@ struct SourceHalf16 {
   __device__ float operator()(int64_t i) const { return kernels::from_half16(kind, x[i]); }
 };
 
-// Element (row r, pixel pix) of sample `sample`'s unrolling: x at the window's tap, 0 on the padding.
-template <typename Source>
-__device__ float unrolled(const kernels::WgradGemm& g, const Source& src, bool x_nhwc, int64_t sample,
-                          const kernels::Im2colRow& r, int pix) {
-  int y = 0, x = 0;
-  if (!kernels::im2col_at(g, r, pix, y, x)) return 0.0f;
-  return src(sample * g.c * int64_t(g.h) * g.w + kernels::sample_offset(g, r.c, y, x, x_nhwc));
-}
-
 // NCHW order (row-major by row, col_n K x P).
 template <typename Source, typename Store>
 __global__ void im2col_kernel(int64_t planes, kernels::WgradGemm g, Source src, bool x_nhwc, Store store) {
@@ -64,7 +55,7 @@ __global__ void im2col_kernel(int64_t planes, kernels::WgradGemm g, Source src, 
     const int64_t sample = plane / g.rows, row = plane - sample * g.rows;
     const kernels::Im2colRow r = kernels::im2col_row(g, row);
     for (int pix = threadIdx.x; pix < g.pixels; pix += blockDim.x)
-      store(plane * g.pixels + pix, unrolled(g, src, x_nhwc, sample, r, pix));
+      store(plane * g.pixels + pix, kernels::im2col_value(g, src, x_nhwc, sample, r, pix));
   }
 }
 
@@ -73,7 +64,7 @@ template <typename Source, typename Store>
 __global__ void im2col_nhwc_kernel(int64_t n, kernels::WgradGemm g, Source src, bool x_nhwc, Store store) {
   DS_GRID_STRIDE(e, n) {
     const kernels::Im2colNhwcAt at = kernels::im2col_nhwc_at(g, e);
-    store(e, unrolled(g, src, x_nhwc, at.sample, kernels::im2col_row(g, at.row), at.pix));
+    store(e, kernels::im2col_value(g, src, x_nhwc, at.sample, kernels::im2col_row(g, at.row), at.pix));
   }
 }
 

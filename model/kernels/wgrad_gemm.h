@@ -154,11 +154,6 @@ DS_HOST_DEVICE inline bool im2col_at(const WgradGemm& g, const Im2colRow& r, int
   return y >= 0 && y < g.h && x >= 0 && x < g.w;
 }
 
-DS_HOST_DEVICE inline float im2col_value(const WgradGemm& g, const float* x_sample, const Im2colRow& r, int pix) {
-  int y = 0, x = 0;
-  if (!im2col_at(g, r, pix, y, x)) return 0.0f;
-  return x_sample[(int64_t(r.c) * g.h + y) * g.w + x];
-}
 
 // Element e of a chunk's unrolled input in the NHWC order (sample, pixel, row): which sample,
 // row and pixel it holds.
@@ -179,6 +174,16 @@ DS_HOST_DEVICE inline Im2colNhwcAt im2col_nhwc_at(const WgradGemm& g, int64_t e)
 // Offset of element (c, y, x) in one sample of x stored NHWC (else NCHW).
 DS_HOST_DEVICE inline int64_t sample_offset(const WgradGemm& g, int c, int y, int x, bool x_nhwc) {
   return x_nhwc ? (int64_t(y) * g.w + x) * g.c + c : (int64_t(c) * g.h + y) * g.w + x;
+}
+
+// Element (row r, pixel pix) of sample `sample`'s unrolling: x at the window's tap, 0 on the
+// padding. src(i) gives x's element i (counted from the chunk's first sample) as a float.
+template <typename Source>
+DS_HOST_DEVICE inline float im2col_value(const WgradGemm& g, const Source& src, bool x_nhwc, int64_t sample,
+                                         const Im2colRow& r, int pix) {
+  int y = 0, x = 0;
+  if (!im2col_at(g, r, pix, y, x)) return 0.0f;
+  return src(sample * g.c * int64_t(g.h) * g.w + sample_offset(g, r.c, y, x, x_nhwc));
 }
 
 // NHWC: element e of dW in OIHW from the GEMM's OHWI result.

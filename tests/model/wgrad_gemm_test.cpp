@@ -78,26 +78,23 @@ std::vector<float> wgrad_on_host(const ConvDesc& d, const std::vector<float>& x_
   std::vector<float> dw(size_t(nw), std::nanf(""));
   std::vector<float> col(size_t(k::wgrad_col_elements(g)), std::nanf(""));
   std::vector<float> partial(size_t(k::wgrad_partial_floats(g)), std::nanf(""));
-  const auto value = [&](const float* xs, const k::Im2colRow& r, int pix) {
-    int y = 0, xx = 0;
-    return k::im2col_at(g, r, pix, y, xx) ? xs[k::sample_offset(g, r.c, y, xx, x_nhwc)] : 0.0f;
-  };
   for (int chunk = 0; chunk < g.chunks; ++chunk) {
     const k::WgradGemmCall c = k::wgrad_gemm_call(g, chunk);
     const float* a = x.data() + c.a_offset;
     if (!g.direct) {
       const float* xs = x.data() + int64_t(chunk) * g.per_chunk * sample_size;
+      const auto src = [xs](int64_t i) { return xs[i]; };
       if (g.nhwc) {
         for (int64_t e = 0; e < int64_t(c.batch) * g.pixels * g.rows; ++e) {
           const k::Im2colNhwcAt at = k::im2col_nhwc_at(g, e);
-          col[size_t(e)] = round(value(xs + at.sample * sample_size, k::im2col_row(g, at.row), at.pix));
+          col[size_t(e)] = round(k::im2col_value(g, src, x_nhwc, at.sample, k::im2col_row(g, at.row), at.pix));
         }
       } else {
         for (int64_t plane = 0; plane < int64_t(c.batch) * g.rows; ++plane) {
           const int64_t sample = plane / g.rows;
           const k::Im2colRow r = k::im2col_row(g, plane - sample * g.rows);
           for (int pix = 0; pix < g.pixels; ++pix)
-            col[size_t(plane * g.pixels + pix)] = round(value(xs + sample * sample_size, r, pix));
+            col[size_t(plane * g.pixels + pix)] = round(k::im2col_value(g, src, x_nhwc, sample, r, pix));
         }
       }
       a = col.data();
