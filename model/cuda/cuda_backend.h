@@ -204,11 +204,10 @@ class CudaBackend : public Backend {
     int64_t timed_calls[3] = {};
     double whole_ms[3] = {}, library_ms[3] = {};
     // cuDNN's graph API (cuda_conv_graph.cu, DOWNSCALE_CUDA_GRAPH): per pass, the execution plan
-    // of the fastest engine timed, run when use[pass].algo is kGraphAlgo; the two timings behind
-    // the choice (ms, the graph engine's and the legacy algorithm's; negative when not timed).
-    // graph_config: the engine configuration the plan was made from, kept alive with it.
+    // of the fastest engine timed, run when use[pass].algo is kGraphAlgo (the timings behind the
+    // choice are in its stderr line); graph_config: the engine configuration the plan was made
+    // from, kept alive with it.
     cudnnBackendDescriptor_t graph[3] = {}, graph_config[3] = {};
-    float graph_ms[3] = {-1, -1, -1}, legacy_ms[3] = {-1, -1, -1};
 
     ~ConvPlan() {
       for (int k = 0; k < 3; ++k)
@@ -231,19 +230,36 @@ class CudaBackend : public Backend {
   ConvPlan& conv_plan(const ConvDesc& d);
   const float* conv_input(const ConvPlan& p, const ConvDesc& d, const float* x);
   std::string conv_context(const ConvDesc& d) const;
-  // cudnnFind*: times the algorithms on scratch buffers; false when cuDNN could not (the caller
-  // then keeps the heuristic's choice).
-  // The usable entries of each pass (found[ConvPass]), fastest first; false, with the lists left
-  // empty, when any of the three Find calls failed.
-  bool find_algorithms(const ConvDesc& d, ConvPlan& p, std::vector<ConvChoice> found[3]);
+  // The zeroed operands (as many floats as elements: enough for the 16-bit ones too) and the
+  // workspace a plan's passes are timed on, once per plan (find_algorithms, then
+  // choose_graph_engines). plan_scratch: false when there is no memory for them (nothing held
+  // then); release_plan_scratch gives back what is held (again: nothing). Inside a lane region
+  // the GPU is first left idle, so the timings are not other lanes' kernels, and the blocks go
+  // straight back, or the allocator's hold would keep every plan's workspace (up to 2 GiB each)
+  // until the join.
+  struct PlanScratch {
+    float *x = nullptr, *w = nullptr, *y = nullptr;
+    void* ws = nullptr;
+    size_t ws_bytes = 0;
+  };
+  bool plan_scratch(const ConvDesc& d, const ConvPlan& p, PlanScratch& s);
+  void release_plan_scratch(PlanScratch& s);
+  // cudnnFind*: times the algorithms on the scratch; found[ConvPass] gets each pass's usable
+  // entries, fastest first; false, with the lists left empty, when any of the three Find calls
+  // failed (the caller then keeps the heuristic's choice).
+  bool find_algorithms(ConvPlan& p, const PlanScratch& s, std::vector<ConvChoice> found[3]);
   // Makes choice c pass k's algorithm: its descriptor's math type (FMA in FP32 mode) and the
   // workspace cuDNN asks for it under that math type, if more than the ranked figure.
   void adopt_choice(ConvPlan& p, int k, const ConvChoice& c);
-  // Runs pass k's convolution call, call(algorithm, workspace, bytes), with the plan's algorithm;
-  // when cuDNN refuses it before launching anything (conv_choices.h), adopts the next candidate
-  // with one stderr line and calls again. Any other failure, or no candidate left, throws.
-  void run_conv_pass(ConvPlan& p, int k, const char* what,
-                     const std::function<cudnnStatus_t(int algo, void* ws, size_t bytes)>& call);
+  // Pass k's convolution with choice `algo` (a legacy algorithm, or kGraphAlgo: the plan's graph
+  // engine) on the cuDNN operands x, w, y, of which the pass writes one (forward y, backward data
+  // x, backward filter w); alpha 1, beta 0.
+  cudnnStatus_t conv_pass_call(const ConvPlan& p, int k, int algo, const void* x, const void* w, const void* y,
+                               void* ws, size_t bytes);
+  // Runs pass k with the plan's choice; when cuDNN refuses it before launching anything
+  // (conv_choices.h), adopts the next candidate with one stderr line and calls again. Any other
+  // failure, or no candidate left, throws.
+  void run_conv_pass(ConvPlan& p, int k, const void* x, const void* w, const void* y);
   // cuda_conv_graph.cu: cuDNN's graph (backend) API for a plan's three passes. The legacy
   // cudnnFind* reaches only the legacy algorithms; PyTorch, through the graph API, got MNN's BF16
   // NHWC convolutions 15.3 ms a step on an H200 (2026-11-28) where ours took 18.1 (2026-11-29),
@@ -258,7 +274,7 @@ class CudaBackend : public Backend {
   // DOWNSCALE_CUDA_GRAPH_NOTES=pytorch: engines with the DOWN_CONVERT_INPUTS or
   // REDUCED_PRECISION_REDUCTION notes are timed too (engine_info in cuda_conv_graph.cu).
   bool graph_reduced_precision_ = false;
-  void choose_graph_engines(const ConvDesc& d, ConvPlan& p);
+  void choose_graph_engines(const ConvDesc& d, ConvPlan& p, const PlanScratch& s);
   cudnnStatus_t graph_execute(cudnnBackendDescriptor_t plan, const void* x, const void* w, const void* y, void* ws);
   // DOWNSCALE_CUDA_PASS_TIMES=1: events around each pass (whole) and its convolution call
   // (library), recorded on the stream and read only when the backend ends, so timing adds no
@@ -501,9 +517,6 @@ inline int plane_blocks(int64_t planes) { return int(planes < 65535 ? planes : 6
 // Info: a -q run (plugin_info_shown() false) prints none of them.
 bool plugin_info_shown();  // model/cuda/plugin_log.cpp
 void conv_note(const ConvDesc& d, const std::string& what);
-// The workspace cudnnFind* (and the graph engines' timing) may offer a candidate
-// (cuda_conv_plan.cu): 2 GiB, 1 GiB or 512 MiB, by the free device memory.
-size_t conv_find_workspace_bytes();
 
 // Zero-padding copy and its inverse for convolutions whose padding cuDNN cannot express.
 void pad_nchw(cudaStream_t s, const Shape& in, int top, int left, const Shape& padded, const float* x, float* xp);

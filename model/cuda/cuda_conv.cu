@@ -140,17 +140,13 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
       if (keep16) throw Error("internal: a 16-bit output asked of a narrow forward");
       narrow_conv_forward(d, x, w, b, y);  // a 16-bit x (d.x16) is widened as the kernels load it
     } else {
-      const float one = 1.0f, zero = 0.0f;
+      const float one = 1.0f;
       // A 16-bit activation input is already the cuDNN operand (padded into 16 bits if need be).
       CacheBlock padded16{cache_};
       const float* src = d.x16 ? nullptr : conv_input(p, d, x);
       const void* x16 = d.x16 ? conv_input16(p, d, x, padded16.p) : nullptr;
       const auto forward = [&](const void* xs, const void* ws_, void* ys) {
-        run_conv_pass(p, kFwdPass, "cudnnConvolutionForward", [&](int algo, void* ws, size_t bytes) {
-          if (algo == kGraphAlgo) return graph_execute(p.graph[kFwdPass], xs, ws_, ys, ws);
-          return cudnnConvolutionForward(cudnn_, &one, p.x, xs, p.w, ws_, p.conv[kFwdPass],
-                                         cudnnConvolutionFwdAlgo_t(algo), ws, bytes, &zero, p.y, ys);
-        });
+        run_conv_pass(p, kFwdPass, xs, ws_, ys);
       };
       const Shape ws_shape{d.out_c, d.in.c, d.kh, d.kw};
       if (fused16()) {
@@ -332,14 +328,9 @@ void CudaBackend::conv_backward_data_pass(const ConvDesc& d, const float* dy, co
     if (p.narrow_bwd_data) {
       narrow_conv_backward_data(d, dy, w, dx);
     } else {
-      const float one = 1.0f, zero = 0.0f;
       float* dst = p.explicit_pad ? pad_buffer(p.x_shape.size()) : dx;
       const auto data = [&](const void* dys, const void* ws_, void* dxs) {
-        run_conv_pass(p, kDataPass, "cudnnConvolutionBackwardData", [&](int algo, void* ws, size_t bytes) {
-          if (algo == kGraphAlgo) return graph_execute(p.graph[kDataPass], dxs, ws_, dys, ws);
-          return cudnnConvolutionBackwardData(cudnn_, &one, p.w, ws_, p.y, dys, p.conv[kDataPass],
-                                              cudnnConvolutionBwdDataAlgo_t(algo), ws, bytes, &zero, p.x, dxs);
-        });
+        run_conv_pass(p, kDataPass, dxs, ws_, dys);
       };
       if (half16())
         half16_pass(d.out(), dy, dy16, Shape{d.out_c, d.in.c, d.kh, d.kw}, w, nullptr, p.x_shape, dst, data);
@@ -367,7 +358,6 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
     if (p.narrow_bwd_weights) {
       narrow_conv_backward_weights(d, x, dy, dw, db);  // a 16-bit x is widened as the kernels load it
     } else if (!(p.gemm_bwd_weights && gemm_weights_or_fall_back(d, p, x, dy, dy16, dw))) {
-      const float one = 1.0f, zero = 0.0f;
       // Padded again rather than kept from forward: a cheap copy instead of a buffer per layer.
       // A 16-bit activation input is the cuDNN operand itself.
       CacheBlock padded16{cache_};
@@ -375,11 +365,7 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
       const void* x16 = d.x16 ? conv_input16(p, d, x, padded16.p) : nullptr;
       if (x16 && !half16()) throw Error("internal: a 16-bit activation outside the 16-bit modes");
       const auto filter = [&](const void* xs, const void* dys, void* dws) {
-        run_conv_pass(p, kFilterPass, "cudnnConvolutionBackwardFilter", [&](int algo, void* ws, size_t bytes) {
-          if (algo == kGraphAlgo) return graph_execute(p.graph[kFilterPass], xs, dws, dys, ws);
-          return cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, xs, p.y, dys, p.conv[kFilterPass],
-                                                cudnnConvolutionBwdFilterAlgo_t(algo), ws, bytes, &zero, p.w, dws);
-        });
+        run_conv_pass(p, kFilterPass, xs, dws, dys);
       };
       if (half16())
         half16_pass(p.x_shape, src, x16, d.out(), dy, dy16, Shape{d.out_c, d.in.c, d.kh, d.kw}, dw, filter);

@@ -10,8 +10,8 @@
 // configurations of cuDNN's heuristic A and of its fallback list, each finalized into an
 // execution plan. Those that finalize, fit the workspace cudnnFind* was offered, and need no
 // runtime compilation (seconds each) nor down-convert inputs or reduce in 16 bits (numerical
-// notes) are timed on zeroed scratch tensors, as cudnnFind* does, and so is the legacy algorithm
-// the plan chose. DOWNSCALE_CUDA_GRAPH=timed keeps the fastest engine where it beats the legacy
+// notes) are timed on the zeroed scratch cudnnFind* ran on (PlanScratch), and so is the legacy
+// algorithm the plan chose. DOWNSCALE_CUDA_GRAPH=timed keeps the fastest engine where it beats the legacy
 // algorithm, =1 wherever one runs (the tests), unset or 0 never (the default until this has run
 // on a GPU). The legacy choice goes first in the pass's untried list, so an engine refused at
 // call time falls back to it with one stderr line (run_conv_pass).
@@ -255,7 +255,7 @@ cudnnStatus_t CudaBackend::graph_execute(cudnnBackendDescriptor_t plan, const vo
   return st;
 }
 
-void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p) {
+void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const PlanScratch& s) {
   if (graph_mode_ == 0 || !half16()) return;
   const Shape out = d.out();
   const cudnnDataType_t dt = math_ == MathMode::kBf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
@@ -263,41 +263,9 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p) {
       wd{d.out_c, d.in.c, d.kh, d.kw}, yd{out.n, out.c, out.h, out.w};
   // The padding cuDNN sees: none when the plan pads x itself (explicit_pad, uneven padding).
   const int pad_h = p.explicit_pad ? 0 : d.pad_top, pad_w = p.explicit_pad ? 0 : d.pad_left;
-  // Scratch as find_algorithms' (zeroed; 4 bytes an element where the operands take 2).
-  if (forked_) DS_CUDA(cudaDeviceSynchronize());
-  const int64_t nx = p.x_shape.size(), nw = int64_t(d.out_c) * d.in.c * d.kh * d.kw, ny = out.size();
-  size_t ws_bytes = conv_find_workspace_bytes();
-  float *x = nullptr, *w = nullptr, *y = nullptr;
-  void* ws = nullptr;
-  const auto give_back = [&] {
-    if (forked_) {
-      cudaStreamSynchronize(stream_);
-      cudaGetLastError();
-    }
-    for (void* b : {static_cast<void*>(x), static_cast<void*>(w), static_cast<void*>(y), ws})
-      if (b) forked_ ? cache_.release_now(b) : cache_.release(b);
-  };
-  try {
-    x = allocate(nx);
-    w = allocate(nw);
-    y = allocate(ny);
-    try {
-      ws = cache_.allocate(ws_bytes);
-    } catch (const Error&) {
-      cudaGetLastError();
-      ws_bytes = size_t(512) << 20;
-      ws = cache_.allocate(ws_bytes);
-    }
-    DS_CUDA(cudaMemsetAsync(x, 0, size_t(nx) * sizeof(float), stream_));
-    DS_CUDA(cudaMemsetAsync(w, 0, size_t(nw) * sizeof(float), stream_));
-    DS_CUDA(cudaMemsetAsync(y, 0, size_t(ny) * sizeof(float), stream_));
-  } catch (const Error& e) {
-    cudaGetLastError();
-    give_back();
-    conv_note(d, std::string("graph API not used (no scratch: ") + e.what() + ")");
-    return;
-  }
-  const float one = 1.0f, zero = 0.0f;
+  float *x = s.x, *w = s.w, *y = s.y;
+  void* ws = s.ws;
+  const size_t ws_bytes = s.ws_bytes;
   for (int k = 0; k < 3; ++k) {
     try {
       const Desc xt = tensor(kUidX, xd, dt, nhwc_), wt = tensor(kUidW, wd, dt, nhwc_), yt = tensor(kUidY, yd, dt, nhwc_);
@@ -369,20 +337,8 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p) {
         try {
           legacy_ms = time_runs(
               [&] {
-                void* lws = legacy.workspace ? ws : nullptr;
-                cudnnStatus_t st;
-                if (k == kFwdPass)
-                  st = cudnnConvolutionForward(cudnn_, &one, p.x, x, p.w, w, p.conv[k],
-                                               cudnnConvolutionFwdAlgo_t(legacy.algo), lws, legacy.workspace, &zero,
-                                               p.y, y);
-                else if (k == kDataPass)
-                  st = cudnnConvolutionBackwardData(cudnn_, &one, p.w, w, p.y, y, p.conv[k],
-                                                    cudnnConvolutionBwdDataAlgo_t(legacy.algo), lws, legacy.workspace,
-                                                    &zero, p.x, x);
-                else
-                  st = cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, x, p.y, y, p.conv[k],
-                                                      cudnnConvolutionBwdFilterAlgo_t(legacy.algo), lws,
-                                                      legacy.workspace, &zero, p.w, w);
+                const cudnnStatus_t st =
+                    conv_pass_call(p, k, legacy.algo, x, w, y, legacy.workspace ? ws : nullptr, legacy.workspace);
                 check(st, "legacy algorithm");
               },
               3);
@@ -390,8 +346,6 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p) {
           cudaGetLastError();
         }
       }
-      p.graph_ms[k] = best_ms;
-      p.legacy_ms[k] = legacy_ms;
       char times[160];
       std::snprintf(times, sizeof times, " (ms graph/legacy %.3f/%.3f; %zu engines timed of %d listed, %d left out)",
                     best_ms, legacy_ms, cands.list.size(), listed, skipped);
@@ -412,7 +366,6 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p) {
       conv_note(d, std::string("graph API not used for the ") + kPassNames[k] + ": " + e.what());
     }
   }
-  give_back();
 }
 
 }  // namespace ds::model

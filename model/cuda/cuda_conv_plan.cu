@@ -30,10 +30,7 @@ constexpr size_t kMaxWorkspace = size_t(2) << 30;
 // the next plan's Find asks the same size again and reuses it, where a size following the free
 // memory would leave a new idle block in the cache each time.
 constexpr size_t kMinFindWorkspace = size_t(512) << 20;
-
-}  // namespace
-
-size_t conv_find_workspace_bytes() {
+size_t find_workspace_bytes() {
   size_t free_bytes = 0, total = 0;
   if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
     cudaGetLastError();
@@ -43,8 +40,6 @@ size_t conv_find_workspace_bytes() {
     if (bytes <= free_bytes / 4) return bytes;
   return kMinFindWorkspace;
 }
-
-namespace {
 
 // A ranked list's usable entries, in its order (cuDNN's heuristic, or cudnnFind*'s fastest
 // first): succeeded, within max_workspace, and never CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION (each
@@ -224,7 +219,13 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
 
   // The plan is cached either way, so Find runs once per shape and mode.
   std::vector<ConvChoice> found[3];
-  p->timed = find_algorithms(d, *p, found);
+  PlanScratch scratch;
+  struct Release {  // however conv_plan leaves
+    CudaBackend* b;
+    PlanScratch* s;
+    ~Release() { b->release_plan_scratch(*s); }
+  } release{this, &scratch};
+  p->timed = plan_scratch(d, *p, scratch) && find_algorithms(*p, scratch, found);
   for (int k = 0; k < 3; ++k) {
     std::vector<ConvChoice> all = merge_choices(found[k], heuristic[k], fp32 ? int(CUDNN_FMA_MATH) : -1);
     if (all.empty()) throw Error(std::string("cuDNN found no usable ") + kPassNames[k] + " algorithm" + conv_context(d));
@@ -234,7 +235,8 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   p->desc = d;
   // The graph API's engines against the legacy choices just made (DOWNSCALE_CUDA_GRAPH; before
   // choose_narrow, which then times the narrow kernels against whichever runs).
-  if (p->timed) choose_graph_engines(d, *p);
+  if (p->timed) choose_graph_engines(d, *p, scratch);
+  release_plan_scratch(scratch);  // before choose_narrow, which times on scratch of its own
 
   auto& ref = *p;
   plans_.emplace(key, std::move(p));
@@ -296,68 +298,75 @@ std::pair<float, float> CudaBackend::time_two_ways(ConvPlan& p, const std::funct
   return ms;
 }
 
-// Times every algorithm of the three passes once on scratch tensors of the plan's shapes (the
-// backward passes write their outputs, so the caller's buffers are never used), as PyTorch's
-// cudnn.benchmark does; found[k] gets pass k's usable entries, fastest first. All three or none,
-// so a plan's first choices come from one method. Scratch comes from the caching allocator and
-// goes back to it, so the next tensors of these sizes reuse it.
-bool CudaBackend::find_algorithms(const ConvDesc& d, ConvPlan& p, std::vector<ConvChoice> found[3]) {
-  const bool fma_only = math_ == MathMode::kFp32;
-  const int64_t nx = p.x_shape.size(), nw = int64_t(d.out_c) * d.in.c * d.kh * d.kw, ny = d.out().size();
-  float *x = nullptr, *w = nullptr, *y = nullptr;
-  void* ws = nullptr;
-  bool ok = false;
-  // Inside a lane region (a plan's first use on a lane): the GPU idle, so the timings are not
-  // other lanes' kernels; the scratch waited for and released at once, or the allocator's hold
-  // would keep every plan's Find workspace (up to 2 GiB each) until the join.
+bool CudaBackend::plan_scratch(const ConvDesc& d, const ConvPlan& p, PlanScratch& s) {
   if (forked_) DS_CUDA(cudaDeviceSynchronize());
-  size_t find_ws = conv_find_workspace_bytes();
+  const int64_t nx = p.x_shape.size(), nw = int64_t(d.out_c) * d.in.c * d.kh * d.kw, ny = d.out().size();
+  s.ws_bytes = find_workspace_bytes();
   try {
-    x = allocate(nx);
-    w = allocate(nw);
-    y = allocate(ny);
+    s.x = allocate(nx);
+    s.w = allocate(nw);
+    s.y = allocate(ny);
     try {
-      ws = cache_.allocate(find_ws);
+      s.ws = cache_.allocate(s.ws_bytes);
     } catch (const Error&) {  // too large for what is left: time with the old, smaller offer
       cudaGetLastError();
-      find_ws = kMinFindWorkspace;
-      ws = cache_.allocate(find_ws);
+      s.ws_bytes = kMinFindWorkspace;
+      s.ws = cache_.allocate(s.ws_bytes);
     }
     // Zeros, not whatever the blocks held: NaN or denormal garbage could skew the timings.
-    DS_CUDA(cudaMemsetAsync(x, 0, size_t(nx) * sizeof(float), stream_));
-    DS_CUDA(cudaMemsetAsync(w, 0, size_t(nw) * sizeof(float), stream_));
-    DS_CUDA(cudaMemsetAsync(y, 0, size_t(ny) * sizeof(float), stream_));
-    int got = 0;
-    cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    cudnnConvolutionDescriptor_t conv = p.conv[kFwdPass];  // the requested mode's math type
-    if (cudnnFindConvolutionForwardAlgorithmEx(cudnn_, p.x, x, p.w, w, conv, p.y, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                               &got, fwd, ws, find_ws) == CUDNN_STATUS_SUCCESS)
-      found[kFwdPass] = usable_choices(fwd, got, fma_only, fma_only, find_ws, true, !transforms_);
-    if (!found[kFwdPass].empty() &&
-        cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn_, p.w, w, p.y, y, conv, p.x, x,
-                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd, ws,
-                                                    find_ws) == CUDNN_STATUS_SUCCESS)
-      found[kDataPass] = usable_choices(bd, got, fma_only, fma_only, find_ws, true, !transforms_);
-    if (!found[kDataPass].empty() &&
-        cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn_, p.x, x, p.y, y, conv, p.w, w,
-                                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf, ws,
-                                                      find_ws) == CUDNN_STATUS_SUCCESS)
-      found[kFilterPass] = usable_choices(bf, got, fma_only, fma_only, find_ws, true, !transforms_);
-    ok = !found[kFwdPass].empty() && !found[kDataPass].empty() && !found[kFilterPass].empty();
-  } catch (const Error&) {
-    ok = false;  // out of memory for the scratch: the heuristic's ranking stands
+    DS_CUDA(cudaMemsetAsync(s.x, 0, size_t(nx) * sizeof(float), stream_));
+    DS_CUDA(cudaMemsetAsync(s.w, 0, size_t(nw) * sizeof(float), stream_));
+    DS_CUDA(cudaMemsetAsync(s.y, 0, size_t(ny) * sizeof(float), stream_));
+    return true;
+  } catch (const Error&) {  // out of memory for the scratch: the heuristic's ranking stands
+    cudaGetLastError();
+    release_plan_scratch(s);
+    return false;
   }
-  if (!ok)
-    for (int k = 0; k < 3; ++k) found[k].clear();
-  cudaGetLastError();  // a failed Find leaves no error for the next check to misreport
+}
+
+void CudaBackend::release_plan_scratch(PlanScratch& s) {
+  if (!s.x && !s.w && !s.y && !s.ws) return;
   if (forked_) {  // waited for: back at once (release() would hold them until the join)
     cudaStreamSynchronize(stream_);
     cudaGetLastError();
   }
-  for (void* b : {static_cast<void*>(x), static_cast<void*>(w), static_cast<void*>(y), ws})
-    forked_ ? cache_.release_now(b) : cache_.release(b);
+  for (void* b : {static_cast<void*>(s.x), static_cast<void*>(s.w), static_cast<void*>(s.y), s.ws})
+    if (b) forked_ ? cache_.release_now(b) : cache_.release(b);
+  s = PlanScratch{};
+}
+
+// Times every algorithm of the three passes once on the plan's scratch (the backward passes
+// write their outputs, so the caller's buffers are never used), as PyTorch's cudnn.benchmark
+// does; found[k] gets pass k's usable entries, fastest first. All three or none, so a plan's
+// first choices come from one method.
+bool CudaBackend::find_algorithms(ConvPlan& p, const PlanScratch& s, std::vector<ConvChoice> found[3]) {
+  const bool fma_only = math_ == MathMode::kFp32;
+  float *x = s.x, *w = s.w, *y = s.y;
+  void* ws = s.ws;
+  const size_t find_ws = s.ws_bytes;
+  int got = 0;
+  cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  cudnnConvolutionDescriptor_t conv = p.conv[kFwdPass];  // the requested mode's math type
+  if (cudnnFindConvolutionForwardAlgorithmEx(cudnn_, p.x, x, p.w, w, conv, p.y, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                             &got, fwd, ws, find_ws) == CUDNN_STATUS_SUCCESS)
+    found[kFwdPass] = usable_choices(fwd, got, fma_only, fma_only, find_ws, true, !transforms_);
+  if (!found[kFwdPass].empty() &&
+      cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn_, p.w, w, p.y, y, conv, p.x, x,
+                                                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd, ws,
+                                                  find_ws) == CUDNN_STATUS_SUCCESS)
+    found[kDataPass] = usable_choices(bd, got, fma_only, fma_only, find_ws, true, !transforms_);
+  if (!found[kDataPass].empty() &&
+      cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn_, p.x, x, p.y, y, conv, p.w, w,
+                                                    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf, ws,
+                                                    find_ws) == CUDNN_STATUS_SUCCESS)
+    found[kFilterPass] = usable_choices(bf, got, fma_only, fma_only, find_ws, true, !transforms_);
+  const bool ok = !found[kFwdPass].empty() && !found[kDataPass].empty() && !found[kFilterPass].empty();
+  if (!ok)
+    for (int k = 0; k < 3; ++k) found[k].clear();
+  cudaGetLastError();  // a failed Find leaves no error for the next check to misreport
   return ok;
 }
 
@@ -389,8 +398,24 @@ void CudaBackend::adopt_choice(ConvPlan& p, int k, const ConvChoice& c) {
   p.use[k].workspace = workspace_needed(c.workspace, query, asked);
 }
 
-void CudaBackend::run_conv_pass(ConvPlan& p, int k, const char* what,
-                                const std::function<cudnnStatus_t(int algo, void* ws, size_t bytes)>& call) {
+cudnnStatus_t CudaBackend::conv_pass_call(const ConvPlan& p, int k, int algo, const void* x, const void* w,
+                                          const void* y, void* ws, size_t bytes) {
+  if (algo == kGraphAlgo) return graph_execute(p.graph[k], x, w, y, ws);
+  const float one = 1.0f, zero = 0.0f;
+  if (k == kFwdPass)
+    return cudnnConvolutionForward(cudnn_, &one, p.x, x, p.w, w, p.conv[k], cudnnConvolutionFwdAlgo_t(algo), ws,
+                                   bytes, &zero, p.y, const_cast<void*>(y));
+  if (k == kDataPass)
+    return cudnnConvolutionBackwardData(cudnn_, &one, p.w, w, p.y, y, p.conv[k], cudnnConvolutionBwdDataAlgo_t(algo),
+                                        ws, bytes, &zero, p.x, const_cast<void*>(x));
+  return cudnnConvolutionBackwardFilter(cudnn_, &one, p.x, x, p.y, y, p.conv[k],
+                                        cudnnConvolutionBwdFilterAlgo_t(algo), ws, bytes, &zero, p.w,
+                                        const_cast<void*>(w));
+}
+
+void CudaBackend::run_conv_pass(ConvPlan& p, int k, const void* x, const void* w, const void* y) {
+  static const char* const calls[3] = {"cudnnConvolutionForward", "cudnnConvolutionBackwardData",
+                                       "cudnnConvolutionBackwardFilter"};  // indexed by ConvPass
   for (;;) {
     const ConvChoice c = p.use[k];
     void* ws = c.workspace ? workspace(c.workspace) : nullptr;
@@ -398,13 +423,13 @@ void CudaBackend::run_conv_pass(ConvPlan& p, int k, const char* what,
     if (clock) pass_clock_start(1);
     const bool inject = test_refuse_ && !p.test_refused[k] && !p.timing_paths;
     if (inject) p.test_refused[k] = true;
-    const cudnnStatus_t st = inject ? CUDNN_STATUS_BAD_PARAM : call(c.algo, ws, c.workspace);
+    const cudnnStatus_t st = inject ? CUDNN_STATUS_BAD_PARAM : conv_pass_call(p, k, c.algo, x, w, y, ws, c.workspace);
     if (st == CUDNN_STATUS_SUCCESS) {
       if (clock) pass_clock_stop(p, k, 1);
       return;
     }
     if (!refused_before_launch(int(st)) || p.untried[k].empty())
-      throw Error(std::string("cuDNN error in ") + what + ": " + cudnnGetErrorString(st) +
+      throw Error(std::string("cuDNN error in ") + calls[k] + ": " + cudnnGetErrorString(st) +
                   (refused_before_launch(int(st)) ? " (no other algorithm left to try)" : ""));
     const ConvChoice next = p.untried[k].front();
     p.untried[k].erase(p.untried[k].begin());

@@ -294,7 +294,7 @@ void CudaBackend::narrow_conv_backward_weights_as(const ConvDesc& d, const X* x,
 
 // Per pass: the narrow kernels or cuDNN. Unless DOWNSCALE_CUDA_NARROW forces it, each pass runs
 // both ways on zeroed scratch tensors of the plan's shapes (from the caching allocator, so the
-// blocks find_algorithms just returned are reused): once to warm up (module loading, cuDNN's first
+// blocks the plan's Find scratch just returned are reused): once to warm up (module loading, cuDNN's first
 // call), then kNarrowReps times between two events; the faster stays. The whole pass is timed
 // (padding copies, 16-bit casts, bias), as training runs it. A side whose timing fails loses
 // its pass to the other; if the scratch cannot be had, cuDNN stays.
