@@ -60,6 +60,12 @@ CudaBackend::CudaBackend(int device)
       throw Error("DOWNSCALE_CUDA_GRAPH is '" + v + "', expected 0 or unset (never), 1 (always) or timed");
     graph_mode_ = v == "1" ? 1 : v == "timed" ? 2 : 0;
   }
+  if (const char* t = std::getenv("DOWNSCALE_CUDA_TF32_PASSES")) {
+    const std::string v = t;
+    if (v != "0" && v != "1" && v != "timed" && !v.empty())
+      throw Error("DOWNSCALE_CUDA_TF32_PASSES is '" + v + "', expected 0 or unset (never), 1 (always) or timed");
+    tf32_passes_mode_ = v == "1" ? 1 : v == "timed" ? -1 : 0;
+  }
   if (const char* g = std::getenv("DOWNSCALE_CUDA_GRAPH_NOTES")) {
     const std::string v = g;
     if (v != "fp32" && v != "pytorch" && !v.empty())

@@ -208,6 +208,11 @@ class CudaBackend : public Backend {
     // choice are in its stderr line); graph_config: the engine configuration the plan was made
     // from, kept alive with it.
     cudnnBackendDescriptor_t graph[3] = {}, graph_config[3] = {};
+    // The 16-bit modes' TF32 passes (cuda_conv_tf32.cu, DOWNSCALE_CUDA_TF32_PASSES): per pass,
+    // whether it was chosen yet, whether it runs as TF32 (the TF32 plan of the same geometry on
+    // FP32 operands), and the two timings behind the choice (ms; negative when not timed).
+    bool tf32_chosen[3] = {}, tf32_pass[3] = {};
+    float tf32_ms[3] = {-1, -1, -1}, half16_ms[3] = {-1, -1, -1};
 
     ~ConvPlan() {
       for (int k = 0; k < 3; ++k)
@@ -330,6 +335,21 @@ class CudaBackend : public Backend {
   // The plan's GEMM, or false after turning the plan back to cuDNN when it fails (not timing).
   bool gemm_weights_or_fall_back(const ConvDesc& d, ConvPlan& p, const float* x, const float* dy, const void* dy16,
                                  float* dw);
+  // cuda_conv_tf32.cu: a 16-bit mode's backward data or backward filter pass as train.precision
+  // tf32 runs it, on the FP32 operands (dy's FP32 NCHW copy, the FP32 weights; a 16-bit
+  // activation x widened first). tf32_instead: whether plan p's pass k runs that way (chosen once
+  // per plan and pass by tf32_passes_mode_, timing as_tf32 against in16 on the call's own
+  // tensors), and if so has run it. Tf32Scope: math_ as tf32 while it lives.
+  struct Tf32Scope;
+  void tf32_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx);
+  void tf32_backward_weights(const ConvDesc& d, const float* x, const float* dy, float* dw, float* db, bool timing);
+  bool tf32_instead(const ConvDesc& d, ConvPlan& p, int k, const std::function<void()>& as_tf32,
+                    const std::function<void()>& in16);
+  void choose_tf32_pass(const ConvDesc& d, ConvPlan& p, int k, const std::function<void()>& as_tf32,
+                        const std::function<void()>& in16);
+  // DOWNSCALE_CUDA_TF32_PASSES: 0 or unset never (until it has run on a GPU), 1 wherever it
+  // applies, -1 ("timed") by timing per plan and pass.
+  int tf32_passes_mode_ = 0;
   // cuda_narrow_conv.cu: the three passes in plain FP32 (any math mode).
   void narrow_conv_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y);
   void narrow_conv_backward_data(const ConvDesc& d, const float* dy, const float* w, float* dx);

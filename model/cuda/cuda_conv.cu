@@ -33,6 +33,7 @@
 // hand-written FP32 kernels of cuda_narrow_conv.cu instead: choose_narrow (there) times both per
 // pass once per plan, or DOWNSCALE_CUDA_NARROW=0|1 forces the choice. Other plans may compute the
 // weight gradient by im2col + cuBLAS (cuda_wgrad_gemm.cu; NCHW or NHWC, FP32 or 16-bit operands), chosen the same way.
+// In the 16-bit modes the two backward passes may run as TF32 instead (cuda_conv_tf32.cu).
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -324,6 +325,10 @@ void CudaBackend::conv_backward_data_pass(const ConvDesc& d, const float* dy, co
                                           float* dx) {
   try {
     ConvPlan& p = conv_plan(d);
+    // In a 16-bit mode, maybe as TF32 on dy's FP32 copy (cuda_conv_tf32.cu).
+    if (tf32_instead(d, p, kDataPass, [&] { tf32_backward_data(d, dy, w, dx); },
+                     [&] { conv_backward_data_pass(d, dy, dy16, w, dx); }))
+      return;
     if (pass_times_ && !p.timing_paths) pass_clock_start(0);
     if (p.narrow_bwd_data) {
       narrow_conv_backward_data(d, dy, w, dx);
@@ -354,6 +359,10 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
   try {
     ConvPlan& p = conv_plan(d);
     if (!p.gemm_chosen && !p.timing_paths) choose_wgrad_gemm(d, p, x, dy, dy16, dw);
+    // After the GEMM's choice: the 16-bit side of the TF32 timing is the faster 16-bit way.
+    if (tf32_instead(d, p, kFilterPass, [&] { tf32_backward_weights(d, x, dy, dw, db, p.timing_paths); },
+                     [&] { conv_backward_weights_pass(d, x, dy, dy16, dw, db); }))
+      return;
     if (pass_times_ && !p.timing_paths) pass_clock_start(0);
     if (p.narrow_bwd_weights) {
       narrow_conv_backward_weights(d, x, dy, dw, db);  // a 16-bit x is widened as the kernels load it

@@ -76,7 +76,10 @@ void CudaBackend::report_pass_times() {
       const bool narrow = k == kFwdPass ? p.narrow_fwd : k == kDataPass ? p.narrow_bwd_data : p.narrow_bwd_weights;
       const bool gemm = k == kFilterPass && p.gemm_bwd_weights;
       const double n = double(p.timed_calls[k]);
-      std::fprintf(stderr, "  conv %s -> %d, %dx%d, %-15s %6lld calls  whole %8.3f  conv %8.3f  %s\n",
+      // A 16-bit run's TF32 passes (cuda_conv_tf32.cu) are their TF32 plan's: said on the line.
+      const int plan_mode = std::get<12>(key);
+      const std::string as = plan_mode != int(math_) ? std::string("  [") + modes[plan_mode] + " pass]" : "";
+      std::fprintf(stderr, "  conv %s -> %d, %dx%d, %-15s %6lld calls  whole %8.3f  conv %8.3f  %s%s\n",
                    p.desc.in.str().c_str(), p.desc.out_c, p.desc.kh, p.desc.kw, kPassNames[k],
                    static_cast<long long>(p.timed_calls[k]), p.whole_ms[k] / n, p.library_ms[k] / n,
                    narrow ? "narrow kernels"
@@ -86,7 +89,8 @@ void CudaBackend::report_pass_times() {
                           std::to_string(p.use[k].workspace >> 20) + " MiB (timed)").c_str()
                           : ("algo " + std::to_string(p.use[k].algo) + " math " + std::to_string(p.use[k].math) +
                              " ws " + std::to_string(p.use[k].workspace >> 20) + " MiB" +
-                             (p.use[k].timed ? " (cudnnFind)" : " (heuristic)")).c_str());
+                             (p.use[k].timed ? " (cudnnFind)" : " (heuristic)")).c_str(),
+                   as.c_str());
       whole += p.whole_ms[k];
       library += narrow || gemm ? p.whole_ms[k] : p.library_ms[k];
     }

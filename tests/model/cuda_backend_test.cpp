@@ -678,6 +678,81 @@ TEST_F(ModelCuda, GraphEnginesMatchCpu) {
   }
 }
 
+// The 16-bit modes' TF32 passes (DOWNSCALE_CUDA_TF32_PASSES, model/cuda/cuda_conv_tf32.cu):
+// forced (1), both backward passes of each plan must say they ran as TF32 and match the CPU within
+// TF32's tolerance (1e-2 of the scale, as Tf32ConvolutionsStayWithinTf32Tolerance); timed, each
+// says which way it went and stays within the 16-bit tolerance. Odd, even (explicit padding) and
+// strided geometries, NHWC and NCHW; the forward stays 16-bit. The whole net with 16-bit
+// activations (the widened x of the weight gradient, the polyphase passes) is DeviceCheckCuda's
+// "TF32 passes" rows.
+TEST_F(ModelCuda, Tf32PassesInHalfModesMatchCpu) {
+  for (const char* mode_env : {"1", "timed"}) {
+    ScopedEnv tf32("DOWNSCALE_CUDA_TF32_PASSES", mode_env);
+    const bool forced = std::string(mode_env) == "1";
+    for (const char* layout : {"nhwc", "nchw"}) {
+      LayoutEnv env(layout);
+      auto gpu = make_cuda_backend(0);
+      for (const HalfMode& m : kHalfModes) {
+        if (std::string(layout) == "nhwc" && m.mode == MathMode::kFp16) continue;  // as the legacy test
+        ASSERT_TRUE(gpu->set_math(m.mode));
+        for (int k : {9, 4, 3}) {
+          const ConvDesc d = k == 3 ? test::conv_desc({4, 12, 17, 19}, 24, 3, 3, 2, 1, 1, 1, 1)
+                                    : same_conv(Shape{4, 20, 15, 26}, 50, k);
+          const Shape ws{d.out_c, d.in.c, d.kh, d.kw}, bs{1, d.out_c, 1, 1};
+          const auto x = random_values(size_t(d.in.size()), 1, -1, 1), w = random_values(size_t(ws.size()), 2, -1, 1),
+                     b = random_values(size_t(d.out_c), 3, -1, 1), dy = random_values(size_t(d.out().size()), 5, -1, 1);
+          Tensor xc(*cpu_, d.in), wc(*cpu_, ws), bc(*cpu_, bs), yc(*cpu_, d.out()), dyc(*cpu_, d.out()),
+              dxc(*cpu_, d.in), dwc(*cpu_, ws), dbc(*cpu_, bs);
+          Tensor xg(*gpu, d.in), wg(*gpu, ws), bg(*gpu, bs), yg(*gpu, d.out()), dyg(*gpu, d.out()), dxg(*gpu, d.in),
+              dwg(*gpu, ws), dbg(*gpu, bs);
+          for (auto* t : {&xc, &xg}) t->upload(x.data());
+          for (auto* t : {&wc, &wg}) t->upload(w.data());
+          for (auto* t : {&bc, &bg}) t->upload(b.data());
+          for (auto* t : {&dyc, &dyg}) t->upload(dy.data());
+          const std::string what = std::string("TF32 passes ") + mode_env + " " + m.name + " " + layout + " " +
+                                   d.in.str() + " " + std::to_string(k) + "x" + std::to_string(k) + "/" +
+                                   std::to_string(d.stride);
+          ::testing::internal::CaptureStderr();
+          for (int rep = 0; rep < 2; ++rep) {  // the plan's first calls (the choice), then the cached plan
+            gpu->conv2d_forward(d, xg.data(), wg.data(), bg.data(), yg.data());
+            gpu->conv2d_backward_data(d, dyg.data(), wg.data(), dxg.data());
+            gpu->conv2d_backward_weights(d, xg.data(), dyg.data(), dwg.data(), dbg.data());
+          }
+          const std::string log = ::testing::internal::GetCapturedStderr();
+          for (const char* pass : {"backward data", "backward filter"}) {
+            const std::string said = std::string(pass) + (forced ? " as TF32 (DOWNSCALE_CUDA_TF32_PASSES=1)" : "");
+            EXPECT_NE(log.find(said), std::string::npos) << what << ": no '" << said << "' line in\n" << log;
+            if (!forced) {
+              EXPECT_TRUE(log.find(std::string(pass) + " as TF32 (ms") != std::string::npos ||
+                          log.find(std::string(pass) + " in 16 bits (ms") != std::string::npos)
+                  << what << ": no timed choice for the " << pass << " in\n" << log;
+            }
+          }
+          const double pass_tol = forced ? 1e-2 : m.tol;
+          cpu_->conv2d_forward(d, xc.data(), wc.data(), bc.data(), yc.data());
+          expect_close_to_scale(yc.to_host(), yg.to_host(), m.tol, what + " forward");
+          cpu_->conv2d_backward_data(d, dyc.data(), wc.data(), dxc.data());
+          expect_close_to_scale(dxc.to_host(), dxg.to_host(), pass_tol, what + " backward data");
+          cpu_->conv2d_backward_weights(d, xc.data(), dyc.data(), dwc.data(), dbc.data());
+          expect_close_to_scale(dwc.to_host(), dwg.to_host(), pass_tol, what + " backward weights");
+          expect_close_to_scale(dbc.to_host(), dbg.to_host(), 1e-4, what + " bias gradient (FP32)");
+        }
+        // The mode is the backend's again after the TF32 passes: a new plan is a 16-bit one.
+        const ConvDesc d = same_conv(Shape{2, 6, 9, 10}, 8, 5);
+        ::testing::internal::CaptureStderr();
+        Tensor xg(*gpu, d.in), wg(*gpu, {8, 6, 5, 5}), yg(*gpu, d.out());
+        const auto x = random_values(size_t(d.in.size()), 1, -1, 1), w = random_values(size_t(8 * 6 * 25), 2, -1, 1);
+        xg.upload(x.data());
+        wg.upload(w.data());
+        gpu->conv2d_forward(d, xg.data(), wg.data(), nullptr, yg.data());
+        const std::string log = ::testing::internal::GetCapturedStderr();
+        EXPECT_NE(log.find(std::string("train.precision ") + m.name), std::string::npos)
+            << "after the TF32 passes the next plan is not " << m.name << ":\n" << log;
+      }
+    }
+  }
+}
+
 // The polyphase upsample+conv (x2 then 5x5, as MNN's decoder) through its small 16-bit convolution.
 TEST_F(ModelCuda, Bf16Fp16UpsampleConvStaysWithinTolerance) {
   for (const char* layout : {"nhwc", "nchw"}) {

@@ -411,6 +411,18 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
       // ... and with the engines PyTorch also allows (16-bit reductions): does the step still pass?
       {"graph engines, PyTorch's numerical notes", {{"DOWNSCALE_CUDA_GRAPH", "1"}, {"DOWNSCALE_CUDA_GRAPH_NOTES", "pytorch"}},
        {MathMode::kBf16}},
+      // The backward passes as TF32 where forced (model/cuda/cuda_conv_tf32.cu): the weight
+      // gradient from a widened 16-bit activation, NHWC and NCHW, the polyphase passes included.
+      {"TF32 passes, NHWC 16-bit activations",
+       {{"DOWNSCALE_CUDA_TF32_PASSES", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nhwc"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}},
+       {MathMode::kBf16}},
+      {"TF32 passes, NCHW 16-bit activations",
+       {{"DOWNSCALE_CUDA_TF32_PASSES", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nchw"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}},
+       {MathMode::kBf16, MathMode::kFp16}},
+      // ... and timed, with the graph engines and the GEMM timed too: the step as it would ship.
+      {"TF32 passes, graph engines and GEMM timed",
+       {{"DOWNSCALE_CUDA_TF32_PASSES", "timed"}, {"DOWNSCALE_CUDA_GRAPH", "timed"}, {"DOWNSCALE_CUDA_WGRAD_GEMM", "timed"}},
+       {MathMode::kBf16}},
       {"graph engines, NCHW 16-bit scratch",
        {{"DOWNSCALE_CUDA_GRAPH", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nchw"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "0"}},
        {MathMode::kBf16, MathMode::kFp16}},
