@@ -373,6 +373,13 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
     std::vector<std::pair<std::string, std::string>> env;
     std::vector<MathMode> modes;
   };
+  // A line the backend must print (stderr) where a row forces the TF32 passes: they did run.
+  const auto must_say = [](const Variant& v) {
+    for (const auto& [name, value] : v.env)
+      if (name == "DOWNSCALE_CUDA_TF32_PASSES" && value == "1")
+        return std::string("backward filter as TF32 (DOWNSCALE_CUDA_TF32_PASSES=1)");
+    return std::string();
+  };
   const std::vector<Variant> variants = {
       // The default's five lanes pinned, so an exported DOWNSCALE_CUDA_LANES=0 cannot drop them
       // (ModelCuda.FiveLanesByDefaultOneStreamWhenAskedOrTimed checks that they are the default).
@@ -435,9 +442,18 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
       Net run(mnn_na_spec(), *be);
       run.init(5);
       const CheckBatch b = make_batch(*be, mnn_na_spec(), 32);
+      const std::string say = must_say(v);
+      if (!say.empty()) ::testing::internal::CaptureStderr();
       // FP16 as the trainer runs it: the loss gradient x 65536 (LossScaler's first scale).
       const DeviceCheck c = check_step_against_cpu(run, *be, m, b.batch, b.mask, model::LossKind::kBernoulliGamma, 0,
                                                    9, m == MathMode::kFp16 ? 65536.0f : 1.0f);
+      if (!say.empty()) {
+        const std::string log = ::testing::internal::GetCapturedStderr();
+        size_t said = 0;
+        for (size_t at = log.find(say); at != std::string::npos; at = log.find(say, at + 1)) ++said;
+        std::printf("%s: '%s' said %zu times\n", v.name.c_str(), say.c_str(), said);
+        EXPECT_GT(said, 0u) << v.name << ": the backend never said '" << say << "'";
+      }
       const std::string line = v.name + ": " + device_check_line(c, be->name(), model::math_mode_name(m));
       std::printf("%s\n", line.c_str());
       EXPECT_TRUE(c.passed()) << line;
