@@ -8,6 +8,7 @@
 // this test would catch it (ModelCuda.Tf32ConvolutionsStayWithinTf32Tolerance checks that mode).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -628,6 +629,45 @@ TEST_F(ModelCuda, Bf16Fp16ConvolutionsStayWithinTolerance) {
   }
 }
 
+// The geometries the per-pass path tests run (odd, even with explicit padding, strided), and one
+// geometry's three passes on a GPU backend, twice (the plan's first calls, where the per-plan
+// choices are made, then the cached plan), stderr captured, then each result against the CPU's
+// FP32 (bias gradient 1e-4: FP32 on both); tol(pass) gives "backward data" and "backward filter"
+// theirs. Returns what the backend printed.
+ConvDesc path_test_geometry(int k) {
+  return k == 3 ? test::conv_desc({4, 12, 17, 19}, 24, 3, 3, 2, 1, 1, 1, 1) : same_conv(Shape{4, 20, 15, 26}, 50, k);
+}
+std::string passes_against_cpu(Backend& cpu, Backend& gpu, const ConvDesc& d, double fwd_tol,
+                               const std::function<double(const std::string& log, const char* pass)>& tol,
+                               const std::string& what) {
+  const Shape ws{d.out_c, d.in.c, d.kh, d.kw}, bs{1, d.out_c, 1, 1};
+  const auto x = random_values(size_t(d.in.size()), 1, -1, 1), w = random_values(size_t(ws.size()), 2, -1, 1),
+             b = random_values(size_t(d.out_c), 3, -1, 1), dy = random_values(size_t(d.out().size()), 5, -1, 1);
+  Tensor xc(cpu, d.in), wc(cpu, ws), bc(cpu, bs), yc(cpu, d.out()), dyc(cpu, d.out()), dxc(cpu, d.in), dwc(cpu, ws),
+      dbc(cpu, bs);
+  Tensor xg(gpu, d.in), wg(gpu, ws), bg(gpu, bs), yg(gpu, d.out()), dyg(gpu, d.out()), dxg(gpu, d.in), dwg(gpu, ws),
+      dbg(gpu, bs);
+  for (auto* t : {&xc, &xg}) t->upload(x.data());
+  for (auto* t : {&wc, &wg}) t->upload(w.data());
+  for (auto* t : {&bc, &bg}) t->upload(b.data());
+  for (auto* t : {&dyc, &dyg}) t->upload(dy.data());
+  ::testing::internal::CaptureStderr();
+  for (int rep = 0; rep < 2; ++rep) {
+    gpu.conv2d_forward(d, xg.data(), wg.data(), bg.data(), yg.data());
+    gpu.conv2d_backward_data(d, dyg.data(), wg.data(), dxg.data());
+    gpu.conv2d_backward_weights(d, xg.data(), dyg.data(), dwg.data(), dbg.data());
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  cpu.conv2d_forward(d, xc.data(), wc.data(), bc.data(), yc.data());
+  expect_close_to_scale(yc.to_host(), yg.to_host(), fwd_tol, what + " forward");
+  cpu.conv2d_backward_data(d, dyc.data(), wc.data(), dxc.data());
+  expect_close_to_scale(dxc.to_host(), dxg.to_host(), tol(log, "backward data"), what + " backward data");
+  cpu.conv2d_backward_weights(d, xc.data(), dyc.data(), dwc.data(), dbc.data());
+  expect_close_to_scale(dwc.to_host(), dwg.to_host(), tol(log, "backward filter"), what + " backward weights");
+  expect_close_to_scale(dbc.to_host(), dbg.to_host(), 1e-4, what + " bias gradient (FP32)");
+  return log;
+}
+
 // cuDNN's graph API engines (DOWNSCALE_CUDA_GRAPH=1: each pass on the fastest engine that runs,
 // whatever the legacy algorithm's time) against the CPU: odd, even (explicit padding) and strided
 // geometries, NHWC and NCHW. Each plan's line must say the engine ran its passes: a graph that no
@@ -641,38 +681,14 @@ TEST_F(ModelCuda, GraphEnginesMatchCpu) {
       if (std::string(layout) == "nhwc" && m.mode == MathMode::kFp16) continue;  // as the legacy test
       ASSERT_TRUE(gpu->set_math(m.mode));
       for (int k : {9, 4, 3}) {
-        const ConvDesc d = k == 3 ? test::conv_desc({4, 12, 17, 19}, 24, 3, 3, 2, 1, 1, 1, 1)
-                                  : same_conv(Shape{4, 20, 15, 26}, 50, k);
-        const Shape ws{d.out_c, d.in.c, d.kh, d.kw}, bs{1, d.out_c, 1, 1};
-        const auto x = random_values(size_t(d.in.size()), 1, -1, 1), w = random_values(size_t(ws.size()), 2, -1, 1),
-                   b = random_values(size_t(d.out_c), 3, -1, 1), dy = random_values(size_t(d.out().size()), 5, -1, 1);
-        Tensor xc(*cpu_, d.in), wc(*cpu_, ws), bc(*cpu_, bs), yc(*cpu_, d.out()), dyc(*cpu_, d.out()),
-            dxc(*cpu_, d.in), dwc(*cpu_, ws), dbc(*cpu_, bs);
-        Tensor xg(*gpu, d.in), wg(*gpu, ws), bg(*gpu, bs), yg(*gpu, d.out()), dyg(*gpu, d.out()), dxg(*gpu, d.in),
-            dwg(*gpu, ws), dbg(*gpu, bs);
-        for (auto* t : {&xc, &xg}) t->upload(x.data());
-        for (auto* t : {&wc, &wg}) t->upload(w.data());
-        for (auto* t : {&bc, &bg}) t->upload(b.data());
-        for (auto* t : {&dyc, &dyg}) t->upload(dy.data());
+        const ConvDesc d = path_test_geometry(k);
         const std::string what = std::string(m.name) + " " + layout + " " + d.in.str() + " " + std::to_string(k) +
                                  "x" + std::to_string(k) + "/" + std::to_string(d.stride);
-        ::testing::internal::CaptureStderr();
-        for (int rep = 0; rep < 2; ++rep) {  // the plan's first calls, then the cached plan
-          gpu->conv2d_forward(d, xg.data(), wg.data(), bg.data(), yg.data());
-          gpu->conv2d_backward_data(d, dyg.data(), wg.data(), dxg.data());
-          gpu->conv2d_backward_weights(d, xg.data(), dyg.data(), dwg.data(), dbg.data());
-        }
-        const std::string log = ::testing::internal::GetCapturedStderr();
+        const std::string log =
+            passes_against_cpu(*cpu_, *gpu, d, m.tol, [&](const std::string&, const char*) { return m.tol; }, what);
         for (const char* pass : {"forward by cuDNN graph engine", "backward data by cuDNN graph engine",
                                  "backward filter by cuDNN graph engine"})
           EXPECT_NE(log.find(pass), std::string::npos) << what << ": no '" << pass << "' line in\n" << log;
-        cpu_->conv2d_forward(d, xc.data(), wc.data(), bc.data(), yc.data());
-        expect_close_to_scale(yc.to_host(), yg.to_host(), m.tol, what + " forward");
-        cpu_->conv2d_backward_data(d, dyc.data(), wc.data(), dxc.data());
-        expect_close_to_scale(dxc.to_host(), dxg.to_host(), m.tol, what + " backward data");
-        cpu_->conv2d_backward_weights(d, xc.data(), dyc.data(), dwc.data(), dbc.data());
-        expect_close_to_scale(dwc.to_host(), dwg.to_host(), m.tol, what + " backward weights");
-        expect_close_to_scale(dbc.to_host(), dbg.to_host(), 1e-4, what + " bias gradient (FP32)");
       }
     }
   }
@@ -697,29 +713,18 @@ TEST_F(ModelCuda, Tf32PassesInHalfModesMatchCpu) {
         if (std::string(layout) == "nhwc" && m.mode == MathMode::kFp16) continue;  // as the legacy test
         ASSERT_TRUE(gpu->set_math(m.mode));
         for (int k : {9, 4, 3}) {
-          const ConvDesc d = k == 3 ? test::conv_desc({4, 12, 17, 19}, 24, 3, 3, 2, 1, 1, 1, 1)
-                                    : same_conv(Shape{4, 20, 15, 26}, 50, k);
-          const Shape ws{d.out_c, d.in.c, d.kh, d.kw}, bs{1, d.out_c, 1, 1};
-          const auto x = random_values(size_t(d.in.size()), 1, -1, 1), w = random_values(size_t(ws.size()), 2, -1, 1),
-                     b = random_values(size_t(d.out_c), 3, -1, 1), dy = random_values(size_t(d.out().size()), 5, -1, 1);
-          Tensor xc(*cpu_, d.in), wc(*cpu_, ws), bc(*cpu_, bs), yc(*cpu_, d.out()), dyc(*cpu_, d.out()),
-              dxc(*cpu_, d.in), dwc(*cpu_, ws), dbc(*cpu_, bs);
-          Tensor xg(*gpu, d.in), wg(*gpu, ws), bg(*gpu, bs), yg(*gpu, d.out()), dyg(*gpu, d.out()), dxg(*gpu, d.in),
-              dwg(*gpu, ws), dbg(*gpu, bs);
-          for (auto* t : {&xc, &xg}) t->upload(x.data());
-          for (auto* t : {&wc, &wg}) t->upload(w.data());
-          for (auto* t : {&bc, &bg}) t->upload(b.data());
-          for (auto* t : {&dyc, &dyg}) t->upload(dy.data());
+          const ConvDesc d = path_test_geometry(k);
           const std::string what = std::string("TF32 passes ") + mode_env + " " + m.name + " " + layout + " " +
                                    d.in.str() + " " + std::to_string(k) + "x" + std::to_string(k) + "/" +
                                    std::to_string(d.stride);
-          ::testing::internal::CaptureStderr();
-          for (int rep = 0; rep < 2; ++rep) {  // the plan's first calls (the choice), then the cached plan
-            gpu->conv2d_forward(d, xg.data(), wg.data(), bg.data(), yg.data());
-            gpu->conv2d_backward_data(d, dyg.data(), wg.data(), dxg.data());
-            gpu->conv2d_backward_weights(d, xg.data(), dyg.data(), dwg.data(), dbg.data());
-          }
-          const std::string log = ::testing::internal::GetCapturedStderr();
+          // TF32's own tolerance where a pass ran as TF32: above FP16's (TF32 keeps FP16's 10
+          // mantissa bits, and its tensor cores may truncate), below BF16's.
+          const std::string log = passes_against_cpu(
+              *cpu_, *gpu, d, m.tol,
+              [&](const std::string& said, const char* pass) {
+                return said.find(std::string(pass) + " as TF32") != std::string::npos ? std::max(m.tol, 1e-2) : m.tol;
+              },
+              what);
           for (const char* pass : {"backward data", "backward filter"}) {
             const std::string said = std::string(pass) + (forced ? " as TF32 (DOWNSCALE_CUDA_TF32_PASSES=1)" : "");
             EXPECT_NE(log.find(said), std::string::npos) << what << ": no '" << said << "' line in\n" << log;
@@ -731,18 +736,6 @@ TEST_F(ModelCuda, Tf32PassesInHalfModesMatchCpu) {
                   << what << ": the TF32 pass failed while timed:\n" << log;
             }
           }
-          // TF32's own tolerance where a pass ran as TF32: above FP16's (TF32 keeps FP16's 10
-          // mantissa bits, and its tensor cores may truncate), below BF16's.
-          const auto tol_for = [&](const char* pass) {
-            return log.find(std::string(pass) + " as TF32") != std::string::npos ? std::max(m.tol, 1e-2) : m.tol;
-          };
-          cpu_->conv2d_forward(d, xc.data(), wc.data(), bc.data(), yc.data());
-          expect_close_to_scale(yc.to_host(), yg.to_host(), m.tol, what + " forward");
-          cpu_->conv2d_backward_data(d, dyc.data(), wc.data(), dxc.data());
-          expect_close_to_scale(dxc.to_host(), dxg.to_host(), tol_for("backward data"), what + " backward data");
-          cpu_->conv2d_backward_weights(d, xc.data(), dyc.data(), dwc.data(), dbc.data());
-          expect_close_to_scale(dwc.to_host(), dwg.to_host(), tol_for("backward filter"), what + " backward weights");
-          expect_close_to_scale(dbc.to_host(), dbg.to_host(), 1e-4, what + " bias gradient (FP32)");
         }
         // The mode is the backend's again after the TF32 passes: a new plan is a 16-bit one.
         const ConvDesc d = same_conv(Shape{2, 6, 9, 10}, 8, 5);
