@@ -14,7 +14,7 @@
 #      run joined by '+', as DOWNSCALE_CUDA_ACTIVATIONS16=1+DOWNSCALE_CUDA_LANES=0);
 #   profile (4): the scaling model's per-layer profile (bench_train_step --profile-layers, TF32)
 #      and its predicted table on NVLink4/NDR and PCIe5/one NIC per node (docs/scaling.md); the
-#      same profile in PROFILE_MATHS (default bf16) beside it, per layer (bench/profile_compare.py);
+#      same profile in PROFILE_MATHS (default bf16; entries take +switches as CURVE_MATHS) beside it, per layer (bench/profile_compare.py);
 #      per convolution pass, GPU time whole and in the cuDNN call (DOWNSCALE_CUDA_PASS_TIMES=1);
 #   curves (2): CURVE_STEPS MNN training steps at batch BATCH on the North America shapes
 #      (20 x 30 x 53 -> 117 x 209) on the GPU in each of CURVE_MATHS and on the CPU from the same
@@ -455,30 +455,39 @@ section_profile() {
   block "$work/scaling_all"
   # The same profile in the 16-bit modes (PROFILE_MATHS, default bf16): per layer, where 16 bits
   # gain over TF32 and where the casts around each convolution eat the gain (issue 14).
+  # Entries as CURVE_MATHS (+switches as math_env says); file names with _ for + (plain names
+  # come back from a device machine).
+  local envw=() tag
   for math in $PROFILE_MATHS; do
-    if run "$bench" --device "$dev" --math "$math" --batch "$BATCH" --grid "$GRID" --steps "$STEPS" --warmup "$WARMUP" \
-         --profile-layers --out "${REPORT%.md}_profile_$math.json" > /dev/null 2> "$work/profile_$math.log"; then
-      say "profile ($math): ${REPORT%.md}_profile_$math.json"
-      block "$work/profile_$math.log"
-      profiles+=("${REPORT%.md}_profile_$math.json")
+    tag=${math//+/_}
+    read -r -a envw <<< "$(math_env "$math")"
+    if run ${envw[@]+"${envw[@]}"} "$bench" --device "$dev" --math "$(precision_of "$math")" --batch "$BATCH" --grid "$GRID" \
+         --steps "$STEPS" --warmup "$WARMUP" --profile-layers --out "${REPORT%.md}_profile_$tag.json" > /dev/null \
+         2> "$work/profile_$tag.log"; then
+      say "profile ($math): ${REPORT%.md}_profile_$tag.json"
+      block "$work/profile_$tag.log"
+      profiles+=("${REPORT%.md}_profile_$tag.json")
     else
       failed+=("layer profile ($math)"); say "layer profile ($math): FAILED"
-      tail -5 "$work/profile_$math.log" > "$work/profile_$math.tail"; block "$work/profile_$math.tail"
+      tail -5 "$work/profile_$tag.log" > "$work/profile_$tag.tail"; block "$work/profile_$tag.tail"
     fi
   done
   # Per convolution pass (issue 14: what the 16-bit casts and padding copies around each call
   # cost, and which algorithm ran), in TF32 and PROFILE_MATHS: DOWNSCALE_CUDA_PASS_TIMES=1
   # records events around each pass and reads them when the program ends.
   for math in tf32 $PROFILE_MATHS; do
-    if run env DOWNSCALE_CUDA_PASS_TIMES=1 "$bench" --device "$dev" --math "$math" --batch "$BATCH" --grid "$GRID" \
-         --steps 3 --warmup 1 --measure train > /dev/null 2> "$work/passes_$math.log"; then
-      grep -E '^(cuda pass times|  conv |cuda: conv .* (refused|weight gradient by))' "$work/passes_$math.log" > "$work/passes_$math" || true
-      [[ -s $work/passes_$math ]] || echo "(no per-pass times: the $dev backend has none)" > "$work/passes_$math"
+    tag=${math//+/_}
+    read -r -a envw <<< "$(math_env "$math")"
+    if run ${envw[@]+"${envw[@]}"} env DOWNSCALE_CUDA_PASS_TIMES=1 "$bench" --device "$dev" --math "$(precision_of "$math")" \
+         --batch "$BATCH" --grid "$GRID" --steps 3 --warmup 1 --measure train > /dev/null 2> "$work/passes_$tag.log"; then
+      grep -E '^(cuda pass times|  conv |cuda: conv .* (refused|weight gradient by|as TF32|in 16 bits|graph engine))' \
+        "$work/passes_$tag.log" > "$work/passes_$tag" || true
+      [[ -s $work/passes_$tag ]] || echo "(no per-pass times: the $dev backend has none)" > "$work/passes_$tag"
       say "convolution passes ($math):"
-      block "$work/passes_$math"
+      block "$work/passes_$tag"
     else
       failed+=("pass times ($math)"); say "convolution passes ($math): FAILED"
-      tail -5 "$work/passes_$math.log" > "$work/passes_$math.tail"; block "$work/passes_$math.tail"
+      tail -5 "$work/passes_$tag.log" > "$work/passes_$tag.tail"; block "$work/passes_$tag.tail"
     fi
   done
   # Side by side, per layer (milliseconds, and each column's ratio to TF32's).
