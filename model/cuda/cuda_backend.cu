@@ -71,7 +71,7 @@ CudaBackend::CudaBackend(int device)
     if (v != "fp32" && v != "pytorch" && !v.empty())
       throw Error("DOWNSCALE_CUDA_GRAPH_NOTES is '" + v +
                   "', expected fp32 or unset (engines that sum in FP32 from the operands as given) or pytorch "
-                  "(also those that down-convert or reduce in 16 bits, as PyTorch allows for 16-bit tensors)");
+                  "(also those that reduce in 16 bits, as PyTorch allows for 16-bit tensors)");
     graph_reduced_precision_ = v == "pytorch";
   }
   if (const char* mb = std::getenv("DOWNSCALE_CUDA_WGRAD_GEMM_MB")) {

@@ -276,8 +276,8 @@ class CudaBackend : public Backend {
   // whichever it writes), refusing (NOT_SUPPORTED, so run_conv_pass falls back to the legacy
   // algorithm) an operand not aligned as the plan was built for.
   int graph_mode_ = 0;
-  // DOWNSCALE_CUDA_GRAPH_NOTES=pytorch: engines with the DOWN_CONVERT_INPUTS or
-  // REDUCED_PRECISION_REDUCTION notes are timed too (engine_info in cuda_conv_graph.cu).
+  // DOWNSCALE_CUDA_GRAPH_NOTES=pytorch: engines with the REDUCED_PRECISION_REDUCTION note are
+  // timed too, as PyTorch allows (never DOWN_CONVERT_INPUTS: engine_info in cuda_conv_graph.cu).
   bool graph_reduced_precision_ = false;
   void choose_graph_engines(const ConvDesc& d, ConvPlan& p, const PlanScratch& s);
   cudnnStatus_t graph_execute(cudnnBackendDescriptor_t plan, const void* x, const void* w, const void* y, void* ws);

@@ -34,9 +34,11 @@ constexpr int64_t kUidX = 1, kUidW = 2, kUidY = 3;  // every graph's and variant
 // operands are the backend's own blocks (the caching allocator's, 256-byte aligned);
 // graph_execute refuses any other, and the pass falls back to its legacy algorithm.
 constexpr int64_t kAlign = 16;
-// At most this many engine configurations are finalized and timed per pass, heuristic A's
-// ranking first: a plan's choice costs milliseconds, once.
+// At most this many engine configurations are timed per pass (and at most kMaxListed tried:
+// finalize may refuse many), heuristic A's ranking first: a plan's choice costs milliseconds,
+// once. A configuration in both lists may be timed twice: start-up time only.
 constexpr size_t kMaxCandidates = 24;
+constexpr int kMaxListed = 96;
 
 void check(cudnnStatus_t st, const char* what) {
   if (st != CUDNN_STATUS_SUCCESS) throw Error(std::string(what) + ": " + cudnnGetErrorString(st));
@@ -192,12 +194,13 @@ EngineInfo engine_info(const Desc& config, bool transforms, bool reduced_precisi
   info.usable = true;
   for (int64_t i = 0; i < n; ++i) {
     const cudnnBackendNumericalNote_t note = notes[i];
-    // 16-bit inputs are the operands as given (no further rounding) and the sums FP32, as in the
-    // legacy algorithms the parity tests pin, unless reduced_precision (DOWNSCALE_CUDA_GRAPH_NOTES=
-    // pytorch: PyTorch's cuDNN v8 path keeps such engines for 16-bit tensors, dropping only
-    // down-converting ones for FP32); DOWNSCALE_CUDA_TRANSFORMS=0 drops FFT and Winograd here too.
-    if (((note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS || note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) &&
-         !reduced_precision) ||
+    // 16-bit inputs are the operands as given (no further rounding: never an engine that
+    // down-converts them, as PyTorch's cuDNN v8 path drops those for every dtype) and the sums
+    // FP32, as in the legacy algorithms the parity tests pin, unless reduced_precision
+    // (DOWNSCALE_CUDA_GRAPH_NOTES=pytorch: PyTorch keeps the engines that reduce in 16 bits);
+    // DOWNSCALE_CUDA_TRANSFORMS=0 drops FFT and Winograd here too.
+    if (note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
+        (note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION && !reduced_precision) ||
         (!transforms && (note == CUDNN_NUMERICAL_NOTE_FFT || note == CUDNN_NUMERICAL_NOTE_WINOGRAD ||
                          note == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4 ||
                          note == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6 ||
@@ -274,16 +277,19 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const Pla
       const Desc graph = operation_graph(op, cudnn_);
       Candidates cands;
       int listed = 0, skipped = 0;
+      std::string heuristic_errors;  // a list cuDNN refused: the other may still have engines
       for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
         std::vector<Desc> configs;
         try {
           configs = engine_configs(graph, mode);
-        } catch (const Error&) {
-          if (mode == CUDNN_HEUR_MODE_A) throw;  // the fallback list may be empty or refused
+        } catch (const Error& e) {
           cudaGetLastError();
+          heuristic_errors += std::string("; ") + (mode == CUDNN_HEUR_MODE_A ? "heuristic A" : "fallback list") +
+                              " refused: " + e.what();
         }
         for (Desc& config : configs) {
-          if (cands.list.size() >= kMaxCandidates) break;
+          // Both bounds: plans timed (start-up time), configurations tried (finalize may refuse many).
+          if (cands.list.size() >= kMaxCandidates || listed >= kMaxListed) break;
           ++listed;
           EngineInfo info;
           try {
@@ -333,6 +339,9 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const Pla
       }
       const ConvChoice legacy = p.use[k];
       float legacy_ms = -1;
+      // Not timed (its workspace is beyond the scratch) is not failed: timed mode then keeps it,
+      // not knowing the engine to be faster; failed on the scratch, the engine takes its place.
+      bool legacy_failed = false;
       if (legacy.workspace <= ws_bytes) {
         try {
           legacy_ms = time_runs(
@@ -344,22 +353,24 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const Pla
               3);
         } catch (const Error&) {
           cudaGetLastError();
+          legacy_failed = true;
         }
       }
       char times[160];
       std::snprintf(times, sizeof times, " (ms graph/legacy %.3f/%.3f; %zu engines timed of %d listed, %d left out)",
                     best_ms, legacy_ms, cands.list.size(), listed, skipped);
-      if (best >= 0 && (graph_mode_ == 1 || legacy_ms < 0 || best_ms < legacy_ms)) {
+      const std::string said = times + heuristic_errors;
+      if (best >= 0 && (graph_mode_ == 1 || legacy_failed || (legacy_ms >= 0 && best_ms < legacy_ms))) {
         Candidate& c = cands.list[size_t(best)];
         p.graph[k] = c.plan;
         p.graph_config[k] = c.config;
         c.plan = c.config = nullptr;
         p.untried[k].insert(p.untried[k].begin(), legacy);
         p.use[k] = ConvChoice{kGraphAlgo, 0, size_t(c.workspace), true, int(c.engine)};
-        conv_note(d, std::string(kPassNames[k]) + " by cuDNN graph engine " + std::to_string(c.engine) + times);
+        conv_note(d, std::string(kPassNames[k]) + " by cuDNN graph engine " + std::to_string(c.engine) + said);
       } else {
         conv_note(d, std::string(kPassNames[k]) + " stays on legacy algorithm " + std::to_string(legacy.algo) +
-                         times);
+                         said);
       }
     } catch (const Error& e) {
       cudaGetLastError();
