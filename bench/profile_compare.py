@@ -23,7 +23,14 @@ def main(paths):
         except (OSError, ValueError) as e:
             print(f"profile_compare.py: {path}: {e}", file=sys.stderr)
             return 3
+    # Columns by precision; where two files have the same one (bf16, and bf16 with switches),
+    # by what follows "_profile_" in the file's name (gpu_check's bf16_tf32p_gemm).
     names = [p.get("precision", "?") for p in profiles]
+    for i, path in enumerate(paths):
+        stem = path.rsplit("/", 1)[-1]
+        stem = stem[:-5] if stem.endswith(".json") else stem
+        if names.count(names[i]) > 1 and "_profile_" in stem:
+            names[i] = stem.rsplit("_profile_", 1)[1]
     base = profiles[0]
     head = "| | " + " | ".join(names) + " | " + " | ".join(f"{n}/{names[0]}" for n in names[1:]) + " |"
     print(head)

@@ -406,13 +406,14 @@ section_variants() {
              DOWNSCALE_CUDA_BIAS_GRAD=cudnn DOWNSCALE_CUDA_FUSE16=0 DOWNSCALE_CUDA_LANES=0 DOWNSCALE_CUDA_WGRAD_GEMM=0 \
              DOWNSCALE_CUDA_WGRAD_GEMM=1 DOWNSCALE_CUDA_LAYOUT=nchw+DOWNSCALE_CUDA_ACTIVATIONS16=0 \
              DOWNSCALE_CUDA_LAYOUT=nchw+DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_CUDA_LAYOUT=nhwc+DOWNSCALE_CUDA_ACTIVATIONS16=0 \
-             DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_CUDA_GRAPH=timed}; do
+             DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_CUDA_GRAPH=timed DOWNSCALE_CUDA_TF32_PASSES=timed}; do
       # A setting that only one kind of precision has is skipped in the others (also inside a
       # combination of settings joined by '+').
       [[ $v == *DOWNSCALE_CUDA_LAYOUT=nhwc* && $math != bf16 ]] && continue
       [[ $v == *DOWNSCALE_CUDA_LAYOUT=nchw* && $math != bf16 && $math != fp16 ]] && continue
       [[ $v == *DOWNSCALE_CUDA_ACTIVATIONS16=[01]* && $math != bf16 && $math != fp16 ]] && continue
       [[ $v == *DOWNSCALE_CUDA_GRAPH=* && $math != bf16 && $math != fp16 ]] && continue
+      [[ $v == *DOWNSCALE_CUDA_TF32_PASSES=* && $math != bf16 && $math != fp16 ]] && continue
       [[ $v == *DOWNSCALE_CUDA_FUSE=[01]* && ($math == bf16 || $math == fp16) ]] && continue
       [[ $v == *DOWNSCALE_CUDA_FUSE16=0* && $math != bf16 && $math != fp16 ]] && continue
       envv=()
@@ -480,7 +481,7 @@ section_profile() {
     read -r -a envw <<< "$(math_env "$math")"
     if run ${envw[@]+"${envw[@]}"} env DOWNSCALE_CUDA_PASS_TIMES=1 "$bench" --device "$dev" --math "$(precision_of "$math")" \
          --batch "$BATCH" --grid "$GRID" --steps 3 --warmup 1 --measure train > /dev/null 2> "$work/passes_$tag.log"; then
-      grep -E '^(cuda pass times|  conv |cuda: conv .* (refused|weight gradient by|as TF32|in 16 bits|graph engine))' \
+      grep -E '^(cuda pass times|  conv |cuda: conv .* (refused|weight gradient by|as TF32|in 16 bits|graph engine|stays on legacy|graph API not used))' \
         "$work/passes_$tag.log" > "$work/passes_$tag" || true
       [[ -s $work/passes_$tag ]] || echo "(no per-pass times: the $dev backend has none)" > "$work/passes_$tag"
       say "convolution passes ($math):"

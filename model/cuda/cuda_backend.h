@@ -302,6 +302,11 @@ class CudaBackend : public Backend {
   cudaEvent_t pass_event();
   void pass_clock_start(int which);  // 0: whole pass, 1: the library call
   void pass_clock_stop(ConvPlan& p, int k, int which);
+  // Whether a pass of plan p is clocked (DOWNSCALE_CUDA_PASS_TIMES=1): not while p, or any plan,
+  // is being timed by time_two_ways (timing_depth_: the runs reach other plans, as a 16-bit
+  // pass's TF32 plan).
+  int timing_depth_ = 0;
+  bool clocked(const ConvPlan& p) const { return pass_times_ && !p.timing_paths && timing_depth_ == 0; }
   void report_pass_times();  // reads the intervals (one wait), then prints
   // The narrow path for a plan: by DOWNSCALE_CUDA_NARROW (narrow_mode_), else by timing each
   // pass both ways on scratch tensors (cuda_narrow_conv.cu).

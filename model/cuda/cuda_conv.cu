@@ -136,7 +136,7 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
       conv_note(d, narrow_summary(p));
     }
     bool relu_done = false;
-    if (pass_times_ && !p.timing_paths) pass_clock_start(0);
+    if (clocked(p)) pass_clock_start(0);
     if (p.narrow_fwd) {
       if (keep16) throw Error("internal: a 16-bit output asked of a narrow forward");
       narrow_conv_forward(d, x, w, b, y);  // a 16-bit x (d.x16) is widened as the kernels load it
@@ -213,7 +213,7 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
         }
       }
     }
-    if (pass_times_ && !p.timing_paths) pass_clock_stop(p, kFwdPass, 0);
+    if (clocked(p)) pass_clock_stop(p, kFwdPass, 0);
     if (relu && !relu_done) {
       if (d.y16) throw Error("internal: an FP32 ReLU asked of a 16-bit activation");
       relu_forward(d.out().size(), y, y);
@@ -298,11 +298,11 @@ void CudaBackend::conv2d_relu_forward(const ConvDesc& d, const float* x, const f
                      (narrow.empty() ? "" : "; ") + narrow);
   }
   if (fused) {
-    if (pass_times_ && !p.timing_paths) pass_clock_start(0);
+    if (clocked(p)) pass_clock_start(0);
     const cudnnStatus_t st = fused_bias_relu_call(p, x, w, b, y);
     if (st == CUDNN_STATUS_SUCCESS) {
       // The fused call is the convolution call: its bias and ReLU count with it.
-      if (pass_times_ && !p.timing_paths) pass_clock_stop(p, kFwdPass, 2);
+      if (clocked(p)) pass_clock_stop(p, kFwdPass, 2);
       return;
     }
     if (!refused_before_launch(int(st)))
@@ -329,7 +329,7 @@ void CudaBackend::conv_backward_data_pass(const ConvDesc& d, const float* dy, co
     if (tf32_instead(d, p, kDataPass, [&] { tf32_backward_data(d, dy, w, dx); },
                      [&] { conv_backward_data_pass(d, dy, dy16, w, dx); }))
       return;
-    if (pass_times_ && !p.timing_paths) pass_clock_start(0);
+    if (clocked(p)) pass_clock_start(0);
     if (p.narrow_bwd_data) {
       narrow_conv_backward_data(d, dy, w, dx);
     } else {
@@ -344,7 +344,7 @@ void CudaBackend::conv_backward_data_pass(const ConvDesc& d, const float* dy, co
       // The padded border's gradient belongs to zeros that are not inputs: dropped by the crop.
       if (p.explicit_pad) crop_nchw(stream_, p.x_shape, d.pad_top, d.pad_left, d.in, dst, dx);
     }
-    if (pass_times_ && !p.timing_paths) pass_clock_stop(p, kDataPass, 0);
+    if (clocked(p)) pass_clock_stop(p, kDataPass, 0);
   } catch (const Error& e) {
     throw Error(e.what() + conv_context(d), e.code());
   }
@@ -363,7 +363,7 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
     if (tf32_instead(d, p, kFilterPass, [&] { tf32_backward_weights(d, x, dy, dw, db, p.timing_paths); },
                      [&] { conv_backward_weights_pass(d, x, dy, dy16, dw, db); }))
       return;
-    if (pass_times_ && !p.timing_paths) pass_clock_start(0);
+    if (clocked(p)) pass_clock_start(0);
     if (p.narrow_bwd_weights) {
       narrow_conv_backward_weights(d, x, dy, dw, db);  // a 16-bit x is widened as the kernels load it
     } else if (!(p.gemm_bwd_weights && gemm_weights_or_fall_back(d, p, x, dy, dy16, dw))) {
@@ -388,7 +388,7 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
       else
         conv_bias_grad(d.out(), dy, db);
     }
-    if (pass_times_ && !p.timing_paths) pass_clock_stop(p, kFilterPass, 0);
+    if (clocked(p)) pass_clock_stop(p, kFilterPass, 0);
   } catch (const Error& e) {
     throw Error(e.what() + conv_context(d), e.code());
   }

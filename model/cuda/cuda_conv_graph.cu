@@ -10,7 +10,7 @@
 // configurations of cuDNN's heuristic A and of its fallback list, each finalized into an
 // execution plan. Those that finalize, fit the workspace cudnnFind* was offered, and need no
 // runtime compilation (seconds each) nor down-convert inputs or reduce in 16 bits (numerical
-// notes) are timed on the zeroed scratch cudnnFind* ran on (PlanScratch), and so is the legacy
+// notes; DOWNSCALE_CUDA_GRAPH_NOTES=pytorch allows the 16-bit reductions, as PyTorch does) are timed on the zeroed scratch cudnnFind* ran on (PlanScratch), and so is the legacy
 // algorithm the plan chose. DOWNSCALE_CUDA_GRAPH=timed keeps the fastest engine where it beats the legacy
 // algorithm, =1 wherever one runs (the tests), unset or 0 never (the default until this has run
 // on a GPU). The legacy choice goes first in the pass's untried list, so an engine refused at

@@ -283,6 +283,13 @@ std::pair<float, float> CudaBackend::time_two_ways(ConvPlan& p, const std::funct
   constexpr int kReps = 2;
   if (forked_) DS_CUDA(cudaDeviceSynchronize());
   p.timing_paths = true;
+  // Other plans the runs reach (a 16-bit pass's TF32 plan, cuda_conv_tf32.cu) are timing too:
+  // no pass clocks, no injected refusals there either; their own choices are still made.
+  struct Depth {
+    int& d;
+    explicit Depth(int& v) : d(v) { ++d; }
+    ~Depth() { --d; }
+  } depth(timing_depth_);
   std::pair<float, float> ms{-1, -1};
   try {
     const float first = time_runs(a, kReps);
@@ -419,9 +426,9 @@ void CudaBackend::run_conv_pass(ConvPlan& p, int k, const void* x, const void* w
   for (;;) {
     const ConvChoice c = p.use[k];
     void* ws = c.workspace ? workspace(c.workspace) : nullptr;
-    const bool clock = pass_times_ && !p.timing_paths;  // no waits inside choose_narrow's timing
+    const bool clock = clocked(p);  // no waits inside choose_narrow's timing
     if (clock) pass_clock_start(1);
-    const bool inject = test_refuse_ && !p.test_refused[k] && !p.timing_paths;
+    const bool inject = test_refuse_ && !p.test_refused[k] && !p.timing_paths && timing_depth_ == 0;
     if (inject) p.test_refused[k] = true;
     const cudnnStatus_t st = inject ? CUDNN_STATUS_BAD_PARAM : conv_pass_call(p, k, c.algo, x, w, y, ws, c.workspace);
     if (st == CUDNN_STATUS_SUCCESS) {
