@@ -30,6 +30,16 @@ int timed_switch(const char* name) {
     throw Error(std::string(name) + " is '" + v + "', expected 0 (never), 1 (always) or unset (by timing)");
   return v.empty() ? -1 : v == "1" ? 1 : 0;
 }
+
+// An opt-in switch (a path not yet run on a GPU): env `name` 0 or unset (never, 0), 1 (always, 1)
+// or timed (by timing per plan, -1); anything else is an error naming it.
+int opt_in_switch(const char* name) {
+  const char* value = std::getenv(name);
+  const std::string v = value ? value : "";
+  if (v != "0" && v != "1" && v != "timed" && !v.empty())
+    throw Error(std::string(name) + " is '" + v + "', expected 0 or unset (never), 1 (always) or timed");
+  return v == "1" ? 1 : v == "timed" ? -1 : 0;
+}
 }  // namespace
 
 CudaBackend::CudaBackend(int device)
@@ -54,18 +64,8 @@ CudaBackend::CudaBackend(int device)
   else
     wgrad_gemm_mode_ = timed_switch("DOWNSCALE_CUDA_WGRAD_GEMM");
   fuse_mode_ = timed_switch("DOWNSCALE_CUDA_FUSE");
-  if (const char* g = std::getenv("DOWNSCALE_CUDA_GRAPH")) {
-    const std::string v = g;
-    if (v != "0" && v != "1" && v != "timed" && !v.empty())
-      throw Error("DOWNSCALE_CUDA_GRAPH is '" + v + "', expected 0 or unset (never), 1 (always) or timed");
-    graph_mode_ = v == "1" ? 1 : v == "timed" ? 2 : 0;
-  }
-  if (const char* t = std::getenv("DOWNSCALE_CUDA_TF32_PASSES")) {
-    const std::string v = t;
-    if (v != "0" && v != "1" && v != "timed" && !v.empty())
-      throw Error("DOWNSCALE_CUDA_TF32_PASSES is '" + v + "', expected 0 or unset (never), 1 (always) or timed");
-    tf32_passes_mode_ = v == "1" ? 1 : v == "timed" ? -1 : 0;
-  }
+  graph_mode_ = opt_in_switch("DOWNSCALE_CUDA_GRAPH");
+  tf32_passes_mode_ = opt_in_switch("DOWNSCALE_CUDA_TF32_PASSES");
   if (const char* g = std::getenv("DOWNSCALE_CUDA_GRAPH_NOTES")) {
     const std::string v = g;
     if (v != "fp32" && v != "pytorch" && !v.empty())

@@ -269,7 +269,7 @@ class CudaBackend : public Backend {
   // cudnnFind* reaches only the legacy algorithms; PyTorch, through the graph API, got MNN's BF16
   // NHWC convolutions 15.3 ms a step on an H200 (2026-11-28) where ours took 18.1 (2026-11-29),
   // the 75 -> 100 5x5 backward data 0.44 ms against 1.13. graph_mode_ (DOWNSCALE_CUDA_GRAPH):
-  // 0 never (the default until it has run on a GPU), 1 wherever an engine runs (tests), 2
+  // 0 never (the default until it has run on a GPU), 1 wherever an engine runs (tests), -1
   // ("timed") where the fastest engine beats the legacy algorithm on the same scratch tensors.
   // 16-bit modes only. choose_graph_engines runs once per plan, after its legacy choices;
   // graph_execute is a pass's call with the plan's engine (x, w, y: the pass's three operands,
@@ -302,11 +302,12 @@ class CudaBackend : public Backend {
   cudaEvent_t pass_event();
   void pass_clock_start(int which);  // 0: whole pass, 1: the library call
   void pass_clock_stop(ConvPlan& p, int k, int which);
-  // Whether a pass of plan p is clocked (DOWNSCALE_CUDA_PASS_TIMES=1): not while p, or any plan,
-  // is being timed by time_two_ways (timing_depth_: the runs reach other plans, as a 16-bit
-  // pass's TF32 plan).
+  // Whether plan p's passes are running for a timing: p's own (timing_paths), or any plan's
+  // time_two_ways (timing_depth_: the runs reach other plans, as a 16-bit pass's TF32 plan).
+  // Timed runs are not clocked (DOWNSCALE_CUDA_PASS_TIMES=1) and take no injected refusal.
   int timing_depth_ = 0;
-  bool clocked(const ConvPlan& p) const { return pass_times_ && !p.timing_paths && timing_depth_ == 0; }
+  bool timing(const ConvPlan& p) const { return p.timing_paths || timing_depth_ > 0; }
+  bool clocked(const ConvPlan& p) const { return pass_times_ && !timing(p); }
   void report_pass_times();  // reads the intervals (one wait), then prints
   // The narrow path for a plan: by DOWNSCALE_CUDA_NARROW (narrow_mode_), else by timing each
   // pass both ways on scratch tensors (cuda_narrow_conv.cu).

@@ -428,7 +428,7 @@ void CudaBackend::run_conv_pass(ConvPlan& p, int k, const void* x, const void* w
     void* ws = c.workspace ? workspace(c.workspace) : nullptr;
     const bool clock = clocked(p);  // no waits inside choose_narrow's timing
     if (clock) pass_clock_start(1);
-    const bool inject = test_refuse_ && !p.test_refused[k] && !p.timing_paths && timing_depth_ == 0;
+    const bool inject = test_refuse_ && !p.test_refused[k] && !timing(p);
     if (inject) p.test_refused[k] = true;
     const cudnnStatus_t st = inject ? CUDNN_STATUS_BAD_PARAM : conv_pass_call(p, k, c.algo, x, w, y, ws, c.workspace);
     if (st == CUDNN_STATUS_SUCCESS) {
