@@ -589,46 +589,6 @@ TEST_F(ModelCuda, NarrowOutputConvolutionMatchesCpu) {
   }
 }
 
-// The three passes of a 9x9 'same' convolution (MNN's first layer, batch 4) and of an even 4x4
-// one (explicit padding: the 16-bit cast runs on the padded copy), forward with bias.
-TEST_F(ModelCuda, Bf16Fp16ConvolutionsStayWithinTolerance) {
-  for (const char* layout : {"nhwc", "nchw"}) {
-    LayoutEnv env(layout);
-    auto gpu = make_cuda_backend(0);
-    for (const HalfMode& m : kHalfModes) {
-      // cuDNN 9.19 refused fp16 backward data in NHWC for some shapes on an H100 (BAD_PARAM); the
-      // default layout is NCHW, NHWC is kept for measuring bf16.
-      if (std::string(layout) == "nhwc" && m.mode == MathMode::kFp16) continue;
-      ASSERT_TRUE(gpu->set_math(m.mode));
-      for (int k : {9, 4}) {
-        const ConvDesc d = same_conv(Shape{4, 20, 15, 26}, 50, k);
-        const Shape ws{50, 20, k, k};
-        const auto x = random_values(size_t(d.in.size()), 1, -1, 1), w = random_values(size_t(ws.size()), 2, -1, 1),
-                   b = random_values(50, 3, -1, 1), dy = random_values(size_t(d.out().size()), 5, -1, 1);
-        Tensor xc(*cpu_, d.in), wc(*cpu_, ws), bc(*cpu_, {1, 50, 1, 1}), yc(*cpu_, d.out()), dyc(*cpu_, d.out()),
-            dxc(*cpu_, d.in), dwc(*cpu_, ws), dbc(*cpu_, {1, 50, 1, 1});
-        Tensor xg(*gpu, d.in), wg(*gpu, ws), bg(*gpu, {1, 50, 1, 1}), yg(*gpu, d.out()), dyg(*gpu, d.out()),
-            dxg(*gpu, d.in), dwg(*gpu, ws), dbg(*gpu, {1, 50, 1, 1});
-        for (auto* t : {&xc, &xg}) t->upload(x.data());
-        for (auto* t : {&wc, &wg}) t->upload(w.data());
-        for (auto* t : {&bc, &bg}) t->upload(b.data());
-        for (auto* t : {&dyc, &dyg}) t->upload(dy.data());
-        const std::string what = std::string(m.name) + " " + layout + " " + std::to_string(k) + "x" + std::to_string(k);
-        cpu_->conv2d_forward(d, xc.data(), wc.data(), bc.data(), yc.data());
-        gpu->conv2d_forward(d, xg.data(), wg.data(), bg.data(), yg.data());
-        expect_close_to_scale(yc.to_host(), yg.to_host(), m.tol, what + " forward");
-        cpu_->conv2d_backward_data(d, dyc.data(), wc.data(), dxc.data());
-        gpu->conv2d_backward_data(d, dyg.data(), wg.data(), dxg.data());
-        expect_close_to_scale(dxc.to_host(), dxg.to_host(), m.tol, what + " backward data");
-        cpu_->conv2d_backward_weights(d, xc.data(), dyc.data(), dwc.data(), dbc.data());
-        gpu->conv2d_backward_weights(d, xg.data(), dyg.data(), dwg.data(), dbg.data());
-        expect_close_to_scale(dwc.to_host(), dwg.to_host(), m.tol, what + " backward weights");
-        expect_close_to_scale(dbc.to_host(), dbg.to_host(), 1e-4, what + " bias gradient (FP32)");
-      }
-    }
-  }
-}
-
 // The geometries the per-pass path tests run (odd, even with explicit padding, strided), and one
 // geometry's three passes on a GPU backend, twice (the plan's first calls, where the per-plan
 // choices are made, then the cached plan), stderr captured, then each result against the CPU's
@@ -668,30 +628,51 @@ std::string passes_against_cpu(Backend& cpu, Backend& gpu, const ConvDesc& d, do
   return log;
 }
 
+// Each 16-bit mode in each scratch layout, on a backend made in that layout: NHWC and NCHW for
+// BF16, NCHW only for FP16 (cuDNN 9.19 refused FP16 backward data in NHWC for some shapes on an
+// H100, BAD_PARAM; FP16's default layout is NCHW, NHWC is kept for measuring BF16).
+void for_each_half_setting(const std::function<void(Backend& gpu, const HalfMode& m, const char* layout)>& run) {
+  for (const char* layout : {"nhwc", "nchw"}) {
+    LayoutEnv env(layout);
+    auto gpu = make_cuda_backend(0);
+    for (const HalfMode& m : kHalfModes) {
+      if (std::string(layout) == "nhwc" && m.mode == MathMode::kFp16) continue;
+      ASSERT_TRUE(gpu->set_math(m.mode));
+      run(*gpu, m, layout);
+    }
+  }
+}
+
+// The three passes of a 9x9 'same' convolution (MNN's first layer, batch 4) and of an even 4x4
+// one (explicit padding: the 16-bit cast runs on the padded copy), forward with bias.
+TEST_F(ModelCuda, Bf16Fp16ConvolutionsStayWithinTolerance) {
+  for_each_half_setting([&](Backend& gpu, const HalfMode& m, const char* layout) {
+    for (int k : {9, 4}) {
+      const ConvDesc d = path_test_geometry(k);
+      const std::string what = std::string(m.name) + " " + layout + " " + std::to_string(k) + "x" + std::to_string(k);
+      passes_against_cpu(*cpu_, gpu, d, m.tol, [&](const std::string&, const char*) { return m.tol; }, what);
+    }
+  });
+}
+
 // cuDNN's graph API engines (DOWNSCALE_CUDA_GRAPH=1: each pass on the fastest engine that runs,
 // whatever the legacy algorithm's time) against the CPU: odd, even (explicit padding) and strided
 // geometries, NHWC and NCHW. Each plan's line must say the engine ran its passes: a graph that no
 // engine takes would otherwise pass on the legacy algorithms unseen.
 TEST_F(ModelCuda, GraphEnginesMatchCpu) {
   ScopedEnv graph("DOWNSCALE_CUDA_GRAPH", "1"), cudnn_filter("DOWNSCALE_CUDA_WGRAD_GEMM", "0");
-  for (const char* layout : {"nhwc", "nchw"}) {
-    LayoutEnv env(layout);
-    auto gpu = make_cuda_backend(0);
-    for (const HalfMode& m : kHalfModes) {
-      if (std::string(layout) == "nhwc" && m.mode == MathMode::kFp16) continue;  // as the legacy test
-      ASSERT_TRUE(gpu->set_math(m.mode));
-      for (int k : {9, 4, 3}) {
-        const ConvDesc d = path_test_geometry(k);
-        const std::string what = std::string(m.name) + " " + layout + " " + d.in.str() + " " + std::to_string(k) +
-                                 "x" + std::to_string(k) + "/" + std::to_string(d.stride);
-        const std::string log =
-            passes_against_cpu(*cpu_, *gpu, d, m.tol, [&](const std::string&, const char*) { return m.tol; }, what);
-        for (const char* pass : {"forward by cuDNN graph engine", "backward data by cuDNN graph engine",
-                                 "backward filter by cuDNN graph engine"})
-          EXPECT_NE(log.find(pass), std::string::npos) << what << ": no '" << pass << "' line in\n" << log;
-      }
+  for_each_half_setting([&](Backend& gpu, const HalfMode& m, const char* layout) {
+    for (int k : {9, 4, 3}) {
+      const ConvDesc d = path_test_geometry(k);
+      const std::string what = std::string(m.name) + " " + layout + " " + d.in.str() + " " + std::to_string(k) +
+                               "x" + std::to_string(k) + "/" + std::to_string(d.stride);
+      const std::string log =
+          passes_against_cpu(*cpu_, gpu, d, m.tol, [&](const std::string&, const char*) { return m.tol; }, what);
+      for (const char* pass : {"forward by cuDNN graph engine", "backward data by cuDNN graph engine",
+                               "backward filter by cuDNN graph engine"})
+        EXPECT_NE(log.find(pass), std::string::npos) << what << ": no '" << pass << "' line in\n" << log;
     }
-  }
+  });
 }
 
 // The 16-bit modes' TF32 passes (DOWNSCALE_CUDA_TF32_PASSES, model/cuda/cuda_conv_tf32.cu):
@@ -706,50 +687,44 @@ TEST_F(ModelCuda, Tf32PassesInHalfModesMatchCpu) {
   for (const char* mode_env : {"1", "timed"}) {
     ScopedEnv tf32("DOWNSCALE_CUDA_TF32_PASSES", mode_env);
     const bool forced = std::string(mode_env) == "1";
-    for (const char* layout : {"nhwc", "nchw"}) {
-      LayoutEnv env(layout);
-      auto gpu = make_cuda_backend(0);
-      for (const HalfMode& m : kHalfModes) {
-        if (std::string(layout) == "nhwc" && m.mode == MathMode::kFp16) continue;  // as the legacy test
-        ASSERT_TRUE(gpu->set_math(m.mode));
-        for (int k : {9, 4, 3}) {
-          const ConvDesc d = path_test_geometry(k);
-          const std::string what = std::string("TF32 passes ") + mode_env + " " + m.name + " " + layout + " " +
-                                   d.in.str() + " " + std::to_string(k) + "x" + std::to_string(k) + "/" +
-                                   std::to_string(d.stride);
-          // TF32's own tolerance where a pass ran as TF32: above FP16's (TF32 keeps FP16's 10
-          // mantissa bits, and its tensor cores may truncate), below BF16's.
-          const std::string log = passes_against_cpu(
-              *cpu_, *gpu, d, m.tol,
-              [&](const std::string& said, const char* pass) {
-                return said.find(std::string(pass) + " as TF32") != std::string::npos ? std::max(m.tol, 1e-2) : m.tol;
-              },
-              what);
-          for (const char* pass : {"backward data", "backward filter"}) {
-            const std::string said = std::string(pass) + (forced ? " as TF32 (DOWNSCALE_CUDA_TF32_PASSES=1)" : "");
-            EXPECT_NE(log.find(said), std::string::npos) << what << ": no '" << said << "' line in\n" << log;
-            if (!forced) {
-              EXPECT_TRUE(log.find(std::string(pass) + " as TF32 (ms") != std::string::npos ||
-                          log.find(std::string(pass) + " in 16 bits (ms") != std::string::npos)
-                  << what << ": no timed choice for the " << pass << " in\n" << log;
-              EXPECT_EQ(log.find("(ms tf32/16-bit -1.000"), std::string::npos)
-                  << what << ": the TF32 pass failed while timed:\n" << log;
-            }
+    for_each_half_setting([&](Backend& gpu, const HalfMode& m, const char* layout) {
+      for (int k : {9, 4, 3}) {
+        const ConvDesc d = path_test_geometry(k);
+        const std::string what = std::string("TF32 passes ") + mode_env + " " + m.name + " " + layout + " " +
+                                 d.in.str() + " " + std::to_string(k) + "x" + std::to_string(k) + "/" +
+                                 std::to_string(d.stride);
+        // TF32's own tolerance where a pass ran as TF32: above FP16's (TF32 keeps FP16's 10
+        // mantissa bits, and its tensor cores may truncate), below BF16's.
+        const std::string log = passes_against_cpu(
+            *cpu_, gpu, d, m.tol,
+            [&](const std::string& said, const char* pass) {
+              return said.find(std::string(pass) + " as TF32") != std::string::npos ? std::max(m.tol, 1e-2) : m.tol;
+            },
+            what);
+        for (const char* pass : {"backward data", "backward filter"}) {
+          const std::string said = std::string(pass) + (forced ? " as TF32 (DOWNSCALE_CUDA_TF32_PASSES=1)" : "");
+          EXPECT_NE(log.find(said), std::string::npos) << what << ": no '" << said << "' line in\n" << log;
+          if (!forced) {
+            EXPECT_TRUE(log.find(std::string(pass) + " as TF32 (ms") != std::string::npos ||
+                        log.find(std::string(pass) + " in 16 bits (ms") != std::string::npos)
+                << what << ": no timed choice for the " << pass << " in\n" << log;
+            EXPECT_EQ(log.find("(ms tf32/16-bit -1.000"), std::string::npos)
+                << what << ": the TF32 pass failed while timed:\n" << log;
           }
         }
-        // The mode is the backend's again after the TF32 passes: a new plan is a 16-bit one.
-        const ConvDesc d = same_conv(Shape{2, 6, 9, 10}, 8, 5);
-        ::testing::internal::CaptureStderr();
-        Tensor xg(*gpu, d.in), wg(*gpu, {8, 6, 5, 5}), yg(*gpu, d.out());
-        const auto x = random_values(size_t(d.in.size()), 1, -1, 1), w = random_values(size_t(8 * 6 * 25), 2, -1, 1);
-        xg.upload(x.data());
-        wg.upload(w.data());
-        gpu->conv2d_forward(d, xg.data(), wg.data(), nullptr, yg.data());
-        const std::string log = ::testing::internal::GetCapturedStderr();
-        EXPECT_NE(log.find(std::string("train.precision ") + m.name), std::string::npos)
-            << "after the TF32 passes the next plan is not " << m.name << ":\n" << log;
       }
-    }
+      // The mode is the backend's again after the TF32 passes: a new plan is a 16-bit one.
+      const ConvDesc d = same_conv(Shape{2, 6, 9, 10}, 8, 5);
+      ::testing::internal::CaptureStderr();
+      Tensor xg(gpu, d.in), wg(gpu, {8, 6, 5, 5}), yg(gpu, d.out());
+      const auto x = random_values(size_t(d.in.size()), 1, -1, 1), w = random_values(size_t(8 * 6 * 25), 2, -1, 1);
+      xg.upload(x.data());
+      wg.upload(w.data());
+      gpu.conv2d_forward(d, xg.data(), wg.data(), nullptr, yg.data());
+      const std::string log = ::testing::internal::GetCapturedStderr();
+      EXPECT_NE(log.find(std::string("train.precision ") + m.name), std::string::npos)
+          << "after the TF32 passes the next plan is not " << m.name << ":\n" << log;
+    });
   }
 }
 
