@@ -261,6 +261,15 @@ class Backend {
   virtual void fork_lanes() {}
   virtual void set_lane(int /*lane*/) {}
   virtual void join_lanes() {}
+  // Deferred weight gradients: on = true asks the backend to queue each convolution's weight and
+  // bias gradient passes from now on beside the work that follows (the CUDA backend: on a stream
+  // of their own, DOWNSCALE_CUDA_DEFER_WEIGHTS=1), outside lane regions; it returns whether it
+  // will. Until the next join_lanes, which waits for them too, such a layer's dw and db are not
+  // final: net.cpp then holds its layer_done hook until that join, as for a lane region's layers.
+  // MNN's decoder weight gradients (the head's, the upsampling convolutions') then run while the
+  // five branches' small backward kernels leave the GPU part idle. on = false stops deferring
+  // (call it after the join). The default defers nothing (every pass in order).
+  virtual bool defer_weight_passes(bool /*on*/) { return false; }
 };
 
 // The mean of softmax_cross_entropy's n per-row losses (kernels::softmax_cross_entropy_row's

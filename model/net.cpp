@@ -8,8 +8,10 @@
 // backend may run side by side (Backend::fork_lanes, set_lane, join_lanes) when it has lanes and
 // set_lanes is on: forward forks before the region and joins after it; backward likewise in
 // reverse, and the layer_done hooks of the region's layers run after the join (their gradients
-// are final only then). Any buffer live during a region keeps its slot for the whole region, and
-// no region node may need its gradient accumulated from several readers (both checked in plan()).
+// are final only then). The layers before the first region in backward order may defer their
+// weight passes to run beside it (Backend::defer_weight_passes); their hooks wait for its join.
+// Any buffer live during a region keeps its slot for the whole region, and no region node may
+// need its gradient accumulated from several readers (both checked in plan()).
 // 16-bit activations (set_activations16, on by default): when the backend computes its
 // convolutions in a 16-bit type it can also read and write (Backend::activation_dtype), a node's
 // output is stored in that type if its layer writes it and every reader reads it (Layer::
@@ -306,17 +308,29 @@ struct Net::Impl {
 
   // Joins the lanes if a layer throws between fork and join, so the backend is not left forked
   // (holding every release) for whatever runs next; the error goes on.
+  // The same for deferred weight passes (Backend::defer_weight_passes): joined and turned off.
   struct LaneGuard {
     Backend& be;
     const bool& forked;
+    const bool* deferring = nullptr;
     ~LaneGuard() {
-      if (!forked) return;
+      const bool deferred = deferring && *deferring;
+      if (!forked && !deferred) return;
       try {
         be.join_lanes();
+        if (deferred) be.defer_weight_passes(false);
       } catch (...) {
       }
     }
   };
+
+  // Whether a lane region will run in this backward: the layers before it (in backward order)
+  // may then defer their weight passes to run beside it.
+  bool has_lane_region() const {
+    for (size_t i = 1; i < nodes.size(); ++i)
+      if (nodes[i].lane > 0 && reached[i]) return true;
+    return false;
+  }
 
   // The lane node i runs on (0 when lanes are off for this pass).
   int lane_of(size_t i, bool use) const { return use ? nodes[i].lane : 0; }
@@ -433,12 +447,21 @@ void Net::backward(const Tensor& d_out, const std::function<void(const std::vect
   std::vector<Tensor*> din;
   const bool lanes = m.lanes_on && m.be.lanes() > 0;
   bool forked = false;
-  const Impl::LaneGuard guard{m.be, forked};
-  // The hooks of a region's layers, called after its join, in the order their backward ran.
+  // Deferred weight passes (Backend::defer_weight_passes): the layers before the first lane
+  // region queue their weight gradients to run beside it (MNN: the head's and the decoder's
+  // beside the five branches); its join waits for them, and their hooks wait for the join.
+  bool deferring = lanes && m.has_lane_region() && m.be.defer_weight_passes(true);
+  const Impl::LaneGuard guard{m.be, forked, &deferring};
+  // The hooks of a region's layers (and of the layers that deferred their weight passes),
+  // called after its join, in the order their backward ran.
   std::vector<std::pair<std::string, std::vector<Param>>> deferred;
   const auto join = [&] {
     m.be.join_lanes();
     forked = false;
+    if (deferring) {
+      deferring = false;
+      m.be.defer_weight_passes(false);
+    }
     for (auto& [name, ps] : deferred) {
       m.backward_layer = name;
       if (layer_done) layer_done(ps);
@@ -488,14 +511,14 @@ void Net::backward(const Tensor& d_out, const std::function<void(const std::vect
     }
     node.layer->backward(m.be, in, *m.cur_out[i], dy, din);
     for (auto& [s, j] : to_add) m.be.accumulate(s->size(), s->data(), m.cur_grad[size_t(j)]->data());
-    if (forked) {
+    if (forked || deferring) {
       deferred.emplace_back(node.layer->name(), node.layer->params());
       continue;
     }
     m.backward_layer = node.layer->name();
     if (layer_done) layer_done(node.layer->params());
   }
-  if (forked) join();
+  if (forked || deferring) join();
   // Layers whose output no loss reads (InceptionV3's auxiliary head): zero gradients, so every
   // parameter gradient is still overwritten and reported.
   for (size_t i = last; i >= 1; --i) {

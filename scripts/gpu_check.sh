@@ -38,7 +38,7 @@
 #        CURVE_STEPS=20 CPU_CURVE=1 (0 skips the CPU loss curve, minutes on few cores)
 #        MATHS="tf32 fp32" (the precisions benchmarked against PyTorch) CURVE_MATHS="fp32 tf32"
 #        (the GPU precisions whose loss curves are compared with the CPU's and FP32's; an entry
-#        bf16+act16 is bf16 with 16-bit activations between layers, +nhwc NHWC; +act32, +nchw, +graph, +tf32p, +gemm as math_env says) PROFILE_MATHS=bf16
+#        bf16+act16 is bf16 with 16-bit activations between layers, +nhwc NHWC; +act32, +nchw, +graph, +tf32p, +gemm, +defer as math_env says) PROFILE_MATHS=bf16
 #        CPU_CURVE_STEPS=20 (the CPU's curve is that long; compared on the steps both have)
 #        COMPILE=auto (the torch.compile peers; 0 leaves them out: about a minute each)
 #        E2E=1, IMAGENET=1 (0 drops the section from SECTIONS) E2E_CONFIG=configs/bench_na.yaml
@@ -136,7 +136,8 @@ say() { echo "$*" >&3; echo "$*"; }
 # activations the activations themselves, NHWC (BF16's default) or NCHW), +graph
 # (DOWNSCALE_CUDA_GRAPH=timed: cuDNN's graph API engines where faster), +tf32p
 # (DOWNSCALE_CUDA_TF32_PASSES=timed: backward passes as TF32 where faster), +gemm
-# (DOWNSCALE_CUDA_WGRAD_GEMM=timed: weight gradients by GEMM where faster). bf16+nchw+act32 is BF16
+# (DOWNSCALE_CUDA_WGRAD_GEMM=timed: weight gradients by GEMM where faster), +defer
+# (DOWNSCALE_CUDA_DEFER_WEIGHTS=1: the decoder's weight gradients beside the branches). bf16+nchw+act32 is BF16
 # as it ran before 2026-11-29. math_env prints the env words to put before the command (nothing
 # for a plain precision), precision_of the precision.
 math_env() {
@@ -148,6 +149,7 @@ math_env() {
   [[ $1 == *+graph* ]] && e+=(DOWNSCALE_CUDA_GRAPH=timed)
   [[ $1 == *+tf32p* ]] && e+=(DOWNSCALE_CUDA_TF32_PASSES=timed)
   [[ $1 == *+gemm* ]] && e+=(DOWNSCALE_CUDA_WGRAD_GEMM=timed)
+  [[ $1 == *+defer* ]] && e+=(DOWNSCALE_CUDA_DEFER_WEIGHTS=1)
   if ((${#e[@]})); then echo env "${e[@]}"; fi
 }
 precision_of() { echo "${1%%+*}"; }
@@ -287,7 +289,7 @@ section_nccl() {
 # --- 2. loss curves: the GPU in each precision against the CPU, same weights and batch ---
 section_curves() {
   say "## 2. MNN, $CURVE_STEPS training steps at batch $BATCH on the North America shapes (the CPU: $([[ $CPU_CURVE == 1 ]] && echo "$CPU_CURVE_STEPS" || echo none))"
-  # An entry of CURVE_MATHS: a precision, with +act16, +act32, +nhwc, +nchw, +graph, +tf32p, +gemm as math_env says.
+  # An entry of CURVE_MATHS: a precision, with +act16, +act32, +nhwc, +nchw, +graph, +tf32p, +gemm, +defer as math_env says.
   curve() {  # device math[+switches] out [steps]
     local envw=()
     read -r -a envw <<< "$(math_env "$2")"
@@ -406,7 +408,8 @@ section_variants() {
              DOWNSCALE_CUDA_BIAS_GRAD=cudnn DOWNSCALE_CUDA_FUSE16=0 DOWNSCALE_CUDA_LANES=0 DOWNSCALE_CUDA_WGRAD_GEMM=0 \
              DOWNSCALE_CUDA_WGRAD_GEMM=1 DOWNSCALE_CUDA_LAYOUT=nchw+DOWNSCALE_CUDA_ACTIVATIONS16=0 \
              DOWNSCALE_CUDA_LAYOUT=nchw+DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_CUDA_LAYOUT=nhwc+DOWNSCALE_CUDA_ACTIVATIONS16=0 \
-             DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_CUDA_GRAPH=timed DOWNSCALE_CUDA_TF32_PASSES=timed}; do
+             DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_CUDA_GRAPH=timed DOWNSCALE_CUDA_TF32_PASSES=timed \
+             DOWNSCALE_CUDA_DEFER_WEIGHTS=1}; do
       # A setting that only one kind of precision has is skipped in the others (also inside a
       # combination of settings joined by '+').
       [[ $v == *DOWNSCALE_CUDA_LAYOUT=nhwc* && $math != bf16 ]] && continue

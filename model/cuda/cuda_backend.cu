@@ -66,6 +66,14 @@ CudaBackend::CudaBackend(int device)
   fuse_mode_ = timed_switch("DOWNSCALE_CUDA_FUSE");
   graph_mode_ = opt_in_switch("DOWNSCALE_CUDA_GRAPH");
   tf32_passes_mode_ = opt_in_switch("DOWNSCALE_CUDA_TF32_PASSES");
+  // Deferred weight passes (cuda_lanes.cu): on or off, nothing to time (opt-in until run on a GPU).
+  if (const char* dw = std::getenv("DOWNSCALE_CUDA_DEFER_WEIGHTS")) {
+    const std::string v = dw;
+    if (v != "0" && v != "1" && !v.empty())
+      throw Error("DOWNSCALE_CUDA_DEFER_WEIGHTS is '" + v + "', expected 1 (weight gradients on a stream of their own) "
+                  "or 0 or unset (in order)");
+    defer_mode_ = v == "1" ? 1 : 0;
+  }
   if (const char* g = std::getenv("DOWNSCALE_CUDA_GRAPH_NOTES")) {
     const std::string v = g;
     if (v != "fp32" && v != "pytorch" && !v.empty())

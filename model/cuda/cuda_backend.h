@@ -141,6 +141,11 @@ class CudaBackend : public Backend {
   void fork_lanes() override;
   void set_lane(int lane) override;
   void join_lanes() override;
+  // Deferred weight passes (cuda_lanes.cu, DOWNSCALE_CUDA_DEFER_WEIGHTS=1, opt-in until run on a
+  // GPU): between the Net's defer_weight_passes(true) and the next join, each convolution's
+  // weight and bias gradients are queued on a lane of their own (after the lanes of
+  // DOWNSCALE_CUDA_LANES) instead of the main stream.
+  bool defer_weight_passes(bool on) override;
 
   // cuda_dataflow.cu: the training set on the GPU and the loss without a per-step wait.
   int64_t free_bytes() override;
@@ -438,10 +443,30 @@ class CudaBackend : public Backend {
   int n_lanes_ = 5;  // DOWNSCALE_CUDA_LANES (cuda_backend.cu says why 5)
   int cur_lane_ = 0;
   bool forked_ = false;
-  std::vector<Lane> lanes_;  // n_lanes_ + 1 entries once used; [0] is filled when left
+  std::vector<Lane> lanes_;  // n_lanes_ + 2 entries once used; [0] is filled when left
   cudaEvent_t fork_event_ = nullptr;
   void switch_lane(int to);
   void destroy_lanes();
+  // Deferred weight passes: the lane after the others runs them (lanes_[weights_lane()]).
+  int defer_mode_ = 0;            // DOWNSCALE_CUDA_DEFER_WEIGHTS: 1 defers when the Net asks
+  bool defer_on_ = false;         // asked (defer_weight_passes(true)) and not yet stopped
+  bool weights_pending_ = false;  // a weight pass queued on the weights lane since the last join
+  bool defer_said_ = false;       // the one stderr line said
+  cudaEvent_t defer_event_ = nullptr;
+  int weights_lane() const { return n_lanes_ + 1; }
+  bool deferring() const { return defer_on_ && !forked_ && cur_lane_ == 0 && timing_depth_ == 0; }
+  // Other streams may run and the cache holds releases: inside a lane region, or with weight
+  // passes pending. Timings then first wait for the device, and scratch goes back as lanes do.
+  bool concurrent() const { return forked_ || weights_pending_; }
+  // Runs `pass`, a weight-gradient pass, on the weights lane when deferring (after the work queued
+  // so far on the main stream), else here. What it reads must stay unchanged until the join: the
+  // activations (kept for the whole step), the layer's own scratch and blocks from the cache
+  // (held until the join), never a Net gradient buffer (conv2d_backward copies those).
+  void weight_pass(const std::function<void()>& pass);
+  // Backend::conv2d_backward's composition (ReLU mask, weights, data) with its weight pass
+  // deferred when deferring.
+  void conv2d_backward_composed(const ConvDesc& d, const float* x, const float* y, const float* dy, const float* w,
+                                float* dx, float* dw, float* db, float* scratch);
 
   int device_;
   // Every device buffer (tensors, workspace, padding scratch): cudaMalloc only on a miss.

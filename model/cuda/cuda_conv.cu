@@ -401,16 +401,23 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
 // read the FP32 copy. Otherwise Backend's composition.
 void CudaBackend::conv2d_backward(const ConvDesc& d, const float* x, const float* y, const float* dy, const float* w,
                                   float* dx, float* dw, float* db, float* scratch) {
-  if (!fused16()) return Backend::conv2d_backward(d, x, y, dy, w, dx, dw, db, scratch);
+  if (!fused16()) return conv2d_backward_composed(d, x, y, dy, w, dx, dw, db, scratch);
   // Both passes on the narrow FP32 kernels (MNN's head): nothing would read a rounded copy.
   const ConvPlan& p = conv_plan(d);
   if ((p.narrow_bwd_weights || !dw) && (p.narrow_bwd_data || !dx))
-    return Backend::conv2d_backward(d, x, y, dy, w, dx, dw, db, scratch);
+    return conv2d_backward_composed(d, x, y, dy, w, dx, dw, db, scratch);
   const Shape o = d.out();
   const int64_t n = o.size();
   void* gh = half16_scratch(o);
   float* g = y ? scratch : nullptr;
-  const float* gf = y ? scratch : dy;
+  // A deferred weight pass may read the FP32 gradient (bias, TF32 or narrow passes) after later
+  // layers have reused dy's buffer: without a ReLU (no masked copy in the layer's scratch), a copy.
+  CacheBlock dy_copy{cache_};
+  if (!y && dw && deferring() && n > 0) {
+    dy_copy.p = allocate(n);
+    copy(static_cast<float*>(dy_copy.p), dy, n);
+  }
+  const float* gf = y ? scratch : dy_copy.p ? static_cast<const float*>(dy_copy.p) : dy;
   try {
     if (nhwc_ && d.y16 && y) {  // NHWC activations: the mask from the 16-bit NHWC output
       nchw_to_nhwc16_masked(o, dy, y, g, gh);
@@ -425,13 +432,34 @@ void CudaBackend::conv2d_backward(const ConvDesc& d, const float* x, const float
                                                                           static_cast<uint16_t*>(gh));
       DS_CUDA_LAUNCHED();
     }
-    if (dw) conv_backward_weights_pass(d, x, gf, gh, dw, db);
+    if (dw) weight_pass([&] { conv_backward_weights_pass(d, x, gf, gh, dw, db); });
     if (dx) conv_backward_data_pass(d, gf, gh, w, dx);
   } catch (...) {
     cache_.release(gh);
     throw;
   }
   cache_.release(gh);
+}
+
+void CudaBackend::conv2d_backward_composed(const ConvDesc& d, const float* x, const float* y, const float* dy,
+                                           const float* w, float* dx, float* dw, float* db, float* scratch) {
+  if (!dw || !deferring()) return Backend::conv2d_backward(d, x, y, dy, w, dx, dw, db, scratch);
+  const int64_t n = d.out().size();
+  CacheBlock dy_copy{cache_};  // no ReLU: dy itself, a Net buffer later layers may reuse, copied
+  const float* g = dy;
+  if (y) {
+    if (d.y16)
+      relu_backward16(n, reinterpret_cast<const uint16_t*>(y), dy, scratch);
+    else
+      relu_backward(n, y, dy, scratch);
+    g = scratch;  // the layer's own buffer: unchanged until its next backward
+  } else if (n > 0) {
+    dy_copy.p = allocate(n);
+    copy(static_cast<float*>(dy_copy.p), dy, n);
+    g = static_cast<const float*>(dy_copy.p);
+  }
+  weight_pass([&] { conv2d_backward_weights(d, x, g, dw, db); });
+  if (dx) conv2d_backward_data(d, g, w, dx);
 }
 
 }  // namespace ds::model

@@ -281,7 +281,7 @@ float CudaBackend::time_runs(const std::function<void()>& run, int reps) {
 std::pair<float, float> CudaBackend::time_two_ways(ConvPlan& p, const std::function<void()>& a,
                                                    const std::function<void()>& b) {
   constexpr int kReps = 2;
-  if (forked_) DS_CUDA(cudaDeviceSynchronize());
+  if (concurrent()) DS_CUDA(cudaDeviceSynchronize());
   p.timing_paths = true;
   // Other plans the runs reach (a 16-bit pass's TF32 plan, cuda_conv_tf32.cu) are timing too:
   // no pass clocks, no injected refusals there either; their own choices are still made.
@@ -306,7 +306,7 @@ std::pair<float, float> CudaBackend::time_two_ways(ConvPlan& p, const std::funct
 }
 
 bool CudaBackend::plan_scratch(const ConvDesc& d, const ConvPlan& p, PlanScratch& s) {
-  if (forked_) DS_CUDA(cudaDeviceSynchronize());
+  if (concurrent()) DS_CUDA(cudaDeviceSynchronize());
   const int64_t nx = p.x_shape.size(), nw = int64_t(d.out_c) * d.in.c * d.kh * d.kw, ny = d.out().size();
   s.ws_bytes = find_workspace_bytes();
   try {
@@ -334,12 +334,12 @@ bool CudaBackend::plan_scratch(const ConvDesc& d, const ConvPlan& p, PlanScratch
 
 void CudaBackend::release_plan_scratch(PlanScratch& s) {
   if (!s.x && !s.w && !s.y && !s.ws) return;
-  if (forked_) {  // waited for: back at once (release() would hold them until the join)
+  if (concurrent()) {  // waited for: back at once (release() would hold them until the join)
     cudaStreamSynchronize(stream_);
     cudaGetLastError();
   }
   for (void* b : {static_cast<void*>(s.x), static_cast<void*>(s.w), static_cast<void*>(s.y), s.ws})
-    if (b) forked_ ? cache_.release_now(b) : cache_.release(b);
+    if (b) concurrent() ? cache_.release_now(b) : cache_.release(b);
   s = PlanScratch{};
 }
 

@@ -74,7 +74,7 @@ void CudaBackend::tf32_backward_weights(const ConvDesc& d, const float* x, const
   // branch's second and third convolutions, 10 and 5 MB, 76 MB over the five branches a step.
   const auto give_back = [&](bool failed) {
     if (!x32) return;
-    if (timing && forked_) {
+    if (timing && concurrent()) {
       if (failed) cudaStreamSynchronize(stream_);
       cache_.release_now(x32);
     } else {

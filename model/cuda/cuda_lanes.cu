@@ -4,6 +4,16 @@
 // main one (lane k > 0 goes to stream (k - 1) % N + 1), DOWNSCALE_CUDA_LANES=N, 5 by default (one
 // per branch; measured faster on an H200), 0 for everything on the main stream.
 //
+// Deferred weight passes (DOWNSCALE_CUDA_DEFER_WEIGHTS=1, written 2026-11-30 without a GPU,
+// opt-in until it has run on one): MNN's backward is a serial chain (head, the four decoder
+// convolutions: 10.6 of an 18.6 ms BF16 step on an H200) then the five branches, whose small
+// kernels leave much of the GPU idle (their BF16 weight gradients ran at 0.5 TFLOP/s). The weight
+// and bias gradients of the chain's layers (about 4 ms in BF16) are on nobody's critical path
+// until the optimizer: queued on one more lane, each after an event recorded on the main stream
+// when its inputs are ready, they can run while the chain goes on and beside the branches; the
+// region's join (join_lanes) waits for them, and the Net holds those layers' hooks until then.
+// The cache holds releases from the first deferred pass to the join, as in a region.
+//
 // What each lane needs of its own: a stream, a cuDNN handle on it, a cuBLAS handle (made on its
 // first use: a handle's workspace must not serve two streams at once), and the grow-only scratch
 // buffers every op on one stream could share (the convolution workspace, the padding copy). The
@@ -23,7 +33,7 @@ namespace ds::model {
 
 void CudaBackend::switch_lane(int to) {
   if (to == cur_lane_) return;
-  if (lanes_.empty()) lanes_.resize(size_t(n_lanes_) + 1);
+  if (lanes_.empty()) lanes_.resize(size_t(n_lanes_) + 2);  // the lanes, then the weights lane
   Lane& from = lanes_[size_t(cur_lane_)];
   from.stream = stream_;
   from.cudnn = cudnn_;
@@ -58,7 +68,9 @@ void CudaBackend::fork_lanes() {
   if (cur_lane_ != 0) switch_lane(0);
   if (!fork_event_) DS_CUDA(cudaEventCreateWithFlags(&fork_event_, cudaEventDisableTiming));
   DS_CUDA(cudaEventRecord(fork_event_, stream_));
-  for (Lane& l : lanes_) l.used = false;
+  // Not the weights lane: passes deferred before the fork are still to be joined.
+  for (size_t k = 0; k < lanes_.size(); ++k)
+    if (int(k) != weights_lane()) lanes_[k].used = false;
   cache_.hold_releases(true);
   forked_ = true;
 }
@@ -75,7 +87,7 @@ void CudaBackend::set_lane(int lane) {
 }
 
 void CudaBackend::join_lanes() {
-  if (n_lanes_ == 0 || !forked_) return;
+  if (n_lanes_ == 0 || (!forked_ && !weights_pending_)) return;
   try {
     switch_lane(0);
     for (size_t k = 1; k < lanes_.size(); ++k) {
@@ -90,13 +102,48 @@ void CudaBackend::join_lanes() {
     // A CUDA error mid-join: wait for everything instead (best effort), so the state below is
     // true, then report.
     cudaDeviceSynchronize();
-    forked_ = false;
+    forked_ = weights_pending_ = false;
     cache_.hold_releases(false);
     throw;
   }
-  forked_ = false;
+  forked_ = weights_pending_ = false;
   // Everything the lanes released is now ordered before the main stream's later work.
   cache_.hold_releases(false);
+}
+
+bool CudaBackend::defer_weight_passes(bool on) {
+  if (!on) {
+    if (weights_pending_) join_lanes();  // the Net joins first; this is the safety net
+    defer_on_ = false;
+    return false;
+  }
+  defer_on_ = defer_mode_ == 1 && n_lanes_ > 0 && !forked_;
+  return defer_on_;
+}
+
+void CudaBackend::weight_pass(const std::function<void()>& pass) {
+  if (!deferring()) return pass();
+  if (!defer_said_) {
+    defer_said_ = true;
+    std::fprintf(stderr, "cuda: weight gradients deferred to a stream of their own until the lane region's join "
+                         "(DOWNSCALE_CUDA_DEFER_WEIGHTS=1)\n");
+  }
+  if (!defer_event_) DS_CUDA(cudaEventCreateWithFlags(&defer_event_, cudaEventDisableTiming));
+  // The pass's inputs are ready once the main stream's work so far is done: a wait captures the
+  // event as recorded now, so recording it again for the next pass is safe.
+  DS_CUDA(cudaEventRecord(defer_event_, stream_));
+  if (!weights_pending_) cache_.hold_releases(true);
+  weights_pending_ = true;  // from here on concurrent(): the pass's timings wait for the device
+  switch_lane(weights_lane());
+  lanes_[size_t(weights_lane())].used = true;
+  try {
+    DS_CUDA(cudaStreamWaitEvent(stream_, defer_event_, 0));
+    pass();
+  } catch (...) {
+    switch_lane(0);
+    throw;
+  }
+  switch_lane(0);
 }
 
 // At the backend's end (no throwing): every lane's work finished, its handle and stream gone, and
@@ -120,6 +167,9 @@ void CudaBackend::destroy_lanes() {
   lanes_.clear();
   if (fork_event_) cudaEventDestroy(fork_event_);
   fork_event_ = nullptr;
+  if (defer_event_) cudaEventDestroy(defer_event_);
+  defer_event_ = nullptr;
+  forked_ = weights_pending_ = defer_on_ = false;
   cache_.hold_releases(false);
 }
 

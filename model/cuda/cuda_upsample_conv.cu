@@ -315,7 +315,8 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
       if (h) be->cache_.release(h);
     }
   } give{this, dysh};
-  if (dw) {
+  // Deferred (weight_pass): reads x (an activation) and dys, dysh (blocks held until the join).
+  if (dw) weight_pass([&] {
     float* dws = allocate(n_ws);
     float* dbs = db ? allocate(small.out_c) : nullptr;
     conv_backward_weights_pass(small, x, dys, dysh, dws, dbs);
@@ -327,7 +328,7 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
       release(dbs);
     }
     release(dws);
-  }
+  });
   if (dx) {
     float* ws = fold_weights(p, small, w);
     conv_backward_data_pass(small, dys, dysh, ws, dx);  // lands on the small grid: the upsampling's backward included

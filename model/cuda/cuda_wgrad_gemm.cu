@@ -112,7 +112,7 @@ void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const
     for (void* b : {col_in_workspace ? nullptr : col, dy_cast, static_cast<void*>(partial),
                     static_cast<void*>(ohwi)}) {
       if (!b) continue;
-      if (timing && forked_)
+      if (timing && concurrent())
         cache_.release_now(b);
       else
         cache_.release(b);  // reused only by work queued after this
@@ -121,7 +121,7 @@ void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const
   try {
     if (!g.direct) {
       const size_t bytes = size_t(kernels::wgrad_col_elements(g)) * size_t(g.col_bytes);
-      col_in_workspace = forked_ && !timing;
+      col_in_workspace = concurrent() && !timing;
       col = col_in_workspace ? workspace(bytes) : cache_.allocate(bytes);
     }
     if (const int64_t np = kernels::wgrad_partial_floats(g)) partial = allocate(np);
@@ -180,7 +180,7 @@ void CudaBackend::gemm_backward_weights(const ConvDesc& d, const float* x, const
     // Timed inside a lane region the blocks go straight back (release_now): on success the
     // timing's event wait comes before any other lane allocates, but a failure skips it, so wait
     // here for what this call queued, or another lane's next block could be one still in use.
-    if (timing && forked_) cudaStreamSynchronize(stream_);
+    if (timing && concurrent()) cudaStreamSynchronize(stream_);
     give_back();
     throw;
   }

@@ -352,6 +352,80 @@ TEST(ModelNet, MnnBranchesRunOnLanesWithTheirOwnBuffers) {
     EXPECT_EQ(lanes.params()[i].grad->to_host(), plain.params()[i].grad->to_host()) << plain.params()[i].name;
 }
 
+// Deferred weight passes (Backend::defer_weight_passes, net.cpp): a backend that accepts them
+// is asked once, at the start of a backward with a lane region, and told to stop right after
+// that region's join; the hooks of the layers before the region (the head and the decoder, whose
+// weight gradients then run beside the branches) come only after the join, in backward order;
+// a backend that declines changes nothing, and a net without lanes never asks.
+class DeferRecorder : public LaneRecorder {
+ public:
+  bool accept = true;
+  bool defer_weight_passes(bool on) override {
+    trace.push_back(on ? "defer:on" : "defer:off");
+    return on && accept;
+  }
+};
+
+TEST(ModelNet, DeferredWeightPassesWaitForTheRegionsJoin) {
+  for (const bool accept : {true, false}) {
+    DeferRecorder be;
+    be.accept = accept;
+    Net lanes(mnn_spec(2, 3, 4), be), plain(mnn_spec(2, 3, 4), be);
+    plain.set_lanes(false);
+    lanes.init(5);
+    plain.init(5);
+    Batch b = make_batch(be, lanes, 2, 3);
+    const Shape os = lanes.output_shape(2);
+    Tensor dl(be, os), dp(be, os);
+    bernoulli_gamma_loss(be, plain.forward(b.x), b.y, b.mask, &dp);
+    be.trace.clear();
+    plain.backward(dp);
+    EXPECT_EQ(std::count(be.trace.begin(), be.trace.end(), "defer:on"), 0) << "lanes off: no region, never asked";
+    bernoulli_gamma_loss(be, lanes.forward(b.x), b.y, b.mask, &dl);
+    be.trace.clear();
+    lanes.backward(dl, [&](const std::vector<Param>&) { be.trace.push_back("hook:" + lanes.backward_layer()); });
+    const auto at = [&](const std::string& e) {
+      return std::find(be.trace.begin(), be.trace.end(), e) - be.trace.begin();
+    };
+    const long n = long(be.trace.size());
+    ASSERT_EQ(at("defer:on"), 0) << "asked before any backward op";
+    EXPECT_EQ(std::count(be.trace.begin(), be.trace.end(), "defer:on"), 1);
+    const auto join = at("join");
+    ASSERT_LT(join, n);
+    for (const char* decoder : {"hook:head", "hook:up2_conv1", "hook:up1_conv1", "hook:concat"}) {
+      ASSERT_LT(at(decoder), n) << decoder;
+      if (accept)
+        EXPECT_GT(at(decoder), join) << decoder << ": its weights may still be running before the join";
+      else
+        EXPECT_LT(at(decoder), at("fork")) << decoder << ": declined, the hook comes at once";
+    }
+    if (accept) {
+      EXPECT_EQ(at("defer:off"), join + 1) << "stopped right after the join";
+      EXPECT_LT(at("hook:head"), at("hook:up2_conv1")) << "hooks keep the backward order";
+      EXPECT_LT(at("hook:up1_conv1"), at("hook:branch9_conv3")) << "decoder hooks before the region's";
+    } else {
+      EXPECT_EQ(at("defer:off"), n) << "declined: nothing to stop";
+    }
+    for (size_t i = 0; i < plain.params().size(); ++i)
+      EXPECT_EQ(lanes.params()[i].grad->to_host(), plain.params()[i].grad->to_host()) << plain.params()[i].name;
+  }
+}
+
+// A net without lanes (the demo CNN) never asks for deferred weight passes.
+TEST(ModelNet, NoLaneRegionNoDeferredWeightPasses) {
+  DeferRecorder be;
+  Net net(demo_spec(2, 4, 4, {4, 4, 4}), be);
+  net.init(5);
+  Tensor x = random_tensor(be, Shape{2, 2, 4, 4}, 6);
+  const Tensor& y = net.forward(x);
+  Tensor d(be, y.shape());
+  be.fill(d.data(), d.size(), 1.0f);
+  be.trace.clear();
+  net.backward(d);
+  EXPECT_EQ(std::count(be.trace.begin(), be.trace.end(), "defer:on"), 0);
+  EXPECT_EQ(std::count(be.trace.begin(), be.trace.end(), "join"), 0);
+}
+
 // A smaller last batch reuses the buffers and primitives of a bigger one; sample results must
 // not depend on the batch they are in.
 TEST(ModelNet, BatchSizeCanChange) {

@@ -375,9 +375,12 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
   };
   // A line the backend must print (stderr) where a row forces the TF32 passes: they did run.
   const auto must_say = [](const Variant& v) {
-    for (const auto& [name, value] : v.env)
+    for (const auto& [name, value] : v.env) {
       if (name == "DOWNSCALE_CUDA_TF32_PASSES" && value == "1")
         return std::string("backward filter as TF32 (DOWNSCALE_CUDA_TF32_PASSES=1)");
+      if (name == "DOWNSCALE_CUDA_DEFER_WEIGHTS" && value == "1")
+        return std::string("weight gradients deferred to a stream of their own");
+    }
     return std::string();
   };
   const std::vector<Variant> variants = {
@@ -429,6 +432,15 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
       // ... and timed, with the graph engines and the GEMM timed too: the step as it would ship.
       {"TF32 passes, graph engines and GEMM timed",
        {{"DOWNSCALE_CUDA_TF32_PASSES", "timed"}, {"DOWNSCALE_CUDA_GRAPH", "timed"}, {"DOWNSCALE_CUDA_WGRAD_GEMM", "timed"}},
+       {MathMode::kBf16}},
+      // The decoder's weight gradients on a stream of their own until the branches' join
+      // (model/cuda/cuda_lanes.cu): the head's copied dy, the masked copies, the polyphase dys.
+      {"deferred weight passes",
+       {{"DOWNSCALE_CUDA_DEFER_WEIGHTS", "1"}, {"DOWNSCALE_CUDA_LANES", "5"}},
+       {MathMode::kTf32, MathMode::kBf16, MathMode::kFp16}},
+      {"deferred weight passes, TF32 passes, graph engines and GEMM timed",
+       {{"DOWNSCALE_CUDA_DEFER_WEIGHTS", "1"}, {"DOWNSCALE_CUDA_LANES", "5"}, {"DOWNSCALE_CUDA_TF32_PASSES", "timed"},
+        {"DOWNSCALE_CUDA_GRAPH", "timed"}, {"DOWNSCALE_CUDA_WGRAD_GEMM", "timed"}},
        {MathMode::kBf16}},
       {"graph engines, NCHW 16-bit scratch",
        {{"DOWNSCALE_CUDA_GRAPH", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nchw"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "0"}},
