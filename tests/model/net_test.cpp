@@ -288,15 +288,30 @@ bool overlap(const LaneRecorder::Range& a, const LaneRecorder::Range& b) {
   return a.p && b.p && a.n > 0 && b.n > 0 && a.p < b.p + b.n && b.p < a.p + a.n;
 }
 
+// A small MNN twice on one backend, with lanes and without (same weights), one batch of 2 for
+// both, and a loss gradient buffer for each.
+struct LanesAndPlain {
+  Net lanes, plain;
+  Batch b;
+  Tensor dl, dp;
+  explicit LanesAndPlain(Backend& be)
+      : lanes(mnn_spec(2, 3, 4), be),
+        plain(mnn_spec(2, 3, 4), be),
+        b(make_batch(be, lanes, 2, 3)),
+        dl(be, lanes.output_shape(2)),
+        dp(be, lanes.output_shape(2)) {
+    plain.set_lanes(false);
+    lanes.init(5);
+    plain.init(5);
+  }
+};
+
 TEST(ModelNet, MnnBranchesRunOnLanesWithTheirOwnBuffers) {
   LaneRecorder be;
-  Net lanes(mnn_spec(2, 3, 4), be), plain(mnn_spec(2, 3, 4), be);
-  plain.set_lanes(false);
-  lanes.init(5);
-  plain.init(5);
-  Batch b = make_batch(be, lanes, 2, 3);
-  const Shape os = lanes.output_shape(2);
-  Tensor dl(be, os), dp(be, os);
+  LanesAndPlain nets(be);
+  Net &lanes = nets.lanes, &plain = nets.plain;
+  Batch& b = nets.b;
+  Tensor &dl = nets.dl, &dp = nets.dp;
   const auto out_plain = plain.forward(b.x).to_host();
   bernoulli_gamma_loss(be, plain.forward(b.x), b.y, b.mask, &dp);
   plain.backward(dp);
@@ -370,13 +385,10 @@ TEST(ModelNet, DeferredWeightPassesWaitForTheRegionsJoin) {
   for (const bool accept : {true, false}) {
     DeferRecorder be;
     be.accept = accept;
-    Net lanes(mnn_spec(2, 3, 4), be), plain(mnn_spec(2, 3, 4), be);
-    plain.set_lanes(false);
-    lanes.init(5);
-    plain.init(5);
-    Batch b = make_batch(be, lanes, 2, 3);
-    const Shape os = lanes.output_shape(2);
-    Tensor dl(be, os), dp(be, os);
+    LanesAndPlain nets(be);
+    Net &lanes = nets.lanes, &plain = nets.plain;
+    Batch& b = nets.b;
+    Tensor &dl = nets.dl, &dp = nets.dp;
     bernoulli_gamma_loss(be, plain.forward(b.x), b.y, b.mask, &dp);
     be.trace.clear();
     plain.backward(dp);
