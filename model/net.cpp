@@ -318,6 +318,9 @@ struct Net::Impl {
       if (!forked && !deferred) return;
       try {
         be.join_lanes();
+      } catch (...) {
+      }
+      try {  // even if the join failed: nothing may stay deferred for the next backward
         if (deferred) be.defer_weight_passes(false);
       } catch (...) {
       }

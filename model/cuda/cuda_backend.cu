@@ -66,6 +66,13 @@ CudaBackend::CudaBackend(int device)
   fuse_mode_ = timed_switch("DOWNSCALE_CUDA_FUSE");
   graph_mode_ = opt_in_switch("DOWNSCALE_CUDA_GRAPH");
   tf32_passes_mode_ = opt_in_switch("DOWNSCALE_CUDA_TF32_PASSES");
+  if (const char* f2 = std::getenv("DOWNSCALE_CUDA_PHASE_F2")) {
+    const std::string v = f2;
+    if (v != "0" && v != "1" && !v.empty())
+      throw Error("DOWNSCALE_CUDA_PHASE_F2 is '" + v + "', expected 0 (the polyphase interleave with f read at run "
+                  "time) or 1 (the default: x2 upsamplings compiled for f = 2)");
+    phase_f2_ = v != "0";
+  }
   // Deferred weight passes (cuda_lanes.cu): on or off, nothing to time (opt-in until run on a GPU).
   if (const char* dw = std::getenv("DOWNSCALE_CUDA_DEFER_WEIGHTS")) {
     const std::string v = dw;

@@ -449,6 +449,9 @@ class CudaBackend : public Backend {
   void destroy_lanes();
   // Deferred weight passes: the lane after the others runs them (lanes_[weights_lane()]).
   int defer_mode_ = 0;            // DOWNSCALE_CUDA_DEFER_WEIGHTS: 1 defers when the Net asks
+  // The polyphase interleave kernels' F = 2 instances for x2 upsamplings (cuda_upsample_conv.cu);
+  // DOWNSCALE_CUDA_PHASE_F2=0 runs the run-time-f ones, for the variants table.
+  bool phase_f2_ = true;
   bool defer_on_ = false;         // asked (defer_weight_passes(true)) and not yet stopped
   bool weights_pending_ = false;  // a weight pass queued on the weights lane since the last join
   bool defer_said_ = false;       // the one stderr line said

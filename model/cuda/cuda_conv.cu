@@ -408,8 +408,6 @@ void CudaBackend::conv2d_backward(const ConvDesc& d, const float* x, const float
     return conv2d_backward_composed(d, x, y, dy, w, dx, dw, db, scratch);
   const Shape o = d.out();
   const int64_t n = o.size();
-  void* gh = half16_scratch(o);
-  float* g = y ? scratch : nullptr;
   // A deferred weight pass may read the FP32 gradient (bias, TF32 or narrow passes) after later
   // layers have reused dy's buffer: without a ReLU (no masked copy in the layer's scratch), a copy.
   CacheBlock dy_copy{cache_};
@@ -417,6 +415,8 @@ void CudaBackend::conv2d_backward(const ConvDesc& d, const float* x, const float
     dy_copy.p = allocate(n);
     copy(static_cast<float*>(dy_copy.p), dy, n);
   }
+  void* gh = half16_scratch(o);
+  float* g = y ? scratch : nullptr;
   const float* gf = y ? scratch : dy_copy.p ? static_cast<const float*>(dy_copy.p) : dy;
   try {
     if (nhwc_ && d.y16 && y) {  // NHWC activations: the mask from the 16-bit NHWC output

@@ -103,6 +103,7 @@ void CudaBackend::join_lanes() {
     // true, then report.
     cudaDeviceSynchronize();
     forked_ = weights_pending_ = false;
+    defer_on_ = false;  // nothing deferred after a failed join: the Net's guard may not get to say so
     cache_.hold_releases(false);
     throw;
   }
@@ -123,10 +124,11 @@ bool CudaBackend::defer_weight_passes(bool on) {
 
 void CudaBackend::weight_pass(const std::function<void()>& pass) {
   if (!deferring()) return pass();
-  if (!defer_said_) {
+  if (!defer_said_) {  // once per math mode (set_math resets it), an info line as conv_note's
     defer_said_ = true;
-    std::fprintf(stderr, "cuda: weight gradients deferred to a stream of their own until the lane region's join "
-                         "(DOWNSCALE_CUDA_DEFER_WEIGHTS=1)\n");
+    if (plugin_info_shown())
+      std::fprintf(stderr, "cuda: weight gradients deferred to a stream of their own until the lane region's join "
+                           "(DOWNSCALE_CUDA_DEFER_WEIGHTS=1)\n");
   }
   if (!defer_event_) DS_CUDA(cudaEventCreateWithFlags(&defer_event_, cudaEventDisableTiming));
   // The pass's inputs are ready once the main stream's work so far is done: a wait captures the

@@ -208,6 +208,7 @@ bool CudaBackend::conv_activations16(int out_c, int stride) const {
 }
 
 bool CudaBackend::set_math(MathMode mode) {
+  if (mode != math_) defer_said_ = false;  // the deferred passes' line once per mode (the device check's rows)
   math_ = mode;
   // BF16's defaults: NHWC 16-bit activations (cuda_backend.h says why); FP16 keeps NCHW FP32
   // activations (cuDNN refused FP16 backward data in NHWC). The environment overrides either.

@@ -7,9 +7,12 @@
 // relu form, the ReLU are applied in the interleave, and backward masks and de-interleaves the
 // output gradient once for both gradients (model/kernels/polyphase.h). The folded weights and the
 // small output come from the caching allocator and go back to it after the queued work.
+#include <type_traits>
+
 #include "model/cuda/cuda_backend.h"
 #include "model/cuda/cuda_check.h"
 #include "model/cuda/grid_stride.h"
+#include "model/kernels/lane_tree.h"
 #include "model/kernels/polyphase.h"
 #include "model/kernels/polyphase_nhwc.h"
 
@@ -31,85 +34,99 @@ __global__ void unfold_bias_grad_kernel(int64_t n, int f, const float* dbs, floa
   DS_GRID_STRIDE(i, n) unfold_bias_grad_at(i, f, dbs, db);
 }
 
-// The two big-grid passes in row form (model/kernels/polyphase.h says why): a block per big row
-// (grid-stride over rows), its threads over the row's f * W columns.
+// The two big-grid passes in row form (model/kernels/polyphase.h says why): a warp per big row
+// (grid-stride over rows), its lanes over the row's f * W columns, so the row's decode (64-bit
+// divisions) is paid once per lane and row, not once per element as with a block per row (MNN's
+// up2_conv1 spent about 0.9 ms a pass outside its convolution on an H200, in TF32 and BF16 alike,
+// for 0.15 to 0.3 ms of bytes). F: the phase count at compile time (2) or 0 (p.f at run time).
+#define DS_ROW_PER_WARP(r, rows)                                                                      \
+  for (int64_t r = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kLanes; r < (rows);            \
+       r += int64_t(gridDim.x) * blockDim.x / kLanes)
+#define DS_ROW_LANES(x, cols) for (int x = int(threadIdx.x % kLanes); x < (cols); x += kLanes)
+
+template <int F>
 __global__ void phase_interleave_bias_relu_kernel(int64_t rows, Polyphase p, const float* small, const float* b,
                                                   bool relu, float* big) {
-  const int cols = p.f * p.w;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const PhaseRow row = phase_row(r, p);
-    for (int x = threadIdx.x; x < cols; x += blockDim.x) phase_interleave_bias_relu_row_at(r, x, row, p, small, b, relu, big);
+  const int cols = phase_f<F>(p) * p.w;
+  DS_ROW_PER_WARP(r, rows) {
+    const PhaseRow row = phase_row<F>(r, p);
+    DS_ROW_LANES(x, cols) phase_interleave_bias_relu_row_at<F>(r, x, row, p, small, b, relu, big);
   }
 }
 
 // An FP32 small output into a 16-bit activation output (rounded after bias and ReLU).
+template <int F>
 __global__ void phase_interleave_bias_relu16_kernel(int64_t rows, Polyphase p, const float* small, const float* b,
                                                     bool relu, Half16 k, uint16_t* big) {
-  const int cols = p.f * p.w;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const PhaseRow row = phase_row(r, p);
-    for (int x = threadIdx.x; x < cols; x += blockDim.x) phase_interleave_bias_relu_row_at(r, x, row, p, small, b, relu, k, big);
+  const int cols = phase_f<F>(p) * p.w;
+  DS_ROW_PER_WARP(r, rows) {
+    const PhaseRow row = phase_row<F>(r, p);
+    DS_ROW_LANES(x, cols) phase_interleave_bias_relu_row_at<F>(r, x, row, p, small, b, relu, k, big);
   }
 }
 
 // Big: float, or uint16_t for a 16-bit activation output.
-template <typename Big>
+template <int F, typename Big>
 __global__ void phase_interleave_half16_bias_relu_kernel(int64_t rows, Polyphase p, Half16 k, const uint16_t* small,
                                                          const float* b, bool relu, Big* big) {
-  const int cols = p.f * p.w;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const PhaseRow row = phase_row(r, p);
-    for (int x = threadIdx.x; x < cols; x += blockDim.x)
-      phase_interleave_half16_bias_relu_row_at(r, x, row, p, k, small, b, relu, big);
+  const int cols = phase_f<F>(p) * p.w;
+  DS_ROW_PER_WARP(r, rows) {
+    const PhaseRow row = phase_row<F>(r, p);
+    DS_ROW_LANES(x, cols) phase_interleave_half16_bias_relu_row_at<F>(r, x, row, p, k, small, b, relu, big);
   }
 }
 
 // Y: the forward output's storage, float or uint16_t (a 16-bit activation).
-template <typename Y>
+template <int F, typename Y>
 __global__ void phase_deinterleave_relu_grad_half16_kernel(int64_t rows, Polyphase p, Half16 k, const Y* y,
                                                            const float* dy, float* dys, uint16_t* dysh) {
-  const int cols = p.f * p.w;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const PhaseRow row = phase_row(r, p);
-    for (int x = threadIdx.x; x < cols; x += blockDim.x)
-      phase_deinterleave_relu_grad_half16_row_at(r, x, row, p, k, y, dy, dys, dysh);
+  const int cols = phase_f<F>(p) * p.w;
+  DS_ROW_PER_WARP(r, rows) {
+    const PhaseRow row = phase_row<F>(r, p);
+    DS_ROW_LANES(x, cols) phase_deinterleave_relu_grad_half16_row_at<F>(r, x, row, p, k, y, dy, dys, dysh);
   }
 }
 
+template <int F>
 __global__ void phase_deinterleave_relu_grad_kernel(int64_t rows, Polyphase p, const float* y, const float* dy,
                                                     float* dys) {
-  const int cols = p.f * p.w;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const PhaseRow row = phase_row(r, p);
-    for (int x = threadIdx.x; x < cols; x += blockDim.x) phase_deinterleave_relu_grad_row_at(r, x, row, p, y, dy, dys);
+  const int cols = phase_f<F>(p) * p.w;
+  DS_ROW_PER_WARP(r, rows) {
+    const PhaseRow row = phase_row<F>(r, p);
+    DS_ROW_LANES(x, cols) phase_deinterleave_relu_grad_row_at<F>(r, x, row, p, y, dy, dys);
   }
 }
+
+#undef DS_ROW_PER_WARP
+#undef DS_ROW_LANES
 
 // The same two passes with the 16-bit small grid in NHWC (DOWNSCALE_CUDA_LAYOUT=nhwc): a block per
 // tile of kTile columns w by kTile big rows r (model/kernels/polyphase_nhwc.h's phase_tile_at and
 // phase_blocks_*), kTile x kTileRows threads, the two phases around a barrier; small rows beyond
 // the grid's z in a loop (the same for every thread of a block), a barrier before the tile is
 // refilled.
+template <int F>
 __global__ void phase_interleave_nhwc16_bias_relu_kernel(Polyphase p, Half16 k, const uint16_t* small, const float* b,
                                                          bool relu, float* big) {
   __shared__ PhaseTile t;
   for (int64_t z = blockIdx.z; z < phase_rows(p); z += gridDim.z) {
     const PhaseTileAt a = phase_tile_at(p, blockIdx.x, blockIdx.y, z);
-    load_phase_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, small, t);
+    load_phase_nhwc16_tile<F>(a, threadIdx.x, threadIdx.y, p, k, small, t);
     __syncthreads();
-    store_phase_big_tile(a, threadIdx.x, threadIdx.y, p, t, b, relu, big);
+    store_phase_big_tile<F>(a, threadIdx.x, threadIdx.y, p, t, b, relu, big);
     __syncthreads();
   }
 }
 
+template <int F>
 __global__ void phase_deinterleave_relu_grad_nhwc16_kernel(Polyphase p, Half16 k, const float* y, const float* dy,
                                                            float* dys, uint16_t* dysh) {
   __shared__ PhaseTile t;
   for (int64_t z = blockIdx.z; z < phase_rows(p); z += gridDim.z) {
     const PhaseTileAt a = phase_tile_at(p, blockIdx.x, blockIdx.y, z);
-    load_big_relu_grad_tile(a, threadIdx.x, threadIdx.y, p, y, dy, dys, t);
+    load_big_relu_grad_tile<F>(a, threadIdx.x, threadIdx.y, p, y, dy, dys, t);
     __syncthreads();
-    store_phase_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, t, dysh);
+    store_phase_nhwc16_tile<F>(a, threadIdx.x, threadIdx.y, p, k, t, dysh);
     __syncthreads();
   }
 }
@@ -117,41 +134,50 @@ __global__ void phase_deinterleave_relu_grad_nhwc16_kernel(Polyphase p, Half16 k
 // NHWC activations: the small NHWC output straight onto the 16-bit NHWC big output (a flat pass
 // in the small output's order), and the de-interleave masked by that output (three phases: the
 // mask tile, the masked load, the store; polyphase_nhwc.h).
+template <int F>
 __global__ void phase_interleave_nhwc16_to_nhwc16_kernel(int64_t n, Polyphase p, Half16 k, const uint16_t* small,
                                                          const float* b, bool relu, uint16_t* big) {
-  DS_GRID_STRIDE(i, n) phase_interleave_nhwc16_to_nhwc16_at(i, p, k, small, b, relu, big);
+  DS_GRID_STRIDE(i, n) phase_interleave_nhwc16_to_nhwc16_at<F>(i, p, k, small, b, relu, big);
 }
 
+template <int F>
 __global__ void phase_deinterleave_masked_nhwc16_kernel(Polyphase p, Half16 k, const uint16_t* y, const float* dy,
                                                         float* dys, uint16_t* dysh) {
   __shared__ PhaseTile m, t;
   for (int64_t z = blockIdx.z; z < phase_rows(p); z += gridDim.z) {
     const PhaseTileAt a = phase_tile_at(p, blockIdx.x, blockIdx.y, z);
-    load_phase_mask_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, y, m);
+    load_phase_mask_nhwc16_tile<F>(a, threadIdx.x, threadIdx.y, p, k, y, m);
     __syncthreads();
-    load_big_relu_grad_tile_masked(a, threadIdx.x, threadIdx.y, p, m, dy, dys, t);
+    load_big_relu_grad_tile_masked<F>(a, threadIdx.x, threadIdx.y, p, m, dy, dys, t);
     __syncthreads();
-    store_phase_nhwc16_tile(a, threadIdx.x, threadIdx.y, p, k, t, dysh);
+    store_phase_nhwc16_tile<F>(a, threadIdx.x, threadIdx.y, p, k, t, dysh);
     __syncthreads();
   }
+}
+
+// Calls go(std::integral_constant<int, F>{}): F = 2 for a x2 upsampling (MNN's both) unless
+// DOWNSCALE_CUDA_PHASE_F2=0, else F = 0 (any f, read at run time).
+template <class Go>
+void with_phase_f(const Polyphase& p, bool specialize, Go&& go) {
+  if (specialize && p.f == 2)
+    go(std::integral_constant<int, 2>{});
+  else
+    go(std::integral_constant<int, 0>{});
 }
 
 dim3 phase_tile_grid(const Polyphase& p) { return dim3(phase_blocks_x(p), phase_blocks_y(p), phase_blocks_z(p)); }
 const dim3 kPhaseTileBlock(kTile, kTileRows);
 
-// Launch shape of a row-form pass: whole warps covering a row's f * W columns, at most kThreads
-// (MNN's 212 columns: 224 threads, one pass); one block per row up to 2^20 blocks, then a stride.
+// Launch shape of a row-form pass: kThreads threads, a warp per row (kThreads / 32 rows a block),
+// up to 2^20 blocks, then a stride.
 struct RowLaunch {
   int64_t rows;
   int blocks, threads;
 };
 RowLaunch row_launch(const Polyphase& p) {
-  const int cols = p.f * p.w;
-  const int64_t rows = int64_t(p.n) * p.o * p.f * p.h;
-  int threads = (cols + 31) / 32 * 32;
-  if (threads > kThreads) threads = kThreads;
-  const int64_t cap = int64_t(1) << 20;
-  return RowLaunch{rows, int(rows < cap ? rows : cap), threads};
+  const int64_t rows = int64_t(p.n) * p.o * p.f * p.h, per_block = kThreads / kLanes;
+  const int64_t blocks = (rows + per_block - 1) / per_block, cap = int64_t(1) << 20;
+  return RowLaunch{rows, int(blocks < cap ? blocks : cap), kThreads};
 }
 
 int64_t folded_weights(const ConvDesc& small) { return int64_t(small.out_c) * small.in.c * small.kh * small.kw; }
@@ -208,19 +234,23 @@ void CudaBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, co
       throw;
     }
     const int64_t n_small = small.out().size();
-    if (rl.rows > 0 && nhwc_ && d.y16) {  // NHWC activations: NHWC onto NHWC, rounded after bias and ReLU
-      phase_interleave_nhwc16_to_nhwc16_kernel<<<blocks_for(n_small), kThreads, 0, stream_>>>(
-          n_small, p, half16_kind(), static_cast<const uint16_t*>(ysh), b, relu, reinterpret_cast<uint16_t*>(y));
-    } else if (rl.rows > 0 && nhwc_) {  // an empty batch: no grid of 0 blocks
-      phase_interleave_nhwc16_bias_relu_kernel<<<phase_tile_grid(p), kPhaseTileBlock, 0, stream_>>>(
-          p, half16_kind(), static_cast<const uint16_t*>(ysh), b, relu, y);
-    } else if (rl.rows > 0 && d.y16) {  // the big output is a 16-bit activation: rounded after bias and ReLU
-      phase_interleave_half16_bias_relu_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(
-          rl.rows, p, half16_kind(), static_cast<const uint16_t*>(ysh), b, relu, reinterpret_cast<uint16_t*>(y));
-    } else if (rl.rows > 0) {
-      phase_interleave_half16_bias_relu_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(
-          rl.rows, p, half16_kind(), static_cast<const uint16_t*>(ysh), b, relu, y);
-    }
+    const auto* s16 = static_cast<const uint16_t*>(ysh);
+    with_phase_f(p, phase_f2_, [&](auto fc) {
+      constexpr int F = decltype(fc)::value;
+      if (rl.rows > 0 && nhwc_ && d.y16) {  // NHWC activations: NHWC onto NHWC, rounded after bias and ReLU
+        phase_interleave_nhwc16_to_nhwc16_kernel<F><<<blocks_for(n_small), kThreads, 0, stream_>>>(
+            n_small, p, half16_kind(), s16, b, relu, reinterpret_cast<uint16_t*>(y));
+      } else if (rl.rows > 0 && nhwc_) {  // an empty batch: no grid of 0 blocks
+        phase_interleave_nhwc16_bias_relu_kernel<F><<<phase_tile_grid(p), kPhaseTileBlock, 0, stream_>>>(
+            p, half16_kind(), s16, b, relu, y);
+      } else if (rl.rows > 0 && d.y16) {  // the big output is a 16-bit activation: rounded after bias and ReLU
+        phase_interleave_half16_bias_relu_kernel<F><<<rl.blocks, rl.threads, 0, stream_>>>(
+            rl.rows, p, half16_kind(), s16, b, relu, reinterpret_cast<uint16_t*>(y));
+      } else if (rl.rows > 0) {
+        phase_interleave_half16_bias_relu_kernel<F><<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, half16_kind(),
+                                                                                            s16, b, relu, y);
+      }
+    });
     cache_.release(ysh);  // before the launch check: reused only by work queued after this
     if (rl.rows > 0) DS_CUDA_LAUNCHED();
     release(ws);
@@ -232,14 +262,18 @@ void CudaBackend::polyphase_forward(const ConvDesc& d, int f, const float* x, co
   const int64_t n_small = small.out().size();
   float* ys = allocate(n_small);
   conv2d_forward(small, x, ws, nullptr, ys);
-  if (rl.rows > 0 && d.y16) {
-    phase_interleave_bias_relu16_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, ys, b, relu, half16_kind(),
-                                                                               reinterpret_cast<uint16_t*>(y));
-    DS_CUDA_LAUNCHED();
-  } else if (rl.rows > 0) {  // an empty batch: no grid of 0 blocks
-    phase_interleave_bias_relu_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, ys, b, relu, y);
-    DS_CUDA_LAUNCHED();
-  }
+  with_phase_f(p, phase_f2_, [&](auto fc) {
+    constexpr int F = decltype(fc)::value;
+    if (rl.rows > 0 && d.y16) {
+      phase_interleave_bias_relu16_kernel<F><<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, ys, b, relu,
+                                                                                    half16_kind(),
+                                                                                    reinterpret_cast<uint16_t*>(y));
+      DS_CUDA_LAUNCHED();
+    } else if (rl.rows > 0) {  // an empty batch: no grid of 0 blocks
+      phase_interleave_bias_relu_kernel<F><<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, ys, b, relu, y);
+      DS_CUDA_LAUNCHED();
+    }
+  });
   release(ys);  // back to the cache; later work on the stream runs after the queued kernels
   release(ws);
 }
@@ -287,26 +321,30 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
   // Fused 16-bit casts: the de-interleave also writes the rounded copy both small passes read
   // (they would each cast dys again); dys itself stays for the bias gradient and narrow passes.
   void* dysh = fused16_polyphase(p) ? half16_scratch(small.out()) : nullptr;
-  if (rl.rows > 0 && dysh && nhwc_ && y && d.y16) {  // NHWC activations: the mask from the 16-bit NHWC output
-    phase_deinterleave_masked_nhwc16_kernel<<<phase_tile_grid(p), kPhaseTileBlock, 0, stream_>>>(
-        p, half16_kind(), reinterpret_cast<const uint16_t*>(y), dy, dys, static_cast<uint16_t*>(dysh));
-    DS_CUDA_LAUNCHED();
-  } else if (rl.rows > 0 && dysh && nhwc_) {
-    phase_deinterleave_relu_grad_nhwc16_kernel<<<phase_tile_grid(p), kPhaseTileBlock, 0, stream_>>>(
-        p, half16_kind(), y, dy, dys, static_cast<uint16_t*>(dysh));
-    DS_CUDA_LAUNCHED();
-  } else if (rl.rows > 0 && dysh && y && d.y16) {  // the mask from the 16-bit activation output
-    phase_deinterleave_relu_grad_half16_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(
-        rl.rows, p, half16_kind(), reinterpret_cast<const uint16_t*>(y), dy, dys, static_cast<uint16_t*>(dysh));
-    DS_CUDA_LAUNCHED();
-  } else if (rl.rows > 0 && dysh) {
-    phase_deinterleave_relu_grad_half16_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(
-        rl.rows, p, half16_kind(), y, dy, dys, static_cast<uint16_t*>(dysh));
-    DS_CUDA_LAUNCHED();
-  } else if (rl.rows > 0) {
-    phase_deinterleave_relu_grad_kernel<<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, y, dy, dys);
-    DS_CUDA_LAUNCHED();
-  }
+  auto* gh = static_cast<uint16_t*>(dysh);
+  with_phase_f(p, phase_f2_, [&](auto fc) {
+    constexpr int F = decltype(fc)::value;
+    if (rl.rows > 0 && dysh && nhwc_ && y && d.y16) {  // NHWC activations: the mask from the 16-bit NHWC output
+      phase_deinterleave_masked_nhwc16_kernel<F><<<phase_tile_grid(p), kPhaseTileBlock, 0, stream_>>>(
+          p, half16_kind(), reinterpret_cast<const uint16_t*>(y), dy, dys, gh);
+      DS_CUDA_LAUNCHED();
+    } else if (rl.rows > 0 && dysh && nhwc_) {
+      phase_deinterleave_relu_grad_nhwc16_kernel<F><<<phase_tile_grid(p), kPhaseTileBlock, 0, stream_>>>(
+          p, half16_kind(), y, dy, dys, gh);
+      DS_CUDA_LAUNCHED();
+    } else if (rl.rows > 0 && dysh && y && d.y16) {  // the mask from the 16-bit activation output
+      phase_deinterleave_relu_grad_half16_kernel<F><<<rl.blocks, rl.threads, 0, stream_>>>(
+          rl.rows, p, half16_kind(), reinterpret_cast<const uint16_t*>(y), dy, dys, gh);
+      DS_CUDA_LAUNCHED();
+    } else if (rl.rows > 0 && dysh) {
+      phase_deinterleave_relu_grad_half16_kernel<F><<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, half16_kind(),
+                                                                                           y, dy, dys, gh);
+      DS_CUDA_LAUNCHED();
+    } else if (rl.rows > 0) {
+      phase_deinterleave_relu_grad_kernel<F><<<rl.blocks, rl.threads, 0, stream_>>>(rl.rows, p, y, dy, dys);
+      DS_CUDA_LAUNCHED();
+    }
+  });
   // Given back to the cache at the end, or if a pass throws (later work is queued after it).
   struct Give {
     CudaBackend* be;

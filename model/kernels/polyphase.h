@@ -28,13 +28,25 @@ struct Polyphase {
   int sh = 1, sw = 1, lo_r = 0, lo_c = 0;         // the small kernel and its first offsets
 };
 
+// The phase count f as the per-element bodies use it: with F > 0 a compile-time constant (the
+// CUDA kernels' F = 2 instances, MNN's x2 upsamplings, cuda_upsample_conv.cu), so that f's
+// divisions and remainders, several per element, become shifts and masks; F = 0 reads p.f at run
+// time (any f, the host). The instances must agree (tests/model/nhwc_tile_test.cpp's
+// PhaseF2InstancesAreTheRunTimeFOnes): the same indices, the same values.
+template <int F>
+DS_HOST_DEVICE constexpr int phase_f(const Polyphase& p) {
+  return F > 0 ? F : p.f;
+}
+
 DS_HOST_DEVICE inline int polyphase_tap(int phase, int a, int pad, int f, int lo) {
   return floor_div(phase + a - pad, f) - lo;
 }
 
 // Small-kernel output channel of output channel oc in phase (py, px).
+template <int F = 0>
 DS_HOST_DEVICE inline int64_t phase_channel(const Polyphase& p, int oc, int py, int px) {
-  return (int64_t(oc) * p.f + py) * p.f + px;
+  const int f = phase_f<F>(p);
+  return (int64_t(oc) * f + py) * f + px;
 }
 
 // Folded weight i of ws (O*f*f, C, sh, sw): the sum of the big taps (a, b) of its output channel
@@ -119,36 +131,43 @@ struct PhaseRow {
   int oc = 0;        // the row's output channel
 };
 
+template <int F = 0>
 DS_HOST_DEVICE inline PhaseRow phase_row(int64_t r, const Polyphase& p) {
-  const int bh = p.f * p.h, y = int(r % bh);
+  const int f = phase_f<F>(p);
+  const int bh = f * p.h, y = int(r % bh);
   const int64_t plane = r / bh, n = plane / p.o;
   PhaseRow row;
   row.oc = int(plane % p.o);
-  row.base = ((n * p.o * p.f * p.f + phase_channel(p, row.oc, y % p.f, 0)) * p.h + y / p.f) * p.w;
+  row.base = ((n * p.o * f * f + phase_channel<F>(p, row.oc, y % f, 0)) * p.h + y / f) * p.w;
   return row;
 }
 
 // phase_source(r * f * W + x, p) from the decoded row.
+template <int F = 0>
 DS_HOST_DEVICE inline int64_t phase_source_in_row(const PhaseRow& row, int x, const Polyphase& p) {
-  return row.base + int64_t(x % p.f) * p.h * p.w + x / p.f;
+  const int f = phase_f<F>(p);
+  return row.base + int64_t(x % f) * p.h * p.w + x / f;
 }
 
 // The forward with the bias and the ReLU in the same pass (the small convolution then runs
 // without bias), at big element r * f * W + x: big = relu(small[phase_source] + b[oc]). The same
 // float operations as the small convolution's bias add (one addition of b[oc], which is the
 // folded bias of every phase of oc) followed by relu_forward_at. b null: no bias.
+template <int F = 0>
 DS_HOST_DEVICE inline void phase_interleave_bias_relu_row_at(int64_t r, int x, const PhaseRow& row,
                                                              const Polyphase& p, const float* small, const float* b,
                                                              bool relu, float* big) {
-  big[r * p.f * p.w + x] = bias_relu_value(small[phase_source_in_row(row, x, p)], b, row.oc, relu);
+  big[r * phase_f<F>(p) * p.w + x] = bias_relu_value(small[phase_source_in_row<F>(row, x, p)], b, row.oc, relu);
 }
 
 // The same into a 16-bit activation output (k), rounded after bias and ReLU: the interleave of an
 // FP32 small output (a small convolution on the narrow FP32 kernels) for a 16-bit next layer.
+template <int F = 0>
 DS_HOST_DEVICE inline void phase_interleave_bias_relu_row_at(int64_t r, int x, const PhaseRow& row,
                                                              const Polyphase& p, const float* small, const float* b,
                                                              bool relu, Half16 k, uint16_t* big) {
-  big[r * p.f * p.w + x] = to_half16(k, bias_relu_value(small[phase_source_in_row(row, x, p)], b, row.oc, relu));
+  big[r * phase_f<F>(p) * p.w + x] =
+      to_half16(k, bias_relu_value(small[phase_source_in_row<F>(row, x, p)], b, row.oc, relu));
 }
 
 // The backward's one pass over the big grid: the output gradient masked by the ReLU's gradient
@@ -157,11 +176,12 @@ DS_HOST_DEVICE inline void phase_interleave_bias_relu_row_at(int64_t r, int x, c
 // Big element j = r * f * W + x goes to small element phase_source(j) (the interleave is a
 // one-to-one map between the two grids, so every small element is written once); y and dy are
 // read along rows, as they lie.
+template <int F = 0>
 DS_HOST_DEVICE inline void phase_deinterleave_relu_grad_row_at(int64_t r, int x, const PhaseRow& row,
                                                                const Polyphase& p, const float* y, const float* dy,
                                                                float* dys) {
-  const int64_t j = r * p.f * p.w + x;
-  dys[phase_source_in_row(row, x, p)] = (!y || y[j] > 0.0f) ? dy[j] : 0.0f;
+  const int64_t j = r * phase_f<F>(p) * p.w + x;
+  dys[phase_source_in_row<F>(row, x, p)] = (!y || y[j] > 0.0f) ? dy[j] : 0.0f;
 }
 
 // The same two passes with the small grid in 16 bits (train.precision bf16|fp16, NCHW, the
@@ -169,21 +189,21 @@ DS_HOST_DEVICE inline void phase_deinterleave_relu_grad_row_at(int64_t r, int x,
 // de-interleave writes the masked gradient both in FP32 (the bias gradient's input) and rounded
 // (what the two small convolutions read). Bit for bit the separate cast then the FP32 body.
 // Big: float, or uint16_t for a 16-bit activation output (rounded after bias and ReLU).
-template <typename Big>
+template <int F = 0, typename Big>
 DS_HOST_DEVICE inline void phase_interleave_half16_bias_relu_row_at(int64_t r, int x, const PhaseRow& row,
                                                                     const Polyphase& p, Half16 k,
                                                                     const uint16_t* small, const float* b, bool relu,
                                                                     Big* big) {
-  store_act(k, bias_relu_value(from_half16(k, small[phase_source_in_row(row, x, p)]), b, row.oc, relu), big,
-            r * p.f * p.w + x);
+  store_act(k, bias_relu_value(from_half16(k, small[phase_source_in_row<F>(row, x, p)]), b, row.oc, relu), big,
+            r * phase_f<F>(p) * p.w + x);
 }
 
 // Y: the forward output's storage, float or uint16_t (a 16-bit activation).
-template <typename Y>
+template <int F = 0, typename Y>
 DS_HOST_DEVICE inline void phase_deinterleave_relu_grad_half16_row_at(int64_t r, int x, const PhaseRow& row,
                                                                       const Polyphase& p, Half16 k, const Y* y,
                                                                       const float* dy, float* dys, uint16_t* dysh) {
-  const int64_t j = r * p.f * p.w + x, s = phase_source_in_row(row, x, p);
+  const int64_t j = r * phase_f<F>(p) * p.w + x, s = phase_source_in_row<F>(row, x, p);
   const float v = (!y || load_act(k, y, j) > 0.0f) ? dy[j] : 0.0f;
   dys[s] = v;
   dysh[s] = to_half16(k, v);

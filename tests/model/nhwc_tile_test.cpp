@@ -12,6 +12,7 @@
 // tiles, f = 2, 3 and 4.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -400,6 +401,120 @@ TEST(NhwcTile, PolyphaseDeinterleaveMaskedByA16BitNhwcOutputIsTheRowFormOne) {
             << "NHWC small element " << i << " f " << p.f << " o " << p.o;
       }
     }
+}
+
+// The F = 2 instances the CUDA kernels run for x2 upsamplings (phase_f: f's divisions as shifts)
+// against the run-time-f ones (F = 0, which the tests above hold to the flat bodies), on every
+// f = 2 geometry: every index helper at every argument, then every row-form and tile body's whole
+// output, bit for bit.
+struct PhaseOutputs {
+  std::vector<float> row_big, row_half_big, row_dys, row_dys16, tile_big, tile_dys, masked_dys;
+  std::vector<uint16_t> row_big16, row_half_big16, row_dysh, row_dysh16, tile_dysh, masked_dysh, nhwc_big16;
+};
+
+template <int F>
+PhaseOutputs phase_outputs(const Polyphase& p, Half16 k) {
+  const int64_t n = int64_t(p.n) * p.o * p.f * p.f * p.h * p.w, rows = int64_t(p.n) * p.o * p.f * p.h;
+  const std::vector<float> v = special_probe(n, 7), bias = special_probe(p.o, 8), y = special_probe(n, 9),
+                           dy = special_probe(n, 10);
+  std::vector<uint16_t> small16(static_cast<size_t>(n)), y16(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) small16[size_t(i)] = to_half16(k, v[size_t(i)]);
+  for (int64_t i = 0; i < n; ++i) y16[size_t(i)] = to_half16(k, y[size_t(i)]);
+  const auto floats = [&] { return std::vector<float>(size_t(n), std::nanf("")); };
+  const auto halves = [&] { return std::vector<uint16_t>(size_t(n), 0xffffu); };
+  PhaseOutputs o{floats(), floats(), floats(), floats(), floats(), floats(), floats(),
+                 halves(), halves(), halves(), halves(), halves(), halves(), halves()};
+  for (int64_t r = 0; r < rows; ++r) {
+    const PhaseRow row = phase_row<F>(r, p);
+    for (int x = 0; x < p.f * p.w; ++x) {
+      phase_interleave_bias_relu_row_at<F>(r, x, row, p, v.data(), bias.data(), true, o.row_big.data());
+      phase_interleave_bias_relu_row_at<F>(r, x, row, p, v.data(), bias.data(), true, k, o.row_big16.data());
+      phase_interleave_half16_bias_relu_row_at<F>(r, x, row, p, k, small16.data(), bias.data(), true,
+                                                  o.row_half_big.data());
+      phase_interleave_half16_bias_relu_row_at<F>(r, x, row, p, k, small16.data(), bias.data(), false,
+                                                  o.row_half_big16.data());
+      phase_deinterleave_relu_grad_row_at<F>(r, x, row, p, y.data(), dy.data(), o.row_dys.data());
+      phase_deinterleave_relu_grad_half16_row_at<F>(r, x, row, p, k, y.data(), dy.data(), o.row_dys16.data(),
+                                                    o.row_dysh.data());
+      phase_deinterleave_relu_grad_half16_row_at<F>(r, x, row, p, k, y16.data(), dy.data(), o.row_dys16.data(),
+                                                    o.row_dysh16.data());
+    }
+  }
+  run_phase_tiles(
+      p, [&](const PhaseTileAt& a, int tx, int ty, PhaseTile t) { load_phase_nhwc16_tile<F>(a, tx, ty, p, k, small16.data(), t); },
+      [&](const PhaseTileAt& a, int tx, int ty, PhaseTile t) {
+        store_phase_big_tile<F>(a, tx, ty, p, t, bias.data(), true, o.tile_big.data());
+      });
+  run_phase_tiles(
+      p, [&](const PhaseTileAt& a, int tx, int ty, PhaseTile t) {
+        load_big_relu_grad_tile<F>(a, tx, ty, p, y.data(), dy.data(), o.tile_dys.data(), t);
+      },
+      [&](const PhaseTileAt& a, int tx, int ty, PhaseTile t) { store_phase_nhwc16_tile<F>(a, tx, ty, p, k, t, o.tile_dysh.data()); });
+  for (int64_t z = 0; z < phase_rows(p); ++z)
+    for (unsigned by = 0; by < phase_blocks_y(p); ++by)
+      for (unsigned bx = 0; bx < phase_blocks_x(p); ++bx) {
+        const PhaseTileAt a = phase_tile_at(p, bx, by, z);
+        PhaseTile m, t;
+        for (float& e : m) e = std::nanf("");
+        for (float& e : t) e = std::nanf("");
+        for (int ty = 0; ty < kTileRows; ++ty)
+          for (int tx = 0; tx < kTile; ++tx) load_phase_mask_nhwc16_tile<F>(a, tx, ty, p, k, y16.data(), m);
+        for (int ty = 0; ty < kTileRows; ++ty)
+          for (int tx = 0; tx < kTile; ++tx)
+            load_big_relu_grad_tile_masked<F>(a, tx, ty, p, m, dy.data(), o.masked_dys.data(), t);
+        for (int ty = 0; ty < kTileRows; ++ty)
+          for (int tx = 0; tx < kTile; ++tx) store_phase_nhwc16_tile<F>(a, tx, ty, p, k, t, o.masked_dysh.data());
+      }
+  for (int64_t i = 0; i < n; ++i)
+    phase_interleave_nhwc16_to_nhwc16_at<F>(i, p, k, small16.data(), bias.data(), true, o.nhwc_big16.data());
+  return o;
+}
+
+TEST(NhwcTile, PhaseF2InstancesAreTheRunTimeFOnes) {
+  int geometries = 0;
+  for (const PolyGeo& g : kPolyGeos) {
+    const Polyphase p = poly(g);
+    if (p.f != 2) continue;
+    ++geometries;
+    const int64_t rows = int64_t(p.n) * p.o * p.f * p.h;
+    for (int64_t r = 0; r < rows; ++r) {
+      const PhaseRow a = phase_row<0>(r, p), b = phase_row<2>(r, p);
+      ASSERT_EQ(a.base, b.base) << "row " << r;
+      ASSERT_EQ(a.oc, b.oc) << "row " << r;
+      for (int x = 0; x < p.f * p.w; ++x) ASSERT_EQ(phase_source_in_row<0>(a, x, p), phase_source_in_row<2>(a, x, p));
+    }
+    for (int64_t n = 0; n < p.n; ++n)
+      for (int h = 0; h < p.h; ++h)
+        for (int r = 0; r < p.o * p.f; ++r)
+          for (int w = 0; w < p.w; ++w)
+            for (int px = 0; px < p.f; ++px) {
+              ASSERT_EQ((big_index<0>(p, n, h, r, w, px)), (big_index<2>(p, n, h, r, w, px)));
+              ASSERT_EQ((big_nhwc_index<0>(p, n, h, r, w, px)), (big_nhwc_index<2>(p, n, h, r, w, px)));
+              ASSERT_EQ((small_nhwc_index<0>(p, n, h, w, int64_t(r) * p.f + px)),
+                        (small_nhwc_index<2>(p, n, h, w, int64_t(r) * p.f + px)));
+            }
+    for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
+      const PhaseOutputs want = phase_outputs<0>(p, k), got = phase_outputs<2>(p, k);
+      const std::pair<const std::vector<float>*, const std::vector<float>*> fl[] = {
+          {&want.row_big, &got.row_big},       {&want.row_half_big, &got.row_half_big}, {&want.row_dys, &got.row_dys},
+          {&want.row_dys16, &got.row_dys16},   {&want.tile_big, &got.tile_big},         {&want.tile_dys, &got.tile_dys},
+          {&want.masked_dys, &got.masked_dys}};
+      for (const auto& [w, gv] : fl)
+        for (size_t i = 0; i < w->size(); ++i)
+          ASSERT_TRUE(same_bits((*w)[i], (*gv)[i])) << "output " << (&w - &fl[0].first) << " element " << i;
+      EXPECT_EQ(want.row_big16, got.row_big16);
+      EXPECT_EQ(want.row_half_big16, got.row_half_big16);
+      EXPECT_EQ(want.row_dysh, got.row_dysh);
+      EXPECT_EQ(want.row_dysh16, got.row_dysh16);
+      EXPECT_EQ(want.tile_dysh, got.tile_dysh);
+      EXPECT_EQ(want.masked_dysh, got.masked_dysh);
+      EXPECT_EQ(want.nhwc_big16, got.nhwc_big16);
+      // Every output was written (no NaN or 0xffff left where the run-time-f bodies wrote).
+      EXPECT_TRUE(std::none_of(got.tile_big.begin(), got.tile_big.end(), [](float e) { return std::isnan(e); }) ||
+                  std::any_of(want.tile_big.begin(), want.tile_big.end(), [](float e) { return std::isnan(e); }));
+    }
+  }
+  EXPECT_EQ(geometries, 3) << "the f = 2 geometries of kPolyGeos";
 }
 
 }  // namespace
