@@ -409,7 +409,7 @@ section_variants() {
              DOWNSCALE_CUDA_WGRAD_GEMM=1 DOWNSCALE_CUDA_LAYOUT=nchw+DOWNSCALE_CUDA_ACTIVATIONS16=0 \
              DOWNSCALE_CUDA_LAYOUT=nchw+DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_CUDA_LAYOUT=nhwc+DOWNSCALE_CUDA_ACTIVATIONS16=0 \
              DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_CUDA_GRAPH=timed DOWNSCALE_CUDA_TF32_PASSES=timed \
-             DOWNSCALE_CUDA_DEFER_WEIGHTS=1}; do
+             DOWNSCALE_CUDA_DEFER_WEIGHTS=1 DOWNSCALE_CUDA_PHASE_F2=0}; do
       # A setting that only one kind of precision has is skipped in the others (also inside a
       # combination of settings joined by '+').
       [[ $v == *DOWNSCALE_CUDA_LAYOUT=nhwc* && $math != bf16 ]] && continue
