@@ -174,6 +174,7 @@ struct RowLaunch {
   int64_t rows;
   int blocks, threads;
 };
+static_assert(kThreads % kLanes == 0, "the row kernels take whole warps");
 RowLaunch row_launch(const Polyphase& p) {
   const int64_t rows = int64_t(p.n) * p.o * p.f * p.h, per_block = kThreads / kLanes;
   const int64_t blocks = (rows + per_block - 1) / per_block, cap = int64_t(1) << 20;
@@ -316,11 +317,22 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
     throw Error("internal: a 16-bit activation outside the fused polyphase path (NHWC: up to " +
                 std::to_string(kernels::kMaxPhaseF) + " phases a side)");
   const int64_t n_small = small.out().size(), n_ws = folded_weights(small), n_w = int64_t(d.out_c) * d.in.c * d.kh * d.kw;
+  // dys and dysh go back to the cache at the end, or if a launch or a pass throws (later work is
+  // queued after it).
+  struct Give {
+    CachingAllocator& cache;
+    void* p = nullptr;
+    ~Give() {
+      if (p) cache.release(p);
+    }
+  } give_dys{cache_}, give_dysh{cache_};
   float* dys = allocate(n_small);
+  give_dys.p = dys;
   const RowLaunch rl = row_launch(p);
   // Fused 16-bit casts: the de-interleave also writes the rounded copy both small passes read
   // (they would each cast dys again); dys itself stays for the bias gradient and narrow passes.
   void* dysh = fused16_polyphase(p) ? half16_scratch(small.out()) : nullptr;
+  give_dysh.p = dysh;
   auto* gh = static_cast<uint16_t*>(dysh);
   with_phase_f(p, phase_f2_, [&](auto fc) {
     constexpr int F = decltype(fc)::value;
@@ -345,14 +357,6 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
       DS_CUDA_LAUNCHED();
     }
   });
-  // Given back to the cache at the end, or if a pass throws (later work is queued after it).
-  struct Give {
-    CudaBackend* be;
-    void* h;
-    ~Give() {
-      if (h) be->cache_.release(h);
-    }
-  } give{this, dysh};
   // Deferred (weight_pass): reads x (an activation) and dys, dysh (blocks held until the join).
   if (dw) weight_pass([&] {
     float* dws = allocate(n_ws);
@@ -372,7 +376,6 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
     conv_backward_data_pass(small, dys, dysh, ws, dx);  // lands on the small grid: the upsampling's backward included
     release(ws);
   }
-  release(dys);
 }
 
 }  // namespace ds::model

@@ -123,9 +123,9 @@ DS_HOST_DEVICE inline void phase_deinterleave_at(int64_t i, const Polyphase& p, 
 // Indexed flat, as phase_interleave_at and phase_deinterleave_at are, each element would spend six
 // 64-bit divisions on its index (phase_source, phase_target), which on a GPU are emulated in
 // software: tens of instructions each, over MNN's 108 M big elements per pass against a
-// memory-bound 0.3 ms. In row form a block takes a big row r = (n * O + oc) * (f * H) + y,
-// decodes it once (phase_row), and its threads walk the columns x, where the source is
-// row.base + (x % f) * H * W + x / f (32-bit, small divisor).
+// memory-bound 0.3 ms. In row form a warp takes a big row r = (n * O + oc) * (f * H) + y,
+// decodes it once per lane (phase_row), and its lanes walk the columns x, where the source is
+// row.base + (x % f) * H * W + x / f (32-bit; with F = 2 a mask and a shift).
 struct PhaseRow {
   int64_t base = 0;  // small index of column 0's source (phase px = 0)
   int oc = 0;        // the row's output channel

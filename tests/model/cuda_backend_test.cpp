@@ -738,11 +738,13 @@ TEST_F(ModelCuda, Bf16Fp16UpsampleConvStaysWithinTolerance) {
       ASSERT_TRUE(gpu->set_math(m.mode));
       const int f = 2;
       ConvDesc d;
-      d.in = Shape{3, 16, 12, 14};  // the upsampled shape; the input is 6 x 7
+      // The upsampled shape; the input is 6 x 53, as MNN's width: big rows of 106 columns (the
+      // row kernels' lanes loop past 32), two NHWC tiles across (the second partial).
+      d.in = Shape{3, 16, 12, 106};
       d.out_c = 24;
       d.kh = d.kw = 5;
       d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 2;
-      const Shape small{3, 16, 6, 7}, ws{24, 16, 5, 5}, bs{1, 24, 1, 1};
+      const Shape small{3, 16, 6, 53}, ws{24, 16, 5, 5}, bs{1, 24, 1, 1};
       const auto x = random_values(size_t(small.size()), 1, -1, 1), w = random_values(size_t(ws.size()), 2, -1, 1),
                  b = random_values(24, 3, -1, 1), dy = random_values(size_t(d.out().size()), 4, -1, 1);
       Tensor xc(*cpu_, small), wc(*cpu_, ws), bc(*cpu_, bs), yc(*cpu_, d.out()), dyc(*cpu_, d.out()),
@@ -1274,19 +1276,21 @@ TEST_F(ModelCuda, ConvBiasReluForward) {
 // (y null) and without dx (the first layer) too.
 TEST_F(ModelCuda, UpsampleConvReluForwardBackwardMatchesCpu) {
   struct Case {
-    int f, k, in_c, out_c;
+    int f, k, in_c, out_c, w;  // w: the small width (53: big rows of 106 and 159 columns, the row
+                               // kernels' lanes looping past 32 and not a multiple of it)
   };
-  for (const Case& c : {Case{2, 8, 12, 20}, Case{2, 5, 10, 10}, Case{3, 3, 4, 6}}) {
+  for (const Case& c : {Case{2, 8, 12, 20, 7}, Case{2, 5, 10, 10, 7}, Case{3, 3, 4, 6, 7}, Case{2, 8, 6, 5, 53},
+                        Case{3, 3, 4, 3, 53}}) {
     ConvDesc d;
-    d.in = Shape{2, c.in_c, 5 * c.f, 7 * c.f};
+    d.in = Shape{2, c.in_c, 5 * c.f, c.w * c.f};
     d.out_c = c.out_c;
     d.kh = d.kw = c.k;
     same_padding(c.k, d.pad_top, d.pad_bottom);
     same_padding(c.k, d.pad_left, d.pad_right);
-    const Shape small{2, c.in_c, 5, 7}, ws{c.out_c, c.in_c, c.k, c.k}, bs{1, c.out_c, 1, 1}, os = d.out();
+    const Shape small{2, c.in_c, 5, c.w}, ws{c.out_c, c.in_c, c.k, c.k}, bs{1, c.out_c, 1, 1}, os = d.out();
     for (bool relu : {true, false}) {
       const std::string what = "x" + std::to_string(c.f) + " then " + std::to_string(c.k) + "x" + std::to_string(c.k) +
-                               (relu ? " +relu" : "");
+                               " width " + std::to_string(c.w) + (relu ? " +relu" : "");
       Pair x = random_pair(small, 1), w = random_pair(ws, 2, -0.2f, 0.2f), b = random_pair(bs, 3),
            y = random_pair(os, 4), dy = random_pair(os, 5), dx = random_pair(small, 6), dw = random_pair(ws, 7),
            db = random_pair(bs, 8);

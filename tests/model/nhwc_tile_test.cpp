@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <tuple>
@@ -408,7 +409,7 @@ TEST(NhwcTile, PolyphaseDeinterleaveMaskedByA16BitNhwcOutputIsTheRowFormOne) {
 // f = 2 geometry: every index helper at every argument, then every row-form and tile body's whole
 // output, bit for bit.
 struct PhaseOutputs {
-  std::vector<float> row_big, row_half_big, row_dys, row_dys16, tile_big, tile_dys, masked_dys;
+  std::vector<float> row_big, row_half_big, row_dys, row_dys16, row_dys16m, tile_big, tile_dys, masked_dys;
   std::vector<uint16_t> row_big16, row_half_big16, row_dysh, row_dysh16, tile_dysh, masked_dysh, nhwc_big16;
 };
 
@@ -422,7 +423,7 @@ PhaseOutputs phase_outputs(const Polyphase& p, Half16 k) {
   for (int64_t i = 0; i < n; ++i) y16[size_t(i)] = to_half16(k, y[size_t(i)]);
   const auto floats = [&] { return std::vector<float>(size_t(n), std::nanf("")); };
   const auto halves = [&] { return std::vector<uint16_t>(size_t(n), 0xffffu); };
-  PhaseOutputs o{floats(), floats(), floats(), floats(), floats(), floats(), floats(),
+  PhaseOutputs o{floats(), floats(), floats(), floats(), floats(), floats(), floats(), floats(),
                  halves(), halves(), halves(), halves(), halves(), halves(), halves()};
   for (int64_t r = 0; r < rows; ++r) {
     const PhaseRow row = phase_row<F>(r, p);
@@ -436,7 +437,7 @@ PhaseOutputs phase_outputs(const Polyphase& p, Half16 k) {
       phase_deinterleave_relu_grad_row_at<F>(r, x, row, p, y.data(), dy.data(), o.row_dys.data());
       phase_deinterleave_relu_grad_half16_row_at<F>(r, x, row, p, k, y.data(), dy.data(), o.row_dys16.data(),
                                                     o.row_dysh.data());
-      phase_deinterleave_relu_grad_half16_row_at<F>(r, x, row, p, k, y16.data(), dy.data(), o.row_dys16.data(),
+      phase_deinterleave_relu_grad_half16_row_at<F>(r, x, row, p, k, y16.data(), dy.data(), o.row_dys16m.data(),
                                                     o.row_dysh16.data());
     }
   }
@@ -496,12 +497,13 @@ TEST(NhwcTile, PhaseF2InstancesAreTheRunTimeFOnes) {
     for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
       const PhaseOutputs want = phase_outputs<0>(p, k), got = phase_outputs<2>(p, k);
       const std::pair<const std::vector<float>*, const std::vector<float>*> fl[] = {
-          {&want.row_big, &got.row_big},       {&want.row_half_big, &got.row_half_big}, {&want.row_dys, &got.row_dys},
-          {&want.row_dys16, &got.row_dys16},   {&want.tile_big, &got.tile_big},         {&want.tile_dys, &got.tile_dys},
-          {&want.masked_dys, &got.masked_dys}};
-      for (const auto& [w, gv] : fl)
-        for (size_t i = 0; i < w->size(); ++i)
-          ASSERT_TRUE(same_bits((*w)[i], (*gv)[i])) << "output " << (&w - &fl[0].first) << " element " << i;
+          {&want.row_big, &got.row_big},         {&want.row_half_big, &got.row_half_big},
+          {&want.row_dys, &got.row_dys},         {&want.row_dys16, &got.row_dys16},
+          {&want.row_dys16m, &got.row_dys16m},   {&want.tile_big, &got.tile_big},
+          {&want.tile_dys, &got.tile_dys},       {&want.masked_dys, &got.masked_dys}};
+      for (size_t o = 0; o < std::size(fl); ++o)
+        for (size_t i = 0; i < fl[o].first->size(); ++i)
+          ASSERT_TRUE(same_bits((*fl[o].first)[i], (*fl[o].second)[i])) << "FP32 output " << o << " element " << i;
       EXPECT_EQ(want.row_big16, got.row_big16);
       EXPECT_EQ(want.row_half_big16, got.row_half_big16);
       EXPECT_EQ(want.row_dysh, got.row_dysh);
