@@ -134,6 +134,18 @@ TEST(NhwcTile, ReluGradientRoundingIntoNhwcIsTheFlatOneTransposed) {
 
 // --- 16-bit NHWC activations (the ReLU's output y itself 16-bit NHWC) ---
 
+// Every thread of one block through the three phases of a masked kernel (mask tile m, masked
+// load into t, store), each phase for all threads before the next: the kernels' barriers.
+template <class At, class M, class T, class Mask, class Load, class Store>
+void block_three_phases(const At& a, M& m, T& t, Mask& mask, Load& load, Store& store) {
+  for (int ty = 0; ty < kTileRows; ++ty)
+    for (int tx = 0; tx < kTile; ++tx) mask(a, tx, ty, m);
+  for (int ty = 0; ty < kTileRows; ++ty)
+    for (int tx = 0; tx < kTile; ++tx) load(a, tx, ty, m, t);
+  for (int ty = 0; ty < kTileRows; ++ty)
+    for (int tx = 0; tx < kTile; ++tx) store(a, tx, ty, t);
+}
+
 // The three-phase form: the mask tile from y16, then dy masked by it, then the store.
 template <class Mask, class Load, class Store>
 void run_tiles3(const Geo& g, Mask mask, Load load, Store store) {
@@ -145,12 +157,7 @@ void run_tiles3(const Geo& g, Mask mask, Load load, Store store) {
         for (auto* tile : {&m, &t})
           for (auto& row : *tile)
             for (float& v : row) v = std::nanf("");
-        for (int ty = 0; ty < kTileRows; ++ty)
-          for (int tx = 0; tx < kTile; ++tx) mask(a, tx, ty, m);
-        for (int ty = 0; ty < kTileRows; ++ty)
-          for (int tx = 0; tx < kTile; ++tx) load(a, tx, ty, m, t);
-        for (int ty = 0; ty < kTileRows; ++ty)
-          for (int tx = 0; tx < kTile; ++tx) store(a, tx, ty, t);
+        block_three_phases(a, m, t, mask, load, store);
       }
 }
 
@@ -243,6 +250,21 @@ void run_phase_tiles(const Polyphase& p, Load load, Store store) {
           for (int tx = 0; tx < kTile; ++tx) load(a, tx, ty, t);
         for (int ty = 0; ty < kTileRows; ++ty)
           for (int tx = 0; tx < kTile; ++tx) store(a, tx, ty, t);
+      }
+}
+
+// The same with the three phases of the masked de-interleave (a mask tile m, then the masked
+// load into t, then the store).
+template <class Mask, class Load, class Store>
+void run_masked_phase_tiles(const Polyphase& p, Mask mask, Load load, Store store) {
+  for (int64_t z = 0; z < phase_rows(p); ++z)
+    for (unsigned by = 0; by < phase_blocks_y(p); ++by)
+      for (unsigned bx = 0; bx < phase_blocks_x(p); ++bx) {
+        const PhaseTileAt a = phase_tile_at(p, bx, by, z);
+        PhaseTile m, t;
+        for (float& v : m) v = std::nanf("");
+        for (float& v : t) v = std::nanf("");
+        block_three_phases(a, m, t, mask, load, store);
       }
 }
 
@@ -382,20 +404,12 @@ TEST(NhwcTile, PolyphaseDeinterleaveMaskedByA16BitNhwcOutputIsTheRowFormOne) {
           phase_deinterleave_relu_grad_half16_row_at(r, x, row, p, k, y_nchw.data(), dy.data(), dys_want.data(),
                                                      dysh_nchw.data());
       }
-      for (int64_t z = 0; z < phase_rows(p); ++z)
-        for (unsigned by = 0; by < phase_blocks_y(p); ++by)
-          for (unsigned bx = 0; bx < phase_blocks_x(p); ++bx) {
-            const PhaseTileAt a = phase_tile_at(p, bx, by, z);
-            PhaseTile m, t;
-            for (float& v : m) v = std::nanf("");
-            for (float& v : t) v = std::nanf("");
-            for (int ty = 0; ty < kTileRows; ++ty)
-              for (int tx = 0; tx < kTile; ++tx) load_phase_mask_nhwc16_tile(a, tx, ty, p, k, y_nhwc.data(), m);
-            for (int ty = 0; ty < kTileRows; ++ty)
-              for (int tx = 0; tx < kTile; ++tx) load_big_relu_grad_tile_masked(a, tx, ty, p, m, dy.data(), dys_got.data(), t);
-            for (int ty = 0; ty < kTileRows; ++ty)
-              for (int tx = 0; tx < kTile; ++tx) store_phase_nhwc16_tile(a, tx, ty, p, k, t, dysh_got.data());
-          }
+      run_masked_phase_tiles(
+          p, [&](const PhaseTileAt& a, int tx, int ty, PhaseTile m) { load_phase_mask_nhwc16_tile(a, tx, ty, p, k, y_nhwc.data(), m); },
+          [&](const PhaseTileAt& a, int tx, int ty, const PhaseTile m, PhaseTile t) {
+            load_big_relu_grad_tile_masked(a, tx, ty, p, m, dy.data(), dys_got.data(), t);
+          },
+          [&](const PhaseTileAt& a, int tx, int ty, PhaseTile t) { store_phase_nhwc16_tile(a, tx, ty, p, k, t, dysh_got.data()); });
       for (int64_t i = 0; i < n; ++i) {
         ASSERT_TRUE(same_bits(dys_want[size_t(i)], dys_got[size_t(i)])) << "FP32 small element " << i << " f " << p.f;
         ASSERT_EQ(dysh_nchw[size_t(small_nchw_of_nhwc(p, i))], dysh_got[size_t(i)])
@@ -451,21 +465,12 @@ PhaseOutputs phase_outputs(const Polyphase& p, Half16 k) {
         load_big_relu_grad_tile<F>(a, tx, ty, p, y.data(), dy.data(), o.tile_dys.data(), t);
       },
       [&](const PhaseTileAt& a, int tx, int ty, PhaseTile t) { store_phase_nhwc16_tile<F>(a, tx, ty, p, k, t, o.tile_dysh.data()); });
-  for (int64_t z = 0; z < phase_rows(p); ++z)
-    for (unsigned by = 0; by < phase_blocks_y(p); ++by)
-      for (unsigned bx = 0; bx < phase_blocks_x(p); ++bx) {
-        const PhaseTileAt a = phase_tile_at(p, bx, by, z);
-        PhaseTile m, t;
-        for (float& e : m) e = std::nanf("");
-        for (float& e : t) e = std::nanf("");
-        for (int ty = 0; ty < kTileRows; ++ty)
-          for (int tx = 0; tx < kTile; ++tx) load_phase_mask_nhwc16_tile<F>(a, tx, ty, p, k, y16.data(), m);
-        for (int ty = 0; ty < kTileRows; ++ty)
-          for (int tx = 0; tx < kTile; ++tx)
-            load_big_relu_grad_tile_masked<F>(a, tx, ty, p, m, dy.data(), o.masked_dys.data(), t);
-        for (int ty = 0; ty < kTileRows; ++ty)
-          for (int tx = 0; tx < kTile; ++tx) store_phase_nhwc16_tile<F>(a, tx, ty, p, k, t, o.masked_dysh.data());
-      }
+  run_masked_phase_tiles(
+      p, [&](const PhaseTileAt& a, int tx, int ty, PhaseTile m) { load_phase_mask_nhwc16_tile<F>(a, tx, ty, p, k, y16.data(), m); },
+      [&](const PhaseTileAt& a, int tx, int ty, const PhaseTile m, PhaseTile t) {
+        load_big_relu_grad_tile_masked<F>(a, tx, ty, p, m, dy.data(), o.masked_dys.data(), t);
+      },
+      [&](const PhaseTileAt& a, int tx, int ty, PhaseTile t) { store_phase_nhwc16_tile<F>(a, tx, ty, p, k, t, o.masked_dysh.data()); });
   for (int64_t i = 0; i < n; ++i)
     phase_interleave_nhwc16_to_nhwc16_at<F>(i, p, k, small16.data(), bias.data(), true, o.nhwc_big16.data());
   return o;
