@@ -21,13 +21,15 @@ void Adam::step(double lr) {
   // In double: b2^t is 1 - 1e-3 t for small t, which float would round badly.
   const double t = double(t_);
   const double lr_t = lr * std::sqrt(1.0 - std::pow(b2_, t)) / (1.0 - std::pow(b1_, t));
+  // Every parameter in one call: one launch on a GPU (Backend::adam_update_many).
+  spans_.clear();
   for (size_t i = 0; i < params_.size(); ++i) {
     const Param& p = params_[i];
     if (p.grad->shape() != p.value->shape() || m_[i].shape() != p.value->shape())
       throw Error("Adam: parameter " + p.name + " changed shape");
-    be_.adam_update(p.value->size(), p.value->data(), p.grad->data(), m_[i].data(), v_[i].data(), float(lr_t),
-                    float(b1_), float(b2_), float(eps_));
+    spans_.push_back({p.value->data(), p.grad->data(), m_[i].data(), v_[i].data(), p.value->size()});
   }
+  be_.adam_update_many(spans_, float(lr_t), float(b1_), float(b2_), float(eps_));
 }
 
 }  // namespace ds::model

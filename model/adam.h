@@ -23,6 +23,7 @@ class Adam : public Optimizer {
   Backend& be_;
   double b1_, b2_, eps_;
   std::vector<Tensor> m_, v_;
+  std::vector<Backend::AdamSpan> spans_;  // step's list, kept to reuse its storage
 };
 
 }  // namespace ds::model

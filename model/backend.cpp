@@ -34,6 +34,10 @@ void Backend::conv2d_backward(const ConvDesc& d, const float* x, const float* y,
   if (dx) conv2d_backward_data(d, g, w, dx);
 }
 
+void Backend::adam_update_many(const std::vector<AdamSpan>& spans, float lr_t, float b1, float b2, float eps) {
+  for (const AdamSpan& s : spans) adam_update(s.n, s.w, s.g, s.m, s.v, lr_t, b1, b2, eps);
+}
+
 void Backend::copy_channels16(const Shape&, const uint16_t*, const Shape&, int, uint16_t*) {
   throw Error("the " + name() + " backend has no 16-bit activations (copy_channels16)");
 }

@@ -270,6 +270,18 @@ class Backend {
   // five branches' small backward kernels leave the GPU part idle. on = false stops deferring
   // (call it after the join). The default defers nothing (every pass in order).
   virtual bool defer_weight_passes(bool /*on*/) { return false; }
+  // One Adam step over several parameter tensors (Adam::step: all of a net's), each span updated
+  // exactly as adam_update would: the CUDA backend runs them in one launch (MNN's 85 tensors were
+  // 85 launches, about 0.2 ms of an 18.6 ms BF16 step on an H200; ResNet50 has 161). The default
+  // calls adam_update per span.
+  struct AdamSpan {
+    float* w;
+    const float* g;
+    float* m;
+    float* v;
+    int64_t n;
+  };
+  virtual void adam_update_many(const std::vector<AdamSpan>& spans, float lr_t, float b1, float b2, float eps);
 };
 
 // The mean of softmax_cross_entropy's n per-row losses (kernels::softmax_cross_entropy_row's

@@ -28,8 +28,9 @@ class Communicator;  // train/distributed.h
 // activations16_nhwc after activation_dtype (16-bit activations in NHWC, 2026-11-28). 8:
 // activation_block after activations16_nhwc, the batch norms' block, the blocked global average
 // pooling after them, and ConvDesc/PoolDesc/Tensor's blocks (blocked activations, 2026-11-29).
-// 9: defer_weight_passes at the end (deferred weight gradients, 2026-11-30).
-#define DS_CUDA_PLUGIN_ABI 9
+// 9: defer_weight_passes at the end (deferred weight gradients, 2026-11-30). 10: adam_update_many
+// after it (2026-11-30).
+#define DS_CUDA_PLUGIN_ABI 10
 #define DS_CUDA_PLUGIN_ENTRY "ds_cuda_plugin"
 
 namespace ds::model {

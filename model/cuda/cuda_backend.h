@@ -106,6 +106,9 @@ class CudaBackend : public Backend {
                              float* d_out) override;
   void adam_update(int64_t n, float* w, const float* g, float* m, float* v, float lr_t, float b1, float b2,
                    float eps) override;
+  // One launch for all spans (cuda_kernels.cu): the span pointers and the chunk list live in one
+  // device block, uploaded again only when the list changes (Adam's is the same every step).
+  void adam_update_many(const std::vector<AdamSpan>& spans, float lr_t, float b1, float b2, float eps) override;
 
   // cuda_ops.cu: cuBLAS for dense, kernels for the rest.
   void dense_forward(int n, int in, int out, const float* x, const float* w, const float* b, float* y) override;
@@ -452,6 +455,10 @@ class CudaBackend : public Backend {
   // The polyphase interleave kernels' F = 2 instances for x2 upsamplings (cuda_upsample_conv.cu);
   // DOWNSCALE_CUDA_PHASE_F2=0 runs the run-time-f ones, for the variants table.
   bool phase_f2_ = true;
+  // adam_update_many's device list (spans, then chunks) and the host copy it was made from.
+  void* adam_list_ = nullptr;
+  int64_t adam_chunks_ = 0;
+  std::vector<AdamSpan> adam_spans_;
   bool defer_on_ = false;         // asked (defer_weight_passes(true)) and not yet stopped
   bool weights_pending_ = false;  // a weight pass queued on the weights lane since the last join
   bool defer_said_ = false;       // the one stderr line said

@@ -72,6 +72,23 @@ __global__ void adam_kernel(int64_t n, float* w, const float* g, float* m, float
   DS_GRID_STRIDE(i, n) adam_at(i, w, g, m, v, lr_t, b1, b2, eps);
 }
 
+// The multi-tensor Adam: a block per chunk (grid-stride over the chunks), its threads over the
+// chunk's elements, each with its span's pointers (model/kernels/optimizer.h).
+struct AdamPtrs {
+  float* w;
+  const float* g;
+  float* m;
+  float* v;
+};
+__global__ void adam_many_kernel(int64_t chunks, const AdamPtrs* spans, const AdamChunk* list, float lr_t, float b1,
+                                 float b2, float eps) {
+  for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
+    const AdamChunk k = list[c];
+    const AdamPtrs s = spans[k.span];
+    for (int64_t i = k.begin + threadIdx.x; i < k.end; i += blockDim.x) adam_at(i, s.w, s.g, s.m, s.v, lr_t, b1, b2, eps);
+  }
+}
+
 // Each thread sums its points in double, the block reduces in shared memory, and one atomicAdd
 // per block adds to the total (so the total's rounding may vary in the last bits run to run).
 __global__ void bernoulli_gamma_kernel(int64_t n_hw, int64_t hw, const float* out, const float* y,
@@ -253,6 +270,42 @@ void CudaBackend::adam_update(int64_t n, float* w, const float* g, float* m, flo
                               float eps) {
   if (n == 0) return;
   adam_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, w, g, m, v, lr_t, b1, b2, eps);
+  DS_CUDA_LAUNCHED();
+}
+
+void CudaBackend::adam_update_many(const std::vector<AdamSpan>& spans, float lr_t, float b1, float b2, float eps) {
+  bool same = adam_list_ && spans.size() == adam_spans_.size();
+  for (size_t i = 0; same && i < spans.size(); ++i) {
+    const AdamSpan &a = spans[i], &b = adam_spans_[i];
+    same = a.w == b.w && a.g == b.g && a.m == b.m && a.v == b.v && a.n == b.n;
+  }
+  if (!same) {  // a new list (the first step, or other tensors): built and uploaded once
+    std::vector<int64_t> sizes;
+    for (const AdamSpan& a : spans) sizes.push_back(a.n);
+    const int count = int(spans.size());
+    const int64_t chunks = adam_chunk_count(sizes.data(), count);
+    const size_t at = (spans.size() * sizeof(AdamPtrs) + 15) / 16 * 16, bytes = at + size_t(chunks) * sizeof(AdamChunk);
+    std::vector<unsigned char> host(bytes > 0 ? bytes : 1);
+    auto* ptrs = reinterpret_cast<AdamPtrs*>(host.data());
+    for (size_t i = 0; i < spans.size(); ++i) ptrs[i] = {spans[i].w, spans[i].g, spans[i].m, spans[i].v};
+    adam_chunks(sizes.data(), count, reinterpret_cast<AdamChunk*>(host.data() + at));
+    // The old list goes back to the cache: work queued after this (the upload) is ordered after
+    // the kernels that read it.
+    if (adam_list_) cache_.release(adam_list_);
+    adam_list_ = nullptr;
+    adam_spans_.clear();
+    adam_list_ = cache_.allocate(host.size());
+    DS_CUDA(cudaMemcpyAsync(adam_list_, host.data(), host.size(), cudaMemcpyHostToDevice, stream_));
+    DS_CUDA(cudaStreamSynchronize(stream_));  // `host` goes when this returns
+    adam_spans_ = spans;
+    adam_chunks_ = chunks;
+  }
+  if (adam_chunks_ == 0) return;
+  const size_t at = (spans.size() * sizeof(AdamPtrs) + 15) / 16 * 16;
+  const auto* base = static_cast<const unsigned char*>(adam_list_);
+  const int blocks = int(adam_chunks_ < 65535 ? adam_chunks_ : 65535);
+  adam_many_kernel<<<blocks, kThreads, 0, stream_>>>(adam_chunks_, reinterpret_cast<const AdamPtrs*>(base),
+                                                    reinterpret_cast<const AdamChunk*>(base + at), lr_t, b1, b2, eps);
   DS_CUDA_LAUNCHED();
 }
 

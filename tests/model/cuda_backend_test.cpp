@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "conv_reference.h"
 #include "model/adam.h"
 #include "model/kernels/half_cast.h"
+#include "model/kernels/optimizer.h"
 #include "model/layers/add.h"
 #include "model/layers/batch_norm.h"
 #include "model/layers/global_average_pool.h"
@@ -317,6 +319,40 @@ TEST_F(ModelCuda, AdamUpdate) {
     ag.step(1e-2);
   }
   expect_close(w, 1e-4, "adam weights");
+}
+
+// adam_update_many (Adam::step's one launch, cuda_kernels.cu): each tensor exactly as
+// adam_update makes it, over tensors of one, several and no chunks; a second list (other
+// tensors) replaces the first, and the first comes back.
+TEST_F(ModelCuda, AdamUpdateManyIsAdamUpdatePerTensor) {
+  const std::vector<int64_t> sizes = {100, 0, 2 * kernels::kAdamChunk + 5, 7};
+  std::vector<std::array<Tensor, 8>> t;  // w, g, m, v for the many, then for the single updates
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    const Shape sh{1, 1, 1, int(sizes[k])};
+    t.push_back({Tensor(*gpu_, sh), Tensor(*gpu_, sh), Tensor(*gpu_, sh), Tensor(*gpu_, sh), Tensor(*gpu_, sh),
+                 Tensor(*gpu_, sh), Tensor(*gpu_, sh), Tensor(*gpu_, sh)});
+    for (int j = 0; j < 4; ++j) {
+      const auto vals = random_values(size_t(sizes[k]), 10 * int(k) + j, j == 3 ? 0.0f : -1.0f, 1.0f);
+      if (sizes[k] == 0) continue;
+      t[k][size_t(j)].upload(vals.data());
+      t[k][size_t(j + 4)].upload(vals.data());
+    }
+  }
+  const auto list = [&](size_t from, size_t to) {
+    std::vector<Backend::AdamSpan> spans;
+    for (size_t k = from; k < to; ++k)
+      spans.push_back({t[k][0].data(), t[k][1].data(), t[k][2].data(), t[k][3].data(), sizes[k]});
+    return spans;
+  };
+  for (const auto& [from, to] : {std::pair<size_t, size_t>{0, 4}, {2, 4}, {0, 4}}) {
+    gpu_->adam_update_many(list(from, to), 1e-3f, 0.9f, 0.999f, 1e-7f);
+    for (size_t k = from; k < to; ++k)
+      gpu_->adam_update(sizes[k], t[k][4].data(), t[k][5].data(), t[k][6].data(), t[k][7].data(), 1e-3f, 0.9f, 0.999f,
+                        1e-7f);
+  }
+  for (size_t k = 0; k < sizes.size(); ++k)
+    for (int j : {0, 2, 3})
+      EXPECT_EQ(t[k][size_t(j)].to_host(), t[k][size_t(j + 4)].to_host()) << "tensor " << k << " part " << j;
 }
 
 // The whole demo network, forward and backward, on both backends.

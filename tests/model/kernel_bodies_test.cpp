@@ -220,6 +220,59 @@ TEST_F(KernelBodies, PadAndCropAroundConvolution) {
   expect_close(dx.to_host(), dx2.to_host(), 1e-5, "cropped backward data");
 }
 
+// The multi-tensor Adam's work list (Backend::adam_update_many on the GPU): every element of
+// every span in exactly one chunk of at most kAdamChunk, chunks in span order; and the kernel's
+// walk (a block per chunk, its threads over the elements) over four tensors, one empty and one of
+// several chunks, gives each tensor what adam_at over it alone gives, bit for bit.
+TEST_F(KernelBodies, AdamChunksCoverEverySpanOnce) {
+  const std::vector<int64_t> sizes = {5, 0, k::kAdamChunk, 3 * k::kAdamChunk + 7, k::kAdamChunk - 1, 1};
+  std::vector<k::AdamChunk> chunks(size_t(k::adam_chunk_count(sizes.data(), int(sizes.size()))));
+  ASSERT_EQ(chunks.size(), 1u + 0 + 1 + 4 + 1 + 1);
+  k::adam_chunks(sizes.data(), int(sizes.size()), chunks.data());
+  std::vector<std::vector<int>> seen;
+  for (int64_t n : sizes) seen.emplace_back(size_t(n), 0);
+  int last = 0;
+  for (const k::AdamChunk& c : chunks) {
+    ASSERT_GE(c.span, last) << "span order";
+    last = c.span;
+    ASSERT_LT(c.begin, c.end);
+    ASSERT_LE(c.end - c.begin, k::kAdamChunk);
+    ASSERT_LE(c.end, sizes[size_t(c.span)]);
+    for (int64_t i = c.begin; i < c.end; ++i) ++seen[size_t(c.span)][size_t(i)];
+  }
+  for (size_t s = 0; s < sizes.size(); ++s)
+    for (int v : seen[s]) ASSERT_EQ(v, 1) << "span " << s;
+
+  const std::vector<int64_t> n = {1000, 0, 2 * k::kAdamChunk + 3, 17};
+  std::vector<std::vector<float>> w, m, v, g, w2, m2, v2;
+  for (size_t t = 0; t < n.size(); ++t) {
+    g.push_back(random_values(n[t], 30 + int(t)));
+    w.push_back(random_values(n[t], 40 + int(t)));
+    m.push_back(random_values(n[t], 50 + int(t), -0.1f, 0.1f));
+    v.push_back(random_values(n[t], 60 + int(t), 0.0f, 0.01f));
+  }
+  w2 = w, m2 = m, v2 = v;
+  std::vector<k::AdamChunk> list(size_t(k::adam_chunk_count(n.data(), int(n.size()))));
+  k::adam_chunks(n.data(), int(n.size()), list.data());
+  for (int step = 0; step < 2; ++step) {
+    for (const k::AdamChunk& c : list)
+      for (int thread = 0; thread < 256; ++thread)
+        for (int64_t i = c.begin + thread; i < c.end; i += 256) {
+          const size_t t = size_t(c.span);
+          k::adam_at(i, w[t].data(), g[t].data(), m[t].data(), v[t].data(), 1e-3f, 0.9f, 0.999f, 1e-7f);
+        }
+    for (size_t t = 0; t < n.size(); ++t)
+      for_all(n[t], [&](int64_t i) {
+        k::adam_at(i, w2[t].data(), g[t].data(), m2[t].data(), v2[t].data(), 1e-3f, 0.9f, 0.999f, 1e-7f);
+      });
+  }
+  for (size_t t = 0; t < n.size(); ++t) {
+    EXPECT_EQ(w[t], w2[t]) << "tensor " << t;
+    EXPECT_EQ(m[t], m2[t]) << "tensor " << t;
+    EXPECT_EQ(v[t], v2[t]) << "tensor " << t;
+  }
+}
+
 TEST_F(KernelBodies, Optimizers) {
   const int64_t n = 1000;
   const auto g = random_values(n, 21), w0 = random_values(n, 22), m0 = random_values(n, 23, -0.1f, 0.1f),
