@@ -294,6 +294,7 @@ void CudaBackend::adam_update_many(const std::vector<AdamSpan>& spans, float lr_
     if (adam_list_) cache_.release(adam_list_);
     adam_list_ = nullptr;
     adam_spans_.clear();
+    adam_chunks_ = 0;  // nothing to launch until the new list is whole
     adam_list_ = cache_.allocate(host.size());
     DS_CUDA(cudaMemcpyAsync(adam_list_, host.data(), host.size(), cudaMemcpyHostToDevice, stream_));
     DS_CUDA(cudaStreamSynchronize(stream_));  // `host` goes when this returns

@@ -22,7 +22,9 @@ DS_HOST_DEVICE inline void adam_at(int64_t i, float* w, const float* g, float* m
 // most kAdamChunk consecutive elements of one span, in span order, and a block takes a chunk, its
 // threads the chunk's elements; each element gets adam_at with its own span's pointers, so every
 // weight changes exactly as under adam_update. adam_chunks builds the list (host side).
-constexpr int64_t kAdamChunk = 32768;
+// 4,096 elements: 16 a thread of a 256-thread block, and about 400 blocks for MNN's 1.6 M weights,
+// enough to keep the memory busy (32,768 made one block per SM, each thread's 128 updates in turn).
+constexpr int64_t kAdamChunk = 4096;
 struct AdamChunk {
   int span;
   int64_t begin, end;  // elements [begin, end) of the span

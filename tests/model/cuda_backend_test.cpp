@@ -322,8 +322,9 @@ TEST_F(ModelCuda, AdamUpdate) {
 }
 
 // adam_update_many (Adam::step's one launch, cuda_kernels.cu): each tensor exactly as
-// adam_update makes it, over tensors of one, several and no chunks; a second list (other
-// tensors) replaces the first, and the first comes back.
+// adam_update makes it, over tensors of one, several and no chunks; the same list again (no
+// upload), a shorter one, the first back, and the same count in another order (other pointers
+// at each place: a new list).
 TEST_F(ModelCuda, AdamUpdateManyIsAdamUpdatePerTensor) {
   const std::vector<int64_t> sizes = {100, 0, 2 * kernels::kAdamChunk + 5, 7};
   std::vector<std::array<Tensor, 8>> t;  // w, g, m, v for the many, then for the single updates
@@ -338,14 +339,20 @@ TEST_F(ModelCuda, AdamUpdateManyIsAdamUpdatePerTensor) {
       t[k][size_t(j + 4)].upload(vals.data());
     }
   }
-  const auto list = [&](size_t from, size_t to) {
+  const auto list = [&](size_t from, size_t to, bool reversed) {
     std::vector<Backend::AdamSpan> spans;
     for (size_t k = from; k < to; ++k)
       spans.push_back({t[k][0].data(), t[k][1].data(), t[k][2].data(), t[k][3].data(), sizes[k]});
+    if (reversed) std::reverse(spans.begin(), spans.end());
     return spans;
   };
-  for (const auto& [from, to] : {std::pair<size_t, size_t>{0, 4}, {2, 4}, {0, 4}}) {
-    gpu_->adam_update_many(list(from, to), 1e-3f, 0.9f, 0.999f, 1e-7f);
+  struct Call {
+    size_t from, to;
+    bool reversed;
+  };
+  for (const Call& c : {Call{0, 4, false}, Call{0, 4, false}, Call{2, 4, false}, Call{0, 4, false}, Call{0, 4, true}}) {
+    const auto [from, to, reversed] = c;
+    gpu_->adam_update_many(list(from, to, reversed), 1e-3f, 0.9f, 0.999f, 1e-7f);
     for (size_t k = from; k < to; ++k)
       gpu_->adam_update(sizes[k], t[k][4].data(), t[k][5].data(), t[k][6].data(), t[k][7].data(), 1e-3f, 0.9f, 0.999f,
                         1e-7f);
