@@ -31,6 +31,15 @@ int timed_switch(const char* name) {
   return v.empty() ? -1 : v == "1" ? 1 : 0;
 }
 
+// An on/off switch: env `name` 0 (false) or 1 (true), unset or empty for `by_default`; anything
+// else is an error naming it and saying what 0 and 1 mean (`expected`).
+bool on_off_switch(const char* name, bool by_default, const char* expected) {
+  const char* value = std::getenv(name);
+  const std::string v = value ? value : "";
+  if (v != "0" && v != "1" && !v.empty()) throw Error(std::string(name) + " is '" + v + "', expected " + expected);
+  return v.empty() ? by_default : v == "1";
+}
+
 // An opt-in switch (a path not yet run on a GPU): env `name` 0 or unset (never, 0), 1 (always, 1)
 // or timed (by timing per plan, -1); anything else is an error naming it.
 int opt_in_switch(const char* name) {
@@ -51,12 +60,8 @@ CudaBackend::CudaBackend(int device)
     layout_env_ = l.empty() ? -1 : l == "nhwc" ? 1 : 0;
   }
   narrow_mode_ = timed_switch("DOWNSCALE_CUDA_NARROW");
-  if (const char* wnd = std::getenv("DOWNSCALE_CUDA_NARROW_WINDOW")) {
-    const std::string v = wnd;
-    if (v != "0" && v != "1" && !v.empty())
-      throw Error("DOWNSCALE_CUDA_NARROW_WINDOW is '" + v + "', expected 0 (per-pixel kernels), 1 or unset (window)");
-    narrow_window_ = v != "0";
-  }
+  narrow_window_ = on_off_switch("DOWNSCALE_CUDA_NARROW_WINDOW", narrow_window_,
+                                 "0 (per-pixel kernels), 1 or unset (window)");
   // "timed" times the GEMM also where it reads 16-bit activations or NHWC operands (written
   // 2026-11-29 without a GPU): unset leaves those on cuDNN until the GEMM has run there.
   if (const char* wg = std::getenv("DOWNSCALE_CUDA_WGRAD_GEMM"); wg && std::string(wg) == "timed")
@@ -66,21 +71,12 @@ CudaBackend::CudaBackend(int device)
   fuse_mode_ = timed_switch("DOWNSCALE_CUDA_FUSE");
   graph_mode_ = opt_in_switch("DOWNSCALE_CUDA_GRAPH");
   tf32_passes_mode_ = opt_in_switch("DOWNSCALE_CUDA_TF32_PASSES");
-  if (const char* f2 = std::getenv("DOWNSCALE_CUDA_PHASE_F2")) {
-    const std::string v = f2;
-    if (v != "0" && v != "1" && !v.empty())
-      throw Error("DOWNSCALE_CUDA_PHASE_F2 is '" + v + "', expected 0 (the polyphase interleave with f read at run "
-                  "time) or 1 (the default: x2 upsamplings compiled for f = 2)");
-    phase_f2_ = v != "0";
-  }
+  phase_f2_ = on_off_switch("DOWNSCALE_CUDA_PHASE_F2", phase_f2_,
+                             "0 (the polyphase interleave with f read at run time) or 1 (the default: x2 "
+                             "upsamplings compiled for f = 2)");
   // Deferred weight passes (cuda_lanes.cu): on or off, nothing to time (opt-in until run on a GPU).
-  if (const char* dw = std::getenv("DOWNSCALE_CUDA_DEFER_WEIGHTS")) {
-    const std::string v = dw;
-    if (v != "0" && v != "1" && !v.empty())
-      throw Error("DOWNSCALE_CUDA_DEFER_WEIGHTS is '" + v + "', expected 1 (weight gradients on a stream of their own) "
-                  "or 0 or unset (in order)");
-    defer_mode_ = v == "1" ? 1 : 0;
-  }
+  defer_weights_ = on_off_switch("DOWNSCALE_CUDA_DEFER_WEIGHTS", defer_weights_,
+                                 "1 (weight gradients on a stream of their own) or 0 or unset (in order)");
   if (const char* g = std::getenv("DOWNSCALE_CUDA_GRAPH_NOTES")) {
     const std::string v = g;
     if (v != "fp32" && v != "pytorch" && !v.empty())
@@ -102,12 +98,7 @@ CudaBackend::CudaBackend(int device)
       throw Error("DOWNSCALE_CUDA_BIAS_GRAD is '" + v + "', expected cudnn or kernel (the default)");
     cudnn_bias_grad_ = v == "cudnn";
   }
-  if (const char* f16 = std::getenv("DOWNSCALE_CUDA_FUSE16")) {
-    const std::string v = f16;
-    if (v != "0" && v != "1" && !v.empty())
-      throw Error("DOWNSCALE_CUDA_FUSE16 is '" + v + "', expected 0 (separate 16-bit casts) or 1 (the default)");
-    fuse16_ = v != "0";
-  }
+  fuse16_ = on_off_switch("DOWNSCALE_CUDA_FUSE16", fuse16_, "0 (separate 16-bit casts) or 1 (the default)");
   if (const char* a16 = std::getenv("DOWNSCALE_CUDA_ACTIVATIONS16")) {
     const std::string v = a16;
     if (v != "0" && v != "1" && !v.empty())
@@ -115,12 +106,8 @@ CudaBackend::CudaBackend(int device)
                   "', expected 1 (16-bit activations), 0 (FP32) or unset (16 bits under bf16 only)");
     act16_env_ = v.empty() ? -1 : v == "1" ? 1 : 0;
   }
-  if (const char* t = std::getenv("DOWNSCALE_CUDA_TRANSFORMS")) {
-    const std::string v = t;
-    if (v != "0" && v != "1" && !v.empty())
-      throw Error("DOWNSCALE_CUDA_TRANSFORMS is '" + v + "', expected 0 (no FFT or Winograd algorithm) or 1 (the default)");
-    transforms_ = v != "0";
-  }
+  transforms_ = on_off_switch("DOWNSCALE_CUDA_TRANSFORMS", transforms_,
+                               "0 (no FFT or Winograd algorithm) or 1 (the default)");
   if (const char* t = std::getenv("DOWNSCALE_CUDA_PASS_TIMES")) pass_times_ = std::string(t) == "1";
   // Five lanes by default, one per MNN branch: on an H200 (2026-11-28, gpu_check variants) the
   // TF32 step ran 1639 samples/s with them against 1562 on one stream, BF16 1595 against 1554.

@@ -29,6 +29,16 @@ inline void no_blocked_activations(int block) {
                 ") reached the cuda backend, which keeps activations NCHW");
 }
 
+// The whole-pass guard for a block taken from the cache: given back when the pass ends or throws
+// (later work on the stream is queued after what used it).
+struct CacheBlock {
+  CachingAllocator& cache;
+  void* p = nullptr;
+  ~CacheBlock() {
+    if (p) cache.release(p);
+  }
+};
+
 class CudaBackend : public Backend {
  public:
   explicit CudaBackend(int device);
@@ -451,14 +461,7 @@ class CudaBackend : public Backend {
   void switch_lane(int to);
   void destroy_lanes();
   // Deferred weight passes: the lane after the others runs them (lanes_[weights_lane()]).
-  int defer_mode_ = 0;            // DOWNSCALE_CUDA_DEFER_WEIGHTS: 1 defers when the Net asks
-  // The polyphase interleave kernels' F = 2 instances for x2 upsamplings (cuda_upsample_conv.cu);
-  // DOWNSCALE_CUDA_PHASE_F2=0 runs the run-time-f ones, for the variants table.
-  bool phase_f2_ = true;
-  // adam_update_many's device list (spans, then chunks) and the host copy it was made from.
-  void* adam_list_ = nullptr;
-  int64_t adam_chunks_ = 0;
-  std::vector<AdamSpan> adam_spans_;
+  bool defer_weights_ = false;    // DOWNSCALE_CUDA_DEFER_WEIGHTS=1: defer when the Net asks
   bool defer_on_ = false;         // asked (defer_weight_passes(true)) and not yet stopped
   bool weights_pending_ = false;  // a weight pass queued on the weights lane since the last join
   bool defer_said_ = false;       // the one stderr line said
@@ -477,6 +480,17 @@ class CudaBackend : public Backend {
   // deferred when deferring.
   void conv2d_backward_composed(const ConvDesc& d, const float* x, const float* y, const float* dy, const float* w,
                                 float* dx, float* dw, float* db, float* scratch);
+  // A copy of src's n floats in a block from the cache that `held` gives back (src itself when
+  // n is 0): what a deferred weight pass reads in place of a Net gradient buffer.
+  const float* copy_held(CacheBlock& held, const float* src, int64_t n);
+  // The polyphase interleave kernels' F = 2 instances for x2 upsamplings (cuda_upsample_conv.cu);
+  // DOWNSCALE_CUDA_PHASE_F2=0 runs the run-time-f ones, for the variants table.
+  bool phase_f2_ = true;
+  // adam_update_many's device list (span pointers, then chunks from adam_chunks_at), its chunk
+  // count and the host spans it was made from.
+  void* adam_list_ = nullptr;
+  int64_t adam_chunks_ = 0;
+  std::vector<AdamSpan> adam_spans_;
 
   int device_;
   // Every device buffer (tensors, workspace, padding scratch): cudaMalloc only on a miss.

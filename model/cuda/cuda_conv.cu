@@ -90,16 +90,6 @@ __global__ void relu_grad_to_half16_kernel(int64_t n, kernels::Half16 k, const Y
   DS_GRID_STRIDE(i, n) kernels::relu_grad_to_half16_at(i, k, y, dy, g, gh);
 }
 
-// The whole-pass guard for a block taken from the cache: given back when the pass ends or throws
-// (later work on the stream is queued after what used it).
-struct CacheBlock {
-  CachingAllocator& cache;
-  void* p = nullptr;
-  ~CacheBlock() {
-    if (p) cache.release(p);
-  }
-};
-
 }  // namespace
 
 const void* CudaBackend::conv_input16(const ConvPlan& p, const ConvDesc& d, const float* x16, void*& owned) {
@@ -411,13 +401,9 @@ void CudaBackend::conv2d_backward(const ConvDesc& d, const float* x, const float
   // A deferred weight pass may read the FP32 gradient (bias, TF32 or narrow passes) after later
   // layers have reused dy's buffer: without a ReLU (no masked copy in the layer's scratch), a copy.
   CacheBlock dy_copy{cache_};
-  if (!y && dw && deferring() && n > 0) {
-    dy_copy.p = allocate(n);
-    copy(static_cast<float*>(dy_copy.p), dy, n);
-  }
+  const float* gf = y ? scratch : dw && deferring() ? copy_held(dy_copy, dy, n) : dy;
   void* gh = half16_scratch(o);
   float* g = y ? scratch : nullptr;
-  const float* gf = y ? scratch : dy_copy.p ? static_cast<const float*>(dy_copy.p) : dy;
   try {
     if (nhwc_ && d.y16 && y) {  // NHWC activations: the mask from the 16-bit NHWC output
       nchw_to_nhwc16_masked(o, dy, y, g, gh);
@@ -441,6 +427,14 @@ void CudaBackend::conv2d_backward(const ConvDesc& d, const float* x, const float
   cache_.release(gh);
 }
 
+const float* CudaBackend::copy_held(CacheBlock& held, const float* src, int64_t n) {
+  if (n <= 0) return src;
+  auto* dst = allocate(n);
+  held.p = dst;
+  copy(dst, src, n);
+  return dst;
+}
+
 void CudaBackend::conv2d_backward_composed(const ConvDesc& d, const float* x, const float* y, const float* dy,
                                            const float* w, float* dx, float* dw, float* db, float* scratch) {
   if (!dw || !deferring()) return Backend::conv2d_backward(d, x, y, dy, w, dx, dw, db, scratch);
@@ -453,10 +447,8 @@ void CudaBackend::conv2d_backward_composed(const ConvDesc& d, const float* x, co
     else
       relu_backward(n, y, dy, scratch);
     g = scratch;  // the layer's own buffer: unchanged until its next backward
-  } else if (n > 0) {
-    dy_copy.p = allocate(n);
-    copy(static_cast<float*>(dy_copy.p), dy, n);
-    g = static_cast<const float*>(dy_copy.p);
+  } else {
+    g = copy_held(dy_copy, dy, n);
   }
   weight_pass([&] { conv2d_backward_weights(d, x, g, dw, db); });
   if (dx) conv2d_backward_data(d, g, w, dx);

@@ -80,6 +80,9 @@ struct AdamPtrs {
   float* m;
   float* v;
 };
+// Where adam_update_many's device list puts its chunks: after the spans' pointers, 16-aligned.
+size_t adam_chunks_at(size_t spans) { return (spans * sizeof(AdamPtrs) + 15) / 16 * 16; }
+
 __global__ void adam_many_kernel(int64_t chunks, const AdamPtrs* spans, const AdamChunk* list, float lr_t, float b1,
                                  float b2, float eps) {
   for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
@@ -284,7 +287,7 @@ void CudaBackend::adam_update_many(const std::vector<AdamSpan>& spans, float lr_
     for (const AdamSpan& a : spans) sizes.push_back(a.n);
     const int count = int(spans.size());
     const int64_t chunks = adam_chunk_count(sizes.data(), count);
-    const size_t at = (spans.size() * sizeof(AdamPtrs) + 15) / 16 * 16, bytes = at + size_t(chunks) * sizeof(AdamChunk);
+    const size_t at = adam_chunks_at(spans.size()), bytes = at + size_t(chunks) * sizeof(AdamChunk);
     std::vector<unsigned char> host(bytes > 0 ? bytes : 1);
     auto* ptrs = reinterpret_cast<AdamPtrs*>(host.data());
     for (size_t i = 0; i < spans.size(); ++i) ptrs[i] = {spans[i].w, spans[i].g, spans[i].m, spans[i].v};
@@ -302,7 +305,7 @@ void CudaBackend::adam_update_many(const std::vector<AdamSpan>& spans, float lr_
     adam_chunks_ = chunks;
   }
   if (adam_chunks_ == 0) return;
-  const size_t at = (spans.size() * sizeof(AdamPtrs) + 15) / 16 * 16;
+  const size_t at = adam_chunks_at(spans.size());
   const auto* base = static_cast<const unsigned char*>(adam_list_);
   const int blocks = int(adam_chunks_ < 65535 ? adam_chunks_ : 65535);
   adam_many_kernel<<<blocks, kThreads, 0, stream_>>>(adam_chunks_, reinterpret_cast<const AdamPtrs*>(base),

@@ -118,7 +118,7 @@ bool CudaBackend::defer_weight_passes(bool on) {
     defer_on_ = false;
     return false;
   }
-  defer_on_ = defer_mode_ == 1 && n_lanes_ > 0 && !forked_;
+  defer_on_ = defer_weights_ && n_lanes_ > 0 && !forked_;
   return defer_on_;
 }
 

@@ -317,15 +317,8 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
     throw Error("internal: a 16-bit activation outside the fused polyphase path (NHWC: up to " +
                 std::to_string(kernels::kMaxPhaseF) + " phases a side)");
   const int64_t n_small = small.out().size(), n_ws = folded_weights(small), n_w = int64_t(d.out_c) * d.in.c * d.kh * d.kw;
-  // dys and dysh go back to the cache at the end, or if a launch or a pass throws (later work is
-  // queued after it).
-  struct Give {
-    CachingAllocator& cache;
-    void* p = nullptr;
-    ~Give() {
-      if (p) cache.release(p);
-    }
-  } give_dys{cache_}, give_dysh{cache_};
+  // dys and dysh go back to the cache at the end, or if a launch or a pass throws.
+  CacheBlock give_dys{cache_}, give_dysh{cache_};
   float* dys = allocate(n_small);
   give_dys.p = dys;
   const RowLaunch rl = row_launch(p);

@@ -164,12 +164,7 @@ TEST(Activations16, UpsampleConvBeyondTheNhwcPhaseTileReadsFp32) {
 // the North America grid (20 x 30 x 53) with BF16 activations against FP32 ones.
 TEST(Activations16, HalveTheBf16ActivationsBytes) {
   REQUIRE_BF16(be);
-  ModelSpec s;
-  s.name = "mnn";
-  s.in_channels = 20;
-  s.in_h = 30;
-  s.in_w = 53;
-  Net net(s, *be);
+  Net net(test::mnn_spec(20, 30, 53), *be);
   const int n = 32;
   const int64_t with16 = net.activation_bytes(n);
   net.set_activations16(false);

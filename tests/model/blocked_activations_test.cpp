@@ -201,12 +201,7 @@ TEST(BlockedActivations, PlanKeepsTheImageNetsBlockedAndMnnPlain) {
     net.set_blocked_activations(false);
     for (const std::string& l : net.layer_names()) EXPECT_EQ(net.activation_block(l), 0) << name << " " << l;
   }
-  ModelSpec mnn;
-  mnn.name = "mnn";
-  mnn.in_channels = 20;
-  mnn.in_h = 8;
-  mnn.in_w = 9;
-  Net net(mnn, *be);
+  Net net(test::mnn_spec(20, 8, 9), *be);
   for (const std::string& l : net.layer_names()) EXPECT_EQ(net.activation_block(l), 0) << "mnn " << l;
 }
 

@@ -948,12 +948,7 @@ TEST_F(ModelCuda, LanesGiveTheSameStepAsOneStream) {
       ASSERT_EQ(gpu->lanes(), 5);
       ASSERT_TRUE(gpu->set_math(mode));
       const std::string how = std::string(math_mode_name(mode)) + ", DOWNSCALE_CUDA_DEFER_WEIGHTS=" + defer;
-      ModelSpec spec;
-      spec.name = "mnn";
-      spec.in_channels = 20;
-      spec.in_h = 30;
-      spec.in_w = 53;
-      Net net(spec, *gpu);
+      Net net(test::mnn_spec(20, 30, 53), *gpu);
       net.init(3);
       const Shape in{4, 20, 30, 53};
       Tensor x(*gpu, in), d(*gpu, net.output_shape(in.n));
@@ -1099,11 +1094,7 @@ TEST_F(ModelCuda, DemoNetLossCurvesBf16Fp16FollowFp32) {
 // tightly.
 TEST_F(ModelCuda, Activations16StepFollowsFp32Activations) {
   const ScopedEnv on("DOWNSCALE_CUDA_ACTIVATIONS16", "1"), fused("DOWNSCALE_CUDA_FUSE16", nullptr);
-  ModelSpec spec;
-  spec.name = "mnn";
-  spec.in_channels = 6;
-  spec.in_h = 6;
-  spec.in_w = 8;
+  const ModelSpec spec = test::mnn_spec(6, 6, 8);
   const int n = 3;
   struct Setting {
     const char* narrow;

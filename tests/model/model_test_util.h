@@ -14,9 +14,20 @@
 #include "io/error.h"
 #include "model/backend.h"
 #include "model/layers/layer.h"
+#include "model/model_spec.h"
 #include "model/tensor.h"
 
 namespace ds::model::test {
+
+// MNN on c predictors of h x w (the reference experiment's: 20 on 30 x 53).
+inline ModelSpec mnn_spec(int c, int h, int w) {
+  ModelSpec s;
+  s.name = "mnn";
+  s.in_channels = c;
+  s.in_h = h;
+  s.in_w = w;
+  return s;
+}
 
 // |want - got| <= rel * max |want| everywhere, the first 5 misses named: for sums whose order
 // differs between the two sides (a backend against a kernel body run on the host).

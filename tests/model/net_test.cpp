@@ -18,16 +18,8 @@ namespace ds::model {
 namespace {
 
 using test::make_tensor;
+using test::mnn_spec;
 using test::random_tensor;
-
-ModelSpec mnn_spec(int c, int h, int w) {
-  ModelSpec s;
-  s.name = "mnn";
-  s.in_channels = c;
-  s.in_h = h;
-  s.in_w = w;
-  return s;
-}
 
 ModelSpec demo_spec(int c, int h, int w, std::vector<int> filters) {
   ModelSpec s = mnn_spec(c, h, w);

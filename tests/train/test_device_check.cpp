@@ -373,7 +373,8 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
     std::vector<std::pair<std::string, std::string>> env;
     std::vector<MathMode> modes;
   };
-  // A line the backend must print (stderr) where a row forces the TF32 passes: they did run.
+  // A line the backend must print (stderr) where a row forces the TF32 passes or defers the weight
+  // passes: they did run.
   const auto must_say = [](const Variant& v) {
     for (const auto& [name, value] : v.env) {
       if (name == "DOWNSCALE_CUDA_TF32_PASSES" && value == "1")
