@@ -20,7 +20,19 @@ transpose per sample, summed over the batch. PyTorch's unfold/fold stand in for 
 kernels. If these beat cuDNN's NCHW passes of up2_conv1 (11.5 ms of the TF32 step on an H100,
 forward 2.83, data 2.65, filter 6.02), the forward and data passes by GEMM are worth building.
 
+The "nhwc8" columns (since 2026-11-30) answer a third: does cuDNN run a 16-bit NHWC convolution
+faster when its channel counts are multiples of 8 (16 bytes a pixel in BF16), the alignment its
+tensor-core kernels load at? MNN's are not (20, 25, 50, 75, 100, 132 in; 10, 25, 50, 75, 100, 200,
+528, 3 out). On the H200 (2026-11-28/29) up2_conv1's 100 -> 528 BF16 passes ran at about 290
+TFLOP/s, about 29 % of the dense BF16 peak, where its TF32 ones (400 bytes a pixel, aligned) reach
+about 45 % of theirs; its BF16 backward data (2.63 ms) was slower than TF32's (2.18). These columns
+pad C and O with zero channels up to the next multiple of 8 (3 % more multiply-adds for up2_conv1),
+outside the clock: the same convolution in every unpadded channel. If "bf16 nhwc8" beats "bf16
+nhwc" on a shape by more than the padding costs, the backend's 16-bit NHWC activations are worth a
+channel stride rounded up to 8 (docs/gpu.md, "Channels padded to 8").
+
   python3 bench/conv_layouts.py [--batch 32] [--device cuda] [--reps 10] [--no-gemm]
+                                [--only NAME] [--modes "bf16 nhwc,bf16 nhwc8"]
 prints one line per convolution and pass (ms, median of --reps after warm-up) and the totals,
 with each mode's total against TF32 NCHW (the gemm columns: totals over their shapes only). On a
 CPU (--device cpu) it runs as a smoke test at whatever batch it is given; there TF32 means FP32.
@@ -43,7 +55,7 @@ SHAPES += [
     ("up2_conv1 (polyphase 100->528 5x5)", 100, 528, 5, 60, 106, "same"),
     ("head (132->3 4x4 valid)", 132, 3, 4, 120, 212, "valid"),
 ]
-MODES = [("tf32", "nchw"), ("tf32", "nhwc"), ("bf16", "nchw"), ("bf16", "nhwc")]
+MODES = [("tf32", "nchw"), ("tf32", "nhwc"), ("bf16", "nchw"), ("bf16", "nhwc"), ("bf16", "nhwc8")]
 GEMM_MODES = [("tf32", "gemm"), ("bf16", "gemm")]
 
 
@@ -51,6 +63,11 @@ def has_gemm_column(shape):
     """The convolutions where a GEMM form could matter: the 60 x 106 ones and the polyphase ones."""
     name, _, _, _, h, _, _ = shape
     return h >= 60 and "head" not in name or "polyphase" in name
+
+
+def round_up8(c):
+    """The channel count padded with zero channels to the next multiple of 8 (the nhwc8 columns)."""
+    return (c + 7) // 8 * 8
 
 
 def keras_pad(k):
@@ -109,6 +126,8 @@ def passes(shape, batch, math, layout, device, reps):
     if layout == "gemm":
         return gemm_passes(shape, batch, math, device, reps)
     _, ci, co, k, h, w, padding = shape
+    if layout == "nhwc8":  # zero channels up to multiples of 8, then as nhwc
+        ci, co, layout = round_up8(ci), round_up8(co), "nhwc"
     dtype = torch.bfloat16 if math == "bf16" else torch.float32
     fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
     gen = torch.Generator().manual_seed(0)
@@ -139,6 +158,8 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--only", default="", help="run only the shapes whose name contains this")
     ap.add_argument("--no-gemm", action="store_true", help="leave out the im2col + GEMM columns")
+    ap.add_argument("--modes", default="",
+                    help="comma-separated columns to run, e.g. 'bf16 nhwc,bf16 nhwc8' (default: all)")
     a = ap.parse_args()
     if a.device == "cuda":
         if not torch.cuda.is_available():
@@ -151,6 +172,13 @@ def main():
         print(f"device: cpu ({torch.get_num_threads()} threads), torch {torch.__version__}: a smoke test, TF32 is FP32")
     print(f"batch {a.batch}, ms per call, median of {a.reps}")
     modes = MODES + ([] if a.no_gemm else GEMM_MODES)
+    if a.modes:
+        wanted = [m.strip() for m in a.modes.split(",") if m.strip()]
+        known = [f"{m} {l}" for m, l in modes]
+        unknown = [m for m in wanted if m not in known]
+        if unknown:
+            sys.exit(f"conv_layouts.py: unknown --modes {', '.join(unknown)} (known: {', '.join(known)})")
+        modes = [(m, l) for m, l in modes if f"{m} {l}" in wanted]
     names = [f"{m} {l}" for m, l in modes]
     print(f"{'convolution':38s} {'pass':16s} " + " ".join(f"{n:>10s}" for n in names))
     totals = {n: 0.0 for n in names}
@@ -171,12 +199,12 @@ def main():
     cudnn = [n for n in names if not n.endswith("gemm")]
     print(f"{'total':38s} {'':16s} " + " ".join(f"{totals[n]:10.3f}" if n in cudnn else f"{'-':>10s}" for n in names))
     base = totals[names[0]]
-    print(f"{'against tf32 nchw':38s} {'':16s} " +
+    print(f"{'against ' + names[0]:38s} {'':16s} " +
           " ".join(f"{base / totals[n]:9.2f}x" if n in cudnn else f"{'-':>10s}" for n in names))
     if len(cudnn) < len(names) and gemm_totals[names[0]] > 0:
         print(f"{'total, shapes with gemm columns':38s} {'':16s} " + " ".join(f"{gemm_totals[n]:10.3f}" for n in names))
         gbase = gemm_totals[names[0]]
-        print(f"{'against tf32 nchw there':38s} {'':16s} " + " ".join(f"{gbase / gemm_totals[n]:9.2f}x" for n in names))
+        print(f"{'against ' + names[0] + ' there':38s} {'':16s} " + " ".join(f"{gbase / gemm_totals[n]:9.2f}x" for n in names))
 
 
 if __name__ == "__main__":

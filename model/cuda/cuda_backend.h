@@ -180,6 +180,11 @@ class CudaBackend : public Backend {
     ConvDesc desc;  // the geometry, for the messages and the pass-time report
     bool explicit_pad = false;
     Shape x_shape;  // what cuDNN sees as input: the padded copy when explicit_pad
+    // The input channels of the 16-bit operands x, dx, w and dw a pixel (DOWNSCALE_CUDA_PAD_CHANNELS=1:
+    // x_shape.c rounded up to 8 with zero channels, where out_c is a multiple of 8 already); 0: x_shape.c.
+    int x_cs = 0;
+    // The 16-bit operands' shapes as cuDNN sees them (x_shape, w) with the padded channels.
+    Shape x16_shape() const { return x_cs ? Shape{x_shape.n, x_cs, x_shape.h, x_shape.w} : x_shape; }
     // x, y, w: what the convolutions see (BF16/FP16 in the 16-bit modes, NHWC or NCHW); y32 and b:
     // the FP32 NCHW output and bias, for the bias add and its gradient (always FP32).
     cudnnTensorDescriptor_t x = nullptr, y = nullptr, y32 = nullptr, b = nullptr;
@@ -401,15 +406,17 @@ class CudaBackend : public Backend {
   // 16-bit modes (cuda_half16.cu): an FP32 NCHW tensor of `s` rounded to BF16/FP16 in a scratch
   // block from the cache (NHWC when nhwc_), and a 16-bit result widened back into FP32 NCHW.
   bool half16() const { return math_ == MathMode::kBf16 || math_ == MathMode::kFp16; }
-  void* to_half16(const Shape& s, const float* x);
-  void* half16_scratch(const Shape& s);
-  void from_half16(const Shape& s, const void* xh, float* x);
+  // cs: the 16-bit NHWC side's channels a pixel, when above s.c (DOWNSCALE_CUDA_PAD_CHANNELS; 0:
+  // s.c): to_half16 zeroes the channels beyond s.c, from_half16 skips them.
+  void* to_half16(const Shape& s, const float* x, int cs = 0);
+  void* half16_scratch(const Shape& s, int cs = 0);
+  void from_half16(const Shape& s, const void* xh, float* x, int cs = 0);
   kernels::Half16 half16_kind() const;
   // The NHWC scratch's casts as tiled transposes (model/kernels/nhwc_tile.h): FP32 NCHW x of shape
   // s into 16-bit NHWC xh (with y: the ReLU's gradient [y > 0] x, also kept in FP32 in g when g
   // is non-null), and 16-bit NHWC xh widened into FP32 NCHW y with + b and the ReLU on the way.
-  void nchw_to_nhwc16(const Shape& s, const float* x, const float* y, float* g, void* xh);
-  void nhwc16_to_nchw(const Shape& s, const void* xh, const float* b, bool relu, float* y);
+  void nchw_to_nhwc16(const Shape& s, const float* x, const float* y, float* g, void* xh, int cs = 0);
+  void nhwc16_to_nchw(const Shape& s, const void* xh, const float* b, bool relu, float* y, int cs = 0);
   // NHWC activations: the same rounding of x into NHWC xh with the ReLU's mask from its 16-bit
   // NHWC output y16 (nhwc_tile.h's three phases); g as above.
   void nchw_to_nhwc16_masked(const Shape& s, const float* x, const void* y16, float* g, void* xh);
@@ -427,9 +434,15 @@ class CudaBackend : public Backend {
   // a16 / b16 when the caller has them rounded already), run(a16, b16, out16) convolves into a
   // 16-bit result, widened into out, or with keep_out returned to the caller (who gives it back
   // to the cache); what this call took from the cache goes back whether run succeeds or throws.
+  // The channels a pixel of each 16-bit operand (a, b, out) when above its shape's c (the plan's
+  // padded channels, DOWNSCALE_CUDA_PAD_CHANNELS); 0: as the shape says.
+  struct ChannelStrides {
+    int a, b, out;
+  };
   void* half16_pass(const Shape& as, const float* a, const void* a16, const Shape& bs, const float* b,
                     const void* b16, const Shape& out_shape, float* out,
-                    const std::function<void(const void*, const void*, void*)>& run, bool keep_out = false);
+                    const std::function<void(const void*, const void*, void*)>& run, bool keep_out = false,
+                    ChannelStrides cs = {0, 0, 0});
   // The three passes behind conv2d_*: relu applies the ReLU after the bias (in the 16-bit
   // epilogue when fused16()); keep16 (fused16_polyphase(), no bias, not a narrow forward) returns
   // the 16-bit output (in the scratch layout) instead of widening it into y; dy16 is dy already
@@ -486,6 +499,11 @@ class CudaBackend : public Backend {
   // The polyphase interleave kernels' F = 2 instances for x2 upsamplings (cuda_upsample_conv.cu);
   // DOWNSCALE_CUDA_PHASE_F2=0 runs the run-time-f ones, for the variants table.
   bool phase_f2_ = true;
+  // DOWNSCALE_CUDA_PAD_CHANNELS=1 (opt-in until run on a GPU): a 16-bit NHWC plan whose input
+  // channels are not a multiple of 8 (and whose output channels are) gives cuDNN operands with the
+  // input channels rounded up to 8, zero-filled (cuda_conv_plan.cu says why).
+  bool pad_channels_ = false;
+  int padded_input_channels(const ConvDesc& d) const;
   // adam_update_many's device list (span pointers, then chunks from adam_chunks_at), its chunk
   // count and the host spans it was made from.
   void* adam_list_ = nullptr;
@@ -597,6 +615,7 @@ void conv_note(const ConvDesc& d, const std::string& what);
 void pad_nchw(cudaStream_t s, const Shape& in, int top, int left, const Shape& padded, const float* x, float* xp);
 void pad_nchw16(cudaStream_t s, const Shape& in, int top, int left, const Shape& padded, const uint16_t* x,
                 uint16_t* xp);
+// padded.c may exceed in.c (channels rounded up to 8, DOWNSCALE_CUDA_PAD_CHANNELS): those are zero.
 void pad_nhwc16(cudaStream_t s, const Shape& in, int top, int left, const Shape& padded, const uint16_t* x,
                 uint16_t* xp);
 void crop_nchw(cudaStream_t s, const Shape& padded, int top, int left, const Shape& out, const float* xp, float* x);

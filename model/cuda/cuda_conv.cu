@@ -93,9 +93,12 @@ __global__ void relu_grad_to_half16_kernel(int64_t n, kernels::Half16 k, const Y
 }  // namespace
 
 const void* CudaBackend::conv_input16(const ConvPlan& p, const ConvDesc& d, const float* x16, void*& owned) {
-  if (!p.explicit_pad) return x16;
-  owned = half16_scratch(p.x_shape);
-  (act_nhwc() ? pad_nhwc16 : pad_nchw16)(stream_, d.in, d.pad_top, d.pad_left, p.x_shape,
+  if (!p.explicit_pad && !p.x_cs) return x16;
+  if (p.x_cs && !act_nhwc()) throw Error("internal: padded channels for a 16-bit activation not in NHWC");
+  // One copy pads both: the rows and columns (explicit_pad) and the channels (x_cs, zeros).
+  const Shape padded = p.x16_shape();
+  owned = half16_scratch(padded);
+  (act_nhwc() ? pad_nhwc16 : pad_nchw16)(stream_, d.in, d.pad_top, d.pad_left, padded,
                                          reinterpret_cast<const uint16_t*>(x16), static_cast<uint16_t*>(owned));
   return owned;
 }
@@ -141,7 +144,8 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
       };
       const Shape ws_shape{d.out_c, d.in.c, d.kh, d.kw};
       if (fused16()) {
-        void* yh = half16_pass(p.x_shape, src, x16, ws_shape, w, nullptr, d.out(), nullptr, forward, true);
+        void* yh = half16_pass(p.x_shape, src, x16, ws_shape, w, nullptr, d.out(), nullptr, forward, true,
+                               {p.x_cs, p.x_cs, 0});
         if (d.y16 && !keep16 && act_nhwc()) {  // the same in NHWC: the 16-bit result is in y's layout
           const Shape o = d.out();
           const int64_t n = o.size();
@@ -188,7 +192,7 @@ void* CudaBackend::conv_forward_pass(const ConvDesc& d, const float* x, const fl
         if (keep16) throw Error("internal: a 16-bit output asked outside the fused 16-bit path");
         if (d.x16 || d.y16) throw Error("internal: a 16-bit activation outside the fused 16-bit path");
         if (half16()) {  // the separate casts (DOWNSCALE_CUDA_FUSE16=0): as before
-          half16_pass(p.x_shape, src, nullptr, ws_shape, w, nullptr, d.out(), y, forward);
+          half16_pass(p.x_shape, src, nullptr, ws_shape, w, nullptr, d.out(), y, forward, false, {p.x_cs, p.x_cs, 0});
           if (b) DS_CUDNN(cudnnAddTensor(cudnn_, &one, p.b, b, &one, p.y32, y));
         } else {
           forward(src, w, y);
@@ -328,7 +332,8 @@ void CudaBackend::conv_backward_data_pass(const ConvDesc& d, const float* dy, co
         run_conv_pass(p, kDataPass, dxs, ws_, dys);
       };
       if (half16())
-        half16_pass(d.out(), dy, dy16, Shape{d.out_c, d.in.c, d.kh, d.kw}, w, nullptr, p.x_shape, dst, data);
+        half16_pass(d.out(), dy, dy16, Shape{d.out_c, d.in.c, d.kh, d.kw}, w, nullptr, p.x_shape, dst, data, false,
+                    {0, p.x_cs, p.x_cs});
       else
         data(dy, w, dst);
       // The padded border's gradient belongs to zeros that are not inputs: dropped by the crop.
@@ -367,7 +372,8 @@ void CudaBackend::conv_backward_weights_pass(const ConvDesc& d, const float* x, 
         run_conv_pass(p, kFilterPass, xs, dws, dys);
       };
       if (half16())
-        half16_pass(p.x_shape, src, x16, d.out(), dy, dy16, Shape{d.out_c, d.in.c, d.kh, d.kw}, dw, filter);
+        half16_pass(p.x_shape, src, x16, d.out(), dy, dy16, Shape{d.out_c, d.in.c, d.kh, d.kw}, dw, filter, false,
+                    {p.x_cs, 0, p.x_cs});
       else
         filter(src, dy, dw);
     }

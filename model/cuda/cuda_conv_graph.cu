@@ -262,8 +262,9 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const Pla
   if (graph_mode_ == 0 || !half16()) return;
   const Shape out = d.out();
   const cudnnDataType_t dt = math_ == MathMode::kBf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
-  const std::array<int64_t, 4> xd{p.x_shape.n, p.x_shape.c, p.x_shape.h, p.x_shape.w},
-      wd{d.out_c, d.in.c, d.kh, d.kw}, yd{out.n, out.c, out.h, out.w};
+  const Shape x16 = p.x16_shape();  // with the padded channels, as the legacy descriptors
+  const std::array<int64_t, 4> xd{x16.n, x16.c, x16.h, x16.w}, wd{d.out_c, x16.c, d.kh, d.kw},
+      yd{out.n, out.c, out.h, out.w};
   // The padding cuDNN sees: none when the plan pads x itself (explicit_pad, uneven padding).
   const int pad_h = p.explicit_pad ? 0 : d.pad_top, pad_w = p.explicit_pad ? 0 : d.pad_left;
   float *x = s.x, *w = s.w, *y = s.y;

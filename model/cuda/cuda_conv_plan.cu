@@ -153,6 +153,23 @@ CudaBackend::ConvKey CudaBackend::plan_key(const ConvDesc& d) const {
                  int(math_), half16() && nhwc_ ? 1 : 0, d.x16 ? 1 : 0, d.y16 ? 1 : 0};
 }
 
+// Channels padded to 8 (DOWNSCALE_CUDA_PAD_CHANNELS=1). cuDNN's tensor-core kernels load 16 bytes
+// at a time: 8 BF16/FP16 channels of an NHWC pixel. With C not a multiple of 8 a 16-bit pass runs
+// on kernels of a smaller alignment. On the H200 (2026-11-28/29) MNN's largest convolution, the
+// polyphase 100 -> 528 5x5 (up2_conv1, about 6.3 of the 18.6 ms BF16 step in its three cuDNN
+// calls), ran at about 290 TFLOP/s in BF16 (200 bytes a pixel), 29 % of the dense peak, where TF32
+// (400 bytes, aligned) reached about 45 % of its own, and its BF16 backward data (2.63 ms) was
+// slower than TF32's (2.18). With C rounded up to 8 (100 -> 104: 4 % more multiply-adds; 50 -> 56
+// for up1_conv1's 50 -> 200) the padded channels are zero in x and w, so y is unchanged; dx and dw
+// get extra channels that the widening drops. Only where out_c is a multiple of 8 already (both
+// polyphase convolutions): padding O would reach every activation's layout, and
+// bench/conv_layouts.py's "bf16 nhwc8" column measures first whether any of it pays. The FP32,
+// TF32, NCHW and narrow plans never pad.
+int CudaBackend::padded_input_channels(const ConvDesc& d) const {
+  if (!pad_channels_ || !half16() || !nhwc_ || d.in.c % 8 == 0 || d.out_c % 8 != 0) return 0;
+  return (d.in.c + 7) / 8 * 8;
+}
+
 CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   no_blocked_activations(d.x_block);
   no_blocked_activations(d.y_block);
@@ -170,6 +187,8 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
     p->x_shape.w += d.pad_left + d.pad_right;
     pad_h = pad_w = 0;
   }
+  p->x_cs = padded_input_channels(d);
+  const Shape x16 = p->x16_shape();
   DS_CUDNN(cudnnCreateTensorDescriptor(&p->x));
   DS_CUDNN(cudnnCreateTensorDescriptor(&p->y));
   DS_CUDNN(cudnnCreateTensorDescriptor(&p->y32));
@@ -180,11 +199,11 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   const bool h16 = half16();
   const cudnnDataType_t dt = !h16 ? CUDNN_DATA_FLOAT : math_ == MathMode::kBf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
   const cudnnTensorFormat_t fmt = h16 && nhwc_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-  DS_CUDNN(cudnnSetTensor4dDescriptor(p->x, fmt, dt, p->x_shape.n, p->x_shape.c, p->x_shape.h, p->x_shape.w));
+  DS_CUDNN(cudnnSetTensor4dDescriptor(p->x, fmt, dt, x16.n, x16.c, x16.h, x16.w));
   DS_CUDNN(cudnnSetTensor4dDescriptor(p->y, fmt, dt, out.n, out.c, out.h, out.w));
   DS_CUDNN(cudnnSetTensor4dDescriptor(p->y32, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, out.n, out.c, out.h, out.w));
   DS_CUDNN(cudnnSetTensor4dDescriptor(p->b, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, out.c, 1, 1));
-  DS_CUDNN(cudnnSetFilter4dDescriptor(p->w, dt, fmt, d.out_c, d.in.c, d.kh, d.kw));
+  DS_CUDNN(cudnnSetFilter4dDescriptor(p->w, dt, fmt, d.out_c, x16.c, d.kh, d.kw));
   // Cross-correlation, as Keras and oneDNN compute it (CUDNN_CONVOLUTION would flip the kernel).
   // Compute type FP32 in every mode: 16-bit products accumulate in FP32.
   const bool tf32 = math_ == MathMode::kTf32;
@@ -307,7 +326,7 @@ std::pair<float, float> CudaBackend::time_two_ways(ConvPlan& p, const std::funct
 
 bool CudaBackend::plan_scratch(const ConvDesc& d, const ConvPlan& p, PlanScratch& s) {
   if (concurrent()) DS_CUDA(cudaDeviceSynchronize());
-  const int64_t nx = p.x_shape.size(), nw = int64_t(d.out_c) * d.in.c * d.kh * d.kw, ny = d.out().size();
+  const int64_t nx = p.x16_shape().size(), nw = int64_t(d.out_c) * p.x16_shape().c * d.kh * d.kw, ny = d.out().size();
   s.ws_bytes = find_workspace_bytes();
   try {
     s.x = allocate(nx);

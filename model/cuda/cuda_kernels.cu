@@ -113,9 +113,9 @@ __global__ void pad_kernel(int64_t n_padded, int h, int w, int top, int left, in
   DS_GRID_STRIDE(i, n_padded) pad_at(i, h, w, top, left, ph, pw, x, xp);
 }
 
-__global__ void pad_nhwc_kernel(int64_t n_padded, int c, int h, int w, int top, int left, int ph, int pw,
+__global__ void pad_nhwc_kernel(int64_t n_padded, int c, int cs, int h, int w, int top, int left, int ph, int pw,
                                 const uint16_t* x, uint16_t* xp) {
-  DS_GRID_STRIDE(i, n_padded) pad_nhwc_at(i, c, h, w, top, left, ph, pw, x, xp);
+  DS_GRID_STRIDE(i, n_padded) pad_nhwc_at(i, c, cs, h, w, top, left, ph, pw, x, xp);
 }
 
 __global__ void crop_kernel(int64_t n_out, int ph, int pw, int top, int left, int h, int w, const float* xp,
@@ -332,7 +332,8 @@ void pad_nhwc16(cudaStream_t s, const Shape& in, int top, int left, const Shape&
                 uint16_t* xp) {
   const int64_t n = padded.size();
   if (n == 0) return;
-  pad_nhwc_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, in.c, in.h, in.w, top, left, padded.h, padded.w, x, xp);
+  pad_nhwc_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, in.c, padded.c, in.h, in.w, top, left, padded.h, padded.w, x,
+                                                      xp);
   DS_CUDA_LAUNCHED();
 }
 

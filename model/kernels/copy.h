@@ -27,13 +27,14 @@ DS_HOST_DEVICE inline void pad_at(int64_t i, int h, int w, int top, int left, in
 }
 
 // pad_at for a 16-bit NHWC activation (DOWNSCALE_CUDA_LAYOUT=nhwc with 16-bit activations):
-// element i of the padded (n, ph, pw, c) tensor.
+// element i of the padded (n, ph, pw, cs) tensor, cs >= c channels a pixel: channels c..cs-1 are
+// zero too (DOWNSCALE_CUDA_PAD_CHANNELS: cuDNN's 16-bit operands with channels rounded up to 8).
 template <typename T>
-DS_HOST_DEVICE inline void pad_nhwc_at(int64_t i, int c, int h, int w, int top, int left, int ph, int pw, const T* x,
-                                       T* xp) {
-  const int64_t pix = i / c, n = pix / (int64_t(ph) * pw);
-  const int ch = int(i % c), r = int(pix / pw % ph) - top, col = int(pix % pw) - left;
-  xp[i] = (r >= 0 && r < h && col >= 0 && col < w) ? x[((n * h + r) * w + col) * c + ch] : T(0);
+DS_HOST_DEVICE inline void pad_nhwc_at(int64_t i, int c, int cs, int h, int w, int top, int left, int ph, int pw,
+                                       const T* x, T* xp) {
+  const int64_t pix = i / cs, n = pix / (int64_t(ph) * pw);
+  const int ch = int(i % cs), r = int(pix / pw % ph) - top, col = int(pix % pw) - left;
+  xp[i] = (ch < c && r >= 0 && r < h && col >= 0 && col < w) ? x[((n * h + r) * w + col) * c + ch] : T(0);
 }
 
 // Element i of the cropped (h x w) planes from the padded (ph x pw) ones.

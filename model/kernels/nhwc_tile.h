@@ -25,20 +25,24 @@ constexpr int kTile = 32, kTileRows = 8;  // a block of kTile x kTileRows thread
 using Tile = float[kTile][kTile + 1];
 
 // The tile's place: sample n, first channel c0, first pixel p0 of a tensor of c channels and hw
-// pixels per channel.
+// pixels per channel. cs: the NHWC side's channel stride (elements a pixel), c or more: with
+// DOWNSCALE_CUDA_PAD_CHANNELS the 16-bit operands have their channels rounded up to 8 (the
+// caller zeroes channels c..cs-1; the tiles never touch them). The NCHW side is always dense.
 struct TileAt {
   int64_t n;
   int c0;
   int64_t p0;
   int c;
   int64_t hw;
+  int cs;
 };
 
 // The launch geometry (cuda_half16.cu), here so the host tests walk the same grid: blocks
 // (x: pixel tiles, y: channel tiles, z: samples, a grid-stride loop over samples beyond the grid's
 // 65,535), kTile x kTileRows threads. Block (bx, by) of sample n holds this tile:
-DS_HOST_DEVICE inline TileAt tile_at(int c, int64_t hw, int64_t n, unsigned bx, unsigned by) {
-  return {n, int(by) * kTile, int64_t(bx) * kTile, c, hw};
+// cs 0: dense (c).
+DS_HOST_DEVICE inline TileAt tile_at(int c, int64_t hw, int64_t n, unsigned bx, unsigned by, int cs = 0) {
+  return {n, int(by) * kTile, int64_t(bx) * kTile, c, hw, cs > 0 ? cs : c};
 }
 DS_HOST_DEVICE inline unsigned tile_blocks_x(int64_t hw) { return unsigned((hw + kTile - 1) / kTile); }
 DS_HOST_DEVICE inline unsigned tile_blocks_y(int c) { return unsigned((c + kTile - 1) / kTile); }
@@ -84,14 +88,14 @@ DS_HOST_DEVICE inline void load_nchw_tile_masked(const TileAt& a, int tx, int ty
 DS_HOST_DEVICE inline void store_nhwc16_tile(const TileAt& a, int tx, int ty, Half16 k, const Tile t, uint16_t* xh) {
   if (a.c0 + tx >= a.c) return;
   for (int r = ty; r < kTile && a.p0 + r < a.hw; r += kTileRows)
-    xh[(a.n * a.hw + a.p0 + r) * a.c + a.c0 + tx] = to_half16(k, t[tx][r]);
+    xh[(a.n * a.hw + a.p0 + r) * a.cs + a.c0 + tx] = to_half16(k, t[tx][r]);
 }
 
 // 16-bit NHWC -> tile (pixel rows, channel columns), widened: reads along channels.
 DS_HOST_DEVICE inline void load_nhwc16_tile(const TileAt& a, int tx, int ty, Half16 k, const uint16_t* xh, Tile t) {
   if (a.c0 + tx >= a.c) return;
   for (int r = ty; r < kTile && a.p0 + r < a.hw; r += kTileRows)
-    t[r][tx] = from_half16(k, xh[(a.n * a.hw + a.p0 + r) * a.c + a.c0 + tx]);
+    t[r][tx] = from_half16(k, xh[(a.n * a.hw + a.p0 + r) * a.cs + a.c0 + tx]);
 }
 
 // Tile (as load_nhwc16_tile left it) -> FP32 NCHW, + b[channel] (b null: none) and the ReLU when

@@ -45,12 +45,13 @@ const Geo kGeos[] = {{2, 3, 4, 5}, {2, 50, 30, 53}, {1, 33, 1, 7}, {3, 32, 8, 4}
 
 // The kernels' grid (nhwc_tile.h's tile_blocks_* and tile_at, as cuda_half16.cu launches them),
 // each block's two phases in turn.
+// cs: the NHWC side's channel stride (0: g.c), as the plans with padded channels launch them.
 template <class Load, class Store>
-void run_tiles(const Geo& g, Load load, Store store) {
+void run_tiles(const Geo& g, Load load, Store store, int cs = 0) {
   for (int64_t n = 0; n < g.n; ++n)
     for (unsigned by = 0; by < tile_blocks_y(g.c); ++by)
       for (unsigned bx = 0; bx < tile_blocks_x(g.hw()); ++bx) {
-        const TileAt a = tile_at(g.c, g.hw(), n, bx, by);
+        const TileAt a = tile_at(g.c, g.hw(), n, bx, by, cs);
         Tile t;
         for (auto& row : t)
           for (float& v : row) v = std::nanf("");
@@ -212,10 +213,75 @@ TEST(NhwcTile, PaddingNhwcIsTheNchwPaddingTransposed) {
       for (int64_t i = 0; i < padded.size(); ++i)
         pad_at(i, g.h, g.w, top, left, padded.h, padded.w, x_nchw.data(), want.data());
       for (int64_t i = 0; i < padded.size(); ++i)
-        pad_nhwc_at(i, g.c, g.h, g.w, top, left, padded.h, padded.w, x_nhwc.data(), got.data());
+        pad_nhwc_at(i, g.c, g.c, g.h, g.w, top, left, padded.h, padded.w, x_nhwc.data(), got.data());
       for (int64_t i = 0; i < padded.size(); ++i)
         ASSERT_EQ(want[size_t(nchw_index_of(i, padded.c, padded.h, padded.w, true))], got[size_t(i)])
             << "padded NHWC element " << i << " of " << g.n << "x" << g.c << "x" << g.h << "x" << g.w;
+    }
+}
+
+// --- channels padded to 8 (DOWNSCALE_CUDA_PAD_CHANNELS): the same values at each pixel's first c
+// channels, zeros (or, for the tiles, nothing written) in the rest ---
+
+// The channel count rounded up to 8, as CudaBackend::padded_input_channels pads it (9 for 1: a
+// stride that is not a multiple of 8 must work as well).
+int padded_c(int c) { return c == 1 ? 9 : (c + 7) / 8 * 8 == c ? c + 8 : (c + 7) / 8 * 8; }
+
+// pad_nhwc_at with cs > c: element (pixel, ch) of the padded tensor is the dense padding's
+// (pixel, ch) for ch < c and zero beyond, with and without rows and columns of padding too.
+TEST(NhwcTile, PaddedChannelsAreZerosBesideTheDensePadding) {
+  for (const Geo& g : kGeos)
+    for (const auto& [top, bottom, left, right] : {std::tuple{0, 0, 0, 0}, std::tuple{1, 2, 2, 1}}) {
+      const int cs = padded_c(g.c);
+      const Geo padded{g.n, g.c, g.h + top + bottom, g.w + left + right};
+      const int64_t pixels = int64_t(padded.n) * padded.h * padded.w;
+      std::vector<uint16_t> x(size_t(g.size()));
+      for (int64_t i = 0; i < g.size(); ++i) x[size_t(i)] = uint16_t(1 + i % 65000);  // no zeros
+      std::vector<uint16_t> dense(size_t(padded.size()), 0xffffu), got(size_t(pixels * cs), 0xffffu);
+      for (int64_t i = 0; i < padded.size(); ++i)
+        pad_nhwc_at(i, g.c, g.c, g.h, g.w, top, left, padded.h, padded.w, x.data(), dense.data());
+      for (int64_t i = 0; i < pixels * cs; ++i)
+        pad_nhwc_at(i, g.c, cs, g.h, g.w, top, left, padded.h, padded.w, x.data(), got.data());
+      for (int64_t pix = 0; pix < pixels; ++pix)
+        for (int ch = 0; ch < cs; ++ch)
+          ASSERT_EQ(ch < g.c ? dense[size_t(pix * g.c + ch)] : uint16_t(0), got[size_t(pix * cs + ch)])
+              << "pixel " << pix << " channel " << ch << " of " << cs << ", " << g.n << "x" << g.c << "x" << g.h << "x"
+              << g.w << " padded " << top << "/" << bottom << "/" << left << "/" << right;
+    }
+}
+
+// The transposes with a channel stride cs > c: rounding into NHWC writes each pixel's first c
+// channels as the dense cast does and never the others (to_half16 zeroes them first); widening
+// reads only those (whatever the others hold: NaN's bits here) and gives the dense result bit for bit.
+TEST(NhwcTile, PaddedChannelStrideCastsAreTheDenseOnes) {
+  for (const Geo& g : kGeos)
+    for (Half16 k : {Half16::kBf16, Half16::kFp16}) {
+      const int cs = padded_c(g.c);
+      const int64_t pixels = int64_t(g.n) * g.h * g.w;
+      const std::vector<float> x = special_probe(g.size(), 4);
+      std::vector<uint16_t> dense(size_t(g.size())), got(size_t(pixels * cs), 0xabcdu);
+      for (int64_t i = 0; i < g.size(); ++i) cast_to_half16_at(i, k, g.c, g.h, g.w, true, x.data(), dense.data());
+      run_tiles(
+          g, [&](const TileAt& a, int tx, int ty, Tile t) { load_nchw_tile(a, tx, ty, x.data(), nullptr, nullptr, t); },
+          [&](const TileAt& a, int tx, int ty, Tile t) { store_nhwc16_tile(a, tx, ty, k, t, got.data()); }, cs);
+      for (int64_t pix = 0; pix < pixels; ++pix)
+        for (int ch = 0; ch < cs; ++ch)
+          ASSERT_EQ(ch < g.c ? dense[size_t(pix * g.c + ch)] : uint16_t(0xabcdu), got[size_t(pix * cs + ch)])
+              << "pixel " << pix << " channel " << ch << " of " << cs << ", " << g.n << "x" << g.c << "x" << g.h
+              << "x" << g.w;
+      // Back: the padded buffer with NaN in its extra channels widens to the dense widening.
+      std::vector<uint16_t> padded(size_t(pixels * cs), 0x7fc1u);
+      for (int64_t pix = 0; pix < pixels; ++pix)
+        for (int ch = 0; ch < g.c; ++ch) padded[size_t(pix * cs + ch)] = dense[size_t(pix * g.c + ch)];
+      std::vector<float> want(size_t(g.size())), back(size_t(g.size()), std::nanf(""));
+      for (int64_t i = 0; i < g.size(); ++i) cast_from_half16_at(i, k, g.c, g.h, g.w, true, dense.data(), want.data());
+      run_tiles(
+          g, [&](const TileAt& a, int tx, int ty, Tile t) { load_nhwc16_tile(a, tx, ty, k, padded.data(), t); },
+          [&](const TileAt& a, int tx, int ty, Tile t) { store_nchw_tile(a, tx, ty, t, nullptr, false, back.data()); },
+          cs);
+      for (int64_t i = 0; i < g.size(); ++i)
+        ASSERT_TRUE(same_bits(want[size_t(i)], back[size_t(i)]))
+            << "NCHW element " << i << ": want " << want[size_t(i)] << " got " << back[size_t(i)];
     }
 }
 
