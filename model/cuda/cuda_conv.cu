@@ -95,11 +95,13 @@ __global__ void relu_grad_to_half16_kernel(int64_t n, kernels::Half16 k, const Y
 const void* CudaBackend::conv_input16(const ConvPlan& p, const ConvDesc& d, const float* x16, void*& owned) {
   if (!p.explicit_pad && !p.x_cs) return x16;
   if (p.x_cs && !act_nhwc()) throw Error("internal: padded channels for a 16-bit activation not in NHWC");
-  // One copy pads both: the rows and columns (explicit_pad) and the channels (x_cs, zeros).
+  // One copy pads both: the rows and columns (explicit_pad; else cuDNN pads them, and the copy
+  // keeps x where it is) and the channels (x_cs, zeros).
   const Shape padded = p.x16_shape();
+  const int top = p.explicit_pad ? d.pad_top : 0, left = p.explicit_pad ? d.pad_left : 0;
   owned = half16_scratch(padded);
-  (act_nhwc() ? pad_nhwc16 : pad_nchw16)(stream_, d.in, d.pad_top, d.pad_left, padded,
-                                         reinterpret_cast<const uint16_t*>(x16), static_cast<uint16_t*>(owned));
+  (act_nhwc() ? pad_nhwc16 : pad_nchw16)(stream_, d.in, top, left, padded, reinterpret_cast<const uint16_t*>(x16),
+                                         static_cast<uint16_t*>(owned));
   return owned;
 }
 

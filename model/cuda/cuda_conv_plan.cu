@@ -263,7 +263,9 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   // layout, geometry; algorithm, math and workspace a pass; cudnnFind or heuristic): a tolerance
   // miss in a parity test can then be told from the log (a transform algorithm in 16 bits;
   // another choice under the sanitizer).
-  conv_note(d, "cuDNN plan" + conv_context(d) + (transforms_ ? "" : "; DOWNSCALE_CUDA_TRANSFORMS=0"));
+  conv_note(d, "cuDNN plan" + conv_context(d) + (transforms_ ? "" : "; DOWNSCALE_CUDA_TRANSFORMS=0") +
+                   (ref.x_cs ? "; input channels padded to " + std::to_string(ref.x_cs) + " (DOWNSCALE_CUDA_PAD_CHANNELS=1)"
+                             : std::string()));
   // After the plan is cached: timing runs the passes through conv2d_*, which look it up.
   choose_narrow(d, ref);  // choose_wgrad_gemm waits for the first weight gradient: predict never needs one
   return ref;

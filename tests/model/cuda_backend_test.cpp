@@ -699,6 +699,67 @@ TEST_F(ModelCuda, Bf16Fp16ConvolutionsStayWithinTolerance) {
   });
 }
 
+// Input channels padded to 8 for cuDNN (DOWNSCALE_CUDA_PAD_CHANNELS=1, BF16 NHWC only): a 5x5
+// 'same' 10 -> 16 convolution (channels 10 -> 16), an even 2x2 one 10 -> 8 (explicit padding: rows,
+// columns and channels padded in one copy), a strided 3x3 13 -> 24, and the polyphase x2 then 5x5
+// 12 -> 6 (small convolution 12 -> 24), against the CPU within BF16's tolerance; each plan's line
+// must say it padded (a plan that silently did not would pass unseen). With graph engines too:
+// their tensors carry the padded channels. The MNN step with 16-bit activations (the padded copy
+// of a 16-bit x) is DeviceCheckCuda's "channels padded to 8" row.
+TEST_F(ModelCuda, PaddedInputChannelsMatchCpu) {
+  ScopedEnv pad("DOWNSCALE_CUDA_PAD_CHANNELS", "1");
+  LayoutEnv layout("nhwc");
+  const HalfMode& m = kHalfModes[0];  // bf16
+  for (const char* graph : {"0", "1"}) {
+    ScopedEnv engines("DOWNSCALE_CUDA_GRAPH", graph);
+    auto gpu = make_cuda_backend(0);
+    ASSERT_TRUE(gpu->set_math(m.mode));
+    for (const ConvDesc& d : {same_conv(Shape{4, 10, 15, 26}, 16, 5), same_conv(Shape{4, 10, 15, 26}, 8, 2),
+                              test::conv_desc({4, 13, 17, 19}, 24, 3, 3, 2, 1, 1, 1, 1)}) {
+      const std::string what = std::string("padded channels, graph ") + graph + " " + d.in.str() + " -> " +
+                               std::to_string(d.out_c) + " " + std::to_string(d.kh) + "x" + std::to_string(d.kw);
+      const std::string log =
+          passes_against_cpu(*cpu_, *gpu, d, m.tol, [&](const std::string&, const char*) { return m.tol; }, what);
+      const std::string said = "input channels padded to " + std::to_string((d.in.c + 7) / 8 * 8);
+      EXPECT_NE(log.find(said), std::string::npos) << what << ": no '" << said << "' in\n" << log;
+    }
+    const int f = 2;
+    ConvDesc d;
+    d.in = Shape{3, 12, 12, 106};  // the upsampled shape; small 6 x 53
+    d.out_c = 6;
+    d.kh = d.kw = 5;
+    d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 2;
+    const Shape small{3, 12, 6, 53}, ws{6, 12, 5, 5}, bs{1, 6, 1, 1};
+    const auto x = random_values(size_t(small.size()), 1, -1, 1), w = random_values(size_t(ws.size()), 2, -1, 1),
+               b = random_values(6, 3, -1, 1), dy = random_values(size_t(d.out().size()), 4, -1, 1);
+    Tensor xc(*cpu_, small), wc(*cpu_, ws), bc(*cpu_, bs), yc(*cpu_, d.out()), dyc(*cpu_, d.out()), dxc(*cpu_, small),
+        dwc(*cpu_, ws), dbc(*cpu_, bs);
+    Tensor xg(*gpu, small), wg(*gpu, ws), bg(*gpu, bs), yg(*gpu, d.out()), dyg(*gpu, d.out()), dxg(*gpu, small),
+        dwg(*gpu, ws), dbg(*gpu, bs);
+    for (auto* t : {&xc, &xg}) t->upload(x.data());
+    for (auto* t : {&wc, &wg}) t->upload(w.data());
+    for (auto* t : {&bc, &bg}) t->upload(b.data());
+    for (auto* t : {&dyc, &dyg}) t->upload(dy.data());
+    const int64_t sc = cpu_->upsample_conv2d_scratch(d, f), sg = gpu->upsample_conv2d_scratch(d, f);
+    Tensor scratch_c(*cpu_, {1, 1, 1, int(std::max<int64_t>(sc, 1))}),
+        scratch_g(*gpu, {1, 1, 1, int(std::max<int64_t>(sg, 1))});
+    const std::string what = std::string("padded channels, graph ") + graph + " upsample+conv 12 -> 6 (small 12 -> 24)";
+    ::testing::internal::CaptureStderr();
+    gpu->upsample_conv2d_forward(d, f, xg.data(), wg.data(), bg.data(), yg.data(), scratch_g.data());
+    gpu->upsample_conv2d_backward_data(d, f, dyg.data(), wg.data(), dxg.data(), scratch_g.data());
+    gpu->upsample_conv2d_backward_weights(d, f, xg.data(), dyg.data(), dwg.data(), dbg.data(), scratch_g.data());
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(log.find("input channels padded to 16"), std::string::npos) << what << ": no padding line in\n" << log;
+    cpu_->upsample_conv2d_forward(d, f, xc.data(), wc.data(), bc.data(), yc.data(), scratch_c.data());
+    expect_close_to_scale(yc.to_host(), yg.to_host(), m.tol, what + " forward");
+    cpu_->upsample_conv2d_backward_data(d, f, dyc.data(), wc.data(), dxc.data(), scratch_c.data());
+    expect_close_to_scale(dxc.to_host(), dxg.to_host(), m.tol, what + " backward data");
+    cpu_->upsample_conv2d_backward_weights(d, f, xc.data(), dyc.data(), dwc.data(), dbc.data(), scratch_c.data());
+    expect_close_to_scale(dwc.to_host(), dwg.to_host(), m.tol, what + " backward weights");
+    expect_close_to_scale(dbc.to_host(), dbg.to_host(), 1e-4, what + " bias gradient (FP32)");
+  }
+}
+
 // cuDNN's graph API engines (DOWNSCALE_CUDA_GRAPH=1: each pass on the fastest engine that runs,
 // whatever the legacy algorithm's time) against the CPU: odd, even (explicit padding) and strided
 // geometries, NHWC and NCHW. Each plan's line must say the engine ran its passes: a graph that no

@@ -381,6 +381,7 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
         return std::string("backward filter as TF32 (DOWNSCALE_CUDA_TF32_PASSES=1)");
       if (name == "DOWNSCALE_CUDA_DEFER_WEIGHTS" && value == "1")
         return std::string("weight gradients deferred to a stream of their own");
+      if (name == "DOWNSCALE_CUDA_PAD_CHANNELS" && value == "1") return std::string("input channels padded to");
     }
     return std::string();
   };
@@ -442,6 +443,11 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
       {"deferred weight passes, TF32 passes, graph engines and GEMM timed",
        {{"DOWNSCALE_CUDA_DEFER_WEIGHTS", "1"}, {"DOWNSCALE_CUDA_LANES", "5"}, {"DOWNSCALE_CUDA_TF32_PASSES", "timed"},
         {"DOWNSCALE_CUDA_GRAPH", "timed"}, {"DOWNSCALE_CUDA_WGRAD_GEMM", "timed"}},
+       {MathMode::kBf16}},
+      // Input channels padded to 8 for cuDNN (cuda_conv_plan.cu): MNN's two polyphase
+      // convolutions (50 -> 200, 100 -> 528), the padded copy of their 16-bit NHWC x.
+      {"channels padded to 8, NHWC 16-bit activations",
+       {{"DOWNSCALE_CUDA_PAD_CHANNELS", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nhwc"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}},
        {MathMode::kBf16}},
       {"graph engines, NCHW 16-bit scratch",
        {{"DOWNSCALE_CUDA_GRAPH", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nchw"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "0"}},
