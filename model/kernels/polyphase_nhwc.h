@@ -78,16 +78,19 @@ DS_HOST_DEVICE inline int64_t big_nhwc_index(const Polyphase& p, int64_t n, int 
 // 16-bit NHWC activations, forward: small element i (NHWC, read in order) onto the big 16-bit
 // NHWC output with + b[oc] and the ReLU, rounded: no transpose between the two layouts, only the
 // f x f phases of each small pixel spread over f x f big pixels. The value of polyphase.h's
-// phase_interleave_half16_bias_relu_row_at with a 16-bit big output.
-template <int F = 0>
-DS_HOST_DEVICE inline void phase_interleave_nhwc16_to_nhwc16_at(int64_t i, const Polyphase& p, Half16 k,
+// phase_interleave_half16_bias_relu_row_at with a 16-bit big output. I: the index type the
+// element's decode divides in, int where the small output has fewer than 2^30 elements (the
+// kernel's choice; MNN's up1_conv1: 10 M), int64_t beyond: four 64-bit divisions an element cost
+// about as much as its memory traffic.
+template <int F = 0, typename I = int64_t>
+DS_HOST_DEVICE inline void phase_interleave_nhwc16_to_nhwc16_at(I i, const Polyphase& p, Half16 k,
                                                                 const uint16_t* small, const float* b, bool relu,
                                                                 uint16_t* big) {
   const int f = phase_f<F>(p);
   const int ff = f * f;
-  const int64_t channels = int64_t(p.o) * ff, pix = i / channels;
+  const I channels = I(p.o) * ff, pix = i / channels;
   const int ch = int(i % channels), w = int(pix % p.w), h = int(pix / p.w % p.h);
-  const int64_t n = pix / (int64_t(p.w) * p.h);
+  const int64_t n = int64_t(pix / (I(p.w) * p.h));
   const int oc = ch / ff, py = ch / f % f, px = ch % f;
   big[big_nhwc_index<F>(p, n, h, oc * f + py, w, px)] =
       to_half16(k, bias_relu_value(from_half16(k, small[i]), b, oc, relu));

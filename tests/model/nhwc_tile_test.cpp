@@ -537,8 +537,15 @@ PhaseOutputs phase_outputs(const Polyphase& p, Half16 k) {
         load_big_relu_grad_tile_masked<F>(a, tx, ty, p, m, dy.data(), o.masked_dys.data(), t);
       },
       [&](const PhaseTileAt& a, int tx, int ty, PhaseTile t) { store_phase_nhwc16_tile<F>(a, tx, ty, p, k, t, o.masked_dysh.data()); });
-  for (int64_t i = 0; i < n; ++i)
-    phase_interleave_nhwc16_to_nhwc16_at<F>(i, p, k, small16.data(), bias.data(), true, o.nhwc_big16.data());
+  // F = 2 decodes in 32 bits (the kernel's instance below 2^30 elements), the run-time-f one in
+  // 64: the comparison of the two covers both index types.
+  for (int64_t i = 0; i < n; ++i) {
+    if (F == 2)
+      phase_interleave_nhwc16_to_nhwc16_at<F, int>(int(i), p, k, small16.data(), bias.data(), true,
+                                                   o.nhwc_big16.data());
+    else
+      phase_interleave_nhwc16_to_nhwc16_at<F>(i, p, k, small16.data(), bias.data(), true, o.nhwc_big16.data());
+  }
   return o;
 }
 
