@@ -411,13 +411,14 @@ section_variants() {
              DOWNSCALE_CUDA_WGRAD_GEMM=1 DOWNSCALE_CUDA_LAYOUT=nchw+DOWNSCALE_CUDA_ACTIVATIONS16=0 \
              DOWNSCALE_CUDA_LAYOUT=nchw+DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_CUDA_LAYOUT=nhwc+DOWNSCALE_CUDA_ACTIVATIONS16=0 \
              DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_CUDA_GRAPH=timed DOWNSCALE_CUDA_TF32_PASSES=timed \
-             DOWNSCALE_CUDA_DEFER_WEIGHTS=1 DOWNSCALE_CUDA_PHASE_F2=0}; do
+             DOWNSCALE_CUDA_DEFER_WEIGHTS=1 DOWNSCALE_CUDA_PHASE_F2=0 DOWNSCALE_CUDA_PAD_CHANNELS=1}; do
       # A setting that only one kind of precision has is skipped in the others (also inside a
       # combination of settings joined by '+').
       [[ $v == *DOWNSCALE_CUDA_LAYOUT=nhwc* && $math != bf16 ]] && continue
       [[ $v == *DOWNSCALE_CUDA_LAYOUT=nchw* && $math != bf16 && $math != fp16 ]] && continue
       [[ $v == *DOWNSCALE_CUDA_ACTIVATIONS16=[01]* && $math != bf16 && $math != fp16 ]] && continue
       [[ $v == *DOWNSCALE_CUDA_GRAPH=* && $math != bf16 && $math != fp16 ]] && continue
+      [[ $v == *DOWNSCALE_CUDA_PAD_CHANNELS=* && $math != bf16 && $math != fp16 ]] && continue
       [[ $v == *DOWNSCALE_CUDA_TF32_PASSES=* && $math != bf16 && $math != fp16 ]] && continue
       [[ $v == *DOWNSCALE_CUDA_FUSE=[01]* && ($math == bf16 || $math == fp16) ]] && continue
       [[ $v == *DOWNSCALE_CUDA_FUSE16=0* && $math != bf16 && $math != fp16 ]] && continue

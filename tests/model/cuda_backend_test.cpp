@@ -699,15 +699,19 @@ TEST_F(ModelCuda, Bf16Fp16ConvolutionsStayWithinTolerance) {
   });
 }
 
-// Input channels padded to 8 for cuDNN (DOWNSCALE_CUDA_PAD_CHANNELS=1, BF16 NHWC only): a 5x5
+// Input channels padded to 8 for cuDNN (DOWNSCALE_CUDA_PAD_CHANNELS=1; BF16 NHWC here, the layout
+// it is for; FP16 in NHWC pads the same way): a 5x5
 // 'same' 10 -> 16 convolution (channels 10 -> 16), an even 2x2 one 10 -> 8 (explicit padding: rows,
 // columns and channels padded in one copy), a strided 3x3 13 -> 24, and the polyphase x2 then 5x5
 // 12 -> 6 (small convolution 12 -> 24), against the CPU within BF16's tolerance; each plan's line
 // must say it padded (a plan that silently did not would pass unseen). With graph engines too:
-// their tensors carry the padded channels. The MNN step with 16-bit activations (the padded copy
-// of a 16-bit x) is DeviceCheckCuda's "channels padded to 8" row.
+// their tensors carry the padded channels, and each pass must say an engine ran it. The GEMM
+// weight gradient and the TF32 passes (which read the unpadded operands) are pinned off, so the
+// padded cuDNN passes are the ones checked whatever gpu_check.sh exports. The MNN step with 16-bit
+// activations (the padded copy of a 16-bit x) is DeviceCheckCuda's "channels padded to 8" row.
 TEST_F(ModelCuda, PaddedInputChannelsMatchCpu) {
-  ScopedEnv pad("DOWNSCALE_CUDA_PAD_CHANNELS", "1");
+  ScopedEnv pad("DOWNSCALE_CUDA_PAD_CHANNELS", "1"), cudnn_filter("DOWNSCALE_CUDA_WGRAD_GEMM", "0"),
+      no_tf32("DOWNSCALE_CUDA_TF32_PASSES", "0");
   LayoutEnv layout("nhwc");
   const HalfMode& m = kHalfModes[0];  // bf16
   for (const char* graph : {"0", "1"}) {
@@ -722,6 +726,10 @@ TEST_F(ModelCuda, PaddedInputChannelsMatchCpu) {
           passes_against_cpu(*cpu_, *gpu, d, m.tol, [&](const std::string&, const char*) { return m.tol; }, what);
       const std::string said = "input channels padded to " + std::to_string((d.in.c + 7) / 8 * 8);
       EXPECT_NE(log.find(said), std::string::npos) << what << ": no '" << said << "' in\n" << log;
+      if (std::string(graph) == "1")
+        for (const char* pass : {"forward by cuDNN graph engine", "backward data by cuDNN graph engine",
+                                 "backward filter by cuDNN graph engine"})
+          EXPECT_NE(log.find(pass), std::string::npos) << what << ": no '" << pass << "' line in\n" << log;
     }
     const int f = 2;
     ConvDesc d;
