@@ -74,9 +74,14 @@ CudaBackend::CudaBackend(int device)
   phase_f2_ = on_off_switch("DOWNSCALE_CUDA_PHASE_F2", phase_f2_,
                              "0 (the polyphase interleave with f read at run time) or 1 (the default: x2 "
                              "upsamplings compiled for f = 2)");
-  pad_channels_ = on_off_switch("DOWNSCALE_CUDA_PAD_CHANNELS", pad_channels_,
-                                "1 (16-bit NHWC input channels rounded up to 8 where the output's are) or 0 or "
-                                "unset (as the layer has them)");
+  if (const char* pc = std::getenv("DOWNSCALE_CUDA_PAD_CHANNELS")) {
+    const std::string v = pc;
+    if (v != "0" && v != "1" && v != "all" && !v.empty())
+      throw Error("DOWNSCALE_CUDA_PAD_CHANNELS is '" + v +
+                  "', expected 1 (16-bit NHWC input channels rounded up to 8 where the output's are a multiple of "
+                  "8), all (wherever they are not) or 0 or unset (as the layer has them)");
+    pad_channels_ = v == "1" ? 1 : v == "all" ? 2 : 0;
+  }
   // Deferred weight passes (cuda_lanes.cu): on or off, nothing to time (opt-in until run on a GPU).
   defer_weights_ = on_off_switch("DOWNSCALE_CUDA_DEFER_WEIGHTS", defer_weights_,
                                  "1 (weight gradients on a stream of their own) or 0 or unset (in order)");

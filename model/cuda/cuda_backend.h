@@ -499,10 +499,11 @@ class CudaBackend : public Backend {
   // The polyphase interleave kernels' F = 2 instances for x2 upsamplings (cuda_upsample_conv.cu);
   // DOWNSCALE_CUDA_PHASE_F2=0 runs the run-time-f ones, for the variants table.
   bool phase_f2_ = true;
-  // DOWNSCALE_CUDA_PAD_CHANNELS=1 (opt-in until run on a GPU): a 16-bit NHWC plan whose input
-  // channels are not a multiple of 8 (and whose output channels are) gives cuDNN operands with the
-  // input channels rounded up to 8, zero-filled (cuda_conv_plan.cu says why).
-  bool pad_channels_ = false;
+  // DOWNSCALE_CUDA_PAD_CHANNELS (opt-in until run on a GPU): a 16-bit NHWC plan whose input
+  // channels are not a multiple of 8 gives cuDNN operands with them rounded up to 8, zero-filled
+  // (cuda_conv_plan.cu says why): 1 where the output channels are a multiple of 8, 2 (all)
+  // wherever; 0 never.
+  int pad_channels_ = 0;
   int padded_input_channels(const ConvDesc& d) const;
   // adam_update_many's device list (span pointers, then chunks from adam_chunks_at), its chunk
   // count and the host spans it was made from.

@@ -11,6 +11,7 @@
 
 #include "model/cuda/cuda_backend.h"
 #include "model/cuda/cuda_check.h"
+#include "model/kernels/narrow_conv.h"
 
 namespace ds::model {
 
@@ -161,12 +162,17 @@ CudaBackend::ConvKey CudaBackend::plan_key(const ConvDesc& d) const {
 // (400 bytes, aligned) reached about 45 % of its own, and its BF16 backward data (2.63 ms) was
 // slower than TF32's (2.18). With C rounded up to 8 (100 -> 104: 4 % more multiply-adds; 50 -> 56
 // for up1_conv1's 50 -> 200) the padded channels are zero in x and w, so y is unchanged; dx and dw
-// get extra channels that the widening drops. Only where out_c is a multiple of 8 already (both
-// polyphase convolutions): padding O would reach every activation's layout, and
-// bench/conv_layouts.py's "bf16 nhwc8" column measures first whether any of it pays. The FP32,
-// TF32, NCHW and narrow plans never pad.
+// get extra channels that the widening drops. DOWNSCALE_CUDA_PAD_CHANNELS=1 pads only where out_c
+// is a multiple of 8 already (both polyphase convolutions), =all wherever C is not: the same
+// H200 run had up1_conv3's 75 -> 100 BF16 backward data (dx of 75 channels) at 1.06 ms against
+// 0.33 for its forward, and the 50 -> 25 branch weight gradients at 0.38-0.47 ms against 0.04-0.14
+// for their forwards. Output channels are not padded (that would reach every activation's
+// layout); bench/conv_layouts.py's "bf16 nhwc8" column measures whether padding both would pay.
+// The FP32, TF32, NCHW and narrow plans never pad.
 int CudaBackend::padded_input_channels(const ConvDesc& d) const {
-  if (!pad_channels_ || !half16() || !nhwc_ || d.in.c % 8 == 0 || d.out_c % 8 != 0) return 0;
+  if (!pad_channels_ || !half16() || !nhwc_ || d.in.c % 8 == 0) return 0;
+  if (pad_channels_ == 1 && d.out_c % 8 != 0) return 0;
+  if (kernels::narrow_conv_applies(d)) return 0;  // MNN's head: its passes go to the narrow kernels
   return (d.in.c + 7) / 8 * 8;
 }
 
@@ -264,7 +270,7 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   // miss in a parity test can then be told from the log (a transform algorithm in 16 bits;
   // another choice under the sanitizer).
   conv_note(d, "cuDNN plan" + conv_context(d) + (transforms_ ? "" : "; DOWNSCALE_CUDA_TRANSFORMS=0") +
-                   (ref.x_cs ? "; input channels padded to " + std::to_string(ref.x_cs) + " (DOWNSCALE_CUDA_PAD_CHANNELS=1)"
+                   (ref.x_cs ? "; input channels padded to " + std::to_string(ref.x_cs) + " (DOWNSCALE_CUDA_PAD_CHANNELS)"
                              : std::string()));
   // After the plan is cached: timing runs the passes through conv2d_*, which look it up.
   choose_narrow(d, ref);  // choose_wgrad_gemm waits for the first weight gradient: predict never needs one

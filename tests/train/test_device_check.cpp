@@ -381,7 +381,8 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
         return std::string("backward filter as TF32 (DOWNSCALE_CUDA_TF32_PASSES=1)");
       if (name == "DOWNSCALE_CUDA_DEFER_WEIGHTS" && value == "1")
         return std::string("weight gradients deferred to a stream of their own");
-      if (name == "DOWNSCALE_CUDA_PAD_CHANNELS" && value == "1") return std::string("input channels padded to");
+      if (name == "DOWNSCALE_CUDA_PAD_CHANNELS" && (value == "1" || value == "all"))
+        return std::string("input channels padded to");
     }
     return std::string();
   };
@@ -448,6 +449,9 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
       // convolutions (50 -> 200, 100 -> 528), the padded copy of their 16-bit NHWC x.
       {"channels padded to 8, NHWC 16-bit activations",
        {{"DOWNSCALE_CUDA_PAD_CHANNELS", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nhwc"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}},
+       {MathMode::kBf16}},
+      {"channels padded to 8 everywhere, NHWC 16-bit activations",
+       {{"DOWNSCALE_CUDA_PAD_CHANNELS", "all"}, {"DOWNSCALE_CUDA_LAYOUT", "nhwc"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}},
        {MathMode::kBf16}},
       {"graph engines, NCHW 16-bit scratch",
        {{"DOWNSCALE_CUDA_GRAPH", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nchw"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "0"}},
