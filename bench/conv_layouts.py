@@ -29,7 +29,8 @@ about 45 % of theirs; its BF16 backward data (2.63 ms) was slower than TF32's (2
 pad C and O with zero channels up to the next multiple of 8 (3 % more multiply-adds for up2_conv1),
 outside the clock: the same convolution in every unpadded channel. If "bf16 nhwc8" beats "bf16
 nhwc" on a shape by more than the padding costs, the backend's 16-bit NHWC activations are worth a
-channel stride rounded up to 8 (docs/gpu.md, "Channels padded to 8").
+channel stride rounded up to 8. "bf16 nhwc8c" pads the input channels only, as the backend's
+DOWNSCALE_CUDA_PAD_CHANNELS=all does (docs/gpu.md, "Input channels padded to 8").
 
   python3 bench/conv_layouts.py [--batch 32] [--device cuda] [--reps 10] [--no-gemm]
                                 [--only NAME] [--modes "bf16 nhwc,bf16 nhwc8"]
@@ -55,7 +56,7 @@ SHAPES += [
     ("up2_conv1 (polyphase 100->528 5x5)", 100, 528, 5, 60, 106, "same"),
     ("head (132->3 4x4 valid)", 132, 3, 4, 120, 212, "valid"),
 ]
-MODES = [("tf32", "nchw"), ("tf32", "nhwc"), ("bf16", "nchw"), ("bf16", "nhwc"), ("bf16", "nhwc8")]
+MODES = [("tf32", "nchw"), ("tf32", "nhwc"), ("bf16", "nchw"), ("bf16", "nhwc"), ("bf16", "nhwc8c"), ("bf16", "nhwc8")]
 GEMM_MODES = [("tf32", "gemm"), ("bf16", "gemm")]
 
 
@@ -128,6 +129,8 @@ def passes(shape, batch, math, layout, device, reps):
     _, ci, co, k, h, w, padding = shape
     if layout == "nhwc8":  # zero channels up to multiples of 8, then as nhwc
         ci, co, layout = round_up8(ci), round_up8(co), "nhwc"
+    elif layout == "nhwc8c":  # the input channels only, as DOWNSCALE_CUDA_PAD_CHANNELS pads them
+        ci, layout = round_up8(ci), "nhwc"
     dtype = torch.bfloat16 if math == "bf16" else torch.float32
     fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
     gen = torch.Generator().manual_seed(0)
