@@ -699,6 +699,46 @@ TEST_F(ModelCuda, Bf16Fp16ConvolutionsStayWithinTolerance) {
   });
 }
 
+// The polyphase upsample+conv (x2 then 5x5 'same', as MNN's decoder) of c -> o channels on an
+// input of 3 x c x 6 x 53 (MNN's width: big rows of 106 columns, the row kernels' lanes loop past
+// 32, two NHWC tiles across, the second partial): the GPU's three passes (stderr captured and
+// returned), then each against the CPU's within tol, the bias gradient within 1e-4 (FP32 sums of
+// FP32 gradients on both).
+std::string upsample_conv_against_cpu(Backend& cpu, Backend& gpu, int c, int o, double tol, const std::string& what) {
+  const int f = 2;
+  ConvDesc d;
+  d.in = Shape{3, c, 12, 106};  // the upsampled shape
+  d.out_c = o;
+  d.kh = d.kw = 5;
+  d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 2;
+  const Shape small{3, c, 6, 53}, ws{o, c, 5, 5}, bs{1, o, 1, 1};
+  const auto x = random_values(size_t(small.size()), 1, -1, 1), w = random_values(size_t(ws.size()), 2, -1, 1),
+             b = random_values(size_t(o), 3, -1, 1), dy = random_values(size_t(d.out().size()), 4, -1, 1);
+  Tensor xc(cpu, small), wc(cpu, ws), bc(cpu, bs), yc(cpu, d.out()), dyc(cpu, d.out()), dxc(cpu, small), dwc(cpu, ws),
+      dbc(cpu, bs);
+  Tensor xg(gpu, small), wg(gpu, ws), bg(gpu, bs), yg(gpu, d.out()), dyg(gpu, d.out()), dxg(gpu, small), dwg(gpu, ws),
+      dbg(gpu, bs);
+  for (auto* t : {&xc, &xg}) t->upload(x.data());
+  for (auto* t : {&wc, &wg}) t->upload(w.data());
+  for (auto* t : {&bc, &bg}) t->upload(b.data());
+  for (auto* t : {&dyc, &dyg}) t->upload(dy.data());
+  const int64_t sc = cpu.upsample_conv2d_scratch(d, f), sg = gpu.upsample_conv2d_scratch(d, f);
+  Tensor scratch_c(cpu, {1, 1, 1, int(std::max<int64_t>(sc, 1))}), scratch_g(gpu, {1, 1, 1, int(std::max<int64_t>(sg, 1))});
+  ::testing::internal::CaptureStderr();
+  gpu.upsample_conv2d_forward(d, f, xg.data(), wg.data(), bg.data(), yg.data(), scratch_g.data());
+  gpu.upsample_conv2d_backward_data(d, f, dyg.data(), wg.data(), dxg.data(), scratch_g.data());
+  gpu.upsample_conv2d_backward_weights(d, f, xg.data(), dyg.data(), dwg.data(), dbg.data(), scratch_g.data());
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  cpu.upsample_conv2d_forward(d, f, xc.data(), wc.data(), bc.data(), yc.data(), scratch_c.data());
+  expect_close_to_scale(yc.to_host(), yg.to_host(), tol, what + " forward");
+  cpu.upsample_conv2d_backward_data(d, f, dyc.data(), wc.data(), dxc.data(), scratch_c.data());
+  expect_close_to_scale(dxc.to_host(), dxg.to_host(), tol, what + " backward data");
+  cpu.upsample_conv2d_backward_weights(d, f, xc.data(), dyc.data(), dwc.data(), dbc.data(), scratch_c.data());
+  expect_close_to_scale(dwc.to_host(), dwg.to_host(), tol, what + " backward weights");
+  expect_close_to_scale(dbc.to_host(), dbg.to_host(), 1e-4, what + " bias gradient (FP32)");
+  return log;
+}
+
 // Input channels padded to 8 for cuDNN (DOWNSCALE_CUDA_PAD_CHANNELS=1; BF16 NHWC here, the layout
 // it is for; FP16 in NHWC pads the same way): a 5x5
 // 'same' 10 -> 16 convolution (channels 10 -> 16), an even 2x2 one 10 -> 8 (explicit padding: rows,
@@ -737,41 +777,10 @@ TEST_F(ModelCuda, PaddedInputChannelsMatchCpu) {
                                  "backward filter by cuDNN graph engine"})
           EXPECT_NE(log.find(pass), std::string::npos) << what << ": no '" << pass << "' line in\n" << log;
     }
-    const int f = 2;
-    ConvDesc d;
-    d.in = Shape{3, 12, 12, 106};  // the upsampled shape; small 6 x 53
-    d.out_c = 6;
-    d.kh = d.kw = 5;
-    d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 2;
-    const Shape small{3, 12, 6, 53}, ws{6, 12, 5, 5}, bs{1, 6, 1, 1};
-    const auto x = random_values(size_t(small.size()), 1, -1, 1), w = random_values(size_t(ws.size()), 2, -1, 1),
-               b = random_values(6, 3, -1, 1), dy = random_values(size_t(d.out().size()), 4, -1, 1);
-    Tensor xc(*cpu_, small), wc(*cpu_, ws), bc(*cpu_, bs), yc(*cpu_, d.out()), dyc(*cpu_, d.out()), dxc(*cpu_, small),
-        dwc(*cpu_, ws), dbc(*cpu_, bs);
-    Tensor xg(*gpu, small), wg(*gpu, ws), bg(*gpu, bs), yg(*gpu, d.out()), dyg(*gpu, d.out()), dxg(*gpu, small),
-        dwg(*gpu, ws), dbg(*gpu, bs);
-    for (auto* t : {&xc, &xg}) t->upload(x.data());
-    for (auto* t : {&wc, &wg}) t->upload(w.data());
-    for (auto* t : {&bc, &bg}) t->upload(b.data());
-    for (auto* t : {&dyc, &dyg}) t->upload(dy.data());
-    const int64_t sc = cpu_->upsample_conv2d_scratch(d, f), sg = gpu->upsample_conv2d_scratch(d, f);
-    Tensor scratch_c(*cpu_, {1, 1, 1, int(std::max<int64_t>(sc, 1))}),
-        scratch_g(*gpu, {1, 1, 1, int(std::max<int64_t>(sg, 1))});
     const std::string what =
         std::string("padded channels ") + mode + ", graph " + graph + " upsample+conv 12 -> 6 (small 12 -> 24)";
-    ::testing::internal::CaptureStderr();
-    gpu->upsample_conv2d_forward(d, f, xg.data(), wg.data(), bg.data(), yg.data(), scratch_g.data());
-    gpu->upsample_conv2d_backward_data(d, f, dyg.data(), wg.data(), dxg.data(), scratch_g.data());
-    gpu->upsample_conv2d_backward_weights(d, f, xg.data(), dyg.data(), dwg.data(), dbg.data(), scratch_g.data());
-    const std::string log = ::testing::internal::GetCapturedStderr();
+    const std::string log = upsample_conv_against_cpu(*cpu_, *gpu, 12, 6, m.tol, what);
     EXPECT_NE(log.find("input channels padded to 16"), std::string::npos) << what << ": no padding line in\n" << log;
-    cpu_->upsample_conv2d_forward(d, f, xc.data(), wc.data(), bc.data(), yc.data(), scratch_c.data());
-    expect_close_to_scale(yc.to_host(), yg.to_host(), m.tol, what + " forward");
-    cpu_->upsample_conv2d_backward_data(d, f, dyc.data(), wc.data(), dxc.data(), scratch_c.data());
-    expect_close_to_scale(dxc.to_host(), dxg.to_host(), m.tol, what + " backward data");
-    cpu_->upsample_conv2d_backward_weights(d, f, xc.data(), dyc.data(), dwc.data(), dbc.data(), scratch_c.data());
-    expect_close_to_scale(dwc.to_host(), dwg.to_host(), m.tol, what + " backward weights");
-    expect_close_to_scale(dbc.to_host(), dbg.to_host(), 1e-4, what + " bias gradient (FP32)");
   }
 }
 
@@ -855,37 +864,7 @@ TEST_F(ModelCuda, Bf16Fp16UpsampleConvStaysWithinTolerance) {
     auto gpu = make_cuda_backend(0);
     for (const HalfMode& m : kHalfModes) {
       ASSERT_TRUE(gpu->set_math(m.mode));
-      const int f = 2;
-      ConvDesc d;
-      // The upsampled shape; the input is 6 x 53, as MNN's width: big rows of 106 columns (the
-      // row kernels' lanes loop past 32), two NHWC tiles across (the second partial).
-      d.in = Shape{3, 16, 12, 106};
-      d.out_c = 24;
-      d.kh = d.kw = 5;
-      d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 2;
-      const Shape small{3, 16, 6, 53}, ws{24, 16, 5, 5}, bs{1, 24, 1, 1};
-      const auto x = random_values(size_t(small.size()), 1, -1, 1), w = random_values(size_t(ws.size()), 2, -1, 1),
-                 b = random_values(24, 3, -1, 1), dy = random_values(size_t(d.out().size()), 4, -1, 1);
-      Tensor xc(*cpu_, small), wc(*cpu_, ws), bc(*cpu_, bs), yc(*cpu_, d.out()), dyc(*cpu_, d.out()),
-          dxc(*cpu_, small), dwc(*cpu_, ws), dbc(*cpu_, bs);
-      Tensor xg(*gpu, small), wg(*gpu, ws), bg(*gpu, bs), yg(*gpu, d.out()), dyg(*gpu, d.out()), dxg(*gpu, small),
-          dwg(*gpu, ws), dbg(*gpu, bs);
-      for (auto* t : {&xc, &xg}) t->upload(x.data());
-      for (auto* t : {&wc, &wg}) t->upload(w.data());
-      for (auto* t : {&bc, &bg}) t->upload(b.data());
-      for (auto* t : {&dyc, &dyg}) t->upload(dy.data());
-      const int64_t sc = cpu_->upsample_conv2d_scratch(d, f), sg = gpu->upsample_conv2d_scratch(d, f);
-      Tensor scratch_c(*cpu_, {1, 1, 1, int(std::max<int64_t>(sc, 1))}), scratch_g(*gpu, {1, 1, 1, int(std::max<int64_t>(sg, 1))});
-      const std::string what = std::string(m.name) + " " + layout + " upsample+conv";
-      cpu_->upsample_conv2d_forward(d, f, xc.data(), wc.data(), bc.data(), yc.data(), scratch_c.data());
-      gpu->upsample_conv2d_forward(d, f, xg.data(), wg.data(), bg.data(), yg.data(), scratch_g.data());
-      expect_close_to_scale(yc.to_host(), yg.to_host(), m.tol, what + " forward");
-      cpu_->upsample_conv2d_backward_data(d, f, dyc.data(), wc.data(), dxc.data(), scratch_c.data());
-      gpu->upsample_conv2d_backward_data(d, f, dyg.data(), wg.data(), dxg.data(), scratch_g.data());
-      expect_close_to_scale(dxc.to_host(), dxg.to_host(), m.tol, what + " backward data");
-      cpu_->upsample_conv2d_backward_weights(d, f, xc.data(), dyc.data(), dwc.data(), dbc.data(), scratch_c.data());
-      gpu->upsample_conv2d_backward_weights(d, f, xg.data(), dyg.data(), dwg.data(), dbg.data(), scratch_g.data());
-      expect_close_to_scale(dwc.to_host(), dwg.to_host(), m.tol, what + " backward weights");
+      upsample_conv_against_cpu(*cpu_, *gpu, 16, 24, m.tol, std::string(m.name) + " " + layout + " upsample+conv");
     }
   }
 }
