@@ -3,6 +3,7 @@
 #include "model/adam.h"
 
 #include <cmath>
+#include <unordered_map>
 
 #include "io/error.h"
 
@@ -10,6 +11,15 @@ namespace ds::model {
 
 Adam::Adam(std::vector<Param> params, Backend& backend, double beta1, double beta2, double eps)
     : params_(std::move(params)), be_(backend), b1_(beta1), b2_(beta2), eps_(eps) {
+  // A tensor listed twice (tied parameters) would be updated twice a step, and on a GPU, where
+  // adam_update_many runs every span in one launch, by two blocks at once: refused here.
+  std::unordered_map<const float*, const std::string*> seen;
+  for (const Param& p : params_) {
+    const auto [at, fresh] = seen.emplace(p.value->data(), &p.name);
+    if (!fresh)
+      throw Error("Adam: parameters " + *at->second + " and " + p.name +
+                  " are the same tensor (tied parameters are not supported: each would be updated twice a step)");
+  }
   for (const Param& p : params_) {
     m_.emplace_back(be_, p.value->shape());  // zero-filled
     v_.emplace_back(be_, p.value->shape());

@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
+#include "io/error.h"
 #include "model/adam.h"
 #include "model_test_util.h"
 
@@ -46,6 +48,21 @@ TEST(ModelAdam, FirstStepIsLearningRateTimesSign) {
   EXPECT_NEAR(got[0], -0.1, 1e-5);
   EXPECT_NEAR(got[1], 0.1, 1e-5);
   EXPECT_NEAR(got[2], -0.1, 1e-5);
+}
+
+// The same tensor under two names would be updated twice a step (on a GPU by two blocks of one
+// launch at once): refused, naming both.
+TEST(ModelAdam, RefusesATensorListedTwice) {
+  auto be = make_cpu_backend(1);
+  Tensor w(*be, Shape{1, 1, 1, 3}), g(*be, Shape{1, 1, 1, 3}), w2(*be, Shape{1, 1, 1, 3}), g2(*be, Shape{1, 1, 1, 3});
+  EXPECT_NO_THROW(Adam({{"a", &w, &g}, {"b", &w2, &g2}}, *be));
+  try {
+    Adam adam({{"a", &w, &g}, {"b", &w2, &g2}, {"tied", &w, &g2}}, *be);
+    FAIL() << "a tensor listed twice was accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("a and tied"), std::string::npos) << what;
+  }
 }
 
 }  // namespace

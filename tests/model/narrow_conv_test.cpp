@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "conv_reference.h"
@@ -211,6 +212,36 @@ TEST_F(NarrowConvBodies, MatchCpuBackend) {
       {"4x4 same (pads 1,2,1,2)", 2, 10, 9, 35, 3, 4, 4, 1, 2, 1, 2},
   };
   for (const Case& cs : cases) check_case(cs);
+}
+
+// The window rows' fast path (a row wholly inside x, kw = kNarrowWindow: no per-element tests)
+// loads what the element-by-element form does, bit for bit, for every row and column a window
+// body asks, inside and around x, FP32 and 16-bit x, 'valid' and padded, kw 4 and 3 (the latter
+// never takes the fast path); and the head's shape takes it for every row and column inside.
+TEST(NarrowConvWindowRow, FastPathLoadsTheTestedValues) {
+  for (const auto& [kw, pl, pr] : {std::tuple{4, 0, 0}, std::tuple{4, 1, 2}, std::tuple{3, 1, 1}}) {
+    const Case cs{"window row", 1, 1, 5, 37, 3, 4, kw, 1, 2, pl, pr};
+    const k::NarrowConv g = k::make_narrow_conv(cs.desc());
+    std::vector<float> x(size_t(cs.h) * cs.w);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f + float(i);
+    std::vector<uint16_t> xh(x.size());
+    for (size_t i = 0; i < x.size(); ++i) xh[i] = k::to_half16(k::Half16::kBf16, x[i]);
+    k::NarrowConv g16 = g;
+    g16.xk = k::Half16::kBf16;
+    int fast = 0;
+    for (int r = -4; r < cs.h + 4; ++r)
+      for (int j = 0; j < cs.w + 4; ++j) {
+        float want[k::kNarrowWindow], got[k::kNarrowWindow], want16[k::kNarrowWindow], got16[k::kNarrowWindow];
+        k::narrow_window_row_tested(x.data(), g, r, j, want);
+        k::narrow_window_row(x.data(), g, r, j, got);
+        k::narrow_window_row_tested(xh.data(), g16, r, j, want16);
+        k::narrow_window_row(xh.data(), g16, r, j, got16);
+        ASSERT_EQ(0, std::memcmp(want, got, sizeof want)) << "kw " << kw << " row " << r << " column " << j;
+        ASSERT_EQ(0, std::memcmp(want16, got16, sizeof want16)) << "bf16, kw " << kw << " row " << r << " column " << j;
+        fast += r >= 0 && r < cs.h && kw == k::kNarrowWindow && j - pl >= 0 && j - pl + k::kNarrowWindow <= cs.w;
+      }
+    if (kw == k::kNarrowWindow) EXPECT_GT(fast, 0) << "kw " << kw << ": no row took the fast path";
+  }
 }
 
 // The head's real shape (batch 32, 132 -> 3 channels at 120 x 212, 4x4 'valid'): the chunking
