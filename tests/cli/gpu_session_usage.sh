@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# scripts/gpu_session.sh (the next GPU session's prepared device calls) without a GPU: it parses,
+# and it refuses at once, exit 2 with a message, what would waste a device call: no call named, an
+# unknown one, no $OUT folder, no bundle in .gpu. Its whole run is rehearsed by hand
+# (GPU_CHECK_REHEARSAL=1 PY=/usr/bin/python3 OUT=<folder> bash scripts/gpu_session.sh call1; docs/gpu.md).
+#   usage: gpu_session_usage.sh <source dir>
+set -uo pipefail
+src=$1
+s=$src/scripts/gpu_session.sh
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+bash -n "$s" || fail "bash -n"
+expect2() {  # what, then the command's env and args; exit 2 and a message naming the problem
+  local what=$1 want=$2
+  shift 2
+  local out rc
+  local args=() envs=()
+  while (($#)) && [[ $1 != -- ]]; do envs+=("$1"); shift; done
+  [[ ${1:-} == -- ]] && shift
+  args=("$@")
+  out=$(cd "$work" && env "${envs[@]}" bash "$s" "${args[@]}" 2>&1 < /dev/null)
+  rc=$?
+  [[ $rc == 2 ]] || fail "$what: exit $rc, expected 2 ($out)"
+  [[ $out == *"$want"* ]] || fail "$what: no '$want' in: $out"
+}
+mkdir -p "$work/out"
+expect2 "no call" "usage: scripts/gpu_session.sh call1|call2" OUT="$work/out"
+expect2 "unknown call" "usage:" OUT="$work/out" -- call3
+expect2 "no OUT" "\$OUT must name an existing folder" OUT= -- call1
+expect2 "OUT not a folder" "\$OUT must name an existing folder" OUT="$work/missing" -- call1
+expect2 "no bundle" "no bundle in" OUT="$work/out" -- call2
+echo "gpu_session.sh: parses; usage, \$OUT and bundle errors exit 2"
