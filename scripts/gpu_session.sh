@@ -57,10 +57,10 @@ if [[ $call == call1 ]]; then
   v+=" $gt $gt+DOWNSCALE_CUDA_DEFER_WEIGHTS=1 DOWNSCALE_CUDA_LAYOUT=nchw+DOWNSCALE_CUDA_ACTIVATIONS16=0"
   SECTIONS=variants MATHS=bf16 STEPS=30 WARMUP=5 VARIANTS="$v" BUDGET=$((300 - SECONDS)) STEP_TIMEOUT=90 \
     REPORT="$OUT/v.md" LOGS=/tmp/l1 bash "$r/scripts/gpu_check.sh" . > /dev/null 2>&1
-  # The e2e runs the TF32 passes and GEMM alone, then with the graph engines and the deferral, so a
-  # failure of those does not hide the first's 200-epoch minutes.
+  # The e2e runs the TF32 passes and GEMM alone, then with the graph engines, the deferral and the
+  # padded channels (=1), so a failure of those does not hide the first's 200-epoch minutes.
   SECTIONS="profile e2e" PROFILE_MATHS="bf16+tf32p+gemm+graph" \
-    E2E_MATHS="bf16+tf32p+gemm bf16+tf32p+gemm+graph+defer" E2E_DOD=true E2E_EPOCHS=5 \
+    E2E_MATHS="bf16+tf32p+gemm bf16+tf32p+gemm+graph+defer+pad8" E2E_DOD=true E2E_EPOCHS=5 \
     BUDGET=$((445 - SECONDS)) STEP_TIMEOUT=100 REPORT="$OUT/p.md" LOGS=/tmp/l2 \
     bash "$r/scripts/gpu_check.sh" . > /dev/null 2>&1
   grep -rhE "$G" /tmp/g1.txt /tmp/dc.txt /tmp/l1 /tmp/l2 2>/dev/null | sort | uniq -c | sort -rn | head -150 \
