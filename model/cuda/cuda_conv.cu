@@ -72,16 +72,11 @@ __global__ void bias_relu_kernel(int64_t planes, int c, int64_t hw, const float*
 
 // The same epilogue on a 16-bit NHWC activation output (NHWC activations): the 16-bit result
 // and y both NHWC, the channel the fastest index. The channel is a remainder per element, in 32
-// bits where the indices fit (every MNN activation): a 64-bit one costs about as much as the
-// element's 4 bytes of memory traffic.
+// bits where the indices fit (every MNN activation; grid_stride_int_where_it_fits).
 __global__ void cast_from_half16_bias_relu_nhwc_kernel(int64_t n, int c, kernels::Half16 k, const uint16_t* yh,
                                                        const float* b, bool relu, uint16_t* y) {
-  if (n < (int64_t(1) << 30)) {  // i + the grid's stride stays below 2^31
-    for (int i = int(blockIdx.x * blockDim.x + threadIdx.x); i < int(n); i += int(blockDim.x * gridDim.x))
-      kernels::cast_from_half16_bias_relu_at(i, i % c, k, yh, b, relu, y);
-    return;
-  }
-  DS_GRID_STRIDE(i, n) kernels::cast_from_half16_bias_relu_at(i, int(i % c), k, yh, b, relu, y);
+  grid_stride_int_where_it_fits(
+      n, [&](auto i) { kernels::cast_from_half16_bias_relu_at(i, int(i % c), k, yh, b, relu, y); });
 }
 
 template <typename Y>

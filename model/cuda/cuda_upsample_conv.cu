@@ -134,17 +134,13 @@ __global__ void phase_deinterleave_relu_grad_nhwc16_kernel(Polyphase p, Half16 k
 // NHWC activations: the small NHWC output straight onto the 16-bit NHWC big output (a flat pass
 // in the small output's order), and the de-interleave masked by that output (three phases: the
 // mask tile, the masked load, the store; polyphase_nhwc.h).
-// The element's decode in 32 bits where the indices fit (i + the grid's stride below 2^31), as
-// cuda_conv.cu's NHWC epilogue does.
+// The element's decode in 32 bits where the indices fit, as cuda_conv.cu's NHWC epilogue does.
 template <int F>
 __global__ void phase_interleave_nhwc16_to_nhwc16_kernel(int64_t n, Polyphase p, Half16 k, const uint16_t* small,
                                                          const float* b, bool relu, uint16_t* big) {
-  if (n < (int64_t(1) << 30)) {
-    for (int i = int(blockIdx.x * blockDim.x + threadIdx.x); i < int(n); i += int(blockDim.x * gridDim.x))
-      phase_interleave_nhwc16_to_nhwc16_at<F, int>(i, p, k, small, b, relu, big);
-    return;
-  }
-  DS_GRID_STRIDE(i, n) phase_interleave_nhwc16_to_nhwc16_at<F>(i, p, k, small, b, relu, big);
+  grid_stride_int_where_it_fits(n, [&](auto i) {
+    phase_interleave_nhwc16_to_nhwc16_at<F, decltype(i)>(i, p, k, small, b, relu, big);
+  });
 }
 
 template <int F>
