@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 
 #include "model/cuda/cuda_check.h"
@@ -21,42 +22,44 @@ void* raw_cuda_malloc(size_t bytes) {
   return p;
 }
 
+// Env `name`'s value when it is one of `allowed`, "" when unset or empty; anything else is an
+// error naming the variable and its value and saying what each value means (`expected`). Every
+// DOWNSCALE_CUDA_* word switch below is read through it.
+std::string env_choice(const char* name, std::initializer_list<const char*> allowed, const std::string& expected) {
+  const char* value = std::getenv(name);
+  const std::string v = value ? value : "";
+  if (v.empty()) return v;
+  for (const char* a : allowed)
+    if (v == a) return v;
+  throw Error(std::string(name) + " is '" + v + "', expected " + expected);
+}
+
 // A switch between a path and cuDNN that is otherwise chosen per plan by timing: env `name` 0
 // (never, 0), 1 (always, 1), or unset or empty (by timing, -1); anything else is an error naming it.
 int timed_switch(const char* name) {
-  const char* value = std::getenv(name);
-  const std::string v = value ? value : "";
-  if (v != "0" && v != "1" && !v.empty())
-    throw Error(std::string(name) + " is '" + v + "', expected 0 (never), 1 (always) or unset (by timing)");
+  const std::string v = env_choice(name, {"0", "1"}, "0 (never), 1 (always) or unset (by timing)");
   return v.empty() ? -1 : v == "1" ? 1 : 0;
 }
 
 // An on/off switch: env `name` 0 (false) or 1 (true), unset or empty for `by_default`; anything
 // else is an error naming it and saying what 0 and 1 mean (`expected`).
 bool on_off_switch(const char* name, bool by_default, const char* expected) {
-  const char* value = std::getenv(name);
-  const std::string v = value ? value : "";
-  if (v != "0" && v != "1" && !v.empty()) throw Error(std::string(name) + " is '" + v + "', expected " + expected);
+  const std::string v = env_choice(name, {"0", "1"}, expected);
   return v.empty() ? by_default : v == "1";
 }
 
 // An opt-in switch (a path not yet run on a GPU): env `name` 0 or unset (never, 0), 1 (always, 1)
 // or timed (by timing per plan, -1); anything else is an error naming it.
 int opt_in_switch(const char* name) {
-  const char* value = std::getenv(name);
-  const std::string v = value ? value : "";
-  if (v != "0" && v != "1" && v != "timed" && !v.empty())
-    throw Error(std::string(name) + " is '" + v + "', expected 0 or unset (never), 1 (always) or timed");
+  const std::string v = env_choice(name, {"0", "1", "timed"}, "0 or unset (never), 1 (always) or timed");
   return v == "1" ? 1 : v == "timed" ? -1 : 0;
 }
 }  // namespace
 
 CudaBackend::CudaBackend(int device)
     : device_(device), cache_(raw_cuda_malloc, [](void* p) { cudaFree(p); }) {
-  if (const char* layout = std::getenv("DOWNSCALE_CUDA_LAYOUT")) {
-    const std::string l = layout;
-    if (l != "nhwc" && l != "nchw" && !l.empty())
-      throw Error("DOWNSCALE_CUDA_LAYOUT is '" + l + "', expected nhwc or nchw");
+  {
+    const std::string l = env_choice("DOWNSCALE_CUDA_LAYOUT", {"nhwc", "nchw"}, "nhwc or nchw");
     layout_env_ = l.empty() ? -1 : l == "nhwc" ? 1 : 0;
   }
   narrow_mode_ = timed_switch("DOWNSCALE_CUDA_NARROW");
@@ -74,25 +77,20 @@ CudaBackend::CudaBackend(int device)
   phase_f2_ = on_off_switch("DOWNSCALE_CUDA_PHASE_F2", phase_f2_,
                              "0 (the polyphase interleave with f read at run time) or 1 (the default: x2 "
                              "upsamplings compiled for f = 2)");
-  if (const char* pc = std::getenv("DOWNSCALE_CUDA_PAD_CHANNELS")) {
-    const std::string v = pc;
-    if (v != "0" && v != "1" && v != "all" && !v.empty())
-      throw Error("DOWNSCALE_CUDA_PAD_CHANNELS is '" + v +
-                  "', expected 1 (16-bit NHWC input channels rounded up to 8 where the output's are a multiple of "
-                  "8), all (wherever they are not) or 0 or unset (as the layer has them)");
+  {
+    const std::string v = env_choice("DOWNSCALE_CUDA_PAD_CHANNELS", {"0", "1", "all"},
+                                     "1 (16-bit NHWC input channels rounded up to 8 where the output's are a "
+                                     "multiple of 8), all (wherever they are not) or 0 or unset (as the layer has "
+                                     "them)");
     pad_channels_ = v == "1" ? 1 : v == "all" ? 2 : 0;
   }
   // Deferred weight passes (cuda_lanes.cu): on or off, nothing to time (opt-in until run on a GPU).
   defer_weights_ = on_off_switch("DOWNSCALE_CUDA_DEFER_WEIGHTS", defer_weights_,
                                  "1 (weight gradients on a stream of their own) or 0 or unset (in order)");
-  if (const char* g = std::getenv("DOWNSCALE_CUDA_GRAPH_NOTES")) {
-    const std::string v = g;
-    if (v != "fp32" && v != "pytorch" && !v.empty())
-      throw Error("DOWNSCALE_CUDA_GRAPH_NOTES is '" + v +
-                  "', expected fp32 or unset (engines that sum in FP32 from the operands as given) or pytorch "
-                  "(also those that reduce in 16 bits, as PyTorch allows for 16-bit tensors)");
-    graph_reduced_precision_ = v == "pytorch";
-  }
+  graph_reduced_precision_ =
+      env_choice("DOWNSCALE_CUDA_GRAPH_NOTES", {"fp32", "pytorch"},
+                 "fp32 or unset (engines that sum in FP32 from the operands as given) or pytorch (also those that "
+                 "reduce in 16 bits, as PyTorch allows for 16-bit tensors)") == "pytorch";
   if (const char* mb = std::getenv("DOWNSCALE_CUDA_WGRAD_GEMM_MB")) {
     char* end = nullptr;
     const long long v = std::strtoll(mb, &end, 10);
@@ -100,18 +98,12 @@ CudaBackend::CudaBackend(int device)
       throw Error(std::string("DOWNSCALE_CUDA_WGRAD_GEMM_MB is '") + mb + "', expected MiB from 1 to 1048576");
     wgrad_budget_bytes_ = int64_t(v) << 20;
   }
-  if (const char* bg = std::getenv("DOWNSCALE_CUDA_BIAS_GRAD")) {
-    const std::string v = bg;
-    if (v != "cudnn" && v != "kernel" && !v.empty())
-      throw Error("DOWNSCALE_CUDA_BIAS_GRAD is '" + v + "', expected cudnn or kernel (the default)");
-    cudnn_bias_grad_ = v == "cudnn";
-  }
+  cudnn_bias_grad_ = env_choice("DOWNSCALE_CUDA_BIAS_GRAD", {"cudnn", "kernel"}, "cudnn or kernel (the default)") ==
+                     "cudnn";
   fuse16_ = on_off_switch("DOWNSCALE_CUDA_FUSE16", fuse16_, "0 (separate 16-bit casts) or 1 (the default)");
-  if (const char* a16 = std::getenv("DOWNSCALE_CUDA_ACTIVATIONS16")) {
-    const std::string v = a16;
-    if (v != "0" && v != "1" && !v.empty())
-      throw Error("DOWNSCALE_CUDA_ACTIVATIONS16 is '" + v +
-                  "', expected 1 (16-bit activations), 0 (FP32) or unset (16 bits under bf16 only)");
+  {
+    const std::string v = env_choice("DOWNSCALE_CUDA_ACTIVATIONS16", {"0", "1"},
+                                     "1 (16-bit activations), 0 (FP32) or unset (16 bits under bf16 only)");
     act16_env_ = v.empty() ? -1 : v == "1" ? 1 : 0;
   }
   transforms_ = on_off_switch("DOWNSCALE_CUDA_TRANSFORMS", transforms_,
