@@ -24,6 +24,7 @@ struct ConvChoice {
   size_t workspace = 0;
   bool timed = false;  // from cudnnFind* (else cuDNN's heuristic)
   int engine = -1;     // kGraphAlgo: the graph API engine's global index
+  float ms = -1;       // cudnnFind*'s time for it (ms; negative when not timed)
 };
 
 // cudnnFind*'s usable entries first (fastest first), then the heuristic's usable entries that
@@ -44,6 +45,23 @@ inline std::vector<ConvChoice> merge_choices(const std::vector<ConvChoice>& foun
       if (!seen) all.push_back(c);
     }
   return all;
+}
+
+// DOWNSCALE_CUDA_PAD_CHANNELS=timed: whether a plan runs on the descriptors with its input
+// channels padded to 8, from cudnnFind*'s fastest time of each pass (forward, backward data,
+// backward filter; ms) on both descriptors and the copies padding adds a step beside them
+// (extra_ms: a 16-bit activation that cuDNN would otherwise read where it lies is copied into
+// the padded layout before the forward and the backward filter pass). Padded only when all six
+// times are known and the padded passes with the copies take less than the plain ones: when in
+// doubt, the layer keeps the operands it was written for.
+inline bool padding_pays(const float plain[3], const float padded[3], float extra_ms) {
+  float a = 0, b = extra_ms;
+  for (int k = 0; k < 3; ++k) {
+    if (!(plain[k] >= 0) || !(padded[k] >= 0)) return false;  // untimed (negative) or NaN
+    a += plain[k];
+    b += padded[k];
+  }
+  return extra_ms >= 0 && b < a;
 }
 
 // cuDNN 9 statuses by category (cudnn_graph.h: 2000-2999 BAD_PARAM*, 3000-3999 NOT_SUPPORTED*):

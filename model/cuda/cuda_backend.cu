@@ -78,11 +78,11 @@ CudaBackend::CudaBackend(int device)
                              "0 (the polyphase interleave with f read at run time) or 1 (the default: x2 "
                              "upsamplings compiled for f = 2)");
   {
-    const std::string v = env_choice("DOWNSCALE_CUDA_PAD_CHANNELS", {"0", "1", "all"},
+    const std::string v = env_choice("DOWNSCALE_CUDA_PAD_CHANNELS", {"0", "1", "all", "timed"},
                                      "1 (16-bit NHWC input channels rounded up to 8 where the output's are a "
-                                     "multiple of 8), all (wherever they are not) or 0 or unset (as the layer has "
-                                     "them)");
-    pad_channels_ = v == "1" ? 1 : v == "all" ? 2 : 0;
+                                     "multiple of 8), all (wherever they are not), timed (where cudnnFind times "
+                                     "that faster) or 0 or unset (as the layer has them)");
+    pad_channels_ = v == "1" ? 1 : v == "all" ? 2 : v == "timed" ? -1 : 0;
   }
   // Deferred weight passes (cuda_lanes.cu): on or off, nothing to time (opt-in until run on a GPU).
   defer_weights_ = on_off_switch("DOWNSCALE_CUDA_DEFER_WEIGHTS", defer_weights_,

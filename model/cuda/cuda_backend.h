@@ -271,6 +271,12 @@ class CudaBackend : public Backend {
     size_t ws_bytes = 0;
   };
   bool plan_scratch(const ConvDesc& d, const ConvPlan& p, PlanScratch& s);
+  // conv_plan's parts (cuda_conv_plan.cu): a plan's descriptors with the 16-bit input channels
+  // x_cs (0: as d has them) and cuDNN's heuristic list a pass; under DOWNSCALE_CUDA_PAD_CHANNELS=timed,
+  // the choice between padded descriptors (p, with their lists) and plain ones, by timing both.
+  std::unique_ptr<ConvPlan> plan_descriptors(const ConvDesc& d, int x_cs, std::vector<ConvChoice> heuristic[3]);
+  void choose_padding(const ConvDesc& d, std::unique_ptr<ConvPlan>& p, std::vector<ConvChoice> heuristic[3],
+                      std::vector<ConvChoice> found[3], const PlanScratch& scratch);
   void release_plan_scratch(PlanScratch& s);
   // cudnnFind*: times the algorithms on the scratch; found[ConvPass] gets each pass's usable
   // entries, fastest first; false, with the lists left empty, when any of the three Find calls
@@ -502,7 +508,7 @@ class CudaBackend : public Backend {
   // DOWNSCALE_CUDA_PAD_CHANNELS (opt-in until run on a GPU): a 16-bit NHWC plan whose input
   // channels are not a multiple of 8 gives cuDNN operands with them rounded up to 8, zero-filled
   // (cuda_conv_plan.cu says why): 1 where the output channels are a multiple of 8, 2 (all)
-  // wherever; 0 never.
+  // wherever; -1 (timed) where cudnnFind* times the padded passes faster, copies counted; 0 never.
   int pad_channels_ = 0;
   int padded_input_channels(const ConvDesc& d) const;
   // adam_update_many's device list (span pointers, then chunks from adam_chunks_at), its chunk

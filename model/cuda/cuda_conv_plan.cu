@@ -6,6 +6,7 @@
 // time their alternatives with time_runs.
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -81,7 +82,9 @@ std::vector<ConvChoice> usable_choices(const Perf* perf, int n, bool fma_first, 
         ((fp32 || no_transforms) && transform_algorithm(perf[i].algo)))
       continue;
     const bool later = (fma_first || fma_only) && perf[i].mathType != CUDNN_FMA_MATH;
-    (later ? rest : first).push_back(ConvChoice{int(perf[i].algo), int(perf[i].mathType), perf[i].memory, timed});
+    ConvChoice c{int(perf[i].algo), int(perf[i].mathType), perf[i].memory, timed};
+    if (timed) c.ms = perf[i].time;
+    (later ? rest : first).push_back(c);
   }
   if (!fma_only) first.insert(first.end(), rest.begin(), rest.end());
   return first;
@@ -168,6 +171,9 @@ CudaBackend::ConvKey CudaBackend::plan_key(const ConvDesc& d) const {
 // 0.33 for its forward, and the 50 -> 25 branch weight gradients at 0.38-0.47 ms against 0.04-0.14
 // for their forwards. Output channels are not padded (that would reach every activation's
 // layout); bench/conv_layouts.py's "bf16 nhwc8" column measures whether padding both would pay.
+// =timed considers what =all pads, and pads a plan only where cudnnFind* times its three padded
+// passes, with the copy padding adds, faster than the plain ones (choose_padding): no layer is
+// then slower for it, whatever cuDNN's kernels for each alignment turn out to be.
 // The FP32, TF32, NCHW and narrow plans never pad.
 int CudaBackend::padded_input_channels(const ConvDesc& d) const {
   if (!pad_channels_ || !half16() || !nhwc_ || d.in.c % 8 == 0) return 0;
@@ -176,13 +182,11 @@ int CudaBackend::padded_input_channels(const ConvDesc& d) const {
   return (d.in.c + 7) / 8 * 8;
 }
 
-CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
-  no_blocked_activations(d.x_block);
-  no_blocked_activations(d.y_block);
-  const ConvKey key = conv_key(d);
-  auto it = plans_.find(key);
-  if (it != plans_.end()) return *it->second;
-
+// A plan's cuDNN descriptors for geometry d with the 16-bit operands' input channels x_cs (0: as
+// d has them), and cuDNN's heuristic ranking of each pass: the fallback after cudnnFind*'s timed
+// entries, and the whole list when timing fails (no memory for the scratch buffers, a cuDNN error).
+std::unique_ptr<CudaBackend::ConvPlan> CudaBackend::plan_descriptors(const ConvDesc& d, int x_cs,
+                                                                     std::vector<ConvChoice> heuristic[3]) {
   const Shape out = d.out();
   auto p = std::make_unique<ConvPlan>();
   p->explicit_pad = d.pad_top != d.pad_bottom || d.pad_left != d.pad_right;
@@ -193,7 +197,7 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
     p->x_shape.w += d.pad_left + d.pad_right;
     pad_h = pad_w = 0;
   }
-  p->x_cs = padded_input_channels(d);
+  p->x_cs = x_cs;
   const Shape x16 = p->x16_shape();
   DS_CUDNN(cudnnCreateTensorDescriptor(&p->x));
   DS_CUDNN(cudnnCreateTensorDescriptor(&p->y));
@@ -224,10 +228,7 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   if (Shape{n, c, h, w} != out)
     throw Error("cuDNN convolution output " + Shape{n, c, h, w}.str() + " differs from expected " + out.str());
 
-  // cuDNN's heuristic ranking of each pass: the fallback after cudnnFind*'s timed entries, and
-  // the whole list when timing fails (no memory for the scratch buffers, a cuDNN error).
   const bool fp32 = math_ == MathMode::kFp32;
-  std::vector<ConvChoice> heuristic[3];
   int got = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   DS_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p->x, p->w, p->conv[kFwdPass], p->y,
@@ -241,6 +242,20 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   DS_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, p->x, p->y, p->conv[kFwdPass], p->w,
                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf));
   heuristic[kFilterPass] = usable_choices(bf, got, fp32, false, kMaxWorkspace, false, !transforms_);
+  return p;
+}
+
+CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
+  no_blocked_activations(d.x_block);
+  no_blocked_activations(d.y_block);
+  const ConvKey key = conv_key(d);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+
+  // Under DOWNSCALE_CUDA_PAD_CHANNELS=timed the padded descriptors are made first: their scratch
+  // is the larger, and serves the plain descriptors' Find after them (choose_padding).
+  std::vector<ConvChoice> heuristic[3];
+  std::unique_ptr<ConvPlan> p = plan_descriptors(d, padded_input_channels(d), heuristic);
 
   // The plan is cached either way, so Find runs once per shape and mode.
   std::vector<ConvChoice> found[3];
@@ -251,6 +266,8 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
     ~Release() { b->release_plan_scratch(*s); }
   } release{this, &scratch};
   p->timed = plan_scratch(d, *p, scratch) && find_algorithms(*p, scratch, found);
+  if (p->x_cs && pad_channels_ == -1) choose_padding(d, p, heuristic, found, scratch);
+  const bool fp32 = math_ == MathMode::kFp32;
   for (int k = 0; k < 3; ++k) {
     std::vector<ConvChoice> all = merge_choices(found[k], heuristic[k], fp32 ? int(CUDNN_FMA_MATH) : -1);
     if (all.empty()) throw Error(std::string("cuDNN found no usable ") + kPassNames[k] + " algorithm" + conv_context(d));
@@ -275,6 +292,53 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   // After the plan is cached: timing runs the passes through conv2d_*, which look it up.
   choose_narrow(d, ref);  // choose_wgrad_gemm waits for the first weight gradient: predict never needs one
   return ref;
+}
+
+// DOWNSCALE_CUDA_PAD_CHANNELS=timed: p holds the padded descriptors and found their cudnnFind*
+// lists (on scratch sized for them); the plain descriptors are timed on the same scratch, the
+// copy padding adds on its own, and p, heuristic and found become the plain ones unless
+// padding_pays (conv_choices.h). One line says which and the times behind it.
+void CudaBackend::choose_padding(const ConvDesc& d, std::unique_ptr<ConvPlan>& p, std::vector<ConvChoice> heuristic[3],
+                                 std::vector<ConvChoice> found[3], const PlanScratch& scratch) {
+  std::vector<ConvChoice> plain_heuristic[3], plain_found[3];
+  std::unique_ptr<ConvPlan> plain = plan_descriptors(d, 0, plain_heuristic);
+  plain->timed = scratch.x && find_algorithms(*plain, scratch, plain_found);  // whichever Find failed
+  float padded_ms[3] = {-1, -1, -1}, plain_ms[3] = {-1, -1, -1};
+  for (int k = 0; k < 3; ++k) {
+    if (!found[k].empty()) padded_ms[k] = found[k].front().ms;
+    if (!plain_found[k].empty()) plain_ms[k] = plain_found[k].front().ms;
+  }
+  // The copy into the padded layout that a 16-bit activation read in place would not need, run
+  // twice a step (forward, backward filter): timed here on the scratch x, which holds as many
+  // floats as the padded operand has elements, so twice its 16-bit elements: the source (d.in)
+  // in its first part, the padded copy after it. An FP32 input is cast into 16 bits anyway, and
+  // an explicitly padded one copied anyway: padding its channels there adds nothing.
+  float extra_ms = 0;
+  if (d.x16 && !p->explicit_pad && scratch.x) {
+    const Shape padded = p->x16_shape();
+    auto* src = reinterpret_cast<uint16_t*>(scratch.x);
+    uint16_t* dst = src + d.in.size();
+    try {
+      extra_ms = 2 * time_runs([&] { pad_nhwc16(stream_, d.in, 0, 0, padded, src, dst); }, 2);
+    } catch (const Error&) {
+      cudaGetLastError();
+      extra_ms = -1;  // unknown: padding_pays keeps the plain operands
+    }
+  }
+  const bool pad = padding_pays(plain_ms, padded_ms, extra_ms);
+  char times[160];
+  std::snprintf(times, sizeof times, " (cudnnFind ms fwd+data+filter padded %.3f+%.3f+%.3f, copies %.3f; as written "
+                "%.3f+%.3f+%.3f)", padded_ms[0], padded_ms[1], padded_ms[2], extra_ms, plain_ms[0], plain_ms[1],
+                plain_ms[2]);
+  conv_note(d, std::string(pad ? "input channels padded to " + std::to_string(p->x_cs)
+                               : "input channels as written, not padded to " + std::to_string(p->x_cs)) +
+                   " by timing (DOWNSCALE_CUDA_PAD_CHANNELS=timed)" + times);
+  if (pad) return;
+  p = std::move(plain);
+  for (int k = 0; k < 3; ++k) {
+    heuristic[k] = std::move(plain_heuristic[k]);
+    found[k] = std::move(plain_found[k]);
+  }
 }
 
 float CudaBackend::time_runs(const std::function<void()>& run, int reps) {

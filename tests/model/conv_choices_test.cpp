@@ -3,6 +3,8 @@
 // retry itself runs only on a GPU (ModelCuda.* through cuda_conv.cu).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "model/cuda/conv_choices.h"
 
 namespace ds::model {
@@ -70,6 +72,27 @@ TEST(ConvChoices, OnlyArgumentRefusalsAllowAnotherAlgorithm) {
   EXPECT_FALSE(refused_before_launch(4000));  // INTERNAL_ERROR
   EXPECT_FALSE(refused_before_launch(4004));  // device allocation failed
   EXPECT_FALSE(refused_before_launch(5000));  // EXECUTION_FAILED: work may have run
+}
+
+// DOWNSCALE_CUDA_PAD_CHANNELS=timed: the padded descriptors win only on the three passes' sum with
+// the copies padding adds, and only with every time known (cudnnFind* failing on either side
+// leaves the layer as written).
+TEST(ConvChoices, PaddingPaysOnlyWhenItsPassesAndCopiesAreFaster) {
+  const float plain[3] = {1.867f, 2.630f, 1.787f};  // up2_conv1's BF16 passes on an H200 (ms)
+  const float padded[3] = {1.6f, 2.2f, 1.7f};         // 5.5 ms against 6.284
+  EXPECT_TRUE(padding_pays(plain, padded, 0));
+  EXPECT_TRUE(padding_pays(plain, padded, 0.7f));
+  EXPECT_FALSE(padding_pays(plain, padded, 0.8f));  // 6.3: the copies eat the gain
+  // One pass slower, the sum still faster: the sum decides (each pass runs once a step).
+  const float mixed[3] = {1.9f, 2.0f, 1.8f};
+  EXPECT_TRUE(padding_pays(plain, mixed, 0));
+  EXPECT_FALSE(padding_pays(plain, plain, 0));  // a tie keeps the operands as written
+  float untimed[3] = {1.0f, -1.0f, 1.0f};
+  EXPECT_FALSE(padding_pays(plain, untimed, 0));
+  EXPECT_FALSE(padding_pays(untimed, padded, 0));
+  untimed[1] = std::nanf("");
+  EXPECT_FALSE(padding_pays(plain, untimed, 0));
+  EXPECT_FALSE(padding_pays(plain, padded, -1));  // the copy's time unknown
 }
 
 }  // namespace

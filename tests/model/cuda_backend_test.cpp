@@ -30,39 +30,13 @@
 #include "model/math_mode.h"
 #include "model/net.h"
 #include "model_test_util.h"
+#include "scoped_env.h"
 
 namespace ds::model {
 namespace {
 
 using test::random_values;
 using test::same_conv;
-
-// An environment switch of the CUDA backend (read when a backend is made) set for this scope, and
-// the caller's value (or its absence) put back after it, so a switch given to the whole run
-// (gpu_check's variants, a user's environment) is neither lost nor leaked between tests.
-// value null: unset for the scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) had_ = true, old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_.c_str(), old_.c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
 
 class ModelCuda : public ::testing::Test {
  protected:
@@ -750,12 +724,14 @@ std::string upsample_conv_against_cpu(Backend& cpu, Backend& gpu, int c, int o, 
 // padded cuDNN passes are the ones checked whatever gpu_check.sh exports. The MNN step with 16-bit
 // activations (the padded copy of a 16-bit x) is DeviceCheckCuda's "channels padded to 8" row.
 // DOWNSCALE_CUDA_PAD_CHANNELS=all also pads where the output channels are not a multiple of 8 (a
-// 10 -> 6 5x5 here, which =1 must leave alone).
+// 10 -> 6 5x5 here, which =1 must leave alone). =timed pads each of those where cudnnFind* times
+// the padded passes faster: either way the values must hold, and each plan must say which way it
+// went and why (the line with both sides' times).
 TEST_F(ModelCuda, PaddedInputChannelsMatchCpu) {
   ScopedEnv cudnn_filter("DOWNSCALE_CUDA_WGRAD_GEMM", "0"), no_tf32("DOWNSCALE_CUDA_TF32_PASSES", "0");
   LayoutEnv layout("nhwc");
   const HalfMode& m = kHalfModes[0];  // bf16
-  for (const char* mode : {"1", "all"})
+  for (const char* mode : {"1", "all", "timed"})
   for (const char* graph : {"0", "1"}) {
     ScopedEnv pad("DOWNSCALE_CUDA_PAD_CHANNELS", mode), engines("DOWNSCALE_CUDA_GRAPH", graph);
     auto gpu = make_cuda_backend(0);
@@ -768,19 +744,25 @@ TEST_F(ModelCuda, PaddedInputChannelsMatchCpu) {
       const std::string log =
           passes_against_cpu(*cpu_, *gpu, d, m.tol, [&](const std::string&, const char*) { return m.tol; }, what);
       const std::string said = "input channels padded to " + std::to_string((d.in.c + 7) / 8 * 8);
-      if (d.out_c % 8 == 0 || std::string(mode) == "all")
+      if (std::string(mode) == "timed") {
+        EXPECT_NE(log.find(" by timing (DOWNSCALE_CUDA_PAD_CHANNELS=timed) (cudnnFind ms"), std::string::npos)
+            << what << ": no timed padding line in\n" << log;
+      } else if (d.out_c % 8 == 0 || std::string(mode) == "all") {
         EXPECT_NE(log.find(said), std::string::npos) << what << ": no '" << said << "' in\n" << log;
-      else
+      } else {
         EXPECT_EQ(log.find(said), std::string::npos) << what << ": padded where =1 must not:\n" << log;
-      if (std::string(graph) == "1")
+      }
+      if (std::string(graph) == "1") {
         for (const char* pass : {"forward by cuDNN graph engine", "backward data by cuDNN graph engine",
                                  "backward filter by cuDNN graph engine"})
           EXPECT_NE(log.find(pass), std::string::npos) << what << ": no '" << pass << "' line in\n" << log;
+      }
     }
     const std::string what =
         std::string("padded channels ") + mode + ", graph " + graph + " upsample+conv 12 -> 6 (small 12 -> 24)";
     const std::string log = upsample_conv_against_cpu(*cpu_, *gpu, 12, 6, m.tol, what);
-    EXPECT_NE(log.find("input channels padded to 16"), std::string::npos) << what << ": no padding line in\n" << log;
+    const std::string said = std::string(mode) == "timed" ? "16 by timing" : "input channels padded to 16";
+    EXPECT_NE(log.find(said), std::string::npos) << what << ": no '" << said << "' line in\n" << log;
   }
 }
 

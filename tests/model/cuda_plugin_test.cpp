@@ -10,9 +10,12 @@
 #include <cstdlib>
 #include <regex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "io/error.h"
 #include "model/backend.h"
+#include "scoped_env.h"
 
 namespace ds::model {
 namespace {
@@ -84,6 +87,55 @@ TEST(ModelCudaPlugin, ThrowInsidePluginIsCaughtAsDsError) {
     EXPECT_EQ(e.code(), kExitFailure);
   } catch (const std::exception& e) {
     FAIL() << "not caught as ds::Error: " << e.what();
+  }
+}
+
+// Every switch of the CUDA backend is read before it looks for the device: a value it does not
+// know is an error naming the variable and what it takes, on a GPU machine or not, and each value
+// the docs name is taken (the error is then the missing device 9999's). Runs wherever the plugin
+// loads, so a switch's parse is checked on CI too, and on a GPU a typo in gpu_session.sh fails here
+// before it costs a run.
+TEST(ModelCudaPlugin, EverySwitchValueIsTakenOrNamed) {
+#ifndef DS_CUDA_PLUGIN_BUILT
+  GTEST_SKIP() << "this build has no CUDA plugin";
+#endif
+  if (const std::string why = cuda_library_missing(); !why.empty()) GTEST_SKIP() << why;
+  const auto error_of = [] {
+    try {
+      make_cuda_backend(9999);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(device 9999 was accepted)");
+  };
+  const std::vector<std::pair<const char*, std::vector<const char*>>> switches = {
+      {"DOWNSCALE_CUDA_LAYOUT", {"nhwc", "nchw"}},
+      {"DOWNSCALE_CUDA_NARROW", {"0", "1"}},
+      {"DOWNSCALE_CUDA_NARROW_WINDOW", {"0", "1"}},
+      {"DOWNSCALE_CUDA_WGRAD_GEMM", {"0", "1", "timed"}},
+      {"DOWNSCALE_CUDA_FUSE", {"0", "1"}},
+      {"DOWNSCALE_CUDA_GRAPH", {"0", "1", "timed"}},
+      {"DOWNSCALE_CUDA_TF32_PASSES", {"0", "1", "timed"}},
+      {"DOWNSCALE_CUDA_PHASE_F2", {"0", "1"}},
+      {"DOWNSCALE_CUDA_PAD_CHANNELS", {"0", "1", "all", "timed"}},
+      {"DOWNSCALE_CUDA_DEFER_WEIGHTS", {"0", "1"}},
+      {"DOWNSCALE_CUDA_GRAPH_NOTES", {"fp32", "pytorch"}},
+      {"DOWNSCALE_CUDA_BIAS_GRAD", {"cudnn", "kernel"}},
+      {"DOWNSCALE_CUDA_FUSE16", {"0", "1"}},
+      {"DOWNSCALE_CUDA_ACTIVATIONS16", {"0", "1"}},
+      {"DOWNSCALE_CUDA_TRANSFORMS", {"0", "1"}},
+      {"DOWNSCALE_CUDA_LANES", {"0", "5", "16"}},
+      {"DOWNSCALE_CUDA_WGRAD_GEMM_MB", {"1", "512"}},
+  };
+  for (const auto& [name, values] : switches) {
+    for (const char* v : values) {
+      const ScopedEnv set(name, v);
+      const std::string what = error_of();
+      EXPECT_NE(what.find("CUDA device"), std::string::npos) << name << "=" << v << " not taken: " << what;
+    }
+    const ScopedEnv set(name, "bogus");
+    const std::string what = error_of();
+    EXPECT_EQ(what.rfind(std::string(name) + " is 'bogus', expected ", 0), 0u) << name << "=bogus: " << what;
   }
 }
 
