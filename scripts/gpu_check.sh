@@ -38,7 +38,7 @@
 #        CURVE_STEPS=20 CPU_CURVE=1 (0 skips the CPU loss curve, minutes on few cores)
 #        MATHS="tf32 fp32" (the precisions benchmarked against PyTorch) CURVE_MATHS="fp32 tf32"
 #        (the GPU precisions whose loss curves are compared with the CPU's and FP32's; an entry
-#        bf16+act16 is bf16 with 16-bit activations between layers, +nhwc NHWC; +act32, +nchw, +graph, +tf32p, +gemm, +defer, +pad8 as math_env says) PROFILE_MATHS=bf16
+#        bf16+act16 is bf16 with 16-bit activations between layers, +nhwc NHWC; +act32, +nchw, +graph, +tf32p, +gemm, +defer, +pad8, +padt as math_env says) PROFILE_MATHS=bf16
 #        CPU_CURVE_STEPS=20 (the CPU's curve is that long; compared on the steps both have)
 #        COMPILE=auto (the torch.compile peers; 0 leaves them out: about a minute each)
 #        E2E=1, IMAGENET=1 (0 drops the section from SECTIONS) E2E_CONFIG=configs/bench_na.yaml
@@ -138,7 +138,8 @@ say() { echo "$*" >&3; echo "$*"; }
 # (DOWNSCALE_CUDA_TF32_PASSES=timed: backward passes as TF32 where faster), +gemm
 # (DOWNSCALE_CUDA_WGRAD_GEMM=timed: weight gradients by GEMM where faster), +defer
 # (DOWNSCALE_CUDA_DEFER_WEIGHTS=1: the decoder's weight gradients beside the branches), +pad8
-# (DOWNSCALE_CUDA_PAD_CHANNELS=1: 16-bit NHWC input channels rounded up to 8). bf16+nchw+act32 is BF16
+# (DOWNSCALE_CUDA_PAD_CHANNELS=1: 16-bit NHWC input channels rounded up to 8), +padt
+# (DOWNSCALE_CUDA_PAD_CHANNELS=timed: rounded up where cudnnFind times that faster). bf16+nchw+act32 is BF16
 # as it ran before 2026-11-29. math_env prints the env words to put before the command (nothing
 # for a plain precision), precision_of the precision.
 math_env() {
@@ -152,6 +153,7 @@ math_env() {
   [[ $1 == *+gemm* ]] && e+=(DOWNSCALE_CUDA_WGRAD_GEMM=timed)
   [[ $1 == *+defer* ]] && e+=(DOWNSCALE_CUDA_DEFER_WEIGHTS=1)
   [[ $1 == *+pad8* ]] && e+=(DOWNSCALE_CUDA_PAD_CHANNELS=1)
+  [[ $1 == *+padt* ]] && e+=(DOWNSCALE_CUDA_PAD_CHANNELS=timed)
   if ((${#e[@]})); then echo env "${e[@]}"; fi
 }
 precision_of() { echo "${1%%+*}"; }
@@ -291,7 +293,7 @@ section_nccl() {
 # --- 2. loss curves: the GPU in each precision against the CPU, same weights and batch ---
 section_curves() {
   say "## 2. MNN, $CURVE_STEPS training steps at batch $BATCH on the North America shapes (the CPU: $([[ $CPU_CURVE == 1 ]] && echo "$CPU_CURVE_STEPS" || echo none))"
-  # An entry of CURVE_MATHS: a precision, with +act16, +act32, +nhwc, +nchw, +graph, +tf32p, +gemm, +defer, +pad8 as math_env says.
+  # An entry of CURVE_MATHS: a precision, with +act16, +act32, +nhwc, +nchw, +graph, +tf32p, +gemm, +defer, +pad8, +padt as math_env says.
   curve() {  # device math[+switches] out [steps]
     local envw=()
     read -r -a envw <<< "$(math_env "$2")"
@@ -411,7 +413,7 @@ section_variants() {
              DOWNSCALE_CUDA_WGRAD_GEMM=1 DOWNSCALE_CUDA_LAYOUT=nchw+DOWNSCALE_CUDA_ACTIVATIONS16=0 \
              DOWNSCALE_CUDA_LAYOUT=nchw+DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_CUDA_LAYOUT=nhwc+DOWNSCALE_CUDA_ACTIVATIONS16=0 \
              DOWNSCALE_CUDA_ACTIVATIONS16=1 DOWNSCALE_CUDA_GRAPH=timed DOWNSCALE_CUDA_TF32_PASSES=timed \
-             DOWNSCALE_CUDA_DEFER_WEIGHTS=1 DOWNSCALE_CUDA_PHASE_F2=0 DOWNSCALE_CUDA_PAD_CHANNELS=1 DOWNSCALE_CUDA_PAD_CHANNELS=all}; do
+             DOWNSCALE_CUDA_DEFER_WEIGHTS=1 DOWNSCALE_CUDA_PHASE_F2=0 DOWNSCALE_CUDA_PAD_CHANNELS=1 DOWNSCALE_CUDA_PAD_CHANNELS=all DOWNSCALE_CUDA_PAD_CHANNELS=timed}; do
       # A setting that only one kind of precision has is skipped in the others (also inside a
       # combination of settings joined by '+').
       [[ $v == *DOWNSCALE_CUDA_LAYOUT=nhwc* && $math != bf16 ]] && continue

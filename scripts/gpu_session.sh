@@ -36,7 +36,7 @@ export PY=${PY:-python3}
 
 if [[ $call == call1 ]]; then
   # The lines that say which way each never-run path went (graph_lines.txt).
-  G="cuDNN graph engine|stays on legacy|graph API not used|refused|weight gradient by|as TF32|in 16 bits|deferred|channels padded"
+  G="cuDNN graph engine|stays on legacy|graph API not used|refused|weight gradient by|as TF32|in 16 bits|deferred|channels padded|by timing"
   tests=ModelCuda.PaddedInputChannelsMatchCpu:ModelCuda.GraphEnginesMatchCpu:ModelCuda.WeightGradientByGemmMatchesCpu
   tests+=:ModelCuda.Tf32PassesInHalfModesMatchCpu:ModelCuda.LanesGiveTheSameStepAsOneStream
   tests+=:ModelCuda.AdamUpdateManyIsAdamUpdatePerTensor:ModelCuda.UpsampleConvReluForwardBackwardMatchesCpu
@@ -44,23 +44,25 @@ if [[ $call == call1 ]]; then
   DOWNSCALE_REQUIRE_GPU=1 timeout 120 bin/env.sh bin/test_model --gtest_filter="$tests" > /tmp/g1.txt 2>&1
   echo "rc $?" >> /tmp/g1.txt
   grep -v "^cuda: conv" /tmp/g1.txt | tail -c 25000 > "$OUT/graph_test.txt"
-  rows="defaults|TF32 passes|deferred|graph engines, NHWC|numerical notes|channels padded"
+  rows="defaults|TF32 passes|deferred|graph engines, NHWC|numerical notes|channels padded to 8,|by timing"
   DOWNSCALE_REQUIRE_GPU=1 DOWNSCALE_DEVICE_CHECK_ROWS="$rows" timeout 175 bin/env.sh bin/test_train \
     --gtest_filter='DeviceCheckCuda.*' > /tmp/dc.txt 2>&1
   echo "rc $?" >> /tmp/dc.txt
   grep -v "^cuda: conv" /tmp/dc.txt | tail -c 25000 > "$OUT/device_check.txt"
   # Each never-run switch alone against BF16's default, then the combinations that would ship.
   gt=DOWNSCALE_CUDA_GRAPH=timed+DOWNSCALE_CUDA_WGRAD_GEMM=timed+DOWNSCALE_CUDA_TF32_PASSES=timed
-  v="default DOWNSCALE_CUDA_PAD_CHANNELS=1 DOWNSCALE_CUDA_PAD_CHANNELS=all DOWNSCALE_CUDA_PHASE_F2=0"
+  v="default DOWNSCALE_CUDA_PAD_CHANNELS=1 DOWNSCALE_CUDA_PAD_CHANNELS=all DOWNSCALE_CUDA_PAD_CHANNELS=timed"
+  v+=" DOWNSCALE_CUDA_PHASE_F2=0"
   v+=" DOWNSCALE_CUDA_GRAPH=timed DOWNSCALE_CUDA_GRAPH=timed+DOWNSCALE_CUDA_GRAPH_NOTES=pytorch"
   v+=" DOWNSCALE_CUDA_WGRAD_GEMM=timed DOWNSCALE_CUDA_TF32_PASSES=timed DOWNSCALE_CUDA_DEFER_WEIGHTS=1"
-  v+=" $gt $gt+DOWNSCALE_CUDA_DEFER_WEIGHTS=1 DOWNSCALE_CUDA_LAYOUT=nchw+DOWNSCALE_CUDA_ACTIVATIONS16=0"
+  v+=" $gt $gt+DOWNSCALE_CUDA_DEFER_WEIGHTS=1 $gt+DOWNSCALE_CUDA_DEFER_WEIGHTS=1+DOWNSCALE_CUDA_PAD_CHANNELS=timed"
+  v+=" DOWNSCALE_CUDA_LAYOUT=nchw+DOWNSCALE_CUDA_ACTIVATIONS16=0"
   SECTIONS=variants MATHS=bf16 STEPS=30 WARMUP=5 VARIANTS="$v" BUDGET=$((300 - SECONDS)) STEP_TIMEOUT=90 \
     REPORT="$OUT/v.md" LOGS=/tmp/l1 bash "$r/scripts/gpu_check.sh" . > /dev/null 2>&1
   # The e2e runs the TF32 passes and GEMM alone, then with the graph engines, the deferral and the
-  # padded channels (=1), so a failure of those does not hide the first's 200-epoch minutes.
+  # padded channels (timed), so a failure of those does not hide the first's 200-epoch minutes.
   SECTIONS="profile e2e" PROFILE_MATHS="bf16+tf32p+gemm+graph" \
-    E2E_MATHS="bf16+tf32p+gemm bf16+tf32p+gemm+graph+defer+pad8" E2E_DOD=true E2E_EPOCHS=5 \
+    E2E_MATHS="bf16+tf32p+gemm bf16+tf32p+gemm+graph+defer+padt" E2E_DOD=true E2E_EPOCHS=5 \
     BUDGET=$((445 - SECONDS)) STEP_TIMEOUT=100 REPORT="$OUT/p.md" LOGS=/tmp/l2 \
     bash "$r/scripts/gpu_check.sh" . > /dev/null 2>&1
   grep -rhE "$G" /tmp/g1.txt /tmp/dc.txt /tmp/l1 /tmp/l2 2>/dev/null | sort | uniq -c | sort -rn | head -150 \
@@ -70,7 +72,7 @@ else
   # pads them) and with input and output channels padded, beside the unpadded ones.
   timeout 90 "$PY" "$r/bench/conv_layouts.py" --no-gemm --modes "bf16 nhwc,bf16 nhwc8c,bf16 nhwc8" \
     > "$OUT/conv_pad8.txt" 2>&1
-  rows="hand-written|weight gradients by GEMM|scratch|16-bit activations|unfused"
+  rows="hand-written|weight gradients by GEMM|scratch|16-bit activations|unfused|everywhere"
   DOWNSCALE_DEVICE_CHECK_ROWS="$rows" SECTIONS=parity BUDGET=$((340 - SECONDS)) STEP_TIMEOUT=200 \
     REPORT="$OUT/parity.md" LOGS=/tmp/l3 bash "$r/scripts/gpu_check.sh" . > /dev/null 2>&1
   for f in parity parity_device_check; do

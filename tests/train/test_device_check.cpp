@@ -383,6 +383,8 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
         return std::string("weight gradients deferred to a stream of their own");
       if (name == "DOWNSCALE_CUDA_PAD_CHANNELS" && (value == "1" || value == "all"))
         return std::string("input channels padded to");
+      if (name == "DOWNSCALE_CUDA_PAD_CHANNELS" && value == "timed")  // padded or not, said with the times
+        return std::string(" by timing (DOWNSCALE_CUDA_PAD_CHANNELS=timed)");
     }
     return std::string();
   };
@@ -452,6 +454,13 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
        {MathMode::kBf16}},
       {"channels padded to 8 everywhere, NHWC 16-bit activations",
        {{"DOWNSCALE_CUDA_PAD_CHANNELS", "all"}, {"DOWNSCALE_CUDA_LAYOUT", "nhwc"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}},
+       {MathMode::kBf16}},
+      // What would ship if each timed switch pays: every plan's padding chosen by cudnnFind's
+      // times, the TF32 passes, graph engines and GEMM timed, the weight passes deferred.
+      {"channels padded by timing, every timed switch, deferred weight passes",
+       {{"DOWNSCALE_CUDA_PAD_CHANNELS", "timed"}, {"DOWNSCALE_CUDA_DEFER_WEIGHTS", "1"}, {"DOWNSCALE_CUDA_LANES", "5"},
+        {"DOWNSCALE_CUDA_TF32_PASSES", "timed"}, {"DOWNSCALE_CUDA_GRAPH", "timed"},
+        {"DOWNSCALE_CUDA_WGRAD_GEMM", "timed"}},
        {MathMode::kBf16}},
       {"graph engines, NCHW 16-bit scratch",
        {{"DOWNSCALE_CUDA_GRAPH", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nchw"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "0"}},
