@@ -31,7 +31,9 @@ if [[ -z $bundle ]]; then
   exit 2
 fi
 tar xf "$bundle" -C /tmp || exit 1
-cd /tmp/downscale-*-linux-x86_64 || exit 1
+# The bundle's own folder (named as its archive), not a glob: an earlier bundle unpacked in /tmp
+# (a rehearsal, a second call) would make it two folders.
+cd "/tmp/$(basename "$bundle" .tar.xz)" || exit 1
 export PY=${PY:-python3}
 
 if [[ $call == call1 ]]; then
