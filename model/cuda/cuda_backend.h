@@ -199,6 +199,10 @@ class CudaBackend : public Backend {
     // calls it is replaced by the next for good (run_conv_pass).
     ConvChoice use[3];
     std::vector<ConvChoice> untried[3];
+    // Per pass, the time of the way it was chosen to run, as timed when the plan was made
+    // (cudnnFind*'s for a legacy algorithm, choose_graph_engines' own runs where the graph API
+    // was tried; ms, negative when not timed): what DOWNSCALE_CUDA_PAD_CHANNELS=timed compares.
+    float chosen_ms[3] = {-1, -1, -1};
     bool timed = false;  // algorithms from cudnnFind* (else cuDNN's heuristic)
     bool fuse_reported = false;  // the one stderr line (bias+ReLU fused or not, narrow passes)
     bool fuse_refused = false;   // cuDNN refused the fused bias+ReLU call once: separate from then on
@@ -272,11 +276,14 @@ class CudaBackend : public Backend {
   };
   bool plan_scratch(const ConvDesc& d, const ConvPlan& p, PlanScratch& s);
   // conv_plan's parts (cuda_conv_plan.cu): a plan's descriptors with the 16-bit input channels
-  // x_cs (0: as d has them) and cuDNN's heuristic list a pass; under DOWNSCALE_CUDA_PAD_CHANNELS=timed,
-  // the choice between padded descriptors (p, with their lists) and plain ones, by timing both.
+  // x_cs (0: as d has them) and cuDNN's heuristic list a pass; each pass's choice from Find's and
+  // the heuristic's lists, then the graph engines; under DOWNSCALE_CUDA_PAD_CHANNELS=timed, the
+  // faster of the padded plan p and the plain one, both with their choices made.
   std::unique_ptr<ConvPlan> plan_descriptors(const ConvDesc& d, int x_cs, std::vector<ConvChoice> heuristic[3]);
-  void choose_padding(const ConvDesc& d, std::unique_ptr<ConvPlan>& p, std::vector<ConvChoice> heuristic[3],
-                      std::vector<ConvChoice> found[3], const PlanScratch& scratch);
+  void adopt_choices(const ConvDesc& d, ConvPlan& p, std::vector<ConvChoice> heuristic[3],
+                     std::vector<ConvChoice> found[3], const PlanScratch& scratch);
+  void choose_padding(const ConvDesc& d, std::unique_ptr<ConvPlan>& p, std::unique_ptr<ConvPlan> plain,
+                      const PlanScratch& scratch);
   void release_plan_scratch(PlanScratch& s);
   // cudnnFind*: times the algorithms on the scratch; found[ConvPass] gets each pass's usable
   // entries, fastest first; false, with the lists left empty, when any of the three Find calls

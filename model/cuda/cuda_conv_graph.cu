@@ -368,8 +368,10 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const Pla
         c.plan = c.config = nullptr;
         p.untried[k].insert(p.untried[k].begin(), legacy);
         p.use[k] = ConvChoice{kGraphAlgo, 0, size_t(c.workspace), true, int(c.engine)};
+        p.chosen_ms[k] = best_ms;
         conv_note(d, std::string(kPassNames[k]) + " by cuDNN graph engine " + std::to_string(c.engine) + said);
       } else {
+        if (legacy_ms >= 0) p.chosen_ms[k] = legacy_ms;  // timed here as the engines were
         conv_note(d, std::string(kPassNames[k]) + " stays on legacy algorithm " + std::to_string(legacy.algo) +
                          said);
       }

@@ -253,7 +253,7 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   if (it != plans_.end()) return *it->second;
 
   // Under DOWNSCALE_CUDA_PAD_CHANNELS=timed the padded descriptors are made first: their scratch
-  // is the larger, and serves the plain descriptors' Find after them (choose_padding).
+  // is the larger, and serves the plain descriptors after them (choose_padding).
   std::vector<ConvChoice> heuristic[3];
   std::unique_ptr<ConvPlan> p = plan_descriptors(d, padded_input_channels(d), heuristic);
 
@@ -265,19 +265,16 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
     PlanScratch* s;
     ~Release() { b->release_plan_scratch(*s); }
   } release{this, &scratch};
-  p->timed = plan_scratch(d, *p, scratch) && find_algorithms(*p, scratch, found);
-  if (p->x_cs && pad_channels_ == -1) choose_padding(d, p, heuristic, found, scratch);
-  const bool fp32 = math_ == MathMode::kFp32;
-  for (int k = 0; k < 3; ++k) {
-    std::vector<ConvChoice> all = merge_choices(found[k], heuristic[k], fp32 ? int(CUDNN_FMA_MATH) : -1);
-    if (all.empty()) throw Error(std::string("cuDNN found no usable ") + kPassNames[k] + " algorithm" + conv_context(d));
-    adopt_choice(*p, k, all.front());
-    p->untried[k].assign(all.begin() + 1, all.end());
+  const bool scratch_made = plan_scratch(d, *p, scratch);
+  p->timed = scratch_made && find_algorithms(*p, scratch, found);
+  adopt_choices(d, *p, heuristic, found, scratch);
+  if (p->x_cs && pad_channels_ == -1) {  // the same for the plain descriptors, then the faster
+    std::vector<ConvChoice> plain_heuristic[3], plain_found[3];
+    std::unique_ptr<ConvPlan> plain = plan_descriptors(d, 0, plain_heuristic);
+    plain->timed = scratch_made && find_algorithms(*plain, scratch, plain_found);  // whichever Find failed
+    adopt_choices(d, *plain, plain_heuristic, plain_found, scratch);
+    choose_padding(d, p, std::move(plain), scratch);
   }
-  p->desc = d;
-  // The graph API's engines against the legacy choices just made (DOWNSCALE_CUDA_GRAPH; before
-  // choose_narrow, which then times the narrow kernels against whichever runs).
-  if (p->timed) choose_graph_engines(d, *p, scratch);
   release_plan_scratch(scratch);  // before choose_narrow, which times on scratch of its own
 
   auto& ref = *p;
@@ -294,51 +291,60 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   return ref;
 }
 
-// DOWNSCALE_CUDA_PAD_CHANNELS=timed: p holds the padded descriptors and found their cudnnFind*
-// lists (on scratch sized for them); the plain descriptors are timed on the same scratch, the
-// copy padding adds on its own, and p, heuristic and found become the plain ones unless
-// padding_pays (conv_choices.h). One line says which and the times behind it.
-void CudaBackend::choose_padding(const ConvDesc& d, std::unique_ptr<ConvPlan>& p, std::vector<ConvChoice> heuristic[3],
-                                 std::vector<ConvChoice> found[3], const PlanScratch& scratch) {
-  std::vector<ConvChoice> plain_heuristic[3], plain_found[3];
-  std::unique_ptr<ConvPlan> plain = plan_descriptors(d, 0, plain_heuristic);
-  plain->timed = scratch.x && find_algorithms(*plain, scratch, plain_found);  // whichever Find failed
-  float padded_ms[3] = {-1, -1, -1}, plain_ms[3] = {-1, -1, -1};
+// Each pass's algorithm: cudnnFind*'s fastest usable entry (its time in chosen_ms), else the
+// heuristic's first, the rest of both lists behind it for refusals at call time; then, timed, the
+// graph API's engines against it (DOWNSCALE_CUDA_GRAPH; before choose_narrow, which then times
+// the narrow kernels against whichever runs).
+void CudaBackend::adopt_choices(const ConvDesc& d, ConvPlan& p, std::vector<ConvChoice> heuristic[3],
+                                std::vector<ConvChoice> found[3], const PlanScratch& scratch) {
+  const bool fp32 = math_ == MathMode::kFp32;
   for (int k = 0; k < 3; ++k) {
-    if (!found[k].empty()) padded_ms[k] = found[k].front().ms;
-    if (!plain_found[k].empty()) plain_ms[k] = plain_found[k].front().ms;
+    std::vector<ConvChoice> all = merge_choices(found[k], heuristic[k], fp32 ? int(CUDNN_FMA_MATH) : -1);
+    if (all.empty()) throw Error(std::string("cuDNN found no usable ") + kPassNames[k] + " algorithm" + conv_context(d));
+    adopt_choice(p, k, all.front());
+    p.chosen_ms[k] = all.front().ms;
+    p.untried[k].assign(all.begin() + 1, all.end());
   }
+  p.desc = d;
+  if (p.timed) choose_graph_engines(d, p, scratch);
+}
+
+// DOWNSCALE_CUDA_PAD_CHANNELS=timed: p is the plan on padded descriptors, plain the same geometry
+// as written, each with its choices made (adopt_choices: cudnnFind*, then the graph engines where
+// they are on) on the same scratch, sized for p. The copy padding adds is timed on its own, and p
+// becomes plain unless padding_pays (conv_choices.h) on the times of the ways each plan's passes
+// will run. One line says which and the times behind it. The TF32 passes and the GEMM weight
+// gradient are chosen later, on a first call's tensors, against whichever plan stays.
+void CudaBackend::choose_padding(const ConvDesc& d, std::unique_ptr<ConvPlan>& p, std::unique_ptr<ConvPlan> plain,
+                                 const PlanScratch& scratch) {
   // The copy into the padded layout that a 16-bit activation read in place would not need, run
   // twice a step (forward, backward filter): timed here on the scratch x, which holds as many
   // floats as the padded operand has elements, so twice its 16-bit elements: the source (d.in)
   // in its first part, the padded copy after it. An FP32 input is cast into 16 bits anyway, and
   // an explicitly padded one copied anyway: padding its channels there adds nothing.
   float extra_ms = 0;
-  if (d.x16 && !p->explicit_pad && scratch.x) {
-    const Shape padded = p->x16_shape();
-    auto* src = reinterpret_cast<uint16_t*>(scratch.x);
-    uint16_t* dst = src + d.in.size();
-    try {
-      extra_ms = 2 * time_runs([&] { pad_nhwc16(stream_, d.in, 0, 0, padded, src, dst); }, 2);
-    } catch (const Error&) {
-      cudaGetLastError();
-      extra_ms = -1;  // unknown: padding_pays keeps the plain operands
+  if (d.x16 && !p->explicit_pad) {
+    extra_ms = -1;  // unknown (no scratch, a failed run): padding_pays keeps the plain operands
+    if (scratch.x) {
+      const Shape padded = p->x16_shape();
+      auto* src = reinterpret_cast<uint16_t*>(scratch.x);
+      uint16_t* dst = src + d.in.size();
+      try {
+        extra_ms = 2 * time_runs([&] { pad_nhwc16(stream_, d.in, 0, 0, padded, src, dst); }, 2);
+      } catch (const Error&) {
+        cudaGetLastError();
+      }
     }
   }
-  const bool pad = padding_pays(plain_ms, padded_ms, extra_ms);
-  char times[160];
-  std::snprintf(times, sizeof times, " (cudnnFind ms fwd+data+filter padded %.3f+%.3f+%.3f, copies %.3f; as written "
-                "%.3f+%.3f+%.3f)", padded_ms[0], padded_ms[1], padded_ms[2], extra_ms, plain_ms[0], plain_ms[1],
-                plain_ms[2]);
+  const bool pad = padding_pays(plain->chosen_ms, p->chosen_ms, extra_ms);
+  char times[200];
+  std::snprintf(times, sizeof times, " (ms fwd+data+filter padded %.3f+%.3f+%.3f, copies %.3f; as written "
+                "%.3f+%.3f+%.3f)", p->chosen_ms[0], p->chosen_ms[1], p->chosen_ms[2], extra_ms, plain->chosen_ms[0],
+                plain->chosen_ms[1], plain->chosen_ms[2]);
   conv_note(d, std::string(pad ? "input channels padded to " + std::to_string(p->x_cs)
                                : "input channels as written, not padded to " + std::to_string(p->x_cs)) +
                    " by timing (DOWNSCALE_CUDA_PAD_CHANNELS=timed)" + times);
-  if (pad) return;
-  p = std::move(plain);
-  for (int k = 0; k < 3; ++k) {
-    heuristic[k] = std::move(plain_heuristic[k]);
-    found[k] = std::move(plain_found[k]);
-  }
+  if (!pad) p = std::move(plain);
 }
 
 float CudaBackend::time_runs(const std::function<void()>& run, int reps) {

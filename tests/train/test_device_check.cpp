@@ -8,12 +8,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
+#include <regex>
+#include <string>
+#include <vector>
 
 #include "model/cpu/dnnl_backend.h"
 #include "model/kernels/half_cast.h"
 #include "model/math_mode.h"
 #include "model/model_test_util.h"
+#include "support/test_support.h"
 #include "train/device_check.h"
 
 namespace ds {
@@ -362,33 +367,32 @@ TEST(DeviceCheck, HostValuesOf16BitActivationsAreInNchwOrder) {
   }
 }
 
-TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
-  if (!model::cuda_available()) {
-    const char* require = std::getenv("DOWNSCALE_REQUIRE_GPU");
-    if (require && std::string(require) == "1") FAIL() << "DOWNSCALE_REQUIRE_GPU=1 but " << model::cuda_probe().reason;
-    GTEST_SKIP() << "no GPU (" << model::cuda_probe().reason << "): the device check on a GPU skipped";
+struct Variant {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::vector<MathMode> modes;
+};
+
+// The lines the backend must print (stderr) where a row forces the TF32 passes, defers the weight
+// passes or pads channels: they did run.
+std::vector<std::string> must_say(const Variant& v) {
+  std::vector<std::string> says;
+  for (const auto& [name, value] : v.env) {
+    if (name == "DOWNSCALE_CUDA_TF32_PASSES" && value == "1")
+      says.push_back("backward filter as TF32 (DOWNSCALE_CUDA_TF32_PASSES=1)");
+    if (name == "DOWNSCALE_CUDA_DEFER_WEIGHTS" && value == "1")
+      says.push_back("weight gradients deferred to a stream of their own");
+    if (name == "DOWNSCALE_CUDA_PAD_CHANNELS" && (value == "1" || value == "all"))
+      says.push_back("input channels padded to");
+    if (name == "DOWNSCALE_CUDA_PAD_CHANNELS" && value == "timed")  // padded or not, said with the times
+      says.push_back(" by timing (DOWNSCALE_CUDA_PAD_CHANNELS=timed)");
   }
-  struct Variant {
-    std::string name;
-    std::vector<std::pair<std::string, std::string>> env;
-    std::vector<MathMode> modes;
-  };
-  // A line the backend must print (stderr) where a row forces the TF32 passes or defers the weight
-  // passes: they did run.
-  const auto must_say = [](const Variant& v) {
-    for (const auto& [name, value] : v.env) {
-      if (name == "DOWNSCALE_CUDA_TF32_PASSES" && value == "1")
-        return std::string("backward filter as TF32 (DOWNSCALE_CUDA_TF32_PASSES=1)");
-      if (name == "DOWNSCALE_CUDA_DEFER_WEIGHTS" && value == "1")
-        return std::string("weight gradients deferred to a stream of their own");
-      if (name == "DOWNSCALE_CUDA_PAD_CHANNELS" && (value == "1" || value == "all"))
-        return std::string("input channels padded to");
-      if (name == "DOWNSCALE_CUDA_PAD_CHANNELS" && value == "timed")  // padded or not, said with the times
-        return std::string(" by timing (DOWNSCALE_CUDA_PAD_CHANNELS=timed)");
-    }
-    return std::string();
-  };
-  const std::vector<Variant> variants = {
+  return says;
+}
+
+// The device check's rows: MNN's step on the GPU against the CPU under each path's switches.
+std::vector<Variant> device_check_variants() {
+  return {
       // The default's five lanes pinned, so an exported DOWNSCALE_CUDA_LANES=0 cannot drop them
       // (ModelCuda.FiveLanesByDefaultOneStreamWhenAskedOrTimed checks that they are the default).
       {"defaults", {{"DOWNSCALE_CUDA_LANES", "5"}}, {MathMode::kTf32, MathMode::kFp32, MathMode::kBf16, MathMode::kFp16}},
@@ -460,29 +464,78 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
       {"channels padded by timing, every timed switch, deferred weight passes",
        {{"DOWNSCALE_CUDA_PAD_CHANNELS", "timed"}, {"DOWNSCALE_CUDA_DEFER_WEIGHTS", "1"}, {"DOWNSCALE_CUDA_LANES", "5"},
         {"DOWNSCALE_CUDA_TF32_PASSES", "timed"}, {"DOWNSCALE_CUDA_GRAPH", "timed"},
-        {"DOWNSCALE_CUDA_WGRAD_GEMM", "timed"}},
+        {"DOWNSCALE_CUDA_WGRAD_GEMM", "timed"}, {"DOWNSCALE_CUDA_LAYOUT", "nhwc"},
+        {"DOWNSCALE_CUDA_ACTIVATIONS16", "1"}},
        {MathMode::kBf16}},
       {"graph engines, NCHW 16-bit scratch",
        {{"DOWNSCALE_CUDA_GRAPH", "1"}, {"DOWNSCALE_CUDA_LAYOUT", "nchw"}, {"DOWNSCALE_CUDA_ACTIVATIONS16", "0"}},
        {MathMode::kBf16, MathMode::kFp16}},
   };
-  // DOWNSCALE_DEVICE_CHECK_ROWS="a|b": only the rows whose names contain a or b (a device call
-  // too short for all of them runs the paths that never ran first; docs/gpu.md); unset: every row.
-  const char* only = std::getenv("DOWNSCALE_DEVICE_CHECK_ROWS");
-  const auto wanted = [&](const std::string& name) {
-    if (!only || !*only) return true;
-    const std::string list = only;
-    for (size_t at = 0; at <= list.size();) {
-      const size_t bar = std::min(list.find('|', at), list.size());
-      const std::string part = list.substr(at, bar - at);
-      if (!part.empty() && name.find(part) != std::string::npos) return true;
-      at = bar + 1;
+}
+
+// DOWNSCALE_DEVICE_CHECK_ROWS="a|b|=c": whether row `name` runs: its name contains a or b, or is c
+// exactly ("=" before a part: a row whose name is also part of others', "16-bit activations");
+// only null or empty: every row. A device call too short for all of them runs the paths that
+// never ran first (docs/gpu.md, scripts/gpu_session.sh).
+bool row_wanted(const std::string& name, const char* only) {
+  if (!only || !*only) return true;
+  const std::string list = only;
+  for (size_t at = 0; at <= list.size();) {
+    const size_t bar = std::min(list.find('|', at), list.size());
+    const std::string part = list.substr(at, bar - at);
+    at = bar + 1;
+    if (part.size() > 1 && part[0] == '=') {
+      if (name == part.substr(1)) return true;
+    } else if (!part.empty() && name.find(part) != std::string::npos) {
+      return true;
     }
-    return false;
-  };
+  }
+  return false;
+}
+
+// The row filter's two forms, and scripts/gpu_session.sh's two calls (their rows="..." lines):
+// every row in one call and none in both, so a short device session neither leaves a path out nor
+// pays for one twice (until 2026-11-30 call 2's "16-bit activations" ran five of call 1's rows
+// again, about 45 s of device time).
+TEST(DeviceCheck, GpuSessionCallsRunEachRowOnce) {
+  EXPECT_TRUE(row_wanted("defaults", nullptr));
+  EXPECT_TRUE(row_wanted("defaults", ""));
+  EXPECT_TRUE(row_wanted("NHWC 16-bit activations", "x|16-bit"));
+  EXPECT_TRUE(row_wanted("16-bit activations", "x|=16-bit activations"));
+  EXPECT_FALSE(row_wanted("NHWC 16-bit activations", "=16-bit activations"));
+  EXPECT_FALSE(row_wanted("defaults", "|"));
+  EXPECT_FALSE(row_wanted("defaults", "="));
+
+  const std::string script = test::source_dir() + "/scripts/gpu_session.sh";
+  std::ifstream in(script);
+  if (!in) GTEST_SKIP() << script << " not found: not a source tree (DS_SOURCE_DIR)";
+  std::vector<std::string> calls;
+  const std::regex rows(R"re(^\s*rows="([^"]*)")re");
+  std::smatch m;
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_search(line, m, rows)) calls.push_back(m[1]);
+  ASSERT_EQ(calls.size(), 2u) << script << ": expected a rows=\"...\" line in each of call 1 and call 2";
+  for (const Variant& v : device_check_variants()) {
+    std::string in_calls;
+    for (size_t c = 0; c < calls.size(); ++c)
+      if (row_wanted(v.name, calls[c].c_str())) in_calls += " " + std::to_string(c + 1);
+    EXPECT_EQ(std::count(in_calls.begin(), in_calls.end(), ' '), 1)
+        << "row '" << v.name << "' is in call(s)" << (in_calls.empty() ? " none" : in_calls) << " of " << script;
+  }
+}
+
+TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
+  if (!model::cuda_available()) {
+    const char* require = std::getenv("DOWNSCALE_REQUIRE_GPU");
+    if (require && std::string(require) == "1") FAIL() << "DOWNSCALE_REQUIRE_GPU=1 but " << model::cuda_probe().reason;
+    GTEST_SKIP() << "no GPU (" << model::cuda_probe().reason << "): the device check on a GPU skipped";
+  }
+  // DOWNSCALE_DEVICE_CHECK_ROWS: which rows (row_wanted); unset: every row.
+  const char* only = std::getenv("DOWNSCALE_DEVICE_CHECK_ROWS");
+  const std::vector<Variant> variants = device_check_variants();
   int ran = 0;
   for (const Variant& v : variants) {
-    if (!wanted(v.name)) {
+    if (!row_wanted(v.name, only)) {
       std::printf("%s: not run (DOWNSCALE_DEVICE_CHECK_ROWS=%s)\n", v.name.c_str(), only);
       continue;
     }
@@ -494,17 +547,19 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
       Net run(mnn_na_spec(), *be);
       run.init(5);
       const CheckBatch b = make_batch(*be, mnn_na_spec(), 32);
-      const std::string say = must_say(v);
-      if (!say.empty()) ::testing::internal::CaptureStderr();
+      const std::vector<std::string> says = must_say(v);
+      if (!says.empty()) ::testing::internal::CaptureStderr();
       // FP16 as the trainer runs it: the loss gradient x 65536 (LossScaler's first scale).
       const DeviceCheck c = check_step_against_cpu(run, *be, m, b.batch, b.mask, model::LossKind::kBernoulliGamma, 0,
                                                    9, m == MathMode::kFp16 ? 65536.0f : 1.0f);
-      if (!say.empty()) {
+      if (!says.empty()) {
         const std::string log = ::testing::internal::GetCapturedStderr();
-        size_t said = 0;
-        for (size_t at = log.find(say); at != std::string::npos; at = log.find(say, at + 1)) ++said;
-        std::printf("%s: '%s' said %zu times\n", v.name.c_str(), say.c_str(), said);
-        EXPECT_GT(said, 0u) << v.name << ": the backend never said '" << say << "'";
+        for (const std::string& say : says) {
+          size_t said = 0;
+          for (size_t at = log.find(say); at != std::string::npos; at = log.find(say, at + 1)) ++said;
+          std::printf("%s: '%s' said %zu times\n", v.name.c_str(), say.c_str(), said);
+          EXPECT_GT(said, 0u) << v.name << ": the backend never said '" << say << "'";
+        }
       }
       const std::string line = v.name + ": " + device_check_line(c, be->name(), model::math_mode_name(m));
       std::printf("%s\n", line.c_str());
