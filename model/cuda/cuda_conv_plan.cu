@@ -171,9 +171,10 @@ CudaBackend::ConvKey CudaBackend::plan_key(const ConvDesc& d) const {
 // 0.33 for its forward, and the 50 -> 25 branch weight gradients at 0.38-0.47 ms against 0.04-0.14
 // for their forwards. Output channels are not padded (that would reach every activation's
 // layout); bench/conv_layouts.py's "bf16 nhwc8" column measures whether padding both would pay.
-// =timed considers what =all pads, and pads a plan only where cudnnFind* times its three padded
-// passes, with the copy padding adds, faster than the plain ones (choose_padding): no layer is
-// then slower for it, whatever cuDNN's kernels for each alignment turn out to be.
+// =timed considers what =all pads, and pads a plan only where its three padded passes, timed as
+// they will run (cudnnFind*, then the graph engines where on), with the copy padding adds, beat
+// the plain ones by 3 % (choose_padding): padding where it measured faster, whichever of cuDNN's
+// kernels each alignment turns out to reach.
 // The FP32, TF32, NCHW and narrow plans never pad.
 int CudaBackend::padded_input_channels(const ConvDesc& d) const {
   if (!pad_channels_ || !half16() || !nhwc_ || d.in.c % 8 == 0) return 0;
