@@ -203,6 +203,10 @@ class CudaBackend : public Backend {
     // (cudnnFind*'s for a legacy algorithm, choose_graph_engines' own runs where the graph API
     // was tried; ms, negative when not timed): what DOWNSCALE_CUDA_PAD_CHANNELS=timed compares.
     float chosen_ms[3] = {-1, -1, -1};
+    // While two plans of one geometry are made to keep one (DOWNSCALE_CUDA_PAD_CHANNELS=timed):
+    // this plan's stderr lines (plan_note) held, said only if it is kept.
+    bool hold_notes = false;
+    std::vector<std::string> held_notes;
     bool timed = false;  // algorithms from cudnnFind* (else cuDNN's heuristic)
     bool fuse_reported = false;  // the one stderr line (bias+ReLU fused or not, narrow passes)
     bool fuse_refused = false;   // cuDNN refused the fused bias+ReLU call once: separate from then on
@@ -280,6 +284,7 @@ class CudaBackend : public Backend {
   // the heuristic's lists, then the graph engines; under DOWNSCALE_CUDA_PAD_CHANNELS=timed, the
   // faster of the padded plan p and the plain one, both with their choices made.
   std::unique_ptr<ConvPlan> plan_descriptors(const ConvDesc& d, int x_cs, std::vector<ConvChoice> heuristic[3]);
+  static void plan_note(ConvPlan& p, const ConvDesc& d, const std::string& what);  // conv_note, or held
   void adopt_choices(const ConvDesc& d, ConvPlan& p, std::vector<ConvChoice> heuristic[3],
                      std::vector<ConvChoice> found[3], const PlanScratch& scratch);
   void choose_padding(const ConvDesc& d, std::unique_ptr<ConvPlan>& p, std::unique_ptr<ConvPlan> plain,

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/cuda/cuda_backend.h"
@@ -270,7 +271,31 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const Pla
   float *x = s.x, *w = s.w, *y = s.y;
   void* ws = s.ws;
   const size_t ws_bytes = s.ws_bytes;
+  // Pass k's legacy algorithm on the scratch as the engines are timed (a warm-up and three runs):
+  // {ms, failed}. Not timed (its workspace is beyond the scratch) is not failed: timed mode then
+  // keeps it, not knowing the engine to be faster; failed on the scratch, the engine takes its place.
+  const auto time_legacy = [&](int k) -> std::pair<float, bool> {
+    const ConvChoice legacy = p.use[k];
+    if (legacy.workspace > ws_bytes) return {-1.0f, false};
+    try {
+      return {time_runs(
+                  [&] {
+                    const cudnnStatus_t st =
+                        conv_pass_call(p, k, legacy.algo, x, w, y, legacy.workspace ? ws : nullptr, legacy.workspace);
+                    check(st, "legacy algorithm");
+                  },
+                  3),
+              false};
+    } catch (const Error&) {
+      cudaGetLastError();
+      return {-1.0f, true};
+    }
+  };
   for (int k = 0; k < 3; ++k) {
+    // chosen_ms[k] from here on: this step's own timing of the way the pass will run (an engine's,
+    // or the legacy algorithm's as the engines were timed), or -1, never cudnnFind's figure: two
+    // plans compared on it (DOWNSCALE_CUDA_PAD_CHANNELS=timed) then compare like with like.
+    p.chosen_ms[k] = -1;
     try {
       const Desc xt = tensor(kUidX, xd, dt, nhwc_), wt = tensor(kUidW, wd, dt, nhwc_), yt = tensor(kUidY, yd, dt, nhwc_);
       const Desc conv = convolution(pad_h, pad_w, d.stride);
@@ -339,24 +364,7 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const Pla
         }
       }
       const ConvChoice legacy = p.use[k];
-      float legacy_ms = -1;
-      // Not timed (its workspace is beyond the scratch) is not failed: timed mode then keeps it,
-      // not knowing the engine to be faster; failed on the scratch, the engine takes its place.
-      bool legacy_failed = false;
-      if (legacy.workspace <= ws_bytes) {
-        try {
-          legacy_ms = time_runs(
-              [&] {
-                const cudnnStatus_t st =
-                    conv_pass_call(p, k, legacy.algo, x, w, y, legacy.workspace ? ws : nullptr, legacy.workspace);
-                check(st, "legacy algorithm");
-              },
-              3);
-        } catch (const Error&) {
-          cudaGetLastError();
-          legacy_failed = true;
-        }
-      }
+      const auto [legacy_ms, legacy_failed] = time_legacy(k);
       char times[160];
       std::snprintf(times, sizeof times, " (ms graph/legacy %.3f/%.3f; %zu engines timed of %d listed, %d left out)",
                     best_ms, legacy_ms, cands.list.size(), listed, skipped);
@@ -369,15 +377,21 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const Pla
         p.untried[k].insert(p.untried[k].begin(), legacy);
         p.use[k] = ConvChoice{kGraphAlgo, 0, size_t(c.workspace), true, int(c.engine)};
         p.chosen_ms[k] = best_ms;
-        conv_note(d, std::string(kPassNames[k]) + " by cuDNN graph engine " + std::to_string(c.engine) + said);
+        plan_note(p, d, std::string(kPassNames[k]) + " by cuDNN graph engine " + std::to_string(c.engine) + said);
       } else {
-        if (legacy_ms >= 0) p.chosen_ms[k] = legacy_ms;  // timed here as the engines were
-        conv_note(d, std::string(kPassNames[k]) + " stays on legacy algorithm " + std::to_string(legacy.algo) +
-                         said);
+        p.chosen_ms[k] = legacy_failed ? -1 : legacy_ms;  // -1 too when not timed (workspace)
+        plan_note(p, d, std::string(kPassNames[k]) + " stays on legacy algorithm " + std::to_string(legacy.algo) +
+                            said);
       }
     } catch (const Error& e) {
       cudaGetLastError();
-      conv_note(d, std::string("graph API not used for the ") + kPassNames[k] + ": " + e.what());
+      // No engine for this graph (a plan's unaligned channels, say): the legacy algorithm stays,
+      // timed as it would have been beside the engines where two plans are to be compared.
+      if (pad_channels_ == -1) {
+        const auto [legacy_ms, legacy_failed] = time_legacy(k);
+        p.chosen_ms[k] = legacy_failed ? -1 : legacy_ms;
+      }
+      plan_note(p, d, std::string("graph API not used for the ") + kPassNames[k] + ": " + e.what());
     }
   }
 }

@@ -254,10 +254,11 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   if (it != plans_.end()) return *it->second;
 
   // Under DOWNSCALE_CUDA_PAD_CHANNELS=timed the padded descriptors are made first: their scratch
-  // is the larger, and serves the plain descriptors after them (choose_padding).
+  // is the larger, and serves the plain descriptors after them (choose_padding). A padded plan
+  // that cannot be made (no usable algorithm) then leaves the layer as written, with one line.
+  const int pad = padded_input_channels(d);
+  const bool timed_padding = pad && pad_channels_ == -1;
   std::vector<ConvChoice> heuristic[3];
-  std::unique_ptr<ConvPlan> p = plan_descriptors(d, padded_input_channels(d), heuristic);
-
   // The plan is cached either way, so Find runs once per shape and mode.
   std::vector<ConvChoice> found[3];
   PlanScratch scratch;
@@ -266,15 +267,33 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
     PlanScratch* s;
     ~Release() { b->release_plan_scratch(*s); }
   } release{this, &scratch};
-  const bool scratch_made = plan_scratch(d, *p, scratch);
-  p->timed = scratch_made && find_algorithms(*p, scratch, found);
-  adopt_choices(d, *p, heuristic, found, scratch);
-  if (p->x_cs && pad_channels_ == -1) {  // the same for the plain descriptors, then the faster
+  std::unique_ptr<ConvPlan> p;
+  try {
+    p = plan_descriptors(d, pad, heuristic);
+    p->timed = plan_scratch(d, *p, scratch) && find_algorithms(*p, scratch, found);
+    p->hold_notes = timed_padding;
+    adopt_choices(d, *p, heuristic, found, scratch);
+  } catch (const Error& e) {
+    if (!timed_padding) throw;
+    cudaGetLastError();
+    conv_note(d, "input channels as written, not padded to " + std::to_string(pad) +
+                     " by timing (DOWNSCALE_CUDA_PAD_CHANNELS=timed): the padded plan failed: " + e.what());
+    p.reset();
+  }
+  if (timed_padding) {  // the same for the plain descriptors, then the faster
     std::vector<ConvChoice> plain_heuristic[3], plain_found[3];
     std::unique_ptr<ConvPlan> plain = plan_descriptors(d, 0, plain_heuristic);
-    plain->timed = scratch_made && find_algorithms(*plain, scratch, plain_found);  // whichever Find failed
+    plain->timed = (scratch.x || plan_scratch(d, *plain, scratch)) && find_algorithms(*plain, scratch, plain_found);
+    plain->hold_notes = true;
     adopt_choices(d, *plain, plain_heuristic, plain_found, scratch);
-    choose_padding(d, p, std::move(plain), scratch);
+    if (p)
+      choose_padding(d, p, std::move(plain), scratch);
+    else
+      p = std::move(plain);
+    // The kept plan's lines (its graph engines), now that they are the ones that hold.
+    p->hold_notes = false;
+    for (const std::string& note : p->held_notes) conv_note(d, note);
+    p->held_notes.clear();
   }
   release_plan_scratch(scratch);  // before choose_narrow, which times on scratch of its own
 
@@ -290,6 +309,13 @@ CudaBackend::ConvPlan& CudaBackend::conv_plan(const ConvDesc& d) {
   // After the plan is cached: timing runs the passes through conv2d_*, which look it up.
   choose_narrow(d, ref);  // choose_wgrad_gemm waits for the first weight gradient: predict never needs one
   return ref;
+}
+
+void CudaBackend::plan_note(ConvPlan& p, const ConvDesc& d, const std::string& what) {
+  if (p.hold_notes)
+    p.held_notes.push_back(what);
+  else
+    conv_note(d, what);
 }
 
 // Each pass's algorithm: cudnnFind*'s fastest usable entry (its time in chosen_ms), else the
