@@ -515,6 +515,16 @@ TEST(DeviceCheck, GpuSessionCallsRunEachRowOnce) {
   for (std::string line; std::getline(in, line);)
     if (std::regex_search(line, m, rows)) calls.push_back(m[1]);
   ASSERT_EQ(calls.size(), 2u) << script << ": expected a rows=\"...\" line in each of call 1 and call 2";
+  // Each part of each list picks a row: a renamed row would otherwise leave a part picking none.
+  for (const std::string& list : calls)
+    for (size_t at = 0; at <= list.size();) {
+      const size_t bar = std::min(list.find('|', at), list.size());
+      const std::string part = list.substr(at, bar - at);
+      at = bar + 1;
+      bool picks = false;
+      for (const Variant& v : device_check_variants()) picks = picks || row_wanted(v.name, part.c_str());
+      EXPECT_TRUE(picks) << "'" << part << "' in " << script << " picks no device-check row";
+    }
   for (const Variant& v : device_check_variants()) {
     std::string in_calls;
     for (size_t c = 0; c < calls.size(); ++c)
