@@ -126,6 +126,12 @@ CudaBackend::CudaBackend(int device)
     n_lanes_ = 0;
   }
   if (const char* t = std::getenv("DOWNSCALE_CUDA_TEST_REFUSE")) test_refuse_ = std::string(t) == "1";
+  {
+    const std::string v = env_choice("DOWNSCALE_CUDA_TEST_PADDING", {"padded", "plain"},
+                                     "padded or plain (tests: DOWNSCALE_CUDA_PAD_CHANNELS=timed's choice forced) or "
+                                     "unset (by the timings)");
+    test_padding_ = v == "padded" ? 1 : v == "plain" ? 2 : 0;
+  }
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     cudaGetLastError();  // clear the sticky error so later CUDA calls are not blamed for it

@@ -330,6 +330,10 @@ class CudaBackend : public Backend {
   // answered as if cuDNN had refused it (BAD_PARAM), so ModelCuda.RefusedAlgorithmIsReplaced
   // runs the fallback on any GPU, not only where cuDNN really refuses one.
   bool test_refuse_ = false;
+  // DOWNSCALE_CUDA_TEST_PADDING=padded|plain (tests): DOWNSCALE_CUDA_PAD_CHANNELS=timed's choice made
+  // so after both plans are made and timed, so each way of choose_padding runs on a GPU whatever
+  // the timings say: 1 padded, 2 plain, 0 by the timings.
+  int test_padding_ = 0;
   // A recorded interval not yet read: which 0 whole pass, 1 the library call, 2 both (the fused
   // bias+ReLU call is the convolution call).
   struct PassInterval {

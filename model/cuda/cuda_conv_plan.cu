@@ -363,14 +363,15 @@ void CudaBackend::choose_padding(const ConvDesc& d, std::unique_ptr<ConvPlan>& p
       }
     }
   }
-  const bool pad = padding_pays(plain->chosen_ms, p->chosen_ms, extra_ms);
+  const bool pad = test_padding_ ? test_padding_ == 1 : padding_pays(plain->chosen_ms, p->chosen_ms, extra_ms);
   char times[200];
   std::snprintf(times, sizeof times, " (ms fwd+data+filter padded %.3f+%.3f+%.3f, copies %.3f; as written "
                 "%.3f+%.3f+%.3f)", p->chosen_ms[0], p->chosen_ms[1], p->chosen_ms[2], extra_ms, plain->chosen_ms[0],
                 plain->chosen_ms[1], plain->chosen_ms[2]);
   conv_note(d, std::string(pad ? "input channels padded to " + std::to_string(p->x_cs)
                                : "input channels as written, not padded to " + std::to_string(p->x_cs)) +
-                   " by timing (DOWNSCALE_CUDA_PAD_CHANNELS=timed)" + times);
+                   " by timing (DOWNSCALE_CUDA_PAD_CHANNELS=timed)" + times +
+                   (test_padding_ ? "; forced by DOWNSCALE_CUDA_TEST_PADDING" : ""));
   if (!pad) p = std::move(plain);
 }
 

@@ -731,9 +731,15 @@ TEST_F(ModelCuda, PaddedInputChannelsMatchCpu) {
   ScopedEnv cudnn_filter("DOWNSCALE_CUDA_WGRAD_GEMM", "0"), no_tf32("DOWNSCALE_CUDA_TF32_PASSES", "0");
   LayoutEnv layout("nhwc");
   const HalfMode& m = kHalfModes[0];  // bf16
-  for (const char* mode : {"1", "all", "timed"})
+  for (const char* mode : {"1", "all", "timed", "timed padded", "timed plain"})
   for (const char* graph : {"0", "1"}) {
-    ScopedEnv pad("DOWNSCALE_CUDA_PAD_CHANNELS", mode), engines("DOWNSCALE_CUDA_GRAPH", graph);
+    // "timed padded" / "timed plain": =timed with its choice forced after both plans were made and
+    // timed (DOWNSCALE_CUDA_TEST_PADDING), so each way of choose_padding runs whatever the timings.
+    const std::string m_s = mode;
+    const bool timed = m_s.rfind("timed", 0) == 0;
+    const char* forced = m_s == "timed padded" ? "padded" : m_s == "timed plain" ? "plain" : nullptr;
+    ScopedEnv pad("DOWNSCALE_CUDA_PAD_CHANNELS", timed ? "timed" : mode), engines("DOWNSCALE_CUDA_GRAPH", graph),
+        force("DOWNSCALE_CUDA_TEST_PADDING", forced);
     auto gpu = make_cuda_backend(0);
     ASSERT_TRUE(gpu->set_math(m.mode));
     for (const ConvDesc& d : {same_conv(Shape{4, 10, 15, 26}, 16, 5), same_conv(Shape{4, 10, 15, 26}, 8, 2),
@@ -743,10 +749,20 @@ TEST_F(ModelCuda, PaddedInputChannelsMatchCpu) {
                                " -> " + std::to_string(d.out_c) + " " + std::to_string(d.kh) + "x" + std::to_string(d.kw);
       const std::string log =
           passes_against_cpu(*cpu_, *gpu, d, m.tol, [&](const std::string&, const char*) { return m.tol; }, what);
-      const std::string said = "input channels padded to " + std::to_string((d.in.c + 7) / 8 * 8);
-      if (std::string(mode) == "timed") {
+      const std::string cs = std::to_string((d.in.c + 7) / 8 * 8), said = "input channels padded to " + cs;
+      // The plan line's own mark: what the kept plan's operands are.
+      const std::string plan_padded = "; input channels padded to " + cs + " (DOWNSCALE_CUDA_PAD_CHANNELS)";
+      if (timed) {
         EXPECT_NE(log.find(" by timing (DOWNSCALE_CUDA_PAD_CHANNELS=timed) (ms fwd+data+filter padded "), std::string::npos)
             << what << ": no timed padding line in\n" << log;
+        if (forced && std::string(forced) == "padded") {
+          EXPECT_NE(log.find(said + " by timing"), std::string::npos) << what << ": not padded in\n" << log;
+          EXPECT_NE(log.find(plan_padded), std::string::npos) << what << ": the plan kept is not the padded one\n" << log;
+        } else if (forced) {
+          EXPECT_NE(log.find("input channels as written, not padded to " + cs + " by timing"), std::string::npos)
+              << what << ": padded where forced plain in\n" << log;
+          EXPECT_EQ(log.find(plan_padded), std::string::npos) << what << ": the plan kept is the padded one\n" << log;
+        }
       } else if (d.out_c % 8 == 0 || std::string(mode) == "all") {
         EXPECT_NE(log.find(said), std::string::npos) << what << ": no '" << said << "' in\n" << log;
       } else {
@@ -761,7 +777,10 @@ TEST_F(ModelCuda, PaddedInputChannelsMatchCpu) {
     const std::string what =
         std::string("padded channels ") + mode + ", graph " + graph + " upsample+conv 12 -> 6 (small 12 -> 24)";
     const std::string log = upsample_conv_against_cpu(*cpu_, *gpu, 12, 6, m.tol, what);
-    const std::string said = std::string(mode) == "timed" ? "16 by timing" : "input channels padded to 16";
+    const std::string said = !timed                          ? "input channels padded to 16"
+                             : !forced                         ? "16 by timing"
+                             : std::string(forced) == "padded" ? "input channels padded to 16 by timing"
+                                                               : "input channels as written, not padded to 16 by timing";
     EXPECT_NE(log.find(said), std::string::npos) << what << ": no '" << said << "' line in\n" << log;
   }
 }

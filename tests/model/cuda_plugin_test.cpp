@@ -126,6 +126,7 @@ TEST(ModelCudaPlugin, EverySwitchValueIsTakenOrNamed) {
       {"DOWNSCALE_CUDA_TRANSFORMS", {"0", "1"}},
       {"DOWNSCALE_CUDA_LANES", {"0", "5", "16"}},
       {"DOWNSCALE_CUDA_WGRAD_GEMM_MB", {"1", "512"}},
+      {"DOWNSCALE_CUDA_TEST_PADDING", {"padded", "plain"}},
   };
   for (const auto& [name, values] : switches) {
     for (const char* v : values) {
