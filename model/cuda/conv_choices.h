@@ -48,8 +48,9 @@ inline std::vector<ConvChoice> merge_choices(const std::vector<ConvChoice>& foun
 }
 
 // DOWNSCALE_CUDA_PAD_CHANNELS=timed: whether a plan runs on the descriptors with its input
-// channels padded to 8, from cudnnFind*'s fastest time of each pass (forward, backward data,
-// backward filter; ms) on both descriptors and the copies padding adds a step beside them
+// channels padded to 8, from the time of the way each pass will run (forward, backward data,
+// backward filter; ms: cudnnFind*'s, or the graph-engine step's own runs where that is on) on
+// both descriptors and the copies padding adds a step beside them
 // (extra_ms: a 16-bit activation that cuDNN would otherwise read where it lies is copied into
 // the padded layout before the forward and the backward filter pass). Padded only when all six
 // times are known and the padded passes with the copies take less than 97 % of the plain ones:

@@ -180,8 +180,8 @@ class CudaBackend : public Backend {
     ConvDesc desc;  // the geometry, for the messages and the pass-time report
     bool explicit_pad = false;
     Shape x_shape;  // what cuDNN sees as input: the padded copy when explicit_pad
-    // The input channels of the 16-bit operands x, dx, w and dw a pixel (DOWNSCALE_CUDA_PAD_CHANNELS=1:
-    // x_shape.c rounded up to 8 with zero channels, where out_c is a multiple of 8 already); 0: x_shape.c.
+    // The input channels of the 16-bit operands x, dx, w and dw a pixel (DOWNSCALE_CUDA_PAD_CHANNELS:
+    // x_shape.c rounded up to 8 with zero channels, padded_input_channels); 0: x_shape.c.
     int x_cs = 0;
     // The 16-bit operands' shapes as cuDNN sees them (x_shape, w) with the padded channels.
     Shape x16_shape() const { return x_cs ? Shape{x_shape.n, x_cs, x_shape.h, x_shape.w} : x_shape; }
@@ -524,7 +524,8 @@ class CudaBackend : public Backend {
   // DOWNSCALE_CUDA_PAD_CHANNELS (opt-in until run on a GPU): a 16-bit NHWC plan whose input
   // channels are not a multiple of 8 gives cuDNN operands with them rounded up to 8, zero-filled
   // (cuda_conv_plan.cu says why): 1 where the output channels are a multiple of 8, 2 (all)
-  // wherever; -1 (timed) where cudnnFind* times the padded passes faster, copies counted; 0 never.
+  // wherever; -1 (timed) where the padded plan's passes, timed as they will run (cudnnFind*, the
+  // graph engines), with the copies, beat the plain plan's by 3 % (choose_padding); 0 never.
   int pad_channels_ = 0;
   int padded_input_channels(const ConvDesc& d) const;
   // adam_update_many's device list (span pointers, then chunks from adam_chunks_at), its chunk
