@@ -405,7 +405,7 @@ section_bench() {
 # NHWC), the bias+ReLU fusion only where it exists (FP32/TF32).
 section_variants() {
   say "## 3b. Training step under the CUDA backend's switches, batch $BATCH (ours alone, samples/s)"
-  local math v envv
+  local math v envv rc nv=0
   printf '%-6s %-32s %10s %10s\n' math switch train forward > "$work/variants"
   for math in $MATHS; do
     for v in ${VARIANTS:-default DOWNSCALE_CUDA_NARROW=0 DOWNSCALE_CUDA_NARROW=1 DOWNSCALE_CUDA_NARROW_WINDOW=0 DOWNSCALE_CUDA_FUSE=0 DOWNSCALE_CUDA_FUSE=1 DOWNSCALE_FUSE_LAYERS=0 \
@@ -426,14 +426,26 @@ section_variants() {
       [[ $v == *DOWNSCALE_CUDA_FUSE16=0* && $math != bf16 && $math != fp16 ]] && continue
       envv=()
       [[ $v == default ]] || IFS=+ read -r -a envv <<< "$v"
-      if run env ${envv[@]+"${envv[@]}"} "$bench" --device "$dev" --math "$math" --batch "$BATCH" --grid "$GRID" \
-           --steps "$STEPS" --warmup "$WARMUP" > "$work/variant.out" 2> "$work/variant.err"; then
+      # One log a run (variant_<n>.err): the backend's lines of each setting (which way each
+      # timed choice went) are what a GPU session reads beside the rates.
+      ((++nv))
+      run env ${envv[@]+"${envv[@]}"} "$bench" --device "$dev" --math "$math" --batch "$BATCH" --grid "$GRID" \
+        --steps "$STEPS" --warmup "$WARMUP" > "$work/variant.out" 2> "$work/variant_$nv.err"
+      rc=$?
+      if ((rc == 0)); then
         printf '%-6s %-32s %10s %10s\n' "$math" "$v" "$(awk '$1 == "train_samples_per_s" {print $2}' "$work/variant.out")" \
           "$(awk '$1 == "forward_samples_per_s" {print $2}' "$work/variant.out")" >> "$work/variants"
+      elif grep -q "BUDGET of .* spent, not run" "$work/variant.out"; then
+        # Never started: not a failure of the setting (notrun, as a section BUDGET cut).
+        printf '%-6s %-32s %10s\n' "$math" "$v" "not run (BUDGET)" >> "$work/variants"
+        notrun+=("variant $math $v")
       else
-        printf '%-6s %-32s %10s\n' "$math" "$v" FAILED >> "$work/variants"
-        tail -3 "$work/variant.err" >> "$work/variants"
-        failed+=("variant $math $v")
+        # rc 124/137: killed at its step's limit, which says something other than a wrong result.
+        local verdict=FAILED
+        ((rc == 124 || rc == 137)) && verdict="FAILED (timed out)"
+        printf '%-6s %-32s %10s\n' "$math" "$v" "$verdict" >> "$work/variants"
+        tail -3 "$work/variant_$nv.err" >> "$work/variants"
+        failed+=("variant $math $v${verdict#FAILED}")
       fi
     done
   done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu_session.sh (the next GPU session's prepared device calls) without a GPU: it parses,
 # and it refuses at once, exit 2 with a message, what would waste a device call: no call named, an
-# unknown one, no $OUT folder, no bundle in .gpu. Its whole run is rehearsed by hand
+# unknown one, a limit under 120 s, no $OUT folder, no bundle in .gpu, two bundles there. Its whole run is rehearsed by hand
 # (GPU_CHECK_REHEARSAL=1 PY=/usr/bin/python3 OUT=<folder> bash scripts/gpu_session.sh call1; docs/gpu.md).
 #   usage: gpu_session_usage.sh <source dir>
 set -uo pipefail
@@ -29,5 +29,9 @@ expect2 "no call" "usage: scripts/gpu_session.sh call1|call2" OUT="$work/out"
 expect2 "unknown call" "usage:" OUT="$work/out" -- call3
 expect2 "no OUT" "\$OUT must name an existing folder" OUT= -- call1
 expect2 "OUT not a folder" "\$OUT must name an existing folder" OUT="$work/missing" -- call1
+expect2 "limit too short" "at least 120 (got '60')" OUT="$work/out" -- call2 60
+expect2 "limit not a number" "at least 120 (got '5m')" OUT="$work/out" -- call1 5m
 expect2 "no bundle" "no bundle in" OUT="$work/out" -- call2
-echo "gpu_session.sh: parses; usage, \$OUT and bundle errors exit 2"
+mkdir -p "$work/.gpu" && touch "$work/.gpu/downscale-a-linux-x86_64.tar.xz" "$work/.gpu/downscale-b-linux-x86_64.tar.xz"
+expect2 "two bundles" "2 bundles in" OUT="$work/out" -- call1
+echo "gpu_session.sh: parses; usage, limit, \$OUT and bundle errors exit 2"

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <limits>
 #include <regex>
@@ -544,36 +545,59 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
   const char* only = std::getenv("DOWNSCALE_DEVICE_CHECK_ROWS");
   const std::vector<Variant> variants = device_check_variants();
   int ran = 0;
+  // Each row's lines are flushed as they are printed, and a row that fails or throws ends only
+  // itself: a GPU session runs this test under a timeout, and a row killed there, or one that
+  // fails, must leave the verdicts of the rows before it and let the rows after it run.
   for (const Variant& v : variants) {
     if (!row_wanted(v.name, only)) {
       std::printf("%s: not run (DOWNSCALE_DEVICE_CHECK_ROWS=%s)\n", v.name.c_str(), only);
+      std::fflush(stdout);
       continue;
     }
     ++ran;
-    const EnvFor env(v.env);
-    auto be = model::make_cuda_backend(0);
-    for (const MathMode m : v.modes) {
-      ASSERT_TRUE(be->set_math(m)) << model::math_mode_name(m);
-      Net run(mnn_na_spec(), *be);
-      run.init(5);
-      const CheckBatch b = make_batch(*be, mnn_na_spec(), 32);
-      const std::vector<std::string> says = must_say(v);
-      if (!says.empty()) ::testing::internal::CaptureStderr();
-      // FP16 as the trainer runs it: the loss gradient x 65536 (LossScaler's first scale).
-      const DeviceCheck c = check_step_against_cpu(run, *be, m, b.batch, b.mask, model::LossKind::kBernoulliGamma, 0,
-                                                   9, m == MathMode::kFp16 ? 65536.0f : 1.0f);
-      if (!says.empty()) {
-        const std::string log = ::testing::internal::GetCapturedStderr();
-        for (const std::string& say : says) {
-          size_t said = 0;
-          for (size_t at = log.find(say); at != std::string::npos; at = log.find(say, at + 1)) ++said;
-          std::printf("%s: '%s' said %zu times\n", v.name.c_str(), say.c_str(), said);
-          EXPECT_GT(said, 0u) << v.name << ": the backend never said '" << say << "'";
+    bool capturing = false;
+    try {
+      const EnvFor env(v.env);
+      auto be = model::make_cuda_backend(0);
+      for (const MathMode m : v.modes) {
+        if (!be->set_math(m)) {
+          ADD_FAILURE() << v.name << ": the backend refused " << model::math_mode_name(m);
+          continue;
         }
+        Net run(mnn_na_spec(), *be);
+        run.init(5);
+        const CheckBatch b = make_batch(*be, mnn_na_spec(), 32);
+        const std::vector<std::string> says = must_say(v);
+        if (!says.empty()) {
+          ::testing::internal::CaptureStderr();
+          capturing = true;
+        }
+        // FP16 as the trainer runs it: the loss gradient x 65536 (LossScaler's first scale).
+        const DeviceCheck c = check_step_against_cpu(run, *be, m, b.batch, b.mask, model::LossKind::kBernoulliGamma, 0,
+                                                     9, m == MathMode::kFp16 ? 65536.0f : 1.0f);
+        if (capturing) {
+          const std::string log = ::testing::internal::GetCapturedStderr();
+          capturing = false;
+          // Given back to stderr: the backend's lines of the paths these rows force are what a
+          // GPU session reads to see which way each went.
+          std::fputs(log.c_str(), stderr);
+          for (const std::string& say : says) {
+            size_t said = 0;
+            for (size_t at = log.find(say); at != std::string::npos; at = log.find(say, at + 1)) ++said;
+            std::printf("%s: '%s' said %zu times\n", v.name.c_str(), say.c_str(), said);
+            EXPECT_GT(said, 0u) << v.name << ": the backend never said '" << say << "'";
+          }
+        }
+        const std::string line = v.name + ": " + device_check_line(c, be->name(), model::math_mode_name(m));
+        std::printf("%s\n", line.c_str());
+        std::fflush(stdout);
+        EXPECT_TRUE(c.passed()) << line;
       }
-      const std::string line = v.name + ": " + device_check_line(c, be->name(), model::math_mode_name(m));
-      std::printf("%s\n", line.c_str());
-      EXPECT_TRUE(c.passed()) << line;
+    } catch (const std::exception& e) {
+      if (capturing) std::fputs(::testing::internal::GetCapturedStderr().c_str(), stderr);
+      std::printf("%s: device check failed: threw %s\n", v.name.c_str(), e.what());
+      std::fflush(stdout);
+      ADD_FAILURE() << v.name << ": " << e.what();
     }
   }
   EXPECT_GT(ran, 0) << "DOWNSCALE_DEVICE_CHECK_ROWS=" << (only ? only : "") << " matched no row";
