@@ -67,7 +67,7 @@ tests+=:ModelCuda.Bf16Fp16UpsampleConvStaysWithinTolerance
 
 if [[ $call == call1 ]]; then
   # The lines that say which way each never-run path went (graph_lines.txt).
-  G="cuDNN graph engine|stays on legacy|graph API not used|refused|weight gradient by|as TF32|in 16 bits|deferred|channels padded|by timing"
+  G="cuDNN graph engine|stays on legacy|graph API not used|refused|another lane|weight gradient by|as TF32|in 16 bits|deferred|channels padded|by timing"
   DOWNSCALE_REQUIRE_GPU=1 timeout -k 5 120 bin/env.sh bin/test_model --gtest_filter="$tests" > /tmp/g1.txt 2>&1
   rc=$?; echo "rc $rc" >> /tmp/g1.txt; said "tests" $rc /dev/null
   grep -v "^cuda: conv" /tmp/g1.txt | tail -c 25000 > "$OUT/graph_test.txt"
@@ -100,7 +100,7 @@ if [[ $call == call1 ]]; then
   # North America data (l2/na) holds no logs.
   grep -rhE "$G" --exclude-dir=na /tmp/g1.txt /tmp/dc.txt /tmp/l1 /tmp/l2 2>/dev/null |
     sed -E 's/ *\((ms|times) [^)]*\)//g' | sort | uniq -c | sort -rn > /tmp/gl.txt
-  { grep -E "not used|refused|failed|lost" /tmp/gl.txt | head -60; echo "--- all"; head -200 /tmp/gl.txt; } \
+  { grep -E "not used|not made|refused|failed|lost" /tmp/gl.txt | head -60; echo "--- all"; head -200 /tmp/gl.txt; } \
     > "$OUT/graph_lines.txt"
   # The whole logs (every plan's line with its times), compressed: read with tar xzf.
   tar czf "$OUT/logs.tgz" -C /tmp --exclude=na g1.txt dc.txt gc_v.log gc_p.log l1 l2 2>/dev/null

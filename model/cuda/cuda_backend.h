@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -239,6 +240,13 @@ class CudaBackend : public Backend {
     // choice are in its stderr line); graph_config: the engine configuration the plan was made
     // from, kept alive with it.
     cudnnBackendDescriptor_t graph[3] = {}, graph_config[3] = {};
+    // The handle graph[k] was finalized with (the lane that made the plan), and the same engine
+    // configuration finalized again for each other handle that runs the pass (graph_plan_here:
+    // a deferred weight pass runs on the weights lane's handle). cuDNN does not say that a plan
+    // runs under another handle than its own; PyTorch keeps its graph plans per thread, and so
+    // per handle. A null plan there: it could not be made for that handle (tried once).
+    cudnnHandle_t graph_handle[3] = {};
+    mutable std::vector<std::pair<cudnnHandle_t, cudnnBackendDescriptor_t>> graph_other[3];
     // The 16-bit modes' TF32 passes (cuda_conv_tf32.cu, DOWNSCALE_CUDA_TF32_PASSES): per pass,
     // whether it was chosen yet, whether it runs as TF32 (the TF32 plan of the same geometry on
     // FP32 operands), and the two timings behind the choice (ms; negative when not timed).
@@ -246,6 +254,9 @@ class CudaBackend : public Backend {
     float tf32_ms[3] = {-1, -1, -1}, half16_ms[3] = {-1, -1, -1};
 
     ~ConvPlan() {
+      for (int k = 0; k < 3; ++k)
+        for (const auto& other : graph_other[k])
+          if (other.second) cudnnBackendDestroyDescriptor(other.second);
       for (int k = 0; k < 3; ++k)
         for (cudnnBackendDescriptor_t g : {graph[k], graph_config[k]})
           if (g) cudnnBackendDestroyDescriptor(g);
@@ -322,6 +333,11 @@ class CudaBackend : public Backend {
   bool graph_reduced_precision_ = false;
   void choose_graph_engines(const ConvDesc& d, ConvPlan& p, const PlanScratch& s);
   cudnnStatus_t graph_execute(cudnnBackendDescriptor_t plan, const void* x, const void* w, const void* y, void* ws);
+  // Pass k's graph plan for the current handle (cudnn_): its own where the plan was made on this
+  // handle, else the engine configuration finalized for this one once (ConvPlan::graph_other);
+  // null where cuDNN refuses that (graph_execute then answers BAD_PARAM and run_conv_pass falls
+  // back to the legacy algorithm, with a line saying why).
+  cudnnBackendDescriptor_t graph_plan_here(const ConvPlan& p, int k);
   // DOWNSCALE_CUDA_PASS_TIMES=1: events around each pass (whole) and its convolution call
   // (library), recorded on the stream and read only when the backend ends, so timing adds no
   // wait and every figure is the GPU's own time for that pass. The table goes to stderr then.

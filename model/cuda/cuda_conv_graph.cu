@@ -259,6 +259,39 @@ cudnnStatus_t CudaBackend::graph_execute(cudnnBackendDescriptor_t plan, const vo
   return st;
 }
 
+cudnnBackendDescriptor_t CudaBackend::graph_plan_here(const ConvPlan& p, int k) {
+  if (!p.graph[k] || p.graph_handle[k] == cudnn_) return p.graph[k];
+  for (const auto& [handle, plan] : p.graph_other[k])
+    if (handle == cudnn_) return plan;
+  // First run of this pass under this handle: the kept engine configuration made a plan again,
+  // here, refused unless it finalizes and fits the workspace the pass was given.
+  cudnnBackendDescriptor_t made = nullptr;
+  std::string why;
+  try {
+    Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
+    const cudnnBackendDescriptor_t config = p.graph_config[k];
+    plan.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config, "plan configuration");
+    plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &cudnn_, "plan handle");
+    plan.finalize("plan for this lane's handle");
+    int64_t bytes = 0, n = 0;
+    check(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
+                                   &bytes),
+          "plan workspace");
+    if (bytes < 0 || size_t(bytes) > p.use[k].workspace)
+      why = "it asks " + std::to_string(bytes) + " bytes of workspace, not " + std::to_string(p.use[k].workspace);
+    else
+      made = plan.release();
+  } catch (const Error& e) {
+    cudaGetLastError();
+    why = e.what();
+  }
+  if (!made)
+    conv_note(p.desc, std::string(kPassNames[k]) + ": graph engine " + std::to_string(p.use[k].engine) +
+                          " not made for another lane's cuDNN handle (" + why + ")");
+  p.graph_other[k].emplace_back(cudnn_, made);
+  return made;
+}
+
 void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const PlanScratch& s) {
   if (graph_mode_ == 0 || !half16()) return;
   const Shape out = d.out();
@@ -373,6 +406,7 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const Pla
         Candidate& c = cands.list[size_t(best)];
         p.graph[k] = c.plan;
         p.graph_config[k] = c.config;
+        p.graph_handle[k] = cudnn_;
         c.plan = c.config = nullptr;
         p.untried[k].insert(p.untried[k].begin(), legacy);
         p.use[k] = ConvChoice{kGraphAlgo, 0, size_t(c.workspace), true, int(c.engine)};

@@ -532,7 +532,7 @@ void CudaBackend::adopt_choice(ConvPlan& p, int k, const ConvChoice& c) {
 
 cudnnStatus_t CudaBackend::conv_pass_call(const ConvPlan& p, int k, int algo, const void* x, const void* w,
                                           const void* y, void* ws, size_t bytes) {
-  if (algo == kGraphAlgo) return graph_execute(p.graph[k], x, w, y, ws);
+  if (algo == kGraphAlgo) return graph_execute(graph_plan_here(p, k), x, w, y, ws);
   const float one = 1.0f, zero = 0.0f;
   if (k == kFwdPass)
     return cudnnConvolutionForward(cudnn_, &one, p.x, x, p.w, w, p.conv[k], cudnnConvolutionFwdAlgo_t(algo), ws,

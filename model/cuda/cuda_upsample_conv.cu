@@ -354,18 +354,20 @@ void CudaBackend::polyphase_backward(const ConvDesc& d, int f, const float* x, c
     }
   });
   // Deferred (weight_pass): reads x (an activation) and dys, dysh (blocks held until the join).
+  // dws and dbs go back to the cache at the end, or if the pass or a launch throws.
   if (dw) weight_pass([&] {
+    CacheBlock give_dws{cache_}, give_dbs{cache_};
     float* dws = allocate(n_ws);
+    give_dws.p = dws;
     float* dbs = db ? allocate(small.out_c) : nullptr;
+    give_dbs.p = dbs;
     conv_backward_weights_pass(small, x, dys, dysh, dws, dbs);
     unfold_weight_grads_kernel<<<blocks_for(n_w), kThreads, 0, stream_>>>(n_w, p, dws, dw);
     DS_CUDA_LAUNCHED();
     if (db) {
       unfold_bias_grad_kernel<<<blocks_for(d.out_c), kThreads, 0, stream_>>>(d.out_c, f, dbs, db);
       DS_CUDA_LAUNCHED();
-      release(dbs);
     }
-    release(dws);
   });
   if (dx) {
     float* ws = fold_weights(p, small, w);

@@ -617,7 +617,7 @@ ConvDesc path_test_geometry(int k) {
 }
 std::string passes_against_cpu(Backend& cpu, Backend& gpu, const ConvDesc& d, double fwd_tol,
                                const std::function<double(const std::string& log, const char* pass)>& tol,
-                               const std::string& what) {
+                               const std::string& what, int second_lane = 0) {
   const Shape ws{d.out_c, d.in.c, d.kh, d.kw}, bs{1, d.out_c, 1, 1};
   const auto x = random_values(size_t(d.in.size()), 1, -1, 1), w = random_values(size_t(ws.size()), 2, -1, 1),
              b = random_values(size_t(d.out_c), 3, -1, 1), dy = random_values(size_t(d.out().size()), 5, -1, 1);
@@ -631,9 +631,17 @@ std::string passes_against_cpu(Backend& cpu, Backend& gpu, const ConvDesc& d, do
   for (auto* t : {&dyc, &dyg}) t->upload(dy.data());
   ::testing::internal::CaptureStderr();
   for (int rep = 0; rep < 2; ++rep) {
+    // The second time on second_lane if one is given: the plan made on the main lane's cuDNN
+    // handle, its passes then run under another's (as a deferred weight pass does).
+    const bool on_lane = rep == 1 && second_lane > 0;
+    if (on_lane) {
+      gpu.fork_lanes();
+      gpu.set_lane(second_lane);
+    }
     gpu.conv2d_forward(d, xg.data(), wg.data(), bg.data(), yg.data());
     gpu.conv2d_backward_data(d, dyg.data(), wg.data(), dxg.data());
     gpu.conv2d_backward_weights(d, xg.data(), dyg.data(), dwg.data(), dbg.data());
+    if (on_lane) gpu.join_lanes();
   }
   const std::string log = ::testing::internal::GetCapturedStderr();
   cpu.conv2d_forward(d, xc.data(), wc.data(), bc.data(), yc.data());
@@ -792,15 +800,23 @@ TEST_F(ModelCuda, PaddedInputChannelsMatchCpu) {
 TEST_F(ModelCuda, GraphEnginesMatchCpu) {
   ScopedEnv graph("DOWNSCALE_CUDA_GRAPH", "1"), cudnn_filter("DOWNSCALE_CUDA_WGRAD_GEMM", "0");
   for_each_half_setting([&](Backend& gpu, const HalfMode& m, const char* layout) {
+    ASSERT_GT(gpu.lanes(), 0) << "lanes are the default: the second run below needs one";
     for (int k : {9, 4, 3}) {
       const ConvDesc d = path_test_geometry(k);
       const std::string what = std::string(m.name) + " " + layout + " " + d.in.str() + " " + std::to_string(k) +
                                "x" + std::to_string(k) + "/" + std::to_string(d.stride);
-      const std::string log =
-          passes_against_cpu(*cpu_, gpu, d, m.tol, [&](const std::string&, const char*) { return m.tol; }, what);
+      // Planned on the main lane, then run again on lane 1 (its own cuDNN handle, as a deferred
+      // weight pass runs on the weights lane's): the values compared are lane 1's.
+      const std::string log = passes_against_cpu(
+          *cpu_, gpu, d, m.tol, [&](const std::string&, const char*) { return m.tol; }, what, 1);
       for (const char* pass : {"forward by cuDNN graph engine", "backward data by cuDNN graph engine",
                                "backward filter by cuDNN graph engine"})
         EXPECT_NE(log.find(pass), std::string::npos) << what << ": no '" << pass << "' line in\n" << log;
+      // Each engine made again for lane 1's handle (graph_plan_here), not refused there: where
+      // cuDNN refuses, the pass falls back to its legacy algorithm with this line, which would
+      // leave the graph engines out of MNN's deferred weight passes.
+      EXPECT_EQ(log.find("not made for another lane's cuDNN handle"), std::string::npos) << what << ":\n" << log;
+      EXPECT_EQ(log.find("algorithm graph engine"), std::string::npos) << what << ": an engine refused\n" << log;
     }
   });
 }
