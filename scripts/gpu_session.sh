@@ -102,10 +102,11 @@ if [[ $call == call1 ]]; then
     sed -E 's/ *\((ms|times) [^)]*\)//g' | sort | uniq -c | sort -rn > /tmp/gl.txt
   { grep -E "not used|not made|refused|failed|lost" /tmp/gl.txt | head -60; echo "--- all"; head -200 /tmp/gl.txt; } \
     > "$OUT/graph_lines.txt"
-  # The whole logs (every plan's line with its times), compressed: read with tar xzf.
-  tar czf "$OUT/logs.tgz" -C /tmp --exclude=na g1.txt dc.txt gc_v.log gc_p.log l1 l2 2>/dev/null
+  # The whole logs (every plan's line with its times), compressed: read with tar xzf. Not the
+  # North America stores (na/, about 2 GB: a tar of them ran past the limit on 2026-11-23).
+  timeout 20 tar czf "$OUT/logs.tgz" -C /tmp --exclude=na g1.txt dc.txt gc_v.log gc_p.log l1 l2 2>/dev/null
   (($(stat -c %s "$OUT/logs.tgz" 2>/dev/null || echo 0) > 15000000)) &&
-    tar czf "$OUT/logs.tgz" -C /tmp g1.txt dc.txt l1/variants 2>/dev/null
+    timeout 10 tar czf "$OUT/logs.tgz" -C /tmp g1.txt dc.txt l1/variants 2>/dev/null
 else
   # PyTorch's cuDNN passes with the input channels padded to 8 (as DOWNSCALE_CUDA_PAD_CHANNELS
   # pads them) and with input and output channels padded, beside the unpadded ones. Unbuffered:
