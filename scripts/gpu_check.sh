@@ -99,10 +99,14 @@ envsh=()
 # A step: at most STEP_TIMEOUT seconds, and at most what is left of BUDGET.
 start=$SECONDS
 left() { echo $((BUDGET > 0 ? BUDGET - (SECONDS - start) : STEP_TIMEOUT)); }
+# run_cut: whether the last step's limit was what was left of BUDGET, not STEP_TIMEOUT (a kill
+# then is the budget's, not the step's).
+run_cut=0
 run() {
   local limit=$STEP_TIMEOUT l
   l=$(left)
-  ((l < limit)) && limit=$l
+  run_cut=0
+  ((l < limit)) && limit=$l && run_cut=1
   ((limit > 0)) || { echo "gpu_check.sh: BUDGET of $BUDGET s spent, not run: $*"; return 124; }
   timeout -k 10 "$limit" "${envsh[@]}" "$@"
 }
@@ -438,6 +442,10 @@ section_variants() {
       elif grep -q "BUDGET of .* spent, not run" "$work/variant.out"; then
         # Never started: not a failure of the setting (notrun, as a section BUDGET cut).
         printf '%-6s %-32s %10s\n' "$math" "$v" "not run (BUDGET)" >> "$work/variants"
+        notrun+=("variant $math $v")
+      elif ((run_cut && (rc == 124 || rc == 137))); then
+        # Killed at what was left of BUDGET: cut short, not a failure of the setting.
+        printf '%-6s %-32s %10s\n' "$math" "$v" "not run (cut by BUDGET)" >> "$work/variants"
         notrun+=("variant $math $v")
       else
         # rc 124/137: killed at its step's limit, which says something other than a wrong result.

@@ -28,7 +28,7 @@ fi
 limit=${2:-}
 [[ $call == call1 ]] && limit=${limit:-470}
 [[ $call == call2 ]] && limit=${limit:-360}
-if ! [[ $limit =~ ^[0-9]+$ ]] || ((limit < 120)); then
+if ! [[ $limit =~ ^[1-9][0-9]*$ ]] || ((limit < 120)); then
   echo "gpu_session.sh: the call's limit is whole seconds, at least 120 (got '$limit')" >&2
   exit 2
 fi
@@ -94,7 +94,7 @@ if [[ $call == call1 ]]; then
   # layer, TF32 and GEMM) run for each batch size the trainer's device check uses, never measured.
   SECTIONS="e2e profile" PROFILE_MATHS="bf16+tf32p+gemm+graph" \
     E2E_MATHS="bf16+tf32p+gemm bf16+tf32p+gemm+graph+defer+padt" E2E_DOD=true E2E_EPOCHS=5 \
-    BUDGET=$(until_second $((limit - 30))) STEP_TIMEOUT=120 REPORT="$OUT/p.md" LOGS=/tmp/l2 \
+    BUDGET=$(until_second $((limit - 40))) STEP_TIMEOUT=120 REPORT="$OUT/p.md" LOGS=/tmp/l2 \
     bash "$r/scripts/gpu_check.sh" . > /tmp/gc_p.log 2>&1
   said "e2e and profile" $? /tmp/gc_p.log
   # Per line of the never-run paths' (the times left out, so one shape's lines merge): the ones
@@ -106,7 +106,9 @@ if [[ $call == call1 ]]; then
     > "$OUT/graph_lines.txt"
   # The whole logs (every plan's line with its times), compressed: read with tar xzf. Not the
   # North America stores (na/, about 2 GB: a tar of them ran past the limit on 2026-11-23).
-  timeout 20 tar czf "$OUT/logs.tgz" -C /tmp --exclude=na g1.txt dc.txt gc_v.log gc_p.log l1 l2 2>/dev/null
+  t=$(until_second $((limit - 8)))
+  ((t > 20)) && t=20
+  timeout "$t" tar czf "$OUT/logs.tgz" -C /tmp --exclude=na g1.txt dc.txt gc_v.log gc_p.log l1 l2 2>/dev/null
   (($(stat -c %s "$OUT/logs.tgz" 2>/dev/null || echo 0) > 15000000)) &&
     timeout 10 tar czf "$OUT/logs.tgz" -C /tmp g1.txt dc.txt l1/variants 2>/dev/null
 else

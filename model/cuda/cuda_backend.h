@@ -247,6 +247,11 @@ class CudaBackend : public Backend {
     // per handle. A null plan there: it could not be made for that handle (tried once).
     cudnnHandle_t graph_handle[3] = {};
     mutable std::vector<std::pair<cudnnHandle_t, cudnnBackendDescriptor_t>> graph_other[3];
+    // The operation graph, operation, convolution and tensor descriptors graph_config[k] was made
+    // from, destroyed after the plans and the configuration: cuDNN does not say that a finalized
+    // descriptor set as an attribute is copied, and cudnn-frontend keeps the whole chain alive as
+    // long as a plan (an engine holds its graph, the graph its operations, an operation its tensors).
+    std::vector<cudnnBackendDescriptor_t> graph_made_from[3];
     // The 16-bit modes' TF32 passes (cuda_conv_tf32.cu, DOWNSCALE_CUDA_TF32_PASSES): per pass,
     // whether it was chosen yet, whether it runs as TF32 (the TF32 plan of the same geometry on
     // FP32 operands), and the two timings behind the choice (ms; negative when not timed).
@@ -257,9 +262,12 @@ class CudaBackend : public Backend {
       for (int k = 0; k < 3; ++k)
         for (const auto& other : graph_other[k])
           if (other.second) cudnnBackendDestroyDescriptor(other.second);
-      for (int k = 0; k < 3; ++k)
+      for (int k = 0; k < 3; ++k) {
         for (cudnnBackendDescriptor_t g : {graph[k], graph_config[k]})
           if (g) cudnnBackendDestroyDescriptor(g);
+        for (cudnnBackendDescriptor_t g : graph_made_from[k])  // the graph first, the tensors last
+          if (g) cudnnBackendDestroyDescriptor(g);
+      }
       if (x) cudnnDestroyTensorDescriptor(x);
       if (y) cudnnDestroyTensorDescriptor(y);
       if (y32) cudnnDestroyTensorDescriptor(y32);

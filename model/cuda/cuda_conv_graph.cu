@@ -330,10 +330,10 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const Pla
     // plans compared on it (DOWNSCALE_CUDA_PAD_CHANNELS=timed) then compare like with like.
     p.chosen_ms[k] = -1;
     try {
-      const Desc xt = tensor(kUidX, xd, dt, nhwc_), wt = tensor(kUidW, wd, dt, nhwc_), yt = tensor(kUidY, yd, dt, nhwc_);
-      const Desc conv = convolution(pad_h, pad_w, d.stride);
-      const Desc op = operation(k, xt, wt, yt, conv);
-      const Desc graph = operation_graph(op, cudnn_);
+      Desc xt = tensor(kUidX, xd, dt, nhwc_), wt = tensor(kUidW, wd, dt, nhwc_), yt = tensor(kUidY, yd, dt, nhwc_);
+      Desc conv = convolution(pad_h, pad_w, d.stride);
+      Desc op = operation(k, xt, wt, yt, conv);
+      Desc graph = operation_graph(op, cudnn_);
       Candidates cands;
       int listed = 0, skipped = 0;
       std::string heuristic_errors;  // a list cuDNN refused: the other may still have engines
@@ -407,6 +407,8 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const Pla
         p.graph[k] = c.plan;
         p.graph_config[k] = c.config;
         p.graph_handle[k] = cudnn_;
+        // What the configuration was made from stays alive with it (ConvPlan::graph_made_from).
+        for (Desc* made_from : {&graph, &op, &conv, &xt, &wt, &yt}) p.graph_made_from[k].push_back(made_from->release());
         c.plan = c.config = nullptr;
         p.untried[k].insert(p.untried[k].begin(), legacy);
         p.use[k] = ConvChoice{kGraphAlgo, 0, size_t(c.workspace), true, int(c.engine)};

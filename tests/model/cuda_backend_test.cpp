@@ -629,7 +629,19 @@ std::string passes_against_cpu(Backend& cpu, Backend& gpu, const ConvDesc& d, do
   for (auto* t : {&wc, &wg}) t->upload(w.data());
   for (auto* t : {&bc, &bg}) t->upload(b.data());
   for (auto* t : {&dyc, &dyg}) t->upload(dy.data());
-  ::testing::internal::CaptureStderr();
+  // Capturing until the passes are done, and ended too if one throws: gtest allows one capture at
+  // a time, so a capture left on would abort the next test that captures.
+  struct Capture {
+    bool on = true;
+    Capture() { ::testing::internal::CaptureStderr(); }
+    std::string take() {
+      on = false;
+      return ::testing::internal::GetCapturedStderr();
+    }
+    ~Capture() {
+      if (on) std::fputs(::testing::internal::GetCapturedStderr().c_str(), stderr);
+    }
+  } capture;
   for (int rep = 0; rep < 2; ++rep) {
     // The second time on second_lane if one is given: the plan made on the main lane's cuDNN
     // handle, its passes then run under another's (as a deferred weight pass does).
@@ -643,7 +655,7 @@ std::string passes_against_cpu(Backend& cpu, Backend& gpu, const ConvDesc& d, do
     gpu.conv2d_backward_weights(d, xg.data(), dyg.data(), dwg.data(), dbg.data());
     if (on_lane) gpu.join_lanes();
   }
-  const std::string log = ::testing::internal::GetCapturedStderr();
+  const std::string log = capture.take();
   cpu.conv2d_forward(d, xc.data(), wc.data(), bc.data(), yc.data());
   expect_close_to_scale(yc.to_host(), yg.to_host(), fwd_tol, what + " forward");
   cpu.conv2d_backward_data(d, dyc.data(), wc.data(), dxc.data());
