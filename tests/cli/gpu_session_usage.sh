@@ -31,6 +31,7 @@ expect2 "no OUT" "\$OUT must name an existing folder" OUT= -- call1
 expect2 "OUT not a folder" "\$OUT must name an existing folder" OUT="$work/missing" -- call1
 expect2 "limit too short" "at least 120 (got '60')" OUT="$work/out" -- call2 60
 expect2 "limit not a number" "at least 120 (got '5m')" OUT="$work/out" -- call1 5m
+expect2 "limit with a leading zero" "at least 120 (got '0390')" OUT="$work/out" -- call2 0390
 expect2 "no bundle" "no bundle in" OUT="$work/out" -- call2
 mkdir -p "$work/.gpu" && touch "$work/.gpu/downscale-a-linux-x86_64.tar.xz" "$work/.gpu/downscale-b-linux-x86_64.tar.xz"
 expect2 "two bundles" "2 bundles in" OUT="$work/out" -- call1
