@@ -3,7 +3,9 @@
 # and it refuses at once, exit 2 with a message, what would waste a device call: no call named, an
 # unknown one, a limit under 120 s, no $OUT folder, no bundle in .gpu, two bundles there. Its whole run is rehearsed by hand
 # (GPU_CHECK_REHEARSAL=1 PY=/usr/bin/python3 OUT=<folder> bash scripts/gpu_session.sh call1; docs/gpu.md).
-#   usage: gpu_session_usage.sh <source dir>
+# With test_model: every test call 1 names exists there (gtest runs a filter that matches nothing
+# as a pass of no tests, which would read as call 1's tests passing).
+#   usage: gpu_session_usage.sh <source dir> [test_model]
 set -uo pipefail
 src=$1
 s=$src/scripts/gpu_session.sh
@@ -35,4 +37,15 @@ expect2 "limit with a leading zero" "at least 120 (got '0390')" OUT="$work/out" 
 expect2 "no bundle" "no bundle in" OUT="$work/out" -- call2
 mkdir -p "$work/.gpu" && touch "$work/.gpu/downscale-a-linux-x86_64.tar.xz" "$work/.gpu/downscale-b-linux-x86_64.tar.xz"
 expect2 "two bundles" "2 bundles in" OUT="$work/out" -- call1
+if [[ -n ${2:-} ]]; then
+  tests=
+  eval "$(grep -E '^tests\+?=' "$s")"
+  [[ -n $tests ]] || fail "no tests= lines in $s"
+  IFS=: read -r -a names <<< "$tests"
+  listed=$("$2" --gtest_filter="$tests" --gtest_list_tests | awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}')
+  for name in "${names[@]}"; do
+    grep -qxF "$name" <<< "$listed" || fail "call 1 names $name, which test_model does not have"
+  done
+  echo "gpu_session.sh: call 1's ${#names[@]} tests are all in test_model"
+fi
 echo "gpu_session.sh: parses; usage, limit, \$OUT and bundle errors exit 2"
