@@ -259,10 +259,9 @@ class CudaBackend : public Backend {
     float tf32_ms[3] = {-1, -1, -1}, half16_ms[3] = {-1, -1, -1};
 
     ~ConvPlan() {
-      for (int k = 0; k < 3; ++k)
+      for (int k = 0; k < 3; ++k) {  // the plans, their configuration, what it was made from
         for (const auto& other : graph_other[k])
           if (other.second) cudnnBackendDestroyDescriptor(other.second);
-      for (int k = 0; k < 3; ++k) {
         for (cudnnBackendDescriptor_t g : {graph[k], graph_config[k]})
           if (g) cudnnBackendDestroyDescriptor(g);
         for (cudnnBackendDescriptor_t g : graph_made_from[k])  // the graph first, the tensors last

@@ -149,6 +149,22 @@ Desc operation_graph(const Desc& op, cudnnHandle_t handle) {
   return g;
 }
 
+// An execution plan of engine configuration `config` for `handle`, its attributes set, not yet
+// finalized (the caller says what a refusal means), and a finalized plan's workspace in bytes.
+Desc execution_plan(cudnnBackendDescriptor_t config, cudnnHandle_t handle) {
+  Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
+  plan.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config, "plan configuration");
+  plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, "plan handle");
+  return plan;
+}
+
+int64_t plan_workspace(const Desc& plan) {
+  int64_t bytes = 0, n = 0;
+  check(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &bytes),
+        "plan workspace");
+  return bytes;
+}
+
 // The engine configurations cuDNN's heuristic `mode` lists for the graph, in its order.
 std::vector<Desc> engine_configs(const Desc& graph, cudnnBackendHeurMode_t mode) {
   Desc h(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "engine heuristic");
@@ -268,15 +284,9 @@ cudnnBackendDescriptor_t CudaBackend::graph_plan_here(const ConvPlan& p, int k) 
   cudnnBackendDescriptor_t made = nullptr;
   std::string why;
   try {
-    Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
-    const cudnnBackendDescriptor_t config = p.graph_config[k];
-    plan.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config, "plan configuration");
-    plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &cudnn_, "plan handle");
+    Desc plan = execution_plan(p.graph_config[k], cudnn_);
     plan.finalize("plan for this lane's handle");
-    int64_t bytes = 0, n = 0;
-    check(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
-                                   &bytes),
-          "plan workspace");
+    const int64_t bytes = plan_workspace(plan);
     if (bytes < 0 || size_t(bytes) > p.use[k].workspace)
       why = "it asks " + std::to_string(bytes) + " bytes of workspace, not " + std::to_string(p.use[k].workspace);
     else
@@ -364,17 +374,12 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const Pla
             ++skipped;
             continue;
           }
-          Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
-          plan.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config, "plan configuration");
-          plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &cudnn_, "plan handle");
+          Desc plan = execution_plan(config.get(), cudnn_);
           if (cudnnBackendFinalize(plan.get()) != CUDNN_STATUS_SUCCESS) {  // not for this graph
             ++skipped;
             continue;
           }
-          int64_t bytes = 0, n = 0;
-          check(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
-                                         &bytes),
-                "plan workspace");
+          const int64_t bytes = plan_workspace(plan);
           if (bytes < 0 || size_t(bytes) > ws_bytes) {
             ++skipped;
             continue;

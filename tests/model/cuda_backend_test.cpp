@@ -19,6 +19,7 @@
 #include <string>
 
 #include "conv_reference.h"
+#include "support/stderr_capture.h"
 #include "model/adam.h"
 #include "model/kernels/half_cast.h"
 #include "model/kernels/optimizer.h"
@@ -629,19 +630,7 @@ std::string passes_against_cpu(Backend& cpu, Backend& gpu, const ConvDesc& d, do
   for (auto* t : {&wc, &wg}) t->upload(w.data());
   for (auto* t : {&bc, &bg}) t->upload(b.data());
   for (auto* t : {&dyc, &dyg}) t->upload(dy.data());
-  // Capturing until the passes are done, and ended too if one throws: gtest allows one capture at
-  // a time, so a capture left on would abort the next test that captures.
-  struct Capture {
-    bool on = true;
-    Capture() { ::testing::internal::CaptureStderr(); }
-    std::string take() {
-      on = false;
-      return ::testing::internal::GetCapturedStderr();
-    }
-    ~Capture() {
-      if (on) std::fputs(::testing::internal::GetCapturedStderr().c_str(), stderr);
-    }
-  } capture;
+  ds::test::StderrCapture capture;  // ended too if a pass throws
   for (int rep = 0; rep < 2; ++rep) {
     // The second time on second_lane if one is given: the plan made on the main lane's cuDNN
     // handle, its passes then run under another's (as a deferred weight pass does).

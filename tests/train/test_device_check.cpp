@@ -11,6 +11,7 @@
 #include <exception>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "model/kernels/half_cast.h"
 #include "model/math_mode.h"
 #include "model/model_test_util.h"
+#include "support/stderr_capture.h"
 #include "support/test_support.h"
 #include "train/device_check.h"
 
@@ -478,13 +480,20 @@ std::vector<Variant> device_check_variants() {
 // exactly ("=" before a part: a row whose name is also part of others', "16-bit activations");
 // only null or empty: every row. A device call too short for all of them runs the paths that
 // never ran first (docs/gpu.md, scripts/gpu_session.sh).
-bool row_wanted(const std::string& name, const char* only) {
-  if (!only || !*only) return true;
-  const std::string list = only;
+// The parts of such a list, empty ones included ("a||b": a, "", b).
+std::vector<std::string> row_parts(const std::string& list) {
+  std::vector<std::string> parts;
   for (size_t at = 0; at <= list.size();) {
     const size_t bar = std::min(list.find('|', at), list.size());
-    const std::string part = list.substr(at, bar - at);
+    parts.push_back(list.substr(at, bar - at));
     at = bar + 1;
+  }
+  return parts;
+}
+
+bool row_wanted(const std::string& name, const char* only) {
+  if (!only || !*only) return true;
+  for (const std::string& part : row_parts(only)) {
     if (part.size() > 1 && part[0] == '=') {
       if (name == part.substr(1)) return true;
     } else if (!part.empty() && name.find(part) != std::string::npos) {
@@ -518,10 +527,7 @@ TEST(DeviceCheck, GpuSessionCallsRunEachRowOnce) {
   ASSERT_EQ(calls.size(), 2u) << script << ": expected a rows=\"...\" line in each of call 1 and call 2";
   // Each part of each list picks a row: a renamed row would otherwise leave a part picking none.
   for (const std::string& list : calls)
-    for (size_t at = 0; at <= list.size();) {
-      const size_t bar = std::min(list.find('|', at), list.size());
-      const std::string part = list.substr(at, bar - at);
-      at = bar + 1;
+    for (const std::string& part : row_parts(list)) {
       bool picks = false;
       for (const Variant& v : device_check_variants()) picks = picks || row_wanted(v.name, part.c_str());
       EXPECT_TRUE(picks) << "'" << part << "' in " << script << " picks no device-check row";
@@ -555,7 +561,6 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
       continue;
     }
     ++ran;
-    bool capturing = false;
     try {
       const EnvFor env(v.env);
       auto be = model::make_cuda_backend(0);
@@ -568,16 +573,13 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
         run.init(5);
         const CheckBatch b = make_batch(*be, mnn_na_spec(), 32);
         const std::vector<std::string> says = must_say(v);
-        if (!says.empty()) {
-          ::testing::internal::CaptureStderr();
-          capturing = true;
-        }
+        std::optional<test::StderrCapture> capture;  // given back to stderr if the check throws
+        if (!says.empty()) capture.emplace();
         // FP16 as the trainer runs it: the loss gradient x 65536 (LossScaler's first scale).
         const DeviceCheck c = check_step_against_cpu(run, *be, m, b.batch, b.mask, model::LossKind::kBernoulliGamma, 0,
                                                      9, m == MathMode::kFp16 ? 65536.0f : 1.0f);
-        if (capturing) {
-          const std::string log = ::testing::internal::GetCapturedStderr();
-          capturing = false;
+        if (capture) {
+          const std::string log = capture->take();
           // Given back to stderr: the backend's lines of the paths these rows force are what a
           // GPU session reads to see which way each went.
           std::fputs(log.c_str(), stderr);
@@ -594,7 +596,6 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
         EXPECT_TRUE(c.passed()) << line;
       }
     } catch (const std::exception& e) {
-      if (capturing) std::fputs(::testing::internal::GetCapturedStderr().c_str(), stderr);
       std::printf("%s: device check failed: threw %s\n", v.name.c_str(), e.what());
       std::fflush(stdout);
       ADD_FAILURE() << v.name << ": " << e.what();
