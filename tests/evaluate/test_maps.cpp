@@ -13,6 +13,7 @@
 #include "evaluate/evaluation_maps.h"
 #include "evaluate/maps.h"
 #include "support/test_support.h"
+#include "support/scoped_env.h"
 
 using namespace ds;
 using ds::test::TempDir;
@@ -190,9 +191,7 @@ TEST(Maps, CoastlinesOverIberia) {
 }
 
 TEST(Maps, MissingNaturalEarthDrawsTheMapWithoutCoastlines) {
-  const char* old = getenv("DOWNSCALE_NATURAL_EARTH");
-  const std::string saved = old ? old : "";
-  setenv("DOWNSCALE_NATURAL_EARTH", "/nonexistent/natural_earth", 1);
+  const ds::test::ScopedEnv no_data("DOWNSCALE_NATURAL_EARTH", "/nonexistent/natural_earth");
   const MapField f = iberia(std::vector<double>(28 * 16, 1.0), ColourScale{});
   const Basemap b = load_basemap(f.lon, f.lat);  // a warning, no throw
   EXPECT_TRUE(b.coastlines.empty());
@@ -201,10 +200,6 @@ TEST(Maps, MissingNaturalEarthDrawsTheMapWithoutCoastlines) {
   write_map_png(dir.path() + "/map.png", f, b);
   write_figure_png(dir.path() + "/figure.png", "two panels", {f, f}, b);
   EXPECT_GT(read_png(dir.path() + "/figure.png").w, read_png(dir.path() + "/map.png").w * 3 / 2);
-  if (old)
-    setenv("DOWNSCALE_NATURAL_EARTH", saved.c_str(), 1);
-  else
-    unsetenv("DOWNSCALE_NATURAL_EARTH");
 }
 
 TEST(Maps, ARegionalMapFallsBackToACoarserResolution) {
@@ -218,15 +213,9 @@ TEST(Maps, ARegionalMapFallsBackToACoarserResolution) {
                     to + ".shx && cp " + stem + ".dbf " + to + ".dbf")
                        .c_str()),
             0);
-  const char* old = getenv("DOWNSCALE_NATURAL_EARTH");
-  const std::string saved = old ? old : "";
-  setenv("DOWNSCALE_NATURAL_EARTH", dir.path().c_str(), 1);
+  const ds::test::ScopedEnv copy("DOWNSCALE_NATURAL_EARTH", dir.path().c_str());
   const Basemap b = load_basemap(linspace(-9.75, -5.25, 10), linspace(36.25, 39.75, 8));  // SW Iberia
   EXPECT_FALSE(b.coastlines.empty());
-  if (old)
-    setenv("DOWNSCALE_NATURAL_EARTH", saved.c_str(), 1);
-  else
-    unsetenv("DOWNSCALE_NATURAL_EARTH");
 }
 
 // evaluate.seasons: each season's maps beside the annual ones, every kind on one colour scale

@@ -8,6 +8,7 @@
 
 #include "io/error.h"
 #include "io/shapes.h"
+#include "support/scoped_env.h"
 
 namespace {
 
@@ -64,15 +65,9 @@ TEST(Shapes, FindsTheSpainPortugalBorder) {
 }
 
 TEST(Shapes, EnvironmentOverridesTheSearchPath) {
-  const char* old = getenv("DOWNSCALE_NATURAL_EARTH");
-  const std::string saved = old ? old : "";
-  setenv("DOWNSCALE_NATURAL_EARTH", "/nonexistent/natural_earth", 1);
+  const ds::test::ScopedEnv no_data("DOWNSCALE_NATURAL_EARTH", "/nonexistent/natural_earth");
   EXPECT_EQ(ds::natural_earth_dirs(), std::vector<std::string>{"/nonexistent/natural_earth"});
   EXPECT_EQ(ds::find_natural_earth("land", "50m"), "");
-  if (old)
-    setenv("DOWNSCALE_NATURAL_EARTH", saved.c_str(), 1);
-  else
-    unsetenv("DOWNSCALE_NATURAL_EARTH");
 }
 
 TEST(Shapes, AMissingFileIsAnErrorNamingIt) {

@@ -25,6 +25,7 @@
 #include "model/net.h"
 #include "model_test_util.h"
 #include "training_record.h"
+#include "support/scoped_env.h"
 
 namespace ds::model {
 namespace {
@@ -225,10 +226,8 @@ TEST(BlockedActivations, DemoPlanAndStepsMatchPlain) {
   spec.in_h = 6;
   spec.in_w = 8;
   spec.filters = {b, b, b};
-  const char* was = std::getenv("DOWNSCALE_FUSE_LAYERS");
-  const std::string restore = was ? was : "";
   for (const bool fused : {true, false}) {
-    ::setenv("DOWNSCALE_FUSE_LAYERS", fused ? "1" : "0", 1);
+    const ds::test::ScopedEnv fuse("DOWNSCALE_FUSE_LAYERS", fused ? "1" : "0");
     for (const bool bf16 : {false, true}) {
       auto be = make_cpu_backend(1);
       if (bf16 && !be->set_math(MathMode::kBf16)) continue;  // no avx512_bf16 here
@@ -267,8 +266,6 @@ TEST(BlockedActivations, DemoPlanAndStepsMatchPlain) {
       EXPECT_LT(std::sqrt(d / norm), 1e-6) << what;
     }
   }
-  if (was) ::setenv("DOWNSCALE_FUSE_LAYERS", restore.c_str(), 1);
-  else ::unsetenv("DOWNSCALE_FUSE_LAYERS");
 }
 
 // Sums of squares of a - b and of b, over every element.

@@ -10,6 +10,7 @@
 #include "model/layers/conv2d.h"
 #include "conv_reference.h"
 #include "model_test_util.h"
+#include "support/scoped_env.h"
 
 namespace ds::model {
 namespace {
@@ -129,9 +130,10 @@ class ModelConv2DLayouts : public ::testing::TestWithParam<std::tuple<LayoutCase
 
 TEST_P(ModelConv2DLayouts, AllPassesMatchNaiveLoops) {
   const auto [c, plain] = GetParam();
-  setenv("DS_CONV_PLAIN_LAYOUTS", plain ? "1" : "0", 1);
-  auto be = make_cpu_backend(2);  // a fresh backend: it takes the setting above when it is made
-  unsetenv("DS_CONV_PLAIN_LAYOUTS");
+  auto be = [&] {  // a fresh backend: it takes the setting when it is made
+    const ds::test::ScopedEnv layouts("DS_CONV_PLAIN_LAYOUTS", plain ? "1" : "0");
+    return make_cpu_backend(2);
+  }();
   ConvDesc d;
   d.in = Shape{c.n, c.in_c, c.h, c.w};
   d.out_c = c.out_c;

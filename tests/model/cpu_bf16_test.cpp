@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "model/adam.h"
@@ -27,6 +28,7 @@
 #include "model/loss.h"
 #include "model/net.h"
 #include "model_test_util.h"
+#include "support/scoped_env.h"
 
 namespace ds::model {
 namespace {
@@ -123,10 +125,8 @@ class ModelCpuBf16Conv : public ::testing::TestWithParam<ConvCase> {};
 // Forward, backward data and backward weights (with bias) in bf16 against FP32.
 TEST_P(ModelCpuBf16Conv, MatchesFp32WithinBf16Rounding) {
   const ConvCase k = GetParam();
-  struct PlainLayouts {  // for the primitives built in this test only
-    explicit PlainLayouts(bool on) { if (on) setenv("DS_CONV_PLAIN_LAYOUTS", "1", 1); }
-    ~PlainLayouts() { unsetenv("DS_CONV_PLAIN_LAYOUTS"); }
-  } plain_layouts(k.plain);
+  std::optional<ds::test::ScopedEnv> plain_layouts;  // for the primitives built in this test only
+  if (k.plain) plain_layouts.emplace("DS_CONV_PLAIN_LAYOUTS", "1");
   REQUIRE_BF16(be);
   auto ref = make_cpu_backend(2);
   ConvDesc d;

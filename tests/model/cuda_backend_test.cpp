@@ -31,10 +31,12 @@
 #include "model/math_mode.h"
 #include "model/net.h"
 #include "model_test_util.h"
-#include "scoped_env.h"
+#include "support/scoped_env.h"
 
 namespace ds::model {
 namespace {
+
+using ds::test::ScopedEnv;
 
 using test::random_values;
 using test::same_conv;

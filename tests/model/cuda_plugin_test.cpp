@@ -15,10 +15,12 @@
 
 #include "io/error.h"
 #include "model/backend.h"
-#include "scoped_env.h"
+#include "support/scoped_env.h"
 
 namespace ds::model {
 namespace {
+
+using ds::test::ScopedEnv;
 
 std::string run(const std::string& command) {
   std::string out;

@@ -13,6 +13,7 @@
 #include "model/loss.h"
 #include "model/net.h"
 #include "model_test_util.h"
+#include "support/scoped_env.h"
 
 namespace ds::model {
 namespace {
@@ -186,10 +187,14 @@ TEST(ModelNet, TinyMnnForwardAndBackward) {
 // upsample_conv2d_test.cpp; the ReLU layers the net runs in place keep that too: net.cpp).
 TEST(ModelNet, MnnFusedLayersMatchSeparateLayers) {
   auto be = make_cpu_backend(2);
-  setenv("DOWNSCALE_FUSE_LAYERS", "0", 1);
-  Net separate(mnn_spec(2, 3, 4), *be);
-  unsetenv("DOWNSCALE_FUSE_LAYERS");
-  Net fused(mnn_spec(2, 3, 4), *be);
+  Net separate = [&] {  // the switch is read when the Net is made
+    const ds::test::ScopedEnv off("DOWNSCALE_FUSE_LAYERS", "0");
+    return Net(mnn_spec(2, 3, 4), *be);
+  }();
+  Net fused = [&] {
+    const ds::test::ScopedEnv on("DOWNSCALE_FUSE_LAYERS", "1");
+    return Net(mnn_spec(2, 3, 4), *be);
+  }();
   const std::string s_sep = separate.summary(), s_fused = fused.summary();
   EXPECT_NE(s_sep.find("up2_conv1_relu"), std::string::npos) << s_sep;
   EXPECT_NE(s_sep.find("up1_conv1_relu"), std::string::npos) << s_sep;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <cstring>
 #include <exception>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include "model/kernels/half_cast.h"
 #include "model/math_mode.h"
 #include "model/model_test_util.h"
+#include "support/scoped_env.h"
 #include "support/stderr_capture.h"
 #include "support/test_support.h"
 #include "train/device_check.h"
@@ -321,27 +323,6 @@ TEST(DeviceCheck, Fp16OverflowIsRunAgainAtHalfTheScale) {
   for (const auto& e : c.entries) EXPECT_LT(e.error, 1e-5) << e.what;
 }
 
-// On a GPU (scripts/gpu_check.sh's parity section; skipped here, a failure under
-// DOWNSCALE_REQUIRE_GPU=1): MNN's step at the reference batch on the North America shapes passes
-// the check in every precision, with the backend's defaults and with each path that has a switch
-// forced on: the hand-written kernels for every pass they apply to (narrow head, weight gradient
-// by im2col + cuBLAS), the branches on five streams, 16-bit activations, the NHWC 16-bit scratch,
-// and the older unfused casts and cuDNN's bias gradient. The same check as a run's first step.
-class EnvFor {
- public:
-  explicit EnvFor(const std::vector<std::pair<std::string, std::string>>& vars) : vars_(vars) {
-    for (const auto& [k, v] : vars_) setenv(k.c_str(), v.c_str(), 1);
-  }
-  ~EnvFor() {
-    for (const auto& [k, v] : vars_) unsetenv(k.c_str());
-  }
-  EnvFor(const EnvFor&) = delete;
-  EnvFor& operator=(const EnvFor&) = delete;
-
- private:
-  std::vector<std::pair<std::string, std::string>> vars_;
-};
-
 // 16-bit activations read on the host come back in NCHW order, also from a backend that stores
 // them NHWC (Backend::activations16_nhwc; the CUDA backend's DOWNSCALE_CUDA_LAYOUT=nhwc): read
 // in storage order they would compare every element with another one of the CPU's.
@@ -541,6 +522,31 @@ TEST(DeviceCheck, GpuSessionCallsRunEachRowOnce) {
   }
 }
 
+// A device-check row's switches last for the row: a value the whole run was given (a GPU
+// session's variant, a user's environment) is back after it, and one the run did not have is
+// gone again, also when the row throws.
+TEST(DeviceCheck, RowSwitchesPutTheRunsValuesBack) {
+  const ds::test::ScopedEnv run("DOWNSCALE_TEST_ROW_A", "run");
+  const ds::test::ScopedEnv none("DOWNSCALE_TEST_ROW_B", nullptr);
+  try {
+    const ds::test::ScopedEnvs row({{"DOWNSCALE_TEST_ROW_A", "row"}, {"DOWNSCALE_TEST_ROW_B", "row"}});
+    EXPECT_STREQ(std::getenv("DOWNSCALE_TEST_ROW_A"), "row");
+    EXPECT_STREQ(std::getenv("DOWNSCALE_TEST_ROW_B"), "row");
+    throw std::runtime_error("a row that throws");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_STREQ(std::getenv("DOWNSCALE_TEST_ROW_A"), "run");
+  EXPECT_EQ(std::getenv("DOWNSCALE_TEST_ROW_B"), nullptr);
+}
+
+// On a GPU (scripts/gpu_check.sh's parity section; skipped here, a failure under
+// DOWNSCALE_REQUIRE_GPU=1): MNN's step at the reference batch on the North America shapes passes
+// the check in every precision, with the backend's defaults and with each path that has a switch
+// forced on: the hand-written kernels for every pass they apply to (narrow head, weight gradient
+// by im2col + cuBLAS), the branches on five streams, 16-bit activations, the NHWC 16-bit scratch,
+// and the older unfused casts and cuDNN's bias gradient. The same check as a run's first step.
+// Each row's switches are set for that row only (test::ScopedEnvs), the run's own values put
+// back after it.
 TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
   if (!model::cuda_available()) {
     const char* require = std::getenv("DOWNSCALE_REQUIRE_GPU");
@@ -562,7 +568,7 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
     }
     ++ran;
     try {
-      const EnvFor env(v.env);
+      const ds::test::ScopedEnvs env(v.env);
       auto be = model::make_cuda_backend(0);
       for (const MathMode m : v.modes) {
         if (!be->set_math(m)) {

@@ -21,6 +21,7 @@
 #include "train/checkpoint.h"
 #include "train/metrics_csv.h"
 #include "train/trainer.h"
+#include "support/scoped_env.h"
 
 using namespace ds;
 
@@ -627,8 +628,8 @@ TEST(Trainer, ConvModelsOutputTheGridPreprocessPadsTo) {
 // dynamic: DOWNSCALE_TEST_OVERFLOW_STEPS writes an Inf into a gradient at those iterations.
 namespace {
 struct OverflowSteps {  // sets the hook for one scope
-  explicit OverflowSteps(const char* steps) { setenv("DOWNSCALE_TEST_OVERFLOW_STEPS", steps, 1); }
-  ~OverflowSteps() { unsetenv("DOWNSCALE_TEST_OVERFLOW_STEPS"); }
+  explicit OverflowSteps(const char* steps) : env("DOWNSCALE_TEST_OVERFLOW_STEPS", steps) {}
+  ds::test::ScopedEnv env;
 };
 int64_t optimizer_steps(const std::string& ckpt) { return H5File::open(ckpt).attr_int("/", "optimizer_steps"); }
 }  // namespace
