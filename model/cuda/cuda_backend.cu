@@ -125,6 +125,12 @@ CudaBackend::CudaBackend(int device)
     if (l && *l) std::fprintf(stderr, "cuda: DOWNSCALE_CUDA_LANES off: DOWNSCALE_CUDA_PASS_TIMES times one stream\n");
     n_lanes_ = 0;
   }
+  // The weights lane is one of the lanes: without them the switch asked for does nothing, said.
+  if (defer_weights_ && n_lanes_ == 0)
+    std::fprintf(stderr,
+                 "cuda: DOWNSCALE_CUDA_DEFER_WEIGHTS=1 does nothing with the lanes off (%s): weight gradients run "
+                 "in order\n",
+                 pass_times_ ? "DOWNSCALE_CUDA_PASS_TIMES=1 times one stream" : "DOWNSCALE_CUDA_LANES=0");
   if (const char* t = std::getenv("DOWNSCALE_CUDA_TEST_REFUSE")) test_refuse_ = std::string(t) == "1";
   {
     const std::string v = env_choice("DOWNSCALE_CUDA_TEST_PADDING", {"padded", "plain"},
@@ -140,7 +146,7 @@ CudaBackend::CudaBackend(int device)
   if (device < 0 || device >= count)
     throw Error("CUDA device " + std::to_string(device) + " does not exist (" + std::to_string(count) + " found)");
   DS_CUDA(cudaSetDevice(device));
-  DS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  DS_CUDA(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, compute_priority()));
   DS_CUDNN(cudnnCreate(&cudnn_));
   DS_CUDNN(cudnnSetStream(cudnn_, stream_));
   DS_CUDA(cudaMalloc(&d_sum_, sizeof(double)));

@@ -295,6 +295,7 @@ class CudaBackend : public Backend {
     float *x = nullptr, *w = nullptr, *y = nullptr;
     void* ws = nullptr;
     size_t ws_bytes = 0;
+    int64_t x_floats = 0;  // x's length: the plan it was sized for may not be the padded one
   };
   bool plan_scratch(const ConvDesc& d, const ConvPlan& p, PlanScratch& s);
   // conv_plan's parts (cuda_conv_plan.cu): a plan's descriptors with the 16-bit input channels
@@ -342,8 +343,8 @@ class CudaBackend : public Backend {
   cudnnStatus_t graph_execute(cudnnBackendDescriptor_t plan, const void* x, const void* w, const void* y, void* ws);
   // Pass k's graph plan for the current handle (cudnn_): its own where the plan was made on this
   // handle, else the engine configuration finalized for this one once (ConvPlan::graph_other);
-  // null where cuDNN refuses that (graph_execute then answers BAD_PARAM and run_conv_pass falls
-  // back to the legacy algorithm, with a line saying why).
+  // null where cuDNN refuses that (one line says why; run_conv_pass then runs the legacy
+  // algorithm the engine replaced on this handle only, the engine kept for the others).
   cudnnBackendDescriptor_t graph_plan_here(const ConvPlan& p, int k);
   // DOWNSCALE_CUDA_PASS_TIMES=1: events around each pass (whole) and its convolution call
   // (library), recorded on the stream and read only when the backend ends, so timing adds no
@@ -525,6 +526,11 @@ class CudaBackend : public Backend {
   bool defer_said_ = false;       // the one stderr line said
   cudaEvent_t defer_event_ = nullptr;
   int weights_lane() const { return n_lanes_ + 1; }
+  // The main stream's and the branch lanes' priority: one step above the least, which the weights
+  // lane has (a deferred weight pass gives way to the chain), and below the greatest, which the
+  // NCCL communicator's stream has (an allreduce should not queue behind backward's kernels).
+  // Where the device has fewer levels, the least.
+  static int compute_priority();
   bool deferring() const { return defer_on_ && !forked_ && cur_lane_ == 0 && timing_depth_ == 0; }
   // Other streams may run and the cache holds releases: inside a lane region, or with weight
   // passes pending. Timings then first wait for the device, and scratch goes back as lanes do.

@@ -11,10 +11,12 @@
 // execution plan. Those that finalize, fit the workspace cudnnFind* was offered, and need no
 // runtime compilation (seconds each) nor down-convert inputs or reduce in 16 bits (numerical
 // notes; DOWNSCALE_CUDA_GRAPH_NOTES=pytorch allows the 16-bit reductions, as PyTorch does) are timed on the zeroed scratch cudnnFind* ran on (PlanScratch), and so is the legacy
-// algorithm the plan chose. DOWNSCALE_CUDA_GRAPH=timed keeps the fastest engine where it beats the legacy
-// algorithm, =1 wherever one runs (the tests), unset or 0 never (the default until this has run
+// algorithm the plan chose: every engine once, the three fastest again on three runs, the legacy
+// algorithm on three. DOWNSCALE_CUDA_GRAPH=timed keeps the fastest engine where it takes under
+// 97 % of the legacy algorithm's time (graph_engine_pays), =1 wherever one runs (the tests), unset or 0 never (the default until this has run
 // on a GPU). The legacy choice goes first in the pass's untried list, so an engine refused at
 // call time falls back to it with one stderr line (run_conv_pass).
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -40,6 +42,8 @@ constexpr int64_t kAlign = 16;
 // once. A configuration in both lists may be timed twice: start-up time only.
 constexpr size_t kMaxCandidates = 24;
 constexpr int kMaxListed = 96;
+// How many of the candidates fastest on one run are timed again on three (choose_graph_engines).
+constexpr size_t kFinalists = 3;
 
 void check(cudnnStatus_t st, const char* what) {
   if (st != CUDNN_STATUS_SUCCESS) throw Error(std::string(what) + ": " + cudnnGetErrorString(st));
@@ -297,7 +301,8 @@ cudnnBackendDescriptor_t CudaBackend::graph_plan_here(const ConvPlan& p, int k) 
   }
   if (!made)
     conv_note(p.desc, std::string(kPassNames[k]) + ": graph engine " + std::to_string(p.use[k].engine) +
-                          " not made for another lane's cuDNN handle (" + why + ")");
+                          " not made for another lane's cuDNN handle (" + why +
+                          "); the legacy algorithm it replaced runs on that lane");
   p.graph_other[k].emplace_back(cudnn_, made);
   return made;
 }
@@ -388,33 +393,49 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const Pla
         }
       }
       cudaGetLastError();
-      // Each candidate, then the legacy algorithm, on the scratch: a warm-up and three runs.
+      // On the scratch, in two rounds, so that engines far slower than the best (the fallback
+      // list's may be 10-100x) cost two runs each, not four, at start-up: every candidate a
+      // warm-up and one run; then the kFinalists fastest again, a warm-up and three runs each;
+      // then the legacy algorithm the same way. The engine kept is the finalists' fastest on its
+      // second timing, and under =timed only where graph_engine_pays (conv_choices.h).
+      const auto run_of = [&](const Candidate& c) {
+        return [&] { check(graph_execute(c.plan, x, w, y, c.workspace ? ws : nullptr), "graph execute"); };
+      };
+      std::vector<std::pair<float, size_t>> first;  // {ms, candidate}
+      for (size_t i = 0; i < cands.list.size(); ++i) {
+        try {
+          first.emplace_back(time_runs(run_of(cands.list[i]), 1), i);
+        } catch (const Error&) {
+          cudaGetLastError();
+        }
+      }
+      std::sort(first.begin(), first.end());
       int best = -1;
       float best_ms = -1;
-      for (size_t i = 0; i < cands.list.size(); ++i) {
-        const Candidate& c = cands.list[i];
+      for (size_t f = 0; f < first.size() && f < kFinalists; ++f) {
         try {
-          const float ms = time_runs(
-              [&] { check(graph_execute(c.plan, x, w, y, c.workspace ? ws : nullptr), "graph execute"); }, 3);
-          if (best < 0 || ms < best_ms) best = int(i), best_ms = ms;
+          const float ms = time_runs(run_of(cands.list[first[f].second]), 3);
+          if (best < 0 || ms < best_ms) best = int(first[f].second), best_ms = ms;
         } catch (const Error&) {
           cudaGetLastError();
         }
       }
       const ConvChoice legacy = p.use[k];
       const auto [legacy_ms, legacy_failed] = time_legacy(k);
-      char times[160];
-      std::snprintf(times, sizeof times, " (ms graph/legacy %.3f/%.3f; %zu engines timed of %d listed, %d left out)",
-                    best_ms, legacy_ms, cands.list.size(), listed, skipped);
+      char times[192];
+      std::snprintf(times, sizeof times,
+                    " (ms graph/legacy %.3f/%.3f; %zu engines timed of %d listed, %d left out, %zu timed again)",
+                    best_ms, legacy_ms, cands.list.size(), listed, skipped, std::min(first.size(), kFinalists));
       const std::string said = times + heuristic_errors;
-      if (best >= 0 && (graph_mode_ == 1 || legacy_failed || (legacy_ms >= 0 && best_ms < legacy_ms))) {
+      if (best >= 0 && (graph_mode_ == 1 || legacy_failed || graph_engine_pays(best_ms, legacy_ms))) {
         Candidate& c = cands.list[size_t(best)];
+        // Owned by the plan from here (ConvPlan's destructor), so not by the candidates' list.
         p.graph[k] = c.plan;
         p.graph_config[k] = c.config;
+        c.plan = c.config = nullptr;
         p.graph_handle[k] = cudnn_;
         // What the configuration was made from stays alive with it (ConvPlan::graph_made_from).
         for (Desc* made_from : {&graph, &op, &conv, &xt, &wt, &yt}) p.graph_made_from[k].push_back(made_from->release());
-        c.plan = c.config = nullptr;
         p.untried[k].insert(p.untried[k].begin(), legacy);
         p.use[k] = ConvChoice{kGraphAlgo, 0, size_t(c.workspace), true, int(c.engine)};
         p.chosen_ms[k] = best_ms;

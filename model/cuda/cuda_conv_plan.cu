@@ -352,8 +352,10 @@ void CudaBackend::choose_padding(const ConvDesc& d, std::unique_ptr<ConvPlan>& p
   float extra_ms = 0;
   if (d.x16 && !p->explicit_pad) {
     extra_ms = -1;  // unknown (no scratch, a failed run): padding_pays keeps the plain operands
-    if (scratch.x) {
-      const Shape padded = p->x16_shape();
+    const Shape padded = p->x16_shape();
+    // The scratch is the plain plan's where the padded one's could not be had (out of memory):
+    // too short for both 16-bit copies, and then not timed.
+    if (scratch.x && 2 * scratch.x_floats >= d.in.size() + padded.size()) {
       auto* src = reinterpret_cast<uint16_t*>(scratch.x);
       uint16_t* dst = src + d.in.size();
       try {
@@ -400,13 +402,29 @@ float CudaBackend::time_runs(const std::function<void()>& run, int reps) {
 // For the per-plan choices made on a first call's own tensors (choose_wgrad_gemm,
 // choose_fused_bias_relu): a then b, each a warm-up then two runs between events, with the plan
 // marked as timing (no pass clocks, no injected refusals). Inside a lane region the GPU is first
-// left idle, so the timings are not other lanes' kernels (as find_algorithms does). {-1, -1} if
+// left idle, so the timings are not other lanes' kernels (as find_algorithms does), and the
+// cache's hold is lifted for the timing (below). {-1, -1} if
 // either throws ds::Error (the caller keeps its default), with no CUDA error left behind; any
 // other exception passes through with the mark undone.
 std::pair<float, float> CudaBackend::time_two_ways(ConvPlan& p, const std::function<void()>& a,
                                                    const std::function<void()>& b) {
   constexpr int kReps = 2;
-  if (concurrent()) DS_CUDA(cudaDeviceSynchronize());
+  // Inside a lane region, or with weight passes deferred, the cache holds every release until the
+  // join (caching_allocator.h): each timed run would take fresh blocks from cudaMalloc inside the
+  // timed interval, and the way that releases more scratch (a 16-bit pass's casts) would look the
+  // slower. Once the device is idle nothing held is in use, so the hold is lifted for the timing,
+  // whose runs are all on this one stream, and put back after it, however this returns.
+  struct Unhold {
+    CachingAllocator& cache;
+    bool on;
+    ~Unhold() {
+      if (on) cache.hold_releases(true);
+    }
+  } unhold{cache_, concurrent()};
+  if (unhold.on) {
+    DS_CUDA(cudaDeviceSynchronize());
+    cache_.hold_releases(false);
+  }
   p.timing_paths = true;
   // Other plans the runs reach (a 16-bit pass's TF32 plan, cuda_conv_tf32.cu) are timing too:
   // no pass clocks, no injected refusals there either; their own choices are still made.
@@ -436,6 +454,7 @@ bool CudaBackend::plan_scratch(const ConvDesc& d, const ConvPlan& p, PlanScratch
   s.ws_bytes = find_workspace_bytes();
   try {
     s.x = allocate(nx);
+    s.x_floats = nx;
     s.w = allocate(nw);
     s.y = allocate(ny);
     try {
@@ -549,7 +568,14 @@ void CudaBackend::run_conv_pass(ConvPlan& p, int k, const void* x, const void* w
   static const char* const calls[3] = {"cudnnConvolutionForward", "cudnnConvolutionBackwardData",
                                        "cudnnConvolutionBackwardFilter"};  // indexed by ConvPass
   for (;;) {
-    const ConvChoice c = p.use[k];
+    ConvChoice c = p.use[k];
+    // An engine whose plan this lane's cuDNN handle could not have (graph_plan_here said why,
+    // once): the legacy algorithm it replaced (first in the untried list) runs on this lane, and
+    // the engine stays for the handles that have it; adopting the legacy algorithm, as a refusal
+    // does, would take the engine from every lane.
+    if (c.algo == kGraphAlgo && !p.untried[k].empty() && p.untried[k].front().algo != kGraphAlgo &&
+        !graph_plan_here(p, k))
+      c = p.untried[k].front();
     void* ws = c.workspace ? workspace(c.workspace) : nullptr;
     const bool clock = clocked(p);  // no waits inside choose_narrow's timing
     if (clock) pass_clock_start(1);

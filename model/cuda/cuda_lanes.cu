@@ -31,6 +31,15 @@
 
 namespace ds::model {
 
+int CudaBackend::compute_priority() {
+  int least = 0, greatest = 0;
+  if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;  // the default priority
+  }
+  return greatest < least - 1 ? least - 1 : least;  // lower numbers are higher priorities
+}
+
 void CudaBackend::switch_lane(int to) {
   if (to == cur_lane_) return;
   if (lanes_.empty()) lanes_.resize(size_t(n_lanes_) + 2);  // the lanes, then the weights lane
@@ -44,7 +53,15 @@ void CudaBackend::switch_lane(int to) {
   from.pad_n = pad_n_;
   Lane& l = lanes_[size_t(to)];
   if (!l.stream || !l.cudnn) {  // first use: made once, kept until the backend ends
-    if (!l.stream) DS_CUDA(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
+    // The weights lane at the least priority: its passes (only the optimizer needs them) fill
+    // the SMs the critical chain leaves idle rather than delay it; every other lane at the main
+    // stream's (compute_priority).
+    if (!l.stream) {
+      int least = 0, greatest = 0;
+      DS_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+      DS_CUDA(cudaStreamCreateWithPriority(&l.stream, cudaStreamNonBlocking,
+                                           to == weights_lane() ? least : compute_priority()));
+    }
     if (!l.cudnn) {
       cudnnHandle_t h = nullptr;
       DS_CUDNN(cudnnCreate(&h));
