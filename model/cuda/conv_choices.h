@@ -69,13 +69,14 @@ inline bool padding_pays(const float plain[3], const float padded[3], float extr
   return extra_ms >= 0 && b < kPaddingMargin * a;
 }
 
-// DOWNSCALE_CUDA_GRAPH=timed: whether a pass runs on the graph API's engine rather than its
-// legacy algorithm, from each one's own time on the same scratch (ms; negative: not timed). The
-// engine is kept only below 97 % of the legacy time, as padding (kPaddingMargin, the same
-// reason): the best of up to 24 engines' timings is biased low, and a pass within a few percent
-// either way would otherwise change its kernel, and its last bits, from run to run.
-inline bool graph_engine_pays(float engine_ms, float legacy_ms) {
-  return engine_ms >= 0 && legacy_ms >= 0 && engine_ms < kPaddingMargin * legacy_ms;
+// Whether a timed alternative replaces the way a pass runs now, from each one's own time on the
+// same operands (ms; negative: not timed): only below 97 % of it, as padding (kPaddingMargin, the
+// same reason). Used for DOWNSCALE_CUDA_GRAPH=timed (an engine against the legacy algorithm, where
+// the best of up to 24 engines' timings is biased low besides) and DOWNSCALE_CUDA_TF32_PASSES=timed
+// (a backward pass as TF32 against its 16-bit kernels): a pass within a few percent either way
+// would otherwise change its kernel, and its last bits, from run to run.
+inline bool clearly_faster(float new_ms, float now_ms) {
+  return new_ms >= 0 && now_ms >= 0 && new_ms < kPaddingMargin * now_ms;
 }
 
 // cuDNN 9 statuses by category (cudnn_graph.h: 2000-2999 BAD_PARAM*, 3000-3999 NOT_SUPPORTED*):

@@ -13,7 +13,7 @@
 // notes; DOWNSCALE_CUDA_GRAPH_NOTES=pytorch allows the 16-bit reductions, as PyTorch does) are timed on the zeroed scratch cudnnFind* ran on (PlanScratch), and so is the legacy
 // algorithm the plan chose: every engine once, the three fastest again on three runs, the legacy
 // algorithm on three. DOWNSCALE_CUDA_GRAPH=timed keeps the fastest engine where it takes under
-// 97 % of the legacy algorithm's time (graph_engine_pays), =1 wherever one runs (the tests), unset or 0 never (the default until this has run
+// 97 % of the legacy algorithm's time (clearly_faster), =1 wherever one runs (the tests), unset or 0 never (the default until this has run
 // on a GPU). The legacy choice goes first in the pass's untried list, so an engine refused at
 // call time falls back to it with one stderr line (run_conv_pass).
 #include <algorithm>
@@ -397,7 +397,7 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const Pla
       // list's may be 10-100x) cost two runs each, not four, at start-up: every candidate a
       // warm-up and one run; then the kFinalists fastest again, a warm-up and three runs each;
       // then the legacy algorithm the same way. The engine kept is the finalists' fastest on its
-      // second timing, and under =timed only where graph_engine_pays (conv_choices.h).
+      // second timing, and under =timed only where clearly_faster (conv_choices.h).
       const auto run_of = [&](const Candidate& c) {
         return [&] { check(graph_execute(c.plan, x, w, y, c.workspace ? ws : nullptr), "graph execute"); };
       };
@@ -427,7 +427,7 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const Pla
                     " (ms graph/legacy %.3f/%.3f; %zu engines timed of %d listed, %d left out, %zu timed again)",
                     best_ms, legacy_ms, cands.list.size(), listed, skipped, std::min(first.size(), kFinalists));
       const std::string said = times + heuristic_errors;
-      if (best >= 0 && (graph_mode_ == 1 || legacy_failed || graph_engine_pays(best_ms, legacy_ms))) {
+      if (best >= 0 && (graph_mode_ == 1 || legacy_failed || clearly_faster(best_ms, legacy_ms))) {
         Candidate& c = cands.list[size_t(best)];
         // Owned by the plan from here (ConvPlan's destructor), so not by the candidates' list.
         p.graph[k] = c.plan;

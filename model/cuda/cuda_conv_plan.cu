@@ -587,7 +587,11 @@ void CudaBackend::run_conv_pass(ConvPlan& p, int k, const void* x, const void* w
       return;
     }
     if (!refused_before_launch(int(st)) || p.untried[k].empty())
-      throw Error(std::string("cuDNN error in ") + calls[k] + ": " + cudnnGetErrorString(st) +
+      throw Error(std::string("cuDNN error in ") +
+                  (c.algo == kGraphAlgo ? std::string("cudnnBackendExecute (graph engine ") +
+                                              std::to_string(c.engine) + " for " + calls[k] + ")"
+                                        : std::string(calls[k])) +
+                  ": " + cudnnGetErrorString(st) +
                   (refused_before_launch(int(st)) ? " (no other algorithm left to try)" : ""));
     const ConvChoice next = p.untried[k].front();
     p.untried[k].erase(p.untried[k].begin());

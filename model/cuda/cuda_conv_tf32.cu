@@ -129,7 +129,7 @@ void CudaBackend::choose_tf32_pass(const ConvDesc& d, ConvPlan& p, int k, const 
   const auto [half16_ms, tf32_ms] = time_two_ways(p, in16, as_tf32);
   p.half16_ms[k] = half16_ms;
   p.tf32_ms[k] = tf32_ms;
-  p.tf32_pass[k] = half16_ms >= 0 && tf32_ms >= 0 && tf32_ms < half16_ms;
+  p.tf32_pass[k] = clearly_faster(tf32_ms, half16_ms);  // by more than the 3 % margin
   char times[96];
   std::snprintf(times, sizeof times, " (ms tf32/16-bit %.3f/%.3f)", tf32_ms, half16_ms);
   conv_note(d, std::string(kPassNames[k]) + (p.tf32_pass[k] ? " as TF32" : " in 16 bits") + times);
