@@ -587,7 +587,15 @@ std::string Net::blocked_summary() const {
   const Impl& m = *impl_;
   const std::vector<int> k = m.plan_blocks();
   const auto n = std::count_if(k.begin(), k.end(), [](int b) { return b > 0; });
-  if (n == 0) return {};
+  const int block = m.be.activation_block();
+  if (block == 0) return {};  // a backend without the layout (CUDA): nothing to say
+  // Said too where no layer takes it (MNN: its channel counts are not multiples of the block), so
+  // a log tells which layout a run had.
+  if (n == 0)
+    return std::string("activations kept in NCHW between the layers (") +
+           (m.blocked_on ? "no layer's channels fit nChw" + std::to_string(block) + "c"
+                         : "DOWNSCALE_BLOCKED_ACTIVATIONS=0") +
+           ")";
   return "activations of " + std::to_string(n) + " of " + std::to_string(m.nodes.size() - 1) + " layers kept in nChw" +
          std::to_string(m.be.activation_block()) +
          "c, the channel-blocked layout of the backend's kernels (DOWNSCALE_BLOCKED_ACTIVATIONS=0: NCHW)";

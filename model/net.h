@@ -80,8 +80,9 @@ class Net {
   void set_blocked_activations(bool on);
   // The channel block of layer `layer`'s output in the last forward (before one: the plan).
   int activation_block(const std::string& layer) const;
-  // One line for the logs when some activations are blocked ("activations of 172 of 174 layers
-  // kept in nChw16c ..."), else empty.
+  // One line for the logs on a backend with a blocked layout: how many activations are blocked
+  // ("activations of 172 of 174 layers kept in nChw16c ..."), or that none is and why; empty on
+  // a backend without one.
   std::string blocked_summary() const;
   // The type layer `layer`'s output had in the last forward (before one: the plan for the
   // backend's current math).

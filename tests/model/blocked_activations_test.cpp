@@ -206,6 +206,21 @@ TEST(BlockedActivations, PlanKeepsTheImageNetsBlockedAndMnnPlain) {
   for (const std::string& l : net.layer_names()) EXPECT_EQ(net.activation_block(l), 0) << "mnn " << l;
 }
 
+// The log line train, predict and the benchmark print says which layout a run has: how many
+// layers are blocked, or that none is and why (MNN's channels; the switch off).
+TEST(BlockedActivations, SummarySaysWhichLayout) {
+  auto be = make_cpu_backend(1);
+  const int b = cpu_block(*be);
+  if (b == 0) GTEST_SKIP() << "this CPU's oneDNN has no blocked layout (neither AVX2 nor AVX-512)";
+  const std::string blocked = Net(image_spec("resnet50", 32), *be).blocked_summary();
+  EXPECT_NE(blocked.find("layers kept in nChw" + std::to_string(b) + "c"), std::string::npos) << blocked;
+  const std::string mnn = Net(test::mnn_spec(20, 8, 9), *be).blocked_summary();
+  EXPECT_EQ(mnn, "activations kept in NCHW between the layers (no layer's channels fit nChw" + std::to_string(b) + "c)");
+  const ds::test::ScopedEnv off("DOWNSCALE_BLOCKED_ACTIVATIONS", "0");
+  const std::string switched = Net(image_spec("resnet50", 32), *be).blocked_summary();
+  EXPECT_EQ(switched, "activations kept in NCHW between the layers (DOWNSCALE_BLOCKED_ACTIVATIONS=0)");
+}
+
 // Demo with convolutions of b channels (configs/demo.yaml has 16): conv1 writes blocked for conv2,
 // conv2 writes NCHW for the upsampling (a reader of NCHW only), up1_conv1 reads and writes NCHW
 // between two upsamplings, up2_conv1 reads NCHW and writes blocked for the head, which writes
