@@ -403,8 +403,8 @@ float CudaBackend::time_runs(const std::function<void()>& run, int reps) {
 // choose_fused_bias_relu): a then b, each a warm-up then two runs between events, with the plan
 // marked as timing (no pass clocks, no injected refusals). Inside a lane region the GPU is first
 // left idle, so the timings are not other lanes' kernels (as find_algorithms does), and the
-// cache's hold is lifted for the timing (below). {-1, -1} if
-// either throws ds::Error (the caller keeps its default), with no CUDA error left behind; any
+// cache's hold is lifted for the timing (below). -1 for a way that throws ds::Error, and for b
+// when a throws (the caller keeps its default), with no CUDA error left behind; any
 // other exception passes through with the mark undone.
 std::pair<float, float> CudaBackend::time_two_ways(ConvPlan& p, const std::function<void()>& a,
                                                    const std::function<void()>& b) {
@@ -435,10 +435,12 @@ std::pair<float, float> CudaBackend::time_two_ways(ConvPlan& p, const std::funct
   } depth(timing_depth_);
   std::pair<float, float> ms{-1, -1};
   try {
-    const float first = time_runs(a, kReps);
-    ms = {first, time_runs(b, kReps)};
+    ms.first = time_runs(a, kReps);
+    ms.second = time_runs(b, kReps);
   } catch (const Error&) {
-    ms = {-1, -1};
+    // The failed way's time stays -1 (the caller keeps its default); a time already taken stays
+    // for the caller's line.
+    cudaGetLastError();
   } catch (...) {  // not a CUDA or cuDNN failure (out of host memory): the plan's mark undone, passed on
     p.timing_paths = false;
     throw;

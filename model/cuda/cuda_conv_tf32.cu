@@ -123,7 +123,7 @@ void CudaBackend::choose_tf32_pass(const ConvDesc& d, ConvPlan& p, int k, const 
     conv_note(d, std::string(kPassNames[k]) + " as TF32 (DOWNSCALE_CUDA_TF32_PASSES=1)");
     return;
   }
-  // Either failing keeps the 16-bit pass (time_two_ways gives {-1, -1}); the chosen way then runs
+  // Either failing keeps the 16-bit pass (time_two_ways gives it -1); the chosen way then runs
   // the call again (tf32_instead). The TF32 plan is made in the TF32 run's warm-up, before its
   // clock starts; time_two_ways keeps its pass clocks off while timing.
   const auto [half16_ms, tf32_ms] = time_two_ways(p, in16, as_tf32);
