@@ -8,6 +8,7 @@
 #include <string>
 
 #include "io/error.h"
+#include "model/env_switch.h"
 #include "model/imagenet_models.h"
 #include "model/layers/concat.h"
 #include "model/layers/conv2d.h"
@@ -47,8 +48,8 @@ namespace {
 // Conv and ReLU as one layer (fused on the GPU) unless DOWNSCALE_FUSE_LAYERS=0 asks for the two
 // separate layers (the same numbers; for comparing).
 bool fuse_layers() {
-  const char* v = std::getenv("DOWNSCALE_FUSE_LAYERS");
-  return !(v && std::string(v) == "0");
+  return on_off_switch("DOWNSCALE_FUSE_LAYERS", true,
+                       "0 (each convolution's ReLU a layer of its own) or 1 or unset (fused, the default)");
 }
 }  // namespace
 

@@ -41,6 +41,7 @@
 
 #include "io/error.h"
 #include "model/buffer_plan.h"
+#include "model/env_switch.h"
 #include "model/loss.h"
 #include "model/imagenet_models.h"
 #include "model/models.h"
@@ -79,11 +80,11 @@ struct Net::Impl {
   Impl(const ModelSpec& s, Backend& b) : spec(s), be(b), nodes(build_model(s, b)) {
     // DOWNSCALE_ACTIVATIONS16=0: FP32 activations whatever the math, for A/B runs of the same
     // binary (bench_train_step, train, predict); set_activations16 overrides it.
-    const char* a16 = std::getenv("DOWNSCALE_ACTIVATIONS16");
-    act16_on = !(a16 && std::string(a16) == "0");
+    act16_on = on_off_switch("DOWNSCALE_ACTIVATIONS16", true,
+                             "0 (FP32 activations whatever the math) or 1 or unset (16 bits where the math has them)");
     // DOWNSCALE_BLOCKED_ACTIVATIONS=0: NCHW activations between every layer, for A/B runs.
-    const char* blk = std::getenv("DOWNSCALE_BLOCKED_ACTIVATIONS");
-    blocked_on = !(blk && std::string(blk) == "0");
+    blocked_on = on_off_switch("DOWNSCALE_BLOCKED_ACTIVATIONS", true,
+                               "0 (NCHW between every layer) or 1 or unset (the backend's blocked layout where it fits)");
     const size_t count = nodes.size();
     for (size_t i = 0; i < count; ++i) {
       out.emplace_back(be, Shape{0, 0, 0, 0});

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "model/cuda/cuda_check.h"
+#include "model/env_switch.h"
 
 namespace ds::model {
 
@@ -22,30 +23,11 @@ void* raw_cuda_malloc(size_t bytes) {
   return p;
 }
 
-// Env `name`'s value when it is one of `allowed`, "" when unset or empty; anything else is an
-// error naming the variable and its value and saying what each value means (`expected`). Every
-// DOWNSCALE_CUDA_* word switch below is read through it.
-std::string env_choice(const char* name, std::initializer_list<const char*> allowed, const std::string& expected) {
-  const char* value = std::getenv(name);
-  const std::string v = value ? value : "";
-  if (v.empty()) return v;
-  for (const char* a : allowed)
-    if (v == a) return v;
-  throw Error(std::string(name) + " is '" + v + "', expected " + expected);
-}
-
 // A switch between a path and cuDNN that is otherwise chosen per plan by timing: env `name` 0
 // (never, 0), 1 (always, 1), or unset or empty (by timing, -1); anything else is an error naming it.
 int timed_switch(const char* name) {
   const std::string v = env_choice(name, {"0", "1"}, "0 (never), 1 (always) or unset (by timing)");
   return v.empty() ? -1 : v == "1" ? 1 : 0;
-}
-
-// An on/off switch: env `name` 0 (false) or 1 (true), unset or empty for `by_default`; anything
-// else is an error naming it and saying what 0 and 1 mean (`expected`).
-bool on_off_switch(const char* name, bool by_default, const char* expected) {
-  const std::string v = env_choice(name, {"0", "1"}, expected);
-  return v.empty() ? by_default : v == "1";
 }
 
 // An opt-in switch (a path not yet run on a GPU): env `name` 0 or unset (never, 0), 1 (always, 1)
@@ -108,7 +90,10 @@ CudaBackend::CudaBackend(int device)
   }
   transforms_ = on_off_switch("DOWNSCALE_CUDA_TRANSFORMS", transforms_,
                                "0 (no FFT or Winograd algorithm) or 1 (the default)");
-  if (const char* t = std::getenv("DOWNSCALE_CUDA_PASS_TIMES")) pass_times_ = std::string(t) == "1";
+  pass_times_ = on_off_switch("DOWNSCALE_CUDA_PASS_TIMES", pass_times_,
+                              "1 (a table of each convolution pass's GPU time at the end, one stream) or 0 or unset");
+  bn_kernels_ = env_choice("DOWNSCALE_CUDA_BN", {"kernels", "cudnn"},
+                           "kernels (batch norm by the backend's own kernels) or cudnn or unset (cuDNN's)") == "kernels";
   // Five lanes by default, one per MNN branch: on an H200 (2026-11-28, gpu_check variants) the
   // TF32 step ran 1639 samples/s with them against 1562 on one stream, BF16 1595 against 1554.
   const char* l = std::getenv("DOWNSCALE_CUDA_LANES");

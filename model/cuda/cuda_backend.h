@@ -625,6 +625,7 @@ class CudaBackend : public Backend {
   std::map<std::tuple<int, int, int, int>, std::unique_ptr<BnPlan>> bn_plans_;
   BnPlan& bn_plan(const Shape& s);
   bool bn_kernels() const;
+  bool bn_kernels_ = false;  // DOWNSCALE_CUDA_BN=kernels (read when the backend is made)
   void bn_kernels_forward_training(const Shape& s, const float* x, const float* gamma, const float* beta, float eps,
                                    float* y, float* mean, float* var);
   void bn_kernels_forward_inference(const Shape& s, const float* x, const float* gamma, const float* beta,

@@ -36,13 +36,7 @@ __global__ void bn_inv_std_kernel(int c, const float* var, float eps, float* inv
 
 }  // namespace
 
-bool CudaBackend::bn_kernels() const {
-  static const bool kernels = [] {
-    const char* v = std::getenv("DOWNSCALE_CUDA_BN");
-    return v && std::string(v) == "kernels";
-  }();
-  return kernels;
-}
+bool CudaBackend::bn_kernels() const { return bn_kernels_; }
 
 CudaBackend::BnPlan& CudaBackend::bn_plan(const Shape& s) {
   const auto key = std::make_tuple(s.n, s.c, s.h, s.w);

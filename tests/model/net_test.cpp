@@ -181,6 +181,27 @@ TEST(ModelNet, TinyMnnForwardAndBackward) {
   check_net_gradients(*be, net, 1, 2);
 }
 
+// The Net's A/B switches take 0 or 1 (or nothing): another value is an error naming the variable
+// and its value, not the default run unsaid (env_switch.h).
+TEST(ModelNet, MistypedSwitchIsAnErrorNamingIt) {
+  auto be = make_cpu_backend(1);
+  for (const char* name : {"DOWNSCALE_FUSE_LAYERS", "DOWNSCALE_ACTIVATIONS16", "DOWNSCALE_BLOCKED_ACTIVATIONS"}) {
+    const ds::test::ScopedEnv typo(name, "maybe");
+    try {
+      Net net(mnn_spec(2, 3, 4), *be);
+      ADD_FAILURE() << name << "=maybe was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(name) + " is 'maybe', expected 0 ("), std::string::npos)
+          << e.what();
+    }
+  }
+  for (const char* name : {"DOWNSCALE_FUSE_LAYERS", "DOWNSCALE_ACTIVATIONS16", "DOWNSCALE_BLOCKED_ACTIVATIONS"})
+    for (const char* value : {"0", "1", ""}) {
+      const ds::test::ScopedEnv ok(name, value);
+      EXPECT_NO_THROW(Net(mnn_spec(2, 3, 4), *be)) << name << "=" << value;
+    }
+}
+
 // MNN with its convs and ReLUs as one layer each (Conv2D+ReLU, UpSampling2D+Conv2D+ReLU: the
 // default) and as separate layers (DOWNSCALE_FUSE_LAYERS=0): same parameters, same output, loss
 // and gradients, bit for bit (each fused layer computes the same floats: layers_test.cpp,
