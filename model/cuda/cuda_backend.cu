@@ -116,7 +116,8 @@ CudaBackend::CudaBackend(int device)
                  "cuda: DOWNSCALE_CUDA_DEFER_WEIGHTS=1 does nothing with the lanes off (%s): weight gradients run "
                  "in order\n",
                  pass_times_ ? "DOWNSCALE_CUDA_PASS_TIMES=1 times one stream" : "DOWNSCALE_CUDA_LANES=0");
-  if (const char* t = std::getenv("DOWNSCALE_CUDA_TEST_REFUSE")) test_refuse_ = std::string(t) == "1";
+  test_refuse_ = on_off_switch("DOWNSCALE_CUDA_TEST_REFUSE", false,
+                               "1 (tests: each pass's first algorithm refused once) or 0 or unset");
   {
     const std::string v = env_choice("DOWNSCALE_CUDA_TEST_PADDING", {"padded", "plain"},
                                      "padded or plain (tests: DOWNSCALE_CUDA_PAD_CHANNELS=timed's choice forced) or "

@@ -417,10 +417,16 @@ std::pair<float, float> CudaBackend::time_two_ways(ConvPlan& p, const std::funct
   struct Unhold {
     CachingAllocator& cache;
     bool on;
+    cudaStream_t stream;
     ~Unhold() {
-      if (on) cache.hold_releases(true);
+      if (!on) return;
+      // A way that threw may have left work queued on blocks it released (into the cache, not
+      // held): done before another lane can be handed them.
+      cudaStreamSynchronize(stream);
+      cudaGetLastError();
+      cache.hold_releases(true);
     }
-  } unhold{cache_, concurrent()};
+  } unhold{cache_, concurrent() && timing_depth_ == 0, stream_};  // nested: the outer one lifted it
   if (unhold.on) {
     DS_CUDA(cudaDeviceSynchronize());
     cache_.hold_releases(false);
@@ -575,9 +581,9 @@ void CudaBackend::run_conv_pass(ConvPlan& p, int k, const void* x, const void* w
     // once): the legacy algorithm it replaced (first in the untried list) runs on this lane, and
     // the engine stays for the handles that have it; adopting the legacy algorithm, as a refusal
     // does, would take the engine from every lane.
-    if (c.algo == kGraphAlgo && !p.untried[k].empty() && p.untried[k].front().algo != kGraphAlgo &&
-        !graph_plan_here(p, k))
-      c = p.untried[k].front();
+    const bool substituted = c.algo == kGraphAlgo && !p.untried[k].empty() &&
+                             p.untried[k].front().algo != kGraphAlgo && !graph_plan_here(p, k);
+    if (substituted) c = p.untried[k].front();
     void* ws = c.workspace ? workspace(c.workspace) : nullptr;
     const bool clock = clocked(p);  // no waits inside choose_narrow's timing
     if (clock) pass_clock_start(1);
@@ -588,6 +594,9 @@ void CudaBackend::run_conv_pass(ConvPlan& p, int k, const void* x, const void* w
       if (clock) pass_clock_stop(p, k, 1);
       return;
     }
+    // A substituted legacy algorithm refused here is not tried again: the next one then replaces
+    // the engine on every lane, as any refusal (a rare second failure).
+    if (substituted && refused_before_launch(int(st))) p.untried[k].erase(p.untried[k].begin());
     if (!refused_before_launch(int(st)) || p.untried[k].empty())
       throw Error(std::string("cuDNN error in ") +
                   (c.algo == kGraphAlgo ? std::string("cudnnBackendExecute (graph engine ") +
