@@ -598,8 +598,7 @@ std::string Net::blocked_summary() const {
                          : "DOWNSCALE_BLOCKED_ACTIVATIONS=0") +
            ")";
   return "activations of " + std::to_string(n) + " of " + std::to_string(m.nodes.size() - 1) + " layers kept in nChw" +
-         std::to_string(m.be.activation_block()) +
-         "c, the channel-blocked layout of the backend's kernels (DOWNSCALE_BLOCKED_ACTIVATIONS=0: NCHW)";
+         std::to_string(block) + "c, the channel-blocked layout of the backend's kernels (DOWNSCALE_BLOCKED_ACTIVATIONS=0: NCHW)";
 }
 
 const std::string& Net::backward_layer() const { return impl_->backward_layer; }

@@ -16,7 +16,6 @@
 #endif
 
 #include "io/error.h"
-#include "model/env_switch.h"
 
 namespace ds::model {
 
@@ -71,10 +70,7 @@ DnnlBackend::DnnlBackend(int threads)
   const char* plain = std::getenv("DS_CONV_PLAIN_LAYOUTS");
   plain_layouts_ = plain && std::strcmp(plain, "1") == 0;
   if (plain_layouts_) block_ = 0;
-  // Read where it is used (host_memory.h, at the first large block); checked here, when the
-  // backend is made, so a mistyped value stops the run before anything is allocated.
-  (void)on_off_switch("DOWNSCALE_HUGEPAGES", true,
-                      "0 (no transparent huge pages advised for large host buffers) or 1 or unset (advised)");
+  (void)huge_pages_wanted();  // read now: a mistyped DOWNSCALE_HUGEPAGES stops the run here
 }
 
 DnnlBackend::~DnnlBackend() = default;

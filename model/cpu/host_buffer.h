@@ -20,12 +20,12 @@ class HostBuffer {
   void* reserve(size_t bytes) {
     if (bytes > size_) {
       host_free(p_);
-      size_ = (bytes + 63) / 64 * 64;
-      p_ = host_allocate(size_);
-      if (!p_) {
-        size_ = 0;
-        throw std::bad_alloc();
-      }
+      p_ = nullptr;  // freed: nothing left to free again if the allocation below throws
+      size_ = 0;
+      const size_t size = (bytes + 63) / 64 * 64;
+      p_ = host_allocate(size);
+      if (!p_) throw std::bad_alloc();
+      size_ = size;
     }
     return p_;
   }

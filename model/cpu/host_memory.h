@@ -10,18 +10,19 @@
 
 #include <cstddef>
 #include <cstdlib>
-#include <cstring>
 #include <new>
+
+#include "model/env_switch.h"
 
 namespace ds::model {
 
 constexpr size_t kHugePage = size_t(2) << 20;
 
+// Read once; the CPU backend reads it when it is made, so a mistyped value stops the run there
+// (env_switch.h), not at a first large allocation.
 inline bool huge_pages_wanted() {
-  static const bool wanted = [] {
-    const char* v = std::getenv("DOWNSCALE_HUGEPAGES");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
+  static const bool wanted = on_off_switch(
+      "DOWNSCALE_HUGEPAGES", true, "0 (no transparent huge pages advised for large host buffers) or 1 or unset (advised)");
   return wanted;
 }
 

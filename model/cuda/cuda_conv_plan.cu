@@ -445,8 +445,7 @@ std::pair<float, float> CudaBackend::time_two_ways(ConvPlan& p, const std::funct
     ms.second = time_runs(b, kReps);
   } catch (const Error&) {
     // The failed way's time stays -1 (the caller keeps its default); a time already taken stays
-    // for the caller's line.
-    cudaGetLastError();
+    // for the caller's line. The error is cleared below.
   } catch (...) {  // not a CUDA or cuDNN failure (out of host memory): the plan's mark undone, passed on
     p.timing_paths = false;
     throw;

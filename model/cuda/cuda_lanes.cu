@@ -31,13 +31,22 @@
 
 namespace ds::model {
 
-int CudaBackend::compute_priority() {
+namespace {
+// The device's stream priorities {least, greatest} (lower numbers are higher priorities), or the
+// default's {0, 0} where they cannot be read.
+std::pair<int, int> priority_range() {
   int least = 0, greatest = 0;
   if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
     cudaGetLastError();
-    return 0;  // the default priority
+    return {0, 0};
   }
-  return greatest < least - 1 ? least - 1 : least;  // lower numbers are higher priorities
+  return {least, greatest};
+}
+}  // namespace
+
+int CudaBackend::compute_priority() {
+  const auto [least, greatest] = priority_range();
+  return greatest < least - 1 ? least - 1 : least;
 }
 
 void CudaBackend::switch_lane(int to) {
@@ -56,12 +65,9 @@ void CudaBackend::switch_lane(int to) {
     // The weights lane at the least priority: its passes (only the optimizer needs them) fill
     // the SMs the critical chain leaves idle rather than delay it; every other lane at the main
     // stream's (compute_priority).
-    if (!l.stream) {
-      int least = 0, greatest = 0;
-      DS_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    if (!l.stream)
       DS_CUDA(cudaStreamCreateWithPriority(&l.stream, cudaStreamNonBlocking,
-                                           to == weights_lane() ? least : compute_priority()));
-    }
+                                           to == weights_lane() ? priority_range().first : compute_priority()));
     if (!l.cudnn) {
       cudnnHandle_t h = nullptr;
       DS_CUDNN(cudnnCreate(&h));

@@ -185,7 +185,8 @@ TEST(ModelNet, TinyMnnForwardAndBackward) {
 // and its value, not the default run unsaid (env_switch.h).
 TEST(ModelNet, MistypedSwitchIsAnErrorNamingIt) {
   auto be = make_cpu_backend(1);
-  for (const char* name : {"DOWNSCALE_FUSE_LAYERS", "DOWNSCALE_ACTIVATIONS16", "DOWNSCALE_BLOCKED_ACTIVATIONS"}) {
+  const auto names = {"DOWNSCALE_FUSE_LAYERS", "DOWNSCALE_ACTIVATIONS16", "DOWNSCALE_BLOCKED_ACTIVATIONS"};
+  for (const char* name : names) {
     const ds::test::ScopedEnv typo(name, "maybe");
     try {
       Net net(mnn_spec(2, 3, 4), *be);
@@ -195,7 +196,7 @@ TEST(ModelNet, MistypedSwitchIsAnErrorNamingIt) {
           << e.what();
     }
   }
-  for (const char* name : {"DOWNSCALE_FUSE_LAYERS", "DOWNSCALE_ACTIVATIONS16", "DOWNSCALE_BLOCKED_ACTIVATIONS"})
+  for (const char* name : names)
     for (const char* value : {"0", "1", ""}) {
       const ds::test::ScopedEnv ok(name, value);
       EXPECT_NO_THROW(Net(mnn_spec(2, 3, 4), *be)) << name << "=" << value;
