@@ -316,6 +316,20 @@ std::string existing_checkpoint(const Config& cfg, const RunPaths& paths) {
            std::filesystem::weakly_canonical(paths.model_dir() + "/" + name, ec);
   };
   const bool rewritten_by_train = same_file("checkpoint_best.h5") || same_file("checkpoint_last.h5");
+  // A fresh train that stopped after its first checkpoint and before its best model (a full disk,
+  // a kill) leaves the earlier run's best beside its own last checkpoint (train/run_history.h).
+  if (const std::string last = paths.model_dir() + "/checkpoint_last.h5"; same_file("checkpoint_best.h5") &&
+                                                                          path_exists(last)) {
+    std::string best_run, last_run;
+    try {
+      best_run = read_checkpoint_run_id(ckpt), last_run = read_checkpoint_run_id(last);
+    } catch (const Error&) {  // an unreadable last checkpoint is not this stage's to judge
+    }
+    if (!last_run.empty() && best_run != last_run)
+      spdlog::warn("{} is another training run's than {} (a fresh train stopped after its first checkpoint, before "
+                   "writing its best model): predicting from that earlier run's best model; `downscale train --resume` "
+                   "makes the folder the new run's", ckpt, last);
+  }
   try {
     if (rewritten_by_train) RunLock::check_free(paths.model_dir(), "train");
   } catch (const Error& e) {

@@ -131,6 +131,7 @@ TrainState read_state(const H5File& f, const std::string& path) {
     s.loss_scale = f.attr_double("/", "loss_scale");
     s.loss_scale_good_steps = f.attr_int("/", "loss_scale_good_steps");
   }
+  if (f.has_attr("/", "run_id")) s.run_id = f.attr_string("/", "run_id");
   return s;
 }
 
@@ -169,6 +170,7 @@ void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer*
     f.set_attr("/", "loss_scale", state.loss_scale);
     f.set_attr("/", "loss_scale_good_steps", state.loss_scale_good_steps);
   }
+  if (!state.run_id.empty()) f.set_attr("/", "run_id", state.run_id);
   const auto params = net.params();
   for (const auto& p : params) f.write("/weights/" + p.name, dims_of(*p.value), p.value->to_host().data());
   for (const auto& b : net.buffers()) f.write("/buffers/" + b.name, dims_of(*b.value), b.value->to_host().data());
@@ -266,6 +268,11 @@ std::string checkpoint_model_sha256(const std::string& path) {
 }
 
 TrainState read_checkpoint_state(const std::string& path) { return read_state(H5File::open(path), path); }
+
+std::string read_checkpoint_run_id(const std::string& path) {
+  const H5File f = H5File::open(path);
+  return f.has_attr("/", "run_id") ? f.attr_string("/", "run_id") : "";
+}
 
 std::string nothing_to_train(const TrainState& state, const std::string& path, int epochs, int patience) {
   // An early-stopped run is finished too (its patience ran out), unless patience was raised. A

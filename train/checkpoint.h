@@ -48,6 +48,9 @@ struct TrainState {
   // the epoch (a full disk, a lost node) gets them back on --resume (train/metrics_csv.h).
   std::string epoch_metrics;
   double epoch_learning_rate = 0;
+  // Drawn when a fresh run starts and kept by its resumes ("" in older checkpoints): which run of
+  // the folder a checkpoint_best.h5 belongs to, beside its checkpoint_last.h5 (train/run_history.h).
+  std::string run_id;
 };
 
 // Refuses (InputError, exit 3) a checkpoint trained on another store than `store`, saying what
@@ -67,6 +70,9 @@ void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, in
 // as it is now: a training rerun into the folder that gives the same model keeps the prediction
 // valid, one that gives another does not.
 std::string checkpoint_model_sha256(const std::string& path);
+// A checkpoint's run_id ("" where it has none: an older version's); throws InputError naming the
+// file where it cannot be read.
+std::string read_checkpoint_run_id(const std::string& path);
 // A checkpoint's training state alone (epochs, patience count, mid-epoch step), without its
 // tensors, for train --check.
 TrainState read_checkpoint_state(const std::string& path);

@@ -88,6 +88,10 @@ TrainingEvents::TrainingEvents(const std::string& out_dir, bool fresh)
       train_(run_folder(folder_, "train", fresh)),
       validation_(run_folder(folder_, "validation", fresh)) {}
 
+void remove_training_events(const std::string& out_dir) {
+  for (const char* run : {"train", "validation"}) run_folder(out_dir + "/tensorboard", run, true);
+}
+
 void TrainingEvents::epoch(int epoch, double train_loss, double validation_loss, double learning_rate,
                            double seconds, double samples_per_second) {
   train_.add_scalar("loss", train_loss, epoch);

@@ -50,6 +50,10 @@ class TrainingEvents {
   EventWriter train_, validation_;
 };
 
+// Removes the event files of <out_dir>/tensorboard's two runs (a fresh TrainingEvents does the
+// same), throwing Error naming a file that cannot be removed.
+void remove_training_events(const std::string& out_dir);
+
 // The TFRecord framing of one record (exposed for tests).
 std::string tfrecord_frame(const std::string& data);
 

@@ -38,7 +38,9 @@
 #include "train/gradient_buckets.h"
 #include "train/loss_scaler.h"
 #include "train/metrics_csv.h"
+#include "train/rank_agreement.h"
 #include "train/rank_device_check.h"
+#include "train/run_history.h"
 #include "train/store_settings.h"
 #include "train/tensorboard.h"
 #include "train/test_hooks.h"
@@ -223,6 +225,16 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     if (!path_exists(last_path)) throw InputError(last_path + ": no checkpoint to resume from");
     state = load_checkpoint(last_path, net, optimizer.get());
     check_checkpoint_store(last_path, state, store);
+  }
+  // Before any collective that resuming decides (nothing_to_train below returns before the rest).
+  check_ranks_start_alike(host, resume, state, optimizer->steps(), last_path);
+  if (resume) {
+    // A fresh run that stopped between its first checkpoint and taking the folder over
+    // (train/run_history.h): the folder is made this run's before anything reads its history.
+    // Every rank reads checkpoint_best.h5 before rank 0 changes it.
+    const HistorySettlement settlement = plan_history_settlement(out_dir, state);
+    if (host.size() > 1) host.barrier("every rank reading checkpoint_best.h5 before rank 0 settles the folder");
+    settle_history(settlement, out_dir, net.summary(), state, root);
     std::istringstream(state.rng_state) >> rng;
     if (state.step_in_epoch > 0)
       spdlog::info("resuming from {} at epoch {}, step {} of {} (written when a signal stopped it)", last_path,
@@ -259,6 +271,9 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   state.store = provenance_of(store);  // recorded in every checkpoint written from here
   state.global_batch = global_batch;
   state.config_text = cfg.record("train");  // this session's, also when it resumes an earlier one
+  // A fresh run's id, in its checkpoints (train/run_history.h); an earlier version's run resumed
+  // keeps none, so that its best model, which has none either, stays its own.
+  if (!resume) state.run_id = new_run_id();
   // (The CPU backend's name holds its thread count: "cpu (oneDNN, 2 threads)".) A resumed run on
   // another setup keeps the earlier one's before it: both decided the arithmetic.
   // The learning rate after warmup (train.learning_rate x ranks, Horovod's rule) with them: a
@@ -279,8 +294,17 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                    last_path, before, lr_text, tc.learning_rate, host.size(), state.epoch + 1);
   }
   // A checkpoint of a version before the rate was recorded: the rest compared alone.
+  const auto without_rate = [](const std::string& s) { return s.substr(0, s.rfind(", learning rate ")); };
   const bool same_setup = latest == setup || (latest.find(", learning rate ") == std::string::npos &&
-                                              latest == setup.substr(0, setup.rfind(", learning rate ")));
+                                              latest == without_rate(setup));
+  // Another thread count, backend, precision or rank count sums in another order: the resumed run
+  // is then no longer bit for bit the run that was never stopped (a requeue onto a node with other
+  // cores, under run.threads 0, does it). Said, as the rate above is; not refused.
+  if (root && resume && !latest.empty() && without_rate(latest) != without_rate(setup))
+    spdlog::warn("{} was trained with {}; this run goes on with {}: its sums run in another order, so from epoch {} "
+                 "on it is not bit for bit the run an uninterrupted job would have trained (the same threads, "
+                 "backend, precision and ranks keep it so)",
+                 last_path, without_rate(latest), without_rate(setup), state.epoch + 1);
   if (state.setup.empty())
     state.setup = setup;
   else if (!same_setup && state.setup.size() < 4000)  // (a bound against endless requeues)

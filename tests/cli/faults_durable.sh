@@ -123,6 +123,47 @@ check "train: EIO on train/checkpoint_best.h5 (DS_FAIL_AFTER=5), the earlier bes
 fault train train/checkpoint_last.h5 EIO DS_FAIL_ON=fsync
 fault train train/metrics.csv ENOSPC DS_FAIL_AFTER=1
 fault train train/train_report.json EIO
+# A fresh run whose best model fails (as above) and then --resume: the epoch's last checkpoint was
+# its best model too, so it becomes checkpoint_best.h5 (before, the resume believed it written,
+# "nothing to train", and predict found no best model), and metrics.csv gets the epoch's line
+# back from the checkpoint.
+run_id() { /usr/bin/python3 -c 'import h5py, sys; print(h5py.File(sys.argv[1], "r").attrs.get("run_id", ""))' "$1"; }
+settled() {  # settled <label>: best and last of one run, metrics.csv with epoch 1 alone, predict silent
+  local label=$1 ok=1
+  [[ -e $run/train/checkpoint_best.h5 ]] || { echo "FAIL $label: no checkpoint_best.h5"; ok=0; }
+  [[ $ok -eq 1 && $(run_id "$run/train/checkpoint_best.h5") == "$(run_id "$run/train/checkpoint_last.h5")" &&
+     -n $(run_id "$run/train/checkpoint_last.h5") ]] || { echo "FAIL $label: checkpoint_best.h5 is not the last one's run"; ok=0; }
+  [[ $(grep -c '^[0-9]' "$run/train/metrics.csv") -eq 1 && $(grep -c '^1,' "$run/train/metrics.csv") -eq 1 ]] ||
+    { echo "FAIL $label: metrics.csv is not this run's one epoch:"; sed 's/^/    /' "$run/train/metrics.csv"; ok=0; }
+  ds predict >/dev/null 2>"$work/predict.err" && ! grep -q "another training run's" "$work/predict.err" ||
+    { echo "FAIL $label: predict after the resume"; sed 's/^/    /' "$work/predict.err"; ok=0; }
+  [[ $ok -eq 1 ]] && echo "ok $label" || failures=$((failures + 1))
+}
+DS_FAIL_PATH=train/checkpoint_best.h5 DS_FAIL_ERRNO=EIO DS_FAIL_AFTER=5 LD_PRELOAD="$shim" \
+  "$bin" train --config configs/demo.yaml "${small[@]}" --set run.dir="$run" >/dev/null 2>"$work/err"
+[[ $? -eq 1 && ! -e $run/train/checkpoint_best.h5 ]] || { echo "FAIL the best model's fault again"; failures=$((failures + 1)); }
+if ds train --resume >/dev/null 2>"$work/err" && grep -q "checkpoint_best.h5 is missing: this run stopped after writing .* copied from it" "$work/err"; then
+  settled "train --resume after the failed best model: copied from the last checkpoint"
+else
+  echo "FAIL train --resume after the failed best model:"; sed 's/^/    /' "$work/err"; failures=$((failures + 1))
+fi
+# A fresh run (another seed) stopping after its first checkpoint and before taking the folder
+# over (its first write there, model_summary.txt, fails): the earlier run's best model and
+# metrics.csv stay beside this run's last checkpoint; predict says so, and --resume makes the
+# folder this run's. (It resumed with the earlier run's best model and metrics.csv before.)
+DS_FAIL_PATH=train/model_summary.txt DS_FAIL_ERRNO=ENOSPC LD_PRELOAD="$shim" \
+  "$bin" train --config configs/demo.yaml "${small[@]}" --set run.dir="$run" --set train.seed=7 >/dev/null 2>"$work/err"
+rc=$?
+[[ $rc -eq 1 ]] && grep -q "model_summary.txt" "$work/err" || { echo "FAIL model_summary.txt fault: exit $rc"; failures=$((failures + 1)); }
+ds predict >/dev/null 2>"$work/predict.err"
+grep -q "checkpoint_best.h5 is another training run's than .*checkpoint_last.h5" "$work/predict.err" &&
+  echo "ok predict warns that the best model is another run's" ||
+  { echo "FAIL predict beside another run's best model:"; sed 's/^/    /' "$work/predict.err"; failures=$((failures + 1)); }
+if ds train --resume --set train.seed=7 >/dev/null 2>"$work/err" && grep -q "checkpoint_best.h5 is another run's (run id" "$work/err"; then
+  settled "train --resume beside another run's best model and metrics.csv: made this run's"
+else
+  echo "FAIL train --resume beside another run's best model:"; sed 's/^/    /' "$work/err"; failures=$((failures + 1))
+fi
 rerun train
 
 # --- predict: the predictions (netCDF-4 through HDF5) and its scores.

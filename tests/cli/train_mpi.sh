@@ -16,7 +16,8 @@
 #     ends the job;
 #  6. a rank that fails (an injected error, then kill -9) ends the job non-zero within 60 s
 #     with a message naming the rank; ranks that opened different stores under one path
-#     (another working folder) are refused, naming the rank.
+#     (another working folder) are refused, naming the rank, and so are ranks of which one
+#     resumes and another finds no checkpoint (--resume-auto in another working folder).
 #   usage: train_mpi.sh <downscale binary> <source dir>
 set -euo pipefail
 bin=$1
@@ -194,6 +195,19 @@ out=$(timeout 60 "${mpi[@]}" ./rank_dir.sh "$bin" train --config configs/demo.ya
 [[ $rc -eq 3 ]] && grep -q 'rank 1 opened a store with other metadata (store identity) than rank 0' <<<"$out" ||
   { echo "ranks reading different stores: exit $rc"; echo "$out" | tail -5; exit 1; }
 echo "different stores on the ranks: refused, exit $rc"
+
+echo "== rank 1 finds no checkpoint to resume (its own run folder) while rank 0 does"
+# Before, rank 0 resumed after epoch 2 and rank 1 started afresh: gradients exchanged from other
+# epochs' shuffles, checkpoints written, then rank 0 died in free() with no word of why.
+mkdir -p other/runs/resume/preprocess && ln -s "$work/runs/demo/preprocess/store.h5" other/runs/resume/preprocess/store.h5
+before=$(md5sum <runs/resume/train/checkpoint_last.h5)
+rc=0
+out=$(timeout 60 "${mpi[@]}" ./rank_dir.sh "$bin" train --resume-auto --config configs/demo.yaml "${common[@]}" \
+  --set run.dir=runs/resume --set train.batch_size=8 --set train.learning_rate=1e-3 --set train.epochs=3 2>&1) || rc=$?
+[[ $rc -eq 3 ]] && grep -q 'rank 1 starts afresh (no checkpoint to resume from), but rank 0 resumes after epoch 2 from its checkpoint: every rank must start from the same checkpoint' <<<"$out" ||
+  { echo "ranks starting from different points: exit $rc"; echo "$out" | tail -5; exit 1; }
+[[ $(md5sum <runs/resume/train/checkpoint_last.h5) == "$before" ]] || { echo "the refused job wrote a checkpoint"; exit 1; }
+echo "ranks starting from different points: refused, exit $rc, nothing written"
 
 echo "== injected failure on rank 1"
 rc=0

@@ -256,9 +256,28 @@ TEST(Trainer, AnotherLearningRateOnResumeIsSaidAndRecorded) {
   EXPECT_NE(log.str().find("trained at a learning rate of 0.003 (after warmup); this run goes on at 0.005 "
                            "(train.learning_rate 0.005 x 1 rank(s)): Adam's steps change size from epoch 2"),
             std::string::npos) << log.str();
+  EXPECT_EQ(log.str().find("sums run in another order"), std::string::npos) << log.str();  // the rate alone
   const std::string setup = read_checkpoint_state(d / "a/checkpoint_last.h5").setup;
   EXPECT_NE(setup.find("learning rate 0.003; from epoch 2: "), std::string::npos) << setup;
   EXPECT_NE(setup.find("learning rate 0.005"), std::string::npos) << setup;
+}
+
+// A resume on another thread count (a requeue onto a node with other cores under run.threads 0)
+// sums in another order: no longer bit for bit the uninterrupted run, which is said.
+TEST(Trainer, AnotherThreadCountOnResumeIsSaid) {
+  test::TempDir d;
+  const auto store = write_tiny_store(d);
+  std::filesystem::create_directories(d / "a");
+  train_model(tiny_config(d / "c.yaml", 1), store, d / "a", false);
+  Config wider = tiny_config(d / "c.yaml", 2);
+  wider.run.threads = 2;
+  test::LogCapture log;
+  train_model(wider, store, d / "a", true);
+  EXPECT_NE(log.str().find("was trained with 1 rank(s), backend cpu (oneDNN, 1 thread), train.precision tf32, "
+                           "train.seed 3; this run goes on with 1 rank(s), backend cpu (oneDNN, 2 threads)"),
+            std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("its sums run in another order, so from epoch 2 on it is not bit for bit"), std::string::npos)
+      << log.str();
 }
 
 // Resuming a run that already holds every epoch (a requeued job that had finished) trains

@@ -1,0 +1,126 @@
+// train/run_history.h: what a resume does with a folder whose checkpoint_best.h5 is missing or
+// another run's, in each case the trainer can leave (the CLI side, with real runs stopped by a
+// failed write, is tests/cli/faults_durable.sh).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "io/atomic_file.h"
+#include "io/hdf5_file.h"
+#include "support/test_support.h"
+#include "train/metrics_csv.h"
+#include "train/run_history.h"
+
+using namespace ds;
+using namespace ds::test;
+
+namespace {
+
+// A stand-in checkpoint: run_history reads nothing from it but its run_id attribute.
+void checkpoint_of(const std::string& path, const std::string& run_id, const std::string& payload = "weights") {
+  H5File f = H5File::create(path);
+  if (!run_id.empty()) f.set_attr("/", "run_id", run_id);
+  f.set_attr("/", "payload", payload);
+  f.close();
+}
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TrainState state_at(int epoch, int64_t step_in_epoch, int without_improvement, const std::string& run_id = "run-a") {
+  TrainState s;
+  s.epoch = epoch;
+  s.step_in_epoch = step_in_epoch;
+  s.epochs_without_improvement = without_improvement;
+  s.best_val_loss = 1.5;
+  s.run_id = run_id;
+  return s;
+}
+
+}  // namespace
+
+TEST(RunHistory, RunIdsDiffer) {
+  EXPECT_EQ(new_run_id().size(), 16u);
+  EXPECT_NE(new_run_id(), new_run_id());
+}
+
+TEST(RunHistory, ThisRunsBestOrAnOlderVersionsCheckpointChangeNothing) {
+  TempDir d;
+  checkpoint_of(d / "checkpoint_best.h5", "run-a");
+  EXPECT_FALSE(plan_history_settlement(d.path(), state_at(4, 0, 2)).any());
+  EXPECT_FALSE(plan_history_settlement(d.path(), state_at(1, 0, 0)).any());
+  // No run id in the last checkpoint: nothing to go by, whatever the best model is.
+  std::filesystem::remove(d / "checkpoint_best.h5");
+  EXPECT_FALSE(plan_history_settlement(d.path(), state_at(3, 0, 0, "")).any());
+}
+
+TEST(RunHistory, WithinTheFirstEpochTheHistoryBeginsAgainUnsaid) {
+  TempDir d;
+  const HistorySettlement p = plan_history_settlement(d.path(), state_at(0, 5, 0));
+  EXPECT_TRUE(p.restart_history);
+  EXPECT_FALSE(p.remove_best || p.copy_last_to_best || p.forget_best_loss);
+  EXPECT_EQ(p.best_problem, "");  // a resume within the first epoch has no best model yet
+}
+
+// The end of an epoch that improved, and no best model: the last checkpoint is it.
+TEST(RunHistory, TheLastCheckpointOfAnImprovingEpochBecomesTheBest) {
+  TempDir d;
+  checkpoint_of(d / "checkpoint_last.h5", "run-a", "this run's epoch 1");
+  write_file_atomically(d / "metrics.csv", std::string(kMetricsHeader) + "\n1,9,9,1,1\n2,8,8,1,1\n3,7,7,1,1\n");
+  write_file_atomically(d / "train_report.json", "{}");
+  TrainState s = state_at(1, 0, 0);
+  const HistorySettlement p = plan_history_settlement(d.path(), s);
+  EXPECT_EQ(p.best_problem, "is missing");
+  EXPECT_TRUE(p.copy_last_to_best && p.restart_history);
+  EXPECT_FALSE(p.forget_best_loss || p.remove_best);
+  settle_history(p, d.path(), "the summary", s, true);
+  EXPECT_EQ(bytes_of(d / "checkpoint_best.h5"), bytes_of(d / "checkpoint_last.h5"));
+  EXPECT_EQ(bytes_of(d / "metrics.csv"), std::string(kMetricsHeader) + "\n");  // the resume restores line 1
+  EXPECT_EQ(bytes_of(d / "model_summary.txt"), "the summary");
+  EXPECT_FALSE(path_exists(d / "train_report.json"));
+  EXPECT_EQ(s.best_val_loss, 1.5);
+  EXPECT_FALSE(plan_history_settlement(d.path(), s).any());  // settled: a second resume finds it whole
+}
+
+// Another run's best model beside a mid-epoch checkpoint (which is no best model): removed, the
+// best loss forgotten so that the next epoch's end writes one, on every rank; files on root only.
+TEST(RunHistory, AnotherRunsBestIsRemovedAndTheBestLossForgotten) {
+  TempDir d;
+  checkpoint_of(d / "checkpoint_best.h5", "run-b");
+  checkpoint_of(d / "checkpoint_last.h5", "run-a");
+  TrainState s = state_at(1, 7, 0);
+  const HistorySettlement p = plan_history_settlement(d.path(), s);
+  EXPECT_EQ(p.best_problem, "is another run's (run id run-b; this run's is run-a)");
+  EXPECT_TRUE(p.remove_best && p.restart_history && p.forget_best_loss);
+  EXPECT_FALSE(p.copy_last_to_best);
+  TrainState other_rank = s;
+  settle_history(p, d.path(), "", other_rank, false);
+  EXPECT_TRUE(path_exists(d / "checkpoint_best.h5"));  // rank 0's to remove
+  EXPECT_EQ(other_rank.best_val_loss, TrainState{}.best_val_loss);
+  settle_history(p, d.path(), "", s, true);
+  EXPECT_FALSE(path_exists(d / "checkpoint_best.h5"));
+  EXPECT_EQ(s.best_val_loss, TrainState{}.best_val_loss);
+}
+
+// Later epochs: the history is the run's own (it was taken over at the first); only the best
+// model is settled. An epoch's end that did not improve is no best model either.
+TEST(RunHistory, AfterTheSecondEpochOnlyTheBestModelIsSettled) {
+  TempDir d;
+  const HistorySettlement p = plan_history_settlement(d.path(), state_at(5, 0, 2));
+  EXPECT_EQ(p.best_problem, "is missing");
+  EXPECT_TRUE(p.forget_best_loss);
+  EXPECT_FALSE(p.restart_history || p.copy_last_to_best || p.remove_best);
+}
+
+TEST(RunHistory, AnUnreadableBestModelIsNotThisRuns) {
+  TempDir d;
+  write_file_atomically(d / "checkpoint_best.h5", "not HDF5");
+  const HistorySettlement p = plan_history_settlement(d.path(), state_at(2, 0, 0));
+  EXPECT_NE(p.best_problem.find("cannot be read ("), std::string::npos) << p.best_problem;
+  EXPECT_TRUE(p.remove_best && p.copy_last_to_best);
+  EXPECT_FALSE(p.restart_history);
+}

@@ -1,0 +1,113 @@
+#include "train/run_history.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+
+#include "io/atomic_file.h"
+#include "io/error.h"
+#include "train/metrics_csv.h"
+#include "train/tensorboard.h"
+
+namespace ds {
+namespace {
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot be opened: " + std::strerror(errno));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw Error(path + ": cannot be read: " + std::strerror(errno));
+  return bytes;
+}
+
+void remove_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::remove(path, ec) && ec) throw Error(path + ": cannot be removed: " + ec.message());
+}
+
+}  // namespace
+
+std::string new_run_id() {
+  std::random_device device;
+  uint64_t id = (uint64_t(device()) << 32) ^ device();
+  id ^= uint64_t(std::chrono::system_clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull;
+  id ^= uint64_t(::getpid()) << 20;
+  return fmt::format("{:016x}", id);
+}
+
+HistorySettlement plan_history_settlement(const std::string& out_dir, const TrainState& state) {
+  HistorySettlement plan;
+  if (state.run_id.empty()) return plan;  // an earlier version's checkpoint: nothing to go by
+  const std::string best = out_dir + "/checkpoint_best.h5";
+  if (path_exists(best)) {
+    std::string id, unreadable;
+    try {
+      id = read_checkpoint_run_id(best);
+    } catch (const Error& e) {
+      unreadable = e.what();
+    }
+    if (unreadable.empty() && id == state.run_id) return plan;  // the folder is this run's
+    plan.remove_best = true;
+    plan.best_problem = !unreadable.empty() ? "cannot be read (" + unreadable + ")"
+                        : id.empty()        ? "is an earlier version's run's (it has no run id)"
+                                            : "is another run's (run id " + id + "; this run's is " + state.run_id + ")";
+  } else if (state.epoch >= 1) {
+    plan.best_problem = "is missing";
+  }
+  // No best model of this run. Before its second epoch's end the history may be another run's
+  // (or was begun and not yet written to): begin it again.
+  plan.restart_history = state.epoch <= 1;
+  if (state.epoch >= 1) {
+    // checkpoint_best.h5 is written exactly when an epoch's end improves (which resets the count),
+    // with the state checkpoint_last.h5 then gets too.
+    if (state.step_in_epoch == 0 && state.epochs_without_improvement == 0)
+      plan.copy_last_to_best = true;
+    else
+      plan.forget_best_loss = true;
+  }
+  return plan;
+}
+
+void settle_history(const HistorySettlement& plan, const std::string& out_dir, const std::string& model_summary,
+                    TrainState& state, bool root) {
+  if (!plan.any()) return;
+  if (plan.forget_best_loss) state.best_val_loss = TrainState{}.best_val_loss;
+  if (!root) return;
+  const std::string best = out_dir + "/checkpoint_best.h5", last = out_dir + "/checkpoint_last.h5";
+  if (plan.remove_best) remove_file(best);
+  if (plan.restart_history) {
+    remove_file(out_dir + "/train_report.json");
+    remove_training_events(out_dir);
+    write_file_atomically(out_dir + "/metrics.csv", std::string(kMetricsHeader) + "\n");
+    write_file_atomically(out_dir + "/model_summary.txt", model_summary);
+  }
+  if (plan.copy_last_to_best) write_file_atomically(best, file_bytes(last));
+  if (plan.best_problem.empty()) return;  // a resume within the first epoch: nothing was amiss
+  const std::string where =
+      state.step_in_epoch > 0 ? fmt::format("epoch {} step {}", state.epoch + 1, state.step_in_epoch)
+                              : fmt::format("the end of epoch {}", state.epoch);
+  if (plan.copy_last_to_best)
+    spdlog::warn("{} {}: this run stopped after writing {} at {} and before writing its best model, which that epoch "
+                 "was: copied from it", best, plan.best_problem, last, where);
+  else if (plan.forget_best_loss)
+    spdlog::warn("{} {}, and {} (at {}) is not this run's best model: the best validation loss so far is forgotten, "
+                 "so the next epoch's end writes checkpoint_best.h5 (until then predict finds none; "
+                 "predict.checkpoint: last takes the last model)", best, plan.best_problem, last, where);
+  else
+    spdlog::warn("{} {}: removed, as this run had not yet written its own", best, plan.best_problem);
+  if (plan.restart_history && plan.remove_best)
+    spdlog::warn("{}: metrics.csv, the TensorBoard events and train_report.json were those of the run that "
+                 "checkpoint_best.h5 came from (this run stopped before taking them over): begun again as this run's",
+                 out_dir);
+}
+
+}  // namespace ds
