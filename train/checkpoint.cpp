@@ -2,8 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
+#include <random>
+#include <sstream>
+#include <utility>
 
 #include "io/atomic_file.h"
 #include "io/error.h"
@@ -109,6 +114,67 @@ StoreProvenance read_provenance(const H5File& f, const std::string& path) {
   return p;
 }
 
+// The root attributes a resume computes with, and their types: the checksum state_sha256 covers
+// them as Fletcher-32 covers each tensor. (HDF5's default file format checks no metadata: a
+// flipped byte in rng_state resumed another shuffle without a word, an edited step_in_epoch
+// "trained" an epoch of no steps, both exit 0.) The config record, the setup and the version are
+// for a reader, not the arithmetic, and stay out.
+enum class AttrType { kInt, kDouble, kString };
+constexpr std::pair<const char*, AttrType> kStateAttributes[] = {
+    {"model_spec", AttrType::kString},         {"epoch", AttrType::kInt},
+    {"rng_state", AttrType::kString},          {"best_val_loss", AttrType::kDouble},
+    {"epochs_without_improvement", AttrType::kInt}, {"step_in_epoch", AttrType::kInt},
+    {"epoch_loss_sum", AttrType::kDouble},     {"store_identity", AttrType::kString},
+    {"channels", AttrType::kString},           {"store_grids", AttrType::kString},
+    {"store_statistics", AttrType::kString},   {"train_split_hash", AttrType::kString},
+    {"validation_split_hash", AttrType::kString}, {"global_batch", AttrType::kInt},
+    {"epoch_metrics", AttrType::kString},      {"epoch_learning_rate", AttrType::kDouble},
+    {"loss_scale", AttrType::kDouble},         {"loss_scale_good_steps", AttrType::kInt},
+    {"run_id", AttrType::kString},             {"optimizer", AttrType::kString},
+    {"optimizer_steps", AttrType::kInt}};
+
+std::string state_sha256(const H5File& f) {
+  Sha256 h;
+  for (const auto& [name, type] : kStateAttributes) {
+    if (!f.has_attr("/", name)) continue;
+    h.update(std::string(name) + "=");
+    switch (type) {
+      case AttrType::kInt: h.update(std::to_string(f.attr_int("/", name))); break;
+      case AttrType::kDouble: h.update(fmt::format("{:a}", f.attr_double("/", name))); break;
+      case AttrType::kString: h.update(f.attr_string("/", name)); break;
+    }
+    h.update(std::string("\n"));
+  }
+  return h.hex();
+}
+
+// Refuses (InputError, exit 3) a checkpoint whose state attributes are not those it was written
+// with, or hold what training never writes; checkpoints before the checksum: the ranges alone.
+void check_state(const H5File& f, const std::string& path, const TrainState& s) {
+  const auto damaged = [&](const std::string& what) {
+    return InputError(path + ": " + what + ": the checkpoint was damaged or edited after it was written; use the "
+                      "other checkpoint (predict.checkpoint best or last; to resume, a copy of checkpoint_best.h5 as "
+                      "checkpoint_last.h5) or train anew");
+  };
+  if (f.has_attr("/", "state_sha256") && f.attr_string("/", "state_sha256") != state_sha256(f))
+    throw damaged("its training state (the attributes epoch, step_in_epoch, rng_state, optimizer_steps and the rest) "
+                  "does not match its checksum state_sha256");
+  if (s.epoch < 0) throw damaged("attribute epoch is " + std::to_string(s.epoch));
+  if (s.step_in_epoch < 0) throw damaged("attribute step_in_epoch is " + std::to_string(s.step_in_epoch));
+  if (s.epochs_without_improvement < 0)
+    throw damaged("attribute epochs_without_improvement is " + std::to_string(s.epochs_without_improvement));
+  if (!std::isfinite(s.epoch_loss_sum)) throw damaged(fmt::format("attribute epoch_loss_sum is {}", s.epoch_loss_sum));
+  if (std::isnan(s.best_val_loss)) throw damaged("attribute best_val_loss is NaN");
+  if (s.global_batch < 0) throw damaged("attribute global_batch is " + std::to_string(s.global_batch));
+  if (!(s.loss_scale >= 0) || !std::isfinite(s.loss_scale) || s.loss_scale_good_steps < 0)
+    throw damaged(fmt::format("attributes loss_scale {} and loss_scale_good_steps {}", s.loss_scale,
+                              s.loss_scale_good_steps));
+  if (f.has_attr("/", "optimizer_steps") && f.attr_int("/", "optimizer_steps") < 0)
+    throw damaged("attribute optimizer_steps is " + std::to_string(f.attr_int("/", "optimizer_steps")));
+  std::mt19937_64 rng;
+  if (!(std::istringstream(s.rng_state) >> rng)) throw damaged("attribute rng_state is no random generator's state");
+}
+
 // The training state's attributes (everything but the tensors).
 TrainState read_state(const H5File& f, const std::string& path) {
   TrainState s;
@@ -132,6 +198,7 @@ TrainState read_state(const H5File& f, const std::string& path) {
     s.loss_scale_good_steps = f.attr_int("/", "loss_scale_good_steps");
   }
   if (f.has_attr("/", "run_id")) s.run_id = f.attr_string("/", "run_id");
+  check_state(f, path, s);
   return s;
 }
 
@@ -183,6 +250,7 @@ void save_checkpoint(const std::string& path, model::Net& net, model::Optimizer*
     f.set_attr("/", "optimizer", optimizer->name());
     f.set_attr("/", "optimizer_steps", int64_t{optimizer->steps()});
   }
+  f.set_attr("/", "state_sha256", state_sha256(f));  // last: over the attributes as written
   f.close();
   out.commit();
 }

@@ -225,6 +225,11 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     if (!path_exists(last_path)) throw InputError(last_path + ": no checkpoint to resume from");
     state = load_checkpoint(last_path, net, optimizer.get());
     check_checkpoint_store(last_path, state, store);
+    // (A mid-epoch checkpoint may be written after the epoch's last step: the end is allowed.)
+    if (state.step_in_epoch > steps_per_epoch && state.global_batch == global_batch)
+      throw InputError(fmt::format("{}: attribute step_in_epoch is {}, past the {} steps of an epoch at a global batch of "
+                                   "{}: the checkpoint was damaged or edited after it was written",
+                                   last_path, state.step_in_epoch, steps_per_epoch, global_batch));
   }
   // Before any collective that resuming decides (nothing_to_train below returns before the rest).
   check_ranks_start_alike(host, resume, state, optimizer->steps(), last_path);

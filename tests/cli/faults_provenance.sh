@@ -13,7 +13,9 @@
 #      date and channel;
 #      an inconsistent channels attribute, a format-2 store: refused (exit 3), no crash;
 #   4. weights that overflow: predict exits 1 naming a date and point, writes nothing; a NaN
-#      weight, a flipped bit, a damaged model_spec: exit 3 naming the checkpoint; output biases that
+#      weight, a flipped bit, a damaged model_spec, a flipped byte in the training state
+#      (rng_state: the checksum state_sha256), a step_in_epoch or rng_state no run writes: exit 3
+#      naming the checkpoint (and the attribute); output biases that
 #      give thousands of mm/day or none: exit 1 naming both means; NaN predictors, or
 #      3e38 ones, on a day of a later block: exit 3 naming it, nothing left; a diverging learning
 #      rate names epoch and step;
@@ -230,6 +232,34 @@ import h5py
 import numpy as np
 with h5py.File('runs/nanw/train/checkpoint_best.h5', 'r+') as f: f.attrs['model_spec'] = np.bytes_(b'{\"name\": ')"
 expect 3 "runs/nanw/train/checkpoint_best.h5: attribute model_spec:" ds predict --set run.dir=runs/nanw
+# The training state (epoch, step, shuffle, optimizer steps...): a flipped byte in rng_state
+# resumed another shuffle, exit 0, and an edited step_in_epoch or epoch "trained" epochs of no
+# steps or twice; the attributes' checksum state_sha256 and their ranges refuse them, exit 3.
+cp good.h5 runs/nanw/train/checkpoint_last.h5
+$py -c "
+import h5py, numpy as np
+with h5py.File('runs/nanw/train/checkpoint_last.h5', 'r+') as f:
+    r = bytes(f.attrs['rng_state']); f.attrs['rng_state'] = np.bytes_(r[:5] + bytes([r[5] ^ 0x01]) + r[6:])"
+expect 3 "runs/nanw/train/checkpoint_last.h5: its training state (the attributes epoch, step_in_epoch, rng_state, optimizer_steps and the rest) does not match its checksum state_sha256: the checkpoint was damaged or edited" \
+  ds train --resume --set run.dir=runs/nanw --set train.epochs=2
+expect 3 "does not match its checksum state_sha256" ds train --check --resume --set run.dir=runs/nanw --set train.epochs=2
+# Without the checksum (as an earlier version wrote): the ranges.
+cp good.h5 runs/nanw/train/checkpoint_last.h5
+$py -c "
+import h5py
+with h5py.File('runs/nanw/train/checkpoint_last.h5', 'r+') as f: del f.attrs['state_sha256']; f.attrs['step_in_epoch'] = -5"
+expect 3 "runs/nanw/train/checkpoint_last.h5: attribute step_in_epoch is -5: the checkpoint was damaged" \
+  ds train --resume --set run.dir=runs/nanw --set train.epochs=2
+$py -c "
+import h5py
+with h5py.File('runs/nanw/train/checkpoint_last.h5', 'r+') as f: f.attrs['step_in_epoch'] = 99999"
+expect 3 "runs/nanw/train/checkpoint_last.h5: attribute step_in_epoch is 99999, past the 12 steps of an epoch at a global batch of 32" \
+  ds train --resume --set run.dir=runs/nanw --set train.epochs=2
+$py -c "
+import h5py, numpy as np
+with h5py.File('runs/nanw/train/checkpoint_last.h5', 'r+') as f: f.attrs['step_in_epoch'] = 0; f.attrs['rng_state'] = np.bytes_(b'garbage')"
+expect 3 "attribute rng_state is no random generator's state" ds train --resume --set run.dir=runs/nanw --set train.epochs=2
+rm runs/nanw/train/checkpoint_last.h5
 # A test day whose predictors are NaN (day 200 of 365, in the seventh block of 32): exit 3 naming
 # the day when its block is read, after six blocks went into the temporary file, nothing left.
 # (Before the check predict exited 0: the network's ReLUs turned the NaN into a plausible field.)
