@@ -161,6 +161,22 @@ void make_dirs(const std::string& dir) {
   if (ec) throw Error("cannot create directory " + dir + ": " + ec.message());
 }
 
+void check_can_write(const std::string& path, const std::string& option) {
+  const auto cannot = [&](const std::string& why) {
+    return Error(path + ": " + option + " cannot be written there (" + why + "); it is written at the end of the run, "
+                 "so the run does not start");
+  };
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw cannot("it is a folder");
+  if (fs::exists(path, ec) && ::access(path.c_str(), W_OK) != 0) throw cannot(std::strerror(errno));
+  // The temporary file AtomicFile writes first, made and removed: the same folder, the same rights.
+  const std::string probe = path + ".tmp-" + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw cannot(std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
 bool path_exists(const std::string& path) {
   std::error_code ec;
   return fs::exists(path, ec);

@@ -64,6 +64,11 @@ class AppendFile {
   std::string path_;
 };
 
+// For an output written only at the end of long work (a timeline, a benchmark's JSON): throws
+// Error naming `path`, `option` and the cause now if it could not be written then: a folder, a
+// file not writable, or a folder where no file can be created (read-only, no permission, full
+// inodes). Creates nothing it leaves behind; `path`'s folder must exist.
+void check_can_write(const std::string& path, const std::string& option);
 // Creates a directory and its parents; an error names the directory.
 void make_dirs(const std::string& dir);
 // True if the path exists (file or directory).

@@ -61,6 +61,7 @@ int run_predict_scaling(const Config& cfg, const ScalingRequest& req) {
   opt.bucket_bytes = size_t(cfg.train.allreduce_bucket_mb * 1024 * 1024);
   // What the training would send: the config's unless the command line says otherwise.
   opt.allreduce_dtype = req.allreduce_dtype.empty() ? cfg.train.allreduce_dtype : req.allreduce_dtype;
+  if (!req.out.empty()) check_can_write(req.out, "--out");  // before the measurement, not after it
   const LayerProfile profile = req.profile.empty() ? measure_here(cfg, req.steps) : LayerProfile::load(req.profile);
   const auto rows = predict_scaling(profile, opt);
   std::fputs(scaling_report(profile, opt, rows, req.profile.empty() ? "measured now" : req.profile).c_str(), stdout);

@@ -49,6 +49,7 @@ int run_train(const Config& cfg, const StageOptions& opt) {
       // folder cannot be made.
       const auto slash = opt.timeline.find_last_of('/');
       if (slash != std::string::npos && slash > 0) make_dirs(opt.timeline.substr(0, slash));
+      if (!opt.timeline.empty()) check_can_write(opt.timeline, "--timeline");
     }
     comm->barrier("creating the output folder");
     // Requeued after SIGUSR1 (or a node failure): the checkpoint is there, unless the first run

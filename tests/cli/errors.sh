@@ -143,6 +143,17 @@ else
   cat "$work/runs/nv/train/metrics.csv"; failures=$((failures+1))
 fi
 
+# Outputs written only at the end of long work, found unwritable before it starts (a timeline
+# into a folder trained every epoch, then exit 1 with train_report.json lost).
+mkdir -p "$work/a_folder"
+expect 1 "$work/a_folder: --timeline cannot be written there (it is a folder); it is written at the end of the run, so the run does not start" -- \
+  train --config "$work/good.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}" --timeline "$work/a_folder"
+expect 1 "$work/missing/p.json: --profile-layers cannot be written there (No such file or directory)" -- \
+  benchmark --model resnet50 --batch-size 1 --num-iters 1 --profile-layers "$work/missing/p.json"
+expect 1 "$work/a_folder: --json cannot be written there (it is a folder)" -- \
+  benchmark --model resnet50 --batch-size 1 --num-iters 1 --json "$work/a_folder"
+[[ -z $(ls -A "$work/a_folder") ]] || { echo "FAIL: the checks left $(ls "$work/a_folder")"; failures=$((failures+1)); }
+
 # evaluate under a config that predicts new predictors (a GCM run) says that it scores the test
 # split, which has observations, and not those.
 scored=$(cd "$work" && "$bin" predict -q "${nv[@]}" && "$bin" evaluate "${nv[@]}" --set predict.predictors=runs/gcm/fetch 2>&1) ||
