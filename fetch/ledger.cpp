@@ -3,6 +3,7 @@
 #include <fstream>
 #include <regex>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "io/atomic_file.h"
 #include "io/error.h"
@@ -19,8 +20,11 @@ ChunkLedger ChunkLedger::read(const std::string& path) {
     for (const auto& [file, e] : j.at("chunks").items())
       l.chunks[file] = LedgerEntry{e.at("request"), e.at("bytes"), e.at("crc32"), e.value("ntime", size_t{0}),
                                    e.value("missing_share", 0.0), e.value("source_version", std::string())};
-  } catch (const nlohmann::json::exception&) {
-    return ChunkLedger{};  // a damaged ledger only costs a refetch
+  } catch (const nlohmann::json::exception& e) {
+    // A damaged ledger costs a refetch of every chunk (hours over OPeNDAP): said, not done quietly.
+    spdlog::warn("{}: the chunk ledger cannot be read ({}): without it no chunk on disk can be checked, so every "
+                 "chunk is fetched again", path, e.what());
+    return ChunkLedger{};
   }
   return l;
 }

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <set>
 #include <map>
+#include <optional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -147,8 +148,10 @@ int run_fetch(const Config& cfg, bool dry_run) {
   }
 
   const std::string dir = RunPaths::of(cfg).fetch_dir();
-  // One fetch per run folder at a time: two would race on the same chunks.
-  RunLock lock(dir, "fetch");
+  // One fetch per run folder at a time: two would race on the same chunks. A dry run writes
+  // nothing (a read-only run folder, or one a fetch is filling, can be looked at).
+  std::optional<RunLock> lock;
+  if (!dry_run) lock.emplace(dir, "fetch");
 
   FetchPlan plan;
   {
@@ -193,7 +196,8 @@ int run_fetch(const Config& cfg, bool dry_run) {
   }
 
   // Temporary files of an earlier run that was killed (its workers' chunks, its joins).
-  for (const char* sub : {"/chunks", "/predictors", "/predictand"}) remove_stale_temps(dir + sub, true);
+  if (!dry_run)
+    for (const char* sub : {"/chunks", "/predictors", "/predictand"}) remove_stale_temps(dir + sub, true);
   const std::string ledger_path = dir + "/chunks/ledger.json";
   ChunkLedger ledger = ChunkLedger::read(ledger_path);
   std::vector<bool> have(plan.chunks.size());

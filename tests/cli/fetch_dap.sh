@@ -2,7 +2,8 @@
 # `downscale fetch` against the test OPeNDAP server (tests/dap_server): an interrupted fetch
 # resumes and ends identical to an uninterrupted one; dropped connections and 500s are retried;
 # a 404 variable and a 401 fail at once with exit 3; credentials come from ~/.netrc through
-# ~/.dodsrc and never show; a damaged chunk is fetched again; --dry-run fetches nothing; no
+# ~/.dodsrc and never show; a damaged chunk is fetched again, a damaged ledger said and every chunk
+# fetched again; --dry-run fetches and writes nothing; no
 # temporary file or manifest is left after any failure.
 #   usage: fetch_dap.sh <downscale binary> <source dir>
 set -uo pipefail
@@ -68,6 +69,8 @@ no_leftovers() {  # <run dir> <what>
 out=$("$bin" fetch --config run.yaml --dry-run 2>&1) || fail "dry run: $out"
 grep -q '6 chunks, 6 to fetch' <<<"$out" || fail "dry run does not list 6 chunks to fetch: $out"
 [[ -e runs/a/fetch/chunks ]] && fail "dry run fetched something"
+# Nor takes the lock or clears temporaries: it writes nothing (a read-only folder could not be looked at).
+[[ -e runs/a/fetch ]] && fail "dry run wrote into the run folder: $(ls -A runs/a/fetch)"
 
 # 2. The reference: an uninterrupted fetch. Workers keep the source open across their chunks:
 #    udg_like.nc is opened (one DAS request each time) once to plan and at most once per worker
@@ -150,6 +153,15 @@ printf '\x01' | dd of=$chunk bs=1 seek=5000 conv=notrunc status=none
 "$bin" fetch --config run.yaml > a2.log 2>&1 || { fail "refetch"; cat a2.log; }
 grep -q '6 chunks (5 complete from an earlier run), 1 to fetch' a2.log || fail "damaged chunk not refetched: $(grep chunks a2.log | head -1)"
 values runs/a | cmp -s - a.values || fail "refetched result differs"
+
+# 9. A damaged ledger (cut short): every chunk is fetched again, and fetch says why (it did so
+#    without a word, a refetch of hours over a real server).
+head -c 200 runs/a/fetch/chunks/ledger.json > ledger.cut && mv ledger.cut runs/a/fetch/chunks/ledger.json
+"$bin" fetch --config run.yaml > a3.log 2>&1 || { fail "fetch after a damaged ledger"; cat a3.log; }
+grep -q "chunks/ledger.json: the chunk ledger cannot be read (.*): without it no chunk on disk can be checked, so every chunk is fetched again" a3.log ||
+  fail "a damaged ledger is not said: $(grep -m1 chunks a3.log)"
+grep -q '6 chunks (0 complete from an earlier run), 6 to fetch' a3.log || fail "after a damaged ledger: $(grep -m1 'chunks (' a3.log)"
+values runs/a | cmp -s - a.values || fail "fetched after a damaged ledger, the result differs"
 
 echo "fetch over DAP: $failures failures"
 [[ $failures -eq 0 ]]
