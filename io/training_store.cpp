@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
+#include <utility>
 
 #include "io/atomic_file.h"
 #include "io/error.h"
@@ -24,6 +25,44 @@ std::string dims_text(const std::vector<hsize_t>& d) {
 // for North America's 127 kB samples); a sample is big enough to amortize HDF5's per-chunk cost.
 constexpr hsize_t kChunkRows = StoreWriter::kChunkRows;
 constexpr hsize_t kTimeChunkRows = 1024;  // 8 KiB of int64 per chunk
+// The root attributes the readers act on beyond the identity (which names what it covers) and the
+// content hash: the predictors' units (predict converts new predictors by them), the regridding,
+// filling and standardization recorded for predict to repeat, the wet threshold, the calendar...
+// Their SHA-256 is `metadata_sha256`: a store edited after preprocess (channel_units' Pa made hPa
+// predicted a GCM run 79 degC off, exit 0) is refused. The software version stays out.
+enum class AttrType { kInt, kDouble, kString };
+constexpr std::pair<const char*, AttrType> kMetadataAttributes[] = {
+    {"format", AttrType::kString},         {"channels", AttrType::kString},
+    {"channel_units", AttrType::kString},  {"wet_threshold", AttrType::kDouble},
+    {"sd_ddof", AttrType::kInt},           {"config", AttrType::kString},
+    {"split_years", AttrType::kString},    {"sources", AttrType::kString},
+    {"source_references", AttrType::kString}, {"source_license", AttrType::kString},
+    {"standardize", AttrType::kString},    {"regrid", AttrType::kString},
+    {"fill", AttrType::kString},           {"min_valid_fraction", AttrType::kDouble},
+    {"dropped_dates", AttrType::kInt},     {"predictand", AttrType::kString},
+    {"predictand_units", AttrType::kString}, {"calendar", AttrType::kString},
+    {"obs_window", AttrType::kString},     {"identity", AttrType::kString},
+    {"identity_parts", AttrType::kString}};
+
+std::string metadata_sha256(const H5File& f) {
+  Sha256 h;
+  for (const auto& [name, type] : kMetadataAttributes) {
+    if (!f.has_attr("/", name)) continue;
+    h.update(std::string(name));
+    switch (type) {
+      case AttrType::kInt: h.update(std::to_string(f.attr_int("/", name))); break;
+      case AttrType::kDouble: {
+        char text[40];
+        std::snprintf(text, sizeof text, "%a", f.attr_double("/", name));
+        h.update(std::string(text));
+        break;
+      }
+      case AttrType::kString: h.update(f.attr_string("/", name)); break;
+    }
+  }
+  return h.hex();
+}
+
 }  // namespace
 
 StoreWriter::StoreWriter(const std::string& path, const StoreMeta& meta, int deflate)
@@ -223,6 +262,7 @@ void StoreWriter::close() {
   }
   hashes_.clear();
   file_.set_attr("/", "content_hash", all.hex());
+  file_.set_attr("/", "metadata_sha256", metadata_sha256(file_));
   file_.close();
 }
 
@@ -288,6 +328,12 @@ StoreReader::StoreReader(const std::string& path) : file_(open_store(path)) {
   identity_ = file_.attr_string("/", "identity");
   content_hash_ = file_.attr_string("/", "content_hash");
   check_consistency();
+  // After the identity's check, which names the part an edit changed; stores before 2026-11-30
+  // have no checksum.
+  if (file_.has_attr("/", "metadata_sha256") && file_.attr_string("/", "metadata_sha256") != metadata_sha256(file_))
+    throw InputError(path + ": its attributes (channel_units, regrid, standardize, wet_threshold, calendar and the "
+                     "rest) do not match their checksum metadata_sha256: the store was edited or damaged after "
+                     "preprocess wrote it; rebuild it with `downscale preprocess`");
 }
 
 std::string StoreReader::split_hash(const std::string& split) const {

@@ -401,9 +401,21 @@ rm -rf runs/oldstore && mkdir -p runs/oldstore/preprocess runs/oldstore/train
 cp runs/demo/preprocess/store.h5 runs/oldstore/preprocess/ && cp runs/demo/train/checkpoint_best.h5 runs/oldstore/train/
 $py -c "
 import h5py
-with h5py.File('runs/oldstore/preprocess/store.h5', 'r+') as f: del f.attrs['channel_units']"
+with h5py.File('runs/oldstore/preprocess/store.h5', 'r+') as f: del f.attrs['channel_units']; del f.attrs['metadata_sha256']"
 expect 0 "runs/oldstore/preprocess/store.h5 does not record the units of its predictors (written by an earlier version): the units of the new predictors in runs/same/fetch are not checked" \
   ds predict --set run.dir=runs/oldstore --set predict.predictors=runs/same/fetch
+# A store whose attributes outside the identity were edited (a predictor's units Pa made hPa
+# predicted a GCM run 79 degC off, the regridding made nearest 0.5 degC off, both exit 0): their
+# checksum metadata_sha256 refuses it, exit 3.
+for edit in "f.attrs['channel_units'] = np.bytes_(bytes(f.attrs['channel_units']).replace(b'm2 s-2', b'km2 s-2'))" \
+            "f.attrs['regrid'] = np.bytes_(b'nearest')"; do
+  cp runs/demo/preprocess/store.h5 runs/oldstore/preprocess/store.h5
+  $py -c "
+import h5py, numpy as np
+with h5py.File('runs/oldstore/preprocess/store.h5', 'r+') as f: $edit"
+  expect 3 "runs/oldstore/preprocess/store.h5: its attributes (channel_units, regrid, standardize, wet_threshold, calendar and the rest) do not match their checksum metadata_sha256: the store was edited or damaged" \
+    ds predict --set run.dir=runs/oldstore --set predict.predictors=runs/same/fetch
+done
 
 echo "== 7. a prediction older than its checkpoint"
 # Trained again into the same folder (another seed): the prediction of the first model must not be
