@@ -1,9 +1,11 @@
 #include "preprocess/build_store.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
@@ -166,6 +168,45 @@ static void check_split_years(const SplitYears& splits, const SampleDates& dates
   }
 }
 
+namespace {
+
+// A predictor grid of more than 16 times its source's cells (a step a quarter of the source's).
+constexpr size_t kFinerThanSource = 16;
+
+// The store's size before its two passes: x on the predictor grid, y and obs on the output grid,
+// 4 bytes a value (what HDF5 writes uncompressed). A mistyped grid step once set out to write
+// about 190 GB onto a disk with 79 free, to fail hours later: refused now (Error, exit 1) unless
+// compression may make it fit, where it is said.
+void check_store_fits(const std::string& store_path, size_t days, size_t channels, const Grid& xgrid, const Grid& ygrid,
+                      int compression) {
+  const double bytes = double(days) * (double(channels) * double(xgrid.size()) + 2.0 * double(ygrid.size())) * 4.0;
+  const auto text = [](double b) {
+    return b >= 1e9 ? fmt::format("{:.1f} GB", b / 1e9) : fmt::format("{:.1f} MB", b / 1e6);
+  };
+  const std::string dir = std::filesystem::path(store_path).parent_path().string();
+  std::error_code ec;
+  const auto space = std::filesystem::space(dir.empty() ? "." : dir, ec);
+  const std::string what =
+      fmt::format("{} days of {} channels on {} and the predictand on {}", days, channels, xgrid.describe(), ygrid.describe());
+  if (ec) {
+    spdlog::info("the store will take about {} uncompressed ({})", text(bytes), what);
+    return;
+  }
+  const double available = double(space.available);
+  spdlog::info("the store will take about {} uncompressed ({}); {} free there", text(bytes), what, text(available));
+  if (bytes <= available) return;
+  if (compression > 0) {
+    spdlog::warn("{}: the store takes about {} uncompressed and {} has {} free: it fits only if preprocess.compression "
+                 "{} shrinks it that much", store_path, text(bytes), dir, text(available), compression);
+    return;
+  }
+  throw Error(fmt::format("{}: the store needs about {} ({}, uncompressed) but {} has {} free: free space, write it "
+                          "elsewhere (run.dir), set preprocess.compression, or check preprocess.predictor_grid and the "
+                          "years", store_path, text(bytes), what, dir, text(available)));
+}
+
+}  // namespace
+
 StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const std::string& store_path) {
   const auto& pp = cfg.preprocess;
   const FetchManifest manifest = FetchManifest::read(fetch_dir + "/manifest.json");
@@ -213,7 +254,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
   }
   const Calendar calendar = common_calendar(obs_file, channels);
   field_names += ", " + predictand;
-  bool partial_said = false;
+  bool partial_said = false, finer_said = false;
   for (auto& ch : channels) {
     const RegridMethod m = choice.of(ch.name, ch.var);
     // Edge cells the source covers in part are taken from that part, as predict does for a GCM's
@@ -227,6 +268,14 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
                    "another preprocess.predictor_grid: fetch again)",
                    ch.file->where(), cov.partial, xgrid.size(), xgrid.describe(), ch.file->grid().describe(),
                    100 * cov.least_covered, m == RegridMethod::nearest ? " (nearest: the source cell at the edge)" : "");
+    }
+    if (!finer_said && xgrid.size() > kFinerThanSource * ch.file->grid().size()) {
+      finer_said = true;
+      spdlog::warn("{}: preprocess.predictor_grid {} has {:.0f} times the cells of its source grid {} over the domain: "
+                   "regridding adds no detail the source lacks, and the store grows with the cells (a mistyped "
+                   "preprocess.predictor_grid step?)",
+                   ch.file->where(), xgrid.describe(), double(xgrid.size()) / double(ch.file->grid().size()),
+                   ch.file->grid().describe());
     }
     ch.regrid = std::make_unique<Regridder>(m, std::move(cov.weights));
     regrid_attr += ch.name + ":" + to_string(m) + ",";
@@ -273,6 +322,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
   for (const auto& line : dates.report()) spdlog::info("{}", line);
   if (dates.total() == 0) throw InputError(fetch_dir + ": no dates common to all variables within the split years");
   check_split_years(splits, dates, fetch_dir);
+  check_store_fits(store_path, dates.total(), channels.size(), xgrid, ygrid.grid, pp.compression);
   std::vector<size_t> obs_index[3];
   for (int s = 0; s < 3; ++s) {
     for (auto& ch : channels) ch.index[s] = indices_of(ch.file->days(), dates.split_days[s]);

@@ -260,5 +260,18 @@ if [[ $help != *"downscale <stage> --config FILE"* || $help != *"3 bad input dat
   echo "FAIL: downscale --help lacks the stage usage or the exit codes"; failures=$((failures+1))
 fi
 
+# A predictor grid far finer than its source (a mistyped step: once about 190 GB set out to be
+# written onto 79 GB free, without a word): said, with the store's size and the free space
+# before the passes. (Refused when it does not fit: faults_durable.sh's full tmpfs.)
+mkdir -p "$work/runs/fine" && ln -s "$work/runs/nv/fetch" "$work/runs/fine/fetch"
+fine=$(cd "$work" && "$bin" preprocess "${nv[@]}" --set run.dir=runs/fine \
+  --set "preprocess.predictor_grid={lon: [-110, -88], lat: [30, 44], step: 0.25}" 2>&1) || fine="exit $?: $fine"
+if [[ $fine == *"preprocess.predictor_grid 89 x 57 (lon -110..-88, lat 30..44) has 36 times the cells of its source grid"*"a mistyped preprocess.predictor_grid step?"* &&
+      $fine == *"the store will take about "*" uncompressed (731 days of 20 channels on 89 x 57"*" free there"* ]]; then
+  echo "ok: a predictor grid far finer than its source is said, with the store's size and the free space"
+else
+  echo "FAIL: preprocess onto a far finer predictor grid:"; echo "$fine" | tail -5; failures=$((failures+1))
+fi
+
 echo "cli errors: $failures failures"
 [[ $failures -eq 0 ]]

@@ -198,9 +198,14 @@ if mkdir -p "$tfs" && mount -t tmpfs -o size=2M tmpfs "$tfs" 2>/dev/null; then
   run=$tfs/run
   mkdir -p "$run"
   ln -s "$work/runs/f/fetch" "$run/fetch"
-  # The store (12 MB) does not fit: a full disk in the middle of preprocess's HDF5 writes.
+  # The store (12 MB) does not fit: refused before its passes, from its size and the free space;
+  # compressed (it might fit), written until the disk is full in the middle of its HDF5 writes.
   ds preprocess >/dev/null 2>"$work/err"
-  check "preprocess on a full tmpfs" preprocess preprocess/store.h5 "No space left on device" $? "$work/err" absent
+  check "preprocess on a full tmpfs, refused before writing" preprocess preprocess/store.h5 \
+    "the store needs about 12.3 MB" $? "$work/err" absent
+  grep -q "MB free: free space, write it elsewhere" "$work/err" || { echo "FAIL the refusal does not say the free space"; failures=$((failures + 1)); }
+  ds preprocess --set preprocess.compression=1 >/dev/null 2>"$work/err"
+  check "preprocess on a full tmpfs, compressed" preprocess preprocess/store.h5 "No space left on device" $? "$work/err" absent
   # The checkpoints (46 kB) on a disk with 24 kB left: the first, checkpoint_last.h5, fails (a
   # fresh run's history comes after it, so nothing else is written); then space again and a rerun.
   rm -rf "$run/preprocess"
