@@ -161,18 +161,30 @@ void make_dirs(const std::string& dir) {
   if (ec) throw Error("cannot create directory " + dir + ": " + ec.message());
 }
 
-void check_can_write(const std::string& path, const std::string& option) {
+void check_can_write(const std::string& path, const std::string& option, WriteMode mode) {
   const auto cannot = [&](const std::string& why) {
     return Error(path + ": " + option + " cannot be written there (" + why + "); it is written at the end of the run, "
                  "so the run does not start");
   };
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw cannot("it is a folder");
-  if (fs::exists(path, ec) && ::access(path.c_str(), W_OK) != 0) throw cannot(std::strerror(errno));
-  // The temporary file AtomicFile writes first, made and removed: the same folder, the same rights.
-  const std::string probe = path + ".tmp-" + std::to_string(::getpid());
+  if (mode == WriteMode::kAppend && fs::exists(path, ec)) {
+    if (::access(path.c_str(), W_OK) != 0) throw cannot(std::strerror(errno));
+    return;
+  }
+  // The folder a new file goes into: for kReplace the nearest one that exists (AtomicFile makes
+  // the rest), for kAppend its own (AppendFile makes none).
+  fs::path folder = fs::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  if (mode == WriteMode::kReplace)
+    while (!fs::exists(folder, ec) && folder.has_parent_path() && folder.parent_path() != folder) folder = folder.parent_path();
+  if (!fs::is_directory(folder, ec))
+    throw cannot(fs::exists(folder, ec) ? folder.string() + " is not a folder" : folder.string() + ": " + std::strerror(ENOENT));
+  // A file made and removed there: the same rights, file system and quota as the real write.
+  const std::string probe = (folder / (".downscale-write-check-" + std::to_string(::getpid()))).string();
+  ::unlink(probe.c_str());  // one a killed check of the same pid left
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw cannot(std::strerror(errno));
+  if (fd < 0) throw cannot(folder.string() + ": " + std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());
 }

@@ -65,10 +65,13 @@ class AppendFile {
 };
 
 // For an output written only at the end of long work (a timeline, a benchmark's JSON): throws
-// Error naming `path`, `option` and the cause now if it could not be written then: a folder, a
-// file not writable, or a folder where no file can be created (read-only, no permission, full
-// inodes). Creates nothing it leaves behind; `path`'s folder must exist.
-void check_can_write(const std::string& path, const std::string& option);
+// Error naming `path`, `option` and the cause now if it could not be written then, as that write
+// will write it: kReplace (AtomicFile: the folders made, a temporary file renamed over the old)
+// needs the nearest existing folder on its way writable; kAppend (AppendFile) an existing file
+// writable, or a new one creatable in its existing folder. A folder at `path` is refused either
+// way. Creates nothing it leaves behind.
+enum class WriteMode { kReplace, kAppend };
+void check_can_write(const std::string& path, const std::string& option, WriteMode mode = WriteMode::kReplace);
 // Creates a directory and its parents; an error names the directory.
 void make_dirs(const std::string& dir);
 // True if the path exists (file or directory).

@@ -180,7 +180,7 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
                      "without --communicator nccl");
   // Written after the measurement: found unwritable now, not minutes later.
   if (host.is_root() && !opts.profile_layers.empty()) check_can_write(opts.profile_layers, "--profile-layers");
-  if (host.is_root() && !opts.json.empty()) check_can_write(opts.json, "--json");
+  if (host.is_root() && !opts.json.empty()) check_can_write(opts.json, "--json", WriteMode::kAppend);
 
   model::Net net(benchmark_spec(opts.model, r.image_size, opts.classes), *be);
   net.init(opts.seed);  // the same seed everywhere: every rank starts from the same weights

@@ -342,7 +342,8 @@ std::string read_checkpoint_run_id(const std::string& path) {
   return f.has_attr("/", "run_id") ? f.attr_string("/", "run_id") : "";
 }
 
-std::string nothing_to_train(const TrainState& state, const std::string& path, int epochs, int patience) {
+std::string nothing_to_train(const TrainState& state, const std::string& path, int epochs, int patience,
+                             bool report_kept) {
   // An early-stopped run is finished too (its patience ran out), unless patience was raised. A
   // checkpoint written mid-epoch past train.epochs (interrupted in epoch 3, resumed with epochs
   // 1) has nothing to train either: its partial epoch lies beyond the run asked for.
@@ -352,14 +353,14 @@ std::string nothing_to_train(const TrainState& state, const std::string& path, i
   const std::string partial =
       state.step_in_epoch > 0 ? fmt::format(" (and {} steps of epoch {})", state.step_in_epoch, state.epoch + 1) : "";
   return fmt::format(
-      "{} {}: nothing to train; its checkpoints, metrics.csv and train_report.json are kept (raise {} to train on)",
-      path,
+      "{} {}: nothing to train; its checkpoints, metrics.csv{} are kept (raise {} to train on)", path,
       all_epochs ? (state.epoch == epochs && partial.empty()
                         ? fmt::format("holds all {} epochs of train.epochs {}", state.epoch, epochs)
                         : fmt::format("holds {} epochs{}, {} train.epochs {}", state.epoch, partial,
                                       state.epoch == epochs ? "all of" : "more than", epochs))
                  : fmt::format("stopped early after epoch {} (no improvement for train.patience {} epochs)",
                                state.epoch, patience),
+      report_kept ? " and train_report.json" : " (no train_report.json: this run's is written when it trains)",
       all_epochs ? "train.epochs" : "train.patience");
 }
 

@@ -236,9 +236,16 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   if (resume) {
     // A fresh run that stopped between its first checkpoint and taking the folder over
     // (train/run_history.h): the folder is made this run's before anything reads its history.
-    // Every rank reads checkpoint_best.h5 before rank 0 changes it.
-    const HistorySettlement settlement = plan_history_settlement(out_dir, state);
-    if (host.size() > 1) host.barrier("every rank reading checkpoint_best.h5 before rank 0 settles the folder");
+    // Rank 0 reads the files and decides; the others take the one thing they keep, whether the
+    // best loss is forgotten (ranks disagreeing on it would disagree on early stopping, and wait
+    // for each other at a collective one of them never reaches).
+    HistorySettlement settlement;
+    if (root) settlement = plan_history_settlement(out_dir, state);
+    if (host.size() > 1) {
+      float forget = settlement.forget_best_loss ? 1.0f : 0.0f;
+      host.broadcast(&forget, 1, 0, "rank 0's settling of checkpoint_best.h5");
+      settlement.forget_best_loss = forget != 0.0f;
+    }
     settle_history(settlement, out_dir, net.summary(), state, root);
     std::istringstream(state.rng_state) >> rng;
     if (state.step_in_epoch > 0)
@@ -250,8 +257,12 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     // rewrite its report with a run of no steps (0 samples/s) and append nothing to its metrics.
     // Said before the global batch is checked: a finished run resubmitted on other ranks has
     // nothing to train either.
-    if (const std::string done = nothing_to_train(state, last_path, tc.epochs, tc.patience); !done.empty()) {
+    if (const std::string done = nothing_to_train(state, last_path, tc.epochs, tc.patience, !settlement.restart_history);
+        !done.empty()) {
       if (root) spdlog::info("{}", done);
+      if (root && settlement.forget_best_loss)
+        spdlog::warn("{}: this run has no best model and trains no further: predict.checkpoint last predicts from its "
+                     "last checkpoint, or raise train.epochs and --resume to train one", best_path);
       // Its last epoch's line, lost after the checkpoint, is put back all the same.
       if (root) {
         const std::string restored = restore_metrics(out_dir + "/metrics.csv", state.epoch, state.epoch_metrics);
@@ -300,16 +311,22 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   }
   // A checkpoint of a version before the rate was recorded: the rest compared alone.
   const auto without_rate = [](const std::string& s) { return s.substr(0, s.rfind(", learning rate ")); };
+  // What decides the order of the sums: ranks, backend (with its threads) and precision; not the
+  // seed or the rate after them.
+  const auto arithmetic = [](const std::string& s) {
+    const size_t seed = s.rfind(", train.seed ");
+    return seed != std::string::npos ? s.substr(0, seed) : s.substr(0, s.rfind(", learning rate "));
+  };
   const bool same_setup = latest == setup || (latest.find(", learning rate ") == std::string::npos &&
                                               latest == without_rate(setup));
   // Another thread count, backend, precision or rank count sums in another order: the resumed run
   // is then no longer bit for bit the run that was never stopped (a requeue onto a node with other
   // cores, under run.threads 0, does it). Said, as the rate above is; not refused.
-  if (root && resume && !latest.empty() && without_rate(latest) != without_rate(setup))
+  if (root && resume && !latest.empty() && arithmetic(latest) != arithmetic(setup))
     spdlog::warn("{} was trained with {}; this run goes on with {}: its sums run in another order, so from epoch {} "
                  "on it is not bit for bit the run an uninterrupted job would have trained (the same threads, "
                  "backend, precision and ranks keep it so)",
-                 last_path, without_rate(latest), without_rate(setup), state.epoch + 1);
+                 last_path, arithmetic(latest), arithmetic(setup), state.epoch + 1);
   if (state.setup.empty())
     state.setup = setup;
   else if (!same_setup && state.setup.size() < 4000)  // (a bound against endless requeues)

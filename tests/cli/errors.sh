@@ -148,8 +148,8 @@ fi
 mkdir -p "$work/a_folder"
 expect 1 "$work/a_folder: --timeline cannot be written there (it is a folder); it is written at the end of the run, so the run does not start" -- \
   train --config "$work/good.yaml" --set run.dir="$work/runs/nv" "${nv[@]:4}" --timeline "$work/a_folder"
-expect 1 "$work/missing/p.json: --profile-layers cannot be written there (No such file or directory)" -- \
-  benchmark --model resnet50 --batch-size 1 --num-iters 1 --profile-layers "$work/missing/p.json"
+expect 1 "$work/good.yaml/p.json: --profile-layers cannot be written there ($work/good.yaml is not a folder)" -- \
+  benchmark --model resnet50 --batch-size 1 --num-iters 1 --profile-layers "$work/good.yaml/p.json"
 expect 1 "$work/a_folder: --json cannot be written there (it is a folder)" -- \
   benchmark --model resnet50 --batch-size 1 --num-iters 1 --json "$work/a_folder"
 [[ -z $(ls -A "$work/a_folder") ]] || { echo "FAIL: the checks left $(ls "$work/a_folder")"; failures=$((failures+1)); }
