@@ -4,11 +4,13 @@
 
 #include <hdf5_hl.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <regex>
 
 #include "io/error.h"
+#include "io/sha256.h"
 
 namespace ds {
 
@@ -388,6 +390,25 @@ int64_t H5File::attr_int(const std::string& obj, const std::string& name) const 
   int64_t v = 0;
   if (a < 0 || H5Aread(a, H5T_NATIVE_INT64, &v) < 0) throw InputError(path_ + ": " + obj + " has no attribute " + name);
   return v;
+}
+
+std::string H5File::root_attributes_sha256(std::initializer_list<TypedAttr> names) const {
+  Sha256 h;
+  for (const TypedAttr& a : names) {
+    if (!has_attr("/", a.name)) continue;
+    h.update(std::string(a.name));
+    switch (a.type) {
+      case AttrType::kInt: h.update(std::to_string(attr_int("/", a.name))); break;
+      case AttrType::kDouble: {
+        char text[40];
+        std::snprintf(text, sizeof text, "%a", attr_double("/", a.name));
+        h.update(std::string(text));
+        break;
+      }
+      case AttrType::kString: h.update(attr_string("/", a.name)); break;
+    }
+  }
+  return h.hex();
 }
 
 }  // namespace ds

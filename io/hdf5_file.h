@@ -4,6 +4,7 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,16 @@ class H5File {
   double attr_double(const std::string& obj, const std::string& name) const;
   int64_t attr_int(const std::string& obj, const std::string& name) const;
   bool has_attr(const std::string& obj, const std::string& name) const;
+
+  // The SHA-256 of the root attributes `names` (those present, in the list's order, each with its
+  // name; doubles as hex floats, exact): the checksum a checkpoint or store keeps over the
+  // metadata its readers act on, since HDF5's default format checks no metadata.
+  enum class AttrType { kInt, kDouble, kString };
+  struct TypedAttr {
+    const char* name;
+    AttrType type;
+  };
+  std::string root_attributes_sha256(std::initializer_list<TypedAttr> names) const;
 
  private:
   H5File(hid_t id, std::string path) : id_(id), path_(std::move(path)) {}

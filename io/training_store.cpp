@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
-#include <utility>
 
 #include "io/atomic_file.h"
 #include "io/error.h"
@@ -30,37 +29,16 @@ constexpr hsize_t kTimeChunkRows = 1024;  // 8 KiB of int64 per chunk
 // filling and standardization recorded for predict to repeat, the wet threshold, the calendar...
 // Their SHA-256 is `metadata_sha256`: a store edited after preprocess (channel_units' Pa made hPa
 // predicted a GCM run 79 degC off, exit 0) is refused. The software version stays out.
-enum class AttrType { kInt, kDouble, kString };
-constexpr std::pair<const char*, AttrType> kMetadataAttributes[] = {
-    {"format", AttrType::kString},         {"channels", AttrType::kString},
-    {"channel_units", AttrType::kString},  {"wet_threshold", AttrType::kDouble},
-    {"sd_ddof", AttrType::kInt},           {"config", AttrType::kString},
-    {"split_years", AttrType::kString},    {"sources", AttrType::kString},
-    {"source_references", AttrType::kString}, {"source_license", AttrType::kString},
-    {"standardize", AttrType::kString},    {"regrid", AttrType::kString},
-    {"fill", AttrType::kString},           {"min_valid_fraction", AttrType::kDouble},
-    {"dropped_dates", AttrType::kInt},     {"predictand", AttrType::kString},
-    {"predictand_units", AttrType::kString}, {"calendar", AttrType::kString},
-    {"obs_window", AttrType::kString},     {"identity", AttrType::kString},
-    {"identity_parts", AttrType::kString}};
-
 std::string metadata_sha256(const H5File& f) {
-  Sha256 h;
-  for (const auto& [name, type] : kMetadataAttributes) {
-    if (!f.has_attr("/", name)) continue;
-    h.update(std::string(name));
-    switch (type) {
-      case AttrType::kInt: h.update(std::to_string(f.attr_int("/", name))); break;
-      case AttrType::kDouble: {
-        char text[40];
-        std::snprintf(text, sizeof text, "%a", f.attr_double("/", name));
-        h.update(std::string(text));
-        break;
-      }
-      case AttrType::kString: h.update(f.attr_string("/", name)); break;
-    }
-  }
-  return h.hex();
+  using T = H5File::AttrType;
+  return f.root_attributes_sha256(
+      {{"format", T::kString},         {"channels", T::kString},          {"channel_units", T::kString},
+       {"wet_threshold", T::kDouble},  {"sd_ddof", T::kInt},              {"config", T::kString},
+       {"split_years", T::kString},    {"sources", T::kString},           {"source_references", T::kString},
+       {"source_license", T::kString}, {"standardize", T::kString},       {"regrid", T::kString},
+       {"fill", T::kString},           {"min_valid_fraction", T::kDouble}, {"dropped_dates", T::kInt},
+       {"predictand", T::kString},     {"predictand_units", T::kString},  {"calendar", T::kString},
+       {"obs_window", T::kString},     {"identity", T::kString},          {"identity_parts", T::kString}});
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <random>
 #include <sstream>
-#include <utility>
 
 #include "io/atomic_file.h"
 #include "io/error.h"
@@ -119,33 +118,20 @@ StoreProvenance read_provenance(const H5File& f, const std::string& path) {
 // flipped byte in rng_state resumed another shuffle without a word, an edited step_in_epoch
 // "trained" an epoch of no steps, both exit 0.) The config record, the setup and the version are
 // for a reader, not the arithmetic, and stay out.
-enum class AttrType { kInt, kDouble, kString };
-constexpr std::pair<const char*, AttrType> kStateAttributes[] = {
-    {"model_spec", AttrType::kString},         {"epoch", AttrType::kInt},
-    {"rng_state", AttrType::kString},          {"best_val_loss", AttrType::kDouble},
-    {"epochs_without_improvement", AttrType::kInt}, {"step_in_epoch", AttrType::kInt},
-    {"epoch_loss_sum", AttrType::kDouble},     {"store_identity", AttrType::kString},
-    {"channels", AttrType::kString},           {"store_grids", AttrType::kString},
-    {"store_statistics", AttrType::kString},   {"train_split_hash", AttrType::kString},
-    {"validation_split_hash", AttrType::kString}, {"global_batch", AttrType::kInt},
-    {"epoch_metrics", AttrType::kString},      {"epoch_learning_rate", AttrType::kDouble},
-    {"loss_scale", AttrType::kDouble},         {"loss_scale_good_steps", AttrType::kInt},
-    {"run_id", AttrType::kString},             {"optimizer", AttrType::kString},
-    {"optimizer_steps", AttrType::kInt}};
-
 std::string state_sha256(const H5File& f) {
-  Sha256 h;
-  for (const auto& [name, type] : kStateAttributes) {
-    if (!f.has_attr("/", name)) continue;
-    h.update(std::string(name) + "=");
-    switch (type) {
-      case AttrType::kInt: h.update(std::to_string(f.attr_int("/", name))); break;
-      case AttrType::kDouble: h.update(fmt::format("{:a}", f.attr_double("/", name))); break;
-      case AttrType::kString: h.update(f.attr_string("/", name)); break;
-    }
-    h.update(std::string("\n"));
-  }
-  return h.hex();
+  using T = H5File::AttrType;
+  return f.root_attributes_sha256(
+      {{"model_spec", T::kString},          {"epoch", T::kInt},
+       {"rng_state", T::kString},           {"best_val_loss", T::kDouble},
+       {"epochs_without_improvement", T::kInt}, {"step_in_epoch", T::kInt},
+       {"epoch_loss_sum", T::kDouble},      {"store_identity", T::kString},
+       {"channels", T::kString},            {"store_grids", T::kString},
+       {"store_statistics", T::kString},    {"train_split_hash", T::kString},
+       {"validation_split_hash", T::kString}, {"global_batch", T::kInt},
+       {"epoch_metrics", T::kString},       {"epoch_learning_rate", T::kDouble},
+       {"loss_scale", T::kDouble},          {"loss_scale_good_steps", T::kInt},
+       {"run_id", T::kString},              {"optimizer", T::kString},
+       {"optimizer_steps", T::kInt}});
 }
 
 // Refuses (InputError, exit 3) a checkpoint whose state attributes are not those it was written

@@ -129,3 +129,22 @@ TEST(AtomicFile, CommitUnlessUnchangedKeepsTheSameBytes) {
   EXPECT_NE(fs::last_write_time(path), old_time);
   EXPECT_TRUE(write("longer text"));
 }
+
+// check_can_write (outputs written at the end of long work): as each write writes them.
+TEST(CheckCanWrite, FollowsHowTheOutputIsWritten) {
+  TempDir t;
+  const std::string d = t.dir.string();
+  // A replaced file's folders are made by AtomicFile: a missing one is fine, and nothing is left.
+  EXPECT_EQ(error_of([&] { ds::check_can_write(d + "/new/sub/t.json", "--out"); }), "");
+  EXPECT_FALSE(fs::exists(d + "/new"));
+  // An appended file's folder is not made.
+  EXPECT_NE(error_of([&] { ds::check_can_write(d + "/new/r.jsonl", "--json", ds::WriteMode::kAppend); })
+                .find("No such file"),
+            std::string::npos);
+  ds::write_file_atomically(d + "/file", "x");
+  EXPECT_NE(error_of([&] { ds::check_can_write(d + "/file/t.json", "--out"); }).find("is not a folder"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { ds::check_can_write(d, "--timeline"); }).find("(it is a folder)"), std::string::npos);
+  EXPECT_EQ(error_of([&] { ds::check_can_write(d + "/file", "--json", ds::WriteMode::kAppend); }), "");
+  EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator()), 1);  // "file": no probe left
+}
