@@ -15,6 +15,7 @@
 
 #include "evaluate/baselines.h"
 #include "evaluate/continuous_scores.h"
+#include "evaluate/indices.h"
 #include "evaluate/evaluation_maps.h"
 #include "evaluate/maps.h"
 #include "evaluate/scores.h"
@@ -366,6 +367,16 @@ int evaluate_precipitation(const Config& cfg, const RunPaths& paths, const Store
   // differ by these when predict.occurrence or predict.seed changed between them.
   if (!pred.occurrence_rule.empty()) about["prediction_wet_days"] = pred.occurrence_rule;
   if (pred.attributes.count("members_seed")) about["members_seed"] = pred.attributes.at("members_seed");
+  // The wet-day indices count days of at least VALUE's 1 mm; the model was trained, and predict
+  // adds its amounts back, above the store's threshold. Far apart (preprocess.wet_threshold 0.1,
+  // say), predicted wet days between the two count as dry in R01, SDII, P98Wet and the spells,
+  // and the scores would say nothing of it.
+  about["store_wet_threshold_mm"] = fmt::format("{:g}", meta.wet_threshold);
+  if (std::abs(meta.wet_threshold - kWetDay) > 0.05)
+    spdlog::warn("{}: the model was trained on wet days above {:g} mm (preprocess.wet_threshold) but the wet-day scores "
+                 "(R01, SDII, P98Wet, spells, RMSE_wet) count days of at least VALUE's {:g} mm: predicted and observed "
+                 "days between the two count as dry there",
+                 store.path(), meta.wet_threshold, kWetDay);
   const size_t n = test.days, np = test.points;
   const std::vector<float>& obs = test.obs;
   const std::vector<uint8_t>& mask = test.mask;

@@ -602,6 +602,9 @@ int run_predict(const Config& cfg) {
     for_each_block([&](size_t first, size_t nb, std::vector<float>& raw) {
       ContinuousPrediction pred = continuous_prediction(raw, size_t(channels), hw, meta.mask);
       std::vector<float>().swap(raw);
+      // A finite log-variance past about 177 overflows exp into an infinity, written as
+      // _FillValue over a modelled box (exit 0): stopped as the network's output is.
+      if (gaussian) check_finite(pred.sd, 1, meta, days, first, calendar, "standard deviation (exp of half the log-variance)");
       for (float v : pred.mean)
         if (std::isfinite(v)) sum += v, ++values;
       if (!checked_early && first + nb >= kEarlyLevelDays && first + nb < n) {

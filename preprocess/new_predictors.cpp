@@ -263,6 +263,9 @@ void NewPredictors::read(size_t first, size_t n, float* x) const {
   const size_t C = channels_.size(), HW = meta_.predictor_lon.size() * meta_.predictor_lat.size();
   std::vector<float> out;
   z_sum_.resize(C), z_count_.resize(C);
+  // Days read before (the device check reads the first batch, then the pass reads every day from
+  // the first) enter the departure and outlier statistics once.
+  const size_t counted_until = days_read_;
   days_read_ = std::max(days_read_, first + n);
   for (size_t c = 0; c < C; ++c) {
     read_raw(c, first, n, out);
@@ -272,8 +275,9 @@ void NewPredictors::read(size_t first, size_t n, float* x) const {
         const float v = out[t * HW + k];
         // Left missing only by the climatology policy: the training mean, 0 once standardized.
         x[(t * C + c) * HW + k] = std::isfinite(v) ? v : 0.0f;
-        if (std::isfinite(v)) z_sum_[c] += v, ++z_count_[c];
         if (std::fabs(v) > kImpossibleStandardized) impossible(c, first + t, k, v);
+        if (first + t < counted_until) continue;
+        if (std::isfinite(v)) z_sum_[c] += v, ++z_count_[c];
         if (std::fabs(v) > kFarOutside) {
           ++outliers_.count;
           if (std::fabs(v) > std::fabs(outliers_.worst)) outliers_ = {outliers_.count, v, c, k, days_[first + t]};

@@ -343,6 +343,13 @@ import netCDF4
 with netCDF4.Dataset('runs/far/fetch/predictors/ua@850.nc', 'a') as d: d['ua'][:] = d['ua'][:] + 15"
 expect 0 "standardized predictor values sit more than 10 standard deviations" \
   ds predict --set predict.predictors=runs/far/fetch
+# The same counts with the device check on (it reads the first batches before the pass reads every
+# day: they were counted twice in the warning's figures).
+far_lines=$(grep -E "standard deviations|departs" <<<"$last" | sed 's/^\[[^]]*\] //' | sed 's/^\[[^]]*\] //')
+expect 0 "standardized predictor values sit more than 10 standard deviations" \
+  ds predict --set predict.predictors=runs/far/fetch --set train.device_check=true
+[[ $(grep -E "standard deviations|departs" <<<"$last" | sed 's/^\[[^]]*\] //' | sed 's/^\[[^]]*\] //') == "$far_lines" ]] ||
+  { echo "FAIL: the device check changed the new predictors' warnings:"; echo "$far_lines"; grep -E "standard deviations|departs" <<<"$last"; exit 1; }
 # 100 m/s more (54 sd): the network's answer, about 20,000 mm/day, was written with exit 0 after
 # the warnings; now the level is refused (predict.plausible_ratio) and the old file stays. It is
 # refused after the first year, not at the end: in one first block of 384 days by default, and

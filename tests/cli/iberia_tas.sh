@@ -196,4 +196,16 @@ grep -qF "(more than 5, predict.plausible_sd) (after the first 384 of 451 days; 
 # ... unless the user says the scenario lies that far out on purpose: predict.plausible_sd 0.
 out=$(ds predict "${k[@]}" --set predict.checkpoint=off.h5 --set predict.plausible_sd=0) &&
   [[ $(sha256sum runs/kelvin/predict/deepesd/tas.nc) != "$before" ]] || { echo "predict.plausible_sd=0: $out"; exit 1; }
+# A log-variance so large that its standard deviation overflows to an infinity (written as
+# _FillValue over modelled boxes, exit 0, before): exit 1 naming the day and box, nothing written.
+/usr/bin/python3 - runs/kelvin/train/deepesd/checkpoint_best.h5 wide.h5 <<'PY'
+import shutil, sys, h5py
+shutil.copy(sys.argv[1], sys.argv[2])
+with h5py.File(sys.argv[2], "r+") as f:
+    b = f["weights/heads/b"]; v = b[...]; flat = v.reshape(-1); flat[flat.size // 2:] += 1000; b[...] = v  # the log-variances
+PY
+before=$(sha256sum runs/kelvin/predict/deepesd/tas.nc)
+rc=0; out=$(ds predict "${k[@]}" --set predict.checkpoint=wide.h5) || rc=$?
+[[ $rc -eq 1 ]] && grep -qE "predict: the standard deviation \(exp of half the log-variance\) is inf on [0-9-]+ at lat .* \(a modelled box\).*nothing was written" <<<"$out" &&
+  [[ $(sha256sum runs/kelvin/predict/deepesd/tas.nc) == "$before" ]] || { echo "an overflowing standard deviation: exit $rc, $out"; exit 1; }
 echo "iberia_tas: OK"
