@@ -77,19 +77,28 @@ HistorySettlement plan_history_settlement(const std::string& out_dir, const Trai
   return plan;
 }
 
+void begin_history(const std::string& out_dir, const std::string& model_summary) {
+  // The summary first: were the run stopped in here, its resume begins the history again
+  // (settle_history: restart_history), and until then the folder holds no other run's best model.
+  write_file_atomically(out_dir + "/model_summary.txt", model_summary);
+  remove_file(out_dir + "/checkpoint_best.h5");
+  remove_file(out_dir + "/train_report.json");
+  remove_training_events(out_dir);
+  write_file_atomically(out_dir + "/metrics.csv", std::string(kMetricsHeader) + "\n");
+}
+
 void settle_history(const HistorySettlement& plan, const std::string& out_dir, const std::string& model_summary,
                     TrainState& state, bool root) {
   if (!plan.any()) return;
   if (plan.forget_best_loss) state.best_val_loss = TrainState{}.best_val_loss;
   if (!root) return;
   const std::string best = out_dir + "/checkpoint_best.h5", last = out_dir + "/checkpoint_last.h5";
-  if (plan.remove_best) remove_file(best);
-  if (plan.restart_history) {
-    remove_file(out_dir + "/train_report.json");
-    remove_training_events(out_dir);
-    write_file_atomically(out_dir + "/metrics.csv", std::string(kMetricsHeader) + "\n");
-    write_file_atomically(out_dir + "/model_summary.txt", model_summary);
-  }
+  // A restart removes checkpoint_best.h5 too: a plan restarts the history only where no best
+  // model of this run exists (plan_history_settlement).
+  if (plan.restart_history)
+    begin_history(out_dir, model_summary);
+  else if (plan.remove_best)
+    remove_file(best);
   if (plan.copy_last_to_best) write_file_atomically(best, file_bytes(last));
   if (plan.best_problem.empty()) return;  // a resume within the first epoch: nothing was amiss
   const std::string where =

@@ -46,6 +46,14 @@ struct HistorySettlement {
 // rank 0 changes anything).
 HistorySettlement plan_history_settlement(const std::string& out_dir, const TrainState& state);
 
+// Begins `out_dir`'s history as a new run's, keeping only its checkpoint_last.h5 (the run's
+// commit): checkpoint_best.h5, train_report.json and the TensorBoard event files removed,
+// metrics.csv cut to its header, model_summary.txt written (model_summary: its text). A fresh run
+// taking its folder over (open_history in trainer.cpp) and a resume restarting the history of a
+// run that stopped while it did (settle_history) both come here, so the two cannot drift apart.
+// Each write atomic, each failure an Error naming the file.
+void begin_history(const std::string& out_dir, const std::string& model_summary);
+
 // Carries the plan out: the files on `root` (each write atomic, each failure an Error naming the
 // file), the state (the best loss) on every rank. model_summary: the text of model_summary.txt.
 // Logs on `root` what it found and did, where it was more than a run's usual first-epoch resume.

@@ -373,19 +373,17 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   const bool replaces_previous = !resume && path_exists(last_path);
   const auto open_history = [&] {
     if (!root || csv.is_open()) return;
-    write_file_atomically(out_dir + "/model_summary.txt", net.summary());  // the run's, with its history
+    // A fresh run's history starts: an earlier run's metrics, events, report and best model go
+    // (predict would take that best model for this run's, were this one's not written yet).
+    if (!resume)
+      begin_history(out_dir, net.summary());
+    else
+      write_file_atomically(out_dir + "/model_summary.txt", net.summary());  // the run's, with its history
     const std::string restored = resume ? restore_metrics(csv_path, state.epoch, state.epoch_metrics) : "";
-    if (!resume) {
-      // A fresh run's history starts: an earlier run's report and best model go with its history
-      // (predict would take that best model for this run's, were this one's not written yet).
-      std::error_code ec;
-      std::filesystem::remove(out_dir + "/train_report.json", ec);
-      std::filesystem::remove(best_path, ec);
-    }
-    const bool header = !resume || !path_exists(csv_path) || std::filesystem::file_size(csv_path) == 0;
-    csv = AppendFile(csv_path, !resume);
+    const bool header = !path_exists(csv_path) || std::filesystem::file_size(csv_path) == 0;
+    csv = AppendFile(csv_path, false);
     if (header) csv.append(std::string(kMetricsHeader) + "\n");
-    events.emplace(out_dir, !resume);
+    events.emplace(out_dir, false);  // a fresh run's earlier event files went with begin_history
     if (!restored.empty()) report_restored_epoch(restored, state, out_dir, last_path, *events);
   };
   if (resume) open_history();

@@ -124,3 +124,31 @@ TEST(RunHistory, AnUnreadableBestModelIsNotThisRuns) {
   EXPECT_TRUE(p.remove_best && p.copy_last_to_best);
   EXPECT_FALSE(p.restart_history);
 }
+
+// A run's history begun (a fresh run taking the folder over, or a resume restarting it): every
+// file of an earlier run goes but the checkpoint_last.h5 that committed this one.
+TEST(RunHistory, BeginningAHistoryKeepsOnlyTheLastCheckpoint) {
+  TempDir d;
+  checkpoint_of(d / "checkpoint_last.h5", "run-a", "this run's");
+  checkpoint_of(d / "checkpoint_best.h5", "run-b");
+  write_file_atomically(d / "metrics.csv", std::string(kMetricsHeader) + "\n1,9,9,1,1\n");
+  write_file_atomically(d / "train_report.json", "{}");
+  write_file_atomically(d / "model_summary.txt", "run-b's summary");
+  std::filesystem::create_directories(d / "tensorboard/train");
+  std::filesystem::create_directories(d / "tensorboard/validation");
+  write_file_atomically(d / "tensorboard/train/events.out.tfevents.1.host", "x");
+  write_file_atomically(d / "tensorboard/validation/events.out.tfevents.1.host", "x");
+  write_file_atomically(d / "tensorboard/train/notes.txt", "the user's");  // not an event file: kept
+  const std::string last = bytes_of(d / "checkpoint_last.h5");
+  begin_history(d.path(), "run-a's summary");
+  EXPECT_EQ(bytes_of(d / "checkpoint_last.h5"), last);
+  EXPECT_FALSE(path_exists(d / "checkpoint_best.h5"));
+  EXPECT_FALSE(path_exists(d / "train_report.json"));
+  EXPECT_FALSE(path_exists(d / "tensorboard/train/events.out.tfevents.1.host"));
+  EXPECT_FALSE(path_exists(d / "tensorboard/validation/events.out.tfevents.1.host"));
+  EXPECT_TRUE(path_exists(d / "tensorboard/train/notes.txt"));
+  EXPECT_EQ(bytes_of(d / "metrics.csv"), std::string(kMetricsHeader) + "\n");
+  EXPECT_EQ(bytes_of(d / "model_summary.txt"), "run-a's summary");
+  begin_history(d.path(), "run-a's summary");  // again (a run stopped in here and resumed): the same
+  EXPECT_EQ(bytes_of(d / "metrics.csv"), std::string(kMetricsHeader) + "\n");
+}
