@@ -73,6 +73,12 @@ std::string write_tiny_store(const test::TempDir& d, const std::string& predicta
   return path;
 }
 
+// The tiny store in d, with an empty folder under d for each of `runs` to train into.
+std::string tiny_store_and_runs(const test::TempDir& d, std::initializer_list<const char*> runs) {
+  for (const char* run : runs) std::filesystem::create_directories(d / run);
+  return write_tiny_store(d);
+}
+
 Config tiny_config(const std::string& file, int epochs) {
   Config c;
   c.file = file;
@@ -83,6 +89,13 @@ Config tiny_config(const std::string& file, int epochs) {
   c.train.learning_rate = 3e-3;
   c.train.epochs = epochs;
   c.train.seed = 3;
+  return c;
+}
+
+// In FP32 whatever the machine's default: the loss-scaling tests count overflows of FP32 steps.
+Config tiny_fp32_config(const std::string& file, int epochs) {
+  Config c = tiny_config(file, epochs);
+  c.train.precision = "fp32";
   return c;
 }
 
@@ -126,8 +139,7 @@ std::vector<std::string> csv_losses(const std::string& path) {
 
 TEST(Trainer, LearnsAndWritesCheckpointsAndMetrics) {
   test::TempDir d;
-  const auto store = write_tiny_store(d);
-  std::filesystem::create_directories(d / "a");
+  const auto store = tiny_store_and_runs(d, {"a"});
   std::ofstream(d / "c.yaml") << "train: {epochs: 8}\n";
   Config cfg = tiny_config(d / "c.yaml", 8);
   cfg.overrides["train.seed"] = "train.seed=3";
@@ -174,9 +186,7 @@ TEST(Trainer, LearnsAndWritesCheckpointsAndMetrics) {
 // the checkpoint holds weights, Adam's moments and step, the epoch and the shuffling RNG.
 TEST(Trainer, ResumeIsBitIdentical) {
   test::TempDir d;
-  const auto store = write_tiny_store(d);
-  std::filesystem::create_directories(d / "full");
-  std::filesystem::create_directories(d / "split");
+  const auto store = tiny_store_and_runs(d, {"full", "split"});
   train_model(tiny_config(d / "c.yaml", 6), store, d / "full", false);
   train_model(tiny_config(d / "c.yaml", 3), store, d / "split", false);
   train_model(tiny_config(d / "c.yaml", 6), store, d / "split", true);
@@ -203,9 +213,7 @@ TEST(Trainer, ResumeIsBitIdentical) {
 // started after that epoch and its line was missing for good (an audit: epochs 1, 3, 4).
 TEST(Trainer, AnEpochMissingFromMetricsIsRestoredFromTheCheckpoint) {
   test::TempDir d;
-  const auto store = write_tiny_store(d);
-  std::filesystem::create_directories(d / "full");
-  std::filesystem::create_directories(d / "cut");
+  const auto store = tiny_store_and_runs(d, {"full", "cut"});
   train_model(tiny_config(d / "c.yaml", 3), store, d / "full", false);
   train_model(tiny_config(d / "c.yaml", 2), store, d / "cut", false);
   const auto full = csv_lines(d / "full/metrics.csv");
@@ -246,8 +254,7 @@ TEST(Trainer, AnEpochMissingFromMetricsIsRestoredFromTheCheckpoint) {
 // the same global batch) is said and recorded in the checkpoint's training setup.
 TEST(Trainer, AnotherLearningRateOnResumeIsSaidAndRecorded) {
   test::TempDir d;
-  const auto store = write_tiny_store(d);
-  std::filesystem::create_directories(d / "a");
+  const auto store = tiny_store_and_runs(d, {"a"});
   train_model(tiny_config(d / "c.yaml", 1), store, d / "a", false);
   Config faster = tiny_config(d / "c.yaml", 2);
   faster.train.learning_rate = 5e-3;
@@ -266,8 +273,7 @@ TEST(Trainer, AnotherLearningRateOnResumeIsSaidAndRecorded) {
 // sums in another order: no longer bit for bit the uninterrupted run, which is said.
 TEST(Trainer, AnotherThreadCountOnResumeIsSaid) {
   test::TempDir d;
-  const auto store = write_tiny_store(d);
-  std::filesystem::create_directories(d / "a");
+  const auto store = tiny_store_and_runs(d, {"a"});
   train_model(tiny_config(d / "c.yaml", 1), store, d / "a", false);
   Config wider = tiny_config(d / "c.yaml", 2);
   wider.run.threads = 2;
@@ -292,8 +298,7 @@ TEST(Trainer, AnotherThreadCountOnResumeIsSaid) {
 // the predictand is refused before anything is written.
 TEST(Trainer, ResumingAFinishedRunKeepsItsReportAndAWrongLossIsRefused) {
   test::TempDir d;
-  const auto store = write_tiny_store(d);
-  std::filesystem::create_directories(d / "run");
+  const auto store = tiny_store_and_runs(d, {"run"});
   const TrainReport first = train_model(tiny_config(d / "c.yaml", 2), store, d / "run", false);
   EXPECT_FALSE(first.already_done);
   auto read = [](const std::string& path) {
@@ -347,9 +352,7 @@ TEST(Trainer, DataOnDeviceIsBitIdenticalToPerStepReads) {
 // The same with SGD and momentum: the checkpoint holds the velocities instead of Adam's moments.
 TEST(Trainer, ResumeIsBitIdenticalWithSgd) {
   test::TempDir d;
-  const auto store = write_tiny_store(d);
-  std::filesystem::create_directories(d / "full");
-  std::filesystem::create_directories(d / "split");
+  const auto store = tiny_store_and_runs(d, {"full", "split"});
   auto cfg = [&](int epochs) {
     Config c = tiny_config(d / "c.yaml", epochs);
     c.train.optimizer = "sgd";
@@ -379,9 +382,7 @@ TEST(Trainer, ResumeIsBitIdenticalWithSgd) {
 // the one used: a schedule of 0 from epoch 2 on leaves the weights of epoch 1 unchanged.
 TEST(Trainer, LearningRateScheduleHookIsUsedEveryStep) {
   test::TempDir d;
-  const auto store = write_tiny_store(d);
-  std::filesystem::create_directories(d / "a");
-  std::filesystem::create_directories(d / "b");
+  const auto store = tiny_store_and_runs(d, {"a", "b"});
   std::vector<std::pair<int, int64_t>> calls;
   auto schedule = [&](int epoch, int64_t step) {
     calls.emplace_back(epoch, step);
@@ -663,11 +664,8 @@ int64_t optimizer_steps(const std::string& ckpt) { return H5File::open(ckpt).att
 // Without overflows, scaling by 65536 and unscaling (powers of two: exact) changes no bit.
 TEST(Trainer, DynamicLossScalingWithoutOverflowChangesNothing) {
   test::TempDir d;
-  const auto store = write_tiny_store(d);
-  std::filesystem::create_directories(d / "a");
-  std::filesystem::create_directories(d / "b");
-  auto c = tiny_config(d / "c.yaml", 2);
-  c.train.precision = "fp32";
+  const auto store = tiny_store_and_runs(d, {"a", "b"});
+  auto c = tiny_fp32_config(d / "c.yaml", 2);
   train_model(c, store, d / "a", false);
   c.train.loss_scale = "dynamic";
   const auto r = train_model(c, store, d / "b", false);
@@ -680,10 +678,8 @@ TEST(Trainer, DynamicLossScalingWithoutOverflowChangesNothing) {
 // and training goes on; train_report.json counts them.
 TEST(Trainer, DynamicLossScalingSkipsOverflowingStepsAndHalvesTheScale) {
   test::TempDir d;
-  const auto store = write_tiny_store(d);
-  std::filesystem::create_directories(d / "a");
-  auto c = tiny_config(d / "c.yaml", 2);
-  c.train.precision = "fp32";
+  const auto store = tiny_store_and_runs(d, {"a"});
+  auto c = tiny_fp32_config(d / "c.yaml", 2);
   c.train.loss_scale = "dynamic";
   OverflowSteps hook("3,7");
   const auto r = train_model(c, store, d / "a", false);
@@ -704,11 +700,8 @@ TEST(Trainer, DynamicLossScalingSkipsOverflowingStepsAndHalvesTheScale) {
 // rate 0) and Adam never counted a step.
 TEST(Trainer, SkippedStepsLeaveTheWeightsUnchanged) {
   test::TempDir d;
-  const auto store = write_tiny_store(d);
-  std::filesystem::create_directories(d / "a");
-  std::filesystem::create_directories(d / "b");
-  auto c = tiny_config(d / "c.yaml", 1);
-  c.train.precision = "fp32";
+  const auto store = tiny_store_and_runs(d, {"a", "b"});
+  auto c = tiny_fp32_config(d / "c.yaml", 1);
   train_model(c, store, d / "a", false, [](int, int64_t) { return 0.0; });
   c.train.loss_scale = "dynamic";
   OverflowSteps hook("0,1,2,3,4,5");
@@ -724,10 +717,8 @@ TEST(Trainer, SkippedStepsLeaveTheWeightsUnchanged) {
 // overflow at step 3), instead of restarting at 65536; the checkpoint records it.
 TEST(Trainer, ResumeKeepsTheDynamicLossScale) {
   test::TempDir d;
-  const auto store = write_tiny_store(d);
-  std::filesystem::create_directories(d / "a");
-  auto c = tiny_config(d / "c.yaml", 1);
-  c.train.precision = "fp32";
+  const auto store = tiny_store_and_runs(d, {"a"});
+  auto c = tiny_fp32_config(d / "c.yaml", 1);
   c.train.loss_scale = "dynamic";
   {
     OverflowSteps hook("3");
