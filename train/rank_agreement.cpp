@@ -2,12 +2,58 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <functional>
+#include <sstream>
 #include <vector>
 
 #include "io/error.h"
 
 namespace ds {
+namespace {
+
+// The first line where `a` and `b` differ, quoted, as "'x' against 'y'" ("(none)" past an end).
+std::string first_difference(const std::string& a, const std::string& b) {
+  std::istringstream sa(a), sb(b);
+  std::string la, lb;
+  for (;;) {
+    const bool more_a = bool(std::getline(sa, la)), more_b = bool(std::getline(sb, lb));
+    if (!more_a && !more_b) return "the same lines";  // (a difference in a last newline alone)
+    if (!more_a) la = "(none)";
+    if (!more_b) lb = "(none)";
+    if (la != lb || !more_a || !more_b) return fmt::format("'{}' against rank 0's '{}'", la, lb);
+  }
+}
+
+}  // namespace
+
+void check_ranks_read_alike(Communicator& comm, const std::string& store_path, const std::string& store_fingerprint,
+                            const std::string& config_file, const std::string& config_record) {
+  if (comm.size() == 1) return;
+  const std::vector<std::string> all = comm.gather(store_fingerprint + "\n" + config_file + "\n" + config_record, 0);
+  if (!comm.is_root()) return;  // rank 0's error ends the job
+  const auto split = [](const std::string& s) {
+    const size_t a = s.find('\n'), b = s.find('\n', a + 1);
+    return std::array<std::string, 3>{s.substr(0, a), s.substr(a + 1, b - a - 1), s.substr(b + 1)};
+  };
+  const auto root = split(all[0]);
+  for (size_t r = 1; r < all.size(); ++r) {
+    const auto rank = split(all[r]);
+    if (rank[0] != root[0])
+      throw InputError(fmt::format("{}: rank {} opened a store with other {} than rank 0's: every rank must read the "
+                                   "same store (put it on a shared file system, and give every rank the same "
+                                   "working folder and run.dir)",
+                                   store_path, r,
+                                   rank[0].substr(0, 64) != root[0].substr(0, 64) ? "metadata (store identity)"
+                                                                                  : "data (content_hash)"));
+    if (rank[2] != root[2])
+      throw InputError(fmt::format("{}: rank {} read another config than rank 0 ({}; first difference: {}): every "
+                                   "rank must train the same model the same way (give every rank the same --config "
+                                   "and --set options)",
+                                   root[1], r, rank[1] == root[1] ? "the same path" : "its file is " + rank[1],
+                                   first_difference(rank[2], root[2])));
+  }
+}
 
 void check_ranks_start_alike(Communicator& comm, bool resume, const TrainState& state, int64_t optimizer_steps,
                              const std::string& checkpoint) {

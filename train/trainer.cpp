@@ -151,22 +151,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   const StoreMeta& meta = store.meta();
   const size_t n_train = store.count("train"), n_val = store.count("validation");
   if (n_train == 0) throw InputError(store_path + ": the train split is empty");
-  // Every rank must read the same store (README: a shared file system): a rank whose path leads
-  // to another one (a node-local copy, a link, another working folder) trained on other samples
-  // without a word, and the checkpoint recorded rank 0's store alone.
-  if (host.size() > 1) {
-    const auto stores = host.gather(store.identity() + " " + store.content_hash(), 0);
-    if (root)
-      for (size_t r = 1; r < stores.size(); ++r)
-        if (stores[r] != stores[0])
-          throw InputError(fmt::format("{}: rank {} opened a store with other {} than rank 0's: every rank must read "
-                                       "the same store (put it on a shared file system, and give every rank the "
-                                       "same working folder and run.dir)",
-                                       store_path, r,
-                                       stores[r].substr(0, 64) != stores[0].substr(0, 64)
-                                           ? "metadata (store identity)"
-                                           : "data (content_hash)"));
-  }
+  // Every rank must read the same store (README: a shared file system) with the same config.
+  check_ranks_read_alike(host, store_path, store.identity() + " " + store.content_hash(), cfg.file, cfg.record("train"));
   if (const std::string changed = store_settings_change(cfg, store); root && !changed.empty()) spdlog::warn("{}", changed);
   const auto& tc = cfg.train;
 

@@ -17,7 +17,8 @@
 #  6. a rank that fails (an injected error, then kill -9) ends the job non-zero within 60 s
 #     with a message naming the rank; ranks that opened different stores under one path
 #     (another working folder) are refused, naming the rank, and so are ranks of which one
-#     resumes and another finds no checkpoint (--resume-auto in another working folder).
+#     resumes and another finds no checkpoint (--resume-auto in another working folder), and
+#     ranks given different configs (an MPMD launch with another --set).
 #   usage: train_mpi.sh <downscale binary> <source dir>
 set -euo pipefail
 bin=$1
@@ -195,6 +196,17 @@ out=$(timeout 60 "${mpi[@]}" ./rank_dir.sh "$bin" train --config configs/demo.ya
 [[ $rc -eq 3 ]] && grep -q 'rank 1 opened a store with other metadata (store identity) than rank 0' <<<"$out" ||
   { echo "ranks reading different stores: exit $rc"; echo "$out" | tail -5; exit 1; }
 echo "different stores on the ranks: refused, exit $rc"
+
+echo "== rank 1 given another config (an MPMD launch): refused before any gradient moves"
+# Before, the two models exchanged gradients of other sizes and rank 1 died of SIGABRT in MPI.
+rc=0
+out=$(timeout 60 mpirun --oversubscribe --bind-to none -np 1 "$bin" train --config configs/demo.yaml "${common[@]}" \
+  --set run.dir=runs/fail : -np 1 "$bin" train --config configs/demo.yaml "${common[@]}" --set run.dir=runs/fail \
+  --set model.filters=[4,4,4] 2>&1) || rc=$?
+[[ $rc -eq 3 ]] && grep -q "rank 1 read another config than rank 0 (the same path; first difference: '#   --set model.filters=\[4,4,4\]'" <<<"$out" ||
+  { echo "ranks given different configs: exit $rc"; echo "$out" | tail -5; exit 1; }
+[[ ! -e runs/fail/train/checkpoint_last.h5 ]] || { echo "the refused job wrote a checkpoint"; exit 1; }
+echo "ranks given different configs: refused, exit $rc"
 
 echo "== rank 1 finds no checkpoint to resume (its own run folder) while rank 0 does"
 # Before, rank 0 resumed after epoch 2 and rank 1 started afresh: gradients exchanged from other
