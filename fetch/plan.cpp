@@ -118,12 +118,21 @@ std::vector<std::pair<int, int>> season_months(int year, const std::vector<int>&
 std::vector<IndexRun> lon_selection(const std::vector<double>& lon, double lo, double hi, const std::string& where,
                                     std::vector<double>& selected) {
   const double tol = 1e-6;
+  // A range wider than a turn (a grid widened across the +-180 seam of a global source) takes
+  // the columns it reaches twice, one turn apart, so that the cells at the seam are regridded
+  // from both sides (CDO's cyclic longitude). One turn or less takes each column once: where
+  // both ends of [-180, 180] hold the same column, at its western end.
+  const bool wraps = hi - lo > 360 + tol;
   std::vector<std::pair<double, size_t>> in;  // (normalized lon, index)
   for (size_t i = 0; i < lon.size(); ++i) {
-    double x = normalize_lon(lon[i]);
-    // 180 degrees east normalizes to -180: a domain that ends at 180 takes that column there.
-    if (x < lo - tol && x + 360.0 <= hi + tol) x += 360.0;
-    if (x >= lo - tol && x <= hi + tol) in.emplace_back(x, i);
+    const double x = normalize_lon(lon[i]);  // -180..180, 180 itself read as -180
+    bool taken = false;
+    for (const double turn : {-360.0, 0.0, 360.0, 720.0}) {
+      const double at = x + turn;
+      if (at < lo - tol || at > hi + tol || (taken && !wraps)) continue;
+      in.emplace_back(at, i);
+      taken = true;
+    }
   }
   if (in.empty()) {
     const auto [mn, mx] = std::minmax_element(lon.begin(), lon.end());
@@ -202,8 +211,10 @@ CutBox widened_cut(const Config::Fetch& req, const GridSpec& g, double source_dl
   double g_lo = std::min(g.lon_first, g.lon_last), g_hi = std::max(g.lon_first, g.lon_last);
   const double turns = std::round(((b.lon_min + b.lon_max) - (g_lo + g_hi)) / 2 / 360);
   g_lo += 360 * turns, g_hi += 360 * turns;
-  b.lon_min = std::max(-180.0, std::min(b.lon_min, g_lo - half - source_dlon));
-  b.lon_max = std::min(180.0, std::max(b.lon_max, g_hi + half + source_dlon));
+  // Not clamped to -180..180: a grid whose cells reach the seam takes the source's columns beyond
+  // it (lon_selection gives them longitudes past +-180), as the regridders need.
+  b.lon_min = std::min(b.lon_min, g_lo - half - source_dlon);
+  b.lon_max = std::max(b.lon_max, g_hi + half + source_dlon);
   b.lat_min = std::max(-90.0, std::min(b.lat_min, std::min(g.lat_first, g.lat_last) - half - source_dlat));
   b.lat_max = std::min(90.0, std::max(b.lat_max, std::max(g.lat_first, g.lat_last) + half + source_dlat));
   return b;

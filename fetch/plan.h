@@ -69,7 +69,7 @@ struct FieldPlan {
   // The source variable's layout: axis positions of time, level (-1: none), lat and lon.
   int ndims = 0, t_ax = -1, z_ax = -1, y_ax = -1, x_ax = -1;
   size_t level_index = 0;
-  std::vector<IndexRun> lon_runs;  // joined in order: ascending longitudes in -180..180
+  std::vector<IndexRun> lon_runs;  // joined in order: ascending longitudes (lon_selection)
   IndexRun lat_run;
   bool lat_descending = false;
   std::vector<double> lon, lat;    // output coordinates (ascending)
@@ -134,15 +134,19 @@ struct FieldWanted {
 // The (year, month) pairs of season-year `year`; see the header comment for wrapping seasons.
 std::vector<std::pair<int, int>> season_months(int year, const std::vector<int>& season);
 
-// Indices of `lon` (source degrees, any of -180..180 or 0..360, ascending) inside
-// [lo, hi] (-180..180) as runs in output order, and the normalized longitudes selected.
-// Throws InputError naming `where` if none is inside.
+// Indices of `lon` (source degrees, any of -180..180 or 0..360, ascending) inside [lo, hi] as
+// runs in output order, and the longitudes selected, ascending: each source column moved by whole
+// turns to lie inside, so a range past +-180 (a widened cut, below) reads the columns across the
+// seam with longitudes beyond it. A range wider than one turn takes the columns it reaches twice,
+// one turn apart; otherwise each column is taken once. Throws InputError naming `where` if none
+// is inside.
 std::vector<IndexRun> lon_selection(const std::vector<double>& lon, double lo, double hi, const std::string& where,
                                     std::vector<double>& selected);
 
 // The box plan_field cuts when the field is regridded onto grid `g` (see plan_field): `req`'s box
 // widened to one source step (`source_dlon`, `source_dlat`: its widest spacing) beyond g's cells,
-// clamped to -180..180 and -90..90.
+// latitudes clamped to -90..90; longitudes not clamped, so that cells at the +-180 seam are
+// regridded from the source's columns on its other side too (as CDO's cyclic grids are).
 struct CutBox {
   double lon_min = 0, lon_max = 0, lat_min = 0, lat_max = 0;
 };

@@ -1,6 +1,7 @@
 #include "io/config.h"
 #include "io/suggest.h"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -119,7 +120,11 @@ class Reader {
     get(key, v);
     if (!find(key) || find(key).IsNull()) return;
     if (v.size() != 2 || v[1] < v[0])
-      throw UsageError(origin(key) + ": key '" + key + "' must be [min, max], got " + dump(find(key)));
+      throw UsageError(origin(key) + ": key '" + key + "' must be [min, max], got " + dump(find(key)) +
+                       (key.size() > 4 && key.substr(key.size() - 4) == ".lon" && v.size() == 2
+                            ? " (a box across the antimeridian goes past 180: [" + fmt::format("{}", v[0]) + ", " +
+                                  fmt::format("{}", v[1] + 360) + "])"
+                            : ""));
     lo = v[0];
     hi = v[1];
   }

@@ -113,8 +113,12 @@ void check_config(const Config& c, const KeyOrigin& origin) {
     for (size_t j = i + 1; j < c.fetch.predictors.size(); ++j)
       if (c.fetch.predictors[i].name() == c.fetch.predictors[j].name())
         k.fail("fetch.predictors.fields", "lists " + c.fetch.predictors[i].name() + " twice");
+  // A box across the antimeridian is written past 180 ([170, 190]); its columns east of it come
+  // with longitudes past 180 too (fetch/plan.h: lon_selection).
   k.range("fetch.lon", c.fetch.lon_min, -180, 180, "degrees east");
-  k.range("fetch.lon", c.fetch.lon_max, -180, 180, "degrees east");
+  k.range("fetch.lon", c.fetch.lon_max, -180, 540, "degrees east");
+  if (c.fetch.lon_max - c.fetch.lon_min > 360)
+    k.fail("fetch.lon", "spans " + num(c.fetch.lon_max - c.fetch.lon_min) + " degrees, more than the globe's 360");
   k.range("fetch.lat", c.fetch.lat_min, -90, 90, "degrees north");
   k.range("fetch.lat", c.fetch.lat_max, -90, 90, "degrees north");
   k.range("fetch.parallel", c.fetch.parallel, 1, 256, "chunks in flight, one process each");

@@ -69,6 +69,29 @@ TEST(FetchPlan, LongitudesAcrossTheSeamOfA0To360SourceComeInTwoRunsInOrder) {
   EXPECT_EQ(edge[0].start, 70u);
   EXPECT_EQ(edge[1].start, 0u);
 
+  // A box across the antimeridian ([170, 190]): the columns east of it with longitudes past 180,
+  // in one run of a 0..360 source and two of a -180..180 one.
+  const auto across = lon_selection(lon, 170, 190, "src", sel);
+  EXPECT_EQ(sel, (std::vector<double>{170, 175, 180, 185, 190}));
+  ASSERT_EQ(across.size(), 1u);
+  EXPECT_EQ(across[0].start, 34u);
+  EXPECT_EQ(across[0].count, 5u);
+  const auto across180 = lon_selection(lon180, 170, 190, "src", sel);
+  EXPECT_EQ(sel, (std::vector<double>{170, 175, 180, 185, 190}));
+  ASSERT_EQ(across180.size(), 2u);
+  EXPECT_EQ(across180[1].start, 0u);
+  EXPECT_EQ(across180[1].count, 3u);
+  // A global grid widened past both ends (more than a turn): the columns it reaches are taken
+  // twice, one turn apart, so the cells at the seam see both sides; exactly a turn takes each once.
+  lon_selection(lon, -185, 181, "src", sel);
+  ASSERT_EQ(sel.size(), 74u);
+  EXPECT_EQ(sel.front(), -185);  // the 175 column
+  EXPECT_EQ(sel[1], -180);
+  EXPECT_EQ(sel.back(), 180);    // the -180 column again
+  EXPECT_EQ(lon_selection(lon, -180, 180, "src", sel).size(), 2u);
+  EXPECT_EQ(sel.size(), 72u);
+  EXPECT_EQ(sel.back(), 175);
+
   // Nothing inside: the error names the source and what it covers.
   try {
     lon_selection(std::vector<double>{0, 1, 2}, 100, 110, "http://h/era.nc: variable 'Z500'", sel);

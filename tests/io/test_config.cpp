@@ -103,3 +103,19 @@ TEST(Config, SurfaceFieldsAreABareVariableAndThePredictandMayBeAbsent) {
   EXPECT_FALSE(load_config(both, {"fetch.predictand=null"}).fetch.has_predictand());
   EXPECT_FALSE(load_config(write(d, "run: {dir: x}\nfetch: {predictand: null}\n")).fetch.has_predictand());
 }
+
+// A box across the antimeridian goes past 180 (its columns east of it come with longitudes past
+// 180 too); written the other way round, the error says how; wider than the globe is refused.
+TEST(Config, ABoxAcrossTheAntimeridianGoesPast180) {
+  ds::test::TempDir d;
+  const auto c = load_config(write(d, "run: {dir: x}\nfetch: {lon: [170, 190], lat: [40, 45]}\n"));
+  EXPECT_EQ(c.fetch.lon_min, 170);
+  EXPECT_EQ(c.fetch.lon_max, 190);
+  EXPECT_NE(usage_error([&] { load_config(write(d, "run: {dir: x}\nfetch: {lon: [170, -170]}\n")); })
+                .find("must be [min, max], got [170, -170] (a box across the antimeridian goes past 180: [170, 190])"),
+            std::string::npos);
+  EXPECT_NE(usage_error([&] { load_config(write(d, "run: {dir: x}\nfetch: {lon: [-180, 200]}\n")); })
+                .find("fetch.lon' spans 380 degrees, more than the globe's 360"),
+            std::string::npos)
+      << usage_error([&] { load_config(write(d, "run: {dir: x}\nfetch: {lon: [-180, 200]}\n")); });
+}

@@ -94,8 +94,9 @@ TEST(FetchCut, WidenedForThePredictorGridCoversItsEdgeCellsWhole) {
 
 // A box already one source cell past the grid's cells is cut as asked (the North America
 // configs' predictor box); a grid written in 0..360 is compared where the box lies; the cut
-// stops at the poles and at the -180/180 seam.
-TEST(FetchCut, WidenedOnlyWhereTheGridNeedsItAndNeverPastAPoleOrTheSeam) {
+// stops at the poles, and goes past the -180/180 seam (lon_selection then takes the source's
+// columns across it, with longitudes past 180, so the cells there are regridded whole).
+TEST(FetchCut, WidenedOnlyWhereTheGridNeedsItNeverPastAPoleButPastTheSeam) {
   Config::Fetch na = test::fetch_request(-167, -58, 10, 72, {2000, 2000}, {1});
   const GridSpec na_grid{-165, -61, 12, 70, 2.0};
   CutBox b = widened_cut(na, na_grid, 0.75, 0.75);
@@ -114,9 +115,15 @@ TEST(FetchCut, WidenedOnlyWhereTheGridNeedsItAndNeverPastAPoleOrTheSeam) {
   const Config::Fetch polar = test::fetch_request(170, 180, 80, 90, {2000, 2000}, {1});
   b = widened_cut(polar, GridSpec{170, 180, 80, 90, 2.0}, 2.5, 2.5);
   EXPECT_DOUBLE_EQ(b.lon_min, 170 - 1 - 2.5);
-  EXPECT_DOUBLE_EQ(b.lon_max, 180);
+  EXPECT_DOUBLE_EQ(b.lon_max, 180 + 1 + 2.5);
   EXPECT_DOUBLE_EQ(b.lat_min, 80 - 1 - 2.5);
   EXPECT_DOUBLE_EQ(b.lat_max, 90);
+
+  // A global grid: past both ends of the seam, wider than a turn.
+  const Config::Fetch global = test::fetch_request(-180, 180, 30, 50, {2000, 2000}, {1});
+  b = widened_cut(global, GridSpec{-180, 178, 36, 44, 2.0}, 2.5, 2.5);
+  EXPECT_DOUBLE_EQ(b.lon_min, -180 - 1 - 2.5);
+  EXPECT_DOUBLE_EQ(b.lon_max, 178 + 1 + 2.5);
 }
 
 // A cut widened for the grid's edge cells may reach into a source that does not cover the box
