@@ -132,7 +132,10 @@ std::vector<Tick> ticks(double lo, double hi, double step, const char* neg, cons
   std::vector<Tick> out;
   for (double k = std::ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; ++k) {
     const double v = k * step;
-    out.push_back({v, lon ? g.x(v) : g.y(v), degrees(v, step, neg, pos)});
+    // A longitude past +-180 (a box across the antimeridian) is labelled as a map reads it: 190
+    // is 170°W.
+    const double named = lon && std::abs(v) > 180 ? v - 360 * std::round(v / 360) : v;
+    out.push_back({v, lon ? g.x(v) : g.y(v), degrees(named, step, neg, pos)});
   }
   return out;
 }
@@ -360,11 +363,13 @@ Basemap load_basemap(const std::vector<double>& lon, const std::vector<double>& 
       return;
     }
     try {
-      // Natural Earth is in -180..180; a grid in 0..360 (east of 180) reads the shifted box too.
+      // Natural Earth is in -180..180; a grid past 180 (east of it, or a box across the
+      // antimeridian) or past -180 reads the box a turn over too, and moves its lines back.
       *out = read_shapefile_lines(file, box);
-      if (box.east > 180) {
-        for (auto& l : read_shapefile_lines(file, {box.west - 360, box.east - 360, box.south, box.north})) {
-          for (auto& p : l) p.lon += 360;
+      for (const double turn : {360.0, -360.0}) {
+        if (!(turn > 0 ? box.east > 180 : box.west < -180)) continue;
+        for (auto& l : read_shapefile_lines(file, {box.west - turn, box.east - turn, box.south, box.north})) {
+          for (auto& p : l) p.lon += turn;
           out->push_back(std::move(l));
         }
       }

@@ -206,11 +206,8 @@ std::map<std::string, std::string> provenance_globals(const NcFile& src) {
 CutBox widened_cut(const Config::Fetch& req, const GridSpec& g, double source_dlon, double source_dlat) {
   CutBox b{req.lon_min, req.lon_max, req.lat_min, req.lat_max};
   const double half = g.step / 2;
-  // The grid's longitudes may be written in 0..360 (preprocess allows -360..360): moved by whole
-  // turns to lie where the box lies before they are compared.
-  double g_lo = std::min(g.lon_first, g.lon_last), g_hi = std::max(g.lon_first, g.lon_last);
-  const double turns = std::round(((b.lon_min + b.lon_max) - (g_lo + g_hi)) / 2 / 360);
-  g_lo += 360 * turns, g_hi += 360 * turns;
+  // The grid is written in the box's longitudes (config_validate refuses one a turn away).
+  const double g_lo = std::min(g.lon_first, g.lon_last), g_hi = std::max(g.lon_first, g.lon_last);
   // Not clamped to -180..180: a grid whose cells reach the seam takes the source's columns beyond
   // it (lon_selection gives them longitudes past +-180), as the regridders need.
   b.lon_min = std::min(b.lon_min, g_lo - half - source_dlon);

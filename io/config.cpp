@@ -121,7 +121,7 @@ class Reader {
     if (!find(key) || find(key).IsNull()) return;
     if (v.size() != 2 || v[1] < v[0])
       throw UsageError(origin(key) + ": key '" + key + "' must be [min, max], got " + dump(find(key)) +
-                       (key.size() > 4 && key.substr(key.size() - 4) == ".lon" && v.size() == 2
+                       (key == "fetch.lon" && v.size() == 2 && v[0] > 0 && v[1] < 0
                             ? " (a box across the antimeridian goes past 180: [" + fmt::format("{}", v[0]) + ", " +
                                   fmt::format("{}", v[1] + 360) + "])"
                             : ""));

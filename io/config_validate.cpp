@@ -150,12 +150,12 @@ void check_config(const Config& c, const KeyOrigin& origin) {
     }
   }
   // The box and each grid preprocess regrids onto share some area (a grid's cells reach half a
-  // step past its points; longitudes compared through the seam): a box moved off the grids, a
-  // sign dropped, would otherwise fetch the predictor grid's area and ignore the box.
-  const auto spans = [](double a0, double a1, double b0, double b1, bool lon) {
-    for (double shift : {-360.0, 0.0, 360.0})
-      if ((lon || shift == 0) && a0 <= b1 + shift && b0 + shift <= a1) return true;
-    return false;
+  // step past its points): a box moved off the grids, a sign dropped, would otherwise fetch the
+  // predictor grid's area and ignore the box. Longitudes as written: fetch writes the box's, and
+  // preprocess regrids by comparing them, so a grid a turn away (in 0..360 beside a box in
+  // -180..180) is refused with the values that would do.
+  const auto spans = [](double a0, double a1, double b0, double b1, double shift) {
+    return a0 <= b1 + shift && b0 + shift <= a1;
   };
   for (const auto& [key, g, given] :
        {std::tuple<std::string, const GridSpec*, bool>{"preprocess.predictor_grid", &c.preprocess.predictor_grid,
@@ -165,8 +165,19 @@ void check_config(const Config& c, const KeyOrigin& origin) {
     const double h = g->step / 2;
     const double lon0 = std::min(g->lon_first, g->lon_last) - h, lon1 = std::max(g->lon_first, g->lon_last) + h;
     const double lat0 = std::min(g->lat_first, g->lat_last) - h, lat1 = std::max(g->lat_first, g->lat_last) + h;
-    const bool lon_ok = spans(c.fetch.lon_min, c.fetch.lon_max, lon0, lon1, true);
-    if (lon_ok && spans(c.fetch.lat_min, c.fetch.lat_max, lat0, lat1, false)) continue;
+    const bool lon_ok = spans(c.fetch.lon_min, c.fetch.lon_max, lon0, lon1, 0);
+    const auto turn_away = [&]() -> double {
+      for (const double turn : {-720.0, -360.0, 360.0, 720.0})
+        if (spans(c.fetch.lon_min, c.fetch.lon_max, lon0, lon1, turn)) return turn;
+      return 0;
+    };
+    if (const double turn = lon_ok ? 0 : turn_away(); turn != 0) {
+      k.fail(key + ".lon", "is [" + num(g->lon_first) + ", " + num(g->lon_last) + "], a turn away from fetch.lon [" +
+                               num(c.fetch.lon_min) + ", " + num(c.fetch.lon_max) + "]: write the grid in the box's "
+                               "longitudes, [" + num(g->lon_first + turn) + ", " + num(g->lon_last + turn) + "]");
+      continue;
+    }
+    if (lon_ok && spans(c.fetch.lat_min, c.fetch.lat_max, lat0, lat1, 0)) continue;
     const std::string box_key = lon_ok ? "fetch.lat" : "fetch.lon", grid_key = key + (lon_ok ? ".lat" : ".lon");
     const std::string box = "the box (lon " + num(c.fetch.lon_min) + ".." + num(c.fetch.lon_max) + ", lat " +
                             num(c.fetch.lat_min) + ".." + num(c.fetch.lat_max) + ")";

@@ -67,7 +67,9 @@ void print_dry_run(const FetchPlan& plan, const std::vector<bool>& have) {
   for (const auto& f : plan.fields)
     std::printf("  %s: %s%s variable '%s'%s, %s -> %s, %s calendar\n", f.name.c_str(), f.redacted().c_str(),
                 f.urls.size() > 1 ? (" and " + std::to_string(f.urls.size() - 1) + " more yearly files").c_str() : "",
-                f.native.c_str(), f.lon_runs.size() > 1 ? " (read in 2 pieces across the source's 0/360 seam)" : "",
+                f.native.c_str(), f.lon_runs.size() > 1
+                    ? (" (read in " + std::to_string(f.lon_runs.size()) + " pieces across the source's seam)").c_str()
+                    : "",
                 f.source_units.c_str(), f.out_units().c_str(), cf_name(f.calendar).c_str());
 }
 

@@ -30,11 +30,12 @@ FetchedField::FetchedField(const std::string& path, const std::string& variable)
 
   auto lon = file_.read_coord("lon");
   auto lat = file_.read_coord("lat");
-  // fetch writes -180..180, and past it by the few columns a grid at the seam needs from the
+  // fetch writes the box's longitudes (-180..180, or past 180 for a box across the
+  // antimeridian, up to 540), and past them the few columns a grid at the seam needs from the
   // source's other side (fetch/plan.h: widened_cut).
   for (double x : lon)
-    if (!(x >= -360.0 - 1e-9 && x <= 360.0 + 1e-9))
-      throw InputError(path + ": longitude " + std::to_string(x) + " is outside -360..360");
+    if (!(x >= -720.0 && x <= 720.0))
+      throw InputError(path + ": longitude " + fmt::format("{}", x) + " is outside -720..720");
   grid_ = Grid::from_coords(std::move(lon), std::move(lat), where_);
 
   const int tv = file_.var_id("time");

@@ -252,3 +252,23 @@ TEST(Maps, SeasonMapsShareTheAnnualColourScale) {
   EXPECT_EQ(at(year, -38, 40), at(winter, -40, 40)) << std::hex << at(year, -38, 40) << " " << at(winter, -40, 40);
   EXPECT_NE(at(year, -40, 40), at(winter, -40, 40));  // 1 and 3 mm/day: not one colour
 }
+
+// A box across the antimeridian (fetch.lon [170, 190]): ticks past 180 read as the west they are,
+// and the coastlines on both sides of 180 are drawn, whichever side the grid's longitudes run past.
+TEST(Maps, AcrossTheAntimeridian) {
+  const MapGeometry g = map_geometry(linspace(170.25, 189.75, 40), linspace(60.25, 69.75, 20), 0, 0, 400, 200);
+  std::vector<std::string> labels;
+  for (const auto& t : longitude_ticks(g)) labels.push_back(t.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"170\u00b0E", "175\u00b0E", "180\u00b0E", "175\u00b0W", "170\u00b0W"}));
+  for (const auto& [west, east] : {std::pair<double, double>{170.25, 189.75}, {-189.75, -170.25}}) {
+    const Basemap b = load_basemap(linspace(west, east, 40), linspace(60.25, 69.75, 20));
+    if (b.coastlines.empty()) GTEST_SKIP() << "no Natural Earth data (install libmagics++-data)";
+    // Chukotka (west of 180) and Alaska's St Lawrence Island (east of it, 170 W) both drawn.
+    int west_of_180 = 0, east_of_180 = 0;
+    const double seam = west > 0 ? 180 : -180;
+    for (const auto& line : b.coastlines)
+      for (const auto& p : line) (p.lon < seam ? west_of_180 : east_of_180) += 1;
+    EXPECT_GT(west_of_180, 10) << west;
+    EXPECT_GT(east_of_180, 10) << west;
+  }
+}

@@ -114,6 +114,16 @@ TEST(Config, ABoxAcrossTheAntimeridianGoesPast180) {
   EXPECT_NE(usage_error([&] { load_config(write(d, "run: {dir: x}\nfetch: {lon: [170, -170]}\n")); })
                 .find("must be [min, max], got [170, -170] (a box across the antimeridian goes past 180: [170, 190])"),
             std::string::npos);
+  // A regional box written backwards gets no such hint (it was not meant to be 340 degrees wide).
+  EXPECT_EQ(usage_error([&] { load_config(write(d, "run: {dir: x}\nfetch: {lon: [-10, -30]}\n")); }).find("antimeridian"),
+            std::string::npos);
+  // A grid in 0..360 beside a box in -180..180: preprocess compares longitudes as written.
+  EXPECT_NE(usage_error([&] {
+              load_config(write(d, "run: {dir: x}\nfetch: {lon: [-167, -58], lat: [10, 72]}\n"
+                                   "preprocess: {predictor_grid: {lon: [195, 299], lat: [12, 70], step: 2}}\n"));
+            }).find("'preprocess.predictor_grid.lon' is [195, 299], a turn away from fetch.lon [-167, -58]: write the "
+                    "grid in the box's longitudes, [-165, -61]"),
+            std::string::npos);
   EXPECT_NE(usage_error([&] { load_config(write(d, "run: {dir: x}\nfetch: {lon: [-180, 200]}\n")); })
                 .find("fetch.lon' spans 380 degrees, more than the globe's 360"),
             std::string::npos)

@@ -93,9 +93,9 @@ TEST(FetchCut, WidenedForThePredictorGridCoversItsEdgeCellsWhole) {
 }
 
 // A box already one source cell past the grid's cells is cut as asked (the North America
-// configs' predictor box); a grid written in 0..360 is compared where the box lies; the cut
-// stops at the poles, and goes past the -180/180 seam (lon_selection then takes the source's
-// columns across it, with longitudes past 180, so the cells there are regridded whole).
+// configs' predictor box); the cut stops at the poles, and goes past the -180/180 seam
+// (lon_selection then takes the source's columns across it, with longitudes past 180, so the
+// cells there are regridded whole).
 TEST(FetchCut, WidenedOnlyWhereTheGridNeedsItNeverPastAPoleButPastTheSeam) {
   Config::Fetch na = test::fetch_request(-167, -58, 10, 72, {2000, 2000}, {1});
   const GridSpec na_grid{-165, -61, 12, 70, 2.0};
@@ -105,8 +105,7 @@ TEST(FetchCut, WidenedOnlyWhereTheGridNeedsItNeverPastAPoleButPastTheSeam) {
   EXPECT_DOUBLE_EQ(b.lat_min, 10);
   EXPECT_DOUBLE_EQ(b.lat_max, 72);
 
-  const GridSpec east_of_greenwich{195, 299, 12, 70, 2.0};  // the same grid in 0..360
-  b = widened_cut(na, east_of_greenwich, 2.8125, 2.8);  // a 2.8-degree GCM: past the box
+  b = widened_cut(na, na_grid, 2.8125, 2.8);  // a 2.8-degree GCM: past the box
   EXPECT_DOUBLE_EQ(b.lon_min, -166 - 2.8125);
   EXPECT_DOUBLE_EQ(b.lon_max, -60 + 2.8125);
   EXPECT_DOUBLE_EQ(b.lat_min, 11 - 2.8);
