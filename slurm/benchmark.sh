@@ -86,6 +86,9 @@ if [[ $device == cpu && $threads_given == 0 ]]; then
   if [[ -n ${SLURM_CPUS_PER_TASK-} ]]; then
     threads=$SLURM_CPUS_PER_TASK
     why="--cpus-per-task"
+    # srun (Slurm 22.05 on) no longer passes the job's --cpus-per-task to its steps (see
+    # train_forhlr2.sh): without this each task had one CPU for all these threads.
+    export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK
   else
     # SLURM_TASKS_PER_NODE: "4", "4(x2)" or "4(x2),2": the most tasks on any node.
     per_node=0

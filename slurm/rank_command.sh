@@ -6,10 +6,14 @@
 # DOWNSCALE_HOME, the bundle's DOWNSCALE_BUNDLE, the submit folder) and fail with one line if
 # it is in none.
 
-# load_modules: DOWNSCALE_MODULES (default the bwHPC names), where a module system exists (none on
-# a plain Debian machine, nor in CI); "" loads none; a failed load ends the job.
+# load_modules: DOWNSCALE_MODULES (default the bwHPC names; none when DOWNSCALE_CONTAINER is set:
+# the image brings its own compiler, MPI and CUDA, and another cluster's module names would end
+# the job for nothing), where a module system exists (none on a plain Debian machine, nor in CI);
+# "" loads none; a failed load ends the job.
 load_modules() {
-  local modules=${DOWNSCALE_MODULES-compiler/gnu mpi/openmpi devel/cuda} m init
+  local default="compiler/gnu mpi/openmpi devel/cuda" m init
+  [[ -n ${DOWNSCALE_CONTAINER-} ]] && default=""
+  local modules=${DOWNSCALE_MODULES-$default}
   [[ -n $modules ]] || return 0
   set +u  # module init scripts read unset variables
   if ! type module &>/dev/null; then
@@ -53,9 +57,12 @@ rank_command() {
       command -v "$runtime" >/dev/null || runtime=apptainer
       command -v "$runtime" >/dev/null || runtime=singularity
       command -v "$runtime" >/dev/null || die "DOWNSCALE_CONTAINER=$container but neither apptainer nor singularity is on PATH"
-      # --nv maps the host's NVIDIA driver into the container when the job has GPUs. The submit
-      # folder (the current one) is bound by default, so relative config and run paths work.
-      [[ -n $1 ]] && nv=(--nv)
+      # --nv maps the host's NVIDIA driver into the container when the job has GPUs, also those a
+      # cluster hands out without GRES (no GPU variables; the driver's device files are there):
+      # without the driver every rank trained on the CPU. (--nv on a node without a driver only
+      # warns.) The submit folder (the current one) is bound by default, so relative config and
+      # run paths work.
+      [[ -n $1 || -e ${DOWNSCALE_TEST_NVIDIACTL:-/dev/nvidiactl} ]] && nv=(--nv)
       rank_cmd=("$runtime" exec ${nv[@]+"${nv[@]}"} ${container_args[@]+"${container_args[@]}"} "$image" "${DOWNSCALE_BIN:-downscale}")
       ;;
     udocker:*)

@@ -98,6 +98,9 @@ fi
 # otherwise each rank counts all the node's cores. Placed first so the user's --set wins.
 if [[ -n ${SLURM_CPUS_PER_TASK-} ]]; then
   train_args+=(--set "run.threads=$SLURM_CPUS_PER_TASK")
+  # srun (Slurm 22.05 on) no longer takes the job's --cpus-per-task for its steps: each task got
+  # one CPU, and where the site binds tasks to cores, all the threads above shared one core.
+  export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK
 fi
 train_args+=("$@")
 # A requeued job continues from its checkpoint (one written on SIGUSR1 below, or an epoch's).

@@ -28,6 +28,11 @@
 #     launch, naming the GPUs and the check's reason; a GPU backend, or run.device cpu, launches.
 # 10. a training that has ended (train --check's `finished:` line: a job submitted again with
 #     --resume, a requeue after the last epoch): nothing launched, exit 0, the reason in the .out.
+# 11. containers and CPUs: in a container (DOWNSCALE_CONTAINER=apptainer:IMAGE) no host modules
+#     are loaded by default (another cluster's module names ended the job); --nv is given where
+#     the driver's device file is, GPU variables or not (a node handed out without GRES trained
+#     on the CPU), and not where it is absent; --cpus-per-task reaches srun's steps
+#     (SRUN_CPUS_PER_TASK: srun no longer takes the job's since Slurm 22.05).
 #   usage: slurm_script_checks.sh <source dir>
 set -euo pipefail
 src=$(realpath "$1")
@@ -51,7 +56,11 @@ fi
 exit "${FAKE_RC:-0}"
 SH
 # srun: drops its options, runs the command once.
-printf '%s\n' '#!/usr/bin/env bash' 'echo "srun $*" >>srun.log' 'while [[ $1 == -* ]]; do shift; done' 'exec "$@"' >fake/srun
+printf '%s\n' '#!/usr/bin/env bash' 'echo "srun $*" >>srun.log' 'echo "SRUN_CPUS_PER_TASK=${SRUN_CPUS_PER_TASK-}" >>srun_env.log' \
+  'while [[ $1 == -* ]]; do shift; done' 'exec "$@"' >fake/srun
+# apptainer exec [options] IMAGE COMMAND...: logs its options, runs the command.
+printf '%s\n' '#!/usr/bin/env bash' 'echo "apptainer $*" >>apptainer.log' 'shift' 'while [[ $1 == -* ]]; do shift; done' \
+  'shift' 'exec "$@"' >fake/apptainer
 # squeue -o %l: the job's time limit, $FAKE_LIMIT (none by default: nothing to check).
 printf '%s\n' '#!/usr/bin/env bash' '[[ -n ${FAKE_LIMIT-} ]] && echo "$FAKE_LIMIT"; exit 0' >fake/squeue
 # scontrol requeue: Slurm ends the batch script with SIGTERM.
@@ -264,4 +273,29 @@ FAKE_FINISHED=1 job 2 "" || rc=$?
 grep -q "^== out/checkpoint_last.h5 holds all 5 epochs of train.epochs 5: nothing to train" job.out &&
   grep -q "^== nothing launched; the job completes" job.out || { cat job.out; fail "the .out does not say why nothing ran"; }
 [[ ! -e srun.log ]] || fail "a finished training was launched"
+echo "== 11. containers: no host modules by default, --nv where the driver is; CPUs per task reach srun"
+# A module system whose every load fails (this cluster's names are not bwHPC's).
+mkdir -p modules/init
+printf '%s\n' 'module() { echo "module $*" >>module.log; return 1; }' >modules/init/bash
+touch image.sif
+rm -f srun.log module.log apptainer.log
+rc=0
+(unset DOWNSCALE_MODULES; MODULESHOME=$work/modules job 2 "") || rc=$?
+[[ $rc -eq 2 ]] && grep -q "module load compiler/gnu failed" job.err ||
+  { cat job.err; fail "natively with the default modules on another cluster: exit $rc, expected 2 naming the module"; }
+rm -f module.log
+rc=0
+(unset DOWNSCALE_MODULES; MODULESHOME=$work/modules DOWNSCALE_CONTAINER=apptainer:image.sif \
+  DOWNSCALE_TEST_NVIDIACTL=$work/no-driver job 2 "") || rc=$?
+[[ $rc -eq 0 ]] || { cat job.err; fail "in a container: exit $rc, expected 0"; }
+[[ ! -e module.log ]] || { cat module.log; fail "host modules loaded for a container run"; }
+grep -q "apptainer exec image.sif downscale train" apptainer.log || { cat apptainer.log; fail "not run in the container"; }
+grep -q -- "--nv" apptainer.log && { cat apptainer.log; fail "--nv without GPUs or driver"; }
+rm -f apptainer.log
+DOWNSCALE_CONTAINER=apptainer:image.sif DOWNSCALE_TEST_NVIDIACTL=$work/image.sif job 2 "" ||
+  { cat job.err; fail "a container on a node with the driver, no GPU variables: exit $?"; }
+grep -q "apptainer exec --nv image.sif downscale train" apptainer.log || { cat apptainer.log; fail "no --nv where the driver is"; }
+rm -f srun_env.log
+SLURM_CPUS_PER_TASK=16 job 2 "" || fail "--cpus-per-task 16: exit $?"
+grep -q "^SRUN_CPUS_PER_TASK=16$" srun_env.log || { cat srun_env.log; fail "srun's steps not given the job's CPUs per task"; }
 echo "ok"
