@@ -285,6 +285,7 @@ forward() {
     echo "== TERM received: passing it to mpirun, which passes it to the ranks and ends them soon after; the last checkpoint written stays"
   else
     echo "== $1 received: passing it to the training, which writes checkpoint_last.h5 and stops"
+    touch "$tmpdir/usr1"  # when: a checkpoint newer than this is the one the signal asked for
   fi
   kill -"$1" "$child" 2>/dev/null || true
 }
@@ -310,6 +311,13 @@ fi
 if [[ $rc -eq 0 && -n $model_dir && ! $model_dir/train_report.json -nt $tmpdir/check.out ]]; then
   echo "== the launcher exited 0 but the training left no new $model_dir/train_report.json: it did not run"
   rc=1
+fi
+# Every rank exits 75 after SIGUSR1's checkpoint, and under --kill-on-bad-exit the first to exit
+# makes srun kill those still ending (tearing down CUDA and NCCL takes seconds): srun then reports
+# 137, the highest signal, for a planned stop. A checkpoint written after the signal is the sign.
+if [[ $rc -ne 0 && $rc -ne 75 && -e $tmpdir/usr1 && -n $model_dir && $model_dir/checkpoint_last.h5 -nt $tmpdir/usr1 ]]; then
+  echo "== the launcher exited $rc after SIGUSR1, but $model_dir/checkpoint_last.h5 was written after the signal: the ranks stopped as planned and the launcher ended one still exiting; taken as exit 75"
+  rc=75
 fi
 if [[ $rc -eq 75 ]]; then
   # 75: stopped on SIGUSR1 with checkpoint_last.h5 written (io/stop_signal.h, kExitRequeue).

@@ -33,6 +33,9 @@
 #     the driver's device file is, GPU variables or not (a node handed out without GRES trained
 #     on the CPU), and not where it is absent; --cpus-per-task reaches srun's steps
 #     (SRUN_CPUS_PER_TASK: srun no longer takes the job's since Slurm 22.05).
+# 12. SIGUSR1, then srun's 137 (--kill-on-bad-exit killed a rank still exiting after the planned
+#     stop): with checkpoint_last.h5 written after the signal, taken as 75 and requeued; without,
+#     137 stays.
 #   usage: slurm_script_checks.sh <source dir>
 set -euo pipefail
 src=$(realpath "$1")
@@ -51,6 +54,14 @@ if [[ $2 == --check ]]; then
   echo "device ${FAKE_DEVICE:-auto} (run.device)"; echo "output folder out"
   [[ -n ${FAKE_FINISHED-} ]] && echo "finished: out/checkpoint_last.h5 holds all 5 epochs of train.epochs 5: nothing to train"
   exit 0
+fi
+# FAKE_USR1: signal the batch script (Slurm's --signal=B:USR1), then end with $FAKE_RC, having
+# written a checkpoint after it when FAKE_CKPT is set.
+if [[ -n ${FAKE_USR1-} ]]; then
+  trap '' USR1
+  kill -USR1 $PPID
+  sleep 0.5
+  [[ -n ${FAKE_CKPT-} ]] && touch out/checkpoint_last.h5
 fi
 [[ ${FAKE_RC:-0} -eq 0 ]] && touch out/train_report.json
 exit "${FAKE_RC:-0}"
@@ -298,4 +309,16 @@ grep -q "apptainer exec --nv image.sif downscale train" apptainer.log || { cat a
 rm -f srun_env.log
 SLURM_CPUS_PER_TASK=16 job 2 "" || fail "--cpus-per-task 16: exit $?"
 grep -q "^SRUN_CPUS_PER_TASK=16$" srun_env.log || { cat srun_env.log; fail "srun's steps not given the job's CPUs per task"; }
+echo "== 12. SIGUSR1 then 137 from srun: requeued when the checkpoint was written after the signal"
+rm -f scontrol.log out/checkpoint_last.h5
+rc=0
+FAKE_USR1=1 FAKE_CKPT=1 FAKE_RC=137 job 2 "" || rc=$?
+[[ $rc -eq 75 ]] || { cat job.out job.err; fail "USR1, a checkpoint after it, srun 137: exit $rc, expected 75"; }
+grep -q "^scontrol requeue 7$" scontrol.log || fail "not requeued"
+grep -q "the launcher exited 137 after SIGUSR1, but out/checkpoint_last.h5 was written after the signal" job.out ||
+  { cat job.out; fail "the .out does not say why 137 was taken as 75"; }
+rm -f scontrol.log out/checkpoint_last.h5
+rc=0
+FAKE_USR1=1 FAKE_RC=137 job 2 "" || rc=$?
+[[ $rc -eq 137 && ! -e scontrol.log ]] || { cat job.out; fail "USR1 and 137 without a new checkpoint: exit $rc, expected 137 and no requeue"; }
 echo "ok"
