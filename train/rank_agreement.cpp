@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <sstream>
@@ -18,7 +19,6 @@ std::string first_difference(const std::string& a, const std::string& b) {
   std::string la, lb;
   for (;;) {
     const bool more_a = bool(std::getline(sa, la)), more_b = bool(std::getline(sb, lb));
-    if (!more_a && !more_b) return "the same lines";  // (a difference in a last newline alone)
     if (!more_a) la = "(none)";
     if (!more_b) lb = "(none)";
     if (la != lb || !more_a || !more_b) return fmt::format("'{}' against rank 0's '{}'", la, lb);
@@ -30,7 +30,12 @@ std::string first_difference(const std::string& a, const std::string& b) {
 void check_ranks_read_alike(Communicator& comm, const std::string& store_path, const std::string& store_fingerprint,
                             const std::string& config_file, const std::string& config_record) {
   if (comm.size() == 1) return;
-  const std::vector<std::string> all = comm.gather(store_fingerprint + "\n" + config_file + "\n" + config_record, 0);
+  // The text as it reads: a per-node copy with CRLF line ends, or without the last newline, is
+  // the same config.
+  std::string text = config_record;
+  text.erase(std::remove(text.begin(), text.end(), '\r'), text.end());
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  const std::vector<std::string> all = comm.gather(store_fingerprint + "\n" + config_file + "\n" + text, 0);
   if (!comm.is_root()) return;  // rank 0's error ends the job
   const auto split = [](const std::string& s) {
     const size_t a = s.find('\n'), b = s.find('\n', a + 1);

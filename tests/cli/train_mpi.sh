@@ -207,6 +207,13 @@ out=$(timeout 60 mpirun --oversubscribe --bind-to none -np 1 "$bin" train --conf
   { echo "ranks given different configs: exit $rc"; echo "$out" | tail -5; exit 1; }
 [[ ! -e runs/fail/train/checkpoint_last.h5 ]] || { echo "the refused job wrote a checkpoint"; exit 1; }
 echo "ranks given different configs: refused, exit $rc"
+# The same config in a copy with CRLF line ends (a per-node copy made on Windows) is the same.
+sed 's/$/\r/' configs/demo.yaml > crlf.yaml
+timeout 120 mpirun --oversubscribe --bind-to none -np 1 "$bin" train --config configs/demo.yaml "${common[@]}" \
+  --set run.dir=runs/fail --set train.epochs=1 : -np 1 "$bin" train --config crlf.yaml "${common[@]}" \
+  --set run.dir=runs/fail --set train.epochs=1 > crlf.log 2>&1 || { tail -5 crlf.log; echo "a CRLF copy of the config refused"; exit 1; }
+rm -rf runs/fail/train
+echo "the same config with CRLF line ends: trained"
 
 echo "== rank 1 finds no checkpoint to resume (its own run folder) while rank 0 does"
 # Before, rank 0 resumed after epoch 2 and rank 1 started afresh: gradients exchanged from other
