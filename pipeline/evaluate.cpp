@@ -368,15 +368,19 @@ int evaluate_precipitation(const Config& cfg, const RunPaths& paths, const Store
   if (!pred.occurrence_rule.empty()) about["prediction_wet_days"] = pred.occurrence_rule;
   if (pred.attributes.count("members_seed")) about["members_seed"] = pred.attributes.at("members_seed");
   // The wet-day indices count days of at least VALUE's 1 mm; the model was trained, and predict
-  // adds its amounts back, above the store's threshold. Far apart (preprocess.wet_threshold 0.1,
-  // say), predicted wet days between the two count as dry in R01, SDII, P98Wet and the spells,
-  // and the scores would say nothing of it.
+  // adds its amounts back, above the store's threshold. Far apart, the scores would say nothing
+  // of it: below 1 mm (preprocess.wet_threshold 0.1, say) days between the two, wet to the model,
+  // count as dry in R01, SDII, P98Wet and the spells; above it (2 mm) observed days between the
+  // two count as wet there while the model, trained to call them dry, predicts none of them.
   about["store_wet_threshold_mm"] = fmt::format("{:g}", meta.wet_threshold);
   if (std::abs(meta.wet_threshold - kWetDay) > 0.05)
     spdlog::warn("{}: the model was trained on wet days above {:g} mm (preprocess.wet_threshold) but the wet-day scores "
-                 "(R01, SDII, P98Wet, spells, RMSE_wet) count days of at least VALUE's {:g} mm: predicted and observed "
-                 "days between the two count as dry there",
-                 store.path(), meta.wet_threshold, kWetDay);
+                 "(R01, SDII, P98Wet, spells, RMSE_wet) count days of at least VALUE's {:g} mm: {}",
+                 store.path(), meta.wet_threshold, kWetDay,
+                 meta.wet_threshold < kWetDay
+                     ? "days between the two, wet to the model, count as dry there (observed and predicted alike)"
+                     : "observed days between the two count as wet there, while the model, trained to call them dry, "
+                       "predicts none of them (its wet-day frequency reads low by construction)");
   const size_t n = test.days, np = test.points;
   const std::vector<float>& obs = test.obs;
   const std::vector<uint8_t>& mask = test.mask;

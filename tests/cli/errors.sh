@@ -273,19 +273,24 @@ else
   echo "FAIL: preprocess onto a far finer predictor grid:"; echo "$fine" | tail -5; failures=$((failures+1))
 fi
 
-# A store whose wet days start far below VALUE's 1 mm: evaluate's wet-day scores count days of at
-# least 1 mm, which it says (the days between counted as dry without a word before).
-mkdir -p "$work/runs/wet" && ln -s "$work/runs/nv/fetch" "$work/runs/wet/fetch"
-wet=$(cd "$work" && "$bin" preprocess -q "${nv[@]}" --set run.dir=runs/wet --set preprocess.wet_threshold=0.1 &&
-      "$bin" train -q "${nv[@]}" --set run.dir=runs/wet --set preprocess.wet_threshold=0.1 &&
-      "$bin" predict -q "${nv[@]}" --set run.dir=runs/wet --set preprocess.wet_threshold=0.1 &&
-      "$bin" evaluate "${nv[@]}" --set run.dir=runs/wet --set preprocess.wet_threshold=0.1 2>&1) || wet="exit $?: $wet"
-if [[ $wet == *"runs/wet/preprocess/store.h5: the model was trained on wet days above 0.1 mm (preprocess.wet_threshold) but the wet-day scores (R01, SDII, P98Wet, spells, RMSE_wet) count days of at least VALUE's 1 mm"* ]] &&
-   grep -q '"store_wet_threshold_mm": "0.1"' "$work/runs/wet/evaluate/scores.json"; then
-  echo "ok: evaluate says the store's wet-day threshold differs from VALUE's"
-else
-  echo "FAIL: evaluate of a store with wet_threshold 0.1:"; echo "$wet" | tail -5; failures=$((failures+1))
-fi
+# A store whose wet days start far from VALUE's 1 mm: evaluate's wet-day scores count days of at
+# least 1 mm, which it says (the days between counted as dry without a word before), each way
+# round: below, days between are wet to the model and dry to the scores; above, observed days
+# between are wet to the scores and never predicted.
+for thr in 0.1 2; do
+  if [[ $thr == 0.1 ]]; then says="days between the two, wet to the model, count as dry there (observed and predicted alike)"
+  else says="observed days between the two count as wet there, while the model, trained to call them dry, predicts none of them"; fi
+  mkdir -p "$work/runs/wet$thr" && ln -s "$work/runs/nv/fetch" "$work/runs/wet$thr/fetch"
+  set_thr=(--set "run.dir=runs/wet$thr" --set "preprocess.wet_threshold=$thr")
+  wet=$(cd "$work" && "$bin" preprocess -q "${nv[@]}" "${set_thr[@]}" && "$bin" train -q "${nv[@]}" "${set_thr[@]}" &&
+        "$bin" predict -q "${nv[@]}" "${set_thr[@]}" && "$bin" evaluate "${nv[@]}" "${set_thr[@]}" 2>&1) || wet="exit $?: $wet"
+  if [[ $wet == *"runs/wet$thr/preprocess/store.h5: the model was trained on wet days above $thr mm (preprocess.wet_threshold) but the wet-day scores (R01, SDII, P98Wet, spells, RMSE_wet) count days of at least VALUE's 1 mm: $says"* ]] &&
+     grep -q "\"store_wet_threshold_mm\": \"$thr\"" "$work/runs/wet$thr/evaluate/scores.json"; then
+    echo "ok: evaluate says the store's wet-day threshold ($thr mm) differs from VALUE's, and how"
+  else
+    echo "FAIL: evaluate of a store with wet_threshold $thr:"; echo "$wet" | tail -5; failures=$((failures+1))
+  fi
+done
 
 echo "cli errors: $failures failures"
 [[ $failures -eq 0 ]]
