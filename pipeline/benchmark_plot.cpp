@@ -26,7 +26,7 @@ namespace ds {
 namespace {
 
 struct Series {
-  std::string label;
+  std::string label, base;  // base: the label without the allreduce dtype
   std::map<int, double> total;  // ranks -> img/s in total (the last line for each rank count)
   double per_rank_ref = 0;      // the ideal line's slope
   int ref_ranks = 0;
@@ -46,6 +46,9 @@ int plot_benchmark(const std::string& jsonl, const std::string& png) {
   std::ifstream in(jsonl);
   if (!in) throw InputError(jsonl + ": cannot read the benchmark results");
   std::map<std::string, Series> series;
+  // 1-rank lines by their label without the allreduce dtype: one rank sends nothing, so its line
+  // is the reference of every dtype's series (as for the efficiency the benchmark prints).
+  std::map<std::string, double> one_rank;
   std::set<std::string> units;  // "images/s" (lines without a unit: benchmark's before it said), "samples/s"
   int line_no = 0;
   for (std::string line; std::getline(in, line);) {
@@ -63,11 +66,24 @@ int plot_benchmark(const std::string& jsonl, const std::string& png) {
     // ranks of 1 thread against 1 rank of 2 would mix thread scaling in).
     if (j.contains("threads") && j["threads"].is_number_integer())
       label += fmt::format(", {} thread{} per rank", j["threads"].get<int>(), j["threads"].get<int>() == 1 ? "" : "s");
-    if (j.value("allreduce_dtype", "-") != "-") label += ", " + j.value("allreduce_dtype", "-") + " allreduce";
     units.insert(j.value("unit", "images/s"));
+    const int ranks = j["ranks"].get<int>();
+    if (ranks == 1) {
+      one_rank[label] = j["total"].get<double>();
+      continue;
+    }
+    const std::string base = label;
+    if (j.value("allreduce_dtype", "-") != "-") label += ", " + j.value("allreduce_dtype", "-") + " allreduce";
     Series& s = series[label];
     s.label = label;
-    s.total[j["ranks"].get<int>()] = j["total"].get<double>();
+    s.base = base;
+    s.total[ranks] = j["total"].get<double>();
+  }
+  for (const auto& [base, total] : one_rank) {
+    bool joined = false;
+    for (auto& [_, s] : series)
+      if (s.base == base) s.total[1] = total, joined = true;
+    if (!joined) series[base] = Series{base, base, {{1, total}}};
   }
   if (series.empty()) throw InputError(jsonl + ": no benchmark lines to plot");
   int max_ranks = 1;
@@ -163,6 +179,15 @@ int plot_benchmark(const std::string& jsonl, const std::string& png) {
     ++k;
   }
   cairo_destroy(cr);
+  // The figures the plot shows, as text: what a log keeps, and what a reader can check.
+  for (const auto& [_, s] : series) {
+    std::string line;
+    for (const auto& [n, t] : s.total)
+      line += fmt::format("{}{} rank{} {:.1f} ({:.0f}%)", line.empty() ? "" : ", ", n, n == 1 ? "" : "s", t,
+                          100 * t / (s.per_rank_ref * n));
+    std::printf("%s: %s: %s%s\n", png.c_str(), s.label.c_str(), line.c_str(),
+                s.ref_ranks == 1 ? "" : fmt::format(" (efficiency against {} ranks)", s.ref_ranks).c_str());
+  }
   const cairo_status_t st = cairo_surface_write_to_png(surface, png.c_str());
   cairo_surface_destroy(surface);
   if (st != CAIRO_STATUS_SUCCESS)

@@ -15,7 +15,12 @@
 #                          build/pipeline/downscale is there)
 #   -s, --store FILE       the training store every run reads (default: <run.dir>/preprocess/
 #                          store.h5, run.dir from a --set run.dir=... argument or the config)
-#   --cpu                  no GPUs: --gres=none instead of --gres=gpu:N
+#   --cpu                  no GPUs: --gres=none instead of --gres=gpu:N, and every run's ranks
+#                          the same threads (--threads)
+#   --threads T            CPU threads per rank in every run (--cpus-per-task=T); with --cpu the
+#                          default is a node's cores (sinfo) over the most ranks: runs whose ranks
+#                          each take a share of the node (all cores for 1 rank, half for 2) put
+#                          thread scaling into the efficiency (50 % for 2 ranks that scale perfectly)
 #   --sbatch-arg ARG       one more sbatch argument (repeatable; after ours, so it wins), e.g.
 #                          --sbatch-arg=--time=00:30:00 --sbatch-arg=--account=abc
 #   --no-exclusive         let runs share a node (by default each job asks for --exclusive:
@@ -53,10 +58,11 @@ poll=5
 timeout=${DOWNSCALE_SCALING_TIMEOUT:-86400}
 node_wait=${DOWNSCALE_SCALING_NODE_WAIT:-600}
 collect=0
+threads=""
 extra=()
 while [[ $# -gt 0 ]]; do
   case $1 in
-    -r | --ranks | -o | --out | -s | --store | --sbatch-arg | --script | --poll | --timeout)
+    -r | --ranks | -o | --out | -s | --store | --sbatch-arg | --script | --poll | --timeout | --threads)
       [[ $# -ge 2 ]] || die "$1 needs a value (--help for usage)" ;;&
     -r | --ranks) ranks=$2; shift 2 ;;
     --ranks=*) ranks=${1#*=}; shift ;;
@@ -65,6 +71,8 @@ while [[ $# -gt 0 ]]; do
     -s | --store) store=$2; shift 2 ;;
     --store=*) store=${1#*=}; shift ;;
     --cpu) cpu=1; shift ;;
+    --threads) threads=$2; shift 2 ;;
+    --threads=*) threads=${1#*=}; shift ;;
     --sbatch-arg) extra+=("$2"); shift 2 ;;
     --sbatch-arg=*) extra+=("${1#*=}"); shift ;;
     --no-exclusive) exclusive=0; shift ;;
@@ -103,6 +111,18 @@ else
   # One run folder per rank count (runs/ranks-N): the same count twice would train twice into it.
   dup=$(printf '%s\n' "${rank_list[@]}" | sort | uniq -d | head -1)
   [[ -z $dup ]] || die "--ranks '$ranks': $dup is given twice"
+  [[ -z $threads || $threads =~ ^[1-9][0-9]*$ ]] || die "--threads '$threads': expected a positive whole number"
+  if ((cpu)) && [[ -z $threads ]]; then
+    most=$(printf '%s\n' "${rank_list[@]}" | sort -n | tail -1)
+    # The smallest node's CPUs (sinfo -N %c), shared by the most ranks a run puts on it.
+    cores=$(timeout 20 sinfo -h -N -o %c 2>/dev/null | sort -n | head -1 || true)
+    if [[ $cores =~ ^[0-9]+$ ]] && ((cores >= most)); then
+      threads=$((cores / most))
+      echo "CPU runs: $threads thread(s) per rank in every run ($cores CPUs a node over up to $most ranks; --threads sets another)"
+    else
+      echo "scaling.sh: warning: cannot tell the nodes' CPUs (sinfo): each run's ranks take their share of the node, so the efficiency holds thread scaling too; --threads T fixes it" >&2
+    fi
+  fi
 
   # The store: every run reads the same one, through a link in its own run folder.
   if [[ -z $store ]]; then
@@ -133,6 +153,7 @@ else
     ((cpu)) && gres=--gres=none
     excl=()
     ((exclusive)) && excl=(--exclusive)
+    [[ -n $threads ]] && excl+=(--cpus-per-task="$threads")
     # Our options override the script's #SBATCH lines; --sbatch-arg ones come last and win.
     job=$(sbatch --parsable --job-name="downscale-scaling-$n" --nodes=1 --ntasks-per-node="$n" "$gres" \
             ${excl[@]+"${excl[@]}"} --output="$out/logs/ranks-$n-%j.out" --error="$out/logs/ranks-$n-%j.err" \
@@ -245,6 +266,12 @@ def sps(r):
     v = r["report"] and r["report"].get("samples_per_second")
     return float(v) if isinstance(v, (int, float)) and v > 0 else None
 
+def threads_of(r):  # CPU threads per rank (None on GPUs, or in a report without the field)
+    rep = r["report"] or {}
+    return rep.get("threads_per_rank") if str(rep.get("device", "cpu")).startswith("cpu") else None
+
+other_threads = []
+
 # Against the 1-rank run; without one, the fewest ranks that have a figure stand in (per-rank rate).
 with_figure = [r for r in rows if sps(r)]
 base = next((r for r in with_figure if r["ranks"] == 1), with_figure[0] if with_figure else None)
@@ -257,9 +284,14 @@ for r in rows:
     per = rep.get("samples_per_second_per_rank")
     per_rank = sum(per) / len(per) if isinstance(per, list) and per else (total / r["ranks"] if total else None)
     speedup = eff = None
-    if total and base:
+    # Threads per rank as the base's, or no comparison: 2 ranks of 1 thread against 1 rank of 2
+    # would be thread scaling, not communication (as `downscale benchmark` refuses too).
+    same_threads = threads_of(r) == threads_of(base) if base else False
+    if total and base and same_threads:
         speedup = total / sps(base)                                  # N ranks against 1
         eff = 100 * (total / r["ranks"]) / (sps(base) / base["ranks"])  # per-rank rate against 1 rank's
+    elif total and base:
+        other_threads.append(f"{r['ranks']} ranks of {threads_of(r)} thread(s) against {base['ranks']} of {threads_of(base)}")
     table.append([str(r["ranks"]), r["job"], r["state"] + ("" if r["report"] else " (no report)"), r["exit"],
                   fmt(total, ".1f"), fmt(per_rank, ".1f"), fmt(speedup, ".2f"),
                   "-" if eff is None else f"{eff:.0f}%", fmt(rep.get("total_seconds"), ".1f"),
@@ -268,6 +300,9 @@ for r in rows:
 note = ""
 if base and base["ranks"] != 1:
     note = f"\nNo 1-rank figure: speed-up against the {base['ranks']}-rank run, efficiency per rank against it.\n"
+if other_threads:
+    note += ("\nNo speed-up or efficiency where the ranks ran other CPU threads than the reference's (" +
+             "; ".join(other_threads) + "): it would be thread scaling; --threads fixes them.\n")
 md = ["| " + " | ".join(header) + " |", "|" + "|".join(" ---: " for _ in header) + "|"]
 md += ["| " + " | ".join(row) + " |" for row in table]
 text = "\n".join(md) + "\n" + note
@@ -282,9 +317,12 @@ with open(os.path.join(out, "scaling.jsonl"), "w") as f:
     for r in rows:
         rep = r["report"] or {}
         if sps(r):
-            f.write(json.dumps(dict(model="downscale train", batch=rep.get("batch_size_per_rank", 0), image_size=0,
-                                    ranks=r["ranks"], nodes=rep.get("nodes", 1), device=rep.get("device", "?"),
-                                    precision="-", allreduce_dtype="-", total=sps(r), unit="samples/s")) + "\n")
+            line = dict(model="downscale train", batch=rep.get("batch_size_per_rank", 0), image_size=0,
+                        ranks=r["ranks"], nodes=rep.get("nodes", 1), device=rep.get("device", "?"),
+                        precision="-", allreduce_dtype="-", total=sps(r), unit="samples/s")
+            if threads_of(r) is not None:
+                line["threads"] = threads_of(r)  # the plot's series, as benchmark's lines
+            f.write(json.dumps(line) + "\n")
 # UNKNOWN: Slurm has forgotten the job (a --collect long after): its report tells.
 bad = [r for r in rows if r["state"] != "COMPLETED" and not (r["state"] == "UNKNOWN" and r["report"])]
 sys.exit(1 if bad else 3 if any(r["report"] is None for r in rows) else 0)

@@ -98,6 +98,16 @@ rc=0; mpirun -np 2 --oversubscribe --bind-to none "$bin" benchmark --model resne
 echo "== --plot"
 "$bin" benchmark --plot runs.jsonl scaling.png
 [[ $(head -c 8 scaling.png | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || { echo "scaling.png is not a PNG"; exit 1; }
+# One rank sends nothing: its line is the reference of every allreduce dtype's series, as for the
+# efficiency the benchmark prints (the plot once drew the fp16 series against its own 2 ranks, 100%).
+cat > dtypes.jsonl <<'EOF2'
+{"model":"resnet50","batch":2,"image_size":64,"device":"cpu","precision":"fp32","threads":1,"allreduce_dtype":"fp32","ranks":1,"total":18.4}
+{"model":"resnet50","batch":2,"image_size":64,"device":"cpu","precision":"fp32","threads":1,"allreduce_dtype":"fp16","ranks":2,"total":7.57}
+{"model":"resnet50","batch":2,"image_size":64,"device":"cpu","precision":"fp32","threads":1,"allreduce_dtype":"fp32","ranks":2,"total":30}
+EOF2
+"$bin" benchmark --plot dtypes.jsonl dtypes.png > dtypes.out
+grep -q "fp16 allreduce: 1 rank 18.4 (100%), 2 ranks 7.6 (21%)$" dtypes.out &&
+  grep -q "fp32 allreduce: 1 rank 18.4 (100%), 2 ranks 30.0 (82%)$" dtypes.out || { echo "the plot's efficiency per dtype:"; cat dtypes.out; exit 1; }
 echo '{"oops": 1}' > bad.jsonl
 rc=0; "$bin" benchmark --plot bad.jsonl bad.png 2> bad.err || rc=$?
 [[ $rc -eq 3 ]] && grep -q 'bad.jsonl: line 1' bad.err || { echo "a foreign line: rc $rc"; cat bad.err; exit 1; }

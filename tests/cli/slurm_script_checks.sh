@@ -15,7 +15,9 @@
 #  5. both scripts copied alone into a spool folder, as sbatch runs them: without
 #     slurm/rank_command.sh in DOWNSCALE_HOME, DOWNSCALE_BUNDLE or the submit folder, exit 2 with
 #     one line naming it; with it in any of the three, the job launches.
-#  6. slurm/scaling.sh (stand-ins for sbatch, scontrol, squeue, scancel): a job pending for
+#  6. slurm/scaling.sh (stand-ins for sbatch, scontrol, squeue, scancel, sinfo): CPU runs get
+#     the smallest node's CPUs over the most ranks as --cpus-per-task, and no efficiency is
+#     given against a 1-rank run of other threads per rank; a job pending for
 #     PartitionConfig is cancelled at once with one line naming it and the reason, exit 1;
 #     ReqNodeNotAvail once it lasts DOWNSCALE_SCALING_NODE_WAIT; a clearing reason (Priority) is
 #     waited for until the default time-out (DOWNSCALE_SCALING_TIMEOUT).
@@ -175,10 +177,18 @@ mkdir -p fake6 && touch store.h5
 cat >fake6/sbatch <<'SH'
 #!/usr/bin/env bash
 n=$(( $(cat jobid 2>/dev/null || echo 100) + 1 )); echo $n >jobid
-for a; do [[ $a == --ntasks-per-node=* ]] && r=${a#*=}; done
+echo "$*" >>sbatch.log
+for a; do [[ $a == --ntasks-per-node=* ]] && r=${a#*=}; [[ $a == run.dir=* ]] && dir=${a#run.dir=}; done
 [[ " $FAKE_STUCK " == *" $r "* ]] && echo PENDING >state.$n || echo COMPLETED >state.$n
+# FAKE_REPORT: the run's report, 1 rank with 2 threads, more ranks with 1 each.
+if [[ -n ${FAKE_REPORT-} ]]; then
+  mkdir -p "$dir/train"
+  echo "{\"samples_per_second\": $((100 * r)), \"device\": \"cpu\", \"threads_per_rank\": $((r == 1 ? 2 : 1))}" >"$dir/train/train_report.json"
+fi
 echo $n
 SH
+# sinfo -N -o %c: each node's CPUs.
+printf '%s\n' '#!/usr/bin/env bash' 'printf "16\n32\n"' >fake6/sinfo
 printf '%s\n' '#!/usr/bin/env bash' 'echo "JobId=$4 JobState=$(cat state.$4) ExitCode=0:0"' >fake6/scontrol
 printf '%s\n' '#!/usr/bin/env bash' 'echo "$FAKE_REASON"' >fake6/squeue
 printf '%s\n' '#!/usr/bin/env bash' 'for j; do echo CANCELLED >state.$j; echo "scancel $j" >>scancel.log; done' >fake6/scancel
@@ -225,6 +235,15 @@ printf '%s' '{"ranks": 1, "nodes": 1, "samples_per_second": 12.5, "samples_per_s
 rc=0
 PATH=$work/fake6:$PATH bash "$src/slurm/scaling.sh" --collect --out s5 --poll 0.1 >s5c.out 2>s5c.err || rc=$?
 grep -q "| 1 | [0-9]* | COMPLETED | .* | 12.5 |" s5/scaling.md || { cat s5c.out s5c.err s5/scaling.md; fail "the report under train/mnn/ not collected (exit $rc)"; }
+rm -f sbatch.log
+rc=0
+FAKE_REPORT=1 scaling 1,4 s9 || rc=$?
+[[ $rc -eq 0 ]] || { cat s9.err; fail "scaling.sh with reports: exit $rc"; }
+[[ $(grep -c -- "--cpus-per-task=4 " sbatch.log) -eq 2 ]] || { cat sbatch.log; fail "CPU runs not given 16 CPUs over 4 ranks each"; }
+grep -q "^| 4 | [0-9]* | COMPLETED | 0:0 | 400.0 | 100.0 | - | - |" s9/scaling.md &&
+  grep -q "No speed-up or efficiency where the ranks ran other CPU threads than the reference's (4 ranks of 1 thread(s) against 1 of 2)" s9/scaling.md ||
+  { cat s9/scaling.md; fail "an efficiency against a 1-rank run of other threads"; }
+
 echo "== 7. OMPI_MCA_plm=isolated from the submit shell does not reach mpirun"
 printf '%s\n' '#!/usr/bin/env bash' 'echo "mpirun plm=${OMPI_MCA_plm-unset}" >>mpirun.log' 'shift 2; exec "$@"' >fake/mpirun
 chmod +x fake/mpirun
