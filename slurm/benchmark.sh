@@ -76,6 +76,9 @@ for n in "${rank_list[@]}"; do
 done
 out=${out:-benchmark-$SLURM_JOB_ID}
 mkdir -p "$out/logs"
+# srun (Slurm 22.05 on) no longer passes the job's --cpus-per-task to its steps (see
+# train_forhlr2.sh): without this each task had one CPU for all its threads, whoever set them.
+[[ -z ${SLURM_CPUS_PER_TASK-} ]] || export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK
 # CPU ranks: every run gets the same threads per rank, unless given after --: the CPUs of a task
 # (--cpus-per-task), else a node's cores over the most ranks a run puts on one node. Each run's own
 # share (all the cores for 1 rank, half for 2) would put thread scaling into the efficiency, and
@@ -86,9 +89,6 @@ if [[ $device == cpu && $threads_given == 0 ]]; then
   if [[ -n ${SLURM_CPUS_PER_TASK-} ]]; then
     threads=$SLURM_CPUS_PER_TASK
     why="--cpus-per-task"
-    # srun (Slurm 22.05 on) no longer passes the job's --cpus-per-task to its steps (see
-    # train_forhlr2.sh): without this each task had one CPU for all these threads.
-    export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK
   else
     # SLURM_TASKS_PER_NODE: "4", "4(x2)" or "4(x2),2": the most tasks on any node.
     per_node=0

@@ -6,13 +6,17 @@
 # DOWNSCALE_HOME, the bundle's DOWNSCALE_BUNDLE, the submit folder) and fail with one line if
 # it is in none.
 
-# load_modules: DOWNSCALE_MODULES (default the bwHPC names; none when DOWNSCALE_CONTAINER is set:
-# the image brings its own compiler, MPI and CUDA, and another cluster's module names would end
-# the job for nothing), where a module system exists (none on a plain Debian machine, nor in CI);
-# "" loads none; a failed load ends the job.
+# load_modules: DOWNSCALE_MODULES (default the bwHPC names; in a container (DOWNSCALE_CONTAINER)
+# none under srun, as the image brings its own compiler, MPI and CUDA and another cluster's module
+# names would end the job for nothing, and the host's MPI alone under DOWNSCALE_LAUNCHER=mpirun,
+# whose mpirun starts the containers), where a module system exists (none on a plain Debian
+# machine, nor in CI); "" loads none; a failed load ends the job.
 load_modules() {
   local default="compiler/gnu mpi/openmpi devel/cuda" m init
-  [[ -n ${DOWNSCALE_CONTAINER-} ]] && default=""
+  if [[ -n ${DOWNSCALE_CONTAINER-} ]]; then
+    default=""
+    [[ ${DOWNSCALE_LAUNCHER:-srun} != mpirun ]] || default="mpi/openmpi"
+  fi
   local modules=${DOWNSCALE_MODULES-$default}
   [[ -n $modules ]] || return 0
   set +u  # module init scripts read unset variables

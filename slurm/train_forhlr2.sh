@@ -254,12 +254,15 @@ echo "   nodes ${SLURM_JOB_NUM_NODES:-${SLURM_NNODES-?}}, tasks ${ntasks} (${SLU
 echo "   folder $(pwd)"
 echo "   command: $(printf '%q ' "${cmd[@]}")"
 start=$(date +%s)
-# In the background, so that the traps below run while it trains (bash runs a trap only after
-# the foreground command ends). srun and mpirun pass the signal on to every rank.
-"${cmd[@]}" &
-child=$!
+# The checkpoint as it stands (inode, mtime in seconds, size; "absent"): a new one written after a
+# signal differs, whatever the file system's time resolution (AtomicFile renames a new file in).
+checkpoint_stamp() { stat -c '%i %Y %s' "$model_dir/checkpoint_last.h5" 2>/dev/null || echo absent; }
+child=""
+pending=""
 forwarded=0
 forward() {
+  # A signal before the launch (Slurm's lead reached as the job starts): passed on once it runs.
+  [[ -n $child ]] || { pending=$1; return 0; }
   # `scontrol requeue` below sends this script SIGTERM after the training has ended: nothing to pass on.
   kill -0 "$child" 2>/dev/null || return 0
   forwarded=1
@@ -284,14 +287,19 @@ forward() {
     term_to_mpirun=1
     echo "== TERM received: passing it to mpirun, which passes it to the ranks and ends them soon after; the last checkpoint written stays"
   else
+    [[ -n $model_dir && ! -e $tmpdir/usr1 ]] && checkpoint_stamp >"$tmpdir/usr1"  # see the 137 below
     echo "== $1 received: passing it to the training, which writes checkpoint_last.h5 and stops"
-    touch "$tmpdir/usr1"  # when: a checkpoint newer than this is the one the signal asked for
   fi
   kill -"$1" "$child" 2>/dev/null || true
 }
 term_to_mpirun=0
 trap 'forward USR1' USR1
 trap 'forward TERM' TERM
+# In the background, so that the traps above run while it trains (bash runs a trap only after
+# the foreground command ends). srun and mpirun pass the signal on to every rank.
+"${cmd[@]}" &
+child=$!
+[[ -z $pending ]] || forward "$pending"
 rc=0
 wait "$child" || rc=$?
 # A trap ends `wait` early: wait again for the training's own exit code.
@@ -315,7 +323,7 @@ fi
 # Every rank exits 75 after SIGUSR1's checkpoint, and under --kill-on-bad-exit the first to exit
 # makes srun kill those still ending (tearing down CUDA and NCCL takes seconds): srun then reports
 # 137, the highest signal, for a planned stop. A checkpoint written after the signal is the sign.
-if [[ $rc -ne 0 && $rc -ne 75 && -e $tmpdir/usr1 && -n $model_dir && $model_dir/checkpoint_last.h5 -nt $tmpdir/usr1 ]]; then
+if [[ $rc -ne 0 && $rc -ne 75 && -e $tmpdir/usr1 && -e $model_dir/checkpoint_last.h5 && $(checkpoint_stamp) != "$(cat "$tmpdir/usr1")" ]]; then
   echo "== the launcher exited $rc after SIGUSR1, but $model_dir/checkpoint_last.h5 was written after the signal: the ranks stopped as planned and the launcher ended one still exiting; taken as exit 75"
   rc=75
 fi

@@ -62,8 +62,10 @@ fi
 if [[ -n ${FAKE_USR1-} ]]; then
   trap '' USR1
   kill -USR1 $PPID
-  sleep 0.5
-  [[ -n ${FAKE_CKPT-} ]] && touch out/checkpoint_last.h5
+  # Once the script has taken the signal in (it notes the checkpoint first, then says so), a
+  # checkpoint written as AtomicFile writes one: a new file renamed over the old.
+  for _ in $(seq 100); do grep -q "USR1 received" job.out && break; sleep 0.1; done
+  [[ -n ${FAKE_CKPT-} ]] && { echo new >out/ck.tmp && mv out/ck.tmp out/checkpoint_last.h5; }
 fi
 [[ ${FAKE_RC:-0} -eq 0 ]] && touch out/train_report.json
 exit "${FAKE_RC:-0}"
@@ -325,18 +327,26 @@ rm -f apptainer.log
 DOWNSCALE_CONTAINER=apptainer:image.sif DOWNSCALE_TEST_NVIDIACTL=$work/image.sif job 2 "" ||
   { cat job.err; fail "a container on a node with the driver, no GPU variables: exit $?"; }
 grep -q "apptainer exec --nv image.sif downscale train" apptainer.log || { cat apptainer.log; fail "no --nv where the driver is"; }
+# Containers started by the host's mpirun: the host's MPI module is the one loaded by default.
+rc=0
+(unset DOWNSCALE_MODULES; MODULESHOME=$work/modules DOWNSCALE_CONTAINER=apptainer:image.sif DOWNSCALE_LAUNCHER=mpirun \
+  job 2 "") || rc=$?
+[[ $rc -eq 2 ]] && grep -q "module load mpi/openmpi failed" job.err && ! grep -q "compiler/gnu" module.log ||
+  { cat job.err module.log; fail "a container under mpirun: exit $rc, expected 2 at the host's MPI module alone"; }
+rm -f module.log
 rm -f srun_env.log
 SLURM_CPUS_PER_TASK=16 job 2 "" || fail "--cpus-per-task 16: exit $?"
 grep -q "^SRUN_CPUS_PER_TASK=16$" srun_env.log || { cat srun_env.log; fail "srun's steps not given the job's CPUs per task"; }
 echo "== 12. SIGUSR1 then 137 from srun: requeued when the checkpoint was written after the signal"
-rm -f scontrol.log out/checkpoint_last.h5
+rm -f scontrol.log
+echo old >out/checkpoint_last.h5  # an epoch's, from before the signal (same second, same size)
 rc=0
 FAKE_USR1=1 FAKE_CKPT=1 FAKE_RC=137 job 2 "" || rc=$?
 [[ $rc -eq 75 ]] || { cat job.out job.err; fail "USR1, a checkpoint after it, srun 137: exit $rc, expected 75"; }
 grep -q "^scontrol requeue 7$" scontrol.log || fail "not requeued"
 grep -q "the launcher exited 137 after SIGUSR1, but out/checkpoint_last.h5 was written after the signal" job.out ||
   { cat job.out; fail "the .out does not say why 137 was taken as 75"; }
-rm -f scontrol.log out/checkpoint_last.h5
+rm -f scontrol.log
 rc=0
 FAKE_USR1=1 FAKE_RC=137 job 2 "" || rc=$?
 [[ $rc -eq 137 && ! -e scontrol.log ]] || { cat job.out; fail "USR1 and 137 without a new checkpoint: exit $rc, expected 137 and no requeue"; }
