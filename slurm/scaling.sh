@@ -114,13 +114,20 @@ else
   [[ -z $threads || $threads =~ ^[1-9][0-9]*$ ]] || die "--threads '$threads': expected a positive whole number"
   if ((cpu)) && [[ -z $threads ]]; then
     most=$(printf '%s\n' "${rank_list[@]}" | sort -n | tail -1)
-    # The smallest node's CPUs (sinfo -N %c), shared by the most ranks a run puts on it.
-    cores=$(timeout 20 sinfo -h -N -o %c 2>/dev/null | sort -n | head -1 || true)
+    # The smallest node's CPUs (sinfo -N %c) in the partition the jobs ask for, shared by the most
+    # ranks a run puts on it.
+    partition=()
+    for ((i = 0; i < ${#extra[@]}; i++)); do
+      [[ ${extra[i]} == --partition=* ]] && partition=(-p "${extra[i]#*=}")
+      [[ ${extra[i]} == -p?* ]] && partition=(-p "${extra[i]#-p}")
+    done
+    cores=$(timeout 20 sinfo -h -N ${partition[@]+"${partition[@]}"} -o %c 2>/dev/null | sort -n | head -1 || true)
     if [[ $cores =~ ^[0-9]+$ ]] && ((cores >= most)); then
       threads=$((cores / most))
       echo "CPU runs: $threads thread(s) per rank in every run ($cores CPUs a node over up to $most ranks; --threads sets another)"
     else
-      echo "scaling.sh: warning: cannot tell the nodes' CPUs (sinfo): each run's ranks take their share of the node, so the efficiency holds thread scaling too; --threads T fixes it" >&2
+      echo "scaling.sh: warning: $([[ $cores =~ ^[0-9]+$ ]] && echo "the smallest node has $cores CPUs, fewer than $most ranks" ||
+        echo "cannot tell the nodes' CPUs (sinfo)"): each run's ranks take their share of the node, so the efficiency holds thread scaling too; --threads T fixes it" >&2
     fi
   fi
 
