@@ -226,13 +226,21 @@ TEST(ConfigValidation, FetchBoxOffTheRegriddingGridsIsRefused) {
   ds::test::TempDir e;
   EXPECT_NO_THROW(load_config(write(e, grid + "fetch: {lon: , lat: [30, 44]}\n")));
   ds::test::TempDir d;
-  // Overlapping, in either longitude convention; a half cell past the points still counts.
+  // Overlapping; a half cell past the points still counts.
   EXPECT_NO_THROW(load_config(write(d, grid + "fetch: {lon: [-110, -90], lat: [30, 44]}\n")));
-  EXPECT_NO_THROW(load_config(write(d, kRun + "preprocess: {predictor_grid: {lon: [244, 274], lat: [28, 46], step: 2}}\n"
-                                              "fetch: {lon: [-110, -90], lat: [30, 44]}\n")));
   EXPECT_NO_THROW(load_config(write(d, grid + "fetch: {lon: [-120, -116.5], lat: [30, 44]}\n")));
   EXPECT_NO_THROW(load_config(write(d, kRun + "preprocess: {predictor_grid: {lon: [170, 190], lat: [28, 46], step: 2}}\n"
-                                              "fetch: {lon: [-180, -170], lat: [30, 44]}\n")));
+                                              "fetch: {lon: [170, 190], lat: [30, 44]}\n")));
+  // Overlapping only a turn away: preprocess compares longitudes as written (fetch writes the
+  // box's), so the grid is refused with the values that would do.
+  msg = error_of(kRun + "preprocess: {predictor_grid: {lon: [244, 274], lat: [28, 46], step: 2}}\n"
+                        "fetch: {lon: [-110, -90], lat: [30, 44]}\n");
+  EXPECT_TRUE(has(msg, "key 'preprocess.predictor_grid.lon' is [244, 274], a turn away from fetch.lon [-110, -90]: write "
+                       "the grid in the box's longitudes, [-116, -86]")) << msg;
+  msg = error_of(kRun + "preprocess: {predictor_grid: {lon: [170, 190], lat: [28, 46], step: 2}}\n"
+                        "fetch: {lon: [-180, -170], lat: [30, 44]}\n");
+  EXPECT_TRUE(has(msg, "[170, 190], a turn away from fetch.lon [-180, -170]: write the grid in the box's longitudes, "
+                       "[-190, -170]")) << msg;
   // No box (a config for the later stages alone): nothing to compare.
   EXPECT_NO_THROW(load_config(write(d, grid)));
 }
