@@ -68,13 +68,13 @@ void EventWriter::write_record(const std::string& data) {
 }
 
 namespace {
-// The run folder, made if missing; on a fresh training emptied of earlier event files.
-std::string run_folder(const std::string& parent, const std::string& run, bool fresh) {
+// The run folder, made if missing; with `emptied`, without the event files of earlier trainings.
+std::string run_folder(const std::string& parent, const std::string& run, bool emptied) {
   const std::filesystem::path dir = std::filesystem::path(parent) / run;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(dir.string() + ": cannot create the TensorBoard folder: " + ec.message());
-  if (fresh)
+  if (emptied)
     for (const auto& f : std::filesystem::directory_iterator(dir))
       if (f.path().filename().string().rfind("events.out.tfevents.", 0) == 0 && !std::filesystem::remove(f.path(), ec) &&
           ec)
@@ -83,10 +83,10 @@ std::string run_folder(const std::string& parent, const std::string& run, bool f
 }
 }  // namespace
 
-TrainingEvents::TrainingEvents(const std::string& out_dir, bool fresh)
+TrainingEvents::TrainingEvents(const std::string& out_dir)
     : folder_(out_dir + "/tensorboard"),
-      train_(run_folder(folder_, "train", fresh)),
-      validation_(run_folder(folder_, "validation", fresh)) {}
+      train_(run_folder(folder_, "train", false)),
+      validation_(run_folder(folder_, "validation", false)) {}
 
 void remove_training_events(const std::string& out_dir) {
   for (const char* run : {"train", "validation"}) run_folder(out_dir + "/tensorboard", run, true);

@@ -35,11 +35,12 @@ class EventWriter {
 // What training logs, laid out as Keras' TensorBoard callback does: two runs, `train/` and
 // `validation/` under <out_dir>/tensorboard, each with the tag `loss`, so TensorBoard overlays the
 // two curves in one chart; the train run also has learning_rate, epoch_seconds and
-// samples_per_second. A fresh (not resumed) training removes the event files of an earlier
-// training in the same folder, whose points would otherwise interleave with the new ones.
+// samples_per_second. Each adds a file beside those already there (TensorBoard merges a run's
+// files): a fresh training first removes an earlier one's (remove_training_events, in
+// begin_history), whose points would otherwise interleave with the new ones.
 class TrainingEvents {
  public:
-  TrainingEvents(const std::string& out_dir, bool fresh);
+  explicit TrainingEvents(const std::string& out_dir);
   // validation_loss NaN: there is no validation split, and the validation run gets no point.
   void epoch(int epoch, double train_loss, double validation_loss, double learning_rate, double seconds,
              double samples_per_second);
@@ -50,8 +51,8 @@ class TrainingEvents {
   EventWriter train_, validation_;
 };
 
-// Removes the event files of <out_dir>/tensorboard's two runs (a fresh TrainingEvents does the
-// same), throwing Error naming a file that cannot be removed.
+// Removes the event files of <out_dir>/tensorboard's two runs, throwing Error naming a file that
+// cannot be removed.
 void remove_training_events(const std::string& out_dir);
 
 // The TFRecord framing of one record (exposed for tests).

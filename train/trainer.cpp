@@ -253,7 +253,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       if (root) {
         const std::string restored = restore_metrics(out_dir + "/metrics.csv", state.epoch, state.epoch_metrics);
         if (!restored.empty()) {
-          TrainingEvents events(out_dir, false);
+          TrainingEvents events(out_dir);
           report_restored_epoch(restored, state, out_dir, last_path, events);
         }
       }
@@ -299,9 +299,9 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   const auto without_rate = [](const std::string& s) { return s.substr(0, s.rfind(", learning rate ")); };
   // What decides the order of the sums: ranks, backend (with its threads) and precision; not the
   // seed or the rate after them.
-  const auto arithmetic = [](const std::string& s) {
+  const auto arithmetic = [&without_rate](const std::string& s) {
     const size_t seed = s.rfind(", train.seed ");
-    return seed != std::string::npos ? s.substr(0, seed) : s.substr(0, s.rfind(", learning rate "));
+    return seed != std::string::npos ? s.substr(0, seed) : without_rate(s);
   };
   const bool same_setup = latest == setup || (latest.find(", learning rate ") == std::string::npos &&
                                               latest == without_rate(setup));
@@ -369,7 +369,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     const bool header = !path_exists(csv_path) || std::filesystem::file_size(csv_path) == 0;
     csv = AppendFile(csv_path, false);
     if (header) csv.append(std::string(kMetricsHeader) + "\n");
-    events.emplace(out_dir, false);  // a fresh run's earlier event files went with begin_history
+    events.emplace(out_dir);  // a fresh run's earlier event files went with begin_history
     if (!restored.empty()) report_restored_epoch(restored, state, out_dir, last_path, *events);
   };
   if (resume) open_history();

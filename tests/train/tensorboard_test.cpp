@@ -74,7 +74,7 @@ TEST(TensorBoard, UnwritableFolderIsAnErrorNamingTheFile) {
 TEST(TensorBoard, TrainingEventsAreTwoRunsWithOneLossTag) {
   test::TempDir d;
   {
-    TrainingEvents e(d.path(), true);
+    TrainingEvents e(d.path());
     e.epoch(1, 1.5, 1.75, 1e-3, 2.0, 100.0);
     e.epoch(2, 1.25, 1.5, 1e-3, 2.0, 110.0);
   }
@@ -100,14 +100,15 @@ TEST(TensorBoard, TrainingEventsAreTwoRunsWithOneLossTag) {
   EXPECT_EQ(throughput, 2);
 
   {  // no validation split (NaN): the training run gets its point, the validation run none
-    TrainingEvents resumed(d.path(), false);
+    TrainingEvents resumed(d.path());
     resumed.epoch(3, 1.0, std::nan(""), 1e-3, 2.0, 120.0);
   }
   for (const auto& f : event_files(validation))
     for (const auto& s : scalars(read_records(f), &version)) EXPECT_LT(s.step, 3) << f;
 
   EXPECT_EQ(event_files(train).size(), 2u);  // --resume: a second file beside the first
-  { TrainingEvents fresh(d.path(), true); }  // a new training: only its own file remains
+  remove_training_events(d.path());  // a new training (begin_history): only its own file remains
+  { TrainingEvents fresh(d.path()); }
   EXPECT_EQ(event_files(train).size(), 1u);
   EXPECT_EQ(event_files(validation).size(), 1u);
 }
