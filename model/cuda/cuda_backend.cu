@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 #include "model/cuda/cuda_check.h"
@@ -30,10 +31,13 @@ int timed_switch(const char* name) {
   return v.empty() ? -1 : v == "1" ? 1 : 0;
 }
 
-// An opt-in switch (a path not yet run on a GPU): env `name` 0 or unset (never, 0), 1 (always, 1)
-// or timed (by timing per plan, -1); anything else is an error naming it.
-int opt_in_switch(const char* name) {
-  const std::string v = env_choice(name, {"0", "1", "timed"}, "0 or unset (never), 1 (always) or timed");
+// A switch whose default is BF16's (set_math): env `name` 0 (never, 0), 1 (always, 1) or timed
+// (by timing per plan, -1); unset or empty, nullopt (timed under bf16, never otherwise); anything
+// else is an error naming it.
+std::optional<int> bf16_timed_switch(const char* name) {
+  const std::string v =
+      env_choice(name, {"0", "1", "timed"}, "0 (never), 1 (always), timed or unset (timed under bf16, else never)");
+  if (v.empty()) return std::nullopt;
   return v == "1" ? 1 : v == "timed" ? -1 : 0;
 }
 }  // namespace
@@ -47,15 +51,15 @@ CudaBackend::CudaBackend(int device)
   narrow_mode_ = timed_switch("DOWNSCALE_CUDA_NARROW");
   narrow_window_ = on_off_switch("DOWNSCALE_CUDA_NARROW_WINDOW", narrow_window_,
                                  "0 (per-pixel kernels), 1 or unset (window)");
-  // "timed" times the GEMM also where it reads 16-bit activations or NHWC operands (written
-  // 2026-11-29 without a GPU): unset leaves those on cuDNN until the GEMM has run there.
+  // "timed" times the GEMM also where it reads 16-bit activations or NHWC operands; unset does
+  // so under bf16 only (set_math), where it ran on an H200 (2026-11-30), and leaves FP16's on cuDNN.
   if (const char* wg = std::getenv("DOWNSCALE_CUDA_WGRAD_GEMM"); wg && std::string(wg) == "timed")
-    wgrad_gemm_16bit_layouts_ = true;
-  else
-    wgrad_gemm_mode_ = timed_switch("DOWNSCALE_CUDA_WGRAD_GEMM");
+    wgrad_16bit_env_ = true;
+  else if ((wgrad_gemm_mode_ = timed_switch("DOWNSCALE_CUDA_WGRAD_GEMM")) != -1)
+    wgrad_16bit_env_ = false;  // 0 or 1: nothing timed
   fuse_mode_ = timed_switch("DOWNSCALE_CUDA_FUSE");
-  graph_mode_ = opt_in_switch("DOWNSCALE_CUDA_GRAPH");
-  tf32_passes_mode_ = opt_in_switch("DOWNSCALE_CUDA_TF32_PASSES");
+  graph_env_ = bf16_timed_switch("DOWNSCALE_CUDA_GRAPH");
+  tf32_passes_env_ = bf16_timed_switch("DOWNSCALE_CUDA_TF32_PASSES");
   phase_f2_ = on_off_switch("DOWNSCALE_CUDA_PHASE_F2", phase_f2_,
                              "0 (the polyphase interleave with f read at run time) or 1 (the default: x2 "
                              "upsamplings compiled for f = 2)");
@@ -63,12 +67,16 @@ CudaBackend::CudaBackend(int device)
     const std::string v = env_choice("DOWNSCALE_CUDA_PAD_CHANNELS", {"0", "1", "all", "timed"},
                                      "1 (16-bit NHWC input channels rounded up to 8 where the output's are a "
                                      "multiple of 8), all (wherever they are not), timed (where cudnnFind times "
-                                     "that faster) or 0 or unset (as the layer has them)");
-    pad_channels_ = v == "1" ? 1 : v == "all" ? 2 : v == "timed" ? -1 : 0;
+                                     "that faster), 0 (as the layer has them) or unset (timed under bf16, else 0)");
+    if (!v.empty()) pad_env_ = v == "1" ? 1 : v == "all" ? 2 : v == "timed" ? -1 : 0;
   }
-  // Deferred weight passes (cuda_lanes.cu): on or off, nothing to time (opt-in until run on a GPU).
-  defer_weights_ = on_off_switch("DOWNSCALE_CUDA_DEFER_WEIGHTS", defer_weights_,
-                                 "1 (weight gradients on a stream of their own) or 0 or unset (in order)");
+  // Deferred weight passes (cuda_lanes.cu): on or off, nothing to time; unset, on under bf16.
+  {
+    const std::string v = env_choice("DOWNSCALE_CUDA_DEFER_WEIGHTS", {"0", "1"},
+                                     "1 (weight gradients on a stream of their own), 0 (in order) or unset (1 under "
+                                     "bf16, else 0)");
+    if (!v.empty()) defer_env_ = v == "1";
+  }
   graph_reduced_precision_ =
       env_choice("DOWNSCALE_CUDA_GRAPH_NOTES", {"fp32", "pytorch"},
                  "fp32 or unset (engines that sum in FP32 from the operands as given) or pytorch (also those that "
@@ -111,7 +119,7 @@ CudaBackend::CudaBackend(int device)
     n_lanes_ = 0;
   }
   // The weights lane is one of the lanes: without them the switch asked for does nothing, said.
-  if (defer_weights_ && n_lanes_ == 0)
+  if (defer_env_.value_or(false) && n_lanes_ == 0)
     std::fprintf(stderr,
                  "cuda: DOWNSCALE_CUDA_DEFER_WEIGHTS=1 does nothing with the lanes off (%s): weight gradients run "
                  "in order\n",

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -155,8 +156,8 @@ class CudaBackend : public Backend {
   void fork_lanes() override;
   void set_lane(int lane) override;
   void join_lanes() override;
-  // Deferred weight passes (cuda_lanes.cu, DOWNSCALE_CUDA_DEFER_WEIGHTS=1, opt-in until run on a
-  // GPU): between the Net's defer_weight_passes(true) and the next join, each convolution's
+  // Deferred weight passes (cuda_lanes.cu, DOWNSCALE_CUDA_DEFER_WEIGHTS=1, the default
+  // under bf16): between the Net's defer_weight_passes(true) and the next join, each convolution's
   // weight and bias gradients are queued on a lane of their own (after the lanes of
   // DOWNSCALE_CUDA_LANES) instead of the main stream.
   bool defer_weight_passes(bool on) override;
@@ -329,13 +330,25 @@ class CudaBackend : public Backend {
   // cudnnFind* reaches only the legacy algorithms; PyTorch, through the graph API, got MNN's BF16
   // NHWC convolutions 15.3 ms a step on an H200 (2026-11-28) where ours took 18.1 (2026-11-29),
   // the 75 -> 100 5x5 backward data 0.44 ms against 1.13. graph_mode_ (DOWNSCALE_CUDA_GRAPH):
-  // 0 never (the default until it has run on a GPU), 1 wherever an engine runs (tests), -1
-  // ("timed") where the fastest engine beats the legacy algorithm on the same scratch tensors.
+  // 0 never, 1 wherever an engine runs (tests), -1 ("timed") where the fastest engine beats the
+  // legacy algorithm on the same scratch tensors; unset, timed under bf16 and never otherwise
+  // (set_math; the note above graph_env_ says why).
   // 16-bit modes only. choose_graph_engines runs once per plan, after its legacy choices;
   // graph_execute is a pass's call with the plan's engine (x, w, y: the pass's three operands,
   // whichever it writes), refusing (NOT_SUPPORTED, so run_conv_pass falls back to the legacy
   // algorithm) an operand not aligned as the plan was built for.
   int graph_mode_ = 0;
+  // BF16's defaults since 2026-11-30 (set_math resolves each switch left unset: graph_env_,
+  // tf32_passes_env_, pad_env_, defer_env_, wgrad_16bit_env_; nullopt = unset): the graph
+  // engines, the TF32 backward passes, the padded input channels and the GEMM weight gradient in
+  // 16-bit layouts, each by timing per plan, and the deferred weight passes. On an H200
+  // (2026-11-30, gpu_check variants, bundle of e8c355f) MNN's BF16 step ran 2319 samples/s with
+  // all five against 1797 with none (each alone: graph 2193, TF32 passes 1964, deferral 1938, GEMM
+  // 1810, padding 1812), `downscale train` 2378 samples/s (200 North America epochs in 12.3
+  // minutes of steps), and every device-check row and parity test passed. TF32, FP32 and FP16
+  // keep them off: not timed there. The environment's 0/1/timed overrides either way.
+  std::optional<int> graph_env_, tf32_passes_env_, pad_env_;
+  std::optional<bool> defer_env_, wgrad_16bit_env_;
   // DOWNSCALE_CUDA_GRAPH_NOTES=pytorch: engines with the REDUCED_PRECISION_REDUCTION note are
   // timed too, as PyTorch allows (never DOWN_CONVERT_INPUTS: engine_info in cuda_conv_graph.cu).
   bool graph_reduced_precision_ = false;
@@ -422,8 +435,8 @@ class CudaBackend : public Backend {
                     const std::function<void()>& in16);
   void choose_tf32_pass(const ConvDesc& d, ConvPlan& p, int k, const std::function<void()>& as_tf32,
                         const std::function<void()>& in16);
-  // DOWNSCALE_CUDA_TF32_PASSES: 0 or unset never (until it has run on a GPU), 1 wherever it
-  // applies, -1 ("timed") by timing per plan and pass.
+  // DOWNSCALE_CUDA_TF32_PASSES: 0 never, 1 wherever it applies, -1 ("timed") by timing per plan
+  // and pass; unset, timed under bf16 (set_math).
   int tf32_passes_mode_ = 0;
   // cuda_narrow_conv.cu: the three passes in plain FP32 (any math mode).
   void narrow_conv_forward(const ConvDesc& d, const float* x, const float* w, const float* b, float* y);
@@ -520,7 +533,7 @@ class CudaBackend : public Backend {
   void switch_lane(int to);
   void destroy_lanes();
   // Deferred weight passes: the lane after the others runs them (lanes_[weights_lane()]).
-  bool defer_weights_ = false;    // DOWNSCALE_CUDA_DEFER_WEIGHTS=1: defer when the Net asks
+  bool defer_weights_ = false;    // DOWNSCALE_CUDA_DEFER_WEIGHTS=1 (unset: bf16): defer when the Net asks
   bool defer_on_ = false;         // asked (defer_weight_passes(true)) and not yet stopped
   bool weights_pending_ = false;  // a weight pass queued on the weights lane since the last join
   bool defer_said_ = false;       // the one stderr line said
@@ -550,7 +563,7 @@ class CudaBackend : public Backend {
   // The polyphase interleave kernels' F = 2 instances for x2 upsamplings (cuda_upsample_conv.cu);
   // DOWNSCALE_CUDA_PHASE_F2=0 runs the run-time-f ones, for the variants table.
   bool phase_f2_ = true;
-  // DOWNSCALE_CUDA_PAD_CHANNELS (opt-in until run on a GPU): a 16-bit NHWC plan whose input
+  // DOWNSCALE_CUDA_PAD_CHANNELS (unset: timed under bf16, set_math): a 16-bit NHWC plan whose input
   // channels are not a multiple of 8 gives cuDNN operands with them rounded up to 8, zero-filled
   // (cuda_conv_plan.cu says why): 1 where the output channels are a multiple of 8, 2 (all)
   // wherever; -1 (timed) where the padded plan's passes, timed as they will run (cudnnFind*, the
@@ -586,7 +599,7 @@ class CudaBackend : public Backend {
   // it applies, unset (-1) by timing per plan. DOWNSCALE_CUDA_WGRAD_GEMM_MB: the most one of its
   // chunks may take beside the tensors (unrolled input and partial sums), 512 MiB by default.
   int wgrad_gemm_mode_ = -1;
-  bool wgrad_gemm_16bit_layouts_ = false;  // DOWNSCALE_CUDA_WGRAD_GEMM=timed: see choose_wgrad_gemm
+  bool wgrad_gemm_16bit_layouts_ = false;  // DOWNSCALE_CUDA_WGRAD_GEMM=timed, or unset under bf16: see choose_wgrad_gemm
   int64_t wgrad_budget_bytes_ = int64_t(512) << 20;
   // DOWNSCALE_CUDA_FUSE: 0 never runs cuDNN's fused conv+bias+ReLU call, 1 always where it
   // applies, unset (-1) by timing it against the separate passes per plan.

@@ -37,6 +37,7 @@ namespace ds::model {
 namespace {
 
 using ds::test::ScopedEnv;
+using ds::test::ScopedEnvs;
 
 using test::random_values;
 using test::same_conv;
@@ -674,14 +675,22 @@ void for_each_half_setting(const std::function<void(Backend& gpu, const HalfMode
 
 // The three passes of a 9x9 'same' convolution (MNN's first layer, batch 4) and of an even 4x4
 // one (explicit padding: the 16-bit cast runs on the padded copy), forward with bias.
+// The cuDNN legacy 16-bit passes with BF16's timed paths pinned off (what those paths fall back
+// to), then with each switch as the user gets it (BF16: graph engines, TF32 passes and padding by
+// timing): every way within the 16-bit tolerance (TF32's 1e-2 is below BF16's 2e-2).
 TEST_F(ModelCuda, Bf16Fp16ConvolutionsStayWithinTolerance) {
-  for_each_half_setting([&](Backend& gpu, const HalfMode& m, const char* layout) {
-    for (int k : {9, 4}) {
-      const ConvDesc d = path_test_geometry(k);
-      const std::string what = std::string(m.name) + " " + layout + " " + std::to_string(k) + "x" + std::to_string(k);
-      passes_against_cpu(*cpu_, gpu, d, m.tol, [&](const std::string&, const char*) { return m.tol; }, what);
-    }
-  });
+  for (const char* pinned : {"0", static_cast<const char*>(nullptr)}) {
+    const ScopedEnvs env({{"DOWNSCALE_CUDA_GRAPH", pinned ? pinned : ""}, {"DOWNSCALE_CUDA_TF32_PASSES", pinned ? pinned : ""},
+                          {"DOWNSCALE_CUDA_PAD_CHANNELS", pinned ? pinned : ""}});
+    for_each_half_setting([&](Backend& gpu, const HalfMode& m, const char* layout) {
+      for (int k : {9, 4}) {
+        const ConvDesc d = path_test_geometry(k);
+        const std::string what = std::string(m.name) + " " + layout + " " + std::to_string(k) + "x" +
+                                 std::to_string(k) + (pinned ? " (legacy passes)" : " (defaults)");
+        passes_against_cpu(*cpu_, gpu, d, m.tol, [&](const std::string&, const char*) { return m.tol; }, what);
+      }
+    });
+  }
 }
 
 // The polyphase upsample+conv (x2 then 5x5 'same', as MNN's decoder) of c -> o channels on an
@@ -801,7 +810,9 @@ TEST_F(ModelCuda, PaddedInputChannelsMatchCpu) {
 // geometries, NHWC and NCHW. Each plan's line must say the engine ran its passes: a graph that no
 // engine takes would otherwise pass on the legacy algorithms unseen.
 TEST_F(ModelCuda, GraphEnginesMatchCpu) {
-  ScopedEnv graph("DOWNSCALE_CUDA_GRAPH", "1"), cudnn_filter("DOWNSCALE_CUDA_WGRAD_GEMM", "0");
+  // The TF32 passes and the padding (BF16's defaults) pinned off: every pass an engine's.
+  ScopedEnv graph("DOWNSCALE_CUDA_GRAPH", "1"), cudnn_filter("DOWNSCALE_CUDA_WGRAD_GEMM", "0"),
+      no_tf32("DOWNSCALE_CUDA_TF32_PASSES", "0"), no_pad("DOWNSCALE_CUDA_PAD_CHANNELS", "0");
   for_each_half_setting([&](Backend& gpu, const HalfMode& m, const char* layout) {
     ASSERT_GT(gpu.lanes(), 0) << "lanes are the default: the second run below needs one";
     for (int k : {9, 4, 3}) {
@@ -985,6 +996,54 @@ TEST_F(ModelCuda, Bf16Fp16FusedCastsWithReluMatchCpu) {
 
 // Five lanes are the default (2026-11-28: faster on an H200 in every pair of runs), unset or empty;
 // DOWNSCALE_CUDA_LANES=0 is one stream, and the per-pass clocks (one stream) turn the default off.
+// BF16's defaults (model/cuda/cuda_backend.h, above graph_env_): with the five switches unset, a
+// BF16 backend times the graph engines, the TF32 passes, the padded channels and the GEMM in NHWC
+// (each says so with its times) and defers MNN's weight passes; TF32 on the same backend does
+// none of that. A switch set to 0 keeps its path off under BF16.
+TEST_F(ModelCuda, Bf16DefaultsAreTheTimedPaths) {
+  const auto step_log = [&](const char* pinned, MathMode mode) {
+    const ScopedEnvs env({{"DOWNSCALE_CUDA_GRAPH", pinned}, {"DOWNSCALE_CUDA_TF32_PASSES", pinned},
+                          {"DOWNSCALE_CUDA_PAD_CHANNELS", pinned}, {"DOWNSCALE_CUDA_DEFER_WEIGHTS", pinned},
+                          {"DOWNSCALE_CUDA_WGRAD_GEMM", ""}, {"DOWNSCALE_CUDA_LAYOUT", ""},
+                          {"DOWNSCALE_CUDA_ACTIVATIONS16", ""}, {"DOWNSCALE_CUDA_LANES", "5"},
+                          {"DOWNSCALE_CUDA_PASS_TIMES", ""}});
+    auto gpu = make_cuda_backend(0);
+    EXPECT_TRUE(gpu->set_math(mode));
+    Net net(test::mnn_spec(20, 30, 53), *gpu);
+    net.init(3);
+    const Shape in{4, 20, 30, 53};
+    Tensor x(*gpu, in), d(*gpu, net.output_shape(in.n));
+    const auto xv = random_values(size_t(in.size()), 1), dv = random_values(size_t(d.size()), 2);
+    x.upload(xv.data());
+    d.upload(dv.data());
+    ds::test::StderrCapture capture;
+    net.set_lanes(true);
+    net.forward(x);
+    net.backward(d);
+    gpu->synchronize();
+    return capture.take();
+  };
+  const char* timed[] = {"by cuDNN graph engine|stays on legacy algorithm", "ms tf32/16-bit",
+                         " by timing (DOWNSCALE_CUDA_PAD_CHANNELS=timed)", "ms im2col+cuBLAS/cuDNN",
+                         "weight gradients deferred to a stream of their own"};
+  const auto says = [](const std::string& log, const std::string& alternatives) {
+    for (size_t at = 0; at <= alternatives.size();) {
+      const size_t bar = std::min(alternatives.find('|', at), alternatives.size());
+      if (log.find(alternatives.substr(at, bar - at)) != std::string::npos) return true;
+      at = bar + 1;
+    }
+    return false;
+  };
+  const std::string bf16 = step_log("", MathMode::kBf16), tf32 = step_log("", MathMode::kTf32),
+                    pinned = step_log("0", MathMode::kBf16);
+  for (const char* line : timed) {
+    EXPECT_TRUE(says(bf16, line)) << "bf16, switches unset: no '" << line << "' line in\n" << bf16;
+    if (std::string(line) == "ms im2col+cuBLAS/cuDNN") continue;  // TF32 times the GEMM too (NCHW)
+    EXPECT_FALSE(says(tf32, line)) << "tf32: a '" << line << "' line in\n" << tf32;
+    EXPECT_FALSE(says(pinned, line)) << "bf16, switches 0: a '" << line << "' line in\n" << pinned;
+  }
+}
+
 TEST_F(ModelCuda, FiveLanesByDefaultOneStreamWhenAskedOrTimed) {
   const ScopedEnv no_times("DOWNSCALE_CUDA_PASS_TIMES", nullptr);
   for (const char* v : {static_cast<const char*>(nullptr), ""}) {
@@ -1169,6 +1228,10 @@ TEST_F(ModelCuda, DemoNetLossCurvesBf16Fp16FollowFp32) {
 // tightly.
 TEST_F(ModelCuda, Activations16StepFollowsFp32Activations) {
   const ScopedEnv on("DOWNSCALE_CUDA_ACTIVATIONS16", "1"), fused("DOWNSCALE_CUDA_FUSE16", nullptr);
+  // BF16's timed paths pinned off: chosen by timing apart on A and B, one side's TF32 weight
+  // gradient would be measured here as the other side's error.
+  const ScopedEnvs legacy({{"DOWNSCALE_CUDA_GRAPH", "0"}, {"DOWNSCALE_CUDA_TF32_PASSES", "0"},
+                           {"DOWNSCALE_CUDA_PAD_CHANNELS", "0"}, {"DOWNSCALE_CUDA_DEFER_WEIGHTS", "0"}});
   const ModelSpec spec = test::mnn_spec(6, 6, 8);
   const int n = 3;
   struct Setting {
@@ -1595,7 +1658,7 @@ TEST_F(ModelCuda, WeightGradientByGemmMatchesCpu) {
   // NHWC in BF16 (dY's rounded copy NHWC, the unrolling pixel-major; x FP32 NCHW here, a 16-bit
   // NHWC activation in DeviceCheckCuda's GEMM rows).
   ScopedEnv gemm("DOWNSCALE_CUDA_WGRAD_GEMM", "1"), chunk("DOWNSCALE_CUDA_WGRAD_GEMM_MB", "1"),
-      act32("DOWNSCALE_CUDA_ACTIVATIONS16", "0");
+      act32("DOWNSCALE_CUDA_ACTIVATIONS16", "0"), no_tf32("DOWNSCALE_CUDA_TF32_PASSES", "0");  // the GEMM, not TF32
   struct Case {
     int c, h, w, oc, kh, kw, stride, pt, pb, pl, pr;
   };

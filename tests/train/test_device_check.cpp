@@ -379,6 +379,8 @@ std::vector<Variant> device_check_variants() {
   return {
       // The default's five lanes pinned, so an exported DOWNSCALE_CUDA_LANES=0 cannot drop them
       // (ModelCuda.FiveLanesByDefaultOneStreamWhenAskedOrTimed checks that they are the default).
+      // BF16 here runs its timed paths (ModelCuda.Bf16DefaultsAreTheTimedPaths); no other row does
+      // unless it names them (row_env).
       {"defaults", {{"DOWNSCALE_CUDA_LANES", "5"}}, {MathMode::kTf32, MathMode::kFp32, MathMode::kBf16, MathMode::kFp16}},
       {"hand-written kernels forced, one stream",
        {{"DOWNSCALE_CUDA_NARROW", "1"}, {"DOWNSCALE_CUDA_WGRAD_GEMM", "1"}, {"DOWNSCALE_CUDA_LANES", "0"},
@@ -457,6 +459,22 @@ std::vector<Variant> device_check_variants() {
   };
 }
 
+// A row's switches as it runs them. BF16's timed paths (the graph engines, the TF32 passes, the
+// padded channels, the deferred weight passes: BF16's defaults since 2026-11-30,
+// model/cuda/cuda_backend.h) are pinned off in every row but "defaults" that does not name them,
+// so each row checks the path it names rather than the timings' choice around it.
+std::vector<std::pair<std::string, std::string>> row_env(const Variant& v) {
+  std::vector<std::pair<std::string, std::string>> env = v.env;
+  if (v.name == "defaults") return env;
+  for (const char* name : {"DOWNSCALE_CUDA_GRAPH", "DOWNSCALE_CUDA_TF32_PASSES", "DOWNSCALE_CUDA_PAD_CHANNELS",
+                           "DOWNSCALE_CUDA_DEFER_WEIGHTS"}) {
+    bool named = false;
+    for (const auto& e : v.env) named = named || e.first == name;
+    if (!named) env.emplace_back(name, "0");
+  }
+  return env;
+}
+
 // DOWNSCALE_DEVICE_CHECK_ROWS="a|b|=c": whether row `name` runs: its name contains a or b, or is c
 // exactly ("=" before a part: a row whose name is also part of others', "16-bit activations");
 // only null or empty: every row. A device call too short for all of them runs the paths that
@@ -482,6 +500,31 @@ bool row_wanted(const std::string& name, const char* only) {
     }
   }
   return false;
+}
+
+// Every row but "defaults" runs with BF16's timed paths off unless it names them, as it set them.
+TEST(DeviceCheck, RowsPinBf16TimedPathsOffButDefaults) {
+  const auto value = [](const std::vector<std::pair<std::string, std::string>>& env, const std::string& name) {
+    std::string v = "(unset)";
+    for (const auto& [k, x] : env)
+      if (k == name) v = x;
+    return v;
+  };
+  int rows = 0;
+  for (const Variant& v : device_check_variants()) {
+    const auto env = row_env(v);
+    for (const char* name : {"DOWNSCALE_CUDA_GRAPH", "DOWNSCALE_CUDA_TF32_PASSES", "DOWNSCALE_CUDA_PAD_CHANNELS",
+                             "DOWNSCALE_CUDA_DEFER_WEIGHTS"}) {
+      const std::string set = value(v.env, name), got = value(env, name);
+      if (v.name == "defaults")
+        EXPECT_EQ(got, set) << v.name << " " << name;
+      else
+        EXPECT_EQ(got, set == "(unset)" ? "0" : set) << v.name << " " << name;
+    }
+    for (const auto& [k, x] : v.env) EXPECT_EQ(value(env, k), x) << v.name << " " << k << " kept";
+    ++rows;
+  }
+  EXPECT_GT(rows, 10);
 }
 
 // The row filter's two forms, and scripts/gpu_session.sh's two calls (their rows="..." lines):
@@ -568,7 +611,7 @@ TEST(DeviceCheckCuda, MnnStepPassesInEveryPrecisionAndPath) {
     }
     ++ran;
     try {
-      const ds::test::ScopedEnvs env(v.env);
+      const ds::test::ScopedEnvs env(row_env(v));
       auto be = model::make_cuda_backend(0);
       for (const MathMode m : v.modes) {
         if (!be->set_math(m)) {
