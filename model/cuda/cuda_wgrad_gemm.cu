@@ -215,8 +215,9 @@ void CudaBackend::choose_wgrad_gemm(const ConvDesc& d, ConvPlan& p, const float*
                                     const void* dy16, float* dw) {
   p.gemm_chosen = true;
   if (p.narrow_applies || wgrad_gemm_mode_ == 0) return;
-  // Reading a 16-bit activation or NHWC operands (written 2026-11-29 without a GPU): timed only
-  // with DOWNSCALE_CUDA_WGRAD_GEMM=timed (or forced with =1) until it has run on one.
+  // Reading a 16-bit activation or NHWC operands: timed under bf16 (its default since it passed on
+  // an H200, 2026-11-30) or with DOWNSCALE_CUDA_WGRAD_GEMM=timed, forced with =1; FP16's stay on
+  // cuDNN unless asked (set_math).
   if ((d.x16 || (half16() && nhwc_)) && wgrad_gemm_mode_ == -1 && !wgrad_gemm_16bit_layouts_) return;
   const Shape o = d.out();
   const int64_t rows = int64_t(d.in.c) * d.kh * d.kw, pixels = int64_t(o.h) * o.w;
