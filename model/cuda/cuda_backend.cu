@@ -53,10 +53,17 @@ CudaBackend::CudaBackend(int device)
                                  "0 (per-pixel kernels), 1 or unset (window)");
   // "timed" times the GEMM also where it reads 16-bit activations or NHWC operands; unset does
   // so under bf16 only (set_math), where it ran on an H200 (2026-11-30), and leaves FP16's on cuDNN.
-  if (const char* wg = std::getenv("DOWNSCALE_CUDA_WGRAD_GEMM"); wg && std::string(wg) == "timed")
-    wgrad_16bit_env_ = true;
-  else if ((wgrad_gemm_mode_ = timed_switch("DOWNSCALE_CUDA_WGRAD_GEMM")) != -1)
-    wgrad_16bit_env_ = false;  // 0 or 1: nothing timed
+  {
+    const std::string v = env_choice("DOWNSCALE_CUDA_WGRAD_GEMM", {"0", "1", "timed"},
+                                     "0 (never), 1 (always), timed (by timing, also in NHWC and from 16-bit "
+                                     "activations) or unset (by timing; those two forms under bf16 only)");
+    if (v == "timed") {
+      wgrad_16bit_env_ = true;  // wgrad_gemm_mode_ stays -1: by timing
+    } else if (!v.empty()) {
+      wgrad_gemm_mode_ = v == "1" ? 1 : 0;
+      wgrad_16bit_env_ = false;  // 0 or 1: nothing timed
+    }
+  }
   fuse_mode_ = timed_switch("DOWNSCALE_CUDA_FUSE");
   graph_env_ = bf16_timed_switch("DOWNSCALE_CUDA_GRAPH");
   tf32_passes_env_ = bf16_timed_switch("DOWNSCALE_CUDA_TF32_PASSES");
@@ -119,6 +126,7 @@ CudaBackend::CudaBackend(int device)
     n_lanes_ = 0;
   }
   // The weights lane is one of the lanes: without them the switch asked for does nothing, said.
+  resolve_timed_paths();  // math_'s (tf32) until set_math
   if (defer_env_.value_or(false) && n_lanes_ == 0)
     std::fprintf(stderr,
                  "cuda: DOWNSCALE_CUDA_DEFER_WEIGHTS=1 does nothing with the lanes off (%s): weight gradients run "

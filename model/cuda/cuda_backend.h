@@ -349,6 +349,10 @@ class CudaBackend : public Backend {
   // keep them off: not timed there. The environment's 0/1/timed overrides either way.
   std::optional<int> graph_env_, tf32_passes_env_, pad_env_;
   std::optional<bool> defer_env_, wgrad_16bit_env_;
+  // The five from the environment and math_: at the end of the constructor (math_ tf32, so a
+  // backend whose caller never sets a mode, bench/train_ddp.cpp, still takes an explicit =1) and
+  // in set_math.
+  void resolve_timed_paths();
   // DOWNSCALE_CUDA_GRAPH_NOTES=pytorch: engines with the REDUCED_PRECISION_REDUCTION note are
   // timed too, as PyTorch allows (never DOWN_CONVERT_INPUTS: engine_info in cuda_conv_graph.cu).
   bool graph_reduced_precision_ = false;

@@ -215,17 +215,22 @@ bool CudaBackend::set_math(MathMode mode) {
   const bool bf16 = mode == MathMode::kBf16;
   nhwc_ = layout_env_ >= 0 ? layout_env_ == 1 : bf16;
   act16_ = act16_env_ >= 0 ? act16_env_ == 1 : bf16;
-  // BF16's timed paths (cuda_backend.h, above graph_env_, says where and how fast); each
-  // unset switch gives way to them under bf16 only, where they ran, and to never otherwise.
+  resolve_timed_paths();
+  if (cublas_) set_cublas_math(cublas_);
+  for (const Lane& l : lanes_)  // the other lanes' handles (the current one's is cublas_)
+    if (l.cublas && l.cublas != cublas_) set_cublas_math(l.cublas);
+  return true;
+}
+
+// BF16's timed paths (cuda_backend.h, above graph_env_, says where and how fast): each unset
+// switch gives way to them under bf16 only, where they ran, and to never otherwise.
+void CudaBackend::resolve_timed_paths() {
+  const bool bf16 = math_ == MathMode::kBf16;
   graph_mode_ = graph_env_.value_or(bf16 ? -1 : 0);
   tf32_passes_mode_ = tf32_passes_env_.value_or(bf16 ? -1 : 0);
   pad_channels_ = pad_env_.value_or(bf16 ? -1 : 0);
   defer_weights_ = defer_env_.value_or(bf16);
   wgrad_gemm_16bit_layouts_ = wgrad_16bit_env_.value_or(bf16);
-  if (cublas_) set_cublas_math(cublas_);
-  for (const Lane& l : lanes_)  // the other lanes' handles (the current one's is cublas_)
-    if (l.cublas && l.cublas != cublas_) set_cublas_math(l.cublas);
-  return true;
 }
 
 // Row-major x (n, in), w (out, in), y (n, out) are column-major x^T, w^T, y^T to cuBLAS, so

@@ -675,13 +675,14 @@ void for_each_half_setting(const std::function<void(Backend& gpu, const HalfMode
 
 // The three passes of a 9x9 'same' convolution (MNN's first layer, batch 4) and of an even 4x4
 // one (explicit padding: the 16-bit cast runs on the padded copy), forward with bias.
-// The cuDNN legacy 16-bit passes with BF16's timed paths pinned off (what those paths fall back
-// to), then with each switch as the user gets it (BF16: graph engines, TF32 passes and padding by
+// The cuDNN legacy 16-bit passes with BF16's timed paths and the GEMM pinned off (what those
+// paths fall back to), then with each switch as the user gets it (BF16: graph engines, TF32 passes and padding by
 // timing): every way within the 16-bit tolerance (TF32's 1e-2 is below BF16's 2e-2).
 TEST_F(ModelCuda, Bf16Fp16ConvolutionsStayWithinTolerance) {
   for (const char* pinned : {"0", static_cast<const char*>(nullptr)}) {
-    const ScopedEnvs env({{"DOWNSCALE_CUDA_GRAPH", pinned ? pinned : ""}, {"DOWNSCALE_CUDA_TF32_PASSES", pinned ? pinned : ""},
-                          {"DOWNSCALE_CUDA_PAD_CHANNELS", pinned ? pinned : ""}});
+    const char* v = pinned ? pinned : "";
+    const ScopedEnvs env({{"DOWNSCALE_CUDA_GRAPH", v}, {"DOWNSCALE_CUDA_TF32_PASSES", v},
+                          {"DOWNSCALE_CUDA_PAD_CHANNELS", v}, {"DOWNSCALE_CUDA_WGRAD_GEMM", v}});
     for_each_half_setting([&](Backend& gpu, const HalfMode& m, const char* layout) {
       for (int k : {9, 4}) {
         const ConvDesc d = path_test_geometry(k);
@@ -998,8 +999,8 @@ TEST_F(ModelCuda, Bf16Fp16FusedCastsWithReluMatchCpu) {
 // DOWNSCALE_CUDA_LANES=0 is one stream, and the per-pass clocks (one stream) turn the default off.
 // BF16's defaults (model/cuda/cuda_backend.h, above graph_env_): with the five switches unset, a
 // BF16 backend times the graph engines, the TF32 passes, the padded channels and the GEMM in NHWC
-// (each says so with its times) and defers MNN's weight passes; TF32 on the same backend does
-// none of that. A switch set to 0 keeps its path off under BF16.
+// (each says so with its times) and defers MNN's weight passes; a TF32 backend does none of that
+// (each run a backend of its own). A switch set to 0 keeps its path off under BF16.
 TEST_F(ModelCuda, Bf16DefaultsAreTheTimedPaths) {
   const auto step_log = [&](const char* pinned, MathMode mode) {
     const ScopedEnvs env({{"DOWNSCALE_CUDA_GRAPH", pinned}, {"DOWNSCALE_CUDA_TF32_PASSES", pinned},
@@ -1658,7 +1659,10 @@ TEST_F(ModelCuda, WeightGradientByGemmMatchesCpu) {
   // NHWC in BF16 (dY's rounded copy NHWC, the unrolling pixel-major; x FP32 NCHW here, a 16-bit
   // NHWC activation in DeviceCheckCuda's GEMM rows).
   ScopedEnv gemm("DOWNSCALE_CUDA_WGRAD_GEMM", "1"), chunk("DOWNSCALE_CUDA_WGRAD_GEMM_MB", "1"),
-      act32("DOWNSCALE_CUDA_ACTIVATIONS16", "0"), no_tf32("DOWNSCALE_CUDA_TF32_PASSES", "0");  // the GEMM, not TF32
+      act32("DOWNSCALE_CUDA_ACTIVATIONS16", "0");
+  // BF16's other timed paths pinned off: the GEMM's weight gradient is what is checked, and a
+  // padded plan's or an engine's lines would be read as the GEMM's.
+  ScopedEnvs others({{"DOWNSCALE_CUDA_TF32_PASSES", "0"}, {"DOWNSCALE_CUDA_GRAPH", "0"}, {"DOWNSCALE_CUDA_PAD_CHANNELS", "0"}});
   struct Case {
     int c, h, w, oc, kh, kw, stride, pt, pb, pl, pr;
   };

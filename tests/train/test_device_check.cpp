@@ -462,15 +462,30 @@ std::vector<Variant> device_check_variants() {
 // A row's switches as it runs them. BF16's timed paths (the graph engines, the TF32 passes, the
 // padded channels, the deferred weight passes: BF16's defaults since 2026-11-30,
 // model/cuda/cuda_backend.h) are pinned off in every row but "defaults" that does not name them,
-// so each row checks the path it names rather than the timings' choice around it.
+// so each row checks the path it names rather than the timings' choice around it. The GEMM weight
+// gradient too where every mode of the row is 16-bit in NHWC (LAYOUT=nhwc, or unset with BF16
+// alone): there it was never timed before BF16's new defaults (in NCHW it was, on FP32 x).
 std::vector<std::pair<std::string, std::string>> row_env(const Variant& v) {
   std::vector<std::pair<std::string, std::string>> env = v.env;
   if (v.name == "defaults") return env;
+  const auto value = [&](const std::string& name) {
+    for (const auto& e : v.env)
+      if (e.first == name) return e.second;
+    return std::string();
+  };
+  bool bf16_only = !v.modes.empty();
+  for (const MathMode m : v.modes) bf16_only = bf16_only && m == MathMode::kBf16;
+  const bool half_nhwc = value("DOWNSCALE_CUDA_LAYOUT") == "nhwc" ||
+                         (value("DOWNSCALE_CUDA_LAYOUT").empty() && bf16_only);
+  bool half_only = !v.modes.empty();
+  for (const MathMode m : v.modes) half_only = half_only && (m == MathMode::kBf16 || m == MathMode::kFp16);
   for (const char* name : {"DOWNSCALE_CUDA_GRAPH", "DOWNSCALE_CUDA_TF32_PASSES", "DOWNSCALE_CUDA_PAD_CHANNELS",
-                           "DOWNSCALE_CUDA_DEFER_WEIGHTS"}) {
+                           "DOWNSCALE_CUDA_DEFER_WEIGHTS", "DOWNSCALE_CUDA_WGRAD_GEMM"}) {
     bool named = false;
     for (const auto& e : v.env) named = named || e.first == name;
-    if (!named) env.emplace_back(name, "0");
+    if (named) continue;
+    if (std::string(name) == "DOWNSCALE_CUDA_WGRAD_GEMM" && !(half_only && half_nhwc)) continue;
+    env.emplace_back(name, "0");
   }
   return env;
 }
@@ -513,6 +528,18 @@ TEST(DeviceCheck, RowsPinBf16TimedPathsOffButDefaults) {
   int rows = 0;
   for (const Variant& v : device_check_variants()) {
     const auto env = row_env(v);
+    // The GEMM's pin: rows of 16-bit modes in NHWC only (the layout named, or BF16's default).
+    bool half_only = true, bf16_only = true;
+    for (const MathMode m : v.modes) {
+      half_only = half_only && (m == MathMode::kBf16 || m == MathMode::kFp16);
+      bf16_only = bf16_only && m == MathMode::kBf16;
+    }
+    const std::string layout = value(v.env, "DOWNSCALE_CUDA_LAYOUT");
+    const bool nhwc = layout == "nhwc" || (layout == "(unset)" && bf16_only);
+    const std::string gemm = value(v.env, "DOWNSCALE_CUDA_WGRAD_GEMM");
+    EXPECT_EQ(value(env, "DOWNSCALE_CUDA_WGRAD_GEMM"),
+              v.name != "defaults" && gemm == "(unset)" && half_only && nhwc ? "0" : gemm)
+        << v.name << " DOWNSCALE_CUDA_WGRAD_GEMM";
     for (const char* name : {"DOWNSCALE_CUDA_GRAPH", "DOWNSCALE_CUDA_TF32_PASSES", "DOWNSCALE_CUDA_PAD_CHANNELS",
                              "DOWNSCALE_CUDA_DEFER_WEIGHTS"}) {
       const std::string set = value(v.env, name), got = value(env, name);
@@ -525,6 +552,14 @@ TEST(DeviceCheck, RowsPinBf16TimedPathsOffButDefaults) {
     ++rows;
   }
   EXPECT_GT(rows, 10);
+  // The rule on named rows: NHWC 16-bit activations (BF16) pins the GEMM, the NCHW 16-bit
+  // activations row (BF16 and FP16) does not, the TF32 row of the deferred passes does not.
+  for (const Variant& v : device_check_variants()) {
+    const auto env = row_env(v);
+    if (v.name == "NHWC 16-bit activations") EXPECT_EQ(value(env, "DOWNSCALE_CUDA_WGRAD_GEMM"), "0");
+    if (v.name == "16-bit activations") EXPECT_EQ(value(env, "DOWNSCALE_CUDA_WGRAD_GEMM"), "(unset)");
+    if (v.name == "deferred weight passes") EXPECT_EQ(value(env, "DOWNSCALE_CUDA_WGRAD_GEMM"), "(unset)");
+  }
 }
 
 // The row filter's two forms, and scripts/gpu_session.sh's two calls (their rows="..." lines):
