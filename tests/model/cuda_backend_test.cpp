@@ -997,6 +997,20 @@ TEST_F(ModelCuda, Bf16Fp16FusedCastsWithReluMatchCpu) {
 
 // Five lanes are the default (2026-11-28: faster on an H200 in every pair of runs), unset or empty;
 // DOWNSCALE_CUDA_LANES=0 is one stream, and the per-pass clocks (one stream) turn the default off.
+// MNN's input on the North America grid (20 x 30 x 53) at batch 4 and a gradient of its output,
+// random and uploaded: the step the lane tests run.
+struct MnnStep {
+  Tensor x, d;
+};
+MnnStep mnn_step_inputs(Backend& gpu, const Net& net) {
+  const Shape in{4, 20, 30, 53};
+  MnnStep s{Tensor(gpu, in), Tensor(gpu, net.output_shape(in.n))};
+  const auto xv = random_values(size_t(in.size()), 1), dv = random_values(size_t(s.d.size()), 2);
+  s.x.upload(xv.data());
+  s.d.upload(dv.data());
+  return s;
+}
+
 // BF16's defaults (model/cuda/cuda_backend.h, above graph_env_): with the five switches unset, a
 // BF16 backend times the graph engines, the TF32 passes, the padded channels and the GEMM in NHWC
 // (each says so with its times) and defers MNN's weight passes; a TF32 backend does none of that
@@ -1012,15 +1026,11 @@ TEST_F(ModelCuda, Bf16DefaultsAreTheTimedPaths) {
     EXPECT_TRUE(gpu->set_math(mode));
     Net net(test::mnn_spec(20, 30, 53), *gpu);
     net.init(3);
-    const Shape in{4, 20, 30, 53};
-    Tensor x(*gpu, in), d(*gpu, net.output_shape(in.n));
-    const auto xv = random_values(size_t(in.size()), 1), dv = random_values(size_t(d.size()), 2);
-    x.upload(xv.data());
-    d.upload(dv.data());
+    const MnnStep in = mnn_step_inputs(*gpu, net);
     ds::test::StderrCapture capture;
     net.set_lanes(true);
-    net.forward(x);
-    net.backward(d);
+    net.forward(in.x);
+    net.backward(in.d);
     gpu->synchronize();
     return capture.take();
   };
@@ -1085,11 +1095,8 @@ TEST_F(ModelCuda, LanesGiveTheSameStepAsOneStream) {
       const std::string how = std::string(math_mode_name(mode)) + ", DOWNSCALE_CUDA_DEFER_WEIGHTS=" + defer;
       Net net(test::mnn_spec(20, 30, 53), *gpu);
       net.init(3);
-      const Shape in{4, 20, 30, 53};
-      Tensor x(*gpu, in), d(*gpu, net.output_shape(in.n));
-      const auto xv = random_values(size_t(in.size()), 1), dv = random_values(size_t(d.size()), 2);
-      x.upload(xv.data());
-      d.upload(dv.data());
+      const MnnStep in = mnn_step_inputs(*gpu, net);
+      const Tensor &x = in.x, &d = in.d;
       const auto run = [&](bool lanes) {
         net.set_lanes(lanes);
         std::vector<std::vector<float>> r{net.forward(x).to_host()};
