@@ -125,8 +125,8 @@ CudaBackend::CudaBackend(int device)
     if (l && *l) std::fprintf(stderr, "cuda: DOWNSCALE_CUDA_LANES off: DOWNSCALE_CUDA_PASS_TIMES times one stream\n");
     n_lanes_ = 0;
   }
-  // The weights lane is one of the lanes: without them the switch asked for does nothing, said.
   resolve_timed_paths();  // math_'s (tf32) until set_math
+  // The weights lane is one of the lanes: without them the switch asked for does nothing, said.
   if (defer_env_.value_or(false) && n_lanes_ == 0)
     std::fprintf(stderr,
                  "cuda: DOWNSCALE_CUDA_DEFER_WEIGHTS=1 does nothing with the lanes off (%s): weight gradients run "
