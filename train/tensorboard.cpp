@@ -68,28 +68,29 @@ void EventWriter::write_record(const std::string& data) {
 }
 
 namespace {
-// The run folder, made if missing; with `emptied`, without the event files of earlier trainings.
-std::string run_folder(const std::string& parent, const std::string& run, bool emptied) {
+// The run folder, made if missing.
+std::string run_folder(const std::string& parent, const std::string& run) {
   const std::filesystem::path dir = std::filesystem::path(parent) / run;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(dir.string() + ": cannot create the TensorBoard folder: " + ec.message());
-  if (emptied)
-    for (const auto& f : std::filesystem::directory_iterator(dir))
-      if (f.path().filename().string().rfind("events.out.tfevents.", 0) == 0 && !std::filesystem::remove(f.path(), ec) &&
-          ec)
-        throw Error(f.path().string() + ": cannot remove the earlier run's TensorBoard events: " + ec.message());
   return dir.string();
 }
 }  // namespace
 
 TrainingEvents::TrainingEvents(const std::string& out_dir)
     : folder_(out_dir + "/tensorboard"),
-      train_(run_folder(folder_, "train", false)),
-      validation_(run_folder(folder_, "validation", false)) {}
+      train_(run_folder(folder_, "train")),
+      validation_(run_folder(folder_, "validation")) {}
 
 void remove_training_events(const std::string& out_dir) {
-  for (const char* run : {"train", "validation"}) run_folder(out_dir + "/tensorboard", run, true);
+  for (const char* run : {"train", "validation"}) {
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(run_folder(out_dir + "/tensorboard", run)))
+      if (f.path().filename().string().rfind("events.out.tfevents.", 0) == 0 && !std::filesystem::remove(f.path(), ec) &&
+          ec)
+        throw Error(f.path().string() + ": cannot remove the earlier run's TensorBoard events: " + ec.message());
+  }
 }
 
 void TrainingEvents::epoch(int epoch, double train_loss, double validation_loss, double learning_rate,
