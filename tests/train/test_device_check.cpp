@@ -465,26 +465,27 @@ std::vector<Variant> device_check_variants() {
 // so each row checks the path it names rather than the timings' choice around it. The GEMM weight
 // gradient too where every mode of the row is 16-bit in NHWC (LAYOUT=nhwc, or unset with BF16
 // alone): there it was never timed before BF16's new defaults (in NCHW it was, on FP32 x).
-std::vector<std::pair<std::string, std::string>> row_env(const Variant& v) {
-  std::vector<std::pair<std::string, std::string>> env = v.env;
+using RowEnv = std::vector<std::pair<std::string, std::string>>;
+
+// The value `env` gives switch `name`, "" where it gives none (the last, as ScopedEnvs leaves it).
+std::string env_value(const RowEnv& env, const std::string& name) {
+  std::string v;
+  for (const auto& [k, x] : env)
+    if (k == name) v = x;
+  return v;
+}
+
+RowEnv row_env(const Variant& v) {
+  RowEnv env = v.env;
   if (v.name == "defaults") return env;
-  const auto value = [&](const std::string& name) {
-    for (const auto& e : v.env)
-      if (e.first == name) return e.second;
-    return std::string();
-  };
-  bool bf16_only = !v.modes.empty();
-  for (const MathMode m : v.modes) bf16_only = bf16_only && m == MathMode::kBf16;
-  const bool half_nhwc = value("DOWNSCALE_CUDA_LAYOUT") == "nhwc" ||
-                         (value("DOWNSCALE_CUDA_LAYOUT").empty() && bf16_only);
-  bool half_only = !v.modes.empty();
-  for (const MathMode m : v.modes) half_only = half_only && (m == MathMode::kBf16 || m == MathMode::kFp16);
+  const auto all_modes = [&](auto is) { return !v.modes.empty() && std::all_of(v.modes.begin(), v.modes.end(), is); };
+  const bool half_only = all_modes([](MathMode m) { return m == MathMode::kBf16 || m == MathMode::kFp16; });
+  const std::string layout = env_value(v.env, "DOWNSCALE_CUDA_LAYOUT");
+  const bool nhwc = layout == "nhwc" || (layout.empty() && all_modes([](MathMode m) { return m == MathMode::kBf16; }));
   for (const char* name : {"DOWNSCALE_CUDA_GRAPH", "DOWNSCALE_CUDA_TF32_PASSES", "DOWNSCALE_CUDA_PAD_CHANNELS",
                            "DOWNSCALE_CUDA_DEFER_WEIGHTS", "DOWNSCALE_CUDA_WGRAD_GEMM"}) {
-    bool named = false;
-    for (const auto& e : v.env) named = named || e.first == name;
-    if (named) continue;
-    if (std::string(name) == "DOWNSCALE_CUDA_WGRAD_GEMM" && !(half_only && half_nhwc)) continue;
+    if (!env_value(v.env, name).empty()) continue;  // the row names it
+    if (std::string(name) == "DOWNSCALE_CUDA_WGRAD_GEMM" && !(half_only && nhwc)) continue;
     env.emplace_back(name, "0");
   }
   return env;
@@ -519,12 +520,7 @@ bool row_wanted(const std::string& name, const char* only) {
 
 // Every row but "defaults" runs with BF16's timed paths off unless it names them, as it set them.
 TEST(DeviceCheck, RowsPinBf16TimedPathsOffButDefaults) {
-  const auto value = [](const std::vector<std::pair<std::string, std::string>>& env, const std::string& name) {
-    std::string v = "(unset)";
-    for (const auto& [k, x] : env)
-      if (k == name) v = x;
-    return v;
-  };
+  const auto value = env_value;  // "" where unset
   int rows = 0;
   for (const Variant& v : device_check_variants()) {
     const auto env = row_env(v);
@@ -535,10 +531,10 @@ TEST(DeviceCheck, RowsPinBf16TimedPathsOffButDefaults) {
       bf16_only = bf16_only && m == MathMode::kBf16;
     }
     const std::string layout = value(v.env, "DOWNSCALE_CUDA_LAYOUT");
-    const bool nhwc = layout == "nhwc" || (layout == "(unset)" && bf16_only);
+    const bool nhwc = layout == "nhwc" || (layout.empty() && bf16_only);
     const std::string gemm = value(v.env, "DOWNSCALE_CUDA_WGRAD_GEMM");
     EXPECT_EQ(value(env, "DOWNSCALE_CUDA_WGRAD_GEMM"),
-              v.name != "defaults" && gemm == "(unset)" && half_only && nhwc ? "0" : gemm)
+              v.name != "defaults" && gemm.empty() && half_only && nhwc ? "0" : gemm)
         << v.name << " DOWNSCALE_CUDA_WGRAD_GEMM";
     for (const char* name : {"DOWNSCALE_CUDA_GRAPH", "DOWNSCALE_CUDA_TF32_PASSES", "DOWNSCALE_CUDA_PAD_CHANNELS",
                              "DOWNSCALE_CUDA_DEFER_WEIGHTS"}) {
@@ -546,7 +542,7 @@ TEST(DeviceCheck, RowsPinBf16TimedPathsOffButDefaults) {
       if (v.name == "defaults")
         EXPECT_EQ(got, set) << v.name << " " << name;
       else
-        EXPECT_EQ(got, set == "(unset)" ? "0" : set) << v.name << " " << name;
+        EXPECT_EQ(got, set.empty() ? "0" : set) << v.name << " " << name;
     }
     for (const auto& [k, x] : v.env) EXPECT_EQ(value(env, k), x) << v.name << " " << k << " kept";
     ++rows;
@@ -557,8 +553,8 @@ TEST(DeviceCheck, RowsPinBf16TimedPathsOffButDefaults) {
   for (const Variant& v : device_check_variants()) {
     const auto env = row_env(v);
     if (v.name == "NHWC 16-bit activations") EXPECT_EQ(value(env, "DOWNSCALE_CUDA_WGRAD_GEMM"), "0");
-    if (v.name == "16-bit activations") EXPECT_EQ(value(env, "DOWNSCALE_CUDA_WGRAD_GEMM"), "(unset)");
-    if (v.name == "deferred weight passes") EXPECT_EQ(value(env, "DOWNSCALE_CUDA_WGRAD_GEMM"), "(unset)");
+    if (v.name == "16-bit activations") EXPECT_EQ(value(env, "DOWNSCALE_CUDA_WGRAD_GEMM"), "");
+    if (v.name == "deferred weight passes") EXPECT_EQ(value(env, "DOWNSCALE_CUDA_WGRAD_GEMM"), "");
   }
 }
 
