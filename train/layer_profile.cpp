@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <sstream>
 
 #include "io/error.h"
+#include "io/read_file.h"
 #include "model/adam.h"
 #include "model/loss_accumulator.h"
 
@@ -95,11 +95,7 @@ LayerProfile LayerProfile::from_json(const std::string& text, const std::string&
 }
 
 LayerProfile LayerProfile::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot read the layer profile");
-  std::stringstream s;
-  s << in.rdbuf();
-  return from_json(s.str(), path);
+  return from_json(read_file(path), path);
 }
 
 LayerProfile measure_layer_profile(model::Net& net, model::Backend& be, model::LossKind loss, const model::Tensor& x,

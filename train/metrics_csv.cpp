@@ -1,9 +1,9 @@
 #include "train/metrics_csv.h"
 
-#include <fstream>
 #include <sstream>
 
 #include "io/atomic_file.h"
+#include "io/read_file.h"
 
 namespace ds {
 
@@ -44,8 +44,7 @@ EpochMetrics parse_metrics_line(const std::string& line) {
 
 std::string restore_metrics(const std::string& path, int checkpoint_epoch, const std::string& checkpoint_line) {
   if (!path_exists(path)) return "";
-  std::ifstream in(path, std::ios::binary);
-  const std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string original = read_file(path);  // unreadable: an error, not a history begun anew
   // The complete lines: a last one without its newline was cut off by the failed write.
   std::string text;
   int last = 0;

@@ -25,7 +25,8 @@ EpochMetrics parse_metrics_line(const std::string& line);  // epoch 0 when it is
 // file's last epoch is the one before `checkpoint_epoch`, `checkpoint_line` (that epoch's, from
 // the checkpoint; "" in older ones) is appended, after the header if the file had lost even that
 // (written unsynced just before a node was lost). Only the checkpoint's own epoch can be put back:
-// a file further behind keeps its gap. Returns the line restored, "" when nothing was.
+// a file further behind keeps its gap. Returns the line restored, "" when nothing was. A file that
+// exists but cannot be read is an Error naming it (exit 3): resume stops rather than begin the history anew.
 std::string restore_metrics(const std::string& path, int checkpoint_epoch, const std::string& checkpoint_line);
 
 }  // namespace ds

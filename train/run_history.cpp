@@ -4,30 +4,19 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <random>
 
 #include "io/atomic_file.h"
 #include "io/error.h"
+#include "io/read_file.h"
 #include "train/metrics_csv.h"
 #include "train/tensorboard.h"
 
 namespace ds {
 namespace {
-
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot be opened: " + std::strerror(errno));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error(path + ": cannot be read: " + std::strerror(errno));
-  return bytes;
-}
 
 void remove_file(const std::string& path) {
   std::error_code ec;
@@ -99,7 +88,7 @@ void settle_history(const HistorySettlement& plan, const std::string& out_dir, c
     begin_history(out_dir, model_summary);
   else if (plan.remove_best)
     remove_file(best);
-  if (plan.copy_last_to_best) write_file_atomically(best, file_bytes(last));
+  if (plan.copy_last_to_best) write_file_atomically(best, read_file(last, kExitFailure));
   if (plan.best_problem.empty()) return;  // a resume within the first epoch: nothing was amiss
   const std::string where =
       state.step_in_epoch > 0 ? fmt::format("epoch {} step {}", state.epoch + 1, state.step_in_epoch)

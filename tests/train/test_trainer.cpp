@@ -765,4 +765,9 @@ TEST(MetricsCsv, LinesAndRestore) {
   EXPECT_EQ(text(), header + "1,2,3,4,5\n");
   EXPECT_EQ(restore_metrics(d / "none.csv", 2, "2,1,1,1,1"), "");
   EXPECT_FALSE(std::filesystem::exists(d / "none.csv"));
+  // One that exists but cannot be read stops the resume naming it (it was read as empty: a
+  // history of the checkpoint's line alone).
+  std::filesystem::create_directories(d / "folder.csv");
+  EXPECT_EQ(test::message_of<Error>([&] { restore_metrics(d / "folder.csv", 1, "1,2,3,4,5"); }),
+            (d / "folder.csv") + ": cannot be read: Is a directory");
 }
