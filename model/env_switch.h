@@ -1,6 +1,7 @@
 // The DOWNSCALE_* environment switches (A/B runs of one binary, paths not yet the default): a
 // value a switch does not know is an error naming the variable, its value and what each value
-// means, never silently read as the default; a run then compares what it says it compares.
+// means, never silently read as the default; a run then compares what it says it compares. Such a
+// value is a configuration error (UsageError, exit 2), as a mistyped config key is.
 // Header-only: the CUDA plugin reads its switches through it too.
 #pragma once
 #include <cstdlib>
@@ -20,7 +21,7 @@ inline std::string env_choice(const char* name, std::initializer_list<const char
   if (v.empty()) return v;
   for (const char* a : allowed)
     if (v == a) return v;
-  throw Error(std::string(name) + " is '" + v + "', expected " + expected);
+  throw UsageError(std::string(name) + " is '" + v + "', expected " + expected);
 }
 
 // An on/off switch: env `name` 0 (false) or 1 (true), unset or empty for `by_default`; anything

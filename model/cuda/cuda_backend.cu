@@ -92,7 +92,7 @@ CudaBackend::CudaBackend(int device)
     char* end = nullptr;
     const long long v = std::strtoll(mb, &end, 10);
     if (!*mb || *end || v < 1 || v > (1LL << 20))
-      throw Error(std::string("DOWNSCALE_CUDA_WGRAD_GEMM_MB is '") + mb + "', expected MiB from 1 to 1048576");
+      throw UsageError(std::string("DOWNSCALE_CUDA_WGRAD_GEMM_MB is '") + mb + "', expected MiB from 1 to 1048576");
     wgrad_budget_bytes_ = int64_t(v) << 20;
   }
   cudnn_bias_grad_ = env_choice("DOWNSCALE_CUDA_BIAS_GRAD", {"cudnn", "kernel"}, "cudnn or kernel (the default)") ==
@@ -117,7 +117,7 @@ CudaBackend::CudaBackend(int device)
     char* end = nullptr;
     const long n = std::strtol(v.c_str(), &end, 10);
     if (end == v.c_str() || *end != '\0' || n < 0 || n > 16)
-      throw Error("DOWNSCALE_CUDA_LANES is '" + v + "', expected 0 (one stream) to 16 streams (5, the default)");
+      throw UsageError("DOWNSCALE_CUDA_LANES is '" + v + "', expected 0 (one stream) to 16 streams (5, the default)");
     n_lanes_ = int(n);
   }
   if (n_lanes_ > 0 && pass_times_) {

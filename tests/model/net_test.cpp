@@ -194,6 +194,7 @@ TEST(ModelNet, MistypedSwitchIsAnErrorNamingIt) {
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(std::string(name) + " is 'maybe', expected 0 ("), std::string::npos)
           << e.what();
+      EXPECT_EQ(e.code(), kExitUsage) << name << ": a configuration error, as a mistyped key";
     }
   }
   for (const char* name : names)
