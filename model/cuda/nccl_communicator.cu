@@ -132,9 +132,16 @@ class NcclCommunicator final : public Communicator {
       throw Error("ncclCommInitRank failed on " + at + " of " + std::to_string(host.size()) + ": " +
                   lib.GetErrorString(r) + last_error());
     // The highest priority: a bucket's allreduce should not queue behind backward's kernels.
-    int least = 0, greatest = 0;
-    DS_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    DS_CUDA(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
+    // A constructor that throws runs no destructor: the communicator just made is aborted here.
+    try {
+      int least = 0, greatest = 0;
+      DS_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+      DS_CUDA(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
+    } catch (...) {
+      lib.CommAbort(comm_);
+      comm_ = nullptr;
+      throw;
+    }
   }
 
   ~NcclCommunicator() override {
@@ -169,12 +176,15 @@ class NcclCommunicator final : public Communicator {
     float* block = be_.allocate(int64_t((n + 1) / 2));
     wire_buffers_.push_back(block);
     auto* h = reinterpret_cast<uint16_t*>(block);
+    // The pack's launch is checked before the collective is queued; the unpack's by run(), once
+    // the collective is recorded as open (an error then aborts it rather than wait on it).
     run(wire == WireType::kBf16 ? "ncclAllReduce (bf16)" : "ncclAllReduce (fp16)", [&] {
       pack_wire16<<<blocks_for(int64_t(n)), kThreads, 0, stream_>>>(int64_t(n), w, data, h);
+      DS_CUDA(cudaGetLastError());
       const ncclResult_t r = nccl().AllReduce(h, h, n, wire == WireType::kBf16 ? ncclBfloat16 : ncclFloat16,
                                               ncclSum, comm_, stream_);
-      unpack_wire16<<<blocks_for(int64_t(n)), kThreads, 0, stream_>>>(int64_t(n), w, h, data);
-      DS_CUDA(cudaGetLastError());
+      if (r == ncclSuccess || r == ncclInProgress)
+        unpack_wire16<<<blocks_for(int64_t(n)), kThreads, 0, stream_>>>(int64_t(n), w, h, data);
       return r;
     });
   }
@@ -254,8 +264,10 @@ class NcclCommunicator final : public Communicator {
       abort(std::string(what) + " failed on rank " + std::to_string(rank()) + " (GPU " + std::to_string(be_.device()) +
                 "): " + nccl().GetErrorString(r) + last_error(),
             kExitFailure);
-    DS_CUDA(cudaEventRecord(done, stream_));
-    ops_.push_back({{t, {}}, done, what});
+    const cudaError_t recorded = cudaEventRecord(done, stream_);
+    ops_.push_back({{t, {}}, done, what});  // open from here: the destructor aborts it on an error below
+    DS_CUDA(recorded);
+    DS_CUDA(cudaGetLastError());  // a kernel `enqueue` launched after the collective (the unpack)
   }
 
   cudaEvent_t event() {
