@@ -14,8 +14,8 @@
 // algorithm the plan chose: every engine once, the three fastest again on three runs, the legacy
 // algorithm on three. DOWNSCALE_CUDA_GRAPH=timed keeps the fastest engine where it takes under
 // 97 % of the legacy algorithm's time (clearly_faster), =1 wherever one runs (the tests), unset or 0 never (the default until this has run
-// on a GPU). The legacy choice goes first in the pass's untried list, so an engine refused at
-// call time falls back to it with one stderr line (run_conv_pass).
+// on a GPU). The legacy choice goes first in the pass's untried list (unless it failed on the
+// scratch), so an engine refused at call time falls back to it with one stderr line (run_conv_pass).
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -436,7 +436,16 @@ void CudaBackend::choose_graph_engines(const ConvDesc& d, ConvPlan& p, const Pla
         p.graph_handle[k] = cudnn_;
         // What the configuration was made from stays alive with it (ConvPlan::graph_made_from).
         for (Desc* made_from : {&graph, &op, &conv, &xt, &wt, &yt}) p.graph_made_from[k].push_back(made_from->release());
-        p.untried[k].insert(p.untried[k].begin(), legacy);
+        if (!legacy_failed) {
+          p.untried[k].insert(p.untried[k].begin(), legacy);
+        } else if (!p.untried[k].empty() && p.untried[k].front().algo != kGraphAlgo) {
+          // The legacy algorithm failed on this very geometry: it is no substitute for a lane
+          // whose handle cannot have the engine (run_conv_pass). The next in line is, under its
+          // own math type and workspace, which adopt_choice sets on the pass's descriptor (the
+          // engine does not read it).
+          adopt_choice(p, k, p.untried[k].front());
+          p.untried[k].front() = p.use[k];
+        }
         p.use[k] = ConvChoice{kGraphAlgo, 0, size_t(c.workspace), true, int(c.engine)};
         p.chosen_ms[k] = best_ms;
         plan_note(p, d, std::string(kPassNames[k]) + " by cuDNN graph engine " + std::to_string(c.engine) + said);
