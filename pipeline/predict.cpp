@@ -298,6 +298,13 @@ std::string existing_checkpoint(const Config& cfg, const RunPaths& paths) {
   check_checkpoint_of_this_model(ckpt, paths, cfg);
   if (!path_exists(ckpt)) {
     const std::string& c = cfg.predict.checkpoint;
+    // A training stopped after its last checkpoint and before its best model: `downscale train`
+    // would begin a new one over it, `--resume` settles the folder (a finished run trains nothing).
+    if (c == "best" && path_exists(paths.model_dir() + "/checkpoint_last.h5"))
+      throw InputError(ckpt + ": no such checkpoint (predict.checkpoint best), but checkpoint_last.h5 is there: its "
+                       "training stopped before writing its best model. `downscale train --resume` settles the "
+                       "folder (a finished training trains nothing: it copies the last checkpoint where its epoch "
+                       "was the best), or predict.checkpoint last predicts from the last one");
     if (c == "best" || c == "last")
       throw InputError(ckpt + ": no such checkpoint (predict.checkpoint " + c + "): run `downscale train` first" +
                        paths.other_models_hint("train", "checkpoint_" + c + ".h5", "models trained"));

@@ -197,10 +197,19 @@ fi
 # A training that has ended (all its epochs, or its patience spent): a job submitted again with
 # --resume or --resume-auto, or requeued after the last epoch, has nothing to launch. It completes
 # (exit 0), so that a chain of jobs (--dependency=afterany) or a requeue ends cleanly.
+# One stopped after its last checkpoint (killed, a node lost) may have left its folder unsettled
+# (check's `settle:` line: no best model yet, metrics.csv without its last epoch): the ranks are
+# launched then, and settle it training nothing, as train --resume does.
+settle_only=0
 if done=$(sed -n 's/^finished: //p' "$tmpdir/check.out") && [[ -n $done ]]; then
   echo "== $done"
-  echo "== nothing launched; the job completes"
-  exit 0
+  if settle=$(sed -n 's/^settle: //p' "$tmpdir/check.out") && [[ -n $settle ]]; then
+    echo "== the folder is settled first: $settle"
+    settle_only=1
+  else
+    echo "== nothing launched; the job completes"
+    exit 0
+  fi
 fi
 
 device=$(sed -n 's/^device \([a-z]*\) (run.device)$/\1/p' "$tmpdir/check.out")
@@ -316,7 +325,8 @@ if ((term_to_mpirun)) && [[ $rc -eq 1 ]]; then
 fi
 # srun can report 0 for a step whose tasks never launched (seen: a requeued job's launch failing in
 # Slurm's PMIx set-up): a finished training always leaves a fresh train_report.json.
-if [[ $rc -eq 0 && -n $model_dir && ! $model_dir/train_report.json -nt $tmpdir/check.out ]]; then
+# (A launch that only settled a finished run's folder writes no report.)
+if [[ $rc -eq 0 && $settle_only -eq 0 && -n $model_dir && ! $model_dir/train_report.json -nt $tmpdir/check.out ]]; then
   echo "== the launcher exited 0 but the training left no new $model_dir/train_report.json: it did not run"
   rc=1
 fi

@@ -2,16 +2,19 @@
 
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <memory>
 #include <regex>
 #include <sstream>
 
+#include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/training_store.h"
 #include "model/backend.h"
 #include "model/loss.h"
 #include "model/math_mode.h"
 #include "train/checkpoint.h"
+#include "train/run_history.h"
 #include "train/store_settings.h"
 #include "train/device_communicator.h"
 
@@ -61,9 +64,18 @@ void check_resume(const Config& cfg, const model::ModelSpec& spec, const std::st
   // and launches nothing, so a resubmitted or requeued job after the end completes, exit 0, on
   // any rank count (its global batch is not checked: nothing trains).
   const TrainState state = read_checkpoint_state(checkpoint);
-  if (const std::string done = nothing_to_train(state, checkpoint, cfg.train.epochs, cfg.train.patience);
+  const std::string out_dir = std::filesystem::path(checkpoint).parent_path().string();
+  // (A resume that begins the history again removes the report there: another run's.)
+  const bool report_kept = path_exists(out_dir + "/train_report.json") &&
+                           !plan_history_settlement(out_dir, state).restart_history;
+  if (const std::string done = nothing_to_train(state, checkpoint, cfg.train.epochs, cfg.train.patience, report_kept);
       !done.empty()) {
     out << "finished: " << done << "\n";
+    // A run stopped after its last checkpoint (a kill, a lost node, a full disk) left its folder
+    // for the resume to settle: the batch script then launches the ranks, which settle it and
+    // train nothing, rather than end the job with the folder as it is.
+    if (const std::string settle = finished_folder_to_settle(out_dir, state); !settle.empty())
+      out << "settle: " << settle << " (train --resume does this, training nothing)\n";
     return;
   }
   const int64_t saved = state.global_batch;

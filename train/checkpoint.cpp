@@ -339,14 +339,16 @@ std::string nothing_to_train(const TrainState& state, const std::string& path, i
   const std::string partial =
       state.step_in_epoch > 0 ? fmt::format(" (and {} steps of epoch {})", state.step_in_epoch, state.epoch + 1) : "";
   return fmt::format(
-      "{} {}: nothing to train; its checkpoints, metrics.csv{} are kept (raise {} to train on)", path,
+      "{} {}: nothing to train; its checkpoints, metrics.csv{} (raise {} to train on)", path,
       all_epochs ? (state.epoch == epochs && partial.empty()
                         ? fmt::format("holds all {} epochs of train.epochs {}", state.epoch, epochs)
                         : fmt::format("holds {} epochs{}, {} train.epochs {}", state.epoch, partial,
                                       state.epoch == epochs ? "all of" : "more than", epochs))
                  : fmt::format("stopped early after epoch {} (no improvement for train.patience {} epochs)",
                                state.epoch, patience),
-      report_kept ? " and train_report.json" : " (no train_report.json: this run's is written when it trains)",
+      report_kept ? " and train_report.json are kept"
+                  : " are kept, and no train_report.json (a run writes it when its training ends: this run's was lost "
+                    "when it was stopped after its last checkpoint, or the one there was another run's)",
       all_epochs ? "train.epochs" : "train.patience");
 }
 

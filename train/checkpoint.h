@@ -81,9 +81,10 @@ TrainState read_checkpoint_state(const std::string& path);
 // more, a mid-epoch checkpoint past them included), or its patience ran out at an epoch's end.
 // train --resume then keeps everything as it is; train --check says so, and the batch script
 // launches nothing (a requeued or resubmitted job whose training had ended).
-// report_kept false: the resume removed another run's train_report.json (train/run_history.h).
+// report_kept: whether the folder holds a train_report.json (after the resume's settling: it
+// removes another run's, train/run_history.h); a finished run never writes one again.
 std::string nothing_to_train(const TrainState& state, const std::string& path, int epochs, int patience,
-                             bool report_kept = true);
+                             bool report_kept);
 // A checkpoint's record of the store it was trained on alone (empty parts where it has none), for
 // preprocess's warning about checkpoints a rebuilt store leaves behind.
 StoreProvenance read_checkpoint_provenance(const std::string& path);

@@ -1,6 +1,7 @@
 #include "train/metrics_csv.h"
 
 #include <sstream>
+#include <utility>
 
 #include "io/atomic_file.h"
 #include "io/read_file.h"
@@ -42,9 +43,12 @@ EpochMetrics parse_metrics_line(const std::string& line) {
   return m;
 }
 
-std::string restore_metrics(const std::string& path, int checkpoint_epoch, const std::string& checkpoint_line) {
-  if (!path_exists(path)) return "";
-  const std::string original = read_file(path);  // unreadable: an error, not a history begun anew
+namespace {
+
+// metrics.csv's text as restore_metrics leaves it (from `original`), and the line it puts back
+// ("" when none).
+std::pair<std::string, std::string> restored_metrics(const std::string& original, int checkpoint_epoch,
+                                                     const std::string& checkpoint_line) {
   // The complete lines: a last one without its newline was cut off by the failed write.
   std::string text;
   int last = 0;
@@ -59,8 +63,22 @@ std::string restore_metrics(const std::string& path, int checkpoint_epoch, const
     if (text.empty()) text = std::string(kMetricsHeader) + "\n";
     text += checkpoint_line + "\n";
   }
+  return {text, restored};
+}
+
+}  // namespace
+
+std::string restore_metrics(const std::string& path, int checkpoint_epoch, const std::string& checkpoint_line) {
+  if (!path_exists(path)) return "";
+  const std::string original = read_file(path);  // unreadable: an error, not a history begun anew
+  const auto [text, restored] = restored_metrics(original, checkpoint_epoch, checkpoint_line);
   if (text != original) write_file_atomically(path, text);
   return restored;
+}
+
+std::string metrics_to_restore(const std::string& path, int checkpoint_epoch, const std::string& checkpoint_line) {
+  if (!path_exists(path)) return "";
+  return restored_metrics(read_file(path), checkpoint_epoch, checkpoint_line).second;
 }
 
 }  // namespace ds

@@ -28,5 +28,8 @@ EpochMetrics parse_metrics_line(const std::string& line);  // epoch 0 when it is
 // a file further behind keeps its gap. Returns the line restored, "" when nothing was. A file that
 // exists but cannot be read is an Error naming it (exit 3): resume stops rather than begin the history anew.
 std::string restore_metrics(const std::string& path, int checkpoint_epoch, const std::string& checkpoint_line);
+// The line restore_metrics would put back ("" when none), reading only: train --check's word on a
+// finished run's folder that a resume would settle.
+std::string metrics_to_restore(const std::string& path, int checkpoint_epoch, const std::string& checkpoint_line);
 
 }  // namespace ds

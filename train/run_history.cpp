@@ -108,4 +108,20 @@ void settle_history(const HistorySettlement& plan, const std::string& out_dir, c
                  out_dir);
 }
 
+std::string finished_folder_to_settle(const std::string& out_dir, const TrainState& state) {
+  const HistorySettlement plan = plan_history_settlement(out_dir, state);
+  std::string what;
+  const auto add = [&](const std::string& part) { what += (what.empty() ? "" : "; ") + part; };
+  // Only what a resume changes: a best model missing for good (the last epoch was not the best)
+  // is no reason to launch; train's own warning names predict.checkpoint last then.
+  if (plan.copy_last_to_best)
+    add("checkpoint_best.h5 " + plan.best_problem + ": copied from checkpoint_last.h5, whose epoch was the best");
+  else if (plan.remove_best)
+    add("checkpoint_best.h5 " + plan.best_problem + ": removed");
+  if (plan.restart_history) add("metrics.csv and the TensorBoard events begun again as this run's");
+  const std::string line = metrics_to_restore(out_dir + "/metrics.csv", state.epoch, state.epoch_metrics);
+  if (!line.empty()) add(fmt::format("metrics.csv lacks epoch {} (put back from the checkpoint)", state.epoch));
+  return what;
+}
+
 }  // namespace ds

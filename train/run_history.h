@@ -60,4 +60,12 @@ void begin_history(const std::string& out_dir, const std::string& model_summary)
 void settle_history(const HistorySettlement& plan, const std::string& out_dir, const std::string& model_summary,
                     TrainState& state, bool root);
 
+// What a resume would change in `out_dir` (reading only), for a finished run, which trains no
+// further: its best model copied from the last checkpoint or another run's removed, its history
+// begun again, metrics.csv's last epoch put back (a run killed after its last checkpoint). ""
+// when nothing.
+// train --check prints it as its `settle:` line, and slurm/train_forhlr2.sh then launches the
+// ranks (which settle and train nothing) instead of ending the job at once.
+std::string finished_folder_to_settle(const std::string& out_dir, const TrainState& state);
+
 }  // namespace ds

@@ -243,7 +243,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     // rewrite its report with a run of no steps (0 samples/s) and append nothing to its metrics.
     // Said before the global batch is checked: a finished run resubmitted on other ranks has
     // nothing to train either.
-    if (const std::string done = nothing_to_train(state, last_path, tc.epochs, tc.patience, !settlement.restart_history);
+    if (const std::string done = nothing_to_train(state, last_path, tc.epochs, tc.patience,
+                                                  path_exists(out_dir + "/train_report.json"));
         !done.empty()) {
       if (root) spdlog::info("{}", done);
       if (root && settlement.forget_best_loss)

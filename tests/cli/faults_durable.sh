@@ -142,11 +142,32 @@ settled() {  # settled <label>: best and last of one run, metrics.csv with epoch
 DS_FAIL_PATH=train/checkpoint_best.h5 DS_FAIL_ERRNO=EIO DS_FAIL_AFTER=5 LD_PRELOAD="$shim" \
   "$bin" train --config configs/demo.yaml "${small[@]}" --set run.dir="$run" >/dev/null 2>"$work/err"
 [[ $? -eq 1 && ! -e $run/train/checkpoint_best.h5 ]] || { echo "FAIL the best model's fault again"; failures=$((failures + 1)); }
+# Before the resume (a job requeued after a kill there, a user's predict): predict names the
+# last checkpoint and the resume that settles the folder, not a fresh `downscale train`, and
+# train --check prints the `settle:` line on which slurm/train_forhlr2.sh launches the ranks
+# (it ended the job at once on `finished:`, leaving the folder without its best model for good).
+ds predict >/dev/null 2>"$work/predict.err"
+rc=$?
+[[ $rc -eq 3 ]] && grep -q "checkpoint_best.h5: no such checkpoint (predict.checkpoint best), but checkpoint_last.h5 is there" "$work/predict.err" &&
+  grep -q "downscale train --resume. settles the folder" "$work/predict.err" &&
+  echo "ok predict without the best model names the resume that settles it" ||
+  { echo "FAIL predict without the best model: exit $rc"; sed 's/^/    /' "$work/predict.err"; failures=$((failures + 1)); }
+ds train --check --resume >"$work/check.out" 2>&1
+rc=$?
+[[ $rc -eq 0 ]] && grep -q "^finished: " "$work/check.out" &&
+  grep -q "^settle: checkpoint_best.h5 is missing: copied from checkpoint_last.h5, whose epoch was the best; .*metrics.csv lacks epoch 1" "$work/check.out" &&
+  echo "ok train --check: a finished run's folder to settle" ||
+  { echo "FAIL train --check before the resume: exit $rc"; sed 's/^/    /' "$work/check.out"; failures=$((failures + 1)); }
 if ds train --resume >/dev/null 2>"$work/err" && grep -q "checkpoint_best.h5 is missing: this run stopped after writing .* copied from it" "$work/err"; then
   settled "train --resume after the failed best model: copied from the last checkpoint"
 else
   echo "FAIL train --resume after the failed best model:"; sed 's/^/    /' "$work/err"; failures=$((failures + 1))
 fi
+ds train --check --resume >"$work/check.out" 2>&1
+# (Its report was never written: the run failed before it, and a finished run writes none.)
+grep -q "^finished: .* are kept, and no train_report.json (a run writes it when its training ends" "$work/check.out" && ! grep -q "^settle:" "$work/check.out" &&
+  echo "ok train --check after the resume: finished, nothing to settle" ||
+  { echo "FAIL train --check after the resume"; sed 's/^/    /' "$work/check.out"; failures=$((failures + 1)); }
 # A fresh run (another seed) stopping after its first checkpoint and before taking the folder
 # over (its first write there, model_summary.txt, fails): the earlier run's best model and
 # metrics.csv stay beside this run's last checkpoint; predict says so, and --resume makes the

@@ -29,7 +29,9 @@
 #  9. GPUs in the job but run.device auto chose the CPU (no driver on the node): exit 2 before the
 #     launch, naming the GPUs and the check's reason; a GPU backend, or run.device cpu, launches.
 # 10. a training that has ended (train --check's `finished:` line: a job submitted again with
-#     --resume, a requeue after the last epoch): nothing launched, exit 0, the reason in the .out.
+#     --resume, a requeue after the last epoch): nothing launched, exit 0, the reason in the .out;
+#     with a `settle:` line (stopped after its last checkpoint) the ranks are launched to settle
+#     the folder, and their run's missing report is no failure.
 # 11. containers and CPUs: in a container (DOWNSCALE_CONTAINER=apptainer:IMAGE) no host modules
 #     are loaded by default (another cluster's module names ended the job); --nv is given where
 #     the driver's device file is, GPU variables or not (a node handed out without GRES trained
@@ -55,6 +57,7 @@ if [[ $2 == --check ]]; then
   [[ -n ${FAKE_BACKEND-} ]] && echo "backend ${FAKE_BACKEND} computes train.precision tf32"
   echo "device ${FAKE_DEVICE:-auto} (run.device)"; echo "output folder out"
   [[ -n ${FAKE_FINISHED-} ]] && echo "finished: out/checkpoint_last.h5 holds all 5 epochs of train.epochs 5: nothing to train"
+  [[ -n ${FAKE_SETTLE-} ]] && echo "settle: checkpoint_best.h5 is missing: copied from checkpoint_last.h5 (train --resume does this, training nothing)"
   exit 0
 fi
 # FAKE_USR1: signal the batch script (Slurm's --signal=B:USR1), then end with $FAKE_RC, having
@@ -67,7 +70,7 @@ if [[ -n ${FAKE_USR1-} ]]; then
   for _ in $(seq 100); do grep -q "USR1 received" job.out && break; sleep 0.1; done
   [[ -n ${FAKE_CKPT-} ]] && { echo new >out/ck.tmp && mv out/ck.tmp out/checkpoint_last.h5; }
 fi
-[[ ${FAKE_RC:-0} -eq 0 ]] && touch out/train_report.json
+[[ ${FAKE_RC:-0} -eq 0 && -z ${FAKE_SETTLE-} ]] && touch out/train_report.json  # a finished run settled writes none
 exit "${FAKE_RC:-0}"
 SH
 # srun: drops its options, runs the command once.
@@ -305,6 +308,15 @@ FAKE_FINISHED=1 job 2 "" || rc=$?
 grep -q "^== out/checkpoint_last.h5 holds all 5 epochs of train.epochs 5: nothing to train" job.out &&
   grep -q "^== nothing launched; the job completes" job.out || { cat job.out; fail "the .out does not say why nothing ran"; }
 [[ ! -e srun.log ]] || fail "a finished training was launched"
+# One stopped after its last checkpoint (check's settle: line): the ranks are launched to settle
+# the folder, which writes no report, and the job completes (it ended at once, the folder left
+# without its best model).
+rc=0
+FAKE_FINISHED=1 FAKE_SETTLE=1 job 2 "" || rc=$?
+[[ $rc -eq 0 && -e srun.log ]] || { cat job.out job.err; fail "a finished training to settle: exit $rc, launched: $([[ -e srun.log ]] && echo yes || echo no)"; }
+grep -q "^== the folder is settled first: checkpoint_best.h5 is missing" job.out && ! grep -q "it did not run" job.out ||
+  { cat job.out; fail "the .out of a finished training settled"; }
+[[ ! -e out/train_report.json ]] || fail "the settling fake wrote a report"
 echo "== 11. containers: no host modules by default, --nv where the driver is; CPUs per task reach srun"
 # A module system whose every load fails (this cluster's names are not bwHPC's).
 mkdir -p modules/init

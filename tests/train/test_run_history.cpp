@@ -152,3 +152,32 @@ TEST(RunHistory, BeginningAHistoryKeepsOnlyTheLastCheckpoint) {
   begin_history(d.path(), "run-a's summary");  // again (a run stopped in here and resumed): the same
   EXPECT_EQ(bytes_of(d / "metrics.csv"), std::string(kMetricsHeader) + "\n");
 }
+
+// train --check's `settle:` line for a finished run: only what a resume changes (the best model
+// copied or removed, the history begun again, metrics.csv's last epoch put back), nothing for a
+// settled folder or a best model lost for good.
+TEST(RunHistory, AFinishedRunsFolderToSettleIsWhatAResumeChanges) {
+  TempDir d;
+  const std::string header = std::string(kMetricsHeader) + "\n";
+  TrainState done = state_at(3, 0, 0);
+  done.epoch_metrics = "3,0.5,0.6,1,2";
+  checkpoint_of(d / "checkpoint_best.h5", "run-a");
+  std::ofstream(d / "metrics.csv") << header << "1,1,1,1,1\n2,1,1,1,1\n3,0.5,0.6,1,2\n";
+  EXPECT_EQ(finished_folder_to_settle(d.path(), done), "");
+  // Killed after its last checkpoint: the epoch's line and its best model lost.
+  std::ofstream(d / "metrics.csv") << header << "1,1,1,1,1\n2,1,1,1,1\n3,0.";
+  std::filesystem::remove(d / "checkpoint_best.h5");
+  EXPECT_EQ(finished_folder_to_settle(d.path(), done),
+            "checkpoint_best.h5 is missing: copied from checkpoint_last.h5, whose epoch was the best; metrics.csv "
+            "lacks epoch 3 (put back from the checkpoint)");
+  EXPECT_EQ(bytes_of(d / "metrics.csv"), header + "1,1,1,1,1\n2,1,1,1,1\n3,0.");  // read only
+  EXPECT_FALSE(std::filesystem::exists(d / "checkpoint_best.h5"));
+  // The last epoch not the best: the best model is lost for good, and a resume changes nothing.
+  std::ofstream(d / "metrics.csv") << header << "1,1,1,1,1\n2,1,1,1,1\n3,0.5,0.6,1,2\n";
+  EXPECT_EQ(finished_folder_to_settle(d.path(), state_at(3, 0, 1)), "");
+  // Another run's best model beside a one-epoch run: removed, and the history begun again.
+  checkpoint_of(d / "checkpoint_best.h5", "run-b");
+  EXPECT_EQ(finished_folder_to_settle(d.path(), state_at(1, 0, 1)),
+            "checkpoint_best.h5 is another run's (run id run-b; this run's is run-a): removed; metrics.csv and the "
+            "TensorBoard events begun again as this run's");
+}
