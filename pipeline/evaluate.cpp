@@ -362,6 +362,15 @@ int evaluate_precipitation(const Config& cfg, const RunPaths& paths, const Store
   const TestObservations test = read_test_observations(pred_path, store, pred.days, pred.calendar, pred.lat.size(),
                                                        pred.lon.size(), win, pred.attributes,
                                                        pred.checkpoint);
+  // The wet-day threshold is not part of the store's identity (the predictors'), yet a store
+  // rebuilt with another preprocess.wet_threshold has other targets and another model to go
+  // with them (predict and train --resume refuse the checkpoint then): so is this prediction.
+  if (std::abs(pred.wet_threshold - meta.wet_threshold) > 1e-9 * std::max(1.0, std::abs(meta.wet_threshold)))
+    throw InputError(fmt::format(
+        "{}: predicted with a wet-day threshold of {:g} mm (its wet_day_threshold_mm) but {} was built with "
+        "preprocess.wet_threshold {:g}: preprocess ran again since; train and predict again on this store, or "
+        "preprocess with wet_threshold {:g}",
+        pred_path, pred.wet_threshold, store.path(), meta.wet_threshold, pred.wet_threshold));
   auto about = say_what_is_scored(cfg, pred_path, pred.checkpoint, store, pred.days, pred.calendar, test, win);
   // How the prediction decided its wet days and drew its members: two evaluations of one model
   // differ by these when predict.occurrence or predict.seed changed between them.

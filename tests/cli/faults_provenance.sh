@@ -111,6 +111,10 @@ grep -qF "runs/again/preprocess/store.h5 was rebuilt with the same predictors an
   { echo "FAIL: no warning naming the checkpoints of the old splits:"; echo "$out" | tail -3; exit 1; }
 expect 3 "checkpoint_best.h5: trained on other training days than the train split of runs/again/preprocess/store.h5" \
   ds predict "${other[@]}"
+# evaluate of the prediction made before: its store identity is the same (the predictors'), but
+# its wet days are the old store's (it was scored, with the new store's threshold recorded).
+expect 3 "runs/again/predict/other/precipitation.nc: predicted with a wet-day threshold of 0.99 mm (its wet_day_threshold_mm) but runs/again/preprocess/store.h5 was built with preprocess.wet_threshold 0.5" \
+  ds evaluate "${other[@]}"
 ds preprocess --set run.dir=runs/again --set "preprocess.validation_years=[2002,2002]" --set "preprocess.test_years=[2001,2001]" 2>/dev/null
 expect 3 "checkpoint_best.h5: its best epoch was chosen on another validation split than runs/again/preprocess/store.h5" \
   ds predict "${other[@]}"
