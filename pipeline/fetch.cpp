@@ -198,8 +198,10 @@ int run_fetch(const Config& cfg, bool dry_run) {
   }
 
   // Temporary files of an earlier run that was killed (its workers' chunks, its joins).
-  if (!dry_run)
+  if (!dry_run) {
+    remove_stale_temps(dir);  // manifest.json's
     for (const char* sub : {"/chunks", "/predictors", "/predictand"}) remove_stale_temps(dir + sub, true);
+  }
   const std::string ledger_path = dir + "/chunks/ledger.json";
   ChunkLedger ledger = ChunkLedger::read(ledger_path);
   std::vector<bool> have(plan.chunks.size());

@@ -7,7 +7,8 @@
 #  - SIGUSR1 to train: checkpoint written, exit 75 (the code slurm/train_forhlr2.sh requeues on);
 #  - a fresh train over a finished run, stopped in its first epoch, leaves that run whole; a
 #    resume with fewer epochs than its checkpoint is in trains nothing and writes nothing;
-#  - a stale temporary file of a dead process (store.h5.tmp-PID, ...) is removed by the next run;
+#  - a stale temporary file of a dead process (manifest.json.tmp-PID, store.h5.tmp-PID, ...) is
+#    removed by the next run;
 #  - a second train in the same folder exits 1 naming the lock and the first one's pid.
 # A stage is signalled while it waits at a safe point (DOWNSCALE_TEST_WAIT_AT, see
 # io/stop_signal.h): no sleep races the work.
@@ -73,6 +74,12 @@ step_in_epoch() {
 # A pid that no longer runs (999999 may, where pid_max is larger): a process that has ended.
 dead=$(bash -c 'echo $$')
 ds synth >/dev/null 2>&1 && ds fetch >/dev/null 2>&1 || { echo "synth/fetch failed"; exit 1; }
+
+echo "== fetch: a stale manifest.json.tmp-PID of a dead process is removed"
+echo '{}' >runs/demo/fetch/manifest.json.tmp-$dead
+ds fetch >fetch.log 2>&1 || { cat fetch.log; exit 1; }
+[[ ! -e runs/demo/fetch/manifest.json.tmp-$dead ]] && ok "stale manifest.json.tmp-$dead removed" ||
+  fail "manifest.json.tmp-$dead left by a dead process was not removed (fetch looked in its subfolders only)"
 
 echo "== preprocess: a stale store.h5.tmp-PID of a dead process is removed"
 mkdir -p runs/demo/preprocess
