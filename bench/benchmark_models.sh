@@ -2,8 +2,9 @@
 # `downscale benchmark` against the same model and batch in PyTorch/torchvision, in one
 # invocation (issue 15): ResNet50, ResNet101, InceptionV3 on random images, SGD with momentum,
 # softmax cross-entropy, one process, the same threads. The runs alternate for ROUNDS rounds so
-# machine noise hits both alike; the table shows the median over rounds of each side's mean
-# img/s (each the reference script's mean over NUM_ITERS iterations).
+# machine noise hits both alike (each round starts one further along ours, NCHW, channels_last[,
+# torch.compile]); the table shows the median over rounds of each side's mean img/s (each the
+# reference script's mean over NUM_ITERS iterations).
 #
 #   bench/benchmark_models.sh [BUILD_DIR]      (default: build)
 #   env: MODELS="resnet50" BATCH=4 IMAGE=0 (0: 224 ResNet, 299 InceptionV3) THREADS=2
@@ -38,15 +39,22 @@ peers=(nchw cl)
 source "$here/peer.sh"  # the peer's fastest allocator setting
 [[ $COMPILE == 1 ]] && peers+=(compiled)
 med() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+run_side() {  # ours | nchw | cl | compiled: that side's run of model m, round r
+  case $1 in
+    ours) "$ours" benchmark "${common[@]}" --device "$DEVICE" --json "$work/$m.jsonl" > "$work/$m.ours.$r" 2>"$work/$m.ours.err" ||
+            { cat "$work/$m.ours.err" >&2; exit 1; } ;;
+    nchw) $py "$here/benchmark_torch.py" "${common[@]}" --device "$DEVICE" --layout nchw > "$work/$m.nchw.$r" ;;
+    cl) $py "$here/benchmark_torch.py" "${common[@]}" --device "$DEVICE" --layout channels_last > "$work/$m.cl.$r" ;;
+    compiled) $py "$here/benchmark_torch.py" "${common[@]}" --device "$DEVICE" --layout channels_last --compile > "$work/$m.compiled.$r" ;;
+  esac
+}
+sides=(ours "${peers[@]}")
 for m in $MODELS; do
   common=(--model "$m" --batch-size "$BATCH" --image-size "$IMAGE" --num-warmup-batches "$WARMUP"
           --num-batches-per-iter "$PER_ITER" --num-iters "$ITERS" --threads "$THREADS" --precision "$PRECISION")
   for r in $(seq 1 "$ROUNDS"); do
-    "$ours" benchmark "${common[@]}" --device "$DEVICE" --json "$work/$m.jsonl" > "$work/$m.ours.$r" 2>"$work/$m.ours.err" ||
-      { cat "$work/$m.ours.err" >&2; exit 1; }
-    $py "$here/benchmark_torch.py" "${common[@]}" --device "$DEVICE" --layout nchw > "$work/$m.nchw.$r"
-    $py "$here/benchmark_torch.py" "${common[@]}" --device "$DEVICE" --layout channels_last > "$work/$m.cl.$r"
-    [[ $COMPILE == 1 ]] && $py "$here/benchmark_torch.py" "${common[@]}" --device "$DEVICE" --layout channels_last --compile > "$work/$m.compiled.$r"
+    # Round r starts r - 1 places along the list, so each side takes each place in turn.
+    for ((i = 0; i < ${#sides[@]}; i++)); do run_side "${sides[(r - 1 + i) % ${#sides[@]}]}"; done
     # Ours at full precision from its JSON line (the printed lines round to 0.1 as the reference's).
     tail -1 "$work/$m.jsonl" | grep -o '"mean":[-0-9.e+]*' | cut -d: -f2 > "$work/$m.mean.$r"
     # Both sides must run the same net, or the ratio compares nothing: the parameter counts agree

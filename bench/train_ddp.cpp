@@ -22,6 +22,7 @@
 #include "io/error.h"
 #include "model/adam.h"
 #include "model/loss.h"
+#include "model/loss_accumulator.h"
 #include "model/net.h"
 #include "train/distributed.h"
 #include "train/device_communicator.h"
@@ -119,22 +120,37 @@ int bench_main(int argc, char** argv) {
   std::function<void(const std::vector<model::Param>&)> layer_done;
   if (distributed) layer_done = [&](const std::vector<model::Param>& ps) { buckets->ready(ps); };
 
-  std::vector<double> losses;
+  // The loss as the trainer takes it (train/trainer.cpp): valid points counted on the host once,
+  // the loss added into backend memory, so a step never waits for the GPU mid-way (it downloaded
+  // targets and mask and waited for the sum every step, which the trainer does not do).
+  const int64_t hw = int64_t(b.y.shape().h) * b.y.shape().w;
+  const int64_t valid = model::count_valid_points(b.mask.to_host().data(), b.y.to_host().data(), batch, hw);
+  model::LossAccumulator acc(*be);
+  int64_t step_index = 0;
+  // On a GPU the backend runs ahead of the host: the step's clocks are read with its work done
+  // (it timed how fast the host queued it). The phases' clocks in between are not synchronized,
+  // which would hold the allreduces' overlap back: on a GPU they time the host's side.
+  const auto synchronized_now = [&] {
+    be->synchronize();
+    return Clock::now();
+  };
   // The trainer's step. sync false: the same step with no allreduce at all (each rank updates
   // with its own gradient), to time what the communication adds to a step.
   auto step = [&](bool sync, double* phase) {
-    const auto t0 = Clock::now();
+    const auto t0 = synchronized_now();
     if (distributed && sync) buckets->begin(1.0f / float(size));  // rows here / rows in the global batch
     const model::Tensor& out = net.forward(b.x);
-    losses.push_back(model::bernoulli_gamma_loss(*be, out, b.y, b.mask, &d_out));
+    model::masked_loss_accumulate(*be, model::LossKind::kBernoulliGamma, out, b.y, b.mask, valid, 1.0, step_index,
+                                  acc.data(), &d_out);
     const auto t1 = Clock::now();
     net.backward(d_out, sync ? layer_done : std::function<void(const std::vector<model::Param>&)>{});
     const auto t2 = Clock::now();
     std::vector<Communicator::OpSpan> spans;
-    if (distributed && sync) spans = buckets->finish("gradients of step " + std::to_string(losses.size() - 1));
+    if (distributed && sync) spans = buckets->finish("gradients of step " + std::to_string(step_index));
     const auto t3 = Clock::now();
     adam.step(1e-4);
-    const auto t4 = Clock::now();
+    const auto t4 = synchronized_now();
+    ++step_index;
     if (phase) {
       phase[kForward] = seconds(t0, t1);
       phase[kBackward] = seconds(t1, t2);
@@ -146,6 +162,14 @@ int bench_main(int argc, char** argv) {
     }
   };
 
+  // Rank 0's losses of the first two steps, read from the accumulator after each (a wait): two
+  // untimed steps before the warm-up.
+  std::vector<double> losses;
+  for (int i = 0; i < 2; ++i) {
+    acc.reset();
+    step(true, nullptr);
+    losses.push_back(acc.read()[0]);
+  }
   for (int i = 0; i < warmup; ++i) step(true, nullptr);
   // Every rank's timings, each in its own slice, summed across ranks: rank 0 then sees all.
   const size_t per_rank = size_t(steps + nosync_steps) * kPhases;

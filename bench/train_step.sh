@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # MNN training-step and forward throughput: downscale against PyTorch on the same architecture,
 # batch, weights, data and device, in one invocation. The runs alternate for ROUNDS rounds so
-# machine noise hits all alike; each round reports the median of STEPS timed steps after WARMUP
-# untimed ones, and the table shows the median over rounds.
+# machine noise hits all alike (round 1 runs ours first, as it writes what the peers load; each
+# later round starts one further along ours, NCHW, channels_last[, torch.compile]); each round
+# reports the median of STEPS timed steps after WARMUP untimed ones, and the table shows the
+# median over rounds.
 #
 #   bench/train_step.sh [BUILD_DIR]      (default: build)
 #   env: BATCH=4 THREADS=2 STEPS=3 WARMUP=1 ROUNDS=3 DEVICE=cpu (or cuda) PY=/usr/bin/python3
@@ -39,15 +41,22 @@ peers=(nchw cl)
 source "$here/peer.sh"  # the peer's fastest allocator setting; agrees
 tmath=(--math "$MATH")
 [[ $COMPILE == 1 ]] && peers+=(compiled)
+run_side() {  # ours | nchw | cl | compiled: that side's run of round r
+  case $1 in
+    # Round 1 writes the weights and batch that the PyTorch peers load.
+    ours) "$ours" "${common[@]}" --math "$MATH" --batch "$BATCH" --grid "$GRID" $([[ $r == 1 ]] && echo --dump "$work/dump.bin") > "$work/ours.$r" ;;
+    # NCHW is PyTorch's default layout, channels_last (NHWC) its fast one for oneDNN and for
+    # cuDNN's tensor cores; torch.compile (on channels_last) is the second peer where available.
+    nchw) $py "$here/train_step_torch.py" "${common[@]}" ${tmath[@]+"${tmath[@]}"} --layout nchw --load "$work/dump.bin" > "$work/nchw.$r" ;;
+    cl) $py "$here/train_step_torch.py" "${common[@]}" ${tmath[@]+"${tmath[@]}"} --layout channels_last --load "$work/dump.bin" > "$work/cl.$r" ;;
+    compiled) $py "$here/train_step_torch.py" "${common[@]}" ${tmath[@]+"${tmath[@]}"} --layout channels_last --compile --load "$work/dump.bin" > "$work/compiled.$r" ;;
+  esac
+}
+sides=(ours "${peers[@]}")
 for r in $(seq 1 "$ROUNDS"); do
-  # Round 1 writes the weights and batch that the PyTorch peers load.
-  "$ours" "${common[@]}" --math "$MATH" --batch "$BATCH" --grid "$GRID" $([[ $r == 1 ]] && echo --dump "$work/dump.bin") > "$work/ours.$r"
-  # NCHW is PyTorch's default layout, channels_last (NHWC) its fast one for oneDNN and for
-  # cuDNN's tensor cores; torch.compile (on channels_last) is the second peer where available.
-  $py "$here/train_step_torch.py" "${common[@]}" ${tmath[@]+"${tmath[@]}"} --layout nchw --load "$work/dump.bin" > "$work/nchw.$r"
-  $py "$here/train_step_torch.py" "${common[@]}" ${tmath[@]+"${tmath[@]}"} --layout channels_last --load "$work/dump.bin" > "$work/cl.$r"
-  [[ $COMPILE == 1 ]] &&
-    $py "$here/train_step_torch.py" "${common[@]}" ${tmath[@]+"${tmath[@]}"} --layout channels_last --compile --load "$work/dump.bin" > "$work/compiled.$r"
+  # Round r starts r - 1 places along the list, so each side takes each place in turn; round 1
+  # starts with ours (the dump).
+  for ((i = 0; i < ${#sides[@]}; i++)); do run_side "${sides[(r - 1 + i) % ${#sides[@]}]}"; done
   show() { awk '/_samples_per_s/ {printf "%s %s  ", $1, $2}' "$work/$1.$r"; }
   line="round $r/$ROUNDS: ours $(show ours)"
   for p in "${peers[@]}"; do line+="| torch $p $(show "$p")"; done
@@ -89,13 +98,13 @@ if [[ $COMPILE == 1 ]]; then
 else
   echo "(no torch.compile peer: $py's torch $($py -c 'import torch; print(torch.__version__)') has none, or COMPILE=0)"
 fi
-echo "first loss on the same weights and batch: ours $(get ours loss0), PyTorch NCHW $(get nchw loss0), channels_last $(get cl loss0)"
+echo "first loss on the same weights and batch: ours $(get ours loss0), PyTorch NCHW $(get nchw loss0), channels_last $(get cl loss0)$([[ $COMPILE == 1 ]] && echo ", torch.compile $(get compiled loss0)")"
 # Both sides must have computed the same thing: the first loss on the same weights and batch
 # agrees to the rounding of the maths measured (FP32 on the CPU: ~1e-7 seen), or the ratio means
-# nothing and the benchmark fails.
+# nothing and the benchmark fails: every peer that ran, torch.compile's too.
 tol=1e-4
 case $MATH in tf32) [[ $DEVICE == cpu ]] || tol=1e-2 ;; bf16 | fp16) tol=5e-2 ;; esac
-for p in nchw cl; do
+for p in "${peers[@]}"; do
   agrees "$(get ours loss0)" "$(get $p loss0)" "$tol" ||
     { echo "train_step.sh: the first losses differ beyond $tol (ours $(get ours loss0), PyTorch $p $(get $p loss0)): the two sides do not compute the same step" >&2; exit 1; }
 done
