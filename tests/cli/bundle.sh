@@ -25,8 +25,13 @@ if [[ -z ${DS_BUNDLE_NS:-} ]]; then
   root=$(echo "$work"/downscale-*/)
   root=${root%/}
   # DT_RPATH (searched before LD_LIBRARY_PATH), never DT_RUNPATH (after it): checked below too.
-  readelf -d "$root/bin/downscale" | grep -q '(RPATH).*\[\$ORIGIN/../lib\]' || { echo "bin/downscale: no RPATH \$ORIGIN/../lib"; exit 1; }
-  if readelf -d "$root/bin/downscale" "$root"/lib/*.so* 2>/dev/null | grep -q '(RUNPATH)'; then
+  # readelf's output captured first: `readelf | grep -q` under pipefail is readelf's SIGPIPE (141)
+  # once grep quits at its match, and a found RUNPATH then read as none.
+  dynamic=$(readelf -d "$root/bin/downscale")
+  grep -q '(RPATH).*\[\$ORIGIN/../lib\]' <<<"$dynamic" || { echo "bin/downscale: no RPATH \$ORIGIN/../lib"; exit 1; }
+  dynamic=$(readelf -d "$root/bin/downscale" "$root"/lib/*.so* 2>/dev/null || true)  # a linker script among lib/*.so*: not ELF
+  [[ -n $dynamic ]] || { echo "readelf read nothing of the bundle"; exit 1; }
+  if grep -q '(RUNPATH)' <<<"$dynamic"; then
     echo "a bundled program or library has a RUNPATH, which LD_LIBRARY_PATH overrides"; exit 1
   fi
   if readelf -d "$root/bin/downscale" "$root/bin/test_model" | grep -E 'NEEDED.*lib(cuda|cudnn|cublas|nccl)'; then

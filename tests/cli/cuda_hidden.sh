@@ -27,9 +27,10 @@ for f in /usr/lib/x86_64-linux-gnu/lib{cuda,cudart,cudnn,cublas,nccl,nvidia}* /u
   [[ -e $f ]] && mount --bind /dev/null "$f"
 done
 # Found nowhere, by any path the loader might take (ld.so.cache still names the old ones).
-if /sbin/ldconfig -p | awk '{print $NF}' | grep -E '/lib(cudnn|cublas|cudart)\.so' | xargs -r ls -L 2>/dev/null | grep -q .; then
-  echo "CUDA libraries still visible"; exit 1
-fi
+# Each path on its own: one `ls` of them all fails (and pipefail hid the rest) where one is gone.
+for f in $(/sbin/ldconfig -p | awk '{print $NF}' | grep -E '/lib(cudnn|cublas|cudart)\.so' || true); do
+  [[ -s $f ]] && { echo "CUDA library still visible: $f"; exit 1; }
+done
 unset LD_LIBRARY_PATH DOWNSCALE_CUDA_PLUGIN
 
 plugin=$(dirname "$bin")/../lib/libdownscale_cuda.so

@@ -158,7 +158,7 @@ assert s["cnn_expected"]["RMSE"] < s["climatology"]["RMSE"], s
 print("evaluate: RMSE cnn_expected %.3f, climatology %.3f, linear %.3f" %
       (s["cnn_expected"]["RMSE"], s["climatology"]["RMSE"], s["linear_pcs"]["RMSE"]))
 PY
-if find runs data -name '*.tmp-*' | grep -q .; then echo "temporary files left behind"; exit 1; fi
+if [[ -n $(find runs data -name '*.tmp-*') ]]; then echo "temporary files left behind"; exit 1; fi
 
 # Every output opened by CDO, NCO, xarray, the CF check and the trace check (issue 16, item 6).
 bash "$src/tests/cli/check_outputs.sh" "$src"

@@ -246,7 +246,7 @@ expect 3 "src.nc: no variable 'hus' (the file has: time, plev, lat, lon, z)" -- 
   --set fetch.lon=[-110,-108] --set fetch.lat=[30,32]
 
 # No partial output anywhere: no temporary files, no manifest, no store.
-if find "$work/run" -name '*.tmp-*' 2>/dev/null | grep -q .; then echo "FAIL: temporary files left"; failures=$((failures+1)); fi
+if [[ -n $(find "$work/run" -name '*.tmp-*' 2>/dev/null) ]]; then echo "FAIL: temporary files left"; failures=$((failures+1)); fi
 if [[ -e "$work/run/fetch/manifest.json" || -e "$work/run/preprocess/store.h5" ]]; then
   echo "FAIL: partial stage output left"; failures=$((failures+1))
 fi

@@ -63,7 +63,7 @@ expect_interrupted() {
   local lines
   lines=$(grep -c "^downscale [a-z]*: interrupted by $sig" "$log")
   [[ $lines -eq 1 ]] || { fail "$name: expected one line 'interrupted by $sig', got $lines"; tail -3 "$log"; return; }
-  if find "$dir" -name '*.tmp-*' | grep -q .; then fail "$name: temporary files left: $(find "$dir" -name '*.tmp-*')"; return; fi
+  if [[ -n $(find "$dir" -name '*.tmp-*') ]]; then fail "$name: temporary files left: $(find "$dir" -name '*.tmp-*')"; return; fi
   ok "$name: exit $rc, $(grep "interrupted by $sig" "$log" | head -1)"
 }
 checksum() { grep -o '"weights_checksum": "[0-9a-f]*"' "$1/train_report.json" | grep -o '[0-9a-f]\{16\}'; }
@@ -227,7 +227,7 @@ if command -v mpirun >/dev/null; then
       # The signalled rank's handler line names it, as every other line of a rank does.
       grep -q '^\[train rank 1\] downscale: SIGTERM: stopping at the next safe point' msig.log ||
         fail "mpi: the stop handler's line does not name rank 1"
-      find runs/msig -name '*.tmp-*' | grep -q . && fail "mpi: temporary files left"
+      [[ -n $(find runs/msig -name '*.tmp-*') ]] && fail "mpi: temporary files left"
       "${mpi[@]}" "$bin" train --resume --config configs/demo.yaml "${common[@]}" --set train.batch_size=8 \
         --set run.dir=runs/msig >mres.log 2>&1 || { fail "mpi: --resume"; tail -3 mres.log; }
       got=$(checksum runs/msig/train)
@@ -290,7 +290,7 @@ if start_waiting synth.log "writing the synthetic dataset" ds synth --set synth.
   kill -TERM $pid; finish $pid
   mkdir -p data/synth_stop
   expect_interrupted "synth while writing" synth.log 143 SIGTERM data/synth_stop
-  if find data/synth_stop -name '*.nc' | grep -q .; then fail "synth: an interrupted run wrote $(find data/synth_stop -name '*.nc')"; fi
+  if [[ -n $(find data/synth_stop -name '*.nc') ]]; then fail "synth: an interrupted run wrote $(find data/synth_stop -name '*.nc')"; fi
 fi
 
 [[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }

@@ -67,7 +67,7 @@ grep -q "error: .*timed out after 6 s .*(host ${base#http://} accepted the conne
   fail "the last time-out gives no host hint: $out"
 grep -q "waiting for $base/.*udg_like.nc.*(5 s)" <<<"$out" || fail "no 'waiting for <url> (5 s)' line"
 /usr/bin/python3 -c "import sys; sys.exit(0 if $took < 20 else 1)" || fail "took $took s for a 6 s time-out"
-find runs/hang -name '*.tmp-*' | grep -q . && fail "temporary files left: $(find runs/hang -name '*.tmp-*')"
+[[ -n $(find runs/hang -name '*.tmp-*') ]] && fail "temporary files left: $(find runs/hang -name '*.tmp-*')"
 [[ -e runs/hang/fetch/manifest.json ]] && fail "a manifest was written"
 
 echo "== 2. opening the source hangs: timed out"

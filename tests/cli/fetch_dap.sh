@@ -60,7 +60,7 @@ values() {
   done
 }
 no_leftovers() {  # <run dir> <what>
-  if find "$1" -name '*.tmp-*' | grep -q .; then fail "$2: temporary files left: $(find "$1" -name '*.tmp-*')"; fi
+  if [[ -n $(find "$1" -name '*.tmp-*') ]]; then fail "$2: temporary files left: $(find "$1" -name '*.tmp-*')"; fi
   [[ -e $1/fetch/manifest.json ]] && fail "$2: a manifest was left behind"
   return 0
 }
@@ -80,6 +80,7 @@ logged=$(wc -l < server.log)
 opens=$(tail -n +$((logged + 1)) server.log | grep -c 'GET /udg_like.nc.das ')
 (( opens >= 1 && opens <= 3 )) || fail "udg_like.nc opened $opens times for 4 chunks with 2 workers (expected 1 + at most 2)"
 values runs/a > a.values
+[[ -s a.values ]] || fail "no values read from runs/a (the comparisons below would compare nothing)"
 grep -q '"units": "mm/day"' runs/a/fetch/manifest.json || fail "manifest lacks the predictand's units"
 out=$("$bin" fetch --config run.yaml --dry-run 2>&1)
 grep -q '6 chunks, 0 to fetch' <<<"$out" || fail "dry run after the fetch: $out"

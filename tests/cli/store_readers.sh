@@ -63,5 +63,5 @@ err=$("$bin" preprocess --config configs/demo.yaml "${years[@]}" \
 [[ $rc -eq 3 ]] || { echo "expected exit 3, got $rc: $err"; exit 1; }
 grep -q "does not cover" <<<"$err" || { echo "message lacks 'does not cover': $err"; exit 1; }
 [[ ! -e "$store" ]] || { echo "store left behind"; exit 1; }
-if find runs -name '*.tmp-*' | grep -q .; then echo "temporary files left behind"; exit 1; fi
+if [[ -n $(find runs -name '*.tmp-*') ]]; then echo "temporary files left behind"; exit 1; fi
 echo "store readers: ok"
