@@ -53,19 +53,25 @@ struct NcclLib {
 
 NcclLib load_nccl() {
   NcclLib lib;
-  void* h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  // DOWNSCALE_NCCL_LIBRARY: another NCCL than the loader's libnccl.so.2 (a path, or a name the
+  // loader finds), for a site whose module puts it elsewhere; the tests name a missing one.
+  const char* env = std::getenv("DOWNSCALE_NCCL_LIBRARY");
+  const std::string name = env && *env ? env : "libnccl.so.2";
+  void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char* e = dlerror();
-    lib.why_not = std::string("libnccl.so.2 does not load (") + (e ? e : "not found") +
-                  "; add NCCL's lib folder to LD_LIBRARY_PATH, e.g. PyTorch's site-packages/nvidia/nccl/lib)";
+    lib.why_not = name + " does not load (" + (e ? e : "not found") +
+                  "; add NCCL's lib folder to LD_LIBRARY_PATH, e.g. PyTorch's site-packages/nvidia/nccl/lib, or name "
+                  "the library in DOWNSCALE_NCCL_LIBRARY)";
     return lib;
   }
   bool ok = true;
+  const std::string& lib_name = name;
   auto sym = [&](auto& fn, const char* name, bool required = true) {
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
     if (!fn && required) {
       ok = false;
-      lib.why_not = std::string("libnccl.so.2 has no ") + name;
+      lib.why_not = lib_name + " has no " + name;
     }
   };
   sym(lib.GetUniqueId, "ncclGetUniqueId");
@@ -81,7 +87,7 @@ NcclLib load_nccl() {
   if (!ok) return lib;
   lib.GetVersion(&lib.version);
   // ncclBfloat16 and ncclCommAbort's semantics need 2.10 or later.
-  if (lib.version < 21000) lib.why_not = "libnccl.so.2 is NCCL " + std::to_string(lib.version) + ", older than 2.10";
+  if (lib.version < 21000) lib.why_not = name + " is NCCL " + std::to_string(lib.version) + ", older than 2.10";
   return lib;
 }
 

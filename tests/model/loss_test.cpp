@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "model/loss.h"
+#include "model/loss_accumulator.h"
 #include "model_test_util.h"
 
 namespace ds::model {
@@ -251,6 +252,50 @@ TEST(ModelLoss, NaNTargetsAtModelledPointsAreSkipped) {
     Tensor all_nan = make_tensor(*be, Shape{2, 1, 1, 3}, std::vector<float>(6, nan));
     EXPECT_EQ(masked_loss(*be, kind, o, all_nan, mask, &d), 0.0) << loss_name(kind);
     for (float v : d.to_host()) EXPECT_EQ(v, 0.0f) << loss_name(kind);
+  }
+}
+
+// The trainer's form (masked_loss_accumulate: the valid points counted on the host, the loss
+// added into backend memory) against masked_loss on the CPU, for every loss, with NaN targets at
+// modelled points and a masked point: the same gradient (the trainer steps on it; a wrong 1/valid
+// would pass every trainer test, Adam being blind to its scale) and the same mean, added times
+// the weight onto what acc held, the first non-finite step left at none. Both evaluate the same
+// float terms in double, so 1e-12 relative covers the order of the sums.
+TEST(ModelLoss, AccumulatedFormMatchesMaskedLoss) {
+  auto be = make_cpu_backend(2);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (LossKind kind : {LossKind::kBernoulliGamma, LossKind::kGaussian, LossKind::kMse}) {
+    const int C = loss_channels(kind);
+    const Shape s{2, C, 1, 4};
+    std::vector<float> out = test::random_values(size_t(s.size()), 43, -1.0f, 1.0f);
+    if (kind == LossKind::kBernoulliGamma)
+      for (int n = 0; n < 2; ++n)
+        for (int i = 0; i < 4; ++i) out[size_t(n * 3 * 4 + i)] = 0.2f + 0.15f * float(i);  // p in (0, 1)
+    Tensor o = make_tensor(*be, s, out);
+    const std::vector<float> yv{1.5f, nan, 0.0f, 3.0f, 2.0f, 0.7f, nan, 0.0f};
+    const std::vector<float> mv{1, 1, 1, 0};  // the last point sea: its target is never read
+    Tensor y = make_tensor(*be, Shape{2, 1, 1, 4}, yv);
+    Tensor mask = make_tensor(*be, Shape{1, 1, 1, 4}, mv);
+    const int64_t valid = count_valid_points(mv.data(), yv.data(), 2, 4);
+    EXPECT_EQ(valid, 4);  // 3 land points a sample, one NaN each
+    Tensor want_d(*be, s), got_d(*be, s);
+    const double want = masked_loss(*be, kind, o, y, mask, &want_d);
+    LossAccumulator acc(*be);
+    acc.reset(0.25);
+    masked_loss_accumulate(*be, kind, o, y, mask, valid, 3.0, 7, acc.data(), &got_d);
+    const auto [sum, first_bad] = acc.read();
+    EXPECT_NEAR(sum, 0.25 + 3.0 * want, 1e-12 * std::abs(3.0 * want) + 1e-15) << loss_name(kind);
+    EXPECT_LT(first_bad, 0) << loss_name(kind);
+    const auto gw = want_d.to_host(), gg = got_d.to_host();
+    for (size_t i = 0; i < gw.size(); ++i)
+      EXPECT_NEAR(gg[i], gw[i], 1e-6 * std::abs(gw[i]) + 1e-12) << loss_name(kind) << " element " << i;
+    // A non-finite loss names its step, the first one only (the trainer's report of where).
+    std::vector<float> bad = out;
+    bad[size_t(C * 4)] = std::numeric_limits<float>::infinity();  // sample 1, channel 0, point 0 (target 2.0)
+    Tensor ob = make_tensor(*be, s, bad);
+    masked_loss_accumulate(*be, kind, ob, y, mask, valid, 1.0, 9, acc.data(), nullptr);
+    masked_loss_accumulate(*be, kind, ob, y, mask, valid, 1.0, 11, acc.data(), nullptr);
+    EXPECT_EQ(acc.read()[1], 9.0) << loss_name(kind);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -101,8 +102,18 @@ inline void check_layer_gradients(Backend& be, Layer& layer, std::vector<Tensor*
   loss();
   std::vector<Tensor> din;
   std::vector<Tensor*> din_ptr;
+  // NaN in every gradient the backward writes: one that adds to what was there instead of
+  // writing it reads as NaN below (zero-filled, it passed).
+  const auto fill_nan = [](Tensor& t) {
+    const std::vector<float> v(size_t(t.size()), std::numeric_limits<float>::quiet_NaN());
+    t.upload(v.data());
+  };
   for (const Shape& s : shapes) din.emplace_back(be, s);
-  for (Tensor& t : din) din_ptr.push_back(&t);
+  for (Tensor& t : din) {
+    fill_nan(t);
+    din_ptr.push_back(&t);
+  }
+  for (Param& p : layer.params()) fill_nan(*p.grad);
   layer.backward(be, in, out, dout, din_ptr);
 
   // Numeric, one element at a time. The actual float step (x+eps) - (x-eps) is the divisor.

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "model/adam.h"
@@ -120,46 +122,69 @@ Batch make_batch(Backend& be, const Net& net, int n, uint64_t seed) {
                make_tensor(be, Shape{n, 1, os.h, os.w}, y), make_tensor(be, Shape{1, 1, os.h, os.w}, mask)};
 }
 
-// Net::backward composes every layer's backward; checked here on a few entries of every
-// parameter. Step 1e-3 on float weights: the loss is O(1) and its float-rounded inputs give
-// ~1e-4 noise in the quotient; curvature (lgamma, 1/p) gives ~1e-5. Relative 2e-2 with an
-// absolute floor of 1e-3 passes that and fails any mis-wired layer (errors of O(|g|)).
-constexpr float kStep = 1e-3f;
-void check_net_gradients(Backend& be, Net& net, int n, int per_param) {
-  // Non-zero biases: with Keras' zero biases, a conv whose inputs are all zero (ReLU'd away or
+// Net::backward composes every layer's backward; checked here on the entries of every parameter
+// whose gradients are largest (entries picked by position were mostly zeros behind dead ReLUs, so
+// a zero gradient for every branch passed). Each entry's central difference is taken at two
+// steps, and the analytic gradient must match one of them within relative 2e-2 or an absolute
+// floor of 2e-4: at 1e-3 a bias (it moves every pixel of its channel) crosses ReLU kinks and
+// reads up to 10 % off (seen: 0.0121 against 0.01105, converging to it as the step shrinks); at
+// 3e-4 the float-rounded loss of the MNN gives ~1.2e-4 noise in the quotient. A mis-wired layer
+// errs by O(|g|) at both. Each parameter must have an entry whose gradient is at least 3x the
+// floor at both steps, or its check would accept a zero gradient.
+constexpr float kSteps[2] = {1e-3f, 3e-4f};
+constexpr double kFloor = 2e-4;
+using NetLoss = std::function<double(const Tensor& out, Tensor* d_out)>;
+void check_net_gradients(Backend& be, Net& net, int n, int per_param, const NetLoss& net_loss = {}) {
+  // Positive biases: with Keras' zero biases, a conv whose inputs are all zero (ReLU'd away or
   // padding) outputs exactly 0, right on the next ReLU's kink, where a finite difference sees
-  // half a slope and the analytic gradient none.
+  // half a slope and the analytic gradient none; and with negative ones whole branches go dead.
   uint64_t seed = 100;
   for (const Param& p : net.params())
     if (p.name.size() > 2 && p.name.substr(p.name.size() - 2) == "/b") {
-      const auto v = test::random_values(size_t(p.value->size()), seed++, 0.05f, 0.2f, true);
+      const auto v = test::random_values(size_t(p.value->size()), seed++, 0.05f, 0.2f);
       p.value->upload(v.data());
     }
   Batch b = make_batch(be, net, n, 5);
-  const Shape os = net.output_shape(n);
-  Tensor d(be, os);
-  bernoulli_gamma_loss(be, net.forward(b.x), b.y, b.mask, &d);
+  const NetLoss loss_of = net_loss ? net_loss : [&](const Tensor& out, Tensor* d) {
+    return bernoulli_gamma_loss(be, out, b.y, b.mask, d);
+  };
+  Tensor d(be, net.output_shape(n));
+  loss_of(net.forward(b.x), &d);
   net.backward(d);
-  auto loss = [&]() { return bernoulli_gamma_loss(be, net.forward(b.x), b.y, b.mask, nullptr); };
+  auto loss = [&]() { return loss_of(net.forward(b.x), nullptr); };
   for (const Param& p : net.params()) {
     const auto g = p.grad->to_host();
     auto v = p.value->to_host();
-    for (int k = 0; k < per_param; ++k) {
-      const size_t i = size_t(k) * v.size() / size_t(per_param);
+    // The central difference of entry i at `step`, the float step actually taken as divisor.
+    const auto numeric_at = [&](size_t i, float step) {
       const float x = v[i];
-      v[i] = x + kStep;
+      v[i] = x + step;
       const float hi = v[i];
       p.value->upload(v.data());
       const double lp = loss();
-      v[i] = x - kStep;
+      v[i] = x - step;
       const float lo = v[i];
       p.value->upload(v.data());
       const double lm = loss();
       v[i] = x;
       p.value->upload(v.data());
-      const double numeric = (lp - lm) / (double(hi) - double(lo));
-      EXPECT_NEAR(g[i], numeric, std::max(1e-3, 2e-2 * std::abs(numeric))) << p.name << "[" << i << "]";
+      return (lp - lm) / (double(hi) - double(lo));
+    };
+    std::vector<size_t> order(v.size());
+    std::iota(order.begin(), order.end(), size_t(0));
+    const size_t m = std::min(order.size(), size_t(per_param));
+    std::partial_sort(order.begin(), order.begin() + m, order.end(),
+                      [&](size_t a, size_t c) { return std::abs(g[a]) > std::abs(g[c]); });
+    double largest = 0;
+    for (size_t k = 0; k < m; ++k) {
+      const size_t i = order[k];
+      const double n1 = numeric_at(i, kSteps[0]), n2 = numeric_at(i, kSteps[1]);
+      const auto agrees = [&](double num) { return std::abs(g[i] - num) <= std::max(kFloor, 2e-2 * std::abs(num)); };
+      EXPECT_TRUE(agrees(n1) || agrees(n2)) << p.name << "[" << i << "]: analytic " << g[i] << ", numeric " << n1
+                                            << " (step " << kSteps[0] << "), " << n2 << " (step " << kSteps[1] << ")";
+      largest = std::max(largest, std::min(std::abs(n1), std::abs(n2)));
     }
+    EXPECT_GE(largest, 3 * kFloor) << p.name << ": no gradient entry large enough to check against the floor";
   }
 }
 
@@ -651,32 +676,10 @@ TEST(ModelNet, DemoWithGaussianAndMseHeads) {
     net.init(3);
     const LossKind kind = parse_loss(loss);
     EXPECT_EQ(net.output_shape(2).c, loss_channels(kind));
-    uint64_t seed = 100;
-    for (const Param& p : net.params())
-      if (p.name.substr(p.name.size() - 2) == "/b")
-        p.value->upload(test::random_values(size_t(p.value->size()), seed++, 0.05f, 0.2f, true).data());
     Batch b = make_batch(*be, net, 2, 5);
-    Tensor d(*be, net.output_shape(2));
-    masked_loss(*be, kind, net.forward(b.x), b.y, b.mask, &d);
-    net.backward(d);
-    for (const Param& p : net.params()) {
-      const auto g = p.grad->to_host();
-      auto v = p.value->to_host();
-      const size_t i = v.size() / 2;
-      const float x0 = v[i];
-      v[i] = x0 + kStep;
-      const float hi = v[i];
-      p.value->upload(v.data());
-      const double lp = masked_loss(*be, kind, net.forward(b.x), b.y, b.mask, nullptr);
-      v[i] = x0 - kStep;
-      const float lo = v[i];
-      p.value->upload(v.data());
-      const double lm = masked_loss(*be, kind, net.forward(b.x), b.y, b.mask, nullptr);
-      v[i] = x0;
-      p.value->upload(v.data());
-      const double numeric = (lp - lm) / (double(hi) - double(lo));
-      EXPECT_NEAR(g[i], numeric, std::max(1e-3, 2e-2 * std::abs(numeric))) << loss << " " << p.name;
-    }
+    check_net_gradients(*be, net, 2, 2, [&](const Tensor& out, Tensor* d) {
+      return masked_loss(*be, kind, out, b.y, b.mask, d);
+    });
   }
 }
 
