@@ -156,6 +156,7 @@ TEST(ModelImagenetLayers, PaddedPoolForwardByHand) {
   const std::vector<float> want{(1 + 2 + 3 + 5 + 6 + 7 + 9 + 10 + 11) / 9.0f, (3 + 4 + 7 + 8 + 11 + 12) / 6.0f,
                                 (9 + 10 + 11 - 13 - 14 - 15) / 6.0f, (11 + 12 - 15 - 16) / 4.0f};
   const auto got = y.to_host();
+  // Averages of small integers (order 10) in float: an ulp or two, 1e-6.
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
 
   // Explicit padding 1 (torchvision's 3x3/2 max pool) on an all-negative plane: never 0.
@@ -210,7 +211,7 @@ TEST(ModelImagenetLayers, GlobalAveragePool) {
   gap.forward(*be, {&x}, y);
   const auto got = y.to_host();
   const std::vector<float> want{3.5f, 1.0f, -1.0f, 7.0f};
-  for (int i = 0; i < 4; ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;  // exact in float but for the 1/hw product
   test::check_layer_gradients(*be, gap, {&x});
   // Another plane size: the 1/hw vector follows. Its gradients are |R|/35 <= 0.029, under the
   // default absolute 1e-2 a zero would pass a quarter of them: 1e-3 here (the float noise of the
@@ -249,6 +250,7 @@ TEST(ModelImagenetLayers, BatchNormScaleCenterFlags) {
       const auto xh = x.to_host(), yh = y.to_host();
       for (size_t i = 0; i < xh.size(); ++i) {
         const int c = int(i / 20 % 2);
+        // Float values up to ~5: a few ulps (~1e-6); 1e-5 fails any flag ignored (changes of O(0.5)).
         ASSERT_NEAR(yh[i], gamma[c] * xh[i] / std::sqrt(1.001) + beta[c], 1e-5) << i;
       }
     }

@@ -100,6 +100,10 @@ TEST(NewPredictors, NearestAndConservativeAcceptTheCmip5GridThatMissesTheWestern
     ASSERT_EQ(out.size(), dst.size());
     for (float v : out) EXPECT_NEAR(v, 5.0f, 1e-5) << to_string(m);
     apply_weights(r.weights, lin, 1, out, r.renormalize);
+    // A field linear in longitude: bilinear and conservative give the cell centre's longitude
+    // within the source's cell (half of 1.41 degrees: 0.70); nearest the nearest source column's,
+    // up to that half-cell too. 1 degree leaves room for the clipped edge cells and still fails a
+    // grid read mirrored or shifted by a column.
     for (size_t k = 0; k < out.size(); ++k) EXPECT_NEAR(out[k], dst.lon[k % dst.nlon()], 1.0) << to_string(m) << " " << k;
   }
   // Nearest: the west column (lon -10) takes the first source column (-9.84).
