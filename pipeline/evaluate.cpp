@@ -46,10 +46,10 @@ void write_text(const std::string& path, const std::string& text) { write_file_a
 
 // A stop between the score files and the figures: say which outputs are this run's.
 constexpr const char* kMapsStopNote =
-    "drawing the figures; scores.json, scores.csv and scores.nc are written, the figures are an earlier run's";
+    "drawing the figures; scores.json, scores.csv and scores.nc are written, the figures are an earlier run's, if any";
 
 // What of the figures is an earlier run's when drawing one of them fails (OutputsInOrder's `rest`).
-constexpr const char* kFiguresRest = "the figures drawn before this one are this run's, the others an earlier run's";
+constexpr const char* kFiguresRest = "the figures drawn before this one are this run's, the others an earlier run's, if any";
 
 // evaluate's outputs, each written whole (atomically) one after the other: a failure after the
 // first (a full disk) leaves this run's files beside an earlier run's, and the error says which.
