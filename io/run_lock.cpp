@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -57,16 +58,30 @@ RunLock::RunLock(const std::string& dir, const std::string& stage) : path_(dir +
     created_.push_back(p.string());
     if (p == p.parent_path()) break;
   }
-  make_dirs(dir);
-  fd_ = ::open(path_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw Error("cannot open the lock file " + path_ + ": " + std::strerror(errno));
-  if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    const std::string who = err == EWOULDBLOCK ? holder(fd_) : "";
+  // A holder ending in a folder its lock made removes the lock file (the destructor): a process
+  // that opened the file just before that locks a file no longer under its name, while a third
+  // would create and lock a new one, and both would run. So the lock counts only if the name still
+  // leads to the locked file; else it is taken again (a few times: each round needs a holder that
+  // ends in between).
+  for (int attempt = 0;; ++attempt) {
+    make_dirs(dir);
+    fd_ = ::open(path_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw Error("cannot open the lock file " + path_ + ": " + std::strerror(errno));
+    if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      const std::string who = err == EWOULDBLOCK ? holder(fd_) : "";
+      ::close(fd_);
+      fd_ = -1;
+      if (err != EWOULDBLOCK) throw Error("cannot lock " + path_ + ": " + std::strerror(err));
+      throw Error(busy_message(stage, who, dir, path_));
+    }
+    struct stat locked {}, named {};
+    const bool same = ::fstat(fd_, &locked) == 0 && ::stat(path_.c_str(), &named) == 0 &&
+                      locked.st_dev == named.st_dev && locked.st_ino == named.st_ino;
+    if (same) break;
     ::close(fd_);
     fd_ = -1;
-    if (err != EWOULDBLOCK) throw Error("cannot lock " + path_ + ": " + std::strerror(err));
-    throw Error(busy_message(stage, who, dir, path_));
+    if (attempt == 10) throw Error("cannot lock " + path_ + ": it was removed each time it was locked");
   }
   const std::string me = std::to_string(::getpid()) + " " + host_name() + "\n";
   // Best effort: the lock itself is the flock, the text only names its holder.
