@@ -497,7 +497,7 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
                        src_name);
     auto& days = source_days[k];
     size_t moved = 0;
-    for (double t : day_times(sk, tv, tname, tu, name_k + ": time", moved)) days.push_back(tu.day_of(t));
+    for (double t : day_times(sk, tv, tname, tu, name_k + ": time", moved)) days.push_back(tu.day_of(t, name_k + ": time"));
     f.days_from_bounds = f.days_from_bounds || moved > 0;
     if (moved)  // said once a field: the files of one dataset stamp alike
       spdlog::log(k == 0 ? spdlog::level::info : spdlog::level::debug,

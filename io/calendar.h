@@ -84,9 +84,10 @@ struct TimeUnits {
   // The same on the standard calendar (files downscale wrote before calendars were recorded).
   static TimeUnits parse(const std::string& units, const std::string& where) { return parse(units, "", where); }
   // The date a time value falls on (values are floored to the day).
-  Date date_of(double value) const;
-  // Days since 1970-01-01 (in the calendar) of a time value (floored).
-  int64_t day_of(double value) const;
+  Date date_of(double value, const std::string& where = "time") const;
+  // Days since 1970-01-01 (in the calendar) of a time value (floored). A value that is no date
+  // (NaN, infinite, a million years or more from the origin) is an InputError naming `where`.
+  int64_t day_of(double value, const std::string& where = "time") const;
 };
 
 // Kept for callers that can only count standard days: throws InputError naming `where` unless

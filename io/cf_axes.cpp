@@ -115,7 +115,7 @@ std::vector<int64_t> read_cf_days(const NcFile& nc, std::string* calendar) {
   const TimeUnits tu = TimeUnits::parse(nc.att_text(vt, "units", "days since 1970-01-01"), nc.att_text(vt, "calendar"), where);
   if (calendar) *calendar = cf_name(tu.calendar);
   std::vector<int64_t> days;
-  for (double x : nc.read_coord("time")) days.push_back(tu.day_of(x));
+  for (double x : nc.read_coord("time")) days.push_back(tu.day_of(x, where));
   return days;
 }
 

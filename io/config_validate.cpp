@@ -148,6 +148,14 @@ void check_config(const Config& c, const KeyOrigin& origin) {
                                      " or " + num(above) + ")");
       }
     }
+    // Its size, before anything counts its points in an int (a step of 1e-6 degrees was a bare
+    // std::bad_alloc, 1e-300 a "grid of one latitude"): 50 million points is 200 MB a field and
+    // day, far past any regional downscaling (North America at 0.5 degrees: 24,453).
+    const double points = (std::abs(g->lon_last - g->lon_first) / g->step + 1) *
+                          (std::abs(g->lat_last - g->lat_first) / g->step + 1);
+    if (g->step > 0 && !(points <= 5e7))
+      k.fail(key + ".step", "is " + num(g->step) + " degrees: the grid would have " + num(points) +
+                                " points, more than the 50 million preprocess builds");
   }
   // The box and each grid preprocess regrids onto share some area (a grid's cells reach half a
   // step past its points): a box moved off the grids, a sign dropped, would otherwise fetch the

@@ -233,6 +233,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     ch.name = p.name;
     ch.var = p.name.substr(0, p.name.find('@'));
     ch.file = std::make_unique<FetchedField>(manifest.path_of(p), p.variable);
+    ch.file->check_level(p.name);
     ch.file->set_valid_range(p.valid_min, p.valid_max, p.units);
     units.push_back({ch.name, ch.var, ch.file->units(), ch.file->where()});
     field_names += (field_names.empty() ? "" : ", ") + ch.name;
@@ -442,6 +443,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     Progress progress2("pass 2: writing samples", static_cast<int64_t>(dates.total()));
     std::vector<float> x, y;
     size_t wet = 0, train_valid = 0;
+    size_t split_valid[3] = {0, 0, 0};  // finite targets per split
     double train_sum = 0;  // of the observed amounts over the modelled boxes' training days
     double train_largest = 0;  // and their largest
     for (int s = 0; s < 3; ++s) {
@@ -481,6 +483,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
         read_obs(slice(obs_index[s], a, b), yv);
         y = training_target(yv, meta.mask, precipitation, pp.wet_threshold);
         mask_observation(yv, meta.mask);
+        for (float v : y) split_valid[s] += std::isfinite(v);
         if (s == 0) {
           for (float v : y)
             if (std::isfinite(v)) ++train_valid, wet += v > 0;
@@ -490,6 +493,13 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
         writer.write_rows(kSplits[s], a, nb, x.data(), y.data(), yv.data(), &dates.split_days[s][a]);
         progress2.advance(static_cast<int64_t>(nb));
       });
+      // A split of days none of whose modelled boxes was observed would be scored as loss 0 (the
+      // validation split choosing the first epoch's model as the best) or not at all (test).
+      if (n > 0 && split_valid[s] == 0)
+        throw InputError(obs_file.where() + ": no observed value on the modelled boxes in the " + kSplits[s] +
+                         " split (" + to_string(date_from_days(dates.split_days[s].front(), calendar)) + " to " +
+                         to_string(date_from_days(dates.split_days[s].back(), calendar)) +
+                         "): every day there is missing; choose other preprocess." + kSplits[s] + "_years");
     }
     progress2.done();
     if (precipitation && train_valid)

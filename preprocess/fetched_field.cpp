@@ -26,6 +26,12 @@ FetchedField::FetchedField(const std::string& path, const std::string& variable)
   units_ = file_.att_text(varid_, "units");
   if (units_.empty()) throw InputError(where_ + ": no units attribute");
   level_ = static_cast<int>(file_.att_double(varid_, "level_hPa", 0));
+  // fetch unpacks what it reads (fetch/plan.cpp) and writes floats: packed values here, read as
+  // they are, would be the packed counts (a z of 10008 for 56501 m2 s-2, exit 0).
+  for (const char* packing : {"scale_factor", "add_offset"})
+    if (file_.has_att(varid_, packing))
+      throw InputError(where_ + ": has a " + packing + " attribute (CF packing), which fetch never writes: " +
+                       "this file was not written by `downscale fetch`; fetch it again");
   fill_ = static_cast<float>(file_.att_double(varid_, "_FillValue", 1e20));
 
   auto lon = file_.read_coord("lon");
@@ -43,7 +49,7 @@ FetchedField::FetchedField(const std::string& path, const std::string& variable)
   // store records it and build_store refuses to mix calendars that count days differently.
   const TimeUnits tu = TimeUnits::parse(file_.att_text(tv, "units"), file_.att_text(tv, "calendar"), path + ": time");
   calendar_ = tu.calendar;
-  for (double t : file_.read_coord("time")) days_.push_back(tu.day_of(t));
+  for (double t : file_.read_coord("time")) days_.push_back(tu.day_of(t, path + ": time"));
   for (size_t i = 1; i < days_.size(); ++i)
     if (days_[i] <= days_[i - 1])
       throw InputError(path + ": time is not strictly ascending: " + date_of(days_[i]) + " follows " + date_of(days_[i - 1]));
@@ -90,6 +96,15 @@ void FetchedField::implausible(float value, size_t index, size_t point) const {
                    fmt::format("{:g}", grid_.lon[point % nlon]) + ": outside its plausible range " + range +
                    " (a wrong unit under the right label, or corrupt data; a dataset definition's `ranges:` "
                    "sets the range)");
+}
+
+void FetchedField::check_level(const std::string& field) const {
+  const size_t at = field.find('@');
+  if (at == std::string::npos || level_ == 0) return;  // a surface field, or a file without level_hPa
+  const std::string want = field.substr(at + 1);
+  if (want != std::to_string(level_))
+    throw InputError(where_ + ": its level_hPa is " + std::to_string(level_) + ", but it is the file of " + field +
+                     " (" + want + " hPa): another level's file under this field's name; fetch it again");
 }
 
 }  // namespace ds

@@ -26,6 +26,9 @@ class FetchedField {
   const std::string& where() const { return where_; }  // "path: variable 'z'"
   const std::string& units() const { return units_; }
   int level() const { return level_; }                 // hPa; 0 without level_hPa
+  // InputError where the file's level_hPa is not the level of `field` ("z@500": 500 hPa), a file
+  // of another level copied under its name; a field or file without a level passes.
+  void check_level(const std::string& field) const;
   const Grid& grid() const { return grid_; }
   const std::vector<int64_t>& days() const { return days_; }  // days since 1970-01-01 in calendar(), ascending
   Calendar calendar() const { return calendar_; }

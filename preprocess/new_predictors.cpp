@@ -77,6 +77,7 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
     else if (!same_days(cal, calendar_))
       throw InputError(path + ": time calendar " + cal + " differs from " + calendar_ + " of " + first_file);
     ch.file = std::make_unique<FetchedField>(path, it->variable);
+    ch.file->check_level(name);
     ch.file->set_valid_range(it->valid_min, it->valid_max, it->units);
     // The training data's units (older stores do not record them: not checked).
     const std::string want = c < meta.channel_units.size() ? meta.channel_units[c] : "";

@@ -149,6 +149,10 @@ TEST(ConfigValidation, SetErrorsQuoteTheSet) {
   msg = error_of(kRun, {"train.epochs=many"});
   EXPECT_TRUE(has(msg, "--set train.epochs=many: key 'train.epochs' has a value of the wrong type")) << msg;
   // A whole section set at once: its keys are blamed on that --set.
+  // A step so small that the grid has no size preprocess could build (it was std::bad_alloc).
+  msg = error_of(kRun, {"preprocess.predictor_grid={lon: [0, 10], lat: [0, 10], step: 0.000001}"});
+  EXPECT_TRUE(has(msg, "key 'preprocess.predictor_grid.step' is 1e-06 degrees: the grid would have")) << msg;
+  EXPECT_TRUE(has(msg, "points, more than the 50 million preprocess builds")) << msg;
   msg = error_of(kRun, {"preprocess.predictor_grid={lon: [0, 10], lat: [0, 10], step: 0}"});
   EXPECT_TRUE(has(msg, "--set preprocess.predictor_grid={lon: [0, 10], lat: [0, 10], step: 0}: key "
                        "'preprocess.predictor_grid.step'")) << msg;

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
+#include <netcdf.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "io/calendar.h"
 #include "io/dataset_definition.h"
@@ -277,6 +279,76 @@ TEST(BuildStore, DroppedDatesAreCountedByKind) {
   EXPECT_EQ(s.train, 366u - 31u);
   EXPECT_EQ(s.test, 365u - 31u);
   EXPECT_EQ(StoreReader(run.dir / "d.h5").count("validation"), 0u);
+}
+
+// Fetched files edited or copied by hand, each refused naming the file, with no store written
+// (each exited 0 with wrong data: the fuzz review of 2026-12-01): another level's file under a
+// field's name, CF-packed values read as counts, a time value that is no date, a validation split
+// with no observation at all (scored as loss 0, the first epoch's model then the best).
+TEST(BuildStore, FilesEditedByHandAreRefused) {
+  const auto refusal = [](TinyRun& run, const std::function<void(int nc)>& edit, const std::string& file) {
+    int nc = -1;
+    EXPECT_EQ(nc_open((run.dir / ("run/fetch/" + file)).c_str(), NC_WRITE, &nc), NC_NOERR);
+    nc_redef(nc);
+    edit(nc);
+    nc_close(nc);
+    try {
+      build_store(run.cfg, run.dir / "run/fetch", run.dir / "run/store.h5");
+      ADD_FAILURE() << "accepted";
+    } catch (const InputError& e) {
+      EXPECT_FALSE(std::filesystem::exists(run.dir / "run/store.h5"));
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const auto var = [](int nc, const char* name) {
+    int v = -1;
+    nc_inq_varid(nc, name, &v);
+    return v;
+  };
+  {
+    TinyRun run;
+    const std::string msg = refusal(run, [&](int nc) {
+      const int level = 700;
+      nc_put_att_int(nc, var(nc, "ta"), "level_hPa", NC_INT, 1, &level);
+    }, "ta@500.nc");
+    EXPECT_TRUE(has(msg, "ta@500.nc: variable 'ta': its level_hPa is 700, but it is the file of ta@500 (500 hPa)")) << msg;
+  }
+  {
+    TinyRun run;
+    const std::string msg = refusal(run, [&](int nc) {
+      const float scale = 10.0f;
+      nc_put_att_float(nc, var(nc, "z"), "scale_factor", NC_FLOAT, 1, &scale);
+    }, "z@500.nc");
+    EXPECT_TRUE(has(msg, "z@500.nc: variable 'z': has a scale_factor attribute (CF packing)")) << msg;
+  }
+  {
+    TinyRun run;
+    const std::string msg = refusal(run, [&](int nc) {
+      nc_enddef(nc);
+      const size_t at = 10;
+      const double nan = NAN;
+      nc_put_var1_double(nc, var(nc, "time"), &at, &nan);
+    }, "pr.nc");
+    EXPECT_TRUE(has(msg, "pr.nc: time: time value nan is no date")) << msg;
+  }
+  {
+    TinyRun run;  // every value of 2001, the validation year, missing (days 366..730)
+    const std::string msg = refusal(run, [&](int nc) {
+      nc_enddef(nc);
+      const int v = var(nc, "pr");
+      size_t lat = 0, lon = 0;
+      int dims[3];
+      nc_inq_vardimid(nc, v, dims);
+      nc_inq_dimlen(nc, dims[1], &lat);
+      nc_inq_dimlen(nc, dims[2], &lon);
+      const std::vector<float> fill(365 * lat * lon, 1e20f);
+      const size_t start[3] = {366, 0, 0}, count[3] = {365, lat, lon};
+      nc_put_vara_float(nc, v, start, count, fill.data());
+    }, "pr.nc");
+    EXPECT_TRUE(has(msg, "no observed value on the modelled boxes in the validation split (2001-01-01 to 2001-12-31)"))
+        << msg;
+  }
 }
 
 TEST(BuildStore, WrongUnitsAreAnErrorAndLeaveNoStore) {
