@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <tuple>
 
 #include "evaluate/baselines.h"
 #include "evaluate/continuous_scores.h"
@@ -114,7 +115,8 @@ void write_scores_nc(const std::string& dir, const std::string& pred_path, const
 
 // The prediction must be of the store's test split on its observation window.
 void check_matches(const std::string& pred_path, const StoreReader& store, const std::vector<int64_t>& days,
-                   const std::string& calendar, size_t nlat, size_t nlon, const Window& win,
+                   const std::string& calendar, const std::vector<double>& lat, const std::vector<double>& lon,
+                   const Window& win,
                    const std::map<std::string, std::string>& attributes, const std::string& checkpoint) {
   // Predicted from the model the checkpoint holds now: its model_sha256 (spec and tensors), or in
   // files written before that was recorded the file's checkpoint_sha256 (older files record
@@ -134,9 +136,19 @@ void check_matches(const std::string& pred_path, const StoreReader& store, const
     throw InputError(pred_path + ": predicted with a model of another store than " + store.path() +
                      " (its store_identity differs: channels, grids or statistics): predict again with a model of this store (after "
                      "preprocess was run again, train it again first)");
-  if (store.read_time("test") != days || nlat != size_t(win.rows) || nlon != size_t(win.cols))
+  if (store.read_time("test") != days || lat.size() != size_t(win.rows) || lon.size() != size_t(win.cols))
     throw InputError(pred_path + ": its days or grid differ from the test split of " + store.path() +
                      " (predicted with another store?)");
+  // The boxes themselves, not their counts alone (a grid shifted by a quarter degree was scored
+  // against the store's observations, exit 0): predict writes the store's coordinates as they are.
+  for (const auto& [axis, got, want] : {std::tuple<const char*, const std::vector<double>*, std::vector<double>>{
+                                            "lat", &lat, window_lat(store.meta(), win)},
+                                        {"lon", &lon, window_lon(store.meta(), win)}})
+    for (size_t i = 0; i < want.size(); ++i)
+      if (!(std::abs((*got)[i] - want[i]) <= 1e-3))
+        throw InputError(fmt::format("{}: {} {} is {:g}, but the test split of {} has its box at {:g}: another grid "
+                                     "than the store's (the file edited or regridded since predict?)",
+                                     pred_path, axis, i, (*got)[i], store.path(), want[i]));
   // Compared as calendars, so "gregorian" in one and "standard" in the other agree.
   if (cf_name(parse_calendar(calendar, pred_path)) != cf_name(parse_calendar(store.meta().calendar, store.path())))
     throw InputError(pred_path + ": its calendar " + calendar + " is not the store's " + store.meta().calendar);
@@ -198,11 +210,11 @@ struct TestObservations {
   std::vector<uint8_t> mask;    // np, 1 on modelled (land) boxes
 };
 TestObservations read_test_observations(const std::string& pred_path, const StoreReader& store,
-                                        const std::vector<int64_t>& days, const std::string& calendar, size_t nlat,
-                                        size_t nlon, const Window& win,
+                                        const std::vector<int64_t>& days, const std::string& calendar,
+                                        const std::vector<double>& lat, const std::vector<double>& lon, const Window& win,
                                         const std::map<std::string, std::string>& attributes,
                                         const std::string& checkpoint) {
-  check_matches(pred_path, store, days, calendar, nlat, nlon, win, attributes, checkpoint);
+  check_matches(pred_path, store, days, calendar, lat, lon, win, attributes, checkpoint);
   TestObservations t;
   t.days = store.count("test");
   t.points = win.size();
@@ -263,8 +275,8 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   PredictandOutput pred = read_predictand(pred_path, meta.predictand);
   throw_if_stop_requested("reading " + pred_path + "; nothing written");  // members make it long
   const Window win = observation_window(meta);
-  const TestObservations test = read_test_observations(pred_path, store, pred.days, pred.calendar, pred.lat.size(),
-                                                       pred.lon.size(), win, pred.attributes,
+  const TestObservations test = read_test_observations(pred_path, store, pred.days, pred.calendar, pred.lat,
+                                                       pred.lon, win, pred.attributes,
                                                        pred.checkpoint);
   const auto about = say_what_is_scored(cfg, pred_path, pred.checkpoint, store, pred.days, pred.calendar, test, win);
   const size_t np = test.points;
@@ -359,8 +371,8 @@ int evaluate_precipitation(const Config& cfg, const RunPaths& paths, const Store
   PrecipitationOutput pred = read_precipitation(pred_path, /*gamma=*/false);  // not scored
   throw_if_stop_requested("reading " + pred_path + "; nothing written");  // members make it long
   const Window win = observation_window(meta);
-  const TestObservations test = read_test_observations(pred_path, store, pred.days, pred.calendar, pred.lat.size(),
-                                                       pred.lon.size(), win, pred.attributes,
+  const TestObservations test = read_test_observations(pred_path, store, pred.days, pred.calendar, pred.lat,
+                                                       pred.lon, win, pred.attributes,
                                                        pred.checkpoint);
   // The wet-day threshold is not part of the store's identity (the predictors'), yet a store
   // rebuilt with another preprocess.wet_threshold has other targets and another model to go

@@ -77,6 +77,16 @@ mkdir -p runs/swap/predict
 cp runs/demo/predict/precipitation.nc runs/swap/predict/
 expect 3 "predicted with a model of another store" ds evaluate --set run.dir=runs/swap
 
+echo "== 1a. a prediction whose grid was moved after predict"
+# Its counts of boxes the store's, its boxes a quarter degree north: evaluate compared counts only
+# and scored it against the store's observations (exit 0).
+rm -rf runs/moved && mkdir -p runs/moved && cp -r runs/demo/fetch runs/demo/preprocess runs/demo/train runs/demo/predict runs/moved/
+$py -c "
+import netCDF4
+with netCDF4.Dataset('runs/moved/predict/precipitation.nc', 'a') as d: d['lat'][:] = d['lat'][:] + 0.25"
+expect 3 "runs/moved/predict/precipitation.nc: lat 0 is" ds evaluate --set run.dir=runs/moved
+grep -qF "another grid than the store's" <<<"$last" || { echo "FAIL: the moved grid's message: $last"; exit 1; }
+
 echo "== 1b. preprocess again with other settings under trained models"
 # The store is replaced (exit 0), with a warning naming the checkpoints trained on the store it
 # replaced; predict then names what a rerun of preprocess can change. The same settings again,
