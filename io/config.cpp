@@ -278,12 +278,17 @@ class Reader {
 // yaml-cpp keeps both pairs of a key written twice in one mapping and reads the first, so a
 // second `epochs:` further down a long file would be ignored without a word: refuse it, naming
 // both lines.
-void check_duplicate_keys(const YAML::Node& n, const std::string& prefix, const std::string& file) {
+// `visited`: the byte offsets of the collections walked. An alias (*a) is its anchor's node, at
+// its anchor's offset: walked once, not once per reference (nested aliases, "billion laughs",
+// took minutes to walk, deaf to SIGTERM).
+void check_duplicate_keys(const YAML::Node& n, const std::string& prefix, const std::string& file,
+                          std::set<int>& visited) {
+  if (!n.IsSequence() && !n.IsMap()) return;
+  if (!visited.insert(n.Mark().pos).second) return;
   if (n.IsSequence()) {
-    for (const auto& item : n) check_duplicate_keys(item, prefix, file);
+    for (const auto& item : n) check_duplicate_keys(item, prefix, file, visited);
     return;
   }
-  if (!n.IsMap()) return;
   std::map<std::string, int> seen;  // key -> its first line
   for (auto it = n.begin(); it != n.end(); ++it) {
     const std::string k = it->first.Scalar();
@@ -293,7 +298,7 @@ void check_duplicate_keys(const YAML::Node& n, const std::string& prefix, const 
     if (!inserted)
       throw UsageError(file + ": line " + std::to_string(line) + ": key '" + dotted + "' is given twice (first on line " +
                        std::to_string(first->second) + ")");
-    check_duplicate_keys(it->second, dotted, file);
+    check_duplicate_keys(it->second, dotted, file, visited);
   }
 }
 
@@ -371,7 +376,8 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   }
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw UsageError(path + ": the config must be a mapping of sections");
-  check_duplicate_keys(root, "", path);  // before the overrides, which replace the first of two
+  std::set<int> visited;
+  check_duplicate_keys(root, "", path, visited);  // before the overrides, which replace the first of two
   // Whether the file itself has a synth section: a `--set synth.dir=…` on a config of real data
   // would otherwise make one out of the defaults (synthetic North America) and `downscale synth`
   // would write it.
