@@ -246,6 +246,8 @@ void check_config(const Config& c, const KeyOrigin& origin) {
   if (c.train.name == "." || c.train.name == "..") k.fail("train.name", "is '" + c.train.name + "', not a folder name");
 
   // predict
+  if (c.predict.checkpoint.empty())  // it read the model's folder as a file: "train/: read error", exit 3
+    k.fail("predict.checkpoint", "is empty: best, last (the checkpoints in the model's folder) or a checkpoint file's path");
   k.one_of("predict.occurrence", c.predict.occurrence, {"frequency", "p50"});
   k.range("predict.members", c.predict.members, 0, 10000, "stochastic realizations");
   k.range("predict.plausible_sd", c.predict.plausible_sd, 0, 1e6, "training standard deviations; 0: unchecked");

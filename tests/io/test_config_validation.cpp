@@ -166,6 +166,8 @@ TEST(ConfigValidation, SetErrorsQuoteTheSet) {
   msg = error_of(kRun, {"train.epochs=many"});
   EXPECT_TRUE(has(msg, "--set train.epochs=many: key 'train.epochs' has a value of the wrong type")) << msg;
   // A whole section set at once: its keys are blamed on that --set.
+  msg = error_of(kRun, {"predict.checkpoint=''"});
+  EXPECT_TRUE(has(msg, "key 'predict.checkpoint' is empty: best, last")) << msg;
   // A step so small that the grid has no size preprocess could build (it was std::bad_alloc).
   msg = error_of(kRun, {"preprocess.predictor_grid={lon: [0, 10], lat: [0, 10], step: 0.000001}"});
   EXPECT_TRUE(has(msg, "key 'preprocess.predictor_grid.step' is 1e-06 degrees: the grid would have")) << msg;
