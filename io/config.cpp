@@ -278,13 +278,16 @@ class Reader {
 // yaml-cpp keeps both pairs of a key written twice in one mapping and reads the first, so a
 // second `epochs:` further down a long file would be ignored without a word: refuse it, naming
 // both lines.
-// `visited`: the byte offsets of the collections walked. An alias (*a) is its anchor's node, at
-// its anchor's offset: walked once, not once per reference (nested aliases, "billion laughs",
-// took minutes to walk, deaf to SIGTERM).
+// `visited`: the collections walked, by their offset in the file (two may share one: a map and
+// its first key), each compared by identity. An alias (*a) is its anchor's node: walked once, not
+// once per reference (nested aliases, "billion laughs", took minutes to walk, deaf to SIGTERM).
 void check_duplicate_keys(const YAML::Node& n, const std::string& prefix, const std::string& file,
-                          std::set<int>& visited) {
+                          std::multimap<int, YAML::Node>& visited) {
   if (!n.IsSequence() && !n.IsMap()) return;
-  if (!visited.insert(n.Mark().pos).second) return;
+  const auto [first, last] = visited.equal_range(n.Mark().pos);
+  for (auto it = first; it != last; ++it)
+    if (it->second.is(n)) return;
+  visited.emplace(n.Mark().pos, n);
   if (n.IsSequence()) {
     for (const auto& item : n) check_duplicate_keys(item, prefix, file, visited);
     return;
@@ -376,7 +379,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   }
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw UsageError(path + ": the config must be a mapping of sections");
-  std::set<int> visited;
+  std::multimap<int, YAML::Node> visited;
   check_duplicate_keys(root, "", path, visited);  // before the overrides, which replace the first of two
   // Whether the file itself has a synth section: a `--set synth.dir=…` on a config of real data
   // would otherwise make one out of the defaults (synthetic North America) and `downscale synth`

@@ -325,9 +325,13 @@ if ((term_to_mpirun)) && [[ $rc -eq 1 ]]; then
 fi
 # srun can report 0 for a step whose tasks never launched (seen: a requeued job's launch failing in
 # Slurm's PMIx set-up): a finished training always leaves a fresh train_report.json.
-# (A launch that only settled a finished run's folder writes no report.)
+# (A launch that only settled a finished run's folder writes no report: the check, asked again,
+# must find nothing left to settle.)
 if [[ $rc -eq 0 && $settle_only -eq 0 && -n $model_dir && ! $model_dir/train_report.json -nt $tmpdir/check.out ]]; then
   echo "== the launcher exited 0 but the training left no new $model_dir/train_report.json: it did not run"
+  rc=1
+elif [[ $rc -eq 0 && $settle_only -eq 1 ]] && "${check[@]}" 2>/dev/null | grep -q '^settle: '; then
+  echo "== the launcher exited 0 but $model_dir is still to settle: the ranks did not run"
   rc=1
 fi
 # Every rank exits 75 after SIGUSR1's checkpoint, and under --kill-on-bad-exit the first to exit

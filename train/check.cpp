@@ -135,7 +135,9 @@ std::string check_training(const Config& cfg, const std::string& store_path, con
   try {
     run_be = model::make_backend(cfg.run.device, 1, 0, "run.device", cfg.origin("run.device"));
   } catch (const Error& e) {
-    if (cfg.run.device != "cuda") throw;
+    // With a GPU here the failure is the run's own (a mistyped DOWNSCALE_CUDA_* switch, exit 2),
+    // which every rank would meet after the launch.
+    if (cfg.run.device != "cuda" || model::cuda_probe().devices > 0) throw;
     out << "note: run.device cuda, but not on this node: " << e.what() << "\n";
   }
   if (run_be) {

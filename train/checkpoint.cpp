@@ -347,8 +347,9 @@ std::string nothing_to_train(const TrainState& state, const std::string& path, i
                  : fmt::format("stopped early after epoch {} (no improvement for train.patience {} epochs)",
                                state.epoch, patience),
       report_kept ? " and train_report.json are kept"
-                  : " are kept, and no train_report.json (a run writes it when its training ends: this run's was lost "
-                    "when it was stopped after its last checkpoint, or the one there was another run's)",
+                  : " are kept, and no train_report.json (a run writes it when its training ends: this one's end "
+                    "was not reached, or its report was lost when it was stopped after its last checkpoint, or the "
+                    "one there was another run's)",
       all_epochs ? "train.epochs" : "train.patience");
 }
 

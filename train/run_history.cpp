@@ -118,7 +118,9 @@ std::string finished_folder_to_settle(const std::string& out_dir, const TrainSta
     add("checkpoint_best.h5 " + plan.best_problem + ": copied from checkpoint_last.h5, whose epoch was the best");
   else if (plan.remove_best)
     add("checkpoint_best.h5 " + plan.best_problem + ": removed");
-  if (plan.restart_history) add("metrics.csv and the TensorBoard events begun again as this run's");
+  // The history begun again only where another run's is there to go: without a best model of
+  // this run to keep, a resume would begin it again each time (and put the epoch's line back).
+  if (plan.restart_history && plan.remove_best) add("metrics.csv and the TensorBoard events begun again as this run's");
   const std::string line = metrics_to_restore(out_dir + "/metrics.csv", state.epoch, state.epoch_metrics);
   if (!line.empty()) add(fmt::format("metrics.csv lacks epoch {} (put back from the checkpoint)", state.epoch));
   return what;

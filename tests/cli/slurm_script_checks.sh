@@ -57,7 +57,7 @@ if [[ $2 == --check ]]; then
   [[ -n ${FAKE_BACKEND-} ]] && echo "backend ${FAKE_BACKEND} computes train.precision tf32"
   echo "device ${FAKE_DEVICE:-auto} (run.device)"; echo "output folder out"
   [[ -n ${FAKE_FINISHED-} ]] && echo "finished: out/checkpoint_last.h5 holds all 5 epochs of train.epochs 5: nothing to train"
-  [[ -n ${FAKE_SETTLE-} ]] && echo "settle: checkpoint_best.h5 is missing: copied from checkpoint_last.h5 (train --resume does this, training nothing)"
+  [[ -n ${FAKE_SETTLE-} && ! -e out/settled ]] && echo "settle: checkpoint_best.h5 is missing: copied from checkpoint_last.h5 (train --resume does this, training nothing)"
   exit 0
 fi
 # FAKE_USR1: signal the batch script (Slurm's --signal=B:USR1), then end with $FAKE_RC, having
@@ -71,6 +71,7 @@ if [[ -n ${FAKE_USR1-} ]]; then
   [[ -n ${FAKE_CKPT-} ]] && { echo new >out/ck.tmp && mv out/ck.tmp out/checkpoint_last.h5; }
 fi
 [[ ${FAKE_RC:-0} -eq 0 && -z ${FAKE_SETTLE-} ]] && touch out/train_report.json  # a finished run settled writes none
+[[ -n ${FAKE_SETTLE-} && -z ${FAKE_NOT_SETTLED-} ]] && touch out/settled
 exit "${FAKE_RC:-0}"
 SH
 # srun: drops its options, runs the command once.
@@ -317,6 +318,14 @@ FAKE_FINISHED=1 FAKE_SETTLE=1 job 2 "" || rc=$?
 grep -q "^== the folder is settled first: checkpoint_best.h5 is missing" job.out && ! grep -q "it did not run" job.out ||
   { cat job.out; fail "the .out of a finished training settled"; }
 [[ ! -e out/train_report.json ]] || fail "the settling fake wrote a report"
+# A launch that exits 0 without settling (its ranks never ran): the check, asked again, still
+# says settle, and the job fails.
+rm -f out/settled
+rc=0
+FAKE_FINISHED=1 FAKE_SETTLE=1 FAKE_NOT_SETTLED=1 job 2 "" || rc=$?
+[[ $rc -eq 1 ]] && grep -q "is still to settle: the ranks did not run" job.out ||
+  { cat job.out; fail "a settling launch that settled nothing: exit $rc, expected 1"; }
+rm -f out/settled
 echo "== 11. containers: no host modules by default, --nv where the driver is; CPUs per task reach srun"
 # A module system whose every load fails (this cluster's names are not bwHPC's).
 mkdir -p modules/init

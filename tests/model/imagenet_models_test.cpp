@@ -128,25 +128,8 @@ TEST(ImagenetModels, ResNet50GradientsThroughTheResidualSumsMatchFiniteDifferenc
     const Param& p = params[k];
     const auto g = p.grad->to_host();
     auto v = p.value->to_host();
-    const auto numeric_at = [&](size_t i, float step) {
-      const float x0 = v[i];
-      v[i] = x0 + step;
-      const float hi = v[i];
-      p.value->upload(v.data());
-      const double lp = loss();
-      v[i] = x0 - step;
-      const float lo = v[i];
-      p.value->upload(v.data());
-      const double lm = loss();
-      v[i] = x0;
-      p.value->upload(v.data());
-      return (lp - lm) / (double(hi) - double(lo));
-    };
-    std::vector<size_t> order(v.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::partial_sort(order.begin(), order.begin() + 2, order.end(),
-                      [&](size_t a, size_t c) { return std::abs(g[a]) > std::abs(g[c]); });
-    for (size_t i : {order[0], order[1]}) {
+    const auto numeric_at = [&](size_t i, float step) { return test::central_difference(*p.value, v, i, step, loss); };
+    for (const size_t i : test::largest_entries(g, 2)) {
       ASSERT_GT(std::abs(g[i]), 0.1) << p.name << ": its largest gradients are too small to check";
       std::string seen;
       bool agrees = false;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <limits>
 #include <random>
@@ -67,6 +68,35 @@ inline Tensor make_tensor(Backend& be, Shape s, const std::vector<float>& values
 inline Tensor random_tensor(Backend& be, Shape s, uint64_t seed, float lo = -1.0f, float hi = 1.0f,
                             bool signed_away_from_zero = false) {
   return make_tensor(be, s, random_values(size_t(s.size()), seed, lo, hi, signed_away_from_zero));
+}
+
+// The central difference of `loss` in entry i of `value` (whose host copy is `host`, restored
+// afterwards) at `step`, divided by the float step actually taken. For the network-level checks.
+inline double central_difference(Tensor& value, std::vector<float>& host, size_t i, float step,
+                                 const std::function<double()>& loss) {
+  const float x = host[i];
+  host[i] = x + step;
+  const float hi = host[i];
+  value.upload(host.data());
+  const double lp = loss();
+  host[i] = x - step;
+  const float lo = host[i];
+  value.upload(host.data());
+  const double lm = loss();
+  host[i] = x;
+  value.upload(host.data());
+  return (lp - lm) / (double(hi) - double(lo));
+}
+
+// The `m` entries of `g` largest in magnitude, largest first.
+inline std::vector<size_t> largest_entries(const std::vector<float>& g, size_t m) {
+  std::vector<size_t> order(g.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  m = std::min(m, order.size());
+  std::partial_sort(order.begin(), order.begin() + m, order.end(),
+                    [&](size_t a, size_t c) { return std::abs(g[a]) > std::abs(g[c]); });
+  order.resize(m);
+  return order;
 }
 
 // Checks layer.backward against central differences of L = sum(out * R) for a fixed random R,

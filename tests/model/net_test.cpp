@@ -133,7 +133,8 @@ Batch make_batch(Backend& be, const Net& net, int n, uint64_t seed) {
 // floor at both steps, or its check would accept a zero gradient.
 constexpr float kSteps[2] = {1e-3f, 3e-4f};
 constexpr double kFloor = 2e-4;
-using NetLoss = std::function<double(const Tensor& out, Tensor* d_out)>;
+// The loss of the net's output on the check's batch (its targets and mask); d_out its gradient.
+using NetLoss = std::function<double(const Tensor& out, const Batch& b, Tensor* d_out)>;
 void check_net_gradients(Backend& be, Net& net, int n, int per_param, const NetLoss& net_loss = {}) {
   // Positive biases: with Keras' zero biases, a conv whose inputs are all zero (ReLU'd away or
   // padding) outputs exactly 0, right on the next ReLU's kink, where a finite difference sees
@@ -145,39 +146,19 @@ void check_net_gradients(Backend& be, Net& net, int n, int per_param, const NetL
       p.value->upload(v.data());
     }
   Batch b = make_batch(be, net, n, 5);
-  const NetLoss loss_of = net_loss ? net_loss : [&](const Tensor& out, Tensor* d) {
-    return bernoulli_gamma_loss(be, out, b.y, b.mask, d);
+  const NetLoss loss_of = net_loss ? net_loss : [&](const Tensor& out, const Batch& on, Tensor* d) {
+    return bernoulli_gamma_loss(be, out, on.y, on.mask, d);
   };
   Tensor d(be, net.output_shape(n));
-  loss_of(net.forward(b.x), &d);
+  loss_of(net.forward(b.x), b, &d);
   net.backward(d);
-  auto loss = [&]() { return loss_of(net.forward(b.x), nullptr); };
+  auto loss = [&]() { return loss_of(net.forward(b.x), b, nullptr); };
   for (const Param& p : net.params()) {
     const auto g = p.grad->to_host();
     auto v = p.value->to_host();
-    // The central difference of entry i at `step`, the float step actually taken as divisor.
-    const auto numeric_at = [&](size_t i, float step) {
-      const float x = v[i];
-      v[i] = x + step;
-      const float hi = v[i];
-      p.value->upload(v.data());
-      const double lp = loss();
-      v[i] = x - step;
-      const float lo = v[i];
-      p.value->upload(v.data());
-      const double lm = loss();
-      v[i] = x;
-      p.value->upload(v.data());
-      return (lp - lm) / (double(hi) - double(lo));
-    };
-    std::vector<size_t> order(v.size());
-    std::iota(order.begin(), order.end(), size_t(0));
-    const size_t m = std::min(order.size(), size_t(per_param));
-    std::partial_sort(order.begin(), order.begin() + m, order.end(),
-                      [&](size_t a, size_t c) { return std::abs(g[a]) > std::abs(g[c]); });
+    const auto numeric_at = [&](size_t i, float step) { return test::central_difference(*p.value, v, i, step, loss); };
     double largest = 0;
-    for (size_t k = 0; k < m; ++k) {
-      const size_t i = order[k];
+    for (const size_t i : test::largest_entries(g, size_t(per_param))) {
       const double n1 = numeric_at(i, kSteps[0]), n2 = numeric_at(i, kSteps[1]);
       const auto agrees = [&](double num) { return std::abs(g[i] - num) <= std::max(kFloor, 2e-2 * std::abs(num)); };
       EXPECT_TRUE(agrees(n1) || agrees(n2)) << p.name << "[" << i << "]: analytic " << g[i] << ", numeric " << n1
@@ -676,8 +657,7 @@ TEST(ModelNet, DemoWithGaussianAndMseHeads) {
     net.init(3);
     const LossKind kind = parse_loss(loss);
     EXPECT_EQ(net.output_shape(2).c, loss_channels(kind));
-    Batch b = make_batch(*be, net, 2, 5);
-    check_net_gradients(*be, net, 2, 2, [&](const Tensor& out, Tensor* d) {
+    check_net_gradients(*be, net, 2, 2, [&](const Tensor& out, const Batch& b, Tensor* d) {
       return masked_loss(*be, kind, out, b.y, b.mask, d);
     });
   }

@@ -172,9 +172,15 @@ TEST(RunHistory, AFinishedRunsFolderToSettleIsWhatAResumeChanges) {
             "lacks epoch 3 (put back from the checkpoint)");
   EXPECT_EQ(bytes_of(d / "metrics.csv"), header + "1,1,1,1,1\n2,1,1,1,1\n3,0.");  // read only
   EXPECT_FALSE(std::filesystem::exists(d / "checkpoint_best.h5"));
-  // The last epoch not the best: the best model is lost for good, and a resume changes nothing.
+  // The last epoch not the best: the best model is lost for good, and a resume changes nothing;
+  // the same in a one-epoch run (stopped early at epoch 1, no best model): settling it again and
+  // again would begin its history anew at every requeue.
   std::ofstream(d / "metrics.csv") << header << "1,1,1,1,1\n2,1,1,1,1\n3,0.5,0.6,1,2\n";
   EXPECT_EQ(finished_folder_to_settle(d.path(), state_at(3, 0, 1)), "");
+  TrainState one = state_at(1, 0, 1);
+  one.epoch_metrics = "1,1,1,1,1";
+  std::ofstream(d / "metrics.csv") << header << "1,1,1,1,1\n";
+  EXPECT_EQ(finished_folder_to_settle(d.path(), one), "");
   // Another run's best model beside a one-epoch run: removed, and the history begun again.
   checkpoint_of(d / "checkpoint_best.h5", "run-b");
   EXPECT_EQ(finished_folder_to_settle(d.path(), state_at(1, 0, 1)),
