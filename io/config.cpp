@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fstream>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
@@ -16,6 +16,7 @@
 
 #include "io/config_validate.h"
 #include "io/error.h"
+#include "io/read_file.h"
 
 namespace ds {
 
@@ -305,8 +306,8 @@ void check_duplicate_keys(const YAML::Node& n, const std::string& prefix, const 
   }
 }
 
-void apply_override(YAML::Node& root, const std::string& assignment, std::map<std::string, std::string>& keys,
-                    std::vector<std::string>& replaced) {
+void apply_override(YAML::Node& root, const std::string& assignment, const std::string& file,
+                    std::map<std::string, std::string>& keys, std::vector<std::string>& replaced) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     throw UsageError("--set " + assignment + ": expected key=value");
@@ -329,6 +330,17 @@ void apply_override(YAML::Node& root, const std::string& assignment, std::map<st
   // Walk down with node references; create missing sections so unknown keys surface as such.
   std::function<void(YAML::Node, size_t)> set = [&](YAML::Node n, size_t i) {
     if (i + 1 == parts.size()) { n[parts[i]] = value; return; }
+    // A value on the way down (`--set run.dir.x=1`, run.dir a path) has no keys: made a section,
+    // it was refused later as a value of the wrong type, blamed on whoever had set the value (an
+    // earlier --set run.dir=...), not on this --set. (A null is an empty section: filled.)
+    if (const YAML::Node on_the_way = n[parts[i]]; on_the_way && !on_the_way.IsNull() && !on_the_way.IsMap()) {
+      std::string section = parts[0];
+      for (size_t k = 1; k <= i; ++k) section += "." + parts[k];
+      YAML::Emitter given;
+      given << YAML::Flow << on_the_way;
+      throw UsageError("--set " + assignment + ": '" + section + "' is a value (" + given.c_str() + ", from " +
+                       origin_of(section, keys, file) + "), not a section: it has no key '" + parts[i + 1] + "'");
+    }
     if (!n[parts[i]] || !n[parts[i]].IsMap()) n[parts[i]] = YAML::Node(YAML::NodeType::Map);
     set(n[parts[i]], i + 1);
   };
@@ -357,10 +369,13 @@ bool Config::gives(const std::string& key) const {
 }
 
 std::string Config::record(const std::string& stage) const {
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string out = text.str();
+  // A config built in code (tests) names a file that need not exist: there is no text to record.
+  // One that exists is read whole: a failed or short read is an error, not a record without the
+  // config's text (what a checkpoint keeps, and what ranks compare).
+  std::error_code ec;
+  std::string out;
+  if (std::filesystem::status(file, ec).type() != std::filesystem::file_type::not_found)
+    out = read_file(file, kExitUsage);
   if (overrides.empty()) return out;
   if (!out.empty() && out.back() != '\n') out += '\n';
   out += "# --set overrides given to downscale " + stage + " (they win over the file above):\n";
@@ -369,14 +384,21 @@ std::string Config::record(const std::string& stage) const {
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  YAML::Node root;
+  std::vector<YAML::Node> documents;
   try {
-    root = YAML::LoadFile(path);
+    documents = YAML::LoadAllFromFile(path);
   } catch (const YAML::BadFile&) {
     throw UsageError(path + ": cannot open config file");
   } catch (const YAML::Exception& e) {
     throw UsageError(path + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
+  // yaml-cpp's LoadFile reads the first document alone: keys after a `---` were ignored without a
+  // word. An empty one (a `---` closing the file) holds nothing to ignore.
+  for (size_t i = 1; i < documents.size(); ++i)
+    if (!documents[i].IsNull())
+      throw UsageError(path + ": line " + std::to_string(documents[i].Mark().line + 1) + ": a second YAML document "
+                       "after '---': only one document is read (join the two, or remove the '---')");
+  YAML::Node root = documents.empty() ? YAML::Node() : documents[0];
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw UsageError(path + ": the config must be a mapping of sections");
   std::multimap<int, YAML::Node> visited;
@@ -387,7 +409,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   const bool file_has_synth = root["synth"].IsDefined() && !root["synth"].IsNull();
   std::map<std::string, std::string> overridden;
   std::vector<std::string> replaced;
-  for (const auto& o : overrides) apply_override(root, o, overridden, replaced);
+  for (const auto& o : overrides) apply_override(root, o, path, overridden, replaced);
 
   Config c;
   c.file = path;

@@ -92,6 +92,20 @@ FetchManifest FetchManifest::read(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path + ": not a fetch manifest: " + e.what());
   }
+  // fetch writes every file inside its folder (predictors/, predictand/): one named outside it,
+  // by an absolute path or through '..', is a manifest edited or corrupt, and preprocess would
+  // read whatever it points at.
+  auto check_inside = [&](const FetchedFile& f, const std::string& entry) {
+    const std::filesystem::path file(f.file);
+    bool outside = file.has_root_path();
+    for (const auto& part : file) outside = outside || part == "..";
+    if (outside)
+      throw InputError(path + ": " + entry + " '" + f.name + "': file '" + f.file +
+                       "' is outside the fetch folder; fetch writes only inside it, so the manifest was edited or "
+                       "is corrupt");
+  };
+  for (const auto& p : m.predictors) check_inside(p, "predictor");
+  if (m.has_predictand()) check_inside(m.predictand, "predictand");
   m.dir = std::filesystem::path(path).parent_path().string();
   if (m.dir.empty()) m.dir = ".";
   return m;

@@ -1,7 +1,7 @@
 // A file read whole, every failure named: the files the stages read back in one piece (a
-// checkpoint copied to the best one, metrics.csv on resume, a layer profile). A short or failed
-// read is an error, never an empty or partial text taken as the file's. (Config::record still
-// reads the config with an ifstream: tests build configs whose file does not exist.)
+// checkpoint copied to the best one, metrics.csv on resume, a layer profile, the config recorded
+// beside an output when its file exists). A short or failed read is an error, never an empty or
+// partial text taken as the file's.
 #pragma once
 #include <string>
 

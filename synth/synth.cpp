@@ -1,5 +1,6 @@
 #include "synth/synth.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "io/atomic_file.h"
@@ -21,10 +22,13 @@ namespace {
 void check_config(const Config::Synth& cfg) {
   if (cfg.dir.empty()) throw UsageError("synth.dir: empty");
   if (cfg.years.empty()) throw UsageError("synth.years: empty range");
+  // Named as the config writes them (synth.lon: [min, max]), not by the fields they are read into.
   if (!(cfg.lon_min < cfg.lon_max) || cfg.lon_min < -180 || cfg.lon_max > 180)
-    throw UsageError("synth.lon_min/lon_max: need -180 <= lon_min < lon_max <= 180");
+    throw UsageError(fmt::format("synth.lon: must be [min, max] with -180 <= min < max <= 180, got [{}, {}]",
+                                 cfg.lon_min, cfg.lon_max));
   if (!(cfg.lat_min < cfg.lat_max) || cfg.lat_min < -90 || cfg.lat_max > 90)
-    throw UsageError("synth.lat_min/lat_max: need -90 <= lat_min < lat_max <= 90");
+    throw UsageError(fmt::format("synth.lat: must be [min, max] with -90 <= min < max <= 90, got [{}, {}]",
+                                 cfg.lat_min, cfg.lat_max));
 }
 
 std::vector<PointBasis> bases(const Grid& g) {

@@ -528,6 +528,36 @@ TEST(FetchArchives, AManifestWithoutPredictandRoundTripsAndOldManifestsAreStanda
   EXPECT_EQ(old.predictand.calendar, "standard");
 }
 
+// fetch writes its files inside its folder: a manifest entry naming a file outside it (absolute,
+// or through '..') is refused, naming the manifest and the entry, not read from where it points.
+TEST(FetchArchives, AManifestFileOutsideTheFetchFolderIsRefused) {
+  test::TempDir d;
+  auto error_of = [&](const std::string& predictor_file, const std::string& predictand_file) -> std::string {
+    std::ofstream(d / "manifest.json")
+        << R"({"format": "downscale-fetch-1", "predictors": [{"name": "z@500", "variable": "z", "file": ")"
+        << predictor_file << R"("}], "predictand": {"name": "pr", "variable": "pr", "file": ")" << predictand_file
+        << R"("}})";
+    try {
+      FetchManifest::read(d / "manifest.json");
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error_of("predictors/z@500.nc", "predictand/pr.nc"), "");
+  EXPECT_EQ(error_of("z@500.nc", "pr.nc"), "");  // at the folder's top: inside too
+  const std::string tail = "' is outside the fetch folder; fetch writes only inside it, so the manifest was edited or "
+                           "is corrupt";
+  EXPECT_EQ(error_of("/data/z@500.nc", "predictand/pr.nc"),
+            (d / "manifest.json") + ": predictor 'z@500': file '/data/z@500.nc" + tail);
+  EXPECT_EQ(error_of("predictors/../../z@500.nc", "predictand/pr.nc"),
+            (d / "manifest.json") + ": predictor 'z@500': file 'predictors/../../z@500.nc" + tail);
+  EXPECT_EQ(error_of("predictors/z@500.nc", "../pr.nc"),
+            (d / "manifest.json") + ": predictand 'pr': file '../pr.nc" + tail);
+  // A name merely beginning with dots is no '..' component.
+  EXPECT_EQ(error_of("predictors/..z@500.nc", "predictand/pr..nc"), "");
+}
+
 // NetCDF-4 text attributes stored as NC_STRING (netCDF4-python's setncattr_string, some CMOR and
 // xarray writers) are read as text: a calendar read as absent gave a noleap run standard dates
 // (13 days off by 2002), and units read as absent a false "has no units attribute".

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "io/config.h"
@@ -128,4 +129,27 @@ TEST(Config, ABoxAcrossTheAntimeridianGoesPast180) {
                 .find("fetch.lon' spans 380 degrees, more than the globe's 360"),
             std::string::npos)
       << usage_error([&] { load_config(write(d, "run: {dir: x}\nfetch: {lon: [-180, 200]}\n")); });
+}
+
+// The record is the file's text whole, then the --set overrides; a config built in code names a
+// file that need not exist (nothing to record), but one that exists and cannot be read is an
+// error naming it, not a record without the config.
+TEST(Config, RecordIsTheFileReadWhole) {
+  ds::test::TempDir d;
+  const auto p = write(d, "run: {dir: x}\ntrain: {epochs: 3}");
+  EXPECT_EQ(load_config(p, {"train.epochs=7"}).record("train"),
+            "run: {dir: x}\ntrain: {epochs: 3}\n# --set overrides given to downscale train (they win over the file "
+            "above):\n#   --set train.epochs=7\n");
+  ds::Config built;
+  built.file = d / "none.yaml";
+  EXPECT_EQ(built.record("train"), "");
+  std::filesystem::create_directories(d / "folder.yaml");
+  built.file = d / "folder.yaml";
+  try {
+    built.record("train");
+    ADD_FAILURE() << "a folder recorded as an empty config";
+  } catch (const ds::Error& e) {
+    EXPECT_EQ(std::string(e.what()), (d / "folder.yaml") + ": cannot be read: Is a directory");
+    EXPECT_EQ(e.code(), ds::kExitUsage);
+  }
 }

@@ -222,6 +222,40 @@ TEST(ConfigValidation, SectionGivenAValueAndUnknownSectionsFromASet) {
   EXPECT_TRUE(has(msg, "--set fetch.predictor.fields=[z@500]: unknown key 'fetch.predictor'")) << msg;
 }
 
+// A --set that descends into a value (`run.dir.x`, run.dir a path) is refused as itself, saying
+// why and where the value came from: made a section, it was refused later as a value of the wrong
+// type and blamed on the --set (or file) that had given run.dir its value. A null section is
+// still filled.
+TEST(ConfigValidation, ASetInsideAValueIsRefusedAsItself) {
+  // The message begins with the --set refused: that one is blamed.
+  const auto begins = [](const std::string& msg, const std::string& start) { return msg.rfind(start, 0) == 0; };
+  auto msg = error_of(kRun, {"run.dir=elsewhere", "run.dir.x=1"});
+  EXPECT_TRUE(begins(msg, "--set run.dir.x=1: 'run.dir' is a value (elsewhere, from --set run.dir=elsewhere), not a "
+                          "section: it has no key 'x'")) << msg;
+  msg = error_of(kRun, {"run.dir.x=1"});
+  EXPECT_TRUE(begins(msg, "--set run.dir.x=1: 'run.dir' is a value (x, from ")) << msg;
+  EXPECT_TRUE(has(msg, "c.yaml), not a section: it has no key 'x'")) << msg;
+  msg = error_of(kRun, {"run=5", "run.dir.x=1"});
+  EXPECT_TRUE(begins(msg, "--set run.dir.x=1: 'run' is a value (5, from --set run=5), not a section: it has no key "
+                          "'dir'")) << msg;
+  ds::test::TempDir d;
+  EXPECT_TRUE(load_config(write(d, kRun + "fetch: {predictand: null}\n"), {"fetch.predictand.source=obs.nc"})
+                  .fetch.has_predictand());
+}
+
+// yaml-cpp reads the first YAML document of a file alone: a second one, after '---', is refused
+// with its line, not ignored. An empty one (a '---' closing the file) is nothing to ignore.
+TEST(ConfigValidation, ASecondYamlDocumentIsRefused) {
+  const auto msg = error_of(kRun + "---\ntrain: {epochs: 3}\n");
+  EXPECT_TRUE(has(msg, "c.yaml: line 3: a second YAML document after '---': only one document is read (join the "
+                       "two, or remove the '---')")) << msg;
+  const auto after_empty = error_of(kRun + "---\n---\n- 1\n");
+  EXPECT_TRUE(has(after_empty, "c.yaml: line 4: a second YAML document")) << after_empty;
+  ds::test::TempDir d;
+  EXPECT_NO_THROW(load_config(write(d, kRun + "---\n")));
+  EXPECT_EQ(load_config(write(d, "---\n" + kRun + "...\n")).run.dir, "x");
+}
+
 // A field listed twice would be cut twice into one file: refused before any download.
 TEST(ConfigValidation, PredictorListedTwiceIsRefused) {
   const auto msg = error_of(kRun, {"fetch.predictors.fields=[z@500, ta@850, z@500]"});

@@ -134,5 +134,27 @@ TEST(SynthFiles, RejectsEmptyYearsAndEmptyRegions) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
+// A region without width is named by the key the config writes (synth.lon: [10, 10]), not by
+// lon_min and lon_max, which no config holds.
+TEST(SynthFiles, AnEmptyRegionIsNamedAsTheConfigWritesIt) {
+  ds::test::TempDir dir;
+  auto message_of = [](const Config::Synth& cfg) -> std::string {
+    try {
+      write_synthetic_dataset(cfg);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "no UsageError";
+    return "";
+  };
+  auto cfg = test::small_config(dir.path());
+  cfg.lon_min = cfg.lon_max = 10;
+  EXPECT_EQ(message_of(cfg), "synth.lon: must be [min, max] with -180 <= min < max <= 180, got [10, 10]");
+  cfg = test::small_config(dir.path());
+  cfg.lat_min = 30.5, cfg.lat_max = 95;
+  EXPECT_EQ(message_of(cfg), "synth.lat: must be [min, max] with -90 <= min < max <= 90, got [30.5, 95]");
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
 }  // namespace
 }  // namespace ds::synth
