@@ -161,26 +161,37 @@ PrecipitationOutput read_precipitation(const std::string& path, bool gamma) {
   o.lat = nc.read_coord("lat");
   o.days = read_cf_days(nc, &o.calendar);
   const size_t nt = o.days.size(), ny = o.lat.size(), nx = o.lon.size();
-  auto read = [&](const char* name, double scale, std::vector<float>& out, std::vector<size_t> count) {
+  // The units these reads convert from, as the writer writes them: a field in others (mm/day, K
+  // under pr's name) would be scaled wrongly and scored with exit 0.
+  const auto expect_units = [&](const char* name, int v, const char* want) {
+    const std::string got = nc.has_att(v, "units") ? nc.att_text(v, "units") : "";
+    if (got != want)
+      throw InputError(path + ": variable " + name + " is in '" + got + "', not the '" + want +
+                       "' downscale predict writes; predict again");
+  };
+  // `units`: the variable's, checked; null: not checked (gamma_scale, whose units pick `scale`).
+  auto read = [&](const char* name, const char* units, double scale, std::vector<float>& out, std::vector<size_t> count) {
     const int v = nc.var_id(name);
+    if (units) expect_units(name, v, units);
     size_t n = 1;
     for (size_t c : count) n *= c;
     out.resize(n);
     if (n) nc.read(v, std::vector<size_t>(count.size(), 0), count, out.data());
     for (auto& x : out) x = (x == kFill) ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(x * scale);
   };
-  read("pr", kSecondsPerDay, o.pr, {nt, ny, nx});
-  read("pr_expected", kSecondsPerDay, o.pr_expected, {nt, ny, nx});
-  read("p_wet", 1, o.p_wet, {nt, ny, nx});
+  read("pr", "kg m-2 s-1", kSecondsPerDay, o.pr, {nt, ny, nx});
+  read("pr_expected", "kg m-2 s-1", kSecondsPerDay, o.pr_expected, {nt, ny, nx});
+  read("p_wet", "1", 1, o.p_wet, {nt, ny, nx});
   if (gamma) {
-    read("gamma_shape", 1, o.gamma_shape, {nt, ny, nx});
+    read("gamma_shape", "1", 1, o.gamma_shape, {nt, ny, nx});
     // Files written before gamma_scale moved to pr's units hold it in mm day-1.
     const bool scale_in_mm = nc.att_text(nc.var_id("gamma_scale"), "units") == "mm day-1";
-    read("gamma_scale", scale_in_mm ? 1 : kSecondsPerDay, o.gamma_scale, {nt, ny, nx});
+    read("gamma_scale", nullptr, scale_in_mm ? 1 : kSecondsPerDay, o.gamma_scale, {nt, ny, nx});
   }
   if (nc.has_var("pr_stochastic")) {
     o.members = static_cast<int>(nc.dim_len("member"));
     const int v = nc.var_id("pr_stochastic");
+    expect_units("pr_stochastic", v, "kg m-2 s-1");
     const size_t plane = nt * ny * nx;
     o.pr_members.resize(size_t(o.members) * plane);
     for (int m = 0; m < o.members && plane; ++m)

@@ -31,4 +31,10 @@ void check_sane_rows(const StoreReader& store, const std::string& split, const s
 // output cannot stand in for it.
 void check_sane_x(const StoreReader& store, const std::string& split, size_t first, size_t n, const float* x);
 
+// The check StoreReader makes of every y and obs it reads (`field` "y" or "obs", the consecutive
+// rows [first, first + n)): each value NaN (not observed) or inside the range preprocess recorded
+// (StoreMeta::y_min/y_max, obs_min/obs_max); never infinite, in older stores that recorded none.
+void check_recorded_range(const StoreReader& store, const std::string& split, const char* field, size_t first, size_t n,
+                          const float* values);
+
 }  // namespace ds

@@ -1,12 +1,16 @@
 #include "io/training_store.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
 #include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/sha256.h"
+#include "io/store_checks.h"
 #include "io/store_identity.h"
 #include "io/version.h"
 
@@ -38,7 +42,17 @@ std::string metadata_sha256(const H5File& f) {
        {"source_license", T::kString}, {"standardize", T::kString},       {"regrid", T::kString},
        {"fill", T::kString},           {"min_valid_fraction", T::kDouble}, {"dropped_dates", T::kInt},
        {"predictand", T::kString},     {"predictand_units", T::kString},  {"calendar", T::kString},
-       {"obs_window", T::kString},     {"identity", T::kString},          {"identity_parts", T::kString}});
+       {"obs_window", T::kString},     {"identity", T::kString},          {"identity_parts", T::kString},
+       {"obs_range", T::kString},      {"y_range", T::kString}});
+}
+
+// "lo,hi" with enough digits that a float reads back as itself.
+std::string range_text(float lo, float hi) { return fmt::format("{:.9g},{:.9g}", lo, hi); }
+
+// Widens [lo, hi] to take the finite values of v[0, n).
+void widen(float& lo, float& hi, const float* v, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (std::isfinite(v[i])) lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
 }
 
 }  // namespace
@@ -224,6 +238,8 @@ void StoreWriter::write_rows(const std::string& split, size_t row, size_t count,
   h.obs.update(obs, count * ys * sizeof(float));
   h.time.update(time, count * sizeof(int64_t));
   h.next_row += count;
+  widen(obs_lo_, obs_hi_, obs, count * ys);
+  widen(y_lo_, y_hi_, y, count * ys);
 }
 
 void StoreWriter::close() {
@@ -240,6 +256,8 @@ void StoreWriter::close() {
   }
   hashes_.clear();
   file_.set_attr("/", "content_hash", all.hex());
+  if (obs_lo_ <= obs_hi_) file_.set_attr("/", "obs_range", range_text(obs_lo_, obs_hi_));
+  if (y_lo_ <= y_hi_) file_.set_attr("/", "y_range", range_text(y_lo_, y_hi_));
   file_.set_attr("/", "metadata_sha256", metadata_sha256(file_));
   file_.close();
 }
@@ -285,6 +303,14 @@ StoreReader::StoreReader(const std::string& path) : file_(open_store(path)) {
       throw InputError(path + ": attribute obs_window '" + text + "' is not row0,col0,rows,cols");
     meta_.obs_row0 = w[0], meta_.obs_col0 = w[1], meta_.obs_rows = w[2], meta_.obs_cols = w[3];
   }
+  const auto read_range = [&](const char* name, float& lo, float& hi) {
+    if (!file_.has_attr("/", name)) return;  // a store written before 2026-12-01
+    const std::string text = file_.attr_string("/", name);
+    if (std::sscanf(text.c_str(), "%g,%g", &lo, &hi) != 2 || !(lo <= hi) || !std::isfinite(lo) || !std::isfinite(hi))
+      throw InputError(path + ": attribute " + name + " '" + text + "' is not lo,hi (finite, lo <= hi)");
+  };
+  read_range("obs_range", meta_.obs_min, meta_.obs_max);
+  read_range("y_range", meta_.y_min, meta_.y_max);
   auto read_vec = [&](const std::string& name, auto& v) {
     size_t n = 1;
     for (auto d : file_.dims(name)) n *= d;
@@ -342,8 +368,35 @@ void StoreReader::check_consistency() const {
   if (m.obs_row0 < 0 || m.obs_col0 < 0 || m.obs_rows <= 0 || m.obs_cols <= 0 || m.obs_row0 + m.obs_rows > m.Hy() ||
       m.obs_col0 + m.obs_cols > m.Wy() || m.obs_lat.size() != size_t(m.obs_rows) || m.obs_lon.size() != size_t(m.obs_cols))
     throw InputError(path + ": attribute obs_window does not fit the output grid or /grid/obs_lat, /grid/obs_lon");
+  // The grids locate every score, map and prediction; the identity does not cover the observation
+  // grid, which preprocess copies from the output grid's window (a NaN written into it with h5py
+  // was read as a grid).
+  const auto ascending = [&](const char* name, const std::vector<double>& c, bool latitude) {
+    for (size_t i = 0; i < c.size(); ++i)
+      if (!std::isfinite(c[i]) || (i > 0 && !(c[i] > c[i - 1])) || (latitude && std::fabs(c[i]) > 90))
+        throw InputError(path + ": /grid/" + name + " is " + fmt::format("{}", c[i]) + " at index " + std::to_string(i) +
+                         ", not a strictly ascending " + (latitude ? "latitude in [-90, 90]" : "finite coordinate") +
+                         "; the store is corrupt, rebuild it with `downscale preprocess`");
+  };
+  ascending("predictor_lon", m.predictor_lon, false);
+  ascending("predictor_lat", m.predictor_lat, true);
+  ascending("predictand_lon", m.predictand_lon, false);  // padding may continue past a pole
+  ascending("predictand_lat", m.predictand_lat, false);
+  ascending("obs_lon", m.obs_lon, false);
+  ascending("obs_lat", m.obs_lat, true);
+  for (int i = 0; i < m.obs_rows; ++i)
+    if (m.obs_lat[i] != m.predictand_lat[m.obs_row0 + i])
+      throw InputError(path + ": /grid/obs_lat[" + std::to_string(i) + "] is not /grid/predictand_lat[" +
+                       std::to_string(m.obs_row0 + i) + "] (obs_window); the store is corrupt, rebuild it");
+  for (int j = 0; j < m.obs_cols; ++j)
+    if (m.obs_lon[j] != m.predictand_lon[m.obs_col0 + j])
+      throw InputError(path + ": /grid/obs_lon[" + std::to_string(j) + "] is not /grid/predictand_lon[" +
+                       std::to_string(m.obs_col0 + j) + "] (obs_window); the store is corrupt, rebuild it");
   for (const char* split : kSplits) {
     const std::string g = std::string("/") + split;
+    // A split's group without its time would be read as an absent split: its days dropped unsaid.
+    if (file_.exists(g) && !file_.exists(g + "/time"))
+      throw InputError(path + ": " + g + " has no time dataset; the store is corrupt, rebuild it with `downscale preprocess`");
     if (!file_.exists(g + "/time")) continue;
     const hsize_t n = file_.dims(g + "/time").at(0);
     expect(g + "/x", {n, C, H, W}, from + " and " + g + "/time");
@@ -373,8 +426,14 @@ size_t StoreReader::count(const std::string& split) const {
 }
 
 void StoreReader::read_x(const std::string& s, size_t row, size_t n, float* out) const { file_.read_rows("/" + s + "/x", row, n, out); }
-void StoreReader::read_y(const std::string& s, size_t row, size_t n, float* out) const { file_.read_rows("/" + s + "/y", row, n, out); }
-void StoreReader::read_obs(const std::string& s, size_t row, size_t n, float* out) const { file_.read_rows("/" + s + "/obs", row, n, out); }
+void StoreReader::read_y(const std::string& s, size_t row, size_t n, float* out) const {
+  file_.read_rows("/" + s + "/y", row, n, out);
+  check_recorded_range(*this, s, "y", row, n, out);
+}
+void StoreReader::read_obs(const std::string& s, size_t row, size_t n, float* out) const {
+  file_.read_rows("/" + s + "/obs", row, n, out);
+  check_recorded_range(*this, s, "obs", row, n, out);
+}
 
 void StoreReader::for_each_block(const std::string& split, Field field,
                                  const std::function<void(size_t, size_t, const float*)>& use,
@@ -419,6 +478,11 @@ void StoreMeta::set_window_to_output_grid() {
 std::vector<int64_t> StoreReader::read_time(const std::string& split) const {
   std::vector<int64_t> t(count(split));
   if (!t.empty()) file_.read("/" + split + "/time", t.data());
+  for (size_t i = 1; i < t.size(); ++i)
+    if (!(t[i] > t[i - 1]))
+      throw InputError(path() + ": /" + split + "/time does not ascend at row " + std::to_string(i) + " (day " +
+                       std::to_string(t[i]) + " after day " + std::to_string(t[i - 1]) +
+                       "); the store is corrupt, rebuild it with `downscale preprocess`");
   return t;
 }
 

@@ -8,7 +8,9 @@
 //                       obs_window (row0, col0, rows, cols), identity (SHA-256 of channels,
 //                       grids, statistics, mask, predictand, units, calendar and window:
 //                       io/store_identity.h), identity_parts (each of those hashed alone, so an
-//                       edit is named), content_hash (SHA-256 of every split's x, y, obs and time)
+//                       edit is named), content_hash (SHA-256 of every split's x, y, obs and time),
+//                       obs_range and y_range ("lo,hi": the extremes of every split's obs and y as
+//                       written, which every read checks), metadata_sha256 (of the attributes)
 //   /grid/predictor_lon (W), /grid/predictor_lat (H): the model's input grid
 //   /grid/predictand_lon (W'), /grid/predictand_lat (H'): the model's output grid; the observation
 //                       grid sits in it at obs_window, the rest is padding the model's output rule
@@ -74,6 +76,12 @@ struct StoreMeta {
   // of predictand_lat, columns [obs_col0, obs_col0 + obs_cols) of predictand_lon.
   int obs_row0 = 0, obs_col0 = 0, obs_rows = 0, obs_cols = 0;
   std::vector<double> obs_lon, obs_lat;   // the observation grid's coordinates
+  // The smallest and largest value of every split's obs and of its y as preprocess wrote them
+  // (root attributes obs_range and y_range, under metadata_sha256; written by StoreWriter::close,
+  // which finds them itself). Every read of obs or y checks its values against them: a value
+  // outside (a 1e30 written in with h5py) was put there after preprocess. NaN in stores written
+  // before they were recorded: those reads refuse infinities only.
+  float obs_min = NAN, obs_max = NAN, y_min = NAN, y_max = NAN;
   bool is_precipitation() const { return predictand == "pr"; }
   // The regrid attribute ("z@500:bilinear,...,pr:none") as (field, method text) pairs, in order.
   std::vector<std::pair<std::string, std::string>> regrid_methods() const;
@@ -112,6 +120,8 @@ class StoreWriter {
   StoreMeta meta_;
   int deflate_ = 0;
   std::map<std::string, std::shared_ptr<SplitHash>> hashes_;  // rows are hashed as they are written
+  // The finite values' extremes over every split, as written (StoreMeta::obs_min and the rest).
+  float obs_lo_ = INFINITY, obs_hi_ = -INFINITY, y_lo_ = INFINITY, y_hi_ = -INFINITY;
 };
 
 class StoreReader {
@@ -128,8 +138,13 @@ class StoreReader {
   const std::string& path() const { return file_.path(); }
   size_t count(const std::string& split) const;  // 0 when the split is absent
   void read_x(const std::string& split, size_t row, size_t n, float* out) const;
+  // y and obs (here and in for_each_block) are checked against the recorded ranges
+  // (StoreMeta::obs_min and the rest): an InputError naming the store, split, date and point.
   void read_y(const std::string& split, size_t row, size_t n, float* out) const;
   void read_obs(const std::string& split, size_t row, size_t n, float* out) const;
+  // The split's day numbers; InputError naming the store, split and row unless they ascend (every
+  // split's days do as preprocess writes them: a zeroed or shuffled time would date every score and
+  // prediction wrongly).
   std::vector<int64_t> read_time(const std::string& split) const;
   // Every day of a split's x, y or obs a block of about 64 MiB at a time, in order: use(first, n,
   // values) with values n x C x H x W (x) or n x H' x W' (y, obs). A statistic of a whole split in

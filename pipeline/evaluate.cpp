@@ -19,6 +19,7 @@
 #include "evaluate/indices.h"
 #include "evaluate/evaluation_maps.h"
 #include "evaluate/maps.h"
+#include "evaluate/prediction_checks.h"
 #include "evaluate/scores.h"
 #include "evaluate/scores_file.h"
 #include "evaluate/seasons.h"
@@ -278,6 +279,17 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   const TestObservations test = read_test_observations(pred_path, store, pred.days, pred.calendar, pred.lat,
                                                        pred.lon, win, pred.attributes,
                                                        pred.checkpoint);
+  // predict writes the store's units; another would be scored as if it were them.
+  if (pred.units != meta.predictand_units)
+    throw InputError(pred_path + ": " + meta.predictand + " is in '" + pred.units + "' but " + store.path() +
+                     " observes it in '" + meta.predictand_units + "'; predict again");
+  {
+    const ScoredGrid grid{&pred.days, pred.calendar, &pred.lat, &pred.lon, &test.mask};
+    std::string range;
+    const auto [lo, hi] = possible_values(observed_range(test.obs, test.mask), false, meta.predictand_units, range);
+    check_scored_values(pred_path, meta.predictand, pred.mean, grid, lo, hi, range);
+    if (!pred.sd.empty()) check_scored_values(pred_path, meta.predictand + "_sd", pred.sd, grid, 0, hi - lo, fmt::format("[0, {:g}]", hi - lo));
+  }
   const auto about = say_what_is_scored(cfg, pred_path, pred.checkpoint, store, pred.days, pred.calendar, test, win);
   const size_t np = test.points;
   const std::vector<float>& obs = test.obs;
@@ -383,6 +395,15 @@ int evaluate_precipitation(const Config& cfg, const RunPaths& paths, const Store
         "preprocess.wet_threshold {:g}: preprocess ran again since; train and predict again on this store, or "
         "preprocess with wet_threshold {:g}",
         pred_path, pred.wet_threshold, store.path(), meta.wet_threshold, pred.wet_threshold));
+  {
+    const ScoredGrid grid{&pred.days, pred.calendar, &pred.lat, &pred.lon, &test.mask};
+    std::string range;
+    const auto [lo, hi] = possible_values(observed_range(test.obs, test.mask), true, "mm/day", range);
+    check_scored_values(pred_path, "pr", pred.pr, grid, lo, hi, range);
+    check_scored_values(pred_path, "pr_expected", pred.pr_expected, grid, lo, hi, range);
+    check_scored_values(pred_path, "pr_stochastic", pred.pr_members, grid, lo, hi, range);
+    check_scored_values(pred_path, "p_wet", pred.p_wet, grid, 0, 1, "[0, 1]");
+  }
   auto about = say_what_is_scored(cfg, pred_path, pred.checkpoint, store, pred.days, pred.calendar, test, win);
   // How the prediction decided its wet days and drew its members: two evaluations of one model
   // differ by these when predict.occurrence or predict.seed changed between them.

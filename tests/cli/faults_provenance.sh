@@ -87,6 +87,30 @@ with netCDF4.Dataset('runs/moved/predict/precipitation.nc', 'a') as d: d['lat'][
 expect 3 "runs/moved/predict/precipitation.nc: lat 0 is" ds evaluate --set run.dir=runs/moved
 grep -qF "another grid than the store's" <<<"$last" || { echo "FAIL: the moved grid's message: $last"; exit 1; }
 
+echo "== 1c. a prediction or a store edited to values predict and preprocess never write"
+# A prediction times 1e30, in K, or all NaN, and a store whose test observations were given 1e30
+# with h5py: evaluate scored each (tables of 1e30s or NaNs, exit 0).
+for edit in pscaled pkelvin pnan pobs; do
+  rm -rf runs/$edit && mkdir -p runs/$edit && cp -r runs/demo/fetch runs/demo/preprocess runs/demo/train runs/demo/predict runs/$edit/
+done
+$py -c "
+import netCDF4, numpy as np, h5py
+np.seterr(all='ignore')  # the fill values times 1e30 overflow, as an edit would
+with netCDF4.Dataset('runs/pscaled/predict/precipitation.nc', 'a') as d: d['pr'][:] = d['pr'][:] * 1e30
+with netCDF4.Dataset('runs/pkelvin/predict/precipitation.nc', 'a') as d: d['pr'].units = 'K'
+with netCDF4.Dataset('runs/pnan/predict/precipitation.nc', 'a') as d: d['pr_expected'][:] = np.ma.masked
+with h5py.File('runs/pobs/preprocess/store.h5', 'r+') as f: f['test/obs'][3] = f['test/obs'][3] + np.float32(1e30)"
+expect 3 "runs/pscaled/predict/precipitation.nc: pr is " ds evaluate --set run.dir=runs/pscaled
+grep -qF "(a modelled box), outside [0, " <<<"$last" || { echo "FAIL: the scaled prediction's message: $last"; exit 1; }
+expect 3 "runs/pkelvin/predict/precipitation.nc: variable pr is in 'K', not the 'kg m-2 s-1'" ds evaluate --set run.dir=runs/pkelvin
+expect 3 "runs/pnan/predict/precipitation.nc: pr_expected is nan on " ds evaluate --set run.dir=runs/pnan
+expect 3 "/test/obs is 1e+30, outside [0, " ds evaluate --set run.dir=runs/pobs
+grep -qF "the range preprocess wrote (obs_range) on " <<<"$last" && grep -qF "(row 3)" <<<"$last" ||
+  { echo "FAIL: the edited observations' message: $last"; exit 1; }
+for edit in pscaled pkelvin pnan pobs; do
+  [ ! -e runs/$edit/evaluate/scores.json ] || { echo "FAIL: evaluate of $edit wrote scores"; exit 1; }
+done
+
 echo "== 1b. preprocess again with other settings under trained models"
 # The store is replaced (exit 0), with a warning naming the checkpoints trained on the store it
 # replaced; predict then names what a rerun of preprocess can change. The same settings again,

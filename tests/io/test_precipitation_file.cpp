@@ -8,6 +8,7 @@
 
 #include <netcdf.h>
 
+#include "io/error.h"
 #include "io/netcdf_file.h"
 #include "io/precipitation_file.h"
 #include "io/stop_signal.h"
@@ -185,4 +186,28 @@ TEST(PrecipitationFile, BlocksOfDaysGiveTheFileOfOneWriteAndAnIncompleteFileIsNo
   EXPECT_THROW(w.write({3, three.data(), three.data(), three.data(), three.data(), three.data(), members.data()}), Error);
   EXPECT_THROW(w.write({1, three.data(), three.data(), three.data(), three.data(), three.data(), nullptr}), Error);
   EXPECT_EQ(w.days_written(), 0u);
+}
+
+// A field in units other than the writer's (K under pr's name, an edit, another tool's file) was
+// scaled as a flux and scored with exit 0: the reader names the variable and its units.
+TEST(PrecipitationFile, FieldsInOtherUnitsAreRefused) {
+  test::TempDir d;
+  for (const char* variable : {"pr", "pr_expected", "p_wet", "pr_stochastic"}) {
+    const std::string path = d / (std::string(variable) + ".nc");
+    write_precipitation(path, two_day_output());
+    int nc = -1, var = -1;
+    ASSERT_EQ(nc_open(path.c_str(), NC_WRITE, &nc), NC_NOERR);
+    ASSERT_EQ(nc_redef(nc), NC_NOERR);
+    ASSERT_EQ(nc_inq_varid(nc, variable, &var), NC_NOERR);
+    ASSERT_EQ(nc_put_att_text(nc, var, "units", 1, "K"), NC_NOERR);
+    ASSERT_EQ(nc_close(nc), NC_NOERR);
+    try {
+      read_precipitation(path, false);
+      ADD_FAILURE() << variable << " in K was read";
+    } catch (const InputError& e) {
+      const std::string want = std::string(variable) + " is in 'K', not the '" +
+                               (std::string(variable) == "p_wet" ? "1" : "kg m-2 s-1") + "' downscale predict writes";
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
 }

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <cmath>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -66,6 +68,22 @@ void remove_root_attr(const std::string& path, const std::string& name) {
   ASSERT_GE(f, 0);
   H5Adelete(f, name.c_str());
   H5Fclose(f);
+}
+
+// Rewrites a whole dataset through HDF5, as h5py's `f[name][...] = values` does: the chunks'
+// Fletcher-32 checksums are recomputed, so only the reader's own checks can see the edit.
+template <typename T>
+void edit_dataset(const std::string& path, const std::string& name, hid_t type, void (*edit)(std::vector<T>&)) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  const hid_t ds = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
+  ASSERT_GE(ds, 0) << name;
+  const hid_t space = H5Dget_space(ds);
+  std::vector<T> v(static_cast<size_t>(H5Sget_simple_extent_npoints(space)));
+  ASSERT_GE(H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+  edit(v);
+  ASSERT_GE(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+  H5Sclose(space), H5Dclose(ds), H5Fclose(f);
 }
 
 std::string refusal(const std::string& path) {
@@ -213,4 +231,105 @@ TEST(StoreIdentity, ADamagedSplitIsRefusedAsItIsRead) {
     EXPECT_NE(std::string(e.what()).find("/train/x (its Fletcher-32 checksum does not match"), std::string::npos)
         << e.what();
   }
+}
+
+// Grids written over with h5py: the identity does not cover the observation grid, which
+// preprocess copies from the output grid's window; a NaN there was read as a coordinate.
+TEST(StoreReaderChecks, EditedGridsAreRefused) {
+  test::TempDir d;
+  const std::string nan = write_store(d / "nan.h5", small_meta(), 6);
+  edit_dataset<double>(nan, "/grid/obs_lat", H5T_NATIVE_DOUBLE, [](std::vector<double>& v) { v[1] = NAN; });
+  std::string msg = refusal(nan);
+  EXPECT_NE(msg.find("/grid/obs_lat is nan at index 1, not a strictly ascending latitude"), std::string::npos) << msg;
+  const std::string shifted = write_store(d / "shifted.h5", small_meta(), 6);
+  edit_dataset<double>(shifted, "/grid/obs_lon", H5T_NATIVE_DOUBLE, [](std::vector<double>& v) {
+    for (double& x : v) x += 0.5;
+  });
+  msg = refusal(shifted);
+  EXPECT_NE(msg.find("/grid/obs_lon[0] is not /grid/predictand_lon[0] (obs_window)"), std::string::npos) << msg;
+  const std::string north = write_store(d / "north.h5", small_meta(), 6);
+  edit_dataset<double>(north, "/grid/obs_lat", H5T_NATIVE_DOUBLE, [](std::vector<double>& v) { v.back() = 91; });
+  EXPECT_NE(refusal(north).find("/grid/obs_lat is 91 at index 3"), std::string::npos) << refusal(north);
+  EXPECT_EQ(refusal(write_store(d / "whole.h5", small_meta(), 6)), "");
+}
+
+// A zeroed /train/time dated every day 1970-01-01: every read of the days says where it stops
+// ascending, so no score, prediction or error message is dated from it.
+TEST(StoreReaderChecks, DaysThatDoNotAscendAreRefused) {
+  test::TempDir d;
+  const std::string path = write_store(d / "a.h5", small_meta(), 6);
+  edit_dataset<int64_t>(path, "/train/time", H5T_NATIVE_INT64, [](std::vector<int64_t>& v) {
+    for (auto& t : v) t = 0;
+  });
+  StoreReader r(path);
+  try {
+    r.read_time("train");
+    FAIL() << "days that do not ascend were read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/train/time does not ascend at row 1 (day 0 after day 0)"), std::string::npos)
+        << e.what();
+  }
+}
+
+// A split's group without its time was taken for an absent split, its days dropped unsaid.
+TEST(StoreReaderChecks, ASplitWithoutItsTimeIsRefused) {
+  test::TempDir d;
+  const std::string path = write_store(d / "a.h5", small_meta(), 6);
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(H5Ldelete(f, "/train/time", H5P_DEFAULT), 0);
+  H5Fclose(f);
+  EXPECT_NE(refusal(path).find("/train has no time dataset"), std::string::npos) << refusal(path);
+}
+
+// preprocess records the range of what it wrote to obs and y; a value outside it (a split times
+// 1e30, written in with h5py) is refused by the read that meets it, naming the date and box.
+TEST(StoreReaderChecks, ObservationsOutsideTheRecordedRangeAreRefused) {
+  test::TempDir d;
+  const std::string path = write_store(d / "a.h5", small_meta(), 6);
+  {
+    StoreReader r(path);  // write_store's obs and y are 1 throughout
+    EXPECT_EQ(r.meta().obs_min, 1.0f);
+    EXPECT_EQ(r.meta().obs_max, 1.0f);
+    EXPECT_EQ(r.meta().y_max, 1.0f);
+  }
+  edit_dataset<float>(path, "/train/obs", H5T_NATIVE_FLOAT, [](std::vector<float>& v) {
+    for (size_t i = 2 * 20; i < v.size(); ++i) v[i] *= 1e30f;  // from row 2 on
+  });
+  std::vector<float> values(6 * 20);
+  const auto refused = [&](const std::function<void()>& read) {
+    try {
+      read();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  {
+    StoreReader r(path);
+    r.read_obs("train", 0, 2, values.data());  // rows 0 and 1 are as written
+    r.read_y("train", 0, 6, values.data());
+    std::string msg = refused([&] { r.read_obs("train", 0, 6, values.data()); });
+    EXPECT_NE(msg.find("/train/obs is 1e+30, outside [1, 1], the range preprocess wrote (obs_range) on 1970-01-03 "
+                       "(row 2), lat 36, lon -10"),
+              std::string::npos)
+        << msg;
+    msg = refused([&] { r.for_each_block("train", StoreReader::Field::obs, [](size_t, size_t, const float*) {}); });
+    EXPECT_NE(msg.find("/train/obs is 1e+30"), std::string::npos) << msg;
+  }
+  // A store written before the ranges were recorded refuses infinities only.
+  remove_root_attr(path, "obs_range");
+  remove_root_attr(path, "metadata_sha256");
+  {
+    StoreReader old(path);
+    EXPECT_TRUE(std::isnan(old.meta().obs_min));
+    old.read_obs("train", 0, 6, values.data());
+  }
+  std::string msg;
+  edit_dataset<float>(path, "/train/obs", H5T_NATIVE_FLOAT, [](std::vector<float>& v) { v[45] = INFINITY; });
+  msg = refused([&] { StoreReader(path).read_obs("train", 0, 6, values.data()); });
+  EXPECT_NE(msg.find("/train/obs is inf on 1970-01-03 (row 2), lat 37, lon -10"), std::string::npos) << msg;
+  // The recorded range itself is under the metadata checksum.
+  const std::string other = write_store(d / "b.h5", small_meta(), 6);
+  set_root_attr(other, "obs_range", "0,1e31");
+  EXPECT_NE(refusal(other).find("do not match their checksum metadata_sha256"), std::string::npos) << refusal(other);
 }

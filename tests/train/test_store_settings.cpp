@@ -21,7 +21,7 @@ StoreMeta recorded_meta(const std::string& split_years) {
   StoreMeta m;
   m.channels = {"z@500", "ta@850"};
   m.predictor_lon = {-10, -8};
-  m.predictor_lat = {38, 36};  // north first, as a fetched grid may be
+  m.predictor_lat = {36, 38};  // ascending, as preprocess writes every grid (the reader refuses others)
   m.predictand_lon = {-10, -9, -8, -7, -6};
   m.predictand_lat = {36, 37, 38, 39, 40};
   m.set_window_to_output_grid();
