@@ -7,13 +7,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
 #include <sstream>
 #include <type_traits>
 
+#include "io/atomic_file.h"
 #include "io/config_validate.h"
 #include "io/error.h"
 #include "io/read_file.h"
@@ -369,13 +369,7 @@ bool Config::gives(const std::string& key) const {
 }
 
 std::string Config::record(const std::string& stage) const {
-  // A config built in code (tests) names a file that need not exist: there is no text to record.
-  // One that exists is read whole: a failed or short read is an error, not a record without the
-  // config's text (what a checkpoint keeps, and what ranks compare).
-  std::error_code ec;
-  std::string out;
-  if (std::filesystem::status(file, ec).type() != std::filesystem::file_type::not_found)
-    out = read_file(file, kExitUsage);
+  std::string out = text;
   if (overrides.empty()) return out;
   if (!out.empty() && out.back() != '\n') out += '\n';
   out += "# --set overrides given to downscale " + stage + " (they win over the file above):\n";
@@ -384,11 +378,12 @@ std::string Config::record(const std::string& stage) const {
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  // Read whole once (a failed or short read an error): the text parsed is the text recorded.
+  if (!path_exists(path)) throw UsageError(path + ": cannot open config file");
+  const std::string text = read_file(path, kExitUsage);
   std::vector<YAML::Node> documents;
   try {
-    documents = YAML::LoadAllFromFile(path);
-  } catch (const YAML::BadFile&) {
-    throw UsageError(path + ": cannot open config file");
+    documents = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
     throw UsageError(path + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
@@ -413,6 +408,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 
   Config c;
   c.file = path;
+  c.text = text;
   c.overrides = overridden;
   c.replaced_overrides = replaced;
   Reader r(root, path, overridden);

@@ -36,6 +36,7 @@ struct GridSpec {
 
 struct Config {
   std::string file;  // where it was read from, for messages
+  std::string text;  // the file's text as load_config parsed it ("" for a config built in code)
   std::map<std::string, std::string> overrides;  // key -> "key=value" as given to --set
   // "--set k=2 replaces --set k=1 (...)" for each key set more than once: the stage warns.
   std::vector<std::string> replaced_overrides;
@@ -51,8 +52,9 @@ struct Config {
   std::set<std::string> given;
   bool gives(const std::string& key) const;
   // The config as `stage` read it, for the files it writes (the store's and a checkpoint's
-  // `config` attribute): the file's text, then the --set overrides as YAML comments after it
-  // (listed by key, the one that won for each; the text still parses as the file alone).
+  // `config` attribute): the file's text as parsed (not read again: an edit since is not what
+  // the stage runs with), then the --set overrides as YAML comments after it (listed by key, the
+  // one that won for each; the text still parses as the file alone).
   std::string record(const std::string& stage) const;
 
   struct Run {

@@ -1,6 +1,6 @@
 // A file read whole, every failure named: the files the stages read back in one piece (a
-// checkpoint copied to the best one, metrics.csv on resume, a layer profile, the config recorded
-// beside an output when its file exists). A short or failed read is an error, never an empty or
+// checkpoint copied to the best one, metrics.csv on resume, a layer profile, a config as
+// load_config parses and records it). A short or failed read is an error, never an empty or
 // partial text taken as the file's.
 #pragma once
 #include <string>

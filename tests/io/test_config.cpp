@@ -134,22 +134,29 @@ TEST(Config, ABoxAcrossTheAntimeridianGoesPast180) {
 // The record is the file's text whole, then the --set overrides; a config built in code names a
 // file that need not exist (nothing to record), but one that exists and cannot be read is an
 // error naming it, not a record without the config.
-TEST(Config, RecordIsTheFileReadWhole) {
+TEST(Config, RecordIsTheTextParsed) {
   ds::test::TempDir d;
   const auto p = write(d, "run: {dir: x}\ntrain: {epochs: 3}");
-  EXPECT_EQ(load_config(p, {"train.epochs=7"}).record("train"),
+  const ds::Config c = load_config(p, {"train.epochs=7"});
+  write(d, "run: {dir: y}\n");  // an edit after the stage read its config is not what it runs with
+  EXPECT_EQ(c.record("train"),
             "run: {dir: x}\ntrain: {epochs: 3}\n# --set overrides given to downscale train (they win over the file "
             "above):\n#   --set train.epochs=7\n");
-  ds::Config built;
+  ds::Config built;  // a config built in code records no text
   built.file = d / "none.yaml";
   EXPECT_EQ(built.record("train"), "");
   std::filesystem::create_directories(d / "folder.yaml");
-  built.file = d / "folder.yaml";
   try {
-    built.record("train");
-    ADD_FAILURE() << "a folder recorded as an empty config";
+    load_config(d / "folder.yaml");
+    ADD_FAILURE() << "a folder read as a config";
   } catch (const ds::Error& e) {
     EXPECT_EQ(std::string(e.what()), (d / "folder.yaml") + ": cannot be read: Is a directory");
     EXPECT_EQ(e.code(), ds::kExitUsage);
+  }
+  try {
+    load_config(d / "absent.yaml");
+    ADD_FAILURE() << "an absent config read";
+  } catch (const ds::UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), (d / "absent.yaml") + ": cannot open config file");
   }
 }

@@ -85,7 +85,7 @@ struct TinyRun {
     test::fetch_local(dir / "pr.nc", {"pr", "pr", 0}, pr_request, dir / "run/fetch/pr.nc");
     m.predictand = {"pr", "pr", "pr.nc", "pr.nc"};
     m.write(dir / "run/fetch/manifest.json");
-    std::ofstream(cfg.file) << "run: {dir: x}\n";
+    cfg.text = "run: {dir: x}\n";  // as load_config would have read it from cfg.file
   }
 };
 

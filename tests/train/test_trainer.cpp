@@ -140,8 +140,8 @@ std::vector<std::string> csv_losses(const std::string& path) {
 TEST(Trainer, LearnsAndWritesCheckpointsAndMetrics) {
   test::TempDir d;
   const auto store = tiny_store_and_runs(d, {"a"});
-  std::ofstream(d / "c.yaml") << "train: {epochs: 8}\n";
   Config cfg = tiny_config(d / "c.yaml", 8);
+  cfg.text = "train: {epochs: 8}\n";  // as load_config would have read it from c.yaml
   cfg.overrides["train.seed"] = "train.seed=3";
   const auto r = train_model(cfg, store, d / "a", false);
   EXPECT_EQ(r.epochs, 8);
