@@ -66,15 +66,15 @@ void check_resume(const Config& cfg, const model::ModelSpec& spec, const std::st
   const TrainState state = read_checkpoint_state(checkpoint);
   const std::string out_dir = std::filesystem::path(checkpoint).parent_path().string();
   // (A resume that begins the history again removes the report there: another run's.)
-  const bool report_kept = path_exists(out_dir + "/train_report.json") &&
-                           !plan_history_settlement(out_dir, state).restart_history;
+  const HistorySettlement plan = plan_history_settlement(out_dir, state);
+  const bool report_kept = path_exists(out_dir + "/train_report.json") && !plan.restart_history;
   if (const std::string done = nothing_to_train(state, checkpoint, cfg.train.epochs, cfg.train.patience, report_kept);
       !done.empty()) {
     out << "finished: " << done << "\n";
     // A run stopped after its last checkpoint (a kill, a lost node, a full disk) left its folder
     // for the resume to settle: the batch script then launches the ranks, which settle it and
     // train nothing, rather than end the job with the folder as it is.
-    if (const std::string settle = finished_folder_to_settle(out_dir, state); !settle.empty())
+    if (const std::string settle = finished_folder_to_settle(plan, out_dir, state); !settle.empty())
       out << "settle: " << settle << " (train --resume does this, training nothing)\n";
     return;
   }

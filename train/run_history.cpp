@@ -108,8 +108,7 @@ void settle_history(const HistorySettlement& plan, const std::string& out_dir, c
                  out_dir);
 }
 
-std::string finished_folder_to_settle(const std::string& out_dir, const TrainState& state) {
-  const HistorySettlement plan = plan_history_settlement(out_dir, state);
+std::string finished_folder_to_settle(const HistorySettlement& plan, const std::string& out_dir, const TrainState& state) {
   std::string what;
   const auto add = [&](const std::string& part) { what += (what.empty() ? "" : "; ") + part; };
   // Only what a resume changes: a best model missing for good (the last epoch was not the best)

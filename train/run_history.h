@@ -66,6 +66,7 @@ void settle_history(const HistorySettlement& plan, const std::string& out_dir, c
 // when nothing.
 // train --check prints it as its `settle:` line, and slurm/train_forhlr2.sh then launches the
 // ranks (which settle and train nothing) instead of ending the job at once.
-std::string finished_folder_to_settle(const std::string& out_dir, const TrainState& state);
+// `plan`: plan_history_settlement(out_dir, state), which train --check also asks of the report.
+std::string finished_folder_to_settle(const HistorySettlement& plan, const std::string& out_dir, const TrainState& state);
 
 }  // namespace ds

@@ -158,16 +158,19 @@ TEST(RunHistory, BeginningAHistoryKeepsOnlyTheLastCheckpoint) {
 // settled folder or a best model lost for good.
 TEST(RunHistory, AFinishedRunsFolderToSettleIsWhatAResumeChanges) {
   TempDir d;
+  const auto settle = [&](const TrainState& state) {
+    return finished_folder_to_settle(plan_history_settlement(d.path(), state), d.path(), state);
+  };
   const std::string header = std::string(kMetricsHeader) + "\n";
   TrainState done = state_at(3, 0, 0);
   done.epoch_metrics = "3,0.5,0.6,1,2";
   checkpoint_of(d / "checkpoint_best.h5", "run-a");
   std::ofstream(d / "metrics.csv") << header << "1,1,1,1,1\n2,1,1,1,1\n3,0.5,0.6,1,2\n";
-  EXPECT_EQ(finished_folder_to_settle(d.path(), done), "");
+  EXPECT_EQ(settle(done), "");
   // Killed after its last checkpoint: the epoch's line and its best model lost.
   std::ofstream(d / "metrics.csv") << header << "1,1,1,1,1\n2,1,1,1,1\n3,0.";
   std::filesystem::remove(d / "checkpoint_best.h5");
-  EXPECT_EQ(finished_folder_to_settle(d.path(), done),
+  EXPECT_EQ(settle(done),
             "checkpoint_best.h5 is missing: copied from checkpoint_last.h5, whose epoch was the best; metrics.csv "
             "lacks epoch 3 (put back from the checkpoint)");
   EXPECT_EQ(bytes_of(d / "metrics.csv"), header + "1,1,1,1,1\n2,1,1,1,1\n3,0.");  // read only
@@ -176,14 +179,14 @@ TEST(RunHistory, AFinishedRunsFolderToSettleIsWhatAResumeChanges) {
   // the same in a one-epoch run (stopped early at epoch 1, no best model): settling it again and
   // again would begin its history anew at every requeue.
   std::ofstream(d / "metrics.csv") << header << "1,1,1,1,1\n2,1,1,1,1\n3,0.5,0.6,1,2\n";
-  EXPECT_EQ(finished_folder_to_settle(d.path(), state_at(3, 0, 1)), "");
+  EXPECT_EQ(settle(state_at(3, 0, 1)), "");
   TrainState one = state_at(1, 0, 1);
   one.epoch_metrics = "1,1,1,1,1";
   std::ofstream(d / "metrics.csv") << header << "1,1,1,1,1\n";
-  EXPECT_EQ(finished_folder_to_settle(d.path(), one), "");
+  EXPECT_EQ(settle(one), "");
   // Another run's best model beside a one-epoch run: removed, and the history begun again.
   checkpoint_of(d / "checkpoint_best.h5", "run-b");
-  EXPECT_EQ(finished_folder_to_settle(d.path(), state_at(1, 0, 1)),
+  EXPECT_EQ(settle(state_at(1, 0, 1)),
             "checkpoint_best.h5 is another run's (run id run-b; this run's is run-a): removed; metrics.csv and the "
             "TensorBoard events begun again as this run's");
 }
