@@ -92,9 +92,9 @@ void check_config(const Config& c, const KeyOrigin& origin) {
   k.one_of("run.communicator", c.run.communicator, {"auto", "mpi", "nccl"});  // train/device_communicator.h
   k.one_of("run.log_level", c.run.log_level, {"trace", "debug", "info", "warn", "warning", "error", "critical", "off"});
 
-  // synth
-  k.range("synth.lon", c.synth.lon_min, -180, 360, "degrees east");
-  k.range("synth.lon", c.synth.lon_max, -180, 360, "degrees east");
+  // synth: its longitudes are -180..180 (synth/synth.cpp, which also wants min < max)
+  k.range("synth.lon", c.synth.lon_min, -180, 180, "degrees east");
+  k.range("synth.lon", c.synth.lon_max, -180, 180, "degrees east");
   k.range("synth.lat", c.synth.lat_min, -90, 90, "degrees north");
   k.range("synth.lat", c.synth.lat_max, -90, 90, "degrees north");
 

@@ -62,6 +62,7 @@ TEST(ConfigValidation, EveryNumberOutOfRangeNamesItsKey) {
       {"fetch.timeout_s=-1", "fetch.timeout_s"},
       {"fetch.lat=[-100,10]", "fetch.lat"},
       {"fetch.lon=[-200,10]", "fetch.lon"},
+      {"synth.lon=[100,200]", "synth.lon"},  // synth writes -180..180: it refused this after loading
       {"fetch.season=[1,1]", "fetch.season"},
       {"preprocess.min_valid_fraction=1.5", "preprocess.min_valid_fraction"},
       {"preprocess.wet_threshold=-1", "preprocess.wet_threshold"},
