@@ -41,6 +41,8 @@ std::string busy_message(const std::string& stage, const std::string& who, const
 
 }  // namespace
 
+void (*RunLock::between_open_and_lock)(const std::string&, int) = nullptr;
+
 void RunLock::check_free(const std::string& dir, const std::string& stage) {
   const std::string path = dir + "/.downscale-" + stage + ".lock";
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -67,6 +69,7 @@ RunLock::RunLock(const std::string& dir, const std::string& stage) : path_(dir +
     make_dirs(dir);
     fd_ = ::open(path_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
     if (fd_ < 0) throw Error("cannot open the lock file " + path_ + ": " + std::strerror(errno));
+    if (between_open_and_lock) between_open_and_lock(path_, attempt);
     if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
       const std::string who = err == EWOULDBLOCK ? holder(fd_) : "";

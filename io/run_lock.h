@@ -27,6 +27,10 @@ class RunLock {
   // creating anything (train --check: a launch would fail on it, though the check itself is fine).
   static void check_free(const std::string& dir, const std::string& stage);
 
+  // Tests only (null otherwise): called with the attempt number between the lock file's open and
+  // its flock, where the race the constructor closes lies, so a test can end a holder there.
+  static void (*between_open_and_lock)(const std::string& path, int attempt);
+
  private:
   std::string path_;
   std::vector<std::string> created_;  // the folders make_dirs made for it, deepest first

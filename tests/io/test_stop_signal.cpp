@@ -1,7 +1,10 @@
 // io/stop_signal.h and io/run_lock.h: the flag set by a real signal, the Interrupted exit codes,
 // stale temporary files of dead processes, one lock per folder and stage.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,6 +111,54 @@ TEST(RunLock, FoldersItMadeAreRemovedWhenNothingElseWasWritten) {
   { RunLock lock((base / "kept").string(), "train"); }
   EXPECT_TRUE(fs::exists(base / "kept"));
   fs::remove_all(base);
+}
+
+// The race RunLock's inode check closes: a process opens the lock file just as its holder, ending
+// in a folder its lock made, unlinks it; a third process then creates and locks a new file under
+// the name. The first one's flock of the unlinked file succeeds, and without the check two stages
+// ran in one folder. Here the holder ends and the third process locks between the open and the
+// flock (the seam RunLock::between_open_and_lock), as the scheduler could have it.
+namespace {
+int third_fd = -1;
+void holder_ends_and_third_locks(const std::string& path, int attempt) {
+  if (attempt != 0) return;
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  third_fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  ASSERT_GE(third_fd, 0);
+  ASSERT_EQ(flock(third_fd, LOCK_EX | LOCK_NB), 0);
+}
+void holder_ends(const std::string& path, int attempt) {
+  if (attempt == 0) ASSERT_EQ(::unlink(path.c_str()), 0);
+}
+}  // namespace
+
+TEST(RunLock, AFileUnlinkedBetweenItsOpenAndItsLockIsNotTheLock) {
+  const fs::path d = fresh_dir("ds-lock-race") / "train";
+  fs::create_directories(d);
+  std::ofstream(d / ".downscale-train.lock") << "1 old-holder\n";  // the holder's file, open as it ends
+  RunLock::between_open_and_lock = holder_ends_and_third_locks;
+  try {
+    RunLock late(d.string(), "train");
+    ADD_FAILURE() << "a lock taken on a file no longer under its name while another process held the name's";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another downscale train"), std::string::npos) << e.what();
+  }
+  ::close(third_fd);
+  // The holder ended and nobody took its place: the lock is taken again on a new file, the one
+  // the name leads to.
+  RunLock::between_open_and_lock = holder_ends;
+  {
+    RunLock late(d.string(), "train");
+    struct stat locked {}, named {};
+    ASSERT_EQ(::stat(late.path().c_str(), &named), 0);
+    const int probe = ::open(late.path().c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_EQ(::fstat(probe, &locked), 0);
+    EXPECT_EQ(locked.st_ino, named.st_ino);
+    EXPECT_NE(flock(probe, LOCK_EX | LOCK_NB), 0) << "the file under the name is not the one locked";
+    ::close(probe);
+  }
+  RunLock::between_open_and_lock = nullptr;
+  fs::remove_all(d.parent_path());
 }
 
 TEST(RunLock, ASecondLockOnTheSameFolderAndStageNamesTheFirst) {
