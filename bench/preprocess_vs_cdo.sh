@@ -8,15 +8,20 @@
 #                                    -timstd1 -remapbil,model.grid F  out.nc
 #          for pr         cdo -L remapbil,output.grid pr.nc out.nc
 # (one cdo call per field; -L and chained operators let CDO overlap its operators on both cores,
-# ours is one thread). Prints both times and the ratio CDO / ours (> 1: we are faster).
-#   usage: bench/preprocess_vs_cdo.sh <downscale binary> [year]
+# ours is one thread). ROUNDS rounds (3), the side that runs first alternating, so neither has
+# the warmer cache or the quieter minute; prints each round, the medians and the ratio of the
+# medians CDO / ours (> 1: we are faster). Then the outputs are compared: every standardized
+# predictor and the regridded pr of the store against CDO's, where both have a value. A
+# difference past the tolerance (printed with its reason) is exit 1: a fast wrong preprocess is
+# no win.
+#   usage: [ROUNDS=3] bench/preprocess_vs_cdo.sh <downscale binary> [year]
 set -euo pipefail
 bin=$(realpath "$1")
 year=${2:-2000}
 src=$(cd "$(dirname "$0")/.." && pwd)
 command -v cdo >/dev/null || { echo "cdo not found: scripts/install-deps.sh installs it"; exit 1; }
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${KEEP:-}" ] && echo "kept $work" || rm -rf "$work"' EXIT
 cd "$work"
 cp -r "$src/configs" .
 # The synthetic datasets (they read synth.dir) for fetch and preprocess alike: preprocess refuses
@@ -64,10 +69,8 @@ measure() {
 files=$(find "$fetch/predictors" "$fetch/predictand" -name '*.nc' | sort)
 cat $files >/dev/null
 
-echo "== ours: downscale preprocess"
-read -r ours ours_cpu < <(measure "$bin" preprocess --config $cfg "${set_year[@]}")
-
-echo "== CDO: remapbil, timmean, timstd1, sub, div per predictor; remapbil for pr"
+rounds=${ROUNDS:-3}
+ours_preprocess() { "$bin" preprocess --config $cfg "${set_year[@]}"; }
 mkdir -p cdo_out
 cdo_chain() {
   for f in $files; do
@@ -80,11 +83,31 @@ cdo_chain() {
     fi
   done 2>/dev/null  # CDO's HDF5 library prints diagnostics while probing optional attributes
 }
-read -r theirs theirs_cpu < <(measure cdo_chain)
+echo "== $rounds rounds: downscale preprocess (20 predictors and pr into the store) and the CDO chain"
+printf "%-6s %-6s %10s %10s %10s %10s\n" round first "ours wall" "ours cpu" "cdo wall" "cdo cpu"
+ours_w=() ours_c=() cdo_w=() cdo_c=()
+for ((r = 1; r <= rounds; r++)); do
+  if ((r % 2)); then
+    read -r ow oc < <(measure ours_preprocess)
+    read -r cw cc < <(measure cdo_chain)
+    first=ours
+  else
+    read -r cw cc < <(measure cdo_chain)
+    read -r ow oc < <(measure ours_preprocess)
+    first=cdo
+  fi
+  ours_w+=("$ow") ours_c+=("$oc") cdo_w+=("$cw") cdo_c+=("$cc")
+  printf "%-6s %-6s %10.2f %10.2f %10.2f %10.2f\n" "$r" "$first" "$ow" "$oc" "$cw" "$cc"
+done
+median() { printf "%s\n" "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ours=$(median "${ours_w[@]}") ours_cpu=$(median "${ours_c[@]}") theirs=$(median "${cdo_w[@]}") theirs_cpu=$(median "${cdo_c[@]}")
 n=$(echo "$files" | wc -w)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 echo "fields: $n files ($(du -shc $files | tail -n 1 | cut -f1)), one year, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
-printf "%-22s %8s %8s\n" "" "wall s" "cpu s"
+printf "%-22s %8s %8s   (medians of %d rounds)\n" "" "wall s" "cpu s" "$rounds"
 printf "%-22s %8.2f %8.2f\n" "downscale preprocess" "$ours" "$ours_cpu"
 printf "%-22s %8.2f %8.2f\n" "cdo chain" "$theirs" "$theirs_cpu"
 echo "ratio cdo / downscale: wall $(ratio "$theirs" "$ours"), cpu $(ratio "$theirs_cpu" "$ours_cpu")  (> 1: downscale is faster)"
+
+echo "== the outputs compared (store against CDO's files, where both have a value)"
+/usr/bin/python3 "$src/bench/preprocess_cdo_compare.py" runs/north_america/preprocess/store.h5 cdo_out
