@@ -60,6 +60,12 @@ with h5py.File(store_path, "r") as s:
         with netCDF4.Dataset(path) as nc:
             var, v, theirs = field_of(nc)
             days = days_of(nc)
+        # The same days on both sides: a time slip that dropped some would otherwise pass on the rest.
+        if len(days) != len(store_days) or not np.array_equal(np.sort(days), store_days):
+            print(f"{name}: CDO wrote {len(days)} days, the store holds {len(store_days)}; "
+                  f"{int(np.isin(days, store_days).sum())} in common")
+            failed = True
+            continue
         keep = np.isin(days, store_days)
         rows = np.searchsorted(store_days, days[keep])
         theirs = theirs[keep]

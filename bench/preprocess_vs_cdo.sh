@@ -8,13 +8,14 @@
 #                                    -timstd1 -remapbil,model.grid F  out.nc
 #          for pr         cdo -L remapbil,output.grid pr.nc out.nc
 # (one cdo call per field; -L and chained operators let CDO overlap its operators on both cores,
-# ours is one thread). ROUNDS rounds (3), the side that runs first alternating, so neither has
+# ours is one thread). ROUNDS rounds (4), the side that runs first alternating, so neither has
 # the warmer cache or the quieter minute; prints each round, the medians and the ratio of the
 # medians CDO / ours (> 1: we are faster). Then the outputs are compared: every standardized
 # predictor and the regridded pr of the store against CDO's, where both have a value. A
 # difference past the tolerance (printed with its reason) is exit 1: a fast wrong preprocess is
 # no win.
-#   usage: [ROUNDS=3] bench/preprocess_vs_cdo.sh <downscale binary> [year]
+#   usage: [ROUNDS=4] [KEEP=1] bench/preprocess_vs_cdo.sh <downscale binary> [year]
+# (KEEP=1 keeps the work folder, for a look at the outputs)
 set -euo pipefail
 bin=$(realpath "$1")
 year=${2:-2000}
@@ -58,18 +59,20 @@ G
 # Wall time and CPU time (user + sys, children included) of a command, as "wall cpu".
 TIMEFORMAT='%R %U %S'
 # A side that fails is not timed: its error is shown and the benchmark exits 1 (a failed
-# preprocess once showed as an 86x win).
+# preprocess once showed as an 86x win). Run in the script's own shell (output to a file, not in a
+# process substitution), so that its exit ends the script.
 measure() {
   local t
   t=$({ time "$@" >/dev/null 2>"$work/measure.err"; } 2>&1) ||
-    { echo "preprocess_vs_cdo.sh: failed: $*" >&2; cat "$work/measure.err" >&2; kill -TERM $$; exit 1; }
+    { echo "preprocess_vs_cdo.sh: failed: $*" >&2; cat "$work/measure.err" >&2; exit 1; }
   tail -n 1 <<<"$t" | awk '{ print $1, $2 + $3 }'
 }
 # Warm the page cache for both sides alike.
 files=$(find "$fetch/predictors" "$fetch/predictand" -name '*.nc' | sort)
 cat $files >/dev/null
 
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-4}  # even: each side runs first as often
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "preprocess_vs_cdo.sh: ROUNDS must be a positive whole number, got '$rounds'" >&2; exit 2; }
 ours_preprocess() { "$bin" preprocess --config $cfg "${set_year[@]}"; }
 mkdir -p cdo_out
 cdo_chain() {
@@ -88,14 +91,16 @@ printf "%-6s %-6s %10s %10s %10s %10s\n" round first "ours wall" "ours cpu" "cdo
 ours_w=() ours_c=() cdo_w=() cdo_c=()
 for ((r = 1; r <= rounds; r++)); do
   if ((r % 2)); then
-    read -r ow oc < <(measure ours_preprocess)
-    read -r cw cc < <(measure cdo_chain)
+    measure ours_preprocess >"$work/ours.t"
+    measure cdo_chain >"$work/cdo.t"
     first=ours
   else
-    read -r cw cc < <(measure cdo_chain)
-    read -r ow oc < <(measure ours_preprocess)
+    measure cdo_chain >"$work/cdo.t"
+    measure ours_preprocess >"$work/ours.t"
     first=cdo
   fi
+  read -r ow oc <"$work/ours.t"
+  read -r cw cc <"$work/cdo.t"
   ours_w+=("$ow") ours_c+=("$oc") cdo_w+=("$cw") cdo_c+=("$cc")
   printf "%-6s %-6s %10.2f %10.2f %10.2f %10.2f\n" "$r" "$first" "$ow" "$oc" "$cw" "$cc"
 done
