@@ -19,9 +19,11 @@ void check_scored_values(const std::string& path, const std::string& variable, c
     const float v = values[i];
     if (!(*grid.mask)[k] || (std::isfinite(v) && v >= lo && v <= hi)) continue;
     const std::string date = to_string(date_from_days((*grid.days)[t], parse_calendar(grid.calendar, path)));
-    throw InputError(fmt::format("{}: {} is {} on {} at lat {:g}, lon {:g} (a modelled box){}: predict writes no such "
-                                 "value, so the file was changed after it; predict again",
-                                 path, variable, v, date, (*grid.lat)[k / nx], (*grid.lon)[k % nx],
+    const std::string member = values.size() > nt * np ? fmt::format(" (member {})", i / (nt * np)) : "";
+    throw InputError(fmt::format("{}: {}{} is {} on {} at lat {:g}, lon {:g} (a modelled box){}: not a value predict "
+                                 "writes, or a model of these observations predicts (the file changed after "
+                                 "predict?); predict again",
+                                 path, variable, member, v, date, (*grid.lat)[k / nx], (*grid.lon)[k % nx],
                                  std::isfinite(v) ? ", outside " + range : ""));
   }
 }
@@ -45,14 +47,13 @@ std::pair<double, double> possible_values(const ObservedRange& r, bool precipita
     return {-INFINITY, INFINITY};
   }
   if (precipitation) {
-    // At least 1 mm: a test split dry throughout (a few desert days in a test) still bounds.
-    lo = 0, hi = kImpossibleOverObserved * std::max(r.hi, 1.0);
-    range = fmt::format("[0, {:g}] {} ({:g} times the test split's largest observation)", hi, units,
-                        kImpossibleOverObserved);
+    lo = 0, hi = std::max(kImpossibleOverObserved * r.hi, kLargestPossible);
+    range = fmt::format("[0, {:g}] {} ({:g} times the largest observation, at least {:g})", hi, units,
+                        kImpossibleOverObserved, kLargestPossible);
   } else {
     const double w = std::max(r.hi - r.lo, 1.0);  // a constant observation still leaves room
     lo = r.lo - w, hi = r.hi + w;
-    range = fmt::format("[{:g}, {:g}] {} (the test split's observed range widened by its width each side)", lo, hi, units);
+    range = fmt::format("[{:g}, {:g}] {} (the observed range widened by its width each side)", lo, hi, units);
   }
   return {lo, hi};
 }

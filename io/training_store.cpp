@@ -380,8 +380,8 @@ void StoreReader::check_consistency() const {
   };
   ascending("predictor_lon", m.predictor_lon, false);
   ascending("predictor_lat", m.predictor_lat, true);
-  ascending("predictand_lon", m.predictand_lon, false);  // padding may continue past a pole
-  ascending("predictand_lat", m.predictand_lat, false);
+  ascending("predictand_lon", m.predictand_lon, false);
+  ascending("predictand_lat", m.predictand_lat, false);  // padding may continue past a pole
   ascending("obs_lon", m.obs_lon, false);
   ascending("obs_lat", m.obs_lat, true);
   for (int i = 0; i < m.obs_rows; ++i)

@@ -226,6 +226,13 @@ TestObservations read_test_observations(const std::string& pred_path, const Stor
   return t;
 }
 
+// The observations that bound what a prediction can be (evaluate/prediction_checks.h): every
+// split's, as the store records them; in older stores the test split's.
+ObservedRange observed_for_bounds(const StoreMeta& meta, const TestObservations& test) {
+  if (!std::isnan(meta.obs_min)) return {meta.obs_min, meta.obs_max};
+  return observed_range(test.obs, test.mask);
+}
+
 // What is scored against what, logged before the scoring and kept in scores.json: a user with
 // several models, checkpoints and stores sees which one each score is of.
 std::map<std::string, std::string> say_what_is_scored(const Config& cfg, const std::string& pred_path,
@@ -286,7 +293,7 @@ int evaluate_continuous_predictand(const Config& cfg, const RunPaths& paths, con
   {
     const ScoredGrid grid{&pred.days, pred.calendar, &pred.lat, &pred.lon, &test.mask};
     std::string range;
-    const auto [lo, hi] = possible_values(observed_range(test.obs, test.mask), false, meta.predictand_units, range);
+    const auto [lo, hi] = possible_values(observed_for_bounds(meta, test), false, meta.predictand_units, range);
     check_scored_values(pred_path, meta.predictand, pred.mean, grid, lo, hi, range);
     if (!pred.sd.empty()) check_scored_values(pred_path, meta.predictand + "_sd", pred.sd, grid, 0, hi - lo, fmt::format("[0, {:g}]", hi - lo));
   }
@@ -398,7 +405,7 @@ int evaluate_precipitation(const Config& cfg, const RunPaths& paths, const Store
   {
     const ScoredGrid grid{&pred.days, pred.calendar, &pred.lat, &pred.lon, &test.mask};
     std::string range;
-    const auto [lo, hi] = possible_values(observed_range(test.obs, test.mask), true, "mm/day", range);
+    const auto [lo, hi] = possible_values(observed_for_bounds(meta, test), true, "mm/day", range);
     check_scored_values(pred_path, "pr", pred.pr, grid, lo, hi, range);
     check_scored_values(pred_path, "pr_expected", pred.pr_expected, grid, lo, hi, range);
     check_scored_values(pred_path, "pr_stochastic", pred.pr_members, grid, lo, hi, range);

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -332,4 +334,30 @@ TEST(StoreReaderChecks, ObservationsOutsideTheRecordedRangeAreRefused) {
   const std::string other = write_store(d / "b.h5", small_meta(), 6);
   set_root_attr(other, "obs_range", "0,1e31");
   EXPECT_NE(refusal(other).find("do not match their checksum metadata_sha256"), std::string::npos) << refusal(other);
+}
+
+// The recorded range reads back as the exact extremes written, for values a decimal text does not
+// hold exactly (negative temperatures, NaN where not observed), so that no value preprocess wrote
+// is refused by the read that meets it.
+TEST(StoreReaderChecks, TheRecordedRangeIsTheExactExtremes) {
+  test::TempDir d;
+  const size_t n = 6, xs = 3 * 12, ys = 4 * 5;
+  std::vector<float> x(n * xs, 0.25f), y(n * ys), obs(n * ys);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> tas(-3.3f, 7.1f);
+  for (size_t i = 0; i < obs.size(); ++i) obs[i] = i % 9 == 4 ? NAN : tas(rng), y[i] = obs[i] * 1.0000001f;
+  std::vector<int64_t> t{10, 11, 12, 14, 20, 21};
+  StoreWriter w(d / "a.h5", small_meta());
+  w.write_split("test", x, y, obs, t);
+  w.close();
+  float lo = INFINITY, hi = -INFINITY;
+  for (float v : obs)
+    if (!std::isnan(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  StoreReader r(d / "a.h5");
+  EXPECT_EQ(r.meta().obs_min, lo);
+  EXPECT_EQ(r.meta().obs_max, hi);
+  std::vector<float> back(n * ys);
+  r.read_obs("test", 0, n, back.data());
+  r.read_y("test", 0, n, back.data());
+  r.for_each_block("test", StoreReader::Field::obs, [](size_t, size_t, const float*) {}, 4 * ys * sizeof(float));
 }
