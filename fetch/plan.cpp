@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "io/calendar.h"
+#include "io/cf_axes.h"
 #include "io/error.h"
 #include "fetch/chunk.h"
 
@@ -233,38 +234,6 @@ double to_hpa(double value, const std::string& units, const std::string& where) 
 }
 
 std::string hpa_text(double hpa) { return num(std::round(hpa * 100) / 100); }
-
-// The time of each step to take its day from: the middle of its CF cell (the `bounds` variable,
-// n x 2, in the time's units) where the file has one, else the stamp. Daily means stamped at the
-// end of their interval (the next day at 00:00, as some models write them) would otherwise be
-// read one day late, each day's value under the next day's date. `moved`: how many steps the
-// bounds put on another day than their stamp.
-std::vector<double> day_times(const NcFile& f, int time_var, const std::string& time_name, const TimeUnits& tu,
-                              const std::string& where, size_t& moved) {
-  std::vector<double> t = f.read_coord(time_name);
-  moved = 0;
-  const std::string bounds = f.att_text(time_var, "bounds");
-  if (bounds.empty() || !f.has_var(bounds)) return t;
-  const int bv = f.var_id(bounds);
-  const std::vector<std::string> dims = f.var_dims(bv);
-  if (dims.size() != 2 || f.dim_len(dims[0]) != t.size() || f.dim_len(dims[1]) != 2)
-    throw InputError(where + ": bounds variable '" + bounds + "' is not " + std::to_string(t.size()) +
-                     " x 2 (CF: one interval per time step)");
-  std::vector<double> b(2 * t.size());
-  if (!t.empty()) f.read(bv, {0, 0}, {t.size(), 2}, b.data());
-  for (size_t i = 0; i < t.size(); ++i) {
-    // A thousandth of the interval (86 s of a day) for stamps and bounds computed or stored with
-    // rounding apart; a stamp a day or an hour off its interval is still refused.
-    const double slack = 1e-3 * std::abs(b[2 * i + 1] - b[2 * i]);
-    if (!(b[2 * i] - slack <= t[i] && t[i] <= b[2 * i + 1] + slack))
-      throw InputError(where + ": time step " + std::to_string(i) + " (" + num(t[i]) + ") lies outside its bounds [" +
-                       num(b[2 * i]) + ", " + num(b[2 * i + 1]) + "] ('" + bounds + "')");
-    const double middle = 0.5 * (b[2 * i] + b[2 * i + 1]);
-    moved += tu.day_of(middle) != tu.day_of(t[i]);
-    t[i] = middle;
-  }
-  return t;
-}
 
 }  // namespace
 
@@ -497,7 +466,7 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
                        src_name);
     auto& days = source_days[k];
     size_t moved = 0;
-    for (double t : day_times(sk, tv, tname, tu, name_k + ": time", moved)) days.push_back(tu.day_of(t, name_k + ": time"));
+    for (double t : cf_day_times(sk, tv, tname, tu, name_k + ": time", moved)) days.push_back(tu.day_of(t, name_k + ": time"));
     f.days_from_bounds = f.days_from_bounds || moved > 0;
     if (moved)  // said once a field: the files of one dataset stamp alike
       spdlog::log(k == 0 ? spdlog::level::info : spdlog::level::debug,

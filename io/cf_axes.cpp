@@ -1,5 +1,7 @@
 #include "io/cf_axes.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -107,6 +109,35 @@ std::vector<double> cf_bounds(const std::vector<double>& c, bool latitude) {
   }
   return b;
 }
+
+std::vector<double> cf_day_times(const NcFile& f, int time_var, const std::string& time_name, const TimeUnits& tu,
+                                 const std::string& where, size_t& moved) {
+  std::vector<double> t = f.read_coord(time_name);
+  moved = 0;
+  const std::string bounds = f.att_text(time_var, "bounds");
+  if (bounds.empty() || !f.has_var(bounds)) return t;
+  const int bv = f.var_id(bounds);
+  const std::vector<std::string> dims = f.var_dims(bv);
+  if (dims.size() != 2 || f.dim_len(dims[0]) != t.size() || f.dim_len(dims[1]) != 2)
+    throw InputError(where + ": bounds variable '" + bounds + "' is not " + std::to_string(t.size()) +
+                     " x 2 (CF: one interval per time step)");
+  std::vector<double> b(2 * t.size());
+  if (!t.empty()) f.read(bv, {0, 0}, {t.size(), 2}, b.data());
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (!std::isfinite(t[i])) continue;  // no date: TimeUnits::day_of says so, naming the value
+    // A thousandth of the interval (86 s of a day) for stamps and bounds computed or stored with
+    // rounding apart; a stamp a day or an hour off its interval is still refused.
+    const double slack = 1e-3 * std::abs(b[2 * i + 1] - b[2 * i]);
+    if (!(b[2 * i] - slack <= t[i] && t[i] <= b[2 * i + 1] + slack))
+      throw InputError(where + ": time step " + std::to_string(i) + " (" + fmt::format("{:g}", t[i]) + ") lies outside its bounds [" +
+                       fmt::format("{:g}", b[2 * i]) + ", " + fmt::format("{:g}", b[2 * i + 1]) + "] ('" + bounds + "')");
+    const double middle = 0.5 * (b[2 * i] + b[2 * i + 1]);
+    moved += tu.day_of(middle) != tu.day_of(t[i]);
+    t[i] = middle;
+  }
+  return t;
+}
+
 
 std::vector<int64_t> read_cf_days(const NcFile& nc, std::string* calendar) {
   const int vt = nc.var_id("time");

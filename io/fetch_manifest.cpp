@@ -32,7 +32,7 @@ FetchedFile from_json(const nlohmann::json& j) {
   f.level = j.value("level", 0);
   f.native = j.value("native", "");
   f.chunks = j.value("chunks", size_t{0});
-  f.calendar = j.value("calendar", std::string("standard"));
+  f.calendar = j.value("calendar", std::string());
   if (j.contains("valid_range")) {
     f.valid_min = j.at("valid_range").at(0);
     f.valid_max = j.at("valid_range").at(1);

@@ -19,7 +19,9 @@ struct FetchedFile {
   int level = 0;         // hPa; 0 for a single-level field
   std::string native{};  // the variable's name in the source (e.g. "Z500")
   size_t chunks = 0;     // season-year chunks it was joined from (fetch/chunks/ledger.json)
-  std::string calendar = "standard";  // CF name of the time axis' calendar (absent in old manifests)
+  // CF name of the time axis' calendar, as fetch found it; "" when not recorded (manifests before
+  // it was, entries built by hand): preprocess and predict then do not compare the file's with it.
+  std::string calendar{};
   // Plausible values in `units` (fetch/plausible_ranges.h); NaN when none is known (a variable
   // without a default, an older manifest). preprocess refuses values outside.
   double valid_min = NAN, valid_max = NAN;

@@ -90,12 +90,13 @@ void check_checkpoint_of_this_model(const std::string& ckpt, const RunPaths& pat
 
 // The early level check's refusal comes with the new predictors' outlier warnings so far: they
 // name the likely cause (a field far outside the training climate, a wrong unit), which the level
-// error, blaming the model, cannot. At the end they come before the check anyway.
+// error, blaming the model, cannot; a refusal of the predictors (an impossible departure, a field
+// mostly filled) replaces it. At the end they come before the check anyway.
 void check_early(NewPredictors* inputs, const std::function<void()>& check) {
   try {
     check();
   } catch (const Error&) {
-    if (inputs) inputs->report_outliers();
+    if (inputs) inputs->check_departures();
     throw;
   }
 }
@@ -623,7 +624,7 @@ int run_predict(const Config& cfg) {
       const std::vector<float> sd = gaussian ? crop_to_window(std::move(pred.sd), win) : std::vector<float>();
       writer.write(nb, mean.data(), gaussian ? sd.data() : nullptr);
     });
-    if (inputs) inputs->report_outliers();
+    if (inputs) inputs->check_departures();
     check_level(n);
     writer.commit();
     if (new_inputs) {
@@ -721,7 +722,7 @@ int run_predict(const Config& cfg) {
     writer.write({nb, pr.data(), pr_expected.data(), p_wet.data(), shape.data(), scale.data(),
                   members > 0 ? pr_members.data() : nullptr});
   });
-  if (inputs) inputs->report_outliers();
+  if (inputs) inputs->check_departures();
   check_precipitation_level(level, cfg, ckpt, predictors, n, n);
   if (members > 0) check_members(member_check, observed_max, meta, days, calendar, ckpt);
   writer.commit();

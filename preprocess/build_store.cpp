@@ -234,6 +234,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     ch.var = p.name.substr(0, p.name.find('@'));
     ch.file = std::make_unique<FetchedField>(manifest.path_of(p), p.variable);
     ch.file->check_level(p.name);
+    ch.file->check_as_fetched(p, manifest.dir + "/manifest.json");
     ch.file->set_valid_range(p.valid_min, p.valid_max, p.units);
     units.push_back({ch.name, ch.var, ch.file->units(), ch.file->where()});
     field_names += (field_names.empty() ? "" : ", ") + ch.name;
@@ -246,6 +247,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
   const std::string predictand = manifest.predictand.name;
   const bool precipitation = predictand == "pr";
   FetchedField obs_file(manifest.path_of(manifest.predictand), manifest.predictand.variable);
+  obs_file.check_as_fetched(manifest.predictand, manifest.dir + "/manifest.json");
   // Precipitation is never negative, whatever the manifest's age.
   obs_file.set_valid_range(std::isfinite(manifest.predictand.valid_min) || !precipitation ? manifest.predictand.valid_min : 0.0,
                            manifest.predictand.valid_max, manifest.predictand.units);

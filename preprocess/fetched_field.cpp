@@ -1,11 +1,13 @@
 #include "preprocess/fetched_field.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <limits>
 
 #include "io/calendar.h"
+#include "io/cf_axes.h"
 #include "io/error.h"
 
 namespace ds {
@@ -49,7 +51,14 @@ FetchedField::FetchedField(const std::string& path, const std::string& variable)
   // store records it and build_store refuses to mix calendars that count days differently.
   const TimeUnits tu = TimeUnits::parse(file_.att_text(tv, "units"), file_.att_text(tv, "calendar"), path + ": time");
   calendar_ = tu.calendar;
-  for (double t : file_.read_coord("time")) days_.push_back(tu.day_of(t, path + ": time"));
+  // The day of each step from the middle of its time bounds, as fetch reads its sources: a file
+  // stamped anew at the end of each day (a CDO step after the fetch) was paired with the next
+  // day's other predictors, exit 0.
+  size_t moved = 0;
+  for (double t : cf_day_times(file_, tv, "time", tu, path + ": time", moved)) days_.push_back(tu.day_of(t, path + ": time"));
+  if (moved)
+    spdlog::info("{}: {} time step(s) stamped at an end of their interval: each day is taken from the middle of its "
+                 "time bounds, not from the stamp", path, moved);
   for (size_t i = 1; i < days_.size(); ++i)
     if (days_[i] <= days_[i - 1])
       throw InputError(path + ": time is not strictly ascending: " + date_of(days_[i]) + " follows " + date_of(days_[i - 1]));
@@ -96,6 +105,21 @@ void FetchedField::implausible(float value, size_t index, size_t point) const {
                    fmt::format("{:g}", grid_.lon[point % nlon]) + ": outside its plausible range " + range +
                    " (a wrong unit under the right label, or corrupt data; a dataset definition's `ranges:` "
                    "sets the range)");
+}
+
+void FetchedField::check_as_fetched(const FetchedFile& f, const std::string& manifest) const {
+  const auto changed = [&](const std::string& what) {
+    throw InputError(where_ + ": " + what + " as " + manifest +
+                     " records it: the file was changed after the fetch (fetch it again, or run the change on the "
+                     "fetch's source)");
+  };
+  if (f.ntime > 0 && days_.size() != f.ntime)
+    changed("holds " + std::to_string(days_.size()) + " days, not the " + std::to_string(f.ntime));
+  if ((f.nlat > 0 && grid_.lat.size() != f.nlat) || (f.nlon > 0 && grid_.lon.size() != f.nlon))
+    changed("its grid is " + std::to_string(grid_.lat.size()) + " x " + std::to_string(grid_.lon.size()) + " (lat x lon), not " +
+            std::to_string(f.nlat) + " x " + std::to_string(f.nlon));
+  if (!f.calendar.empty() && !same_days_after_1582(calendar_, parse_calendar(f.calendar, manifest)))
+    changed("its time calendar is " + cf_name(calendar_) + ", not " + f.calendar);
 }
 
 void FetchedField::check_level(const std::string& field) const {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "io/calendar.h"
+#include "io/fetch_manifest.h"
 #include "io/netcdf_file.h"
 #include "preprocess/grid.h"
 
@@ -41,6 +42,10 @@ class FetchedField {
   // floats, time-major); missing values become NaN. Consecutive indices are one hyperslab read.
   // Values outside it (or infinite) are an InputError naming the value, date and point.
   void read(const std::vector<size_t>& idx, float* out) const;
+  // InputError unless the file still has the time steps, grid size and calendar that `manifest`
+  // records for it (`entry`; what an older manifest lacks is not compared): a file changed after
+  // the fetch (a gap cut out, a CDO step's calendar) is named, not read as fetched.
+  void check_as_fetched(const FetchedFile& entry, const std::string& manifest) const;
   // Plausible values (fetch/plausible_ranges.h, recorded in the manifest) in `range_units`, the
   // manifest's units of the field ("": the file's); NaN bounds: none.
   void set_valid_range(double min, double max, const std::string& range_units = "");

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "io/calendar.h"
 #include "io/error.h"
@@ -78,6 +79,8 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
       throw InputError(path + ": time calendar " + cal + " differs from " + calendar_ + " of " + first_file);
     ch.file = std::make_unique<FetchedField>(path, it->variable);
     ch.file->check_level(name);
+    ch.file->check_as_fetched(*it, fetch_dir + "/manifest.json");
+    if (ch.file->days().empty()) throw InputError(ch.file->where() + ": no time step (predictor " + name + ")");
     ch.file->set_valid_range(it->valid_min, it->valid_max, it->units);
     // The training data's units (older stores do not record them: not checked).
     const std::string want = c < meta.channel_units.size() ? meta.channel_units[c] : "";
@@ -113,15 +116,27 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
                  "source has them, so the source stops short of them here (or was fetched for another "
                  "preprocess.predictor_grid: fetch again)",
                  partial_line, partial_fields.size(), channels_.size(), fmt::format("{}", fmt::join(partial_fields, ", ")));
-  // Common days, then each channel's index of them.
-  days_ = channels_.front().file->days();
-  for (const auto& ch : channels_) {
+  // Common days, then each channel's index of them. Days not in every file are dropped and said,
+  // as preprocess says them, with the files that lack them: one file's time shifted by a year
+  // (another reference date written into its units) paired each day with another winter's field.
+  std::vector<const std::vector<int64_t>*> channel_days;
+  for (const auto& ch : channels_) channel_days.push_back(&ch.file->days());
+  SplitYears all_years;  // the split rule is not used: only the days common to every file
+  all_years.calendar = parse_calendar(calendar_, fetch_dir);
+  const SampleDates common = plan_sample_dates(all_years, meta.channels, channel_days);
+  days_ = *channel_days.front();
+  for (const auto* d : channel_days) {
     std::vector<int64_t> next;
-    const auto& d = ch.file->days();
-    std::set_intersection(days_.begin(), days_.end(), d.begin(), d.end(), std::back_inserter(next));
+    std::set_intersection(days_.begin(), days_.end(), d->begin(), d->end(), std::back_inserter(next));
     days_.swap(next);
   }
-  if (days_.empty()) throw InputError(fetch_dir + ": the predictors have no day in common");
+  if (days_.empty())
+    throw InputError(fetch_dir + ": the predictors have no day in common (" +
+                     fmt::format("{}", fmt::join(common.missing_from, "; ")) + " of the days any of them holds)");
+  if (!common.not_common.empty())
+    spdlog::warn("{}: in {}, {}: check that their files hold the same days (a time axis whose units or calendar "
+                 "were changed after the fetch pairs each day with another day's fields)",
+                 fetch_dir, opt.role, common.report().front());
   for (auto& ch : channels_) {
     const auto& d = ch.file->days();
     for (int64_t day : days_) ch.index.push_back(std::lower_bound(d.begin(), d.end(), day) - d.begin());
@@ -157,6 +172,25 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
         break;
       }
     }
+    // The climatology of other months (a historical run fetched for JJA standardizing a DJF
+    // scenario) takes the seasonal cycle for the climate change, exit 0 and degrees off.
+    const Calendar cal = parse_calendar(calendar_, fetch_dir);
+    std::vector<int> mine = months_of(days_, cal), theirs = months_of(reference.days_, cal);
+    for (auto* m : {&mine, &theirs}) {
+      std::sort(m->begin(), m->end());
+      m->erase(std::unique(m->begin(), m->end()), m->end());
+    }
+    std::vector<int> lacking;
+    std::set_difference(mine.begin(), mine.end(), theirs.begin(), theirs.end(), std::back_inserter(lacking));
+    if (!lacking.empty() || (!season_.empty() && !reference.season_.empty() &&
+                             std::set<int>(season_.begin(), season_.end()) !=
+                                 std::set<int>(reference.season_.begin(), reference.season_.end())))
+      throw InputError(fmt::format(
+          "{}: predict.reference_predictors hold months {} (fetch.season {}) but {} months {} (fetch.season {}): a "
+          "climatology of other months would standardize the seasonal cycle into these predictors; fetch the "
+          "reference run for the same season",
+          opt.reference_dir, fmt::join(theirs, ","), fmt::join(reference.season_, ","), fetch_dir, fmt::join(mine, ","),
+          fmt::join(season_, ",")));
     for (size_t c = 0; c < channels_.size(); ++c) channels_[c].stats = reference.channels_[c].stats;
     description_ = "own: each predictor standardized with the mean and standard deviation (" + meta.standardize + ") of " +
                    opt.reference_dir + " over " + reference.reference_years_text(opt.reference_years);
@@ -243,11 +277,14 @@ std::string NewPredictors::reference_years_text(const YearRange& years) const {
   return rule.season_years() ? text + " (season-years: " + rule.season_year_example(years.first) + ")" : text;
 }
 
-void NewPredictors::read_raw(size_t c, size_t first, size_t n, std::vector<float>& out) const {
+void NewPredictors::read_raw(size_t c, size_t first, size_t n, std::vector<float>& out, std::vector<size_t>* missing) const {
   const Channel& ch = channels_[c];
   const std::vector<size_t> idx(ch.index.begin() + first, ch.index.begin() + first + n);
-  std::vector<float> src(n * ch.file->grid().size());
+  const size_t fs = ch.file->grid().size();
+  std::vector<float> src(n * fs);
   ch.file->read(idx, src.data());
+  if (missing)
+    for (size_t k = 0; k < src.size(); ++k) (*missing)[k / fs] += std::isnan(src[k]);
   fill_missing(*ch.file, idx, src, static_cast<FillPolicy>(fill_), "predict.fill");
   if (ch.scale != 1 || ch.offset != 0)
     for (float& v : src) v = static_cast<float>(v * ch.scale + ch.offset);  // NaN stays NaN
@@ -263,13 +300,17 @@ DataTerms NewPredictors::terms() const {
 void NewPredictors::read(size_t first, size_t n, float* x) const {
   const size_t C = channels_.size(), HW = meta_.predictor_lon.size() * meta_.predictor_lat.size();
   std::vector<float> out;
-  z_sum_.resize(C), z_count_.resize(C);
+  z_sum_.resize(C), z_count_.resize(C), filled_.resize(C);
+  std::vector<size_t> missing(n);
   // Days read before (the device check reads the first batch, then the pass reads every day from
   // the first) enter the departure and outlier statistics once.
   const size_t counted_until = days_read_;
   days_read_ = std::max(days_read_, first + n);
   for (size_t c = 0; c < C; ++c) {
-    read_raw(c, first, n, out);
+    std::fill(missing.begin(), missing.end(), 0);
+    read_raw(c, first, n, out, &missing);
+    for (size_t t = 0; t < n; ++t)
+      if (first + t >= counted_until) filled_[c] += missing[t];
     apply_standardization(channels_[c].stats, out);
     for (size_t t = 0; t < n; ++t)
       for (size_t k = 0; k < HW; ++k) {
@@ -298,7 +339,17 @@ void NewPredictors::impossible(size_t c, size_t day, size_t point, float z) cons
       meta_.predictor_lat[point / W], meta_.predictor_lon[point % W], z, kImpossibleStandardized, meta_.channels.at(c)));
 }
 
-void NewPredictors::report_outliers() const {
+void NewPredictors::check_departures() const {
+  warn_departures();
+  refuse_impossible();
+}
+
+void NewPredictors::warn_departures() const {
+  for (size_t c = 0; c < filled_.size(); ++c)
+    if (filled_[c])
+      spdlog::info("predictor {}: {} of its values in the {} days read were missing and filled ({:.2g} %, predict.fill)",
+                   meta_.channels.at(c), filled_[c], days_read_,
+                   100.0 * double(filled_[c]) / double(days_read_ * channels_[c].file->grid().size()));
   for (size_t c = 0; c < z_sum_.size(); ++c) {
     if (!z_count_[c]) continue;
     const double mean = z_sum_[c] / static_cast<double>(z_count_[c]);
@@ -317,6 +368,26 @@ void NewPredictors::report_outliers() const {
                outliers_.count, kFarOutside, outliers_.worst, meta_.channels.at(outliers_.channel),
                to_string(date_from_days(outliers_.day, parse_calendar(calendar_, "new predictors"))),
                meta_.predictor_lat[outliers_.point / W], meta_.predictor_lon[outliers_.point % W]);
+}
+
+void NewPredictors::refuse_impossible() const {
+  for (size_t c = 0; c < z_sum_.size(); ++c) {
+    const Channel& ch = channels_[c];
+    const double mean = z_count_[c] ? z_sum_[c] / static_cast<double>(z_count_[c]) : 0.0;
+    if (std::fabs(mean) > kImpossibleMean)
+      throw InputError(fmt::format(
+          "{}: predictor {} averages {:+.1f} standard deviations from the mean it is standardized with over the {} "
+          "days read (more than {:g}, which no climate is): the file holds another unit, variable or level than the "
+          "store's {} (a variable without a plausible range lets a wrong unit through); nothing written",
+          ch.file->where(), meta_.channels.at(c), mean, days_read_, kImpossibleMean, meta_.channels.at(c)));
+    const double share = days_read_ ? double(filled_[c]) / double(days_read_ * ch.file->grid().size()) : 0.0;
+    if (share > kMostFilled)
+      throw InputError(fmt::format(
+          "{}: {:.0f} % of predictor {}'s values in the {} days read are missing and were filled (predict.fill): "
+          "more than {:.0f} %, the prediction would be of the fill; fetch the field again or from another source; "
+          "nothing written",
+          ch.file->where(), 100 * share, meta_.channels.at(c), days_read_, 100 * kMostFilled));
+  }
 }
 
 }  // namespace ds

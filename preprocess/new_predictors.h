@@ -74,19 +74,32 @@ class NewPredictors {
   // field shifted (another variable or level under the channel's name, an offset unit) that
   // stays inside the plausible ranges. CNRM-CM5's RCP8.5 winters of 2081-2100 over Iberia stay
   // below it under the training statistics (tests/cli/iberia_tas.sh), so 3 leaves room for real
-  // change.
-  // Nothing when there are none.
+  // change. Logs each channel's share of values filled (predict.fill) when there are any.
+  // Then throws InputError (predict calls it before its output is renamed into place, so nothing
+  // is written) for a channel whose values average more than kImpossibleMean standard
+  // deviations out, or with more than kMostFilled of its values filled.
   static constexpr float kFarOutside = 10;
   static constexpr double kFarMean = 3;
-  void report_outliers() const;
+  // A domain's mean departure this far is a unit, not a climate: the warmest scenarios move
+  // single boxes of a field tens of standard deviations (z@500 in the tropics, whose daily sd is
+  // small), the mean over a domain a few; psl in hPa read as Pa averages -119.
+  static constexpr double kImpossibleMean = 50;
+  // A channel mostly filled (predict.fill: climatology) is mostly the training mean: its values
+  // tell the network nothing of these days, and the prediction is of the fill.
+  static constexpr double kMostFilled = 0.5;
+  void check_departures() const;
 
  private:
   struct Channel;
-  // Channel c's regridded, filled but not standardized fields of days_[first, first + n).
-  void read_raw(size_t c, size_t first, size_t n, std::vector<float>& out) const;
+  // Channel c's regridded, filled but not standardized fields of days_[first, first + n). With
+  // `missing`, adds each day's count of missing source values (before the fill) to it (n long).
+  void read_raw(size_t c, size_t first, size_t n, std::vector<float>& out, std::vector<size_t>* missing = nullptr) const;
   // InputError naming channel c's file, variable, day days_[day] and point: standardized value z
   // lies beyond io/store_checks.h's kImpossibleStandardized (the network's output from it means nothing).
   [[noreturn]] void impossible(size_t c, size_t day, size_t point, float z) const;
+  // check_departures' two halves: the warnings (and the filled shares), then the refusals.
+  void warn_departures() const;
+  void refuse_impossible() const;
   // Which year a day counts in: its season-year when the fetch's season crosses the new year
   // (preprocess/sample_dates.h), else its calendar year.
   SplitYears season_rule() const;
@@ -101,6 +114,7 @@ class NewPredictors {
   mutable Outliers outliers_;
   mutable std::vector<double> z_sum_;   // per channel: the sum of the finite standardized values read
   mutable std::vector<size_t> z_count_;
+  mutable std::vector<size_t> filled_;  // per channel: source values filled in the days read (counted once)
   mutable size_t days_read_ = 0;        // days_[0, days_read_) read so far (predict reads them in order)
   std::vector<Channel> channels_;
   std::vector<int64_t> days_;

@@ -107,8 +107,14 @@ Standardization RunningStats::finish(bool per_field, const std::string& where) {
   };
   for (size_t k = 0; k < fs; ++k)
     if (n_[k] < 2)
-      throw InputError(where + ": standardization needs at least 2 training days, got " + std::to_string(size_t(n_[k])) +
+      throw InputError(where + ": standardization needs at least 2 days, got " + std::to_string(size_t(n_[k])) +
                        " at grid box " + std::to_string(k));
+  // A field that does not change from day to day at any box (a constant written in its place, a
+  // fill value taken for data) carries no weather: its sd was taken as 1 and the channel became a
+  // fixed pattern, 0 everywhere under its own climatology, exit 0.
+  if (std::all_of(m2_.begin(), m2_.end(), [](double m2) { return m2 == 0; }))
+    throw InputError(where + ": the field does not change from day to day at any grid box: it carries no weather to "
+                     "standardize (a constant or a fill value written in its place?)");
   if (per_field) {
     double n = 0, mean = 0, m2 = 0;  // the same pairwise merge, over boxes
     for (size_t k = 0; k < fs; ++k) {

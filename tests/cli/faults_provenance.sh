@@ -388,15 +388,15 @@ expect 0 "standardized predictor values sit more than 10 standard deviations" \
   ds predict --set predict.predictors=runs/far/fetch --set train.device_check=true
 [[ $(grep -E "standard deviations|departs" <<<"$last" | sed 's/^\[[^]]*\] //' | sed 's/^\[[^]]*\] //') == "$far_lines" ]] ||
   { echo "FAIL: the device check changed the new predictors' warnings:"; echo "$far_lines"; grep -E "standard deviations|departs" <<<"$last"; exit 1; }
-# 100 m/s more (54 sd): the network's answer, about 20,000 mm/day, was written with exit 0 after
-# the warnings; now the level is refused (predict.plausible_ratio) and the old file stays. It is
-# refused after the first year, not at the end: in one first block of 384 days by default, and
-# after 12 blocks of 32 days with predict.block_days=32 (the level summed over blocks).
+# 70 m/s more (about 38 sd): the network's answer, thousands of mm/day, was written with exit 0
+# after the warnings; now the level is refused (predict.plausible_ratio) and the old file stays.
+# It is refused after the first year, not at the end: in one first block of 384 days by default,
+# and after 12 blocks of 32 days with predict.block_days=32 (the level summed over blocks).
 before=$(sha256sum runs/demo/predict/precipitation_far.nc)
 cp runs/far/ua.nc runs/far/fetch/predictors/ua@850.nc
 $py -c "
 import netCDF4
-with netCDF4.Dataset('runs/far/fetch/predictors/ua@850.nc', 'a') as d: d['ua'][:] = d['ua'][:] + 100"
+with netCDF4.Dataset('runs/far/fetch/predictors/ua@850.nc', 'a') as d: d['ua'][:] = d['ua'][:] + 70"
 # The first block is cut after the first year (whole batches), though this small domain's default
 # block would hold every day; the refusal comes with the warning that names the cause (ua@850).
 expect 1 "times theirs (beyond a factor 5 either way, predict.plausible_ratio) (after the first 384 of 1096 days; the rest was not predicted)" \
@@ -405,6 +405,15 @@ grep -qE "predictor ua@850 averages \+[0-9.]+ standard deviations .* over the 38
   { echo "FAIL: the early refusal without the warning naming ua@850: $last"; exit 1; }
 expect 1 "predict.plausible_ratio) (after the first 384 of 1096 days; the rest was not predicted)" \
   ds predict --set predict.predictors=runs/far/fetch --set predict.block_days=32
+[[ $(sha256sum runs/demo/predict/precipitation_far.nc) == "$before" ]] || { echo "FAIL: precipitation_far.nc replaced"; exit 1; }
+# 100 m/s more (54 sd on average over the domain): no climate, a unit; refused as such (exit 3,
+# naming the file and field) before the level check blames the model.
+cp runs/far/ua.nc runs/far/fetch/predictors/ua@850.nc
+$py -c "
+import netCDF4
+with netCDF4.Dataset('runs/far/fetch/predictors/ua@850.nc', 'a') as d: d['ua'][:] = d['ua'][:] + 100"
+expect 3 "runs/far/fetch/predictors/ua@850.nc: variable 'ua': predictor ua@850 averages +5" ds predict --set predict.predictors=runs/far/fetch
+grep -qF "(more than 50, which no climate is)" <<<"$last" || { echo "FAIL: the impossible departure's message: $last"; exit 1; }
 [[ $(sha256sum runs/demo/predict/precipitation_far.nc) == "$before" ]] || { echo "FAIL: precipitation_far.nc replaced"; exit 1; }
 # The same predictors fetched in other units (ta@850 in degC, ua@850 in km/h, as another
 # dataset definition writes them): converted to the training data's (the store's channel_units),

@@ -504,7 +504,7 @@ TEST(FetchArchives, OneFilePerYearReadsDecemberFromTheYearBeforesFileAndOpensEac
       << missing;
 }
 
-TEST(FetchArchives, AManifestWithoutPredictandRoundTripsAndOldManifestsAreStandard) {
+TEST(FetchArchives, AManifestWithoutPredictandRoundTripsAndOldManifestsRecordNoCalendar) {
   test::TempDir d;
   FetchManifest m;
   FetchedFile psl;
@@ -519,13 +519,13 @@ TEST(FetchArchives, AManifestWithoutPredictandRoundTripsAndOldManifestsAreStanda
   EXPECT_EQ(r.predictand.name, "");
   ASSERT_EQ(r.predictors.size(), 1u);
   EXPECT_EQ(r.predictors[0].calendar, "360_day");
-  // A manifest from before calendars were recorded: standard.
+  // A manifest from before calendars were recorded: none (the files' calendars are not compared).
   std::ofstream(d / "old.json") << R"({"format": "downscale-fetch-1", "predictors": [{"name": "z@500", "variable": "z",
     "file": "predictors/z@500.nc"}], "predictand": {"name": "pr", "variable": "pr", "file": "predictand/pr.nc"}})";
   const FetchManifest old = FetchManifest::read(d / "old.json");
   EXPECT_TRUE(old.has_predictand());
-  EXPECT_EQ(old.predictors[0].calendar, "standard");
-  EXPECT_EQ(old.predictand.calendar, "standard");
+  EXPECT_EQ(old.predictors[0].calendar, "");
+  EXPECT_EQ(old.predictand.calendar, "");
 }
 
 // fetch writes its files inside its folder: a manifest entry naming a file outside it (absolute,

@@ -1,6 +1,7 @@
 // New predictors (a GCM run) for `predict`: regridding from a grid that only partly covers the
 // model's edge cells, and standardization against the predictors' own climatology.
 #include <gtest/gtest.h>
+#include <netcdf.h>
 
 #include <cmath>
 #include <filesystem>
@@ -380,4 +381,120 @@ TEST(NewPredictors, OtherUnitsThanTheTrainingDataAreConvertedOrRefused) {
     throw InputError(where + ": no conversion");
   };
   EXPECT_NE(test::message_of<InputError>([&] { NewPredictors q(d / "gcm", meta, opt); }).find("(predictor psl): no conversion"), std::string::npos);
+}
+
+// A fetched file changed after the fetch (a stretch of days cut out, another calendar written
+// over) is named against the manifest's record of it; before, the days left were predicted and
+// the calendar taken as the file said, exit 0.
+TEST(NewPredictors, AFileChangedAfterTheFetchIsRefused) {
+  test::TempDir d;
+  const Grid g = Grid::from_spec(GridSpec{-10, -4, 36, 40, 2.0});
+  std::vector<int64_t> days;
+  for (int64_t t = 10957; t < 10957 + 60; ++t) days.push_back(t);
+  auto wiggle = [](size_t t, size_t k) { return static_cast<float>(k + (t % 5)); };
+  const StoreMeta meta = meta_on(g, "nearest");
+  write_fetch_dir(d / "cut", g, days, wiggle);
+  write_fetched(d / "cut/predictors/psl.nc", "psl", g, std::vector<int64_t>(days.begin(), days.begin() + 30), wiggle);
+  std::string msg = test::message_of<InputError>([&] { NewPredictors p(d / "cut", meta); });
+  EXPECT_NE(msg.find("psl.nc: variable 'psl': holds 30 days, not the 60 as " + (d / "cut/manifest.json") +
+                     " records it: the file was changed after the fetch"),
+            std::string::npos)
+      << msg;
+  write_fetch_dir(d / "relabelled", g, days, wiggle);
+  FetchManifest m = FetchManifest::read(d / "relabelled/manifest.json");
+  m.predictors[0].calendar = "standard";  // as fetch records it
+  m.write(d / "relabelled/manifest.json");
+  NewPredictors(d / "relabelled", meta);  // as fetched
+  write_fetched(d / "relabelled/predictors/psl.nc", "psl", g, days, wiggle, "noleap");
+  msg = test::message_of<InputError>([&] { NewPredictors p(d / "relabelled", meta); });
+  EXPECT_NE(msg.find("its time calendar is noleap, not standard as"), std::string::npos) << msg;
+}
+
+// Daily means stamped at the end of their day (the next day's 00:00, as a CDO step may write
+// them) are that day's: the day comes from the middle of the time bounds, as fetch reads its
+// sources; before, each was paired with the next day's other predictors.
+TEST(NewPredictors, EachDayIsTakenFromItsTimeBounds) {
+  test::TempDir d;
+  const Grid g = Grid::from_spec(GridSpec{-10, -4, 36, 40, 2.0});
+  std::vector<int64_t> days;
+  for (int64_t t = 10957; t < 10957 + 10; ++t) days.push_back(t);
+  write_fetch_dir(d / "gcm", g, days, [](size_t t, size_t) { return float(t); });
+  {  // the stamps moved to each day's end, with bounds saying which day they close
+    int nc = -1, bnds = -1, time_dim = -1, tv = -1, tb = -1;
+    ASSERT_EQ(nc_open((d / "gcm/predictors/psl.nc").c_str(), NC_WRITE, &nc), NC_NOERR);
+    ASSERT_EQ(nc_redef(nc), NC_NOERR);
+    ASSERT_EQ(nc_def_dim(nc, "bnds", 2, &bnds), NC_NOERR);
+    ASSERT_EQ(nc_inq_dimid(nc, "time", &time_dim), NC_NOERR);
+    const int dims[2] = {time_dim, bnds};
+    ASSERT_EQ(nc_def_var(nc, "time_bnds", NC_DOUBLE, 2, dims, &tb), NC_NOERR);
+    ASSERT_EQ(nc_inq_varid(nc, "time", &tv), NC_NOERR);
+    ASSERT_EQ(nc_put_att_text(nc, tv, "bounds", 9, "time_bnds"), NC_NOERR);
+    ASSERT_EQ(nc_enddef(nc), NC_NOERR);
+    std::vector<double> stamp, b;
+    for (int64_t day : days) stamp.push_back(double(day + 1)), b.push_back(double(day)), b.push_back(double(day + 1));
+    ASSERT_EQ(nc_put_var_double(nc, tv, stamp.data()), NC_NOERR);
+    ASSERT_EQ(nc_put_var_double(nc, tb, b.data()), NC_NOERR);
+    ASSERT_EQ(nc_close(nc), NC_NOERR);
+  }
+  const NewPredictors p(d / "gcm", meta_on(g, "nearest"));
+  EXPECT_EQ(p.days(), days);
+}
+
+// A scenario standardized with the climatology of other months of its reference run (a
+// historical run fetched for summer, a winter scenario) took the seasonal cycle for the change.
+TEST(NewPredictors, AReferenceRunOfOtherMonthsIsRefused) {
+  test::TempDir d;
+  const Grid g = Grid::from_spec(GridSpec{-10, -4, 36, 40, 2.0});
+  auto month_days = [](int year, std::vector<int> months) {
+    std::vector<int64_t> out;
+    for (int m : months)
+      for (int day = 1; day <= days_in_month(year, m, Calendar::standard); ++day)
+        out.push_back(days_from_date({year, m, day}, Calendar::standard));
+    return out;
+  };
+  auto wiggle = [](size_t t, size_t k) { return static_cast<float>(k + (t % 5)); };
+  write_fetch_dir(d / "scenario", g, month_days(2090, {1, 2}), wiggle, {1, 2});
+  write_fetch_dir(d / "winter", g, month_days(2000, {1, 2}), wiggle, {1, 2});
+  write_fetch_dir(d / "summer", g, month_days(2000, {6, 7}), wiggle, {6, 7});
+  const StoreMeta meta = meta_on(g, "nearest");
+  NewPredictors(d / "scenario", meta, {"own", YearRange{2000, 2000}, d / "winter"});
+  const std::string msg = test::message_of<InputError>(
+      [&] { NewPredictors p(d / "scenario", meta, {"own", YearRange{2000, 2000}, d / "summer"}); });
+  EXPECT_NE(msg.find("predict.reference_predictors hold months 6,7 (fetch.season 6,7) but " + (d / "scenario") +
+                     " months 1,2 (fetch.season 1,2)"),
+            std::string::npos)
+      << msg;
+}
+
+// What predict refuses of the days it read before its output is renamed into place: a field
+// averaging more than kImpossibleMean standard deviations out (a unit no plausible range
+// caught), and one mostly filled (predict.fill: climatology over a field that is not there).
+TEST(NewPredictors, AnImpossibleMeanOrAMostlyFilledFieldIsRefused) {
+  test::TempDir d;
+  const Grid g = Grid::from_spec(GridSpec{-10, -4, 36, 40, 2.0});
+  std::vector<int64_t> days;
+  for (int64_t t = 10957; t < 10957 + 30; ++t) days.push_back(t);
+  const StoreMeta meta = meta_on(g, "nearest");  // mean 0, sd 1: the values are their own z
+  std::vector<float> x(days.size() * g.size());
+  write_fetch_dir(d / "near", g, days, [](size_t t, size_t) { return 49.0f + float(t % 2); });
+  const NewPredictors near(d / "near", meta);
+  near.read(0, days.size(), x.data());
+  near.check_departures();  // 49.5 on average: far, not impossible
+  write_fetch_dir(d / "unit", g, days, [](size_t t, size_t) { return -100.0f - float(t % 2); });
+  const NewPredictors unit(d / "unit", meta);
+  unit.read(0, days.size(), x.data());
+  std::string msg = test::message_of<InputError>([&] { unit.check_departures(); });
+  EXPECT_NE(msg.find("predictor psl averages -100.5 standard deviations from the mean it is standardized with over "
+                     "the 30 days read (more than 50"),
+            std::string::npos)
+      << msg;
+  write_fetch_dir(d / "gone", g, days, [](size_t t, size_t k) { return (t + k) % 5 < 3 ? 1e20f : 0.5f; });
+  NewPredictorOptions opt;
+  opt.fill = "climatology";
+  const NewPredictors gone(d / "gone", meta, opt);
+  gone.read(0, days.size(), x.data());
+  msg = test::message_of<InputError>([&] { gone.check_departures(); });
+  EXPECT_NE(msg.find("60 % of predictor psl's values in the 30 days read are missing and were filled"),
+            std::string::npos)
+      << msg;
 }

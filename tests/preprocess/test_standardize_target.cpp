@@ -135,3 +135,25 @@ TEST(Standardize, RunningStatsMatchWholeRecordInAnyBlocks) {
   one.add(g.data(), 1);
   EXPECT_THROW(one.finish(false, "z@500.nc"), InputError);
 }
+
+// A field that does not change from day to day at any box (a constant written in its place)
+// carries no weather: its sd was taken as 1 and it standardized to a fixed pattern, exit 0.
+// One box that varies is enough to standardize by.
+TEST(RunningStats, AFieldThatNeverChangesIsRefused) {
+  const std::vector<float> constant = {5, 7, 5, 7, 5, 7};  // 3 days of 2 boxes, each box constant
+  ds::RunningStats a(2);
+  a.add(constant.data(), 3);
+  try {
+    a.finish(false, "ta@850.nc");
+    ADD_FAILURE() << "a field constant in time standardized";
+  } catch (const ds::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("ta@850.nc: the field does not change from day to day at any grid box"),
+              std::string::npos)
+        << e.what();
+  }
+  const std::vector<float> one_varies = {5, 7, 5, 8, 5, 7};
+  ds::RunningStats b(2);
+  b.add(one_varies.data(), 3);
+  const ds::Standardization s = b.finish(false, "ta@850.nc");
+  EXPECT_EQ(s.sd[0], 1.0f);  // the constant box's sd stays 1, as before
+}
