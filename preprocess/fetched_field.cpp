@@ -118,6 +118,10 @@ void FetchedField::check_as_fetched(const FetchedFile& f, const std::string& man
   if ((f.nlat > 0 && grid_.lat.size() != f.nlat) || (f.nlon > 0 && grid_.lon.size() != f.nlon))
     changed("its grid is " + std::to_string(grid_.lat.size()) + " x " + std::to_string(grid_.lon.size()) + " (lat x lon), not " +
             std::to_string(f.nlat) + " x " + std::to_string(f.nlon));
+  // fetch writes level_hPa on every field it cut at a level (and records the level).
+  if (f.level > 0 && level_ != f.level)
+    changed(level_ ? "its level_hPa is " + std::to_string(level_) + ", not " + std::to_string(f.level)
+                   : "it has no level_hPa attribute, though its level is " + std::to_string(f.level) + " hPa");
   if (!f.calendar.empty() && !same_days_after_1582(calendar_, parse_calendar(f.calendar, manifest)))
     changed("its time calendar is " + cf_name(calendar_) + ", not " + f.calendar);
 }

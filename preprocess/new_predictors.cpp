@@ -300,7 +300,8 @@ DataTerms NewPredictors::terms() const {
 void NewPredictors::read(size_t first, size_t n, float* x) const {
   const size_t C = channels_.size(), HW = meta_.predictor_lon.size() * meta_.predictor_lat.size();
   std::vector<float> out;
-  z_sum_.resize(C), z_count_.resize(C), filled_.resize(C);
+  z_sum_.resize(C), z_count_.resize(C), filled_.resize(C), changes_.resize(C);
+  first_z_.resize(C * HW, NAN);
   std::vector<size_t> missing(n);
   // Days read before (the device check reads the first batch, then the pass reads every day from
   // the first) enter the departure and outlier statistics once.
@@ -318,6 +319,11 @@ void NewPredictors::read(size_t first, size_t n, float* x) const {
         // Left missing only by the climatology policy: the training mean, 0 once standardized.
         x[(t * C + c) * HW + k] = std::isfinite(v) ? v : 0.0f;
         if (std::fabs(v) > kImpossibleStandardized) impossible(c, first + t, k, v);
+        if (std::isfinite(v)) {
+          float& first_z = first_z_[c * HW + k];
+          if (std::isnan(first_z)) first_z = v;
+          else if (v != first_z) changes_[c] = 1;
+        }
         if (first + t < counted_until) continue;
         if (std::isfinite(v)) z_sum_[c] += v, ++z_count_[c];
         if (std::fabs(v) > kFarOutside) {
@@ -380,6 +386,11 @@ void NewPredictors::refuse_impossible() const {
           "days read (more than {:g}, which no climate is): the file holds another unit, variable or level than the "
           "store's {} (a variable without a plausible range lets a wrong unit through); nothing written",
           ch.file->where(), meta_.channels.at(c), mean, days_read_, kImpossibleMean, meta_.channels.at(c)));
+    if (days_read_ >= 2 && !changes_[c])
+      throw InputError(fmt::format("{}: predictor {} is the same on each of the {} days read at every grid box: a "
+                                   "field that never changes carries no weather (a constant or a fill value written "
+                                   "in its place?); nothing written",
+                                   ch.file->where(), meta_.channels.at(c), days_read_));
     const double share = days_read_ ? double(filled_[c]) / double(days_read_ * ch.file->grid().size()) : 0.0;
     if (share > kMostFilled)
       throw InputError(fmt::format(

@@ -77,7 +77,8 @@ class NewPredictors {
   // change. Logs each channel's share of values filled (predict.fill) when there are any.
   // Then throws InputError (predict calls it before its output is renamed into place, so nothing
   // is written) for a channel whose values average more than kImpossibleMean standard
-  // deviations out, or with more than kMostFilled of its values filled.
+  // deviations out, with more than kMostFilled of its values filled, or that never changed from
+  // day to day at any box over two days or more (a constant written in the field's place).
   static constexpr float kFarOutside = 10;
   static constexpr double kFarMean = 3;
   // A domain's mean departure this far is a unit, not a climate: the warmest scenarios move
@@ -115,6 +116,10 @@ class NewPredictors {
   mutable std::vector<double> z_sum_;   // per channel: the sum of the finite standardized values read
   mutable std::vector<size_t> z_count_;
   mutable std::vector<size_t> filled_;  // per channel: source values filled in the days read (counted once)
+  // Per channel and box the first finite standardized value read, and per channel whether any box
+  // has read another since: a field that never changes from day to day carries no weather.
+  mutable std::vector<float> first_z_;
+  mutable std::vector<char> changes_;
   mutable size_t days_read_ = 0;        // days_[0, days_read_) read so far (predict reads them in order)
   std::vector<Channel> channels_;
   std::vector<int64_t> days_;

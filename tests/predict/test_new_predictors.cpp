@@ -12,6 +12,7 @@
 #include "io/error.h"
 #include "io/fetch_manifest.h"
 #include "io/netcdf_file.h"
+#include "preprocess/fetched_field.h"
 #include "preprocess/grid.h"
 #include "preprocess/new_predictors.h"
 #include "preprocess/standardize.h"
@@ -408,6 +409,15 @@ TEST(NewPredictors, AFileChangedAfterTheFetchIsRefused) {
   write_fetched(d / "relabelled/predictors/psl.nc", "psl", g, days, wiggle, "noleap");
   msg = test::message_of<InputError>([&] { NewPredictors p(d / "relabelled", meta); });
   EXPECT_NE(msg.find("its time calendar is noleap, not standard as"), std::string::npos) << msg;
+  // A field fetch cut at a level carries level_hPa: one without it lost it to an edit.
+  FetchedFile at_850 = m.predictors[0];
+  at_850.level = 850;
+  at_850.calendar = "";
+  msg = test::message_of<InputError>(
+      [&] { FetchedField(d / "relabelled/predictors/psl.nc", "psl").check_as_fetched(at_850, "manifest.json"); });
+  EXPECT_NE(msg.find("it has no level_hPa attribute, though its level is 850 hPa as manifest.json records it"),
+            std::string::npos)
+      << msg;
 }
 
 // Daily means stamped at the end of their day (the next day's 00:00, as a CDO step may write
@@ -488,7 +498,14 @@ TEST(NewPredictors, AnImpossibleMeanOrAMostlyFilledFieldIsRefused) {
                      "the 30 days read (more than 50"),
             std::string::npos)
       << msg;
-  write_fetch_dir(d / "gone", g, days, [](size_t t, size_t k) { return (t + k) % 5 < 3 ? 1e20f : 0.5f; });
+  // The same value every day at every box, under the training statistics: no weather.
+  write_fetch_dir(d / "constant", g, days, [](size_t, size_t k) { return 0.5f + float(k); });
+  const NewPredictors constant(d / "constant", meta);
+  constant.read(0, days.size(), x.data());
+  msg = test::message_of<InputError>([&] { constant.check_departures(); });
+  EXPECT_NE(msg.find("predictor psl is the same on each of the 30 days read at every grid box"), std::string::npos)
+      << msg;
+  write_fetch_dir(d / "gone", g, days, [](size_t t, size_t k) { return (t + k) % 5 < 3 ? 1e20f : 0.5f + float(t); });
   NewPredictorOptions opt;
   opt.fill = "climatology";
   const NewPredictors gone(d / "gone", meta, opt);
