@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -35,6 +36,9 @@ FetchedField::FetchedField(const std::string& path, const std::string& variable)
       throw InputError(where_ + ": has a " + packing + " attribute (CF packing), which fetch never writes: " +
                        "this file was not written by `downscale fetch`; fetch it again");
   fill_ = static_cast<float>(file_.att_double(varid_, "_FillValue", 1e20));
+  // CF's other marker of a missing value, which CDO and NCO write and every CF reader honours:
+  // read as data, -99 over the sea was a temperature and the sea was modelled.
+  if (file_.has_att(varid_, "missing_value")) missing_ = static_cast<float>(file_.att_double(varid_, "missing_value", 0));
 
   auto lon = file_.read_coord("lon");
   auto lat = file_.read_coord("lat");
@@ -44,6 +48,16 @@ FetchedField::FetchedField(const std::string& path, const std::string& variable)
   for (double x : lon)
     if (!(x >= -720.0 && x <= 720.0))
       throw InputError(path + ": longitude " + fmt::format("{}", x) + " is outside -720..720");
+  // One regular grid's longitudes step alike; a step far larger than the others is a seam (a
+  // 0..360 grid re-sorted to ascending), which would put the east of the data over the west.
+  if (lon.size() > 2) {
+    double least = INFINITY, most = 0;
+    for (size_t i = 1; i < lon.size(); ++i) least = std::min(least, lon[i] - lon[i - 1]), most = std::max(most, lon[i] - lon[i - 1]);
+    if (least > 0 && most > 1.5 * least)
+      throw InputError(path + ": longitudes step " + fmt::format("{:g}", least) + " to " + fmt::format("{:g}", most) +
+                       " degrees: not one regular grid (longitudes of 0..360 sorted as they are, across the seam?); "
+                       "fetch writes the box's longitudes in one run");
+  }
   grid_ = Grid::from_coords(std::move(lon), std::move(lat), where_);
 
   const int tv = file_.var_id("time");
@@ -79,7 +93,7 @@ void FetchedField::read(const std::vector<size_t>& idx, float* out) const {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (size_t k = 0; k < idx.size() * fs; ++k) {
     const float v = out[k];
-    if (v == fill_ || std::isnan(v)) out[k] = nan;
+    if (v == fill_ || v == missing_ || std::isnan(v)) out[k] = nan;
     else if (!(v >= valid_min_ && v <= valid_max_)) implausible(v, idx[k / fs], k % fs);  // also +-inf
   }
 }
@@ -107,7 +121,7 @@ void FetchedField::implausible(float value, size_t index, size_t point) const {
                    "sets the range)");
 }
 
-void FetchedField::check_as_fetched(const FetchedFile& f, const std::string& manifest) const {
+void FetchedField::check_as_fetched(const FetchedFile& f, const std::string& manifest, const std::vector<int>& season) const {
   const auto changed = [&](const std::string& what) {
     throw InputError(where_ + ": " + what + " as " + manifest +
                      " records it: the file was changed after the fetch (fetch it again, or run the change on the "
@@ -124,6 +138,18 @@ void FetchedField::check_as_fetched(const FetchedFile& f, const std::string& man
                    : "it has no level_hPa attribute, though its level is " + std::to_string(f.level) + " hPa");
   if (!f.calendar.empty() && !same_days_after_1582(calendar_, parse_calendar(f.calendar, manifest)))
     changed("its time calendar is " + cf_name(calendar_) + ", not " + f.calendar);
+  // The label a value is read in: relabelled after the fetch (K over degC values), the plausible
+  // range, recorded in the manifest's units, was compared with numbers in other units, and the
+  // store took the new label.
+  if (!f.units.empty() && units_ != f.units) changed("its units are '" + units_ + "', not '" + f.units + "'");
+  // fetch cut the season's months: a day of another month is a time axis moved since (a day's
+  // shift of a winter's files puts 1 March in them), which pairs every day with its neighbour's.
+  if (!season.empty())
+    for (int64_t d : days_) {
+      const int month = date_from_days(d, calendar_).month;
+      if (std::find(season.begin(), season.end(), month) == season.end())
+        changed("it holds " + date_of(d) + ", outside the months fetch cut (fetch.season)");
+    }
 }
 
 void FetchedField::check_level(const std::string& field) const {

@@ -42,10 +42,12 @@ class FetchedField {
   // floats, time-major); missing values become NaN. Consecutive indices are one hyperslab read.
   // Values outside it (or infinite) are an InputError naming the value, date and point.
   void read(const std::vector<size_t>& idx, float* out) const;
-  // InputError unless the file still has the time steps, grid size and calendar that `manifest`
-  // records for it (`entry`; what an older manifest lacks is not compared): a file changed after
-  // the fetch (a gap cut out, a CDO step's calendar) is named, not read as fetched.
-  void check_as_fetched(const FetchedFile& entry, const std::string& manifest) const;
+  // InputError unless the file still has the time steps, grid size, calendar, units and level
+  // that `manifest` records for it (`entry`; what an older manifest lacks is not compared), and
+  // every day in the months fetch cut (`season`, the manifest's; empty: not compared): a file
+  // changed after the fetch (a gap cut out, a CDO step's calendar, a relabelled unit, a time axis
+  // moved by a day) is named, not read as fetched.
+  void check_as_fetched(const FetchedFile& entry, const std::string& manifest, const std::vector<int>& season) const;
   // Plausible values (fetch/plausible_ranges.h, recorded in the manifest) in `range_units`, the
   // manifest's units of the field ("": the file's); NaN bounds: none.
   void set_valid_range(double min, double max, const std::string& range_units = "");
@@ -55,6 +57,7 @@ class FetchedField {
   std::string variable_, where_, units_, range_units_;
   int varid_ = -1, level_ = 0;
   float fill_ = 1e20f;
+  float missing_ = NAN;  // the missing_value attribute; NaN (equal to nothing) when absent
   double valid_min_ = -INFINITY, valid_max_ = INFINITY;
   [[noreturn]] void implausible(float value, size_t index, size_t point) const;
   Calendar calendar_ = Calendar::standard;

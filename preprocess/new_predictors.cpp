@@ -79,7 +79,7 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
       throw InputError(path + ": time calendar " + cal + " differs from " + calendar_ + " of " + first_file);
     ch.file = std::make_unique<FetchedField>(path, it->variable);
     ch.file->check_level(name);
-    ch.file->check_as_fetched(*it, fetch_dir + "/manifest.json");
+    ch.file->check_as_fetched(*it, fetch_dir + "/manifest.json", manifest.season);
     if (ch.file->days().empty()) throw InputError(ch.file->where() + ": no time step (predictor " + name + ")");
     ch.file->set_valid_range(it->valid_min, it->valid_max, it->units);
     // The training data's units (older stores do not record them: not checked).

@@ -445,9 +445,21 @@ print("ok: converted units give the same prediction: largest difference %.2e kg 
 # float32 rounding of the converted inputs (degC + 273.15, km/h / 3.6), through the network
 assert worst < 1e-4 * float(np.max(a)), worst
 PY
+# Relabelled in the file alone, the file is no longer as fetched (its manifest says km h-1);
+# relabelled in both (a dataset that writes a length under the wind's name), no conversion exists.
 $py -c "
 import netCDF4
 with netCDF4.Dataset('runs/units/fetch/predictors/ua@850.nc', 'a') as f: f['ua'].units = 'm'"
+expect 3 "ua@850.nc: variable 'ua': its units are 'm', not 'km h-1' as runs/units/fetch/manifest.json records it: the file was changed after the fetch" \
+  ds predict --set predict.predictors=runs/units/fetch
+$py - <<'PY'
+import json
+p = "runs/units/fetch/manifest.json"
+m = json.load(open(p))
+for e in m["predictors"]:
+    if e["name"] == "ua@850": e["units"] = "m"
+json.dump(m, open(p, "w"))
+PY
 expect 3 "ua@850.nc: variable 'ua' (predictor ua@850): in 'm', but the model was trained on it in 'm s-1', which no unit conversion turns it into" \
   ds predict --set predict.predictors=runs/units/fetch
 # A store written before stores recorded their predictors' units: nothing to check against, said.

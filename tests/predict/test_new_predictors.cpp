@@ -414,7 +414,7 @@ TEST(NewPredictors, AFileChangedAfterTheFetchIsRefused) {
   at_850.level = 850;
   at_850.calendar = "";
   msg = test::message_of<InputError>(
-      [&] { FetchedField(d / "relabelled/predictors/psl.nc", "psl").check_as_fetched(at_850, "manifest.json"); });
+      [&] { FetchedField(d / "relabelled/predictors/psl.nc", "psl").check_as_fetched(at_850, "manifest.json", {}); });
   EXPECT_NE(msg.find("it has no level_hPa attribute, though its level is 850 hPa as manifest.json records it"),
             std::string::npos)
       << msg;
@@ -514,4 +514,90 @@ TEST(NewPredictors, AnImpossibleMeanOrAMostlyFilledFieldIsRefused) {
   EXPECT_NE(msg.find("60 % of predictor psl's values in the 30 days read are missing and were filled"),
             std::string::npos)
       << msg;
+}
+
+namespace {
+// Adds to `path`'s variable `var` a missing_value attribute, or to its time a bounds variable of
+// `width` days starting at each stamp's day.
+void add_missing_value(const std::string& path, const char* var, float value) {
+  int nc = -1, v = -1;
+  ASSERT_EQ(nc_open(path.c_str(), NC_WRITE, &nc), NC_NOERR);
+  ASSERT_EQ(nc_redef(nc), NC_NOERR);
+  ASSERT_EQ(nc_inq_varid(nc, var, &v), NC_NOERR);
+  ASSERT_EQ(nc_put_att_float(nc, v, "missing_value", NC_FLOAT, 1, &value), NC_NOERR);
+  ASSERT_EQ(nc_close(nc), NC_NOERR);
+}
+void add_time_bounds(const std::string& path, double width) {
+  int nc = -1, bnds = -1, time_dim = -1, tv = -1, tb = -1;
+  size_t n = 0;
+  ASSERT_EQ(nc_open(path.c_str(), NC_WRITE, &nc), NC_NOERR);
+  ASSERT_EQ(nc_inq_dimid(nc, "time", &time_dim), NC_NOERR);
+  ASSERT_EQ(nc_inq_dimlen(nc, time_dim, &n), NC_NOERR);
+  ASSERT_EQ(nc_redef(nc), NC_NOERR);
+  ASSERT_EQ(nc_def_dim(nc, "bnds", 2, &bnds), NC_NOERR);
+  const int dims[2] = {time_dim, bnds};
+  ASSERT_EQ(nc_def_var(nc, "time_bnds", NC_DOUBLE, 2, dims, &tb), NC_NOERR);
+  ASSERT_EQ(nc_inq_varid(nc, "time", &tv), NC_NOERR);
+  ASSERT_EQ(nc_put_att_text(nc, tv, "bounds", 9, "time_bnds"), NC_NOERR);
+  ASSERT_EQ(nc_enddef(nc), NC_NOERR);
+  std::vector<double> t(n), b;
+  ASSERT_EQ(nc_get_var_double(nc, tv, t.data()), NC_NOERR);
+  for (double x : t) b.push_back(std::floor(x)), b.push_back(std::floor(x) + width);
+  ASSERT_EQ(nc_put_var_double(nc, tb, b.data()), NC_NOERR);
+  ASSERT_EQ(nc_close(nc), NC_NOERR);
+}
+}  // namespace
+
+// CF's missing_value marks a missing value as _FillValue does (CDO and NCO write it): read as data,
+// -99 over the sea trained as a temperature and the sea was modelled.
+TEST(FetchedField, MissingValueIsMissing) {
+  test::TempDir d;
+  const Grid g = Grid::from_spec(GridSpec{-10, -4, 36, 40, 2.0});
+  write_fetched(d / "tas.nc", "tas", g, {10957, 10958}, [](size_t t, size_t k) { return k == 3 ? -99.0f : float(t + k); });
+  add_missing_value(d / "tas.nc", "tas", -99.0f);
+  FetchedField f(d / "tas.nc", "tas");
+  std::vector<float> v(2 * g.size());
+  f.read({0, 1}, v.data());
+  EXPECT_TRUE(std::isnan(v[3]));
+  EXPECT_TRUE(std::isnan(v[g.size() + 3]));
+  EXPECT_EQ(v[4], 4.0f);
+}
+
+// What the manifest records of a file and its time axis, against the file: a relabelled unit, a
+// day outside the months fetch cut (a time axis moved by a day), bounds wider than a day, and
+// longitudes re-sorted across the seam are each refused, naming the file.
+TEST(FetchedField, EditsThatMoveDaysOrRelabelValuesAreRefused) {
+  test::TempDir d;
+  const Grid g = Grid::from_spec(GridSpec{-10, -4, 36, 40, 2.0});
+  std::vector<int64_t> days;  // January and February 2000
+  for (int64_t t = 10957; t < 10957 + 60; ++t) days.push_back(t);
+  auto wiggle = [](size_t t, size_t k) { return static_cast<float>(1000 + k + (t % 5)); };
+  write_fetched(d / "psl.nc", "psl", g, days, wiggle);
+  FetchedFile entry;
+  entry.name = entry.variable = "psl";
+  entry.units = "Pa";
+  const FetchedField f(d / "psl.nc", "psl");
+  f.check_as_fetched(entry, "manifest.json", {12, 1, 2});
+  std::string msg = test::message_of<InputError>([&] { f.check_as_fetched(entry, "manifest.json", {1}); });
+  EXPECT_NE(msg.find("it holds 2000-02-01, outside the months fetch cut (fetch.season) as manifest.json records it"),
+            std::string::npos)
+      << msg;
+  entry.units = "hPa";
+  msg = test::message_of<InputError>([&] { f.check_as_fetched(entry, "manifest.json", {}); });
+  EXPECT_NE(msg.find("its units are 'Pa', not 'hPa' as manifest.json records it"), std::string::npos) << msg;
+
+  write_fetched(d / "wide.nc", "psl", g, days, wiggle);
+  add_time_bounds(d / "wide.nc", 3);
+  msg = test::message_of<InputError>([&] { FetchedField w(d / "wide.nc", "psl"); });
+  EXPECT_NE(msg.find("wide.nc: time: time step 0's bounds [10957, 10960] ('time_bnds') span more than a day"),
+            std::string::npos)
+      << msg;
+  write_fetched(d / "daily.nc", "psl", g, days, wiggle);
+  add_time_bounds(d / "daily.nc", 1);
+  EXPECT_EQ(FetchedField(d / "daily.nc", "psl").days(), days);
+
+  const Grid seam = Grid::from_coords({0.25, 0.75, 1.25, 358.75, 359.25}, {36, 38}, "seam");
+  write_fetched(d / "seam.nc", "psl", seam, days, wiggle);
+  msg = test::message_of<InputError>([&] { FetchedField s(d / "seam.nc", "psl"); });
+  EXPECT_NE(msg.find("seam.nc: longitudes step 0.5 to 357.5 degrees: not one regular grid"), std::string::npos) << msg;
 }
