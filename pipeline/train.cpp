@@ -75,6 +75,12 @@ int run_train(const Config& cfg, const StageOptions& opt) {
         spdlog::warn("this run starts afresh and replaces {}, with its metrics.csv, at the end of its first epoch (it "
                      "cannot be resumed: {})", last, why_not);
     }
+    // A folder with an earlier run's best model and no last checkpoint (removed, or lost): the
+    // run begins its history there and replaces that model, which nothing said.
+    const std::string best = paths.model_dir() + "/checkpoint_best.h5";
+    if (comm->is_root() && !resume && !path_exists(last) && path_exists(best))
+      spdlog::warn("{} exists (an earlier run's; its checkpoint_last.h5 is not there): this run replaces it, with its "
+                   "metrics.csv, at the end of its first epoch (stop it before then to keep them)", best);
     done = train_model(cfg, paths.store(), paths.model_dir(), resume, {}, comm.get(), opt.timeline).already_done;
   });
   if (comm->is_root() && !done) spdlog::info("wrote {}/checkpoint_best.h5 and checkpoint_last.h5", paths.model_dir());

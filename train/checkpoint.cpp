@@ -328,6 +328,11 @@ std::string read_checkpoint_run_id(const std::string& path) {
   return f.has_attr("/", "run_id") ? f.attr_string("/", "run_id") : "";
 }
 
+int read_checkpoint_epoch(const std::string& path) {
+  const H5File f = H5File::open(path);
+  return f.has_attr("/", "epoch") ? static_cast<int>(f.attr_int("/", "epoch")) : 0;
+}
+
 std::string nothing_to_train(const TrainState& state, const std::string& path, int epochs, int patience,
                              bool report_kept) {
   // An early-stopped run is finished too (its patience ran out), unless patience was raised. A

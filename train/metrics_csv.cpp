@@ -1,5 +1,7 @@
 #include "train/metrics_csv.h"
 
+#include <spdlog/spdlog.h>
+
 #include <sstream>
 #include <utility>
 
@@ -45,25 +47,44 @@ EpochMetrics parse_metrics_line(const std::string& line) {
 
 namespace {
 
-// metrics.csv's text as restore_metrics leaves it (from `original`), and the line it puts back
-// ("" when none).
-std::pair<std::string, std::string> restored_metrics(const std::string& original, int checkpoint_epoch,
-                                                     const std::string& checkpoint_line) {
-  // The complete lines: a last one without its newline was cut off by the failed write.
-  std::string text;
+// metrics.csv's text as restore_metrics leaves it (from `original`), the line it puts back ("" when
+// none), and what else it changed ("" when nothing), for a warning.
+struct Restored {
+  std::string text, line, changed;
+};
+Restored restored_metrics(const std::string& original, int checkpoint_epoch, const std::string& checkpoint_line) {
+  Restored r;
+  const bool have_line = parse_metrics_line(checkpoint_line).epoch == checkpoint_epoch;
+  // The complete lines: a last one without its newline was cut off by the failed write. A line of
+  // an epoch after the checkpoint's is another history's (an older checkpoint_last.h5 put back,
+  // epochs trained since and now trained again), a line repeating an earlier epoch too; the
+  // checkpoint's own epoch is as the checkpoint recorded it (an edited loss stayed).
   int last = 0;
+  std::string dropped;
+  bool replaced = false;
   for (size_t at = 0, nl; (nl = original.find('\n', at)) != std::string::npos; at = nl + 1) {
-    const std::string line = original.substr(at, nl - at);
-    text += line + "\n";
-    last = parse_metrics_line(line).epoch;
+    std::string line = original.substr(at, nl - at);
+    const int epoch = parse_metrics_line(line).epoch;
+    if (epoch > 0 && (epoch > checkpoint_epoch || epoch <= last)) {
+      dropped += (dropped.empty() ? "" : ", ") + std::to_string(epoch);
+      continue;
+    }
+    if (epoch == checkpoint_epoch && have_line && line != checkpoint_line) line = checkpoint_line, replaced = true;
+    r.text += line + "\n";
+    if (epoch > 0) last = epoch;
   }
-  std::string restored;
-  if (last == checkpoint_epoch - 1 && parse_metrics_line(checkpoint_line).epoch == checkpoint_epoch) {
-    restored = checkpoint_line;
-    if (text.empty()) text = std::string(kMetricsHeader) + "\n";
-    text += checkpoint_line + "\n";
+  if (last == checkpoint_epoch - 1 && have_line) {
+    r.line = checkpoint_line;
+    if (r.text.empty()) r.text = std::string(kMetricsHeader) + "\n";
+    r.text += checkpoint_line + "\n";
   }
-  return {text, restored};
+  if (!dropped.empty())
+    r.changed = "the lines of epochs " + dropped + " dropped (after the checkpoint's epoch " +
+                std::to_string(checkpoint_epoch) + ", or repeating an earlier one)";
+  if (replaced)
+    r.changed += std::string(r.changed.empty() ? "" : "; ") + "epoch " + std::to_string(checkpoint_epoch) +
+                 "'s line replaced by the checkpoint's record of it";
+  return r;
 }
 
 }  // namespace
@@ -71,14 +92,16 @@ std::pair<std::string, std::string> restored_metrics(const std::string& original
 std::string restore_metrics(const std::string& path, int checkpoint_epoch, const std::string& checkpoint_line) {
   if (!path_exists(path)) return "";
   const std::string original = read_file(path);  // unreadable: an error, not a history begun anew
-  const auto [text, restored] = restored_metrics(original, checkpoint_epoch, checkpoint_line);
-  if (text != original) write_file_atomically(path, text);
-  return restored;
+  const Restored r = restored_metrics(original, checkpoint_epoch, checkpoint_line);
+  if (r.text != original) write_file_atomically(path, r.text);
+  if (!r.changed.empty())
+    spdlog::warn("{}: {}: it did not agree with the checkpoint the run resumes from", path, r.changed);
+  return r.line;
 }
 
 std::string metrics_to_restore(const std::string& path, int checkpoint_epoch, const std::string& checkpoint_line) {
   if (!path_exists(path)) return "";
-  return restored_metrics(read_file(path), checkpoint_epoch, checkpoint_line).second;
+  return restored_metrics(read_file(path), checkpoint_epoch, checkpoint_line).line;
 }
 
 }  // namespace ds

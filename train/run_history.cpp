@@ -39,16 +39,26 @@ HistorySettlement plan_history_settlement(const std::string& out_dir, const Trai
   const std::string best = out_dir + "/checkpoint_best.h5";
   if (path_exists(best)) {
     std::string id, unreadable;
+    int best_epoch = 0;
     try {
       id = read_checkpoint_run_id(best);
+      if (id == state.run_id) best_epoch = read_checkpoint_epoch(best);
     } catch (const Error& e) {
       unreadable = e.what();
     }
-    if (unreadable.empty() && id == state.run_id) return plan;  // the folder is this run's
+    // This run's, and of an epoch the last checkpoint has reached: the folder is this run's. A
+    // best model of a later epoch is of a history the resume abandons (an older
+    // checkpoint_last.h5 put back): kept, predict took a model of no epoch the run now has.
+    if (unreadable.empty() && id == state.run_id && best_epoch <= state.epoch) return plan;
     plan.remove_best = true;
+    plan.best_after_last = unreadable.empty() && id == state.run_id;
     plan.best_problem = !unreadable.empty() ? "cannot be read (" + unreadable + ")"
                         : id.empty()        ? "is an earlier version's run's (it has no run id)"
-                                            : "is another run's (run id " + id + "; this run's is " + state.run_id + ")";
+                        : id == state.run_id
+                            ? fmt::format("is of epoch {}, after checkpoint_last.h5's epoch {} (an older "
+                                          "checkpoint_last.h5 put back?)",
+                                          best_epoch, state.epoch)
+                            : "is another run's (run id " + id + "; this run's is " + state.run_id + ")";
   } else if (state.epoch >= 1) {
     plan.best_problem = "is missing";
   }
@@ -93,7 +103,12 @@ void settle_history(const HistorySettlement& plan, const std::string& out_dir, c
   const std::string where =
       state.step_in_epoch > 0 ? fmt::format("epoch {} step {}", state.epoch + 1, state.step_in_epoch)
                               : fmt::format("the end of epoch {}", state.epoch);
-  if (plan.copy_last_to_best)
+  if (plan.best_after_last)
+    spdlog::warn("{} {}: removed, with the history of the epochs after {}; {}", best, plan.best_problem, where,
+                 plan.copy_last_to_best ? "copied from " + last + ", the best model up to its epoch"
+                                        : "the best validation loss so far is forgotten, and the next epoch's end "
+                                          "writes it again");
+  else if (plan.copy_last_to_best)
     spdlog::warn("{} {}: this run stopped after writing {} at {} and before writing its best model, which that epoch "
                  "was: copied from it", best, plan.best_problem, last, where);
   else if (plan.forget_best_loss)

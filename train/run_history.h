@@ -38,6 +38,7 @@ struct HistorySettlement {
   bool restart_history = false;
   bool copy_last_to_best = false;
   bool forget_best_loss = false;
+  bool best_after_last = false;  // checkpoint_best.h5 is this run's, of an epoch after checkpoint_last.h5's
   bool any() const { return remove_best || restart_history || copy_last_to_best || forget_best_loss; }
 };
 

@@ -1,5 +1,7 @@
 #include "train/train_report.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -37,7 +39,8 @@ void write_report(const std::string& path, const TrainReport& r, const std::vect
   j["mean_epoch_seconds"] = r.mean_epoch_s;
   j["total_seconds"] = r.total_s;
   j["final_train_loss"] = r.final_train_loss;
-  j["best_validation_loss"] = r.best_val_loss;
+  j["best_validation_loss"] = std::isfinite(r.best_val_loss) ? nlohmann::json(r.best_val_loss) : nlohmann::json(nullptr);
+  j["best_model_by"] = r.best_model_by;
   j["skipped_steps"] = r.skipped_steps;  // loss scaling: non-finite gradients, optimizer not stepped
   j["loss_scale"] = r.loss_scale;
   j["weights_checksum"] = fmt::format("{:016x}", r.weights_checksum);

@@ -1,6 +1,7 @@
 // What a training run reports: TrainReport (train_model's result) and train_report.json, the
 // file the scaling study (slurm/scaling.sh) collects from each run.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,7 +17,8 @@ struct TrainReport {
   // Resumed from a checkpoint that already holds every epoch of train.epochs: nothing trained,
   // nothing written (the finished run's checkpoints, metrics and train_report.json stay).
   bool already_done = false;
-  double final_train_loss = 0, best_val_loss = 0;
+  double final_train_loss = 0, best_val_loss = 0;  // best_val_loss NaN (null in the file): no validation split
+  std::string best_model_by = "validation loss";    // what chose checkpoint_best.h5
   double mean_batch_s = 0, mean_epoch_s = 0, total_s = 0, samples_per_s = 0;  // samples_per_s: this rank's
   double total_samples_per_s = 0;  // all ranks together (= samples_per_s on one rank)
   // All ranks' training samples over total_s: what the user gets, with validation, checkpoints

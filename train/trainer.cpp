@@ -334,7 +334,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                n_train, n_val, tc.batch_size, tc.epochs, tc.epochs == 1 ? "" : "s", tc.loss, optimizer->name(),
                schedule ? std::string("from the schedule hook") : fmt::format("{:g}", tc.learning_rate));
   if (n_val == 0)
-    spdlog::info("no validation split (preprocess.validation_years is empty): checkpoint_best.h5{} follows the "
+    spdlog::info("no validation split in the store (its preprocess had no validation years): checkpoint_best.h5{} follows the "
                  "training loss; metrics.csv's val_loss stays empty", tc.patience > 0 ? " (and early stopping)" : "");
   if (distributed)
     spdlog::info("data parallel over {} ranks ({} on this node, local rank {}): global batch {}, learning rate x{} "
@@ -343,6 +343,10 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                  comm.size(), comm.local_size(), comm.local_rank(), global_batch, comm.size(), tc.warmup_epochs,
                  buckets->bucket_count(), tc.allreduce_bucket_mb, net.parameter_count(), tc.allreduce_dtype, comm.name(),
                  buckets->on_device() ? ", buckets in device memory" : "");
+  if (distributed && root && tc.warmup_epochs > tc.epochs)
+    spdlog::warn("train.warmup_epochs {:g} is more than train.epochs {}: the learning rate never reaches the x{} it "
+                 "warms up to (training_setup records that rate, metrics its epochs' own)",
+                 tc.warmup_epochs, tc.epochs, comm.size());
 
   // metrics.csv is appended on resume, so it always holds every epoch once.
   // Only rank 0 writes files.
@@ -444,6 +448,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     const double resumed_loss_sum = loss_sum;  // all ranks' steps before this run, on rank 0
     int64_t step_in_epoch = resume_step;
     const int64_t first_step_in_epoch = step_in_epoch;  // a resumed epoch's steps before this run
+    const int64_t epoch_first_global_step = optimizer->steps();  // the global step of first_step_in_epoch
     resume_step = 0;
     resume_loss_sum = 0;
     const size_t first_start = std::min<size_t>(n_train, size_t(step_in_epoch) * global_batch);
@@ -468,12 +473,15 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       const auto acc = loss_acc.read();
       if (acc[1] < 0) return acc;
       const std::string culprit = first_nonfinite_parameter(net.params());
-      throw Error("training diverged: the loss is " + std::to_string(acc[0]) + " at epoch " +
-                  std::to_string(epoch) + ", step " + std::to_string(int64_t(acc[1])) + " (rank " +
-                  std::to_string(comm.rank()) + "); " +
+      // Steps of the epoch counted from 1, as the progress line and the stop message count them
+      // (the device records the global optimizer step, from 0).
+      const auto in_epoch = [&](int64_t global) { return global - epoch_first_global_step + first_step_in_epoch + 1; };
+      throw Error("training diverged: the loss is " + std::to_string(acc[0]) + " at epoch " + std::to_string(epoch) +
+                  ", step " + std::to_string(in_epoch(int64_t(acc[1]))) + " of " + std::to_string(steps_per_epoch) +
+                  " (rank " + std::to_string(comm.rank()) + "); " +
                   (culprit.empty() ? "weights and gradients are finite, the forward pass overflowed"
                                    : "first non-finite: " + culprit) +
-                  (at_step != int64_t(acc[1]) ? " (seen at step " + std::to_string(at_step) + ")" : std::string()) +
+                  (at_step != int64_t(acc[1]) ? " (seen at step " + std::to_string(in_epoch(at_step)) + ")" : std::string()) +
                   " (lower train.learning_rate, or check the store)");
     };
     for (size_t start = first_start; start < n_train; start += global_batch) {
@@ -648,7 +656,10 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     }
   }
   if (root && csv.is_open()) csv.close();  // synced and checked, as the checkpoints it describes
-  report.best_val_loss = state.best_val_loss;
+  // Without a validation split the best model follows the training loss: no validation loss
+  // was ever computed, and the report says none (null) rather than the training loss under its name.
+  report.best_val_loss = n_val ? state.best_val_loss : NAN;
+  report.best_model_by = n_val ? "validation loss" : "training loss (no validation split)";
   report.total_s = seconds_since(t_start);
   report.mean_batch_s = batches ? train_seconds / batches : 0;
   report.mean_epoch_s = epochs_run ? epoch_seconds / epochs_run : 0;

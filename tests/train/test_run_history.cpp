@@ -18,10 +18,12 @@ using namespace ds::test;
 
 namespace {
 
-// A stand-in checkpoint: run_history reads nothing from it but its run_id attribute.
-void checkpoint_of(const std::string& path, const std::string& run_id, const std::string& payload = "weights") {
+// A stand-in checkpoint: run_history reads nothing from it but its run_id and epoch attributes.
+void checkpoint_of(const std::string& path, const std::string& run_id, const std::string& payload = "weights",
+                   int epoch = 0) {
   H5File f = H5File::create(path);
   if (!run_id.empty()) f.set_attr("/", "run_id", run_id);
+  if (epoch > 0) f.set_attr("/", "epoch", int64_t{epoch});
   f.set_attr("/", "payload", payload);
   f.close();
 }
@@ -189,4 +191,36 @@ TEST(RunHistory, AFinishedRunsFolderToSettleIsWhatAResumeChanges) {
   EXPECT_EQ(settle(state_at(1, 0, 1)),
             "checkpoint_best.h5 is another run's (run id run-b; this run's is run-a): removed; metrics.csv and the "
             "TensorBoard events begun again as this run's");
+}
+
+// An older checkpoint_last.h5 put back (epoch 2) under this run's best model of epoch 4, from the
+// epochs trained since and now abandoned: the best model is of no epoch the run now has, and was
+// kept (predict took it); it is removed, or replaced by the last where that was the best.
+TEST(RunHistory, ABestModelOfALaterEpochIsNotKept) {
+  TempDir d;
+  checkpoint_of(d / "checkpoint_best.h5", "run-a", "weights", 4);
+  checkpoint_of(d / "checkpoint_last.h5", "run-a", "epoch 2 weights", 2);
+  HistorySettlement plan = plan_history_settlement(d.path(), state_at(2, 0, 0));
+  EXPECT_TRUE(plan.remove_best && plan.best_after_last && plan.copy_last_to_best && !plan.restart_history);
+  EXPECT_EQ(plan.best_problem, "is of epoch 4, after checkpoint_last.h5's epoch 2 (an older checkpoint_last.h5 put back?)");
+  TrainState state = state_at(2, 0, 0);
+  settle_history(plan, d.path(), "summary", state, true);
+  EXPECT_EQ(bytes_of(d / "checkpoint_best.h5"), bytes_of(d / "checkpoint_last.h5"));
+  // The same epoch, or an earlier one: this run's, kept.
+  checkpoint_of(d / "checkpoint_best.h5", "run-a", "weights", 2);
+  EXPECT_FALSE(plan_history_settlement(d.path(), state_at(2, 0, 0)).any());
+  EXPECT_FALSE(plan_history_settlement(d.path(), state_at(3, 0, 1)).any());
+}
+
+// metrics.csv against the checkpoint a run resumes from: lines of later epochs, or repeating an
+// earlier one, are another history's; the checkpoint's epoch is as it recorded it.
+TEST(RunHistory, MetricsAfterOrAgainstTheCheckpointAreDropped) {
+  TempDir d;
+  const std::string header = std::string(kMetricsHeader) + "\n";
+  std::ofstream(d / "metrics.csv") << header << "1,2,2,1,1\n2,1.5,1.6,1,1\n3,1.2,1.3,1,1\n4,1,1.1,1,1\n3,1.1,1.2,1,1\n";
+  EXPECT_EQ(restore_metrics(d / "metrics.csv", 3, "3,1.1,1.2,1,1"), "");
+  EXPECT_EQ(bytes_of(d / "metrics.csv"), header + "1,2,2,1,1\n2,1.5,1.6,1,1\n3,1.1,1.2,1,1\n");
+  std::ofstream(d / "metrics.csv") << header << "1,2,2,1,1\n2,0.12345,1.6,1,1\n9,1,1,1,1\n";  // edited, appended
+  EXPECT_EQ(restore_metrics(d / "metrics.csv", 2, "2,1.5,1.6,1,1"), "");
+  EXPECT_EQ(bytes_of(d / "metrics.csv"), header + "1,2,2,1,1\n2,1.5,1.6,1,1\n");
 }

@@ -7,6 +7,8 @@
 #include <map>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "io/error.h"
 #include "io/hdf5_file.h"
 #include "model/backend.h"
@@ -20,6 +22,7 @@
 #include "train/climatology_start.h"
 #include "train/checkpoint.h"
 #include "train/metrics_csv.h"
+#include "train/train_report.h"
 #include "train/trainer.h"
 #include "support/scoped_env.h"
 
@@ -770,4 +773,20 @@ TEST(MetricsCsv, LinesAndRestore) {
   std::filesystem::create_directories(d / "folder.csv");
   EXPECT_EQ(test::message_of<Error>([&] { restore_metrics(d / "folder.csv", 1, "1,2,3,4,5"); }),
             (d / "folder.csv") + ": cannot be read: Is a directory");
+}
+
+// Without a validation split the best model follows the training loss: the report gives no
+// validation loss (null) and says what chose the model, where it gave the training loss under
+// the validation loss's name.
+TEST(TrainReport, NoValidationLossIsNull) {
+  test::TempDir d;
+  TrainReport r;
+  r.final_train_loss = 1.25;
+  r.best_val_loss = NAN;
+  r.best_model_by = "training loss (no validation split)";
+  write_report(d / "report.json", r, {10.0}, {"cpu"}, 1, 1, 32, 0);
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(d / "report.json"));
+  EXPECT_TRUE(j["best_validation_loss"].is_null());
+  EXPECT_EQ(j["best_model_by"], "training loss (no validation split)");
+  EXPECT_EQ(j["final_train_loss"], 1.25);
 }
