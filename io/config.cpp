@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -92,6 +93,19 @@ class Reader {
     try {
       out = n.as<T>();
     } catch (const YAML::Exception&) {
+      // A whole number too large (or negative, for a count) for the key is no type error: say
+      // its range (train.seed=-1, train.batch_size=2147483648 read as "the wrong type").
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        double v = NAN;
+        try {
+          v = n.as<double>();
+        } catch (const YAML::Exception&) {
+        }
+        if (std::isfinite(v) && v == std::floor(v))
+          throw UsageError(origin(key) + ": key '" + key + "' is " + dump(n) + ", outside the whole numbers it takes (" +
+                           std::to_string(std::numeric_limits<T>::min()) + " to " +
+                           std::to_string(std::numeric_limits<T>::max()) + ")");
+      }
       throw UsageError(origin(key) + ": key '" + key + "' has a value of the wrong type: " + dump(n) + " (expected " +
                        expected<T>() + ")");
     }

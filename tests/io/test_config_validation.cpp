@@ -166,6 +166,15 @@ TEST(ConfigValidation, SetErrorsQuoteTheSet) {
   EXPECT_TRUE(has(msg, "only when quoted: --set 'fetch.years=[2000, ...'")) << msg;
   msg = error_of(kRun, {"train.epochs=many"});
   EXPECT_TRUE(has(msg, "--set train.epochs=many: key 'train.epochs' has a value of the wrong type")) << msg;
+  // A whole number outside the key's type is named so, with the range, not as the wrong type.
+  msg = error_of(kRun, {"train.seed=-1"});
+  EXPECT_TRUE(has(msg, "--set train.seed=-1: key 'train.seed' is -1, outside the whole numbers it takes (0 to ")) << msg;
+  msg = error_of(kRun, {"train.batch_size=2147483648"});
+  EXPECT_TRUE(has(msg, "key 'train.batch_size' is 2147483648, outside the whole numbers it takes (-2147483648 to "
+                       "2147483647)"))
+      << msg;
+  msg = error_of(kRun, {"train.epochs=2.5"});
+  EXPECT_TRUE(has(msg, "has a value of the wrong type: 2.5")) << msg;
   // A whole section set at once: its keys are blamed on that --set.
   msg = error_of(kRun, {"predict.checkpoint=''"});
   EXPECT_TRUE(has(msg, "key 'predict.checkpoint' is empty: best, last")) << msg;
