@@ -131,9 +131,9 @@ std::vector<double> cf_day_times(const NcFile& f, int time_var, const std::strin
     if (!(b[2 * i] - slack <= t[i] && t[i] <= b[2 * i + 1] + slack))
       throw InputError(where + ": time step " + std::to_string(i) + " (" + fmt::format("{:g}", t[i]) + ") lies outside its bounds [" +
                        fmt::format("{:g}", b[2 * i]) + ", " + fmt::format("{:g}", b[2 * i + 1]) + "] ('" + bounds + "')");
-    // A daily value's interval lies within a day or two calendar days (00:00 to 00:00, or
-    // centred on midnight): wider, its middle is no day of its own (bounds widened by an edit).
-    if (tu.day_of(b[2 * i + 1], where) - tu.day_of(b[2 * i], where) > 1)
+    // A daily value's interval is a day at most (00:00 to 00:00, or centred on midnight), to the
+    // same thousandth as the stamp: wider, its middle is no day of its own (bounds widened by an edit).
+    if (std::abs(b[2 * i + 1] - b[2 * i]) * tu.seconds_per_unit > 86400 * 1.001)
       throw InputError(where + ": time step " + std::to_string(i) + "'s bounds [" + fmt::format("{:g}", b[2 * i]) + ", " +
                        fmt::format("{:g}", b[2 * i + 1]) + "] ('" + bounds + "') span more than a day: not daily data");
     const double middle = 0.5 * (b[2 * i] + b[2 * i + 1]);

@@ -300,7 +300,7 @@ DataTerms NewPredictors::terms() const {
 void NewPredictors::read(size_t first, size_t n, float* x) const {
   const size_t C = channels_.size(), HW = meta_.predictor_lon.size() * meta_.predictor_lat.size();
   std::vector<float> out;
-  z_sum_.resize(C), z_count_.resize(C), filled_.resize(C), changes_.resize(C);
+  z_sum_.resize(C), z_count_.resize(C), filled_.resize(C), changes_.resize(C), raw_sum_.resize(C), raw_count_.resize(C);
   first_z_.resize(C * HW, NAN);
   std::vector<size_t> missing(n);
   // Days read before (the device check reads the first batch, then the pass reads every day from
@@ -310,8 +310,12 @@ void NewPredictors::read(size_t first, size_t n, float* x) const {
   for (size_t c = 0; c < C; ++c) {
     std::fill(missing.begin(), missing.end(), 0);
     read_raw(c, first, n, out, &missing);
-    for (size_t t = 0; t < n; ++t)
-      if (first + t >= counted_until) filled_[c] += missing[t];
+    for (size_t t = 0; t < n; ++t) {
+      if (first + t < counted_until) continue;
+      filled_[c] += missing[t];
+      for (size_t k = 0; k < HW; ++k)
+        if (std::isfinite(out[t * HW + k])) raw_sum_[c] += out[t * HW + k], ++raw_count_[c];
+    }
     apply_standardization(channels_[c].stats, out);
     for (size_t t = 0; t < n; ++t)
       for (size_t k = 0; k < HW; ++k) {
@@ -380,12 +384,20 @@ void NewPredictors::refuse_impossible() const {
   for (size_t c = 0; c < z_sum_.size(); ++c) {
     const Channel& ch = channels_[c];
     const double mean = z_count_[c] ? z_sum_[c] / static_cast<double>(z_count_[c]) : 0.0;
-    if (std::fabs(mean) > kImpossibleMean)
+    // The field's own mean against the mean it is standardized with (over the boxes).
+    double standard_mean = 0;
+    for (float m : ch.stats.mean) standard_mean += m;
+    standard_mean /= double(std::max<size_t>(1, ch.stats.mean.size()));
+    const double raw_mean = raw_count_[c] ? raw_sum_[c] / double(raw_count_[c]) : standard_mean;
+    const double shift = std::fabs(raw_mean - standard_mean) / std::max(std::fabs(standard_mean), 1e-30);
+    if (std::fabs(mean) > kImpossibleMean && shift > kImpossibleShift)
       throw InputError(fmt::format(
           "{}: predictor {} averages {:+.1f} standard deviations from the mean it is standardized with over the {} "
-          "days read (more than {:g}, which no climate is): the file holds another unit, variable or level than the "
-          "store's {} (a variable without a plausible range lets a wrong unit through); nothing written",
-          ch.file->where(), meta_.channels.at(c), mean, days_read_, kImpossibleMean, meta_.channels.at(c)));
+          "days read (more than {:g}), its mean {:g} against {:g} ({:.0f} % off, more than {:.0f}): no climate is so "
+          "far; the file holds another unit, variable or level than the store's {} (a variable without a plausible "
+          "range lets a wrong unit through); nothing written",
+          ch.file->where(), meta_.channels.at(c), mean, days_read_, kImpossibleMean, raw_mean, standard_mean, 100 * shift,
+          100 * kImpossibleShift, meta_.channels.at(c)));
     if (days_read_ >= 2 && !changes_[c])
       throw InputError(fmt::format("{}: predictor {} is the same on each of the {} days read at every grid box: a "
                                    "field that never changes carries no weather (a constant or a fill value written "

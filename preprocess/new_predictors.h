@@ -77,14 +77,17 @@ class NewPredictors {
   // change. Logs each channel's share of values filled (predict.fill) when there are any.
   // Then throws InputError (predict calls it before its output is renamed into place, so nothing
   // is written) for a channel whose values average more than kImpossibleMean standard
-  // deviations out, with more than kMostFilled of its values filled, or that never changed from
+  // deviations out and kImpossibleShift of its mean's size, with more than kMostFilled of its values filled, or that never changed from
   // day to day at any box over two days or more (a constant written in the field's place).
   static constexpr float kFarOutside = 10;
   static constexpr double kFarMean = 3;
-  // A domain's mean departure this far is a unit, not a climate: the warmest scenarios move
-  // single boxes of a field tens of standard deviations (z@500 in the tropics, whose daily sd is
-  // small), the mean over a domain a few; psl in hPa read as Pa averages -119.
+  // A domain's mean departure this far, with the field's mean itself off by more than
+  // kImpossibleShift of the training mean's size, is a unit, not a climate: psl in hPa read as Pa
+  // averages -119 sd and 99 % off. The warmest scenarios move z@500 over a tropical domain, whose
+  // daily sd is a few metres, by tens of sd too, but by 2-3 % of its mean: that is warned of, not
+  // refused.
   static constexpr double kImpossibleMean = 50;
+  static constexpr double kImpossibleShift = 0.2;
   // A channel mostly filled (predict.fill: climatology) is mostly the training mean: its values
   // tell the network nothing of these days, and the prediction is of the fill.
   static constexpr double kMostFilled = 0.5;
@@ -116,6 +119,8 @@ class NewPredictors {
   mutable std::vector<double> z_sum_;   // per channel: the sum of the finite standardized values read
   mutable std::vector<size_t> z_count_;
   mutable std::vector<size_t> filled_;  // per channel: source values filled in the days read (counted once)
+  mutable std::vector<double> raw_sum_;  // per channel: the sum of the finite values before standardization
+  mutable std::vector<size_t> raw_count_;
   // Per channel and box the first finite standardized value read, and per channel whether any box
   // has read another since: a field that never changes from day to day carries no weather.
   mutable std::vector<float> first_z_;

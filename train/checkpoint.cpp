@@ -330,7 +330,7 @@ std::string read_checkpoint_run_id(const std::string& path) {
 
 int read_checkpoint_epoch(const std::string& path) {
   const H5File f = H5File::open(path);
-  return f.has_attr("/", "epoch") ? static_cast<int>(f.attr_int("/", "epoch")) : 0;
+  return f.has_attr("/", "epoch") ? static_cast<int>(f.attr_int("/", "epoch")) : -1;
 }
 
 std::string nothing_to_train(const TrainState& state, const std::string& path, int epochs, int patience,

@@ -73,7 +73,7 @@ std::string checkpoint_model_sha256(const std::string& path);
 // A checkpoint's run_id ("" where it has none: an older version's); throws InputError naming the
 // file where it cannot be read.
 std::string read_checkpoint_run_id(const std::string& path);
-// Its epoch attribute alone (0 when absent), read without the state's checks: which epoch a best
+// Its epoch attribute alone (-1 when absent), read without the state's checks: which epoch a best
 // model is of, against the last checkpoint's (train/run_history.h).
 int read_checkpoint_epoch(const std::string& path);
 // A checkpoint's training state alone (epochs, patience count, mid-epoch step), without its

@@ -4,6 +4,7 @@
 
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "io/atomic_file.h"
 #include "io/read_file.h"
@@ -55,32 +56,42 @@ struct Restored {
 Restored restored_metrics(const std::string& original, int checkpoint_epoch, const std::string& checkpoint_line) {
   Restored r;
   const bool have_line = parse_metrics_line(checkpoint_line).epoch == checkpoint_epoch;
-  // The complete lines: a last one without its newline was cut off by the failed write. A line of
-  // an epoch after the checkpoint's is another history's (an older checkpoint_last.h5 put back,
-  // epochs trained since and now trained again), a line repeating an earlier epoch too; the
-  // checkpoint's own epoch is as the checkpoint recorded it (an edited loss stayed).
-  int last = 0;
-  std::string dropped;
+  // The complete lines: a last one without its newline was cut off by the failed write. The file
+  // is appended to, so an epoch written again (a history resumed from an older checkpoint) begins
+  // the current history there: the earlier lines from that epoch on go. A line of an epoch after
+  // the checkpoint's is another history's (an older checkpoint_last.h5 put back, epochs trained
+  // since and now trained again); the checkpoint's own epoch is as the checkpoint recorded it (an
+  // edited loss stayed).
+  std::vector<std::pair<int, std::string>> lines;  // (epoch, line), epoch 0 for the header
+  std::vector<int> dropped;
   bool replaced = false;
   for (size_t at = 0, nl; (nl = original.find('\n', at)) != std::string::npos; at = nl + 1) {
     std::string line = original.substr(at, nl - at);
     const int epoch = parse_metrics_line(line).epoch;
-    if (epoch > 0 && (epoch > checkpoint_epoch || epoch <= last)) {
-      dropped += (dropped.empty() ? "" : ", ") + std::to_string(epoch);
+    if (epoch > 0)
+      while (!lines.empty() && lines.back().first >= epoch) dropped.push_back(lines.back().first), lines.pop_back();
+    lines.emplace_back(epoch, std::move(line));
+  }
+  int last = 0;
+  for (auto& [epoch, line] : lines) {
+    if (epoch > checkpoint_epoch) {
+      dropped.push_back(epoch);
       continue;
     }
     if (epoch == checkpoint_epoch && have_line && line != checkpoint_line) line = checkpoint_line, replaced = true;
     r.text += line + "\n";
     if (epoch > 0) last = epoch;
   }
+  std::string dropped_text;
+  for (int e : dropped) dropped_text += (dropped_text.empty() ? "" : ", ") + std::to_string(e);
   if (last == checkpoint_epoch - 1 && have_line) {
     r.line = checkpoint_line;
     if (r.text.empty()) r.text = std::string(kMetricsHeader) + "\n";
     r.text += checkpoint_line + "\n";
   }
   if (!dropped.empty())
-    r.changed = "the lines of epochs " + dropped + " dropped (after the checkpoint's epoch " +
-                std::to_string(checkpoint_epoch) + ", or repeating an earlier one)";
+    r.changed = "lines of epochs " + dropped_text + " dropped (after the checkpoint's epoch " +
+                std::to_string(checkpoint_epoch) + ", or written over by a later line of their epoch)";
   if (replaced)
     r.changed += std::string(r.changed.empty() ? "" : "; ") + "epoch " + std::to_string(checkpoint_epoch) +
                  "'s line replaced by the checkpoint's record of it";

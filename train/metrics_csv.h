@@ -22,8 +22,8 @@ std::string metrics_line(const EpochMetrics& m);  // without the newline
 EpochMetrics parse_metrics_line(const std::string& line);  // epoch 0 when it is no epoch's line
 
 // Rewrites `path` (when it exists): a last line without its newline is dropped, so are lines of
-// epochs after `checkpoint_epoch` or repeating an earlier epoch (another history's: an older
-// checkpoint_last.h5 put back), the checkpoint's epoch's line is made `checkpoint_line` where the
+// epochs after `checkpoint_epoch` (another history's: an older checkpoint_last.h5 put back) and
+// lines a later line of their epoch wrote over (the file is appended to: the later is current), the checkpoint's epoch's line is made `checkpoint_line` where the
 // two differ (an edited loss), each said in a warning; and when the file's last epoch is the one
 // before `checkpoint_epoch`, `checkpoint_line` (that epoch's, from the checkpoint; "" in older
 // ones) is appended, after the header if the file had lost even that

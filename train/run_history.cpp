@@ -39,26 +39,37 @@ HistorySettlement plan_history_settlement(const std::string& out_dir, const Trai
   const std::string best = out_dir + "/checkpoint_best.h5";
   if (path_exists(best)) {
     std::string id, unreadable;
-    int best_epoch = 0;
+    int best_epoch = -1;  // unknown: a stand-in or an older file without the attribute
     try {
       id = read_checkpoint_run_id(best);
       if (id == state.run_id) best_epoch = read_checkpoint_epoch(best);
     } catch (const Error& e) {
       unreadable = e.what();
     }
+    const bool ours = unreadable.empty() && id == state.run_id;
+    // The last checkpoint is written before the best model (trainer.cpp): a run stopped between
+    // the two holds an improving epoch's last checkpoint beside an earlier best model of its own,
+    // which the resume replaces by it.
+    const bool last_improved = state.epoch >= 1 && state.step_in_epoch == 0 && state.epochs_without_improvement == 0;
+    if (ours && best_epoch >= 1 && best_epoch < state.epoch && last_improved) {
+      plan.copy_last_to_best = true;
+      plan.best_problem = fmt::format("is of epoch {}, before checkpoint_last.h5's epoch {}, which improved on it", best_epoch,
+                                      state.epoch);
+      return plan;
+    }
     // This run's, and of an epoch the last checkpoint has reached: the folder is this run's. A
     // best model of a later epoch is of a history the resume abandons (an older
-    // checkpoint_last.h5 put back): kept, predict took a model of no epoch the run now has.
-    if (unreadable.empty() && id == state.run_id && best_epoch <= state.epoch) return plan;
+    // checkpoint_last.h5 put back, since the last checkpoint is written first): kept, predict
+    // took a model of no epoch the run now has.
+    if (ours && best_epoch <= state.epoch) return plan;
     plan.remove_best = true;
-    plan.best_after_last = unreadable.empty() && id == state.run_id;
+    plan.best_after_last = ours;
     plan.best_problem = !unreadable.empty() ? "cannot be read (" + unreadable + ")"
                         : id.empty()        ? "is an earlier version's run's (it has no run id)"
-                        : id == state.run_id
-                            ? fmt::format("is of epoch {}, after checkpoint_last.h5's epoch {} (an older "
-                                          "checkpoint_last.h5 put back?)",
-                                          best_epoch, state.epoch)
-                            : "is another run's (run id " + id + "; this run's is " + state.run_id + ")";
+                        : ours ? fmt::format("is of epoch {}, after checkpoint_last.h5's epoch {} (an older "
+                                             "checkpoint_last.h5 put back?)",
+                                             best_epoch, state.epoch)
+                               : "is another run's (run id " + id + "; this run's is " + state.run_id + ")";
   } else if (state.epoch >= 1) {
     plan.best_problem = "is missing";
   }
@@ -117,7 +128,7 @@ void settle_history(const HistorySettlement& plan, const std::string& out_dir, c
                  "predict.checkpoint: last takes the last model)", best, plan.best_problem, last, where);
   else
     spdlog::warn("{} {}: removed, as this run had not yet written its own", best, plan.best_problem);
-  if (plan.restart_history && plan.remove_best)
+  if (plan.restart_history && plan.remove_best && !plan.best_after_last)
     spdlog::warn("{}: metrics.csv, the TensorBoard events and train_report.json were those of the run that "
                  "checkpoint_best.h5 came from (this run stopped before taking them over): begun again as this run's",
                  out_dir);

@@ -11,7 +11,11 @@
 // believing its best model written: predict then took the other run's model, or found none.
 // Each checkpoint now carries its run's id (TrainState::run_id), and a resume settles the folder
 // first, from the last checkpoint (the commit):
-//   - a checkpoint_best.h5 of another run (or unreadable) is removed;
+//   - a checkpoint_best.h5 of another run (or unreadable) is removed; so is one of this run of a
+//     later epoch than the last checkpoint's (an older checkpoint_last.h5 put back: the last
+//     checkpoint is written before the best model, so no stop leaves that);
+//   - one of this run of an earlier epoch, beside the last checkpoint of an epoch that improved
+//     on it (a stop between the two writes), is replaced by the last checkpoint;
 //   - before the run's second epoch ended, its history is begun again: metrics.csv cut to its
 //     header (the resume puts the first epoch's line back from the checkpoint, with its
 //     TensorBoard points), the event files and train_report.json removed, model_summary.txt

@@ -361,7 +361,10 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   // checkpoints and train_report.json then: stopped before (as its warning invites, to --resume
   // the earlier run instead), or failing in it, it leaves the earlier run whole, and a failed
   // run in an empty folder leaves nothing. Every rank decides the same before the start barrier.
-  const bool replaces_previous = !resume && path_exists(last_path);
+  // An earlier run's best model without its last checkpoint is replaced too (pipeline/train.cpp
+  // warns of either): a stop in this run's first epoch leaves it whole.
+  const bool had_last = path_exists(last_path);
+  const bool replaces_previous = !resume && (had_last || path_exists(best_path));
   const auto open_history = [&] {
     if (!root || csv.is_open()) return;
     // A fresh run's history starts: an earlier run's metrics, events, report and best model go
@@ -448,7 +451,6 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     const double resumed_loss_sum = loss_sum;  // all ranks' steps before this run, on rank 0
     int64_t step_in_epoch = resume_step;
     const int64_t first_step_in_epoch = step_in_epoch;  // a resumed epoch's steps before this run
-    const int64_t epoch_first_global_step = optimizer->steps();  // the global step of first_step_in_epoch
     resume_step = 0;
     resume_loss_sum = 0;
     const size_t first_start = std::min<size_t>(n_train, size_t(step_in_epoch) * global_batch);
@@ -473,9 +475,9 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       const auto acc = loss_acc.read();
       if (acc[1] < 0) return acc;
       const std::string culprit = first_nonfinite_parameter(net.params());
-      // Steps of the epoch counted from 1, as the progress line and the stop message count them
-      // (the device records the global optimizer step, from 0).
-      const auto in_epoch = [&](int64_t global) { return global - epoch_first_global_step + first_step_in_epoch + 1; };
+      // The device records the epoch's batch index (from 0); the message counts from 1, as the
+      // progress line and the stop message do (steps loss scaling skipped count too).
+      const auto in_epoch = [](int64_t index) { return index + 1; };
       throw Error("training diverged: the loss is " + std::to_string(acc[0]) + " at epoch " + std::to_string(epoch) +
                   ", step " + std::to_string(in_epoch(int64_t(acc[1]))) + " of " + std::to_string(steps_per_epoch) +
                   " (rank " + std::to_string(comm.rank()) + "); " +
@@ -504,9 +506,9 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
         net.set_mode(model::ForwardMode{true, model::splitmix64(tc.seed) ^ uint64_t(step) ^ (uint64_t(comm.rank()) << 48)});
         const auto& out = net.forward(batch.x);
         d_out.reshape(out.shape());
-        model::masked_loss_accumulate(*be, loss_kind, out, batch.y, mask, batch.valid, double(rows.size()), step,
-                                      loss_acc.data(), &d_out);
-        if ((step + 1) % loss_check_steps == 0) check_loss(step);
+        model::masked_loss_accumulate(*be, loss_kind, out, batch.y, mask, batch.valid, double(rows.size()),
+                                      step_in_epoch, loss_acc.data(), &d_out);
+        if ((step + 1) % loss_check_steps == 0) check_loss(step_in_epoch);
         scaler.scale_loss_gradient(*be, d_out);  // FP16's range: backward sees S x the gradient
         const auto t_backward = Clock::now();
         timeline.add("forward", Timeline::kStep, t_forward, t_backward, step, epoch);
@@ -532,7 +534,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       if (root && seconds_since(last_progress) >= kProgressSeconds && step_in_epoch < steps_per_epoch) {
         last_progress = Clock::now();
         const double done = double(step_in_epoch - first_step_in_epoch), secs = seconds_since(t_epoch);
-        const double sum = check_loss(step)[0];  // this rank's sum of the epoch's losses x rows
+        const double sum = check_loss(step_in_epoch - 1)[0];  // this rank's sum of the epoch's losses x rows
         spdlog::info("epoch {}/{}: step {}/{}, {:.1f} samples/s, {:.0f} s left in the epoch, loss so far {:.4f}", epoch,
                      tc.epochs, step_in_epoch, steps_per_epoch, done * double(global_batch) / secs,
                      secs / done * double(steps_per_epoch - step_in_epoch),
@@ -543,7 +545,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       // SIGINT/SIGTERM/SIGUSR1: the step is complete; write checkpoint_last.h5 mid-epoch and stop.
       const std::string where = fmt::format("epoch {} step {} of {}", epoch, step_in_epoch, steps_per_epoch);
       if (const int sig = agreed_stop_signal(comm, where)) {
-        loss_sum = check_loss(step)[0];
+        loss_sum = check_loss(step_in_epoch - 1)[0];
         comm.allreduce_sum(&loss_sum, 1, "training loss at the interruption");
         TrainState mid = state;
         if (scaler.dynamic()) mid.loss_scale = scaler.scale(), mid.loss_scale_good_steps = scaler.good_in_a_row();
@@ -558,10 +560,12 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
         // resumes what was submitted, this run, so its history starts here with its checkpoint.
         if (replaces_previous && epoch == 1 && !requeue)
           throw Interrupted(sig,
-                            fmt::format("interrupted by {} at {}; nothing written: the earlier run's {}/checkpoint_last.h5, "
+                            fmt::format("interrupted by {} at {}; nothing written: the earlier run's {}/{}, "
                                         "metrics.csv and TensorBoard events are as they were (this fresh run had not "
-                                        "finished its first epoch; --resume continues the earlier run)",
-                                        signal_name(sig), where, out_dir));
+                                        "finished its first epoch{})",
+                                        signal_name(sig), where, out_dir,
+                                        had_last ? "checkpoint_last.h5" : "checkpoint_best.h5",
+                                        had_last ? "; --resume continues the earlier run" : ""));
         // Under MPI each rank's batch-norm running statistics differ until the epoch's end
         // averages them: the checkpoint holds rank 0's (weights and optimizer are the same on all).
         if (root) save_checkpoint(last_path, net, optimizer.get(), mid);
@@ -579,7 +583,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                           requeue ? kExitRequeue : 0);
       }
     }
-    loss_sum = check_loss(optimizer->steps() - 1)[0];  // waits for the epoch's last step on the device
+    loss_sum = check_loss(step_in_epoch - 1)[0];  // waits for the epoch's last step on the device
     train_seconds += seconds_since(t_epoch);
     const auto t_validation = Clock::now();
     comm.allreduce_sum(&loss_sum, 1, "training loss of epoch " + std::to_string(epoch));
@@ -630,8 +634,12 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       open_history();
       if (improved) save_checkpoint(best_path, net, optimizer.get(), state);
     } else if (root) {
-      if (improved) save_checkpoint(best_path, net, optimizer.get(), state);
+      // The last checkpoint first, as in the first epoch: a run stopped between the two holds the
+      // improving epoch's last checkpoint beside an earlier best model, which its resume replaces
+      // (train/run_history.h); a best model of a later epoch than the last checkpoint's is then
+      // never this run's history.
       save_checkpoint(last_path, net, optimizer.get(), state);
+      if (improved) save_checkpoint(best_path, net, optimizer.get(), state);
     }
     if (root) {
       // The events first: a run stopped between the two then lacks the metrics.csv line, which a

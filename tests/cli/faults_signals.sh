@@ -119,6 +119,23 @@ if start_waiting fresh.log "epoch 1 step 3 " ds train --set run.dir=runs/full; t
     ls runs/full/train/tensorboard/train/events.out.tfevents.* >/dev/null 2>&1 && [[ $(checksum runs/full/train) == "$want" ]] &&
     ok "the earlier run's checkpoint, metrics.csv, events and report kept" || fail "the fresh run changed the earlier run's files"
 fi
+# The same over an earlier run whose checkpoint_last.h5 is gone (its best model and metrics.csv
+# left): warned of, and stopped in its first epoch, nothing of the earlier run is replaced.
+mkdir -p runs/bestonly/preprocess runs/bestonly/train
+ln -s "$work/runs/demo/preprocess/store.h5" runs/bestonly/preprocess/store.h5
+cp runs/full/train/checkpoint_best.h5 runs/full/train/metrics.csv runs/bestonly/train/
+best_only=$(sha256sum <runs/bestonly/train/checkpoint_best.h5)
+if start_waiting bestonly.log "epoch 1 step 3 " ds train --set run.dir=runs/bestonly; then
+  kill -INT $pid; finish $pid
+  expect_interrupted "fresh run over a best model alone, SIGINT in epoch 1" bestonly.log 130 SIGINT runs/bestonly
+  grep -q "checkpoint_best.h5 exists (an earlier run's; its checkpoint_last.h5 is not there): this run replaces it" bestonly.log &&
+    grep -q "nothing written: the earlier run's runs/bestonly/train/checkpoint_best.h5, metrics.csv" bestonly.log &&
+    [[ $(sha256sum <runs/bestonly/train/checkpoint_best.h5) == "$best_only" ]] &&
+    cmp -s runs/full/train/metrics.csv runs/bestonly/train/metrics.csv &&
+    [[ ! -e runs/bestonly/train/checkpoint_last.h5 ]] &&
+    ok "a best model alone: warned of, and kept by a fresh run stopped in its first epoch" ||
+    fail "a fresh run over a best model alone: $(tail -3 bestonly.log)"
+fi
 mkdir -p runs/sig/train && head -c 1000 /dev/zero >runs/sig/train/checkpoint_last.h5.tmp-$dead
 if start_waiting sig.log "epoch 2 step 5 " ds train --set run.dir=runs/sig; then
   [[ ! -e runs/sig/train/checkpoint_last.h5.tmp-$dead ]] || fail "train: stale checkpoint temp not removed"

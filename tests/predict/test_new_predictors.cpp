@@ -495,9 +495,18 @@ TEST(NewPredictors, AnImpossibleMeanOrAMostlyFilledFieldIsRefused) {
   unit.read(0, days.size(), x.data());
   std::string msg = test::message_of<InputError>([&] { unit.check_departures(); });
   EXPECT_NE(msg.find("predictor psl averages -100.5 standard deviations from the mean it is standardized with over "
-                     "the 30 days read (more than 50"),
+                     "the 30 days read (more than 50), its mean -100.5 against 0"),
             std::string::npos)
       << msg;
+  // Far in sd but a few percent of the field's mean (z@500 over a tropical domain, whose daily sd
+  // is small, in a warm scenario): a climate, warned of, not refused.
+  StoreMeta tropical = meta;
+  tropical.mean.assign(g.size(), 57000);
+  tropical.sd.assign(g.size(), 30);
+  write_fetch_dir(d / "warm", g, days, [](size_t t, size_t) { return 58800.0f + float(t % 3); });
+  const NewPredictors warm(d / "warm", tropical);
+  warm.read(0, days.size(), x.data());
+  warm.check_departures();  // 60 sd, 3 % of the mean
   // The same value every day at every box, under the training statistics: no weather.
   write_fetch_dir(d / "constant", g, days, [](size_t, size_t k) { return 0.5f + float(k); });
   const NewPredictors constant(d / "constant", meta);

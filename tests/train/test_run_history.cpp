@@ -210,10 +210,16 @@ TEST(RunHistory, ABestModelOfALaterEpochIsNotKept) {
   checkpoint_of(d / "checkpoint_best.h5", "run-a", "weights", 2);
   EXPECT_FALSE(plan_history_settlement(d.path(), state_at(2, 0, 0)).any());
   EXPECT_FALSE(plan_history_settlement(d.path(), state_at(3, 0, 1)).any());
+  // A stop between an improving epoch's two writes (the last checkpoint is written first): that
+  // epoch's last checkpoint is the best model, and replaces the earlier one.
+  plan = plan_history_settlement(d.path(), state_at(3, 0, 0));
+  EXPECT_TRUE(plan.copy_last_to_best && !plan.remove_best && !plan.best_after_last);
+  EXPECT_EQ(plan.best_problem, "is of epoch 2, before checkpoint_last.h5's epoch 3, which improved on it");
 }
 
-// metrics.csv against the checkpoint a run resumes from: lines of later epochs, or repeating an
-// earlier one, are another history's; the checkpoint's epoch is as it recorded it.
+// metrics.csv against the checkpoint a run resumes from: lines of later epochs are another
+// history's, an epoch written again replaces its earlier lines from there on (the file is appended
+// to), and the checkpoint's epoch is as it recorded it.
 TEST(RunHistory, MetricsAfterOrAgainstTheCheckpointAreDropped) {
   TempDir d;
   const std::string header = std::string(kMetricsHeader) + "\n";
@@ -223,4 +229,8 @@ TEST(RunHistory, MetricsAfterOrAgainstTheCheckpointAreDropped) {
   std::ofstream(d / "metrics.csv") << header << "1,2,2,1,1\n2,0.12345,1.6,1,1\n9,1,1,1,1\n";  // edited, appended
   EXPECT_EQ(restore_metrics(d / "metrics.csv", 2, "2,1.5,1.6,1,1"), "");
   EXPECT_EQ(bytes_of(d / "metrics.csv"), header + "1,2,2,1,1\n2,1.5,1.6,1,1\n");
+  // Appended to: epochs written again (2', 3', 4') are the current history, not the first copies.
+  std::ofstream(d / "metrics.csv") << header << "1,1,1,1,1\n2,2,2,1,1\n3,3,3,1,1\n4,4,4,1,1\n2,5,5,1,1\n3,6,6,1,1\n4,7,7,1,1\n";
+  EXPECT_EQ(restore_metrics(d / "metrics.csv", 4, "4,7,7,1,1"), "");
+  EXPECT_EQ(bytes_of(d / "metrics.csv"), header + "1,1,1,1,1\n2,5,5,1,1\n3,6,6,1,1\n4,7,7,1,1\n");
 }
