@@ -45,6 +45,7 @@
 #include "preprocess/new_predictors.h"
 #include "preprocess/sample_dates.h"
 #include "train/checkpoint.h"
+#include "train/run_history.h"
 #include "train/climatology_start.h"
 #include "train/device_check.h"
 #include "train/store_settings.h"
@@ -337,6 +338,20 @@ std::string existing_checkpoint(const Config& cfg, const RunPaths& paths) {
       spdlog::warn("{} is another training run's than {} (a fresh train stopped after its first checkpoint, before "
                    "writing its best model): predicting from that earlier run's best model; `downscale train --resume` "
                    "makes the folder the new run's", ckpt, last);
+    // The same run, stopped between an improving epoch's last checkpoint and its best model (the
+    // last is written first): the best model is an earlier epoch's, which that epoch improved on.
+    if (!last_run.empty() && best_run == last_run) {
+      std::string settle;
+      try {
+        const HistorySettlement plan = plan_history_settlement(paths.model_dir(), read_checkpoint_state(last));
+        if (plan.copy_last_to_best || plan.remove_best) settle = plan.best_problem;
+      } catch (const Error&) {  // an unreadable last checkpoint is not this stage's to judge
+      }
+      if (!settle.empty())
+        spdlog::warn("{} {}: predicting from it; `downscale train --resume` settles the folder (a finished training "
+                     "trains nothing), or predict.checkpoint last predicts from the last checkpoint",
+                     ckpt, settle);
+    }
   }
   try {
     if (rewritten_by_train) RunLock::check_free(paths.model_dir(), "train");

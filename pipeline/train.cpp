@@ -80,7 +80,8 @@ int run_train(const Config& cfg, const StageOptions& opt) {
     const std::string best = paths.model_dir() + "/checkpoint_best.h5";
     if (comm->is_root() && !resume && !path_exists(last) && path_exists(best))
       spdlog::warn("{} exists (an earlier run's; its checkpoint_last.h5 is not there): this run replaces it, with its "
-                   "metrics.csv, at the end of its first epoch (stop it before then to keep them)", best);
+                   "metrics.csv, at the end of its first epoch, or at a SIGUSR1 checkpoint-and-requeue before then "
+                   "(stop it with Ctrl-C or SIGTERM before then to keep them)", best);
     done = train_model(cfg, paths.store(), paths.model_dir(), resume, {}, comm.get(), opt.timeline).already_done;
   });
   if (comm->is_root() && !done) spdlog::info("wrote {}/checkpoint_best.h5 and checkpoint_last.h5", paths.model_dir());

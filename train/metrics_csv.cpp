@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -68,6 +69,7 @@ Restored restored_metrics(const std::string& original, int checkpoint_epoch, con
   for (size_t at = 0, nl; (nl = original.find('\n', at)) != std::string::npos; at = nl + 1) {
     std::string line = original.substr(at, nl - at);
     const int epoch = parse_metrics_line(line).epoch;
+    if (epoch == 0 && !lines.empty()) continue;  // the header is the first line; a blank or stray one goes
     if (epoch > 0)
       while (!lines.empty() && lines.back().first >= epoch) dropped.push_back(lines.back().first), lines.pop_back();
     lines.emplace_back(epoch, std::move(line));
@@ -82,6 +84,7 @@ Restored restored_metrics(const std::string& original, int checkpoint_epoch, con
     r.text += line + "\n";
     if (epoch > 0) last = epoch;
   }
+  std::sort(dropped.begin(), dropped.end());
   std::string dropped_text;
   for (int e : dropped) dropped_text += (dropped_text.empty() ? "" : ", ") + std::to_string(e);
   if (last == checkpoint_epoch - 1 && have_line) {

@@ -508,7 +508,9 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
         d_out.reshape(out.shape());
         model::masked_loss_accumulate(*be, loss_kind, out, batch.y, mask, batch.valid, double(rows.size()),
                                       step_in_epoch, loss_acc.data(), &d_out);
-        if ((step + 1) % loss_check_steps == 0) check_loss(step_in_epoch);
+        // By the epoch's batches, not the optimizer's steps, which loss scaling's skipped steps do
+        // not advance (a diverging fp16 run would check every batch, or never).
+        if ((step_in_epoch + 1) % loss_check_steps == 0) check_loss(step_in_epoch);
         scaler.scale_loss_gradient(*be, d_out);  // FP16's range: backward sees S x the gradient
         const auto t_backward = Clock::now();
         timeline.add("forward", Timeline::kStep, t_forward, t_backward, step, epoch);

@@ -130,13 +130,15 @@ nv=(--config "$work/good.yaml" --set run.dir=runs/nv --set run.threads=1 --set r
 first=$(cd "$work" && "$bin" fetch -q "${nv[@]}" && "$bin" preprocess -q "${nv[@]}" && "$bin" train "${nv[@]}" 2>&1) || first="exit $?: $first"
 check=$(cd "$work" && "$bin" train --check "${nv[@]}" 2>&1; "$bin" train --check --resume-auto "${nv[@]}" 2>&1)
 second=$(cd "$work" && "$bin" train -q "${nv[@]}" 2>&1) || second="exit $?: $second"
-if [[ $first == *"no validation split (preprocess.validation_years is empty): checkpoint_best.h5 follows the training loss"* &&
+if [[ $first == *"no validation split in the store (its preprocess had no validation years): checkpoint_best.h5 follows the training loss"* &&
       $first != *"validation loss"* && $first != *"exists: this run starts afresh"* && $first != *"ignored"* &&
       $first == *"train.precision tf32 is a GPU tensor-core mode: the cpu"* &&
       $check == *"note: runs/nv/train/checkpoint_last.h5 exists: train starts afresh and replaces it"* &&
       $check == *"resume from runs/nv/train/checkpoint_last.h5 (--resume-auto)"* &&
       $second == *"] warning: runs/nv/train/checkpoint_last.h5 exists: this run starts afresh and replaces it"*"--resume"* &&
-      $(sed -n 2p "$work/runs/nv/train/metrics.csv") =~ ^1,[0-9.e+-]+,,[0-9.e+-]+,[0-9.e+-]+$ ]]; then
+      $(sed -n 2p "$work/runs/nv/train/metrics.csv") =~ ^1,[0-9.e+-]+,,[0-9.e+-]+,[0-9.e+-]+$ &&
+      $(grep -c '"best_validation_loss": null' "$work/runs/nv/train/train_report.json") == 1 &&
+      $(grep -c '"best_model_by": "training loss (no validation split)"' "$work/runs/nv/train/train_report.json") == 1 ]]; then
   echo "ok: no validation split said once, metrics.csv's val_loss empty; tf32 on the CPU explained; a rerun without --resume warns"
 else
   echo "FAIL: train without a validation split, then again:"; echo "$first"; echo "$check"; echo "$second"

@@ -233,4 +233,8 @@ TEST(RunHistory, MetricsAfterOrAgainstTheCheckpointAreDropped) {
   std::ofstream(d / "metrics.csv") << header << "1,1,1,1,1\n2,2,2,1,1\n3,3,3,1,1\n4,4,4,1,1\n2,5,5,1,1\n3,6,6,1,1\n4,7,7,1,1\n";
   EXPECT_EQ(restore_metrics(d / "metrics.csv", 4, "4,7,7,1,1"), "");
   EXPECT_EQ(bytes_of(d / "metrics.csv"), header + "1,1,1,1,1\n2,5,5,1,1\n3,6,6,1,1\n4,7,7,1,1\n");
+  // A blank or stray line does not stop an epoch written again from replacing the earlier copies.
+  std::ofstream(d / "metrics.csv") << header << "1,1,1,1,1\n2,2,2,1,1\n3,3,3,1,1\n\n2,5,5,1,1\n3,6,6,1,1\n";
+  EXPECT_EQ(restore_metrics(d / "metrics.csv", 3, "3,6,6,1,1"), "");
+  EXPECT_EQ(bytes_of(d / "metrics.csv"), header + "1,1,1,1,1\n2,5,5,1,1\n3,6,6,1,1\n");
 }
