@@ -18,12 +18,12 @@ namespace ds {
 // a field in units the ranges let through, and the network's output from it means nothing.
 constexpr float kImpossibleStandardized = 1000;
 
-// The check train's read_batch makes of the rows it read (x: rows.size() samples, y likewise):
-// InputError naming the store, the split, the date and the point of the first NaN/Inf or
-// impossible value (kImpossibleStandardized) in x, or Inf in y (y is NaN where not observed,
-// never infinite).
+// The check train's read_batch makes of the rows it read (x: rows.size() samples): InputError
+// naming the store, the split, the date and the point of the first NaN/Inf or impossible value
+// (kImpossibleStandardized). y needs none here: StoreReader::read_y checks every value it reads
+// (check_recorded_range below).
 void check_sane_rows(const StoreReader& store, const std::string& split, const std::vector<size_t>& rows,
-                     const float* x, const float* y);
+                     const float* x);
 
 // The same check of x alone for the consecutive rows [first, first + n): predict's reads of the
 // test split and of the training days its wet-day thresholds need; evaluate's linear baseline.

@@ -23,7 +23,7 @@ void read_batch(const StoreReader& store, const std::string& split, const std::v
     store.read_y(split, rows[i], run, &y[i * ys]);
     i += run;
   }
-  check_sane_rows(store, split, rows, x.data(), y.data());
+  check_sane_rows(store, split, rows, x.data());
   batch.valid = model::count_valid_points(m.mask.data(), y.data(), n, int64_t(ys));
   batch.x.reshape({n, m.C(), m.H(), m.W()});
   batch.y.reshape({n, 1, m.Hy(), m.Wy()});

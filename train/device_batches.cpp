@@ -31,7 +31,7 @@ DeviceSplit::DeviceSplit(const StoreReader& store, const std::string& split, mod
     store.read_y(split, row, k, y.data());
     std::vector<size_t> rows(k);
     std::iota(rows.begin(), rows.end(), row);
-    check_sane_rows(store, split, rows, x.data(), y.data());
+    check_sane_rows(store, split, rows, x.data());
     for (size_t r = 0; r < k; ++r)
       valid_[row + r] = model::count_valid_points(m.mask.data(), &y[r * ys], 1, int64_t(ys));
     be.copy_from_host(x_.data() + row * xs, x.data(), int64_t(k * xs));
