@@ -282,6 +282,13 @@ class Backend {
     int64_t n;
   };
   virtual void adam_update_many(const std::vector<AdamSpan>& spans, float lr_t, float b1, float b2, float eps);
+  // softmax_cross_entropy without the host waiting for it (the benchmark's steps): writes dlogits
+  // alike and adds the batch's mean loss into acc (model/loss_accumulator.h, backend memory) as
+  // loss_sum_accumulate does (weight 1; acc[1] = step the first time it is not finite). A label
+  // outside [0, k) makes the CUDA backend's mean NaN (said when acc is read); the default throws
+  // softmax_cross_entropy's error naming the row at once.
+  virtual void softmax_cross_entropy_accumulate(int n, int k, const float* logits, const float* labels,
+                                                float* dlogits, int64_t step, double* acc);
 };
 
 // The mean of softmax_cross_entropy's n per-row losses (kernels::softmax_cross_entropy_row's

@@ -41,4 +41,13 @@ void Backend::loss_sum_accumulate(int kind, const Shape& s, const float* out, co
   copy_from_host(reinterpret_cast<float*>(acc), reinterpret_cast<const float*>(host), 4);
 }
 
+void Backend::softmax_cross_entropy_accumulate(int n, int k, const float* logits, const float* labels,
+                                                float* dlogits, int64_t step, double* acc) {
+  const double mean = softmax_cross_entropy(n, k, logits, labels, dlogits);
+  double host[2];
+  copy_to_host(reinterpret_cast<float*>(host), reinterpret_cast<const float*>(acc), 4);
+  kernels::accumulate_mean_loss(mean * n, n, 1.0, step, host);
+  copy_from_host(reinterpret_cast<float*>(acc), reinterpret_cast<const float*>(host), 4);
+}
+
 }  // namespace ds::model

@@ -29,8 +29,9 @@ class Communicator;  // train/distributed.h
 // activation_block after activations16_nhwc, the batch norms' block, the blocked global average
 // pooling after them, and ConvDesc/PoolDesc/Tensor's blocks (blocked activations, 2026-11-29).
 // 9: defer_weight_passes at the end (deferred weight gradients, 2026-11-30). 10: adam_update_many
-// after it (2026-11-30).
-#define DS_CUDA_PLUGIN_ABI 10
+// after it (2026-11-30). 11: softmax_cross_entropy_accumulate after adam_update_many (the
+// benchmark's loss without a per-step wait, 2026-12-01).
+#define DS_CUDA_PLUGIN_ABI 11
 #define DS_CUDA_PLUGIN_ENTRY "ds_cuda_plugin"
 
 namespace ds::model {

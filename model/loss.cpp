@@ -105,8 +105,9 @@ double mse_loss(Backend& be, const Tensor& out, const Tensor& y, const Tensor& m
 
 namespace ds::model {
 
-double softmax_cross_entropy(Backend& be, const Tensor& logits, const Tensor& labels, Tensor* dlogits) {
-  const Shape& s = logits.shape();
+namespace {
+
+void check_softmax_shapes(const Shape& s, const Tensor& labels, const Tensor* dlogits) {
   if (s.h != 1 || s.w != 1 || s.c < 1)
     throw Error("softmax cross-entropy: logits must be (N, K, 1, 1), got " + s.str());
   if (labels.shape() != Shape{s.n, 1, 1, 1})
@@ -114,7 +115,22 @@ double softmax_cross_entropy(Backend& be, const Tensor& logits, const Tensor& la
                 labels.shape().str());
   if (dlogits && dlogits->shape() != s)
     throw Error("softmax cross-entropy: gradient " + dlogits->shape().str() + " does not match logits " + s.str());
+}
+
+}  // namespace
+
+double softmax_cross_entropy(Backend& be, const Tensor& logits, const Tensor& labels, Tensor* dlogits) {
+  const Shape& s = logits.shape();
+  check_softmax_shapes(s, labels, dlogits);
   return be.softmax_cross_entropy(s.n, s.c, logits.data(), labels.data(), dlogits ? dlogits->data() : nullptr);
+}
+
+void softmax_cross_entropy_accumulate(Backend& be, const Tensor& logits, const Tensor& labels, Tensor* dlogits,
+                                      int64_t step, double* acc) {
+  const Shape& s = logits.shape();
+  check_softmax_shapes(s, labels, dlogits);
+  be.softmax_cross_entropy_accumulate(s.n, s.c, logits.data(), labels.data(), dlogits ? dlogits->data() : nullptr,
+                                      step, acc);
 }
 
 }  // namespace ds::model

@@ -65,6 +65,11 @@ int64_t count_valid_points(const Mask* mask, const float* y, int64_t rows, int64
 // (each row's maximum is subtracted before exp). Throws ds::Error on mismatched shapes or a label
 // outside [0, K).
 double softmax_cross_entropy(Backend& be, const Tensor& logits, const Tensor& labels, Tensor* dlogits);
+// The same without the host waiting: the mean loss is added into the loss record `acc` (two
+// doubles in backend memory, model/loss_accumulator.h) for step `step`, read when needed
+// (Backend::softmax_cross_entropy_accumulate). The shapes are checked as above.
+void softmax_cross_entropy_accumulate(Backend& be, const Tensor& logits, const Tensor& labels, Tensor* dlogits,
+                                      int64_t step, double* acc);
 
 double bernoulli_gamma_loss(Backend& be, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out);
 double gaussian_nll_loss(Backend& be, const Tensor& out, const Tensor& y, const Tensor& mask, Tensor* d_out);

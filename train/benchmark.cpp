@@ -17,6 +17,7 @@
 #include "io/atomic_file.h"
 #include "io/error.h"
 #include "io/stop_signal.h"
+#include "model/loss_accumulator.h"
 #include "model/math_mode.h"
 #include "model/net.h"
 #include "model/sgd.h"
@@ -164,7 +165,7 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
                        (least ? "positive" : "0 or more"));
   const std::string wire_dtype = opts.fp16_allreduce ? "fp16" : "fp32";
 
-  const int threads = opts.threads > 0 ? opts.threads : default_cpu_threads(host);
+  const int threads = cpu_threads(host, opts.threads, "--threads");
   auto be = model::make_backend(opts.device, threads, host.local_rank(), "--device");
   model::apply_math_mode(*be, opts.precision, false);
   r.backend = be->name();
@@ -228,11 +229,21 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
   }
 
   int64_t steps = 0;
+  // Each step's loss goes into the record without a wait; it is read after each iteration's
+  // clock stops (on a GPU a read per step would drain the launch queue every step).
+  model::LossAccumulator loss_record(*be);
+  int64_t first_not_finite = -1;
+  const auto read_loss = [&](int batches) {
+    const auto rec = loss_record.read();
+    if (first_not_finite < 0 && rec[1] >= 0) first_not_finite = int64_t(rec[1]);
+    r.last_loss = rec[0] / std::max(1, batches);
+    loss_record.reset();
+  };
   auto step = [&] {
     if (distributed) buckets->begin(1.0f / float(comm.size()));
     const model::Tensor& logits = net.forward(x);
     d_out.reshape(logits.shape());
-    r.last_loss = benchmark_loss(*be, logits, y, &d_out);
+    benchmark_loss_accumulate(*be, logits, y, &d_out, steps + 1, loss_record.data());
     scaler.scale_loss_gradient(*be, d_out);
     net.backward(d_out, layer_done);
     if (distributed) buckets->finish("gradients of step " + std::to_string(steps));
@@ -251,6 +262,7 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
   if (root) out << "Running warmup...\n" << std::flush;
   for (int i = 0; i < opts.warmup_batches; ++i) step();
   be->synchronize();
+  read_loss(opts.warmup_batches);
   if (root) out << "Running benchmark...\n" << std::flush;
   for (int it = 0; it < opts.iters; ++it) {
     comm.barrier("start of iteration " + std::to_string(it));
@@ -258,6 +270,7 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
     for (int b = 0; b < opts.batches_per_iter; ++b) step();
     be->synchronize();
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    read_loss(opts.batches_per_iter);  // the iteration's mean loss, after its clock
     // Each rank's rate; the iteration's figure is their mean (the reference prints rank 0's).
     double rate = double(opts.batch_size) * opts.batches_per_iter / secs;
     host.allreduce_sum(&rate, 1, "throughput of iteration " + std::to_string(it));
@@ -268,8 +281,9 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
   mean_ci95(r.iter_img_per_s, &r.mean, &r.ci95);
   r.total = r.mean * r.ranks;
   r.total_ci95 = r.ci95 * r.ranks;
-  if (!std::isfinite(r.last_loss))
-    spdlog::warn("the loss is {} after {} steps (the timing stands; the weights diverged)", r.last_loss, steps);
+  if (first_not_finite >= 0)
+    spdlog::warn("the loss is not finite from step {} of {} on (the timing stands; the weights diverged)",
+                 first_not_finite, steps);
   if (!root) return r;
   out << fmt::format("Img/sec per {}: {:.1f} +-{:.1f}\n", unit, r.mean, r.ci95)
       << fmt::format("Total img/sec on {} {}(s): {:.1f} +-{:.1f}\n", r.ranks, unit, r.total, r.total_ci95);

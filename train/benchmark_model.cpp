@@ -36,6 +36,11 @@ double benchmark_loss(model::Backend& be, const model::Tensor& logits, const mod
   return model::softmax_cross_entropy(be, logits, labels, dlogits);
 }
 
+void benchmark_loss_accumulate(model::Backend& be, const model::Tensor& logits, const model::Tensor& labels,
+                               model::Tensor* dlogits, int64_t step, double* acc) {
+  model::softmax_cross_entropy_accumulate(be, logits, labels, dlogits, step, acc);
+}
+
 int benchmark_classes(const model::Net& net) { return net.spec().classes; }
 
 int64_t benchmark_activation_bytes(const model::Net& net, int n) { return net.activation_bytes(n); }

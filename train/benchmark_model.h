@@ -21,6 +21,10 @@ model::ModelSpec benchmark_spec(const std::string& model, int image_size, int cl
 // dlogits (may be null) gets d(mean)/d(logits). One synchronisation.
 double benchmark_loss(model::Backend& be, const model::Tensor& logits, const model::Tensor& labels,
                       model::Tensor* dlogits);
+// The same added into the loss record `acc` (model/loss_accumulator.h) for `step`, without a wait:
+// a timed step then queues its work only (PyTorch's synthetic benchmarks read no loss either).
+void benchmark_loss_accumulate(model::Backend& be, const model::Tensor& logits, const model::Tensor& labels,
+                               model::Tensor* dlogits, int64_t step, double* acc);
 // Classes the net's output holds (labels are drawn below it).
 int benchmark_classes(const model::Net& net);
 // Bytes of activations and gradient buffers a step at batch n holds (Net::activation_bytes).

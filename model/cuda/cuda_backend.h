@@ -148,6 +148,8 @@ class CudaBackend : public Backend {
                           float* d_out) override;
   void sgd_momentum_update(int64_t n, float* w, const float* g, float* v, float lr, float momentum) override;
   double softmax_cross_entropy(int n, int k, const float* logits, const float* labels, float* dlogits) override;
+  void softmax_cross_entropy_accumulate(int n, int k, const float* logits, const float* labels, float* dlogits,
+                                        int64_t step, double* acc) override;
 
   // cuda_lanes.cu: DOWNSCALE_CUDA_LANES=N (5, the default; 0: one stream) runs the layers the Net marks as
   // lanes (MNN's branches) on N more streams, each with its own cuDNN handle, workspace and

@@ -14,6 +14,7 @@
 #include "model/kernels/optimizer.h"
 #include "model/kernels/points.h"
 #include "model/kernels/pooling.h"
+#include "model/kernels/gather.h"
 #include "model/kernels/softmax_cross_entropy.h"
 
 namespace ds::model {
@@ -61,6 +62,15 @@ __global__ void softmax_cross_entropy_kernel(int n, int k, const float* z, const
                                              float* dz, double* row_loss) {
   DS_GRID_STRIDE(r, n)
   row_loss[r] = softmax_cross_entropy_row(k, z + r * k, labels[r], grad_scale, dz ? dz + r * k : nullptr);
+}
+
+// The rows' losses summed in row order, as softmax_cross_entropy_mean does on the host (a row's
+// -1, a label outside [0, k), makes the sum NaN), then into the loss record as the training
+// step's loss is (kernels::accumulate_mean_loss).
+__global__ void softmax_rows_accumulate_kernel(int n, const double* row_loss, int64_t step, double* acc) {
+  double sum = 0;
+  for (int r = 0; r < n; ++r) sum += row_loss[r] < 0 ? double(NAN) : row_loss[r];
+  kernels::accumulate_mean_loss(sum, n, 1.0, step, acc);
 }
 
 // --- batch norm: one block per channel over its m = N*H*W elements ---
@@ -389,6 +399,18 @@ double CudaBackend::softmax_cross_entropy(int n, int k, const float* logits, con
   DS_CUDA(cudaMemcpyAsync(host.data(), row, size_t(n) * sizeof(double), cudaMemcpyDeviceToHost, stream_));
   DS_CUDA(cudaStreamSynchronize(stream_));
   return softmax_cross_entropy_mean(host.data(), n, k);
+}
+
+void CudaBackend::softmax_cross_entropy_accumulate(int n, int k, const float* logits, const float* labels,
+                                                   float* dlogits, int64_t step, double* acc) {
+  if (n <= 0) return;
+  // The rows' losses in the workspace, read by the next kernel on the same stream: no wait.
+  double* row = static_cast<double*>(workspace(size_t(n) * sizeof(double)));
+  softmax_cross_entropy_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(n, k, logits, labels, 1.0f / float(n),
+                                                                        dlogits, row);
+  DS_CUDA_LAUNCHED();
+  softmax_rows_accumulate_kernel<<<1, 1, 0, stream_>>>(n, row, step, acc);
+  DS_CUDA_LAUNCHED();
 }
 
 }  // namespace ds::model

@@ -21,6 +21,7 @@
 #include "conv_reference.h"
 #include "support/stderr_capture.h"
 #include "model/adam.h"
+#include "model/loss_accumulator.h"
 #include "model/kernels/half_cast.h"
 #include "model/kernels/optimizer.h"
 #include "model/layers/add.h"
@@ -1588,6 +1589,21 @@ TEST_F(ModelCuda, SoftmaxCrossEntropy) {
   EXPECT_NEAR(softmax_cross_entropy(*gpu_, z.gpu, labels.gpu, nullptr), lc, 1e-9 * std::abs(lc));
   Pair bad = pair(Shape{n, 1, 1, 1}, {0, 1, 1000, 2, 3});
   EXPECT_THROW(softmax_cross_entropy(*gpu_, z.gpu, bad.gpu, nullptr), Error);
+  // Without a wait (the benchmark's steps): the same mean into the loss record, the same gradient;
+  // a label outside [0, k) makes the mean NaN and records its step.
+  LossAccumulator acc(*gpu_);
+  Pair dz2 = random_pair(Shape{n, k, 1, 1}, 3);
+  softmax_cross_entropy_accumulate(*gpu_, z.gpu, labels.gpu, &dz2.gpu, 1, acc.data());
+  softmax_cross_entropy_accumulate(*gpu_, z.gpu, labels.gpu, nullptr, 2, acc.data());
+  auto rec = acc.read();
+  EXPECT_NEAR(rec[0], 2 * lc, 2e-9 * std::abs(lc));
+  EXPECT_EQ(rec[1], -1.0);
+  dz2.cpu.upload(dz.cpu.to_host().data());
+  expect_close(dz2, 1e-5, "softmax cross-entropy gradient without a wait");
+  softmax_cross_entropy_accumulate(*gpu_, z.gpu, bad.gpu, nullptr, 3, acc.data());
+  rec = acc.read();
+  EXPECT_TRUE(std::isnan(rec[0]));
+  EXPECT_EQ(rec[1], 3.0);
 }
 
 // The layers built from existing ops, run on each backend: Add (copy + accumulate),

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "conv_reference.h"
@@ -16,6 +17,7 @@
 #include "model/layers/global_average_pool.h"
 #include "model/layers/pool2d.h"
 #include "model/loss.h"
+#include "model/loss_accumulator.h"
 #include "model_test_util.h"
 
 namespace ds::model {
@@ -309,6 +311,32 @@ TEST(ModelImagenetLayers, SoftmaxCrossEntropyFiniteDifferences) {
     const double lm = softmax_cross_entropy(*be, z, labels, nullptr);
     EXPECT_NEAR(g[size_t(idx)], (lp - lm) / (2 * eps), 1e-4) << "logit " << idx;
   }
+}
+
+// The loss without a wait (the benchmark's steps) adds the same mean into the loss record, step
+// after step, with the same gradient; a non-finite mean records its step. Exact: the CPU default
+// runs softmax_cross_entropy itself and adds mean x n / n in double (rounding at most 1 ulp).
+TEST(ModelImagenetLayers, SoftmaxCrossEntropyAccumulatesWithoutAWait) {
+  auto be = make_cpu_backend(1);
+  Tensor z = random_tensor(*be, Shape{3, 10, 1, 1}, 4), labels = make_tensor(*be, Shape{3, 1, 1, 1}, {9, 0, 4});
+  Tensor dz(*be, Shape{3, 10, 1, 1}), dz_acc(*be, Shape{3, 10, 1, 1});
+  const double want = softmax_cross_entropy(*be, z, labels, &dz);
+  LossAccumulator acc(*be);
+  softmax_cross_entropy_accumulate(*be, z, labels, &dz_acc, 1, acc.data());
+  softmax_cross_entropy_accumulate(*be, z, labels, nullptr, 2, acc.data());
+  auto rec = acc.read();
+  EXPECT_NEAR(rec[0], 2 * want, 1e-15 * want);
+  EXPECT_EQ(rec[1], -1.0);
+  EXPECT_EQ(dz.to_host(), dz_acc.to_host());
+  std::vector<float> huge = z.to_host();
+  huge[3] = std::numeric_limits<float>::infinity();  // row 0: inf - inf in its softmax
+  z.upload(huge.data());
+  softmax_cross_entropy_accumulate(*be, z, labels, nullptr, 3, acc.data());
+  rec = acc.read();
+  EXPECT_FALSE(std::isfinite(rec[0]));
+  EXPECT_EQ(rec[1], 3.0);
+  Tensor bad = make_tensor(*be, Shape{3, 1, 1, 1}, {9, 10, 4});
+  EXPECT_THROW(softmax_cross_entropy_accumulate(*be, z, bad, nullptr, 4, acc.data()), Error);
 }
 
 TEST(ModelImagenetLayers, SoftmaxCrossEntropyRejectsBadInput) {
