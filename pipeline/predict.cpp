@@ -331,7 +331,7 @@ std::string existing_checkpoint(const Config& cfg, const RunPaths& paths) {
                                                                           path_exists(last)) {
     std::string best_run, last_run;
     try {
-      best_run = read_checkpoint_run_id(ckpt), last_run = read_checkpoint_run_id(last);
+      best_run = read_checkpoint_run(ckpt).run_id, last_run = read_checkpoint_run(last).run_id;
     } catch (const Error&) {  // an unreadable last checkpoint is not this stage's to judge
     }
     if (!last_run.empty() && best_run != last_run)

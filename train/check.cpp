@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <regex>
@@ -17,6 +18,7 @@
 #include "train/run_history.h"
 #include "train/store_settings.h"
 #include "train/device_communicator.h"
+#include "train/training_setup.h"
 
 namespace ds {
 
@@ -90,6 +92,20 @@ void check_resume(const Config& cfg, const model::ModelSpec& spec, const std::st
     out << "note: " << checkpoint << " was trained with a global batch of " << saved
         << " (train.batch_size x ranks): launch it with that product (--ranks N checks it here)\n";
   }
+  // The rate after warmup this launch goes on at (train.learning_rate x ranks), against the last
+  // session's: with the ranks given, or those the checkpoint's global batch implies.
+  const int rate_ranks = ranks > 0                                                        ? ranks
+                         : saved > 0 && saved % std::max(1, cfg.train.batch_size) == 0 ? int(saved / cfg.train.batch_size)
+                                                                                         : 0;
+  if (rate_ranks > 0) {
+    if (const std::string changed =
+            learning_rate_change(checkpoint, state.setup, learning_rate_text(cfg.train.learning_rate, rate_ranks),
+                                 cfg.train.learning_rate, rate_ranks, state.epoch + 1);
+        !changed.empty())
+      out << "note: " << changed << "\n";
+  }
+  if (const std::string changed = seed_change(checkpoint, state.setup, cfg.train.seed, state.epoch + 1); !changed.empty())
+    out << "note: " << changed << "\n";
 }
 
 }  // namespace

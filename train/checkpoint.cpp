@@ -323,14 +323,12 @@ std::string checkpoint_model_sha256(const std::string& path) {
 
 TrainState read_checkpoint_state(const std::string& path) { return read_state(H5File::open(path), path); }
 
-std::string read_checkpoint_run_id(const std::string& path) {
+CheckpointRun read_checkpoint_run(const std::string& path) {
   const H5File f = H5File::open(path);
-  return f.has_attr("/", "run_id") ? f.attr_string("/", "run_id") : "";
-}
-
-int read_checkpoint_epoch(const std::string& path) {
-  const H5File f = H5File::open(path);
-  return f.has_attr("/", "epoch") ? static_cast<int>(f.attr_int("/", "epoch")) : -1;
+  CheckpointRun r;
+  if (f.has_attr("/", "run_id")) r.run_id = f.attr_string("/", "run_id");
+  if (f.has_attr("/", "epoch")) r.epoch = static_cast<int>(f.attr_int("/", "epoch"));
+  return r;
 }
 
 std::string nothing_to_train(const TrainState& state, const std::string& path, int epochs, int patience,

@@ -70,12 +70,15 @@ void check_resumed_global_batch(const std::string& checkpoint, int64_t saved, in
 // as it is now: a training rerun into the folder that gives the same model keeps the prediction
 // valid, one that gives another does not.
 std::string checkpoint_model_sha256(const std::string& path);
-// A checkpoint's run_id ("" where it has none: an older version's); throws InputError naming the
+// A checkpoint's run_id ("" where it has none: an older version's) and epoch attribute (-1 when
+// absent), read in one opening without the state's checks: which run and epoch a best model is
+// of, against the last checkpoint's (train/run_history.h, predict). Throws InputError naming the
 // file where it cannot be read.
-std::string read_checkpoint_run_id(const std::string& path);
-// Its epoch attribute alone (-1 when absent), read without the state's checks: which epoch a best
-// model is of, against the last checkpoint's (train/run_history.h).
-int read_checkpoint_epoch(const std::string& path);
+struct CheckpointRun {
+  std::string run_id;
+  int epoch = -1;
+};
+CheckpointRun read_checkpoint_run(const std::string& path);
 // A checkpoint's training state alone (epochs, patience count, mid-epoch step), without its
 // tensors, for train --check.
 TrainState read_checkpoint_state(const std::string& path);

@@ -431,22 +431,44 @@ Communicator::WireType parse_wire_type(const std::string& dtype) {
   throw UsageError("key 'train.allreduce_dtype' is '" + dtype + "', expected fp32, bf16 or fp16");
 }
 
-int default_cpu_threads(Communicator& comm) {
+namespace {
+
+// The CPUs this process may run on and how many ranks of its node (itself included) may run on
+// some of them. Collective over the node's ranks.
+struct CpuShare {
+  int cpus = 1;
+  int sharing = 1;
+};
+
+CpuShare cpu_share(Communicator& comm) {
   cpu_set_t mine;
   CPU_ZERO(&mine);
-  if (sched_getaffinity(0, sizeof(mine), &mine) != 0) {
-    const int n = int(std::thread::hardware_concurrency());
-    return std::max(1, n / comm.local_size());
-  }
+  if (sched_getaffinity(0, sizeof(mine), &mine) != 0)
+    return {std::max(1, int(std::thread::hardware_concurrency())), std::max(1, comm.local_size())};
   const auto masks = comm.local_allgather(std::string(reinterpret_cast<const char*>(&mine), sizeof(mine)));
-  int sharing = 0;  // ranks of this node (this one included) that may run on my CPUs
+  int sharing = 0;
   for (const auto& m : masks) {
     cpu_set_t other, both;
     std::memcpy(&other, m.data(), std::min(m.size(), sizeof(other)));
     CPU_AND(&both, &mine, &other);
     if (CPU_COUNT(&both) > 0) ++sharing;
   }
-  return std::max(1, CPU_COUNT(&mine) / std::max(1, sharing));
+  return {std::max(1, CPU_COUNT(&mine)), std::max(1, sharing)};
+}
+
+}  // namespace
+
+int cpu_threads(Communicator& comm, int requested, const std::string& key) {
+  const CpuShare s = cpu_share(comm);
+  if (requested <= 0) return std::max(1, s.cpus / s.sharing);
+  // More threads than CPUs: oneDNN's threads then wait for each other at every barrier of every
+  // layer, and a step runs slower than with the cores alone (said once per node, not refused).
+  if (int64_t(requested) * s.sharing > s.cpus && comm.local_rank() == 0)
+    spdlog::warn("{} is {} on {} rank{} sharing the {} CPU{} this process may run on: {} threads for {} CPU{} "
+                 "contend and run slower than {} 0 (all the cores, divided among the ranks) would",
+                 key, requested, s.sharing, s.sharing == 1 ? "" : "s", s.cpus, s.cpus == 1 ? "" : "s",
+                 int64_t(requested) * s.sharing, s.cpus, s.cpus == 1 ? "" : "s", key);
+  return requested;
 }
 
 LearningRateSchedule scaled_learning_rate(LearningRateSchedule base, int size, double warmup_epochs,

@@ -123,10 +123,11 @@ int agreed_stop_signal(Communicator& comm, const std::string& where);
 // train.allreduce_dtype's value as a WireType (fp32 | bf16 | fp16; validated with the config).
 Communicator::WireType parse_wire_type(const std::string& dtype);
 
-// run.threads 0: the CPUs this process may run on (its affinity mask: a Slurm allocation or an
-// mpirun binding, not the whole node), divided among the ranks of this node whose masks overlap
-// it. Collective over the node's ranks.
-int default_cpu_threads(Communicator& comm);
+// The threads a rank runs: `requested` (run.threads, --threads) when positive; for 0, the CPUs
+// this process may run on (its affinity mask: a Slurm allocation or an mpirun binding, not the
+// whole node) divided among the ranks of this node whose masks overlap it. A request above that
+// share is warned of, naming `key`, by the node's local rank 0. Collective over the node's ranks.
+int cpu_threads(Communicator& comm, int requested, const std::string& key);
 
 // Horovod's learning-rate rule: `base` (the per-rank rate) times the number of ranks, reached
 // by a linear warmup from `base` over warmup_epochs (counted in steps: warmup_epochs *

@@ -41,8 +41,9 @@ HistorySettlement plan_history_settlement(const std::string& out_dir, const Trai
     std::string id, unreadable;
     int best_epoch = -1;  // unknown: a stand-in or an older file without the attribute
     try {
-      id = read_checkpoint_run_id(best);
-      if (id == state.run_id) best_epoch = read_checkpoint_epoch(best);
+      const CheckpointRun run = read_checkpoint_run(best);
+      id = run.run_id;
+      if (id == state.run_id) best_epoch = run.epoch;
     } catch (const Error& e) {
       unreadable = e.what();
     }

@@ -45,6 +45,7 @@
 #include "train/tensorboard.h"
 #include "train/test_hooks.h"
 #include "train/timeline.h"
+#include "train/training_setup.h"
 
 namespace ds {
 
@@ -165,7 +166,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       schedule ? schedule : constant_learning_rate(tc.learning_rate), host.size(), tc.warmup_epochs, steps_per_epoch);
 
   // run.threads 0 means all the cores this rank may use, shared with the ranks that may use them too.
-  const int threads = cfg.run.threads > 0 ? cfg.run.threads : default_cpu_threads(host);
+  const int threads = cpu_threads(host, cfg.run.threads, "run.threads");
   // Each rank takes GPU local_rank when there are GPUs (run.device auto), else the CPU.
   auto be = model::make_backend(cfg.run.device, threads, host.local_rank(), "run.device", cfg.origin("run.device"));
   model::apply_math_mode(*be, cfg.train.precision, root);
@@ -286,34 +287,24 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       schedule ? std::string("from the schedule hook") : fmt::format("{:g}", lr_at(tc.epochs, int64_t(1) << 40));
   const std::string setup = fmt::format("{} rank(s), backend {}, train.precision {}, train.seed {}, learning rate {}",
                                         comm.size(), be->name(), cfg.train.precision, tc.seed, lr_text);
-  std::string latest = state.setup;  // the last session's: after the last "; from epoch N: "
-  if (const size_t p = latest.rfind("; from epoch "); p != std::string::npos) latest = latest.substr(latest.find(": ", p) + 2);
-  if (const size_t p = latest.rfind(", learning rate "); root && p != std::string::npos) {
-    const std::string before = latest.substr(p + std::string(", learning rate ").size());
-    if (before != lr_text)
-      spdlog::warn("{} trained at a learning rate of {} (after warmup); this run goes on at {} (train.learning_rate "
-                   "{:g} x {} rank(s)): Adam's steps change size from epoch {}. To keep the earlier rate, set "
-                   "train.learning_rate so that it times the ranks gives it",
-                   last_path, before, lr_text, tc.learning_rate, host.size(), state.epoch + 1);
-  }
-  // A checkpoint of a version before the rate was recorded: the rest compared alone.
-  const auto without_rate = [](const std::string& s) { return s.substr(0, s.rfind(", learning rate ")); };
-  // What decides the order of the sums: ranks, backend (with its threads) and precision; not the
-  // seed or the rate after them.
-  const auto arithmetic = [&without_rate](const std::string& s) {
-    const size_t seed = s.rfind(", train.seed ");
-    return seed != std::string::npos ? s.substr(0, seed) : without_rate(s);
-  };
-  const bool same_setup = latest == setup || (latest.find(", learning rate ") == std::string::npos &&
-                                              latest == without_rate(setup));
+  const std::string latest = latest_setup(state.setup);
+  if (const std::string changed =
+          learning_rate_change(last_path, state.setup, lr_text, tc.learning_rate, host.size(), state.epoch + 1);
+      root && !changed.empty())
+    spdlog::warn("{}", changed);
+  if (const std::string changed = seed_change(last_path, state.setup, tc.seed, state.epoch + 1); root && !changed.empty())
+    spdlog::warn("{}", changed);
+  // (A checkpoint of a version before the rate was recorded: the rest compared alone.)
+  const bool same_setup =
+      latest == setup || (setup_learning_rate(latest).empty() && latest == without_learning_rate(setup));
   // Another thread count, backend, precision or rank count sums in another order: the resumed run
   // is then no longer bit for bit the run that was never stopped (a requeue onto a node with other
   // cores, under run.threads 0, does it). Said, as the rate above is; not refused.
-  if (root && resume && !latest.empty() && arithmetic(latest) != arithmetic(setup))
+  if (root && resume && !latest.empty() && setup_arithmetic(latest) != setup_arithmetic(setup))
     spdlog::warn("{} was trained with {}; this run goes on with {}: its sums run in another order, so from epoch {} "
                  "on it is not bit for bit the run an uninterrupted job would have trained (the same threads, "
                  "backend, precision and ranks keep it so)",
-                 last_path, arithmetic(latest), arithmetic(setup), state.epoch + 1);
+                 last_path, setup_arithmetic(latest), setup_arithmetic(setup), state.epoch + 1);
   if (state.setup.empty())
     state.setup = setup;
   else if (!same_setup && state.setup.size() < 4000)  // (a bound against endless requeues)
