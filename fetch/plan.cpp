@@ -464,14 +464,11 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
     else if (tu.calendar != f.calendar)
       throw InputError(name_k + ": time: calendar '" + cf_name(tu.calendar) + "', but '" + cf_name(f.calendar) + "' in " +
                        src_name);
-    auto& days = source_days[k];
     size_t moved = 0;
-    for (double t : cf_day_times(sk, tv, tname, tu, name_k + ": time", moved)) days.push_back(tu.day_of(t, name_k + ": time"));
+    auto& days = source_days[k] = cf_days(sk, tv, tname, tu, name_k + ": time", moved);
     f.days_from_bounds = f.days_from_bounds || moved > 0;
     if (moved)  // said once a field: the files of one dataset stamp alike
-      spdlog::log(k == 0 ? spdlog::level::info : spdlog::level::debug,
-                  "{}: {} time step(s) stamped at an end of their interval: each day is taken from the middle of its "
-                  "time bounds ('{}'), not from the stamp", name_k, moved, sk.att_text(tv, "bounds"));
+      spdlog::log(k == 0 ? spdlog::level::info : spdlog::level::debug, "{}", days_from_bounds_note(name_k, moved));
     for (size_t i = 1; i < days.size(); ++i)
       if (days[i] <= days[i - 1])
         throw InputError(name_k + ": time step " + std::to_string(i) + " (" + f.date(days[i]) +

@@ -110,6 +110,9 @@ std::vector<double> cf_bounds(const std::vector<double>& c, bool latitude) {
   return b;
 }
 
+namespace {
+
+// The time of each step to take its day from (cf_days): its cell's middle, else its stamp.
 std::vector<double> cf_day_times(const NcFile& f, int time_var, const std::string& time_name, const TimeUnits& tu,
                                  const std::string& where, size_t& moved) {
   std::vector<double> t = f.read_coord(time_name);
@@ -141,6 +144,21 @@ std::vector<double> cf_day_times(const NcFile& f, int time_var, const std::strin
     t[i] = middle;
   }
   return t;
+}
+
+}  // namespace
+
+std::vector<int64_t> cf_days(const NcFile& f, int time_var, const std::string& time_name, const TimeUnits& tu,
+                             const std::string& where, size_t& moved) {
+  std::vector<int64_t> days;
+  for (double t : cf_day_times(f, time_var, time_name, tu, where, moved)) days.push_back(tu.day_of(t, where));
+  return days;
+}
+
+std::string days_from_bounds_note(const std::string& where, size_t moved) {
+  return where + ": " + std::to_string(moved) +
+         " time step(s) stamped at an end of their interval: each day is taken from the middle of its time bounds, "
+         "not from the stamp";
 }
 
 

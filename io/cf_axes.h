@@ -38,15 +38,18 @@ CfAxes define_cf_axes(NcFile& nc, size_t nlat, size_t nlon, const std::string& c
 // bounds the day itself (the values are daily means); lat and lon by write_cf_lat_lon.
 void write_cf_axes(NcFile& nc, const CfAxes& a, const std::vector<int64_t>& days, const std::vector<double>& lat,
                    const std::vector<double>& lon);
-// The time of each step to take its day from: the middle of its CF cell (the `bounds` variable,
-// n x 2, in the time's units) where the file has one, else the stamp. Daily means stamped at the
-// end of their interval (the next day at 00:00, as some models write them) would otherwise be
-// read one day late, each day's value under the next day's date (fetch reads sources so, and
-// preprocess and predict the fetched files, which a user's CDO step may have stamped anew). `moved`: how many steps the
-// bounds put on another day than their stamp.
-// InputError naming `where` for bounds not n x 2 or a stamp outside its interval.
-std::vector<double> cf_day_times(const NcFile& f, int time_var, const std::string& time_name, const TimeUnits& tu,
-                                 const std::string& where, size_t& moved);
+// The day of each step, taken from the middle of its CF cell (the `bounds` variable, n x 2, in
+// the time's units) where the file has one, else from the stamp. Daily means stamped at the end
+// of their interval (the next day at 00:00, as some models write them) would otherwise be read
+// one day late, each day's value under the next day's date (fetch reads sources so, and
+// preprocess and predict the fetched files, which a user's CDO step may have stamped anew).
+// `moved`: how many steps the bounds put on another day than their stamp. InputError naming
+// `where` for bounds not n x 2 or wider than a day, a stamp outside its interval, or a time value
+// that is no date.
+std::vector<int64_t> cf_days(const NcFile& f, int time_var, const std::string& time_name, const TimeUnits& tu,
+                             const std::string& where, size_t& moved);
+// The line that says cf_days took `moved` steps of `where` from their bounds, not their stamps.
+std::string days_from_bounds_note(const std::string& where, size_t moved);
 // Days (floored time values) and the calendar attribute's CF name ("standard" when absent).
 std::vector<int64_t> read_cf_days(const NcFile& nc, std::string* calendar);
 

@@ -472,6 +472,8 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     for (int s = 0; s < 3; ++s) {
       const size_t n = dates.split_days[s].size();
       writer.create_split(kSplits[s], n);
+      std::vector<size_t> filled(C, 0);  // this split's filled values of each channel
+      std::vector<int64_t> unobserved;     // and its days without an observed modelled box
       for_blocks(n, block, std::string("writing the ") + kSplits[s] + " split", [&](size_t a, size_t b) {
         const size_t nb = b - a;
         x.resize(nb * C * HW);
@@ -480,7 +482,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
           const auto idx = slice(ch.index[s], a, b);
           src.resize(nb * ch.file->grid().size());
           ch.file->read(idx, src.data());
-          summary.filled += fill_missing(*ch.file, idx, src, fill);
+          filled[c] += fill_missing(*ch.file, idx, src, fill);
           ch.regrid->apply(src, nb, out);
           apply_standardization(ch.stats, out);
           for (size_t t = 0; t < nb; ++t) {
@@ -506,7 +508,12 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
         read_obs(slice(obs_index[s], a, b), yv);
         y = training_target(yv, meta.mask, precipitation, pp.wet_threshold);
         mask_observation(yv, meta.mask);
-        for (float v : y) split_valid[s] += std::isfinite(v);
+        for (size_t t = 0; t < nb; ++t) {
+          const size_t valid = size_t(std::count_if(y.begin() + t * HWy, y.begin() + (t + 1) * HWy,
+                                                    [](float v) { return std::isfinite(v); }));
+          split_valid[s] += valid;
+          if (!valid) unobserved.push_back(dates.split_days[s][a + t]);
+        }
         if (s == 0) {
           for (float v : y)
             if (std::isfinite(v)) ++train_valid, wet += v > 0;
@@ -516,6 +523,22 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
         writer.write_rows(kSplits[s], a, nb, x.data(), y.data(), yv.data(), &dates.split_days[s][a]);
         progress2.advance(static_cast<int64_t>(nb));
       });
+      for (size_t c = 0; c < C && n > 0; ++c) {
+        summary.filled += filled[c];
+        const double share = double(filled[c]) / double(n * channels[c].file->grid().size());
+        if (share > kMostFilled)
+          throw InputError(fmt::format(
+              "{}: {:.0f} % of its values in the {} split ({} to {}) are missing and were filled (preprocess.fill: {}): "
+              "more than {:.0f} %, the {} split's {} would be the fill, not the weather; fetch the field again or from "
+              "another source, or choose other preprocess.{}_years (nothing written)",
+              channels[c].file->where(), 100 * share, kSplits[s],
+              to_string(date_from_days(dates.split_days[s].front(), calendar)),
+              to_string(date_from_days(dates.split_days[s].back(), calendar)), pp.fill, 100 * kMostFilled, kSplits[s],
+              channels[c].name, kSplits[s]));
+        if (filled[c])
+          spdlog::info("{}: {} of its values in the {} split were missing and filled ({:.2g} %, preprocess.fill)",
+                       channels[c].file->where(), filled[c], kSplits[s], 100 * share);
+      }
       // A split of days none of whose modelled boxes was observed would be scored as loss 0 (the
       // validation split choosing the first epoch's model as the best) or not at all (test).
       if (n > 0 && split_valid[s] == 0)
@@ -523,6 +546,17 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
                          " split (" + to_string(date_from_days(dates.split_days[s].front(), calendar)) + " to " +
                          to_string(date_from_days(dates.split_days[s].back(), calendar)) +
                          "): every day there is missing; choose other preprocess." + kSplits[s] + "_years");
+      // Such a day is a sample with nothing to learn or score: the loss and the scores skip its
+      // boxes, but it counts in the split (and in its batches). Said, with the first dates.
+      if (!unobserved.empty()) {
+        std::string first;
+        for (size_t i = 0; i < std::min<size_t>(unobserved.size(), 3); ++i)
+          first += (i ? ", " : "") + to_string(date_from_days(unobserved[i], calendar));
+        spdlog::warn("{}: {} day{} of the {} split {} no observed value on any modelled box ({}{}): kept, they "
+                     "count in the split but add nothing to its loss or scores",
+                     obs_file.where(), unobserved.size(), unobserved.size() == 1 ? "" : "s", kSplits[s],
+                     unobserved.size() == 1 ? "has" : "have", first, unobserved.size() > 3 ? ", ..." : "");
+      }
     }
     progress2.done();
     if (precipitation && train_valid)

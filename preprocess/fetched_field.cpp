@@ -29,6 +29,20 @@ FetchedField::FetchedField(const std::string& path, const std::string& variable)
   units_ = file_.att_text(varid_, "units");
   if (units_.empty()) throw InputError(where_ + ": no units attribute");
   level_ = static_cast<int>(file_.att_double(varid_, "level_hPa", 0));
+  // fetch writes the level twice: level_hPa, which downscale reads, and the scalar plev in Pa,
+  // which CDO and xarray read. Disagreeing, one of them was edited, and the other tools would
+  // take the field for another level's.
+  if (level_ > 0 && file_.has_var("plev") && file_.var_dims(file_.var_id("plev")).empty()) {
+    const int pv = file_.var_id("plev");
+    double plev = 0;
+    file_.read(pv, {0}, {1}, &plev);  // (a scalar: netCDF reads no start or count)
+    const std::string pu = file_.att_text(pv, "units");
+    const double hpa = pu == "Pa" ? plev / 100 : pu == "hPa" || pu == "mbar" ? plev : NAN;
+    if (!(std::abs(hpa - level_) < 0.5))
+      throw InputError(where_ + ": its level_hPa is " + std::to_string(level_) + ", but the file's plev is " +
+                       fmt::format("{:g}", plev) + " " + (pu.empty() ? "(no units)" : pu) +
+                       ": one of them was changed after the fetch; fetch the field again");
+  }
   // fetch unpacks what it reads (fetch/plan.cpp) and writes floats: packed values here, read as
   // they are, would be the packed counts (a z of 10008 for 56501 m2 s-2, exit 0).
   for (const char* packing : {"scale_factor", "add_offset"})
@@ -69,10 +83,8 @@ FetchedField::FetchedField(const std::string& path, const std::string& variable)
   // stamped anew at the end of each day (a CDO step after the fetch) was paired with the next
   // day's other predictors, exit 0.
   size_t moved = 0;
-  for (double t : cf_day_times(file_, tv, "time", tu, path + ": time", moved)) days_.push_back(tu.day_of(t, path + ": time"));
-  if (moved)
-    spdlog::info("{}: {} time step(s) stamped at an end of their interval: each day is taken from the middle of its "
-                 "time bounds, not from the stamp", path, moved);
+  days_ = cf_days(file_, tv, "time", tu, path + ": time", moved);
+  if (moved) spdlog::info("{}", days_from_bounds_note(path, moved));
   for (size_t i = 1; i < days_.size(); ++i)
     if (days_[i] <= days_[i - 1])
       throw InputError(path + ": time is not strictly ascending: " + date_of(days_[i]) + " follows " + date_of(days_[i - 1]));
@@ -144,12 +156,24 @@ void FetchedField::check_as_fetched(const FetchedFile& f, const std::string& man
   if (!f.units.empty() && units_ != f.units) changed("its units are '" + units_ + "', not '" + f.units + "'");
   // fetch cut the season's months: a day of another month is a time axis moved since (a day's
   // shift of a winter's files puts 1 March in them), which pairs every day with its neighbour's.
+  bool held[13] = {};
   if (!season.empty())
     for (int64_t d : days_) {
       const int month = date_from_days(d, calendar_).month;
+      held[month] = true;
       if (std::find(season.begin(), season.end(), month) == season.end())
         changed("it holds " + date_of(d) + ", outside the months fetch cut (fetch.season)");
     }
+  // And the other way: a year or more of days holds every month of the season. A month never
+  // held is a season edited in the manifest (all months over a winter's files split the winters
+  // by calendar year, not by season-year as fetch cut them).
+  if (!season.empty() && days_.size() >= 2 && days_.back() - days_.front() >= 365)
+    for (int m : season)
+      if (m >= 1 && m <= 12 && !held[m])
+        throw InputError(where_ + ": its " + std::to_string(days_.size()) + " days from " + date_of(days_.front()) +
+                         " to " + date_of(days_.back()) + " hold no day of month " + std::to_string(m) + ", which " +
+                         manifest + "'s season has (fetch.season): the manifest or the file was changed after the "
+                         "fetch (fetch it again)");
 }
 
 void FetchedField::check_level(const std::string& field) const {

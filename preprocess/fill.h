@@ -21,6 +21,11 @@ FillPolicy parse_fill_policy(const std::string& name);  // UsageError if unknown
 // invent a season, so nearest_time gives up (an error) beyond 15 days.
 constexpr int kMaxFillDays = 15;
 
+// A predictor mostly filled (fill: climatology) is mostly the training mean: its values tell the
+// network nothing of those days, and a model trained, scored or run on them is one of the fill.
+// Preprocess (per split) and predict refuse a channel with more than this share filled.
+constexpr double kMostFilled = 0.5;
+
 // Applies the policy to `block`: the time steps `idx` of `f`, on f's grid. Returns how many
 // values were missing. `key` is the config key that set the policy (preprocess.fill, or
 // predict.fill for new predictors): the error for a gap names it.

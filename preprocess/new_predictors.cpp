@@ -121,15 +121,11 @@ NewPredictors::NewPredictors(const std::string& fetch_dir, const StoreMeta& meta
   // (another reference date written into its units) paired each day with another winter's field.
   std::vector<const std::vector<int64_t>*> channel_days;
   for (const auto& ch : channels_) channel_days.push_back(&ch.file->days());
-  SplitYears all_years;  // the split rule is not used: only the days common to every file
-  all_years.calendar = parse_calendar(calendar_, fetch_dir);
-  const SampleDates common = plan_sample_dates(all_years, meta.channels, channel_days);
-  days_ = *channel_days.front();
-  for (const auto* d : channel_days) {
-    std::vector<int64_t> next;
-    std::set_intersection(days_.begin(), days_.end(), d->begin(), d->end(), std::back_inserter(next));
-    days_.swap(next);
-  }
+  // No split has years here, so every common day lands in outside_splits: those are the days.
+  SplitYears no_splits;
+  no_splits.calendar = parse_calendar(calendar_, fetch_dir);
+  const SampleDates common = plan_sample_dates(no_splits, meta.channels, channel_days);
+  days_ = common.outside_splits;
   if (days_.empty())
     throw InputError(fetch_dir + ": the predictors have no day in common (" +
                      fmt::format("{}", fmt::join(common.missing_from, "; ")) + " of the days any of them holds)");

@@ -88,9 +88,6 @@ class NewPredictors {
   // refused.
   static constexpr double kImpossibleMean = 50;
   static constexpr double kImpossibleShift = 0.2;
-  // A channel mostly filled (predict.fill: climatology) is mostly the training mean: its values
-  // tell the network nothing of these days, and the prediction is of the fill.
-  static constexpr double kMostFilled = 0.5;
   void check_departures() const;
 
  private:

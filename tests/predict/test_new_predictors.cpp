@@ -591,6 +591,19 @@ TEST(FetchedField, EditsThatMoveDaysOrRelabelValuesAreRefused) {
   EXPECT_NE(msg.find("it holds 2000-02-01, outside the months fetch cut (fetch.season) as manifest.json records it"),
             std::string::npos)
       << msg;
+  // Two winters' January and February under a season of every month: a season edited in the
+  // manifest (it would split the winters by calendar year). Under the months held it passes.
+  std::vector<int64_t> winters = days;
+  for (int64_t t = 11323; t < 11323 + 59; ++t) winters.push_back(t);  // January and February 2001
+  write_fetched(d / "winters.nc", "psl", g, winters, wiggle);
+  const FetchedField two(d / "winters.nc", "psl");
+  two.check_as_fetched(entry, "manifest.json", {1, 2});
+  msg = test::message_of<InputError>(
+      [&] { two.check_as_fetched(entry, "manifest.json", {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}); });
+  EXPECT_NE(msg.find("its 119 days from 2000-01-01 to 2001-02-28 hold no day of month 3, which manifest.json's "
+                     "season has"),
+            std::string::npos)
+      << msg;
   entry.units = "hPa";
   msg = test::message_of<InputError>([&] { f.check_as_fetched(entry, "manifest.json", {}); });
   EXPECT_NE(msg.find("its units are 'Pa', not 'hPa' as manifest.json records it"), std::string::npos) << msg;

@@ -269,6 +269,60 @@ TEST(BuildStore, FillPoliciesFillMissingPredictorValues) {
   }
 }
 
+// A predictor missing over a whole split (the fuzz review of 2026-12-01 found a test split of
+// climatology, 0 everywhere, counted and stored with exit 0): refused, naming the file, the split
+// and its share, with no store written. Half or less of a split filled is kept.
+TEST(BuildStore, ASplitMostlyFilledIsRefused) {
+  TinyRun run;
+  run.cfg.preprocess.fill = "climatology";
+  {
+    int nc = -1, v = -1;
+    ASSERT_EQ(nc_open((run.dir / "run/fetch/z@500.nc").c_str(), NC_WRITE, &nc), NC_NOERR);
+    ASSERT_EQ(nc_inq_varid(nc, "z", &v), NC_NOERR);
+    // 2002 (the test split): days 731.. of the file, all 3 x 4 boxes.
+    const std::vector<float> nan(365 * 12, NAN);
+    const size_t start[3] = {731, 0, 0}, count[3] = {365, 3, 4};
+    ASSERT_EQ(nc_put_vara_float(nc, v, start, count, nan.data()), NC_NOERR);
+    nc_close(nc);
+  }
+  try {
+    build_store(run.cfg, run.dir / "run/fetch", run.dir / "run/store.h5");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_TRUE(has(msg, "z@500.nc: variable 'z': 100 % of its values in the test split (2002-01-01 to 2002-12-31) "
+                         "are missing and were filled (preprocess.fill: climatology)")) << msg;
+    EXPECT_TRUE(has(msg, "preprocess.test_years")) << msg;
+  }
+  EXPECT_FALSE(std::filesystem::exists(run.dir / "run/store.h5"));
+}
+
+// A day whose observation is missing at every modelled box is kept (it is still a day of the
+// split) and said with its date: it adds nothing to the loss or the scores.
+TEST(BuildStore, DaysWithoutAnObservationAreSaid) {
+  TinyRun run;
+  {
+    int nc = -1, v = -1;
+    ASSERT_EQ(nc_open((run.dir / "run/fetch/pr.nc").c_str(), NC_WRITE, &nc), NC_NOERR);
+    ASSERT_EQ(nc_inq_varid(nc, "pr", &v), NC_NOERR);
+    size_t nlat = 0, nlon = 0;
+    int dims[3];
+    nc_inq_vardimid(nc, v, dims);
+    nc_inq_dimlen(nc, dims[1], &nlat);
+    nc_inq_dimlen(nc, dims[2], &nlon);
+    const std::vector<float> nan(nlat * nlon, NAN);
+    const size_t start[3] = {400, 0, 0}, count[3] = {1, nlat, nlon};  // 2001-02-04
+    ASSERT_EQ(nc_put_vara_float(nc, v, start, count, nan.data()), NC_NOERR);
+    nc_close(nc);
+  }
+  test::LogCapture log;
+  const auto s = build_store(run.cfg, run.dir / "run/fetch", run.dir / "run/store.h5");
+  EXPECT_EQ(s.validation, 365u);
+  EXPECT_TRUE(has(log.str(), "1 day of the validation split has no observed value on any modelled box (2001-02-04)"))
+      << log.str();
+  EXPECT_FALSE(has(log.str(), "of the train split")) << log.str();
+}
+
 TEST(BuildStore, DroppedDatesAreCountedByKind) {
   TinyRun run(false, true);
   run.cfg.preprocess.validation_years = {0, -1};  // 2001 in no split
@@ -309,10 +363,24 @@ TEST(BuildStore, FilesEditedByHandAreRefused) {
   {
     TinyRun run;
     const std::string msg = refusal(run, [&](int nc) {
+      // Another level's file copied under this field's name: both of its level labels say 700.
       const int level = 700;
       nc_put_att_int(nc, var(nc, "ta"), "level_hPa", NC_INT, 1, &level);
+      nc_enddef(nc);
+      const double pa = 70000;
+      nc_put_var_double(nc, var(nc, "plev"), &pa);
     }, "ta@500.nc");
     EXPECT_TRUE(has(msg, "ta@500.nc: variable 'ta': its level_hPa is 700, but it is the file of ta@500 (500 hPa)")) << msg;
+  }
+  {
+    // The plev CDO and xarray read, edited to another level: the two labels disagree.
+    TinyRun run;
+    const std::string msg = refusal(run, [&](int nc) {
+      nc_enddef(nc);
+      const double pa = 70000;
+      nc_put_var_double(nc, var(nc, "plev"), &pa);
+    }, "ta@500.nc");
+    EXPECT_TRUE(has(msg, "ta@500.nc: variable 'ta': its level_hPa is 500, but the file's plev is 70000 Pa")) << msg;
   }
   {
     TinyRun run;
