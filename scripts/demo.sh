@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The demo, end to end, from a fresh clone: installs the Debian packages, builds, then runs
+# The demo, end to end, from a fresh clone: installs the Debian packages the build needs (not the
+# test suite's: Slurm, CDO, NCO, ...; scripts/test.sh adds those), builds, then runs
 #   synth -> fetch -> preprocess -> train -> predict -> evaluate
 # on configs/demo.yaml. Extra arguments are passed to every stage (e.g. --set train.epochs=3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --build-only
 bash scripts/build.sh
 config=configs/demo.yaml
 start=$(date +%s)
