@@ -148,11 +148,12 @@ FieldFile create_field_file(const std::string& path, const FieldPlan& f, size_t 
   return out;
 }
 
-bool is_missing(float raw, const FieldPlan& f) {
+bool is_missing(float raw, const FieldPlan::Encoding& e) {
   if (!std::isfinite(raw) || std::abs(raw) >= 1e19f) return true;
-  if (f.has_fill && raw == static_cast<float>(f.fill)) return true;
-  if (f.has_missing && raw == static_cast<float>(f.missing_value)) return true;
-  return false;
+  if (e.has_fill && raw == static_cast<float>(e.fill)) return true;
+  for (double m : e.missing_values)
+    if (raw == static_cast<float>(m)) return true;
+  return !(raw >= e.valid_min && raw <= e.valid_max);
 }
 
 // netCDF-C's DAP client reports some damaged responses only as a line on stderr: a body cut
@@ -291,16 +292,17 @@ ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const SourceOpen
   // a field twice per chunk showed up in the profile.
   const size_t piece_values = std::min(rows, c.days.size()) * plane;
   std::unique_ptr<float[]> raw(new float[piece_values]), piece(new float[piece_values]);
-  // Unpacking and unit conversion are most often the identity; the values are then copied as
-  // they are (the double arithmetic below gives the same floats, only slower).
-  const bool identity =
-      f.pack_scale == 1 && f.pack_offset == 0 && f.convert.identity() && f.def.scale == 1 && f.def.offset == 0;
   size_t t_out = 0, missing = 0;
   std::string first_missing;  // "on 1983-12-11 at lon -4.22, lat 38.5", for the message
   for (const TimeRun& tr : c.time_runs) {
     // The run's file (a field kept in yearly files reads two for a season across the new year).
     const std::string where = redact_credentials(f.urls[tr.source]) + where0;
     const NcFile& src = open(f.urls[tr.source]);
+    const FieldPlan::Encoding& enc = f.encodings.at(tr.source);
+    // Unpacking and unit conversion are most often the identity; the values are then copied as
+    // they are (the double arithmetic below gives the same floats, only slower).
+    const bool identity =
+        enc.pack_scale == 1 && enc.pack_offset == 0 && f.convert.identity() && f.def.scale == 1 && f.def.offset == 0;
     int v = -1;
     source_check(nc_inq_varid(src.id(), f.native.c_str(), &v), where);
     for (size_t t = tr.start; t < tr.start + tr.count; t += rows) {
@@ -309,7 +311,7 @@ ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const SourceOpen
       for (const IndexRun& xr : f.lon_runs) {
         std::vector<size_t> start(f.ndims, 0), count(f.ndims, 1);
         start[f.t_ax] = t, count[f.t_ax] = nt;
-        if (f.z_ax >= 0) start[f.z_ax] = f.level_index;
+        if (f.z_ax >= 0) start[f.z_ax] = enc.level_index;
         start[f.y_ax] = f.lat_run.start, count[f.y_ax] = ny;
         start[f.x_ax] = xr.start, count[f.x_ax] = xr.count;
         // Only this hyperslab crosses the network: netCDF-C sends it as a DAP constraint.
@@ -324,9 +326,9 @@ ChunkResult fetch_chunk(const FieldPlan& f, const ChunkPlan& c, const SourceOpen
             float* o = &piece[k * plane + j * nx + x_out];
             for (size_t i = 0; i < xr.count; ++i) {
               float y = kFetchFill;
-              if (!is_missing(in[i], f)) {
+              if (!is_missing(in[i], enc)) {
                 y = identity ? in[i]
-                             : static_cast<float>((((in[i] * f.pack_scale + f.pack_offset) * f.convert.scale) +
+                             : static_cast<float>((((in[i] * enc.pack_scale + enc.pack_offset) * f.convert.scale) +
                                                    f.convert.offset) * f.def.scale + f.def.offset);
                 if (!std::isfinite(y))
                   throw InputError(file_where + ": check failed: non-finite value on " + f.date(c.days[t_out + k]));

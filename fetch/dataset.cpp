@@ -160,6 +160,12 @@ Dataset load_dataset(const std::string& name_or_path, const std::string& config_
       const std::string target = std_units.empty() ? standard_units(var) : std_units;
       if (!target.empty()) v.units = {target};
     }
+    // A scale or offset changes the unit: without std_units it is taken to give the variable's
+    // standard unit; a variable without one would be labelled with the source's unit over
+    // converted values (rsds in W m-2 scaled to MJ m-2 day-1, written as W m-2).
+    if (!identity && std_units.empty() && standard_units(var).empty())
+      throw UsageError(where + ": key '" + (v.scale != 1 ? "scale" : "offset") + "' converts the values, but '" + var +
+                       "' has no standard unit to label them with: give std_units (the unit after the conversion)");
     v.std_units = !std_units.empty() ? std_units : identity ? v.target_units() : standard_units(var);
     if (v.std_units.empty()) v.std_units = v.target_units();
     for (const auto& u : v.units)

@@ -144,9 +144,14 @@ std::vector<IndexRun> lon_selection(const std::vector<double>& lon, double lo, d
   std::vector<IndexRun> runs;
   selected.clear();
   for (size_t k = 0; k < in.size(); ++k) {
-    if (k > 0 && std::abs(in[k].first - in[k - 1].first) < tol)
+    if (k > 0 && std::abs(in[k].first - in[k - 1].first) < tol) {
+      // A global grid that repeats its first column one turn on (0..360 or -180..180 with both
+      // ends, as regridded CMIP output and CDO's cyclic grids are written) holds that column
+      // twice: the later copy is left out. Other duplicates are two columns for one meridian.
+      if (std::abs(std::abs(lon[in[k].second] - lon[in[k - 1].second]) - 360) < tol) continue;
       throw InputError(where + ": longitude " + num(in[k].first) + " appears twice (at " + num(lon[in[k - 1].second]) +
-                       " and " + num(lon[in[k].second]) + ")");
+                       " and " + num(lon[in[k].second]) + "), not one turn apart: two columns for one meridian");
+    }
     selected.push_back(in[k].first);
     if (!runs.empty() && runs.back().start + runs.back().count == in[k].second) ++runs.back().count;
     else runs.push_back({in[k].second, 1});
@@ -327,29 +332,36 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
   // the variable's or the file's name.
   const bool level_in_name = f.def.level_in_name(), level_in_url = f.def.level_in_url();
   const std::string wanted_level = std::to_string(w.level) + " hPa";
+  // Each file's own: a year's file may list other levels, or state another level, than the first.
+  const auto level_index_in = [&](const NcFile& file, const std::string& at) {
+    const auto plev = file.read_coord(dims[f.z_ax]);
+    const std::string zu = file.att_text(file.var_id(dims[f.z_ax]), "units", "hPa");
+    std::string have;
+    for (size_t k = 0; k < plev.size(); ++k) {
+      const double hpa = to_hpa(plev[k], zu, at);
+      have += (k ? ", " : "") + hpa_text(hpa);
+      if (std::abs(hpa - w.level) < 0.5) return k;
+    }
+    throw InputError(at + ": no level " + wanted_level + " (levels: " + have + ")");
+  };
+  const auto check_stated_level = [&](const NcFile& file, int var, const std::string& at) {
+    double hpa = 0;
+    std::string how;
+    const bool stated = stated_level(file, var, hpa, how, at);
+    if (stated && w.level == 0)
+      throw InputError(at + ": holds level " + hpa_text(hpa) + " hPa (" + how + "); request it as " + w.var + "@" +
+                       hpa_text(hpa));
+    if (stated && std::abs(hpa - w.level) >= 0.5)
+      throw InputError(at + ": holds level " + hpa_text(hpa) + " hPa (" + how + ") but level " + wanted_level +
+                       " was requested");
+    return stated;
+  };
   if (f.z_ax >= 0) {
     if (w.level == 0) throw InputError(where + ": has a level dimension; request it as " + w.var + "@level");
     if (level_in_name) throw InputError(where + ": the level is in the name but it also has a level dimension");
-    const auto plev = src.read_coord(dims[f.z_ax]);
-    const std::string zu = src.att_text(src.var_id(dims[f.z_ax]), "units", "hPa");
-    std::string have;
-    bool found = false;
-    for (size_t k = 0; k < plev.size(); ++k) {
-      const double hpa = to_hpa(plev[k], zu, where);
-      have += (k ? ", " : "") + hpa_text(hpa);
-      if (std::abs(hpa - w.level) < 0.5) f.level_index = k, found = true;
-    }
-    if (!found) throw InputError(where + ": no level " + wanted_level + " (levels: " + have + ")");
+    (void)level_index_in(src, where);
   } else {
-    double hpa = 0;
-    std::string how;
-    const bool stated = stated_level(src, v, hpa, how, where);
-    if (stated && w.level == 0)
-      throw InputError(where + ": holds level " + hpa_text(hpa) + " hPa (" + how + "); request it as " + w.var + "@" +
-                       hpa_text(hpa));
-    if (stated && std::abs(hpa - w.level) >= 0.5)
-      throw InputError(where + ": holds level " + hpa_text(hpa) + " hPa (" + how + ") but level " + wanted_level +
-                       " was requested");
+    const bool stated = check_stated_level(src, v, where);
     if (w.level > 0 && !stated && !level_in_name && !level_in_url)
       throw InputError(where + ": has no level dimension, scalar level coordinate or level attribute, but level " +
                        wanted_level + " was requested");
@@ -420,12 +432,31 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
   if (dy > 0 && req.lat_max - f.lat.back() > dy + 1e-6) short_of.push_back("north (to " + num(f.lat.back()) + ")");
   for (const auto& side : short_of) f.box_shortfall += (f.box_shortfall.empty() ? "" : ", ") + side;
 
-  f.pack_scale = src.att_double(v, "scale_factor", 1.0);
-  f.pack_offset = src.att_double(v, "add_offset", 0.0);
-  f.has_fill = src.has_att(v, "_FillValue");
-  f.fill = src.att_double(v, "_FillValue", 0);
-  f.has_missing = src.has_att(v, "missing_value");
-  f.missing_value = src.att_double(v, "missing_value", 0);
+  // How a file stores the values (each file its own, read in the loop below).
+  const auto encoding_of = [&](const NcFile& file, int var, const std::string& at) {
+    FieldPlan::Encoding e;
+    const auto one = [&](const char* name, double fallback) {
+      const auto vals = file.att_numbers(var, name, at);
+      if (vals.size() > 1)
+        throw InputError(at + ": attribute " + name + " has " + std::to_string(vals.size()) + " values, not one");
+      return vals.empty() ? fallback : vals[0];
+    };
+    e.pack_scale = one("scale_factor", 1.0);
+    e.pack_offset = one("add_offset", 0.0);
+    e.has_fill = file.has_att(var, "_FillValue");
+    e.fill = one("_FillValue", 0.0);
+    e.missing_values = file.att_numbers(var, "missing_value", at);
+    // CF: values outside valid_range (or below valid_min, above valid_max), in the stored
+    // (packed) numbers, are missing: flags such as 4000 in a short of 0..3000 look like data.
+    const auto range = file.att_numbers(var, "valid_range", at);
+    if (!range.empty() && range.size() != 2)
+      throw InputError(at + ": attribute valid_range has " + std::to_string(range.size()) + " values, not 2");
+    e.valid_min = range.empty() ? one("valid_min", -INFINITY) : range[0];
+    e.valid_max = range.empty() ? one("valid_max", INFINITY) : range[1];
+    if (!(e.valid_min <= e.valid_max))
+      throw InputError(at + ": its valid range [" + num(e.valid_min) + ", " + num(e.valid_max) + "] is empty");
+    return e;
+  };
 
   // Time, file by file: the day of every step (in the file's calendar, which all files of the
   // field share); daily, ascending, no repeats.
@@ -448,6 +479,10 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
     }();
     f.source_versions.push_back(source_version(sk, f.urls[k]));
     const int vk = sk.var_id(f.native);
+    const std::string where_k = name_k + ": variable '" + f.native + "'";
+    f.encodings.push_back(encoding_of(sk, vk, where_k));
+    if (f.z_ax >= 0) f.encodings.back().level_index = level_index_in(sk, where_k);
+    else if (k > 0) check_stated_level(sk, vk, where_k);
     if (k > 0) {
       // One file per year: the same variable on the same grid.
       if (sk.var_dims(vk) != dims) throw InputError(name_k + ": variable '" + f.native + "' has other dimensions than in " + src_name);
@@ -468,7 +503,8 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
     auto& days = source_days[k] = cf_days(sk, tv, tname, tu, name_k + ": time", moved);
     f.days_from_bounds = f.days_from_bounds || moved > 0;
     if (moved)  // said once a field: the files of one dataset stamp alike
-      spdlog::log(k == 0 ? spdlog::level::info : spdlog::level::debug, "{}", days_from_bounds_note(name_k, moved));
+      spdlog::log(k == 0 ? spdlog::level::info : spdlog::level::debug, "{}",
+                  days_from_bounds_note(name_k, moved, sk.att_text(tv, "bounds")));
     for (size_t i = 1; i < days.size(); ++i)
       if (days[i] <= days[i - 1])
         throw InputError(name_k + ": time step " + std::to_string(i) + " (" + f.date(days[i]) +

@@ -17,6 +17,7 @@
 // either side of its seam (e.g. 350..355 then 0..10 for a request of [-10, 10]), joined in the
 // order of the normalized longitude, so the output is always ascending in -180..180.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -68,7 +69,6 @@ struct FieldPlan {
 
   // The source variable's layout: axis positions of time, level (-1: none), lat and lon.
   int ndims = 0, t_ax = -1, z_ax = -1, y_ax = -1, x_ax = -1;
-  size_t level_index = 0;
   std::vector<IndexRun> lon_runs;  // joined in order: ascending longitudes (lon_selection)
   IndexRun lat_run;
   bool lat_descending = false;
@@ -82,10 +82,18 @@ struct FieldPlan {
   // west, south"; empty when it is the box.
   std::string widened;
 
-  // Packing in the source (values are unpacked, then converted with def.scale/def.offset).
-  double pack_scale = 1, pack_offset = 0;
-  bool has_fill = false, has_missing = false;
-  double fill = 0, missing_value = 0;
+  // How each file of urls stores the field (beside urls): yearly files are packed and marked
+  // each on their own (ERA5 from the CDS: every file its own scale_factor and add_offset), and a
+  // level dimension may list other levels in another year's file.
+  struct Encoding {
+    double pack_scale = 1, pack_offset = 0;  // values are unpacked, then converted (convert, def)
+    bool has_fill = false;
+    double fill = 0;
+    std::vector<double> missing_values;      // CF missing_value: one or several
+    double valid_min = -INFINITY, valid_max = INFINITY;  // CF valid_range / valid_min / valid_max (packed)
+    size_t level_index = 0;                  // along z_ax
+  };
+  std::vector<Encoding> encodings;
 
   std::string redacted() const;          // url without credentials
   std::string out_units() const;         // units written

@@ -211,6 +211,9 @@ TimeUnits TimeUnits::parse(const std::string& units, const std::string& calendar
   std::istringstream in(units);
   std::string unit, since, date, clock;
   in >> unit >> since >> date >> clock;
+  // udunits2 and cftime read the unit and "since" in any case ("Days since 1970-01-01").
+  for (std::string* word : {&unit, &since})
+    for (char& ch : *word) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   TimeUnits t;
   t.calendar = parse_calendar(calendar_attribute, where);
   if (unit == "days" || unit == "day" || unit == "d") t.seconds_per_unit = 86400;

@@ -155,10 +155,10 @@ std::vector<int64_t> cf_days(const NcFile& f, int time_var, const std::string& t
   return days;
 }
 
-std::string days_from_bounds_note(const std::string& where, size_t moved) {
+std::string days_from_bounds_note(const std::string& where, size_t moved, const std::string& bounds) {
   return where + ": " + std::to_string(moved) +
-         " time step(s) stamped at an end of their interval: each day is taken from the middle of its time bounds, "
-         "not from the stamp";
+         " time step(s) stamped at an end of their interval: each day is taken from the middle of its time bounds" +
+         (bounds.empty() ? "" : " ('" + bounds + "')") + ", not from the stamp";
 }
 
 

@@ -48,8 +48,9 @@ void write_cf_axes(NcFile& nc, const CfAxes& a, const std::vector<int64_t>& days
 // that is no date.
 std::vector<int64_t> cf_days(const NcFile& f, int time_var, const std::string& time_name, const TimeUnits& tu,
                              const std::string& where, size_t& moved);
-// The line that says cf_days took `moved` steps of `where` from their bounds, not their stamps.
-std::string days_from_bounds_note(const std::string& where, size_t moved);
+// The line that says cf_days took `moved` steps of `where` from their bounds (the variable
+// `bounds`, named when given), not their stamps.
+std::string days_from_bounds_note(const std::string& where, size_t moved, const std::string& bounds = "");
 // Days (floored time values) and the calendar attribute's CF name ("standard" when absent).
 std::vector<int64_t> read_cf_days(const NcFile& nc, std::string* calendar);
 

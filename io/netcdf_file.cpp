@@ -212,6 +212,18 @@ std::string NcFile::att_text(int varid, const std::string& name, const std::stri
   return s;
 }
 
+std::vector<double> NcFile::att_numbers(int varid, const std::string& name, const std::string& where) const {
+  size_t len = 0;
+  nc_type type;
+  if (nc_inq_att(id_, varid, name.c_str(), &type, &len) != NC_NOERR || len < 1) return {};
+  if (type == NC_CHAR || type == NC_STRING)
+    throw InputError(where + ": attribute " + name + " is text ('" + att_text(varid, name) +
+                     "'), not a number as CF has it: the values it marks or scales cannot be told");
+  std::vector<double> v(len);
+  nc_check(nc_get_att_double(id_, varid, name.c_str(), v.data()), where + ": attribute " + name);
+  return v;
+}
+
 double NcFile::att_double(int varid, const std::string& name, double fallback) const {
   size_t len = 0;
   if (nc_inq_attlen(id_, varid, name.c_str(), &len) != NC_NOERR || len < 1) return fallback;

@@ -400,6 +400,13 @@ int run_fetch(const Config& cfg, bool dry_run) {
     spdlog::info("{}: {} days ({} calendar) x {} x {} {}, {:.0f}% missing, from {} variable '{}' ({})", out.name,
                  out.ntime, out.calendar, out.nlat, out.nlon, out.units, 100 * out.missing_share, out.source, out.native,
                  fp.source_units);
+    // (A dataset definition's max_missing refuses this chunk by chunk; a source read without one
+    // accepts any share.)
+    if (out.ntime && missing == out.ntime * fp.plane())
+      spdlog::warn("{}: every value is missing in {} variable '{}' over the box and years asked for (the wrong "
+                   "variable, a fill value marking every point, or data that stop before these years?): preprocess "
+                   "and predict cannot use it",
+                   out.name, out.source, out.native);
     if (predictor) manifest.predictors.push_back(out);
     else manifest.predictand = out;
   }

@@ -4,10 +4,12 @@
 // (noleap, 360_day) through the plan and a fetched chunk, one file per year, and a manifest
 // without a predictand.
 #include <gtest/gtest.h>
+#include <netcdf.h>
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "fetch/chunk.h"
@@ -234,11 +236,11 @@ TEST(FetchArchives, TheLevelComesFromADimensionAScalarCoordinateAnAttributeOrThe
   write_source(d / "dim.nc", s);
   const FetchPlan dim = plan(d.path(), one_variable("ta", "ta", "dim.nc", "K"), {"ta@850", "ta", 850}, req);
   EXPECT_EQ(dim.fields[0].z_ax, 1);
-  EXPECT_EQ(dim.fields[0].level_index, 1u);
+  EXPECT_EQ(dim.fields[0].encodings.at(0).level_index, 1u);
   s.level = 850;
   s.level_units = "millibars";
   write_source(d / "dim_mbar.nc", s);
-  EXPECT_EQ(plan(d.path(), one_variable("ta", "ta", "dim_mbar.nc", "K"), {"ta@425", "ta", 425}, req).fields[0].level_index,
+  EXPECT_EQ(plan(d.path(), one_variable("ta", "ta", "dim_mbar.nc", "K"), {"ta@425", "ta", 425}, req).fields[0].encodings.at(0).level_index,
             0u);
 
   s.level_by = LevelBy::scalar_coordinate;
@@ -561,6 +563,105 @@ TEST(FetchArchives, AManifestFileOutsideTheFetchFolderIsRefused) {
 // NetCDF-4 text attributes stored as NC_STRING (netCDF4-python's setncattr_string, some CMOR and
 // xarray writers) are read as text: a calendar read as absent gave a noleap run standard dates
 // (13 days off by 2002), and units read as absent a false "has no units attribute".
+// Yearly files each decode by their own attributes (the fetch fuzz of 2026-12-01: the first
+// year's packing, fill and level were applied to every year, exit 0): ERA5 from the CDS packs
+// each file on its own. CF's valid_range / valid_max and a missing_value of several values mark
+// missing values too; a text missing_value is refused, not read as 0.
+TEST(FetchArchives, EachYearsFileDecodesByItsOwnAttributes) {
+  test::TempDir d;
+  const auto edit = [&](int year, const std::function<void(int nc, int v)>& change) {
+    int nc = -1, v = -1;
+    ASSERT_EQ(nc_open((d / ("air." + std::to_string(year) + ".nc")).c_str(), NC_WRITE, &nc), NC_NOERR);
+    ASSERT_EQ(nc_inq_varid(nc, "air", &v), NC_NOERR);
+    nc_redef(nc);
+    change(nc, v);
+    nc_close(nc);
+  };
+  for (int y : {2000, 2001}) {
+    SourceSpec s;
+    s.var = "air";
+    s.units = "K";
+    s.time_units = "days since " + std::to_string(y) + "-01-01";
+    s.ndays = days_in_year(y);
+    write_source(d / ("air." + std::to_string(y) + ".nc"), s);
+  }
+  // 2000: values above 300 (days 300 on) are outside valid_max. 2001: packed as 2 x + 100, with
+  // two missing values, days 5 and 6 at lat 30 (raw 5.30 and 6.30).
+  edit(2000, [](int nc, int v) {
+    const double top = 300;
+    nc_put_att_double(nc, v, "valid_max", NC_DOUBLE, 1, &top);
+  });
+  edit(2001, [](int nc, int v) {
+    const double scale = 2, offset = 100, missing[2] = {5.30, 6.30};
+    nc_put_att_double(nc, v, "scale_factor", NC_DOUBLE, 1, &scale);
+    nc_put_att_double(nc, v, "add_offset", NC_DOUBLE, 1, &offset);
+    nc_put_att_double(nc, v, "missing_value", NC_FLOAT, 2, missing);
+  });
+  Dataset ds = one_variable("tas", "air", "air.{year}.nc", "K");
+  ds.variables["tas"].max_missing = 0.5;
+  const std::vector<int> all{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  const FetchPlan p = plan(d.path() + "/", ds, {"tas", "tas", 0}, request(2000, 2001, all));
+  const FieldPlan& f = p.fields[0];
+  ASSERT_EQ(f.encodings.size(), 2u);
+  test::TempDir out;
+  fetch_chunk(f, p.chunks[0], out / "2000.nc", kPiece);
+  fetch_chunk(f, p.chunks[1], out / "2001.nc", kPiece);
+  const Field a = read_field(out / "2000.nc", "tas"), b = read_field(out / "2001.nc", "tas");
+  EXPECT_NEAR(a.values[0], 0.30, 1e-3);
+  EXPECT_NEAR(a.values[299 * 12], 299.30, 1e-3);
+  EXPECT_TRUE(std::isnan(a.values[300 * 12])) << a.values[300 * 12];  // 300.30 > valid_max
+  EXPECT_NEAR(b.values[0], 100.60, 1e-3);                               // 2 x 0.30 + 100, not 0.30
+  EXPECT_NEAR(b.values[4 * 12], 108.60, 1e-3);                          // 2 x 4.30 + 100
+  for (int day : {5, 6}) {
+    for (int lon = 0; lon < 4; ++lon) EXPECT_TRUE(std::isnan(b.values[day * 12 + lon])) << day;  // lat 30
+    EXPECT_NEAR(b.values[day * 12 + 4], 2 * (day + 0.35) + 100, 1e-3) << day;                   // lat 35
+  }
+
+  // A missing_value written as text: refused naming the file, the variable and the attribute.
+  edit(2001, [](int nc, int v) {
+    nc_del_att(nc, v, "missing_value");
+    nc_put_att_text(nc, v, "missing_value", 4, "-999");
+  });
+  const std::string msg = test::message_of<InputError>([&] { plan(d.path() + "/", ds, {"tas", "tas", 0}, request(2000, 2001, all)); });
+  EXPECT_NE(msg.find("air.2001.nc: variable 'air': attribute missing_value is text ('-999')"), std::string::npos) << msg;
+}
+
+// A level dimension is read in each year's file: another year listing other levels takes its
+// own index of the level asked for, and a year without that level is refused.
+TEST(FetchArchives, EachYearsFileFindsTheLevelInItsOwnLevels) {
+  test::TempDir d;
+  for (int y : {2000, 2001}) {
+    SourceSpec s;
+    s.var = "ta";
+    s.units = "K";
+    s.level_by = LevelBy::dimension;
+    s.level = y == 2000 ? 850 : 1000;  // levels [425, 850] in 2000, [500, 1000] in 2001
+    s.time_units = "days since " + std::to_string(y) + "-01-01";
+    s.ndays = days_in_year(y);
+    write_source(d / ("ta." + std::to_string(y) + ".nc"), s);
+  }
+  const Dataset ds = one_variable("ta", "ta", "ta.{year}.nc", "K");
+  const std::string msg = test::message_of<InputError>(
+      [&] { plan(d.path() + "/", ds, {"ta@850", "ta", 850}, request(2000, 2001, {1})); });
+  EXPECT_NE(msg.find("ta.2001.nc: variable 'ta': no level 850 hPa (levels: 500, 1000)"), std::string::npos) << msg;
+  const FetchPlan p = plan(d.path() + "/", ds, {"ta@500", "ta", 500}, request(2001, 2001, {1}));
+  EXPECT_EQ(p.fields[0].encodings.at(0).level_index, 0u);
+  SourceSpec s;
+  s.var = "ta";
+  s.units = "K";
+  s.level_by = LevelBy::dimension;
+  s.level = 500;  // levels [250, 500] in 2000: 500 at index 1 there, 0 in 2001
+  s.time_units = "days since 2000-01-01";
+  s.ndays = 366;
+  write_source(d / "ta.2000.nc", s);
+  const FetchPlan q = plan(d.path() + "/", ds, {"ta@500", "ta", 500}, request(2000, 2001, {1}));
+  EXPECT_EQ(q.fields[0].encodings.at(0).level_index, 1u);
+  EXPECT_EQ(q.fields[0].encodings.at(1).level_index, 0u);
+  test::TempDir out;
+  fetch_chunk(q.fields[0], q.chunks[1], out / "2001.nc", kPiece);
+  EXPECT_NEAR(read_field(out / "2001.nc", "ta").values[0], 0.30, 1e-3);  // level index 0: 1000 x 0 + day 0
+}
+
 TEST(FetchArchives, StringTypedAttributesAreReadAsText) {
   test::TempDir dir;
   const std::string path = dir / "strings.nc";

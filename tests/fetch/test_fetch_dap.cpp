@@ -166,7 +166,7 @@ TEST(FetchDap, LevelDimensionInPaAndUnitConversionWithMissingValues) {
   d.variables["ta"].units = {"K"};
   d.variables["ta"].std_units = "K";
   const FetchPlan p = plan_for(srv.url("plev_like.nc"), d, {{"ta@850", "ta", 850}}, box(-30, 30, 20, 30, 2000, 2000, {6, 7, 8}));
-  EXPECT_EQ(p.fields[0].level_index, 1u);
+  EXPECT_EQ(p.fields[0].encodings.at(0).level_index, 1u);
   test::TempDir out;
   fetch_chunk(p.fields[0], p.chunks[0], out / "ta.nc", kPiece);
   const Field ta = read_field(out / "ta.nc", "ta");

@@ -59,6 +59,23 @@ TEST(FetchPlan, LongitudesAcrossTheSeamOfA0To360SourceComeInTwoRunsInOrder) {
   lon_selection(lon, 180, 180, "src", sel);
   EXPECT_EQ(sel, (std::vector<double>{180}));
 
+  // A cyclic grid that repeats its first column one turn on (0..360, -180..180 both inclusive):
+  // the copy is left out, not refused (the fetch fuzz of 2026-12-01: every box reaching 0 was).
+  std::vector<double> cyclic = lon;
+  cyclic.push_back(360);
+  const auto c360 = lon_selection(cyclic, -10, 10, "src", sel);
+  EXPECT_EQ(sel, (std::vector<double>{-10, -5, 0, 5, 10}));
+  ASSERT_EQ(c360.size(), 2u);
+  EXPECT_EQ(c360[1].start, 0u);
+  std::vector<double> cyclic180;
+  for (int i = 0; i <= 72; ++i) cyclic180.push_back(-180.0 + 5.0 * i);  // -180..180
+  lon_selection(cyclic180, 170, 180, "src", sel);
+  EXPECT_EQ(sel, (std::vector<double>{170, 175, 180}));
+  std::vector<double> twice = lon;
+  twice.insert(twice.begin() + 1, 0.0);  // 0 at two columns side by side: refused
+  const std::string msg = test::message_of<InputError>([&] { lon_selection(twice, -10, 10, "src", sel); });
+  EXPECT_NE(msg.find("src: longitude 0 appears twice (at 0 and 0)"), std::string::npos) << msg;
+
   // A -180..180 source needs no seam.
   std::vector<double> lon180;
   for (int i = 0; i < 72; ++i) lon180.push_back(-180.0 + 5.0 * i);
@@ -142,6 +159,16 @@ TEST(FetchPlan, DatasetDefinitionErrorsNameFileAndKey) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("bad.yaml: variables.z: unknown key 'scael'"), std::string::npos) << e.what();
   }
+  // A scale on a variable without a standard unit, and no std_units: its values would be labelled
+  // with the source's unit (rsds in W m-2 scaled to MJ m-2 day-1). With std_units it loads.
+  std::ofstream(d / "rsds.yaml") << "name: x\nurl: a.nc\nvariables:\n  rsds: {native: rsds, units: W m-2, scale: 0.0864}\n";
+  const std::string msg = test::message_of<UsageError>([&] { load_dataset(d / "rsds.yaml", d / "run.yaml"); });
+  EXPECT_NE(msg.find("rsds.yaml: variables.rsds: key 'scale' converts the values, but 'rsds' has no standard unit"),
+            std::string::npos)
+      << msg;
+  std::ofstream(d / "rsds_mj.yaml")
+      << "name: x\nurl: a.nc\nvariables:\n  rsds: {native: rsds, units: W m-2, scale: 0.0864, std_units: MJ m-2 day-1}\n";
+  EXPECT_EQ(load_dataset(d / "rsds_mj.yaml", d / "run.yaml").variable("rsds").std_units, "MJ m-2 day-1");
   std::ofstream(d / "hourly.yaml") << "name: x\nurl: a.nc\ntime_step: 6h\nvariables:\n  z: {native: z}\n";
   EXPECT_THROW(load_dataset(d / "hourly.yaml", d / "run.yaml"), UsageError);
   EXPECT_THROW(load_dataset("no_such_dataset", d / "run.yaml"), UsageError);

@@ -18,6 +18,9 @@ TEST(Calendar, TimeUnits) {
   EXPECT_EQ(to_string(h.date_of(24.0 * 365 + 23.99)), "1980-01-01");
   const auto d = TimeUnits::parse("days since 1860-1-1", "f");
   EXPECT_EQ(to_string(d.date_of(0.5)), "1860-01-01");
+  // The unit and "since" in any case, as udunits2 and cftime read them.
+  EXPECT_EQ(to_string(TimeUnits::parse("Days Since 1860-1-1", "f").date_of(1.5)), "1860-01-02");
+  EXPECT_EQ(TimeUnits::parse("HOURS since 1979-01-01", "f").seconds_per_unit, 3600);
   EXPECT_THROW(TimeUnits::parse("months since 2000-01-01", "f"), InputError);
   EXPECT_THROW(TimeUnits::parse("days", "f"), InputError);
   EXPECT_THROW(check_calendar("360_day", "f"), InputError);
