@@ -48,6 +48,7 @@
 #include "train/run_history.h"
 #include "train/climatology_start.h"
 #include "train/device_check.h"
+#include "train/distributed.h"
 #include "train/store_settings.h"
 
 namespace ds {
@@ -536,7 +537,9 @@ int run_predict(const Config& cfg) {
                  cfg.predict.members, meta.predictand, loss == model::LossKind::kGaussian ? " and standard deviation" : "");
   // run.device as in train: a GPU when one is visible (auto) or asked for (cuda), else the CPU.
   // One process, so GPU 0 of those visible (CUDA_VISIBLE_DEVICES picks another).
-  auto be = model::make_backend(cfg.run.device, cfg.run.threads, 0, "run.device", cfg.origin("run.device"));
+  const CpuThreads threads = cpu_threads(*make_single_process_communicator(), cfg.run.threads, "run.threads");
+  auto be = model::make_backend(cfg.run.device, threads.threads, 0, "run.device", cfg.origin("run.device"));
+  if (be->name().rfind("cuda", 0) != 0 && !threads.oversubscribed.empty()) spdlog::warn("{}", threads.oversubscribed);
   model::apply_math_mode(*be, cfg.train.precision, true);
   spdlog::info("predicting on {}", be->name());
   model::Net net(spec, *be);

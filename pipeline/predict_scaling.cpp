@@ -29,8 +29,8 @@ LayerProfile measure_here(const Config& cfg, int steps) {
   const size_t n = std::min<size_t>(store.count("train"), size_t(cfg.train.batch_size));
   if (n == 0) throw InputError(paths.store() + ": the train split is empty (the profile needs one batch)");
   const auto single = make_single_process_communicator();
-  const int threads = cpu_threads(*single, cfg.run.threads, "run.threads");
-  auto be = model::make_backend(cfg.run.device, threads, 0, "run.device", cfg.origin("run.device"));
+  const CpuThreads threads = cpu_threads(*single, cfg.run.threads, "run.threads");
+  auto be = model::make_backend(cfg.run.device, threads.threads, 0, "run.device", cfg.origin("run.device"));
   model::apply_math_mode(*be, cfg.train.precision, true);
   model::Net net(model_spec_for(cfg, meta), *be);
   net.init(cfg.train.seed);

@@ -472,7 +472,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
     for (int s = 0; s < 3; ++s) {
       const size_t n = dates.split_days[s].size();
       writer.create_split(kSplits[s], n);
-      std::vector<size_t> filled(C, 0);  // this split's filled values of each channel
+      std::vector<size_t> filled(C, 0);  // this split's predictor-grid values left to the training mean
       std::vector<int64_t> unobserved;     // and its days without an observed modelled box
       for_blocks(n, block, std::string("writing the ") + kSplits[s] + " split", [&](size_t a, size_t b) {
         const size_t nb = b - a;
@@ -482,7 +482,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
           const auto idx = slice(ch.index[s], a, b);
           src.resize(nb * ch.file->grid().size());
           ch.file->read(idx, src.data());
-          filled[c] += fill_missing(*ch.file, idx, src, fill);
+          summary.filled += fill_missing(*ch.file, idx, src, fill);
           ch.regrid->apply(src, nb, out);
           apply_standardization(ch.stats, out);
           for (size_t t = 0; t < nb; ++t) {
@@ -490,7 +490,7 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
             std::copy(out.begin() + t * HW, out.begin() + (t + 1) * HW, dst);
             // climatology fill: a box still missing takes the training mean, 0 once standardized.
             for (size_t k = 0; k < HW; ++k) {
-              if (!std::isfinite(dst[k])) dst[k] = 0.0f;
+              if (!std::isfinite(dst[k])) dst[k] = 0.0f, ++filled[c];
               // Every stage that reads the store refuses such a value (io/store_checks.h); say why
               // here, where rebuilding would not help: a box almost constant over the training
               // days, so a small departure is thousands of its standard deviations.
@@ -523,21 +523,24 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
         writer.write_rows(kSplits[s], a, nb, x.data(), y.data(), yv.data(), &dates.split_days[s][a]);
         progress2.advance(static_cast<int64_t>(nb));
       });
+      // Counted on the predictor grid, after regridding: a land-only field's sea that no box
+      // reaches, or that conservative regridding leaves out, is no fill.
       for (size_t c = 0; c < C && n > 0; ++c) {
-        summary.filled += filled[c];
-        const double share = double(filled[c]) / double(n * channels[c].file->grid().size());
+        if (!filled[c]) continue;
+        const double share = double(filled[c]) / double(n * HW);
         if (share > kMostFilled)
           throw InputError(fmt::format(
-              "{}: {:.0f} % of its values in the {} split ({} to {}) are missing and were filled (preprocess.fill: {}): "
-              "more than {:.0f} %, the {} split's {} would be the fill, not the weather; fetch the field again or from "
-              "another source, or choose other preprocess.{}_years (nothing written)",
+              "{}: {:.1f} % of its values on the predictor grid in the {} split ({} to {}) are missing and take the "
+              "training mean (preprocess.fill: {}): more than {:.0f} %, the {} split's {} would be the fill, not the "
+              "weather; fetch the field again or from another source, or choose other preprocess.{}_years (nothing "
+              "written)",
               channels[c].file->where(), 100 * share, kSplits[s],
               to_string(date_from_days(dates.split_days[s].front(), calendar)),
               to_string(date_from_days(dates.split_days[s].back(), calendar)), pp.fill, 100 * kMostFilled, kSplits[s],
               channels[c].name, kSplits[s]));
-        if (filled[c])
-          spdlog::info("{}: {} of its values in the {} split were missing and filled ({:.2g} %, preprocess.fill)",
-                       channels[c].file->where(), filled[c], kSplits[s], 100 * share);
+        spdlog::info("{}: {} of its values on the predictor grid in the {} split take the training mean ({:.2g} %, "
+                     "preprocess.fill: climatology)",
+                     channels[c].file->where(), filled[c], kSplits[s], 100 * share);
       }
       // A split of days none of whose modelled boxes was observed would be scored as loss 0 (the
       // validation split choosing the first epoch's model as the best) or not at all (test).

@@ -23,7 +23,8 @@ constexpr int kMaxFillDays = 15;
 
 // A predictor mostly filled (fill: climatology) is mostly the training mean: its values tell the
 // network nothing of those days, and a model trained, scored or run on them is one of the fill.
-// Preprocess (per split) and predict refuse a channel with more than this share filled.
+// Preprocess (per split) and predict refuse a channel with more than this share of its values on
+// the predictor grid left to the training mean (what regridding could not reach from the source).
 constexpr double kMostFilled = 0.5;
 
 // Applies the policy to `block`: the time steps `idx` of `f`, on f's grid. Returns how many

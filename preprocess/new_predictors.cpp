@@ -273,14 +273,12 @@ std::string NewPredictors::reference_years_text(const YearRange& years) const {
   return rule.season_years() ? text + " (season-years: " + rule.season_year_example(years.first) + ")" : text;
 }
 
-void NewPredictors::read_raw(size_t c, size_t first, size_t n, std::vector<float>& out, std::vector<size_t>* missing) const {
+void NewPredictors::read_raw(size_t c, size_t first, size_t n, std::vector<float>& out) const {
   const Channel& ch = channels_[c];
   const std::vector<size_t> idx(ch.index.begin() + first, ch.index.begin() + first + n);
   const size_t fs = ch.file->grid().size();
   std::vector<float> src(n * fs);
   ch.file->read(idx, src.data());
-  if (missing)
-    for (size_t k = 0; k < src.size(); ++k) (*missing)[k / fs] += std::isnan(src[k]);
   fill_missing(*ch.file, idx, src, static_cast<FillPolicy>(fill_), "predict.fill");
   if (ch.scale != 1 || ch.offset != 0)
     for (float& v : src) v = static_cast<float>(v * ch.scale + ch.offset);  // NaN stays NaN
@@ -298,17 +296,14 @@ void NewPredictors::read(size_t first, size_t n, float* x) const {
   std::vector<float> out;
   z_sum_.resize(C), z_count_.resize(C), filled_.resize(C), changes_.resize(C), raw_sum_.resize(C), raw_count_.resize(C);
   first_z_.resize(C * HW, NAN);
-  std::vector<size_t> missing(n);
   // Days read before (the device check reads the first batch, then the pass reads every day from
   // the first) enter the departure and outlier statistics once.
   const size_t counted_until = days_read_;
   days_read_ = std::max(days_read_, first + n);
   for (size_t c = 0; c < C; ++c) {
-    std::fill(missing.begin(), missing.end(), 0);
-    read_raw(c, first, n, out, &missing);
+    read_raw(c, first, n, out);
     for (size_t t = 0; t < n; ++t) {
       if (first + t < counted_until) continue;
-      filled_[c] += missing[t];
       for (size_t k = 0; k < HW; ++k)
         if (std::isfinite(out[t * HW + k])) raw_sum_[c] += out[t * HW + k], ++raw_count_[c];
     }
@@ -325,6 +320,9 @@ void NewPredictors::read(size_t first, size_t n, float* x) const {
           else if (v != first_z) changes_[c] = 1;
         }
         if (first + t < counted_until) continue;
+        // What the network reads as the training mean: a box the source left missing after
+        // regridding (a land-only field's sea counts only where no source cell reaches it).
+        if (!std::isfinite(v)) ++filled_[c];
         if (std::isfinite(v)) z_sum_[c] += v, ++z_count_[c];
         if (std::fabs(v) > kFarOutside) {
           ++outliers_.count;
@@ -353,9 +351,10 @@ void NewPredictors::check_departures() const {
 void NewPredictors::warn_departures() const {
   for (size_t c = 0; c < filled_.size(); ++c)
     if (filled_[c])
-      spdlog::info("predictor {}: {} of its values in the {} days read were missing and filled ({:.2g} %, predict.fill)",
+      spdlog::info("predictor {}: {} of its values on the predictor grid in the {} days read were missing and take "
+                   "the training mean ({:.2g} %, predict.fill: climatology)",
                    meta_.channels.at(c), filled_[c], days_read_,
-                   100.0 * double(filled_[c]) / double(days_read_ * channels_[c].file->grid().size()));
+                   100.0 * double(filled_[c]) / double(days_read_ * meta_.predictor_lon.size() * meta_.predictor_lat.size()));
   for (size_t c = 0; c < z_sum_.size(); ++c) {
     if (!z_count_[c]) continue;
     const double mean = z_sum_[c] / static_cast<double>(z_count_[c]);
@@ -399,10 +398,12 @@ void NewPredictors::refuse_impossible() const {
                                    "field that never changes carries no weather (a constant or a fill value written "
                                    "in its place?); nothing written",
                                    ch.file->where(), meta_.channels.at(c), days_read_));
-    const double share = days_read_ ? double(filled_[c]) / double(days_read_ * ch.file->grid().size()) : 0.0;
+    const size_t HW = meta_.predictor_lon.size() * meta_.predictor_lat.size();
+    const double share = days_read_ ? double(filled_[c]) / double(days_read_ * HW) : 0.0;
     if (share > kMostFilled)
       throw InputError(fmt::format(
-          "{}: {:.0f} % of predictor {}'s values in the {} days read are missing and were filled (predict.fill): "
+          "{}: {:.1f} % of predictor {}'s values on the predictor grid in the {} days read are missing and take the "
+          "training mean (predict.fill: climatology): "
           "more than {:.0f} %, the prediction would be of the fill; fetch the field again or from another source; "
           "nothing written",
           ch.file->where(), 100 * share, meta_.channels.at(c), days_read_, 100 * kMostFilled));

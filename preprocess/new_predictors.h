@@ -74,10 +74,12 @@ class NewPredictors {
   // field shifted (another variable or level under the channel's name, an offset unit) that
   // stays inside the plausible ranges. CNRM-CM5's RCP8.5 winters of 2081-2100 over Iberia stay
   // below it under the training statistics (tests/cli/iberia_tas.sh), so 3 leaves room for real
-  // change. Logs each channel's share of values filled (predict.fill) when there are any.
+  // change. Logs each channel's share of predictor-grid values that take the training mean
+  // (predict.fill: climatology) when there are any.
   // Then throws InputError (predict calls it before its output is renamed into place, so nothing
   // is written) for a channel whose values average more than kImpossibleMean standard
-  // deviations out and kImpossibleShift of its mean's size, with more than kMostFilled of its values filled, or that never changed from
+  // deviations out and kImpossibleShift of its mean's size, with more than kMostFilled of its
+  // predictor-grid values the training mean, or that never changed from
   // day to day at any box over two days or more (a constant written in the field's place).
   static constexpr float kFarOutside = 10;
   static constexpr double kFarMean = 3;
@@ -92,9 +94,8 @@ class NewPredictors {
 
  private:
   struct Channel;
-  // Channel c's regridded, filled but not standardized fields of days_[first, first + n). With
-  // `missing`, adds each day's count of missing source values (before the fill) to it (n long).
-  void read_raw(size_t c, size_t first, size_t n, std::vector<float>& out, std::vector<size_t>* missing = nullptr) const;
+  // Channel c's regridded, filled but not standardized fields of days_[first, first + n).
+  void read_raw(size_t c, size_t first, size_t n, std::vector<float>& out) const;
   // InputError naming channel c's file, variable, day days_[day] and point: standardized value z
   // lies beyond io/store_checks.h's kImpossibleStandardized (the network's output from it means nothing).
   [[noreturn]] void impossible(size_t c, size_t day, size_t point, float z) const;
@@ -115,7 +116,7 @@ class NewPredictors {
   mutable Outliers outliers_;
   mutable std::vector<double> z_sum_;   // per channel: the sum of the finite standardized values read
   mutable std::vector<size_t> z_count_;
-  mutable std::vector<size_t> filled_;  // per channel: source values filled in the days read (counted once)
+  mutable std::vector<size_t> filled_;  // per channel: predictor-grid values left to the training mean (counted once)
   mutable std::vector<double> raw_sum_;  // per channel: the sum of the finite values before standardization
   mutable std::vector<size_t> raw_count_;
   // Per channel and box the first finite standardized value read, and per channel whether any box

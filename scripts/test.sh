@@ -16,7 +16,8 @@ if [[ $skipped -gt 0 ]]; then
   if [[ -e lib/libdownscale_cuda.so ]]; then
     echo "GPU tests: $skipped skipped (no GPU on this machine; the CUDA backend was compiled and linked)"
   else
-    echo "GPU tests: $skipped skipped (the CUDA backend was not built: no CUDA toolkit in /usr/local/cuda)"
+    echo "GPU tests: $skipped skipped (the CUDA backend was not built: no CUDA toolkit with cuDNN and NCCL found," \
+      "or -DDOWNSCALE_WITH_CUDA=OFF; see the configure output's 'downscale: CUDA backend' line)"
   fi
 fi
 if grep -q 'slurm_e2e.*(Skipped)' "$log"; then

@@ -165,13 +165,14 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
                        (least ? "positive" : "0 or more"));
   const std::string wire_dtype = opts.fp16_allreduce ? "fp16" : "fp32";
 
-  const int threads = cpu_threads(host, opts.threads, "--threads");
-  auto be = model::make_backend(opts.device, threads, host.local_rank(), "--device");
+  const CpuThreads threads = cpu_threads(host, opts.threads, "--threads");
+  auto be = model::make_backend(opts.device, threads.threads, host.local_rank(), "--device");
   model::apply_math_mode(*be, opts.precision, false);
   r.backend = be->name();
   r.device = device_name(r.backend);
   const bool on_gpu = r.backend.rfind("cuda", 0) == 0;
-  r.threads = on_gpu ? 0 : threads;
+  if (!on_gpu && !threads.oversubscribed.empty()) spdlog::warn("{}", threads.oversubscribed);
+  r.threads = on_gpu ? 0 : threads.threads;
   const auto device_comm = make_training_communicator(opts.communicator, host, *be, false);
   Communicator& comm = device_comm ? *device_comm : host;
   const bool distributed = comm.size() > 1 || comm.name() == "nccl";

@@ -458,17 +458,17 @@ CpuShare cpu_share(Communicator& comm) {
 
 }  // namespace
 
-int cpu_threads(Communicator& comm, int requested, const std::string& key) {
+CpuThreads cpu_threads(Communicator& comm, int requested, const std::string& key) {
   const CpuShare s = cpu_share(comm);
-  if (requested <= 0) return std::max(1, s.cpus / s.sharing);
+  if (requested <= 0) return {std::max(1, s.cpus / s.sharing), ""};
   // More threads than CPUs: oneDNN's threads then wait for each other at every barrier of every
   // layer, and a step runs slower than with the cores alone (said once per node, not refused).
-  if (int64_t(requested) * s.sharing > s.cpus && comm.local_rank() == 0)
-    spdlog::warn("{} is {} on {} rank{} sharing the {} CPU{} this process may run on: {} threads for {} CPU{} "
-                 "contend and run slower than {} 0 (all the cores, divided among the ranks) would",
-                 key, requested, s.sharing, s.sharing == 1 ? "" : "s", s.cpus, s.cpus == 1 ? "" : "s",
-                 int64_t(requested) * s.sharing, s.cpus, s.cpus == 1 ? "" : "s", key);
-  return requested;
+  if (int64_t(requested) * s.sharing <= s.cpus || comm.local_rank() != 0) return {requested, ""};
+  return {requested, fmt::format("{} is {} on {} rank{} sharing the {} CPU{} this process may run on: {} threads for "
+                                 "{} CPU{} contend and run slower than {} 0 (all the cores, divided among the ranks) "
+                                 "would",
+                                 key, requested, s.sharing, s.sharing == 1 ? "" : "s", s.cpus, s.cpus == 1 ? "" : "s",
+                                 int64_t(requested) * s.sharing, s.cpus, s.cpus == 1 ? "" : "s", key)};
 }
 
 LearningRateSchedule scaled_learning_rate(LearningRateSchedule base, int size, double warmup_epochs,

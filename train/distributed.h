@@ -126,8 +126,14 @@ Communicator::WireType parse_wire_type(const std::string& dtype);
 // The threads a rank runs: `requested` (run.threads, --threads) when positive; for 0, the CPUs
 // this process may run on (its affinity mask: a Slurm allocation or an mpirun binding, not the
 // whole node) divided among the ranks of this node whose masks overlap it. A request above that
-// share is warned of, naming `key`, by the node's local rank 0. Collective over the node's ranks.
-int cpu_threads(Communicator& comm, int requested, const std::string& key);
+// share gets `oversubscribed`, naming `key`, on the node's local rank 0: the caller logs it once
+// the backend is known to be the CPU's (a GPU run's threads only serve its CPU reference step).
+// Collective over the node's ranks.
+struct CpuThreads {
+  int threads = 1;
+  std::string oversubscribed;
+};
+CpuThreads cpu_threads(Communicator& comm, int requested, const std::string& key);
 
 // Horovod's learning-rate rule: `base` (the per-rank rate) times the number of ranks, reached
 // by a linear warmup from `base` over warmup_epochs (counted in steps: warmup_epochs *

@@ -166,11 +166,13 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       schedule ? schedule : constant_learning_rate(tc.learning_rate), host.size(), tc.warmup_epochs, steps_per_epoch);
 
   // run.threads 0 means all the cores this rank may use, shared with the ranks that may use them too.
-  const int threads = cpu_threads(host, cfg.run.threads, "run.threads");
+  const CpuThreads threads = cpu_threads(host, cfg.run.threads, "run.threads");
   // Each rank takes GPU local_rank when there are GPUs (run.device auto), else the CPU.
-  auto be = model::make_backend(cfg.run.device, threads, host.local_rank(), "run.device", cfg.origin("run.device"));
+  auto be =
+      model::make_backend(cfg.run.device, threads.threads, host.local_rank(), "run.device", cfg.origin("run.device"));
   model::apply_math_mode(*be, cfg.train.precision, root);
   const bool on_gpu = be->name().rfind("cuda", 0) == 0;
+  if (!on_gpu && !threads.oversubscribed.empty()) spdlog::warn("{}", threads.oversubscribed);
   {
     // Ranks that see the same GPUs (same CUDA_VISIBLE_DEVICES) and are more than those GPUs
     // share some; with one GPU per task (--gpus-per-task) each sees its own and all is well.
@@ -398,7 +400,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                                                       : fmt::format("fixed at {:g}", scaler.scale()));
   std::vector<size_t> order(n_train);
   if (tc.device_check != "false")
-    check_device_step(net, *be, cfg, store, mask, loss_kind, threads, scaler, comm, global_batch,
+    check_device_step(net, *be, cfg, store, mask, loss_kind, threads.threads, scaler, comm, global_batch,
                       device_check_applies(tc.device_check, *be));
 
   // Every rank leaves this barrier at about the same time: the timeline's common origin.
@@ -695,7 +697,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                    tc.reference_samples_per_second, report.total_samples_per_s / tc.reference_samples_per_second,
                    comm.size());
     write_report(out_dir + "/train_report.json", report, per_rank, backends, int(nodes),
-                 threads,
+                 threads.threads,
                  tc.batch_size, tc.reference_samples_per_second);
   }
   // After the report: a timeline that cannot be written (its file is checked at the start) costs

@@ -15,7 +15,7 @@ tiny=(--no-cuda --threads 1 --batch-size 2 --num-warmup-batches 1 --num-batches-
 declare -A size=([resnet50]=32 [resnet101]=32 [inception_v3]=75)
 for m in resnet50 resnet101 inception_v3; do
   echo "== $m"
-  "$bin" benchmark --model "$m" --image-size "${size[$m]}" "${tiny[@]}" > "$m.out"
+  "$bin" benchmark --model "$m" --image-size "${size[$m]}" "${tiny[@]}" > "$m.out" 2> "$m.err" || { cat "$m.err"; exit 1; }
   cat "$m.out"
   for pat in "^Model: $m\$" '^Batch size: 2$' '^Number of CPUs: 1$' '^Image size: ' '^Running warmup\.\.\.$' \
              '^Iter #0: [0-9.]+ img/sec per CPU$' '^Iter #1: [0-9.]+ img/sec per CPU$' \
@@ -23,6 +23,16 @@ for m in resnet50 resnet101 inception_v3; do
     grep -Eq "$pat" "$m.out" || { echo "$m: no line matching '$pat'"; exit 1; }
   done
 done
+
+echo "== more threads than this process's CPUs: said, the run goes on"
+# The CPUs this process may run on, as the binary counts them (nproc follows OMP_NUM_THREADS).
+cpus=$(/usr/bin/python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
+over=$(( cpus + 1 ))
+"$bin" benchmark --model resnet50 --image-size 32 --no-cuda --threads "$over" --batch-size 2 --num-warmup-batches 0 \
+  --num-batches-per-iter 1 --num-iters 1 > over.out 2> over.err || { cat over.err; echo "--threads $over failed"; exit 1; }
+grep -q -- "--threads is $over on 1 rank sharing the $cpus CPU" over.err ||
+  { cat over.err; echo "--threads $over on $cpus CPUs: no warning"; exit 1; }
+grep -q -- "--threads is" resnet50.err resnet101.err inception_v3.err && { echo "--threads 1 warned of"; exit 1; }
 
 echo "== resnet50 on 2 ranks"
 mpirun -np 2 --oversubscribe --bind-to none "$bin" benchmark --model resnet50 --image-size 32 "${tiny[@]}" > two.out

@@ -367,6 +367,14 @@ if command -v mpirun >/dev/null; then
     | grep -q "global batch 16 x 2 rank(s) = 32, as the checkpoint was trained" || { echo "train --check --ranks 2 did not accept the 2-rank checkpoint"; exit 1; }
   ds train --check --resume --set run.dir=runs/ranks --set train.batch_size=16 --set train.epochs=2 \
     | grep -q "trained with a global batch of 32" || { echo "train --check without --ranks: no note of the global batch"; exit 1; }
+  # Another rate or seed on the resume: said before launch as the ranks would say it (here with
+  # the ranks the checkpoint's global batch implies: 32 / 16 = 2, so 0.0005 x 2).
+  ds train --check --resume --set run.dir=runs/ranks --set train.batch_size=16 --set train.epochs=2 \
+    --set train.learning_rate=0.0005 --set train.seed=7 > ranks_check.out
+  grep -q "trained at a learning rate of 0.002 (after warmup); this run goes on at 0.001 (train.learning_rate 0.0005 x 2 rank(s))" ranks_check.out ||
+    { cat ranks_check.out; echo "train --check --resume: no note of the learning-rate change"; exit 1; }
+  grep -q "was trained with train.seed 1; this run goes on with 7: from epoch 2 on" ranks_check.out ||
+    { cat ranks_check.out; echo "train --check --resume: no note of the seed change"; exit 1; }
 else
   echo "skipped: no mpirun"
 fi

@@ -520,7 +520,7 @@ TEST(NewPredictors, AnImpossibleMeanOrAMostlyFilledFieldIsRefused) {
   const NewPredictors gone(d / "gone", meta, opt);
   gone.read(0, days.size(), x.data());
   msg = test::message_of<InputError>([&] { gone.check_departures(); });
-  EXPECT_NE(msg.find("60 % of predictor psl's values in the 30 days read are missing and were filled"),
+  EXPECT_NE(msg.find("60.0 % of predictor psl's values on the predictor grid in the 30 days read are missing and take the training mean"),
             std::string::npos)
       << msg;
 }

@@ -271,7 +271,8 @@ TEST(BuildStore, FillPoliciesFillMissingPredictorValues) {
 
 // A predictor missing over a whole split (the fuzz review of 2026-12-01 found a test split of
 // climatology, 0 everywhere, counted and stored with exit 0): refused, naming the file, the split
-// and its share, with no store written. Half or less of a split filled is kept.
+// and its share, with no store written. (A field missing at a box on all training days, a
+// land-only field's sea, is refused by the standardization before: every box needs 2 days.)
 TEST(BuildStore, ASplitMostlyFilledIsRefused) {
   TinyRun run;
   run.cfg.preprocess.fill = "climatology";
@@ -290,8 +291,9 @@ TEST(BuildStore, ASplitMostlyFilledIsRefused) {
     ADD_FAILURE() << "accepted";
   } catch (const InputError& e) {
     const std::string msg = e.what();
-    EXPECT_TRUE(has(msg, "z@500.nc: variable 'z': 100 % of its values in the test split (2002-01-01 to 2002-12-31) "
-                         "are missing and were filled (preprocess.fill: climatology)")) << msg;
+    EXPECT_TRUE(has(msg, "z@500.nc: variable 'z': 100.0 % of its values on the predictor grid in the test split "
+                         "(2002-01-01 to 2002-12-31) are missing and take the training mean (preprocess.fill: "
+                         "climatology)")) << msg;
     EXPECT_TRUE(has(msg, "preprocess.test_years")) << msg;
   }
   EXPECT_FALSE(std::filesystem::exists(run.dir / "run/store.h5"));
