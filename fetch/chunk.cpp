@@ -153,7 +153,13 @@ bool is_missing(float raw, const FieldPlan::Encoding& e) {
   if (e.has_fill && raw == static_cast<float>(e.fill)) return true;
   for (double m : e.missing_values)
     if (raw == static_cast<float>(m)) return true;
-  return !(raw >= e.valid_min && raw <= e.valid_max);
+  // In the stored numbers, the bounds as floats as the values are read (a double 290.1 would
+  // refuse the float 290.1, which is 290.1000061): as the fill and missing values are compared.
+  if (e.range_unpacked) {
+    const double v = raw * e.pack_scale + e.pack_offset;
+    return !(v >= e.valid_min && v <= e.valid_max);
+  }
+  return !(raw >= static_cast<float>(e.valid_min) && raw <= static_cast<float>(e.valid_max));
 }
 
 // netCDF-C's DAP client reports some damaged responses only as a line on stderr: a body cut

@@ -95,6 +95,28 @@ std::string ChunkPlan::request(const FieldPlan& f) const {
     << cf_name(f.calendar);
   s << " " << f.source_units << " x" << f.convert.scale << "+" << f.convert.offset;
   s << " x" << f.def.scale << "+" << f.def.offset << " " << f.out_units();
+  // How the files are decoded, where a version before each file was decoded by its own
+  // attributes read them otherwise (by the first file's packing, fill and level; no valid range;
+  // one missing value): such a chunk is fetched again. Others keep their chunks.
+  last = SIZE_MAX;
+  for (const auto& r : time_runs) {
+    if (r.source == last || r.source >= f.encodings.size()) continue;
+    last = r.source;
+    const FieldPlan::Encoding& e = f.encodings[r.source];
+    const FieldPlan::Encoding& first = f.encodings.front();
+    const bool as_before = e.pack_scale == first.pack_scale && e.pack_offset == first.pack_offset &&
+                           e.has_fill == first.has_fill && (!e.has_fill || e.fill == first.fill) &&
+                           e.level_index == first.level_index && e.missing_values.size() <= 1 &&
+                           (e.missing_values.empty() || first.missing_values.size() == 1) &&
+                           (e.missing_values.empty() || e.missing_values[0] == first.missing_values[0]) &&
+                           std::isinf(e.valid_min) && std::isinf(e.valid_max);
+    if (as_before) continue;
+    s << " decoded x" << e.pack_scale << "+" << e.pack_offset << " fill " << (e.has_fill ? num(e.fill) : "-")
+      << " missing";
+    for (double m : e.missing_values) s << " " << m;
+    s << " valid " << e.valid_min << ".." << e.valid_max << (e.range_unpacked ? " unpacked" : "") << " level index "
+      << e.level_index;
+  }
   // The bounds' reading maps the same days to other records than the stamps' did: a chunk an
   // earlier version fetched from the stamps (a day late) is fetched again, not joined with ones of
   // the bounds' reading. Sources whose bounds agree with their stamps keep their chunks.
@@ -446,8 +468,11 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
     e.has_fill = file.has_att(var, "_FillValue");
     e.fill = one("_FillValue", 0.0);
     e.missing_values = file.att_numbers(var, "missing_value", at);
-    // CF: values outside valid_range (or below valid_min, above valid_max), in the stored
-    // (packed) numbers, are missing: flags such as 4000 in a short of 0..3000 look like data.
+    // CF: values outside valid_range (or below valid_min, above valid_max) are missing: flags
+    // such as 4000 in a short of 0..3000 look like data. The range is in the stored (packed)
+    // numbers; written as floats over an integer variable that is packed, it is in the unpacked
+    // ones (the NetCDF User Guide's reading, which netCDF-Java follows, and how some archives
+    // write it).
     const auto range = file.att_numbers(var, "valid_range", at);
     if (!range.empty() && range.size() != 2)
       throw InputError(at + ": attribute valid_range has " + std::to_string(range.size()) + " values, not 2");
@@ -455,6 +480,13 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
     e.valid_max = range.empty() ? one("valid_max", INFINITY) : range[1];
     if (!(e.valid_min <= e.valid_max))
       throw InputError(at + ": its valid range [" + num(e.valid_min) + ", " + num(e.valid_max) + "] is empty");
+    nc_type var_type = NC_FLOAT, range_type = NC_NAT;
+    if (nc_inq_vartype(file.id(), var, &var_type) != NC_NOERR) throw InputError(at + ": its type cannot be read");
+    for (const char* name : {"valid_range", "valid_min", "valid_max"})
+      if (nc_inq_atttype(file.id(), var, name, &range_type) == NC_NOERR) break;
+    const bool packed = e.pack_scale != 1 || e.pack_offset != 0;
+    const bool integer = var_type != NC_FLOAT && var_type != NC_DOUBLE;
+    e.range_unpacked = packed && integer && (range_type == NC_FLOAT || range_type == NC_DOUBLE);
     return e;
   };
 
@@ -479,10 +511,6 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
     }();
     f.source_versions.push_back(source_version(sk, f.urls[k]));
     const int vk = sk.var_id(f.native);
-    const std::string where_k = name_k + ": variable '" + f.native + "'";
-    f.encodings.push_back(encoding_of(sk, vk, where_k));
-    if (f.z_ax >= 0) f.encodings.back().level_index = level_index_in(sk, where_k);
-    else if (k > 0) check_stated_level(sk, vk, where_k);
     if (k > 0) {
       // One file per year: the same variable on the same grid.
       if (sk.var_dims(vk) != dims) throw InputError(name_k + ": variable '" + f.native + "' has other dimensions than in " + src_name);
@@ -492,6 +520,10 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
         throw InputError(name_k + ": variable '" + f.native + "' has units '" + sk.att_text(vk, "units") + "', '" +
                          f.source_units + "' in " + src_name);
     }
+    const std::string where_k = name_k + ": variable '" + f.native + "'";
+    f.encodings.push_back(encoding_of(sk, vk, where_k));
+    if (f.z_ax >= 0) f.encodings.back().level_index = level_index_in(sk, where_k);
+    else if (k > 0) check_stated_level(sk, vk, where_k);
     const std::string tname = dims[f.t_ax];
     const int tv = sk.var_id(tname);
     const TimeUnits tu = TimeUnits::parse(sk.att_text(tv, "units"), sk.att_text(tv, "calendar"), name_k + ": time");

@@ -90,7 +90,8 @@ struct FieldPlan {
     bool has_fill = false;
     double fill = 0;
     std::vector<double> missing_values;      // CF missing_value: one or several
-    double valid_min = -INFINITY, valid_max = INFINITY;  // CF valid_range / valid_min / valid_max (packed)
+    double valid_min = -INFINITY, valid_max = INFINITY;  // CF valid_range / valid_min / valid_max
+    bool range_unpacked = false;  // the range is in unpacked numbers (floats over packed integers)
     size_t level_index = 0;                  // along z_ax
   };
   std::vector<Encoding> encodings;

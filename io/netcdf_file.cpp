@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "io/error.h"
@@ -216,9 +217,29 @@ std::vector<double> NcFile::att_numbers(int varid, const std::string& name, cons
   size_t len = 0;
   nc_type type;
   if (nc_inq_att(id_, varid, name.c_str(), &type, &len) != NC_NOERR || len < 1) return {};
-  if (type == NC_CHAR || type == NC_STRING)
-    throw InputError(where + ": attribute " + name + " is text ('" + att_text(varid, name) +
-                     "'), not a number as CF has it: the values it marks or scales cannot be told");
+  if (type == NC_CHAR || type == NC_STRING) {
+    // NcML's attributes are text unless typed: netCDF-Java reads "-999" as the number, and so do
+    // we where the whole text is numbers (space or comma separated). Anything else is refused.
+    const std::string text = att_text(varid, name);
+    std::vector<double> v;
+    const char* p = text.c_str();
+    while (true) {
+      while (*p == ' ' || *p == ',' || *p == '\t') ++p;
+      if (!*p) break;
+      char* end = nullptr;
+      const double x = std::strtod(p, &end);
+      if (end == p) {
+        v.clear();
+        break;
+      }
+      v.push_back(x);
+      p = end;
+    }
+    if (v.empty())
+      throw InputError(where + ": attribute " + name + " is text ('" + text +
+                       "'), not a number as CF has it: the values it marks or scales cannot be told");
+    return v;
+  }
   std::vector<double> v(len);
   nc_check(nc_get_att_double(id_, varid, name.c_str(), v.data()), where + ": attribute " + name);
   return v;

@@ -41,9 +41,9 @@ class NcFile {
   std::vector<std::string> att_names(int varid) const;  // NC_GLOBAL: the file's global attributes
   double att_double(int varid, const std::string& name, double fallback) const;
   // Every value of a numeric attribute (missing_value may list several, valid_range has two);
-  // empty when absent. InputError naming `where` (the variable, with credentials redacted) and the
-  // attribute when it is text: a number written as a string ("-999") read as a fallback would
-  // mask or scale the wrong values.
+  // empty when absent. Text that is numbers ("-999", as NcML writes untyped attributes) is read
+  // as them; other text is an InputError naming `where` (the variable, with credentials
+  // redacted) and the attribute: read as a fallback, it would mask or scale the wrong values.
   std::vector<double> att_numbers(int varid, const std::string& name, const std::string& where) const;
   void read(int varid, const std::vector<size_t>& start, const std::vector<size_t>& count, float* out) const;
   void read(int varid, const std::vector<size_t>& start, const std::vector<size_t>& count, double* out) const;

@@ -483,6 +483,7 @@ TEST(FetchArchives, OneFilePerYearReadsDecemberFromTheYearBeforesFileAndOpensEac
   EXPECT_EQ(c.time_runs[1].count, 59u);
   EXPECT_NE(c.request(f).find("air.2000.nc"), std::string::npos);
   EXPECT_NE(c.request(f).find("air.2001.nc"), std::string::npos);
+  EXPECT_EQ(c.request(f).find("decoded"), std::string::npos);  // decoded alike: earlier chunks kept
 
   test::TempDir out;
   fetch_chunk(f, c, out / "2001.nc", kPiece);
@@ -603,6 +604,12 @@ TEST(FetchArchives, EachYearsFileDecodesByItsOwnAttributes) {
   const FetchPlan p = plan(d.path() + "/", ds, {"tas", "tas", 0}, request(2000, 2001, all));
   const FieldPlan& f = p.fields[0];
   ASSERT_EQ(f.encodings.size(), 2u);
+  // Their requests say so: a chunk an earlier version decoded by the first file's attributes
+  // (or without the range, or with one missing value) is fetched again.
+  EXPECT_NE(p.chunks[0].request(f).find(" decoded x1+0 fill - missing valid -inf..300"), std::string::npos)
+      << p.chunks[0].request(f);
+  EXPECT_NE(p.chunks[1].request(f).find(" decoded x2+100 fill - missing 5.3"), std::string::npos)
+      << p.chunks[1].request(f);
   test::TempDir out;
   fetch_chunk(f, p.chunks[0], out / "2000.nc", kPiece);
   fetch_chunk(f, p.chunks[1], out / "2001.nc", kPiece);
@@ -617,13 +624,77 @@ TEST(FetchArchives, EachYearsFileDecodesByItsOwnAttributes) {
     EXPECT_NEAR(b.values[day * 12 + 4], 2 * (day + 0.35) + 100, 1e-3) << day;                   // lat 35
   }
 
-  // A missing_value written as text: refused naming the file, the variable and the attribute.
+  // A missing_value written as text: read as its numbers where it is numbers (NcML's untyped
+  // attributes), else refused naming the file, the variable and the attribute.
   edit(2001, [](int nc, int v) {
     nc_del_att(nc, v, "missing_value");
-    nc_put_att_text(nc, v, "missing_value", 4, "-999");
+    nc_put_att_text(nc, v, "missing_value", 9, "5.3, 6.3 ");
+  });
+  EXPECT_EQ(plan(d.path() + "/", ds, {"tas", "tas", 0}, request(2000, 2001, all)).fields[0].encodings.at(1).missing_values,
+            (std::vector<double>{5.3, 6.3}));
+  edit(2001, [](int nc, int v) {
+    nc_del_att(nc, v, "missing_value");
+    nc_put_att_text(nc, v, "missing_value", 4, "none");
   });
   const std::string msg = test::message_of<InputError>([&] { plan(d.path() + "/", ds, {"tas", "tas", 0}, request(2000, 2001, all)); });
-  EXPECT_NE(msg.find("air.2001.nc: variable 'air': attribute missing_value is text ('-999')"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("air.2001.nc: variable 'air': attribute missing_value is text ('none')"), std::string::npos) << msg;
+}
+
+// valid_range over packed shorts: in the stored numbers when it is of their type (CF), in the
+// unpacked ones when written as floats (the NetCDF User Guide's reading; some archives do).
+TEST(FetchArchives, AValidRangeIsReadInPackedOrUnpackedNumbersByItsType) {
+  test::TempDir d;
+  const auto write = [&](const std::string& name, nc_type range_type) {
+    int nc = -1, dims[3], t = -1, y = -1, x = -1, v = -1;
+    ASSERT_EQ(nc_create((d / name).c_str(), NC_NETCDF4 | NC_CLOBBER, &nc), NC_NOERR);
+    nc_def_dim(nc, "time", 31, &dims[0]);
+    nc_def_dim(nc, "lat", 3, &dims[1]);
+    nc_def_dim(nc, "lon", 4, &dims[2]);
+    nc_def_var(nc, "time", NC_DOUBLE, 1, &dims[0], &t);
+    nc_put_att_text(nc, t, "units", 21, "days since 2000-01-01");
+    nc_def_var(nc, "lat", NC_DOUBLE, 1, &dims[1], &y);
+    nc_def_var(nc, "lon", NC_DOUBLE, 1, &dims[2], &x);
+    nc_def_var(nc, "air", NC_SHORT, 3, dims, &v);
+    nc_put_att_text(nc, v, "units", 1, "K");
+    const float scale = 0.01f, offset = 273.15f;
+    nc_put_att_float(nc, v, "scale_factor", NC_FLOAT, 1, &scale);
+    nc_put_att_float(nc, v, "add_offset", NC_FLOAT, 1, &offset);
+    if (range_type == NC_SHORT) {
+      const short range[2] = {-5000, 4000};  // 223.15 .. 313.15 K
+      nc_put_att_short(nc, v, "valid_range", NC_SHORT, 2, range);
+    } else {
+      const float range[2] = {223.15f, 313.15f};
+      nc_put_att_float(nc, v, "valid_range", NC_FLOAT, 2, range);
+    }
+    nc_enddef(nc);
+    std::vector<double> time(31);
+    for (int i = 0; i < 31; ++i) time[size_t(i)] = i;
+    const double lat[3] = {30, 35, 40}, lon[4] = {0, 5, 10, 15};
+    nc_put_var_double(nc, t, time.data());
+    nc_put_var_double(nc, y, lat);
+    nc_put_var_double(nc, x, lon);
+    std::vector<short> raw(31 * 12, 1000);  // 283.15 K
+    raw[12] = 4500;                         // day 1, first box: 318.15 K, outside the range
+    raw[24] = -5000;                        // day 2, first box: 223.15 K, the range's end
+    nc_put_var_short(nc, v, raw.data());
+    nc_close(nc);
+  };
+  Dataset ds = one_variable("tas", "air", "", "K");
+  ds.variables["tas"].max_missing = 0.5;
+  for (nc_type type : {NC_SHORT, NC_FLOAT}) {
+    const std::string name = type == NC_SHORT ? "packed_range.nc" : "unpacked_range.nc";
+    write(name, type);
+    ds.variables["tas"].url = name;
+    const FetchPlan p = plan(d.path() + "/", ds, {"tas", "tas", 0}, request(2000, 2000, {1}));
+    EXPECT_EQ(p.fields[0].encodings.at(0).range_unpacked, type == NC_FLOAT) << name;
+    ASSERT_EQ(p.chunks.size(), 1u);
+    test::TempDir out;
+    fetch_chunk(p.fields[0], p.chunks[0], out / "2000.nc", kPiece);
+    const Field got = read_field(out / "2000.nc", "tas");
+    EXPECT_NEAR(got.values[0], 283.15, 1e-3) << name;
+    EXPECT_TRUE(std::isnan(got.values[12])) << name << ": " << got.values[12];
+    EXPECT_NEAR(got.values[24], 223.15, 1e-3) << name;
+  }
 }
 
 // A level dimension is read in each year's file: another year listing other levels takes its
