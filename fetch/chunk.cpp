@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -148,18 +149,26 @@ FieldFile create_field_file(const std::string& path, const FieldPlan& f, size_t 
   return out;
 }
 
+namespace {
+// A bound as a float, as the values are read; beyond float's range (a valid_max of 1e300) the
+// cast would be undefined: infinity of its sign.
+float as_float_bound(double b) {
+  const double most = std::numeric_limits<float>::max();
+  if (b > most) return INFINITY;
+  if (b < -most) return -INFINITY;
+  return static_cast<float>(b);  // NaN stays NaN
+}
+}  // namespace
+
 bool is_missing(float raw, const FieldPlan::Encoding& e) {
   if (!std::isfinite(raw) || std::abs(raw) >= 1e19f) return true;
-  if (e.has_fill && raw == static_cast<float>(e.fill)) return true;
+  if (e.has_fill && raw == as_float_bound(e.fill)) return true;
   for (double m : e.missing_values)
-    if (raw == static_cast<float>(m)) return true;
-  // In the stored numbers, the bounds as floats as the values are read (a double 290.1 would
-  // refuse the float 290.1, which is 290.1000061): as the fill and missing values are compared.
-  if (e.range_unpacked) {
-    const double v = raw * e.pack_scale + e.pack_offset;
-    return !(v >= e.valid_min && v <= e.valid_max);
-  }
-  return !(raw >= static_cast<float>(e.valid_min) && raw <= static_cast<float>(e.valid_max));
+    if (raw == as_float_bound(m)) return true;
+  // Compared as floats, as the values are read (a double 290.1 would refuse the float 290.1,
+  // which is 290.1000061), like the fill and missing values: in the stored numbers, or unpacked.
+  const float v = e.range_unpacked ? static_cast<float>(raw * e.pack_scale + e.pack_offset) : raw;
+  return !(v >= as_float_bound(e.valid_min) && v <= as_float_bound(e.valid_max));
 }
 
 // netCDF-C's DAP client reports some damaged responses only as a line on stderr: a body cut

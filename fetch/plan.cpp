@@ -96,21 +96,14 @@ std::string ChunkPlan::request(const FieldPlan& f) const {
   s << " " << f.source_units << " x" << f.convert.scale << "+" << f.convert.offset;
   s << " x" << f.def.scale << "+" << f.def.offset << " " << f.out_units();
   // How the files are decoded, where a version before each file was decoded by its own
-  // attributes read them otherwise (by the first file's packing, fill and level; no valid range;
-  // one missing value): such a chunk is fetched again. Others keep their chunks.
+  // attributes may have read them otherwise (by one file's packing, fill, missing value and
+  // level; no valid range; text attributes as 0): every chunk of such a field is fetched again.
+  // Others keep their chunks.
   last = SIZE_MAX;
   for (const auto& r : time_runs) {
-    if (r.source == last || r.source >= f.encodings.size()) continue;
+    if (f.decoded_as_before || r.source == last || r.source >= f.encodings.size()) continue;
     last = r.source;
     const FieldPlan::Encoding& e = f.encodings[r.source];
-    const FieldPlan::Encoding& first = f.encodings.front();
-    const bool as_before = e.pack_scale == first.pack_scale && e.pack_offset == first.pack_offset &&
-                           e.has_fill == first.has_fill && (!e.has_fill || e.fill == first.fill) &&
-                           e.level_index == first.level_index && e.missing_values.size() <= 1 &&
-                           (e.missing_values.empty() || first.missing_values.size() == 1) &&
-                           (e.missing_values.empty() || e.missing_values[0] == first.missing_values[0]) &&
-                           std::isinf(e.valid_min) && std::isinf(e.valid_max);
-    if (as_before) continue;
     s << " decoded x" << e.pack_scale << "+" << e.pack_offset << " fill " << (e.has_fill ? num(e.fill) : "-")
       << " missing";
     for (double m : e.missing_values) s << " " << m;
@@ -457,6 +450,14 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
   // How a file stores the values (each file its own, read in the loop below).
   const auto encoding_of = [&](const NcFile& file, int var, const std::string& at) {
     FieldPlan::Encoding e;
+    // (An earlier version read a text attribute as its fallback: such a field is fetched again.)
+    for (const char* name : {"scale_factor", "add_offset", "_FillValue", "missing_value", "valid_range", "valid_min",
+                             "valid_max"}) {
+      nc_type type = NC_NAT;
+      size_t len = 0;
+      if (nc_inq_att(file.id(), var, name, &type, &len) == NC_NOERR && (type == NC_CHAR || type == NC_STRING || !len))
+        e.text_attribute = true;
+    }
     const auto one = [&](const char* name, double fallback) {
       const auto vals = file.att_numbers(var, name, at);
       if (vals.size() > 1)
@@ -542,6 +543,21 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
         throw InputError(name_k + ": time step " + std::to_string(i) + " (" + f.date(days[i]) +
                          ") is not after the one before: fetch reads daily data (one value per day)");
     if (days.empty()) throw InputError(name_k + ": time axis is empty");
+  }
+
+  // Whether an earlier version, which decoded every file by the first one's attributes, read
+  // these alike (ChunkPlan::request): all files encoded alike (NaN fills equal), no valid range,
+  // one missing value at most, no attribute written as text.
+  const auto same = [](double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); };
+  f.decoded_as_before = true;
+  for (const auto& e : f.encodings) {
+    const auto& first = f.encodings.front();
+    f.decoded_as_before = f.decoded_as_before && !e.text_attribute && e.pack_scale == first.pack_scale &&
+                          e.pack_offset == first.pack_offset && e.has_fill == first.has_fill &&
+                          (!e.has_fill || same(e.fill, first.fill)) && e.level_index == first.level_index &&
+                          e.missing_values.size() <= 1 && e.missing_values.size() == first.missing_values.size() &&
+                          (e.missing_values.empty() || same(e.missing_values[0], first.missing_values[0])) &&
+                          std::isinf(e.valid_min) && std::isinf(e.valid_max);
   }
 
   const size_t fi = plan.fields.size();

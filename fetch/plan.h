@@ -92,9 +92,13 @@ struct FieldPlan {
     std::vector<double> missing_values;      // CF missing_value: one or several
     double valid_min = -INFINITY, valid_max = INFINITY;  // CF valid_range / valid_min / valid_max
     bool range_unpacked = false;  // the range is in unpacked numbers (floats over packed integers)
+    bool text_attribute = false;  // one of those attributes written as text (or empty)
     size_t level_index = 0;                  // along z_ax
   };
   std::vector<Encoding> encodings;
+  // Whether a version before the per-file decoding read every file alike (ChunkPlan::request
+  // then records no decoding, and chunks it fetched are kept).
+  bool decoded_as_before = true;
 
   std::string redacted() const;          // url without credentials
   std::string out_units() const;         // units written

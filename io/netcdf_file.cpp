@@ -4,6 +4,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -224,8 +225,12 @@ std::vector<double> NcFile::att_numbers(int varid, const std::string& name, cons
     std::vector<double> v;
     const char* p = text.c_str();
     while (true) {
-      while (*p == ' ' || *p == ',' || *p == '\t') ++p;
+      while (std::isspace(static_cast<unsigned char>(*p)) || *p == ',') ++p;
       if (!*p) break;
+      if (*p == '0' && (p[1] == 'x' || p[1] == 'X')) {  // strtod reads hex; netCDF-Java does not
+        v.clear();
+        break;
+      }
       char* end = nullptr;
       const double x = std::strtod(p, &end);
       if (end == p) {

@@ -490,7 +490,8 @@ StoreSummary build_store(const Config& cfg, const std::string& fetch_dir, const 
             std::copy(out.begin() + t * HW, out.begin() + (t + 1) * HW, dst);
             // climatology fill: a box still missing takes the training mean, 0 once standardized.
             for (size_t k = 0; k < HW; ++k) {
-              if (!std::isfinite(dst[k])) dst[k] = 0.0f, ++filled[c];
+              // (Only NaN: an infinity, a departure over a zero sd, is refused just below.)
+              if (std::isnan(dst[k])) dst[k] = 0.0f, ++filled[c];
               // Every stage that reads the store refuses such a value (io/store_checks.h); say why
               // here, where rebuilding would not help: a box almost constant over the training
               // days, so a small departure is thousands of its standard deviations.

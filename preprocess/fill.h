@@ -25,6 +25,7 @@ constexpr int kMaxFillDays = 15;
 // network nothing of those days, and a model trained, scored or run on them is one of the fill.
 // Preprocess (per split) and predict refuse a channel with more than this share of its values on
 // the predictor grid left to the training mean (what regridding could not reach from the source).
+// nearest_time's values are other days' weather (within kMaxFillDays) and are not counted.
 constexpr double kMostFilled = 0.5;
 
 // Applies the policy to `block`: the time steps `idx` of `f`, on f's grid. Returns how many

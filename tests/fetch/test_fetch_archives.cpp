@@ -103,6 +103,18 @@ void write_source(const std::string& path, const SourceSpec& s) {
   }
 }
 
+// One file per year, <var>.<year>.nc, each with its own reference date (as NCEP's yearly files).
+void write_yearly(const std::string& dir, const std::string& var, const std::string& units, const std::vector<int>& years) {
+  for (int y : years) {
+    SourceSpec s;
+    s.var = var;
+    s.units = units;
+    s.time_units = "days since " + std::to_string(y) + "-01-01";
+    s.ndays = days_in_year(y);
+    write_source(dir + "/" + var + "." + std::to_string(y) + ".nc", s);
+  }
+}
+
 Config::Fetch request(int y0, int y1, std::vector<int> season) {
   Config::Fetch f;
   f.lon_min = 0, f.lon_max = 15, f.lat_min = 30, f.lat_max = 40;
@@ -453,13 +465,15 @@ TEST(FetchArchives, TheStandardNameFollowsTheQuantityWritten) {
 
 TEST(FetchArchives, OneFilePerYearReadsDecemberFromTheYearBeforesFileAndOpensEachFileOnce) {
   test::TempDir d;
-  for (int y : {2000, 2001, 2002}) {
-    SourceSpec s;
-    s.var = "air";
-    s.units = "degK";
-    s.time_units = "days since " + std::to_string(y) + "-01-01";
-    s.ndays = days_in_year(y);
-    write_source(d / ("air." + std::to_string(y) + ".nc"), s);
+  write_yearly(d.path(), "air", "degK", {2000, 2001, 2002});
+  for (int y : {2000, 2001, 2002}) {  // a NaN missing_value in each, as xarray writes: decoded alike
+    int nc = -1, v = -1;
+    ASSERT_EQ(nc_open((d / ("air." + std::to_string(y) + ".nc")).c_str(), NC_WRITE, &nc), NC_NOERR);
+    nc_inq_varid(nc, "air", &v);
+    nc_redef(nc);
+    const float nan = NAN;
+    nc_put_att_float(nc, v, "missing_value", NC_FLOAT, 1, &nan);
+    nc_close(nc);
   }
   std::map<std::string, int> opens;
   const std::string base = d.path() + "/";  // a base with a trailing slash
@@ -578,14 +592,7 @@ TEST(FetchArchives, EachYearsFileDecodesByItsOwnAttributes) {
     change(nc, v);
     nc_close(nc);
   };
-  for (int y : {2000, 2001}) {
-    SourceSpec s;
-    s.var = "air";
-    s.units = "K";
-    s.time_units = "days since " + std::to_string(y) + "-01-01";
-    s.ndays = days_in_year(y);
-    write_source(d / ("air." + std::to_string(y) + ".nc"), s);
-  }
+  write_yearly(d.path(), "air", "K", {2000, 2001});
   // 2000: values above 300 (days 300 on) are outside valid_max. 2001: packed as 2 x + 100, with
   // two missing values, days 5 and 6 at lat 30 (raw 5.30 and 6.30).
   edit(2000, [](int nc, int v) {
