@@ -236,14 +236,16 @@ TimeUnits TimeUnits::parse(const std::string& units, const std::string& calendar
   return t;
 }
 
-int64_t TimeUnits::day_of(double value, const std::string& where) const {
+int64_t TimeUnits::day_of(double value, const std::string& where, double resolution_seconds) const {
   const double seconds = value * seconds_per_unit + epoch_seconds;
   // NaN, infinity or a value past any date (a million years) would be an undefined cast below
   // and a garbage date in the message that follows.
   if (!(std::abs(seconds) < 86400.0 * 366.0 * 1e6))
     throw InputError(where + ": time value " + fmt::format("{}", value) + " is no date (not finite, or a million years or more from the units' origin)");
-  // A small tolerance so 23:59:59.9999 stored in float hours still lands on the right day.
-  return epoch_days + static_cast<int64_t>(std::floor(seconds / 86400.0 + 1e-6));
+  // A small tolerance so 23:59:59.9999 stored in float hours still lands on the right day, or
+  // the value's own resolution where that is coarser.
+  const double tolerance = std::max(1e-6, resolution_seconds / 86400.0);
+  return epoch_days + static_cast<int64_t>(std::floor(seconds / 86400.0 + tolerance));
 }
 
 Date TimeUnits::date_of(double value, const std::string& where) const {

@@ -87,7 +87,9 @@ struct TimeUnits {
   Date date_of(double value, const std::string& where = "time") const;
   // Days since 1970-01-01 (in the calendar) of a time value (floored). A value that is no date
   // (NaN, infinite, a million years or more from the origin) is an InputError naming `where`.
-  int64_t day_of(double value, const std::string& where = "time") const;
+  // `resolution_seconds`: how far the stored value may be from the time meant (a 32-bit float's
+  // spacing, cf_days); a value that close below a day's start is that day's.
+  int64_t day_of(double value, const std::string& where = "time", double resolution_seconds = 0) const;
 };
 
 // Kept for callers that can only count standard days: throws InputError naming `where` unless

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <limits>
 
 #include "io/calendar.h"
 #include "io/error.h"
@@ -112,13 +113,30 @@ std::vector<double> cf_bounds(const std::vector<double>& c, bool latitude) {
 
 namespace {
 
+// How far a value of `var` may lie from the time it was meant to be, in seconds: a 32-bit
+// float's spacing at the value (midnights in float seconds since 1900 are up to 128 s off around
+// 2000, half of them before midnight, and would be floored onto the day before); 0 for others.
+double stored_resolution(const NcFile& f, int var, double value, const TimeUnits& tu) {
+  if (f.var_type(var) != NC_FLOAT || !std::isfinite(value)) return 0;
+  const float v = std::abs(static_cast<float>(value));
+  return (std::nextafter(v, std::numeric_limits<float>::infinity()) - v) * tu.seconds_per_unit;
+}
+
+struct DayTimes {
+  std::vector<double> t;           // each step's time to take its day from
+  std::vector<double> resolution;  // and how far it may be off as stored (stored_resolution)
+};
+
 // The time of each step to take its day from (cf_days): its cell's middle, else its stamp.
-std::vector<double> cf_day_times(const NcFile& f, int time_var, const std::string& time_name, const TimeUnits& tu,
-                                 const std::string& where, size_t& moved) {
-  std::vector<double> t = f.read_coord(time_name);
+DayTimes cf_day_times(const NcFile& f, int time_var, const std::string& time_name, const TimeUnits& tu,
+                      const std::string& where, size_t& moved) {
+  DayTimes out;
+  std::vector<double>& t = out.t;
+  t = f.read_coord(time_name);
+  for (double x : t) out.resolution.push_back(stored_resolution(f, time_var, x, tu));
   moved = 0;
   const std::string bounds = f.att_text(time_var, "bounds");
-  if (bounds.empty() || !f.has_var(bounds)) return t;
+  if (bounds.empty() || !f.has_var(bounds)) return out;
   const int bv = f.var_id(bounds);
   const std::vector<std::string> dims = f.var_dims(bv);
   if (dims.size() != 2 || f.dim_len(dims[0]) != t.size() || f.dim_len(dims[1]) != 2)
@@ -129,29 +147,35 @@ std::vector<double> cf_day_times(const NcFile& f, int time_var, const std::strin
   for (size_t i = 0; i < t.size(); ++i) {
     if (!std::isfinite(t[i])) continue;  // no date: TimeUnits::day_of says so, naming the value
     // A thousandth of the interval (86 s of a day) for stamps and bounds computed or stored with
-    // rounding apart; a stamp a day or an hour off its interval is still refused.
-    const double slack = 1e-3 * std::abs(b[2 * i + 1] - b[2 * i]);
+    // rounding apart, and what their storage rounds away (float seconds: up to 128 s each); a
+    // stamp a day or an hour off its interval is still refused.
+    const double stored = (std::max(stored_resolution(f, bv, b[2 * i], tu), stored_resolution(f, bv, b[2 * i + 1], tu)) +
+                           out.resolution[i]) / tu.seconds_per_unit;
+    const double slack = 1e-3 * std::abs(b[2 * i + 1] - b[2 * i]) + stored;
     if (!(b[2 * i] - slack <= t[i] && t[i] <= b[2 * i + 1] + slack))
       throw InputError(where + ": time step " + std::to_string(i) + " (" + fmt::format("{:g}", t[i]) + ") lies outside its bounds [" +
                        fmt::format("{:g}", b[2 * i]) + ", " + fmt::format("{:g}", b[2 * i + 1]) + "] ('" + bounds + "')");
     // A daily value's interval is a day at most (00:00 to 00:00, or centred on midnight), to the
     // same thousandth as the stamp: wider, its middle is no day of its own (bounds widened by an edit).
-    if (std::abs(b[2 * i + 1] - b[2 * i]) * tu.seconds_per_unit > 86400 * 1.001)
+    if ((std::abs(b[2 * i + 1] - b[2 * i]) - stored) * tu.seconds_per_unit > 86400 * 1.001)
       throw InputError(where + ": time step " + std::to_string(i) + "'s bounds [" + fmt::format("{:g}", b[2 * i]) + ", " +
                        fmt::format("{:g}", b[2 * i + 1]) + "] ('" + bounds + "') span more than a day: not daily data");
     const double middle = 0.5 * (b[2 * i] + b[2 * i + 1]);
-    moved += tu.day_of(middle, where) != tu.day_of(t[i], where);
+    const double middle_resolution = stored_resolution(f, bv, b[2 * i + 1], tu);
+    moved += tu.day_of(middle, where, middle_resolution) != tu.day_of(t[i], where, out.resolution[i]);
     t[i] = middle;
+    out.resolution[i] = middle_resolution;
   }
-  return t;
+  return out;
 }
 
 }  // namespace
 
 std::vector<int64_t> cf_days(const NcFile& f, int time_var, const std::string& time_name, const TimeUnits& tu,
                              const std::string& where, size_t& moved) {
+  const DayTimes dt = cf_day_times(f, time_var, time_name, tu, where, moved);
   std::vector<int64_t> days;
-  for (double t : cf_day_times(f, time_var, time_name, tu, where, moved)) days.push_back(tu.day_of(t, where));
+  for (size_t i = 0; i < dt.t.size(); ++i) days.push_back(tu.day_of(dt.t[i], where, dt.resolution[i]));
   return days;
 }
 

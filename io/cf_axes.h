@@ -43,7 +43,9 @@ void write_cf_axes(NcFile& nc, const CfAxes& a, const std::vector<int64_t>& days
 // of their interval (the next day at 00:00, as some models write them) would otherwise be read
 // one day late, each day's value under the next day's date (fetch reads sources so, and
 // preprocess and predict the fetched files, which a user's CDO step may have stamped anew).
-// `moved`: how many steps the bounds put on another day than their stamp. InputError naming
+// A time stored as 32-bit float is read to its precision: a value within the float's spacing
+// below midnight is that midnight's day (float seconds since 1900 put every second midnight
+// 128 s early or late). `moved`: how many steps the bounds put on another day than their stamp. InputError naming
 // `where` for bounds not n x 2 or wider than a day, a stamp outside its interval, or a time value
 // that is no date.
 std::vector<int64_t> cf_days(const NcFile& f, int time_var, const std::string& time_name, const TimeUnits& tu,

@@ -144,6 +144,12 @@ int NcFile::var_id(const std::string& name) const {
   throw InputError(path_ + ": no variable '" + name + "' (the file has: " + have + ")");
 }
 
+nc_type NcFile::var_type(int varid) const {
+  nc_type t = NC_NAT;
+  nc_check(nc_inq_vartype(id_, varid, &t), where(varid));
+  return t;
+}
+
 std::vector<std::string> NcFile::var_dims(int varid) const {
   int nd = 0;
   nc_check(nc_inq_varndims(id_, varid, &nd), where(varid));

@@ -34,6 +34,7 @@ class NcFile {
   bool has_var(const std::string& name) const;
   int var_id(const std::string& name) const;  // InputError listing the variables present if absent
   std::vector<std::string> var_dims(int varid) const;
+  nc_type var_type(int varid) const;  // as stored (NC_FLOAT, NC_DOUBLE, ...)
   size_t dim_len(const std::string& name) const;
   std::vector<double> read_coord(const std::string& name) const;  // a whole 1-D variable
   std::string att_text(int varid, const std::string& name, const std::string& fallback = "") const;
