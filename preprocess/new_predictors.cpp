@@ -296,6 +296,7 @@ void NewPredictors::read(size_t first, size_t n, float* x) const {
   std::vector<float> out;
   z_sum_.resize(C), z_count_.resize(C), filled_.resize(C), changes_.resize(C), raw_sum_.resize(C), raw_count_.resize(C);
   first_z_.resize(C * HW, NAN);
+  box_sum_.resize(C * HW), box_count_.resize(C * HW);
   // Days read before (the device check reads the first batch, then the pass reads every day from
   // the first) enter the departure and outlier statistics once.
   const size_t counted_until = days_read_;
@@ -305,7 +306,10 @@ void NewPredictors::read(size_t first, size_t n, float* x) const {
     for (size_t t = 0; t < n; ++t) {
       if (first + t < counted_until) continue;
       for (size_t k = 0; k < HW; ++k)
-        if (std::isfinite(out[t * HW + k])) raw_sum_[c] += out[t * HW + k], ++raw_count_[c];
+        if (std::isfinite(out[t * HW + k])) {
+          raw_sum_[c] += out[t * HW + k], ++raw_count_[c];
+          box_sum_[c * HW + k] += out[t * HW + k], ++box_count_[c * HW + k];
+        }
     }
     apply_standardization(channels_[c].stats, out);
     for (size_t t = 0; t < n; ++t)
@@ -343,6 +347,37 @@ void NewPredictors::impossible(size_t c, size_t day, size_t point, float z) cons
       meta_.predictor_lat[point / W], meta_.predictor_lon[point % W], z, kImpossibleStandardized, meta_.channels.at(c)));
 }
 
+NewPredictors::PatternMatch NewPredictors::pattern_match(size_t c) const {
+  PatternMatch m;
+  const size_t HW = meta_.predictor_lon.size() * meta_.predictor_lat.size();
+  if (c >= channels_.size() || meta_.mean.size() != channels_.size() * HW || meta_.sd.size() != meta_.mean.size() ||
+      box_sum_.size() != meta_.mean.size())
+    return m;
+  const float* mean = meta_.mean.data() + c * HW;
+  const float* sd = meta_.sd.data() + c * HW;
+  // Strength: how far the training climatology's map stands above its own days' weather.
+  double s = 0, s2 = 0, sd_sum = 0;
+  for (size_t k = 0; k < HW; ++k) s += mean[k], sd_sum += sd[k];
+  const double mbar = s / double(HW);
+  for (size_t k = 0; k < HW; ++k) s2 += (mean[k] - mbar) * (mean[k] - mbar);
+  const double sd_bar = sd_sum / double(HW);
+  m.strength = sd_bar > 0 ? std::sqrt(s2 / double(HW)) / sd_bar : 0.0;
+  // Pearson over the boxes read (a box left to the training mean every day has no mean of its own).
+  double a = 0, b = 0;
+  for (size_t k = 0; k < HW; ++k)
+    if (box_count_[c * HW + k]) a += box_sum_[c * HW + k] / double(box_count_[c * HW + k]), b += mean[k], ++m.boxes;
+  if (m.boxes < 3) return m;
+  a /= double(m.boxes), b /= double(m.boxes);
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t k = 0; k < HW; ++k)
+    if (box_count_[c * HW + k]) {
+      const double x = box_sum_[c * HW + k] / double(box_count_[c * HW + k]) - a, y = mean[k] - b;
+      ab += x * y, aa += x * x, bb += y * y;
+    }
+  if (aa > 0 && bb > 0) m.correlation = ab / std::sqrt(aa * bb);
+  return m;
+}
+
 void NewPredictors::check_departures() const {
   warn_departures();
   refuse_impossible();
@@ -364,6 +399,14 @@ void NewPredictors::warn_departures() const {
                    "in the units it says, and that its months are the training's; a climate this far from the "
                    "training period's is outside what the model learned",
                    meta_.channels.at(c), mean, days_read_, kFarMean);
+  }
+  for (size_t c = 0; c < channels_.size(); ++c) {
+    const PatternMatch m = pattern_match(c);
+    if (m.judged() && m.correlation >= kPatternRefused && m.correlation < kPatternWarned)
+      spdlog::warn("predictor {}'s mean map over the {} days read correlates only {:+.2f} with the training mean's "
+                   "over {} boxes (below {:g}, where the training map stands {:.1f} daily sd strong): check that its "
+                   "file holds that variable at that level, not flipped north-south or east-west",
+                   meta_.channels.at(c), days_read_, m.correlation, m.boxes, kPatternWarned, m.strength);
   }
   if (!outliers_.count) return;
   const size_t W = meta_.predictor_lon.size();
@@ -407,6 +450,16 @@ void NewPredictors::refuse_impossible() const {
           "more than {:.0f} %, the prediction would be of the fill; fetch the field again or from another source; "
           "nothing written",
           ch.file->where(), 100 * share, meta_.channels.at(c), days_read_, 100 * kMostFilled));
+    // Last: an impossible mean, a constant or a mostly filled field is said better above.
+    const PatternMatch m = pattern_match(c);
+    if (m.judged() && m.correlation < kPatternRefused)
+      throw InputError(fmt::format(
+          "{}: predictor {}'s mean map over the {} days read correlates {:+.2f} with the training mean's over {} "
+          "boxes (below {:g}), where the training map varies across the domain by {:.1f} daily standard deviations, "
+          "more than a model's biases move it: a field flipped north-south or east-west, or another variable under "
+          "the store's {}; nothing written",
+          ch.file->where(), meta_.channels.at(c), days_read_, m.correlation, m.boxes, kPatternRefused, m.strength,
+          meta_.channels.at(c)));
   }
 }
 

@@ -12,6 +12,7 @@
 // needs every target point inside the source centres. Otherwise InputError naming the field and
 // the target cells not covered.
 #pragma once
+#include <cmath>
 #include <functional>
 #include <cstdint>
 #include <memory>
@@ -79,8 +80,9 @@ class NewPredictors {
   // Then throws InputError (predict calls it before its output is renamed into place, so nothing
   // is written) for a channel whose values average more than kImpossibleMean standard
   // deviations out and kImpossibleShift of its mean's size, with more than kMostFilled of its
-  // predictor-grid values the training mean, or that never changed from
-  // day to day at any box over two days or more (a constant written in the field's place).
+  // predictor-grid values the training mean, that never changed from day to day at any box over
+  // two days or more (a constant written in the field's place), or whose mean map runs against
+  // the training mean's (pattern_match below; a correlation below kPatternWarned is warned of).
   static constexpr float kFarOutside = 10;
   static constexpr double kFarMean = 3;
   // A domain's mean departure this far, with the field's mean itself off by more than
@@ -90,6 +92,28 @@ class NewPredictors {
   // refused.
   static constexpr double kImpossibleMean = 50;
   static constexpr double kImpossibleShift = 0.2;
+  // The pattern of a channel's mean over the days read against the training mean's, box by box:
+  // their Pearson correlation over the predictor grid. A field flipped north-south or east-west,
+  // or another variable under the channel's name, keeps its domain mean and sd (so the checks
+  // above pass) but not its map. It is judged only where the training mean varies across the
+  // domain by kPatternStrength of the boxes' average daily sd or more: over a small domain the
+  // climatological map is weaker than a GCM's biases (the Iberia predictors' maps stand 0.1-0.4
+  // daily sd strong, and CNRM-CM5's RCP8.5 hus@850 map correlates 0.19 with NCEP's), and a
+  // correlation there says nothing. NCEP's 2 m temperature over Iberia on the 2-degree grid (its
+  // land-sea map 1.5 daily sd strong, tests/predict/test_new_predictors.cpp): CNRM-CM5's
+  // historical and RCP8.5 maps correlate 0.97 with it, the NCEP field flipped north-south 0.31
+  // and east-west 0.36. Below kPatternRefused, between the two: refused; below kPatternWarned:
+  // warned of.
+  static constexpr double kPatternStrength = 1.0;
+  static constexpr double kPatternRefused = 0.6;
+  static constexpr double kPatternWarned = 0.8;
+  struct PatternMatch {
+    double strength = 0;  // the training mean map's sd over boxes / the boxes' mean training sd
+    double correlation = NAN;  // NaN: fewer than three boxes read, or a flat map on either side
+    size_t boxes = 0;
+    bool judged() const { return strength >= kPatternStrength && !std::isnan(correlation); }
+  };
+  PatternMatch pattern_match(size_t c) const;
   void check_departures() const;
 
  private:
@@ -119,6 +143,8 @@ class NewPredictors {
   mutable std::vector<size_t> filled_;  // per channel: predictor-grid values left to the training mean (counted once)
   mutable std::vector<double> raw_sum_;  // per channel: the sum of the finite values before standardization
   mutable std::vector<size_t> raw_count_;
+  mutable std::vector<double> box_sum_;    // per channel and box: the sum of the finite values before standardization
+  mutable std::vector<uint32_t> box_count_;
   // Per channel and box the first finite standardized value read, and per channel whether any box
   // has read another since: a field that never changes from day to day carries no weather.
   mutable std::vector<float> first_z_;

@@ -305,6 +305,100 @@ TEST(NewPredictors, AValueNoWeatherReachesIsRefusedNamingDayAndPoint) {
   EXPECT_NE(msg.find("more than 1000"), std::string::npos) << msg;
 }
 
+// A field's map against the training mean's. Real files: NCEP/NCAR 2 m temperature over Iberia
+// trains (its land-sea map stands 1.5 daily sd strong on the 2-degree grid), CNRM-CM5's
+// historical and RCP8.5 runs of it pass with their own maps (0.97); the NCEP field flipped
+// north-south (0.31) or east-west (0.36) is refused. A map too weak to judge
+// (ta@850's over this small domain) passes flipped: its correlation says nothing there.
+TEST(NewPredictors, AMeanMapAgainstTheTrainingMapIsRefusedWhereTheMapIsStrong) {
+  test::TempDir d;
+  const std::string data = test::source_dir() + "/tests/data/iberia";
+  const auto fetch_dir = [&](const char* dir, const std::string& file) {
+    const fs::path at = d / dir;
+    fs::create_directories(at / "predictors");
+    fs::create_symlink(data + "/" + file, at / "predictors/tas.nc");
+    FetchManifest m;
+    FetchedFile f;
+    f.name = "tas", f.variable = "tas", f.file = "predictors/tas.nc";
+    m.predictors.push_back(f);
+    m.write(at / "manifest.json");
+  };
+  fetch_dir("ncep", "NCEP_Iberia_tas.nc");
+  fetch_dir("hist", "CMIP5_Iberia_tas.nc");
+  fetch_dir("rcp85", "CMIP5_Iberia_tas.rcp85.nc");
+  const Grid g = iberia_grid();
+  const size_t hw = g.size();
+  StoreMeta meta = meta_on(g, "conservative");
+  meta.channels = {"tas"};
+  meta.regrid = "tas:conservative";
+  meta.channel_units = {"Celsius"};
+  NewPredictorOptions opt;
+  opt.convert_units = [](const std::string& from, const std::string& to, const std::string&) {
+    EXPECT_EQ(from + ">" + to, "K>Celsius");
+    return std::pair<double, double>{1, -273.15};
+  };
+  // The training statistics: NCEP's own per-box mean and sd (mean 0, sd 1 reads the values as they are).
+  const NewPredictors ncep(d / "ncep", meta, opt);
+  const size_t n = ncep.days().size();
+  std::vector<float> raw(n * hw);
+  ncep.read(0, n, raw.data());
+  StoreMeta trained = meta;
+  for (size_t k = 0; k < hw; ++k) {
+    double s = 0, s2 = 0;
+    for (size_t t = 0; t < n; ++t) s += raw[t * hw + k], s2 += double(raw[t * hw + k]) * raw[t * hw + k];
+    trained.mean[k] = float(s / double(n));
+    trained.sd[k] = float(std::sqrt((s2 - s * s / double(n)) / double(n - 1)));
+  }
+  std::vector<float> x;
+  for (const char* run : {"hist", "rcp85"}) {
+    const NewPredictors gcm(d / run, trained, opt);
+    x.resize(gcm.days().size() * hw);
+    gcm.read(0, gcm.days().size(), x.data());
+    const NewPredictors::PatternMatch m = gcm.pattern_match(0);
+    EXPECT_TRUE(m.judged()) << run << " strength " << m.strength;
+    EXPECT_NEAR(m.strength, 1.5, 0.2) << run;  // a property of NCEP's map alone: the same for both runs
+    EXPECT_GT(m.correlation, NewPredictors::kPatternWarned) << run;  // 0.97 both
+    EXPECT_EQ(m.boxes, hw) << run;
+    EXPECT_NO_THROW(gcm.check_departures()) << run;
+  }
+  // The NCEP values rewritten flipped: the same domain mean and sd, the map turned over.
+  StoreMeta as_psl = trained;  // write_fetch_dir's channel
+  as_psl.channels = {"psl"};
+  as_psl.regrid = "psl:nearest";
+  as_psl.channel_units.clear();
+  const size_t W = g.lon.size(), H = g.lat.size();
+  std::vector<int64_t> days(ncep.days().begin(), ncep.days().end());
+  write_fetch_dir(d / "flip_ns", g, days, [&](size_t t, size_t k) { return raw[t * hw + (H - 1 - k / W) * W + k % W]; });
+  const NewPredictors ns(d / "flip_ns", as_psl);
+  ns.read(0, n, x.data());
+  EXPECT_LT(ns.pattern_match(0).correlation, NewPredictors::kPatternRefused);
+  std::string msg = test::message_of<InputError>([&] { ns.check_departures(); });
+  EXPECT_NE(msg.find("predictor psl's mean map over the 1805 days read correlates"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("a field flipped north-south or east-west"), std::string::npos) << msg;
+  write_fetch_dir(d / "flip_ew", g, days, [&](size_t t, size_t k) { return raw[t * hw + (k / W) * W + (W - 1 - k % W)]; });
+  const NewPredictors ew(d / "flip_ew", as_psl);
+  ew.read(0, n, x.data());
+  EXPECT_LT(ew.pattern_match(0).correlation, NewPredictors::kPatternRefused);  // 0.36
+  EXPECT_THROW(ew.check_departures(), InputError);
+  // The same field unflipped passes: the refusal is the map's, not the file's.
+  write_fetch_dir(d / "same", g, days, [&](size_t t, size_t k) { return raw[t * hw + k]; });
+  const NewPredictors same(d / "same", as_psl);
+  same.read(0, n, x.data());
+  EXPECT_NEAR(same.pattern_match(0).correlation, 1.0, 1e-6);
+  EXPECT_NO_THROW(same.check_departures());
+  // A weak map (training means varying by a third of a daily sd) flipped: not judged.
+  StoreMeta weak = as_psl;
+  for (size_t k = 0; k < hw; ++k) weak.mean[k] = float(k / W) * 0.2f, weak.sd[k] = 1;
+  write_fetch_dir(d / "weak", g, days, [&](size_t t, size_t k) { return float(H - 1 - k / W) * 0.2f + float(t % 3); });
+  const NewPredictors flat(d / "weak", weak);
+  flat.read(0, n, x.data());
+  const NewPredictors::PatternMatch wm = flat.pattern_match(0);
+  EXPECT_NEAR(wm.correlation, -1.0, 1e-6);
+  EXPECT_LT(wm.strength, NewPredictors::kPatternStrength);
+  EXPECT_FALSE(wm.judged());
+  EXPECT_NO_THROW(flat.check_departures());
+}
+
 TEST(NewPredictors, RealCmip5FilesOnTheIberiaGridWithOwnClimatology) {
   // The CNRM-CM5 historical run as it is, on the 2-degree predictor grid (nearest and
   // conservative), standardized against its own 1983-2002 climatology: mean 0, sd 1 per box.
