@@ -62,6 +62,14 @@ void EventWriter::add_scalar(const std::string& tag, double value, int64_t step)
   write_record(e.SerializeAsString());
 }
 
+void EventWriter::session_start(int64_t step) {
+  tensorboard::Event e;
+  e.set_wall_time(wall_time());
+  e.set_step(step);
+  e.mutable_session_log()->set_status(tensorboard::SessionLog::START);
+  write_record(e.SerializeAsString());
+}
+
 void EventWriter::write_record(const std::string& data) {
   const std::string r = tfrecord_frame(data);
   out_.append(r);  // whole record, checked; throws naming the file and the cause
@@ -78,10 +86,13 @@ std::string run_folder(const std::string& parent, const std::string& run) {
 }
 }  // namespace
 
-TrainingEvents::TrainingEvents(const std::string& out_dir)
+TrainingEvents::TrainingEvents(const std::string& out_dir, int64_t first_epoch)
     : folder_(out_dir + "/tensorboard"),
       train_(run_folder(folder_, "train")),
-      validation_(run_folder(folder_, "validation")) {}
+      validation_(run_folder(folder_, "validation")) {
+  for (EventWriter* w : {&train_, &validation_})
+    for (int i = 0; i < (first_epoch > 1 ? 2 : 1); ++i) w->session_start(first_epoch);
+}
 
 void remove_training_events(const std::string& out_dir) {
   for (const char* run : {"train", "validation"}) {

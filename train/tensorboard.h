@@ -24,6 +24,11 @@ class EventWriter {
   explicit EventWriter(const std::string& dir);
   // One scalar point of the curve `tag`, flushed to disk before returning.
   void add_scalar(const std::string& tag, double value, int64_t step);
+  // A SessionLog START at `step`: what TensorFlow writes when a job restarts from a checkpoint.
+  // TensorBoard's Python loader takes a run's first START as its beginning and, at each later
+  // one, drops the points it has read at `step` and after (an abandoned epoch's); its Rust data
+  // server drops them when a step comes again, and skips this record.
+  void session_start(int64_t step);
   const std::string& path() const { return path_; }
 
  private:
@@ -40,7 +45,11 @@ class EventWriter {
 // begin_history), whose points would otherwise interleave with the new ones.
 class TrainingEvents {
  public:
-  explicit TrainingEvents(const std::string& out_dir);
+  // first_epoch: the first epoch this file has points of. Beyond 1 (a resume, whose checkpoint's
+  // later epochs may have been trained before and abandoned), each run's file begins with a
+  // SessionLog START at that epoch written twice: the first is a run's beginning to a loader
+  // reading files of versions that wrote none, the second drops the abandoned points either way.
+  TrainingEvents(const std::string& out_dir, int64_t first_epoch);
   // validation_loss NaN: there is no validation split, and the validation run gets no point.
   void epoch(int epoch, double train_loss, double validation_loss, double learning_rate, double seconds,
              double samples_per_second);

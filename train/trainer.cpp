@@ -257,7 +257,7 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
       if (root) {
         const std::string restored = restore_metrics(out_dir + "/metrics.csv", state.epoch, state.epoch_metrics);
         if (!restored.empty()) {
-          TrainingEvents events(out_dir);
+          TrainingEvents events(out_dir, state.epoch);  // the restored epoch's points
           report_restored_epoch(restored, state, out_dir, last_path, events);
         }
       }
@@ -370,7 +370,10 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
     const bool header = !path_exists(csv_path) || std::filesystem::file_size(csv_path) == 0;
     csv = AppendFile(csv_path, false);
     if (header) csv.append(std::string(kMetricsHeader) + "\n");
-    events.emplace(out_dir);  // a fresh run's earlier event files went with begin_history
+    // A fresh run's earlier event files went with begin_history: its file's first points are
+    // epoch 1's. A resume's: the restored epoch's, or the next epoch's (points of later epochs,
+    // abandoned where an older checkpoint was put back, are dropped from there on).
+    events.emplace(out_dir, !resume ? int64_t(1) : restored.empty() ? int64_t(state.epoch) + 1 : int64_t(state.epoch));
     if (!restored.empty()) report_restored_epoch(restored, state, out_dir, last_path, *events);
   };
   if (resume) open_history();

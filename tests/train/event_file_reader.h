@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -93,21 +94,30 @@ struct Scalar {
   double wall_time;
 };
 
-// Event: wall_time = 1 (double), step = 2 (int64), file_version = 3 (string), summary = 5.
-// Summary: value = 1; Value: tag = 1 (string), simple_value = 2 (float).
-inline std::vector<Scalar> scalars(const std::vector<std::string>& records, std::string* file_version) {
+// Event: wall_time = 1 (double), step = 2 (int64), file_version = 3 (string), summary = 5,
+// session_log = 7. Summary: value = 1; Value: tag = 1 (string), simple_value = 2 (float).
+// SessionLog: status = 1 (enum, START = 1). A START comes back as a Scalar with an empty tag.
+inline std::vector<Scalar> scalars(const std::vector<std::string>& records, std::string* file_version,
+                                   bool with_starts = false) {
   std::vector<Scalar> out;
   for (const auto& r : records) {
     double wall = 0;
     int64_t step = 0;
     std::vector<std::string> summaries;
+    bool start = false;
     for (const Field& f : decode(r)) {
       if (f.number == 1 && f.type == 1) std::memcpy(&wall, &f.varint, 8);
       else if (f.number == 2 && f.type == 0) step = int64_t(f.varint);
       else if (f.number == 3 && f.type == 2) *file_version = f.bytes;
       else if (f.number == 5 && f.type == 2) summaries.push_back(f.bytes);
-      else ADD_FAILURE() << "unexpected Event field " << f.number << " type " << f.type;
+      else if (f.number == 7 && f.type == 2) {
+        const std::vector<Field> log = decode(f.bytes);
+        EXPECT_TRUE(log.size() == 1 && log[0].number == 1 && log[0].type == 0 && log[0].varint == 1)
+            << "a SessionLog other than START";
+        start = true;
+      } else ADD_FAILURE() << "unexpected Event field " << f.number << " type " << f.type;
     }
+    if (start && with_starts) out.push_back(Scalar{step, "", NAN, wall});
     for (const auto& s : summaries)
       for (const Field& v : decode(s)) {
         EXPECT_EQ(v.number, 1);
@@ -123,6 +133,32 @@ inline std::vector<Scalar> scalars(const std::vector<std::string>& records, std:
       }
   }
   return out;
+}
+
+// What TensorBoard's Python loader shows of a run folder (event_accumulator's purge with
+// file_version 2): files read in name order; the first SessionLog START is the run's beginning,
+// each later one drops every point read so far at its step or after. Each tag's (step, value)s.
+inline std::vector<std::string> event_files(const std::string& dir);
+inline std::map<std::string, std::vector<std::pair<int64_t, float>>> shown(const std::string& dir) {
+  std::map<std::string, std::vector<std::pair<int64_t, float>>> curves;
+  bool began = false;
+  std::string version;
+  for (const auto& f : event_files(dir))
+    for (const Scalar& s : scalars(read_records(f), &version, true)) {
+      if (!s.tag.empty()) {
+        curves[s.tag].push_back({s.step, s.value});
+        continue;
+      }
+      if (!began) {
+        began = true;
+        continue;
+      }
+      for (auto& [tag, points] : curves)
+        points.erase(std::remove_if(points.begin(), points.end(), [&](const auto& p) { return p.first >= s.step; }),
+                     points.end());
+    }
+  EXPECT_EQ(version, "brain.Event:2");
+  return curves;
 }
 
 inline std::vector<std::string> event_files(const std::string& dir) {

@@ -74,7 +74,7 @@ TEST(TensorBoard, UnwritableFolderIsAnErrorNamingTheFile) {
 TEST(TensorBoard, TrainingEventsAreTwoRunsWithOneLossTag) {
   test::TempDir d;
   {
-    TrainingEvents e(d.path());
+    TrainingEvents e(d.path(), 1);
     e.epoch(1, 1.5, 1.75, 1e-3, 2.0, 100.0);
     e.epoch(2, 1.25, 1.5, 1e-3, 2.0, 110.0);
   }
@@ -100,7 +100,7 @@ TEST(TensorBoard, TrainingEventsAreTwoRunsWithOneLossTag) {
   EXPECT_EQ(throughput, 2);
 
   {  // no validation split (NaN): the training run gets its point, the validation run none
-    TrainingEvents resumed(d.path());
+    TrainingEvents resumed(d.path(), 3);
     resumed.epoch(3, 1.0, std::nan(""), 1e-3, 2.0, 120.0);
   }
   for (const auto& f : event_files(validation))
@@ -108,7 +108,34 @@ TEST(TensorBoard, TrainingEventsAreTwoRunsWithOneLossTag) {
 
   EXPECT_EQ(event_files(train).size(), 2u);  // --resume: a second file beside the first
   remove_training_events(d.path());  // a new training (begin_history): only its own file remains
-  { TrainingEvents fresh(d.path()); }
+  { TrainingEvents fresh(d.path(), 1); }
   EXPECT_EQ(event_files(train).size(), 1u);
   EXPECT_EQ(event_files(validation).size(), 1u);
+}
+
+// A resume from an older checkpoint (epoch 1 of a run trained on to 3) trains epochs 2 and 3
+// again: its file begins with a SessionLog START at epoch 2, and TensorBoard shows each epoch
+// once, the later training's. Without the START the Python loader kept all five points.
+TEST(TensorBoard, AResumedFileDropsTheAbandonedEpochsPoints) {
+  test::TempDir d;
+  {
+    TrainingEvents first(d.path(), 1);
+    for (int e = 1; e <= 3; ++e) first.epoch(e, 10.0 + e, 20.0 + e, 1e-3, 1.0, 1.0);
+  }
+  {
+    TrainingEvents resumed(d.path(), 2);
+    for (int e = 2; e <= 3; ++e) resumed.epoch(e, 30.0 + e, 40.0 + e, 1e-3, 1.0, 1.0);
+  }
+  using Curve = std::vector<std::pair<int64_t, float>>;
+  const auto train = shown(d.path() + "/tensorboard/train"), validation = shown(d.path() + "/tensorboard/validation");
+  EXPECT_EQ(train.at("loss"), (Curve{{1, 11.0f}, {2, 32.0f}, {3, 33.0f}}));
+  EXPECT_EQ(validation.at("loss"), (Curve{{1, 21.0f}, {2, 42.0f}, {3, 43.0f}}));
+  EXPECT_EQ(train.at("epoch_seconds").size(), 3u);
+  // The records as written: the fresh file's one START at 1, the resumed file's two at 2.
+  std::string version;
+  std::vector<int64_t> starts;
+  for (const auto& f : event_files(d.path() + "/tensorboard/train"))
+    for (const auto& s : scalars(read_records(f), &version, true))
+      if (s.tag.empty()) starts.push_back(s.step);
+  EXPECT_EQ(starts, (std::vector<int64_t>{1, 2, 2}));
 }

@@ -255,6 +255,28 @@ TEST(Trainer, AnEpochMissingFromMetricsIsRestoredFromTheCheckpoint) {
 
 // A resume with another learning rate after warmup (train.learning_rate edited, or other ranks at
 // the same global batch) is said and recorded in the checkpoint's training setup.
+// An older checkpoint_last.h5 put back (epoch 2 of a run trained on to 4): the resume trains
+// epochs 3 and 4 again, and TensorBoard shows each epoch once (before, the Python loader showed
+// the abandoned points too: 1, 2, 3, 4, 3, 4).
+TEST(Trainer, AResumeFromAnOlderCheckpointDropsTheAbandonedEpochsFromTensorBoard) {
+  test::TempDir d;
+  const auto store = tiny_store_and_runs(d, {"run"});
+  train_model(tiny_config(d / "c.yaml", 2), store, d / "run", false);
+  std::filesystem::copy_file(d / "run/checkpoint_last.h5", d / "epoch2.h5");
+  train_model(tiny_config(d / "c.yaml", 4), store, d / "run", true);
+  std::filesystem::copy_file(d / "epoch2.h5", d / "run/checkpoint_last.h5",
+                             std::filesystem::copy_options::overwrite_existing);
+  train_model(tiny_config(d / "c.yaml", 4), store, d / "run", true);
+  EXPECT_EQ(csv_lines(d / "run/metrics.csv").size(), 5u);  // header + 4 epochs, as settled
+  for (const std::string run : {"train", "validation"}) {
+    EXPECT_EQ(test::event_files(d / ("run/tensorboard/" + run)).size(), 3u) << run;
+    std::vector<int64_t> steps;
+    const auto curves = test::shown(d / ("run/tensorboard/" + run));
+    for (const auto& p : curves.at("loss")) steps.push_back(p.first);
+    EXPECT_EQ(steps, (std::vector<int64_t>{1, 2, 3, 4})) << run;
+  }
+}
+
 TEST(Trainer, AnotherLearningRateOnResumeIsSaidAndRecorded) {
   test::TempDir d;
   const auto store = tiny_store_and_runs(d, {"a"});
