@@ -1,6 +1,7 @@
 #include "io/stop_signal.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <spdlog/spdlog.h>
 
@@ -8,9 +9,13 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "io/launch_rank.h"
@@ -60,6 +65,44 @@ bool pid_alive(long pid) {
   if (pid <= 0) return false;
   // EPERM: alive but someone else's.
   return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+// When process `pid` started, in seconds since the epoch, from /proc (its start in clock ticks
+// after boot, and the boot time); NaN when it cannot be read (no /proc, the process gone).
+double process_start_time(long pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return NAN;
+  // Field 2, the command, is in parentheses and may hold spaces or parentheses itself: the
+  // fields counted from after its last ')' start at field 3, so starttime (22) is the 20th.
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return NAN;
+  std::istringstream rest(line.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && rest >> field; ++i)
+    if (i == 22) {
+      std::ifstream proc("/proc/stat");
+      std::string key;
+      double boot = NAN;
+      while (proc >> key)
+        if (key == "btime") {
+          proc >> boot;
+          break;
+        }
+      const long ticks = ::sysconf(_SC_CLK_TCK);
+      return ticks > 0 ? boot + std::strtod(field.c_str(), nullptr) / double(ticks) : NAN;
+    }
+  return NAN;
+}
+
+// Whether the live process `pid` cannot have written `path`: it started after the file was last
+// modified (2 s for the boot time's whole seconds and the clock ticks). Its pid was reused.
+bool started_after(long pid, const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  const double modified = double(st.st_mtim.tv_sec) + 1e-9 * double(st.st_mtim.tv_nsec);
+  const double start = process_start_time(pid);
+  return !std::isnan(start) && start > modified + 2.0;
 }
 
 // The pid of "<name>.tmp-<pid>", or -1 when the name does not end so.
@@ -151,10 +194,14 @@ size_t remove_stale_temps(const std::string& dir, bool recursive) {
     if (!e.is_regular_file(ec2)) return;
     const std::string name = e.path().filename().string();
     const long pid = temp_pid(name);
-    if (pid < 0 || pid_alive(pid)) return;
+    if (pid < 0) return;
+    const bool alive = pid_alive(pid);
+    if (alive && !started_after(pid, e.path().string())) return;
     if (fs::remove(e.path(), ec2)) {
       ++removed;
-      spdlog::info("removed {}, left by process {} which is no longer running", e.path().string(), pid);
+      spdlog::info("removed {}, left by process {} which {}", e.path().string(), pid,
+                   alive ? "is no longer running (its pid is another's, started after the file's last change)"
+                         : "is no longer running");
     }
   };
   if (recursive) {

@@ -93,6 +93,32 @@ TEST(StopSignal, StaleTempsOfDeadProcessesGoLiveOnesStay) {
   fs::remove_all(d);
 }
 
+// A pid reused by a process that started after the temporary file was last changed cannot be its
+// writer: the file goes. The same live process with a file changed since it started keeps it
+// (it may be writing). Before, any live pid kept its file for good.
+TEST(StopSignal, AStaleTempWhosePidWasReusedGoes) {
+  const fs::path d = fresh_dir("ds-reused");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::sleep(60);
+    ::_exit(0);
+  }
+  const std::string pid = std::to_string(child);
+  touch(d / ("old.h5.tmp-" + pid));
+  touch(d / ("new.h5.tmp-" + pid));
+  // Last changed an hour ago: before the child (started just now) existed.
+  const struct timespec times[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, (d / ("old.h5.tmp-" + pid)).c_str(), times, 0), 0);
+  EXPECT_EQ(remove_stale_temps(d.string()), 1u);
+  EXPECT_FALSE(fs::exists(d / ("old.h5.tmp-" + pid)));
+  EXPECT_TRUE(fs::exists(d / ("new.h5.tmp-" + pid)));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_EQ(remove_stale_temps(d.string()), 1u);  // its process gone: the other goes too
+  fs::remove_all(d);
+}
+
 // A stage refused before it wrote anything leaves no folder behind (user test: `predict` of a
 // model never trained left predict/<name>/ holding only its lock); one that wrote keeps it all,
 // and a folder that was there before stays.
