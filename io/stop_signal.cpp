@@ -95,14 +95,17 @@ double process_start_time(long pid) {
   return NAN;
 }
 
-// Whether the live process `pid` cannot have written `path`: it started after the file was last
-// modified (2 s for the boot time's whole seconds and the clock ticks). Its pid was reused.
+// Whether the live process `pid` cannot have written `path`: it started more than a minute after
+// the file was last modified, so its pid was reused. The minute covers what can make a writer
+// look younger than its file: coarse mtimes (2 s on FAT and SMB), a file server's clock ahead
+// of this host's, and a step of this host's clock since the writer started (the start is
+// derived from the boot time as read now). Pid reuse comes far later than that.
 bool started_after(long pid, const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return false;
   const double modified = double(st.st_mtim.tv_sec) + 1e-9 * double(st.st_mtim.tv_nsec);
   const double start = process_start_time(pid);
-  return !std::isnan(start) && start > modified + 2.0;
+  return !std::isnan(start) && start > modified + 60.0;
 }
 
 // The pid of "<name>.tmp-<pid>", or -1 when the name does not end so.

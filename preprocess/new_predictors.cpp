@@ -349,6 +349,7 @@ void NewPredictors::impossible(size_t c, size_t day, size_t point, float z) cons
 
 NewPredictors::PatternMatch NewPredictors::pattern_match(size_t c) const {
   PatternMatch m;
+  m.days = days_read_;
   const size_t HW = meta_.predictor_lon.size() * meta_.predictor_lat.size();
   if (c >= channels_.size() || meta_.mean.size() != channels_.size() * HW || meta_.sd.size() != meta_.mean.size() ||
       box_sum_.size() != meta_.mean.size())
@@ -450,7 +451,8 @@ void NewPredictors::refuse_impossible() const {
           "more than {:.0f} %, the prediction would be of the fill; fetch the field again or from another source; "
           "nothing written",
           ch.file->where(), 100 * share, meta_.channels.at(c), days_read_, 100 * kMostFilled));
-    // Last: an impossible mean, a constant or a mostly filled field is said better above.
+    // Last of the channel's refusals: an impossible mean, a constant or a mostly filled field is
+    // said better by its own.
     const PatternMatch m = pattern_match(c);
     if (m.judged() && m.correlation < kPatternRefused)
       throw InputError(fmt::format(

@@ -103,15 +103,19 @@ class NewPredictors {
   // land-sea map 1.5 daily sd strong, tests/predict/test_new_predictors.cpp): CNRM-CM5's
   // historical and RCP8.5 maps correlate 0.97 with it, the NCEP field flipped north-south 0.31
   // and east-west 0.36. Below kPatternRefused, between the two: refused; below kPatternWarned:
-  // warned of.
+  // warned of. Judged over kPatternDays days read or more: a few days' mean is their weather's
+  // map (a cold spell over a 1.5 sd map), not the field's. Stores standardized per field
+  // (`standardize: field`) hold one mean for every box: no map, never judged.
   static constexpr double kPatternStrength = 1.0;
+  static constexpr size_t kPatternDays = 90;
   static constexpr double kPatternRefused = 0.6;
   static constexpr double kPatternWarned = 0.8;
   struct PatternMatch {
     double strength = 0;  // the training mean map's sd over boxes / the boxes' mean training sd
     double correlation = NAN;  // NaN: fewer than three boxes read, or a flat map on either side
     size_t boxes = 0;
-    bool judged() const { return strength >= kPatternStrength && !std::isnan(correlation); }
+    size_t days = 0;  // days read
+    bool judged() const { return strength >= kPatternStrength && days >= kPatternDays && !std::isnan(correlation); }
   };
   PatternMatch pattern_match(size_t c) const;
   void check_departures() const;

@@ -91,7 +91,7 @@ TrainingEvents::TrainingEvents(const std::string& out_dir, int64_t first_epoch)
       train_(run_folder(folder_, "train")),
       validation_(run_folder(folder_, "validation")) {
   for (EventWriter* w : {&train_, &validation_})
-    for (int i = 0; i < (first_epoch > 1 ? 2 : 1); ++i) w->session_start(first_epoch);
+    for (int i = 0; i < 2; ++i) w->session_start(first_epoch);
 }
 
 void remove_training_events(const std::string& out_dir) {

@@ -45,10 +45,11 @@ class EventWriter {
 // begin_history), whose points would otherwise interleave with the new ones.
 class TrainingEvents {
  public:
-  // first_epoch: the first epoch this file has points of. Beyond 1 (a resume, whose checkpoint's
-  // later epochs may have been trained before and abandoned), each run's file begins with a
-  // SessionLog START at that epoch written twice: the first is a run's beginning to a loader
-  // reading files of versions that wrote none, the second drops the abandoned points either way.
+  // first_epoch: the first epoch this file has points of. Each run's file begins with a
+  // SessionLog START at that epoch, written twice: on a resume, whose checkpoint's later epochs
+  // may have been trained before and abandoned, the first is the run's beginning to a loader
+  // reading earlier files of versions that wrote none, and the second drops the abandoned points
+  // either way; in a fresh run's file, alone in its folder, the second drops nothing.
   TrainingEvents(const std::string& out_dir, int64_t first_epoch);
   // validation_loss NaN: there is no validation split, and the validation run gets no point.
   void epoch(int epoch, double train_loss, double validation_loss, double learning_rate, double seconds,

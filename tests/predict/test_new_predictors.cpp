@@ -308,8 +308,9 @@ TEST(NewPredictors, AValueNoWeatherReachesIsRefusedNamingDayAndPoint) {
 // A field's map against the training mean's. Real files: NCEP/NCAR 2 m temperature over Iberia
 // trains (its land-sea map stands 1.5 daily sd strong on the 2-degree grid), CNRM-CM5's
 // historical and RCP8.5 runs of it pass with their own maps (0.97); the NCEP field flipped
-// north-south (0.31) or east-west (0.36) is refused. A map too weak to judge
-// (ta@850's over this small domain) passes flipped: its correlation says nothing there.
+// north-south (0.31) or east-west (0.36) is refused, unless fewer than kPatternDays were read. A
+// map too weak to judge (a third of a daily sd, as weak as the Iberia predictors' own maps)
+// passes flipped: its correlation says nothing there.
 TEST(NewPredictors, AMeanMapAgainstTheTrainingMapIsRefusedWhereTheMapIsStrong) {
   test::TempDir d;
   const std::string data = test::source_dir() + "/tests/data/iberia";
@@ -375,6 +376,11 @@ TEST(NewPredictors, AMeanMapAgainstTheTrainingMapIsRefusedWhereTheMapIsStrong) {
   std::string msg = test::message_of<InputError>([&] { ns.check_departures(); });
   EXPECT_NE(msg.find("predictor psl's mean map over the 1805 days read correlates"), std::string::npos) << msg;
   EXPECT_NE(msg.find("a field flipped north-south or east-west"), std::string::npos) << msg;
+  // A season or less read (a storm case): the mean is the weather's map, not judged.
+  const NewPredictors ns_short(d / "flip_ns", as_psl);
+  ns_short.read(0, NewPredictors::kPatternDays - 1, x.data());
+  EXPECT_FALSE(ns_short.pattern_match(0).judged());
+  EXPECT_NO_THROW(ns_short.check_departures());
   write_fetch_dir(d / "flip_ew", g, days, [&](size_t t, size_t k) { return raw[t * hw + (k / W) * W + (W - 1 - k % W)]; });
   const NewPredictors ew(d / "flip_ew", as_psl);
   ew.read(0, n, x.data());

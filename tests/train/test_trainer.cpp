@@ -253,8 +253,6 @@ TEST(Trainer, AnEpochMissingFromMetricsIsRestoredFromTheCheckpoint) {
   EXPECT_EQ(csv_lines(d / "cut/metrics.csv"), lines);
 }
 
-// A resume with another learning rate after warmup (train.learning_rate edited, or other ranks at
-// the same global batch) is said and recorded in the checkpoint's training setup.
 // An older checkpoint_last.h5 put back (epoch 2 of a run trained on to 4): the resume trains
 // epochs 3 and 4 again, and TensorBoard shows each epoch once (before, the Python loader showed
 // the abandoned points too: 1, 2, 3, 4, 3, 4).
@@ -277,6 +275,8 @@ TEST(Trainer, AResumeFromAnOlderCheckpointDropsTheAbandonedEpochsFromTensorBoard
   }
 }
 
+// A resume with another learning rate after warmup (train.learning_rate edited, or other ranks at
+// the same global batch) is said and recorded in the checkpoint's training setup.
 TEST(Trainer, AnotherLearningRateOnResumeIsSaidAndRecorded) {
   test::TempDir d;
   const auto store = tiny_store_and_runs(d, {"a"});
