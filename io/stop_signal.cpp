@@ -79,20 +79,15 @@ double process_start_time(long pid) {
   if (close == std::string::npos) return NAN;
   std::istringstream rest(line.substr(close + 1));
   std::string field;
-  for (int i = 3; i <= 22 && rest >> field; ++i)
-    if (i == 22) {
-      std::ifstream proc("/proc/stat");
-      std::string key;
-      double boot = NAN;
-      while (proc >> key)
-        if (key == "btime") {
-          proc >> boot;
-          break;
-        }
-      const long ticks = ::sysconf(_SC_CLK_TCK);
-      return ticks > 0 ? boot + std::strtod(field.c_str(), nullptr) / double(ticks) : NAN;
-    }
-  return NAN;
+  for (int i = 3; i <= 22; ++i)
+    if (!(rest >> field)) return NAN;
+  std::ifstream proc("/proc/stat");
+  std::string key;
+  double boot = NAN;
+  while (proc >> key && key != "btime") continue;  // "btime <seconds since the epoch>"
+  proc >> boot;
+  const long ticks = ::sysconf(_SC_CLK_TCK);
+  return ticks > 0 && proc ? boot + std::strtod(field.c_str(), nullptr) / double(ticks) : NAN;
 }
 
 // Whether the live process `pid` cannot have written `path`: it started more than a minute after

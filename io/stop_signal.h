@@ -66,9 +66,9 @@ void test_wait_for_signal(const std::string& what);
 // Removes temporary files "<name>.tmp-<pid>" (AtomicFile's) in `dir` (and its subfolders when
 // `recursive`) whose pid is not a live process on this host: the leftovers of a run that was
 // killed. A pid alive here is kept (it may be a writer) unless its process started more than a
-// minute after the file was last changed: the pid was reused, and that process never wrote the file. Where its
-// start cannot be read (no /proc), it is kept: keeping a stale file is the safe mistake. Returns
-// how many files were removed; a missing folder is not an error.
+// minute after the file was last changed: the pid was reused, and that process never wrote the
+// file. Where its start cannot be read (no /proc), it is kept: keeping a stale file is the safe
+// mistake. Returns how many files were removed; a missing folder is not an error.
 size_t remove_stale_temps(const std::string& dir, bool recursive = false);
 
 }  // namespace ds

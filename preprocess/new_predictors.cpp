@@ -294,7 +294,7 @@ DataTerms NewPredictors::terms() const {
 void NewPredictors::read(size_t first, size_t n, float* x) const {
   const size_t C = channels_.size(), HW = meta_.predictor_lon.size() * meta_.predictor_lat.size();
   std::vector<float> out;
-  z_sum_.resize(C), z_count_.resize(C), filled_.resize(C), changes_.resize(C), raw_sum_.resize(C), raw_count_.resize(C);
+  z_sum_.resize(C), z_count_.resize(C), filled_.resize(C), changes_.resize(C);
   first_z_.resize(C * HW, NAN);
   box_sum_.resize(C * HW), box_count_.resize(C * HW);
   // Days read before (the device check reads the first batch, then the pass reads every day from
@@ -306,10 +306,7 @@ void NewPredictors::read(size_t first, size_t n, float* x) const {
     for (size_t t = 0; t < n; ++t) {
       if (first + t < counted_until) continue;
       for (size_t k = 0; k < HW; ++k)
-        if (std::isfinite(out[t * HW + k])) {
-          raw_sum_[c] += out[t * HW + k], ++raw_count_[c];
-          box_sum_[c * HW + k] += out[t * HW + k], ++box_count_[c * HW + k];
-        }
+        if (std::isfinite(out[t * HW + k])) box_sum_[c * HW + k] += out[t * HW + k], ++box_count_[c * HW + k];
     }
     apply_standardization(channels_[c].stats, out);
     for (size_t t = 0; t < n; ++t)
@@ -356,25 +353,28 @@ NewPredictors::PatternMatch NewPredictors::pattern_match(size_t c) const {
     return m;
   const float* mean = meta_.mean.data() + c * HW;
   const float* sd = meta_.sd.data() + c * HW;
+  const auto average = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return s / double(v.size());
+  };
   // Strength: how far the training climatology's map stands above its own days' weather.
-  double s = 0, s2 = 0, sd_sum = 0;
-  for (size_t k = 0; k < HW; ++k) s += mean[k], sd_sum += sd[k];
-  const double mbar = s / double(HW);
-  for (size_t k = 0; k < HW; ++k) s2 += (mean[k] - mbar) * (mean[k] - mbar);
-  const double sd_bar = sd_sum / double(HW);
-  m.strength = sd_bar > 0 ? std::sqrt(s2 / double(HW)) / sd_bar : 0.0;
+  const std::vector<double> map(mean, mean + HW);
+  const double map_mean = average(map);
+  double spread = 0;
+  for (double x : map) spread += (x - map_mean) * (x - map_mean);
+  const double sd_bar = average(std::vector<double>(sd, sd + HW));
+  m.strength = sd_bar > 0 ? std::sqrt(spread / double(HW)) / sd_bar : 0.0;
   // Pearson over the boxes read (a box left to the training mean every day has no mean of its own).
-  double a = 0, b = 0;
+  std::vector<double> mine, trained;
   for (size_t k = 0; k < HW; ++k)
-    if (box_count_[c * HW + k]) a += box_sum_[c * HW + k] / double(box_count_[c * HW + k]), b += mean[k], ++m.boxes;
+    if (box_count_[c * HW + k]) mine.push_back(box_sum_[c * HW + k] / box_count_[c * HW + k]), trained.push_back(map[k]);
+  m.boxes = mine.size();
   if (m.boxes < 3) return m;
-  a /= double(m.boxes), b /= double(m.boxes);
+  const double a = average(mine), b = average(trained);
   double ab = 0, aa = 0, bb = 0;
-  for (size_t k = 0; k < HW; ++k)
-    if (box_count_[c * HW + k]) {
-      const double x = box_sum_[c * HW + k] / double(box_count_[c * HW + k]) - a, y = mean[k] - b;
-      ab += x * y, aa += x * x, bb += y * y;
-    }
+  for (size_t i = 0; i < m.boxes; ++i)
+    ab += (mine[i] - a) * (trained[i] - b), aa += (mine[i] - a) * (mine[i] - a), bb += (trained[i] - b) * (trained[i] - b);
   if (aa > 0 && bb > 0) m.correlation = ab / std::sqrt(aa * bb);
   return m;
 }
@@ -420,6 +420,7 @@ void NewPredictors::warn_departures() const {
 }
 
 void NewPredictors::refuse_impossible() const {
+  const size_t HW = meta_.predictor_lon.size() * meta_.predictor_lat.size();
   for (size_t c = 0; c < z_sum_.size(); ++c) {
     const Channel& ch = channels_[c];
     const double mean = z_count_[c] ? z_sum_[c] / static_cast<double>(z_count_[c]) : 0.0;
@@ -427,7 +428,11 @@ void NewPredictors::refuse_impossible() const {
     double standard_mean = 0;
     for (float m : ch.stats.mean) standard_mean += m;
     standard_mean /= double(std::max<size_t>(1, ch.stats.mean.size()));
-    const double raw_mean = raw_count_[c] ? raw_sum_[c] / double(raw_count_[c]) : standard_mean;
+    // The mean of every finite value read, from the per-box sums.
+    double raw_sum = 0;
+    size_t raw_count = 0;
+    for (size_t k = c * HW; k < (c + 1) * HW && k < box_sum_.size(); ++k) raw_sum += box_sum_[k], raw_count += box_count_[k];
+    const double raw_mean = raw_count ? raw_sum / double(raw_count) : standard_mean;
     const double shift = std::fabs(raw_mean - standard_mean) / std::max(std::fabs(standard_mean), 1e-30);
     if (std::fabs(mean) > kImpossibleMean && shift > kImpossibleShift)
       throw InputError(fmt::format(
@@ -442,7 +447,6 @@ void NewPredictors::refuse_impossible() const {
                                    "field that never changes carries no weather (a constant or a fill value written "
                                    "in its place?); nothing written",
                                    ch.file->where(), meta_.channels.at(c), days_read_));
-    const size_t HW = meta_.predictor_lon.size() * meta_.predictor_lat.size();
     const double share = days_read_ ? double(filled_[c]) / double(days_read_ * HW) : 0.0;
     if (share > kMostFilled)
       throw InputError(fmt::format(

@@ -145,9 +145,7 @@ class NewPredictors {
   mutable std::vector<double> z_sum_;   // per channel: the sum of the finite standardized values read
   mutable std::vector<size_t> z_count_;
   mutable std::vector<size_t> filled_;  // per channel: predictor-grid values left to the training mean (counted once)
-  mutable std::vector<double> raw_sum_;  // per channel: the sum of the finite values before standardization
-  mutable std::vector<size_t> raw_count_;
-  mutable std::vector<double> box_sum_;    // per channel and box: the sum of the finite values before standardization
+  mutable std::vector<double> box_sum_;  // per channel and box: the sum of the finite values before standardization
   mutable std::vector<uint32_t> box_count_;
   // Per channel and box the first finite standardized value read, and per channel whether any box
   // has read another since: a field that never changes from day to day carries no weather.
