@@ -231,13 +231,13 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
 
   int64_t steps = 0;
   // Each step's loss goes into the record without a wait; it is read after each iteration's
-  // clock stops (on a GPU a read per step would drain the launch queue every step).
+  // clock stops (on a GPU a read per step would drain the launch queue every step), for the
+  // first step whose loss was not finite.
   model::LossAccumulator loss_record(*be);
   int64_t first_not_finite = -1;
-  const auto read_loss = [&](int batches) {
+  const auto read_loss = [&] {
     const auto rec = loss_record.read();
     if (first_not_finite < 0 && rec[1] >= 0) first_not_finite = int64_t(rec[1]);
-    r.last_loss = rec[0] / std::max(1, batches);
     loss_record.reset();
   };
   auto step = [&] {
@@ -255,7 +255,7 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
 
   if (!opts.profile_layers.empty()) {
     write_benchmark_profile(opts, net, *be, x, [&](const model::Tensor& logits, model::Tensor& d) {
-      r.last_loss = benchmark_loss(*be, logits, y, &d);
+      benchmark_loss(*be, logits, y, &d);
     }, [&] { sgd.step(0.01); }, out);
     return r;
   }
@@ -263,7 +263,7 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
   if (root) out << "Running warmup...\n" << std::flush;
   for (int i = 0; i < opts.warmup_batches; ++i) step();
   be->synchronize();
-  read_loss(opts.warmup_batches);
+  read_loss();
   if (root) out << "Running benchmark...\n" << std::flush;
   for (int it = 0; it < opts.iters; ++it) {
     comm.barrier("start of iteration " + std::to_string(it));
@@ -271,7 +271,7 @@ BenchmarkResult run_benchmark(const BenchmarkOptions& opts, Communicator& host, 
     for (int b = 0; b < opts.batches_per_iter; ++b) step();
     be->synchronize();
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-    read_loss(opts.batches_per_iter);  // the iteration's mean loss, after its clock
+    read_loss();  // after its clock
     // Each rank's rate; the iteration's figure is their mean (the reference prints rank 0's).
     double rate = double(opts.batch_size) * opts.batches_per_iter / secs;
     host.allreduce_sum(&rate, 1, "throughput of iteration " + std::to_string(it));

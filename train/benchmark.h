@@ -47,7 +47,6 @@ struct BenchmarkResult {
   int image_size = 0;
   int threads = 0;                     // CPU threads per rank; 0 on a GPU
   int64_t parameters = 0, activation_bytes = -1;
-  double last_loss = 0;
 };
 
 // Runs the benchmark on `host`'s ranks (collective); prints on rank 0 to `out`; rank 0 appends

@@ -7,8 +7,9 @@
 //          with no host synchronisation). With a stall limit set (train.stall_*_seconds, the
 //          default) the host also watches: first a barrier through the host (MPI) communicator,
 //          which names ranks that never arrive, then it polls the end events and
-//          ncclCommGetAsyncError; an NCCL error or a stall past the limit aborts the NCCL
-//          communicator (ncclCommAbort) and ends the job naming this rank and the cause.
+//          ncclCommGetAsyncError; an NCCL error or a stall past the limit ends the job naming
+//          this rank and the cause (MPI_Abort; ncclCommAbort first only for a single rank,
+//          see model/nccl_teardown.h).
 // Host-memory collectives (doubles, barrier, gather) go through the host communicator.
 // libnccl.so.2 is opened with dlopen on first use: a node without NCCL keeps the GPU backend, and
 // NCCL is found where the loader finds it (LD_LIBRARY_PATH: e.g. PyTorch's
@@ -20,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +31,7 @@
 #include "model/cuda/cuda_check.h"
 #include "model/cuda/grid_stride.h"
 #include "model/kernels/wire16.h"
+#include "model/nccl_teardown.h"
 #include "train/distributed.h"
 
 namespace ds::model {
@@ -138,23 +141,28 @@ class NcclCommunicator final : public Communicator {
       throw Error("ncclCommInitRank failed on " + at + " of " + std::to_string(host.size()) + ": " +
                   lib.GetErrorString(r) + last_error());
     // The highest priority: a bucket's allreduce should not queue behind backward's kernels.
-    // A constructor that throws runs no destructor: the communicator just made is aborted here.
+    // A constructor that throws runs no destructor: the communicator just made is aborted here,
+    // alone; with peers it is left to the MPI_Abort the throw leads to (model/nccl_teardown.h).
     try {
       int least = 0, greatest = 0;
       DS_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
       DS_CUDA(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
     } catch (...) {
-      lib.CommAbort(comm_);
+      if (nccl_teardown(host.size(), true, false) != NcclTeardown::kLeave) lib.CommAbort(comm_);
       comm_ = nullptr;
       throw;
     }
   }
 
   ~NcclCommunicator() override {
-    // No throwing: after an error the context may be gone. Collectives still open (an exception
-    // between their start and wait_all) may wait forever for peers that are gone: abort them
-    // rather than synchronize. Otherwise nothing may still use the buffers.
-    if (comm_ && !ops_.empty()) {
+    // No throwing: after an error the context may be gone. With peers, on an error (an exception
+    // unwinding, or collectives started and not waited for): no NCCL call, no synchronization,
+    // nothing freed; the job ends through MPI_Abort (model/nccl_teardown.h says why). Alone,
+    // open collectives are aborted rather than synchronized. Otherwise nothing may still use the
+    // buffers.
+    const NcclTeardown how = nccl_teardown(size(), std::uncaught_exceptions() > 0, !ops_.empty());
+    if (comm_ && how == NcclTeardown::kLeave) return;
+    if (comm_ && how == NcclTeardown::kAbort) {
       nccl().CommAbort(comm_);
       comm_ = nullptr;
     }
@@ -243,7 +251,9 @@ class NcclCommunicator final : public Communicator {
   std::vector<std::string> local_allgather(const std::string& mine) override { return host_.local_allgather(mine); }
 
   [[noreturn]] void abort(const std::string& message, int code) override {
-    if (comm_) nccl().CommAbort(comm_);  // frees this rank's NCCL kernels waiting for peers
+    // Alone: frees this rank's NCCL kernels before exit. With peers, MPI_Abort first: it ends
+    // every process, and ncclCommAbort may wait for the very peers that are stuck or gone.
+    if (comm_ && nccl_abort_before_job_ends(size())) nccl().CommAbort(comm_);
     comm_ = nullptr;
     host_.abort(message, code);
     std::abort();  // not reached (host_.abort ends the job); nvcc does not see that it never returns
