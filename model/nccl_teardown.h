@@ -8,10 +8,15 @@
 // the stack has unwound, this destructor included; train/distributed.h): the whole job hangs
 // until Slurm's time limit. So with several ranks, a rank leaving on an error makes no NCCL call
 // and leaves the communicator to process exit: MPI_Abort ends every rank's process, and the driver
-// reclaims each one's GPU memory and kernels. The collectives this rank did start complete (its
-// peers start the same ones, in the same order), so what runs after (the backend's device
-// synchronization) does not wait on them. An agreed stop (Interrupted: every rank unwinds at the
-// same step) leaves it too; the process ends right after.
+// reclaims each one's GPU memory and kernels.
+// What runs after this destructor, the CUDA backend's device synchronization, waits for the
+// collectives this rank started. Those its peers started too complete; of ranks that failed at
+// different points, the one that started the fewest has only such collectives, so it reaches
+// MPI_Abort and that ends the others. Where every rank may hold collectives no peer matches (the
+// host communicator finds that the ranks ran different collectives, or a peer gone), the NCCL
+// communicator's wait_all ends the job at once, before any destructor runs. An agreed stop
+// (Interrupted: every rank unwinds at the same step) leaves the communicator too; the process
+// ends right after, through MPI_Finalize.
 #pragma once
 
 namespace ds::model {

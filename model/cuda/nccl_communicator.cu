@@ -148,7 +148,7 @@ class NcclCommunicator final : public Communicator {
       DS_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
       DS_CUDA(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
     } catch (...) {
-      if (nccl_teardown(host.size(), true, false) != NcclTeardown::kLeave) lib.CommAbort(comm_);
+      if (nccl_abort_before_job_ends(host.size())) lib.CommAbort(comm_);
       comm_ = nullptr;
       throw;
     }
@@ -191,7 +191,7 @@ class NcclCommunicator final : public Communicator {
     wire_buffers_.push_back(block);
     auto* h = reinterpret_cast<uint16_t*>(block);
     // The pack's launch is checked before the collective is queued; the unpack's by run(), once
-    // the collective is recorded as open (an error then aborts it rather than wait on it).
+    // the collective is recorded as open (an error then leaves it to the destructor).
     run(wire == WireType::kBf16 ? "ncclAllReduce (bf16)" : "ncclAllReduce (fp16)", [&] {
       pack_wire16<<<blocks_for(int64_t(n)), kThreads, 0, stream_>>>(int64_t(n), w, data, h);
       DS_CUDA(cudaGetLastError());
@@ -228,7 +228,7 @@ class NcclCommunicator final : public Communicator {
       host_ops_ = true;
     }
     std::vector<OpSpan> host_spans;
-    if (host_ops_) host_spans = host_.wait_all(what);
+    if (host_ops_) host_spans = end_job_on_error([&] { return host_.wait_all(what); });
     host_ops_ = false;
     if (!ops_.empty()) {
       if (watch) watch_device_ops(what);
@@ -281,7 +281,7 @@ class NcclCommunicator final : public Communicator {
                 "): " + nccl().GetErrorString(r) + last_error(),
             kExitFailure);
     const cudaError_t recorded = cudaEventRecord(done, stream_);
-    ops_.push_back({{t, {}}, done, what});  // open from here: the destructor aborts it on an error below
+    ops_.push_back({{t, {}}, done, what});  // open from here: an error below leaves it to the destructor
     DS_CUDA(recorded);
     DS_CUDA(cudaGetLastError());  // a kernel `enqueue` launched after the collective (the unpack)
   }
@@ -332,6 +332,23 @@ class NcclCommunicator final : public Communicator {
                   ": every rank reached it but NCCL did not complete (train.stall_abort_seconds)",
               kExitFailure);
       if (++polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  // The host communicator's errors while NCCL collectives are open (the ranks ran different
+  // collectives, a peer gone): with peers, every rank may have collectives open that no peer
+  // matches, so each ends the job here, at once (MPI_Abort), rather than unwind into the CUDA
+  // backend's device synchronization that waits on them (model/nccl_teardown.h).
+  template <class F>
+  auto end_job_on_error(F&& f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (const Error& e) {
+      if (size() > 1 && !ops_.empty()) abort(e.what(), e.code());
+      throw;
+    } catch (const std::exception& e) {
+      if (size() > 1 && !ops_.empty()) abort(e.what(), kExitFailure);
+      throw;
     }
   }
 
