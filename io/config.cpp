@@ -216,11 +216,11 @@ class Reader {
   }
 
  private:
-  // The one known key, in another section, whose last part is `key`'s ('' if none or several).
+  // The one known key, in another section, whose last part is `key`'s ('' if none or several);
+  // for a key without a section, the one whose last part it is (`threads`: run.threads).
   std::string same_key_elsewhere(const std::string& key) const {
     const auto dot = key.rfind('.');
-    if (dot == std::string::npos) return "";
-    const std::string leaf = key.substr(dot);  // ".members"
+    const std::string leaf = dot == std::string::npos ? "." + key : key.substr(dot);  // ".members"
     std::string found;
     for (const auto& kn : known_) {
       if (kn.size() <= leaf.size() || kn.compare(kn.size() - leaf.size(), leaf.size(), leaf) != 0) continue;

@@ -190,7 +190,17 @@ int main(int argc, char** argv) {
     // --help and --version are "errors" with exit code 0 that CLI11 prints itself; a real parse
     // error becomes one line and the usage exit code.
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::cerr << "downscale: error: " << e.what() << " (see downscale " << (given_stage.empty() ? "" : given_stage + " ")
+    std::string what = e.what();
+    if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+      // CLI11's message lists them as it saw them, reversed (above); remaining() gives them in
+      // the user's order. A config key is not an option of its own (--epochs 2: --set train.epochs=2).
+      const std::vector<std::string> extras = app.remaining(true);
+      what = "unexpected arguments:";
+      for (const auto& a : extras) what += " " + a;
+      if (std::any_of(extras.begin(), extras.end(), [](const std::string& a) { return a.rfind("--", 0) == 0; }))
+        what += "; a config key is set with --set SECTION.KEY=VALUE (e.g. --set train.epochs=2)";
+    }
+    std::cerr << "downscale: error: " << what << " (see downscale " << (given_stage.empty() ? "" : given_stage + " ")
               << "--help)" << std::endl;
     return ds::kExitUsage;
   }

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "io/suggest.h"
+
 namespace ds {
 
 std::string RunPaths::other_models_hint(const std::string& stage, const std::string& file,
@@ -21,8 +23,17 @@ std::string RunPaths::other_models_hint(const std::string& stage, const std::str
   std::sort(names.begin(), names.end());
   std::string list;
   for (const std::string& n : names) list += (list.empty() ? "" : ", ") + (n.empty() ? "train.name unset" : n);
+  // The name offered: the one nearest a mistyped train.name (deepsed: deepesd), else the last.
+  std::string offer = names.back();
+  if (!name.empty()) {
+    std::vector<std::string> named;
+    for (const std::string& n : names)
+      if (!n.empty()) named.push_back(n);
+    const std::string near = closest_name(name, named);
+    if (!near.empty()) offer = near;
+  }
   return "; " + what + " here: " + list +
-         (names.back().empty() ? " (run without train.name)" : " (--set train.name=" + names.back() + ")");
+         (offer.empty() ? " (run without train.name)" : " (--set train.name=" + offer + ")");
 }
 
 }  // namespace ds

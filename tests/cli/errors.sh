@@ -37,6 +37,11 @@ run="--set run.dir=$work/run"
 # A mistyped config key: exit 2, names the file and the key.
 expect 2 "typo.yaml: unknown key 'train.epoch' (did you mean 'train.epochs'?)" -- train --config "$work/typo.yaml" $run
 expect 2 "--set train.epocs=3: unknown key 'train.epocs'" -- train --config "$work/good.yaml" $run --set train.epocs=3
+# A key without its section: the one key of that name (run.threads), when there is one.
+expect 2 "--set threads=1: unknown key 'threads' (did you mean 'run.threads'?)" -- train --config "$work/good.yaml" $run --set threads=1
+# A config key given as an option: the arguments in the order given, and how to set a key.
+expect 2 "unexpected arguments: --epochs 2; a config key is set with --set SECTION.KEY=VALUE" -- \
+  train --config "$work/good.yaml" $run --epochs 2
 # Options that contradict each other: refused, not one of them ignored without a word.
 expect 2 "--check excludes --predict-scaling" -- train --check --predict-scaling --config "$work/good.yaml" $run
 expect 2 "--resume excludes --resume-auto" -- train --resume --resume-auto --config "$work/good.yaml" $run

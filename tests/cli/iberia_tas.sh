@@ -64,6 +64,10 @@ rc=0; out=$(ds evaluate --set train.name=demo --set "evaluate.seasons=[annual, J
 rc=0; out=$(ds predict) || rc=$?
 [[ $rc -eq 3 ]] && grep -qF "run \`downscale train\` first; models trained here: deepesd, demo (--set train.name=demo)" <<<"$out" ||
   { echo "predict without train.name: exit $rc, $out"; exit 1; }
+# A mistyped train.name is offered the nearest model, not the last.
+rc=0; out=$(ds predict --set train.name=deepsed) || rc=$?
+[[ $rc -eq 3 ]] && grep -qF "models trained here: deepesd, demo (--set train.name=deepesd)" <<<"$out" ||
+  { echo "predict with train.name=deepsed: exit $rc, $out"; exit 1; }
 rc=0; out=$(ds evaluate --set train.name=nosuch) || rc=$?
 [[ $rc -eq 3 ]] && grep -qF "run \`downscale predict\` first; models predicted here: deepesd, demo (--set train.name=demo))" <<<"$out" ||
   { echo "evaluate of a model never predicted: exit $rc, $out"; exit 1; }

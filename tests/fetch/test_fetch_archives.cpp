@@ -283,6 +283,10 @@ TEST(FetchArchives, TheLevelComesFromADimensionAScalarCoordinateAnAttributeOrThe
   write_source(d / "ta500.nc", s);
   const FetchPlan named = plan(d.path(), one_variable("ta", "ta", "{var}{level}.nc", "K"), {"ta@500", "ta", 500}, req);
   EXPECT_EQ(named.fields[0].url, d / "ta500.nc");
+  // The same without a level: a usage error saying how to write it, not a missing "ta0.nc".
+  EXPECT_NE(test::message_of<UsageError>([&] { plan(d.path(), one_variable("ta", "ta", "{var}{level}.nc", "K"), {"ta", "ta", 0}, req); })
+                .find("holds ta on pressure levels: name one, e.g. ta@850"),
+            std::string::npos);
   EXPECT_NE(test::message_of<InputError>([&] { plan(d.path(), one_variable("ta", "ta", "ta500.nc", "K"), {"ta@500", "ta", 500}, req); })
                 .find("has no level dimension, scalar level coordinate or level attribute, but level 500 hPa was requested"),
             std::string::npos);
