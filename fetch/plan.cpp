@@ -297,11 +297,15 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
   f.level = w.level;
   f.def = dataset.variable(w.var);
   // A variable whose name or file holds its level, asked for without one: not a file named
-  // "..._hus0.nc" that is not there, but the field to write.
-  if (w.level == 0 && (f.def.level_in_name() || f.def.level_in_url()))
-    throw UsageError("fetch: field '" + w.name + "': dataset '" + dataset.name + "' (" +
-                     (dataset.file.empty() ? "built in" : dataset.file) + ") holds " + w.var +
-                     " on pressure levels: name one, e.g. " + w.var + "@850");
+  // "..._hus0.nc" that is not there, but the field to write (the predictand has no level).
+  if (w.level == 0 && (f.def.level_in_name() || f.def.level_in_url())) {
+    const bool predictand = w.key == "fetch.predictand.variable";
+    throw UsageError((w.key.empty() ? std::string("fetch") : w.key) + ": '" + w.name + "': dataset '" + dataset.name +
+                     "' (" + (dataset.file.empty() ? "built in" : dataset.file) + ") holds " + w.var +
+                     " on pressure levels" +
+                     (predictand ? ", and the predictand is a single-level field"
+                                 : ": name one, e.g. " + w.var + "@850"));
+  }
   f.native = f.def.native_name(w.level);
 
   // The calendar years the season-years touch, and the file of each (one file unless {year}).

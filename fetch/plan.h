@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fetch/dataset.h"
@@ -142,6 +143,11 @@ struct FetchPlan {
 struct FieldWanted {
   std::string name, var;
   int level = 0;
+  std::string key;  // the config key that asks for it, for messages ("": a predictor field)
+
+  FieldWanted() = default;
+  FieldWanted(std::string name_, std::string var_, int level_ = 0, std::string key_ = "")
+      : name(std::move(name_)), var(std::move(var_)), level(level_), key(std::move(key_)) {}
 };
 
 // The (year, month) pairs of season-year `year`; see the header comment for wrapping seasons.

@@ -217,13 +217,21 @@ class Reader {
 
  private:
   // The one known key, in another section, whose last part is `key`'s ('' if none or several);
-  // for a key without a section, the one whose last part it is (`threads`: run.threads).
+  // for a key without a section, the one whose last part it is (`threads`: run.threads), unless
+  // a section is named so too (a top-level `predictors:` is fetch.predictors as well as
+  // predict.predictors).
   std::string same_key_elsewhere(const std::string& key) const {
     const auto dot = key.rfind('.');
     const std::string leaf = dot == std::string::npos ? "." + key : key.substr(dot);  // ".members"
+    const auto ends_with_leaf = [&](const std::string& k) {
+      return k.size() > leaf.size() && k.compare(k.size() - leaf.size(), leaf.size(), leaf) == 0;
+    };
     std::string found;
     for (const auto& kn : known_) {
-      if (kn.size() <= leaf.size() || kn.compare(kn.size() - leaf.size(), leaf.size(), leaf) != 0) continue;
+      if (dot == std::string::npos)
+        for (auto d = kn.find('.'); d != std::string::npos; d = kn.find('.', d + 1))
+          if (ends_with_leaf(kn.substr(0, d))) return "";
+      if (!ends_with_leaf(kn)) continue;
       if (!found.empty()) return "";
       found = kn;
     }

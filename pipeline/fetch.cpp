@@ -135,7 +135,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
 
   SourceRequest pred{dataset_of(cfg, f.predictors_dataset, f.predictors_source, "predictors"), "", {}};
   pred.url = pred.dataset.url;
-  for (const auto& p : f.predictors) pred.fields.push_back({p.name(), p.var, p.level});
+  for (const auto& p : f.predictors) pred.fields.push_back({p.name(), p.var, p.level, "fetch.predictors.fields"});
   if (cfg.preprocess.has_predictor_grid) pred.regridded_onto = &cfg.preprocess.predictor_grid;
   // No predictand: the predictors alone (a GCM run to predict from), an empty predictand in the manifest.
   const bool with_predictand = f.has_predictand();
@@ -143,7 +143,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
   if (with_predictand) {
     obs.dataset = dataset_of(cfg, f.predictand_dataset, f.predictand_source, "predictand");
     obs.url = obs.dataset.url;
-    obs.fields.push_back({f.predictand_variable, f.predictand_variable, 0});
+    obs.fields.push_back({f.predictand_variable, f.predictand_variable, 0, "fetch.predictand.variable"});
     // Without a predictand_grid the observation grid is used as fetched: its box is its extent.
     if (cfg.preprocess.has_predictand_grid) obs.regridded_onto = &cfg.preprocess.predictand_grid;
     obs.chunk_folder = "chunks/predictand";

@@ -10,6 +10,7 @@
 #include <functional>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "io/bundle_environment.h"
 #include "io/command_line.h"
@@ -17,10 +18,35 @@
 #include "io/launch_rank.h"
 #include "io/log.h"
 #include "io/stop_signal.h"
+#include "io/suggest.h"
 #include "io/version.h"
 #include "pipeline/command_line.h"
 #include "pipeline/stages.h"
 #include "train/benchmark.h"
+
+namespace {
+
+// After "unexpected arguments: ...": the stage's own option nearest a mistyped one (--resum:
+// --resume), else, for a stage that reads a config, how a config key is set (--epochs 2 is
+// --set train.epochs=2). benchmark takes no config: no --set there.
+std::string unexpected_options_hint(const std::vector<std::string>& extras, const CLI::App* stage) {
+  if (!stage) return "";
+  std::vector<std::string> names;
+  for (const CLI::Option* o : stage->get_options())
+    for (const std::string& n : o->get_lnames()) names.push_back(n);
+  bool option = false;
+  for (const std::string& a : extras) {
+    if (a.rfind("--", 0) != 0 || a.size() == 2) continue;
+    option = true;
+    const std::string near = ds::closest_name(a.substr(2, a.find('=') - 2), names);
+    if (!near.empty()) return "; did you mean --" + near + "?";
+  }
+  if (option && stage->get_option_no_throw("--set"))
+    return "; a config key is set with --set SECTION.KEY=VALUE (e.g. --set train.epochs=2)";
+  return "";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   ds::adopt_bundle_environment();  // a bundle run without bin/env.sh: its unit database and Open MPI
@@ -193,12 +219,11 @@ int main(int argc, char** argv) {
     std::string what = e.what();
     if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
       // CLI11's message lists them as it saw them, reversed (above); remaining() gives them in
-      // the user's order. A config key is not an option of its own (--epochs 2: --set train.epochs=2).
+      // the user's order.
       const std::vector<std::string> extras = app.remaining(true);
       what = "unexpected arguments:";
       for (const auto& a : extras) what += " " + a;
-      if (std::any_of(extras.begin(), extras.end(), [](const std::string& a) { return a.rfind("--", 0) == 0; }))
-        what += "; a config key is set with --set SECTION.KEY=VALUE (e.g. --set train.epochs=2)";
+      what += unexpected_options_hint(extras, given_stage.empty() ? nullptr : app.get_subcommand(given_stage));
     }
     std::cerr << "downscale: error: " << what << " (see downscale " << (given_stage.empty() ? "" : given_stage + " ")
               << "--help)" << std::endl;

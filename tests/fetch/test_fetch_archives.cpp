@@ -287,6 +287,13 @@ TEST(FetchArchives, TheLevelComesFromADimensionAScalarCoordinateAnAttributeOrThe
   EXPECT_NE(test::message_of<UsageError>([&] { plan(d.path(), one_variable("ta", "ta", "{var}{level}.nc", "K"), {"ta", "ta", 0}, req); })
                 .find("holds ta on pressure levels: name one, e.g. ta@850"),
             std::string::npos);
+  // As the predictand, which takes no level, it is refused as such.
+  const std::string as_predictand = test::message_of<UsageError>([&] {
+    plan(d.path(), one_variable("ta", "ta", "{var}{level}.nc", "K"), {"ta", "ta", 0, "fetch.predictand.variable"}, req);
+  });
+  EXPECT_EQ(as_predictand.rfind("fetch.predictand.variable: 'ta': dataset", 0), 0u) << as_predictand;
+  EXPECT_NE(as_predictand.find("on pressure levels, and the predictand is a single-level field"), std::string::npos)
+      << as_predictand;
   EXPECT_NE(test::message_of<InputError>([&] { plan(d.path(), one_variable("ta", "ta", "ta500.nc", "K"), {"ta@500", "ta", 500}, req); })
                 .find("has no level dimension, scalar level coordinate or level attribute, but level 500 hPa was requested"),
             std::string::npos);

@@ -160,6 +160,12 @@ TEST(ConfigValidation, SetErrorsQuoteTheSet) {
   // The same key in another section is suggested when no near miss is.
   msg = error_of(kRun, {"train.members=3"});
   EXPECT_TRUE(has(msg, "unknown key 'train.members' (did you mean 'predict.members'?)")) << msg;
+  // A key without its section: its one key; none where a section is named so too (fetch.predictors).
+  msg = error_of(kRun, {"threads=1"});
+  EXPECT_TRUE(has(msg, "unknown key 'threads' (did you mean 'run.threads'?)")) << msg;
+  msg = error_of(kRun, {"predictors=1"});
+  EXPECT_TRUE(has(msg, "unknown key 'predictors'")) << msg;
+  EXPECT_FALSE(has(msg, "did you mean")) << msg;
   // An unquoted list, cut by the shell at its space, gets the quoting hint.
   msg = error_of(kRun, {"fetch.years=[2000,"});
   EXPECT_TRUE(has(msg, "cannot parse the value of key 'fetch.years'")) << msg;
