@@ -228,7 +228,14 @@ class NcclCommunicator final : public Communicator {
       host_ops_ = true;
     }
     std::vector<OpSpan> host_spans;
-    if (host_ops_) host_spans = end_job_on_error([&] { return host_.wait_all(what); });
+    // The host communicator's errors while NCCL collectives are open (the ranks ran different
+    // collectives, a peer gone): with peers, every rank may hold collectives no peer matches, so
+    // each ends the job here, at once, rather than unwind into the CUDA backend's device
+    // synchronization that waits on them (model/nccl_teardown.h).
+    if (host_ops_ && !ops_.empty())
+      run_or_abort_job(*this, [&] { host_spans = host_.wait_all(what); });
+    else if (host_ops_)
+      host_spans = host_.wait_all(what);
     host_ops_ = false;
     if (!ops_.empty()) {
       if (watch) watch_device_ops(what);
@@ -332,23 +339,6 @@ class NcclCommunicator final : public Communicator {
                   ": every rank reached it but NCCL did not complete (train.stall_abort_seconds)",
               kExitFailure);
       if (++polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-  }
-
-  // The host communicator's errors while NCCL collectives are open (the ranks ran different
-  // collectives, a peer gone): with peers, every rank may have collectives open that no peer
-  // matches, so each ends the job here, at once (MPI_Abort), rather than unwind into the CUDA
-  // backend's device synchronization that waits on them (model/nccl_teardown.h).
-  template <class F>
-  auto end_job_on_error(F&& f) -> decltype(f()) {
-    try {
-      return f();
-    } catch (const Error& e) {
-      if (size() > 1 && !ops_.empty()) abort(e.what(), e.code());
-      throw;
-    } catch (const std::exception& e) {
-      if (size() > 1 && !ops_.empty()) abort(e.what(), kExitFailure);
-      throw;
     }
   }
 
