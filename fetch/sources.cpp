@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <thread>
 
 #include "fetch/chunk.h"
@@ -16,6 +17,29 @@
 #include "io/stop_signal.h"
 
 namespace ds {
+
+namespace {
+
+// A dataset that keeps one file per variable (CMIP, NCEP) reads them below its url: a source
+// naming one of those files would be read as a folder ("Not a directory" from the C library, or
+// a file name glued onto another). Said as what to set instead.
+void check_source_is_a_folder(const Dataset& d, const std::string& source, const std::string& origin,
+                              const std::string& section) {
+  if (source.find("://") != std::string::npos || !std::filesystem::is_regular_file(source)) return;
+  std::string below;
+  for (const auto& [var, v] : d.variables)
+    if (!v.url.empty() && v.url.find("://") == std::string::npos && v.url.front() != '/')
+      below += (below.empty() ? "" : ", ") + var + ": " + v.url;
+  if (below.empty()) return;
+  std::string folder = std::filesystem::path(source).parent_path().string();
+  if (folder.empty()) folder = ".";
+  throw UsageError(origin + ": " + section + ".source '" + source + "' is a file, but dataset '" + d.name + "' (" +
+                   d.file + ") keeps one file per variable below its source (" + below + "): set " + section +
+                   ".source to the folder that holds them (" + folder + "), or leave " + section +
+                   ".dataset out to read this one file as it is (its variables under their own names, units unchecked)");
+}
+
+}  // namespace
 
 Dataset dataset_of(const Config& cfg, const std::string& dataset, const std::string& source, const std::string& key) {
   if (dataset.empty()) {
@@ -28,6 +52,7 @@ Dataset dataset_of(const Config& cfg, const std::string& dataset, const std::str
   if (!source.empty()) {  // the server moved, or a local copy
     d.url = source, d.synthetic = false;
     d.url_origin = "fetch." + key + ".source";  // the key alone: its value may hold credentials
+    check_source_is_a_folder(d, source, cfg.origin("fetch." + key + ".source"), "fetch." + key);
   }
   if (d.url.empty()) throw UsageError(d.file + ": key 'url' is empty and 'fetch." + key + ".source' is not set");
   // Synthetic sources not written yet, by a config without a synth section: `downscale synth`

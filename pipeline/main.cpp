@@ -26,6 +26,18 @@
 
 namespace {
 
+// `extras` in the order they stand in `args` (each word taken once; any not found go last).
+std::vector<std::string> in_given_order(std::vector<std::string> extras, const std::vector<std::string>& args) {
+  std::vector<std::string> ordered;
+  for (const std::string& a : args)
+    if (const auto it = std::find(extras.begin(), extras.end(), a); it != extras.end()) {
+      ordered.push_back(*it);
+      extras.erase(it);
+    }
+  ordered.insert(ordered.end(), extras.begin(), extras.end());
+  return ordered;
+}
+
 // After "unexpected arguments: ...": the stage's own option nearest a mistyped one (--resum:
 // --resume), else, for a stage that reads a config, how a config key is set (--epochs 2 is
 // --set train.epochs=2). benchmark takes no config: no --set there.
@@ -218,9 +230,9 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);
     std::string what = e.what();
     if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
-      // CLI11's message lists them as it saw them, reversed (above); remaining() gives them in
-      // the user's order.
-      const std::vector<std::string> extras = app.remaining(true);
+      // CLI11's message lists them as it saw them, reversed (above), and remaining() keeps the
+      // stage's apart from those after a "--" (the app's): listed here in the user's order.
+      const std::vector<std::string> extras = in_given_order(app.remaining(true), arranged.args);
       what = "unexpected arguments:";
       for (const auto& a : extras) what += " " + a;
       what += unexpected_options_hint(extras, given_stage.empty() ? nullptr : app.get_subcommand(given_stage));

@@ -264,11 +264,14 @@ void warn_unlike_training(const StoreReader& store, const NewPredictors& in, con
 // predict takes the model from the checkpoint: a config whose model.name, train.loss or (demo)
 // model.filters say otherwise (edited, or --set, after the training) changes nothing here, which
 // the config and the output's history would suggest it did (user test: --set train.loss=gaussian
-// on a Bernoulli-Gamma model, exit 0 without a word). Said, naming where each came from.
+// on a Bernoulli-Gamma model, exit 0 without a word). Said, naming where each came from. A model
+// picked by name on the command line (--set train.name=demo, one of several trained from one
+// config) is not the one the file's model keys describe: only what this command --set is compared.
 void warn_config_model_differs(const model::ModelSpec& spec, const std::string& ckpt, const Config& cfg) {
   std::string differs;
+  const bool picked_by_name = cfg.origin("train.name") != cfg.file;
   const auto note = [&](const std::string& key, const std::string& config, const std::string& checkpoint) {
-    if (config != checkpoint)
+    if (config != checkpoint && !(picked_by_name && cfg.origin(key) == cfg.file))
       differs += (differs.empty() ? "" : "; ") + key + " " + config + " (" + cfg.origin(key) + "), the checkpoint's " +
                  checkpoint;
   };

@@ -329,6 +329,12 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
   if (n_val == 0)
     spdlog::info("no validation split in the store (its preprocess had no validation years): checkpoint_best.h5{} follows the "
                  "training loss; metrics.csv's val_loss stays empty", tc.patience > 0 ? " (and early stopping)" : "");
+  // Legal, but rarely meant (a short season, a store cut for a test, a batch sized for another
+  // domain): every epoch is then one optimizer step, and 200 epochs train 200 steps.
+  if (root && int64_t(n_train) < global_batch)
+    spdlog::warn("the train split holds {} days, fewer than one global batch ({} = train.batch_size {} x {} rank(s)): "
+                 "each epoch is a single optimizer step; a smaller train.batch_size gives more",
+                 n_train, global_batch, tc.batch_size, host.size());
   if (distributed)
     spdlog::info("data parallel over {} ranks ({} on this node, local rank {}): global batch {}, learning rate x{} "
                  "after {:g} warmup epochs, gradients averaged in {} allreduce bucket(s) of up to {:g} MB overlapping "

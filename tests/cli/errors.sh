@@ -42,6 +42,8 @@ expect 2 "--set threads=1: unknown key 'threads' (did you mean 'run.threads'?)" 
 # A config key given as an option: the arguments in the order given, and how to set a key.
 expect 2 "unexpected arguments: --epochs 2; a config key is set with --set SECTION.KEY=VALUE" -- \
   train --config "$work/good.yaml" $run --epochs 2
+# Around a "--" too (CLI11 keeps the words after it apart).
+expect 2 "unexpected arguments: --foo x;" -- train --config "$work/good.yaml" $run --foo -- x
 # A mistyped option of the stage: the nearest one.
 expect 2 "unexpected arguments: --resum; did you mean --resume?" -- train --config "$work/good.yaml" $run --resum
 # Options that contradict each other: refused, not one of them ignored without a word.

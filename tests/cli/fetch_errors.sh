@@ -5,7 +5,8 @@
 # (the error names the working folder it was read from), a server that cannot be reached (a dry
 # run tries once; every failed open names the host, the no-network case and where credentials
 # go; a dry run waits at most 20 s for a server that accepts and never answers, and says so),
-# and a dataset name found nowhere (each folder searched named once).
+# a dataset name found nowhere (each folder searched named once), and one file given as the source
+# of a dataset that keeps one file per variable (the folder to give instead).
 # A few seconds.
 #   usage: fetch_errors.sh <downscale binary> <source dir>
 set -uo pipefail
@@ -35,6 +36,13 @@ out=$("$bin" fetch --dry-run "${one[@]}" --set synth.dir=alt 2>&1); rc=$?
 out=$("$bin" fetch --dry-run --config "$src/configs/iberia_tas.yaml" --set run.dir=runs/iberia --set fetch.years=[1983,1983] 2>&1); rc=$?
 [[ $rc -eq 0 && $out == *"psl: $src/tests/data/iberia/NCEP_Iberia_psl.nc variable 'psl'"* ]] &&
   ok "iberia definitions from another folder" || fail "iberia dry run from $work: exit $rc: $out"
+# One of its files given as the source of a dataset that keeps one file per variable: a usage
+# error naming the folder to give instead, not "Not a directory" for NCEP_Iberia_psl.nc/NCEP_...
+out=$("$bin" fetch --dry-run --config "$src/configs/iberia_tas.yaml" --set run.dir=runs/iberia --set fetch.years=[1983,1983] \
+  --set fetch.predictors.source="$src/tests/data/iberia/NCEP_Iberia_psl.nc" 2>&1); rc=$?
+[[ $rc -eq 2 && $out == *"fetch.predictors.source '$src/tests/data/iberia/NCEP_Iberia_psl.nc' is a file, but dataset"* &&
+   $out == *"psl: NCEP_Iberia_psl.nc"* && $out == *"set fetch.predictors.source to the folder that holds them ($src/tests/data/iberia)"* ]] &&
+  ok "a file for a per-variable dataset: the folder to give" || fail "one file as a per-variable source: exit $rc: $out"
 
 # A relative url that is not there: the error names the working folder it was read from.
 mkdir -p cfg/datasets

@@ -43,7 +43,9 @@ rc=0; out=$("$bin" preprocess --config "$cfg" --set fetch.predictand.dataset=cop
   { echo "preprocess with a copy of the definition: exit $rc, $out"; exit 1; }
 for m in deepesd demo; do
   ds train --set train.name=$m --set model.name=$m
-  ds predict --set train.name=$m
+  # A model picked by train.name is not the file's model.name (deepesd): no warning that it differs.
+  "$bin" predict --config "$cfg" --set train.name=$m >predict.log 2>&1 || { cat predict.log; exit 1; }
+  ! grep -q "as it was trained" predict.log || { echo "predict --set train.name=$m: a warning about the file's model"; exit 1; }
   # deepesd also per season (evaluate.seasons): of a DJF-only split, DJF is every test day.
   seasons=(); [[ $m == deepesd ]] && seasons=(--set "evaluate.seasons=[annual, DJF]")
   ds evaluate --set train.name=$m "${seasons[@]}"
@@ -73,10 +75,13 @@ rc=0; out=$(ds evaluate --set train.name=nosuch) || rc=$?
   { echo "evaluate of a model never predicted: exit $rc, $out"; exit 1; }
 # Two ranks (mpirun), the Gaussian deepesd: rank 0 alone reads the climatology start and the
 # initial broadcast gives its output biases to rank 1; without that rank 1 would train from zero
-# biases and end with other weights (a checksum of its own).
+# biases and end with other weights (a checksum of its own). A batch of 700 per rank is more than
+# the 1354 train days: rank 0 alone says each epoch is one step.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false
 mpirun -np 2 --oversubscribe --bind-to none "$bin" train --config "$cfg" --set train.name=mpi --set model.name=deepesd \
-  --set train.epochs=1 --set run.threads=1 >mpi.log 2>&1 || { cat mpi.log; exit 1; }
+  --set train.epochs=1 --set train.batch_size=700 --set run.threads=1 >mpi.log 2>&1 || { cat mpi.log; exit 1; }
+[[ $(grep -c 'the train split holds 1354 days, fewer than one global batch (1400 = train.batch_size 700 x 2 rank(s))' \
+   mpi.log) -eq 1 ]] || { cat mpi.log; echo "2 ranks, batch 700: not one warning that an epoch is one step"; exit 1; }
 [[ $(grep -c 'rank 0\].*output biases start at ' mpi.log) -eq 1 &&
    $(grep -c 'output biases start at ' mpi.log) -eq 1 &&
    $(grep -c 'final weights checksum' mpi.log) -eq 2 &&
