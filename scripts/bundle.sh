@@ -3,11 +3,12 @@
 # is not: a GPU node of ours had no zstd, so a .tar.zst could not be unpacked there) that runs on any Linux x86-64 with a glibc at least as new as Debian 12's, without the
 # Debian packages: what a cluster user without root needs, and how a GPU machine gets the code.
 #
-#   scripts/bundle.sh [--fast] [BUILD_DIR [OUT_DIR]]      (defaults: build, BUILD_DIR)
+#   scripts/bundle.sh [--fast | --xz-level N] [BUILD_DIR [OUT_DIR]]      (defaults: build, BUILD_DIR)
 #   -> OUT_DIR/downscale-<version>-linux-x86_64.tar.xz (the binary's --version, e.g. 0.1.0+g2c748ca);
 #   prints its path last
 # xz -9 takes minutes on 2 busy cores; --fast is xz -6 (about 2 minutes on 2 cores; 45 MB against
-# 51 MB for zstd -6; the test's choice: if that is under 60 MB, -9 is too).
+# 51 MB for zstd -6; if that is under 60 MB, -9 is too). --xz-level N: tests/cli/bundle.sh's -2
+# (53 MB in a fifth of -6's time; what it checks of the size holds for -6 and -9 a fortiori).
 #
 # Layout (unpacked):   downscale-<version>-linux-x86_64/
 #   bin/downscale, bin/test_*, bin/bench_*, bin/mpirun, bin/orted   RPATH $ORIGIN/../lib
@@ -24,8 +25,16 @@
 # CUDA/NVIDIA libraries (driver, cudart, cuBLAS, cuDNN, NCCL): the GPU machine provides them, and
 # bin/env.sh finds a PyTorch installation's copies (site-packages/nvidia/*/lib).
 set -euo pipefail
-fast=
-[[ ${1:-} == --fast ]] && { fast=1; shift; }
+level=9
+while [[ ${1:-} == --* ]]; do
+  case $1 in
+    --fast) level=6; shift ;;
+    --xz-level)
+      [[ ${2:-} =~ ^[0-9]$ ]] || { echo "bundle.sh: --xz-level takes 0..9, not '${2:-}'" >&2; exit 2; }
+      level=$2; shift 2 ;;
+    *) echo "bundle.sh: unknown option $1 (usage: scripts/bundle.sh [--fast | --xz-level N] [BUILD_DIR [OUT_DIR]])" >&2; exit 2 ;;
+  esac
+done
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(readlink -f "${1:-$src/build}")
 out=$(readlink -f "${2:-$build}")
@@ -151,8 +160,6 @@ chmod +x "$root/bin/env.sh"
 # --- one archive ---
 mkdir -p "$out"
 tar -C "$stage" --owner=0 --group=0 -cf "$stage/$name.tar" "$name"
-level=9
-[[ -n $fast ]] && level=6
 xz -$level -T0 -f "$stage/$name.tar"
 small=$stage/$name.tar.xz
 rm -f "$out/$name.tar.zst" "$out/$name.tar.xz"

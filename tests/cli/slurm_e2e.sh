@@ -11,7 +11,8 @@
 #  2. a bad --set key, epochs 0, test years inside the training years: the job FAILED with exit
 #     code 2, found by `downscale train --check` before srun launched any rank (every time, not
 #     143 when srun ended a rank first);
-#  3. kill -9 of rank 1: srun --kill-on-bad-exit ends the step (FAILED) within 30 s; SIGUSR1 to
+#  3. kill -9 of rank 1: srun --kill-on-bad-exit ends the step (FAILED) within
+#     30 s (KillWait 5 s here: the survivor goes at the SIGKILL); SIGUSR1 to
 #     the batch shell (as --signal=B:USR1@120 at the limit): the ranks checkpoint mid-epoch, exit 75,
 #     the script requeues the job, which resumes from the checkpoint by itself and completes, both
 #     runs' lines in the same .out/.err (--open-mode=append); SIGTERM to the batch shell alone
@@ -157,6 +158,9 @@ ReturnToService=2
 SchedulerParameters=batch_sched_delay=0
 # Job ids unlike another run's (shared /tmp names, logs read by a person).
 FirstJobId=$(( (RANDOM % 900 + 100) * 1000 ))
+# A step's tasks get SIGTERM, then SIGKILL this long after (the default 30 s): section 3's
+# survivor, waiting in a collective for the rank killed, goes at the SIGKILL.
+KillWait=5
 # scontrol remembers ended jobs (state, exit code) this long; no accounting storage (sacct).
 MinJobAge=600
 NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=1000 State=UNKNOWN
