@@ -44,50 +44,72 @@ double median(std::vector<double> v) {
 // whose allreduce this rank saw complete before backward ended (the overlap actually achieved).
 enum Phase { kForward, kBackward, kWait, kOptimizer, kStep, kStarted, kDone, kPhases };
 
+struct DdpOptions {
+  int batch = 8, threads = 1, steps = 8, warmup = 2, nosync_steps = 4;
+  double bucket_mb = 4;  // the trainer's default (train.allreduce_bucket_mb)
+  int in_h = 0, in_w = 0;
+  std::string dump_prefix, device = "cpu", communicator = "mpi", allreduce_dtype = "fp32";
+};
+
+// The timed steps on this rank; rank 0 prints the figures.
+void run_ranks(const DdpOptions& o, ds::Communicator& host);
+
 }  // namespace
 
 int bench_main(int argc, char** argv) {
   using namespace ds;
   CLI::App app{"data-parallel MNN training steps under MPI (the trainer's step), for bench/train_ddp.sh"};
-  int batch = 8, threads = 1, steps = 8, warmup = 2, nosync_steps = 4;
-  double bucket_mb = 4;  // the trainer's default (train.allreduce_bucket_mb)
-  std::string grid = "8x12", dump_prefix, device = "cpu", communicator = "mpi", allreduce_dtype = "fp32";
-  app.add_option("--batch", batch, "samples per step on each rank")->check(CLI::PositiveNumber);
-  app.add_option("--threads", threads, "CPU threads per rank (0: all cores)");
-  app.add_option("--steps", steps, "timed steps (medians are reported)")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
-  app.add_option("--bucket-mb", bucket_mb, "gradient bucket size in MB; 0: one bucket reduced after backward")
+  DdpOptions o;
+  std::string grid = "8x12";
+  app.add_option("--batch", o.batch, "samples per step on each rank")->check(CLI::PositiveNumber);
+  app.add_option("--threads", o.threads, "CPU threads per rank (0: all cores)");
+  app.add_option("--steps", o.steps, "timed steps (medians are reported)")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
+  app.add_option("--bucket-mb", o.bucket_mb, "gradient bucket size in MB; 0: one bucket reduced after backward")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--nosync-steps", nosync_steps,
+  app.add_option("--nosync-steps", o.nosync_steps,
                  "timed steps without any allreduce afterwards (the exposed communication: step - these)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--grid", grid, "input grid HxW (20 channels); output (4H-3)x(4W-3). 30x53: the reference domain");
-  app.add_option("--device", device, "cpu, cuda or auto (run.device); cuda: GPU local_rank");
-  app.add_option("--communicator", communicator, "mpi, nccl or auto (run.communicator); nccl: even on one rank")
+  app.add_option("--device", o.device, "cpu, cuda or auto (run.device); cuda: GPU local_rank");
+  app.add_option("--communicator", o.communicator, "mpi, nccl or auto (run.communicator); nccl: even on one rank")
       ->check(CLI::IsMember({"mpi", "nccl", "auto"}));
-  app.add_option("--allreduce-dtype", allreduce_dtype, "fp32, bf16 or fp16 on the wire (train.allreduce_dtype)")
+  app.add_option("--allreduce-dtype", o.allreduce_dtype, "fp32, bf16 or fp16 on the wire (train.allreduce_dtype)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
-  app.add_option("--dump", dump_prefix, "each rank writes the initial weights and its batch to PREFIX.<rank>");
+  app.add_option("--dump", o.dump_prefix, "each rank writes the initial weights and its batch to PREFIX.<rank>");
   CLI11_PARSE(app, argc, argv);
-  int in_h = 0, in_w = 0;
-  if (std::sscanf(grid.c_str(), "%dx%d", &in_h, &in_w) != 2 || in_h < 2 || in_w < 2) {
+  if (std::sscanf(grid.c_str(), "%dx%d", &o.in_h, &o.in_w) != 2 || o.in_h < 2 || o.in_w < 2) {
     std::fprintf(stderr, "--grid: expected HxW, e.g. 8x12, got '%s'\n", grid.c_str());
     return 2;
   }
-
   auto host = make_mpi_communicator();
-  const int rank = host->rank(), size = host->size();
-  const bool root = host->is_root();
+  // An error on one of several ranks (no GPU or no NCCL on one node, a CUDA error) ends the job
+  // through MPI_Abort with its exit code: the other ranks would wait in a collective for good.
+  run_or_abort_job(*host, [&] { run_ranks(o, *host); });
+  return 0;
+}
+
+namespace {
+
+void run_ranks(const DdpOptions& o, ds::Communicator& host) {
+  using namespace ds;
+  const int batch = o.batch, threads = o.threads, steps = o.steps, warmup = o.warmup, nosync_steps = o.nosync_steps;
+  const int in_h = o.in_h, in_w = o.in_w;
+  const double bucket_mb = o.bucket_mb;
+  const std::string &dump_prefix = o.dump_prefix, &device = o.device, &communicator = o.communicator,
+                    &allreduce_dtype = o.allreduce_dtype;
+  const int rank = host.rank(), size = host.size();
+  const bool root = host.is_root();
 
   model::ModelSpec spec;
   spec.name = "mnn";
   spec.in_channels = 20;  // the reference experiment's predictors: z, hus, ta, ua, va at 4 levels
   spec.in_h = in_h;
   spec.in_w = in_w;
-  auto be = model::make_backend(device, threads, host->local_rank());
+  auto be = model::make_backend(device, threads, host.local_rank());
   // As the trainer: NCCL (train/device_communicator.h) once the backend has chosen the GPU.
-  const auto device_comm = make_training_communicator(communicator, *host, *be, root);
-  Communicator* comm = device_comm ? device_comm.get() : host.get();
+  const auto device_comm = make_training_communicator(communicator, host, *be, root);
+  Communicator* comm = device_comm ? device_comm.get() : &host;
   const bool distributed = size > 1 || comm->name() == "nccl";
   model::Net net(spec, *be);
   net.init(1);
@@ -99,7 +121,7 @@ int bench_main(int argc, char** argv) {
       const std::vector<float> v = p.value->to_host();
       buf.insert(buf.end(), v.begin(), v.end());
     }
-    host->broadcast(buf.data(), buf.size(), 0, "initial weights");
+    host.broadcast(buf.data(), buf.size(), 0, "initial weights");
     size_t off = 0;
     for (const auto& p : net.params()) {
       p.value->upload(buf.data() + off);
@@ -183,7 +205,7 @@ int bench_main(int argc, char** argv) {
     if (distributed && i < nosync_steps) step(false, mine + size_t(steps + i) * kPhases);
   }
   comm->allreduce_sum(all.data(), all.size(), "timings");
-  if (!root) return 0;
+  if (!root) return;
 
   auto at = [&](int r, int i, Phase p) { return all[per_rank * size_t(r) + size_t(i) * kPhases + p]; };
   // A step ends for the job when its slowest rank ends it: per step the maximum over ranks.
@@ -246,8 +268,9 @@ int bench_main(int argc, char** argv) {
   } else {
     std::printf("step_nosync_s %.4f\nexposed_share 0\n", step_s);
   }
-  return 0;
 }
+
+}  // namespace
 
 // Any failure (no GPU, no NCCL, an NCCL or CUDA error) as one line and an exit code, not a
 // terminate() with a stack trace.
