@@ -63,7 +63,7 @@ std::string DatasetVariable::url_for(const std::string& base, const std::string&
   replace_all(u, "{level}", std::to_string(level));
   replace_all(u, "{year}", std::to_string(year));
   // Absolute (a URL or a path from /): as is. Relative: below the base, one slash between.
-  if (u.find("://") != std::string::npos || u.front() == '/' || base.empty()) return u;
+  if (!is_below_source(u) || base.empty()) return u;
   return base.back() == '/' ? base + u : base + "/" + u;
 }
 

@@ -60,6 +60,11 @@ struct DatasetVariable {
   // config's `source`, taken as a folder or server address), or `base` itself when the variable
   // has no url of its own.
   std::string url_for(const std::string& base, const std::string& var, int level, int year) const;
+  // Whether `url` is read below the dataset's url (its source): neither a URL ("://") nor a path
+  // from '/'. url_for and the check that a source is a folder must agree on it.
+  static bool is_below_source(const std::string& url) {
+    return !url.empty() && url.find("://") == std::string::npos && url.front() != '/';
+  }
 };
 
 struct Dataset {

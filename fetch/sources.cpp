@@ -28,7 +28,7 @@ void check_source_is_a_folder(const Dataset& d, const std::string& source, const
   if (source.find("://") != std::string::npos || !std::filesystem::is_regular_file(source)) return;
   std::string below;
   for (const auto& [var, v] : d.variables)
-    if (!v.url.empty() && v.url.find("://") == std::string::npos && v.url.front() != '/')
+    if (DatasetVariable::is_below_source(v.url))
       below += (below.empty() ? "" : ", ") + var + ": " + v.url;
   if (below.empty()) return;
   std::string folder = std::filesystem::path(source).parent_path().string();

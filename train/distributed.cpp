@@ -12,11 +12,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "io/error.h"
+#include "io/stop_signal.h"
 #include "model/kernels/wire16.h"
 
 namespace ds {
@@ -256,6 +258,12 @@ class Mpi final : public Communicator {
     if (requests_.empty()) return {};
     const auto t0 = Clock::now();
     double next_warning = stall_warn_s_;
+    // A stop (the scheduler's SIGTERM, a Ctrl-C) happens at the next safe point, which every rank
+    // must reach: while a rank is missing here it cannot, and this rank waits on until that rank
+    // comes, the scheduler kills the job (Slurm's KillWait after its SIGTERM) or the stall limit.
+    // Said once, within the stall warning (5 s at most), so that the log says why it did not stop.
+    const double stop_notice_s = stall_warn_s_ > 0 ? std::min(stall_warn_s_, 5.0) : 5.0;
+    double stop_seen = -1;
     int polls = 0;
     announce_arrival();
     // Until this rank's operations are complete and every other rank has reached this wait (so
@@ -268,6 +276,14 @@ class Mpi final : public Communicator {
         spdlog::warn("waiting {:.0f} s at collective #{} ({}): ranks not there yet: {}", waited, phase_, what,
                      rank_list(missing_ranks()));
         next_warning += stall_warn_s_;
+      }
+      if (stop_seen < 0 && stop_requested()) stop_seen = waited;
+      if (stop_seen >= 0 && waited - stop_seen >= stop_notice_s && !missing_ranks().empty()) {
+        spdlog::warn("{} came {:.0f} s ago, but ranks {} have not reached collective #{} ({}): the stop waits for them "
+                     "(if they are gone: until the scheduler kills the job, or train.stall_abort_seconds: {})",
+                     signal_name(stop_signal_number()), waited - stop_seen, rank_list(missing_ranks()), phase_, what,
+                     stall_abort_s_ > 0 ? std::to_string(int(stall_abort_s_)) + " s" : std::string("off"));
+        stop_seen = std::numeric_limits<double>::infinity();  // once per wait
       }
       if (stall_abort_s_ > 0 && waited >= stall_abort_s_)
         abort("gave up after " + std::to_string(int(waited)) + " s at collective #" + std::to_string(phase_) + " (" +

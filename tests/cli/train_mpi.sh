@@ -12,8 +12,8 @@
 #  3b. train.allreduce_dtype bf16 (16-bit gradients between ranks, MPI's user sum): the same
 #     weights on both ranks, and within TOL_BF16 of the fp32 run;
 #  4. --resume under MPI continues to the same weights as an uninterrupted run;
-#  5. a rank that stalls makes the others log it as missing, and past train.stall_abort_seconds
-#     ends the job;
+#  5. a rank that stalls makes the others log it as missing (and, when a stop signal came
+#     meanwhile, why the stop waits), and past train.stall_abort_seconds ends the job;
 #  6. a rank that fails (an injected error, then kill -9) ends the job non-zero within 60 s
 #     with a message naming the rank; ranks that opened different stores under one path
 #     (another working folder) are refused, naming the rank, and so are ranks of which one
@@ -158,13 +158,26 @@ grep -q 'rank 1\].*resuming from' resume.log || { echo "rank 1 did not resume"; 
   { echo "resumed run differs from the uninterrupted one: $(grep 'final weights checksum' resume.log)"; exit 1; }
 echo "resume under MPI: same weights as the uninterrupted run"
 
-echo "== rank 1 stalls 3 s: rank 0 names it"
-DOWNSCALE_TEST_STALL_RANK=1 DOWNSCALE_TEST_STALL_SECONDS=3 "${mpi[@]}" -x DOWNSCALE_TEST_STALL_RANK \
+echo "== rank 1 stalls 4 s, rank 0 gets SIGTERM meanwhile: rank 0 names rank 1, says why it does not stop yet, and both stop"
+DOWNSCALE_TEST_STALL_RANK=1 DOWNSCALE_TEST_STALL_SECONDS=4 "${mpi[@]}" -x DOWNSCALE_TEST_STALL_RANK \
   -x DOWNSCALE_TEST_STALL_SECONDS "$bin" train --config configs/demo.yaml "${common[@]}" --set run.dir=runs/stall \
-  --set train.epochs=1 --set train.stall_warning_seconds=1 >stall.log 2>&1 || { cat stall.log; exit 1; }
-grep 'not there yet' stall.log | head -2
+  --set train.epochs=1 --set train.stall_warning_seconds=1 >stall.log 2>&1 &
+launcher=$!
+for _ in $(seq 300); do grep -q 'stalling 4 s' stall.log && break; sleep 0.1; done
+rank0=""
+for p in $(pgrep -P $launcher); do
+  tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=0' && rank0=$p
+done
+[[ -n $rank0 ]] || { echo "rank 0 not found"; cat stall.log; kill $launcher; exit 1; }
+kill -TERM "$rank0"
+rc=0
+wait $launcher || rc=$?
+grep 'not there yet\|came' stall.log | head -3
 grep -q 'rank 0\].*waiting [0-9]* s at collective #[0-9]* (gradients of step 0): ranks not there yet: 1$' stall.log ||
   { echo "rank 0 did not name rank 1 as missing"; cat stall.log; exit 1; }
+grep -q 'rank 0\].*SIGTERM came [0-9]* s ago, but ranks 1 have not reached collective #[0-9]* (gradients of step 0): the stop waits for them' stall.log ||
+  { echo "rank 0 did not say why the stop waits"; cat stall.log; exit 1; }
+[[ $rc -eq 143 ]] || { echo "expected both ranks to stop (143) once rank 1 came, got $rc"; cat stall.log; exit 1; }
 
 echo "== rank 1 stalls 60 s, train.stall_abort_seconds=2"
 rc=0
