@@ -140,9 +140,14 @@ std::string check_training(const Config& cfg, const std::string& store_path, con
   out << "model " << spec.name << ": " << net.parameter_count() << " parameters, output " << shape.h << " x "
       << shape.w << " as the store's; loss " << cfg.train.loss << ", optimizer " << cfg.train.optimizer << ", batch "
       << cfg.train.batch_size << " per rank, " << cfg.train.epochs << " epochs\n";
-  if (n_train < size_t(cfg.train.batch_size))
-    out << "note: the train split (" << n_train << " days) is smaller than one batch per rank (" << cfg.train.batch_size
-        << ")\n";
+  // As train warns at its start: with --ranks, against the global batch it will have.
+  const int64_t batch = int64_t(cfg.train.batch_size) * std::max(ranks, 1);
+  if (int64_t(n_train) < batch)
+    out << "note: the train split (" << n_train << " days) is smaller than one "
+        << (ranks > 0 ? "global batch (" + std::to_string(batch) + " = train.batch_size " +
+                            std::to_string(cfg.train.batch_size) + " x " + std::to_string(ranks) + " rank(s))"
+                      : "batch per rank (" + std::to_string(cfg.train.batch_size) + ")")
+        << ": each epoch is a single optimizer step\n";
 
   // train.precision on the backend this node trains on: a CPU without FP16 (or without
   // avx512_bf16 for bf16) would otherwise be train's exit 2 after the ranks were launched. A

@@ -279,9 +279,9 @@ class Mpi final : public Communicator {
       }
       if (stop_seen < 0 && stop_requested()) stop_seen = waited;
       if (stop_seen >= 0 && waited - stop_seen >= stop_notice_s && !missing_ranks().empty()) {
-        spdlog::warn("{} came {:.0f} s ago, but ranks {} have not reached collective #{} ({}): the stop waits for them "
-                     "(if they are gone: until the scheduler kills the job, or train.stall_abort_seconds: {})",
-                     signal_name(stop_signal_number()), waited - stop_seen, rank_list(missing_ranks()), phase_, what,
+        spdlog::warn("the stop ({}) is held up: ranks {} have not reached collective #{} ({}) in {:.0f} s, and every rank "
+                     "must (if they are gone: until the scheduler kills the job, or train.stall_abort_seconds: {})",
+                     signal_name(stop_signal_number()), rank_list(missing_ranks()), phase_, what, waited,
                      stall_abort_s_ > 0 ? std::to_string(int(stall_abort_s_)) + " s" : std::string("off"));
         stop_seen = std::numeric_limits<double>::infinity();  // once per wait
       }

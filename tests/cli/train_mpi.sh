@@ -172,10 +172,10 @@ done
 kill -TERM "$rank0"
 rc=0
 wait $launcher || rc=$?
-grep 'not there yet\|came' stall.log | head -3
+grep 'not there yet\|held up' stall.log | head -3
 grep -q 'rank 0\].*waiting [0-9]* s at collective #[0-9]* (gradients of step 0): ranks not there yet: 1$' stall.log ||
   { echo "rank 0 did not name rank 1 as missing"; cat stall.log; exit 1; }
-grep -q 'rank 0\].*SIGTERM came [0-9]* s ago, but ranks 1 have not reached collective #[0-9]* (gradients of step 0): the stop waits for them' stall.log ||
+grep -q 'rank 0\].*the stop (SIGTERM) is held up: ranks 1 have not reached collective #[0-9]* (gradients of step 0) in [0-9]* s' stall.log ||
   { echo "rank 0 did not say why the stop waits"; cat stall.log; exit 1; }
 [[ $rc -eq 143 ]] || { echo "expected both ranks to stop (143) once rank 1 came, got $rc"; cat stall.log; exit 1; }
 
