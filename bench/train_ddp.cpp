@@ -93,22 +93,17 @@ namespace {
 
 void run_ranks(const DdpOptions& o, ds::Communicator& host) {
   using namespace ds;
-  const int batch = o.batch, threads = o.threads, steps = o.steps, warmup = o.warmup, nosync_steps = o.nosync_steps;
-  const int in_h = o.in_h, in_w = o.in_w;
-  const double bucket_mb = o.bucket_mb;
-  const std::string &dump_prefix = o.dump_prefix, &device = o.device, &communicator = o.communicator,
-                    &allreduce_dtype = o.allreduce_dtype;
   const int rank = host.rank(), size = host.size();
   const bool root = host.is_root();
 
   model::ModelSpec spec;
   spec.name = "mnn";
   spec.in_channels = 20;  // the reference experiment's predictors: z, hus, ta, ua, va at 4 levels
-  spec.in_h = in_h;
-  spec.in_w = in_w;
-  auto be = model::make_backend(device, threads, host.local_rank());
+  spec.in_h = o.in_h;
+  spec.in_w = o.in_w;
+  auto be = model::make_backend(o.device, o.threads, host.local_rank());
   // As the trainer: NCCL (train/device_communicator.h) once the backend has chosen the GPU.
-  const auto device_comm = make_training_communicator(communicator, host, *be, root);
+  const auto device_comm = make_training_communicator(o.communicator, host, *be, root);
   Communicator* comm = device_comm ? device_comm.get() : &host;
   const bool distributed = size > 1 || comm->name() == "nccl";
   model::Net net(spec, *be);
@@ -130,15 +125,15 @@ void run_ranks(const DdpOptions& o, ds::Communicator& host) {
   }
   // Every rank its own batch (seed 2 + rank: rank 0's is bench_train_step's), so the averaged
   // gradient differs from each rank's own and the loss after the first update checks the average.
-  bench::BenchBatch b = bench::make_batch(*be, net, batch, 2 + uint64_t(rank));
-  if (!dump_prefix.empty()) bench::dump(dump_prefix + "." + std::to_string(rank), net, b);
+  bench::BenchBatch b = bench::make_batch(*be, net, o.batch, 2 + uint64_t(rank));
+  if (!o.dump_prefix.empty()) bench::dump(o.dump_prefix + "." + std::to_string(rank), net, b);
 
   model::Adam adam(net.params(), *be);
-  model::Tensor d_out(*be, net.output_shape(batch));
+  model::Tensor d_out(*be, net.output_shape(o.batch));
   std::optional<GradientBuckets> buckets;
   // As the trainer: buckets only with more than one rank (one rank trains with no allreduce).
   if (distributed)
-    buckets.emplace(net.params(), size_t(bucket_mb * 1024 * 1024), *comm, parse_wire_type(allreduce_dtype));
+    buckets.emplace(net.params(), size_t(o.bucket_mb * 1024 * 1024), *comm, parse_wire_type(o.allreduce_dtype));
   std::function<void(const std::vector<model::Param>&)> layer_done;
   if (distributed) layer_done = [&](const std::vector<model::Param>& ps) { buckets->ready(ps); };
 
@@ -146,7 +141,7 @@ void run_ranks(const DdpOptions& o, ds::Communicator& host) {
   // the loss added into backend memory, so a step never waits for the GPU mid-way (it downloaded
   // targets and mask and waited for the sum every step, which the trainer does not do).
   const int64_t hw = int64_t(b.y.shape().h) * b.y.shape().w;
-  const int64_t valid = model::count_valid_points(b.mask.to_host().data(), b.y.to_host().data(), batch, hw);
+  const int64_t valid = model::count_valid_points(b.mask.to_host().data(), b.y.to_host().data(), o.batch, hw);
   model::LossAccumulator acc(*be);
   int64_t step_index = 0;
   // On a GPU the backend runs ahead of the host: the step's clocks are read with its work done
@@ -192,17 +187,17 @@ void run_ranks(const DdpOptions& o, ds::Communicator& host) {
     step(true, nullptr);
     losses.push_back(acc.read()[0]);
   }
-  for (int i = 0; i < warmup; ++i) step(true, nullptr);
+  for (int i = 0; i < o.warmup; ++i) step(true, nullptr);
   // Every rank's timings, each in its own slice, summed across ranks: rank 0 then sees all.
-  const size_t per_rank = size_t(steps + nosync_steps) * kPhases;
+  const size_t per_rank = size_t(o.steps + o.nosync_steps) * kPhases;
   std::vector<double> all(per_rank * size_t(size), 0.0);
   double* mine = all.data() + per_rank * size_t(rank);
   comm->barrier("start of the timed steps");
   // The steps without allreduce alternate with the others, so that both kinds see the same
   // machine (others' jobs come and go); they leave the ranks' weights apart, which costs nothing.
-  for (int i = 0; i < std::max(steps, nosync_steps); ++i) {
-    if (i < steps) step(true, mine + size_t(i) * kPhases);
-    if (distributed && i < nosync_steps) step(false, mine + size_t(steps + i) * kPhases);
+  for (int i = 0; i < std::max(o.steps, o.nosync_steps); ++i) {
+    if (i < o.steps) step(true, mine + size_t(i) * kPhases);
+    if (distributed && i < o.nosync_steps) step(false, mine + size_t(o.steps + i) * kPhases);
   }
   comm->allreduce_sum(all.data(), all.size(), "timings");
   if (!root) return;
@@ -221,27 +216,27 @@ void run_ranks(const DdpOptions& o, ds::Communicator& host) {
   auto phase_median = [&](Phase p) {  // over steps and ranks
     std::vector<double> v;
     for (int r = 0; r < size; ++r)
-      for (int i = 0; i < steps; ++i) v.push_back(at(r, i, p));
+      for (int i = 0; i < o.steps; ++i) v.push_back(at(r, i, p));
     return median(v);
   };
-  const double step_s = step_median(0, steps);
+  const double step_s = step_median(0, o.steps);
   // The share of a step spent in finish(), waiting for the allreduces after backward: the median
   // over ranks and steps of each step's share (robust to a step where another job took the core).
   std::vector<double> shares;
   for (int r = 0; r < size; ++r)
-    for (int i = 0; i < steps; ++i) shares.push_back(at(r, i, kWait) / at(r, i, kStep));
+    for (int i = 0; i < o.steps; ++i) shares.push_back(at(r, i, kWait) / at(r, i, kStep));
   const double wait_share = median(shares);
 
-  std::printf("allreduce_dtype %s\n", allreduce_dtype.c_str());
+  std::printf("allreduce_dtype %s\n", o.allreduce_dtype.c_str());
   std::printf("backend %s\ncommunicator %s\nranks %d\nthreads %d\nbatch_per_rank %d\n", be->name().c_str(),
-              comm->name().c_str(), size, threads, batch);
-  std::printf("grid %dx%d -> %dx%d\nparameters %lld\n", in_h, in_w, net.output_shape(1).h, net.output_shape(1).w,
+              comm->name().c_str(), size, o.threads, o.batch);
+  std::printf("grid %dx%d -> %dx%d\nparameters %lld\n", o.in_h, o.in_w, net.output_shape(1).h, net.output_shape(1).w,
               static_cast<long long>(net.parameter_count()));
   if (buckets) {
     std::string sizes;
     for (size_t k = 0; k < buckets->bucket_count(); ++k)
       sizes += (k ? "," : "") + std::to_string(buckets->bucket_floats(k) * sizeof(float) / 1024);
-    std::printf("buckets %zu of %s KiB (bucket-mb %g)\n", buckets->bucket_count(), sizes.c_str(), bucket_mb);
+    std::printf("buckets %zu of %s KiB (bucket-mb %g)\n", buckets->bucket_count(), sizes.c_str(), o.bucket_mb);
   } else {
     std::printf("buckets none (1 rank: no allreduce)\n");
   }
@@ -251,19 +246,19 @@ void run_ranks(const DdpOptions& o, ds::Communicator& host) {
   std::printf("step_s %.4f\n", step_s);
   for (int r = 0; r < size; ++r) {
     std::vector<double> v;
-    for (int i = 0; i < steps; ++i) v.push_back(at(r, i, kStep));
+    for (int i = 0; i < o.steps; ++i) v.push_back(at(r, i, kStep));
     std::printf("rank%d_step_s %.4f\n", r, median(v));
   }
-  std::printf("samples_per_s %.4f\nsamples_per_s_per_rank %.4f\n", double(batch) * size / step_s, batch / step_s);
+  std::printf("samples_per_s %.4f\nsamples_per_s_per_rank %.4f\n", double(o.batch) * size / step_s, o.batch / step_s);
   std::printf("forward_s %.4f\nbackward_s %.4f\nwait_s %.4f\noptimizer_s %.4f\n", phase_median(kForward),
               phase_median(kBackward), phase_median(kWait), phase_median(kOptimizer));
   std::printf("wait_share %.4f\n", wait_share);
   if (buckets)
     std::printf("first_bucket_start_share %.4f\nbuckets_done_in_backward %g\n",
                 phase_median(kStarted) / phase_median(kBackward), phase_median(kDone));
-  if (distributed && nosync_steps > 0) {
+  if (distributed && o.nosync_steps > 0) {
     // What the allreduces add to a step, overlapped or not: packing, progress calls, the wait.
-    const double nosync = step_median(steps, nosync_steps);
+    const double nosync = step_median(o.steps, o.nosync_steps);
     std::printf("step_nosync_s %.4f\nexposed_share %.4f\n", nosync, (step_s - nosync) / step_s);
   } else {
     std::printf("step_nosync_s %.4f\nexposed_share 0\n", step_s);
