@@ -110,6 +110,16 @@ void check_resume(const Config& cfg, const model::ModelSpec& spec, const std::st
 
 }  // namespace
 
+std::string one_step_epoch_note(size_t n_train, int batch_size, int ranks) {
+  const int64_t batch = int64_t(batch_size) * std::max(ranks, 1);
+  if (int64_t(n_train) >= batch) return "";
+  return "the train split holds " + std::to_string(n_train) + " days, fewer than one " +
+         (ranks > 0 ? "global batch (" + std::to_string(batch) + " = train.batch_size " + std::to_string(batch_size) +
+                          " x " + std::to_string(ranks) + " rank(s))"
+                    : "batch per rank (" + std::to_string(batch_size) + ")") +
+         ": each epoch is a single optimizer step";
+}
+
 std::string check_training(const Config& cfg, const std::string& store_path, const std::string& model_dir, bool resume,
                            bool resume_auto, int ranks) {
   std::ostringstream out;
@@ -141,13 +151,8 @@ std::string check_training(const Config& cfg, const std::string& store_path, con
       << shape.w << " as the store's; loss " << cfg.train.loss << ", optimizer " << cfg.train.optimizer << ", batch "
       << cfg.train.batch_size << " per rank, " << cfg.train.epochs << " epochs\n";
   // As train warns at its start: with --ranks, against the global batch it will have.
-  const int64_t batch = int64_t(cfg.train.batch_size) * std::max(ranks, 1);
-  if (int64_t(n_train) < batch)
-    out << "note: the train split (" << n_train << " days) is smaller than one "
-        << (ranks > 0 ? "global batch (" + std::to_string(batch) + " = train.batch_size " +
-                            std::to_string(cfg.train.batch_size) + " x " + std::to_string(ranks) + " rank(s))"
-                      : "batch per rank (" + std::to_string(cfg.train.batch_size) + ")")
-        << ": each epoch is a single optimizer step\n";
+  if (const std::string note = one_step_epoch_note(n_train, cfg.train.batch_size, ranks); !note.empty())
+    out << "note: " << note << "\n";
 
   // train.precision on the backend this node trains on: a CPU without FP16 (or without
   // avx512_bf16 for bf16) would otherwise be train's exit 2 after the ranks were launched. A

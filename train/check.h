@@ -18,6 +18,12 @@ model::ModelSpec model_spec_for(const Config& cfg, const StoreMeta& meta);
 // allocation was spent training it.
 void check_loss_fits_predictand(const Config& cfg, const StoreMeta& meta, const std::string& store_path);
 
+// When the train split is smaller than one batch: "the train split holds N days, fewer than one
+// global batch (G = train.batch_size B x R rank(s)): each epoch is a single optimizer step" (legal,
+// but rarely meant). `ranks` 0 (not known): against one rank's batch. Empty otherwise. Said by
+// train at its start and by train --check.
+std::string one_step_epoch_note(size_t n_train, int batch_size, int ranks);
+
 // Opens the store (read only), checks its splits, the loss against its predictand, builds the
 // net on the CPU and checks its output grid against the store's, and with `resume` that the
 // checkpoint to resume from exists; without it, an existing checkpoint_last.h5 is noted as

@@ -331,10 +331,8 @@ TrainReport train_model(const Config& cfg, const std::string& store_path, const 
                  "training loss; metrics.csv's val_loss stays empty", tc.patience > 0 ? " (and early stopping)" : "");
   // Legal, but rarely meant (a short season, a store cut for a test, a batch sized for another
   // domain): every epoch is then one optimizer step, and 200 epochs train 200 steps.
-  if (root && int64_t(n_train) < global_batch)
-    spdlog::warn("the train split holds {} days, fewer than one global batch ({} = train.batch_size {} x {} rank(s)): "
-                 "each epoch is a single optimizer step; a smaller train.batch_size gives more",
-                 n_train, global_batch, tc.batch_size, host.size());
+  if (const std::string note = one_step_epoch_note(n_train, tc.batch_size, host.size()); root && !note.empty())
+    spdlog::warn("{}; a smaller train.batch_size gives more", note);
   if (distributed)
     spdlog::info("data parallel over {} ranks ({} on this node, local rank {}): global batch {}, learning rate x{} "
                  "after {:g} warmup epochs, gradients averaged in {} allreduce bucket(s) of up to {:g} MB overlapping "

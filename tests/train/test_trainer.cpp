@@ -643,16 +643,17 @@ TEST(Trainer, CheckNotesATrainSplitSmallerThanOneBatch) {
   Config c = tiny_config(d / "c.yaml", 1);
   c.train.loss = "gaussian";  // a temperature store
   c.train.batch_size = n_train / 2 + 1;  // one rank: more than one step; two ranks: fewer than one global batch
-  EXPECT_EQ(check_training(c, store, out, false, false, 0).find("smaller than one"), std::string::npos);
-  EXPECT_EQ(check_training(c, store, out, false, false, 1).find("smaller than one"), std::string::npos);
+  EXPECT_EQ(check_training(c, store, out, false, false, 0).find("fewer than one"), std::string::npos);
+  EXPECT_EQ(check_training(c, store, out, false, false, 1).find("fewer than one"), std::string::npos);
   const std::string two = check_training(c, store, out, false, false, 2);
-  EXPECT_NE(two.find("note: the train split (" + std::to_string(n_train) + " days) is smaller than one global batch (" +
+  EXPECT_NE(two.find("note: the train split holds " + std::to_string(n_train) + " days, fewer than one global batch (" +
                      std::to_string(2 * c.train.batch_size) + " = train.batch_size " + std::to_string(c.train.batch_size) +
                      " x 2 rank(s)): each epoch is a single optimizer step"),
             std::string::npos) << two;
   c.train.batch_size = n_train + 1;
   const std::string unknown = check_training(c, store, out, false, false, 0);
-  EXPECT_NE(unknown.find("smaller than one batch per rank (" + std::to_string(n_train + 1) + "): each epoch is a single"),
+  EXPECT_NE(unknown.find("note: the train split holds " + std::to_string(n_train) + " days, fewer than one batch per rank (" +
+                         std::to_string(n_train + 1) + "): each epoch is a single optimizer step"),
             std::string::npos) << unknown;
 }
 
