@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
-#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -263,7 +262,8 @@ class Mpi final : public Communicator {
     // comes, the scheduler kills the job (Slurm's KillWait after its SIGTERM) or the stall limit.
     // Said once, within the stall warning (5 s at most), so that the log says why it did not stop.
     const double stop_notice_s = stall_warn_s_ > 0 ? std::min(stall_warn_s_, 5.0) : 5.0;
-    double stop_seen = -1;
+    double stop_seen = -1;  // the wait's time when this rank first saw the stop request here
+    bool stop_said = false;
     int polls = 0;
     announce_arrival();
     // Until this rank's operations are complete and every other rank has reached this wait (so
@@ -278,12 +278,12 @@ class Mpi final : public Communicator {
         next_warning += stall_warn_s_;
       }
       if (stop_seen < 0 && stop_requested()) stop_seen = waited;
-      if (stop_seen >= 0 && waited - stop_seen >= stop_notice_s && !missing_ranks().empty()) {
+      if (!stop_said && stop_seen >= 0 && waited - stop_seen >= stop_notice_s && !missing_ranks().empty()) {
         spdlog::warn("the stop ({}) is held up: ranks {} have not reached collective #{} ({}) in {:.0f} s, and every rank "
                      "must (if they are gone: until the scheduler kills the job, or train.stall_abort_seconds: {})",
                      signal_name(stop_signal_number()), rank_list(missing_ranks()), phase_, what, waited,
                      stall_abort_s_ > 0 ? std::to_string(int(stall_abort_s_)) + " s" : std::string("off"));
-        stop_seen = std::numeric_limits<double>::infinity();  // once per wait
+        stop_said = true;  // once per wait
       }
       if (stall_abort_s_ > 0 && waited >= stall_abort_s_)
         abort("gave up after " + std::to_string(int(waited)) + " s at collective #" + std::to_string(phase_) + " (" +
