@@ -299,7 +299,7 @@ void plan_field(const SourceOpener& open, const std::string& base, const Dataset
   // A variable whose name or file holds its level, asked for without one: not a file named
   // "..._hus0.nc" that is not there, but the field to write (the predictand has no level).
   if (w.level == 0 && (f.def.level_in_name() || f.def.level_in_url())) {
-    const bool predictand = w.key == "fetch.predictand.variable";
+    const bool predictand = w.role == FieldWanted::Role::predictand;
     throw UsageError((w.key.empty() ? std::string("fetch") : w.key) + ": '" + w.name + "': dataset '" + dataset.name +
                      "' (" + (dataset.file.empty() ? "built in" : dataset.file) + ") holds " + w.var +
                      " on pressure levels" +

@@ -141,13 +141,23 @@ struct FetchPlan {
 };
 
 struct FieldWanted {
+  // The predictand is a single-level field: a level-holding variable asked for as the predictand is
+  // refused as such, not told to name a level (plan_field).
+  enum class Role { predictor, predictand };
   std::string name, var;
   int level = 0;
   std::string key;  // the config key that asks for it, for messages ("": a predictor field)
+  Role role = Role::predictor;
 
   FieldWanted() = default;
   FieldWanted(std::string name_, std::string var_, int level_ = 0, std::string key_ = "")
       : name(std::move(name_)), var(std::move(var_)), level(level_), key(std::move(key_)) {}
+  // The predictand `var` as fetch.predictand.variable asks for it.
+  static FieldWanted predictand(const std::string& var) {
+    FieldWanted w(var, var, 0, "fetch.predictand.variable");
+    w.role = Role::predictand;
+    return w;
+  }
 };
 
 // The (year, month) pairs of season-year `year`; see the header comment for wrapping seasons.

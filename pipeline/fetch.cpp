@@ -143,7 +143,7 @@ int run_fetch(const Config& cfg, bool dry_run) {
   if (with_predictand) {
     obs.dataset = dataset_of(cfg, f.predictand_dataset, f.predictand_source, "predictand");
     obs.url = obs.dataset.url;
-    obs.fields.push_back({f.predictand_variable, f.predictand_variable, 0, "fetch.predictand.variable"});
+    obs.fields.push_back(FieldWanted::predictand(f.predictand_variable));
     // Without a predictand_grid the observation grid is used as fetched: its box is its extent.
     if (cfg.preprocess.has_predictand_grid) obs.regridded_onto = &cfg.preprocess.predictand_grid;
     obs.chunk_folder = "chunks/predictand";

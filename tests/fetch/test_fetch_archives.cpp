@@ -289,7 +289,7 @@ TEST(FetchArchives, TheLevelComesFromADimensionAScalarCoordinateAnAttributeOrThe
             std::string::npos);
   // As the predictand, which takes no level, it is refused as such.
   const std::string as_predictand = test::message_of<UsageError>([&] {
-    plan(d.path(), one_variable("ta", "ta", "{var}{level}.nc", "K"), {"ta", "ta", 0, "fetch.predictand.variable"}, req);
+    plan(d.path(), one_variable("ta", "ta", "{var}{level}.nc", "K"), FieldWanted::predictand("ta"), req);
   });
   EXPECT_EQ(as_predictand.rfind("fetch.predictand.variable: 'ta': dataset", 0), 0u) << as_predictand;
   EXPECT_NE(as_predictand.find("on pressure levels, and the predictand is a single-level field"), std::string::npos)
