@@ -14,10 +14,10 @@ namespace ds {
 namespace {
 
 struct Moments {
-  double mo = NAN, mp = NAN, so = NAN, sp = NAN, cov = NAN, mse = NAN;
+  double mo = NAN, mp = NAN, so = NAN, sp = NAN;
 };
 
-// Means, sample standard deviations (n - 1), covariance and mean squared error of the pairs.
+// Means and sample standard deviations (n - 1) of the pairs; RMSE and Pearson are indices.h's.
 Moments moments(const Series& s) {
   Moments m;
   const size_t n = s.obs.size();
@@ -26,16 +26,14 @@ Moments moments(const Series& s) {
   for (size_t i = 0; i < n; ++i) ao += s.obs[i], ap += s.pred[i];
   m.mo = ao / n;
   m.mp = ap / n;
-  double oo = 0, pp = 0, op = 0, se = 0;
+  double oo = 0, pp = 0;
   for (size_t i = 0; i < n; ++i) {
-    const double a = s.obs[i] - m.mo, b = s.pred[i] - m.mp, e = s.pred[i] - s.obs[i];
-    oo += a * a, pp += b * b, op += a * b, se += e * e;
+    const double a = s.obs[i] - m.mo, b = s.pred[i] - m.mp;
+    oo += a * a, pp += b * b;
   }
-  m.mse = se / n;
   if (n > 1) {
     m.so = std::sqrt(oo / (n - 1));
     m.sp = std::sqrt(pp / (n - 1));
-    m.cov = op / (n - 1);
   }
   return m;
 }
@@ -77,11 +75,12 @@ ContinuousEvaluation evaluate_continuous(const std::vector<float>& obs, size_t n
     for (size_t k = 0; k < np; ++k) {
       progress.advance();
       if (!mask[k]) continue;
-      const Moments m = moments(pair_series(obs, method.values, np, k));
+      const Series pair = pair_series(obs, method.values, np, k);
+      const Moments m = moments(pair);
       s.mean[k] = m.mp;
       s.bias[k] = m.mp - m.mo;
-      s.rmse[k] = std::sqrt(m.mse);
-      s.pearson[k] = (m.so > 0 && m.sp > 0) ? m.cov / (m.so * m.sp) : NAN;
+      s.rmse[k] = rmse(pair);
+      s.pearson[k] = pearson(pair);
       s.sd_ratio[k] = m.so > 0 ? m.sp / m.so : NAN;
     }
     progress.done();

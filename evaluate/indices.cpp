@@ -112,7 +112,7 @@ std::vector<double> ranks(const std::vector<double>& x) {
   }
   return r;
 }
-double pearson(const std::vector<double>& a, const std::vector<double>& b) {
+double correlation(const std::vector<double>& a, const std::vector<double>& b) {
   const double ma = mean(a), mb = mean(b);
   double sab = 0, saa = 0, sbb = 0;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -124,9 +124,14 @@ double pearson(const std::vector<double>& a, const std::vector<double>& b) {
 }
 }  // namespace
 
+double pearson(const Series& s) {
+  if (s.obs.size() < 2) return NAN;
+  return correlation(s.obs, s.pred);
+}
+
 double spearman(const Series& s) {
   if (s.obs.size() < 2) return NAN;
-  return pearson(ranks(s.obs), ranks(s.pred));
+  return correlation(ranks(s.obs), ranks(s.pred));
 }
 
 double roc_skill_score(const std::vector<double>& obs, const std::vector<double>& score) {

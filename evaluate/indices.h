@@ -58,6 +58,7 @@ double annual_max_spell(const std::vector<double>& x, const std::vector<size_t>&
 double domain_median(const std::vector<double>& v);
 double rmse(const Series& s);
 double rmse_wet(const Series& s);                          // over observed wet days; NaN if none
+double pearson(const Series& s);                           // NaN if either series is constant
 double spearman(const Series& s);                          // NaN if either series is constant
 // ROC skill score of `score` for the event obs >= kWetDay; NaN if all days are wet or all dry.
 double roc_skill_score(const std::vector<double>& obs, const std::vector<double>& score);

@@ -36,6 +36,10 @@ TEST(Indices, ErrorsAndCorrelation) {
   EXPECT_NEAR(rmse(s), std::sqrt(1.5), 1e-12);
   // Observed wet days 2, 4, 6: errors 0, 1, -2 -> MSE 5/3.
   EXPECT_NEAR(rmse_wet(s), std::sqrt(5.0 / 3), 1e-12);
+  // Deviations -3 -1 1 3 and -2 -1 2 1: 12 / sqrt(20 * 10).
+  EXPECT_NEAR(pearson(s), 12 / std::sqrt(200.0), 1e-12);
+  EXPECT_TRUE(std::isnan(pearson({{1, 2, 3}, {5, 5, 5}})));
+  EXPECT_TRUE(std::isnan(pearson({{1}, {2}})));
   // Ranks obs 1 2 3 4, pred 1 2 4 3: d^2 = 0 0 1 1 -> 1 - 6 * 2 / (4 * 15) = 0.8.
   EXPECT_NEAR(spearman(s), 0.8, 1e-12);
   // Ties share ranks: pred 1 1 2 3 -> ranks 1.5 1.5 3 4, Pearson with 1 2 3 4 = 0.9486832980505138.
